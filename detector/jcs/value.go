@@ -1,0 +1,45 @@
+package jcs
+
+// Kind is the JSON type of a Value.
+type Kind uint8
+
+// JSON kinds.
+const (
+	Null Kind = iota
+	False
+	True
+	Number
+	String
+	Array
+	Object
+)
+
+// Value is a parsed JSON value. Objects keep their members in input order
+// (duplicate keys are rejected by Parse); arrays keep their order.
+type Value struct {
+	Kind Kind
+	// Str is the decoded string for String, and the literal as written for
+	// Number (for example "1.50E+2"); see Value.Float.
+	Str     string
+	Elems   []Value  // Array
+	Members []Member // Object
+}
+
+// Member is one object member.
+type Member struct {
+	Key   string
+	Value Value
+}
+
+// Get returns the member value for key in an object, and whether it exists.
+func (v *Value) Get(key string) (*Value, bool) {
+	if v.Kind != Object {
+		return nil, false
+	}
+	for i := range v.Members {
+		if v.Members[i].Key == key {
+			return &v.Members[i].Value, true
+		}
+	}
+	return nil, false
+}
