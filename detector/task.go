@@ -64,9 +64,10 @@ type Pin struct {
 	// Source is how the pin was made: "client-card", "client-digest" or "first-fetch".
 	Source       string       `json:"source"`
 	Requirements Requirements `json:"requirements"`
-	// Revalidated is set when the worker re-fetched the live card after a
-	// schema-class error; a retry with it unset is a blind retry.
-	PendingRevalidation bool `json:"pendingRevalidation,omitempty"`
+	// SchemaErrorAt is when the task last met a schema-class error (zero if
+	// never since the pin was made). A retry after it on a pin that no longer
+	// matches the live card is a blind retry.
+	SchemaErrorAt time.Time `json:"schemaErrorAt,omitempty"`
 }
 
 // Verdict is the task-scoped outcome of evaluating drift.
@@ -74,6 +75,7 @@ type Verdict struct {
 	Action  Action  `json:"action"`
 	Posture Posture `json:"posture"`
 	Reason  string  `json:"reason"`
-	// Findings are the findings that touch the task (a subset of all findings).
-	Findings []Finding `json:"-"`
+	// Impacting are the findings that touch the task (a subset of all the
+	// findings between the two cards), in Diff order.
+	Impacting []Finding `json:"-"`
 }
