@@ -1,0 +1,259 @@
+package detector
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const fixtureCards = "../../shared/fixtures/cards"
+
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(fixtureCards, name))
+	if err != nil {
+		t.Fatalf("read fixture: %v", err)
+	}
+	return raw
+}
+
+func mustParse(t testing.TB, raw []byte) *Card {
+	t.Helper()
+	c, err := Parse(raw)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return c
+}
+
+// TestParseFixtures pins, for every real card in ../shared/fixtures/cards, the
+// decision: accepted with which shape, or rejected with which typed error.
+func TestParseFixtures(t *testing.T) {
+	tests := []struct {
+		file    string
+		shape   string // when accepted
+		wantErr error  // when rejected
+		skills  int
+	}{
+		{file: "001-spec-v0.1.0-georoute-planner.json", shape: "v0.1", skills: 2},
+		{file: "002-spec-v0.2.6-georoute-planner.json", shape: "v0.2", skills: 2},
+		{file: "003-spec-v0.3.0-georoute-planner-signed.json", shape: "v0.2", skills: 2}, // says protocolVersion 0.2.9
+		{file: "004-spec-v1.0.1-georoute-planner-signed.json", shape: "hybrid", skills: 2},
+		// 005 and 008 carry no generation marker at all (no protocolVersion, no
+		// interfaces, no security): the shape cannot be told and is not asserted.
+		{file: "005-spec-v1.0.1-signing-example-minimal.json", shape: "", skills: 0},
+		{file: "006-docs-v0.3.0-extensions-magic-8-ball.json", shape: "v0.3", skills: 1},
+		{file: "007-docs-v1.0.1-extensions-magic-8-ball.json", shape: "v0.3", skills: 1},
+		{file: "008-a2a-readme-v0.1.0-parse-and-chat.json", shape: "", skills: 1},
+		{file: "009-a2a-cli-testdata-full.json", shape: "hybrid", skills: 3},
+		{file: "010-a2a-cli-testdata-minimal.json", shape: "hybrid", skills: 1},
+		// Wrong types everywhere: the first is a number where a string belongs.
+		{file: "011-a2a-cli-testdata-invalid-format.json", wantErr: ErrInvalidField},
+		// Not an A2A card: capabilities is an array of function specs.
+		{file: "014-a2a-smart-crypto-reporting-analytics.json", wantErr: ErrInvalidField},
+		{file: "012-a2a-aiar-identity-agent-card.json", shape: "v1.0", skills: -1},
+		{file: "013-a2a-aiar-identity-agent-card-signed.json", shape: "v1.0", skills: -1},
+		{file: "015-a2a-autogen-hyperwhales.json", shape: "v0.1", skills: 1},
+		// Booleans as "True"/"False" strings: accepted, read as booleans.
+		{file: "016-a2a-mcp-reimbursement-agent.json", shape: "v0.3", skills: 1},
+		{file: "017-a2a-mcp-air-ticketing-agent-2025-05.json", shape: "v0.1", skills: 1},
+		{file: "018-samples-a2a-mcp-air-ticketing-agent.json", shape: "", skills: 1},
+		{file: "019-samples-oixa-protocol-marketplace.json", shape: "v0.1", skills: 5},
+		{file: "020-samples-commerce-profile-paid-translation.json", shape: "hybrid", skills: -1},
+		{file: "021-samples-adk-check-prime-agent.json", shape: "", skills: -1},
+		{file: "022-samples-adk-facts-agent.json", shape: "", skills: -1},
+		{file: "023-samples-adk-human-in-loop-reimbursement.json", shape: "", skills: 3},
+		{file: "024-samples-adk-skills-currency-agent.json", shape: "v1.0", skills: -1},
+		{file: "025-samples-adk-currency-agent.json", shape: "v0.3", skills: -1},
+		{file: "026-samples-generator-research-assistant.json", shape: "hybrid", skills: -1},
+		{file: "027-a2a-go-json-test-georoute-planner.json", shape: "v1.0", skills: 2},
+		{file: "028-v0.1.0-js-movie-agent.json", shape: "v0.1", skills: -1},
+		{file: "029-a2a-js-movie-agent-v1.json", shape: "v1.0", skills: -1},
+		{file: "030-java-dice-agent-multi-transport.json", shape: "v0.3", skills: -1},
+		{file: "031-java-magic-8-ball-oauth2.json", shape: "v0.3", skills: 1},
+		{file: "032-python-helloworld-public.json", shape: "v1.0", skills: 1},
+		{file: "033-python-helloworld-extended.json", shape: "v1.0", skills: 2},
+		{file: "034-python-birthday-calendar-agent-oauth2.json", shape: "v0.3", skills: -1},
+	}
+	entries, err := os.ReadDir(fixtureCards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		covered[tt.file] = true
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".json") && !covered[e.Name()] {
+			t.Errorf("fixture %s has no row in this table", e.Name())
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			c, err := Parse(readFixture(t, tt.file))
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("Parse(%s) error = %v, want %v", tt.file, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse(%s) error = %v, want a card", tt.file, err)
+			}
+			if tt.shape != "" && c.Shape != tt.shape {
+				t.Errorf("Parse(%s).Shape = %q, want %q", tt.file, c.Shape, tt.shape)
+			}
+			if tt.skills >= 0 && len(c.Skills) != tt.skills {
+				t.Errorf("Parse(%s) has %d skills, want %d", tt.file, len(c.Skills), tt.skills)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	deep := strings.Repeat("[", 100) + strings.Repeat("]", 100)
+	tests := []struct {
+		name string
+		in   string
+		want error
+	}{
+		{"empty", ``, ErrNotJSON},
+		{"garbage", `{"name": }`, ErrNotJSON},
+		{"trailing", `{"name":"a"} x`, ErrNotJSON},
+		{"array", `["name"]`, ErrNotObject},
+		{"string", `"card"`, ErrNotObject},
+		{"duplicate key", `{"name":"a","name":"b"}`, ErrDuplicateKey},
+		{"nested duplicate key", `{"name":"a","capabilities":{"streaming":true,"streaming":false}}`, ErrDuplicateKey},
+		{"invalid utf-8", "{\"name\":\"a\xff\"}", ErrInvalidUTF8},
+		{"lone surrogate", `{"name":"\ud800"}`, ErrInvalidUTF8},
+		{"too deep", `{"name":"a","x":` + deep + `}`, ErrTooDeep},
+		{"no identity", `{"description":"nameless"}`, ErrMissingIdentity},
+		{"empty identity", `{"name":"","url":""}`, ErrMissingIdentity},
+		{"unsupported version", `{"name":"a","protocolVersion":"2.0"}`, ErrUnsupportedVersion},
+		{"unsupported interface version", `{"name":"a","supportedInterfaces":[{"url":"https://a","protocolBinding":"JSONRPC","protocolVersion":"0.9"}]}`, ErrUnsupportedVersion},
+		{"version not a string", `{"name":"a","protocolVersion":1.0}`, ErrInvalidField},
+		{"skill without id", `{"name":"a","skills":[{"name":"x"}]}`, ErrInvalidField},
+		{"duplicate skill id", `{"name":"a","skills":[{"id":"x"},{"id":"x"}]}`, ErrInvalidField},
+		{"capabilities array", `{"name":"a","capabilities":[]}`, ErrInvalidField},
+		{"modes not array", `{"name":"a","defaultInputModes":"text"}`, ErrInvalidField},
+		{"boolean garbage", `{"name":"a","capabilities":{"streaming":"yes"}}`, ErrInvalidField},
+		{"scheme without type", `{"name":"a","securitySchemes":{"x":{}}}`, ErrInvalidField},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.in))
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Parse(%q) error = %v, want %v", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseTooLarge(t *testing.T) {
+	raw := []byte(`{"name":"` + strings.Repeat("a", 100) + `"}`)
+	_, err := ParseLimits(raw, Limits{MaxBytes: 50})
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("ParseLimits(150 bytes, max 50) error = %v, want ErrTooLarge", err)
+	}
+}
+
+func TestUnsupportedVersionListsSupported(t *testing.T) {
+	_, err := Parse([]byte(`{"name":"a","protocolVersion":"2.1.0"}`))
+	var uv *UnsupportedVersionError
+	if !errors.As(err, &uv) {
+		t.Fatalf("Parse error = %v, want *UnsupportedVersionError", err)
+	}
+	if uv.Version != "2.1.0" || len(uv.Supported) != len(SupportedVersions) {
+		t.Fatalf("UnsupportedVersionError = %+v", uv)
+	}
+	for _, v := range SupportedVersions {
+		if !strings.Contains(err.Error(), v) {
+			t.Errorf("error %q does not list supported version %s", err, v)
+		}
+	}
+}
+
+func TestParseNormalises(t *testing.T) {
+	t.Run("v0.3 interfaces keep order, preferred first", func(t *testing.T) {
+		c := mustParse(t, readFixture(t, "031-java-magic-8-ball-oauth2.json"))
+		got := []string{}
+		for _, in := range c.Interfaces {
+			got = append(got, in.ProtocolBinding+" "+in.URL+" "+in.ProtocolVersion)
+		}
+		want := []string{"JSONRPC http://localhost:11000 0.3.0", "HTTP+JSON http://localhost:11000 0.3.0", "GRPC localhost:11000 0.3.0"}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Fatalf("Interfaces = %q, want %q", got, want)
+		}
+		s := c.SecuritySchemes["oauth2"]
+		if s.Type != "oauth2" || s.Flows["clientCredentials"].TokenURL == "" || len(s.Flows["clientCredentials"].Scopes) != 2 {
+			t.Fatalf("oauth2 scheme = %+v", s)
+		}
+		if len(c.SecurityRequirements) != 1 || len(c.SecurityRequirements[0]["oauth2"]) != 1 {
+			t.Fatalf("SecurityRequirements = %v", c.SecurityRequirements)
+		}
+	})
+	t.Run("v1.0 wrapped schemes and requirement forms", func(t *testing.T) {
+		c := mustParse(t, readFixture(t, "027-a2a-go-json-test-georoute-planner.json"))
+		if c.SecuritySchemes["google"].Type != "openIdConnect" {
+			t.Fatalf("google scheme = %+v", c.SecuritySchemes["google"])
+		}
+		if got := c.SecurityRequirements[0]["google"]; len(got) != 3 {
+			t.Fatalf("requirements = %v", c.SecurityRequirements)
+		}
+		s, ok := c.Skill("route-optimizer-traffic")
+		if !ok || len(s.SecurityRequirements) != 1 {
+			t.Fatalf("skill requirements = %+v", s)
+		}
+		if !c.Capabilities.ExtendedAgentCard || !c.HasSignatures {
+			t.Fatalf("capabilities = %+v signatures=%v", c.Capabilities, c.HasSignatures)
+		}
+		req, err := Parse([]byte(`{"name":"a","securityRequirements":[{"schemes":{"b":{"list":["s1","s2"]}}}]}`))
+		if err != nil || len(req.SecurityRequirements[0]["b"]) != 2 {
+			t.Fatalf("proto-form requirements = %v, %v", req, err)
+		}
+	})
+	t.Run("string booleans", func(t *testing.T) {
+		c := mustParse(t, readFixture(t, "016-a2a-mcp-reimbursement-agent.json"))
+		if !c.Capabilities.Streaming || c.Capabilities.PushNotifications {
+			t.Fatalf("capabilities = %+v, want streaming only", c.Capabilities)
+		}
+	})
+	t.Run("skills sorted by id, index kept", func(t *testing.T) {
+		c := mustParse(t, []byte(`{"name":"a","skills":[{"id":"b"},{"id":"a"}]}`))
+		if c.Skills[0].ID != "a" || c.Skills[0].Index != 1 || c.Skills[1].Index != 0 {
+			t.Fatalf("skills = %+v", c.Skills)
+		}
+		if _, ok := c.Skill("b"); !ok {
+			t.Fatalf("Skill(b) not found")
+		}
+	})
+	t.Run("skill modes fall back to defaults", func(t *testing.T) {
+		c := mustParse(t, []byte(`{"name":"a","defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"x","outputModes":["image/png"]}]}`))
+		s, _ := c.Skill("x")
+		if got := c.InputModes(s); len(got) != 1 || got[0] != "text/plain" {
+			t.Fatalf("InputModes = %v", got)
+		}
+		if got := c.OutputModes(s); len(got) != 1 || got[0] != "image/png" {
+			t.Fatalf("OutputModes = %v", got)
+		}
+	})
+	t.Run("v0.1 authentication maps to schemes", func(t *testing.T) {
+		c := mustParse(t, readFixture(t, "001-spec-v0.1.0-georoute-planner.json"))
+		if len(c.SecuritySchemes) == 0 {
+			t.Fatalf("v0.1 authentication produced no schemes")
+		}
+		c = mustParse(t, readFixture(t, "019-samples-oixa-protocol-marketplace.json"))
+		if len(c.SecuritySchemes) != 0 {
+			t.Fatalf(`authentication "none" produced schemes %v`, c.SecuritySchemes)
+		}
+	})
+	t.Run("v1.0 and v0.3 twins normalise to the same structure", func(t *testing.T) {
+		a := mustParse(t, readFixture(t, "006-docs-v0.3.0-extensions-magic-8-ball.json"))
+		b := mustParse(t, readFixture(t, "007-docs-v1.0.1-extensions-magic-8-ball.json"))
+		if StructuralDigest(a) != StructuralDigest(b) || Fingerprint(a) != Fingerprint(b) {
+			t.Fatalf("006/007 structural digests differ")
+		}
+	})
+}
