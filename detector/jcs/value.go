@@ -1,5 +1,7 @@
 package jcs
 
+import "strconv"
+
 // Kind is the JSON type of a Value.
 type Kind uint8
 
@@ -42,4 +44,15 @@ func (v *Value) Get(key string) (*Value, bool) {
 		}
 	}
 	return nil, false
+}
+
+var kindNames = [...]string{Null: "null", False: "false", True: "true", Number: "number", String: "string", Array: "array", Object: "object"}
+
+// String returns the JSON name of the kind: "null", "false", "true",
+// "number", "string", "array" or "object".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }

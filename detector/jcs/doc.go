@@ -1,0 +1,38 @@
+// Package jcs parses JSON strictly and writes it in the canonical form of
+// RFC 8785, the JSON Canonicalization Scheme, which carddrift hashes to
+// identify an agent card regardless of whitespace, key order and number
+// spelling.
+//
+// # Parsing
+//
+// Parse reads one RFC 8259 JSON text into a Value tree under Limits (1 MiB and
+// 64 levels of nesting by default). It is strict where RFC 8785 needs it to
+// be: input must be valid UTF-8, escaped lone surrogates ("\ud800") are
+// rejected, duplicate object keys are rejected, and NaN, Infinity, leading
+// zeros and numbers outside the float64 range are not JSON. Every error is a
+// *SyntaxError carrying a byte offset and wrapping one sentinel (ErrNotJSON,
+// ErrDuplicateKey, ErrInvalidUTF8, ErrTooLarge, ErrTooDeep, and ErrNotObject
+// from ParseObject), so callers classify failures with errors.Is:
+//
+//	v, err := jcs.ParseObject(body, jcs.Limits{})
+//	if errors.Is(err, jcs.ErrDuplicateKey) { ... }
+//
+// Numbers keep their literal in Value.Str; Value.Float converts it.
+//
+// # Canonical form
+//
+// Append writes a tree in canonical form: object members sorted by the
+// UTF-16 code units of their keys, strings with only the mandatory escapes
+// (\" \\ \b \f \n \r \t and \u00xx for other controls) and everything else as
+// literal UTF-8, numbers as ECMAScript's Number.prototype.toString writes
+// them (AppendFloat), no whitespace. AppendWithout leaves out one top-level
+// member, as A2A card signing leaves out "signatures".
+//
+// Transform and AppendCanonical go from bytes to canonical bytes directly.
+// AppendCanonical is the fast path: it uses pooled working memory and does
+// not copy strings, and allocates nothing in the steady state when dst has
+// room, which is what makes a card digest cheap.
+//
+// All functions are safe for concurrent use; a Value is not modified by
+// anything in this package after Parse returns it.
+package jcs

@@ -1,0 +1,290 @@
+package jcs_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	gowebpki "github.com/gowebpki/jcs"
+
+	"github.com/carddrift/carddrift/detector/jcs"
+)
+
+// The vectors under testdata/ are copies of ../shared/fixtures (see
+// testdata/README.md); TestFixturesCopied checks that none was left out.
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func glob(t *testing.T, pattern string) []string {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no files match %s", pattern)
+	}
+	return files
+}
+
+// TestCyberphone runs the RFC author's companion vectors: input/X must
+// canonicalize to output/X, and outhex/X must spell the same bytes.
+func TestCyberphone(t *testing.T) {
+	inputs := glob(t, "testdata/cyberphone/input/*.json")
+	if len(inputs) != 6 {
+		t.Errorf("found %d cyberphone inputs, want 6", len(inputs))
+	}
+	for _, in := range inputs {
+		name := filepath.Base(in)
+		t.Run(name, func(t *testing.T) {
+			want := readFile(t, filepath.Join("testdata/cyberphone/output", name))
+			hexText := readFile(t, filepath.Join("testdata/cyberphone/outhex", strings.TrimSuffix(name, ".json")+".txt"))
+			wantHex, err := hex.DecodeString(strings.Join(strings.Fields(string(hexText)), ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(want, wantHex) {
+				t.Fatalf("output/%s and outhex disagree", name)
+			}
+			got, err := jcs.Transform(readFile(t, in))
+			if err != nil {
+				t.Fatalf("Transform(%s) error: %v", name, err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("Transform(%s) =\n%s\nwant\n%s", name, got, want)
+			}
+		})
+	}
+}
+
+// tckVector is one file of the A2A TCK's a2a-jcs-v01 corpus. Must-accept
+// vectors carry the input as embedded JSON (taken verbatim, as written in
+// the file) and the expected canonical bytes in hex; must-reject vectors
+// carry the input as a JSON string.
+type tckVector struct {
+	ID          string          `json:"id"`
+	Disposition string          `json:"disposition"`
+	Input       json.RawMessage `json:"input"`
+	InputRaw    *string         `json:"input_raw"`
+	Expected    struct {
+		CanonicalUTF8Hex string `json:"canonical_utf8_hex"`
+	} `json:"expected"`
+}
+
+func loadTCK(t *testing.T) []tckVector {
+	t.Helper()
+	var vs []tckVector
+	for _, path := range glob(t, "testdata/a2a-jcs-v01/*/*.json") {
+		var v tckVector
+		if err := json.Unmarshal(readFile(t, path), &v); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		vs = append(vs, v)
+	}
+	if len(vs) != 57 {
+		t.Errorf("found %d TCK vectors, want 57", len(vs))
+	}
+	return vs
+}
+
+// tckRejects names the typed error each must-reject vector gets. The A2
+// rejects are valid JSON in canonical form that still carries "signatures":
+// RFC 8785 has no objection to them, the A2A signing rule does, so they are
+// rejected one layer up (detector.CheckSigningPayload) and here only checked
+// to be accepted and already canonical.
+var tckRejects = map[string]error{
+	"A2-REJECT-003": nil,
+	"A2-REJECT-004": nil,
+	"A3-REJECT-011": jcs.ErrInvalidUTF8, // key with lone high surrogate
+	"A3-REJECT-012": jcs.ErrInvalidUTF8, // key with lone low surrogate
+	"A4-REJECT-013": jcs.ErrInvalidUTF8,
+	"A4-REJECT-014": jcs.ErrInvalidUTF8,
+	"A4-REJECT-015": jcs.ErrInvalidUTF8,
+	"A5-REJECT-016": jcs.ErrNotJSON, // NaN
+	"A5-REJECT-017": jcs.ErrNotJSON, // Infinity
+	"A5-REJECT-018": jcs.ErrNotJSON, // -Infinity
+}
+
+func TestTCKVectors(t *testing.T) {
+	accepted, rejected := 0, 0
+	for _, v := range loadTCK(t) {
+		t.Run(v.ID, func(t *testing.T) {
+			switch v.Disposition {
+			case "MUST-ACCEPT":
+				accepted++
+				want, err := hex.DecodeString(v.Expected.CanonicalUTF8Hex)
+				if err != nil || len(v.Input) == 0 {
+					t.Fatalf("malformed vector: input %d bytes, hex error %v", len(v.Input), err)
+				}
+				// Group A2 strips the top-level signatures first.
+				opt := jcs.Options{}
+				if strings.HasPrefix(v.ID, "A2-") {
+					opt = jcs.Options{Omit: "signatures", RequireObject: true}
+				}
+				got, err := jcs.AppendCanonical(nil, v.Input, opt)
+				if err != nil {
+					t.Fatalf("AppendCanonical(%s) error: %v", v.Input, err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("AppendCanonical(%s) =\n%s\nwant\n%s", v.Input, got, want)
+				}
+			case "MUST-REJECT":
+				rejected++
+				if v.InputRaw == nil {
+					t.Fatal("reject vector without input_raw")
+				}
+				in := []byte(*v.InputRaw)
+				wantErr, ok := tckRejects[v.ID]
+				if !ok {
+					t.Fatalf("reject vector %s has no entry in tckRejects", v.ID)
+				}
+				got, err := jcs.Transform(in)
+				if wantErr == nil {
+					if err != nil || !bytes.Equal(got, in) {
+						t.Errorf("Transform(%s) = %s, %v; want the input unchanged", in, got, err)
+					}
+					return
+				}
+				var se *jcs.SyntaxError
+				if !errors.Is(err, wantErr) || !errors.As(err, &se) {
+					t.Errorf("Transform(%s) = %s, %v; want a *SyntaxError wrapping %v", in, got, err, wantErr)
+				}
+			default:
+				t.Fatalf("unknown disposition %q", v.Disposition)
+			}
+		})
+	}
+	if accepted != 47 || rejected != 10 {
+		t.Errorf("ran %d accept and %d reject vectors, want 47 and 10", accepted, rejected)
+	}
+}
+
+// TestCardSigningVectors runs the TCK's agent-card signing payloads: the
+// canonical form of the card without its top-level signatures.
+func TestCardSigningVectors(t *testing.T) {
+	var file struct {
+		Cases []struct {
+			ID       string          `json:"id"`
+			Card     json.RawMessage `json:"agent_card"`
+			Expected string          `json:"expected_jcs_payload"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(readFile(t, "testdata/card_signing_canonicalization_vectors.json"), &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Cases) != 3 {
+		t.Errorf("found %d cases, want 3", len(file.Cases))
+	}
+	for _, c := range file.Cases {
+		t.Run(c.ID, func(t *testing.T) {
+			got, err := jcs.AppendCanonical(nil, c.Card, jcs.Options{Omit: "signatures", RequireObject: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != c.Expected {
+				t.Errorf("canonical payload =\n%s\nwant\n%s", got, c.Expected)
+			}
+		})
+	}
+}
+
+// TestSpecDefaultValueRemoval documents how pure RFC 8785 differs from the
+// example in A2A v1.0.1 §8.4.1: the specification's expected payload drops
+// the default-valued "extensions": [] from capabilities (A2A's own signing
+// rule 1, still disputed in a2aproject/A2A#2122), which RFC 8785 does not do.
+// carddrift digests the card as served, so we keep it; the difference is
+// exactly that one member.
+func TestSpecDefaultValueRemoval(t *testing.T) {
+	in := readFile(t, "testdata/a2a-spec/spec-v1.0.1-sec8.4.1-default-value-removal.input.json")
+	specForm := string(readFile(t, "testdata/a2a-spec/spec-v1.0.1-sec8.4.1-default-value-removal.expected.json"))
+	got, err := jcs.Transform(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"capabilities":{"extensions":[],"pushNotifications":false,"streaming":false},"description":"","name":"Example Agent","skills":[]}`
+	if string(got) != want {
+		t.Errorf("Transform(spec example) =\n%s\nwant\n%s", got, want)
+	}
+	if stripped := strings.Replace(string(got), `"extensions":[],`, "", 1); stripped != specForm {
+		t.Errorf("pure JCS without the default extensions =\n%s\nspec form\n%s", stripped, specForm)
+	}
+}
+
+// TestCardsAgainstGowebpki cross-checks every real card against an
+// independent implementation.
+func TestCardsAgainstGowebpki(t *testing.T) {
+	cards := glob(t, "testdata/cards/*.json")
+	if len(cards) != 34 {
+		t.Errorf("found %d cards, want 34", len(cards))
+	}
+	for _, path := range cards {
+		name := filepath.Base(path)
+		t.Run(name, func(t *testing.T) {
+			in := readFile(t, path)
+			got, err := jcs.Transform(in)
+			want, wantErr := gowebpki.Transform(in)
+			if err != nil || wantErr != nil {
+				t.Fatalf("Transform errors: carddrift %v, gowebpki %v", err, wantErr)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("Transform(%s) =\n%s\ngowebpki\n%s", name, got, want)
+			}
+		})
+	}
+	a, _ := jcs.Transform(readFile(t, "testdata/cards/006-docs-v0.3.0-extensions-magic-8-ball.json"))
+	b, _ := jcs.Transform(readFile(t, "testdata/cards/007-docs-v1.0.1-extensions-magic-8-ball.json"))
+	if !bytes.Equal(a, b) {
+		t.Errorf("cards 006 and 007 differ only in whitespace but canonicalize differently:\n%s\n%s", a, b)
+	}
+}
+
+// TestFixturesCopied checks, when the shared fixtures are checked out beside
+// the repository, that every JCS vector and card there has an identical copy
+// under testdata, so the tests above run on all of them.
+func TestFixturesCopied(t *testing.T) {
+	const shared = "../../../shared/fixtures"
+	if _, err := os.Stat(shared); err != nil {
+		t.Skipf("shared fixtures not present: %v", err)
+	}
+	dirs := map[string]string{
+		"jcs/cyberphone-json-canonicalization":                  "testdata/cyberphone",
+		"jcs/a2aproject-a2a-tck/conformance-vectors/a2a-jcs-v01": "testdata/a2a-jcs-v01",
+		"jcs/a2aproject-a2a-tck/tests/compatibility/agent_card":  "testdata",
+		"jcs/a2aproject-A2A":                                     "testdata/a2a-spec",
+		"cards":                                                  "testdata/cards",
+	}
+	n := 0
+	err := filepath.WalkDir(filepath.Join(shared), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Base(path) == "README.md" && filepath.Dir(path) == shared {
+			return err
+		}
+		rel, _ := filepath.Rel(shared, path)
+		for from, to := range dirs {
+			if sub, ok := strings.CutPrefix(rel, from+"/"); ok {
+				n++
+				if got, err := os.ReadFile(filepath.Join(to, sub)); err != nil || !bytes.Equal(got, readFile(t, path)) {
+					t.Errorf("%s: no identical copy at %s", rel, filepath.Join(to, sub))
+				}
+				return nil
+			}
+		}
+		t.Errorf("%s: not mapped to testdata", rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d shared fixture files have copies in testdata", n)
+}
