@@ -259,7 +259,7 @@ func TestFixturesCopied(t *testing.T) {
 		t.Skipf("shared fixtures not present: %v", err)
 	}
 	dirs := map[string]string{
-		"jcs/cyberphone-json-canonicalization":                  "testdata/cyberphone",
+		"jcs/cyberphone-json-canonicalization":                   "testdata/cyberphone",
 		"jcs/a2aproject-a2a-tck/conformance-vectors/a2a-jcs-v01": "testdata/a2a-jcs-v01",
 		"jcs/a2aproject-a2a-tck/tests/compatibility/agent_card":  "testdata",
 		"jcs/a2aproject-A2A":                                     "testdata/a2a-spec",
