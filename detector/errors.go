@@ -4,24 +4,28 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/carddrift/carddrift/detector/jcs"
 )
 
 // Sentinel errors returned by Parse. Test with errors.Is; the concrete error
 // returned may wrap them with the position where the problem was found.
 var (
-	// ErrNotJSON is returned when the input is not well-formed JSON.
-	ErrNotJSON = errors.New("card is not JSON")
+	// ErrNotJSON is returned when the input is not well-formed JSON. It is
+	// jcs.ErrNotJSON: the JSON-level sentinels are those of package jcs, which
+	// does the parsing.
+	ErrNotJSON = jcs.ErrNotJSON
 	// ErrNotObject is returned when the input is JSON but not an object.
-	ErrNotObject = errors.New("card is not a JSON object")
+	ErrNotObject = jcs.ErrNotObject
 	// ErrDuplicateKey is returned when an object has the same key twice.
-	ErrDuplicateKey = errors.New("duplicate object key")
+	ErrDuplicateKey = jcs.ErrDuplicateKey
 	// ErrInvalidUTF8 is returned when a string is not valid UTF-8 (including
 	// escaped lone surrogates).
-	ErrInvalidUTF8 = errors.New("invalid UTF-8")
+	ErrInvalidUTF8 = jcs.ErrInvalidUTF8
 	// ErrTooLarge is returned when the input exceeds Limits.MaxBytes.
-	ErrTooLarge = errors.New("card exceeds size limit")
+	ErrTooLarge = jcs.ErrTooLarge
 	// ErrTooDeep is returned when nesting exceeds Limits.MaxDepth.
-	ErrTooDeep = errors.New("card exceeds nesting limit")
+	ErrTooDeep = jcs.ErrTooDeep
 	// ErrMissingIdentity is returned when a card has neither a name nor an
 	// interface URL.
 	ErrMissingIdentity = errors.New("card has no name and no interface URL")
@@ -37,21 +41,9 @@ var (
 var SupportedVersions = []string{"0.1", "0.2", "0.3", "1.0"}
 
 // SyntaxError locates a JSON problem. Err is one of ErrNotJSON, ErrNotObject,
-// ErrDuplicateKey, ErrInvalidUTF8, ErrTooLarge or ErrTooDeep.
-type SyntaxError struct {
-	Offset int    // byte offset in the input
-	Detail string // what was found
-	Err    error
-}
-
-func (e *SyntaxError) Error() string {
-	if e.Detail == "" {
-		return fmt.Sprintf("%v at byte %d", e.Err, e.Offset)
-	}
-	return fmt.Sprintf("%v at byte %d: %s", e.Err, e.Offset, e.Detail)
-}
-
-func (e *SyntaxError) Unwrap() error { return e.Err }
+// ErrDuplicateKey, ErrInvalidUTF8, ErrTooLarge or ErrTooDeep. It is
+// jcs.SyntaxError, so errors.As matches it whichever name the caller uses.
+type SyntaxError = jcs.SyntaxError
 
 // FieldError reports a known card field with the wrong type or value.
 type FieldError struct {

@@ -1,0 +1,206 @@
+package detector
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/carddrift/carddrift/detector/jcs"
+)
+
+// DigestMemoSize is the number of entries in the memo behind Digest. An entry
+// is a 32-byte key and a 71-byte digest plus map and slot overhead, about
+// 200 bytes, so the memo holds at most roughly 1 MiB.
+const DigestMemoSize = 4096
+
+// signaturesKey is the top-level card member that card digests and signing
+// payloads leave out (A2A v1.0 §8.4.1).
+const signaturesKey = "signatures"
+
+// digestOptions canonicalize a card as served, under the jcs default limits
+// (1 MiB, 64 levels), without its top-level signatures.
+var digestOptions = jcs.Options{Omit: signaturesKey, RequireObject: true}
+
+// ErrNotSigningPayload is returned (wrapped, with the reason) by
+// CheckSigningPayload when well-formed JSON presented as a card's signing
+// payload is not one: it keeps its top-level "signatures" member, or it is not
+// in RFC 8785 canonical form. (Declared here rather than in errors.go because
+// only the digest code returns it.)
+var ErrNotSigningPayload = errors.New("not a card signing payload")
+
+var defaultMemo = NewDigestMemo(DigestMemoSize)
+
+// Digest returns the digest of the agent card raw as served: "sha256:" and
+// the lowercase hex SHA-256 of the RFC 8785 (JCS) canonical form of the card
+// with its top-level "signatures" member removed. Whitespace, key order and
+// number spelling do not change it; any other edit does.
+//
+// Results are memoised by the SHA-256 of raw in a process-wide DigestMemo of
+// DigestMemoSize entries, so an unchanged body costs one SHA-256 and a map
+// lookup. Errors are not memoised.
+//
+// Digest does not check that raw is an A2A card, only that it is a JSON
+// object. It returns a *SyntaxError wrapping ErrNotJSON, ErrNotObject,
+// ErrDuplicateKey, ErrInvalidUTF8, ErrTooLarge (over jcs.DefaultMaxBytes) or
+// ErrTooDeep (over jcs.DefaultMaxDepth). It is safe for concurrent use.
+func Digest(raw []byte) (string, error) { return defaultMemo.Digest(raw) }
+
+// DigestValue returns the digest of a card that is already parsed, as Digest
+// would for its raw bytes. It is not memoised. v must come from jcs.Parse (or
+// hold valid strings and number literals); if v is not an object nothing is
+// removed from it.
+func DigestValue(v *jcs.Value) string {
+	bp := getBuf()
+	b := jcs.AppendWithout((*bp)[:0], v, signaturesKey)
+	sum := sha256.Sum256(b)
+	putBuf(bp, b)
+	return formatDigest(sum)
+}
+
+// CanonicalJSON returns the bytes that DigestValue hashes: the RFC 8785
+// canonical form of v without its top-level "signatures" member. For a card
+// that is its A2A signing payload (JWS payload before base64url encoding).
+func CanonicalJSON(v *jcs.Value) []byte {
+	return jcs.AppendWithout(nil, v, signaturesKey)
+}
+
+// CheckSigningPayload checks bytes presented as an agent card's signing
+// payload, as a verifier must before trusting a detached JWS payload: they
+// must be a JSON object in RFC 8785 canonical form without a top-level
+// "signatures" member (a payload cannot contain the signatures over it).
+//
+// It returns nil for a signing payload; the errors of Digest when payload is
+// not a well-formed JSON object; and an error wrapping ErrNotSigningPayload
+// when it keeps "signatures" or is not canonical.
+func CheckSigningPayload(payload []byte) error {
+	v, err := jcs.ParseObject(payload, jcs.Limits{})
+	if err != nil {
+		return err
+	}
+	if _, ok := v.Get(signaturesKey); ok {
+		return fmt.Errorf("%w: top-level %q present", ErrNotSigningPayload, signaturesKey)
+	}
+	if !bytes.Equal(jcs.Append(nil, &v), payload) {
+		return fmt.Errorf("%w: not in RFC 8785 canonical form", ErrNotSigningPayload)
+	}
+	return nil
+}
+
+// digestUncached canonicalizes and hashes raw, bypassing every memo.
+func digestUncached(raw []byte) (string, error) {
+	bp := getBuf()
+	b, err := jcs.AppendCanonical((*bp)[:0], raw, digestOptions)
+	if err != nil {
+		putBuf(bp, b)
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	putBuf(bp, b)
+	return formatDigest(sum), nil
+}
+
+func formatDigest(sum [sha256.Size]byte) string {
+	const prefix = "sha256:"
+	var out [len(prefix) + 2*sha256.Size]byte
+	copy(out[:], prefix)
+	hex.Encode(out[len(prefix):], sum[:])
+	return string(out[:])
+}
+
+// Canonical forms are written into pooled buffers; buffers that grew past
+// maxPooledBuf (a huge card) are dropped rather than kept.
+const maxPooledBuf = 256 << 10
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(bp *[]byte, b []byte) {
+	if cap(b) > maxPooledBuf {
+		return
+	}
+	*bp = b[:0]
+	bufPool.Put(bp)
+}
+
+// DigestMemo memoises card digests by the SHA-256 of the raw bytes. It holds
+// at most its size entries and evicts with the CLOCK (second-chance) policy:
+// an entry read since the hand last passed it survives one more round. It is
+// safe for concurrent use; the zero value is not usable, use NewDigestMemo.
+type DigestMemo struct {
+	mu    sync.Mutex
+	index map[[sha256.Size]byte]int // key -> slot
+	slots []memoSlot
+	hand  int
+}
+
+type memoSlot struct {
+	key    [sha256.Size]byte
+	digest string
+	ref    bool // read since the hand last passed
+}
+
+// NewDigestMemo returns a memo of at most size entries (at least 1).
+func NewDigestMemo(size int) *DigestMemo {
+	size = max(size, 1)
+	return &DigestMemo{index: make(map[[sha256.Size]byte]int, size), slots: make([]memoSlot, 0, size)}
+}
+
+// Digest is the package-level Digest with this memo: it returns the memoised
+// digest of raw, or computes and remembers it. It returns the errors of the
+// package-level Digest, which are not remembered.
+func (m *DigestMemo) Digest(raw []byte) (string, error) {
+	key := sha256.Sum256(raw)
+	if d, ok := m.lookup(&key); ok {
+		return d, nil
+	}
+	d, err := digestUncached(raw)
+	if err != nil {
+		return "", err
+	}
+	m.store(&key, d)
+	return d, nil
+}
+
+// Len returns the number of digests held.
+func (m *DigestMemo) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.index)
+}
+
+func (m *DigestMemo) lookup(key *[sha256.Size]byte) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, ok := m.index[*key]
+	if !ok {
+		return "", false
+	}
+	m.slots[i].ref = true
+	return m.slots[i].digest, true
+}
+
+func (m *DigestMemo) store(key *[sha256.Size]byte, digest string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.index[*key]; ok {
+		return // a concurrent caller stored it first
+	}
+	if len(m.slots) < cap(m.slots) {
+		m.index[*key] = len(m.slots)
+		m.slots = append(m.slots, memoSlot{key: *key, digest: digest})
+		return
+	}
+	for m.slots[m.hand].ref {
+		m.slots[m.hand].ref = false
+		m.hand = (m.hand + 1) % len(m.slots)
+	}
+	victim := &m.slots[m.hand]
+	delete(m.index, victim.key)
+	*victim = memoSlot{key: *key, digest: digest}
+	m.index[*key] = m.hand
+	m.hand = (m.hand + 1) % len(m.slots)
+}
