@@ -67,7 +67,13 @@ type Pin struct {
 	// SchemaErrorAt is when the task last met a schema-class error (zero if
 	// never since the pin was made). A retry after it on a pin that no longer
 	// matches the live card is a blind retry.
-	SchemaErrorAt time.Time `json:"schemaErrorAt,omitempty"`
+	SchemaErrorAt time.Time `json:"schemaErrorAt,omitzero"`
+	// LiveDigest is the digest of the live card at the last evaluation, and
+	// DriftReported the Nats-Msg-Id of the last card.drift published for this
+	// pin: together they keep one card.drift per (pin, live card, rules) even
+	// beyond the stream's duplicate window.
+	LiveDigest    string `json:"liveDigest,omitempty"`
+	DriftReported string `json:"driftReported,omitempty"`
 }
 
 // Verdict is the task-scoped outcome of evaluating drift.
