@@ -1,0 +1,110 @@
+package detector
+
+import "slices"
+
+// checkDescriptiveText reports every changed piece of descriptive text, one
+// finding per field: the card's name, description, provider organization and
+// URL, documentation and icon URLs; the name, description, tags and examples
+// of each skill present in both cards (tags and examples compare as sets);
+// the description of each security scheme, OAuth scope and extension present
+// in both. None of it changes what a task can do, so all of it is info; the
+// structural digest leaves the same fields out.
+func checkDescriptiveText(pinned, live *Card) []Finding {
+	var out []Finding
+	text := func(variant, path, before, after string, kv ...string) {
+		if before == after {
+			return
+		}
+		kv = append(kv, "before", quoteText(before), "after", quoteText(after))
+		out = append(out, Finding{
+			Rule:     RuleDescriptiveTextChanged,
+			Severity: Info,
+			Path:     path,
+			Before:   before,
+			After:    after,
+			Message:  render(RuleDescriptiveTextChanged+"/"+variant, kv...),
+		})
+	}
+	text("name", pointer("name"), pinned.Name, live.Name)
+	text("description", pointer("description"), pinned.Description, live.Description)
+	text("provider-organization", pointer("provider", "organization"), pinned.Provider.Organization, live.Provider.Organization)
+	text("provider-url", pointer("provider", "url"), pinned.Provider.URL, live.Provider.URL)
+	text("documentation-url", pointer("documentationUrl"), pinned.DocumentationURL, live.DocumentationURL)
+	text("icon-url", pointer("iconUrl"), pinned.IconURL, live.IconURL)
+
+	retainedSkills(pinned, live, func(p, l Skill) {
+		n := len(out)
+		id := quote(l.ID)
+		text("skill-name", skillPointer(l, "name"), p.Name, l.Name, "skill", id)
+		text("skill-description", skillPointer(l, "description"), p.Description, l.Description, "skill", id)
+		for _, f := range []struct {
+			variant, field string
+			before, after  []string
+		}{
+			{"skill-tags", "tags", p.Tags, l.Tags},
+			{"skill-examples", "examples", p.Examples, l.Examples},
+		} {
+			if sameSet(f.before, f.after) {
+				continue
+			}
+			out = append(out, Finding{
+				Rule:     RuleDescriptiveTextChanged,
+				Severity: Info,
+				Path:     skillPointer(l, f.field),
+				Before:   plainStrings(f.before),
+				After:    plainStrings(f.after),
+				Message: render(RuleDescriptiveTextChanged+"/"+f.variant, "skill", id,
+					"before", quoteTextList(f.before), "after", quoteTextList(f.after)),
+			})
+		}
+		for i := n; i < len(out); i++ {
+			out[i].Skill = l.ID
+		}
+	})
+
+	for _, name := range sortedKeys(pinned.SecuritySchemes) {
+		ls, ok := live.SecuritySchemes[name]
+		if !ok {
+			continue
+		}
+		ps := pinned.SecuritySchemes[name]
+		n := len(out)
+		text("scheme-description", schemePointer(name, ls, "description"), ps.Description, ls.Description, "scheme", quote(name))
+		if ps.Type == "oauth2" && ls.Type == "oauth2" {
+			for _, fn := range sortedKeys(ps.Flows) {
+				lf, ok := ls.Flows[fn]
+				if !ok {
+					continue
+				}
+				for _, scope := range sortedKeys(ps.Flows[fn].Scopes) {
+					if ld, ok := lf.Scopes[scope]; ok {
+						text("scope-description", schemePointer(name, ls, "flows", fn, "scopes", scope),
+							ps.Flows[fn].Scopes[scope], ld, "scheme", quote(name), "scope", quote(scope))
+					}
+				}
+			}
+		}
+		for i := n; i < len(out); i++ {
+			out[i].Scheme = name
+		}
+	}
+
+	pe, le := extensionsByURI(pinned), extensionsByURI(live)
+	for _, uri := range sortedKeys(pe) {
+		if l, ok := le[uri]; ok {
+			text("extension-description", extensionPointer(l.index, "description"), pe[uri].Description, l.Description, "uri", quote(uri))
+		}
+	}
+	return out
+}
+
+// sameSet reports whether a and b hold the same strings, ignoring order and
+// duplicates.
+func sameSet(a, b []string) bool {
+	if slices.Equal(a, b) {
+		return true
+	}
+	sa := slices.Compact(slices.Sorted(slices.Values(a)))
+	sb := slices.Compact(slices.Sorted(slices.Values(b)))
+	return slices.Equal(sa, sb)
+}

@@ -1,0 +1,17 @@
+package detector
+
+// checkExtendedCard reports capabilities.extendedAgentCard flipping: withdrawn
+// is breaking (GetExtendedAgentCard now fails with -32007), offered is info.
+func checkExtendedCard(pinned, live *Card) []Finding {
+	p, l := pinned.Capabilities.ExtendedAgentCard, live.Capabilities.ExtendedAgentCard
+	if p == l {
+		return nil
+	}
+	variant, sev := "/offered", Info
+	if p {
+		variant, sev = "/withdrawn", Breaking
+	}
+	f := capabilityFinding(RuleExtendedCardChanged, sev, "extendedAgentCard", p, l)
+	f.Message = render(RuleExtendedCardChanged + variant)
+	return []Finding{f}
+}

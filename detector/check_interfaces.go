@@ -1,0 +1,145 @@
+package detector
+
+import (
+	"slices"
+	"strings"
+)
+
+// checkInterfaces reports changes of the card's interfaces, identified by
+// (url, protocol binding). One rule covers every direction, graded per
+// finding (see Rule): an interface removed, moved (a removed and an added
+// interface of the same binding, paired in card order) or whose tenant changed
+// is breaking; a change of the preferred (first) interface among retained ones
+// is a warning; an added interface is info. Protocol versions are
+// protocol-version-changed.
+func checkInterfaces(pinned, live *Card) []Finding {
+	p, l := groupInterfaces(pinned.Interfaces), groupInterfaces(live.Interfaces)
+	var out []Finding
+	var removed, added []interfaceGroup
+	for _, g := range p.order {
+		if lg, ok := l.byKey[g.key()]; ok {
+			if g.tenant != lg.tenant {
+				out = append(out, Finding{
+					Rule:     RuleInterfaceChanged,
+					Severity: Breaking,
+					Path:     interfacePointer(lg.index, "tenant"),
+					Before:   g.tenant,
+					After:    lg.tenant,
+					Message: render(RuleInterfaceChanged+"/tenant", "binding", lg.binding, "url", quote(lg.url),
+						"before", quote(g.tenant), "after", quote(lg.tenant)),
+				})
+			}
+			continue
+		}
+		removed = append(removed, g)
+	}
+	for _, g := range l.order {
+		if _, ok := p.byKey[g.key()]; !ok {
+			added = append(added, g)
+		}
+	}
+	for _, r := range removed {
+		i := -1
+		for j, a := range added {
+			if strings.EqualFold(a.binding, r.binding) {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			out = append(out, Finding{
+				Rule:     RuleInterfaceChanged,
+				Severity: Breaking,
+				Path:     interfacePointer(r.index),
+				Before:   r.value(),
+				Message:  render(RuleInterfaceChanged+"/removed", "binding", r.binding, "url", quote(r.url)),
+			})
+			continue
+		}
+		a := added[i]
+		added = slices.Delete(added, i, i+1)
+		out = append(out, Finding{
+			Rule:     RuleInterfaceChanged,
+			Severity: Breaking,
+			Path:     interfacePointer(a.index),
+			Before:   r.value(),
+			After:    a.value(),
+			Message:  render(RuleInterfaceChanged+"/moved", "binding", a.binding, "before", quote(r.url), "after", quote(a.url)),
+		})
+	}
+	for _, a := range added {
+		out = append(out, Finding{
+			Rule:     RuleInterfaceChanged,
+			Severity: Info,
+			Path:     interfacePointer(a.index),
+			After:    a.value(),
+			Message:  render(RuleInterfaceChanged+"/added", "binding", a.binding, "url", quote(a.url)),
+		})
+	}
+	if len(p.order) > 0 && len(l.order) > 0 {
+		pp, lp := p.order[0], l.order[0]
+		if _, retained := l.byKey[pp.key()]; retained && pp.key() != lp.key() {
+			out = append(out, Finding{
+				Rule:     RuleInterfaceChanged,
+				Severity: Warning,
+				Path:     interfacePointer(0),
+				Before:   pp.value(),
+				After:    lp.value(),
+				Message: render(RuleInterfaceChanged+"/preferred",
+					"before", pp.binding+" "+quote(pp.url), "after", lp.binding+" "+quote(lp.url)),
+			})
+		}
+	}
+	return out
+}
+
+// interfaceGroup is every declared interface with one (url, binding): cards
+// may list the same endpoint once per protocol version.
+type interfaceGroup struct {
+	url, binding, tenant string
+	index                int      // served index of the first one
+	versions             []string // distinct protocol versions, in card order
+}
+
+func (g interfaceGroup) key() string { return g.url + "\x00" + g.binding }
+
+// value is the Before/After value of an interface.
+func (g interfaceGroup) value() map[string]string {
+	m := map[string]string{"url": g.url, "protocolBinding": g.binding}
+	if len(g.versions) == 1 {
+		m["protocolVersion"] = g.versions[0]
+	} else if len(g.versions) > 1 {
+		m["protocolVersion"] = strings.Join(g.versions, ", ")
+	}
+	if g.tenant != "" {
+		m["tenant"] = g.tenant
+	}
+	return m
+}
+
+type interfaceGroups struct {
+	order []interfaceGroup
+	byKey map[string]*interfaceGroup
+}
+
+func groupInterfaces(ifs []Interface) interfaceGroups {
+	gs := interfaceGroups{byKey: make(map[string]*interfaceGroup, len(ifs))}
+	pos := make(map[string]int, len(ifs))
+	for i, in := range ifs {
+		g := interfaceGroup{url: in.URL, binding: strings.ToUpper(in.ProtocolBinding), tenant: in.Tenant, index: i}
+		k := g.key()
+		if j, ok := pos[k]; ok {
+			if !slices.Contains(gs.order[j].versions, in.ProtocolVersion) {
+				gs.order[j].versions = append(gs.order[j].versions, in.ProtocolVersion)
+			}
+			continue
+		}
+		g.versions = []string{in.ProtocolVersion}
+		pos[k] = len(gs.order)
+		gs.order = append(gs.order, g)
+	}
+	for i := range gs.order {
+		gs.byKey[gs.order[i].key()] = &gs.order[i]
+	}
+	return gs
+}

@@ -1,0 +1,132 @@
+package detector
+
+import (
+	"strconv"
+	"strings"
+)
+
+// checkVersionBump reports a structural change (anything but descriptive text)
+// with the card's version unchanged: the skill fingerprint write-up's case,
+// where servers and caches keyed on version alone keep serving the stale card.
+// It compares its own canonical projection of each card, facet by facet, with
+// the same equivalences as the other checks (modes by coverage, sets
+// unordered, interfaces ordered), so a change no other rule locates (a new
+// OAuth flow or scope, stateTransitionHistory) still counts. The message names
+// the facets that changed; the path is the live card's version.
+func checkVersionBump(pinned, live *Card) []Finding {
+	if pinned.Version != live.Version {
+		return nil
+	}
+	pf, lf := structure(pinned), structure(live)
+	var changed []string
+	for i, name := range structureFacets {
+		if pf[i] != lf[i] {
+			changed = append(changed, name)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	return []Finding{{
+		Rule:     RuleContentChangedWithoutVersion,
+		Severity: Warning,
+		Path:     pointer("version"),
+		Before:   pinned.Version,
+		After:    live.Version,
+		Message: render(RuleContentChangedWithoutVersion,
+			"facets", strings.Join(changed, ", "), "version", quote(live.Version)),
+	}}
+}
+
+// structureFacets name the parts of structure's result.
+var structureFacets = [...]string{"interfaces", "capabilities", "extensions", "default modes", "skills", "security"}
+
+// structure is a canonical projection of everything in a card but descriptive
+// text, one string per facet of structureFacets. Equal projections mean no
+// check but descriptive-text-changed and card-version-changed can fire.
+func structure(c *Card) [len(structureFacets)]string {
+	var out [len(structureFacets)]string
+	var b strings.Builder
+	sep := func() { b.WriteByte(0) }
+	str := func(s string) { b.WriteString(s); sep() }
+	list := func(ss []string) {
+		str(strconv.Itoa(len(ss)))
+		for _, s := range ss {
+			str(s)
+		}
+	}
+	flag := func(v bool) { str(strconv.FormatBool(v)) }
+	reqs := func(rs []SecurityRequirement) {
+		cr := canonicalRequirements(rs)
+		str(strconv.Itoa(len(cr)))
+		for _, r := range cr {
+			str(r.key)
+		}
+	}
+	next := func(i int) { out[i] = b.String(); b.Reset() }
+
+	for _, g := range groupInterfaces(c.Interfaces).order {
+		str(g.url)
+		str(g.binding)
+		str(g.tenant)
+		list(normalizeVersions(g.versions))
+	}
+	next(0)
+
+	caps := c.Capabilities
+	flag(caps.Streaming)
+	flag(caps.PushNotifications)
+	flag(caps.ExtendedAgentCard)
+	flag(caps.StateTransitionHistory)
+	next(1)
+
+	exts := extensionsByURI(c)
+	for _, uri := range sortedKeys(exts) {
+		str(uri)
+		flag(exts[uri].Required)
+		str(exts[uri].Params)
+	}
+	next(2)
+
+	list(normalizeModes(c.DefaultInputModes))
+	list(normalizeModes(c.DefaultOutputModes))
+	next(3)
+
+	for _, s := range skillsByID(c) {
+		str(s.ID)
+		list(normalizeModes(c.InputModes(s)))
+		list(normalizeModes(c.OutputModes(s)))
+		reqs(s.SecurityRequirements)
+	}
+	next(4)
+
+	for _, name := range sortedKeys(c.SecuritySchemes) {
+		s := c.SecuritySchemes[name]
+		str(name)
+		str(s.Type)
+		str(strings.ToLower(s.Scheme))
+		str(s.BearerFormat)
+		loc := strings.ToLower(s.Location)
+		str(loc)
+		if loc == "header" {
+			str(strings.ToLower(s.Name))
+		} else {
+			str(s.Name)
+		}
+		str(s.OpenIDConnectURL)
+		str(s.OAuth2MetadataURL)
+		for _, fn := range sortedKeys(s.Flows) {
+			f := s.Flows[fn]
+			str(fn)
+			str(f.AuthorizationURL)
+			str(f.TokenURL)
+			str(f.RefreshURL)
+			str(f.DeviceAuthorizationURL)
+			list(sortedKeys(f.Scopes))
+		}
+		sep()
+	}
+	reqs(c.SecurityRequirements)
+	next(5)
+	return out
+}

@@ -1,0 +1,205 @@
+package detector
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Diff compares the card a task was planned against (pinned) with the card the
+// agent serves now (live) and returns every card-level finding of the rule
+// registry (see Rules), sorted by severity (most serious first), then rule id,
+// then path, then skill, scheme and message. Equal inputs give equal output;
+// identical cards, or cards that differ only in whitespace, key order, the
+// order of sets (skills, modes, tags, requirement alternatives) or the
+// spelling of equivalent media types, give none.
+//
+// Paths are JSON pointers into the card's A2A v1.0 form, the shape Parse
+// normalises every generation onto (supportedInterfaces,
+// securityRequirements, capabilities/extendedAgentCard, wrapped security
+// schemes such as /securitySchemes/x/oauth2SecurityScheme); for a v1.0 card
+// that is the served document. Skills are addressed by their served index.
+// Additions and changes point into live, removals into pinned.
+//
+// A nil card is treated as an empty one. Diff never modifies its inputs.
+func Diff(pinned, live *Card) []Finding {
+	if pinned == nil {
+		pinned = &Card{}
+	}
+	if live == nil {
+		live = &Card{}
+	}
+	var out []Finding
+	for _, r := range registry {
+		if r.Check != nil {
+			out = append(out, r.Check(pinned, live)...)
+		}
+	}
+	sortFindings(out)
+	return out
+}
+
+// sortFindings puts findings in Diff's output order.
+func sortFindings(fs []Finding) {
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Or(
+			cmp.Compare(b.Severity, a.Severity),
+			strings.Compare(a.Rule, b.Rule),
+			strings.Compare(a.Path, b.Path),
+			strings.Compare(a.Skill, b.Skill),
+			strings.Compare(a.Scheme, b.Scheme),
+			strings.Compare(a.Message, b.Message),
+		)
+	})
+}
+
+// pointer builds an RFC 6901 JSON pointer from unescaped reference tokens.
+func pointer(tokens ...string) string {
+	n := 0
+	for _, t := range tokens {
+		n += len(t) + 1
+	}
+	var b strings.Builder
+	b.Grow(n + 4)
+	for _, t := range tokens {
+		b.WriteByte('/')
+		if !strings.ContainsAny(t, "~/") {
+			b.WriteString(t)
+			continue
+		}
+		for i := 0; i < len(t); i++ {
+			switch t[i] {
+			case '~':
+				b.WriteString("~0")
+			case '/':
+				b.WriteString("~1")
+			default:
+				b.WriteByte(t[i])
+			}
+		}
+	}
+	return b.String()
+}
+
+// skillPointer points at a skill by its served index, or at one of its fields.
+func skillPointer(s Skill, field ...string) string {
+	return pointer(append([]string{"skills", strconv.Itoa(s.Index)}, field...)...)
+}
+
+// interfacePointer points at the i-th supported interface, or at one of its
+// fields.
+func interfacePointer(i int, field ...string) string {
+	return pointer(append([]string{"supportedInterfaces", strconv.Itoa(i)}, field...)...)
+}
+
+// schemeWrapper is the v1.0 oneof member that holds a scheme of the given
+// normalised type.
+func schemeWrapper(typ string) string {
+	switch typ {
+	case "apiKey":
+		return "apiKeySecurityScheme"
+	case "http":
+		return "httpAuthSecurityScheme"
+	case "oauth2":
+		return "oauth2SecurityScheme"
+	case "openIdConnect":
+		return "openIdConnectSecurityScheme"
+	case "mutualTLS":
+		return "mtlsSecurityScheme"
+	}
+	return typ
+}
+
+// schemePointer points at a security scheme, or at a field inside its v1.0
+// wrapper.
+func schemePointer(name string, s SecurityScheme, field ...string) string {
+	if len(field) == 0 {
+		return pointer("securitySchemes", name)
+	}
+	return pointer(append([]string{"securitySchemes", name, schemeWrapper(s.Type)}, field...)...)
+}
+
+// skillsByID returns the skills of c in id order with duplicated ids dropped
+// (the first wins, as in Card.Skill).
+func skillsByID(c *Card) []Skill {
+	byID := func(a, b Skill) int { return cmp.Compare(a.ID, b.ID) }
+	out := c.Skills
+	if !slices.IsSortedFunc(out, byID) {
+		out = slices.Clone(out)
+		slices.SortStableFunc(out, byID)
+	}
+	if !hasDuplicateIDs(out) {
+		return out
+	}
+	return slices.CompactFunc(slices.Clone(out), func(a, b Skill) bool { return a.ID == b.ID })
+}
+
+func hasDuplicateIDs(sorted []Skill) bool {
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].ID == sorted[i-1].ID {
+			return true
+		}
+	}
+	return false
+}
+
+// skillByID finds a skill without relying on the card's index, so that cards
+// built without Parse still compare correctly.
+func skillByID(c *Card, id string) (Skill, bool) {
+	if c.skillIndex != nil {
+		return c.Skill(id)
+	}
+	for _, s := range c.Skills {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return Skill{}, false
+}
+
+// retainedSkills calls fn for every skill id present in both cards, in id
+// order.
+func retainedSkills(pinned, live *Card, fn func(p, l Skill)) {
+	for _, p := range skillsByID(pinned) {
+		if l, ok := skillByID(live, p.ID); ok {
+			fn(p, l)
+		}
+	}
+}
+
+// extensionsByURI indexes a card's extensions by URI (the first of a
+// duplicated URI wins) together with their served index.
+func extensionsByURI(c *Card) map[string]indexedExtension {
+	m := make(map[string]indexedExtension, len(c.Capabilities.Extensions))
+	for i, e := range c.Capabilities.Extensions {
+		if _, dup := m[e.URI]; !dup {
+			m[e.URI] = indexedExtension{e, i}
+		}
+	}
+	return m
+}
+
+type indexedExtension struct {
+	Extension
+	index int
+}
+
+func extensionPointer(i int, field ...string) string {
+	return pointer(append([]string{"capabilities", "extensions", strconv.Itoa(i)}, field...)...)
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// plainStrings returns a copy of s that is never nil, for Before/After values
+// (a declared-empty and an absent list both marshal as []).
+func plainStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return slices.Clone(s)
+}

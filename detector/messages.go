@@ -1,0 +1,180 @@
+package detector
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// messages holds the text of every finding, apart from the logic that finds
+// it. A key is a rule id, or "rule-id/variant" when one rule reports changes
+// that read differently (a rule has either a plain key or variants). {name} is
+// replaced by the value the check passes for name; values are already
+// formatted (quoted strings, lists), so templates add no quotes of their own.
+//
+// Placeholders in use: skill, scheme, flow, scope, uri, url, binding, before,
+// after, removed, added, fields, facets, version, and for task-level rules
+// artifact, mediaType, modes, method, code, attempt.
+var messages = map[string]string{
+	RuleSkillRemoved: "skill {skill} is no longer offered",
+	RuleSkillAdded:   "skill {skill} is now offered",
+
+	RuleSkillInputModesChanged + "/narrowed":    "skill {skill} no longer accepts {removed}",
+	RuleSkillInputModesChanged + "/widened":     "skill {skill} now also accepts {added}",
+	RuleSkillInputModesChanged + "/replaced":    "skill {skill} no longer accepts {removed} and now accepts {added}",
+	RuleSkillOutputModesChanged + "/narrowed":   "skill {skill} no longer produces {removed}",
+	RuleSkillOutputModesChanged + "/widened":    "skill {skill} may now produce {added}, which the pinned card did not declare",
+	RuleSkillOutputModesChanged + "/replaced":   "skill {skill} no longer produces {removed} and may now produce {added}",
+	RuleDefaultInputModesChanged + "/narrowed":  "default input modes no longer accept {removed}",
+	RuleDefaultInputModesChanged + "/widened":   "default input modes now also accept {added}",
+	RuleDefaultInputModesChanged + "/replaced":  "default input modes no longer accept {removed} and now accept {added}",
+	RuleDefaultOutputModesChanged + "/narrowed": "default output modes no longer include {removed}",
+	RuleDefaultOutputModesChanged + "/widened":  "default output modes now also include {added}, which the pinned card did not declare",
+	RuleDefaultOutputModesChanged + "/replaced": "default output modes no longer include {removed} and now include {added}",
+
+	RuleStreamingDisabled:         "streaming is no longer supported: streaming calls will not get an event stream",
+	RuleStreamingEnabled:          "streaming is now supported",
+	RulePushNotificationsDisabled: "push notifications are no longer supported: push configuration calls will fail",
+	RulePushNotificationsEnabled:  "push notifications are now supported",
+
+	RuleExtendedCardChanged + "/withdrawn": "the authenticated extended card is no longer offered",
+	RuleExtendedCardChanged + "/offered":   "an authenticated extended card is now offered",
+
+	RuleExtensionRemoved:         "extension {uri} is no longer declared",
+	RuleExtensionAdded:           "optional extension {uri} is now declared",
+	RuleExtensionRequiredAdded:   "extension {uri} is now required: clients that do not support it will be refused",
+	RuleExtensionRequiredRemoved: "extension {uri} is no longer required",
+	RuleExtensionParamsChanged:   "parameters of extension {uri} changed",
+
+	RuleSecuritySchemeRemoved: "security scheme {scheme} is no longer declared",
+	RuleSecuritySchemeAdded:   "security scheme {scheme} is now declared",
+	RuleSecuritySchemeChanged: "security scheme {scheme} changed: {fields}",
+	RuleOAuthScopeRemoved:     "security scheme {scheme} no longer offers scope {scope} in flow {flow}",
+
+	RuleSecurityRequirementsChanged + "/card":          "card security requirements changed from {before} to {after}",
+	RuleSecurityRequirementsChanged + "/card-relaxed":  "card security requirements relaxed from {before} to {after}",
+	RuleSecurityRequirementsChanged + "/skill":         "security requirements of skill {skill} changed from {before} to {after}",
+	RuleSecurityRequirementsChanged + "/skill-relaxed": "security requirements of skill {skill} relaxed from {before} to {after}",
+
+	RuleInterfaceChanged + "/removed":   "interface {binding} {url} is no longer offered",
+	RuleInterfaceChanged + "/moved":     "{binding} interface moved from {before} to {after}",
+	RuleInterfaceChanged + "/added":     "interface {binding} {url} is now offered",
+	RuleInterfaceChanged + "/preferred": "preferred interface changed from {before} to {after}",
+	RuleInterfaceChanged + "/tenant":    "tenant of interface {binding} {url} changed from {before} to {after}",
+
+	RuleProtocolVersionChanged + "/interface": "protocol version of interface {binding} {url} changed from {before} to {after}",
+	RuleProtocolVersionChanged + "/card":      "protocol versions of the card changed from {before} to {after}",
+
+	RuleCardVersionChanged:           "card version changed from {before} to {after}",
+	RuleContentChangedWithoutVersion: "card content changed ({facets}) but its version is still {version}",
+
+	RuleDescriptiveTextChanged + "/name":                  "card name changed from {before} to {after}",
+	RuleDescriptiveTextChanged + "/description":           "card description changed from {before} to {after}",
+	RuleDescriptiveTextChanged + "/provider-organization": "provider organization changed from {before} to {after}",
+	RuleDescriptiveTextChanged + "/provider-url":          "provider URL changed from {before} to {after}",
+	RuleDescriptiveTextChanged + "/documentation-url":     "documentation URL changed from {before} to {after}",
+	RuleDescriptiveTextChanged + "/icon-url":              "icon URL changed from {before} to {after}",
+	RuleDescriptiveTextChanged + "/skill-name":            "name of skill {skill} changed from {before} to {after}",
+	RuleDescriptiveTextChanged + "/skill-description":     "description of skill {skill} changed from {before} to {after}",
+	RuleDescriptiveTextChanged + "/skill-tags":            "tags of skill {skill} changed from {before} to {after}",
+	RuleDescriptiveTextChanged + "/skill-examples":        "examples of skill {skill} changed from {before} to {after}",
+	RuleDescriptiveTextChanged + "/scheme-description":    "description of security scheme {scheme} changed from {before} to {after}",
+	RuleDescriptiveTextChanged + "/scope-description":     "description of scope {scope} of security scheme {scheme} changed from {before} to {after}",
+	RuleDescriptiveTextChanged + "/extension-description": "description of extension {uri} changed from {before} to {after}",
+
+	RuleUnmodeledSkill:         "input request refers to skill {skill}, which the pinned card does not declare",
+	RuleArtifactTypeUndeclared: "artifact {artifact} has media type {mediaType}, which the output modes {modes} of skill {skill} do not cover",
+	RuleBlindRetry:             "attempt {attempt} of {method} retries error {code} without revalidating the card",
+}
+
+// render returns the message for key (a rule id or "rule-id/variant") with
+// each {name} replaced by the value following name in kv. A placeholder with
+// no value is left as it is, which the registry audit catches.
+func render(key string, kv ...string) string {
+	tmpl, ok := messages[key]
+	if !ok {
+		return key
+	}
+	var b strings.Builder
+	b.Grow(len(tmpl) + 32)
+	for {
+		open := strings.IndexByte(tmpl, '{')
+		if open < 0 {
+			break
+		}
+		end := strings.IndexByte(tmpl[open:], '}')
+		if end < 0 {
+			break
+		}
+		end += open
+		b.WriteString(tmpl[:open])
+		name := tmpl[open+1 : end]
+		val, found := "", false
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i] == name {
+				val, found = kv[i+1], true
+				break
+			}
+		}
+		if found {
+			b.WriteString(val)
+		} else {
+			b.WriteString(tmpl[open : end+1])
+		}
+		tmpl = tmpl[end+1:]
+	}
+	b.WriteString(tmpl)
+	return b.String()
+}
+
+// maxQuoted is the longest descriptive text, in runes, a message quotes in
+// full.
+const maxQuoted = 60
+
+// quote formats an identifier or value for a message, Go-quoted and in full.
+func quote(s string) string { return strconv.Quote(s) }
+
+// quoteText formats descriptive text for a message: quoted, and shortened with
+// an ellipsis when longer than maxQuoted runes (Before/After keep it whole).
+func quoteText(s string) string {
+	if utf8.RuneCountInString(s) > maxQuoted {
+		r := []rune(s)
+		s = string(r[:maxQuoted]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// quoteList formats a list of values for a message: quoted and comma-separated,
+// or "none".
+func quoteList(ss []string) string { return joinQuoted(ss, quote) }
+
+// quoteTextList is quoteList for descriptive text (tags, examples).
+func quoteTextList(ss []string) string { return joinQuoted(ss, quoteText) }
+
+func joinQuoted(ss []string, q func(string) string) string {
+	if len(ss) == 0 {
+		return "none"
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = q(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// versionList formats protocol versions for a message; a version the card
+// does not declare (v0.1 cards) reads "unspecified".
+func versionList(vs []string) string {
+	if len(vs) == 0 {
+		return "none"
+	}
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		if v == "" {
+			out[i] = "unspecified"
+		} else {
+			out[i] = quote(v)
+		}
+	}
+	return strings.Join(out, ", ")
+}

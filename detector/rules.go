@@ -1,0 +1,151 @@
+package detector
+
+import "slices"
+
+// Rule ids. They are part of the public contract (card.drift findings carry
+// them): never rename one, add a new id instead.
+const (
+	RuleSkillRemoved              = "skill-removed"
+	RuleSkillAdded                = "skill-added"
+	RuleSkillInputModesChanged    = "skill-input-modes-changed"
+	RuleSkillOutputModesChanged   = "skill-output-modes-changed"
+	RuleDefaultInputModesChanged  = "default-input-modes-changed"
+	RuleDefaultOutputModesChanged = "default-output-modes-changed"
+
+	RuleStreamingDisabled         = "streaming-disabled"
+	RuleStreamingEnabled          = "streaming-enabled"
+	RulePushNotificationsDisabled = "push-notifications-disabled"
+	RulePushNotificationsEnabled  = "push-notifications-enabled"
+	RuleExtendedCardChanged       = "extended-card-changed"
+
+	RuleSecuritySchemeAdded          = "security-scheme-added"
+	RuleSecuritySchemeRemoved        = "security-scheme-removed"
+	RuleSecuritySchemeChanged        = "security-scheme-changed"
+	RuleOAuthScopeRemoved            = "oauth-scope-removed"
+	RuleSecurityRequirementsChanged  = "security-requirements-changed"
+	RuleProtocolVersionChanged       = "protocol-version-changed"
+	RuleInterfaceChanged             = "interface-changed"
+	RuleExtensionRemoved             = "extension-removed"
+	RuleExtensionAdded               = "extension-added"
+	RuleExtensionRequiredAdded       = "extension-required-added"
+	RuleExtensionRequiredRemoved     = "extension-required-removed"
+	RuleExtensionParamsChanged       = "extension-params-changed"
+	RuleCardVersionChanged           = "card-version-changed"
+	RuleContentChangedWithoutVersion = "content-changed-without-version-bump"
+	RuleDescriptiveTextChanged       = "descriptive-text-changed"
+
+	// Task-level rules: they compare a task's lifecycle events with its pin,
+	// not two cards, and are emitted by the task checks, not by Diff.
+	RuleUnmodeledSkill         = "unmodeled-skill"
+	RuleArtifactTypeUndeclared = "artifact-type-undeclared"
+	RuleBlindRetry             = "blind-retry"
+)
+
+// Areas group rules by the part of the card they look at.
+const (
+	AreaSkills       = "skills"
+	AreaModes        = "modes"
+	AreaCapabilities = "capabilities"
+	AreaExtensions   = "extensions"
+	AreaSecurity     = "security"
+	AreaInterfaces   = "interfaces"
+	AreaVersion      = "version"
+	AreaText         = "text"
+	AreaTask         = "task"
+)
+
+// Rule is one kind of finding.
+//
+// Severity is the most serious severity the rule can produce. Most rules
+// always produce it; a few grade each finding because one rule id covers a
+// change in both directions, and a planner needs to tell them apart:
+//
+//   - skill-input-modes-changed, default-input-modes-changed: breaking when a
+//     media type the pinned card accepted is no longer covered (the client may
+//     send it and get -32005), info when types were only added.
+//   - skill-output-modes-changed, default-output-modes-changed: breaking when a
+//     pinned output type is no longer covered (the agent will not produce what
+//     the client asked for), warning when types were only added (artifacts may
+//     arrive in a type the client did not plan for).
+//   - extended-card-changed: breaking when the extended card is withdrawn
+//     (GetExtendedAgentCard now fails with -32007), info when it appears.
+//   - security-requirements-changed: breaking when some pinned alternative is
+//     no longer sufficient, info when requirements were only relaxed (every
+//     pinned alternative still satisfies some live alternative).
+//   - interface-changed: breaking when an interface (url + binding) is removed,
+//     moved to another url or its tenant changes; warning when the preferred
+//     (first) interface changes between retained ones; info when one is added.
+//   - protocol-version-changed: breaking when a pinned protocol version line
+//     (major.minor) is no longer offered, info for a patch-level change.
+//
+// Within a finding, Severity never exceeds the rule's (the registry audit
+// checks it). Added/removed and enabled/disabled pairs are separate rules with
+// a fixed severity each, so a consumer can filter them by id.
+type Rule struct {
+	ID       string
+	Severity Severity
+	Area     string
+	// TaskLevel marks a rule emitted from task lifecycle facts (see the task
+	// checks) rather than by comparing two cards; its Check is nil.
+	TaskLevel bool
+	// Check compares a pinned and a live card and returns this rule's
+	// findings, complete with Rule, Severity and Message. It must be pure,
+	// deterministic and return nothing when both cards are the same.
+	Check func(pinned, live *Card) []Finding
+}
+
+// registry is the rule set in its fixed order: by area, then removal before
+// addition. Diff output is sorted independently of it.
+var registry = []Rule{
+	{ID: RuleSkillRemoved, Severity: Breaking, Area: AreaSkills, Check: checkSkillRemoved},
+	{ID: RuleSkillAdded, Severity: Info, Area: AreaSkills, Check: checkSkillAdded},
+	{ID: RuleSkillInputModesChanged, Severity: Breaking, Area: AreaModes, Check: checkSkillInputModes},
+	{ID: RuleSkillOutputModesChanged, Severity: Breaking, Area: AreaModes, Check: checkSkillOutputModes},
+	{ID: RuleDefaultInputModesChanged, Severity: Breaking, Area: AreaModes, Check: checkDefaultInputModes},
+	{ID: RuleDefaultOutputModesChanged, Severity: Breaking, Area: AreaModes, Check: checkDefaultOutputModes},
+
+	{ID: RuleStreamingDisabled, Severity: Breaking, Area: AreaCapabilities, Check: checkStreamingDisabled},
+	{ID: RuleStreamingEnabled, Severity: Info, Area: AreaCapabilities, Check: checkStreamingEnabled},
+	{ID: RulePushNotificationsDisabled, Severity: Breaking, Area: AreaCapabilities, Check: checkPushDisabled},
+	{ID: RulePushNotificationsEnabled, Severity: Info, Area: AreaCapabilities, Check: checkPushEnabled},
+	{ID: RuleExtendedCardChanged, Severity: Breaking, Area: AreaCapabilities, Check: checkExtendedCard},
+
+	{ID: RuleExtensionRemoved, Severity: Breaking, Area: AreaExtensions, Check: checkExtensionRemoved},
+	{ID: RuleExtensionAdded, Severity: Info, Area: AreaExtensions, Check: checkExtensionAdded},
+	{ID: RuleExtensionRequiredAdded, Severity: Breaking, Area: AreaExtensions, Check: checkExtensionRequiredAdded},
+	{ID: RuleExtensionRequiredRemoved, Severity: Info, Area: AreaExtensions, Check: checkExtensionRequiredRemoved},
+	{ID: RuleExtensionParamsChanged, Severity: Warning, Area: AreaExtensions, Check: checkExtensionParams},
+
+	{ID: RuleSecuritySchemeRemoved, Severity: Breaking, Area: AreaSecurity, Check: checkSecuritySchemeRemoved},
+	{ID: RuleSecuritySchemeAdded, Severity: Info, Area: AreaSecurity, Check: checkSecuritySchemeAdded},
+	{ID: RuleSecuritySchemeChanged, Severity: Breaking, Area: AreaSecurity, Check: checkSecuritySchemeChanged},
+	{ID: RuleOAuthScopeRemoved, Severity: Breaking, Area: AreaSecurity, Check: checkOAuthScopeRemoved},
+	{ID: RuleSecurityRequirementsChanged, Severity: Breaking, Area: AreaSecurity, Check: checkSecurityRequirements},
+
+	{ID: RuleInterfaceChanged, Severity: Breaking, Area: AreaInterfaces, Check: checkInterfaces},
+	{ID: RuleProtocolVersionChanged, Severity: Breaking, Area: AreaInterfaces, Check: checkProtocolVersion},
+
+	{ID: RuleCardVersionChanged, Severity: Info, Area: AreaVersion, Check: checkCardVersion},
+	{ID: RuleContentChangedWithoutVersion, Severity: Warning, Area: AreaVersion, Check: checkVersionBump},
+	{ID: RuleDescriptiveTextChanged, Severity: Info, Area: AreaText, Check: checkDescriptiveText},
+
+	{ID: RuleUnmodeledSkill, Severity: Breaking, Area: AreaTask, TaskLevel: true},
+	{ID: RuleArtifactTypeUndeclared, Severity: Breaking, Area: AreaTask, TaskLevel: true},
+	{ID: RuleBlindRetry, Severity: Breaking, Area: AreaTask, TaskLevel: true},
+}
+
+// Rules returns every rule, card-level and task-level, in the registry's fixed
+// order. The slice is a copy: changing it does not change Diff.
+func Rules() []Rule {
+	return slices.Clone(registry)
+}
+
+// RuleByID returns the rule with the given id.
+func RuleByID(id string) (Rule, bool) {
+	for _, r := range registry {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
