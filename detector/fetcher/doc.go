@@ -1,0 +1,59 @@
+// Package fetcher is the network edge of the detector: it fetches live agent
+// cards safely and shares each observation across every worker for as long as
+// the agent's cache lease lasts. Package detector itself stays pure; this
+// package turns HTTP into detector.Card values or typed errors.
+//
+// # Fetching
+//
+// Fetcher.Fetch makes one request under fixed headers (Accept, A2A-Version,
+// User-Agent: content negotiation must never look like drift), with connect
+// and total timeouts, a body size limit, a redirect limit, TLS verification and
+// an SSRF guard. The guard checks the resolved address of every connection —
+// first request, each redirect hop, a name that rebinds — in the dialer's
+// Control hook, before connect(2): loopback, private, link-local, CGNAT,
+// multicast, reserved and cloud-metadata addresses are refused unless
+// Options.Allow widens it. Proxies from the environment are ignored.
+//
+// Every failure is a *FetchError whose Reason goes verbatim into
+// card.unreachable; errors.Is matches a sentinel per reason (ErrTimeout,
+// ErrRefusedAddress, ErrDuplicateKeys, ...). A body that does not parse as a
+// card is unreachable, never drift.
+//
+// # Observing
+//
+// Fetcher.Observe is what the worker calls on a capability-dependent
+// transition. Per card URL it
+//
+//   - coalesces concurrent callers in this process into one flight, which
+//     runs on a goroutine owned by the Fetcher and bounded by its own budget,
+//     not by any caller's context (callers may leave early);
+//   - consults the shared store.Leases: a fresh lease answers without any
+//     request; a stale one is claimed by compare-and-set, the winner fetches
+//     (If-None-Match when it knows an ETag: a 304 reuses the digest and body
+//     without rehashing) and records the new lease, and the other workers
+//     wait for that result instead of fetching too;
+//   - derives the lease from Cache-Control max-age (minus Age), no-cache,
+//     no-store and max-age=0 meaning the lower clamp, clamped to
+//     [MinLease, MaxLease];
+//   - makes an unconditional fetch every FullFetchInterval, which catches a
+//     body that changed behind an ETag derived from the card version;
+//   - with force (evidence of drift) bypasses lease and ETag, yet a full
+//     fetch by any worker that completes after the force was asked satisfies
+//     every forced caller: a burst of forced calls costs one fetch.
+//
+// Bodies are stored by digest in store.Cards and cached parsed in a
+// byte-bounded LRU, so every Observation carries its Card. A per-host
+// semaphore bounds concurrent fetches per host. Options.OnFetch sees every
+// completed HTTP fetch once (for card.observed and metrics).
+//
+// ObserveAgent resolves a card URL for an agent: the client's cardUrl, else
+// /.well-known/agent-card.json, falling back to the legacy
+// /.well-known/agent.json on 404, 405 or 410 (remembered per agent).
+//
+// # Goroutines
+//
+// The only goroutines are flights: one per card URL being observed, started
+// by Observe, exiting when the observation completes (within
+// 2×TotalTimeout + 6×StoreTimeout) or promptly after Close, which waits for
+// them.
+package fetcher

@@ -1,0 +1,274 @@
+package fetcher
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/carddrift/carddrift/detector"
+)
+
+// Reason is why a fetch failed. Its string form is used verbatim as the
+// `reason` of a card.unreachable event, so the values are part of the public
+// contract: add new ones, never rename.
+type Reason string
+
+// Reasons of a *FetchError. Each has a sentinel error (ErrTimeout, ...) that
+// errors.Is matches against any *FetchError with that reason.
+const (
+	// ReasonTimeout: the fetch (host slot, connect, TLS, headers and body
+	// together) did not finish within Options.TotalTimeout, or the connect did
+	// not finish within Options.ConnectTimeout.
+	ReasonTimeout Reason = "timeout"
+	// ReasonConnect: the TCP connection failed (refused, reset, unreachable) or
+	// the connection broke before a complete response arrived.
+	ReasonConnect Reason = "connect"
+	// ReasonDNS: the host name did not resolve.
+	ReasonDNS Reason = "dns"
+	// ReasonTLS: the TLS handshake failed (unknown authority, bad name, expired
+	// certificate, protocol error).
+	ReasonTLS Reason = "tls"
+	// ReasonRefusedAddress: the resolved address of a connection (first request
+	// or any redirect hop) is refused by the SSRF guard.
+	ReasonRefusedAddress Reason = "refused-address"
+	// ReasonTooManyRedirects: more than Options.MaxRedirects redirects.
+	ReasonTooManyRedirects Reason = "too-many-redirects"
+	// ReasonRedirectRefused: a redirect to a scheme other than http or https,
+	// or from https down to http.
+	ReasonRedirectRefused Reason = "redirect-refused"
+	// ReasonStatus: a final status other than 2xx or 304 (Status holds it), or
+	// a 304 to a request that was not conditional, or a bad URL.
+	ReasonStatus Reason = "status"
+	// ReasonTooLarge: the body (declared or read) exceeds Options.MaxBodyBytes.
+	ReasonTooLarge Reason = "too-large"
+	// ReasonInvalidJSON: the body is not well-formed JSON.
+	ReasonInvalidJSON Reason = "invalid-json"
+	// ReasonInvalidUTF8: the body contains invalid UTF-8 (or an escaped lone
+	// surrogate).
+	ReasonInvalidUTF8 Reason = "invalid-utf8"
+	// ReasonDuplicateKeys: an object in the body has the same key twice.
+	ReasonDuplicateKeys Reason = "duplicate-keys"
+	// ReasonTooDeep: the body nests deeper than the card parser allows.
+	ReasonTooDeep Reason = "too-deep"
+	// ReasonUnsupportedVersion: the card declares a protocol version carddrift
+	// does not support.
+	ReasonUnsupportedVersion Reason = "unsupported-version"
+	// ReasonNotACard: the body is JSON but not an agent card (not an object, a
+	// known field of the wrong type, no identity).
+	ReasonNotACard Reason = "not-a-card"
+	// ReasonInvalidURL: the card URL is not an absolute http or https URL.
+	ReasonInvalidURL Reason = "invalid-url"
+	// ReasonCanceled: the caller's context was canceled, or the Fetcher was
+	// closed, before the fetch finished.
+	ReasonCanceled Reason = "canceled"
+)
+
+// Sentinel errors, one per Reason. A *FetchError matches the sentinel of its
+// Reason with errors.Is; use errors.As to read its URL and Status.
+var (
+	// ErrTimeout is matched by a *FetchError with ReasonTimeout.
+	ErrTimeout = errors.New("fetcher: timeout")
+	// ErrConnect is matched by a *FetchError with ReasonConnect.
+	ErrConnect = errors.New("fetcher: connection failed")
+	// ErrDNS is matched by a *FetchError with ReasonDNS.
+	ErrDNS = errors.New("fetcher: host name not resolved")
+	// ErrTLS is matched by a *FetchError with ReasonTLS.
+	ErrTLS = errors.New("fetcher: TLS handshake failed")
+	// ErrRefusedAddress is matched by a *FetchError with ReasonRefusedAddress.
+	ErrRefusedAddress = errors.New("fetcher: address refused by the SSRF guard")
+	// ErrTooManyRedirects is matched by a *FetchError with ReasonTooManyRedirects.
+	ErrTooManyRedirects = errors.New("fetcher: too many redirects")
+	// ErrRedirectRefused is matched by a *FetchError with ReasonRedirectRefused.
+	ErrRedirectRefused = errors.New("fetcher: redirect refused")
+	// ErrStatus is matched by a *FetchError with ReasonStatus.
+	ErrStatus = errors.New("fetcher: unexpected HTTP status")
+	// ErrTooLarge is matched by a *FetchError with ReasonTooLarge.
+	ErrTooLarge = errors.New("fetcher: body too large")
+	// ErrInvalidJSON is matched by a *FetchError with ReasonInvalidJSON.
+	ErrInvalidJSON = errors.New("fetcher: body is not JSON")
+	// ErrInvalidUTF8 is matched by a *FetchError with ReasonInvalidUTF8.
+	ErrInvalidUTF8 = errors.New("fetcher: body is not valid UTF-8")
+	// ErrDuplicateKeys is matched by a *FetchError with ReasonDuplicateKeys.
+	ErrDuplicateKeys = errors.New("fetcher: body has duplicate keys")
+	// ErrTooDeep is matched by a *FetchError with ReasonTooDeep.
+	ErrTooDeep = errors.New("fetcher: body nests too deep")
+	// ErrUnsupportedVersion is matched by a *FetchError with ReasonUnsupportedVersion.
+	ErrUnsupportedVersion = errors.New("fetcher: unsupported protocol version")
+	// ErrNotACard is matched by a *FetchError with ReasonNotACard.
+	ErrNotACard = errors.New("fetcher: body is not an agent card")
+	// ErrInvalidURL is matched by a *FetchError with ReasonInvalidURL.
+	ErrInvalidURL = errors.New("fetcher: invalid card URL")
+	// ErrCanceled is matched by a *FetchError with ReasonCanceled.
+	ErrCanceled = errors.New("fetcher: canceled")
+)
+
+// ErrClosed is wrapped (inside a *FetchError with ReasonCanceled) by calls
+// made after Close and by fetches that Close interrupted.
+var ErrClosed = errors.New("fetcher: closed")
+
+var sentinels = map[Reason]error{
+	ReasonTimeout:            ErrTimeout,
+	ReasonConnect:            ErrConnect,
+	ReasonDNS:                ErrDNS,
+	ReasonTLS:                ErrTLS,
+	ReasonRefusedAddress:     ErrRefusedAddress,
+	ReasonTooManyRedirects:   ErrTooManyRedirects,
+	ReasonRedirectRefused:    ErrRedirectRefused,
+	ReasonStatus:             ErrStatus,
+	ReasonTooLarge:           ErrTooLarge,
+	ReasonInvalidJSON:        ErrInvalidJSON,
+	ReasonInvalidUTF8:        ErrInvalidUTF8,
+	ReasonDuplicateKeys:      ErrDuplicateKeys,
+	ReasonTooDeep:            ErrTooDeep,
+	ReasonUnsupportedVersion: ErrUnsupportedVersion,
+	ReasonNotACard:           ErrNotACard,
+	ReasonInvalidURL:         ErrInvalidURL,
+	ReasonCanceled:           ErrCanceled,
+}
+
+// Reasons returns every Reason, in declaration order (for schemas and metrics).
+func Reasons() []Reason {
+	return []Reason{
+		ReasonTimeout, ReasonConnect, ReasonDNS, ReasonTLS, ReasonRefusedAddress,
+		ReasonTooManyRedirects, ReasonRedirectRefused, ReasonStatus, ReasonTooLarge,
+		ReasonInvalidJSON, ReasonInvalidUTF8, ReasonDuplicateKeys, ReasonTooDeep,
+		ReasonUnsupportedVersion, ReasonNotACard, ReasonInvalidURL, ReasonCanceled,
+	}
+}
+
+// Sentinel returns the sentinel error of r, or nil for an unknown reason.
+func (r Reason) Sentinel() error { return sentinels[r] }
+
+// FetchError is returned for every failed fetch: the card is unreachable, which
+// is never drift. Reason goes into card.unreachable verbatim.
+//
+// errors.Is matches the Reason's sentinel (ErrTimeout, ErrRefusedAddress, ...)
+// and anything Err wraps (context.DeadlineExceeded, detector.ErrDuplicateKey,
+// ...).
+type FetchError struct {
+	// URL is the card URL requested (not a redirect target).
+	URL    string
+	Reason Reason
+	// Status is the final HTTP status when one was received, else 0.
+	Status int
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *FetchError) Error() string {
+	msg := fmt.Sprintf("fetch %s: %s", e.URL, e.Reason)
+	if e.Status != 0 {
+		msg += fmt.Sprintf(" (HTTP %d)", e.Status)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the Reason's sentinel and Err.
+func (e *FetchError) Unwrap() []error {
+	out := make([]error, 0, 2)
+	if s := e.Reason.Sentinel(); s != nil {
+		out = append(out, s)
+	}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
+}
+
+// refusedError is what the dial guard returns; it matches ErrRefusedAddress
+// wherever it surfaces in the error chain.
+type refusedError struct {
+	addr string
+	why  string
+}
+
+func (e *refusedError) Error() string {
+	return "address " + e.addr + " refused by the SSRF guard (" + e.why + ")"
+}
+
+func (e *refusedError) Is(target error) bool { return target == ErrRefusedAddress }
+
+// classifyTransport turns an error from http.Client.Do or a body read into a
+// *FetchError. ctx is the fetch's own context: its expiry means "timeout", its
+// cancellation (by the caller or by Close) means "canceled".
+func classifyTransport(url string, ctx context.Context, err error) *FetchError {
+	fe := &FetchError{URL: url, Err: err}
+	var (
+		dnsErr    *net.DNSError
+		certErr   *tls.CertificateVerificationError
+		unkAuth   x509.UnknownAuthorityError
+		hostErr   x509.HostnameError
+		certInval x509.CertificateInvalidError
+		recErr    tls.RecordHeaderError
+		alertErr  tls.AlertError
+		netErr    net.Error
+	)
+	switch {
+	case errors.Is(err, ErrRefusedAddress):
+		fe.Reason = ReasonRefusedAddress
+	case errors.Is(err, ErrTooManyRedirects):
+		fe.Reason = ReasonTooManyRedirects
+	case errors.Is(err, ErrRedirectRefused):
+		fe.Reason = ReasonRedirectRefused
+	case errors.Is(err, ErrTooLarge):
+		fe.Reason = ReasonTooLarge
+	case ctx.Err() != nil:
+		cause := context.Cause(ctx)
+		if errors.Is(cause, context.DeadlineExceeded) {
+			fe.Reason = ReasonTimeout
+		} else {
+			fe.Reason = ReasonCanceled
+		}
+		if cause != nil && !errors.Is(err, cause) {
+			fe.Err = fmt.Errorf("%w (%w)", cause, err)
+		}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		fe.Reason = ReasonTimeout
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsTimeout {
+			fe.Reason = ReasonTimeout
+		} else {
+			fe.Reason = ReasonDNS
+		}
+	case errors.As(err, &certErr), errors.As(err, &unkAuth), errors.As(err, &hostErr),
+		errors.As(err, &certInval), errors.As(err, &recErr), errors.As(err, &alertErr):
+		fe.Reason = ReasonTLS
+	case errors.As(err, &netErr) && netErr.Timeout():
+		fe.Reason = ReasonTimeout
+	case errors.Is(err, context.Canceled):
+		fe.Reason = ReasonCanceled
+	default:
+		fe.Reason = ReasonConnect
+	}
+	return fe
+}
+
+// classifyParse turns an error from detector.Parse or detector.Digest into a
+// *FetchError. A parse failure is an unreachable card, never drift.
+func classifyParse(url string, status int, err error) *FetchError {
+	fe := &FetchError{URL: url, Status: status, Err: err}
+	switch {
+	case errors.Is(err, detector.ErrTooLarge):
+		fe.Reason = ReasonTooLarge
+	case errors.Is(err, detector.ErrTooDeep):
+		fe.Reason = ReasonTooDeep
+	case errors.Is(err, detector.ErrDuplicateKey):
+		fe.Reason = ReasonDuplicateKeys
+	case errors.Is(err, detector.ErrInvalidUTF8):
+		fe.Reason = ReasonInvalidUTF8
+	case errors.Is(err, detector.ErrNotJSON):
+		fe.Reason = ReasonInvalidJSON
+	case errors.Is(err, detector.ErrUnsupportedVersion):
+		fe.Reason = ReasonUnsupportedVersion
+	default:
+		fe.Reason = ReasonNotACard
+	}
+	return fe
+}

@@ -1,0 +1,315 @@
+package fetcher
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/store"
+)
+
+// Observation is one look at a live card.
+type Observation struct {
+	// CardURL is the URL requested (redirects are followed but not recorded).
+	CardURL string
+	// Status is 200 for a full response, 304 for a successful revalidation,
+	// and 0 when Observe served the observation from a fresh lease without a
+	// request (FromLease).
+	Status int
+	// Digest is the card's canonical digest ("sha256:<hex>"). After a 304 it is
+	// the digest already known for the ETag; the body is not rehashed.
+	Digest string
+	// Fingerprint is the card's skill fingerprint (detector.Fingerprint).
+	// Fetch leaves it empty after a 304; Observe always fills it.
+	Fingerprint string
+	// ETag is the entity tag to revalidate with ("" when the server sent none
+	// or an unusable one).
+	ETag string
+	// MaxAge is the lease: Cache-Control max-age minus Age, or the default,
+	// clamped to [MinLease, MaxLease].
+	MaxAge time.Duration
+	// FetchedAt is when the fetch or revalidation completed (for a lease, when
+	// the fetch behind it completed).
+	FetchedAt time.Time
+	// Latency is the time from sending the request to the end of the body (0
+	// for a lease).
+	Latency time.Duration
+	// Raw is the body as served, and Card the parsed card. Fetch leaves both
+	// nil after a 304; Observe always fills them (from its cache or Cards).
+	// Both are shared between callers: read-only.
+	Raw  []byte
+	Card *detector.Card
+	// Full is set when the request was unconditional (no If-None-Match).
+	Full bool
+	// FromLease is set when Observe made no request: the observation is the
+	// shared lease's, fetched earlier by this or another worker.
+	FromLease bool
+}
+
+// Request is one low-level fetch.
+type Request struct {
+	// URL is the card URL (http or https).
+	URL string
+	// ETag and Digest, both set, make the request conditional: If-None-Match
+	// is sent and a 304 yields an Observation with this Digest.
+	ETag   string
+	Digest string
+	// NoCache asks intermediaries to revalidate with the origin
+	// (Cache-Control: no-cache); Observe sets it for forced and periodic full
+	// fetches.
+	NoCache bool
+}
+
+// Fetcher fetches agent cards safely and shares observations through leases.
+// Create it with New; it is safe for concurrent use. Close it to stop
+// in-flight fetches and release connections.
+type Fetcher struct {
+	opts   Options
+	guard  guard
+	client *http.Client
+	tr     *http.Transport
+	hosts  *hostLimiter
+	cache  *cardCache
+	leases store.Leases
+	cards  store.Cards
+	id     string
+
+	// parse and digest are detector.Parse and detector.Digest (tests count them).
+	parse  func([]byte) (*detector.Card, error)
+	digest func([]byte) (string, error)
+
+	// base is canceled by Close; every flight runs under it.
+	base       context.Context
+	cancelBase context.CancelCauseFunc
+
+	mu      sync.Mutex
+	closed  bool
+	flights map[string]*flight
+	legacy  map[string]bool // agent base URL → legacy agent.json worked
+	wg      sync.WaitGroup  // running flights
+
+	closeOnce sync.Once
+}
+
+// New builds a Fetcher from opts (defaults applied, then validated). It does
+// not touch the network.
+func New(opts Options) (*Fetcher, error) {
+	opts.setDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts.Allow = append([]netip.Prefix(nil), opts.Allow...)
+	if opts.WorkerID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		opts.WorkerID = "fetcher-" + hex.EncodeToString(b[:])
+	}
+	f := &Fetcher{
+		opts:    opts,
+		guard:   guard{allow: opts.Allow},
+		hosts:   newHostLimiter(opts.PerHostConcurrency),
+		cache:   newCardCache(opts.CacheBytes),
+		id:      opts.WorkerID,
+		parse:   detector.Parse,
+		digest:  detector.Digest,
+		flights: make(map[string]*flight),
+		legacy:  make(map[string]bool),
+	}
+	f.leases, f.cards = opts.Leases, opts.Cards
+	if f.leases == nil {
+		f.leases = newMemLeases(maxLocalLeases)
+	}
+	f.base, f.cancelBase = context.WithCancelCause(context.Background())
+
+	var tlsConf *tls.Config
+	if opts.TLSConfig != nil {
+		tlsConf = opts.TLSConfig.Clone()
+	} else {
+		tlsConf = &tls.Config{}
+	}
+	if tlsConf.MinVersion == 0 {
+		tlsConf.MinVersion = tls.VersionTLS12
+	}
+	dialer := &net.Dialer{
+		Timeout:   opts.ConnectTimeout,
+		KeepAlive: 30 * time.Second,
+		Control:   f.guard.control,
+	}
+	f.tr = &http.Transport{
+		// No proxy: the guard must see the agent's own address, never a
+		// proxy's, and environment variables must not redirect card fetches.
+		Proxy:                  nil,
+		DialContext:            dialer.DialContext,
+		TLSClientConfig:        tlsConf,
+		TLSHandshakeTimeout:    opts.ConnectTimeout,
+		ResponseHeaderTimeout:  opts.TotalTimeout,
+		MaxResponseHeaderBytes: 64 << 10,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    opts.PerHostConcurrency,
+		IdleConnTimeout:        90 * time.Second,
+		ForceAttemptHTTP2:      true,
+	}
+	f.client = &http.Client{Transport: f.tr, CheckRedirect: f.checkRedirect}
+	return f, nil
+}
+
+// Close cancels in-flight fetches (their callers get ReasonCanceled), waits
+// for the fetching goroutines to exit, and closes idle connections. Further
+// calls return ErrClosed errors. Close is safe to call more than once.
+func (f *Fetcher) Close() error {
+	f.closeOnce.Do(func() {
+		f.mu.Lock()
+		f.closed = true
+		f.mu.Unlock()
+		f.cancelBase(ErrClosed)
+	})
+	f.wg.Wait()
+	f.tr.CloseIdleConnections()
+	return nil
+}
+
+// WorkerID returns the id this Fetcher uses in lease claims.
+func (f *Fetcher) WorkerID() string { return f.id }
+
+func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > f.opts.MaxRedirects {
+		return fmt.Errorf("%w: %d redirects, limit %d", ErrTooManyRedirects, len(via), max(f.opts.MaxRedirects, 0))
+	}
+	switch req.URL.Scheme {
+	case "http", "https":
+	default:
+		return fmt.Errorf("%w: scheme %q", ErrRedirectRefused, req.URL.Scheme)
+	}
+	if prev := via[len(via)-1]; prev.URL.Scheme == "https" && req.URL.Scheme == "http" {
+		return fmt.Errorf("%w: https to http downgrade to %s", ErrRedirectRefused, req.URL.Redacted())
+	}
+	return nil
+}
+
+// Fetch makes one request for a card, with the Fetcher's fixed headers, SSRF
+// guard, timeouts and limits, and parses the body. It neither consults nor
+// updates leases and does not coalesce: use Observe for that.
+//
+// A 200 yields Raw, Card, Digest and Fingerprint; a 304 (only to a
+// conditional request) yields req.Digest and no body. Every failure is a
+// *FetchError. Fetch returns within Options.TotalTimeout.
+func (f *Fetcher) Fetch(ctx context.Context, req Request) (Observation, error) {
+	obs := Observation{CardURL: req.URL}
+	u, err := url.Parse(req.URL)
+	if err != nil {
+		return obs, &FetchError{URL: req.URL, Reason: ReasonInvalidURL, Err: err}
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return obs, &FetchError{URL: req.URL, Reason: ReasonInvalidURL, Err: fmt.Errorf("need an absolute http or https URL")}
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(f.base, func() { cancel(ErrClosed) })
+	defer stop()
+	ctx, cancelT := context.WithTimeout(ctx, f.opts.TotalTimeout)
+	defer cancelT()
+	if f.base.Err() != nil {
+		return obs, &FetchError{URL: req.URL, Reason: ReasonCanceled, Err: ErrClosed}
+	}
+
+	release, err := f.hosts.acquire(ctx, strings.ToLower(u.Host))
+	if err != nil {
+		return obs, classifyTransport(req.URL, ctx, fmt.Errorf("waiting for a host slot: %w", err))
+	}
+	defer release()
+
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return obs, &FetchError{URL: req.URL, Reason: ReasonInvalidURL, Err: err}
+	}
+	hreq.Header.Set("Accept", f.opts.Accept)
+	hreq.Header.Set("A2A-Version", f.opts.A2AVersion)
+	hreq.Header.Set("User-Agent", f.opts.UserAgent)
+	conditional := req.ETag != "" && req.Digest != ""
+	if conditional {
+		hreq.Header.Set("If-None-Match", req.ETag)
+	}
+	if req.NoCache {
+		hreq.Header.Set("Cache-Control", "no-cache")
+	}
+	obs.Full = !conditional
+
+	start := time.Now()
+	resp, err := f.client.Do(hreq)
+	if err != nil {
+		obs.Latency = time.Since(start)
+		return obs, classifyTransport(req.URL, ctx, err)
+	}
+	defer resp.Body.Close()
+	obs.Status = resp.StatusCode
+
+	switch {
+	case resp.StatusCode == http.StatusNotModified && conditional:
+		obs.Latency = time.Since(start)
+		obs.FetchedAt = f.opts.Now()
+		obs.Digest = req.Digest
+		obs.ETag = parseETag(resp.Header.Values("ETag"))
+		if obs.ETag == "" {
+			obs.ETag = req.ETag
+		}
+		obs.MaxAge = f.lease(resp.Header)
+		return obs, nil
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		obs.Latency = time.Since(start)
+		return obs, &FetchError{URL: req.URL, Reason: ReasonStatus, Status: resp.StatusCode,
+			Err: fmt.Errorf("HTTP %s", resp.Status)}
+	}
+	if resp.ContentLength > f.opts.MaxBodyBytes {
+		obs.Latency = time.Since(start)
+		return obs, &FetchError{URL: req.URL, Reason: ReasonTooLarge, Status: resp.StatusCode,
+			Err: fmt.Errorf("Content-Length %d exceeds %d", resp.ContentLength, f.opts.MaxBodyBytes)}
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, f.opts.MaxBodyBytes+1))
+	obs.Latency = time.Since(start)
+	if err != nil {
+		fe := classifyTransport(req.URL, ctx, fmt.Errorf("reading body: %w", err))
+		fe.Status = resp.StatusCode
+		return obs, fe
+	}
+	if int64(len(raw)) > f.opts.MaxBodyBytes {
+		return obs, &FetchError{URL: req.URL, Reason: ReasonTooLarge, Status: resp.StatusCode,
+			Err: fmt.Errorf("body exceeds %d bytes", f.opts.MaxBodyBytes)}
+	}
+	card, err := f.parse(raw)
+	if err != nil {
+		return obs, classifyParse(req.URL, resp.StatusCode, err)
+	}
+	digest, err := f.digest(raw)
+	if err != nil {
+		return obs, classifyParse(req.URL, resp.StatusCode, err)
+	}
+	obs.FetchedAt = f.opts.Now()
+	obs.Digest = digest
+	obs.Fingerprint = detector.Fingerprint(card)
+	obs.ETag = parseETag(resp.Header.Values("ETag"))
+	obs.MaxAge = f.lease(resp.Header)
+	obs.Raw = raw
+	obs.Card = card
+	return obs, nil
+}
+
+func (f *Fetcher) lease(h http.Header) time.Duration {
+	return leaseFor(h, f.opts.DefaultLease, f.opts.MinLease, f.opts.MaxLease)
+}
+
+// errClosedFetch is the error of a call made after Close.
+func errClosedFetch(url string) error {
+	return &FetchError{URL: url, Reason: ReasonCanceled, Err: ErrClosed}
+}

@@ -1,0 +1,423 @@
+package fetcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/store"
+)
+
+// ErrStore is wrapped by Observe errors that come from Options.Leases or
+// Options.Cards (not from the agent): they are transient, so retry the event
+// later rather than reporting the card unreachable.
+var ErrStore = errors.New("fetcher: lease or card store failed")
+
+// Lease polling while another worker holds the claim.
+const (
+	pollMin = 10 * time.Millisecond
+	pollMax = 200 * time.Millisecond
+)
+
+// flight is one in-process observation of a card URL, shared by every caller
+// that joins it. Its goroutine is started by join and owned by the Fetcher
+// (counted in Fetcher.wg); it exits when the observation completes, which the
+// flight budget bounds, and promptly after Close.
+type flight struct {
+	force     bool      // an unconditional fetch is required
+	requested time.Time // when it was asked for: a lease satisfies a force only if a full fetch completed since
+	done      chan struct{}
+	next      *flight // forced flight queued behind this unforced one (guarded by Fetcher.mu)
+
+	// Set before done is closed, read-only afterwards.
+	obs    Observation
+	fullAt time.Time // when the full fetch that obs reflects completed
+	err    error
+}
+
+// Observe returns a live observation of the card at cardURL, with its Card and
+// Raw body always filled.
+//
+// Without force it returns the shared lease's observation when the lease is
+// fresh and no periodic full fetch is due (no request at all), otherwise it
+// revalidates with If-None-Match (a 304 reuses the known digest and body) or
+// fetches. With force — evidence of drift — it makes an unconditional fetch
+// that bypasses both the lease and the ETag, unless a full fetch by any worker
+// completed after this call began, whose result then satisfies it.
+//
+// Concurrent calls for one URL share one flight in this process; across
+// workers, a claim on the shared lease makes the others wait for the winner's
+// result. The flight is not bound to ctx: a caller whose ctx ends leaves with a
+// *FetchError (ReasonCanceled or ReasonTimeout) while the flight completes for
+// the others. Observe returns within about 2×TotalTimeout + 6×StoreTimeout.
+//
+// Errors: a *FetchError when the card is unreachable (publish card.unreachable
+// with its Reason); an error wrapping ErrStore when the lease or card store
+// failed (transient: retry later).
+func (f *Fetcher) Observe(ctx context.Context, cardURL string, force bool) (Observation, error) {
+	requested := f.opts.Now()
+	for {
+		fl, err := f.join(cardURL, force, requested)
+		if err != nil {
+			return Observation{CardURL: cardURL}, err
+		}
+		select {
+		case <-fl.done:
+		case <-ctx.Done():
+			return Observation{CardURL: cardURL}, ctxError(cardURL, ctx)
+		}
+		if fl.err != nil {
+			return Observation{CardURL: cardURL}, fl.err
+		}
+		// A forced caller that joined a flight begun before it asked must not
+		// get a full fetch older than its request; it then takes the next one.
+		if force && fl.fullAt.Before(requested) {
+			continue
+		}
+		return fl.obs, nil
+	}
+}
+
+// join returns the flight the caller should wait for, starting or queueing one
+// when needed.
+func (f *Fetcher) join(url string, force bool, requested time.Time) (*flight, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, errClosedFetch(url)
+	}
+	cur := f.flights[url]
+	switch {
+	case cur == nil:
+		fl := newFlight(force, requested)
+		f.flights[url] = fl
+		f.start(url, fl)
+		return fl, nil
+	case !force || cur.force:
+		return cur, nil
+	default:
+		// A revalidation is running: queue one forced flight behind it, shared
+		// by every forced caller that arrives meanwhile.
+		if cur.next == nil {
+			cur.next = newFlight(true, requested)
+		}
+		return cur.next, nil
+	}
+}
+
+func newFlight(force bool, requested time.Time) *flight {
+	return &flight{force: force, requested: requested, done: make(chan struct{})}
+}
+
+// start runs fl on its own goroutine. Called with f.mu held and f not closed.
+func (f *Fetcher) start(url string, fl *flight) {
+	f.wg.Add(1)
+	go f.run(url, fl)
+}
+
+// flightBudget bounds one flight: waiting for another worker's claim, one
+// fetch, and a handful of store calls.
+func (f *Fetcher) flightBudget() time.Duration {
+	return 2*f.opts.TotalTimeout + 6*f.opts.StoreTimeout
+}
+
+// run is the body of a flight's goroutine.
+func (f *Fetcher) run(url string, fl *flight) {
+	defer f.wg.Done()
+	ctx, cancel := context.WithTimeout(f.base, f.flightBudget())
+	fl.obs, fl.fullAt, fl.err = f.observe(ctx, url, fl.force, fl.requested)
+	cancel()
+
+	f.mu.Lock()
+	switch next := fl.next; {
+	case next == nil:
+		delete(f.flights, url)
+	case f.closed:
+		delete(f.flights, url)
+		next.err = errClosedFetch(url)
+		close(next.done)
+	default:
+		f.flights[url] = next
+		f.start(url, next)
+	}
+	f.mu.Unlock()
+	close(fl.done)
+}
+
+// observe is the cross-worker lease protocol for one flight.
+func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested time.Time) (Observation, time.Time, error) {
+	obs := Observation{CardURL: url}
+	waitUntil := time.Now().Add(f.opts.TotalTimeout)
+	backoff := pollMin
+	for {
+		if ctx.Err() != nil {
+			return obs, time.Time{}, ctxError(url, ctx)
+		}
+		lease, rev, found, err := f.getLease(ctx, url)
+		if err != nil {
+			return obs, time.Time{}, f.storeFailure(ctx, url, "get lease", err)
+		}
+		now := f.opts.Now()
+		fullDue := f.fullDue(lease, now)
+
+		// 1. The lease already answers the request: no HTTP at all.
+		if lease.Digest != "" && ((force && !lease.LastFullFetch.Before(requested)) ||
+			(!force && lease.Fresh(now) && !fullDue)) {
+			e, err := f.loadCard(ctx, lease.Digest)
+			if err != nil {
+				return obs, time.Time{}, f.storeFailure(ctx, url, "get card body", err)
+			}
+			if e != nil {
+				return leaseObservation(lease, e), lease.LastFullFetch, nil
+			}
+			// The body is not available to this worker: fetch it.
+		}
+
+		// 2. Another worker is fetching: wait for its result, or take over when
+		// its claim expires or we have waited TotalTimeout.
+		if lease.Held(now) && lease.Holder != f.id && time.Now().Before(waitUntil) {
+			if err := sleepCtx(ctx, jitter(backoff)); err != nil {
+				return obs, time.Time{}, ctxError(url, ctx)
+			}
+			backoff = min(2*backoff, pollMax)
+			continue
+		}
+
+		// 3. Revalidate when we know an ETag and still have the body it names.
+		var prev *cardEntry
+		if !force && !fullDue && lease.ETag != "" && lease.Digest != "" {
+			if prev, err = f.loadCard(ctx, lease.Digest); err != nil {
+				return obs, time.Time{}, f.storeFailure(ctx, url, "get card body", err)
+			}
+		}
+
+		// 4. Claim the lease; on a lost race, read it again.
+		claim := lease
+		claim.CardURL = url
+		claim.Holder = f.id
+		claim.HeldUntil = now.Add(f.opts.TotalTimeout)
+		claimRev, err := f.putLease(ctx, claim, rev, found)
+		if isConflict(err) {
+			if err := sleepCtx(ctx, jitter(pollMin/2)); err != nil {
+				return obs, time.Time{}, ctxError(url, ctx)
+			}
+			continue
+		}
+		if err != nil {
+			return obs, time.Time{}, f.storeFailure(ctx, url, "claim lease", err)
+		}
+		return f.fetchAndRecord(ctx, url, lease, claimRev, prev, force || fullDue)
+	}
+}
+
+// fetchAndRecord fetches under a claim, stores the body, and records the new
+// lease (releasing the claim).
+func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, lease store.Lease, claimRev uint64, prev *cardEntry, full bool) (Observation, time.Time, error) {
+	req := Request{URL: url, NoCache: full}
+	if prev != nil {
+		req.ETag, req.Digest = lease.ETag, lease.Digest
+	}
+	obs, err := f.Fetch(ctx, req)
+	if err != nil {
+		f.notify(obs, err)
+		f.releaseClaim(ctx, lease, claimRev)
+		return Observation{CardURL: url}, time.Time{}, err
+	}
+
+	fullAt := lease.LastFullFetch
+	if obs.Status == 304 {
+		obs.Raw, obs.Card, obs.Fingerprint = prev.card.Raw, prev.card, prev.fingerprint
+	} else {
+		fullAt = obs.FetchedAt
+		f.cache.put(&cardEntry{digest: obs.Digest, card: obs.Card, fingerprint: obs.Fingerprint})
+		if f.cards != nil {
+			sctx, cancel := f.storeCtx(ctx)
+			err := f.cards.Put(sctx, obs.Digest, obs.Raw)
+			cancel()
+			if err != nil {
+				// Other workers will not find the body and fetch it themselves.
+				f.storeError(fmt.Errorf("%w: put card body %s: %w", ErrStore, obs.Digest, err))
+			}
+		}
+	}
+	f.notify(obs, nil)
+
+	next := store.Lease{
+		CardURL:       url,
+		Digest:        obs.Digest,
+		ETag:          obs.ETag,
+		MaxAge:        obs.MaxAge,
+		FetchedAt:     obs.FetchedAt,
+		LastFullFetch: fullAt,
+	}
+	if err := f.recordLease(ctx, next, claimRev); err != nil {
+		// The observation stands; other workers will fetch for themselves.
+		f.storeError(fmt.Errorf("%w: record lease %s: %w", ErrStore, url, err))
+	}
+	return obs, fullAt, nil
+}
+
+// recordLease writes the result of a fetch. If another worker wrote in the
+// meantime (it took over an expired claim), the newer observation wins.
+func (f *Fetcher) recordLease(ctx context.Context, next store.Lease, rev uint64) error {
+	ctx = context.WithoutCancel(ctx) // record even if the flight budget just ran out
+	found := true
+	for range 4 {
+		_, err := f.putLease(ctx, next, rev, found)
+		if !isConflict(err) {
+			return err
+		}
+		var cur store.Lease
+		cur, rev, found, err = f.getLease(ctx, next.CardURL)
+		if err != nil {
+			return err
+		}
+		if found && cur.Digest != "" && !cur.FetchedAt.Before(next.FetchedAt) {
+			return nil
+		}
+		if cur.Held(f.opts.Now()) && cur.Holder != f.id {
+			// Keep the other worker's claim; it will record its own result.
+			next.Holder, next.HeldUntil = cur.Holder, cur.HeldUntil
+		}
+	}
+	return store.ErrConflict
+}
+
+// releaseClaim gives up a claim after a failed fetch, keeping the previous
+// observation. Best effort: the claim expires anyway.
+func (f *Fetcher) releaseClaim(ctx context.Context, lease store.Lease, rev uint64) {
+	lease.Holder, lease.HeldUntil = "", time.Time{}
+	if _, err := f.putLease(context.WithoutCancel(ctx), lease, rev, true); err != nil && !isConflict(err) {
+		f.storeError(fmt.Errorf("%w: release claim %s: %w", ErrStore, lease.CardURL, err))
+	}
+}
+
+func (f *Fetcher) fullDue(l store.Lease, now time.Time) bool {
+	return f.opts.FullFetchInterval > 0 && l.Digest != "" && now.Sub(l.LastFullFetch) >= f.opts.FullFetchInterval
+}
+
+func (f *Fetcher) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, f.opts.StoreTimeout)
+}
+
+func (f *Fetcher) getLease(ctx context.Context, url string) (l store.Lease, rev uint64, found bool, err error) {
+	sctx, cancel := f.storeCtx(ctx)
+	defer cancel()
+	l, rev, err = f.leases.Get(sctx, url)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.Lease{CardURL: url}, 0, false, nil
+	case err != nil:
+		return store.Lease{}, 0, false, err
+	}
+	return l, rev, true, nil
+}
+
+func (f *Fetcher) putLease(ctx context.Context, l store.Lease, rev uint64, found bool) (uint64, error) {
+	sctx, cancel := f.storeCtx(ctx)
+	defer cancel()
+	if !found {
+		return f.leases.Create(sctx, l)
+	}
+	return f.leases.Update(sctx, l, rev)
+}
+
+// isConflict reports a lost compare-and-set: someone else wrote first.
+func isConflict(err error) bool {
+	return errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound)
+}
+
+// loadCard returns the parsed card for digest from the cache or Cards, or nil
+// when neither has it.
+func (f *Fetcher) loadCard(ctx context.Context, digest string) (*cardEntry, error) {
+	if e := f.cache.get(digest); e != nil {
+		return e, nil
+	}
+	if f.cards == nil {
+		return nil, nil
+	}
+	sctx, cancel := f.storeCtx(ctx)
+	raw, err := f.cards.Get(sctx, digest)
+	cancel()
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	card, err := f.parse(raw)
+	if err != nil {
+		// Stored bodies were parsed before they were stored; one that no longer
+		// parses is treated as missing, and fetched again.
+		f.storeError(fmt.Errorf("%w: stored card %s does not parse: %w", ErrStore, digest, err))
+		return nil, nil
+	}
+	e := &cardEntry{digest: digest, card: card, fingerprint: detector.Fingerprint(card)}
+	f.cache.put(e)
+	return e, nil
+}
+
+func leaseObservation(l store.Lease, e *cardEntry) Observation {
+	return Observation{
+		CardURL:     l.CardURL,
+		Digest:      l.Digest,
+		Fingerprint: e.fingerprint,
+		ETag:        l.ETag,
+		MaxAge:      l.MaxAge,
+		FetchedAt:   l.FetchedAt,
+		Raw:         e.card.Raw,
+		Card:        e.card,
+		FromLease:   true,
+	}
+}
+
+func (f *Fetcher) notify(obs Observation, err error) {
+	if f.opts.OnFetch != nil {
+		f.opts.OnFetch(obs, err)
+	}
+}
+
+func (f *Fetcher) storeError(err error) {
+	if f.opts.OnStoreError != nil {
+		f.opts.OnStoreError(err)
+	}
+}
+
+// storeFailure reports a store error, unless the flight's own deadline or
+// Close caused it.
+func (f *Fetcher) storeFailure(ctx context.Context, url, op string, err error) error {
+	if ctx.Err() != nil {
+		return ctxError(url, ctx)
+	}
+	return fmt.Errorf("%w: %s %s: %w", ErrStore, op, url, err)
+}
+
+// ctxError is the *FetchError of a context that ended: its deadline is a
+// timeout, anything else (the caller, Close) a cancellation.
+func ctxError(url string, ctx context.Context) error {
+	cause := context.Cause(ctx)
+	r := ReasonCanceled
+	if errors.Is(cause, context.DeadlineExceeded) {
+		r = ReasonTimeout
+	}
+	return &FetchError{URL: url, Reason: r, Err: cause}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// jitter returns d ± 25%.
+func jitter(d time.Duration) time.Duration {
+	return d*3/4 + rand.N(d/2+1)
+}

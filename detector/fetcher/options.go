@@ -1,0 +1,237 @@
+package fetcher
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/carddrift/carddrift/detector/jcs"
+	"github.com/carddrift/carddrift/store"
+)
+
+// Defaults applied by New to zero-valued Options fields.
+const (
+	DefaultConnectTimeout     = 3 * time.Second
+	DefaultTotalTimeout       = 10 * time.Second
+	DefaultMaxBodyBytes       = 1 << 20
+	DefaultMaxRedirects       = 3
+	DefaultPerHostConcurrency = 4
+	DefaultMinLease           = time.Second
+	DefaultMaxLease           = 5 * time.Minute
+	DefaultDefaultLease       = 30 * time.Second
+	DefaultFullFetchInterval  = 5 * time.Minute
+	DefaultStoreTimeout       = 2 * time.Second
+	DefaultCacheBytes         = 32 << 20
+	DefaultUserAgent          = "carddrift/1 (+https://github.com/carddrift/carddrift)"
+	DefaultA2AVersion         = "1.0"
+	DefaultAccept             = "application/json"
+)
+
+// maxBodyBytesCap is the largest MaxBodyBytes Validate accepts: the size
+// limit of detector.Parse and detector.Digest.
+const maxBodyBytesCap = jcs.DefaultMaxBytes
+
+// Options configure a Fetcher. The zero value of every field means its
+// default; New applies the defaults and then Validate. Options are read once
+// by New: changing them afterwards has no effect.
+type Options struct {
+	// ConnectTimeout bounds each TCP connect and TLS handshake. Default 3s.
+	ConnectTimeout time.Duration
+	// TotalTimeout bounds one fetch from waiting for a host slot to the last
+	// byte of the body, redirects included. It is also how long a worker's
+	// claim on a shared lease lasts, and how long other workers wait for that
+	// claim before taking over. Default 10s.
+	TotalTimeout time.Duration
+	// MaxBodyBytes is the largest card body read; a declared or actual body
+	// over it is ReasonTooLarge. At most 1 byte more is ever read. Default and
+	// maximum 1 MiB (the limit of the canonical digest).
+	MaxBodyBytes int64
+	// MaxRedirects is how many redirects one fetch follows. Default 3; a
+	// negative value follows none (a redirect is then ReasonTooManyRedirects).
+	MaxRedirects int
+	// PerHostConcurrency is how many fetches run at once against one host
+	// (host:port of the card URL); further fetches wait, within TotalTimeout.
+	// Default 4.
+	PerHostConcurrency int
+
+	// MinLease is the lower clamp of a lease. no-cache, no-store and max-age=0
+	// get exactly this, so they mean "revalidate at every capability-dependent
+	// transition", give or take MinLease of coalescing. Default 1s; a negative
+	// value means no lower clamp (0).
+	MinLease time.Duration
+	// MaxLease is the upper clamp of a lease. Default 5m.
+	MaxLease time.Duration
+	// DefaultLease is the lease of a response without max-age (no
+	// Cache-Control, or one without max-age, no-cache or no-store). It is
+	// clamped to [MinLease, MaxLease]. Default 30s: short enough that an agent
+	// which says nothing about caching is still revalidated every few task
+	// transitions, long enough that a burst of transitions costs one request.
+	DefaultLease time.Duration
+	// FullFetchInterval is how often an unconditional fetch replaces
+	// If-None-Match revalidation, to catch a body that changed behind an ETag
+	// derived from the card's version only. Default 5m; negative disables it.
+	FullFetchInterval time.Duration
+
+	// Allow widens the SSRF guard: addresses inside these prefixes may be
+	// dialed even though they are loopback, private, link-local and so on.
+	// Cloud metadata addresses (169.254.169.254, 169.254.170.2, fd00:ec2::254,
+	// 100.100.100.200) stay refused unless a prefix is exactly that address.
+	Allow []netip.Prefix
+	// TLSConfig is cloned for every connection (RootCAs for a private CA or a
+	// test server). nil means the system roots. Verification is always on:
+	// InsecureSkipVerify is refused by Validate.
+	TLSConfig *tls.Config
+
+	// UserAgent is sent with every request. Default DefaultUserAgent.
+	UserAgent string
+	// A2AVersion is the A2A-Version header of every request. It is fixed for
+	// every fetch of every agent because servers may serve a different card per
+	// requested version (Vary: A2A-Version): a header that changed between
+	// fetches would look like drift. Default "1.0": v1.0 servers then serve
+	// their v1.0 card instead of treating the missing header as 0.3, and v0.x
+	// servers ignore it. Pins made from client-supplied cards should be
+	// compared knowing the client may have negotiated differently.
+	A2AVersion string
+	// Accept is the Accept header of every request. Default "application/json".
+	Accept string
+
+	// Leases shares observations between workers: one fetch per lease across
+	// all of them. nil means a lease table inside this Fetcher (coalescing in
+	// this process only).
+	Leases store.Leases
+	// Cards stores card bodies by digest so that a worker can use an
+	// observation another worker fetched. nil means only this Fetcher's own
+	// cache: an observation fetched elsewhere then costs one unconditional
+	// fetch here. Give every worker the same Leases and Cards.
+	Cards store.Cards
+	// WorkerID names this Fetcher in lease claims (Lease.Holder). Default a
+	// random id; if set, it must differ between processes sharing Leases.
+	WorkerID string
+	// StoreTimeout bounds each Leases and Cards call. Default 2s.
+	StoreTimeout time.Duration
+	// CacheBytes bounds the in-process cache of parsed cards by digest (sizes
+	// counted as body bytes). Default 32 MiB; it always holds at least the
+	// card being returned.
+	CacheBytes int64
+
+	// OnFetch, if set, is called once for every HTTP fetch this Fetcher
+	// completes (not once per caller: coalesced callers share one fetch). err
+	// is nil for a 200 or 304 — obs is then what card.observed carries — else
+	// a *FetchError and obs holds only CardURL and Latency. It runs on the
+	// fetching goroutine before waiting callers are released: keep it short
+	// and never call back into the Fetcher.
+	OnFetch func(obs Observation, err error)
+
+	// OnStoreError, if set, is called when a Leases or Cards write that
+	// follows a successful fetch fails, or a stored body does not parse. The
+	// observation is still returned (other workers then fetch for
+	// themselves); the error wraps ErrStore. Same rules as OnFetch.
+	OnStoreError func(err error)
+
+	// Now is the clock for leases. Default time.Now. Timeouts always use the
+	// real clock.
+	Now func() time.Time
+}
+
+func (o *Options) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.ConnectTimeout, DefaultConnectTimeout)
+	def(&o.TotalTimeout, DefaultTotalTimeout)
+	def(&o.MinLease, DefaultMinLease)
+	if o.MinLease < 0 {
+		o.MinLease = 0
+	}
+	def(&o.MaxLease, DefaultMaxLease)
+	def(&o.DefaultLease, DefaultDefaultLease)
+	def(&o.FullFetchInterval, DefaultFullFetchInterval)
+	def(&o.StoreTimeout, DefaultStoreTimeout)
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxRedirects == 0 {
+		o.MaxRedirects = DefaultMaxRedirects
+	}
+	if o.PerHostConcurrency == 0 {
+		o.PerHostConcurrency = DefaultPerHostConcurrency
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	if o.A2AVersion == "" {
+		o.A2AVersion = DefaultA2AVersion
+	}
+	if o.Accept == "" {
+		o.Accept = DefaultAccept
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Validate reports every invalid setting (joined). New calls it after applying
+// defaults; call it yourself to check flags before building a Fetcher.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("fetcher: "+format, a...)) }
+	if o.ConnectTimeout <= 0 {
+		bad("ConnectTimeout %v must be positive", o.ConnectTimeout)
+	}
+	if o.TotalTimeout <= 0 {
+		bad("TotalTimeout %v must be positive", o.TotalTimeout)
+	}
+	if o.ConnectTimeout > o.TotalTimeout {
+		bad("ConnectTimeout %v exceeds TotalTimeout %v", o.ConnectTimeout, o.TotalTimeout)
+	}
+	if o.MaxBodyBytes <= 0 || o.MaxBodyBytes > maxBodyBytesCap {
+		bad("MaxBodyBytes %d must be in (0, %d]", o.MaxBodyBytes, maxBodyBytesCap)
+	}
+	if o.PerHostConcurrency < 1 {
+		bad("PerHostConcurrency %d must be at least 1", o.PerHostConcurrency)
+	}
+	if o.MinLease < 0 || o.MaxLease <= 0 || o.MinLease > o.MaxLease {
+		bad("leases need 0 <= MinLease (%v) <= MaxLease (%v), MaxLease > 0", o.MinLease, o.MaxLease)
+	}
+	if o.DefaultLease < 0 {
+		bad("DefaultLease %v must not be negative", o.DefaultLease)
+	}
+	if o.StoreTimeout <= 0 {
+		bad("StoreTimeout %v must be positive", o.StoreTimeout)
+	}
+	if o.CacheBytes < 0 {
+		bad("CacheBytes %d must not be negative", o.CacheBytes)
+	}
+	for _, p := range o.Allow {
+		if !p.IsValid() {
+			bad("Allow prefix %v is invalid", p)
+		}
+	}
+	if o.TLSConfig != nil && o.TLSConfig.InsecureSkipVerify {
+		bad("TLSConfig.InsecureSkipVerify is not allowed: card fetches always verify TLS")
+	}
+	for _, h := range []struct{ name, v string }{
+		{"UserAgent", o.UserAgent}, {"A2AVersion", o.A2AVersion}, {"Accept", o.Accept}, {"WorkerID", o.WorkerID},
+	} {
+		if !validHeaderValue(h.v) {
+			bad("%s %q contains control characters", h.name, h.v)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}

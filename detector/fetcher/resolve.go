@@ -1,0 +1,106 @@
+package fetcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Well-known card paths, current first.
+const (
+	WellKnownPath       = "/.well-known/agent-card.json" // A2A v0.3 and later
+	LegacyWellKnownPath = "/.well-known/agent.json"      // A2A up to v0.2.x
+)
+
+// maxLegacyBases bounds how many agents the Fetcher remembers as legacy.
+const maxLegacyBases = 1 << 14
+
+// CardURLs returns the card URLs to try for an agent base URL: the base's
+// path joined with WellKnownPath, then with LegacyWellKnownPath (as the A2A
+// SDKs' card resolvers join them). A URL that already ends in one of the two
+// paths is returned alone. Query and fragment are dropped.
+func CardURLs(agentURL string) ([]string, error) {
+	u, err := url.Parse(agentURL)
+	if err != nil {
+		return nil, &FetchError{URL: agentURL, Reason: ReasonInvalidURL, Err: err}
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &FetchError{URL: agentURL, Reason: ReasonInvalidURL, Err: errors.New("need an absolute http or https URL")}
+	}
+	u.RawQuery, u.Fragment, u.RawFragment = "", "", ""
+	if strings.HasSuffix(u.Path, WellKnownPath) || strings.HasSuffix(u.Path, LegacyWellKnownPath) {
+		return []string{u.String()}, nil
+	}
+	base := strings.TrimSuffix(u.String(), "/")
+	return []string{base + WellKnownPath, base + LegacyWellKnownPath}, nil
+}
+
+// ObserveAgent is Observe for a task's agent: cardURL when the client gave
+// one, else the agent's well-known card URL (see CardURLs). The legacy
+// agent.json is tried only when agent-card.json answers 404, 405 or 410; the
+// Fetcher then remembers that this agent is legacy and asks agent.json first
+// next time (falling back the other way the same way). The Observation's
+// CardURL says which URL answered. When both fail, the error is that of the
+// first URL tried.
+func (f *Fetcher) ObserveAgent(ctx context.Context, agentURL, cardURL string, force bool) (Observation, error) {
+	if cardURL != "" {
+		return f.Observe(ctx, cardURL, force)
+	}
+	urls, err := CardURLs(agentURL)
+	if err != nil {
+		return Observation{CardURL: agentURL}, err
+	}
+	if len(urls) == 1 {
+		return f.Observe(ctx, urls[0], force)
+	}
+	base := urls[0][:len(urls[0])-len(WellKnownPath)]
+	f.mu.Lock()
+	legacy := f.legacy[base]
+	f.mu.Unlock()
+	if legacy {
+		urls[0], urls[1] = urls[1], urls[0]
+	}
+
+	obs, firstErr := f.Observe(ctx, urls[0], force)
+	if firstErr == nil || !notThere(firstErr) {
+		return obs, firstErr
+	}
+	obs, err = f.Observe(ctx, urls[1], force)
+	if err != nil {
+		return Observation{CardURL: urls[0]}, fmt.Errorf("%w (then %s: %w)", firstErr, urls[1], err)
+	}
+	f.rememberLegacy(base, !legacy)
+	return obs, nil
+}
+
+func (f *Fetcher) rememberLegacy(base string, legacy bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !legacy {
+		delete(f.legacy, base)
+		return
+	}
+	if len(f.legacy) >= maxLegacyBases {
+		for k := range f.legacy { // drop an arbitrary entry: costs one 404 later
+			delete(f.legacy, k)
+			break
+		}
+	}
+	f.legacy[base] = true
+}
+
+// notThere reports a status that means "no card at this path".
+func notThere(err error) bool {
+	var fe *FetchError
+	if !errors.As(err, &fe) || fe.Reason != ReasonStatus {
+		return false
+	}
+	switch fe.Status {
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusGone:
+		return true
+	}
+	return false
+}
