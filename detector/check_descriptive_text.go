@@ -15,6 +15,9 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 		if before == after {
 			return
 		}
+		for i := 1; i < len(kv); i += 2 {
+			kv[i] = quote(kv[i]) // identifiers: skill, scheme, scope, uri
+		}
 		kv = append(kv, "before", quoteText(before), "after", quoteText(after))
 		out = append(out, Finding{
 			Rule:     RuleDescriptiveTextChanged,
@@ -34,7 +37,7 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 
 	retainedSkills(pinned, live, func(p, l Skill) {
 		n := len(out)
-		id := quote(l.ID)
+		id := l.ID // quoted by message only when something changed
 		text("skill-name", skillPointer(l, "name"), p.Name, l.Name, "skill", id)
 		text("skill-description", skillPointer(l, "description"), p.Description, l.Description, "skill", id)
 		for _, f := range []struct {
@@ -53,7 +56,7 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 				Path:     skillPointer(l, f.field),
 				Before:   plainStrings(f.before),
 				After:    plainStrings(f.after),
-				Message: render(RuleDescriptiveTextChanged+"/"+f.variant, "skill", id,
+				Message: render(RuleDescriptiveTextChanged+"/"+f.variant, "skill", quote(id),
 					"before", quoteTextList(f.before), "after", quoteTextList(f.after)),
 			})
 		}
@@ -69,7 +72,7 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 		}
 		ps := pinned.SecuritySchemes[name]
 		n := len(out)
-		text("scheme-description", schemePointer(name, ls, "description"), ps.Description, ls.Description, "scheme", quote(name))
+		text("scheme-description", schemePointer(name, ls, "description"), ps.Description, ls.Description, "scheme", name)
 		if ps.Type == "oauth2" && ls.Type == "oauth2" {
 			for _, fn := range sortedKeys(ps.Flows) {
 				lf, ok := ls.Flows[fn]
@@ -79,7 +82,7 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 				for _, scope := range sortedKeys(ps.Flows[fn].Scopes) {
 					if ld, ok := lf.Scopes[scope]; ok {
 						text("scope-description", schemePointer(name, ls, "flows", fn, "scopes", scope),
-							ps.Flows[fn].Scopes[scope], ld, "scheme", quote(name), "scope", quote(scope))
+							ps.Flows[fn].Scopes[scope], ld, "scheme", name, "scope", scope)
 					}
 				}
 			}
@@ -92,7 +95,7 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 	pe, le := extensionsByURI(pinned), extensionsByURI(live)
 	for _, uri := range sortedKeys(pe) {
 		if l, ok := le[uri]; ok {
-			text("extension-description", extensionPointer(l.index, "description"), pe[uri].Description, l.Description, "uri", quote(uri))
+			text("extension-description", extensionPointer(l.index, "description"), pe[uri].Description, l.Description, "uri", uri)
 		}
 	}
 	return out

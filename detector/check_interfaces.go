@@ -101,7 +101,10 @@ type interfaceGroup struct {
 	versions             []string // distinct protocol versions, in card order
 }
 
-func (g interfaceGroup) key() string { return g.url + "\x00" + g.binding }
+// interfaceKey identifies an interface: its url and (upper-case) binding.
+type interfaceKey struct{ url, binding string }
+
+func (g interfaceGroup) key() interfaceKey { return interfaceKey{g.url, g.binding} }
 
 // value is the Before/After value of an interface.
 func (g interfaceGroup) value() map[string]string {
@@ -119,23 +122,23 @@ func (g interfaceGroup) value() map[string]string {
 
 type interfaceGroups struct {
 	order []interfaceGroup
-	byKey map[string]*interfaceGroup
+	byKey map[interfaceKey]*interfaceGroup
 }
 
 func groupInterfaces(ifs []Interface) interfaceGroups {
-	gs := interfaceGroups{byKey: make(map[string]*interfaceGroup, len(ifs))}
-	pos := make(map[string]int, len(ifs))
+	gs := interfaceGroups{
+		order: make([]interfaceGroup, 0, len(ifs)),
+		byKey: make(map[interfaceKey]*interfaceGroup, len(ifs)),
+	}
 	for i, in := range ifs {
 		g := interfaceGroup{url: in.URL, binding: strings.ToUpper(in.ProtocolBinding), tenant: in.Tenant, index: i}
-		k := g.key()
-		if j, ok := pos[k]; ok {
+		if j := slices.IndexFunc(gs.order, func(o interfaceGroup) bool { return o.key() == g.key() }); j >= 0 {
 			if !slices.Contains(gs.order[j].versions, in.ProtocolVersion) {
 				gs.order[j].versions = append(gs.order[j].versions, in.ProtocolVersion)
 			}
 			continue
 		}
 		g.versions = []string{in.ProtocolVersion}
-		pos[k] = len(gs.order)
 		gs.order = append(gs.order, g)
 	}
 	for i := range gs.order {

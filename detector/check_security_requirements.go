@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -19,6 +20,9 @@ func checkSecurityRequirements(pinned, live *Card) []Finding {
 		out = append(out, f)
 	}
 	retainedSkills(pinned, live, func(p, l Skill) {
+		if sameRequirements(p.SecurityRequirements, l.SecurityRequirements) {
+			return
+		}
 		f, ok := requirementsFinding(p.SecurityRequirements, l.SecurityRequirements, "/skill", "skill", quote(l.ID))
 		if !ok {
 			return
@@ -31,6 +35,9 @@ func checkSecurityRequirements(pinned, live *Card) []Finding {
 }
 
 func requirementsFinding(before, after []SecurityRequirement, variant string, kv ...string) (Finding, bool) {
+	if sameRequirements(before, after) {
+		return Finding{}, false
+	}
 	pb, pa := canonicalRequirements(before), canonicalRequirements(after)
 	if slices.EqualFunc(pb, pa, func(a, b requirement) bool { return a.key == b.key }) {
 		return Finding{}, false
@@ -52,6 +59,14 @@ func requirementsFinding(before, after []SecurityRequirement, variant string, kv
 		After:    plainRequirements(after),
 		Message:  render(RuleSecurityRequirementsChanged+variant, kv...),
 	}, true
+}
+
+// sameRequirements reports whether two lists are written identically (a fast
+// path: lists that differ may still be equivalent).
+func sameRequirements(a, b []SecurityRequirement) bool {
+	return slices.EqualFunc(a, b, func(x, y SecurityRequirement) bool {
+		return maps.EqualFunc(x, y, func(s, t []string) bool { return slices.Equal(s, t) })
+	})
 }
 
 // requirement is one alternative in canonical form: schemes sorted, scopes

@@ -1,5 +1,7 @@
 package detector
 
+import "slices"
+
 // Mode checks compare media type coverage (see modeDelta): a change of order,
 // case, parameters or legacy spelling is not a change. Severity depends on the
 // direction, see Rule.
@@ -25,7 +27,11 @@ func skillModes(pinned, live *Card, rule string, effective func(*Card, Skill) []
 	declares func(Skill) bool, field, defaultField string, widened Severity) []Finding {
 	var out []Finding
 	retainedSkills(pinned, live, func(p, l Skill) {
-		f, ok := modesFinding(rule, effective(pinned, p), effective(live, l), widened, "skill", quote(l.ID))
+		before, after := effective(pinned, p), effective(live, l)
+		if slices.Equal(before, after) {
+			return
+		}
+		f, ok := modesFinding(rule, before, after, widened, "skill", quote(l.ID))
 		if !ok {
 			return
 		}

@@ -45,25 +45,26 @@ var structureFacets = [...]string{"interfaces", "capabilities", "extensions", "d
 // text, one string per facet of structureFacets. Equal projections mean no
 // check but descriptive-text-changed and card-version-changed can fire.
 func structure(c *Card) [len(structureFacets)]string {
-	var out [len(structureFacets)]string
-	var b strings.Builder
-	sep := func() { b.WriteByte(0) }
-	str := func(s string) { b.WriteString(s); sep() }
+	var ends [len(structureFacets)]int
+	b := make([]byte, 0, len(c.Raw)+256)
+	str := func(s string) { b = append(b, s...); b = append(b, 0) }
 	list := func(ss []string) {
-		str(strconv.Itoa(len(ss)))
+		b = strconv.AppendInt(b, int64(len(ss)), 10)
+		b = append(b, 0)
 		for _, s := range ss {
 			str(s)
 		}
 	}
-	flag := func(v bool) { str(strconv.FormatBool(v)) }
+	flag := func(v bool) { b = strconv.AppendBool(b, v); b = append(b, 0) }
 	reqs := func(rs []SecurityRequirement) {
 		cr := canonicalRequirements(rs)
-		str(strconv.Itoa(len(cr)))
+		b = strconv.AppendInt(b, int64(len(cr)), 10)
+		b = append(b, 0)
 		for _, r := range cr {
 			str(r.key)
 		}
 	}
-	next := func(i int) { out[i] = b.String(); b.Reset() }
+	next := func(i int) { ends[i] = len(b) }
 
 	for _, g := range groupInterfaces(c.Interfaces).order {
 		str(g.url)
@@ -124,9 +125,17 @@ func structure(c *Card) [len(structureFacets)]string {
 			str(f.DeviceAuthorizationURL)
 			list(sortedKeys(f.Scopes))
 		}
-		sep()
+		b = append(b, 1)
 	}
 	reqs(c.SecurityRequirements)
 	next(5)
+
+	all := string(b)
+	var out [len(structureFacets)]string
+	start := 0
+	for i, end := range ends {
+		out[i] = all[start:end]
+		start = end
+	}
 	return out
 }

@@ -36,7 +36,7 @@ func NormalizeMediaType(s string) string {
 	if i := strings.IndexByte(s, '/'); i > 0 {
 		// "type / subtype" is not valid, but trimming around the slash costs
 		// nothing and keeps a stray space from looking like a change.
-		if strings.ContainsAny(s, " \t") {
+		if strings.IndexByte(s, ' ') >= 0 || strings.IndexByte(s, '\t') >= 0 {
 			s = strings.TrimSpace(s[:i]) + "/" + strings.TrimSpace(s[i+1:])
 		}
 		return s
@@ -129,6 +129,9 @@ func normalizeModes(modes []string) []string {
 // when empty. A change of order, case, parameters, legacy spelling or
 // duplicates yields neither.
 func modeDelta(before, after []string) (removed, added []string) {
+	if slices.Equal(before, after) {
+		return nil, nil
+	}
 	nb, na := normalizeModes(before), normalizeModes(after)
 	if slices.Equal(nb, na) {
 		return nil, nil
