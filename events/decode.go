@@ -1,0 +1,514 @@
+package events
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/carddrift/carddrift/schemas"
+)
+
+// Decode reads a CloudEvent from a NATS message in either content mode,
+// validates its data against the schema named by its dataschema attribute
+// (or the current schema of its type) and returns it with typed data.
+//
+// A message is structured when its content-type header is
+// application/cloudevents+json and binary when it has a ce-specversion
+// header. Binary header values are percent-decoded (see Encode). Decode
+// never panics; every failure is a *DecodeError whose Err is
+// ErrMalformedEnvelope, ErrUnknownType or ErrSchemaViolation.
+//
+// Decode parses each message once: the structured envelope and the data are
+// read in one pass into the value tree the validator takes, and the typed
+// data is built from that tree. It does not retain m's data (the card of a
+// submitted event is copied). Safe for concurrent use.
+func Decode(m Msg) (Event, error) {
+	d := decoder{subject: m.Subject()}
+	h := m.Headers()
+	if ct, ok := contentType(h); ok && isCloudEventsContentType(ct) {
+		d.mode = Structured
+		return d.structured(ct, m.Data())
+	}
+	return d.binary(h, m.Data())
+}
+
+type decoder struct {
+	subject string
+	mode    Mode
+	ev      Event
+
+	specversion     string
+	datacontenttype string
+}
+
+func (d *decoder) errorf(kind error, attr, reason string, cause error) error {
+	return &DecodeError{
+		Err: kind, Mode: d.mode, Subject: d.subject,
+		Type: d.ev.Type, ID: d.ev.ID, Source: d.ev.Source,
+		Attribute: attr, Reason: reason, Cause: cause,
+	}
+}
+
+func (d *decoder) malformed(attr, reason string) error {
+	return d.errorf(ErrMalformedEnvelope, attr, reason, nil)
+}
+
+func contentType(h headerMap) (string, bool) {
+	if v, ok := h[headerContentType]; ok && len(v) > 0 {
+		return v[0], true
+	}
+	if v, ok := h["Content-Type"]; ok && len(v) > 0 {
+		return v[0], true
+	}
+	return "", false
+}
+
+// headerMap is nats.Header without the import in signatures.
+type headerMap = map[string][]string
+
+func isCloudEventsContentType(ct string) bool {
+	return len(ct) >= len("application/cloudevents") && strings.EqualFold(ct[:len("application/cloudevents")], "application/cloudevents")
+}
+
+// isJSONContentType reports whether a datacontenttype denotes JSON:
+// application/json or any +json suffix, with optional parameters.
+func isJSONContentType(ct string) bool {
+	mt := ct
+	if i := strings.IndexByte(mt, ';'); i >= 0 {
+		mt = mt[:i]
+	}
+	mt = strings.TrimSpace(mt)
+	if strings.EqualFold(mt, contentTypeJSON) {
+		return true
+	}
+	if len(mt) > 5 && strings.EqualFold(mt[len(mt)-5:], "+json") {
+		_, _, err := mime.ParseMediaType(ct)
+		return err == nil
+	}
+	return false
+}
+
+func (d *decoder) binary(h headerMap, data []byte) (Event, error) {
+	var err error
+	var seenSpec bool
+	for k, vs := range h {
+		if len(k) < len(headerPrefix) || k[:len(headerPrefix)] != headerPrefix {
+			continue
+		}
+		if len(vs) != 1 {
+			return Event{}, d.malformed(k, "header repeated")
+		}
+		v := vs[0]
+		if strings.IndexByte(v, '%') >= 0 {
+			if v, err = url.PathUnescape(v); err != nil {
+				return Event{}, d.malformed(k, "bad percent-encoding")
+			}
+		}
+		if !utf8.ValidString(v) {
+			return Event{}, d.malformed(k, "invalid UTF-8")
+		}
+		switch name := k[len(headerPrefix):]; name {
+		case "specversion":
+			d.specversion, seenSpec = v, true
+		case "id":
+			d.ev.ID = v
+		case "source":
+			d.ev.Source = v
+		case "type":
+			d.ev.Type = v
+		case "subject":
+			if v == "" {
+				return Event{}, d.malformed(k, "empty")
+			}
+			d.ev.Subject = v
+		case "time":
+			if d.ev.Time, err = parseTime(v); err != nil {
+				return Event{}, d.malformed(k, "not an RFC 3339 timestamp")
+			}
+		case "dataschema":
+			if v == "" {
+				return Event{}, d.malformed(k, "empty")
+			}
+			d.ev.DataSchema = v
+		case "datacontenttype":
+			d.datacontenttype = v
+		default:
+			if err := d.extension(name, v); err != nil {
+				return Event{}, err
+			}
+		}
+	}
+	if !seenSpec {
+		return Event{}, d.malformed("ce-specversion", "not a CloudEvent: no ce-specversion header and no content-type application/cloudevents+json")
+	}
+	if d.datacontenttype == "" {
+		if ct, ok := contentType(h); ok {
+			d.datacontenttype = ct
+		}
+	}
+	s, err := d.envelope()
+	if err != nil {
+		return Event{}, err
+	}
+	if len(data) == 0 {
+		return Event{}, d.noData()
+	}
+	p := parser{b: data, capKey: "card", capDepth: 1}
+	tree, err := p.document()
+	if err != nil {
+		return Event{}, d.errorf(ErrMalformedEnvelope, "data", err.Error(), err)
+	}
+	return d.finish(s, tree, p.captured())
+}
+
+func (p *parser) captured() []byte {
+	if p.capEnd == 0 {
+		return nil
+	}
+	return p.b[p.capStart:p.capEnd]
+}
+
+func (d *decoder) noData() error {
+	return d.errorf(ErrSchemaViolation, "data", "event has no data",
+		&schemas.ValidationError{Type: d.ev.Type, Reason: "event has no data"})
+}
+
+func (d *decoder) extension(name, v string) error {
+	if !validExtensionName(name) {
+		return d.malformed(name, "invalid extension attribute name (want [a-z0-9]+)")
+	}
+	if d.ev.Extensions == nil {
+		d.ev.Extensions = make(map[string]string, 2)
+	}
+	if _, dup := d.ev.Extensions[name]; dup {
+		return d.malformed(name, "attribute repeated")
+	}
+	d.ev.Extensions[name] = v
+	return nil
+}
+
+func validExtensionName(name string) bool {
+	if name == "" || name == "data" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func parseTime(v string) (time.Time, error) {
+	return time.Parse(time.RFC3339Nano, v)
+}
+
+// envelope checks the attributes common to both modes and returns the schema
+// of the data.
+func (d *decoder) envelope() (*schemas.Schema, error) {
+	if d.specversion != "1.0" {
+		return nil, d.malformed("specversion", "unsupported specversion "+quote(d.specversion)+" (want 1.0)")
+	}
+	if d.ev.ID == "" {
+		return nil, d.malformed("id", "missing or empty")
+	}
+	if d.ev.Source == "" {
+		return nil, d.malformed("source", "missing or empty")
+	}
+	if !validURIReference(d.ev.Source) {
+		return nil, d.malformed("source", "not a URI-reference")
+	}
+	if d.ev.Type == "" {
+		return nil, d.malformed("type", "missing or empty")
+	}
+	if d.datacontenttype != "" && !isJSONContentType(d.datacontenttype) {
+		return nil, d.malformed("datacontenttype", quote(d.datacontenttype)+" is not JSON")
+	}
+	if d.ev.DataSchema != "" {
+		s, err := schemas.ByID(d.ev.DataSchema)
+		if err != nil {
+			return nil, d.errorf(ErrUnknownType, "dataschema", "unknown schema "+quote(d.ev.DataSchema), err)
+		}
+		if s.Type != d.ev.Type {
+			return nil, d.malformed("dataschema", "schema "+quote(d.ev.DataSchema)+" is not for type "+quote(d.ev.Type))
+		}
+		return s, nil
+	}
+	s, err := schemas.Lookup(d.ev.Type)
+	if err != nil {
+		return nil, d.errorf(ErrUnknownType, "type", "no schema for "+quote(d.ev.Type), err)
+	}
+	return s, nil
+}
+
+// validURIReference is a cheap RFC 3986 URI-reference check: printable ASCII
+// without spaces, quotes or angle brackets, and well-formed percent-escapes.
+// Non-ASCII sources are IRIs, not URIs, and are refused.
+func validURIReference(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c <= ' ' || c >= 0x7f, c == '"', c == '<', c == '>', c == '\\', c == '^', c == '`', c == '{', c == '|', c == '}':
+			return false
+		case c == '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// finish validates the data tree, builds the typed data and checks the
+// subject attribute against the data's task id.
+func (d *decoder) finish(s *schemas.Schema, tree any, card []byte) (Event, error) {
+	if err := s.ValidateValue(tree); err != nil {
+		return Event{}, d.violation(err)
+	}
+	data, verr := convert(s.Type, tree, card)
+	if verr != nil {
+		return Event{}, d.violation(verr)
+	}
+	if task, _ := data.ids(); d.ev.Subject != "" && d.ev.Subject != task {
+		return Event{}, d.malformed("subject", "subject "+quote(d.ev.Subject)+" is not the data's task id "+quote(task))
+	}
+	d.ev.Data = data
+	return d.ev, nil
+}
+
+func (d *decoder) violation(err error) error {
+	de := d.errorf(ErrSchemaViolation, "", "", err).(*DecodeError)
+	var verr *schemas.ValidationError
+	if errors.As(err, &verr) {
+		de.Field, de.Reason = verr.Field, verr.Reason
+	} else {
+		de.Reason = err.Error()
+	}
+	return de
+}
+
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	return `"` + strings.ToValidUTF8(s, "\uFFFD") + `"`
+}
+
+// structured reads a structured-mode event: one pass over the envelope,
+// with the data member parsed into the value tree in the same pass.
+func (d *decoder) structured(ct string, b []byte) (Event, error) {
+	mt := ct
+	if i := strings.IndexByte(mt, ';'); i >= 0 {
+		mt = mt[:i]
+	}
+	if !strings.EqualFold(strings.TrimSpace(mt), ContentTypeStructured) {
+		return Event{}, d.malformed(headerContentType, "unsupported CloudEvents format "+quote(ct)+" (want "+ContentTypeStructured+")")
+	}
+	p := parser{b: b, capDepth: 2}
+	p.ws()
+	if p.i >= len(b) || b[p.i] != '{' {
+		return Event{}, d.malformed("", "structured event is not a JSON object")
+	}
+	if err := p.enter(); err != nil {
+		return Event{}, d.malformed("", err.Error())
+	}
+	p.i++
+	var (
+		seen       uint16
+		tree       any
+		haveData   bool
+		dataBase64 string
+		haveB64    bool
+	)
+	const (
+		bSpec = 1 << iota
+		bID
+		bSource
+		bType
+		bSubject
+		bTime
+		bSchema
+		bCT
+		bData
+		bB64
+	)
+	syntax := func(err error) (Event, error) {
+		return Event{}, d.errorf(ErrMalformedEnvelope, "", err.Error(), err)
+	}
+	p.ws()
+	if p.i < len(b) && b[p.i] == '}' {
+		p.i++
+	} else {
+		for {
+			p.ws()
+			if p.i >= len(b) || b[p.i] != '"' {
+				return syntax(p.fail("expected object key"))
+			}
+			k, err := p.key()
+			if err != nil {
+				return syntax(err)
+			}
+			p.ws()
+			if p.i >= len(b) || b[p.i] != ':' {
+				return syntax(p.fail("expected ':'"))
+			}
+			p.i++
+			p.ws()
+			var bit uint16
+			switch k {
+			case "specversion":
+				bit = bSpec
+			case "id":
+				bit = bID
+			case "source":
+				bit = bSource
+			case "type":
+				bit = bType
+			case "subject":
+				bit = bSubject
+			case "time":
+				bit = bTime
+			case "dataschema":
+				bit = bSchema
+			case "datacontenttype":
+				bit = bCT
+			case "data":
+				bit = bData
+			case "data_base64":
+				bit = bB64
+			}
+			if bit != 0 {
+				if seen&bit != 0 {
+					return Event{}, d.malformed(k, "member repeated")
+				}
+				seen |= bit
+			}
+			if bit == bData {
+				p.capKey = "card" // only the data member's card
+			}
+			v, err := p.value()
+			p.capKey = ""
+			if err != nil {
+				return syntax(err)
+			}
+			if bit == bData {
+				tree, haveData = v, true
+			} else if v != nil { // null attributes are absent
+				var sv string
+				if bit != 0 {
+					s, ok := v.(string)
+					if !ok {
+						return Event{}, d.malformed(k, "not a string")
+					}
+					sv = s
+				}
+				switch bit {
+				case bSpec:
+					d.specversion = sv
+				case bID:
+					d.ev.ID = sv
+				case bSource:
+					d.ev.Source = sv
+				case bType:
+					d.ev.Type = sv
+				case bSubject:
+					if sv == "" {
+						return Event{}, d.malformed(k, "empty")
+					}
+					d.ev.Subject = sv
+				case bTime:
+					if d.ev.Time, err = parseTime(sv); err != nil {
+						return Event{}, d.malformed(k, "not an RFC 3339 timestamp")
+					}
+				case bSchema:
+					if sv == "" {
+						return Event{}, d.malformed(k, "empty")
+					}
+					d.ev.DataSchema = sv
+				case bCT:
+					d.datacontenttype = sv
+				case bB64:
+					dataBase64, haveB64 = sv, true
+				default:
+					s, ok := scalarString(v)
+					if !ok {
+						return Event{}, d.malformed(k, "extension attribute is not a string, number or boolean")
+					}
+					if err := d.extension(k, s); err != nil {
+						return Event{}, err
+					}
+				}
+			}
+			p.ws()
+			if p.i >= len(b) {
+				return syntax(p.fail("unexpected end of object"))
+			}
+			if b[p.i] == ',' {
+				p.i++
+				continue
+			}
+			if b[p.i] != '}' {
+				return syntax(p.fail("expected ',' or '}'"))
+			}
+			p.i++
+			break
+		}
+	}
+	p.ws()
+	if p.i != len(b) {
+		return syntax(p.fail("data after the event object"))
+	}
+	if seen&bSpec == 0 {
+		return Event{}, d.malformed("specversion", "missing")
+	}
+	s, err := d.envelope()
+	if err != nil {
+		return Event{}, err
+	}
+	card := p.captured()
+	switch {
+	case haveData && haveB64:
+		return Event{}, d.malformed("data_base64", "both data and data_base64")
+	case haveB64:
+		raw, err := base64.StdEncoding.DecodeString(dataBase64)
+		if err != nil {
+			return Event{}, d.malformed("data_base64", "invalid base64")
+		}
+		if len(raw) == 0 {
+			return Event{}, d.noData()
+		}
+		q := parser{b: raw, capKey: "card", capDepth: 1}
+		if tree, err = q.document(); err != nil {
+			return Event{}, d.errorf(ErrMalformedEnvelope, "data_base64", err.Error(), err)
+		}
+		card = q.captured()
+	case !haveData:
+		return Event{}, d.noData()
+	}
+	return d.finish(s, tree, card)
+}
+
+// scalarString renders a JSON scalar extension value as a string.
+func scalarString(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case bool:
+		if v {
+			return "true", true
+		}
+		return "false", true
+	case json.Number:
+		return string(v), true
+	}
+	return "", false
+}

@@ -1,0 +1,216 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/binding/format"
+	"github.com/cloudevents/sdk-go/v2/binding/spec"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/nats-io/nats.go"
+
+	"github.com/carddrift/carddrift/schemas"
+)
+
+// ErrInvalidEvent is returned (wrapped) by Encode for an event it cannot
+// encode: no data, a missing id or source, a type, subject or dataschema
+// that contradicts the data, or a bad extension.
+var ErrInvalidEvent = errors.New("events: invalid event")
+
+// Encode validates e and encodes it as a NATS message on Subject(e.Data), in
+// the given mode. It fills Type, Subject (the task id) and DataSchema (the
+// current schema id of the type) when they are empty and returns an error
+// wrapping ErrInvalidEvent when they contradict the data, or wrapping
+// ErrSchemaViolation and a *schemas.ValidationError when the data does not
+// conform to its schema. Encode sets no Nats-Msg-Id; Emitter and Publisher
+// do.
+//
+// Binary mode writes the attributes as lower-case ce- headers, each value
+// percent-encoded like the CloudEvents HTTP binding (space, '"', '%' and
+// every byte outside printable ASCII become %XX), so that any task id is a
+// safe header value; Decode reverses it. Structured mode writes the
+// CloudEvents JSON format with content-type application/cloudevents+json.
+// Both are produced with the sdk-go event model and codec.
+func Encode(e Event, mode Mode) (*nats.Msg, error) {
+	ce, subject, err := cloudEvent(&e)
+	if err != nil {
+		return nil, err
+	}
+	msg := &nats.Msg{Subject: subject, Header: nats.Header{}}
+	switch mode {
+	case Binary:
+		w := &headerWriter{h: msg.Header}
+		if _, err := binding.Write(binding.WithForceBinary(context.Background()), binding.ToMessage(ce), nil, w); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+		}
+		msg.Data = w.data
+	case Structured:
+		b, err := format.JSON.Marshal(ce)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+		}
+		msg.Header[headerContentType] = []string{ContentTypeStructured}
+		msg.Data = b
+	default:
+		return nil, fmt.Errorf("%w: unknown mode %d", ErrInvalidEvent, mode)
+	}
+	return msg, nil
+}
+
+// CloudEvent returns e as an sdk-go event (with Type, Subject and
+// DataSchema filled as Encode fills them), after the same checks as Encode.
+func CloudEvent(e Event) (*event.Event, error) {
+	ce, _, err := cloudEvent(&e)
+	return ce, err
+}
+
+func cloudEvent(e *Event) (*event.Event, string, error) {
+	if e.Data == nil {
+		return nil, "", fmt.Errorf("%w: no data", ErrInvalidEvent)
+	}
+	typ := e.Data.EventType()
+	if e.Type == "" {
+		e.Type = typ
+	} else if e.Type != typ {
+		return nil, "", fmt.Errorf("%w: type %q but data is %s", ErrInvalidEvent, e.Type, typ)
+	}
+	task, _ := e.Data.ids()
+	if e.Subject == "" {
+		e.Subject = task
+	} else if e.Subject != task {
+		return nil, "", fmt.Errorf("%w: subject %q is not the task id %q", ErrInvalidEvent, e.Subject, task)
+	}
+	if e.ID == "" {
+		return nil, "", fmt.Errorf("%w: no id", ErrInvalidEvent)
+	}
+	if e.Source == "" || !validURIReference(e.Source) {
+		return nil, "", fmt.Errorf("%w: source %q is not a URI-reference", ErrInvalidEvent, e.Source)
+	}
+	var s *schemas.Schema
+	var err error
+	if e.DataSchema == "" {
+		s, err = schemas.Lookup(typ)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+		}
+		e.DataSchema = s.ID
+	} else if s, err = schemas.ByID(e.DataSchema); err != nil || s.Type != typ {
+		return nil, "", fmt.Errorf("%w: dataschema %q is not a schema of %s", ErrInvalidEvent, e.DataSchema, typ)
+	}
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
+	p := parser{b: data}
+	tree, err := p.document()
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: data: %v", ErrInvalidEvent, err)
+	}
+	if err := s.ValidateValue(tree); err != nil {
+		return nil, "", fmt.Errorf("events: encode %s: %w: %w", typ, ErrSchemaViolation, err)
+	}
+	subject, err := Subject(e.Data)
+	if err != nil {
+		return nil, "", err
+	}
+
+	ce := event.New(event.CloudEventsVersionV1)
+	ce.SetID(e.ID)
+	ce.SetSource(e.Source)
+	ce.SetType(e.Type)
+	if e.Subject != "" {
+		ce.SetSubject(e.Subject)
+	}
+	if !e.Time.IsZero() {
+		ce.SetTime(e.Time)
+	}
+	ce.SetDataSchema(e.DataSchema)
+	ce.SetDataContentType(event.ApplicationJSON)
+	ce.DataEncoded = data
+	for name, v := range e.Extensions {
+		if !validExtensionName(name) || isAttributeName(name) {
+			return nil, "", fmt.Errorf("%w: extension name %q", ErrInvalidEvent, name)
+		}
+		ce.SetExtension(name, v)
+	}
+	if err := ce.Validate(); err != nil {
+		return nil, "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
+	return &ce, subject, nil
+}
+
+func isAttributeName(name string) bool {
+	switch name {
+	case "specversion", "id", "source", "type", "subject", "time", "dataschema", "datacontenttype", "data":
+		return true
+	}
+	return false
+}
+
+// headerWriter is a binding.BinaryWriter onto NATS headers: lower-case ce-
+// names, percent-encoded values.
+type headerWriter struct {
+	h    nats.Header
+	data []byte
+}
+
+var _ binding.BinaryWriter = (*headerWriter)(nil)
+
+func (w *headerWriter) Start(context.Context) error { return nil }
+func (w *headerWriter) End(context.Context) error   { return nil }
+
+func (w *headerWriter) SetData(r io.Reader) (err error) {
+	w.data, err = io.ReadAll(r)
+	return err
+}
+
+func (w *headerWriter) SetAttribute(a spec.Attribute, v any) error {
+	return w.set(a.Name(), v)
+}
+
+func (w *headerWriter) SetExtension(name string, v any) error {
+	return w.set(name, v)
+}
+
+func (w *headerWriter) set(name string, v any) error {
+	if v == nil {
+		return nil
+	}
+	s, err := types.Format(v)
+	if err != nil {
+		return err
+	}
+	w.h[headerPrefix+name] = []string{escapeHeader(s)}
+	return nil
+}
+
+// escapeHeader percent-encodes a header value like the CloudEvents HTTP
+// binding: space, '"', '%' and bytes outside printable ASCII.
+func escapeHeader(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if needsEscape(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	out := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if needsEscape(c) {
+			out = append(out, '%', upperHex[c>>4], upperHex[c&0xF])
+			continue
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
+func needsEscape(c byte) bool { return c <= ' ' || c >= 0x7f || c == '"' || c == '%' }

@@ -1,0 +1,92 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// DefaultTimeout bounds each publish (send and wait for the JetStream ack)
+// of an Emitter or Publisher unless WithTimeout says otherwise.
+const DefaultTimeout = 5 * time.Second
+
+// Option configures an Emitter or a Publisher.
+type Option func(*options) error
+
+type options struct {
+	mode    Mode
+	timeout time.Duration
+	now     func() time.Time
+	newID   func() string
+}
+
+func defaultOptions() options {
+	return options{
+		mode:    Binary,
+		timeout: DefaultTimeout,
+		now:     time.Now,
+		newID:   uuid.NewString,
+	}
+}
+
+func (o *options) apply(opts []Option) error {
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WithMode sets the content mode of published events (Binary by default).
+func WithMode(m Mode) Option {
+	return func(o *options) error {
+		if m != Binary && m != Structured {
+			return fmt.Errorf("events: invalid mode %d", m)
+		}
+		o.mode = m
+		return nil
+	}
+}
+
+// WithTimeout bounds each publish call, ack included (DefaultTimeout by
+// default). The caller's context can only shorten it.
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return errors.New("events: timeout must be positive")
+		}
+		o.timeout = d
+		return nil
+	}
+}
+
+// WithClock sets the clock that stamps the CloudEvents time attribute
+// (time.Now by default). Tests and examples use it to be deterministic.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return errors.New("events: nil clock")
+		}
+		o.now = now
+		return nil
+	}
+}
+
+// WithIDs sets the generator of CloudEvents ids of inbound events (a random
+// UUID by default). Ids must be unique per source: the Nats-Msg-Id is
+// source + "/" + id, so a repeated id is dropped as a duplicate.
+func WithIDs(newID func() string) Option {
+	return func(o *options) error {
+		if newID == nil {
+			return errors.New("events: nil id generator")
+		}
+		o.newID = newID
+		return nil
+	}
+}

@@ -1,0 +1,232 @@
+package events
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+)
+
+// CloudEvents types. The a2a.task.* types are published by A2A clients, the
+// card.* types by carddrift.
+const (
+	TypeSubmitted   = "a2a.task.submitted"
+	TypeRequest     = "a2a.task.request"
+	TypeStatus      = "a2a.task.status"
+	TypeArtifact    = "a2a.task.artifact"
+	TypeError       = "a2a.task.error"
+	TypeDrift       = "card.drift"
+	TypePinned      = "card.pinned"
+	TypeObserved    = "card.observed"
+	TypeUnreachable = "card.unreachable"
+)
+
+// Types lists every event type, inbound first.
+var Types = []string{
+	TypeSubmitted, TypeRequest, TypeStatus, TypeArtifact, TypeError,
+	TypeDrift, TypePinned, TypeObserved, TypeUnreachable,
+}
+
+// Data is implemented by the data type of every event: Submitted, Request,
+// Status, Artifact, Error, Drift, Pinned, Observed and Unreachable. Event.Data
+// holds one of them (a value, not a pointer, after Decode).
+//
+// The interface is sealed: only this package's types implement it. Use
+// Event.TaskID and Event.AgentURL to read the ids of any event.
+type Data interface {
+	// EventType returns the CloudEvents type of the event this data belongs to.
+	EventType() string
+	// ids returns the task id ("" for agent-level events) and agent URL.
+	ids() (taskID, agentURL string)
+}
+
+// Submitted is the data of a2a.task.submitted: a client submitted a task it
+// planned against a card. Card and CardDigest are mutually exclusive; with
+// neither, carddrift pins the first card it fetches.
+type Submitted struct {
+	TaskID     string           `json:"taskId"`
+	AgentURL   string           `json:"agentUrl"`
+	SkillID    string           `json:"skillId"`
+	Requires   Requires         `json:"requires"`
+	Posture    detector.Posture `json:"posture"`
+	Idempotent bool             `json:"idempotent"`
+	// Card is the card JSON the client planned against, byte for byte as it
+	// appeared in the event (digest it with the detector's canonical digest).
+	Card       json.RawMessage `json:"card,omitempty"`
+	CardDigest string          `json:"cardDigest,omitempty"`
+	CardURL    string          `json:"cardUrl,omitempty"`
+}
+
+// Requires is what a submitted task needs of the agent.
+type Requires struct {
+	Streaming         bool     `json:"streaming"`
+	PushNotifications bool     `json:"pushNotifications"`
+	InputModes        []string `json:"inputModes,omitempty"`
+	OutputModes       []string `json:"outputModes,omitempty"`
+	// Security names the card security schemes the client authenticates with.
+	Security []string `json:"security,omitempty"`
+}
+
+// Requirements returns the task's requirements in the detector's model.
+func (s Submitted) Requirements() detector.Requirements {
+	return detector.Requirements{
+		SkillID:           s.SkillID,
+		Streaming:         s.Requires.Streaming,
+		PushNotifications: s.Requires.PushNotifications,
+		InputModes:        s.Requires.InputModes,
+		OutputModes:       s.Requires.OutputModes,
+		Security:          s.Requires.Security,
+		Posture:           s.Posture,
+		Idempotent:        s.Idempotent,
+	}
+}
+
+// Request is the data of a2a.task.request: a client is about to send a
+// request for a task. Method is the wire name in any A2A version's spelling
+// (detector.ClassifyMethod classifies it); Attempt is 1 for the first try.
+type Request struct {
+	TaskID   string `json:"taskId"`
+	AgentURL string `json:"agentUrl"`
+	Method   string `json:"method"`
+	Attempt  int    `json:"attempt"`
+}
+
+// Status is the data of a2a.task.status: a client observed a status update.
+// State is as the agent sent it, v0.3 or v1.0 spelling
+// (detector.NormalizeState normalises it).
+type Status struct {
+	TaskID   string `json:"taskId"`
+	AgentURL string `json:"agentUrl"`
+	State    string `json:"state"`
+	SkillID  string `json:"skillId,omitempty"`
+}
+
+// Artifact is the data of a2a.task.artifact: a client received an artifact
+// whose parts have MediaTypes.
+type Artifact struct {
+	TaskID     string   `json:"taskId"`
+	AgentURL   string   `json:"agentUrl"`
+	ArtifactID string   `json:"artifactId"`
+	MediaTypes []string `json:"mediaTypes"`
+}
+
+// Error is the data of a2a.task.error: a request for a task failed with a
+// JSON-RPC error (detector.IsSchemaClassError classifies Code).
+type Error struct {
+	TaskID   string `json:"taskId"`
+	AgentURL string `json:"agentUrl"`
+	Method   string `json:"method"`
+	Code     int    `json:"code"`
+	Message  string `json:"message"`
+}
+
+// Drift is the data of card.drift: the task's pinned card and the live card
+// differ. Findings are all findings, sorted; Verdict says what to do.
+type Drift struct {
+	TaskID   string             `json:"taskId"`
+	AgentURL string             `json:"agentUrl"`
+	CardURL  string             `json:"cardUrl"`
+	Pinned   CardRef            `json:"pinned"`
+	Live     CardRef            `json:"live"`
+	Findings []detector.Finding `json:"findings"`
+	Verdict  detector.Verdict   `json:"verdict"`
+	Trigger  Trigger            `json:"trigger"`
+}
+
+// CardRef identifies one version of a card.
+type CardRef struct {
+	Digest      string `json:"digest"`
+	Fingerprint string `json:"fingerprint"`
+	ETag        string `json:"etag,omitempty"`
+	// FetchedAt is zero for a pin made from a client-supplied card or digest.
+	FetchedAt time.Time `json:"fetchedAt,omitzero"`
+}
+
+// Trigger names the lifecycle event that caused an evaluation. CloudEvents
+// ids are unique per source only, so Source belongs to the identity.
+type Trigger struct {
+	EventID string `json:"eventId"`
+	Type    string `json:"type"`
+	Source  string `json:"source,omitempty"`
+}
+
+// Pin sources of card.pinned.
+const (
+	PinClientCard   = "client-card"
+	PinClientDigest = "client-digest"
+	PinFirstFetch   = "first-fetch"
+)
+
+// Pinned is the data of card.pinned: a task's pin was recorded. Source is
+// PinClientCard, PinClientDigest or PinFirstFetch.
+type Pinned struct {
+	TaskID      string  `json:"taskId"`
+	AgentURL    string  `json:"agentUrl"`
+	CardURL     string  `json:"cardUrl,omitempty"`
+	Digest      string  `json:"digest"`
+	Fingerprint string  `json:"fingerprint"`
+	Source      string  `json:"source"`
+	Trigger     Trigger `json:"trigger,omitzero"`
+}
+
+// Observed is the data of card.observed: a live fetch (Status 200) or a
+// revalidation (Status 304) completed. Agent-level: it has no task.
+type Observed struct {
+	AgentURL  string    `json:"agentUrl"`
+	CardURL   string    `json:"cardUrl"`
+	Digest    string    `json:"digest"`
+	Status    int       `json:"status"`
+	ETag      string    `json:"etag,omitempty"`
+	FetchedAt time.Time `json:"fetchedAt"`
+	LatencyMs int64     `json:"latencyMs"`
+}
+
+// Reasons of card.unreachable that the carddrift fetcher uses. The schema
+// accepts any kebab-case reason.
+const (
+	ReasonTransport          = "transport"
+	ReasonTimeout            = "timeout"
+	ReasonStatus             = "status"
+	ReasonRefusedAddress     = "refused-address"
+	ReasonRedirect           = "redirect"
+	ReasonTooLarge           = "too-large"
+	ReasonInvalidJSON        = "invalid-json"
+	ReasonInvalidUTF8        = "invalid-utf8"
+	ReasonDuplicateKey       = "duplicate-key"
+	ReasonTooDeep            = "too-deep"
+	ReasonNotACard           = "not-a-card"
+	ReasonUnsupportedVersion = "unsupported-version"
+)
+
+// Unreachable is the data of card.unreachable: a live fetch failed. It is
+// not drift; the pin stays as it was. TaskID is "" for agent-level fetches.
+type Unreachable struct {
+	AgentURL    string    `json:"agentUrl"`
+	CardURL     string    `json:"cardUrl"`
+	Reason      string    `json:"reason"`
+	Detail      string    `json:"detail,omitempty"`
+	TaskID      string    `json:"taskId,omitempty"`
+	AttemptedAt time.Time `json:"attemptedAt,omitzero"`
+	Trigger     Trigger   `json:"trigger,omitzero"`
+}
+
+// EventType implements Data.
+func (Submitted) EventType() string   { return TypeSubmitted }
+func (Request) EventType() string     { return TypeRequest }
+func (Status) EventType() string      { return TypeStatus }
+func (Artifact) EventType() string    { return TypeArtifact }
+func (Error) EventType() string       { return TypeError }
+func (Drift) EventType() string       { return TypeDrift }
+func (Pinned) EventType() string      { return TypePinned }
+func (Observed) EventType() string    { return TypeObserved }
+func (Unreachable) EventType() string { return TypeUnreachable }
+
+func (d Submitted) ids() (string, string)   { return d.TaskID, d.AgentURL }
+func (d Request) ids() (string, string)     { return d.TaskID, d.AgentURL }
+func (d Status) ids() (string, string)      { return d.TaskID, d.AgentURL }
+func (d Artifact) ids() (string, string)    { return d.TaskID, d.AgentURL }
+func (d Error) ids() (string, string)       { return d.TaskID, d.AgentURL }
+func (d Drift) ids() (string, string)       { return d.TaskID, d.AgentURL }
+func (d Pinned) ids() (string, string)      { return d.TaskID, d.AgentURL }
+func (d Observed) ids() (string, string)    { return "", d.AgentURL }
+func (d Unreachable) ids() (string, string) { return d.TaskID, d.AgentURL }
