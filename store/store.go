@@ -2,43 +2,42 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
 )
 
-// Errors returned by every store implementation. Implementations convert their
-// backend's errors to these at the package edge; callers test with errors.Is.
-var (
-	// ErrNotFound is returned by Get when the key does not exist (or was deleted).
-	ErrNotFound = errors.New("store: not found")
-	// ErrExists is returned by Create when the key already exists.
-	ErrExists = errors.New("store: already exists")
-	// ErrConflict is returned by Update when the revision given is not the
-	// current one (someone else wrote first).
-	ErrConflict = errors.New("store: revision conflict")
-)
-
-// Pins stores one pin per task id. Safe for concurrent use.
+// Pins stores one pin per task id. Task ids may contain any characters
+// (see EncodeKey). Safe for concurrent use.
+//
+// Revisions are positive and increase with every write to the store (not
+// only to the key), so a larger revision of the same key is always newer.
 type Pins interface {
-	// Create stores a new pin; ErrExists if the task already has one.
+	// Create stores a new pin under pin.TaskID; ErrExists if the task already
+	// has one. A deleted or expired pin can be created again.
 	Create(ctx context.Context, pin detector.Pin) (rev uint64, err error)
-	// Get returns the task's pin and its revision; ErrNotFound if none.
+	// Get returns the task's pin and its revision; ErrNotFound if none, or if
+	// it was deleted or expired.
 	Get(ctx context.Context, taskID string) (detector.Pin, uint64, error)
-	// Update replaces the pin if rev is current; ErrConflict otherwise,
-	// ErrNotFound if the pin was deleted.
+	// Update replaces the pin if rev is its current revision and returns the
+	// new revision; ErrConflict if someone wrote it since, ErrNotFound if the
+	// pin was deleted or never existed.
 	Update(ctx context.Context, pin detector.Pin, rev uint64) (uint64, error)
 	// Delete removes the task's pin; deleting a missing pin is not an error.
 	Delete(ctx context.Context, taskID string) error
 }
 
 // Cards stores card bodies, content-addressed by canonical digest
-// ("sha256:<hex>"). Bodies are stored exactly as served. Safe for concurrent use.
+// ("sha256:<64 lowercase hex>"). Bodies are stored exactly as served: two
+// servings with the same canonical digest but different bytes keep the first.
+// Safe for concurrent use.
 type Cards interface {
 	// Put stores raw under digest. Putting the same digest again is a no-op.
+	// ErrInvalidDigest if digest is malformed. Put does not check that raw
+	// hashes to digest; that is the caller's business.
 	Put(ctx context.Context, digest string, raw []byte) error
-	// Get returns the body stored under digest; ErrNotFound if none.
+	// Get returns the body stored under digest; ErrNotFound if none,
+	// ErrInvalidDigest if digest is malformed.
 	Get(ctx context.Context, digest string) ([]byte, error)
 }
 
@@ -72,12 +71,72 @@ func (l Lease) Held(now time.Time) bool {
 }
 
 // Leases stores one Lease per card URL with compare-and-set updates. Safe for
-// concurrent use.
+// concurrent use. Revisions behave as for Pins.
+//
+// The claim protocol a fetcher follows: Get (or Create on ErrNotFound); if the
+// lease is Fresh, use it; if it is Held by someone else, wait (Watch) for their
+// result; otherwise Update it with Holder set — of all workers that read the
+// same revision exactly one Update succeeds, the others get ErrConflict and
+// re-read.
 type Leases interface {
 	// Get returns the lease and its revision; ErrNotFound if none.
 	Get(ctx context.Context, cardURL string) (Lease, uint64, error)
-	// Create stores a new lease; ErrExists if one exists.
+	// Create stores a new lease under l.CardURL; ErrExists if one exists.
 	Create(ctx context.Context, l Lease) (uint64, error)
-	// Update replaces the lease if rev is current; ErrConflict otherwise.
+	// Update replaces the lease if rev is current; ErrConflict otherwise,
+	// ErrNotFound if there is no lease.
 	Update(ctx context.Context, l Lease, rev uint64) (uint64, error)
+}
+
+// Op is the kind of write a Change reports.
+type Op uint8
+
+// Ops of a Change.
+const (
+	// OpPut is a create or update.
+	OpPut Op = iota + 1
+	// OpDelete is a delete, a purge or an expiry (TTL).
+	OpDelete
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpPut:
+		return "put"
+	case OpDelete:
+		return "delete"
+	}
+	return "unknown"
+}
+
+// Change is one write to a keyed store (Pins or Leases), as a Watch reports it.
+type Change struct {
+	// Key is the stored key (EncodeKey of the id).
+	Key string
+	// ID is the task id or card URL; "" when the id was too long to be
+	// stored reversibly (see EncodeKey), in which case only Key identifies it.
+	ID  string
+	Rev uint64
+	Op  Op
+}
+
+// Watch is a live feed of the writes to a store, started by Watcher.Watch.
+// The owner calls Next from one goroutine and Stop when done.
+type Watch interface {
+	// Next blocks until the next change and returns it. It returns ctx.Err()
+	// when ctx is done (the watch stays usable) and ErrWatchClosed once the
+	// watch was stopped or its connection closed (the watch is finished).
+	Next(ctx context.Context) (Change, error)
+	// Stop ends the watch and releases its resources; safe to call twice.
+	Stop() error
+}
+
+// Watcher is implemented by stores that can report writes made by anyone,
+// including other processes. CachedPins uses it to invalidate.
+type Watcher interface {
+	// Watch starts a feed of every write committed after Watch returns (no
+	// replay of current values). Writes are reported in revision order. ctx
+	// bounds the watch's whole life, not only its start: cancel it or call
+	// Stop to end the watch.
+	Watch(ctx context.Context) (Watch, error)
 }

@@ -1,0 +1,420 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+)
+
+// DefaultCacheSize is the number of pins NewCachedPins keeps when given a
+// size below 1.
+const DefaultCacheSize = 1 << 16
+
+// cacheStripes is how many invalidation counters guard in-flight reads; a
+// read that overlaps a write to any key of its stripe is not cached.
+const cacheStripes = 1024
+
+// ErrNotWatchable is returned by CachedPins.Run when the inner store does not
+// implement Watcher.
+var ErrNotWatchable = errors.New("store: inner pins store cannot be watched")
+
+// CacheOption configures NewCachedPins.
+type CacheOption func(*CachedPins)
+
+// WithCacheMaxAge makes a cached pin older than d (since it was cached) a
+// miss: a hard bound on staleness even if the watch stalls. Zero (default):
+// no bound beyond the watch.
+func WithCacheMaxAge(d time.Duration) CacheOption {
+	return func(c *CachedPins) { c.maxAge = d }
+}
+
+// WithCacheErrorHandler receives the errors that end or prevent a watch
+// while Run keeps retrying (log them). Default: dropped.
+func WithCacheErrorHandler(f func(error)) CacheOption {
+	return func(c *CachedPins) { c.onErr = f }
+}
+
+// withCacheClock sets the clock of WithCacheMaxAge (tests).
+func withCacheClock(now func() time.Time) CacheOption {
+	return func(c *CachedPins) { c.now = now }
+}
+
+// CachedPins is a bounded, in-process, read-through LRU cache in front of a
+// Pins store. It implements Pins; reads of cached pins cost no I/O.
+//
+// Consistency:
+//
+//   - A Get never returns a pin older than this process's last completed
+//     write of that task (Create, Update or Delete through this CachedPins):
+//     writes go through to the inner store and then replace or drop the
+//     cached copy, and a read racing with a write is not cached.
+//   - Writes by other processes are seen through the inner store's Watch
+//     (a KV watch for KVPins), which Run consumes. A cached pin is served
+//     only while that watch is live, so it is stale by at most the watch's
+//     delivery delay — normally well under a millisecond on one server, a
+//     few milliseconds in a cluster. If the watch's connection drops, the
+//     JetStream ordered consumer under it resumes from the last revision it
+//     delivered, so no write is missed, but entries may be served stale for
+//     as long as the stall lasts (seconds); WithCacheMaxAge caps that.
+//   - Until Run has established its watch, and whenever it is re-establishing
+//     it, every Get reads through and nothing is cached.
+//   - A pin that expires by TTL is dropped when the watch reports the expiry
+//     (KV buckets need limit markers, Config.PinsMarkerTTL).
+//   - Ids longer than MaxReversibleID are never cached.
+//
+// Safe for concurrent use. The zero value is not usable.
+type CachedPins struct {
+	inner  Pins
+	size   int
+	maxAge time.Duration
+	now    func() time.Time
+	onErr  func(error)
+	seed   maphash.Seed
+
+	mu      sync.Mutex
+	live    bool
+	session uint64
+	stripes [cacheStripes]uint64
+	items   map[string]*cacheEntry
+	lru     cacheEntry // sentinel: lru.next is the most recently used
+
+	running   atomic.Bool
+	ready     chan struct{}
+	readyOnce sync.Once
+
+	hits, misses, fills, invalidations, evictions, restarts atomic.Uint64
+}
+
+type cacheEntry struct {
+	id         string
+	pin        detector.Pin
+	rev        uint64
+	at         time.Time // when cached; only with maxAge
+	prev, next *cacheEntry
+}
+
+// cacheToken is what a read or write saw before going to the inner store;
+// its result may be cached only if nothing changed the token meanwhile.
+type cacheToken struct {
+	session, epoch uint64
+	ok             bool
+}
+
+var _ Pins = (*CachedPins)(nil)
+
+// NewCachedPins returns a cache of up to size pins in front of inner. Start
+// Run in a goroutine to make it cache: until then every read goes through.
+// inner must implement Watcher for Run to work (KVPins and memstore.Pins
+// do). Size below 1 means DefaultCacheSize.
+func NewCachedPins(inner Pins, size int, opts ...CacheOption) *CachedPins {
+	if size < 1 {
+		size = DefaultCacheSize
+	}
+	c := &CachedPins{
+		inner: inner,
+		size:  size,
+		now:   time.Now,
+		seed:  maphash.MakeSeed(),
+		items: make(map[string]*cacheEntry),
+		ready: make(chan struct{}),
+	}
+	c.lru.next, c.lru.prev = &c.lru, &c.lru
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Run keeps a watch on the inner store and applies the changes it reports,
+// serving cached pins while the watch is live. It blocks until ctx is done,
+// then returns nil. If the first watch cannot be started Run returns that
+// error (ErrNotWatchable if inner is not a Watcher); a watch that later ends
+// is restarted with backoff, reads going through meanwhile. Run must not be
+// called twice at once.
+func (c *CachedPins) Run(ctx context.Context) error {
+	w, ok := c.inner.(Watcher)
+	if !ok {
+		return ErrNotWatchable
+	}
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("store: CachedPins.Run is already running")
+	}
+	defer c.running.Store(false)
+	first := true
+	backoff := 50 * time.Millisecond
+	for {
+		watch, err := w.Watch(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if first {
+				return err
+			}
+			c.report(err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		first = false
+		c.goLive()
+		for {
+			ch, err := watch.Next(ctx)
+			if err != nil {
+				c.goDead()
+				_ = watch.Stop()
+				if ctx.Err() != nil {
+					return nil
+				}
+				c.report(err)
+				c.restarts.Add(1)
+				break
+			}
+			backoff = 50 * time.Millisecond
+			c.apply(ch)
+		}
+	}
+}
+
+func (c *CachedPins) report(err error) {
+	if c.onErr != nil {
+		c.onErr(err)
+	}
+}
+
+// Ready is closed once Run's first watch is live, that is once the cache
+// starts serving cached pins.
+func (c *CachedPins) Ready() <-chan struct{} { return c.ready }
+
+// Live reports whether the watch is live and cached pins are served.
+func (c *CachedPins) Live() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.live
+}
+
+func (c *CachedPins) goLive() {
+	c.mu.Lock()
+	c.session++
+	c.live = true
+	c.mu.Unlock()
+	c.readyOnce.Do(func() { close(c.ready) })
+}
+
+func (c *CachedPins) goDead() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.session++
+	c.live = false
+	clear(c.items)
+	c.lru.next, c.lru.prev = &c.lru, &c.lru
+}
+
+// apply handles one change from the watch. A put or delete newer than the
+// cached revision drops the entry and fences in-flight reads of its stripe.
+func (c *CachedPins) apply(ch Change) {
+	if ch.ID == "" && ch.Key != EncodeKey("") {
+		return // hashed long id: never cached
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.items[ch.ID]
+	if e != nil && e.rev >= ch.Rev {
+		return // our own write (or older news): the entry is current
+	}
+	c.stripes[c.stripe(ch.ID)]++
+	if e != nil {
+		c.unlink(e)
+		c.invalidations.Add(1)
+	}
+}
+
+func (c *CachedPins) stripe(id string) uint64 {
+	return maphash.String(c.seed, id) % cacheStripes
+}
+
+// token captures the state a later store must match. c.mu held.
+func (c *CachedPins) token(id string) cacheToken {
+	return cacheToken{session: c.session, epoch: c.stripes[c.stripe(id)], ok: c.live}
+}
+
+func (c *CachedPins) lockedToken(id string) cacheToken {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token(id)
+}
+
+// store records that the inner store held pin at rev, observed under tok.
+// Whatever happens, no entry older than rev survives: either the pin is
+// cached (tok still valid) or an older entry is dropped.
+func (c *CachedPins) store(id string, tok cacheToken, pin detector.Pin, rev uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.items[id]
+	if e != nil && e.rev > rev {
+		return
+	}
+	valid := tok.ok && c.live && tok.session == c.session && tok.epoch == c.stripes[c.stripe(id)]
+	switch {
+	case e != nil && e.rev == rev:
+		if valid && c.maxAge > 0 {
+			e.at = c.now() // re-read after WithCacheMaxAge: still current
+		}
+		return
+	case !valid:
+		if e != nil {
+			c.unlink(e)
+		}
+		return
+	case e == nil:
+		e = &cacheEntry{id: id}
+		c.items[id] = e
+		if len(c.items) > c.size {
+			c.unlink(c.lru.prev)
+			c.evictions.Add(1)
+		}
+	default:
+		e.prev.next, e.next.prev = e.next, e.prev
+	}
+	e.pin, e.rev = clonePin(pin), rev
+	if c.maxAge > 0 {
+		e.at = c.now()
+	}
+	c.pushFront(e)
+	c.fills.Add(1)
+}
+
+// drop removes id's entry and fences in-flight reads of its stripe.
+func (c *CachedPins) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stripes[c.stripe(id)]++
+	if e := c.items[id]; e != nil {
+		c.unlink(e)
+	}
+}
+
+func (c *CachedPins) pushFront(e *cacheEntry) {
+	e.prev, e.next = &c.lru, c.lru.next
+	c.lru.next.prev = e
+	c.lru.next = e
+}
+
+func (c *CachedPins) unlink(e *cacheEntry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+	delete(c.items, e.id)
+}
+
+// Get implements Pins, from the cache when it can.
+func (c *CachedPins) Get(ctx context.Context, taskID string) (detector.Pin, uint64, error) {
+	if len(taskID) > MaxReversibleID {
+		return c.inner.Get(ctx, taskID)
+	}
+	c.mu.Lock()
+	if e := c.items[taskID]; e != nil && c.live && (c.maxAge <= 0 || c.now().Sub(e.at) < c.maxAge) {
+		if c.lru.next != e {
+			e.prev.next, e.next.prev = e.next, e.prev
+			c.pushFront(e)
+		}
+		pin, rev := clonePin(e.pin), e.rev
+		c.mu.Unlock()
+		c.hits.Add(1)
+		return pin, rev, nil
+	}
+	tok := c.token(taskID)
+	c.mu.Unlock()
+	c.misses.Add(1)
+	pin, rev, err := c.inner.Get(ctx, taskID)
+	if err == nil {
+		c.store(taskID, tok, pin, rev)
+	}
+	return pin, rev, err
+}
+
+// Create implements Pins, caching the new pin.
+func (c *CachedPins) Create(ctx context.Context, pin detector.Pin) (uint64, error) {
+	if len(pin.TaskID) > MaxReversibleID {
+		return c.inner.Create(ctx, pin)
+	}
+	tok := c.lockedToken(pin.TaskID)
+	rev, err := c.inner.Create(ctx, pin)
+	if err != nil {
+		c.drop(pin.TaskID)
+		return rev, err
+	}
+	c.store(pin.TaskID, tok, pin, rev)
+	return rev, nil
+}
+
+// Update implements Pins, caching the new pin.
+func (c *CachedPins) Update(ctx context.Context, pin detector.Pin, rev uint64) (uint64, error) {
+	if len(pin.TaskID) > MaxReversibleID {
+		return c.inner.Update(ctx, pin, rev)
+	}
+	tok := c.lockedToken(pin.TaskID)
+	n, err := c.inner.Update(ctx, pin, rev)
+	if err != nil {
+		c.drop(pin.TaskID)
+		return n, err
+	}
+	c.store(pin.TaskID, tok, pin, n)
+	return n, nil
+}
+
+// Delete implements Pins.
+func (c *CachedPins) Delete(ctx context.Context, taskID string) error {
+	c.drop(taskID)
+	err := c.inner.Delete(ctx, taskID)
+	c.drop(taskID)
+	return err
+}
+
+// CacheStats counts what a CachedPins did since it was made.
+type CacheStats struct {
+	Hits          uint64 // Gets served from the cache
+	Misses        uint64 // Gets that read through
+	Fills         uint64 // pins cached (by reads and own writes)
+	Invalidations uint64 // entries dropped because the watch reported a newer write
+	Evictions     uint64 // entries dropped for the size bound
+	Restarts      uint64 // watches that ended and were restarted
+	Len           int    // pins cached now
+}
+
+// Stats returns the counters (for metrics and tests).
+func (c *CachedPins) Stats() CacheStats {
+	c.mu.Lock()
+	n := len(c.items)
+	c.mu.Unlock()
+	return CacheStats{
+		Hits: c.hits.Load(), Misses: c.misses.Load(), Fills: c.fills.Load(),
+		Invalidations: c.invalidations.Load(), Evictions: c.evictions.Load(),
+		Restarts: c.restarts.Load(), Len: n,
+	}
+}
+
+// clonePin copies the slices of a pin so that the cache and its callers
+// never share memory. TestClonePinCoversReferenceFields keeps it complete.
+func clonePin(p detector.Pin) detector.Pin {
+	r := &p.Requirements
+	r.InputModes = cloneStrings(r.InputModes)
+	r.OutputModes = cloneStrings(r.OutputModes)
+	r.Security = cloneStrings(r.Security)
+	return p
+}
+
+func cloneStrings(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	return append(make([]string, 0, len(s)), s...)
+}

@@ -1,0 +1,17 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DigestKey returns the storage key of a card digest: the hex part of
+// "sha256:<64 lowercase hex>". Other forms are ErrInvalidDigest. Every Cards
+// implementation validates digests with it.
+func DigestKey(digest string) (string, error) {
+	hex, ok := strings.CutPrefix(digest, "sha256:")
+	if !ok || len(hex) != 64 || !isLowerHex(hex) {
+		return "", fmt.Errorf("%w: %s", ErrInvalidDigest, quote(digest))
+	}
+	return hex, nil
+}

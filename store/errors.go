@@ -1,0 +1,44 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by every store implementation. Implementations convert their
+// backend's errors to these at the package edge; callers test with errors.Is.
+var (
+	// ErrNotFound is returned by Get when the key does not exist, was deleted
+	// or expired, and by Update when the key no longer exists.
+	ErrNotFound = errors.New("store: not found")
+	// ErrExists is returned by Create when the key already exists.
+	ErrExists = errors.New("store: already exists")
+	// ErrConflict is returned by Update when the revision given is not the
+	// current one (someone else wrote first). Re-read and retry.
+	ErrConflict = errors.New("store: revision conflict")
+	// ErrInvalidDigest is returned by Cards.Put and Cards.Get when the digest is
+	// not "sha256:" followed by 64 lowercase hex digits.
+	ErrInvalidDigest = errors.New("store: invalid card digest")
+	// ErrWatchClosed is returned by Watch.Next after the watch was stopped or
+	// its connection closed.
+	ErrWatchClosed = errors.New("store: watch closed")
+	// ErrInvalidID is returned by Create and Update when the task id or card
+	// URL is not valid UTF-8 (values are stored as JSON, which cannot hold
+	// it).
+	ErrInvalidID = errors.New("store: id is not valid UTF-8")
+	// ErrCorrupt is returned by Get when a stored value cannot be decoded or does
+	// not belong to the key it is stored under.
+	ErrCorrupt = errors.New("store: corrupt value")
+)
+
+// ConfigError reports an invalid Config field. Validate returns it; test with
+// errors.As.
+type ConfigError struct {
+	Field  string // Go name of the field, e.g. "PinsBucket"
+	Value  any    // the offending value
+	Reason string // what is wrong with it
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("store: invalid config %s=%v: %s", e.Field, e.Value, e.Reason)
+}

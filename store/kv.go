@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// kvJSON is the part Pins and Leases share: JSON values in a KV bucket under
+// EncodeKey(id), with compare-and-set updates and JetStream errors converted
+// to this package's.
+type kvJSON[T any] struct {
+	kv   jetstream.KeyValue
+	what string // "pin", "lease": for error messages
+	id   func(*T) string
+}
+
+// quote shortens an id for an error message.
+func quote(id string) string {
+	if len(id) > 80 {
+		id = id[:80] + "…"
+	}
+	return strconv.Quote(id)
+}
+
+func (s *kvJSON[T]) get(ctx context.Context, id string) (T, uint64, error) {
+	var v T
+	e, err := s.kv.Get(ctx, EncodeKey(id))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return v, 0, fmt.Errorf("store: get %s %s: %w", s.what, quote(id), ErrNotFound)
+		}
+		return v, 0, fmt.Errorf("store: get %s %s: %w", s.what, quote(id), err)
+	}
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return v, 0, fmt.Errorf("store: get %s %s: %w: %v", s.what, quote(id), ErrCorrupt, err)
+	}
+	if got := s.id(&v); got != id {
+		return v, 0, fmt.Errorf("store: get %s %s: %w: stored value is for %s", s.what, quote(id), ErrCorrupt, quote(got))
+	}
+	return v, e.Revision(), nil
+}
+
+func (s *kvJSON[T]) create(ctx context.Context, v *T) (uint64, error) {
+	id := s.id(v)
+	if !utf8.ValidString(id) {
+		return 0, fmt.Errorf("store: create %s %s: %w", s.what, quote(id), ErrInvalidID)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, fmt.Errorf("store: create %s %s: %w", s.what, quote(id), err)
+	}
+	rev, err := s.kv.Create(ctx, EncodeKey(id), b)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, fmt.Errorf("store: create %s %s: %w", s.what, quote(id), ErrExists)
+		}
+		return 0, fmt.Errorf("store: create %s %s: %w", s.what, quote(id), err)
+	}
+	return rev, nil
+}
+
+func (s *kvJSON[T]) update(ctx context.Context, v *T, rev uint64) (uint64, error) {
+	id := s.id(v)
+	if !utf8.ValidString(id) {
+		return 0, fmt.Errorf("store: update %s %s: %w", s.what, quote(id), ErrInvalidID)
+	}
+	key := EncodeKey(id)
+	if rev == 0 {
+		// Revision 0 would make the KV write a create; it is never current.
+		return 0, s.casFailed(ctx, id, key, rev)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, fmt.Errorf("store: update %s %s: %w", s.what, quote(id), err)
+	}
+	n, err := s.kv.Update(ctx, key, b, rev)
+	if err != nil {
+		// nats.go reports a stale revision as ErrKeyRevisionMismatch, which
+		// also matches ErrKeyExists (same server code): test the mismatch.
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return 0, s.casFailed(ctx, id, key, rev)
+		}
+		return 0, fmt.Errorf("store: update %s %s: %w", s.what, quote(id), err)
+	}
+	return n, nil
+}
+
+// casFailed tells a conflict from a missing key after a failed update.
+func (s *kvJSON[T]) casFailed(ctx context.Context, id, key string, rev uint64) error {
+	_, err := s.kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return fmt.Errorf("store: update %s %s at revision %d: %w", s.what, quote(id), rev, ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("store: update %s %s at revision %d: %w", s.what, quote(id), rev, err)
+	}
+	return fmt.Errorf("store: update %s %s at revision %d: %w", s.what, quote(id), rev, ErrConflict)
+}
+
+func (s *kvJSON[T]) delete(ctx context.Context, id string) error {
+	if err := s.kv.Delete(ctx, EncodeKey(id)); err != nil {
+		return fmt.Errorf("store: delete %s %s: %w", s.what, quote(id), err)
+	}
+	return nil
+}
+
+func (s *kvJSON[T]) watch(ctx context.Context) (Watch, error) {
+	w, err := s.kv.WatchAll(ctx, jetstream.UpdatesOnly(), jetstream.MetaOnly())
+	if err != nil {
+		return nil, fmt.Errorf("store: watch %s bucket: %w", s.kv.Bucket(), err)
+	}
+	return &kvWatch{w: w}, nil
+}
+
+// kvWatch adapts a jetstream.KeyWatcher to Watch.
+type kvWatch struct {
+	w    jetstream.KeyWatcher
+	once sync.Once
+	err  error
+}
+
+func (w *kvWatch) Next(ctx context.Context) (Change, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return Change{}, ctx.Err()
+		case e, ok := <-w.w.Updates():
+			if !ok {
+				return Change{}, ErrWatchClosed
+			}
+			if e == nil { // end of initial values: none with UpdatesOnly
+				continue
+			}
+			c := Change{Key: e.Key(), Rev: e.Revision(), Op: OpPut}
+			if e.Operation() != jetstream.KeyValuePut {
+				c.Op = OpDelete
+			}
+			c.ID, _ = DecodeKey(e.Key())
+			return c, nil
+		}
+	}
+}
+
+func (w *kvWatch) Stop() error {
+	w.once.Do(func() { w.err = w.w.Stop() })
+	return w.err
+}

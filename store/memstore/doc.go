@@ -1,0 +1,16 @@
+// Package memstore implements the store interfaces (store.Pins, store.Cards,
+// store.Leases) in process memory, with the semantics of the JetStream
+// implementations: revisions that increase with every write to a store,
+// Create that fails on an existing key, compare-and-set Update, Delete that
+// tolerates a missing key, an optional TTL, and watches (store.Watcher) so
+// that store.CachedPins can run over it.
+//
+// Use it in tests, in single-process tools, and as the reference the shared
+// conformance suite (store/storetest) is checked against:
+//
+//	pins := memstore.NewPins(memstore.WithTTL(24 * time.Hour))
+//	rev, err := pins.Create(ctx, pin)
+//
+// Values are stored JSON-encoded, so a caller never shares memory with the
+// store. Everything is safe for concurrent use. Nothing here persists.
+package memstore

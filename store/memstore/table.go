@@ -1,0 +1,234 @@
+package memstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/carddrift/carddrift/store"
+)
+
+// Option configures a Pins or Leases store.
+type Option func(*options)
+
+type options struct {
+	ttl time.Duration
+	now func() time.Time
+}
+
+// WithTTL expires a value ttl after its last write, as a KV bucket's TTL
+// does. Zero or negative: never (the default). Expiries are not reported to
+// watches.
+func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl } }
+
+// WithClock sets the clock TTLs are measured with (default time.Now).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// table is the part Pins and Leases share: JSON values by id, one revision
+// counter for the whole table, compare-and-set, TTL and watches. Values are
+// stored encoded, so callers never share memory with the store and values
+// round-trip as they would through a KV bucket.
+type table[T any] struct {
+	what string
+	id   func(*T) string
+	opts options
+
+	mu      sync.Mutex
+	rev     uint64
+	m       map[string]entry
+	watches map[*watch]struct{}
+}
+
+type entry struct {
+	val     []byte
+	rev     uint64
+	written time.Time
+}
+
+func newTable[T any](what string, id func(*T) string, opts []Option) *table[T] {
+	t := &table[T]{what: what, id: id, m: map[string]entry{}, watches: map[*watch]struct{}{}}
+	t.opts.now = time.Now
+	for _, o := range opts {
+		o(&t.opts)
+	}
+	return t
+}
+
+func quote(id string) string {
+	if len(id) > 80 {
+		id = id[:80] + "…"
+	}
+	return strconv.Quote(id)
+}
+
+// live returns the entry of id unless it is missing or expired. t.mu held.
+func (t *table[T]) live(id string) (entry, bool) {
+	e, ok := t.m[id]
+	if !ok {
+		return entry{}, false
+	}
+	if t.opts.ttl > 0 && !t.opts.now().Before(e.written.Add(t.opts.ttl)) {
+		delete(t.m, id)
+		return entry{}, false
+	}
+	return e, true
+}
+
+// write stores val under id at the next revision and tells the watches.
+// t.mu held.
+func (t *table[T]) write(id string, val []byte, op store.Op) uint64 {
+	t.rev++
+	if op == store.OpDelete {
+		delete(t.m, id)
+	} else {
+		t.m[id] = entry{val: val, rev: t.rev, written: t.opts.now()}
+	}
+	c := store.Change{Key: store.EncodeKey(id), Rev: t.rev, Op: op}
+	if len(id) <= store.MaxReversibleID {
+		c.ID = id
+	}
+	for w := range t.watches {
+		w.push(c)
+	}
+	return t.rev
+}
+
+func (t *table[T]) get(_ context.Context, id string) (T, uint64, error) {
+	var v T
+	t.mu.Lock()
+	e, ok := t.live(id)
+	t.mu.Unlock()
+	if !ok {
+		return v, 0, fmt.Errorf("memstore: get %s %s: %w", t.what, quote(id), store.ErrNotFound)
+	}
+	if err := json.Unmarshal(e.val, &v); err != nil {
+		return v, 0, fmt.Errorf("memstore: get %s %s: %w: %v", t.what, quote(id), store.ErrCorrupt, err)
+	}
+	return v, e.rev, nil
+}
+
+func (t *table[T]) create(_ context.Context, v *T) (uint64, error) {
+	id := t.id(v)
+	if !utf8.ValidString(id) {
+		return 0, fmt.Errorf("memstore: create %s %s: %w", t.what, quote(id), store.ErrInvalidID)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, fmt.Errorf("memstore: create %s %s: %w", t.what, quote(id), err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.live(id); ok {
+		return 0, fmt.Errorf("memstore: create %s %s: %w", t.what, quote(id), store.ErrExists)
+	}
+	return t.write(id, b, store.OpPut), nil
+}
+
+func (t *table[T]) update(_ context.Context, v *T, rev uint64) (uint64, error) {
+	id := t.id(v)
+	if !utf8.ValidString(id) {
+		return 0, fmt.Errorf("memstore: update %s %s: %w", t.what, quote(id), store.ErrInvalidID)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, fmt.Errorf("memstore: update %s %s: %w", t.what, quote(id), err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.live(id)
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("memstore: update %s %s at revision %d: %w", t.what, quote(id), rev, store.ErrNotFound)
+	case e.rev != rev:
+		return 0, fmt.Errorf("memstore: update %s %s at revision %d: %w", t.what, quote(id), rev, store.ErrConflict)
+	}
+	return t.write(id, b, store.OpPut), nil
+}
+
+func (t *table[T]) remove(_ context.Context, id string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.write(id, nil, store.OpDelete)
+	return nil
+}
+
+func (t *table[T]) watch(ctx context.Context) (store.Watch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w := &watch{signal: make(chan struct{}, 1), done: make(chan struct{})}
+	t.mu.Lock()
+	t.watches[w] = struct{}{}
+	t.mu.Unlock()
+	w.stop = func() {
+		t.mu.Lock()
+		delete(t.watches, w)
+		t.mu.Unlock()
+	}
+	// The watch ends with ctx, as a KV watch does.
+	unhook := context.AfterFunc(ctx, func() { w.Stop() })
+	w.mu.Lock()
+	w.unhook = unhook
+	w.mu.Unlock()
+	return w, nil
+}
+
+// watch queues changes without ever blocking the writer.
+type watch struct {
+	mu     sync.Mutex
+	queue  []store.Change
+	signal chan struct{} // one token when queue became non-empty
+	done   chan struct{} // closed by Stop
+	once   sync.Once
+	stop   func()
+	unhook func() bool // guarded by mu
+}
+
+func (w *watch) push(c store.Change) {
+	w.mu.Lock()
+	w.queue = append(w.queue, c)
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (w *watch) Next(ctx context.Context) (store.Change, error) {
+	for {
+		w.mu.Lock()
+		if len(w.queue) > 0 {
+			c := w.queue[0]
+			w.queue[0] = store.Change{}
+			w.queue = w.queue[1:]
+			w.mu.Unlock()
+			return c, nil
+		}
+		w.mu.Unlock()
+		select {
+		case <-w.done:
+			return store.Change{}, store.ErrWatchClosed
+		case <-ctx.Done():
+			return store.Change{}, ctx.Err()
+		case <-w.signal:
+		}
+	}
+}
+
+func (w *watch) Stop() error {
+	w.once.Do(func() {
+		w.stop()
+		close(w.done)
+		w.mu.Lock()
+		unhook := w.unhook
+		w.mu.Unlock()
+		if unhook != nil {
+			unhook()
+		}
+	})
+	return nil
+}

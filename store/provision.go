@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Stores are the JetStream-backed stores of one Config, bound by Open or
+// Bind. They share the caller's connection; closing it is the caller's job.
+type Stores struct {
+	Pins   *KVPins
+	Cards  *KVCards
+	Leases *KVLeases
+}
+
+// Open provisions everything cfg names (Provision) and binds the stores
+// (Bind). Zero fields of cfg take their defaults.
+func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stores, error) {
+	if err := Provision(ctx, js, cfg); err != nil {
+		return nil, err
+	}
+	return Bind(ctx, js, cfg)
+}
+
+// Bind binds the stores to buckets that already exist, for processes
+// allowed to read and write but not to manage streams. Zero fields of cfg
+// take their defaults. A missing bucket is jetstream.ErrBucketNotFound or
+// jetstream.ErrStreamNotFound.
+func Bind(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stores, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	pins, err := js.KeyValue(ctx, cfg.PinsBucket)
+	if err != nil {
+		return nil, fmt.Errorf("store: bind pins bucket %s: %w", cfg.PinsBucket, err)
+	}
+	cards, err := js.KeyValue(ctx, cfg.CardsBucket)
+	if err != nil {
+		return nil, fmt.Errorf("store: bind cards bucket %s: %w", cfg.CardsBucket, err)
+	}
+	obj, err := js.ObjectStore(ctx, cfg.CardsObjectBucket)
+	if err != nil {
+		return nil, fmt.Errorf("store: bind object store %s: %w", cfg.CardsObjectBucket, err)
+	}
+	leases, err := js.KeyValue(ctx, cfg.LeasesBucket)
+	if err != nil {
+		return nil, fmt.Errorf("store: bind leases bucket %s: %w", cfg.LeasesBucket, err)
+	}
+	inline := cfg.CardsInlineMax
+	if mp := int(js.Conn().MaxPayload()) - InlineHeadroom; mp > 0 && mp < inline {
+		inline = mp
+	}
+	return &Stores{
+		Pins:   NewKVPins(pins),
+		Cards:  NewKVCards(cards, obj, inline),
+		Leases: NewKVLeases(leases),
+	}, nil
+}
+
+// Provision creates or updates every stream and bucket of cfg (zero fields
+// take their defaults): the lifecycle, outbound-events and dead-letter
+// streams, the pins, cards and leases KV buckets and the large-cards Object
+// Store. It is idempotent: running it again with the same cfg changes
+// nothing. Consumers are the worker's (see Config.LifecycleConsumer).
+// A change the server cannot apply in place (say, Storage) fails with the
+// server's error.
+func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	for _, sc := range cfg.streamConfigs() {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("store: provision stream %s: %w", sc.Name, err)
+		}
+	}
+	for _, kc := range cfg.bucketConfigs() {
+		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+			return fmt.Errorf("store: provision bucket %s: %w", kc.Bucket, err)
+		}
+	}
+	oc := cfg.objectStoreConfig()
+	if _, err := js.CreateOrUpdateObjectStore(ctx, oc); err != nil {
+		return fmt.Errorf("store: provision object store %s: %w", oc.Bucket, err)
+	}
+	return nil
+}
+
+// none maps a negative "none" duration to JetStream's 0 (no limit).
+func none(d time.Duration) time.Duration { return max(d, 0) }
+
+// streamConfigs returns the three streams' configs of a defaulted cfg.
+func (c *Config) streamConfigs() []jetstream.StreamConfig {
+	lc := jetstream.StreamConfig{
+		Name:        c.LifecycleStream,
+		Description: "carddrift: A2A task lifecycle CloudEvents from clients",
+		Subjects:    []string{c.LifecycleSubjects},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      none(c.LifecycleMaxAge),
+		Duplicates:  c.LifecycleDuplicates,
+		Storage:     c.Storage,
+		Replicas:    c.Replicas,
+	}
+	if c.Partitions > 0 {
+		p := c.lifecyclePrefix()
+		lc.Subjects = []string{p + ".*.*"}
+		lc.SubjectTransform = &jetstream.SubjectTransformConfig{
+			Source:      p + ".*.*",
+			Destination: p + ".{{wildcard(1)}}.{{wildcard(2)}}.{{partition(" + strconv.Itoa(c.Partitions) + ",2)}}",
+		}
+	}
+	return []jetstream.StreamConfig{lc, {
+		Name:        c.EventsStream,
+		Description: "carddrift: card.drift, card.pinned, card.observed, card.unreachable",
+		Subjects:    []string{c.EventsSubjects},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      none(c.EventsMaxAge),
+		Duplicates:  c.EventsDuplicates,
+		Storage:     c.Storage,
+		Replicas:    c.Replicas,
+	}, {
+		Name:        c.DLQStream,
+		Description: "carddrift: lifecycle events workers gave up on",
+		Subjects:    []string{c.DLQSubjects},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      none(c.DLQMaxAge),
+		Storage:     c.Storage,
+		Replicas:    c.Replicas,
+	}}
+}
+
+// bucketConfigs returns the KV buckets' configs of a defaulted cfg.
+func (c *Config) bucketConfigs() []jetstream.KeyValueConfig {
+	pins := jetstream.KeyValueConfig{
+		Bucket:      c.PinsBucket,
+		Description: "carddrift: pin per task",
+		History:     1,
+		TTL:         none(c.PinsTTL),
+		Storage:     c.Storage,
+		Replicas:    c.Replicas,
+	}
+	if c.PinsTTL > 0 && c.PinsMarkerTTL > 0 {
+		pins.LimitMarkerTTL = c.PinsMarkerTTL
+	}
+	return []jetstream.KeyValueConfig{pins, {
+		Bucket:       c.CardsBucket,
+		Description:  "carddrift: card bodies by digest",
+		History:      1,
+		TTL:          c.CardsTTL,
+		MaxValueSize: c.CardsMaxValueSize,
+		Storage:      c.Storage,
+		Replicas:     c.Replicas,
+	}, {
+		Bucket:      c.LeasesBucket,
+		Description: "carddrift: live-card lease per card URL",
+		History:     1,
+		TTL:         none(c.LeasesTTL),
+		Storage:     c.Storage,
+		Replicas:    c.Replicas,
+	}}
+}
+
+func (c *Config) objectStoreConfig() jetstream.ObjectStoreConfig {
+	return jetstream.ObjectStoreConfig{
+		Bucket:      c.CardsObjectBucket,
+		Description: "carddrift: card bodies too large for the cards bucket",
+		TTL:         c.CardsTTL,
+		Storage:     c.Storage,
+		Replicas:    c.Replicas,
+	}
+}
