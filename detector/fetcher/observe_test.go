@@ -1,0 +1,643 @@
+package fetcher
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestFetchSendsFixedHeaders(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=0")
+	clk := newClock()
+	o := testOptions(clk)
+	o.MinLease = -1 // revalidate every time
+	f := newFetcher(t, o)
+	ctx := context.Background()
+
+	for i := range 3 {
+		clk.Advance(time.Second)
+		if _, err := f.Observe(ctx, a.url("/card"), i == 2); err != nil {
+			t.Fatalf("Observe %d: %v", i, err)
+		}
+		h := a.lastHeaders()
+		for name, want := range map[string]string{
+			"Accept":      DefaultAccept,
+			"A2a-Version": DefaultA2AVersion,
+			"User-Agent":  DefaultUserAgent,
+		} {
+			if got := h.Get(name); got != want {
+				t.Errorf("request %d: %s = %q, want %q", i, name, got, want)
+			}
+		}
+		wantINM := map[int]string{0: "", 1: `"v1"`, 2: ""}[i] // first fetch, revalidation, forced
+		if got := h.Get("If-None-Match"); got != wantINM {
+			t.Errorf("request %d: If-None-Match = %q, want %q", i, got, wantINM)
+		}
+	}
+	if got := a.requests.Load(); got != 3 {
+		t.Errorf("requests = %d, want 3", got)
+	}
+}
+
+func TestObserveFirstFetch(t *testing.T) {
+	body := cardJSON("1", true)
+	a := newAgent(t, body, `"v1"`, "max-age=60")
+	clk := newClock()
+	f := newFetcher(t, testOptions(clk))
+
+	obs, err := f.Observe(context.Background(), a.url("/.well-known/agent-card.json"), false)
+	if err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	if obs.Status != 200 || !obs.Full || obs.FromLease {
+		t.Errorf("Status, Full, FromLease = %d, %t, %t; want 200, true, false", obs.Status, obs.Full, obs.FromLease)
+	}
+	if obs.ETag != `"v1"` || obs.MaxAge != time.Minute {
+		t.Errorf("ETag, MaxAge = %q, %v; want \"v1\", 1m", obs.ETag, obs.MaxAge)
+	}
+	if obs.Card == nil || obs.Card.Version != "1" || string(obs.Raw) != string(body) {
+		t.Fatalf("Card = %+v, Raw = %q", obs.Card, obs.Raw)
+	}
+	if obs.Digest == "" || obs.Fingerprint == "" || obs.Latency <= 0 || !obs.FetchedAt.Equal(clk.Now()) {
+		t.Errorf("Digest %q, Fingerprint %q, Latency %v, FetchedAt %v", obs.Digest, obs.Fingerprint, obs.Latency, obs.FetchedAt)
+	}
+
+	// Within the lease: no request, same observation.
+	again, err := f.Observe(context.Background(), obs.CardURL, false)
+	if err != nil {
+		t.Fatalf("Observe within lease: %v", err)
+	}
+	if !again.FromLease || again.Status != 0 || again.Digest != obs.Digest || again.Card != obs.Card {
+		t.Errorf("within lease: FromLease %t Status %d Digest %q", again.FromLease, again.Status, again.Digest)
+	}
+	if got := a.requests.Load(); got != 1 {
+		t.Errorf("requests = %d, want 1", got)
+	}
+}
+
+// A 304 reuses the previous digest and body: no parse, no hash.
+func TestObserveRevalidates304WithoutRehash(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=10")
+	clk := newClock()
+	f := newFetcher(t, testOptions(clk))
+	parses := countParses(f)
+	var hashes atomic.Int64
+	digest := f.digest
+	f.digest = func(raw []byte) (string, error) { hashes.Add(1); return digest(raw) }
+	ctx := context.Background()
+	url := a.url("/card")
+
+	first, err := f.Observe(ctx, url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		clk.Advance(11 * time.Second) // lease expired
+		obs, err := f.Observe(ctx, url, false)
+		if err != nil {
+			t.Fatalf("revalidation %d: %v", i, err)
+		}
+		if obs.Status != 304 || obs.Full || obs.FromLease {
+			t.Errorf("revalidation %d: Status %d Full %t FromLease %t, want 304 false false", i, obs.Status, obs.Full, obs.FromLease)
+		}
+		if obs.Digest != first.Digest || obs.Fingerprint != first.Fingerprint || obs.Card != first.Card {
+			t.Errorf("revalidation %d: digest %q, want %q (and the same card)", i, obs.Digest, first.Digest)
+		}
+	}
+	if got := parses.Load(); got != 1 {
+		t.Errorf("parses = %d, want 1", got)
+	}
+	if got := hashes.Load(); got != 1 {
+		t.Errorf("digests = %d, want 1", got)
+	}
+	if got, want := a.notModified.Load(), int64(3); got != want {
+		t.Errorf("304s = %d, want %d", got, want)
+	}
+}
+
+// One fetch per lease across workers: N concurrent callers on 3 Fetchers that
+// share Leases and Cards cost one request per lease.
+func TestObserveOneRequestPerLeaseAcrossWorkers(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=30")
+	a.setDelay(50 * time.Millisecond)
+	clk := newClock()
+	leases, cards := newMemLeases(100), newMemCards()
+	var fetchers []*Fetcher
+	var fetches atomic.Int64
+	for range 3 {
+		o := testOptions(clk)
+		o.Leases, o.Cards = leases, cards
+		o.OnFetch = func(Observation, error) { fetches.Add(1) }
+		fetchers = append(fetchers, newFetcher(t, o))
+	}
+	url := a.url("/.well-known/agent-card.json")
+
+	round := func(name string, wantStatus int) {
+		t.Helper()
+		const n = 60
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		digests := make([]string, n)
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				obs, err := fetchers[i%3].Observe(context.Background(), url, false)
+				digests[i], errs[i] = obs.Digest, err
+				if err == nil && obs.Card == nil {
+					errs[i] = errors.New("observation without a card")
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i := range n {
+			if errs[i] != nil || digests[i] != digests[0] {
+				t.Fatalf("%s: caller %d: digest %q err %v; want %q", name, i, digests[i], errs[i], digests[0])
+			}
+		}
+	}
+
+	round("first lease", 200)
+	if got := a.requests.Load(); got != 1 {
+		t.Fatalf("first lease: requests = %d, want 1", got)
+	}
+	clk.Advance(31 * time.Second)
+	round("second lease", 304)
+	if got := a.requests.Load(); got != 2 {
+		t.Fatalf("second lease: requests = %d, want 2", got)
+	}
+	if got := a.notModified.Load(); got != 1 {
+		t.Errorf("304s = %d, want 1", got)
+	}
+	if got := fetches.Load(); got != 2 {
+		t.Errorf("OnFetch calls = %d, want 2", got)
+	}
+}
+
+func TestObserveLeaseClamping(t *testing.T) {
+	tests := []struct {
+		name, cacheControl, age string
+		want                    time.Duration
+	}{
+		{"max-age", "max-age=60", "", time.Minute},
+		{"max-age minus Age", "public, max-age=60", "45", 15 * time.Second},
+		{"Age beyond max-age", "max-age=60", "600", 2 * time.Second},
+		{"max-age=0", "max-age=0", "", 2 * time.Second},
+		{"no-cache", "no-cache", "", 2 * time.Second},
+		{"no-store beats max-age", "max-age=60, no-store", "", 2 * time.Second},
+		{"above MaxLease", "max-age=86400", "", 10 * time.Minute},
+		{"huge", "max-age=99999999999999999999", "", 10 * time.Minute},
+		{"absent", "", "", 45 * time.Second},
+		{"no max-age", "public", "", 45 * time.Second},
+		{"malformed max-age", "max-age=soon", "", 2 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.cacheControl != "" {
+					w.Header().Set("Cache-Control", tc.cacheControl)
+				}
+				if tc.age != "" {
+					w.Header().Set("Age", tc.age)
+				}
+				_, _ = w.Write(cardJSON("1", false))
+			}))
+			defer srv.Close()
+			o := testOptions(newClock())
+			o.MinLease, o.MaxLease, o.DefaultLease = 2*time.Second, 10*time.Minute, 45*time.Second
+			f := newFetcher(t, o)
+			obs, err := f.Observe(context.Background(), srv.URL, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if obs.MaxAge != tc.want {
+				t.Errorf("MaxAge for %q (Age %q) = %v, want %v", tc.cacheControl, tc.age, obs.MaxAge, tc.want)
+			}
+		})
+	}
+}
+
+// The ETag is derived from the version only: a periodic unconditional fetch
+// catches the body that changed behind it.
+func TestObserveFullFetchIntervalCatchesChangeBehindETag(t *testing.T) {
+	a := newAgent(t, cardJSON("1.0", true), `"1.0"`, "max-age=10")
+	clk := newClock()
+	o := testOptions(clk)
+	o.FullFetchInterval = time.Minute
+	f := newFetcher(t, o)
+	ctx := context.Background()
+	url := a.url("/card")
+
+	first, err := f.Observe(ctx, url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Streaming disabled, version (and so ETag) unchanged.
+	a.set(cardJSON("1.0", false), `"1.0"`, "max-age=10")
+
+	clk.Advance(30 * time.Second)
+	hidden, err := f.Observe(ctx, url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hidden.Status != 304 || hidden.Digest != first.Digest {
+		t.Fatalf("before the interval: Status %d Digest %q, want a 304 with the old digest", hidden.Status, hidden.Digest)
+	}
+
+	clk.Advance(31 * time.Second) // a minute since the last full fetch
+	full, err := f.Observe(ctx, url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Status != 200 || !full.Full || full.Digest == first.Digest || full.Card.Capabilities.Streaming {
+		t.Fatalf("after the interval: Status %d Full %t Digest %q Streaming %t; want the new card",
+			full.Status, full.Full, full.Digest, full.Card.Capabilities.Streaming)
+	}
+	if inm := a.lastHeaders().Get("If-None-Match"); inm != "" {
+		t.Errorf("full fetch sent If-None-Match %q", inm)
+	}
+	if cc := a.lastHeaders().Get("Cache-Control"); cc != "no-cache" {
+		t.Errorf("full fetch Cache-Control = %q, want no-cache", cc)
+	}
+}
+
+// force bypasses both the fresh lease and the ETag.
+func TestObserveForceBypassesLeaseAndETag(t *testing.T) {
+	a := newAgent(t, cardJSON("1.0", true), `"1.0"`, "max-age=300")
+	clk := newClock()
+	f := newFetcher(t, testOptions(clk))
+	ctx := context.Background()
+	url := a.url("/card")
+
+	first, err := f.Observe(ctx, url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.set(cardJSON("1.0", false, "summarize", "translate"), `"1.0"`, "max-age=300")
+	clk.Advance(time.Second)
+
+	stale, err := f.Observe(ctx, url, false)
+	if err != nil || !stale.FromLease || stale.Digest != first.Digest {
+		t.Fatalf("unforced within lease: FromLease %t digest %q err %v", stale.FromLease, stale.Digest, err)
+	}
+	forced, err := f.Observe(ctx, url, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if forced.Status != 200 || !forced.Full || forced.FromLease || forced.Digest == first.Digest {
+		t.Fatalf("forced: Status %d Full %t FromLease %t Digest %q", forced.Status, forced.Full, forced.FromLease, forced.Digest)
+	}
+	if _, ok := forced.Card.Skill("translate"); !ok {
+		t.Errorf("forced card lacks the new skill")
+	}
+	if got := a.requests.Load(); got != 2 {
+		t.Errorf("requests = %d, want 2", got)
+	}
+	// The forced fetch renewed the lease for everyone.
+	after, err := f.Observe(ctx, url, false)
+	if err != nil || after.Digest != forced.Digest || !after.FromLease {
+		t.Errorf("after force: digest %q FromLease %t err %v", after.Digest, after.FromLease, err)
+	}
+}
+
+// 100 tasks with evidence of drift at once, on 3 workers, cost one fetch.
+func TestObserveForcedBurstCostsOneFetch(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=300")
+	clk := newClock()
+	leases, cards := newMemLeases(100), newMemCards()
+	var fetchers []*Fetcher
+	for range 3 {
+		o := testOptions(nil) // real clock: force compares request and fetch times
+		o.Leases, o.Cards = leases, cards
+		fetchers = append(fetchers, newFetcher(t, o))
+	}
+	_ = clk
+	url := a.url("/card")
+	if _, err := fetchers[0].Observe(context.Background(), url, false); err != nil {
+		t.Fatal(err)
+	}
+	a.setDelay(100 * time.Millisecond)
+
+	burst := func() {
+		t.Helper()
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make(chan error, 100)
+		for i := range 100 {
+			wg.Go(func() {
+				<-start
+				obs, err := fetchers[i%3].Observe(context.Background(), url, true)
+				if err == nil && obs.Card == nil {
+					err = errors.New("no card")
+				}
+				errs <- err
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	burst()
+	if got := a.requests.Load(); got != 2 {
+		t.Fatalf("requests after one forced burst = %d, want 2 (first fetch + 1)", got)
+	}
+	if a.conditional.Load() != 0 {
+		t.Errorf("a forced fetch was conditional")
+	}
+	// A later burst is new evidence: one more fetch.
+	burst()
+	if got := a.requests.Load(); got != 3 {
+		t.Fatalf("requests after two forced bursts = %d, want 3", got)
+	}
+}
+
+// A forced caller arriving during a revalidation does not take its 304: it gets
+// the unconditional fetch queued behind it.
+func TestObserveForceQueuedBehindRevalidation(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=0")
+	o := testOptions(nil)
+	o.MinLease = -1
+	f := newFetcher(t, o)
+	ctx := context.Background()
+	url := a.url("/card")
+	if _, err := f.Observe(ctx, url, false); err != nil {
+		t.Fatal(err)
+	}
+	a.setDelay(200 * time.Millisecond)
+	reval := make(chan Observation, 1)
+	go func() {
+		obs, _ := f.Observe(ctx, url, false)
+		reval <- obs
+	}()
+	for a.inFlight.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	a.set(cardJSON("1", false), `"v1"`, "max-age=0") // changed behind the ETag
+	forced, err := f.Observe(ctx, url, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-reval; r.Status != 304 {
+		t.Errorf("revalidation status = %d, want 304", r.Status)
+	}
+	if forced.Status != 200 || forced.Card.Capabilities.Streaming {
+		t.Errorf("forced: Status %d streaming %t; want 200 with the new card", forced.Status, forced.Card.Capabilities.Streaming)
+	}
+	if got := a.requests.Load(); got != 3 {
+		t.Errorf("requests = %d, want 3", got)
+	}
+}
+
+// A caller whose context ends leaves; the shared fetch completes for others.
+func TestObserveWaiterLeavesOnCancel(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
+	a.setDelay(300 * time.Millisecond)
+	f := newFetcher(t, testOptions(newClock()))
+	url := a.url("/card")
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Observe(context.Background(), url, false)
+		done <- err
+	}()
+	for a.inFlight.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := f.Observe(ctx, url, false)
+	fetchErr(t, err, ReasonTimeout)
+	if el := time.Since(start); el > 200*time.Millisecond {
+		t.Errorf("leaving took %v", el)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	_, err = f.Observe(ctx2, url, false)
+	fetchErr(t, err, ReasonCanceled)
+
+	if err := <-done; err != nil {
+		t.Fatalf("the shared fetch failed: %v", err)
+	}
+	if got := a.requests.Load(); got != 1 {
+		t.Errorf("requests = %d, want 1", got)
+	}
+}
+
+// The first caller's context does not bound the shared fetch.
+func TestObserveFlightOutlivesFirstCaller(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
+	a.setDelay(150 * time.Millisecond)
+	f := newFetcher(t, testOptions(newClock()))
+	url := a.url("/card")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := f.Observe(ctx, url, false); err == nil {
+		t.Fatal("first caller: want its own timeout")
+	}
+	obs, err := f.Observe(context.Background(), url, false)
+	if err != nil || obs.Card == nil {
+		t.Fatalf("second caller: %v", err)
+	}
+	if got := a.requests.Load(); got != 1 {
+		t.Errorf("requests = %d, want 1 (the second caller joined the first flight)", got)
+	}
+}
+
+func TestObserveAgentFallsBackToLegacyPath(t *testing.T) {
+	var modern, legacy atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/agents/a" + WellKnownPath:
+			modern.Add(1)
+			http.NotFound(w, r)
+		case "/agents/a" + LegacyWellKnownPath:
+			legacy.Add(1)
+			w.Header().Set("Cache-Control", "no-cache")
+			_, _ = w.Write(cardJSON("0.2", false))
+		default:
+			http.Error(w, "unexpected", http.StatusTeapot)
+		}
+	}))
+	defer srv.Close()
+	o := testOptions(newClock())
+	o.MinLease = -1
+	f := newFetcher(t, o)
+	ctx := context.Background()
+
+	for i := range 3 {
+		obs, err := f.ObserveAgent(ctx, srv.URL+"/agents/a/", "", false)
+		if err != nil {
+			t.Fatalf("ObserveAgent %d: %v", i, err)
+		}
+		if want := srv.URL + "/agents/a" + LegacyWellKnownPath; obs.CardURL != want {
+			t.Fatalf("CardURL = %q, want %q", obs.CardURL, want)
+		}
+	}
+	if modern.Load() != 1 || legacy.Load() != 3 {
+		t.Errorf("agent-card.json hits %d, agent.json hits %d; want 1 and 3 (legacy remembered)", modern.Load(), legacy.Load())
+	}
+
+	// An explicit card URL is used as is; a 500 is not a reason to fall back.
+	_, err := f.ObserveAgent(ctx, srv.URL, srv.URL+"/elsewhere", false)
+	fe := fetchErr(t, err, ReasonStatus)
+	if fe.Status != http.StatusTeapot {
+		t.Errorf("Status = %d, want 418", fe.Status)
+	}
+}
+
+func TestCardURLs(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"https://a.example", []string{"https://a.example/.well-known/agent-card.json", "https://a.example/.well-known/agent.json"}},
+		{"https://a.example/", []string{"https://a.example/.well-known/agent-card.json", "https://a.example/.well-known/agent.json"}},
+		{"https://a.example/x/?q=1#f", []string{"https://a.example/x/.well-known/agent-card.json", "https://a.example/x/.well-known/agent.json"}},
+		{"http://a.example:8080/.well-known/agent.json", []string{"http://a.example:8080/.well-known/agent.json"}},
+	}
+	for _, tc := range tests {
+		got, err := CardURLs(tc.in)
+		if err != nil || len(got) != len(tc.want) || got[0] != tc.want[0] || got[len(got)-1] != tc.want[len(tc.want)-1] {
+			t.Errorf("CardURLs(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "ftp://a.example/", "/relative", "https://", "://x"} {
+		_, err := CardURLs(bad)
+		fetchErr(t, err, ReasonInvalidURL)
+	}
+}
+
+func TestObservePerHostConcurrency(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), "", "max-age=60")
+	a.setDelay(50 * time.Millisecond)
+	o := testOptions(newClock())
+	o.PerHostConcurrency = 2
+	f := newFetcher(t, o)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			if _, err := f.Observe(context.Background(), a.url("/card/"+string(rune('a'+i))), false); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := a.maxInFlight.Load(); got > 2 {
+		t.Errorf("max concurrent requests to one host = %d, want <= 2", got)
+	}
+	if got := a.requests.Load(); got != 8 {
+		t.Errorf("requests = %d, want 8", got)
+	}
+	if n := len(f.hosts.hosts); n != 0 {
+		t.Errorf("host limiter keeps %d idle entries", n)
+	}
+}
+
+// Another worker's claim that is never released is taken over when it expires.
+func TestObserveTakesOverExpiredClaim(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
+	leases := newMemLeases(10)
+	url := a.url("/card")
+	o := testOptions(nil)
+	o.TotalTimeout = 300 * time.Millisecond
+	o.ConnectTimeout = 100 * time.Millisecond
+	o.Leases = leases
+	f := newFetcher(t, o)
+	// A crashed worker claimed the lease for a long time.
+	if _, err := leases.Create(context.Background(), leaseClaim(url, "crashed", time.Now().Add(time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	obs, err := f.Observe(context.Background(), url, false)
+	if err != nil || obs.Card == nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	if el := time.Since(start); el < 250*time.Millisecond || el > 2*time.Second {
+		t.Errorf("took %v, want about TotalTimeout (300ms) of waiting", el)
+	}
+	l, _, _ := leases.Get(context.Background(), url)
+	if l.Holder != "" || l.Digest != obs.Digest {
+		t.Errorf("lease after takeover: %+v", l)
+	}
+}
+
+func TestObserveFailureReleasesClaimAndKeepsLease(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=10")
+	clk := newClock()
+	leases := newMemLeases(10)
+	o := testOptions(clk)
+	o.Leases = leases
+	var failures atomic.Int64
+	o.OnFetch = func(obs Observation, err error) {
+		if err != nil {
+			failures.Add(1)
+		}
+	}
+	f := newFetcher(t, o)
+	url := a.url("/card")
+	first, err := f.Observe(context.Background(), url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	})
+	clk.Advance(11 * time.Second)
+	_, err = f.Observe(context.Background(), url, false)
+	if fe := fetchErr(t, err, ReasonStatus); fe.Status != 503 {
+		t.Errorf("Status = %d", fe.Status)
+	}
+	l, _, _ := leases.Get(context.Background(), url)
+	if l.Holder != "" || l.Digest != first.Digest {
+		t.Errorf("lease after a failed fetch = %+v; want the old digest, unclaimed", l)
+	}
+	if failures.Load() != 1 {
+		t.Errorf("OnFetch failures = %d, want 1", failures.Load())
+	}
+}
+
+func TestCloseCancelsFlights(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), "", "")
+	a.setDelay(5 * time.Second)
+	f, err := New(testOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Observe(context.Background(), a.url("/card"), false)
+		done <- err
+	}()
+	for a.inFlight.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("Close took %v", el)
+	}
+	err = <-done
+	fetchErr(t, err, ReasonCanceled)
+	if !errors.Is(err, ErrClosed) {
+		t.Errorf("error %v does not wrap ErrClosed", err)
+	}
+	_, err = f.Observe(context.Background(), a.url("/card"), false)
+	fetchErr(t, err, ReasonCanceled)
+}
