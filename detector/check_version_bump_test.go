@@ -1,0 +1,81 @@
+package detector
+
+import "testing"
+
+func TestCheckVersionBump(t *testing.T) {
+	warn := func(facets string) []Finding {
+		return []Finding{{
+			Rule: RuleContentChangedWithoutVersion, Severity: Warning, Path: "/version",
+			Before: "1.2.0", After: "1.2.0",
+			Message: `card content changed (` + facets + `) but its version is still "1.2.0"`,
+		}}
+	}
+	runCheck(t, "checkVersionBump(pinned, live)", checkVersionBump, []checkCase{
+		{
+			name:   "skill modes mutated",
+			pinned: testCard(),
+			live:   modified(func(c *Card) { c.Skills[1].OutputModes = []string{"text/plain"} }),
+			want:   warn("skills"),
+		},
+		{
+			name:   "defaults changed, inherited by a skill",
+			pinned: testCard(),
+			live:   modified(func(c *Card) { c.DefaultOutputModes = []string{"text/plain"} }),
+			want:   warn("default modes, skills"),
+		},
+		{
+			name:   "capability, interface and scheme",
+			pinned: testCard(),
+			live: modified(func(c *Card) {
+				c.Capabilities.Streaming = false
+				c.Interfaces = c.Interfaces[:1]
+				delete(c.SecuritySchemes, "key")
+			}),
+			want: warn("interfaces, capabilities, security"),
+		},
+		{
+			name:   "changes no other rule locates",
+			pinned: testCard(),
+			live: modified(func(c *Card) {
+				c.Capabilities.StateTransitionHistory = true
+				c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes["admin"] = "Administer"
+				c.Capabilities.Extensions[0].Params = `{"level":"full"}`
+			}),
+			want: warn("capabilities, extensions, security"),
+		},
+		{
+			name:   "no version on either side",
+			pinned: modified(func(c *Card) { c.Version = "" }),
+			live:   modified(func(c *Card) { c.Version = ""; c.Skills = c.Skills[:1] }),
+			want: []Finding{{
+				Rule: RuleContentChangedWithoutVersion, Severity: Warning, Path: "/version",
+				Before: "", After: "",
+				Message: `card content changed (skills) but its version is still ""`,
+			}},
+		},
+		{
+			name:   "version bumped",
+			pinned: testCard(),
+			live:   modified(func(c *Card) { c.Version = "1.3.0"; c.Capabilities.Streaming = false }),
+		},
+		{
+			name:   "descriptive text only",
+			pinned: testCard(),
+			live: modified(func(c *Card) {
+				c.Name = "Planner"
+				c.Skills[0].Description = "Summarizes."
+				c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes["read"] = "Read everything"
+			}),
+		},
+		{
+			name:   "equivalent spellings",
+			pinned: testCard(),
+			live: modified(func(c *Card) {
+				c.DefaultInputModes = []string{"TEXT", "application/json; charset=utf-8", "text/plain"}
+				c.Interfaces[0].ProtocolVersion = "1.0.0"
+				c.SecurityRequirements = []SecurityRequirement{{"oauth": {"read"}}, {"bearer": nil}}
+				c.Skills[0].Index, c.Skills[1].Index = 1, 0
+			}),
+		},
+	})
+}
