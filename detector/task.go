@@ -68,6 +68,8 @@ type Pin struct {
 	// never since the pin was made). A retry after it on a pin that no longer
 	// matches the live card is a blind retry.
 	SchemaErrorAt time.Time `json:"schemaErrorAt,omitzero"`
+	// SchemaErrorCode is the code of that error.
+	SchemaErrorCode int `json:"schemaErrorCode,omitempty"`
 	// LiveDigest is the digest of the live card at the last evaluation, and
 	// DriftReported the Nats-Msg-Id of the last card.drift published for this
 	// pin: together they keep one card.drift per (pin, live card, rules) even
