@@ -89,6 +89,37 @@ func (m *message) ReadBinary(ctx context.Context, w binding.BinaryWriter) error 
 
 func (m *message) Finish(error) error { return nil }
 
+var _ binding.MessageMetadataReader = (*message)(nil)
+
+// GetAttribute implements binding.MessageMetadataReader for binary mode.
+func (m *message) GetAttribute(k spec.Kind) (spec.Attribute, any) {
+	h := m.m.Headers()
+	sv, ok := h[headerPrefix+"specversion"]
+	if !ok || len(sv) == 0 {
+		return nil, nil
+	}
+	version := versions.Version(unescapeHeader(sv[0]))
+	if version == nil {
+		return nil, nil
+	}
+	attr := version.AttributeFromKind(k)
+	if attr == nil {
+		return nil, nil
+	}
+	if vs, ok := h[attr.PrefixedName()]; ok && len(vs) > 0 {
+		return attr, unescapeHeader(vs[0])
+	}
+	return attr, nil
+}
+
+// GetExtension implements binding.MessageMetadataReader for binary mode.
+func (m *message) GetExtension(name string) any {
+	if vs, ok := m.m.Headers()[headerPrefix+name]; ok && len(vs) > 0 {
+		return unescapeHeader(vs[0])
+	}
+	return nil
+}
+
 func unescapeHeader(v string) string {
 	if strings.IndexByte(v, '%') < 0 {
 		return v

@@ -246,9 +246,11 @@ func (d *decoder) envelope() (*schemas.Schema, error) {
 	return s, nil
 }
 
-// validURIReference is a cheap RFC 3986 URI-reference check: printable ASCII
-// without spaces, quotes or angle brackets, and well-formed percent-escapes.
-// Non-ASCII sources are IRIs, not URIs, and are refused.
+// validURIReference reports whether s is an RFC 3986 URI-reference in the
+// form url.Parse gives back unchanged (the form the sdk-go event model, and
+// so Encode, writes): printable ASCII without spaces, quotes or angle
+// brackets, well-formed percent-escapes, a lower-case scheme. Non-ASCII
+// sources are IRIs, not URIs, and are refused.
 func validURIReference(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -261,7 +263,8 @@ func validURIReference(s string) bool {
 			}
 		}
 	}
-	return true
+	u, err := url.Parse(s)
+	return err == nil && u.String() == s
 }
 
 func isHex(c byte) bool {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/binding/format"
@@ -88,6 +90,9 @@ func cloudEvent(e *Event) (*event.Event, string, error) {
 	if e.ID == "" {
 		return nil, "", fmt.Errorf("%w: no id", ErrInvalidEvent)
 	}
+	if !utf8.ValidString(e.ID) || !utf8.ValidString(e.Subject) {
+		return nil, "", fmt.Errorf("%w: id or task id is not UTF-8", ErrInvalidEvent)
+	}
 	if e.Source == "" || !validURIReference(e.Source) {
 		return nil, "", fmt.Errorf("%w: source %q is not a URI-reference", ErrInvalidEvent, e.Source)
 	}
@@ -119,27 +124,50 @@ func cloudEvent(e *Event) (*event.Event, string, error) {
 		return nil, "", err
 	}
 
-	ce := event.New(event.CloudEventsVersionV1)
-	ce.SetID(e.ID)
-	ce.SetSource(e.Source)
-	ce.SetType(e.Type)
+	// The context is filled directly, not through the sdk setters: they trim
+	// spaces from ids and subjects, and a task id may have any.
+	ct := event.ApplicationJSON
+	ec := &event.EventContextV1{
+		ID:              e.ID,
+		Type:            e.Type,
+		DataContentType: &ct,
+	}
+	src, err := url.Parse(e.Source)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: source: %v", ErrInvalidEvent, err)
+	}
+	ec.Source = types.URIRef{URL: *src}
+	ds, err := url.Parse(e.DataSchema)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: dataschema: %v", ErrInvalidEvent, err)
+	}
+	ec.DataSchema = &types.URI{URL: *ds}
 	if e.Subject != "" {
-		ce.SetSubject(e.Subject)
+		subj := e.Subject
+		ec.Subject = &subj
 	}
 	if !e.Time.IsZero() {
-		ce.SetTime(e.Time)
+		ec.Time = &types.Timestamp{Time: e.Time}
 	}
-	ce.SetDataSchema(e.DataSchema)
-	ce.SetDataContentType(event.ApplicationJSON)
+	ce := event.New(event.CloudEventsVersionV1)
+	ce.Context = ec
 	ce.DataEncoded = data
 	for name, v := range e.Extensions {
 		if !validExtensionName(name) || isAttributeName(name) {
 			return nil, "", fmt.Errorf("%w: extension name %q", ErrInvalidEvent, name)
 		}
-		ce.SetExtension(name, v)
+		if !utf8.ValidString(v) {
+			return nil, "", fmt.Errorf("%w: extension %q is not UTF-8", ErrInvalidEvent, name)
+		}
+		if err := ce.Context.SetExtension(name, v); err != nil {
+			return nil, "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+		}
 	}
-	if err := ce.Validate(); err != nil {
-		return nil, "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	// Not ce.Validate: it trims spaces, so it would refuse a task id of
+	// spaces as subject, which CloudEvents allows; the checks above and
+	// below cover the rest of it.
+	if ce.Source() != e.Source || ce.DataSchema() != e.DataSchema {
+		return nil, "", fmt.Errorf("%w: source or dataschema does not survive URI parsing", ErrInvalidEvent)
 	}
 	return &ce, subject, nil
 }

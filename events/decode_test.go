@@ -1,0 +1,266 @@
+package events_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/schemas"
+)
+
+const (
+	reqData    = `{"taskId":"t1","agentUrl":"https://a.example","method":"message/stream","attempt":1}`
+	reqSchema  = "https://carddrift.dev/schemas/a2a.task.request/v1.json"
+	structured = events.ContentTypeStructured
+)
+
+func binHeaders(kv ...string) nats.Header {
+	h := nats.Header{
+		"ce-specversion": {"1.0"},
+		"ce-id":          {"e1"},
+		"ce-source":      {"urn:test"},
+		"ce-type":        {events.TypeRequest},
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "<delete>" {
+			delete(h, kv[i])
+			continue
+		}
+		h[kv[i]] = []string{kv[i+1]}
+	}
+	return h
+}
+
+func msg(h nats.Header, data string) events.Msg {
+	return events.NATSMsg(&nats.Msg{Subject: "a2a.task.request.t1", Header: h, Data: []byte(data)})
+}
+
+func structuredMsg(envelope string) events.Msg {
+	return msg(nats.Header{"content-type": {structured}}, envelope)
+}
+
+func TestDecodeErrors(t *testing.T) {
+	long := strings.Repeat(`{"a":`, events.MaxDepth+1) + "1" + strings.Repeat("}", events.MaxDepth+1)
+	for _, tc := range []struct {
+		name  string
+		m     events.Msg
+		want  error
+		attr  string // DecodeError.Attribute, if checked
+		field string // DecodeError.Field, for schema violations
+	}{
+		{"no headers", msg(nil, reqData), events.ErrMalformedEnvelope, "ce-specversion", ""},
+		{"plain json content-type", msg(nats.Header{"content-type": {"application/json"}}, reqData), events.ErrMalformedEnvelope, "ce-specversion", ""},
+		{"specversion 0.3", msg(binHeaders("ce-specversion", "0.3"), reqData), events.ErrMalformedEnvelope, "specversion", ""},
+		{"no id", msg(binHeaders("ce-id", "<delete>"), reqData), events.ErrMalformedEnvelope, "id", ""},
+		{"empty source", msg(binHeaders("ce-source", ""), reqData), events.ErrMalformedEnvelope, "source", ""},
+		{"source not a URI", msg(binHeaders("ce-source", "a%20b"), reqData), events.ErrMalformedEnvelope, "source", ""},
+		{"no type", msg(binHeaders("ce-type", "<delete>"), reqData), events.ErrMalformedEnvelope, "type", ""},
+		{"bad time", msg(binHeaders("ce-time", "yesterday"), reqData), events.ErrMalformedEnvelope, "ce-time", ""},
+		{"leap second time", msg(binHeaders("ce-time", "2026-06-30T23:59:60Z"), reqData), events.ErrMalformedEnvelope, "ce-time", ""},
+		{"repeated header", msg(func() nats.Header { h := binHeaders(); h["ce-id"] = []string{"a", "b"}; return h }(), reqData), events.ErrMalformedEnvelope, "ce-id", ""},
+		{"bad percent escape", msg(binHeaders("ce-subject", "t%zz"), reqData), events.ErrMalformedEnvelope, "ce-subject", ""},
+		{"invalid UTF-8 header", msg(binHeaders("ce-subject", "t%FF"), reqData), events.ErrMalformedEnvelope, "ce-subject", ""},
+		{"bad extension name", msg(binHeaders("ce-trace_parent", "x"), reqData), events.ErrMalformedEnvelope, "trace_parent", ""},
+		{"text datacontenttype", msg(binHeaders("ce-datacontenttype", "text/plain"), reqData), events.ErrMalformedEnvelope, "datacontenttype", ""},
+		{"unknown type", msg(binHeaders("ce-type", "a2a.task.teleported"), reqData), events.ErrUnknownType, "type", ""},
+		{"unknown dataschema", msg(binHeaders("ce-dataschema", "https://carddrift.dev/schemas/a2a.task.request/v2.json"), reqData), events.ErrUnknownType, "dataschema", ""},
+		{"dataschema of another type", msg(binHeaders("ce-dataschema", schemas.ID(events.TypeStatus, 1)), reqData), events.ErrMalformedEnvelope, "dataschema", ""},
+		{"subject is not the task", msg(binHeaders("ce-subject", "t2"), reqData), events.ErrMalformedEnvelope, "subject", ""},
+		{"data not JSON", msg(binHeaders(), `{"taskId":`), events.ErrMalformedEnvelope, "data", ""},
+		{"data with duplicate key", msg(binHeaders(), `{"taskId":"t1","taskId":"t2","agentUrl":"https://a.example","method":"m","attempt":1}`), events.ErrMalformedEnvelope, "data", ""},
+		{"data with invalid UTF-8", msg(binHeaders(), "{\"taskId\":\"t\xff\",\"agentUrl\":\"https://a.example\",\"method\":\"m\",\"attempt\":1}"), events.ErrMalformedEnvelope, "data", ""},
+		{"data with lone surrogate", msg(binHeaders(), `{"taskId":"\ud800","agentUrl":"https://a.example","method":"m","attempt":1}`), events.ErrMalformedEnvelope, "data", ""},
+		{"data too deep", msg(binHeaders(), long), events.ErrMalformedEnvelope, "data", ""},
+		{"no data", msg(binHeaders(), ""), events.ErrSchemaViolation, "data", ""},
+		{"data array", msg(binHeaders(), `[]`), events.ErrSchemaViolation, "", ""},
+		{"attempt 0", msg(binHeaders(), `{"taskId":"t1","agentUrl":"https://a.example","method":"m","attempt":0}`), events.ErrSchemaViolation, "", "/attempt"},
+		{"attempt beyond int", msg(binHeaders(), `{"taskId":"t1","agentUrl":"https://a.example","method":"m","attempt":1e30}`), events.ErrSchemaViolation, "", "/attempt"},
+		{"unknown member", msg(binHeaders(), `{"taskId":"t1","agentUrl":"https://a.example","method":"m","attempt":1,"extra":true}`), events.ErrSchemaViolation, "", "/extra"},
+
+		{"structured batch", msg(nats.Header{"content-type": {"application/cloudevents-batch+json"}}, `[]`), events.ErrMalformedEnvelope, "content-type", ""},
+		{"structured not an object", structuredMsg(`"x"`), events.ErrMalformedEnvelope, "", ""},
+		{"structured trailing data", structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.request","data":` + reqData + `} {}`), events.ErrMalformedEnvelope, "", ""},
+		{"structured repeated member", structuredMsg(`{"specversion":"1.0","id":"e1","id":"e2","source":"urn:test","type":"a2a.task.request","data":` + reqData + `}`), events.ErrMalformedEnvelope, "id", ""},
+		{"structured id not a string", structuredMsg(`{"specversion":"1.0","id":1,"source":"urn:test","type":"a2a.task.request","data":` + reqData + `}`), events.ErrMalformedEnvelope, "id", ""},
+		{"structured no specversion", structuredMsg(`{"id":"e1","source":"urn:test","type":"a2a.task.request","data":` + reqData + `}`), events.ErrMalformedEnvelope, "specversion", ""},
+		{"structured object extension", structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.request","ext":{},"data":` + reqData + `}`), events.ErrMalformedEnvelope, "ext", ""},
+		{"structured data and data_base64", structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.request","data_base64":"e30=","data":` + reqData + `}`), events.ErrMalformedEnvelope, "data_base64", ""},
+		{"structured bad base64", structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.request","data_base64":"!!"}`), events.ErrMalformedEnvelope, "data_base64", ""},
+		{"structured no data", structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.request"}`), events.ErrSchemaViolation, "data", ""},
+		{"structured null data", structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.request","data":null}`), events.ErrSchemaViolation, "", ""},
+		{"structured missing method", structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.request","data":{"taskId":"t1","agentUrl":"https://a.example","attempt":1}}`), events.ErrSchemaViolation, "", "/method"},
+		{"structured leap second in data", structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"card.observed","data":{"agentUrl":"https://a.example","cardUrl":"https://a.example/c","digest":"` + digestA + `","status":200,"fetchedAt":"2026-06-30T23:59:60Z","latencyMs":1}}`), events.ErrSchemaViolation, "", "/fetchedAt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, err := events.Decode(tc.m)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Decode = %+v, %v; want %v", ev, err, tc.want)
+			}
+			var de *events.DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("Decode error %T is not a *DecodeError", err)
+			}
+			if tc.attr != "" && de.Attribute != tc.attr {
+				t.Errorf("Decode = %v: Attribute %q, want %q", err, de.Attribute, tc.attr)
+			}
+			if tc.want == events.ErrSchemaViolation {
+				var verr *schemas.ValidationError
+				if !errors.As(err, &verr) {
+					t.Errorf("Decode = %v, want a *schemas.ValidationError in the chain", err)
+				} else if verr.Field != tc.field || de.Field != tc.field {
+					t.Errorf("Decode = %v: field %q (DecodeError %q), want %q", err, verr.Field, de.Field, tc.field)
+				}
+			}
+			if !strings.HasPrefix(err.Error(), "events: decode") {
+				t.Errorf("Error() = %q", err.Error())
+			}
+		})
+	}
+}
+
+func TestDecodeAccepts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    events.Msg
+		want events.Request
+		ext  map[string]string
+	}{
+		{"binary minimal", msg(binHeaders(), reqData), events.Request{TaskID: "t1", AgentURL: "https://a.example", Method: "message/stream", Attempt: 1}, nil},
+		{"binary content-type as datacontenttype", msg(binHeaders("content-type", "application/json; charset=utf-8"), reqData), events.Request{TaskID: "t1", AgentURL: "https://a.example", Method: "message/stream", Attempt: 1}, nil},
+		{"binary +json datacontenttype", msg(binHeaders("ce-datacontenttype", "application/vnd.carddrift+json"), reqData), events.Request{TaskID: "t1", AgentURL: "https://a.example", Method: "message/stream", Attempt: 1}, nil},
+		{"binary extension and other headers", msg(binHeaders("ce-traceparent", "00-ab-cd-01", "Nats-Msg-Id", "x", "Ce-Id", "ignored"), reqData), events.Request{TaskID: "t1", AgentURL: "https://a.example", Method: "message/stream", Attempt: 1}, map[string]string{"traceparent": "00-ab-cd-01"}},
+		{"attempt 2.0 is an integer", msg(binHeaders(), `{"taskId":"t1","agentUrl":"https://a.example","method":"m","attempt":2.0}`), events.Request{TaskID: "t1", AgentURL: "https://a.example", Method: "m", Attempt: 2}, nil},
+		{"unknown method", msg(binHeaders(), `{"taskId":"t1","agentUrl":"https://a.example","method":"tasks/teleport","attempt":1}`), events.Request{TaskID: "t1", AgentURL: "https://a.example", Method: "tasks/teleport", Attempt: 1}, nil},
+		{"structured with whitespace, nulls and scalar extensions", structuredMsg(" {\n \"specversion\" : \"1.0\", \"id\":\"e1\",\"source\":\"urn:test\",\"type\":\"a2a.task.request\",\"subject\":null,\"n\":3,\"b\":true,\"data\" : " + reqData + "}\n"), events.Request{TaskID: "t1", AgentURL: "https://a.example", Method: "message/stream", Attempt: 1}, map[string]string{"n": "3", "b": "true"}},
+		{"structured data_base64", structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.request","data_base64":"` + base64.StdEncoding.EncodeToString([]byte(reqData)) + `"}`), events.Request{TaskID: "t1", AgentURL: "https://a.example", Method: "message/stream", Attempt: 1}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, err := events.Decode(tc.m)
+			if err != nil {
+				t.Fatalf("Decode = %v", err)
+			}
+			if got, ok := ev.Data.(events.Request); !ok || canonical(t, got) != canonical(t, tc.want) {
+				t.Errorf("Decode data = %#v, want %#v", ev.Data, tc.want)
+			}
+			if len(ev.Extensions) != len(tc.ext) {
+				t.Errorf("Decode extensions = %v, want %v", ev.Extensions, tc.ext)
+			}
+			for k, v := range tc.ext {
+				if ev.Extensions[k] != v {
+					t.Errorf("extension %s = %q, want %q", k, ev.Extensions[k], v)
+				}
+			}
+			if ev.DataSchema != "" && ev.DataSchema != reqSchema {
+				t.Errorf("DataSchema = %q", ev.DataSchema)
+			}
+		})
+	}
+}
+
+// TestDecodeCardBytes checks that a submitted card reaches the caller byte
+// for byte as it was in the message, in every mode.
+func TestDecodeCardBytes(t *testing.T) {
+	card := `{ "name" : "A",  "skills":[ {"id":"s"} ], "x": "\u00e9" }`
+	data := `{"taskId":"t1","agentUrl":"https://a.example","skillId":"s","requires":{"streaming":false,"pushNotifications":false},"posture":"degrade","idempotent":true,"card":` + card + `}`
+	sub := binHeaders("ce-type", events.TypeSubmitted)
+	for name, m := range map[string]events.Msg{
+		"binary":            msg(sub, data),
+		"structured":        structuredMsg(`{"data":` + data + `,"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.submitted"}`),
+		"structured base64": structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.submitted","data_base64":"` + base64.StdEncoding.EncodeToString([]byte(data)) + `"}`),
+	} {
+		ev, err := events.Decode(m)
+		if err != nil {
+			t.Fatalf("%s: Decode = %v", name, err)
+		}
+		s := ev.Data.(events.Submitted)
+		if string(s.Card) != card {
+			t.Errorf("%s: Card = %s, want %s", name, s.Card, card)
+		}
+		if r := s.Requirements(); r.SkillID != "s" || r.Posture != "degrade" || !r.Idempotent {
+			t.Errorf("%s: Requirements() = %+v", name, r)
+		}
+	}
+}
+
+// TestDecodeSchemaExamples runs every data example of package schemas
+// through Decode in both modes: valid ones decode, invalid ones fail with
+// ErrSchemaViolation naming the same field as schemas.Validate.
+func TestDecodeSchemaExamples(t *testing.T) {
+	for _, typ := range events.Types {
+		valid, _ := filepath.Glob(filepath.Join("..", "schemas", "testdata", typ, "valid", "*.json"))
+		invalid, _ := filepath.Glob(filepath.Join("..", "schemas", "testdata", typ, "invalid", "*.json"))
+		if len(valid) == 0 || len(invalid) == 0 {
+			t.Fatalf("%s: no examples in ../schemas/testdata", typ)
+		}
+		check := func(f string, data []byte, wantField *string) {
+			subject := ""
+			var probe struct {
+				TaskID any `json:"taskId"`
+			}
+			_ = json.Unmarshal(data, &probe)
+			if s, ok := probe.TaskID.(string); ok && s != "" {
+				subject = s
+			}
+			envelope := map[string]any{"specversion": "1.0", "id": "e1", "source": "urn:test", "type": typ, "data": json.RawMessage(data)}
+			if subject != "" {
+				envelope["subject"] = subject
+			}
+			st, _ := json.Marshal(envelope)
+			h := binHeaders("ce-type", typ)
+			if subject != "" {
+				h["ce-subject"] = []string{escape(subject)}
+			}
+			for mode, m := range map[string]events.Msg{"binary": msg(h, string(data)), "structured": structuredMsg(string(st))} {
+				ev, err := events.Decode(m)
+				if wantField == nil {
+					if err != nil {
+						t.Errorf("%s (%s): Decode = %v", f, mode, err)
+					} else if ev.Type != typ {
+						t.Errorf("%s (%s): Type = %s", f, mode, ev.Type)
+					}
+					continue
+				}
+				var de *events.DecodeError
+				if !errors.Is(err, events.ErrSchemaViolation) || !errors.As(err, &de) || de.Field != *wantField {
+					t.Errorf("%s (%s): Decode = %v, want schema violation at %s", f, mode, err, *wantField)
+				}
+			}
+		}
+		for _, f := range valid {
+			data, _ := os.ReadFile(f)
+			check(f, data, nil)
+		}
+		for _, f := range invalid {
+			raw, _ := os.ReadFile(f)
+			var ex struct {
+				Field string          `json:"field"`
+				Data  json.RawMessage `json:"data"`
+			}
+			if err := json.Unmarshal(raw, &ex); err != nil {
+				t.Fatal(err)
+			}
+			check(f, ex.Data, &ex.Field)
+		}
+	}
+}
+
+// escape percent-encodes a header value as Encode does.
+func escape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || c == '"' || c == '%' {
+			b.WriteString("%" + strings.ToUpper(string("0123456789abcdef"[c>>4])+string("0123456789abcdef"[c&15])))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
