@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/carddrift/carddrift/detector"
+)
+
+func pinCommand(e *env) *ffcli.Command {
+	fs := newFlagSet("pin", e)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	return &ffcli.Command{
+		Name:       "pin",
+		ShortUsage: "carddrift pin [--json] URL|FILE",
+		ShortHelp:  "fetch a card, print digest, fingerprint, version, ETag",
+		LongHelp: "Reads one card (a base URL resolves /.well-known/agent-card.json, then the legacy\n" +
+			"/.well-known/agent.json; a file path or - reads a file or stdin) and prints what a pin records.",
+		FlagSet: fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) != 1 {
+				return usagef("pin needs exactly one URL or file, got %d argument(s)", len(args))
+			}
+			return runPin(ctx, e, args[0], *asJSON)
+		},
+	}
+}
+
+// pinOutput is the --json document of carddrift pin.
+type pinOutput struct {
+	Source           string   `json:"source"`
+	Name             string   `json:"name"`
+	Digest           string   `json:"digest"`
+	Fingerprint      string   `json:"fingerprint"`
+	StructuralDigest string   `json:"structuralDigest"`
+	Version          string   `json:"version"`
+	ProtocolVersions []string `json:"protocolVersions"`
+	Shape            string   `json:"shape"`
+	Skills           []string `json:"skills"`
+	ETag             string   `json:"etag,omitempty"`
+	CacheControl     string   `json:"cacheControl,omitempty"`
+}
+
+func runPin(ctx context.Context, e *env, where string, asJSON bool) error {
+	src, err := readSource(ctx, e, where)
+	if err != nil {
+		return usageError{err}
+	}
+	c, err := detector.Parse(src.Raw)
+	if err != nil {
+		return usageError{fmt.Errorf("%s: %w", src.Where, err)}
+	}
+	digest, err := detector.Digest(src.Raw)
+	if err != nil {
+		return usageError{fmt.Errorf("%s: %w", src.Where, err)}
+	}
+	out := pinOutput{
+		Source: src.Where, Name: c.Name, Digest: digest,
+		Fingerprint: detector.Fingerprint(c), StructuralDigest: detector.StructuralDigest(c),
+		Version: c.Version, ProtocolVersions: c.ProtocolVersions(), Shape: c.Shape,
+		ETag: src.ETag, CacheControl: src.CacheControl,
+	}
+	if out.ProtocolVersions == nil {
+		out.ProtocolVersions = []string{}
+	}
+	out.Skills = make([]string, 0, len(c.Skills))
+	for _, s := range c.Skills {
+		out.Skills = append(out.Skills, s.ID)
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	w := e.stdout
+	fmt.Fprintf(w, "source             %s\n", out.Source)
+	fmt.Fprintf(w, "name               %s\n", out.Name)
+	fmt.Fprintf(w, "digest             %s\n", out.Digest)
+	fmt.Fprintf(w, "fingerprint        %s\n", out.Fingerprint)
+	fmt.Fprintf(w, "structural digest  %s\n", out.StructuralDigest)
+	fmt.Fprintf(w, "version            %s\n", orNone(out.Version))
+	fmt.Fprintf(w, "protocol versions  %s\n", orNone(strings.Join(out.ProtocolVersions, ", ")))
+	fmt.Fprintf(w, "shape              %s\n", out.Shape)
+	fmt.Fprintf(w, "skills             %s\n", orNone(strings.Join(out.Skills, ", ")))
+	fmt.Fprintf(w, "etag               %s\n", orNone(out.ETag))
+	fmt.Fprintf(w, "cache-control      %s\n", orNone(out.CacheControl))
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

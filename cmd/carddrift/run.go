@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/peterbourgon/ff/v3"
+	"github.com/peterbourgon/ff/v3/ffcli"
+)
+
+// Exit codes shared by every command.
+const (
+	exitOK       = 0
+	exitFindings = 1 // diff --fail-on matched, demo missed or falsely aborted
+	exitUsage    = 2 // bad flags, arguments or inputs
+)
+
+// usageError marks an error caused by the command line or its inputs; run maps
+// it to exitUsage.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// exitError carries a specific exit status out of a command.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// env holds what every command may use; nothing global.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// ffOptions makes every flag settable through CARDDRIFT_<FLAG_NAME>.
+var ffOptions = []ff.Option{ff.WithEnvVarPrefix("CARDDRIFT")}
+
+func newFlagSet(name string, e *env) *flag.FlagSet {
+	fs := flag.NewFlagSet("carddrift "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs
+}
+
+// run parses args and runs one subcommand; it returns the process exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &ffcli.Command{
+		Name:       "carddrift",
+		ShortUsage: "carddrift <command> [flags] [args]",
+		LongHelp:   "carddrift detects A2A agent-card drift for in-flight tasks.\nEvery flag can also be set as CARDDRIFT_<FLAG_NAME> (for example CARDDRIFT_NATS_URL).",
+		FlagSet:    newFlagSet("", e),
+		Subcommands: []*ffcli.Command{
+			diffCommand(e),
+			pinCommand(e),
+		},
+		Options: ffOptions,
+		Exec: func(context.Context, []string) error {
+			return flag.ErrHelp
+		},
+	}
+	for _, sub := range root.Subcommands {
+		sub.Options = ffOptions
+	}
+	if err := root.Parse(args); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "carddrift:", err)
+		}
+		return exitUsage
+	}
+	err := root.Run(ctx)
+	var ee exitError
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		if len(args) == 0 {
+			fmt.Fprintln(stderr, ffcli.DefaultUsageFunc(root))
+		}
+		return exitUsage
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "carddrift:", err)
+		return exitUsage
+	default:
+		fmt.Fprintln(stderr, "carddrift:", err)
+		return 1
+	}
+}
