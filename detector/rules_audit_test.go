@@ -1,0 +1,360 @@
+package detector
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The registry audits itself: ids, mirrors, messages, the public contract's
+// minimum ids, and a constructed card pair that makes every rule fire.
+
+var kebabCase = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// mirrorWaivers lists the -added/-removed and -enabled/-disabled rules that
+// deliberately have no mirror, with the reason.
+var mirrorWaivers = map[string]string{
+	RuleOAuthScopeRemoved: "a scope added to a flow asks nothing of a client that does not request it; " +
+		"a requirement that starts demanding it is security-requirements-changed, and the " +
+		"version-bump check still sees the new scope",
+}
+
+// designMinimumIDs are the rule ids DESIGN.md promises ("Minimum rule ids").
+var designMinimumIDs = []string{
+	"skill-removed", "skill-added", "skill-input-modes-changed", "skill-output-modes-changed",
+	"default-input-modes-changed", "default-output-modes-changed", "streaming-disabled",
+	"streaming-enabled", "push-notifications-disabled", "push-notifications-enabled",
+	"security-scheme-added", "security-scheme-removed", "security-scheme-changed",
+	"oauth-scope-removed", "security-requirements-changed", "protocol-version-changed",
+	"interface-changed", "extended-card-changed", "extension-removed", "extension-required-added",
+	"card-version-changed", "content-changed-without-version-bump", "descriptive-text-changed",
+	"unmodeled-skill", "artifact-type-undeclared", "blind-retry",
+}
+
+// messagePlaceholders are the names templates may use (see messages.go).
+var messagePlaceholders = map[string]bool{
+	"skill": true, "scheme": true, "flow": true, "scope": true, "uri": true, "url": true,
+	"binding": true, "before": true, "after": true, "removed": true, "added": true,
+	"fields": true, "facets": true, "version": true,
+	"artifact": true, "mediaType": true, "modes": true, "method": true, "code": true, "attempt": true,
+}
+
+func TestRegistryIDs(t *testing.T) {
+	areas := map[string]bool{
+		AreaSkills: true, AreaModes: true, AreaCapabilities: true, AreaExtensions: true,
+		AreaSecurity: true, AreaInterfaces: true, AreaVersion: true, AreaText: true, AreaTask: true,
+	}
+	seen := map[string]bool{}
+	for _, r := range Rules() {
+		if seen[r.ID] {
+			t.Errorf("rule %q registered twice", r.ID)
+		}
+		seen[r.ID] = true
+		if !kebabCase.MatchString(r.ID) {
+			t.Errorf("rule id %q is not kebab-case", r.ID)
+		}
+		if r.Severity < Info || r.Severity > Breaking {
+			t.Errorf("rule %q: severity %v", r.ID, r.Severity)
+		}
+		if !areas[r.Area] {
+			t.Errorf("rule %q: unknown area %q", r.ID, r.Area)
+		}
+		if r.TaskLevel != (r.Check == nil) {
+			t.Errorf("rule %q: TaskLevel %v with Check set %v, want exactly one", r.ID, r.TaskLevel, r.Check != nil)
+		}
+		if r.TaskLevel != (r.Area == AreaTask) {
+			t.Errorf("rule %q: TaskLevel %v in area %q", r.ID, r.TaskLevel, r.Area)
+		}
+		if got, ok := RuleByID(r.ID); !ok || got.ID != r.ID {
+			t.Errorf("RuleByID(%q) = %q, %v", r.ID, got.ID, ok)
+		}
+	}
+	rs := Rules()
+	rs[0].ID = "changed"
+	if Rules()[0].ID == "changed" {
+		t.Error("Rules() returns the registry itself, want a copy")
+	}
+	if _, ok := RuleByID("no-such-rule"); ok {
+		t.Error(`RuleByID("no-such-rule") found a rule`)
+	}
+}
+
+func TestRegistryMirrors(t *testing.T) {
+	pairs := [][2]string{{"-added", "-removed"}, {"-enabled", "-disabled"}}
+	used := map[string]bool{}
+	for _, r := range Rules() {
+		for _, p := range pairs {
+			for i, suffix := range p {
+				base, ok := strings.CutSuffix(r.ID, suffix)
+				if !ok {
+					continue
+				}
+				mirror := base + p[1-i]
+				if _, ok := RuleByID(mirror); ok {
+					continue
+				}
+				if reason := mirrorWaivers[r.ID]; reason != "" {
+					used[r.ID] = true
+					continue
+				}
+				t.Errorf("rule %q has no mirror %q and no waiver", r.ID, mirror)
+			}
+		}
+	}
+	for id := range mirrorWaivers {
+		if !used[id] {
+			t.Errorf("waiver for %q is stale: the rule is unregistered or has its mirror", id)
+		}
+	}
+}
+
+func TestRegistryDesignIDs(t *testing.T) {
+	ids := designMinimumIDs
+	if doc, err := os.ReadFile("../../shared/DESIGN.md"); err == nil {
+		// Read the contract itself as well, so the two cannot drift apart.
+		_, rest, ok := strings.Cut(string(doc), "Minimum rule ids:")
+		if !ok {
+			t.Fatal(`DESIGN.md has no "Minimum rule ids:" paragraph`)
+		}
+		para, _, _ := strings.Cut(rest, "\n\n")
+		var fromDoc []string
+		for _, m := range regexp.MustCompile("`([a-z0-9-]+)`").FindAllStringSubmatch(para, -1) {
+			fromDoc = append(fromDoc, m[1])
+		}
+		if len(fromDoc) < len(designMinimumIDs) {
+			t.Errorf("DESIGN.md lists %d minimum ids, this test %d: update designMinimumIDs", len(fromDoc), len(designMinimumIDs))
+		}
+		ids = append(ids, fromDoc...)
+	}
+	for _, id := range ids {
+		if _, ok := RuleByID(id); !ok {
+			t.Errorf("DESIGN.md minimum rule %q is not registered", id)
+		}
+	}
+}
+
+var placeholder = regexp.MustCompile(`\{([^{}]*)\}`)
+
+func TestRegistryMessages(t *testing.T) {
+	for _, r := range Rules() {
+		_, plain := messages[r.ID]
+		variants := 0
+		for key := range messages {
+			if strings.HasPrefix(key, r.ID+"/") {
+				variants++
+			}
+		}
+		switch {
+		case !plain && variants == 0:
+			t.Errorf("rule %q has no message", r.ID)
+		case plain && variants > 0:
+			t.Errorf("rule %q has both a plain message and %d variants", r.ID, variants)
+		}
+	}
+	for key, tmpl := range messages {
+		id, _, _ := strings.Cut(key, "/")
+		if _, ok := RuleByID(id); !ok {
+			t.Errorf("message %q belongs to no registered rule", key)
+		}
+		if strings.TrimSpace(tmpl) == "" {
+			t.Errorf("message %q is empty", key)
+		}
+		for _, m := range placeholder.FindAllStringSubmatch(tmpl, -1) {
+			if !messagePlaceholders[m[1]] {
+				t.Errorf("message %q uses unknown placeholder {%s}", key, m[1])
+			}
+		}
+	}
+	if got, want := render(RuleSkillRemoved, "skill", `"x"`), `skill "x" is no longer offered`; got != want {
+		t.Errorf("render(skill-removed) = %q, want %q", got, want)
+	}
+	if got, want := render(RuleSkillRemoved), "skill {skill} is no longer offered"; got != want {
+		t.Errorf("render(skill-removed) without values = %q, want %q", got, want)
+	}
+}
+
+// firingCases make every card-level rule fire, and together every message
+// variant appear. Each mutation starts from testCard.
+var firingCases = []struct {
+	name  string
+	rules []string // rules that must be among the findings
+	p, l  func(c *Card)
+}{
+	{
+		name:  "skills renamed",
+		rules: []string{RuleSkillRemoved, RuleSkillAdded},
+		l:     func(c *Card) { c.Skills[0].ID = "abstract" },
+	},
+	{
+		name: "every mode list narrowed; capabilities off; extension and scheme withdrawn",
+		rules: []string{
+			RuleSkillInputModesChanged, RuleSkillOutputModesChanged, RuleDefaultInputModesChanged,
+			RuleDefaultOutputModesChanged, RuleStreamingDisabled, RulePushNotificationsDisabled,
+			RuleExtendedCardChanged, RuleExtensionRemoved, RuleSecuritySchemeRemoved,
+			RuleSecurityRequirementsChanged, RuleInterfaceChanged, RuleContentChangedWithoutVersion,
+		},
+		l: func(c *Card) {
+			c.DefaultInputModes = c.DefaultInputModes[:1]
+			c.DefaultOutputModes = nil
+			c.Skills[1].InputModes = []string{}
+			c.Skills[1].OutputModes = []string{"text/plain"}
+			c.Capabilities = Capabilities{}
+			delete(c.SecuritySchemes, "bearer")
+			c.SecurityRequirements = c.SecurityRequirements[1:]
+			c.Skills[1].SecurityRequirements = []SecurityRequirement{{"oauth": {"translate", "admin"}}}
+			c.Interfaces = c.Interfaces[:1]
+		},
+	},
+	{
+		name: "every mode list widened; capabilities on; extension and scheme added",
+		rules: []string{
+			RuleSkillInputModesChanged, RuleSkillOutputModesChanged, RuleDefaultInputModesChanged,
+			RuleDefaultOutputModesChanged, RuleStreamingEnabled, RulePushNotificationsEnabled,
+			RuleExtendedCardChanged, RuleExtensionAdded, RuleSecuritySchemeAdded,
+			RuleSecurityRequirementsChanged, RuleInterfaceChanged, RuleCardVersionChanged,
+		},
+		p: func(c *Card) { c.Capabilities = Capabilities{} },
+		l: func(c *Card) {
+			c.Version = "1.3.0"
+			c.DefaultInputModes = append(c.DefaultInputModes, "image/png")
+			c.DefaultOutputModes = append(c.DefaultOutputModes, "text/csv")
+			c.Skills[1].InputModes = []string{"text/*"}
+			c.Skills[1].OutputModes = []string{"*/*"}
+			c.Capabilities.Extensions = append(c.Capabilities.Extensions, Extension{URI: "urn:x"})
+			c.SecuritySchemes["mtls"] = SecurityScheme{Type: "mutualTLS"}
+			c.SecurityRequirements = append(c.SecurityRequirements, SecurityRequirement{"mtls": nil})
+			c.Skills[1].SecurityRequirements = nil
+			// A new preferred interface: added, and the preferred one changed.
+			c.Interfaces = append([]Interface{{URL: "https://planner.example.com/rest", ProtocolBinding: "HTTP+JSON", ProtocolVersion: "1.0"}}, c.Interfaces...)
+		},
+	},
+	{
+		name: "every mode list replaced; interfaces reshuffled",
+		rules: []string{
+			RuleSkillInputModesChanged, RuleSkillOutputModesChanged, RuleDefaultInputModesChanged,
+			RuleDefaultOutputModesChanged, RuleInterfaceChanged, RuleProtocolVersionChanged,
+		},
+		l: func(c *Card) {
+			c.DefaultInputModes = []string{"application/xml"}
+			c.DefaultOutputModes = []string{"text/markdown"}
+			c.Skills[1].InputModes = []string{"application/pdf"}
+			c.Skills[1].OutputModes = []string{"text/html"}
+			c.Interfaces = []Interface{
+				{URL: "https://planner.example.com/grpc", ProtocolBinding: "GRPC", ProtocolVersion: "0.3", Tenant: "acme"},
+				{URL: "https://planner.example.com/v2/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
+			}
+		},
+	},
+	{
+		name:  "every interface moved to another protocol version",
+		rules: []string{RuleProtocolVersionChanged, RuleInterfaceChanged},
+		l: func(c *Card) {
+			c.Interfaces = []Interface{{URL: "https://planner.example.net/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"}}
+		},
+	},
+	{
+		name: "security definitions changed",
+		rules: []string{
+			RuleSecuritySchemeChanged, RuleOAuthScopeRemoved, RuleExtensionRequiredAdded, RuleExtensionParamsChanged,
+		},
+		l: func(c *Card) {
+			c.SecuritySchemes["bearer"] = SecurityScheme{Type: "http", Scheme: "basic"}
+			delete(c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes, "read")
+			c.Capabilities.Extensions[0].Required = true
+			c.Capabilities.Extensions[0].Params = `{"level":"full"}`
+		},
+	},
+	{
+		name:  "required extension relaxed",
+		rules: []string{RuleExtensionRequiredRemoved},
+		p:     func(c *Card) { c.Capabilities.Extensions[0].Required = true },
+	},
+	{
+		name:  "every piece of descriptive text",
+		rules: []string{RuleDescriptiveTextChanged},
+		l: func(c *Card) {
+			c.Name, c.Description = "Planner", "Plans."
+			c.Provider = Provider{Organization: "Geo", URL: "https://geo.example.com"}
+			c.DocumentationURL, c.IconURL = "https://docs.example.com/v2", ""
+			c.Skills[0].Name, c.Skills[0].Description = "Sum", "Sums up."
+			c.Skills[0].Tags, c.Skills[0].Examples = []string{"summary"}, []string{"Summarize"}
+			b := c.SecuritySchemes["bearer"]
+			b.Description = "JWT"
+			c.SecuritySchemes["bearer"] = b
+			c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes["read"] = "Read routes"
+			c.Capabilities.Extensions[0].Description = "Tracing"
+		},
+	},
+}
+
+func TestEveryRuleFires(t *testing.T) {
+	fired := map[string]bool{}
+	variantSeen := map[string]bool{}
+	templates := map[string]*regexp.Regexp{}
+	for key, tmpl := range messages {
+		literals := placeholder.Split(tmpl, -1)
+		for i, lit := range literals {
+			literals[i] = regexp.QuoteMeta(lit)
+		}
+		templates[key] = regexp.MustCompile("^" + strings.Join(literals, "(.*)") + "$")
+	}
+	for _, tc := range firingCases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, l := testCard(), testCard()
+			if tc.p != nil {
+				p = modified(tc.p)
+			}
+			if tc.l != nil {
+				l = modified(tc.l)
+			}
+			got := Diff(p, l)
+			ids := map[string]bool{}
+			for _, f := range got {
+				ids[f.Rule] = true
+				fired[f.Rule] = true
+				r, ok := RuleByID(f.Rule)
+				switch {
+				case !ok:
+					t.Errorf("finding of unregistered rule %q", f.Rule)
+				case r.TaskLevel:
+					t.Errorf("Diff emitted task-level rule %q", f.Rule)
+				case f.Severity < Info || f.Severity > r.Severity:
+					t.Errorf("%s finding has severity %v, rule maximum %v", f.Rule, f.Severity, r.Severity)
+				}
+				if !strings.HasPrefix(f.Path, "/") {
+					t.Errorf("%s finding has path %q, want a JSON pointer into the card", f.Rule, f.Path)
+				}
+				if f.Message == "" || placeholder.MatchString(f.Message) {
+					t.Errorf("%s finding has message %q", f.Rule, f.Message)
+				}
+				matched := false
+				for key, re := range templates {
+					if strings.HasPrefix(key+"/", f.Rule+"/") && re.MatchString(f.Message) {
+						variantSeen[key] = true
+						matched = true
+					}
+				}
+				if !matched {
+					t.Errorf("%s message %q matches none of its templates", f.Rule, f.Message)
+				}
+			}
+			for _, id := range tc.rules {
+				if !ids[id] {
+					t.Errorf("Diff(pinned, live) has no %s finding:\n%s", id, dump(got))
+				}
+			}
+		})
+	}
+	for _, r := range Rules() {
+		if !r.TaskLevel && !fired[r.ID] {
+			t.Errorf("no firing case makes rule %q fire", r.ID)
+		}
+	}
+	for key := range messages {
+		id, _, _ := strings.Cut(key, "/")
+		if r, _ := RuleByID(id); !r.TaskLevel && !variantSeen[key] {
+			t.Errorf("message %q never appeared in a firing case", key)
+		}
+	}
+}
