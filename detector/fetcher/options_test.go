@@ -1,0 +1,83 @@
+package fetcher
+
+import (
+	"crypto/tls"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOptionsDefaults(t *testing.T) {
+	var o Options
+	o.setDefaults()
+	if err := o.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"ConnectTimeout", o.ConnectTimeout, 3 * time.Second},
+		{"TotalTimeout", o.TotalTimeout, 10 * time.Second},
+		{"MaxBodyBytes", o.MaxBodyBytes, int64(1 << 20)},
+		{"MaxRedirects", o.MaxRedirects, 3},
+		{"PerHostConcurrency", o.PerHostConcurrency, 4},
+		{"MinLease", o.MinLease, time.Second},
+		{"MaxLease", o.MaxLease, 5 * time.Minute},
+		{"DefaultLease", o.DefaultLease, 30 * time.Second},
+		{"FullFetchInterval", o.FullFetchInterval, 5 * time.Minute},
+		{"A2AVersion", o.A2AVersion, "1.0"},
+		{"Accept", o.Accept, "application/json"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("default %s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	neg := Options{MinLease: -1}
+	neg.setDefaults()
+	if neg.MinLease != 0 {
+		t.Errorf("MinLease -1 → %v, want 0", neg.MinLease)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*Options)
+		want string
+	}{
+		{"connect over total", func(o *Options) { o.ConnectTimeout, o.TotalTimeout = 5*time.Second, time.Second }, "exceeds TotalTimeout"},
+		{"body too big", func(o *Options) { o.MaxBodyBytes = 2 << 20 }, "MaxBodyBytes"},
+		{"min over max", func(o *Options) { o.MinLease, o.MaxLease = time.Hour, time.Minute }, "MinLease"},
+		{"insecure", func(o *Options) { o.TLSConfig = &tls.Config{InsecureSkipVerify: true} }, "InsecureSkipVerify"},
+		{"header injection", func(o *Options) { o.UserAgent = "x\r\nEvil: 1" }, "UserAgent"},
+		{"bad prefix", func(o *Options) { o.Allow = []netip.Prefix{{}} }, "Allow"},
+		{"negative concurrency", func(o *Options) { o.PerHostConcurrency = -1 }, "PerHostConcurrency"},
+	}
+	for _, tc := range tests {
+		var o Options
+		tc.mod(&o)
+		_, err := New(o)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: New = %v, want an error mentioning %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestReasonsHaveSentinels(t *testing.T) {
+	seen := map[Reason]bool{}
+	for _, r := range Reasons() {
+		if seen[r] {
+			t.Errorf("reason %q listed twice", r)
+		}
+		seen[r] = true
+		if r.Sentinel() == nil {
+			t.Errorf("reason %q has no sentinel", r)
+		}
+	}
+	if len(seen) != len(sentinels) {
+		t.Errorf("Reasons() lists %d reasons, sentinels has %d", len(seen), len(sentinels))
+	}
+}
