@@ -112,7 +112,7 @@ type agent struct {
 	maxInFlight atomic.Int64
 }
 
-func newAgent(t *testing.T, body []byte, etag, cacheControl string) *agent {
+func newAgent(t testing.TB, body []byte, etag, cacheControl string) *agent {
 	t.Helper()
 	a := &agent{body: body, etag: etag, cacheControl: cacheControl}
 	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
@@ -239,3 +239,5 @@ func isSentinel(err error, r Reason) bool { return errors.Is(err, r.Sentinel()) 
 func leaseClaim(url, holder string, until time.Time) store.Lease {
 	return store.Lease{CardURL: url, Holder: holder, HeldUntil: until}
 }
+
+func newAgentB(b *testing.B) *agent { return newAgent(b, cardJSON("1", true), `"v1"`, "max-age=300") }
