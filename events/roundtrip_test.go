@@ -187,7 +187,9 @@ func TestEncodeErrors(t *testing.T) {
 		{"dataschema of another type", func(e *events.Event) { e.DataSchema = schemas.ID(events.TypeStatus, 1) }, events.ErrInvalidEvent, ""},
 		{"reserved extension", func(e *events.Event) { e.Extensions = map[string]string{"id": "y"} }, events.ErrInvalidEvent, ""},
 		{"bad extension name", func(e *events.Event) { e.Extensions = map[string]string{"Trace-Parent": "y"} }, events.ErrInvalidEvent, ""},
-		{"attempt 0", func(e *events.Event) { e.Data = events.Request{TaskID: "t", AgentURL: "https://a.example", Method: "m"} }, events.ErrSchemaViolation, "/attempt"},
+		{"attempt 0", func(e *events.Event) {
+			e.Data = events.Request{TaskID: "t", AgentURL: "https://a.example", Method: "m"}
+		}, events.ErrSchemaViolation, "/attempt"},
 		{"no task id", func(e *events.Event) {
 			e.Data = events.Status{AgentURL: "https://a.example", State: "working"}
 		}, events.ErrSchemaViolation, "/taskId"},
