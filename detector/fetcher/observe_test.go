@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/memstore"
 )
 
 func TestFetchSendsFixedHeaders(t *testing.T) {
@@ -123,10 +126,21 @@ func TestObserveRevalidates304WithoutRehash(t *testing.T) {
 // One fetch per lease across workers: N concurrent callers on 3 Fetchers that
 // share Leases and Cards cost one request per lease.
 func TestObserveOneRequestPerLeaseAcrossWorkers(t *testing.T) {
+	forEachStore(t, testOneRequestPerLease)
+}
+
+// sharedStores are the Leases and Cards implementations the cross-worker
+// tests run against: this package's own, and package memstore's (which has
+// the JetStream stores' semantics, JSON round trip included).
+func forEachStore(t *testing.T, fn func(t *testing.T, leases store.Leases, cards store.Cards)) {
+	t.Run("local", func(t *testing.T) { fn(t, newMemLeases(100), newMemCards()) })
+	t.Run("memstore", func(t *testing.T) { fn(t, memstore.NewLeases(), memstore.NewCards()) })
+}
+
+func testOneRequestPerLease(t *testing.T, leases store.Leases, cards store.Cards) {
 	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=30")
 	a.setDelay(50 * time.Millisecond)
 	clk := newClock()
-	leases, cards := newMemLeases(100), newMemCards()
 	var fetchers []*Fetcher
 	var fetches atomic.Int64
 	for range 3 {
@@ -308,16 +322,17 @@ func TestObserveForceBypassesLeaseAndETag(t *testing.T) {
 
 // 100 tasks with evidence of drift at once, on 3 workers, cost one fetch.
 func TestObserveForcedBurstCostsOneFetch(t *testing.T) {
+	forEachStore(t, testForcedBurst)
+}
+
+func testForcedBurst(t *testing.T, leases store.Leases, cards store.Cards) {
 	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=300")
-	clk := newClock()
-	leases, cards := newMemLeases(100), newMemCards()
 	var fetchers []*Fetcher
 	for range 3 {
 		o := testOptions(nil) // real clock: force compares request and fetch times
 		o.Leases, o.Cards = leases, cards
 		fetchers = append(fetchers, newFetcher(t, o))
 	}
-	_ = clk
 	url := a.url("/card")
 	if _, err := fetchers[0].Observe(context.Background(), url, false); err != nil {
 		t.Fatal(err)
