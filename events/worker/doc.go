@@ -1,0 +1,55 @@
+// Package worker is the carddrift worker: it consumes task-lifecycle
+// CloudEvents from JetStream, joins each with the task's pin, fetches the live
+// card on capability-dependent transitions, judges what changed for that task,
+// and publishes card.drift, card.pinned, card.observed and card.unreachable.
+//
+// # Per event
+//
+//   - a2a.task.submitted pins the task: the client-supplied card
+//     (source client-card), else the client's digest checked against a fetch
+//     (client-digest), else the first fetch (first-fetch). A new submission of
+//     the same task replaces its pin (the client re-planned). When the first
+//     fetch fails the task gets a pending pin (no digest) and card.unreachable;
+//     the next capability-dependent transition completes the pin.
+//   - a2a.task.request on a streaming, resubscribe, push-config or
+//     extended-card method, on a method carddrift does not know, or any retry
+//     (attempt > 1) fetches the live card and evaluates. A retry after a
+//     schema-class error on a pin that no longer matches the live card is a
+//     blind-retry finding.
+//   - a2a.task.status input-required, auth-required and unmodeled states fetch
+//     and evaluate; an input request naming a skill the pinned card never
+//     declared is an unmodeled-skill finding and forces an unconditional fetch.
+//   - a2a.task.artifact checks the media types against the pinned skill's
+//     output modes (artifact-type-undeclared forces an unconditional fetch),
+//     then fetches and evaluates.
+//   - a2a.task.error in the schema class (-32602, -32601, -32003, -32004,
+//     -32005, -32007, -32008, -32009) is recorded in the pin and forces an
+//     unconditional fetch and evaluation before any retry is judged.
+//   - terminal states, working, submitted and first attempts of plain
+//     send/get/cancel need no fetch: they are acknowledged at once.
+//
+// A transition for a task that has no pin (its submission was never seen, or
+// the pin expired) is acknowledged without a fetch and counted with outcome
+// "no-pin": carddrift cannot say what a task was planned against if it never
+// saw the plan.
+//
+// # Delivery
+//
+// Each event is acknowledged only after every event it caused is published.
+// Transient failures (store or publish errors) are retried in process a few
+// times, then the event is NAKed with a growing delay; on its last delivery
+// it is dead-lettered instead. Malformed events and events that can never
+// succeed (an unparseable client card) are copied to the dead-letter stream
+// with the reason and terminated: they never block the stream.
+//
+// Per-task order holds across any number of workers: the lifecycle stream is
+// partitioned by task id (store.Config.Partitions), each partition has one
+// durable consumer whose messages one worker receives at a time (a pinned
+// priority group), and a worker handles each partition's messages one after
+// the other.
+//
+// card.drift is published once per (task, pinned digest, live digest, rule
+// ids): its Nats-Msg-Id is deterministic (events.MsgID) and the pin records
+// the last one published, so redeliveries, restarts and later transitions on
+// the same cards do not repeat it.
+package worker

@@ -1,0 +1,88 @@
+package worker
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the worker's Prometheus collectors. Register them with a
+// registry of your own (NewMetrics does); a nil *Metrics records nothing.
+type Metrics struct {
+	Events      *prometheus.CounterVec   // type, outcome
+	Fetches     *prometheus.CounterVec   // result: 200, 304, or an unreachable reason
+	Drift       *prometheus.CounterVec   // rule, action
+	Published   *prometheus.CounterVec   // type, result: published, duplicate, error
+	DeadLetters *prometheus.CounterVec   // reason
+	EventTime   *prometheus.HistogramVec // type
+	FetchTime   prometheus.Histogram
+}
+
+// NewMetrics creates the worker's collectors and registers them with reg
+// (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carddrift_events_total", Help: "Lifecycle events handled, by type and outcome.",
+		}, []string{"type", "outcome"}),
+		Fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carddrift_fetches_total", Help: "Card fetches completed by this worker, by result (200, 304 or the unreachable reason).",
+		}, []string{"result"}),
+		Drift: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carddrift_drift_total", Help: "card.drift findings published, by rule and verdict action.",
+		}, []string{"rule", "action"}),
+		Published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carddrift_published_total", Help: "Outbound events, by type and result (published, duplicate, error).",
+		}, []string{"type", "result"}),
+		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "carddrift_dead_letters_total", Help: "Events copied to the dead-letter stream, by reason.",
+		}, []string{"reason"}),
+		EventTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "carddrift_event_duration_seconds", Help: "Time to handle one lifecycle event, publishing included.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+		}, []string{"type"}),
+		FetchTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "carddrift_fetch_duration_seconds", Help: "Latency of card fetches and revalidations.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Events, m.Fetches, m.Drift, m.Published, m.DeadLetters, m.EventTime, m.FetchTime)
+	}
+	return m
+}
+
+func (m *Metrics) event(typ, outcome string, seconds float64) {
+	if m == nil {
+		return
+	}
+	m.Events.WithLabelValues(typ, outcome).Inc()
+	m.EventTime.WithLabelValues(typ).Observe(seconds)
+}
+
+func (m *Metrics) fetch(result string, seconds float64) {
+	if m == nil {
+		return
+	}
+	m.Fetches.WithLabelValues(result).Inc()
+	if seconds > 0 {
+		m.FetchTime.Observe(seconds)
+	}
+}
+
+func (m *Metrics) published(typ, result string) {
+	if m == nil {
+		return
+	}
+	m.Published.WithLabelValues(typ, result).Inc()
+}
+
+func (m *Metrics) drift(rule, action string) {
+	if m == nil {
+		return
+	}
+	m.Drift.WithLabelValues(rule, action).Inc()
+}
+
+func (m *Metrics) deadLetter(reason string) {
+	if m == nil {
+		return
+	}
+	m.DeadLetters.WithLabelValues(reason).Inc()
+}

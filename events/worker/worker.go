@@ -1,0 +1,271 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultHandleTimeout = 30 * time.Second
+	DefaultDrainTimeout  = 10 * time.Second
+	DefaultBatch         = 64
+	DefaultPinnedTTL     = 10 * time.Second
+	DefaultCardCache     = 1024
+	priorityGroup        = "carddrift"
+)
+
+// Options configure a Worker. Zero fields take their defaults.
+type Options struct {
+	// Name identifies the worker: the CloudEvents source of what it publishes
+	// and its id in lease claims. Required; unique per process.
+	Name string
+	// Config names the streams, consumers and buckets (store.Config; zero
+	// fields take their defaults). The worker creates its consumers; streams
+	// and buckets must exist (store.Provision).
+	Config store.Config
+	// Pins, Cards and Leases are the stores (usually store.Open's, with Pins
+	// wrapped in a store.CachedPins).
+	Pins   store.Pins
+	Cards  store.Cards
+	Leases store.Leases
+	// Fetch configures the worker's fetcher. Leases, Cards, WorkerID and
+	// OnFetch are set by New.
+	Fetch fetcher.Options
+	// HandleTimeout bounds the handling of one event (default 30s; keep it
+	// below the consumer's AckWait times MaxDeliver).
+	HandleTimeout time.Duration
+	// DrainTimeout bounds the shutdown drain of in-flight events (default 10s).
+	DrainTimeout time.Duration
+	// Batch is how many events each partition's consumer buffers (default 64).
+	Batch int
+	// PinnedTTL is how long a partition stays with a worker that stopped
+	// pulling before another worker takes it over (default 10s).
+	PinnedTTL time.Duration
+	// CardCache bounds the parsed pinned cards kept in memory (default 1024).
+	CardCache int
+	// Logger and Metrics (nil: none).
+	Logger  zerolog.Logger
+	Metrics *Metrics
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Worker consumes lifecycle events and publishes verdicts. Create it with New,
+// run it with Run; it is safe to call Ready and Close from any goroutine.
+type Worker struct {
+	js    jetstream.JetStream
+	opts  Options
+	cfg   store.Config
+	fetch *fetcher.Fetcher
+	pub   *events.Publisher
+	log   zerolog.Logger
+	m     *Metrics
+	cards *cardCache
+
+	ready     chan struct{}
+	readyOnce sync.Once
+}
+
+// New builds a Worker over js. It validates opts and creates the fetcher; it
+// does not touch the network.
+func New(js jetstream.JetStream, opts Options) (*Worker, error) {
+	if js == nil {
+		return nil, errors.New("worker: nil JetStream")
+	}
+	if opts.Name == "" {
+		return nil, errors.New("worker: Options.Name is required")
+	}
+	if opts.Pins == nil || opts.Cards == nil || opts.Leases == nil {
+		return nil, errors.New("worker: Options.Pins, Cards and Leases are required")
+	}
+	cfg := opts.Config
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.HandleTimeout <= 0 {
+		opts.HandleTimeout = DefaultHandleTimeout
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = DefaultDrainTimeout
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = DefaultBatch
+	}
+	if opts.PinnedTTL <= 0 {
+		opts.PinnedTTL = DefaultPinnedTTL
+	}
+	if opts.CardCache <= 0 {
+		opts.CardCache = DefaultCardCache
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	pub, err := events.NewPublisher(js, "carddrift/"+opts.Name, events.WithClock(opts.Now))
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		js: js, opts: opts, cfg: cfg, pub: pub, log: opts.Logger, m: opts.Metrics,
+		cards: newCardCache(opts.CardCache),
+		ready: make(chan struct{}),
+	}
+	fo := opts.Fetch
+	fo.Leases, fo.Cards, fo.WorkerID = opts.Leases, opts.Cards, opts.Name
+	fo.OnFetch = w.onFetch
+	if fo.Now == nil {
+		fo.Now = opts.Now
+	}
+	if w.fetch, err = fetcher.New(fo); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Ready is closed once every partition's consumer is consuming.
+func (w *Worker) Ready() <-chan struct{} { return w.ready }
+
+// Close releases the fetcher. Safe to call twice; call it after Run returns.
+func (w *Worker) Close() error { return w.fetch.Close() }
+
+// Run creates the worker's consumers and handles events until ctx is done,
+// then drains in-flight events within DrainTimeout and returns nil. It
+// returns an error if a consumer cannot be created or consumed.
+func (w *Worker) Run(ctx context.Context) error {
+	// Handlers run under their own context so that shutdown lets in-flight
+	// events finish (within DrainTimeout) instead of failing them.
+	hctx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHandlers()
+
+	var ccs []jetstream.ConsumeContext
+	stopAll := func() {
+		for _, cc := range ccs {
+			cc.Stop()
+		}
+	}
+	for _, cc := range w.cfg.LifecycleConsumers() {
+		cc.PriorityGroups = []string{priorityGroup}
+		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
+		cc.PinnedTTL = w.opts.PinnedTTL
+		cons, err := w.js.CreateOrUpdateConsumer(ctx, w.cfg.LifecycleStream, cc)
+		if err != nil {
+			stopAll()
+			return fmt.Errorf("worker: consumer %s: %w", cc.Durable, err)
+		}
+		consCtx, err := cons.Consume(func(msg jetstream.Msg) { w.handleMsg(hctx, msg) },
+			jetstream.PullMaxMessages(w.opts.Batch),
+			jetstream.PullPriorityGroup(priorityGroup),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+				if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+					w.log.Debug().Err(err).Str("consumer", cc.Durable).Msg("consume")
+				}
+			}))
+		if err != nil {
+			stopAll()
+			return fmt.Errorf("worker: consume %s: %w", cc.Durable, err)
+		}
+		ccs = append(ccs, consCtx)
+	}
+	w.readyOnce.Do(func() { close(w.ready) })
+	w.log.Info().Int("partitions", len(ccs)).Str("stream", w.cfg.LifecycleStream).Msg("worker consuming")
+
+	<-ctx.Done()
+	for _, cc := range ccs {
+		cc.Drain()
+	}
+	deadline := time.NewTimer(w.opts.DrainTimeout)
+	defer deadline.Stop()
+	for _, cc := range ccs {
+		select {
+		case <-cc.Closed():
+		case <-deadline.C:
+			w.log.Warn().Dur("timeout", w.opts.DrainTimeout).Msg("drain timed out; unacknowledged events will be redelivered")
+			cancelHandlers()
+			stopAll()
+			return nil
+		}
+	}
+	w.log.Info().Msg("worker drained")
+	return nil
+}
+
+// onFetch publishes card.observed for every completed fetch and counts it.
+func (w *Worker) onFetch(obs fetcher.Observation, err error) {
+	if err != nil {
+		var fe *fetcher.FetchError
+		reason := "error"
+		if errors.As(err, &fe) {
+			reason = string(fe.Reason)
+		}
+		w.m.fetch(reason, obs.Latency.Seconds())
+		return
+	}
+	w.m.fetch(fmt.Sprint(obs.Status), obs.Latency.Seconds())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	w.publish(ctx, events.Observed{
+		AgentURL: agentOf(obs.CardURL), CardURL: obs.CardURL, Digest: obs.Digest, Status: obs.Status,
+		ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC(), LatencyMs: obs.Latency.Milliseconds(),
+	}, "")
+}
+
+// publish publishes one outbound event and counts it.
+func (w *Worker) publish(ctx context.Context, d events.Data, subject string) error {
+	dup, err := w.pub.Publish(ctx, events.Event{Data: d, Subject: subject})
+	switch {
+	case err != nil:
+		w.m.published(d.EventType(), "error")
+		w.log.Warn().Err(err).Str("type", d.EventType()).Msg("publish failed")
+		return transient(fmt.Errorf("publish %s: %w", d.EventType(), err))
+	case dup:
+		w.m.published(d.EventType(), "duplicate")
+	default:
+		w.m.published(d.EventType(), "published")
+	}
+	return nil
+}
+
+// cardCache keeps parsed pinned cards by digest, bounded by count (FIFO).
+type cardCache struct {
+	mu    sync.Mutex
+	max   int
+	m     map[string]*detector.Card
+	order []string
+}
+
+func newCardCache(max int) *cardCache {
+	return &cardCache{max: max, m: make(map[string]*detector.Card, max)}
+}
+
+func (c *cardCache) get(digest string) (*detector.Card, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	card, ok := c.m[digest]
+	return card, ok
+}
+
+func (c *cardCache) put(digest string, card *detector.Card) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[digest]; ok {
+		return
+	}
+	if len(c.order) >= c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.m[digest] = card
+	c.order = append(c.order, digest)
+}
