@@ -303,8 +303,8 @@ func (w *Worker) evaluate(ctx context.Context, ev events.Event, t *task, obs fet
 	}
 	drift := events.Drift{
 		TaskID: t.pin.TaskID, AgentURL: t.pin.AgentURL, CardURL: obs.CardURL,
-		Pinned: events.CardRef{Digest: t.pin.Digest, Fingerprint: t.pin.Fingerprint, ETag: t.pin.ETag, FetchedAt: t.pin.PinnedAt},
-		Live:   events.CardRef{Digest: obs.Digest, Fingerprint: obs.Fingerprint, ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC()},
+		Pinned:   events.CardRef{Digest: t.pin.Digest, Fingerprint: t.pin.Fingerprint, ETag: t.pin.ETag, FetchedAt: t.pin.PinnedAt},
+		Live:     events.CardRef{Digest: obs.Digest, Fingerprint: obs.Fingerprint, ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC()},
 		Findings: findings, Verdict: v,
 		Trigger: events.Trigger{EventID: ev.ID, Type: ev.Type, Source: ev.Source},
 	}
