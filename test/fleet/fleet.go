@@ -1,0 +1,297 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultAgents          = 40
+	DefaultMaxAge          = 2 * time.Second
+	DefaultShutdownTimeout = 2 * time.Second
+)
+
+// Options configure a Fleet. The zero value is a 40-agent fleet with seed 0.
+type Options struct {
+	// Agents is the number of agents; 0 means DefaultAgents. Negative is
+	// invalid.
+	Agents int
+	// Seed decides, deterministically, which template card and which
+	// caching behaviour each agent gets, and which agent varies its card by
+	// A2A-Version. The same seed builds the same fleet (up to the ports).
+	Seed int64
+	// Clock stamps the steps a Player applies; nil means time.Now. Step
+	// timing itself uses real timers.
+	Clock func() time.Time
+	// MaxAge is the max-age agents with CacheStrong or CacheVersion send,
+	// in whole seconds; 0 means DefaultMaxAge. Below one second is invalid.
+	MaxAge time.Duration
+	// ShutdownTimeout bounds Close: servers still busy after it are closed
+	// hard. 0 means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+}
+
+func (o *Options) setDefaults() {
+	if o.Agents == 0 {
+		o.Agents = DefaultAgents
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.MaxAge == 0 {
+		o.MaxAge = DefaultMaxAge
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+}
+
+// Validate reports options out of range, wrapping ErrInvalidOptions.
+func (o Options) Validate() error {
+	switch {
+	case o.Agents < 0:
+		return fmt.Errorf("%w: Agents %d < 0", ErrInvalidOptions, o.Agents)
+	case o.MaxAge < 0 || (o.MaxAge > 0 && o.MaxAge < time.Second):
+		return fmt.Errorf("%w: MaxAge %v below one second", ErrInvalidOptions, o.MaxAge)
+	case o.ShutdownTimeout < 0:
+		return fmt.Errorf("%w: ShutdownTimeout %v < 0", ErrInvalidOptions, o.ShutdownTimeout)
+	}
+	return nil
+}
+
+// Fleet is a set of simulated A2A agents, each with its own HTTP server on
+// 127.0.0.1. Build it with New, bring it up with Start, change its cards with
+// Agent methods or a Player, and stop it with Close. Its methods are safe for
+// concurrent use.
+type Fleet struct {
+	opts   Options
+	agents []*Agent
+
+	wg sync.WaitGroup // one Serve goroutine per agent that is listening
+
+	mu     sync.Mutex
+	state  int // fleetNew, fleetStarted, fleetClosed
+	closed chan struct{}
+}
+
+const (
+	fleetNew = iota
+	fleetStarted
+	fleetClosed
+)
+
+// New builds a fleet without touching the network: it chooses, from
+// opts.Seed, each agent's template card and caching behaviour. It returns an
+// error wrapping ErrInvalidOptions for options out of range.
+//
+// Every template appears once the fleet has at least len(Templates()) agents,
+// and every Caching at least once from four agents on. With two agents or
+// more, exactly one agent varies its card by A2A-Version (the ADK currency
+// agent: its v0.3 card by default, its v1.0 twin to "A2A-Version: 1.0"); it
+// uses CacheStrong.
+func New(opts Options) (*Fleet, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts.setDefaults()
+	opts.MaxAge = opts.MaxAge.Truncate(time.Second)
+	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x5eed_f1ee7))
+	n := opts.Agents
+
+	tmpls := make([]template, n)
+	order := rng.Perm(len(templates))
+	for i := range tmpls {
+		tmpls[i] = templates[order[i%len(order)]]
+	}
+	rng.Shuffle(n, func(i, j int) { tmpls[i], tmpls[j] = tmpls[j], tmpls[i] })
+
+	cachings := make([]Caching, n)
+	for i := range cachings {
+		cachings[i] = Caching(i % len(cachingNames))
+	}
+	rng.Shuffle(n, func(i, j int) { cachings[i], cachings[j] = cachings[j], cachings[i] })
+
+	vary := -1
+	if n >= 2 {
+		vary = rng.IntN(n)
+		tmpls[vary] = varyTemplate
+		cachings[vary] = CacheStrong
+	}
+
+	f := &Fleet{opts: opts, closed: make(chan struct{})}
+	for i := range n {
+		f.agents = append(f.agents, &Agent{
+			index:   i,
+			id:      fmt.Sprintf("agent-%02d", i),
+			tmpl:    tmpls[i],
+			caching: cachings[i],
+			maxAge:  opts.MaxAge,
+			fleet:   f,
+		})
+	}
+	return f, nil
+}
+
+// Options returns the fleet's options with defaults filled in.
+func (f *Fleet) Options() Options { return f.opts }
+
+// Agents returns the agents in index order. The slice is a copy; the agents
+// are shared.
+func (f *Fleet) Agents() []*Agent { return append([]*Agent(nil), f.agents...) }
+
+// Agent returns the agent with the given ID, or nil.
+func (f *Fleet) Agent(id string) *Agent {
+	for _, a := range f.agents {
+		if a.id == id {
+			return a
+		}
+	}
+	return nil
+}
+
+// Start listens on 127.0.0.1 port 0 for every agent, builds each agent's
+// card with its interface URLs pointing at its own address, and serves. ctx
+// bounds starting only; the fleet runs until Close. If an agent cannot
+// listen, Start stops the agents it started and returns the error. A second
+// Start returns ErrStarted, a Start after Close ErrClosed.
+func (f *Fleet) Start(ctx context.Context) error {
+	f.mu.Lock()
+	switch f.state {
+	case fleetStarted:
+		f.mu.Unlock()
+		return ErrStarted
+	case fleetClosed:
+		f.mu.Unlock()
+		return ErrClosed
+	}
+	f.state = fleetStarted
+	f.mu.Unlock()
+
+	var lc net.ListenConfig
+	for _, a := range f.agents {
+		ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+		if err != nil {
+			_ = f.Close()
+			return fmt.Errorf("fleet: %s listen: %w", a.id, err)
+		}
+		if err := a.init(ln.Addr().String()); err != nil {
+			_ = ln.Close()
+			_ = f.Close()
+			return err
+		}
+		a.ctl.Lock()
+		f.serveOn(a, ln)
+		a.ctl.Unlock()
+	}
+	return nil
+}
+
+// init builds the agent's cards for its address.
+func (a *Agent) init(host string) error {
+	base, err := renderTemplate(a.tmpl.Name, host)
+	if err != nil {
+		return err
+	}
+	a.host, a.base = host, base
+	a.SetCard(base)
+	if a.tmpl.Variant != "" {
+		v, err := renderTemplate(a.tmpl.Variant, host)
+		if err != nil {
+			return err
+		}
+		a.SetVariant(a.tmpl.VariantVersion, v)
+	}
+	return nil
+}
+
+// serve listens again on the agent's address and serves; a.ctl is held.
+func (f *Fleet) serve(a *Agent) error {
+	ln, err := net.Listen("tcp", a.host)
+	if err != nil {
+		return err
+	}
+	f.serveOn(a, ln)
+	return nil
+}
+
+// serveOn starts the agent's server on ln in a goroutine the fleet owns; it
+// exits when the server is closed (SetOutage(Refused) or Close). a.ctl is
+// held.
+func (f *Fleet) serveOn(a *Agent, ln net.Listener) {
+	srv := &http.Server{
+		Handler:           a,
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       30 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	a.srv = srv
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		_ = srv.Serve(ln) // returns http.ErrServerClosed on Close/Shutdown
+	}()
+}
+
+func (f *Fleet) isClosed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state == fleetClosed
+}
+
+// Done is closed when Close begins.
+func (f *Fleet) Done() <-chan struct{} { return f.closed }
+
+// Close shuts every agent's server down, waiting up to
+// Options.ShutdownTimeout for requests in flight, then closing what is left
+// hard; it returns when every goroutine the fleet started has exited. It
+// returns an error wrapping context.DeadlineExceeded when it had to close
+// hard. Close is safe to call more than once; later calls return nil.
+func (f *Fleet) Close() error {
+	f.mu.Lock()
+	if f.state == fleetClosed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.state = fleetClosed
+	close(f.closed)
+	f.mu.Unlock()
+
+	var srvs []*http.Server
+	for _, a := range f.agents {
+		a.ctl.Lock()
+		if a.srv != nil {
+			srvs = append(srvs, a.srv)
+			a.srv = nil
+		}
+		a.ctl.Unlock()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.opts.ShutdownTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(srvs))
+	for i, srv := range srvs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Shutdown(ctx); err != nil {
+				_ = srv.Close()
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	f.wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("fleet: close: %w", err)
+	}
+	return nil
+}

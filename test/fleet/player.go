@@ -1,0 +1,187 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Applied records one step a Player applied.
+type Applied struct {
+	Agent    string `json:"agent"`
+	Scenario string `json:"scenario"`
+	// Step is the index in the assignment's Steps.
+	Step int  `json:"step"`
+	Spec Step `json:"spec"`
+	// At is when the step took effect, by the fleet's Clock.
+	At  time.Time `json:"at"`
+	Err error     `json:"-"`
+}
+
+// Player applies a schedule's steps at their offsets. It owns one goroutine,
+// which exits when every step has been applied, when the context given to
+// Play ends, when Stop is called or when the fleet closes.
+type Player struct {
+	start  time.Time
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	applied []Applied
+	err     error
+}
+
+type timedStep struct {
+	as   *Assignment
+	i    int
+	step Step
+}
+
+// Play validates the schedule, applies every step at offset 0 at once (so
+// each agent serves its assignment's base card before Play returns: traffic
+// may start right after) and starts the goroutine that applies the others at
+// start+At. It returns ErrNotStarted if an agent has no address and an error
+// wrapping ErrUnknownLabel for a step that names a card its assignment lacks.
+// The schedule must not be modified while the Player runs.
+func (f *Fleet) Play(ctx context.Context, schedule []Assignment) (*Player, error) {
+	var steps []timedStep
+	for i := range schedule {
+		as := &schedule[i]
+		if as.Agent == nil || as.Agent.host == "" {
+			return nil, fmt.Errorf("%w: assignment %s", ErrNotStarted, as.AgentID)
+		}
+		for j, s := range as.Steps {
+			for _, l := range append([]string{s.Card}, s.Replicas...) {
+				if l != "" && as.Card(l) == nil {
+					return nil, fmt.Errorf("%w: %s step %d serves %q", ErrUnknownLabel, as.AgentID, j, l)
+				}
+			}
+			steps = append(steps, timedStep{as: as, i: j, step: s})
+		}
+	}
+	slices.SortStableFunc(steps, func(x, y timedStep) int {
+		return cmp.Or(cmp.Compare(x.step.At, y.step.At), cmp.Compare(x.as.Agent.index, y.as.Agent.index), cmp.Compare(x.i, y.i))
+	})
+
+	ctx, cancel := context.WithCancel(ctx)
+	p := &Player{start: f.opts.Clock(), cancel: cancel, done: make(chan struct{})}
+	origin := time.Now()
+	n := 0
+	for n < len(steps) && steps[n].step.At <= 0 {
+		p.apply(f, steps[n])
+		n++
+	}
+	go p.run(ctx, f, origin, steps[n:])
+	return p, nil
+}
+
+// Run plays the schedule and blocks until every step has been applied or
+// ctx ends. It returns nil on a clean stop, ErrClosed if the fleet closed
+// first, and otherwise the first error of a step (every later step is still
+// applied).
+func (f *Fleet) Run(ctx context.Context, schedule []Assignment) error {
+	p, err := f.Play(ctx, schedule)
+	if err != nil {
+		return err
+	}
+	<-p.Done()
+	return p.Err()
+}
+
+func (p *Player) run(ctx context.Context, f *Fleet, origin time.Time, steps []timedStep) {
+	defer close(p.done)
+	defer p.cancel()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for len(steps) > 0 {
+		timer.Reset(time.Until(origin.Add(steps[0].step.At)))
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.Done():
+			p.fail(ErrClosed)
+			return
+		case <-timer.C:
+		}
+		now := time.Since(origin)
+		for len(steps) > 0 && steps[0].step.At <= now {
+			p.apply(f, steps[0])
+			steps = steps[1:]
+		}
+	}
+}
+
+// apply makes one step take effect.
+func (p *Player) apply(f *Fleet, ts timedStep) {
+	a, s := ts.as.Agent, ts.step
+	switch {
+	case len(s.Replicas) > 0:
+		bodies := make([][]byte, len(s.Replicas))
+		for i, l := range s.Replicas {
+			bodies[i] = ts.as.Card(l)
+		}
+		a.SetReplicas(bodies...)
+	case s.Card != "":
+		a.SetCard(ts.as.Card(s.Card))
+	}
+	err := a.SetOutage(s.Outage)
+	rec := Applied{Agent: a.id, Scenario: ts.as.Scenario, Step: ts.i, Spec: s, At: f.opts.Clock(), Err: err}
+	p.mu.Lock()
+	p.applied = append(p.applied, rec)
+	p.mu.Unlock()
+	if err != nil {
+		p.fail(fmt.Errorf("fleet: %s step %d (%s): %w", a.id, ts.i, describe(s), err))
+	}
+}
+
+func (p *Player) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		p.err = err
+	}
+}
+
+func describe(s Step) string {
+	switch {
+	case len(s.Replicas) > 0:
+		return "replicas " + strings.Join(s.Replicas, ",")
+	case s.Card != "":
+		return "card " + s.Card
+	}
+	return "outage " + s.Outage.String()
+}
+
+// Start returns the fleet Clock's time when the schedule started: step
+// offsets count from it.
+func (p *Player) Start() time.Time { return p.start }
+
+// Done is closed when the Player's goroutine has exited.
+func (p *Player) Done() <-chan struct{} { return p.done }
+
+// Stop stops applying steps and waits for the goroutine to exit. It is safe
+// to call more than once, and after the Player finished.
+func (p *Player) Stop() {
+	p.cancel()
+	<-p.done
+}
+
+// Applied returns the steps applied so far, in the order they took effect.
+func (p *Player) Applied() []Applied {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.applied)
+}
+
+// Err returns the first error of a step, ErrClosed if the fleet closed
+// before the last step, or nil.
+func (p *Player) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}

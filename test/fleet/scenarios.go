@@ -1,0 +1,471 @@
+package fleet
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/carddrift/carddrift/detector"
+)
+
+// The scenario library. Each scenario is data: the task profiles to drive, a
+// verdict table (Expect) and a build function that derives its cards and
+// steps from one agent's card. The verdict tables are checked against
+// detector.Evaluate on every template card and several seeds
+// (scenarios_test.go), so they state what carddrift actually decides.
+
+// Scenario names.
+const (
+	PinningRotation         = "pinning-rotation"
+	ModesWithoutVersionBump = "modes-without-version-bump"
+	SecuritySchemeSwap      = "security-scheme-swap"
+	ProtocolVersionChange   = "protocol-version-change"
+	InterfaceMove           = "interface-move"
+	SkillRemoved            = "skill-removed"
+	SkillRenamed            = "skill-renamed"
+	DescriptionOnly         = "description-only"
+	Flapping                = "flapping"
+	RollingDeploy           = "rolling-deploy"
+	AgentDown               = "agent-down"
+)
+
+// Profiles shared by several scenarios.
+var (
+	profilePlain = ProfileSpec{Name: "plain", Skill: RolePrimary}
+	// profileStream plans a streaming task (message/stream,
+	// tasks/sendSubscribe, SendStreamingMessage).
+	profileStream = ProfileSpec{Name: "stream", Skill: RolePrimary, Streaming: true}
+	// profileDegrade is an idempotent, restartable task under pin-and-degrade.
+	profileDegrade = ProfileSpec{Name: "degrade", Skill: RolePrimary, Posture: detector.Degrade, Idempotent: true}
+	// profileOther uses a skill the scenario does not touch.
+	profileOther = ProfileSpec{Name: "other", Skill: RoleOther}
+)
+
+// row is one line of a verdict table.
+func row(from, to, profile string, o Outcome, rules ...string) Expectation {
+	return Expectation{Profile: profile, From: from, To: to, Outcome: o, Rules: rules}
+}
+
+// controlScenario is what Schedule gives agents outside every scenario.
+var controlScenario = Scenario{
+	Name:        Control,
+	Description: "control group: the agent serves its card unchanged; no task may see drift",
+	Profiles:    []ProfileSpec{profilePlain, profileStream, profileDegrade, profileOther},
+}
+
+var scenarios = []Scenario{
+	{
+		Name: PinningRotation,
+		Description: "the pinning write-up: a vendor rotates its card mid-lifecycle — streaming off for maintenance, " +
+			"skills [summarize] → [summarize, translate], bearer → oauth2 — without a version bump",
+		Drift: true,
+		Profiles: []ProfileSpec{
+			{Name: "stream", Skill: RolePrimary, Streaming: true, Secured: true},
+			{Name: "degrade", Skill: RolePrimary, Streaming: true, Secured: true, Posture: detector.Degrade, Idempotent: true},
+			{Name: "degrade-once", Skill: RolePrimary, Streaming: true, Secured: true, Posture: detector.Degrade},
+			{Name: "plain", Skill: RolePrimary, Secured: true},
+			{Name: "translate", Skill: RoleAdded},
+		},
+		Expect: []Expectation{
+			row(LabelBase, "rotated", "stream", OutcomeAbort,
+				detector.RuleStreamingDisabled, detector.RuleSkillAdded, detector.RuleSecuritySchemeRemoved,
+				detector.RuleSecuritySchemeAdded, detector.RuleSecurityRequirementsChanged,
+				detector.RuleContentChangedWithoutVersion),
+			row(LabelBase, "rotated", "degrade", OutcomeReplan, detector.RuleStreamingDisabled, detector.RuleSecuritySchemeRemoved),
+			row(LabelBase, "rotated", "degrade-once", OutcomeAbort, detector.RuleStreamingDisabled),
+			row(LabelBase, "rotated", "plain", OutcomeAbort, detector.RuleSecuritySchemeRemoved),
+		},
+		build: buildPinningRotation,
+	},
+	{
+		Name: ModesWithoutVersionBump,
+		Description: "the fingerprint write-up: one skill's output modes change and the card's version does not " +
+			"(agents with a version-derived ETag keep answering 304)",
+		Drift:    true,
+		Profiles: []ProfileSpec{{Name: "plain", Skill: RolePrimary, OutputMode: true}, {Name: "degrade", Skill: RolePrimary, OutputMode: true, Posture: detector.Degrade, Idempotent: true}, profileOther},
+		Expect: []Expectation{
+			row(LabelBase, "modes-changed", "plain", OutcomeAbort, detector.RuleSkillOutputModesChanged, detector.RuleContentChangedWithoutVersion),
+			row(LabelBase, "modes-changed", "degrade", OutcomeReplan, detector.RuleSkillOutputModesChanged),
+			row(LabelBase, "modes-changed", "other", OutcomeContinue, detector.RuleSkillOutputModesChanged, detector.RuleContentChangedWithoutVersion),
+		},
+		build:   buildModesWithoutVersionBump,
+		prefers: func(a *Agent) bool { return a.Caching() == CacheVersion },
+	},
+	{
+		Name:        SecuritySchemeSwap,
+		Description: "the card's security scheme is replaced by one of another kind (bearer, API key, OAuth2); version bumped",
+		Drift:       true,
+		Profiles: []ProfileSpec{
+			{Name: "secured", Skill: RolePrimary, Secured: true},
+			{Name: "degrade", Skill: RolePrimary, Secured: true, Posture: detector.Degrade, Idempotent: true},
+		},
+		Expect: []Expectation{
+			row(LabelBase, "swapped", "secured", OutcomeAbort, detector.RuleSecuritySchemeRemoved, detector.RuleSecurityRequirementsChanged),
+			row(LabelBase, "swapped", "degrade", OutcomeReplan, detector.RuleSecuritySchemeRemoved),
+		},
+		build: buildSecuritySchemeSwap,
+	},
+	{
+		Name:        ProtocolVersionChange,
+		Description: "the agent stops offering a protocol version line it declared (0.2 → 0.3, 0.3 → 1.0, or 1.0 rolled back to 0.3); version bumped",
+		Drift:       true,
+		Profiles:    []ProfileSpec{profilePlain, profileDegrade},
+		Expect: []Expectation{
+			row(LabelBase, "shifted", "plain", OutcomeAbort, detector.RuleProtocolVersionChanged),
+			row(LabelBase, "shifted", "degrade", OutcomeReplan, detector.RuleProtocolVersionChanged),
+		},
+		build: buildProtocolVersionChange,
+	},
+	{
+		Name:        InterfaceMove,
+		Description: "an HTTP interface of the agent moves to a new URL; the card's version does not change",
+		Drift:       true,
+		Profiles:    []ProfileSpec{profilePlain, profileDegrade},
+		Expect: []Expectation{
+			row(LabelBase, "moved", "plain", OutcomeAbort, detector.RuleInterfaceChanged),
+			row(LabelBase, "moved", "degrade", OutcomeReplan, detector.RuleInterfaceChanged),
+		},
+		build: buildInterfaceMove,
+	},
+	{
+		Name:        SkillRemoved,
+		Description: "a skill disappears from the card; version bumped; tasks on other skills carry on",
+		Drift:       true,
+		Profiles:    []ProfileSpec{profilePlain, profileDegrade, profileOther},
+		Expect: []Expectation{
+			row(LabelBase, "removed", "plain", OutcomeAbort, detector.RuleSkillRemoved),
+			row(LabelBase, "removed", "degrade", OutcomeAbort, detector.RuleSkillRemoved),
+			row(LabelBase, "removed", "other", OutcomeContinue, detector.RuleSkillRemoved),
+		},
+		build: buildSkillRemoved,
+	},
+	{
+		Name:        SkillRenamed,
+		Description: "a skill gets a new id (same name and behaviour); to a client planned on the old id it is gone",
+		Drift:       true,
+		Profiles:    []ProfileSpec{profilePlain, profileDegrade, profileOther},
+		Expect: []Expectation{
+			row(LabelBase, "renamed", "plain", OutcomeAbort, detector.RuleSkillRemoved, detector.RuleSkillAdded),
+			row(LabelBase, "renamed", "degrade", OutcomeAbort, detector.RuleSkillRemoved),
+			row(LabelBase, "renamed", "other", OutcomeContinue, detector.RuleSkillRemoved, detector.RuleSkillAdded),
+		},
+		build: buildSkillRenamed,
+	},
+	{
+		Name:        DescriptionOnly,
+		Description: "only descriptive text changes (card and skill descriptions); must never abort anything",
+		Drift:       true,
+		Profiles:    []ProfileSpec{profilePlain, profileStream, profileDegrade, profileOther},
+		Expect: []Expectation{
+			row(LabelBase, "reworded", "plain", OutcomeContinue, detector.RuleDescriptiveTextChanged),
+			row(LabelBase, "reworded", "stream", OutcomeContinue, detector.RuleDescriptiveTextChanged),
+			row(LabelBase, "reworded", "degrade", OutcomeContinue, detector.RuleDescriptiveTextChanged),
+			row(LabelBase, "reworded", "other", OutcomeContinue, detector.RuleDescriptiveTextChanged),
+		},
+		build: buildDescriptionOnly,
+	},
+	{
+		Name:        Flapping,
+		Description: "streaming is switched off and back on, once or twice: every change and every revert is drift to tasks pinned before it",
+		Drift:       true,
+		Profiles:    []ProfileSpec{profileStream, profileDegrade, profilePlain},
+		Expect: []Expectation{
+			row(LabelBase, "flipped", "stream", OutcomeAbort, detector.RuleStreamingDisabled),
+			row(LabelBase, "flipped", "plain", OutcomeContinue, detector.RuleStreamingDisabled),
+			row(LabelBase, "flipped", "degrade", OutcomeContinue, detector.RuleStreamingDisabled),
+			row("flipped", LabelBase, "plain", OutcomeContinue, detector.RuleStreamingEnabled),
+			row("flipped", LabelBase, "degrade", OutcomeContinue, detector.RuleStreamingEnabled),
+		},
+		build:   buildFlapping,
+		prefers: func(a *Agent) bool { return a.Caching() == CacheStrong },
+	},
+	{
+		Name: RollingDeploy,
+		Description: "two replicas behind one URL serve the old and the new card alternately for a while, then only the new one " +
+			"(version bumped, one skill added, description edited)",
+		Drift:    true,
+		Profiles: []ProfileSpec{profilePlain, profileStream, profileDegrade, {Name: "added", Skill: RoleAdded}},
+		Expect: []Expectation{
+			row(LabelBase, "next", "plain", OutcomeContinue, detector.RuleSkillAdded, detector.RuleCardVersionChanged),
+			row(LabelBase, "next", "stream", OutcomeContinue, detector.RuleSkillAdded),
+			row(LabelBase, "next", "degrade", OutcomeContinue, detector.RuleSkillAdded),
+			row("next", LabelBase, "plain", OutcomeContinue, detector.RuleSkillRemoved, detector.RuleCardVersionChanged),
+			row("next", LabelBase, "stream", OutcomeContinue, detector.RuleSkillRemoved),
+			row("next", LabelBase, "degrade", OutcomeContinue, detector.RuleSkillRemoved),
+			row("next", LabelBase, "added", OutcomeAbort, detector.RuleSkillRemoved),
+		},
+		build: buildRollingDeploy,
+	},
+	{
+		Name:        AgentDown,
+		Description: "the agent is unreachable for a while (connection refused or 503), then back with the same card: unreachable, never drift",
+		Drift:       false,
+		Profiles:    []ProfileSpec{profilePlain, profileStream, profileDegrade},
+		Expect: []Expectation{
+			row(LabelBase, LabelDown, "plain", OutcomeUnreachable),
+			row(LabelBase, LabelDown, "stream", OutcomeUnreachable),
+			row(LabelBase, LabelDown, "degrade", OutcomeUnreachable),
+		},
+		build: buildAgentDown,
+	},
+}
+
+// Build functions. Each edits b.base into the base card where the scenario
+// needs something of it (a second skill, streaming on, a security scheme),
+// derives the changed cards from it and schedules the steps. Change times
+// leave the first quarter of the run for tasks to pin the base card and end
+// before 95% of it.
+
+func buildPinningRotation(b *builder) error {
+	base := b.base
+	base.setCapability("streaming", true)
+	base.setSkills(jobj(
+		"id", jstr("summarize"),
+		"name", jstr("Summarize"),
+		"description", jstr("Summarizes documents and conversations."),
+		"tags", jstrs("summarization", "text"),
+		"inputModes", jstrs("text/plain"),
+		"outputModes", jstrs("text/plain", "text/markdown"),
+	))
+	base.setSecurity("bearer", schemeBearer)
+	rotated := base.clone()
+	rotated.setCapability("streaming", false)
+	rotated.addSkill("translate", "Translate", "Translates text between languages.", "translation")
+	rotated.setSecurity("oauth2", schemeOAuth2, "agent:invoke")
+	b.card(LabelBase, base)
+	b.card("rotated", rotated)
+	b.roles[RolePrimary], b.roles[RoleAdded] = "summarize", "translate"
+	b.step(Step{At: b.at(0.25, 0.45), Card: "rotated", Note: "streaming off; skills [summarize] → [summarize, translate]; bearer → oauth2"})
+	return nil
+}
+
+func buildModesWithoutVersionBump(b *builder) error {
+	b.base.ensureSkills(2)
+	b.pick()
+	c, err := b.base.parsed()
+	if err != nil {
+		return err
+	}
+	id := b.roles[RolePrimary]
+	sk, _ := c.Skill(id)
+	old := c.OutputModes(sk)
+	modes := []string{"text/markdown"}
+	if len(old) > 0 && detector.Covers(modes, old[0]) {
+		modes = []string{"application/json"}
+	}
+	changed := b.base.clone()
+	if err := changed.setSkillModes(id, "outputModes", modes...); err != nil {
+		return err
+	}
+	b.card(LabelBase, b.base)
+	b.card("modes-changed", changed)
+	b.step(Step{At: b.at(0.25, 0.45), Card: "modes-changed",
+		Note: fmt.Sprintf("skill %s outputModes %v → %v, version %q unchanged", id, old, modes, b.base.version())})
+	return nil
+}
+
+func buildSecuritySchemeSwap(b *builder) error {
+	c, err := b.base.parsed()
+	if err != nil {
+		return err
+	}
+	if len(c.SecurityRequirements) == 0 || len(c.SecurityRequirements[0]) == 0 {
+		b.base.setSecurity("bearerAuth", schemeBearer)
+		if c, err = b.base.parsed(); err != nil {
+			return err
+		}
+	}
+	var oldNames []string
+	for name := range c.SecurityRequirements[0] {
+		oldNames = append(oldNames, name)
+	}
+	slices.Sort(oldNames)
+	oldKind := schemeKind(-1)
+	switch s := c.SecuritySchemes[oldNames[0]]; {
+	case s.Type == "http" && s.Scheme == "bearer":
+		oldKind = schemeBearer
+	case s.Type == "apiKey":
+		oldKind = schemeAPIKey
+	case s.Type == "oauth2":
+		oldKind = schemeOAuth2
+	}
+	var kinds []schemeKind
+	for _, k := range []schemeKind{schemeBearer, schemeAPIKey, schemeOAuth2} {
+		if k != oldKind {
+			kinds = append(kinds, k)
+		}
+	}
+	k := kinds[b.rng.IntN(len(kinds))]
+	name, scopes := map[schemeKind]string{schemeBearer: "bearerAuth", schemeAPIKey: "apiKey", schemeOAuth2: "oauth2"}[k], []string(nil)
+	if k == schemeOAuth2 {
+		scopes = []string{"agent:invoke"}
+	}
+	if slices.Contains(oldNames, name) {
+		name += "2"
+	}
+	swapped := b.base.clone()
+	swapped.setSecurity(name, k, scopes...)
+	swapped.bumpVersion()
+	b.card(LabelBase, b.base)
+	b.card("swapped", swapped)
+	b.step(Step{At: b.at(0.25, 0.45), Card: "swapped", Note: fmt.Sprintf("security %v → %s; version %s → %s", oldNames, name, b.base.version(), swapped.version())})
+	return nil
+}
+
+func buildProtocolVersionChange(b *builder) error {
+	b.base.ensureProtocolVersion()
+	shifted := b.base.clone()
+	shifted.shiftProtocolVersion()
+	shifted.bumpVersion()
+	before, err := b.base.parsed()
+	if err != nil {
+		return err
+	}
+	after, err := shifted.parsed()
+	if err != nil {
+		return err
+	}
+	b.card(LabelBase, b.base)
+	b.card("shifted", shifted)
+	b.step(Step{At: b.at(0.25, 0.45), Card: "shifted", Note: fmt.Sprintf("protocol versions %v → %v", before.ProtocolVersions(), after.ProtocolVersions())})
+	return nil
+}
+
+func buildInterfaceMove(b *builder) error {
+	c, err := b.base.parsed()
+	if err != nil {
+		return err
+	}
+	from := ""
+	for _, in := range c.Interfaces {
+		if strings.HasPrefix(in.URL, "http://") || strings.HasPrefix(in.URL, "https://") {
+			from = in.URL
+			break
+		}
+	}
+	if from == "" {
+		return fmt.Errorf("card has no HTTP interface to move")
+	}
+	to := "http://" + hostOf(from) + "/a2a/v2"
+	if to == strings.TrimSuffix(from, "/") {
+		to += "-next"
+	}
+	moved := b.base.clone()
+	moved.moveInterfaces(from, to)
+	b.card(LabelBase, b.base)
+	b.card("moved", moved)
+	b.step(Step{At: b.at(0.25, 0.45), Card: "moved", Note: fmt.Sprintf("interface %s → %s", from, to)})
+	return nil
+}
+
+// hostOf returns the host[:port] of an absolute URL.
+func hostOf(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	}
+	if j := strings.IndexAny(u, "/?#"); j >= 0 {
+		u = u[:j]
+	}
+	return u
+}
+
+func buildSkillRemoved(b *builder) error {
+	b.base.ensureSkills(2)
+	b.pick()
+	id := b.roles[RolePrimary]
+	removed := b.base.clone()
+	removed.removeSkill(id)
+	removed.bumpVersion()
+	b.card(LabelBase, b.base)
+	b.card("removed", removed)
+	b.step(Step{At: b.at(0.25, 0.45), Card: "removed", Note: fmt.Sprintf("skill %s removed; version %s → %s", id, b.base.version(), removed.version())})
+	return nil
+}
+
+// successorID is the id a renamed or follow-up skill gets, in the id's own
+// style.
+func successorID(id, suffix string, taken []string) string {
+	sep := "-"
+	if strings.Contains(id, "_") {
+		sep = "_"
+	}
+	out := id + sep + suffix
+	for slices.Contains(taken, out) {
+		out += sep + suffix
+	}
+	return out
+}
+
+func buildSkillRenamed(b *builder) error {
+	b.base.ensureSkills(2)
+	b.pick()
+	id := b.roles[RolePrimary]
+	to := successorID(id, "v2", b.base.skillIDs())
+	renamed := b.base.clone()
+	setMember(renamed.skill(id), "id", jstr(to))
+	b.card(LabelBase, b.base)
+	b.card("renamed", renamed)
+	b.step(Step{At: b.at(0.25, 0.45), Card: "renamed", Note: fmt.Sprintf("skill id %s → %s", id, to)})
+	return nil
+}
+
+func buildDescriptionOnly(b *builder) error {
+	b.base.ensureSkills(2)
+	b.pick()
+	id := b.roles[RolePrimary]
+	reworded := b.base.clone()
+	desc := strMember(&reworded.v, "description")
+	skillDesc := strMember(reworded.skill(id), "description")
+	reworded.setDescription(strings.TrimSpace(desc+" Now with faster responses."), id, strings.TrimSpace(skillDesc+" Results are more concise."))
+	b.card(LabelBase, b.base)
+	b.card("reworded", reworded)
+	b.step(Step{At: b.at(0.25, 0.45), Card: "reworded", Note: "card and skill " + id + " descriptions edited"})
+	return nil
+}
+
+func buildFlapping(b *builder) error {
+	b.base.setCapability("streaming", true)
+	flipped := b.base.clone()
+	flipped.setCapability("streaming", false)
+	b.card(LabelBase, b.base)
+	b.card("flipped", flipped)
+	t := b.at(0.2, 0.35)
+	for range 1 + b.rng.IntN(2) {
+		b.step(Step{At: t, Card: "flipped", Note: "streaming off"})
+		t += b.at(0.08, 0.15)
+		b.step(Step{At: t, Card: LabelBase, Note: "streaming back on (revert)"})
+		t += b.at(0.08, 0.15)
+	}
+	return nil
+}
+
+func buildRollingDeploy(b *builder) error {
+	b.pick()
+	id := b.roles[RolePrimary]
+	added := successorID(id, "batch", b.base.skillIDs())
+	name := strMember(b.base.skill(id), "name")
+	next := b.base.clone()
+	next.bumpVersion()
+	next.addSkill(added, strings.TrimSpace("Batch "+name), "Runs "+id+" over many inputs at once.", "batch")
+	next.setDescription(strings.TrimSpace(strMember(&next.v, "description")+" Now with batch processing."), "", "")
+	b.roles[RoleAdded] = added
+	b.card(LabelBase, b.base)
+	b.card("next", next)
+	t1 := b.at(0.25, 0.4)
+	t2 := t1 + b.at(0.15, 0.25)
+	b.step(Step{At: t1, Replicas: []string{LabelBase, "next"}, Note: fmt.Sprintf("rolling deploy: replicas serve version %s and %s alternately", b.base.version(), next.version())})
+	b.step(Step{At: t2, Card: "next", Note: "rolling deploy done: only version " + next.version()})
+	return nil
+}
+
+func buildAgentDown(b *builder) error {
+	o := Refused
+	if b.rng.IntN(2) == 1 {
+		o = Unavailable
+	}
+	t1 := b.at(0.25, 0.45)
+	t2 := t1 + b.at(0.15, 0.25)
+	b.step(Step{At: t1, Outage: o, Note: "agent down: " + o.String()})
+	b.step(Step{At: t2, Outage: Up, Note: "agent back up, same card"})
+	return nil
+}

@@ -1,0 +1,85 @@
+package fleet
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// Schedule assigns scenarios to agents, deterministically from seed: the
+// same seed, agents and names give the same schedule (the same scenario on
+// the same agent index, the same skills, steps and offsets; cards differ only
+// in the agents' ports). names empty means every scenario; an unknown name
+// is an error wrapping ErrUnknownScenario. Agents must have been started.
+//
+// It returns one Assignment per agent, in agent order. About a quarter of
+// the agents, and always the agent that varies its card by A2A-Version,
+// form the control group (Scenario Control: base card throughout); the
+// others get the scenarios in turn, each scenario at least once when there
+// are enough agents, later ones cycling through names again. A scenario that
+// prefers some agents (modes-without-version-bump prefers version-derived
+// ETags, flapping strong ETags) gets one of them when one is left. All
+// changes happen between a fifth and 95% of duration.
+func Schedule(seed int64, agents []*Agent, names []string, duration time.Duration) ([]Assignment, error) {
+	if duration <= 0 {
+		return nil, fmt.Errorf("%w: duration %v", ErrInvalidOptions, duration)
+	}
+	if len(names) == 0 {
+		names = ScenarioNames()
+	}
+	var scs []Scenario
+	for _, n := range names {
+		s, ok := LookupScenario(n)
+		if !ok {
+			return nil, fmt.Errorf("%w %q", ErrUnknownScenario, n)
+		}
+		scs = append(scs, s)
+	}
+	for _, a := range agents {
+		if a.host == "" {
+			return nil, fmt.Errorf("%w: agent %s", ErrNotStarted, a.id)
+		}
+	}
+
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5c4ed))
+	var eligible []*Agent
+	for _, a := range agents {
+		if !a.Varies() {
+			eligible = append(eligible, a)
+		}
+	}
+	rng.Shuffle(len(eligible), func(i, j int) { eligible[i], eligible[j] = eligible[j], eligible[i] })
+	control := len(agents) / 4
+	control = max(0, min(control, len(eligible)-len(scs)))
+	slots := len(eligible) - control
+
+	chosen := map[*Agent]Scenario{}
+	free := slices.Clone(eligible)
+	for k := range slots {
+		s := scs[k%len(scs)]
+		i := 0
+		if s.prefers != nil {
+			if j := slices.IndexFunc(free, s.prefers); j >= 0 {
+				i = j
+			}
+		}
+		chosen[free[i]] = s
+		free = slices.Delete(free, i, i+1)
+	}
+
+	out := make([]Assignment, 0, len(agents))
+	for _, a := range agents {
+		s, ok := chosen[a]
+		if !ok {
+			s = controlScenario
+		}
+		arng := rand.New(rand.NewPCG(uint64(seed), uint64(a.index)+1))
+		as, err := s.Apply(arng, a, duration)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, as)
+	}
+	return out, nil
+}

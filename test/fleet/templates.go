@@ -1,0 +1,163 @@
+package fleet
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+
+	"github.com/carddrift/carddrift/detector/jcs"
+)
+
+// Generation is the A2A generation an agent's card is written in. It decides
+// the discovery path the agent serves and how scenarios spell the fields they
+// edit (a v1.0 card gets wrapped security schemes, a v0.3 card "type" ones).
+type Generation string
+
+// Generations of the embedded card templates.
+const (
+	// GenV02 cards are served at /.well-known/agent.json only.
+	GenV02 Generation = "v0.2"
+	// GenV03 cards are served at /.well-known/agent-card.json.
+	GenV03 Generation = "v0.3"
+	// GenV10 cards are served at /.well-known/agent-card.json.
+	GenV10 Generation = "v1.0"
+	// GenHybrid cards mix generations, as real cards do; served at
+	// /.well-known/agent-card.json.
+	GenHybrid Generation = "hybrid"
+)
+
+// Discovery paths.
+const (
+	// LegacyCardPath is where A2A up to v0.2.6 serves the card.
+	LegacyCardPath = "/.well-known/agent.json"
+	// CardPath is where A2A v0.3.0 and later serve the card.
+	CardPath = "/.well-known/agent-card.json"
+)
+
+// Path returns the well-known path a card of this generation is served at.
+func (g Generation) Path() string {
+	if g == GenV02 {
+		return LegacyCardPath
+	}
+	return CardPath
+}
+
+//go:embed cards/*.json
+var cardFiles embed.FS
+
+// template is one embedded real card an agent's card is built from.
+type template struct {
+	// Name is the file under cards/ (a copy of ../shared/fixtures/cards/).
+	Name string
+	Gen  Generation
+	// Variant, when set, is a second card of the same agent served to
+	// requests with "A2A-Version: <VariantVersion>" (content negotiation).
+	Variant        string
+	VariantVersion string
+}
+
+// templates are the shapes of the fleet, chosen from the fixture cards to
+// cover every generation and the features scenarios touch (several skills,
+// per-skill modes, extensions, OAuth2 and OpenID Connect, multi-transport
+// interfaces, signatures).
+var templates = []template{
+	{Name: "002-spec-v0.2.6-georoute-planner.json", Gen: GenV02},
+	{Name: "021-samples-adk-check-prime-agent.json", Gen: GenV02},
+	{Name: "025-samples-adk-currency-agent.json", Gen: GenV03},
+	{Name: "030-java-dice-agent-multi-transport.json", Gen: GenV03},
+	{Name: "031-java-magic-8-ball-oauth2.json", Gen: GenV03},
+	{Name: "034-python-birthday-calendar-agent-oauth2.json", Gen: GenV03},
+	{Name: "024-samples-adk-skills-currency-agent.json", Gen: GenV10},
+	{Name: "027-a2a-go-json-test-georoute-planner.json", Gen: GenV10},
+	{Name: "032-python-helloworld-public.json", Gen: GenV10},
+	{Name: "004-spec-v1.0.1-georoute-planner-signed.json", Gen: GenHybrid},
+	{Name: "009-a2a-cli-testdata-full.json", Gen: GenHybrid},
+	{Name: "020-samples-commerce-profile-paid-translation.json", Gen: GenHybrid},
+}
+
+// varyTemplate is the agent that answers by A2A-Version: the v0.3 card of
+// the ADK currency agent, and its v1.0 twin to "A2A-Version: 1.0".
+var varyTemplate = template{
+	Name:           "025-samples-adk-currency-agent.json",
+	Gen:            GenV03,
+	Variant:        "024-samples-adk-skills-currency-agent.json",
+	VariantVersion: "1.0",
+}
+
+// Templates returns the file names of the embedded card templates, in the
+// order agents are built from them (before the seed shuffles it).
+func Templates() []string {
+	out := make([]string, len(templates))
+	for i, t := range templates {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// TemplateCard returns the embedded card file name as copied from the
+// fixtures, unmodified.
+func TemplateCard(name string) ([]byte, error) {
+	b, err := cardFiles.ReadFile("cards/" + name)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: no template %q: %w", name, err)
+	}
+	return b, nil
+}
+
+// renderTemplate builds the card an agent at host (an "ip:port") serves from
+// an embedded template: every interface URL points at host, keeping its path;
+// everything else is as in the fixture.
+func renderTemplate(name, host string) ([]byte, error) {
+	raw, err := TemplateCard(name)
+	if err != nil {
+		return nil, err
+	}
+	v, err := parseTree(raw)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: template %s: %w", name, err)
+	}
+	for _, u := range interfaceURLs(&v) {
+		u.Str = rehost(u.Str, host)
+	}
+	return encodeTree(&v), nil
+}
+
+// interfaceURLs returns the string values of every interface URL of a card:
+// top-level url, additionalInterfaces[].url and supportedInterfaces[].url.
+func interfaceURLs(v *jcs.Value) []*jcs.Value {
+	var out []*jcs.Value
+	if u := member(v, "url"); u != nil && u.Kind == jcs.String {
+		out = append(out, u)
+	}
+	for _, key := range []string{"additionalInterfaces", "supportedInterfaces"} {
+		arr := member(v, key)
+		if arr == nil || arr.Kind != jcs.Array {
+			continue
+		}
+		for i := range arr.Elems {
+			if u := member(&arr.Elems[i], "url"); u != nil && u.Kind == jcs.String {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// rehost points u at host: "https://x.example.com/a2a/v1" becomes
+// "http://host/a2a/v1"; a gRPC target without a scheme ("localhost:11000")
+// becomes host. An empty URL stays empty.
+func rehost(u, host string) string {
+	if u == "" {
+		return ""
+	}
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return host
+	}
+	rest := u[i+3:]
+	path := ""
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		path = rest[j:]
+	}
+	return "http://" + host + path
+}
