@@ -29,7 +29,7 @@ var errBadKey = errors.New("store: not a key made by EncodeKey")
 
 // EncodeKey maps any id (task id, card URL: any bytes, including dots,
 // spaces, NATS wildcards and non-UTF-8) to a JetStream KV key. Keys use only
-// [A-Za-z0-9_=-], never contain dots, and are at most 684 bytes long. The
+// [A-Za-z0-9_=-], never contain dots, and are at most 683 bytes long. The
 // mapping is injective up to SHA-256 collisions:
 //
 //   - ""                          → "="
