@@ -201,7 +201,6 @@ func nonNil(m map[string]bool) map[string]bool {
 	return m
 }
 
-
 func TestEventsDedup(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		if err := store.Provision(t.Context(), js, store.Config{}); err != nil {
