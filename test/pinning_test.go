@@ -1,0 +1,124 @@
+package test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+)
+
+// The pinning write-up's cards: discovery at T0, rotation at T0+40s
+// (streaming off, skills [summarize] → [summarize, translate], bearer → oauth2).
+const (
+	writeupT0 = `{"name":"Vendor B","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT",
+"capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
+"securitySchemes":{"bearer":{"type":"http","scheme":"bearer"}},"security":[{"bearer":[]}],
+"skills":[{"id":"summarize","name":"Summarize","description":"Summarizes text","tags":["text"]}]}`
+	writeupT40 = `{"name":"Vendor B","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT",
+"capabilities":{"streaming":false},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
+"securitySchemes":{"oauth2":{"type":"oauth2","flows":{"clientCredentials":{"tokenUrl":"https://b.example/token","scopes":{"tasks":"run"}}}}},
+"security":[{"oauth2":["tasks"]}],
+"skills":[{"id":"summarize","name":"Summarize","description":"Summarizes text","tags":["text"]},
+{"id":"translate","name":"Translate","description":"Translates text","tags":["text"]}]}`
+)
+
+func rulesOf(d events.Drift) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range d.Findings {
+		m[f.Rule] = true
+	}
+	return m
+}
+
+func TestPinningWriteUpEndToEnd(t *testing.T) {
+	r := newRig(t, testConfig())
+	a := newAgent(t, "")
+	a.setCard(strings.ReplaceAll(writeupT0, "AGENT", a.URL()))
+	out := r.collect()
+	r.startWorker("w1", nil)
+	ctx := context.Background()
+
+	// T0: discovery; two tasks planned against the card.
+	must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: "t-stream", AgentURL: a.URL(), SkillID: "summarize",
+		Requires: events.Requires{Streaming: true, Security: []string{"bearer"}}, Posture: detector.FailClosed}))
+	must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: "t-degrade", AgentURL: a.URL(), SkillID: "summarize",
+		Requires: events.Requires{Security: []string{"bearer"}}, Posture: detector.Degrade, Idempotent: true}))
+	out.waitFor(t, "two pins", func(o *outbound) bool { return len(o.all(events.TypePinned)) == 2 })
+	for _, ev := range out.all(events.TypePinned) {
+		if p := ev.Data.(events.Pinned); p.Source != events.PinFirstFetch || !strings.HasPrefix(p.Digest, "sha256:") {
+			t.Fatalf("card.pinned = %+v, want a first-fetch pin", p)
+		}
+	}
+
+	// T0+40s: the vendor rotates its card.
+	a.setCard(strings.ReplaceAll(writeupT40, "AGENT", a.URL()))
+
+	// tasks/sendSubscribe: a streaming transition → abort with streaming-disabled.
+	must(t, r.emit.Request(ctx, events.Request{TaskID: "t-stream", AgentURL: a.URL(), Method: "tasks/sendSubscribe", Attempt: 1}))
+	out.waitFor(t, "abort on streaming-disabled", func(o *outbound) bool {
+		for _, d := range o.drifts("t-stream") {
+			if rulesOf(d)[detector.RuleStreamingDisabled] && d.Verdict.Action == detector.Abort {
+				return true
+			}
+		}
+		return false
+	})
+
+	// tasks/get returns input-required naming translate → unmodeled-skill.
+	must(t, r.emit.Request(ctx, events.Request{TaskID: "t-stream", AgentURL: a.URL(), Method: "tasks/get", Attempt: 1}))
+	must(t, r.emit.Status(ctx, events.Status{TaskID: "t-stream", AgentURL: a.URL(), State: "input-required", SkillID: "translate"}))
+	out.waitFor(t, "unmodeled-skill", func(o *outbound) bool {
+		for _, d := range o.drifts("t-stream") {
+			if rulesOf(d)[detector.RuleUnmodeledSkill] {
+				return true
+			}
+		}
+		return false
+	})
+
+	// -32602 on the stale card, then a retry: revalidation and blind-retry.
+	must(t, r.emit.Error(ctx, events.Error{TaskID: "t-stream", AgentURL: a.URL(), Method: "tasks/send", Code: -32602, Message: "Invalid params"}))
+	must(t, r.emit.Request(ctx, events.Request{TaskID: "t-stream", AgentURL: a.URL(), Method: "tasks/send", Attempt: 2}))
+	out.waitFor(t, "blind-retry", func(o *outbound) bool {
+		for _, d := range o.drifts("t-stream") {
+			if rulesOf(d)[detector.RuleBlindRetry] && d.Verdict.Action == detector.Abort {
+				return true
+			}
+		}
+		return false
+	})
+
+	// The degrade-posture idempotent summarize task re-plans at its next
+	// capability-dependent transition.
+	must(t, r.emit.Status(ctx, events.Status{TaskID: "t-degrade", AgentURL: a.URL(), State: "TASK_STATE_INPUT_REQUIRED"}))
+	out.waitFor(t, "replan", func(o *outbound) bool {
+		ds := o.drifts("t-degrade")
+		return len(ds) > 0 && ds[len(ds)-1].Verdict.Action == detector.Replan
+	})
+	for _, d := range out.drifts("t-degrade") {
+		if rulesOf(d)[detector.RuleStreamingDisabled] && d.Verdict.Action == detector.Abort {
+			t.Errorf("non-streaming task aborted: %+v", d.Verdict)
+		}
+	}
+
+	// Once per (task, pinned, live, rules): no duplicate ids in the stream.
+	seen := map[string]bool{}
+	for _, ev := range out.all(events.TypeDrift) {
+		if seen[ev.ID] {
+			t.Errorf("card.drift %s stored twice", ev.ID)
+		}
+		seen[ev.ID] = true
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var _ = time.Second
