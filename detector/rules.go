@@ -76,11 +76,25 @@ const (
 //     moved to another url or its tenant changes; warning when the preferred
 //     (first) interface changes between retained ones; info when one is added.
 //   - protocol-version-changed: breaking when a pinned protocol version line
-//     (major.minor) is no longer offered, info for a patch-level change.
+//     (major.minor) is no longer offered, info when versions were only added
+//     or changed at patch level.
 //
 // Within a finding, Severity never exceeds the rule's (the registry audit
 // checks it). Added/removed and enabled/disabled pairs are separate rules with
-// a fixed severity each, so a consumer can filter them by id.
+// a fixed severity each, so a consumer can filter them by id; the audit
+// requires every such rule to have its mirror or a written waiver:
+//
+//   - extension-added (info) mirrors extension-removed: an optional extension
+//     appeared. A new extension that is required is extension-required-added
+//     only, so one change is one finding.
+//   - extension-required-removed (info) mirrors extension-required-added: an
+//     extension both cards declare is no longer required (the requirement was
+//     dropped, not the extension; a required extension that disappears is
+//     extension-removed).
+//   - oauth-scope-removed has no "added" mirror (waived): a new scope asks
+//     nothing of a client that does not request it.
+//   - interface-changed and extended-card-changed are single rules graded per
+//     finding rather than pairs, because DESIGN.md names them that way.
 type Rule struct {
 	ID       string
 	Severity Severity
