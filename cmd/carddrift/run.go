@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Subcommands: []*ffcli.Command{
 			diffCommand(e),
 			pinCommand(e),
+			serveCommand(e),
 		},
 		Options: ffOptions,
 		Exec: func(context.Context, []string) error {

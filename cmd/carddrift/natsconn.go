@@ -1,0 +1,117 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// natsFlags are the connection flags shared by serve, watch and simulate.
+type natsFlags struct {
+	url     string
+	creds   string
+	tlsCert string
+	tlsKey  string
+	tlsCA   string
+}
+
+func (n *natsFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+}) {
+	fs.StringVar(&n.url, "nats-url", "", "NATS server URL(s), comma-separated (empty: an embedded server where the command supports one)")
+	fs.StringVar(&n.creds, "creds", "", "NATS credentials file")
+	fs.StringVar(&n.tlsCert, "tls-cert", "", "client certificate (PEM) for NATS TLS")
+	fs.StringVar(&n.tlsKey, "tls-key", "", "client key (PEM) for NATS TLS")
+	fs.StringVar(&n.tlsCA, "tls-ca", "", "CA bundle (PEM) to verify the NATS servers")
+}
+
+// connect dials NATS with the flags' credentials and TLS settings.
+func (n *natsFlags) connect(name string) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.Timeout(5 * time.Second),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+	}
+	if n.creds != "" {
+		opts = append(opts, nats.UserCredentials(n.creds))
+	}
+	if n.tlsCert != "" || n.tlsKey != "" || n.tlsCA != "" {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if n.tlsCert != "" || n.tlsKey != "" {
+			if n.tlsCert == "" || n.tlsKey == "" {
+				return nil, usagef("--tls-cert and --tls-key go together")
+			}
+			cert, err := tls.LoadX509KeyPair(n.tlsCert, n.tlsKey)
+			if err != nil {
+				return nil, usagef("TLS key pair: %v", err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		if n.tlsCA != "" {
+			pem, err := os.ReadFile(n.tlsCA)
+			if err != nil {
+				return nil, usagef("--tls-ca: %v", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, usagef("--tls-ca %s holds no PEM certificate", n.tlsCA)
+			}
+			cfg.RootCAs = pool
+		}
+		opts = append(opts, nats.Secure(cfg))
+	}
+	nc, err := nats.Connect(n.url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", n.url, err)
+	}
+	return nc, nil
+}
+
+// embedded is an in-process JetStream server listening on loopback.
+type embedded struct {
+	srv *server.Server
+}
+
+// startEmbedded starts JetStream with storage in dir, listening on
+// 127.0.0.1:port (0: a free port).
+func startEmbedded(dir string, port int) (*embedded, error) {
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	srv, err := server.NewServer(&server.Options{
+		ServerName: "carddrift-embedded",
+		JetStream:  true,
+		StoreDir:   dir,
+		Host:       "127.0.0.1",
+		Port:       port,
+		NoSigs:     true,
+		NoLog:      true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return nil, errors.New("embedded NATS did not become ready within 10s")
+	}
+	return &embedded{srv: srv}, nil
+}
+
+func (e *embedded) URL() string { return e.srv.ClientURL() }
+
+func (e *embedded) connect(name string) (*nats.Conn, error) {
+	return nats.Connect(e.URL(), nats.Name(name), nats.InProcessServer(e.srv))
+}
+
+func (e *embedded) Close() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/store"
+)
+
+type serveFlags struct {
+	nats         natsFlags
+	dataDir      string
+	natsPort     int
+	httpAddr     string
+	name         string
+	partitions   int
+	replicas     int
+	storage      string
+	ackWait      time.Duration
+	maxDeliver   int
+	pinsTTL      time.Duration
+	fetchAllow   string
+	fetchTimeout time.Duration
+	connTimeout  time.Duration
+	maxBody      int64
+	minLease     time.Duration
+	maxLease     time.Duration
+	fullFetch    time.Duration
+	hostConc     int
+	drainTimeout time.Duration
+	logFormat    string
+	logLevel     string
+}
+
+func serveCommand(e *env) *ffcli.Command {
+	var f serveFlags
+	fs := newFlagSet("serve", e)
+	f.nats.register(fs)
+	host, _ := os.Hostname()
+	fs.StringVar(&f.dataDir, "data-dir", "carddrift-data", "embedded server: JetStream storage directory")
+	fs.IntVar(&f.natsPort, "nats-port", 4222, "embedded server: client port on 127.0.0.1 (0: any free port)")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9464", "serve /metrics, /healthz and /readyz here (empty: off)")
+	fs.StringVar(&f.name, "name", fmt.Sprintf("%s-%d", host, os.Getpid()), "worker name (CloudEvents source, lease holder); unique per process")
+	fs.IntVar(&f.partitions, "partitions", 8, "lifecycle stream partitions (per-task order across workers); fixed for the life of the stream")
+	fs.IntVar(&f.replicas, "replicas", 1, "replicas of every stream and bucket (3 for a 3-node cluster)")
+	fs.StringVar(&f.storage, "storage", "file", "storage of streams and buckets: file or memory")
+	fs.DurationVar(&f.ackWait, "ack-wait", store.DefaultAckWait, "redeliver an event not acknowledged within this")
+	fs.IntVar(&f.maxDeliver, "max-deliver", store.DefaultMaxDeliver, "deliveries before an event is dead-lettered")
+	fs.DurationVar(&f.pinsTTL, "pins-ttl", store.DefaultPinsTTL, "expire a task's pin this long after its last write")
+	fs.StringVar(&f.fetchAllow, "fetch-allow", "", "CIDR[,CIDR…] the SSRF guard lets fetches reach (loopback, private and link-local are refused by default)")
+	fs.DurationVar(&f.fetchTimeout, "fetch-timeout", fetcher.DefaultTotalTimeout, "total time of one card fetch")
+	fs.DurationVar(&f.connTimeout, "fetch-connect-timeout", fetcher.DefaultConnectTimeout, "connect and TLS handshake time of one card fetch")
+	fs.Int64Var(&f.maxBody, "fetch-max-bytes", fetcher.DefaultMaxBodyBytes, "largest card body read")
+	fs.DurationVar(&f.minLease, "min-lease", fetcher.DefaultMinLease, "lower clamp of a card lease (Cache-Control max-age)")
+	fs.DurationVar(&f.maxLease, "max-lease", fetcher.DefaultMaxLease, "upper clamp of a card lease")
+	fs.DurationVar(&f.fullFetch, "full-fetch-interval", fetcher.DefaultFullFetchInterval, "unconditional fetch at least this often (catches changes behind version-derived ETags)")
+	fs.IntVar(&f.hostConc, "fetch-per-host", fetcher.DefaultPerHostConcurrency, "concurrent fetches per agent host")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", worker.DefaultDrainTimeout, "on SIGTERM, finish in-flight events within this")
+	fs.StringVar(&f.logFormat, "log-format", "auto", "json, console, or auto (console on a terminal)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	return &ffcli.Command{
+		Name:       "serve",
+		ShortUsage: "carddrift serve [flags]",
+		ShortHelp:  "run workers: consume lifecycle events, publish card.* verdicts",
+		LongHelp: "Without --nats-url, starts an embedded JetStream server on 127.0.0.1 (printed at start)\n" +
+			"so other processes can publish lifecycle events. Creates its streams, consumers and buckets.",
+		FlagSet: fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return usagef("serve takes no arguments")
+			}
+			return runServe(ctx, e, &f)
+		},
+	}
+}
+
+func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		return zerolog.Nop(), usagef("--log-level %q: want debug, info, warn or error", level)
+	}
+	switch format {
+	case "auto":
+		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		}
+	case "console":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: true}
+	case "json":
+	default:
+		return zerolog.Nop(), usagef("--log-format %q: want json, console or auto", format)
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func parseAllow(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range splitList(s) {
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			a, aerr := netip.ParseAddr(part)
+			if aerr != nil {
+				return nil, usagef("--fetch-allow %q: not a CIDR or address", part)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (f *serveFlags) storeConfig() (store.Config, error) {
+	cfg := store.DefaultConfig()
+	cfg.Partitions = f.partitions
+	cfg.Replicas = f.replicas
+	st, err := store.ParseStorage(f.storage)
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	cfg.Storage = st
+	cfg.AckWait = f.ackWait
+	cfg.MaxDeliver = f.maxDeliver
+	cfg.PinsTTL = f.pinsTTL
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err}
+	}
+	return cfg, nil
+}
+
+func (f *serveFlags) fetchOptions() (fetcher.Options, error) {
+	allow, err := parseAllow(f.fetchAllow)
+	if err != nil {
+		return fetcher.Options{}, err
+	}
+	o := fetcher.Options{
+		Allow: allow, TotalTimeout: f.fetchTimeout, ConnectTimeout: f.connTimeout,
+		MaxBodyBytes: f.maxBody, MinLease: f.minLease, MaxLease: f.maxLease,
+		FullFetchInterval: f.fullFetch, PerHostConcurrency: f.hostConc,
+	}
+	if f.minLease == 0 {
+		o.MinLease = -1
+	}
+	return o, nil // worker.New applies the defaults and validates
+}
+
+func runServe(ctx context.Context, e *env, f *serveFlags) error {
+	log, err := newLogger(e.stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := f.storeConfig()
+	if err != nil {
+		return err
+	}
+	fo, err := f.fetchOptions()
+	if err != nil {
+		return err
+	}
+
+	var nc *nats.Conn
+	if f.nats.url == "" {
+		if err := os.MkdirAll(f.dataDir, 0o750); err != nil {
+			return fmt.Errorf("--data-dir: %w", err)
+		}
+		emb, err := startEmbedded(f.dataDir, f.natsPort)
+		if err != nil {
+			return err
+		}
+		defer emb.Close()
+		fmt.Fprintf(e.stdout, "carddrift: embedded NATS JetStream listening on %s (data in %s)\n", emb.URL(), f.dataDir)
+		if nc, err = emb.connect("carddrift-serve " + f.name); err != nil {
+			return err
+		}
+	} else {
+		if nc, err = f.nats.connect("carddrift-serve " + f.name); err != nil {
+			return err
+		}
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+
+	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	stores, err := store.Open(setupCtx, js, cfg)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("provision streams and buckets: %w", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := worker.NewMetrics(reg)
+
+	pins := store.NewCachedPins(stores.Pins, 100_000)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- pins.Run(runCtx) }()
+	defer func() { stopRun(); <-cacheDone }()
+
+	w, err := worker.New(js, worker.Options{
+		Name: f.name, Config: cfg, Pins: pins, Cards: stores.Cards, Leases: stores.Leases,
+		Fetch: fo, DrainTimeout: f.drainTimeout, Logger: log, Metrics: metrics,
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	defer w.Close()
+
+	var ready atomic.Bool
+	if f.httpAddr != "" {
+		ln, err := net.Listen("tcp", f.httpAddr)
+		if err != nil {
+			return fmt.Errorf("--http-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintln(w, "ok")
+		})
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+			if !ready.Load() || !nc.IsConnected() {
+				http.Error(w, "not ready", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "ready")
+		})
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		httpDone := make(chan struct{})
+		go func() {
+			defer close(httpDone)
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error().Err(err).Msg("http server")
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			hs.Shutdown(sctx)
+			<-httpDone
+		}()
+		fmt.Fprintf(e.stdout, "carddrift: metrics and health on http://%s/metrics /healthz /readyz\n", ln.Addr())
+	}
+
+	runErr := make(chan error, 1)
+	go func() { runErr <- w.Run(runCtx) }()
+	select {
+	case <-w.Ready():
+		ready.Store(true)
+		fmt.Fprintf(e.stdout, "carddrift: worker %s consuming %s (%d partitions); publishing to %s\n",
+			f.name, cfg.LifecycleStream, max(cfg.Partitions, 1), cfg.EventsStream)
+		log.Info().Str("worker", f.name).Msg("ready")
+	case err := <-runErr:
+		return err
+	}
+	err = <-runErr
+	ready.Store(false)
+	log.Info().Msg("stopped")
+	return err
+}
+
