@@ -279,4 +279,3 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 	log.Info().Msg("stopped")
 	return err
 }
-
