@@ -154,8 +154,19 @@ var escapes = func() (t [256]byte) {
 // else as literal UTF-8.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	i := 0
+	for i+8 <= len(s) && escapeBytes(load8(s, i)) == 0 {
+		i += 8
+	}
+	for i < len(s) && escapes[s[i]] == 0 {
+		i++
+	}
+	if i == len(s) { // the common case: nothing to escape
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for ; i < len(s); i++ {
 		e := escapes[s[i]]
 		if e == 0 {
 			continue
@@ -226,6 +237,7 @@ var parserPool = sync.Pool{New: func() any { return &parser{pooled: true} }}
 const (
 	maxPooledStack = 4096
 	maxPooledArena = 64 << 10
+	maxPooledSlab  = 16384
 )
 
 func (p *parser) reset(src string, maxDepth int) {
@@ -253,6 +265,12 @@ func (p *parser) release() {
 	}
 	if cap(p.arena) > maxPooledArena {
 		p.arena = nil
+	}
+	if cap(p.valueStore) > maxPooledSlab {
+		p.valueStore = nil
+	}
+	if cap(p.memberStore) > maxPooledSlab {
+		p.memberStore = nil
 	}
 	parserPool.Put(p)
 }

@@ -337,13 +337,17 @@ func slabSize(estimate, prev int) int {
 
 func (p *parser) allocValues(n int) []Value {
 	if n > len(p.valueSlab) {
-		size := slabSize(len(p.src)/128, cap(p.valueSlab))
-		if n > size/2 {
-			return make([]Value, n)
-		}
-		p.valueSlab = make([]Value, size)
 		if p.pooled {
-			p.valueStore = p.valueSlab
+			// Pooled slabs grow until one holds a whole document, then
+			// are reused by every later call.
+			p.valueStore = make([]Value, max(n, 2*cap(p.valueStore), len(p.src)/128, minSlab))
+			p.valueSlab = p.valueStore
+		} else {
+			size := slabSize(len(p.src)/128, cap(p.valueSlab))
+			if n > size/2 {
+				return make([]Value, n)
+			}
+			p.valueSlab = make([]Value, size)
 		}
 	}
 	s := p.valueSlab[:n:n]
@@ -353,13 +357,15 @@ func (p *parser) allocValues(n int) []Value {
 
 func (p *parser) allocMembers(n int) []Member {
 	if n > len(p.memberSlab) {
-		size := slabSize(len(p.src)/48, cap(p.memberSlab))
-		if n > size/2 {
-			return make([]Member, n)
-		}
-		p.memberSlab = make([]Member, size)
 		if p.pooled {
-			p.memberStore = p.memberSlab
+			p.memberStore = make([]Member, max(n, 2*cap(p.memberStore), len(p.src)/48, minSlab))
+			p.memberSlab = p.memberStore
+		} else {
+			size := slabSize(len(p.src)/48, cap(p.memberSlab))
+			if n > size/2 {
+				return make([]Member, n)
+			}
+			p.memberSlab = make([]Member, size)
 		}
 	}
 	s := p.memberSlab[:n:n]
@@ -383,11 +389,16 @@ func (p *parser) string() (string, error) {
 	start := p.pos + 1
 	i := start
 	for i < len(s) {
-		c := s[i]
-		if plain[c] {
-			i++
-			continue
+		for i+8 <= len(s) && specialBytes(load8(s, i)) == 0 {
+			i += 8
 		}
+		for i < len(s) && plain[s[i]] {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		c := s[i]
 		switch {
 		case c == '"':
 			p.pos = i + 1
