@@ -106,8 +106,9 @@ type Agent struct {
 
 	// ctl serialises outage changes and shutdown (which start and stop the
 	// server); mu guards what the handler reads.
-	ctl sync.Mutex
-	srv *http.Server
+	ctl       sync.Mutex
+	srv       *http.Server
+	serveDone chan struct{} // closed when srv's Serve goroutine has returned
 
 	mu       sync.Mutex
 	served   []body // one card, or the replicas of a rolling deploy
@@ -285,10 +286,14 @@ func (a *Agent) SetOutage(o Outage) error {
 	}
 	switch {
 	case o == Refused && a.srv != nil:
-		srv := a.srv
+		srv, done := a.srv, a.serveDone
 		a.srv = nil
 		a.setOutage(o)
-		_ = srv.Close() // refuse from now on; handlers in flight finish on their own
+		_ = srv.Close() // handlers in flight finish on their own
+		// The listening socket is closed for good only once Serve's Accept
+		// has returned: until then a new connection could be accepted into
+		// the backlog and then reset instead of refused.
+		<-done
 	case o != Refused && a.srv == nil:
 		if err := a.fleet.serve(a); err != nil {
 			return fmt.Errorf("fleet: %s back up: %w", a.id, err)

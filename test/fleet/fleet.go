@@ -233,10 +233,12 @@ func (f *Fleet) serveOn(a *Agent, ln net.Listener) {
 		IdleTimeout:       30 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
-	a.srv = srv
+	done := make(chan struct{})
+	a.srv, a.serveDone = srv, done
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
+		defer close(done)
 		_ = srv.Serve(ln) // returns http.ErrServerClosed on Close/Shutdown
 	}()
 }
