@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			diffCommand(e),
 			pinCommand(e),
 			serveCommand(e),
+			watchCommand(e),
 		},
 		Options: ffOptions,
 		Exec: func(context.Context, []string) error {

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events"
+)
+
+// syncBuffer is a bytes.Buffer safe for a command writing while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitMatch(t *testing.T, buf *syncBuffer, re *regexp.Regexp) []string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(buf.String()); m != nil {
+			return m
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %v in output:\n%s", re, buf.String())
+	return nil
+}
+
+// TestServeWatch runs `carddrift serve` on its embedded server, feeds it with
+// the Emitter as a client would, and tails the verdict with `carddrift watch`.
+func TestServeWatch(t *testing.T) {
+	var mu sync.Mutex
+	card := strings.ReplaceAll(cardT0, "https://b.example.com/a2a", "http://placeholder")
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Write([]byte(card))
+	}))
+	defer agent.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
+			"--fetch-allow", "127.0.0.0/8", "--min-lease", "0", "--partitions", "2", "--log-format", "json"},
+			strings.NewReader(""), &out, &errOut)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited %d: %s", code, errOut.String())
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("serve did not stop within 20s of cancel")
+		}
+	}()
+	natsURL := waitMatch(t, &out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
+	httpAddr := waitMatch(t, &out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
+	waitMatch(t, &out, regexp.MustCompile(`consuming A2A_TASKS`))
+
+	resp, err := http.Get(httpAddr + "/readyz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/readyz = %v, %v", resp, err)
+	}
+	resp.Body.Close()
+
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	emit, err := events.NewEmitter(js, "cli-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := emit.Submitted(ctx, events.Submitted{TaskID: "task 1", AgentURL: agent.URL, SkillID: "summarize",
+		Requires: events.Requires{Streaming: true}, Posture: "fail-closed"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let the pin land before the rotation
+	mu.Lock()
+	card = strings.Replace(card, `"streaming":true`, `"streaming":false`, 1)
+	mu.Unlock()
+	if err := emit.Request(ctx, events.Request{TaskID: "task 1", AgentURL: agent.URL, Method: "message/stream", Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	var wout, werr bytes.Buffer
+	code := run(wctx, []string{"watch", "--nats-url", natsURL, "--from-start", "--json", "--task", "task 1",
+		"--action", "abort", "--rule", "streaming-disabled", "--limit", "1"}, strings.NewReader(""), &wout, &werr)
+	if code != 0 {
+		t.Fatalf("watch exited %d: %s", code, werr.String())
+	}
+	var ce struct {
+		Type string `json:"type"`
+		Data struct {
+			TaskID  string `json:"taskId"`
+			Verdict struct {
+				Action string `json:"action"`
+			} `json:"verdict"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(wout.Bytes(), &ce); err != nil {
+		t.Fatalf("watch --json line: %v\n%s", err, wout.String())
+	}
+	if ce.Type != "card.drift" || ce.Data.TaskID != "task 1" || ce.Data.Verdict.Action != "abort" {
+		t.Fatalf("watch printed %s", wout.String())
+	}
+
+	var human bytes.Buffer
+	code = run(wctx, []string{"watch", "--nats-url", natsURL, "--from-start", "--all", "--agent", agent.URL, "--limit", "3"},
+		strings.NewReader(""), &human, &werr)
+	if code != 0 || !strings.Contains(human.String(), "PINNED") {
+		t.Fatalf("watch --all = %d:\n%s", code, human.String())
+	}
+
+	resp, err = http.Get(httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var metrics bytes.Buffer
+	metrics.ReadFrom(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`carddrift_drift_total{action="abort",rule="streaming-disabled"} 1`, `carddrift_events_total{outcome="pinned",type="a2a.task.submitted"} 1`, "carddrift_fetches_total"} {
+		if !strings.Contains(metrics.String(), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+func TestWatchUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"watch", "--action", "explode"},
+		{"watch", "--rule", "no-such-rule"},
+		{"watch", "--agent", "ftp://x"},
+	} {
+		if code, _, _ := runCLI(t, "", args...); code != exitUsage {
+			t.Errorf("carddrift %v = %d, want %d", args, code, exitUsage)
+		}
+	}
+}

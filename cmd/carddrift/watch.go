@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store"
+)
+
+type watchFlags struct {
+	nats      natsFlags
+	stream    string
+	all       bool
+	agent     string
+	task      string
+	action    string
+	rule      string
+	json      bool
+	fromStart bool
+	limit     int
+}
+
+func watchCommand(e *env) *ffcli.Command {
+	var f watchFlags
+	fs := newFlagSet("watch", e)
+	f.nats.register(fs)
+	fs.StringVar(&f.stream, "stream", store.DefaultEventsStream, "the stream of card.* events")
+	fs.BoolVar(&f.all, "all", false, "every card.* event, not only card.drift")
+	fs.StringVar(&f.agent, "agent", "", "only events of this agent URL (any URL of the host)")
+	fs.StringVar(&f.task, "task", "", "only events of this task id")
+	fs.StringVar(&f.action, "action", "", "only card.drift with this verdict action: abort, replan or continue")
+	fs.StringVar(&f.rule, "rule", "", "only card.drift with a finding of this rule id")
+	fs.BoolVar(&f.json, "json", false, "one JSON object per line (the CloudEvent) instead of human lines")
+	fs.BoolVar(&f.fromStart, "from-start", false, "replay the stream's history first, then tail")
+	fs.IntVar(&f.limit, "limit", 0, "stop after this many matching events (0: run until interrupted)")
+	return &ffcli.Command{
+		Name:       "watch",
+		ShortUsage: "carddrift watch [flags]",
+		ShortHelp:  "tail card.drift (and other card events) with filters, as a planner would",
+		LongHelp: "Tails the outbound stream with an ordered consumer (it never disturbs the workers).\n" +
+			"Connects to --nats-url (default nats://127.0.0.1:4222, where `carddrift serve` listens).",
+		FlagSet: fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return usagef("watch takes no arguments")
+			}
+			return runWatch(ctx, e, &f)
+		},
+	}
+}
+
+func (f *watchFlags) filters() ([]string, error) {
+	typ := "drift"
+	if f.all {
+		typ = "*"
+	}
+	if f.agent != "" {
+		key, err := events.AgentKey(f.agent)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--agent: %w", err)}
+		}
+		if f.task != "" {
+			return []string{"card." + typ + "." + key + "." + events.Token(f.task)}, nil
+		}
+		return []string{"card." + typ + "." + key, "card." + typ + "." + key + ".*"}, nil
+	}
+	if f.task != "" {
+		return []string{"card." + typ + ".*." + events.Token(f.task)}, nil
+	}
+	return []string{"card." + typ + ".>"}, nil
+}
+
+func (f *watchFlags) match(ev events.Event) bool {
+	if f.action == "" && f.rule == "" {
+		return true
+	}
+	d, ok := ev.Data.(events.Drift)
+	if !ok {
+		return false
+	}
+	if f.action != "" && string(d.Verdict.Action) != f.action {
+		return false
+	}
+	if f.rule != "" {
+		for _, fd := range d.Findings {
+			if fd.Rule == f.rule {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+func runWatch(ctx context.Context, e *env, f *watchFlags) error {
+	switch detector.Action(f.action) {
+	case "", detector.Abort, detector.Replan, detector.Continue:
+	default:
+		return usagef("--action %q: want abort, replan or continue", f.action)
+	}
+	if f.rule != "" {
+		if _, ok := detector.RuleByID(f.rule); !ok {
+			return usagef("--rule %q: not a rule id", f.rule)
+		}
+	}
+	filters, err := f.filters()
+	if err != nil {
+		return err
+	}
+	if f.nats.url == "" {
+		f.nats.url = "nats://127.0.0.1:4222"
+	}
+	nc, err := f.nats.connect("carddrift-watch")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	occ := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverNewPolicy}
+	if f.fromStart {
+		occ.DeliverPolicy = jetstream.DeliverAllPolicy
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cons, err := js.OrderedConsumer(sctx, f.stream, occ)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", f.stream, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	go func() { <-ctx.Done(); it.Stop() }()
+	n := 0
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		ev, err := events.Decode(msg)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "carddrift: skipping undecodable event on %s: %v\n", msg.Subject(), err)
+			continue
+		}
+		if !f.match(ev) {
+			continue
+		}
+		if f.json {
+			if err := writeEventJSON(e.stdout, ev); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintln(e.stdout, humanLine(ev))
+		}
+		n++
+		if f.limit > 0 && n >= f.limit {
+			return nil
+		}
+	}
+}
+
+// writeEventJSON prints an event as one line of CloudEvents JSON.
+func writeEventJSON(w io.Writer, ev events.Event) error {
+	ce, err := events.CloudEvent(ev)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(ce)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// humanLine renders one card.* event as a planner-readable line.
+func humanLine(ev events.Event) string {
+	ts := ev.Time.UTC().Format(time.RFC3339)
+	short := func(d string) string {
+		if len(d) > 19 {
+			return d[:19]
+		}
+		return d
+	}
+	switch d := ev.Data.(type) {
+	case events.Drift:
+		rules := make([]string, 0, len(d.Findings))
+		seen := map[string]bool{}
+		for _, f := range d.Findings {
+			if !seen[f.Rule] {
+				seen[f.Rule] = true
+				rules = append(rules, f.Rule)
+			}
+		}
+		return fmt.Sprintf("%s  %-8s task=%s agent=%s  %s → %s  [%s]  %s", ts, strings.ToUpper(string(d.Verdict.Action)),
+			d.TaskID, d.AgentURL, short(d.Pinned.Digest), short(d.Live.Digest), strings.Join(rules, ","), d.Verdict.Reason)
+	case events.Pinned:
+		return fmt.Sprintf("%s  PINNED   task=%s agent=%s  %s  (%s)", ts, d.TaskID, d.AgentURL, short(d.Digest), d.Source)
+	case events.Observed:
+		return fmt.Sprintf("%s  OBSERVED agent=%s  %s  %d  %dms", ts, d.AgentURL, short(d.Digest), d.Status, d.LatencyMs)
+	case events.Unreachable:
+		return fmt.Sprintf("%s  UNREACH  task=%s agent=%s  %s: %s", ts, d.TaskID, d.AgentURL, d.Reason, d.Detail)
+	}
+	return fmt.Sprintf("%s  %s  %s", ts, ev.Type, ev.Subject)
+}
