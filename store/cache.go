@@ -87,7 +87,7 @@ type CachedPins struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 
-	hits, misses, fills, invalidations, evictions, restarts atomic.Uint64
+	hits, misses, fills, invalidations, evictions, restarts, changes atomic.Uint64
 }
 
 type cacheEntry struct {
@@ -223,10 +223,12 @@ func (c *CachedPins) goDead() {
 // cached revision drops the entry and fences in-flight reads of its stripe.
 func (c *CachedPins) apply(ch Change) {
 	if ch.ID == "" && ch.Key != EncodeKey("") {
+		c.changes.Add(1)
 		return // hashed long id: never cached
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.changes.Add(1)
 	e := c.items[ch.ID]
 	if e != nil && e.rev >= ch.Rev {
 		return // our own write (or older news): the entry is current
@@ -386,6 +388,7 @@ type CacheStats struct {
 	Fills         uint64 // pins cached (by reads and own writes)
 	Invalidations uint64 // entries dropped because the watch reported a newer write
 	Evictions     uint64 // entries dropped for the size bound
+	Changes       uint64 // changes the watch reported
 	Restarts      uint64 // watches that ended and were restarted
 	Len           int    // pins cached now
 }
@@ -398,7 +401,7 @@ func (c *CachedPins) Stats() CacheStats {
 	return CacheStats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Fills: c.fills.Load(),
 		Invalidations: c.invalidations.Load(), Evictions: c.evictions.Load(),
-		Restarts: c.restarts.Load(), Len: n,
+		Changes: c.changes.Load(), Restarts: c.restarts.Load(), Len: n,
 	}
 }
 

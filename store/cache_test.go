@@ -1,0 +1,541 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/memstore"
+	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// runCache starts c.Run for the rest of the test and waits until it serves.
+func runCache(t *testing.T, c *store.CachedPins) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run() = %v, want nil after cancel", err)
+		}
+	})
+	select {
+	case <-c.Ready():
+	case err := <-done:
+		t.Fatalf("Run() returned early: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("cache not ready after 10s")
+	}
+}
+
+func TestCachedPinsConformance(t *testing.T) {
+	t.Run("memstore", func(t *testing.T) {
+		storetest.Pins(t, func(t *testing.T) store.Pins {
+			c := store.NewCachedPins(memstore.NewPins(), 100)
+			runCache(t, c)
+			return c
+		})
+	})
+	t.Run("kv", func(t *testing.T) {
+		withJS(t, func(js jetstream.JetStream) {
+			storetest.Pins(t, func(t *testing.T) store.Pins {
+				c := store.NewCachedPins(store.NewKVPins(newKV(t, js, "pins", jetstream.KeyValueConfig{})), 100)
+				runCache(t, c)
+				return c
+			})
+		})
+	})
+}
+
+// countingPins counts the Gets that reach the inner store and can make
+// them slow, to widen the window between a read and its cache fill.
+type countingPins struct {
+	*memstore.Pins
+	gets     atomic.Int64
+	maxDelay time.Duration
+}
+
+func (p *countingPins) Get(ctx context.Context, id string) (detector.Pin, uint64, error) {
+	p.gets.Add(1)
+	pin, rev, err := p.Pins.Get(ctx, id)
+	if p.maxDelay > 0 {
+		time.Sleep(rand.N(p.maxDelay))
+	}
+	return pin, rev, err
+}
+
+func TestCachedPinsHits(t *testing.T) {
+	inner := &countingPins{Pins: memstore.NewPins()}
+	c := store.NewCachedPins(inner, 10)
+	ctx := t.Context()
+	if _, err := c.Create(ctx, storetest.Pin("t1", 1)); err != nil {
+		t.Fatalf("Create() error = %v", err)
+	}
+	// Before Run: every read goes through, nothing is cached.
+	for range 3 {
+		if _, _, err := c.Get(ctx, "t1"); err != nil {
+			t.Fatalf("Get() error = %v", err)
+		}
+	}
+	if got := inner.gets.Load(); got != 3 {
+		t.Fatalf("inner Gets before Run = %d, want 3", got)
+	}
+	runCache(t, c)
+	for range 5 {
+		if _, _, err := c.Get(ctx, "t1"); err != nil {
+			t.Fatalf("Get() error = %v", err)
+		}
+	}
+	if got := inner.gets.Load(); got != 4 {
+		t.Fatalf("inner Gets after 5 cached reads = %d, want 4 (one fill)", got)
+	}
+	st := c.Stats()
+	if st.Hits != 4 || st.Misses != 4 || st.Len != 1 {
+		t.Fatalf("Stats() = %+v, want 4 hits, 4 misses, 1 cached", st)
+	}
+	// Own writes are written through: the next read is a hit with the new pin.
+	_, rev, _ := c.Get(ctx, "t1")
+	nrev, err := c.Update(ctx, storetest.Pin("t1", 2), rev)
+	if err != nil {
+		t.Fatalf("Update() error = %v", err)
+	}
+	_, grev, err := c.Get(ctx, "t1")
+	if err != nil || grev != nrev {
+		t.Fatalf("Get() after Update = rev %d, %v; want %d, nil", grev, err, nrev)
+	}
+	if got := inner.gets.Load(); got != 4 {
+		t.Fatalf("inner Gets after own Update = %d, want 4 (written through)", got)
+	}
+}
+
+func TestCachedPinsEvictsLRU(t *testing.T) {
+	inner := &countingPins{Pins: memstore.NewPins()}
+	c := store.NewCachedPins(inner, 3)
+	runCache(t, c)
+	ctx := t.Context()
+	ids := []string{"a", "b", "c", "d", "e"}
+	for i, id := range ids {
+		if _, err := c.Create(ctx, storetest.Pin(id, i)); err != nil {
+			t.Fatalf("Create(%s) error = %v", id, err)
+		}
+		if id == "c" {
+			c.Get(ctx, "a") // a becomes most recent: b is the next victim
+		}
+	}
+	st := c.Stats()
+	if st.Len != 3 || st.Evictions != 2 {
+		t.Fatalf("Stats() = %+v, want 3 cached, 2 evictions", st)
+	}
+	for _, tc := range []struct {
+		id     string
+		cached bool
+	}{{"a", true}, {"b", false}, {"c", false}, {"d", true}, {"e", true}} {
+		before := inner.gets.Load()
+		if _, _, err := c.Get(ctx, tc.id); err != nil {
+			t.Fatalf("Get(%s) error = %v", tc.id, err)
+		}
+		if hit := inner.gets.Load() == before; hit != tc.cached {
+			t.Fatalf("Get(%s) hit = %v, want %v", tc.id, hit, tc.cached)
+		}
+		if !tc.cached {
+			break // the miss refilled and evicted: later checks would test the refill
+		}
+	}
+}
+
+func TestCachedPinsMaxAge(t *testing.T) {
+	inner := &countingPins{Pins: memstore.NewPins()}
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	c := store.NewCachedPins(inner, 10, store.WithCacheMaxAge(time.Minute), store.WithCacheClock(func() time.Time {
+		return time.Unix(0, now.Load())
+	}))
+	runCache(t, c)
+	ctx := t.Context()
+	if _, err := c.Create(ctx, storetest.Pin("t1", 1)); err != nil {
+		t.Fatalf("Create() error = %v", err)
+	}
+	for _, tc := range []struct {
+		advance time.Duration
+		want    int64 // inner gets so far
+	}{
+		{0, 0},
+		{59 * time.Second, 0},
+		{2 * time.Second, 1}, // 61s: too old, re-read
+		{30 * time.Second, 1}, // refreshed by the re-read
+	} {
+		now.Add(int64(tc.advance))
+		if _, _, err := c.Get(ctx, "t1"); err != nil {
+			t.Fatalf("Get() error = %v", err)
+		}
+		if got := inner.gets.Load(); got != tc.want {
+			t.Fatalf("inner Gets after +%v = %d, want %d", tc.advance, got, tc.want)
+		}
+	}
+}
+
+// TestCachedPinsOwnWritesNeverStale has writers update and delete their own
+// tasks through the cache while readers fill it concurrently through a slow
+// inner store; after every write the writer's next read must see exactly it.
+func TestCachedPinsOwnWritesNeverStale(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		inner func(t *testing.T) store.Pins
+		iters int
+	}{
+		{"memstore", func(*testing.T) store.Pins {
+			return &countingPins{Pins: memstore.NewPins(), maxDelay: 200 * time.Microsecond}
+		}, 300},
+		{"kv", func(t *testing.T) store.Pins {
+			return store.NewKVPins(newKV(t, startJS(t), "pins", jetstream.KeyValueConfig{}))
+		}, 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := store.NewCachedPins(tc.inner(t), 8) // small: evictions race too
+			runCache(t, c)
+			ctx := t.Context()
+			const writers, readers = 4, 4
+			ids := []string{"w0", "w1", "w2", "w3"}
+			stop := make(chan struct{})
+			var rwg sync.WaitGroup
+			for r := range readers {
+				rwg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						c.Get(ctx, ids[(i+r)%len(ids)])
+					}
+				})
+			}
+			var wwg sync.WaitGroup
+			for w := range writers {
+				id := ids[w]
+				wwg.Go(func() {
+					for i := range tc.iters {
+						rev, err := c.Create(ctx, storetest.Pin(id, i))
+						if err != nil {
+							t.Errorf("Create(%s) error = %v", id, err)
+							return
+						}
+						if _, got, err := c.Get(ctx, id); err != nil || got != rev {
+							t.Errorf("Get(%s) after Create = rev %d, %v; want %d", id, got, err, rev)
+							return
+						}
+						rev, err = c.Update(ctx, storetest.Pin(id, i+1), rev)
+						if err != nil {
+							t.Errorf("Update(%s) error = %v", id, err)
+							return
+						}
+						if _, got, err := c.Get(ctx, id); err != nil || got != rev {
+							t.Errorf("Get(%s) after Update = rev %d, %v; want %d", id, got, err, rev)
+							return
+						}
+						if err := c.Delete(ctx, id); err != nil {
+							t.Errorf("Delete(%s) error = %v", id, err)
+							return
+						}
+						if _, got, err := c.Get(ctx, id); !errors.Is(err, store.ErrNotFound) {
+							t.Errorf("Get(%s) after Delete = rev %d, %v; want %v", id, got, err, store.ErrNotFound)
+							return
+						}
+					}
+				})
+			}
+			wwg.Wait()
+			close(stop)
+			rwg.Wait()
+			t.Logf("%+v", c.Stats())
+		})
+	}
+}
+
+// TestCachedPinsOtherWriter has a second process (another KVPins on the same
+// bucket) write behind the cache's back: the cache must catch up through
+// its watch.
+func TestCachedPinsOtherWriter(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		kv := newKV(t, js, "pins", jetstream.KeyValueConfig{})
+		c := store.NewCachedPins(store.NewKVPins(kv), 100)
+		other := store.NewKVPins(kv)
+		runCache(t, c)
+		ctx := t.Context()
+		rev, err := c.Create(ctx, storetest.Pin("t1", 1))
+		if err != nil {
+			t.Fatalf("Create() error = %v", err)
+		}
+		if _, got, _ := c.Get(ctx, "t1"); got != rev {
+			t.Fatalf("Get() rev = %d, want %d", got, rev)
+		}
+		nrev, err := other.Update(ctx, storetest.Pin("t1", 2), rev)
+		if err != nil {
+			t.Fatalf("other.Update() error = %v", err)
+		}
+		waitFor(t, "cache to see the other writer's update", func() bool {
+			_, got, err := c.Get(ctx, "t1")
+			return err == nil && got == nrev
+		})
+		if err := other.Delete(ctx, "t1"); err != nil {
+			t.Fatalf("other.Delete() error = %v", err)
+		}
+		waitFor(t, "cache to see the other writer's delete", func() bool {
+			_, _, err := c.Get(ctx, "t1")
+			return errors.Is(err, store.ErrNotFound)
+		})
+		if st := c.Stats(); st.Invalidations < 1 {
+			t.Fatalf("Stats().Invalidations = %d, want >= 1", st.Invalidations)
+		}
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// killableWatcher hands out watches the test can end, as a dropped
+// connection would.
+type killableWatcher struct {
+	*memstore.Pins
+	mu      sync.Mutex
+	cancels []context.CancelFunc
+}
+
+func (k *killableWatcher) Watch(ctx context.Context) (store.Watch, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	k.mu.Lock()
+	k.cancels = append(k.cancels, cancel)
+	k.mu.Unlock()
+	return k.Pins.Watch(ctx)
+}
+
+func (k *killableWatcher) kill() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, c := range k.cancels {
+		c()
+	}
+	k.cancels = nil
+}
+
+func TestCachedPinsWatchRestart(t *testing.T) {
+	inner := &killableWatcher{Pins: memstore.NewPins()}
+	var errs atomic.Int64
+	c := store.NewCachedPins(inner, 10, store.WithCacheErrorHandler(func(error) { errs.Add(1) }))
+	runCache(t, c)
+	ctx := t.Context()
+	if _, err := c.Create(ctx, storetest.Pin("t1", 1)); err != nil {
+		t.Fatalf("Create() error = %v", err)
+	}
+	inner.kill()
+	waitFor(t, "restart", func() bool { return c.Stats().Restarts == 1 })
+	if st := c.Stats(); st.Len != 0 {
+		t.Fatalf("Stats().Len after the watch ended = %d, want 0 (flushed)", st.Len)
+	}
+	waitFor(t, "live again", c.Live)
+	if got := errs.Load(); got != 1 {
+		t.Fatalf("errors reported = %d, want 1", got)
+	}
+	c.Get(ctx, "t1")
+	if _, _, err := c.Get(ctx, "t1"); err != nil {
+		t.Fatalf("Get() error = %v", err)
+	}
+	if st := c.Stats(); st.Hits != 1 {
+		t.Fatalf("Stats().Hits after restart = %d, want 1", st.Hits)
+	}
+}
+
+type unwatchable struct{ store.Pins }
+
+func TestCachedPinsRunNeedsWatcher(t *testing.T) {
+	c := store.NewCachedPins(unwatchable{memstore.NewPins()}, 10)
+	if err := c.Run(t.Context()); !errors.Is(err, store.ErrNotWatchable) {
+		t.Fatalf("Run() = %v, want %v", err, store.ErrNotWatchable)
+	}
+}
+
+// TestClonePinCoversReferenceFields fails when detector.Pin gains a field
+// that shares memory (slice, map, pointer) which clonePin does not copy.
+func TestClonePinCoversReferenceFields(t *testing.T) {
+	known := map[string]bool{
+		"Requirements.InputModes":  true,
+		"Requirements.OutputModes": true,
+		"Requirements.Security":    true,
+	}
+	var walk func(typ reflect.Type, prefix string)
+	walk = func(typ reflect.Type, prefix string) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			name := prefix + f.Name
+			switch f.Type.Kind() {
+			case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface, reflect.Chan, reflect.Func:
+				if !known[name] {
+					t.Errorf("detector.Pin.%s is a %s: teach clonePin (store/cache.go) to copy it", name, f.Type.Kind())
+				}
+			case reflect.Struct:
+				if f.Type.PkgPath() != "time" {
+					walk(f.Type, name+".")
+				}
+			}
+		}
+	}
+	walk(reflect.TypeOf(detector.Pin{}), "")
+}
+
+// gatedPins holds a Get that has read the inner store until the test
+// releases it, so a test can interleave a write between a cache miss's read
+// and its fill.
+type gatedPins struct {
+	*memstore.Pins
+	armed    atomic.Bool
+	read     chan struct{} // receives when the armed Get has read
+	released chan struct{} // closed to let it return
+	hold     sync.RWMutex  // write-locked: watches deliver nothing
+}
+
+// Watch delays every change while g.hold is write-locked, as a slow watch
+// would.
+func (g *gatedPins) Watch(ctx context.Context) (store.Watch, error) {
+	w, err := g.Pins.Watch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return heldWatch{w, g}, nil
+}
+
+type heldWatch struct {
+	store.Watch
+	g *gatedPins
+}
+
+func (h heldWatch) Next(ctx context.Context) (store.Change, error) {
+	c, err := h.Watch.Next(ctx)
+	h.g.hold.RLock()
+	h.g.hold.RUnlock()
+	return c, err
+}
+
+func newGatedPins() *gatedPins {
+	return &gatedPins{Pins: memstore.NewPins(), read: make(chan struct{}), released: make(chan struct{})}
+}
+
+func (g *gatedPins) Get(ctx context.Context, id string) (detector.Pin, uint64, error) {
+	pin, rev, err := g.Pins.Get(ctx, id)
+	if g.armed.CompareAndSwap(true, false) {
+		g.read <- struct{}{}
+		<-g.released
+	}
+	return pin, rev, err
+}
+
+// TestCachedPinsRacingFill interleaves, deterministically, a write between
+// a cache miss's read of the inner store and its fill: the stale read must
+// not be served afterwards.
+func TestCachedPinsRacingFill(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// slowWatch holds the watch's reports until the test is over, so the
+		// write-through (not the watch) must keep the cache right.
+		slowWatch bool
+		// write changes t1 (current revision rev) while a read is in flight
+		// and returns the revision a later Get must see (0: ErrNotFound).
+		write func(t *testing.T, c *store.CachedPins, inner *gatedPins, rev uint64) uint64
+	}{
+		{"own-delete", false, func(t *testing.T, c *store.CachedPins, _ *gatedPins, _ uint64) uint64 {
+			if err := c.Delete(t.Context(), "t1"); err != nil {
+				t.Fatalf("Delete() error = %v", err)
+			}
+			return 0
+		}},
+		{"own-update", false, ownUpdate},
+		{"own-update-slow-watch", true, ownUpdate},
+		{"own-delete-slow-watch", true, func(t *testing.T, c *store.CachedPins, _ *gatedPins, _ uint64) uint64 {
+			if err := c.Delete(t.Context(), "t1"); err != nil {
+				t.Fatalf("Delete() error = %v", err)
+			}
+			return 0
+		}},
+		{"other-update", false, func(t *testing.T, c *store.CachedPins, inner *gatedPins, rev uint64) uint64 {
+			before := c.Stats().Changes
+			n, err := inner.Pins.Update(t.Context(), storetest.Pin("t1", 2), rev)
+			if err != nil {
+				t.Fatalf("Update() error = %v", err)
+			}
+			waitFor(t, "the watch to report the update", func() bool { return c.Stats().Changes > before })
+			return n
+		}},
+		{"other-delete", false, func(t *testing.T, c *store.CachedPins, inner *gatedPins, _ uint64) uint64 {
+			before := c.Stats().Changes
+			if err := inner.Pins.Delete(t.Context(), "t1"); err != nil {
+				t.Fatalf("Delete() error = %v", err)
+			}
+			waitFor(t, "the watch to report the delete", func() bool { return c.Stats().Changes > before })
+			return 0
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner := newGatedPins()
+			c := store.NewCachedPins(inner, 10)
+			runCache(t, c)
+			rev, err := inner.Pins.Create(t.Context(), storetest.Pin("t1", 1))
+			if err != nil {
+				t.Fatalf("Create() error = %v", err)
+			}
+			waitFor(t, "the watch to report the create", func() bool { return c.Stats().Changes == 1 })
+
+			inner.armed.Store(true)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				c.Get(t.Context(), "t1") // misses, reads rev, waits
+			}()
+			<-inner.read
+			if tc.slowWatch {
+				inner.hold.Lock()
+				defer inner.hold.Unlock()
+			}
+			want := tc.write(t, c, inner, rev)
+			close(inner.released)
+			<-done
+
+			for i := range 2 { // the first Get may refill; the second may hit
+				_, got, err := c.Get(t.Context(), "t1")
+				if want == 0 {
+					if !errors.Is(err, store.ErrNotFound) {
+						t.Fatalf("Get #%d = rev %d, %v; want %v", i+1, got, err, store.ErrNotFound)
+					}
+					continue
+				}
+				if err != nil || got != want {
+					t.Fatalf("Get #%d = rev %d, %v; want rev %d", i+1, got, err, want)
+				}
+			}
+		})
+	}
+}
+
+func ownUpdate(t *testing.T, c *store.CachedPins, _ *gatedPins, rev uint64) uint64 {
+	n, err := c.Update(t.Context(), storetest.Pin("t1", 2), rev)
+	if err != nil {
+		t.Fatalf("Update() error = %v", err)
+	}
+	return n
+}

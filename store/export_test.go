@@ -1,0 +1,4 @@
+package store
+
+// WithCacheClock exposes withCacheClock to the external tests.
+var WithCacheClock = withCacheClock
