@@ -171,7 +171,7 @@ func TestCachedPinsMaxAge(t *testing.T) {
 	}{
 		{0, 0},
 		{59 * time.Second, 0},
-		{2 * time.Second, 1}, // 61s: too old, re-read
+		{2 * time.Second, 1},  // 61s: too old, re-read
 		{30 * time.Second, 1}, // refreshed by the re-read
 	} {
 		now.Add(int64(tc.advance))
