@@ -189,6 +189,29 @@ func (as *Assignment) Expect(profile, from, to string) (Expectation, bool) {
 	return Expectation{}, false
 }
 
+// ExpectDigests is Expect for the digests of a card.drift's pinned and live
+// cards (see CardVersion.Digest). It reports false when either digest is not
+// one of the assignment's cards.
+func (as *Assignment) ExpectDigests(profile, pinnedDigest, liveDigest string) (Expectation, bool) {
+	from, to := as.LabelOf(pinnedDigest), as.LabelOf(liveDigest)
+	if from == "" || to == "" {
+		return Expectation{}, false
+	}
+	return as.Expect(profile, from, to)
+}
+
+// Find returns the assignment of the agent with the given base URL (an
+// event's agentUrl; a trailing slash is ignored), or nil.
+func Find(schedule []Assignment, agentURL string) *Assignment {
+	agentURL = strings.TrimSuffix(agentURL, "/")
+	for i := range schedule {
+		if schedule[i].AgentURL == agentURL {
+			return &schedule[i]
+		}
+	}
+	return nil
+}
+
 // LiveAt returns the labels served at offset d from the start ([LabelDown]
 // while the agent is down, several during a rolling deploy).
 func (as *Assignment) LiveAt(d time.Duration) []string {
@@ -523,8 +546,24 @@ func plannable(task detector.Requirements, c *detector.Card) bool {
 	return true
 }
 
-// Scenarios returns every scenario, in a fixed order. The slice is a copy.
-func Scenarios() []Scenario { return slices.Clone(scenarios) }
+// Scenarios returns every scenario, in a fixed order. The scenarios are
+// copies: changing them does not change the library.
+func Scenarios() []Scenario {
+	out := make([]Scenario, len(scenarios))
+	for i, s := range scenarios {
+		out[i] = s.clone()
+	}
+	return out
+}
+
+func (s Scenario) clone() Scenario {
+	s.Profiles = slices.Clone(s.Profiles)
+	s.Expect = slices.Clone(s.Expect)
+	for i := range s.Expect {
+		s.Expect[i].Rules = slices.Clone(s.Expect[i].Rules)
+	}
+	return s
+}
 
 // ScenarioNames returns the names of Scenarios, in the same order.
 func ScenarioNames() []string {
@@ -535,11 +574,11 @@ func ScenarioNames() []string {
 	return out
 }
 
-// LookupScenario returns the scenario with the given name.
+// LookupScenario returns (a copy of) the scenario with the given name.
 func LookupScenario(name string) (Scenario, bool) {
 	for _, s := range scenarios {
 		if s.Name == name {
-			return s, true
+			return s.clone(), true
 		}
 	}
 	return Scenario{}, false

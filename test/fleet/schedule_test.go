@@ -218,7 +218,7 @@ func TestPlayAppliesSteps(t *testing.T) {
 // TestPlayOutageAndReplicas watches an agent-down and a rolling-deploy
 // assignment through HTTP while they play.
 func TestPlayOutageAndReplicas(t *testing.T) {
-	const d = 2 * time.Second
+	const d = 3 * time.Second
 	f := startFleet(t, Options{Agents: 8, Seed: 3})
 	sched, err := Schedule(3, f.Agents(), []string{AgentDown, RollingDeploy}, d)
 	if err != nil {
@@ -321,5 +321,53 @@ func TestPlayRejectsUnknownLabel(t *testing.T) {
 	sched[0].Steps = append(sched[0].Steps, Step{At: time.Millisecond, Card: "nope"})
 	if _, err := f.Play(context.Background(), sched); !errors.Is(err, ErrUnknownLabel) {
 		t.Errorf("Play error = %v, want ErrUnknownLabel", err)
+	}
+}
+
+func TestFindAndExpectDigests(t *testing.T) {
+	f := startFleet(t, Options{Agents: 6, Seed: 2})
+	sched, err := Schedule(2, f.Agents(), []string{SkillRemoved}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(sched, func(as Assignment) bool { return as.Scenario == SkillRemoved })
+	as := Find(sched, sched[i].AgentURL+"/")
+	if as == nil || as.AgentID != sched[i].AgentID {
+		t.Fatalf("Find(%s/) = %v, want %s", sched[i].AgentURL, as, sched[i].AgentID)
+	}
+	if Find(sched, "http://127.0.0.1:1") != nil {
+		t.Errorf("Find of an unknown URL is not nil")
+	}
+	base, _ := as.Version(LabelBase)
+	removed, _ := as.Version("removed")
+	tests := []struct {
+		name         string
+		profile      string
+		pinned, live string
+		want         Outcome
+		wantOK       bool
+	}{
+		{"removed skill aborts", "plain", base.Digest, removed.Digest, OutcomeAbort, true},
+		{"other skill continues", "other", base.Digest, removed.Digest, OutcomeContinue, true},
+		{"same card", "plain", base.Digest, base.Digest, OutcomeNone, true},
+		{"unknown digest", "plain", base.Digest, "sha256:00", "", false},
+		{"never served in that order", "other", removed.Digest, base.Digest, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, ok := as.ExpectDigests(tt.profile, tt.pinned, tt.live)
+			if ok != tt.wantOK || e.Outcome != tt.want {
+				t.Errorf("ExpectDigests(%s) = %s, %v, want %s, %v", tt.profile, e.Outcome, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestScenariosAreCopies(t *testing.T) {
+	s := Scenarios()[0]
+	s.Expect[0].Outcome = "changed"
+	s.Expect[0].Rules[0] = "changed"
+	if again, _ := LookupScenario(s.Name); again.Expect[0].Outcome == "changed" || again.Expect[0].Rules[0] == "changed" {
+		t.Errorf("changing a returned Scenario changed the library")
 	}
 }
