@@ -7,6 +7,8 @@ import (
 	"mime"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -16,6 +18,8 @@ import (
 // Decode reads a CloudEvent from a NATS message in either content mode,
 // validates its data against the schema named by its dataschema attribute
 // (or the current schema of its type) and returns it with typed data.
+// The returned DataSchema is the id of the schema applied, also when the
+// message had no dataschema attribute.
 //
 // A message is structured when its content-type header is
 // application/cloudevents+json and binary when it has a ce-specversion
@@ -263,9 +267,28 @@ func validURIReference(s string) bool {
 			}
 		}
 	}
+	if _, ok := validSources.Load(s); ok {
+		return true
+	}
 	u, err := url.Parse(s)
-	return err == nil && u.String() == s
+	if err != nil || u.String() != s {
+		return false
+	}
+	if validSourceCount.Add(1) <= maxValidSources {
+		validSources.Store(s, struct{}{})
+	}
+	return true
 }
+
+// validSources remembers up to maxValidSources sources that passed
+// validURIReference: a stream has few producers, and url.Parse is a
+// noticeable part of decoding a small event.
+var (
+	validSources     sync.Map
+	validSourceCount atomic.Int64
+)
+
+const maxValidSources = 4096
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
@@ -285,6 +308,7 @@ func (d *decoder) finish(s *schemas.Schema, tree any, card []byte) (Event, error
 		return Event{}, d.malformed("subject", "subject "+quote(d.ev.Subject)+" is not the data's task id "+quote(task))
 	}
 	d.ev.Data = data
+	d.ev.DataSchema = s.ID
 	return d.ev, nil
 }
 

@@ -133,6 +133,15 @@ type Drift struct {
 	Trigger  Trigger            `json:"trigger"`
 }
 
+// MarshalJSON writes nil Findings as [] (the schema requires an array).
+func (d Drift) MarshalJSON() ([]byte, error) {
+	type plain Drift
+	if d.Findings == nil {
+		d.Findings = []detector.Finding{}
+	}
+	return json.Marshal(plain(d))
+}
+
 // CardRef identifies one version of a card.
 type CardRef struct {
 	Digest      string `json:"digest"`

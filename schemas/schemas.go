@@ -170,7 +170,7 @@ func compileAll() (*registry, error) {
 		if m, _ := doc.(map[string]any); m == nil || m["$id"] != id {
 			return nil, fmt.Errorf("schemas: file %s: $id is not %s", name, id)
 		}
-		if err := c.AddResource(id, doc); err != nil {
+		if err := c.AddResource(id, inlineRefs(doc, doc)); err != nil {
 			return nil, fmt.Errorf("schemas: file %s: %w", name, err)
 		}
 		s := &Schema{ID: id, Type: typ, Version: version, File: name, raw: raw}
@@ -288,4 +288,52 @@ func escapeToken(t string) string {
 		return t
 	}
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(t)
+}
+
+// inlineRefs replaces local references ("$ref": "#/$defs/<name>") with the
+// definition they point at, merged with the referencing object's other
+// keywords, when those are annotations only (description, title, examples)
+// or do not collide with the definition's. Validation means the same (our
+// definitions are not recursive), but skips the validator's per-reference
+// scope bookkeeping, which is about a fifth of the cost of validating an
+// event. The embedded source keeps its $defs and $refs for readers.
+func inlineRefs(v, root any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = inlineRefs(x, root)
+		}
+		ref, ok := out["$ref"].(string)
+		if !ok {
+			return out
+		}
+		name, ok := strings.CutPrefix(ref, "#/$defs/")
+		if !ok || strings.ContainsAny(name, "/~") {
+			return out
+		}
+		defs, _ := root.(map[string]any)["$defs"].(map[string]any)
+		def, ok := defs[name].(map[string]any)
+		if !ok {
+			return out
+		}
+		merged := inlineRefs(def, root).(map[string]any)
+		for k, x := range out {
+			if k == "$ref" {
+				continue
+			}
+			if _, clash := merged[k]; clash && k != "description" && k != "title" && k != "examples" {
+				return out // keep the reference: both keywords must apply
+			}
+			merged[k] = x
+		}
+		return merged
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = inlineRefs(x, root)
+		}
+		return out
+	}
+	return v
 }
