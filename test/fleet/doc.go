@@ -48,11 +48,14 @@
 // Schedule assigns scenarios to agents deterministically from a seed (the
 // remaining agents form the control group) and returns one Assignment per
 // agent: its cards by label with their digests, steps, profiles and
-// expectations. A scorecard maps a card.drift's pinned and live digests to
-// labels (Assignment.LabelOf) and looks the verdict up
-// (Assignment.Expect); Assignment.Plannable says which profiles a client may
-// plan against the card it pinned, Assignment.Drifts when drift was
-// injected, Assignment.LiveAt what was served when.
+// expectations. Fleet.Play (or the blocking Fleet.Run) applies the steps at
+// their offsets in one goroutine it owns. A scorecard finds the assignment of
+// an event's agentUrl (Find), maps a card.drift's pinned and live digests to
+// labels and looks the verdict up (Assignment.ExpectDigests, LabelOf,
+// Expect); Assignment.Plannable says which profiles a client may plan
+// against the card it read, Assignment.Drifts when drift was injected,
+// Assignment.LiveAt what was served when, Player.Start and Player.Applied
+// when each step actually took effect.
 //
 // # Use
 //
