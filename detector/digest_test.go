@@ -1,0 +1,369 @@
+package detector
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	gowebpki "github.com/gowebpki/jcs"
+
+	"github.com/carddrift/carddrift/detector/jcs"
+)
+
+// The JCS vectors and cards live in jcs/testdata (copies of ../shared/fixtures).
+const jcsTestdata = "jcs/testdata"
+
+func mustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func sha256Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// TestDigestTCKVectors runs all 57 vectors of the A2A TCK corpus through the
+// digest path: accepted inputs (group A2 with signatures, stripped by
+// Digest) hash to the SHA-256 of the expected canonical bytes; rejected ones
+// get a typed error.
+func TestDigestTCKVectors(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(jcsTestdata, "a2a-jcs-v01/*/*.json"))
+	if err != nil || len(files) != 57 {
+		t.Fatalf("found %d TCK vectors (%v), want 57", len(files), err)
+	}
+	rejects := map[string]error{
+		"A2-REJECT-003": ErrNotSigningPayload, // canonical, but keeps signatures
+		"A2-REJECT-004": ErrNotSigningPayload, // same with an empty array
+		"A3-REJECT-011": ErrInvalidUTF8,
+		"A3-REJECT-012": ErrInvalidUTF8,
+		"A4-REJECT-013": ErrInvalidUTF8,
+		"A4-REJECT-014": ErrInvalidUTF8,
+		"A4-REJECT-015": ErrInvalidUTF8,
+		"A5-REJECT-016": ErrNotJSON,
+		"A5-REJECT-017": ErrNotJSON,
+		"A5-REJECT-018": ErrNotJSON,
+	}
+	for _, path := range files {
+		var v struct {
+			ID          string          `json:"id"`
+			Disposition string          `json:"disposition"`
+			Input       json.RawMessage `json:"input"`
+			InputRaw    string          `json:"input_raw"`
+			Expected    struct {
+				Hex string `json:"canonical_utf8_hex"`
+			} `json:"expected"`
+		}
+		if err := json.Unmarshal(mustRead(t, path), &v); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		t.Run(v.ID, func(t *testing.T) {
+			if v.Disposition == "MUST-ACCEPT" {
+				want, err := hex.DecodeString(v.Expected.Hex)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := Digest(v.Input)
+				if err != nil || got != sha256Digest(want) {
+					t.Errorf("Digest(%s) = %s, %v; want %s (of %s)", v.Input, got, err, sha256Digest(want), want)
+				}
+				tree, err := jcs.Parse(v.Input, jcs.Limits{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c := CanonicalJSON(&tree); !bytes.Equal(c, want) {
+					t.Errorf("CanonicalJSON(%s) = %s, want %s", v.Input, c, want)
+				}
+				if err := CheckSigningPayload(want); err != nil {
+					t.Errorf("CheckSigningPayload(%s) = %v, want nil", want, err)
+				}
+				return
+			}
+			wantErr, ok := rejects[v.ID]
+			if !ok {
+				t.Fatalf("reject vector %s has no expected error", v.ID)
+			}
+			in := []byte(v.InputRaw)
+			if wantErr == ErrNotSigningPayload {
+				if err := CheckSigningPayload(in); !errors.Is(err, ErrNotSigningPayload) {
+					t.Errorf("CheckSigningPayload(%s) = %v, want %v", in, err, wantErr)
+				}
+				// As a served card it is fine: its digest leaves the signatures out.
+				if _, err := Digest(in); err != nil {
+					t.Errorf("Digest(%s) = %v, want a digest", in, err)
+				}
+				return
+			}
+			_, err := Digest(in)
+			var se *SyntaxError
+			if !errors.Is(err, wantErr) || !errors.As(err, &se) {
+				t.Errorf("Digest(%s) = %v, want a *SyntaxError wrapping %v", in, err, wantErr)
+			}
+			if err := CheckSigningPayload(in); !errors.Is(err, wantErr) {
+				t.Errorf("CheckSigningPayload(%s) = %v, want %v", in, err, wantErr)
+			}
+		})
+	}
+}
+
+func TestDigestCardSigningVectors(t *testing.T) {
+	var file struct {
+		Cases []struct {
+			ID       string          `json:"id"`
+			Card     json.RawMessage `json:"agent_card"`
+			Expected string          `json:"expected_jcs_payload"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(mustRead(t, filepath.Join(jcsTestdata, "card_signing_canonicalization_vectors.json")), &file); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range file.Cases {
+		got, err := Digest(c.Card)
+		if want := sha256Digest([]byte(c.Expected)); err != nil || got != want {
+			t.Errorf("%s: Digest = %s, %v; want %s", c.ID, got, err, want)
+		}
+		if err := CheckSigningPayload([]byte(c.Expected)); err != nil {
+			t.Errorf("%s: CheckSigningPayload(expected payload) = %v", c.ID, err)
+		}
+	}
+}
+
+// independentDigest strips the top-level signatures with encoding/json and
+// canonicalizes with github.com/gowebpki/jcs.
+func independentDigest(t *testing.T, raw []byte) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "signatures")
+	stripped, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := gowebpki.Transform(stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256Digest(c)
+}
+
+// TestDigestCards checks the digest of every fixture card against an
+// independent implementation, and that the three entry points agree.
+func TestDigestCards(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(jcsTestdata, "cards/*.json"))
+	if err != nil || len(files) != 34 {
+		t.Fatalf("found %d cards (%v), want 34", len(files), err)
+	}
+	signed := 0
+	for _, path := range files {
+		raw := mustRead(t, path)
+		name := filepath.Base(path)
+		got, err := Digest(raw)
+		if err != nil {
+			t.Errorf("Digest(%s) error: %v", name, err)
+			continue
+		}
+		if want := independentDigest(t, raw); got != want {
+			t.Errorf("Digest(%s) = %s, independent %s", name, got, want)
+		}
+		if d, err := digestUncached(raw); err != nil || d != got {
+			t.Errorf("digestUncached(%s) = %s, %v; want %s", name, d, err, got)
+		}
+		v, err := jcs.ParseObject(raw, jcs.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := DigestValue(&v); d != got {
+			t.Errorf("DigestValue(%s) = %s, want %s", name, d, got)
+		}
+		if c := CanonicalJSON(&v); sha256Digest(c) != got || CheckSigningPayload(c) != nil {
+			t.Errorf("CanonicalJSON(%s) = %s, which does not hash to the digest or is not a signing payload", name, c)
+		}
+		if _, ok := v.Get("signatures"); ok {
+			signed++
+			if err := CheckSigningPayload(jcs.Append(nil, &v)); !errors.Is(err, ErrNotSigningPayload) {
+				t.Errorf("CheckSigningPayload(%s with signatures) = %v, want %v", name, err, ErrNotSigningPayload)
+			}
+		}
+	}
+	if signed < 3 {
+		t.Errorf("only %d fixture cards carry signatures; the strip is not exercised", signed)
+	}
+	a, _ := Digest(mustRead(t, filepath.Join(jcsTestdata, "cards/006-docs-v0.3.0-extensions-magic-8-ball.json")))
+	b, _ := Digest(mustRead(t, filepath.Join(jcsTestdata, "cards/007-docs-v1.0.1-extensions-magic-8-ball.json")))
+	if a != b || a == "" {
+		t.Errorf("cards 006 and 007 (same card, different whitespace) digest to %s and %s", a, b)
+	}
+}
+
+func TestDigestInvariants(t *testing.T) {
+	base, err := Digest([]byte(`{"name":"A","skills":[{"id":"x","tags":["t"]}],"n":1.5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := []string{
+		"\n{ \"skills\" : [ { \"tags\" : [\"t\"], \"id\" : \"x\" } ], \"n\": 15e-1, \"name\": \"\\u0041\" }\n",
+		`{"name":"A","skills":[{"id":"x","tags":["t"]}],"n":1.50,"signatures":[{"protected":"p","signature":"s"}]}`,
+		`{"name":"A","skills":[{"id":"x","tags":["t"]}],"n":1.5,"signatures":[]}`,
+	}
+	for _, s := range same {
+		if d, err := Digest([]byte(s)); err != nil || d != base {
+			t.Errorf("Digest(%s) = %s, %v; want %s", s, d, err, base)
+		}
+	}
+	different := []string{
+		`{"name":"B","skills":[{"id":"x","tags":["t"]}],"n":1.5}`,
+		`{"name":"A","skills":[{"id":"x","tags":["t"]}],"n":1.6}`,
+		`{"name":"A","skills":[{"id":"x","tags":["t"],"signatures":[]}],"n":1.5}`, // only the top level is stripped
+		`{"name":"A","skills":[{"id":"x","tags":[]}],"n":1.5}`,
+	}
+	for _, s := range different {
+		if d, err := Digest([]byte(s)); err != nil || d == base {
+			t.Errorf("Digest(%s) = %s, %v; want a different digest", s, d, err)
+		}
+	}
+	if !strings.HasPrefix(base, "sha256:") || len(base) != 71 || strings.ToLower(base) != base {
+		t.Errorf("Digest = %q, want sha256: and 64 lowercase hex digits", base)
+	}
+}
+
+func TestDigestErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want error
+	}{
+		{"not JSON", `{"name":`, ErrNotJSON},
+		{"NaN", `{"n":NaN}`, ErrNotJSON},
+		{"array", `[{"name":"x"}]`, ErrNotObject},
+		{"string", `"card"`, ErrNotObject},
+		{"duplicate key", `{"name":"a","name":"b"}`, ErrDuplicateKey},
+		{"invalid UTF-8", "{\"name\":\"\xff\"}", ErrInvalidUTF8},
+		{"lone surrogate", `{"name":"\udc00"}`, ErrInvalidUTF8},
+		{"too large", `{"d":"` + strings.Repeat("x", jcs.DefaultMaxBytes) + `"}`, ErrTooLarge},
+		{"too deep", `{"d":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`, ErrTooDeep},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 2 { // errors are not memoised
+				d, err := Digest([]byte(tt.in))
+				var se *SyntaxError
+				if !errors.Is(err, tt.want) || !errors.As(err, &se) || d != "" {
+					t.Errorf("Digest(%.40q) = %q, %v; want a *SyntaxError wrapping %v", tt.in, d, err, tt.want)
+				}
+				var jse *jcs.SyntaxError
+				if !errors.As(err, &jse) || !errors.Is(err, jse.Err) {
+					t.Errorf("Digest(%.40q) error does not match jcs.SyntaxError", tt.in)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckSigningPayload(t *testing.T) {
+	tests := []struct {
+		in   string
+		want error
+	}{
+		{`{"a":1,"b":[true,null]}`, nil},
+		{`{"b":1,"a":2}`, ErrNotSigningPayload},     // members out of order
+		{`{"a": 1}`, ErrNotSigningPayload},          // whitespace
+		{`{"a":1.0}`, ErrNotSigningPayload},         // number spelling
+		{`{"a":"\u0041"}`, ErrNotSigningPayload},    // needless escape
+		{`{"signatures":[]}`, ErrNotSigningPayload}, // self-reference
+		{`{"a":{"signatures":[]}}`, nil},            // only the top level is excluded
+		{`[1]`, ErrNotObject},
+		{`{"a":`, ErrNotJSON},
+	}
+	for _, tt := range tests {
+		err := CheckSigningPayload([]byte(tt.in))
+		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			t.Errorf("CheckSigningPayload(%s) = %v, want %v", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestDigestMemoEviction(t *testing.T) {
+	m := NewDigestMemo(2)
+	docs := []string{`{"a":1}`, `{"b":2}`, `{"c":3}`}
+	for _, d := range docs[:2] {
+		if _, err := m.Digest([]byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.Digest([]byte(docs[0])); err != nil { // a hit: a survives the next sweep
+		t.Fatal(err)
+	}
+	got, err := m.Digest([]byte(docs[2]))
+	if want, _ := digestUncached([]byte(docs[2])); err != nil || got != want {
+		t.Fatalf("Digest(%s) = %s, %v; want %s", docs[2], got, err, want)
+	}
+	if m.Len() != 2 {
+		t.Errorf("Len() = %d, want 2", m.Len())
+	}
+	for i, wantHeld := range []bool{true, false, true} {
+		_, held := m.index[sha256.Sum256([]byte(docs[i]))]
+		if held != wantHeld {
+			t.Errorf("memo holds %s = %v, want %v", docs[i], held, wantHeld)
+		}
+	}
+	if _, err := m.Digest([]byte(`{`)); err == nil || m.Len() != 2 {
+		t.Errorf("a failed digest changed the memo: Len() = %d, err %v", m.Len(), err)
+	}
+	if NewDigestMemo(0).slots == nil {
+		t.Error("NewDigestMemo(0) has no room")
+	}
+}
+
+func TestDigestMemoConcurrent(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(jcsTestdata, "cards/*.json"))
+	raws := make([][]byte, len(files))
+	want := make([]string, len(files))
+	for i, f := range files {
+		raws[i] = mustRead(t, f)
+		want[i], _ = digestUncached(raws[i])
+	}
+	m := NewDigestMemo(8) // smaller than the set: constant eviction
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				k := (g*7 + i) % len(raws)
+				if got, _ := m.Digest(raws[k]); got != want[k] {
+					t.Errorf("Digest(%s) = %s, want %s", files[k], got, want[k])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if m.Len() > 8 {
+		t.Errorf("Len() = %d, want at most 8", m.Len())
+	}
+}
+
+func ExampleDigest() {
+	a, _ := Digest([]byte(`{"name": "Example Agent", "capabilities": {"streaming": true}}`))
+	b, _ := Digest([]byte(`{"capabilities":{"streaming":true},"name":"Example Agent","signatures":[]}`))
+	fmt.Println(a == b)
+	fmt.Println(a)
+	_, err := Digest([]byte(`{"name": "a", "name": "b"}`))
+	fmt.Println(errors.Is(err, ErrDuplicateKey), err)
+	// Output:
+	// true
+	// sha256:f56ef008fafc7f3324d186eafa851de45453970886bf16335c05359851eb3460
+	// true duplicate object key at byte 14: key "name"
+}
