@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/carddrift/carddrift/schemas"
 )
 
 // Mode is a CloudEvents content mode over NATS.
@@ -98,3 +100,12 @@ const (
 	ContentTypeStructured = "application/cloudevents+json"
 	contentTypeJSON       = "application/json"
 )
+
+// schemaID returns the current schema id of an event type, "" for others.
+func schemaID(typ string) string {
+	s, err := schemas.Lookup(typ)
+	if err != nil {
+		return ""
+	}
+	return s.ID
+}

@@ -230,6 +230,25 @@ func (p *parser) key() (string, error) {
 	return p.unescape(start, end)
 }
 
+// knownValues interns string values that recur in every event (attribute
+// values, enums, common media types), for the same reason as knownKeys.
+var knownValues = func() map[string]string {
+	m := map[string]string{}
+	for _, v := range append([]string{
+		"1.0", "application/json", "degrade", "fail-closed", "abort", "replan", "continue",
+		"breaking", "warning", "info", "client-card", "client-digest", "first-fetch",
+		"text/plain", "text/event-stream", "application/octet-stream", "text", "file", "data",
+		"message/send", "message/stream", "SendMessage", "SendStreamingMessage",
+		"submitted", "working", "input-required", "auth-required", "completed", "failed", "canceled",
+	}, Types...) {
+		m[v] = v
+		if id := schemaID(v); id != "" {
+			m[id] = id
+		}
+	}
+	return m
+}()
+
 func (p *parser) str() (any, error) {
 	start := p.i + 1
 	end, simple, err := p.scanString()
@@ -237,7 +256,13 @@ func (p *parser) str() (any, error) {
 		return nil, err
 	}
 	if simple {
-		return string(p.b[start:end]), nil
+		raw := p.b[start:end]
+		if len(raw) <= 64 {
+			if v, ok := knownValues[string(raw)]; ok {
+				return v, nil
+			}
+		}
+		return string(raw), nil
 	}
 	return p.unescape(start, end)
 }
