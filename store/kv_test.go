@@ -1,7 +1,11 @@
 package store_test
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
@@ -56,4 +60,92 @@ func TestKVCardsConformance(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestKVPinsPurgedIsNotFound(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		kv := newKV(t, js, "pins", jetstream.KeyValueConfig{History: 5})
+		ps := store.NewKVPins(kv)
+		rev, err := ps.Create(t.Context(), storetest.Pin("t1", 1))
+		if err != nil {
+			t.Fatalf("Create() error = %v", err)
+		}
+		if err := kv.Purge(t.Context(), store.EncodeKey("t1")); err != nil {
+			t.Fatalf("kv.Purge() error = %v", err)
+		}
+		if _, _, err := ps.Get(t.Context(), "t1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Get() after purge error = %v, want %v", err, store.ErrNotFound)
+		}
+		if _, err := ps.Update(t.Context(), storetest.Pin("t1", 2), rev); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Update() after purge error = %v, want %v", err, store.ErrNotFound)
+		}
+	})
+}
+
+func TestKVPinsCorruptValue(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		kv := newKV(t, js, "pins", jetstream.KeyValueConfig{})
+		ps := store.NewKVPins(kv)
+		for _, tc := range []struct {
+			name, id string
+			value    []byte
+		}{
+			{"not-json", "t1", []byte("{")},
+			{"other-task", "t2", []byte(`{"taskId":"someone-else"}`)},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if _, err := kv.Put(t.Context(), store.EncodeKey(tc.id), tc.value); err != nil {
+					t.Fatalf("kv.Put() error = %v", err)
+				}
+				if _, _, err := ps.Get(t.Context(), tc.id); !errors.Is(err, store.ErrCorrupt) {
+					t.Fatalf("Get() error = %v, want %v", err, store.ErrCorrupt)
+				}
+			})
+		}
+	})
+}
+
+func TestKVWatch(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		kv := newKV(t, js, "leases", jetstream.KeyValueConfig{})
+		ls := store.NewKVLeases(kv)
+		w, err := ls.Watch(t.Context())
+		if err != nil {
+			t.Fatalf("Watch() error = %v", err)
+		}
+		url := "https://a.example/.well-known/agent-card.json"
+		long := "https://a.example/" + strings.Repeat("x", store.MaxReversibleID)
+		r1, _ := ls.Create(t.Context(), storetest.Lease(url, 1))
+		r2, _ := ls.Update(t.Context(), storetest.Lease(url, 2), r1)
+		r3, _ := ls.Create(t.Context(), storetest.Lease(long, 1))
+		if err := kv.Delete(t.Context(), store.EncodeKey(url)); err != nil {
+			t.Fatalf("kv.Delete() error = %v", err)
+		}
+		want := []store.Change{
+			{Key: store.EncodeKey(url), ID: url, Rev: r1, Op: store.OpPut},
+			{Key: store.EncodeKey(url), ID: url, Rev: r2, Op: store.OpPut},
+			{Key: store.EncodeKey(long), ID: "", Rev: r3, Op: store.OpPut},
+			{Key: store.EncodeKey(url), ID: url, Rev: r3 + 1, Op: store.OpDelete},
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		for i, wc := range want {
+			got, err := w.Next(ctx)
+			if err != nil {
+				t.Fatalf("Next() #%d error = %v", i+1, err)
+			}
+			if got != wc {
+				t.Fatalf("Next() #%d = %+v, want %+v", i+1, got, wc)
+			}
+		}
+		if err := w.Stop(); err != nil {
+			t.Fatalf("Stop() error = %v", err)
+		}
+		if err := w.Stop(); err != nil {
+			t.Fatalf("Stop() twice error = %v", err)
+		}
+		if _, err := w.Next(ctx); !errors.Is(err, store.ErrWatchClosed) {
+			t.Fatalf("Next() after Stop error = %v, want %v", err, store.ErrWatchClosed)
+		}
+	})
 }

@@ -1,7 +1,12 @@
 package memstore_test
 
 import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
@@ -18,4 +23,79 @@ func TestLeasesConformance(t *testing.T) {
 
 func TestCardsConformance(t *testing.T) {
 	storetest.Cards(t, func(*testing.T) store.Cards { return memstore.NewCards() })
+}
+
+func TestPinsTTL(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	ps := memstore.NewPins(memstore.WithTTL(time.Hour), memstore.WithClock(func() time.Time {
+		return time.Unix(0, now.Load())
+	}))
+	ctx := t.Context()
+	rev, err := ps.Create(ctx, storetest.Pin("t1", 1))
+	if err != nil {
+		t.Fatalf("Create() error = %v", err)
+	}
+	now.Add(int64(59 * time.Minute))
+	rev, err = ps.Update(ctx, storetest.Pin("t1", 2), rev) // restarts the clock
+	if err != nil {
+		t.Fatalf("Update() error = %v", err)
+	}
+	for _, tc := range []struct {
+		advance time.Duration
+		wantErr error
+	}{
+		{59 * time.Minute, nil},
+		{time.Minute, store.ErrNotFound},
+	} {
+		now.Add(int64(tc.advance))
+		if _, _, err := ps.Get(ctx, "t1"); !errors.Is(err, tc.wantErr) {
+			t.Fatalf("Get() after +%v error = %v, want %v", tc.advance, err, tc.wantErr)
+		}
+	}
+	if _, err := ps.Update(ctx, storetest.Pin("t1", 3), rev); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Update() after expiry error = %v, want %v", err, store.ErrNotFound)
+	}
+	if _, err := ps.Create(ctx, storetest.Pin("t1", 4)); err != nil {
+		t.Fatalf("Create() after expiry error = %v", err)
+	}
+}
+
+func TestWatch(t *testing.T) {
+	ps := memstore.NewPins()
+	ctx, cancel := context.WithCancel(t.Context())
+	w, err := ps.Watch(ctx)
+	if err != nil {
+		t.Fatalf("Watch() error = %v", err)
+	}
+	long := strings.Repeat("x", store.MaxReversibleID+1)
+	r1, _ := ps.Create(t.Context(), storetest.Pin("a.b", 1))
+	r2, _ := ps.Update(t.Context(), storetest.Pin("a.b", 2), r1)
+	_ = ps.Delete(t.Context(), "a.b")
+	r4, _ := ps.Create(t.Context(), storetest.Pin(long, 1))
+	want := []store.Change{
+		{Key: store.EncodeKey("a.b"), ID: "a.b", Rev: r1, Op: store.OpPut},
+		{Key: store.EncodeKey("a.b"), ID: "a.b", Rev: r2, Op: store.OpPut},
+		{Key: store.EncodeKey("a.b"), ID: "a.b", Rev: r2 + 1, Op: store.OpDelete},
+		{Key: store.EncodeKey(long), ID: "", Rev: r4, Op: store.OpPut},
+	}
+	for i, wc := range want {
+		got, err := w.Next(t.Context())
+		if err != nil {
+			t.Fatalf("Next() #%d error = %v", i+1, err)
+		}
+		if got != wc {
+			t.Fatalf("Next() #%d = %+v, want %+v", i+1, got, wc)
+		}
+	}
+	cancel() // ends the watch, as Stop does
+	if _, err := w.Next(t.Context()); !errors.Is(err, store.ErrWatchClosed) {
+		t.Fatalf("Next() after cancel error = %v, want %v", err, store.ErrWatchClosed)
+	}
+	if err := w.Stop(); err != nil {
+		t.Fatalf("Stop() after cancel error = %v, want nil", err)
+	}
+	if err := w.Stop(); err != nil {
+		t.Fatalf("Stop() twice error = %v, want nil", err)
+	}
 }
