@@ -66,6 +66,11 @@ func withCacheClock(now func() time.Time) CacheOption {
 //   - A pin that expires by TTL is dropped when the watch reports the expiry
 //     (KV buckets need limit markers, Config.PinsMarkerTTL).
 //   - Ids longer than MaxReversibleID are never cached.
+//   - With a replicated bucket (Replicas > 1), nats.go KV reads are direct
+//     gets that a follower may answer a few milliseconds behind the leader.
+//     The write-through entry hides that from this process's own writes
+//     while it stays cached (not evicted); a miss may read a lagging
+//     follower like any KVPins.Get.
 //
 // Safe for concurrent use. The zero value is not usable.
 type CachedPins struct {

@@ -10,6 +10,11 @@ import (
 // KVPins is Pins in a JetStream KV bucket: one JSON-encoded detector.Pin per
 // task under EncodeKey(task id). The bucket's TTL (Config.PinsTTL) expires
 // pins; each write restarts the clock. It also implements Watcher.
+//
+// Get is a KV direct get: on a replicated bucket a follower may answer, a
+// few milliseconds behind the leader; Create and Update are always decided
+// by the leader, so compare-and-set stays exact. Update at the revision of
+// a delete marker (only a Watch reveals one) revives the key, as KV does.
 type KVPins struct {
 	s kvJSON[detector.Pin]
 }
