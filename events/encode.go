@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -18,11 +17,6 @@ import (
 
 	"github.com/carddrift/carddrift/schemas"
 )
-
-// ErrInvalidEvent is returned (wrapped) by Encode for an event it cannot
-// encode: no data, a missing id or source, a type, subject or dataschema
-// that contradicts the data, or a bad extension.
-var ErrInvalidEvent = errors.New("events: invalid event")
 
 // Encode validates e and encodes it as a NATS message on Subject(e.Data), in
 // the given mode. It fills Type, Subject (the task id) and DataSchema (the

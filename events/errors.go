@@ -26,6 +26,21 @@ var (
 	ErrSchemaViolation = errors.New("events: data violates schema")
 )
 
+var (
+	// ErrInvalidEvent is returned (wrapped) by Encode, Publish and the
+	// Emitter methods for an event they cannot encode: no data, a missing id
+	// or source, a type, subject or dataschema that contradicts the data, or
+	// a bad extension; and by NewPublisher and NewEmitter for a bad source.
+	ErrInvalidEvent = errors.New("events: invalid event")
+	// ErrInvalidToken is returned (wrapped) by ParseToken for a string that
+	// Token cannot have produced.
+	ErrInvalidToken = errors.New("events: invalid subject token")
+	// ErrInvalidSubject is returned (wrapped) by Subject, AgentHost,
+	// AgentKey, AgentFilters and ParseSubject for ids, URLs or subjects that
+	// do not map to a carddrift subject.
+	ErrInvalidSubject = errors.New("events: invalid subject")
+)
+
 // DecodeError is the error Decode returns. Err is ErrMalformedEnvelope,
 // ErrUnknownType or ErrSchemaViolation; Cause, if not nil, is the underlying
 // error (a *schemas.ValidationError for a schema violation). errors.Is and

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -231,8 +232,10 @@ func (p *parser) key() (string, error) {
 }
 
 // knownValues interns string values that recur in every event (attribute
-// values, enums, common media types), for the same reason as knownKeys.
-var knownValues = func() map[string]string {
+// values, enums, common media types), for the same reason as knownKeys. It
+// is built on first use, not at init, because it asks package schemas for
+// the schema ids (which compiles the schemas).
+var knownValues = sync.OnceValue(func() map[string]string {
 	m := map[string]string{}
 	for _, v := range append([]string{
 		"1.0", "application/json", "degrade", "fail-closed", "abort", "replan", "continue",
@@ -247,7 +250,7 @@ var knownValues = func() map[string]string {
 		}
 	}
 	return m
-}()
+})
 
 func (p *parser) str() (any, error) {
 	start := p.i + 1
@@ -258,7 +261,7 @@ func (p *parser) str() (any, error) {
 	if simple {
 		raw := p.b[start:end]
 		if len(raw) <= 64 {
-			if v, ok := knownValues[string(raw)]; ok {
+			if v, ok := knownValues()[string(raw)]; ok {
 				return v, nil
 			}
 		}

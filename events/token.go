@@ -1,21 +1,11 @@
 package events
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strings"
 )
-
-// ErrInvalidToken is returned by ParseToken for a string that Token cannot
-// have produced.
-var ErrInvalidToken = errors.New("events: invalid subject token")
-
-// ErrInvalidSubject is returned (wrapped) by Subject, AgentKey and
-// ParseSubject for ids, URLs or subjects that do not map to a carddrift
-// subject.
-var ErrInvalidSubject = errors.New("events: invalid subject")
 
 const upperHex = "0123456789ABCDEF"
 
