@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -263,4 +264,34 @@ func escape(s string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// TestDecodeConcurrent decodes the samples from several goroutines (run
+// with -race: the schemas, the intern tables and the source cache are
+// shared).
+func TestDecodeConcurrent(t *testing.T) {
+	var msgs []events.Msg
+	for _, mode := range []events.Mode{events.Binary, events.Structured} {
+		for i, d := range samples() {
+			m, err := events.Encode(events.Event{ID: "c" + strings.Repeat("x", i), Source: "urn:test:" + mode.String(), Data: d}, mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs = append(msgs, events.NATSMsg(m))
+		}
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				for _, m := range msgs {
+					if _, err := events.Decode(m); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
