@@ -60,6 +60,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			pinCommand(e),
 			serveCommand(e),
 			watchCommand(e),
+			demoCommand(e),
 		},
 		Options: ffOptions,
 		Exec: func(context.Context, []string) error {

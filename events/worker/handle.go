@@ -259,6 +259,11 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, taskID string,
 	prepare(t)
 
 	obs, err := w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, t.force)
+	if err == nil && obs.Digest != pin.Digest && obs.FromLease && obs.FetchedAt.Before(pin.PinnedAt) {
+		// A shared observation older than the pin cannot show the pin is
+		// stale: the client may have read a newer card than the lease holds.
+		obs, err = w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, true)
+	}
 	if err != nil {
 		if t.pinDirty {
 			if err := w.savePin(ctx, t); err != nil {

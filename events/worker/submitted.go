@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
@@ -46,6 +47,10 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 		pin.Source = events.PinClientDigest
 		pin.Digest = d.CardDigest
 		obs, fetchErr = w.fetch.ObserveAgent(ctx, d.AgentURL, d.CardURL, false)
+		if fetchErr == nil && obs.Digest != d.CardDigest && obs.FromLease && obs.FetchedAt.Before(pin.PinnedAt) {
+			// The client may have read a newer card than the lease holds.
+			obs, fetchErr = w.fetch.ObserveAgent(ctx, d.AgentURL, d.CardURL, true)
+		}
 		fetched = fetchErr == nil
 		switch {
 		case fetched && obs.Digest == d.CardDigest:
@@ -68,7 +73,7 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 		}
 	default:
 		pin.Source = events.PinFirstFetch
-		obs, fetchErr = w.fetch.ObserveAgent(ctx, d.AgentURL, d.CardURL, false)
+		obs, fetchErr = w.observeFresh(ctx, d.AgentURL, d.CardURL, pin.PinnedAt)
 		fetched = fetchErr == nil
 		if fetched {
 			fillPin(&pin, obs.Digest, obs.Card)
@@ -163,4 +168,17 @@ func (w *Worker) publishPinned(ctx context.Context, ev events.Event, pin detecto
 		Digest: pin.Digest, Fingerprint: pin.Fingerprint, Source: pin.Source,
 		Trigger: events.Trigger{EventID: ev.ID, Type: ev.Type, Source: ev.Source},
 	}, pin.TaskID)
+}
+
+// observeFresh observes the live card for a first-fetch pin: the shared lease
+// when it was fetched after the submission, else a new fetch (coalesced with
+// every other one for the card). A pin made from an observation older than
+// the client's own discovery would attribute a change the client already
+// planned against to drift.
+func (w *Worker) observeFresh(ctx context.Context, agentURL, cardURL string, submitted time.Time) (fetcher.Observation, error) {
+	obs, err := w.fetch.ObserveAgent(ctx, agentURL, cardURL, false)
+	if err != nil || !obs.FromLease || !obs.FetchedAt.Before(submitted) {
+		return obs, err
+	}
+	return w.fetch.ObserveAgent(ctx, agentURL, cardURL, true)
 }

@@ -1,0 +1,384 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/peterbourgon/ff/v3/ffcli"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/test/fleet"
+)
+
+type demoFlags struct {
+	agents    int
+	duration  time.Duration
+	seed      int64
+	scenarios string
+	json      bool
+	dataDir   string
+	quiet     bool
+	taskEvery time.Duration
+	logLevel  string
+}
+
+func demoCommand(e *env) *ffcli.Command {
+	var f demoFlags
+	fs := newFlagSet("demo", e)
+	fs.IntVar(&f.agents, "agents", 40, "simulated agents in the fleet")
+	fs.DurationVar(&f.duration, "duration", 30*time.Second, "how long the fleet drifts and clients send traffic")
+	fs.Int64Var(&f.seed, "seed", 1, "seed of the fleet, the schedule of card changes and the traffic (same seed, same schedule)")
+	fs.StringVar(&f.scenarios, "scenarios", "all", "comma-separated scenarios to schedule: "+strings.Join(fleet.ScenarioNames(), ", "))
+	fs.BoolVar(&f.json, "json", false, "print only the scorecard, as one JSON object")
+	fs.StringVar(&f.dataDir, "data-dir", "", "keep the JetStream store here for replay (default: a temporary store removed at exit)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no verdict lines, only progress and the scorecard")
+	fs.DurationVar(&f.taskEvery, "task-every", time.Second, "each agent gets a new task this often")
+	fs.StringVar(&f.logLevel, "log-level", "error", "worker log level (logs go to stderr)")
+	return &ffcli.Command{
+		Name:       "demo",
+		ShortUsage: "carddrift demo [flags]",
+		ShortHelp:  "one command, no setup: a simulated fleet drifts, carddrift catches it, a scorecard proves it",
+		LongHelp: "Starts an embedded JetStream server, a simulated fleet of A2A agents on loopback that rotate\n" +
+			"their cards on a seeded schedule, the carddrift workers, and client traffic through the event\n" +
+			"contract; shows each verdict as a planner sees it, and ends with a scorecard.\n" +
+			"Exit status 1 when a drift was missed or a task falsely aborted.",
+		FlagSet: fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return usagef("demo takes no arguments")
+			}
+			return runDemo(ctx, e, &f)
+		},
+	}
+}
+
+func runDemo(ctx context.Context, e *env, f *demoFlags) error {
+	if f.agents < 1 {
+		return usagef("--agents must be at least 1")
+	}
+	if f.duration < 5*time.Second {
+		return usagef("--duration must be at least 5s (changes happen between a fifth and 95%% of it)")
+	}
+	names, err := fleet.ParseScenarios(f.scenarios)
+	if err != nil {
+		return usageError{err}
+	}
+	lvl, err := zerolog.ParseLevel(f.logLevel)
+	if err != nil {
+		return usagef("--log-level: %v", err)
+	}
+	log := zerolog.New(e.stderr).Level(lvl).With().Timestamp().Logger()
+	say := func(format string, args ...any) {
+		if !f.json {
+			fmt.Fprintf(e.stdout, format, args...)
+		}
+	}
+
+	// Storage: a temporary directory removed at exit, unless --data-dir.
+	dir, storage := f.dataDir, jetstream.MemoryStorage
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "carddrift-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	} else {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("--data-dir: %w", err)
+		}
+		storage = jetstream.FileStorage
+	}
+	emb, err := startEmbedded(dir, 0)
+	if err != nil {
+		return err
+	}
+	defer emb.Close()
+	nc, err := emb.connect("carddrift-demo")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	cfg := store.DefaultConfig()
+	cfg.Partitions = 4
+	cfg.Storage = storage
+	cfg.AckWait = 10 * time.Second
+	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
+	stores, err := store.Open(setup, js, cfg)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
+
+	// The fleet and its schedule.
+	fl, err := fleet.New(fleet.Options{Agents: f.agents, Seed: f.seed})
+	if err != nil {
+		return usageError{err}
+	}
+	if err := fl.Start(ctx); err != nil {
+		return err
+	}
+	defer fl.Close()
+	sched, err := fleet.Schedule(f.seed, fl.Agents(), names, f.duration)
+	if err != nil {
+		return usageError{err}
+	}
+
+	fetchOpts := fetcher.Options{
+		Allow:             []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		MinLease:          time.Second,
+		DefaultLease:      2 * time.Second,
+		MaxLease:          10 * time.Second,
+		FullFetchInterval: 10 * time.Second,
+		TotalTimeout:      3 * time.Second,
+		ConnectTimeout:    time.Second,
+	}
+	lease := func(a *fleet.Agent) time.Duration {
+		l := a.MaxAge()
+		switch {
+		case l > 0:
+		case a.Caching() == fleet.CacheRevalidate:
+			l = fetchOpts.MinLease
+		default:
+			l = fetchOpts.DefaultLease
+		}
+		return min(max(l, fetchOpts.MinLease), fetchOpts.MaxLease)
+	}
+
+	// Workers: two in this process, as two replicas of `carddrift serve`
+	// would run, sharing leases and pins.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	reg := prometheus.NewRegistry()
+	metrics := worker.NewMetrics(reg)
+	var workersWG sync.WaitGroup
+	var workerErr error
+	var errMu sync.Mutex
+	var ws []*worker.Worker
+	for i := range 2 {
+		w, err := worker.New(js, worker.Options{
+			Name: fmt.Sprintf("demo-worker-%d", i+1), Config: cfg,
+			Pins: stores.Pins, Cards: stores.Cards, Leases: stores.Leases,
+			Fetch: fetchOpts, Logger: log, Metrics: metrics, DrainTimeout: 3 * time.Second,
+		})
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		ws = append(ws, w)
+		workersWG.Add(1)
+		go func() {
+			defer workersWG.Done()
+			if err := w.Run(runCtx); err != nil {
+				errMu.Lock()
+				workerErr = errors.Join(workerErr, err)
+				errMu.Unlock()
+			}
+		}()
+	}
+	defer func() { stopRun(); workersWG.Wait() }()
+	for _, w := range ws {
+		select {
+		case <-w.Ready():
+		case <-time.After(15 * time.Second):
+			return errors.New("demo: workers did not start within 15s")
+		case <-ctx.Done():
+			return nil
+		}
+	}
+
+	// The planner's view: every card.* event as it is published.
+	byURL := map[string]*fleet.Assignment{}
+	for i := range sched {
+		byURL[sched[i].AgentURL] = &sched[i]
+	}
+	var recvMu sync.Mutex
+	var received []fleet.Received
+	start := time.Now()
+	cons, err := js.OrderedConsumer(ctx, cfg.EventsStream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return err
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		ev, err := events.Decode(m)
+		if err != nil {
+			return
+		}
+		now := time.Now()
+		recvMu.Lock()
+		received = append(received, fleet.Received{Event: ev, At: now})
+		recvMu.Unlock()
+		if d, ok := ev.Data.(events.Drift); ok && !f.json && !f.quiet {
+			scenario := "?"
+			if as := byURL[d.AgentURL]; as != nil {
+				scenario = as.Scenario
+			}
+			fmt.Fprintf(e.stdout, "  %6.1fs  %-8s %-28s %-34s %s\n", now.Sub(start).Seconds(),
+				strings.ToUpper(string(d.Verdict.Action)), scenario, d.TaskID, ruleList(d))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer cc.Stop()
+
+	say("carddrift demo: %d agents, %s, seed %d, scenarios %s\n", len(sched), f.duration, f.seed, strings.Join(names, ","))
+	say("  embedded NATS at %s, 2 workers, %d partitions; verdicts as a planner sees them:\n\n", emb.URL(), max(cfg.Partitions, 1))
+
+	player, err := fl.Play(runCtx, sched)
+	if err != nil {
+		return err
+	}
+	defer player.Stop()
+	traffic, err := fleet.NewTraffic(fleet.TrafficOptions{
+		JetStream: js, Schedule: sched, Start: player.Start(), Duration: f.duration,
+		Seed: f.seed, TaskEvery: f.taskEvery,
+	})
+	if err != nil {
+		return err
+	}
+	trafficDone := make(chan struct{})
+	go func() {
+		defer close(trafficDone)
+		traffic.Run(runCtx)
+	}()
+
+	// Progress, once a second, on stderr.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+progress:
+	for {
+		select {
+		case <-trafficDone:
+			break progress
+		case <-ctx.Done():
+			<-trafficDone
+			return nil
+		case <-tick.C:
+			if f.json {
+				continue
+			}
+			recvMu.Lock()
+			n := len(received)
+			recvMu.Unlock()
+			elapsed := time.Since(player.Start())
+			fmt.Fprintf(e.stderr, "  [%4.0fs/%s] tasks %d, lifecycle events %d (%.0f/s), card events %d\n",
+				elapsed.Seconds(), f.duration, len(traffic.Tasks()), traffic.Sent(),
+				float64(traffic.Sent())/max(elapsed.Seconds(), 1), n)
+		}
+	}
+	elapsed := time.Since(player.Start())
+	waitDrained(ctx, js, cfg, 10*time.Second)
+	time.Sleep(300 * time.Millisecond) // let the last published events reach the planner view
+	stopRun()
+	workersWG.Wait()
+	if workerErr != nil {
+		return workerErr
+	}
+
+	recvMu.Lock()
+	got := append([]fleet.Received(nil), received...)
+	recvMu.Unlock()
+	card := fleet.Score(fleet.ScoreInput{
+		Seed: f.seed, Schedule: sched, Start: player.Start(), Duration: elapsed,
+		Tasks: traffic.Tasks(), Sent: traffic.Sent(), Errors: traffic.Errors(), Received: got, Lease: lease,
+	})
+	if f.json {
+		enc := json.NewEncoder(e.stdout)
+		if err := enc.Encode(card); err != nil {
+			return err
+		}
+	} else {
+		writeScorecard(e.stdout, &card)
+	}
+	if card.Missed > 0 || card.FalseAborts > 0 || card.UnreachableAsDrift > 0 {
+		return exitError{exitFindings}
+	}
+	return nil
+}
+
+// waitDrained waits until every lifecycle consumer has nothing pending.
+func waitDrained(ctx context.Context, js jetstream.JetStream, cfg store.Config, bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		idle := true
+		for _, cc := range cfg.LifecycleConsumers() {
+			c, err := js.Consumer(ctx, cfg.LifecycleStream, cc.Durable)
+			if err != nil {
+				idle = false
+				break
+			}
+			info, err := c.Info(ctx)
+			if err != nil || info.NumPending > 0 || info.NumAckPending > 0 {
+				idle = false
+				break
+			}
+		}
+		if idle {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func ruleList(d events.Drift) string {
+	var rules []string
+	seen := map[string]bool{}
+	for _, f := range d.Findings {
+		if !seen[f.Rule] {
+			seen[f.Rule] = true
+			rules = append(rules, f.Rule)
+		}
+	}
+	return strings.Join(rules, ", ")
+}
+
+func writeScorecard(w io.Writer, c *fleet.Scorecard) {
+	fmt.Fprintf(w, "\nscorecard (seed %d, %d agents, %.0fs)\n\n", c.Seed, c.Agents, c.DurationSeconds)
+	fmt.Fprintf(w, "  %-28s %6s %6s %8s %8s %6s %12s %7s %11s\n", "scenario", "agents", "tasks", "injected", "detected", "missed", "false aborts", "drifts", "unreachable")
+	names := make([]string, 0, len(c.Scenarios))
+	for n := range c.Scenarios {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s := c.Scenarios[n]
+		mark := ""
+		if !s.Exercised {
+			mark = "  (not exercised)"
+		}
+		fmt.Fprintf(w, "  %-28s %6d %6d %8d %8d %6d %12d %7d %11d%s\n", n, s.Agents, s.Tasks, s.Injected, s.Detected, s.Missed, s.FalseAborts, s.Drifts, s.Unreachable, mark)
+	}
+	fmt.Fprintf(w, "\n  injected %d, detected %d, missed %d, false aborts %d, unreachable counted as drift %d\n",
+		c.Injected, c.Detected, c.Missed, c.FalseAborts, c.UnreachableAsDrift)
+	fmt.Fprintf(w, "  verdicts: abort %d, replan %d, continue %d\n", c.Verdicts["abort"], c.Verdicts["replan"], c.Verdicts["continue"])
+	fmt.Fprintf(w, "  detection latency p50 %.1f ms, p99 %.1f ms\n", c.LatencyMs.P50, c.LatencyMs.P99)
+	fmt.Fprintf(w, "  fetches per agent per lease: mean %.2f, max %.2f\n", c.FetchesPerAgentPerLease, c.MaxFetchesPerLease)
+	fmt.Fprintf(w, "  %d tasks, %d lifecycle events, %.0f events/s\n", c.Tasks, c.Events, c.EventsPerSecond)
+	for _, p := range c.Problems {
+		fmt.Fprintf(w, "  %-11s %-34s %-26s profile %-10s pinned %-10s live %-10s expected %-8s got %v %v\n",
+			p.Kind, p.Task, p.Scenario, p.Profile, p.Pinned, p.Live, p.Expected, p.Got, p.Rules)
+	}
+	if c.Missed == 0 && c.FalseAborts == 0 && c.UnreachableAsDrift == 0 {
+		fmt.Fprintln(w, "\n  every injected drift detected, no task falsely aborted")
+	}
+}

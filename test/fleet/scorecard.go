@@ -1,0 +1,324 @@
+package fleet
+
+import (
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+)
+
+// Received is one card.* event as a planner received it.
+type Received struct {
+	Event events.Event
+	At    time.Time
+}
+
+// ScenarioScore is the scorecard of one scenario.
+type ScenarioScore struct {
+	Agents int `json:"agents"`
+	Tasks  int `json:"tasks"`
+	// Injected counts tasks that met, at a capability-dependent transition,
+	// a changed card that had been live for at least a lease (so carddrift
+	// could see it) and that their scenario says must produce a card.drift.
+	Injected int `json:"injected"`
+	// Detected counts injected tasks that got a card.drift with the
+	// expected action; Missed the others.
+	Detected int `json:"detected"`
+	Missed   int `json:"missed"`
+	// FalseAborts counts tasks aborted although their scenario's verdict
+	// table says otherwise for the cards in the card.drift.
+	FalseAborts int `json:"falseAborts"`
+	Drifts      int `json:"drifts"`
+	Unreachable int `json:"unreachable"`
+	// Exercised is true when the scenario did what it exists to show: drift
+	// injected (or, for agent-down, the agent seen unreachable).
+	Exercised bool `json:"exercised"`
+}
+
+// Latency is a pair of percentiles in milliseconds.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+// Scorecard is the demo's closing report.
+type Scorecard struct {
+	Seed                    int64                     `json:"seed"`
+	Agents                  int                       `json:"agents"`
+	DurationSeconds         float64                   `json:"durationSeconds"`
+	Tasks                   int                       `json:"tasks"`
+	Events                  int64                     `json:"events"`
+	PublishErrors           int64                     `json:"publishErrors"`
+	Scenarios               map[string]*ScenarioScore `json:"scenarios"`
+	Injected                int                       `json:"injected"`
+	Detected                int                       `json:"detected"`
+	Missed                  int                       `json:"missed"`
+	FalseAborts             int                       `json:"falseAborts"`
+	UnreachableAsDrift      int                       `json:"unreachableAsDrift"`
+	FetchesPerAgentPerLease float64                   `json:"fetchesPerAgentPerLease"`
+	MaxFetchesPerLease      float64                   `json:"maxFetchesPerAgentPerLease"`
+	LatencyMs               Latency                   `json:"latencyMs"`
+	EventsPerSecond         float64                   `json:"eventsPerSecond"`
+	Verdicts                map[string]int            `json:"verdicts"`
+	// Problems lists every missed drift and false abort, for forensics.
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// Problem is one missed drift or false abort.
+type Problem struct {
+	Kind     string   `json:"kind"` // "missed" or "false-abort"
+	Task     string   `json:"task"`
+	Scenario string   `json:"scenario"`
+	Profile  string   `json:"profile"`
+	Pinned   string   `json:"pinned"` // label of the pinned card
+	Live     string   `json:"live"`   // label of the live card (of the false abort, or the exposure)
+	Expected string   `json:"expected"`
+	Got      []string `json:"got"` // actions of the task's card.drift events
+	Rules    []string `json:"rules,omitempty"`
+}
+
+// ScoreInput is what Score judges.
+type ScoreInput struct {
+	Seed     int64
+	Schedule []Assignment
+	Start    time.Time
+	Duration time.Duration
+	Tasks    map[string]*Task
+	Sent     int64
+	Errors   int64
+	Received []Received
+	// Lease returns the lease carddrift runs for an agent (its clamped
+	// max-age): a change counts as visible a lease after it happened.
+	Lease func(*Agent) time.Duration
+}
+
+// Score computes the scorecard: every task's expected verdict from its
+// scenario's table, judged against the card.drift events carddrift published.
+func Score(in ScoreInput) Scorecard {
+	sc := Scorecard{
+		Seed: in.Seed, Agents: len(in.Schedule), DurationSeconds: in.Duration.Seconds(),
+		Tasks: len(in.Tasks), Events: in.Sent, PublishErrors: in.Errors,
+		Scenarios: map[string]*ScenarioScore{}, Verdicts: map[string]int{},
+	}
+	byURL := map[string]*Assignment{}
+	for i := range in.Schedule {
+		as := &in.Schedule[i]
+		byURL[as.AgentURL] = as
+		s := sc.Scenarios[as.Scenario]
+		if s == nil {
+			s = &ScenarioScore{}
+			sc.Scenarios[as.Scenario] = s
+		}
+		s.Agents++
+	}
+	pinned := map[string]string{} // task → pinned digest (last card.pinned)
+	drifts := map[string][]events.Drift{}
+	sentAt := map[string]time.Time{}
+	for _, t := range in.Tasks {
+		for _, e := range t.Events {
+			sentAt[e.ID] = e.At
+		}
+	}
+	var latencies []float64
+	for _, r := range in.Received {
+		switch d := r.Event.Data.(type) {
+		case events.Pinned:
+			pinned[d.TaskID] = d.Digest
+		case events.Drift:
+			drifts[d.TaskID] = append(drifts[d.TaskID], d)
+			sc.Verdicts[string(d.Verdict.Action)]++
+			if at, ok := sentAt[d.Trigger.EventID]; ok {
+				latencies = append(latencies, float64(r.At.Sub(at).Microseconds())/1000)
+			}
+		case events.Unreachable:
+			if as := byURL[d.AgentURL]; as != nil {
+				sc.Scenarios[as.Scenario].Unreachable++
+			}
+		}
+	}
+
+	for _, t := range in.Tasks {
+		as := byURL[t.AgentURL]
+		if as == nil {
+			continue
+		}
+		s := sc.Scenarios[as.Scenario]
+		s.Tasks++
+		ds := drifts[t.ID]
+		s.Drifts += len(ds)
+		for _, d := range ds {
+			if as.Scenario == "agent-down" {
+				sc.UnreachableAsDrift++
+			}
+			if d.Verdict.Action != detector.Abort {
+				continue
+			}
+			if e, ok := as.ExpectDigests(t.Profile.Name, d.Pinned.Digest, d.Live.Digest); !ok || e.Outcome != OutcomeAbort {
+				s.FalseAborts++
+				sc.Problems = append(sc.Problems, Problem{Kind: "false-abort", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
+					Pinned: as.LabelOf(d.Pinned.Digest), Live: as.LabelOf(d.Live.Digest), Expected: string(e.Outcome), Got: actions(ds), Rules: ruleIDs(d)})
+				break
+			}
+		}
+		want, ok := exposure(as, t, pinned[t.ID], in)
+		if !ok {
+			continue
+		}
+		s.Injected++
+		found := false
+		for _, d := range ds {
+			if string(d.Verdict.Action) == string(want.Outcome) && hasRules(d, want.Rules) {
+				found = true
+				break
+			}
+		}
+		if found {
+			s.Detected++
+		} else {
+			s.Missed++
+			sc.Problems = append(sc.Problems, Problem{Kind: "missed", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
+				Pinned: want.From, Live: want.To, Expected: string(want.Outcome), Got: actions(ds), Rules: want.Rules})
+		}
+	}
+	for name, s := range sc.Scenarios {
+		s.Exercised = s.Injected > 0 || (name == "agent-down" && s.Unreachable > 0) || name == Control
+		sc.Injected += s.Injected
+		sc.Detected += s.Detected
+		sc.Missed += s.Missed
+		sc.FalseAborts += s.FalseAborts
+	}
+	sort.Float64s(latencies)
+	sc.LatencyMs = Latency{P50: percentile(latencies, 0.50), P99: percentile(latencies, 0.99)}
+	if in.Duration > 0 {
+		sc.EventsPerSecond = float64(in.Sent) / in.Duration.Seconds()
+	}
+	sc.FetchesPerAgentPerLease, sc.MaxFetchesPerLease = fetchesPerLease(in)
+	return sc
+}
+
+// exposure returns what the task must get: the expectation of its first
+// capability-dependent transition that met a changed card live for at least
+// a lease (one label served, not down), when that expectation is a card.drift.
+func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput) (Expectation, bool) {
+	from := as.LabelOf(pinnedDigest)
+	if from == "" {
+		return Expectation{}, false
+	}
+	settle := 250 * time.Millisecond
+	if in.Lease != nil && as.Agent != nil {
+		settle += in.Lease(as.Agent)
+	}
+	for _, e := range t.Events {
+		if !e.Capability {
+			continue
+		}
+		off := e.At.Sub(in.Start)
+		to, stable := stableLabel(as, off-settle, off)
+		if !stable || to == from {
+			continue
+		}
+		want, ok := as.Expect(t.Profile.Name, from, to)
+		if !ok {
+			continue
+		}
+		if _, isDrift := want.Outcome.Action(); isDrift {
+			return want, true
+		}
+	}
+	return Expectation{}, false
+}
+
+// stableLabel reports the one card served throughout [from, to], if any.
+func stableLabel(as *Assignment, from, to time.Duration) (string, bool) {
+	if from < 0 {
+		from = 0
+	}
+	cur := as.LiveAt(to)
+	if len(cur) != 1 || cur[0] == LabelDown {
+		return "", false
+	}
+	if !slices.Equal(as.LiveAt(from), cur) {
+		return "", false
+	}
+	for _, s := range as.Steps {
+		if s.At > from && s.At <= to && !slices.Equal(as.LiveAt(s.At), cur) {
+			return "", false
+		}
+	}
+	return cur[0], true
+}
+
+func hasRules(d events.Drift, rules []string) bool {
+	for _, r := range rules {
+		found := false
+		for _, f := range d.Findings {
+			if f.Rule == r {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func percentile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(sorted)-1))
+	return float64(int(sorted[i]*10+0.5)) / 10
+}
+
+// fetchesPerLease is the mean (over agents that got tasks) and the maximum of
+// requests that reached an agent divided by the leases that elapsed.
+func fetchesPerLease(in ScoreInput) (mean, worst float64) {
+	if in.Lease == nil {
+		return 0, 0
+	}
+	used := map[string]bool{}
+	for _, t := range in.Tasks {
+		used[t.AgentURL] = true
+	}
+	var sum float64
+	n := 0
+	for i := range in.Schedule {
+		as := &in.Schedule[i]
+		if as.Agent == nil || !used[as.AgentURL] {
+			continue
+		}
+		st := as.Agent.Stats()
+		lease := in.Lease(as.Agent)
+		leases := max(1, float64(in.Duration)/float64(lease))
+		v := float64(st.Full+st.Conditional) / leases
+		sum += v
+		worst = max(worst, v)
+		n++
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return float64(int(sum/float64(n)*100+0.5)) / 100, float64(int(worst*100+0.5)) / 100
+}
+
+func actions(ds []events.Drift) []string {
+	out := []string{}
+	for _, d := range ds {
+		out = append(out, string(d.Verdict.Action))
+	}
+	return out
+}
+
+func ruleIDs(d events.Drift) []string {
+	var out []string
+	for _, f := range d.Findings {
+		if !slices.Contains(out, f.Rule) {
+			out = append(out, f.Rule)
+		}
+	}
+	return out
+}

@@ -1,0 +1,361 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+)
+
+// TrafficOptions configure client traffic against a scheduled fleet.
+type TrafficOptions struct {
+	// JetStream is where lifecycle events are published (an Emitter per
+	// task, as a client library would hold one per client).
+	JetStream jetstream.Publisher
+	// Schedule is the fleet's schedule, and Start the instant its offsets
+	// count from (when Play was called).
+	Schedule []Assignment
+	Start    time.Time
+	// Duration bounds the traffic: no task starts after it, and every task
+	// ends by it.
+	Duration time.Duration
+	// Seed makes the task mix reproducible (profiles, pin sources, steps).
+	Seed int64
+	// TaskEvery is how often each agent gets a new task (default 1s).
+	TaskEvery time.Duration
+	// StepEvery is the mean gap between a task's lifecycle events
+	// (default 400ms).
+	StepEvery time.Duration
+	// Steps is the number of transitions per task before it completes
+	// (default 12).
+	Steps int
+	// MaxTasks bounds the tasks in flight at once (default 2000).
+	MaxTasks int
+	// Source is the CloudEvents source of the events (default "carddrift-demo-client").
+	Source string
+}
+
+func (o *TrafficOptions) setDefaults() {
+	if o.TaskEvery <= 0 {
+		o.TaskEvery = time.Second
+	}
+	if o.StepEvery <= 0 {
+		o.StepEvery = 400 * time.Millisecond
+	}
+	if o.Steps <= 0 {
+		o.Steps = 12
+	}
+	if o.MaxTasks <= 0 {
+		o.MaxTasks = 2000
+	}
+	if o.Source == "" {
+		o.Source = "carddrift-demo-client"
+	}
+}
+
+// SentEvent is one lifecycle event the traffic published.
+type SentEvent struct {
+	ID   string
+	Type string
+	At   time.Time
+	// Capability marks a capability-dependent transition (one that makes
+	// carddrift fetch the live card).
+	Capability bool
+}
+
+// Task is one task the traffic drove: what it planned and what it sent.
+type Task struct {
+	ID       string
+	AgentURL string
+	Scenario string
+	Profile  Profile
+	// PlannedLabel is the card the client planned against; PinSource says
+	// how it told carddrift ("client-card", "client-digest", "first-fetch").
+	PlannedLabel string
+	PinSource    string
+	Events       []SentEvent
+}
+
+// Traffic drives concurrent task lifecycles against a fleet through the
+// contract's events, with events.Emitter. Run it once.
+type Traffic struct {
+	opts  TrafficOptions
+	mu    sync.Mutex
+	tasks map[string]*Task
+	sent  atomic.Int64
+	errs  atomic.Int64
+}
+
+// NewTraffic validates opts and returns a Traffic; it does not publish.
+func NewTraffic(opts TrafficOptions) (*Traffic, error) {
+	opts.setDefaults()
+	if opts.JetStream == nil || len(opts.Schedule) == 0 || opts.Duration <= 0 {
+		return nil, fmt.Errorf("%w: traffic needs a JetStream publisher, a schedule and a duration", ErrInvalidOptions)
+	}
+	return &Traffic{opts: opts, tasks: map[string]*Task{}}, nil
+}
+
+// Sent returns the number of lifecycle events published so far, and Errors
+// the publishes that failed.
+func (t *Traffic) Sent() int64   { return t.sent.Load() }
+func (t *Traffic) Errors() int64 { return t.errs.Load() }
+
+// Tasks returns every task started, by id.
+func (t *Traffic) Tasks() map[string]*Task {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]*Task, len(t.tasks))
+	for k, v := range t.tasks {
+		cp := *v
+		cp.Events = slices.Clone(v.Events)
+		out[k] = &cp
+	}
+	return out
+}
+
+// Run starts tasks on every agent until Duration has passed since Start and
+// returns when every task it started has finished (or ctx is done). Every
+// goroutine it starts has ended when it returns.
+func (t *Traffic) Run(ctx context.Context) error {
+	end := t.opts.Start.Add(t.opts.Duration)
+	ctx, cancel := context.WithDeadline(ctx, end.Add(2*time.Second))
+	defer cancel()
+	sem := make(chan struct{}, t.opts.MaxTasks)
+	var wg sync.WaitGroup
+	for i := range t.opts.Schedule {
+		as := &t.opts.Schedule[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(t.opts.Seed), uint64(i)+1))
+			// Stagger agents so that transitions do not come in lockstep.
+			next := t.opts.Start.Add(time.Duration(rng.Int64N(int64(t.opts.TaskEvery))))
+			for n := 0; ; n++ {
+				// A task needs time for its steps before the end.
+				if next.Add(time.Duration(t.opts.Steps+1) * t.opts.StepEvery * 3 / 2).After(end) {
+					return
+				}
+				if !sleepUntil(ctx, next) {
+					return
+				}
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				seed := rng.Uint64()
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-sem }()
+					t.runTask(ctx, as, n, rand.New(rand.NewPCG(seed, uint64(n))))
+				}()
+				next = next.Add(t.opts.TaskEvery)
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func sleepUntil(ctx context.Context, at time.Time) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// runTask plans one task against what the agent serves now and drives its
+// lifecycle: submitted, then Steps transitions, then completed.
+func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.Rand) {
+	offset := time.Since(t.opts.Start)
+	live := as.LiveAt(offset)
+	if len(live) == 0 || slices.Contains(live, LabelDown) {
+		return // discovery fails while the agent is down: no task
+	}
+	label := live[rng.IntN(len(live))]
+	profiles := as.Plannable(label)
+	if len(profiles) == 0 {
+		return
+	}
+	p := profiles[rng.IntN(len(profiles))]
+	task := &Task{
+		ID:       fmt.Sprintf("%s-%s-%04d", as.AgentID, p.Name, n),
+		AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: p, PlannedLabel: label,
+	}
+	var seq atomic.Int64
+	emit, err := events.NewEmitter(t.opts.JetStream, t.opts.Source,
+		events.WithIDs(func() string { return fmt.Sprintf("%s/%d", task.ID, seq.Add(1)) }))
+	if err != nil {
+		t.errs.Add(1)
+		return
+	}
+	t.mu.Lock()
+	t.tasks[task.ID] = task
+	t.mu.Unlock()
+
+	send := func(typ string, capability bool, publish func() error) bool {
+		at := time.Now()
+		if err := publish(); err != nil {
+			t.errs.Add(1)
+			return ctx.Err() == nil
+		}
+		t.sent.Add(1)
+		t.mu.Lock()
+		task.Events = append(task.Events, SentEvent{ID: fmt.Sprintf("%s/%d", task.ID, seq.Load()), Type: typ, At: at, Capability: capability})
+		t.mu.Unlock()
+		return true
+	}
+
+	req := p.Task
+	sub := events.Submitted{
+		TaskID: task.ID, AgentURL: as.AgentURL, SkillID: req.SkillID, Posture: req.Posture, Idempotent: req.Idempotent,
+		Requires: events.Requires{Streaming: req.Streaming, PushNotifications: req.PushNotifications,
+			InputModes: req.InputModes, OutputModes: req.OutputModes, Security: req.Security},
+	}
+	if sub.Posture == "" {
+		sub.Posture = detector.FailClosed
+	}
+	// How the client tells carddrift what it planned against: its card, its
+	// digest, or nothing (carddrift pins its first fetch). An agent that
+	// varies its card by A2A-Version only gets first-fetch pins: the client's
+	// negotiated card is not the one carddrift fetches under its fixed headers.
+	cv, _ := as.Version(label)
+	switch mode := rng.IntN(3); {
+	case as.Agent != nil && as.Agent.Varies(), mode == 2:
+		task.PinSource = events.PinFirstFetch
+	case mode == 0:
+		sub.Card = cv.Raw
+		task.PinSource = events.PinClientCard
+	default:
+		sub.CardDigest = cv.Digest
+		task.PinSource = events.PinClientDigest
+	}
+	if !send(events.TypeSubmitted, false, func() error { return emit.Submitted(ctx, sub) }) {
+		return
+	}
+
+	pause := func() bool {
+		d := t.opts.StepEvery/2 + time.Duration(rng.Int64N(int64(t.opts.StepEvery)))
+		return sleepUntil(ctx, time.Now().Add(d))
+	}
+	method := streamMethod(as, label)
+	for step := 0; step < t.opts.Steps; step++ {
+		if !pause() {
+			return
+		}
+		ok := true
+		switch k := rng.IntN(6); {
+		case k == 0:
+			ok = send(events.TypeStatus, false, func() error {
+				return emit.Status(ctx, events.Status{TaskID: task.ID, AgentURL: as.AgentURL, State: "working"})
+			})
+		case k == 1 && req.Streaming:
+			ok = send(events.TypeRequest, true, func() error {
+				return emit.Request(ctx, events.Request{TaskID: task.ID, AgentURL: as.AgentURL, Method: method, Attempt: 1})
+			})
+		case k == 1:
+			ok = send(events.TypeRequest, false, func() error {
+				return emit.Request(ctx, events.Request{TaskID: task.ID, AgentURL: as.AgentURL, Method: "tasks/get", Attempt: 1})
+			})
+		case k == 2:
+			ok = send(events.TypeStatus, true, func() error {
+				return emit.Status(ctx, events.Status{TaskID: task.ID, AgentURL: as.AgentURL, State: "input-required", SkillID: req.SkillID})
+			})
+		case k == 3:
+			mt := artifactType(as, time.Since(t.opts.Start), label, req.SkillID)
+			ok = send(events.TypeArtifact, true, func() error {
+				return emit.Artifact(ctx, events.Artifact{TaskID: task.ID, AgentURL: as.AgentURL,
+					ArtifactID: fmt.Sprintf("a%d", step), MediaTypes: []string{mt}})
+			})
+		case k == 4 && req.Streaming:
+			ok = send(events.TypeRequest, true, func() error {
+				return emit.Request(ctx, events.Request{TaskID: task.ID, AgentURL: as.AgentURL, Method: "tasks/resubscribe", Attempt: 1})
+			})
+		default:
+			ok = send(events.TypeStatus, true, func() error {
+				return emit.Status(ctx, events.Status{TaskID: task.ID, AgentURL: as.AgentURL, State: "TASK_STATE_AUTH_REQUIRED"})
+			})
+		}
+		if !ok {
+			return
+		}
+	}
+	if pause() {
+		send(events.TypeStatus, false, func() error {
+			return emit.Status(ctx, events.Status{TaskID: task.ID, AgentURL: as.AgentURL, State: "completed"})
+		})
+	}
+}
+
+// streamMethod is the streaming method name of the card's generation.
+func streamMethod(as *Assignment, label string) string {
+	c, err := detector.Parse(as.Card(label))
+	if err != nil {
+		return "message/stream"
+	}
+	for _, v := range c.ProtocolVersions() {
+		if strings.HasPrefix(v, "1.") {
+			return "SendStreamingMessage"
+		}
+		if strings.HasPrefix(v, "0.1") {
+			return "tasks/sendSubscribe"
+		}
+	}
+	return "message/stream"
+}
+
+// artifactType is the media type the agent produces for skill now: the first
+// output mode of the skill in the card it serves (so an agent whose output
+// modes changed without a version bump produces the new type), made concrete.
+func artifactType(as *Assignment, offset time.Duration, planned, skill string) string {
+	label := planned
+	if live := as.LiveAt(offset); len(live) == 1 && live[0] != LabelDown {
+		label = live[0]
+	}
+	for _, l := range []string{label, planned} {
+		c, err := detector.Parse(as.Card(l))
+		if err != nil {
+			continue
+		}
+		s, ok := c.Skill(skill)
+		if !ok {
+			continue
+		}
+		if modes := c.OutputModes(s); len(modes) > 0 {
+			return concrete(detector.NormalizeMediaType(modes[0]))
+		}
+	}
+	return "text/plain"
+}
+
+func concrete(mt string) string {
+	switch {
+	case mt == "*/*" || mt == "":
+		return "application/octet-stream"
+	case strings.HasSuffix(mt, "/*"):
+		top := strings.TrimSuffix(mt, "/*")
+		if c, ok := map[string]string{"image": "image/png", "text": "text/plain", "audio": "audio/mpeg", "video": "video/mp4"}[top]; ok {
+			return c
+		}
+		return top + "/octet-stream"
+	}
+	return mt
+}
