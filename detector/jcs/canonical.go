@@ -2,7 +2,6 @@ package jcs
 
 import (
 	"slices"
-	"sync"
 	"unsafe"
 )
 
@@ -212,11 +211,10 @@ func AppendCanonical(dst, data []byte, opt Options) ([]byte, error) {
 	if err := checkSize(data, opt.Limits); err != nil {
 		return dst, err
 	}
-	p := parserPool.Get().(*parser)
-	defer p.release()
 	// The tree lives only until release and data is not written during the
 	// call, so strings may alias data rather than copy it.
-	p.reset(unsafe.String(unsafe.SliceData(data), len(data)), opt.Limits.maxDepth())
+	p := getParser(unsafe.String(unsafe.SliceData(data), len(data)), opt.Limits.maxDepth(), true)
+	defer p.release()
 	v, err := p.document()
 	if err != nil {
 		return dst, err
@@ -228,49 +226,4 @@ func AppendCanonical(dst, data []byte, opt Options) ([]byte, error) {
 		return AppendWithout(dst, &v, opt.Omit), nil
 	}
 	return Append(dst, &v), nil
-}
-
-var parserPool = sync.Pool{New: func() any { return &parser{pooled: true} }}
-
-// Bounds on what a pooled parser keeps between calls, so that one huge
-// document does not pin its working memory forever.
-const (
-	maxPooledStack = 4096
-	maxPooledArena = 64 << 10
-	maxPooledSlab  = 16384
-)
-
-func (p *parser) reset(src string, maxDepth int) {
-	p.src, p.pos, p.maxDepth, p.depth = src, 0, maxDepth, 0
-	p.valueSlab = p.valueStore
-	p.memberSlab = p.memberStore
-	p.arena = p.arena[:0]
-}
-
-// release drops every reference into the caller's data and returns p to the
-// pool.
-func (p *parser) release() {
-	p.src = ""
-	clear(p.valueStore[:len(p.valueStore)-len(p.valueSlab)])
-	clear(p.memberStore[:len(p.memberStore)-len(p.memberSlab)])
-	p.valueSlab, p.memberSlab = nil, nil
-	clear(p.elems)
-	clear(p.members)
-	p.elems, p.members = p.elems[:0], p.members[:0]
-	if cap(p.elems) > maxPooledStack {
-		p.elems = nil
-	}
-	if cap(p.members) > maxPooledStack {
-		p.members = nil
-	}
-	if cap(p.arena) > maxPooledArena {
-		p.arena = nil
-	}
-	if cap(p.valueStore) > maxPooledSlab {
-		p.valueStore = nil
-	}
-	if cap(p.memberStore) > maxPooledSlab {
-		p.memberStore = nil
-	}
-	parserPool.Put(p)
 }

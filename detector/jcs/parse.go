@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -56,7 +57,8 @@ func Parse(data []byte, lim Limits) (Value, error) {
 	if err := checkSize(data, lim); err != nil {
 		return Value{}, err
 	}
-	p := parser{src: string(data), maxDepth: lim.maxDepth()}
+	p := getParser(string(data), lim.maxDepth(), false)
+	defer p.release()
 	return p.document()
 }
 
@@ -93,6 +95,8 @@ func notObject(data []byte, k Kind) error {
 // parsed are pushed on the elems and members stacks; when the container
 // closes they are copied into exactly sized slices carved from slabs, so a
 // document costs a handful of allocations rather than one per container.
+// Parsers are pooled: the stacks and scratch buffers are reused by every
+// parse.
 type parser struct {
 	src      string
 	pos      int
@@ -107,12 +111,86 @@ type parser struct {
 
 	buf []byte // scratch for unescaping strings
 
-	// pooled parsers (see canonical.go) build trees that never leave the
-	// package: strings may then alias src and buf, and slabs are reused.
-	pooled      bool
-	arena       []byte   // backing store of unescaped strings when pooled
-	valueStore  []Value  // the whole current slab, reused when pooled
-	memberStore []Member // the whole current slab, reused when pooled
+	// internal is set when the tree never leaves the package (see
+	// AppendCanonical): strings may then alias src and arena, and slabs are
+	// reused from one parse to the next.
+	internal    bool
+	arena       []byte   // backing store of unescaped strings when internal
+	valueStore  []Value  // the whole current slab, reused when internal
+	memberStore []Member // the whole current slab, reused when internal
+}
+
+var parserPool = sync.Pool{New: func() any { return new(parser) }}
+
+// Bounds on what a pooled parser keeps between parses, so that one huge
+// document does not pin its working memory for good.
+const (
+	maxPooledStack = 4096
+	maxPooledBuf   = 64 << 10
+	maxPooledSlab  = 16384
+)
+
+// getParser returns a pooled parser ready to parse src. internal says whether
+// the tree stays inside the package until release.
+func getParser(src string, maxDepth int, internal bool) *parser {
+	p := parserPool.Get().(*parser)
+	p.src, p.pos, p.maxDepth, p.depth = src, 0, maxDepth, 0
+	p.internal = internal
+	if internal {
+		p.valueSlab, p.memberSlab = p.valueStore, p.memberStore
+		p.arena = p.arena[:0]
+	}
+	return p
+}
+
+// release drops every reference into the parsed document and returns p to
+// the pool. A tree built with internal set must no longer be used.
+func (p *parser) release() {
+	p.src = ""
+	if p.internal {
+		clear(p.valueStore[:len(p.valueStore)-len(p.valueSlab)])
+		clear(p.memberStore[:len(p.memberStore)-len(p.memberSlab)])
+	}
+	p.valueSlab, p.memberSlab = nil, nil
+	clear(p.elems) // non-empty after an error
+	clear(p.members)
+	p.elems, p.members = p.elems[:0], p.members[:0]
+	if cap(p.elems) > maxPooledStack {
+		p.elems = nil
+	}
+	if cap(p.members) > maxPooledStack {
+		p.members = nil
+	}
+	if cap(p.buf) > maxPooledBuf {
+		p.buf = nil
+	}
+	if cap(p.arena) > maxPooledBuf {
+		p.arena = nil
+	}
+	if cap(p.valueStore) > maxPooledSlab {
+		p.valueStore = nil
+	}
+	if cap(p.memberStore) > maxPooledSlab {
+		p.memberStore = nil
+	}
+	parserPool.Put(p)
+}
+
+// pushElem and pushMember grow the stacks by doubling: the runtime grows
+// large slices by about a quarter, which for a hostile flat array of a
+// million elements would allocate several times the stack's final size.
+func (p *parser) pushElem(v Value) {
+	if len(p.elems) == cap(p.elems) {
+		p.elems = append(make([]Value, 0, max(2*cap(p.elems), 16)), p.elems...)
+	}
+	p.elems = append(p.elems, v)
+}
+
+func (p *parser) pushMember(m Member) {
+	if len(p.members) == cap(p.members) {
+		p.members = append(make([]Member, 0, max(2*cap(p.members), 16)), p.members...)
+	}
+	p.members = append(p.members, m)
 }
 
 func (p *parser) document() (Value, error) {
@@ -158,10 +236,17 @@ func (p *parser) unexpected(where string) error {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
+// skipSpace advances past whitespace. Indented documents have long runs of
+// spaces, which are skipped eight at a time.
 func (p *parser) skipSpace() {
-	for p.pos < len(p.src) && isSpace(p.src[p.pos]) {
-		p.pos++
+	s, i := p.src, p.pos
+	for i < len(s) && s[i] <= ' ' && isSpace(s[i]) {
+		i++
+		for i+8 <= len(s) && load8(s, i) == lsb*' ' {
+			i += 8
+		}
 	}
+	p.pos = i
 }
 
 // value parses the value starting at p.pos (no leading whitespace).
@@ -224,7 +309,7 @@ func (p *parser) array() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		p.elems = append(p.elems, v)
+		p.pushElem(v)
 		p.skipSpace()
 		if p.pos < len(p.src) {
 			if c := p.src[p.pos]; c == ',' {
@@ -248,8 +333,9 @@ func (p *parser) array() (Value, error) {
 
 // dupMapAt is the member count from which duplicate keys are found with a
 // map rather than by comparing against every earlier key, so that an object
-// with very many members costs O(n), not O(n²).
-const dupMapAt = 32
+// with very many members costs O(n), not O(n²). Below it the comparisons
+// (at most 2016, mostly of string lengths) are cheaper than a map.
+const dupMapAt = 64
 
 func (p *parser) object() (Value, error) {
 	if err := p.enter(); err != nil {
@@ -300,7 +386,7 @@ func (p *parser) object() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		p.members = append(p.members, Member{Key: key, Value: v})
+		p.pushMember(Member{Key: key, Value: v})
 		p.skipSpace()
 		if p.pos < len(p.src) {
 			if c := p.src[p.pos]; c == ',' {
@@ -337,7 +423,7 @@ func slabSize(estimate, prev int) int {
 
 func (p *parser) allocValues(n int) []Value {
 	if n > len(p.valueSlab) {
-		if p.pooled {
+		if p.internal {
 			// Pooled slabs grow until one holds a whole document, then
 			// are reused by every later call.
 			p.valueStore = make([]Value, max(n, 2*cap(p.valueStore), len(p.src)/128, minSlab))
@@ -357,7 +443,7 @@ func (p *parser) allocValues(n int) []Value {
 
 func (p *parser) allocMembers(n int) []Member {
 	if n > len(p.memberSlab) {
-		if p.pooled {
+		if p.internal {
 			p.memberStore = make([]Member, max(n, 2*cap(p.memberStore), len(p.src)/48, minSlab))
 			p.memberSlab = p.memberStore
 		} else {
@@ -423,7 +509,7 @@ func (p *parser) string() (string, error) {
 func (p *parser) unescape(start, i int) (string, error) {
 	s := p.src
 	buf, off := p.buf[:0], 0
-	if p.pooled {
+	if p.internal {
 		buf, off = p.arena, len(p.arena)
 	}
 	buf = append(buf, s[start:i]...)
@@ -435,7 +521,7 @@ func (p *parser) unescape(start, i int) (string, error) {
 			i++
 		case c == '"':
 			p.pos = i + 1
-			if p.pooled {
+			if p.internal {
 				// The arena only grows while the tree lives, so earlier
 				// strings keep pointing at bytes that do not change.
 				p.arena = buf

@@ -93,8 +93,8 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate via escape", `{"a":1,"\u0061":2}`, jcs.Limits{}, jcs.ErrDuplicateKey, 7},
 		{"duplicate nested", `{"x":{"a":1,"b":2,"a":3}}`, jcs.Limits{}, jcs.ErrDuplicateKey, 18},
 		{"duplicate in a large object", manyKeys(100, `"kxxxxx"`), jcs.Limits{}, jcs.ErrDuplicateKey, -1},
-		{"duplicate at the map threshold", manyKeys(31, `"k"`), jcs.Limits{}, jcs.ErrDuplicateKey, -1},
-		{"duplicate past the map threshold", manyKeys(32, `"k"`), jcs.Limits{}, jcs.ErrDuplicateKey, -1},
+		{"duplicate at the map threshold", manyKeys(63, `"k"`), jcs.Limits{}, jcs.ErrDuplicateKey, -1},
+		{"duplicate past the map threshold", manyKeys(64, `"k"`), jcs.Limits{}, jcs.ErrDuplicateKey, -1},
 		// ErrTooLarge
 		{"over default size", `"` + strings.Repeat("a", jcs.DefaultMaxBytes) + `"`, jcs.Limits{}, jcs.ErrTooLarge, jcs.DefaultMaxBytes},
 		{"over set size", `[1, 2, 3]`, jcs.Limits{MaxBytes: 8}, jcs.ErrTooLarge, 8},
