@@ -5,7 +5,7 @@ import "github.com/carddrift/carddrift/store/internal/kvkey"
 // MaxReversibleID is the longest id, in bytes, that EncodeKey stores
 // reversibly. Longer ids are hashed so that a hostile id cannot produce a key
 // longer than NATS accepts in a subject.
-const MaxReversibleID = kvkey.MaxReversible
+const MaxReversibleID = 512
 
 // ErrHashedKey is returned by DecodeKey for a key that stores a hash of a
 // long id rather than the id itself.

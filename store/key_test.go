@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/internal/kvkey"
 )
 
 // kvKeyRe is what nats.go accepts as a KV key (jetstream.validKeyRe); keys
@@ -85,3 +86,9 @@ func TestDecodeKey(t *testing.T) {
 }
 
 var errAny = errors.New("any error")
+
+func TestMaxReversibleIDMatchesEncoding(t *testing.T) {
+	if store.MaxReversibleID != kvkey.MaxReversible {
+		t.Fatalf("MaxReversibleID = %d, want kvkey.MaxReversible = %d", store.MaxReversibleID, kvkey.MaxReversible)
+	}
+}
