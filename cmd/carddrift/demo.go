@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -83,11 +82,6 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		return usagef("--log-level: %v", err)
 	}
 	log := zerolog.New(e.stderr).Level(lvl).With().Timestamp().Logger()
-	say := func(format string, args ...any) {
-		if !f.json {
-			fmt.Fprintf(e.stdout, format, args...)
-		}
-	}
 
 	// Storage: a temporary directory removed at exit, unless --data-dir.
 	dir, storage := f.dataDir, jetstream.MemoryStorage
@@ -129,20 +123,6 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		return fmt.Errorf("provision: %w", err)
 	}
 
-	// The fleet and its schedule.
-	fl, err := fleet.New(fleet.Options{Agents: f.agents, Seed: f.seed})
-	if err != nil {
-		return usageError{err}
-	}
-	if err := fl.Start(ctx); err != nil {
-		return err
-	}
-	defer fl.Close()
-	sched, err := fleet.Schedule(f.seed, fl.Agents(), names, f.duration)
-	if err != nil {
-		return usageError{err}
-	}
-
 	fetchOpts := fetcher.Options{
 		Allow:             []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		MinLease:          time.Second,
@@ -152,17 +132,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		TotalTimeout:      3 * time.Second,
 		ConnectTimeout:    time.Second,
 	}
-	lease := func(a *fleet.Agent) time.Duration {
-		l := a.MaxAge()
-		switch {
-		case l > 0:
-		case a.Caching() == fleet.CacheRevalidate:
-			l = fetchOpts.MinLease
-		default:
-			l = fetchOpts.DefaultLease
-		}
-		return min(max(l, fetchOpts.MinLease), fetchOpts.MaxLease)
-	}
+	lease := leaseFunc(fetchOpts.MinLease, fetchOpts.DefaultLease, fetchOpts.MaxLease)
 
 	// Workers: two in this process, as two replicas of `carddrift serve`
 	// would run, sharing leases and pins.
@@ -206,114 +176,18 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		}
 	}
 
-	// The planner's view: every card.* event as it is published.
-	byURL := map[string]*fleet.Assignment{}
-	for i := range sched {
-		byURL[sched[i].AgentURL] = &sched[i]
-	}
-	var recvMu sync.Mutex
-	var received []fleet.Received
-	start := time.Now()
-	cons, err := js.OrderedConsumer(ctx, cfg.EventsStream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		return err
-	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		ev, err := events.Decode(m)
-		if err != nil {
-			return
-		}
-		now := time.Now()
-		recvMu.Lock()
-		received = append(received, fleet.Received{Event: ev, At: now})
-		recvMu.Unlock()
-		if d, ok := ev.Data.(events.Drift); ok && !f.json && !f.quiet {
-			scenario := "?"
-			if as := byURL[d.AgentURL]; as != nil {
-				scenario = as.Scenario
-			}
-			fmt.Fprintf(e.stdout, "  %6.1fs  %-8s %-28s %-34s %s\n", now.Sub(start).Seconds(),
-				strings.ToUpper(string(d.Verdict.Action)), scenario, d.TaskID, ruleList(d))
-		}
+	card, err := driveFleet(ctx, e, js, cfg, f, names, lease, "embedded NATS at "+emb.URL()+", 2 workers", func() {
+		waitDrained(ctx, js, cfg, 10*time.Second)
 	})
-	if err != nil {
-		return err
-	}
-	defer cc.Stop()
-
-	say("carddrift demo: %d agents, %s, seed %d, scenarios %s\n", len(sched), f.duration, f.seed, strings.Join(names, ","))
-	say("  embedded NATS at %s, 2 workers, %d partitions; verdicts as a planner sees them:\n\n", emb.URL(), max(cfg.Partitions, 1))
-
-	player, err := fl.Play(runCtx, sched)
-	if err != nil {
-		return err
-	}
-	defer player.Stop()
-	traffic, err := fleet.NewTraffic(fleet.TrafficOptions{
-		JetStream: js, Schedule: sched, Start: player.Start(), Duration: f.duration,
-		Seed: f.seed, TaskEvery: f.taskEvery,
-	})
-	if err != nil {
-		return err
-	}
-	trafficDone := make(chan struct{})
-	go func() {
-		defer close(trafficDone)
-		traffic.Run(runCtx)
-	}()
-
-	// Progress, once a second, on stderr.
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-progress:
-	for {
-		select {
-		case <-trafficDone:
-			break progress
-		case <-ctx.Done():
-			<-trafficDone
-			return nil
-		case <-tick.C:
-			if f.json {
-				continue
-			}
-			recvMu.Lock()
-			n := len(received)
-			recvMu.Unlock()
-			elapsed := time.Since(player.Start())
-			fmt.Fprintf(e.stderr, "  [%4.0fs/%s] tasks %d, lifecycle events %d (%.0f/s), card events %d\n",
-				elapsed.Seconds(), f.duration, len(traffic.Tasks()), traffic.Sent(),
-				float64(traffic.Sent())/max(elapsed.Seconds(), 1), n)
-		}
-	}
-	elapsed := time.Since(player.Start())
-	waitDrained(ctx, js, cfg, 10*time.Second)
-	time.Sleep(300 * time.Millisecond) // let the last published events reach the planner view
 	stopRun()
 	workersWG.Wait()
+	if err != nil {
+		return err
+	}
 	if workerErr != nil {
 		return workerErr
 	}
-
-	recvMu.Lock()
-	got := append([]fleet.Received(nil), received...)
-	recvMu.Unlock()
-	card := fleet.Score(fleet.ScoreInput{
-		Seed: f.seed, Schedule: sched, Start: player.Start(), Duration: elapsed,
-		Tasks: traffic.Tasks(), Sent: traffic.Sent(), Errors: traffic.Errors(), Received: got, Lease: lease,
-	})
-	if f.json {
-		enc := json.NewEncoder(e.stdout)
-		if err := enc.Encode(card); err != nil {
-			return err
-		}
-	} else {
-		writeScorecard(e.stdout, &card)
-	}
-	if card.Missed > 0 || card.FalseAborts > 0 || card.UnreachableAsDrift > 0 {
-		return exitError{exitFindings}
-	}
-	return nil
+	return reportScorecard(e, f, card)
 }
 
 // waitDrained waits until every lifecycle consumer has nothing pending.

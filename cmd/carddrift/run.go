@@ -61,6 +61,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			serveCommand(e),
 			watchCommand(e),
 			demoCommand(e),
+			simulateCommand(e),
 		},
 		Options: ffOptions,
 		Exec: func(context.Context, []string) error {

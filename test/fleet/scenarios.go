@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/carddrift/carddrift/detector"
 )
@@ -423,6 +424,9 @@ func buildDescriptionOnly(b *builder) error {
 	return nil
 }
 
+// minFlapPhase is the shortest phase of the flapping scenario.
+const minFlapPhase = 3 * time.Second
+
 func buildFlapping(b *builder) error {
 	b.base.setCapability("streaming", true)
 	flipped := b.base.clone()
@@ -430,11 +434,21 @@ func buildFlapping(b *builder) error {
 	b.card(LabelBase, b.base)
 	b.card("flipped", flipped)
 	t := b.at(0.2, 0.35)
-	for range 1 + b.rng.IntN(2) {
+	// Each phase lasts at least minFlapPhase, so that a worker whose lease
+	// is the fleet's max-age can see it; as many flips as fit before 95%.
+	// (bounded by 15% of the duration, so that short schedules still fit).
+	phase := func() time.Duration {
+		return max(b.at(0.08, 0.15), min(minFlapPhase, time.Duration(0.15*float64(b.d))))
+	}
+	for i := range 1 + b.rng.IntN(2) {
+		on, off := phase(), phase()
+		if i > 0 && t+on+off > time.Duration(0.95*float64(b.d)) {
+			break
+		}
 		b.step(Step{At: t, Card: "flipped", Note: "streaming off"})
-		t += b.at(0.08, 0.15)
+		t += on
 		b.step(Step{At: t, Card: LabelBase, Note: "streaming back on (revert)"})
-		t += b.at(0.08, 0.15)
+		t += off
 	}
 	return nil
 }

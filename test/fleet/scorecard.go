@@ -158,7 +158,7 @@ func Score(in ScoreInput) Scorecard {
 			if e, ok := as.ExpectDigests(t.Profile.Name, d.Pinned.Digest, d.Live.Digest); !ok || e.Outcome != OutcomeAbort {
 				s.FalseAborts++
 				sc.Problems = append(sc.Problems, Problem{Kind: "false-abort", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
-					Pinned: as.LabelOf(d.Pinned.Digest), Live: as.LabelOf(d.Live.Digest), Expected: string(e.Outcome), Got: actions(ds), Rules: ruleIDs(d)})
+					Pinned: as.LabelOf(d.Pinned.Digest), Live: as.LabelOf(d.Live.Digest), Expected: string(e.Outcome), Got: actions(ds), Rules: driftRules(d)})
 				break
 			}
 		}
@@ -313,7 +313,7 @@ func actions(ds []events.Drift) []string {
 	return out
 }
 
-func ruleIDs(d events.Drift) []string {
+func driftRules(d events.Drift) []string {
 	var out []string
 	for _, f := range d.Findings {
 		if !slices.Contains(out, f.Rule) {

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/test/fleet"
+)
+
+// leaseFunc returns the lease carddrift runs for an agent, given the
+// fetcher's clamps: its max-age, MinLease for no-cache, DefaultLease without
+// caching headers.
+func leaseFunc(minLease, defaultLease, maxLease time.Duration) func(*fleet.Agent) time.Duration {
+	return func(a *fleet.Agent) time.Duration {
+		l := a.MaxAge()
+		switch {
+		case l > 0:
+		case a.Caching() == fleet.CacheRevalidate:
+			l = minLease
+		default:
+			l = defaultLease
+		}
+		return min(max(l, minLease), maxLease)
+	}
+}
+
+// driveFleet runs the simulated fleet and its client traffic against
+// carddrift through js, watches the card.* events as a planner would, and
+// scores them. idle waits until carddrift has handled everything sent.
+func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Config, f *demoFlags, names []string,
+	lease func(*fleet.Agent) time.Duration, where string, idle func()) (fleet.Scorecard, error) {
+	say := func(format string, args ...any) {
+		if !f.json {
+			fmt.Fprintf(e.stdout, format, args...)
+		}
+	}
+	fl, err := fleet.New(fleet.Options{Agents: f.agents, Seed: f.seed})
+	if err != nil {
+		return fleet.Scorecard{}, usageError{err}
+	}
+	if err := fl.Start(ctx); err != nil {
+		return fleet.Scorecard{}, err
+	}
+	defer fl.Close()
+	sched, err := fleet.Schedule(f.seed, fl.Agents(), names, f.duration)
+	if err != nil {
+		return fleet.Scorecard{}, usageError{err}
+	}
+
+	// The planner's view: every card.* event as it is published.
+	byURL := map[string]*fleet.Assignment{}
+	for i := range sched {
+		byURL[sched[i].AgentURL] = &sched[i]
+	}
+	var recvMu sync.Mutex
+	var received []fleet.Received
+	start := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cons, err := js.OrderedConsumer(sctx, cfg.EventsStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
+	cancel()
+	if err != nil {
+		return fleet.Scorecard{}, fmt.Errorf("watch %s: %w", cfg.EventsStream, err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		ev, err := events.Decode(m)
+		if err != nil {
+			return
+		}
+		now := time.Now()
+		recvMu.Lock()
+		received = append(received, fleet.Received{Event: ev, At: now})
+		recvMu.Unlock()
+		if d, ok := ev.Data.(events.Drift); ok && !f.json && !f.quiet {
+			scenario := "?"
+			if as := byURL[d.AgentURL]; as != nil {
+				scenario = as.Scenario
+			}
+			fmt.Fprintf(e.stdout, "  %6.1fs  %-8s %-28s %-34s %s\n", now.Sub(start).Seconds(),
+				strings.ToUpper(string(d.Verdict.Action)), scenario, d.TaskID, ruleList(d))
+		}
+	})
+	if err != nil {
+		return fleet.Scorecard{}, err
+	}
+	defer cc.Stop()
+
+	say("carddrift %d agents, %s, seed %d, scenarios %s\n", len(sched), f.duration, f.seed, strings.Join(names, ","))
+	say("  %s; verdicts as a planner sees them:\n\n", where)
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	player, err := fl.Play(runCtx, sched)
+	if err != nil {
+		return fleet.Scorecard{}, err
+	}
+	defer player.Stop()
+	traffic, err := fleet.NewTraffic(fleet.TrafficOptions{
+		JetStream: js, Schedule: sched, Start: player.Start(), Duration: f.duration,
+		Seed: f.seed, TaskEvery: f.taskEvery,
+	})
+	if err != nil {
+		return fleet.Scorecard{}, err
+	}
+	trafficDone := make(chan struct{})
+	go func() {
+		defer close(trafficDone)
+		traffic.Run(runCtx)
+	}()
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+progress:
+	for {
+		select {
+		case <-trafficDone:
+			break progress
+		case <-ctx.Done():
+			stop()
+			<-trafficDone
+			return fleet.Scorecard{}, ctx.Err()
+		case <-tick.C:
+			if f.json {
+				continue
+			}
+			recvMu.Lock()
+			n := len(received)
+			recvMu.Unlock()
+			elapsed := time.Since(player.Start())
+			fmt.Fprintf(e.stderr, "  [%4.0fs/%s] tasks %d, lifecycle events %d (%.0f/s), card events %d\n",
+				elapsed.Seconds(), f.duration, len(traffic.Tasks()), traffic.Sent(),
+				float64(traffic.Sent())/max(elapsed.Seconds(), 1), n)
+		}
+	}
+	elapsed := time.Since(player.Start())
+	idle()
+	time.Sleep(300 * time.Millisecond) // the last published events reach the planner's view
+
+	recvMu.Lock()
+	got := append([]fleet.Received(nil), received...)
+	recvMu.Unlock()
+	return fleet.Score(fleet.ScoreInput{
+		Seed: f.seed, Schedule: sched, Start: player.Start(), Duration: elapsed,
+		Tasks: traffic.Tasks(), Sent: traffic.Sent(), Errors: traffic.Errors(), Received: got, Lease: lease,
+	}), nil
+}
+
+// reportScorecard prints the scorecard and decides the exit status.
+func reportScorecard(e *env, f *demoFlags, card fleet.Scorecard) error {
+	if f.json {
+		if err := json.NewEncoder(e.stdout).Encode(card); err != nil {
+			return err
+		}
+	} else {
+		writeScorecard(e.stdout, &card)
+	}
+	if card.Missed > 0 || card.FalseAborts > 0 || card.UnreachableAsDrift > 0 {
+		return exitError{exitFindings}
+	}
+	return nil
+}
