@@ -65,6 +65,10 @@ type Request struct {
 	// is sent and a 304 yields an Observation with this Digest.
 	ETag   string
 	Digest string
+	// MaxAge is the previous lease, kept after a 304 that carries no
+	// Cache-Control (a 304 updates only the header fields it sends, RFC 9111
+	// §4.3.4).
+	MaxAge time.Duration
 	// NoCache asks intermediaries to revalidate with the origin
 	// (Cache-Control: no-cache); Observe sets it for forced and periodic full
 	// fetches.
@@ -265,6 +269,9 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (Observation, error) {
 			obs.ETag = req.ETag
 		}
 		obs.MaxAge = f.lease(resp.Header)
+		if len(resp.Header.Values("Cache-Control")) == 0 && req.MaxAge > 0 {
+			obs.MaxAge = clampDuration(req.MaxAge, f.opts.MinLease, f.opts.MaxLease)
+		}
 		return obs, nil
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		obs.Latency = time.Since(start)

@@ -24,8 +24,8 @@ var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustPa
 func testOptions(clk *fakeClock) Options {
 	o := Options{
 		Allow:          loopback,
-		ConnectTimeout: 500 * time.Millisecond,
-		TotalTimeout:   2 * time.Second,
+		ConnectTimeout: 2 * time.Second,
+		TotalTimeout:   5 * time.Second,
 		StoreTimeout:   time.Second,
 	}
 	if clk != nil {
@@ -241,3 +241,20 @@ func leaseClaim(url, holder string, until time.Time) store.Lease {
 }
 
 func newAgentB(b *testing.B) *agent { return newAgent(b, cardJSON("1", true), `"v1"`, "max-age=300") }
+
+// waitInFlight waits until the agent is serving a request, failing the test if
+// the caller feeding done returns first or nothing arrives within 5s.
+func (a *agent) waitInFlight(t *testing.T, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for a.inFlight.Load() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the call returned (%v, requests so far %d) before its request reached the agent", err, a.requests.Load())
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request reached the agent within 5s (requests so far %d)", a.requests.Load())
+		}
+	}
+}

@@ -218,7 +218,7 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, lease store.Lease, claimRev uint64, prev *cardEntry, full bool) (Observation, time.Time, error) {
 	req := Request{URL: url, NoCache: full}
 	if prev != nil {
-		req.ETag, req.Digest = lease.ETag, lease.Digest
+		req.ETag, req.Digest, req.MaxAge = lease.ETag, lease.Digest, lease.MaxAge
 	}
 	obs, err := f.Fetch(ctx, req)
 	if err != nil {

