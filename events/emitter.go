@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"github.com/carddrift/carddrift/detector"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -38,8 +39,14 @@ func (e *Emitter) emit(ctx context.Context, d Data) error {
 }
 
 // Submitted publishes a2a.task.submitted: the task was planned against a
-// card (pass Card or CardDigest when the client has them).
-func (e *Emitter) Submitted(ctx context.Context, d Submitted) error { return e.emit(ctx, d) }
+// card (pass Card or CardDigest when the client has them). An empty Posture
+// is sent as fail-closed, the safe default.
+func (e *Emitter) Submitted(ctx context.Context, d Submitted) error {
+	if d.Posture == "" {
+		d.Posture = detector.FailClosed
+	}
+	return e.emit(ctx, d)
+}
 
 // Request publishes a2a.task.request before each request of the task,
 // retries included (Attempt 2, 3, ...).
