@@ -113,7 +113,14 @@ func New(opts Options) (*Fetcher, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	opts.Allow = append([]netip.Prefix(nil), opts.Allow...)
+	allow := make([]netip.Prefix, 0, len(opts.Allow))
+	for _, p := range opts.Allow {
+		if p.Addr().Is4In6() { // ::ffff:a.b.c.d/n guards a.b.c.d, as dialed addresses are unmapped
+			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+		}
+		allow = append(allow, p.Masked())
+	}
+	opts.Allow = allow
 	if opts.WorkerID == "" {
 		var b [8]byte
 		_, _ = rand.Read(b[:])

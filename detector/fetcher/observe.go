@@ -38,8 +38,9 @@ type flight struct {
 	err    error
 }
 
-// Observe returns a live observation of the card at cardURL, with its Card and
-// Raw body always filled.
+// Observe returns a live observation of the card at cardURL (in the
+// CanonicalURL form, which Observation.CardURL then carries), with its Card
+// and Raw body always filled.
 //
 // Without force it returns the shared lease's observation when the lease is
 // fresh and no periodic full fetch is due (no request at all), otherwise it
@@ -59,6 +60,11 @@ type flight struct {
 // failed (transient: retry later).
 func (f *Fetcher) Observe(ctx context.Context, cardURL string, force bool) (Observation, error) {
 	requested := f.opts.Now()
+	canon, err := CanonicalURL(cardURL)
+	if err != nil {
+		return Observation{CardURL: cardURL}, err
+	}
+	cardURL = canon
 	for {
 		fl, err := f.join(cardURL, force, requested)
 		if err != nil {

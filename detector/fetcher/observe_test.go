@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -651,4 +652,70 @@ func TestCloseCancelsFlights(t *testing.T) {
 	}
 	_, err = f.Observe(context.Background(), a.url("/card"), false)
 	fetchErr(t, err, ReasonCanceled)
+}
+
+// A 304 without Cache-Control keeps the lease the 200 set (RFC 9111 §4.3.4);
+// one with Cache-Control replaces it.
+func TestObserve304LeaseHeaders(t *testing.T) {
+	var cc304 atomic.Value
+	cc304.Store("")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			if cc := cc304.Load().(string); cc != "" {
+				w.Header().Set("Cache-Control", cc)
+			}
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=120")
+		_, _ = w.Write(cardJSON("1", true))
+	}))
+	defer srv.Close()
+	clk := newClock()
+	f := newFetcher(t, testOptions(clk))
+	ctx := context.Background()
+
+	if _, err := f.Observe(ctx, srv.URL, false); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(121 * time.Second)
+	obs, err := f.Observe(ctx, srv.URL, false)
+	if err != nil || obs.Status != 304 || obs.MaxAge != 120*time.Second {
+		t.Fatalf("304 without Cache-Control: Status %d MaxAge %v err %v; want 304, 2m0s", obs.Status, obs.MaxAge, err)
+	}
+	cc304.Store("max-age=30")
+	clk.Advance(121 * time.Second)
+	obs, err = f.Observe(ctx, srv.URL, false)
+	if err != nil || obs.Status != 304 || obs.MaxAge != 30*time.Second {
+		t.Fatalf("304 with max-age=30: Status %d MaxAge %v err %v; want 304, 30s", obs.Status, obs.MaxAge, err)
+	}
+}
+
+func TestCanonicalURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"HTTPS://Agent.Example:443/Card?x=1#frag", "https://agent.example/Card?x=1"},
+		{"http://agent.example:80", "http://agent.example/"},
+		{"http://agent.example:8080/a", "http://agent.example:8080/a"},
+		{"http://[::1]:80/", "http://[::1]/"},
+		{"http://[FE80::1]:8443/x", "http://[fe80::1]:8443/x"},
+	}
+	for _, tc := range tests {
+		if got, err := CanonicalURL(tc.in); err != nil || got != tc.want {
+			t.Errorf("CanonicalURL(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	// Two spellings share one lease.
+	a := newAgent(t, cardJSON("1", true), "", "max-age=60")
+	f := newFetcher(t, testOptions(newClock()))
+	host := strings.Replace(a.srv.URL, "http://", "HTTP://", 1)
+	for _, u := range []string{a.srv.URL, host + "/", a.srv.URL + "/#x"} {
+		obs, err := f.Observe(context.Background(), u, false)
+		if err != nil || obs.CardURL != a.srv.URL+"/" {
+			t.Fatalf("Observe(%q): CardURL %q err %v", u, obs.CardURL, err)
+		}
+	}
+	if got := a.requests.Load(); got != 1 {
+		t.Errorf("requests = %d, want 1", got)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/carddrift/carddrift/detector/jcs"
@@ -225,6 +226,34 @@ func (o Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ParseAllow reads a comma-separated list of CIDR prefixes or single
+// addresses (the --fetch-allow flag) into Options.Allow. Blank items are
+// skipped; prefixes are masked ("10.1.2.3/8" means 10.0.0.0/8).
+func ParseAllow(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if !strings.Contains(item, "/") {
+			a, err := netip.ParseAddr(item)
+			if err != nil {
+				return nil, fmt.Errorf("fetcher: allow %q: %w", item, err)
+			}
+			a = a.Unmap()
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(item)
+		if err != nil {
+			return nil, fmt.Errorf("fetcher: allow %q: %w", item, err)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 func validHeaderValue(v string) bool {

@@ -81,3 +81,31 @@ func TestReasonsHaveSentinels(t *testing.T) {
 		t.Errorf("Reasons() lists %d reasons, sentinels has %d", len(seen), len(sentinels))
 	}
 }
+
+func TestParseAllow(t *testing.T) {
+	got, err := ParseAllow(" 127.0.0.0/8, ::1 ,10.1.2.3/16,, 169.254.169.254")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"127.0.0.0/8", "::1/128", "10.1.0.0/16", "169.254.169.254/32"}
+	if len(got) != len(want) {
+		t.Fatalf("ParseAllow = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("ParseAllow[%d] = %v, want %s", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"10.0.0.0/33", "localhost", "1.2.3"} {
+		if _, err := ParseAllow(bad); err == nil {
+			t.Errorf("ParseAllow(%q) = nil error", bad)
+		}
+	}
+}
+
+func TestAllowMappedPrefix(t *testing.T) {
+	f := newFetcher(t, Options{Allow: []netip.Prefix{netip.MustParsePrefix("::ffff:127.0.0.0/104")}})
+	if err := f.guard.check(netip.MustParseAddr("127.0.0.1")); err != nil {
+		t.Errorf("::ffff:127.0.0.0/104 does not allow 127.0.0.1: %v", err)
+	}
+}

@@ -92,6 +92,38 @@ func (f *Fetcher) rememberLegacy(base string, legacy bool) {
 	f.legacy[base] = true
 }
 
+// CanonicalURL returns the form of a card URL that Observe keys flights and
+// leases by, so that spellings of one URL share one lease: scheme and host
+// lower-cased, the scheme's default port and the fragment dropped, an empty
+// path made "/". It fails with ReasonInvalidURL unless the URL is an absolute
+// http or https URL.
+func CanonicalURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", &FetchError{URL: raw, Reason: ReasonInvalidURL, Err: err}
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return "", &FetchError{URL: raw, Reason: ReasonInvalidURL, Err: errors.New("need an absolute http or https URL")}
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	u.Host = host
+	u.Fragment, u.RawFragment = "", ""
+	if u.Path == "" {
+		u.Path, u.RawPath = "/", ""
+	}
+	return u.String(), nil
+}
+
 // notThere reports a status that means "no card at this path".
 func notThere(err error) bool {
 	var fe *FetchError
