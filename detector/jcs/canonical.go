@@ -153,24 +153,14 @@ var escapes = func() (t [256]byte) {
 // else as literal UTF-8.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	i := 0
-	for i+8 <= len(s) && escapeBytes(load8(s, i)) == 0 {
-		i += 8
-	}
-	for i < len(s) && escapes[s[i]] == 0 {
-		i++
-	}
-	if i == len(s) { // the common case: nothing to escape
-		dst = append(dst, s...)
-		return append(dst, '"')
-	}
 	start := 0
-	for ; i < len(s); i++ {
-		e := escapes[s[i]]
-		if e == 0 {
-			continue
-		}
+	for {
+		i := skipUnescaped(s, start)
 		dst = append(dst, s[start:i]...)
+		if i == len(s) {
+			return append(dst, '"')
+		}
+		e := escapes[s[i]]
 		if e == 'u' {
 			c := s[i]
 			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
@@ -179,8 +169,6 @@ func appendString(dst []byte, s string) []byte {
 		}
 		start = i + 1
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // Options control AppendCanonical.
@@ -201,29 +189,51 @@ func Transform(data []byte) ([]byte, error) {
 }
 
 // AppendCanonical parses data as Parse does and appends its canonical form to
-// dst, as Append(dst, &v) would, without building a tree that outlives the
-// call: its working memory is pooled and strings are not copied, so a call
-// allocates nothing in the steady state beyond what dst needs to grow.
-// On error it returns dst unchanged and the errors of Parse (or ParseObject
-// when opt.RequireObject is set). data is only read, and only during the
-// call. It is safe for concurrent use.
+// dst: the bytes Append(dst, &v) would write for the tree v that Parse
+// returns (AppendWithout when opt.Omit is set). It builds no tree: it writes
+// while it parses (see canon.go), its working memory is pooled and strings
+// are not copied, so in the steady state it allocates nothing beyond what dst
+// needs to grow, and a hostile document costs little more memory than its
+// output. data is only read, and only during the call; dst must not overlap
+// it.
+//
+// On error it returns dst (its length unchanged; bytes past it may have been
+// written) and the errors of Parse, or of ParseObject when opt.RequireObject
+// is set. It is safe for concurrent use.
 func AppendCanonical(dst, data []byte, opt Options) ([]byte, error) {
 	if err := checkSize(data, opt.Limits); err != nil {
 		return dst, err
 	}
-	// The tree lives only until release and data is not written during the
-	// call, so strings may alias data rather than copy it.
+	// Strings are only used until release and data is not written during
+	// the call, so they may alias data rather than copy it.
 	p := getParser(unsafe.String(unsafe.SliceData(data), len(data)), opt.Limits.maxDepth(), true)
 	defer p.release()
-	v, err := p.document()
+	p.omit, p.omitting = opt.Omit, opt.Omit != ""
+	out, err := p.canonical(dst)
 	if err != nil {
 		return dst, err
 	}
-	if opt.RequireObject && v.Kind != Object {
-		return dst, notObject(data, v.Kind)
+	if opt.RequireObject && (len(out) == len(dst) || out[len(dst)] != '{') {
+		return dst, notObject(data, kindOf(out[len(dst)]))
 	}
-	if opt.Omit != "" {
-		return AppendWithout(dst, &v, opt.Omit), nil
+	return out, nil
+}
+
+// kindOf returns the kind of the canonical value that starts with c.
+func kindOf(c byte) Kind {
+	switch c {
+	case '{':
+		return Object
+	case '[':
+		return Array
+	case '"':
+		return String
+	case 't':
+		return True
+	case 'f':
+		return False
+	case 'n':
+		return Null
 	}
-	return Append(dst, &v), nil
+	return Number
 }

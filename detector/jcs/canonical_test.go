@@ -1,8 +1,11 @@
 package jcs
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -344,6 +347,29 @@ func TestAppendCanonicalPooledState(t *testing.T) {
 			}
 			if w := Append([]byte("prefix"), &want); string(got) != string(w) {
 				t.Errorf("round %d: AppendCanonical(%.30q) = %.60s, want %.60s", round, d, got, w)
+			}
+		}
+	}
+}
+
+func TestWhitespaceRuns(t *testing.T) {
+	card, err := os.ReadFile("testdata/cards/027-a2a-go-json-test-georoute-planner.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Transform(card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range 20 {
+		for _, prefix := range []string{"", "\t", "\r", " \t \r"} {
+			var b bytes.Buffer
+			if err := json.Indent(&b, want, prefix, strings.Repeat(" ", n)); err != nil {
+				t.Fatal(err)
+			}
+			in := strings.Repeat(" ", n) + b.String() + strings.Repeat(" ", n)
+			if got, err := Transform([]byte(in)); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("Transform(indent %d, prefix %q) = %.80s, %v; want %.80s", n, prefix, got, err, want)
 			}
 		}
 	}

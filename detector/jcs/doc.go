@@ -28,10 +28,12 @@
 // them (AppendFloat), no whitespace. AppendWithout leaves out one top-level
 // member, as A2A card signing leaves out "signatures".
 //
-// Transform and AppendCanonical go from bytes to canonical bytes directly.
-// AppendCanonical is the fast path: it uses pooled working memory and does
-// not copy strings, and allocates nothing in the steady state when dst has
-// room, which is what makes a card digest cheap.
+// Transform and AppendCanonical go from bytes to canonical bytes directly,
+// without a tree: they write while they parse, reordering only the members of
+// objects that are not already in canonical order. AppendCanonical allocates
+// nothing in the steady state when dst has room, which is what makes a card
+// digest cheap, and Options let it leave out a top-level member and require
+// an object.
 //
 // All functions are safe for concurrent use; a Value is not modified by
 // anything in this package after Parse returns it.

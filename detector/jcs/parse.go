@@ -2,6 +2,7 @@ package jcs
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,7 +110,14 @@ type parser struct {
 	valueSlab  []Value  // unused rest of the current slab
 	memberSlab []Member // unused rest of the current slab
 
-	buf []byte // scratch for unescaping strings
+	buf     []byte // scratch for unescaping strings
+	escaped bool   // whether the last string read had escapes
+
+	// state of the streaming canonicalizer (canon.go)
+	spans    []span // stack of the members of the objects being written
+	tmp      []byte // scratch for reordering members
+	omit     string // top-level member to leave out, if omitting
+	omitting bool
 
 	// internal is set when the tree never leaves the package (see
 	// AppendCanonical): strings may then alias src and arena, and slabs are
@@ -154,12 +162,20 @@ func (p *parser) release() {
 	p.valueSlab, p.memberSlab = nil, nil
 	clear(p.elems) // non-empty after an error
 	clear(p.members)
-	p.elems, p.members = p.elems[:0], p.members[:0]
+	clear(p.spans)
+	p.elems, p.members, p.spans = p.elems[:0], p.members[:0], p.spans[:0]
+	p.omit, p.omitting = "", false
 	if cap(p.elems) > maxPooledStack {
 		p.elems = nil
 	}
 	if cap(p.members) > maxPooledStack {
 		p.members = nil
+	}
+	if cap(p.spans) > maxPooledStack {
+		p.spans = nil
+	}
+	if cap(p.tmp) > maxPooledBuf {
+		p.tmp = nil
 	}
 	if cap(p.buf) > maxPooledBuf {
 		p.buf = nil
@@ -240,10 +256,23 @@ func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\
 // spaces, which are skipped eight at a time.
 func (p *parser) skipSpace() {
 	s, i := p.src, p.pos
-	for i < len(s) && s[i] <= ' ' && isSpace(s[i]) {
-		i++
-		for i+8 <= len(s) && load8(s, i) == lsb*' ' {
-			i += 8
+	for i < len(s) {
+		switch s[i] {
+		case ' ':
+			if i+8 <= len(s) {
+				if m := nonZeroBytes(load8(s, i) ^ (lsb * ' ')); m != 0 {
+					i += bits.TrailingZeros64(m) >> 3
+				} else {
+					i += 8
+				}
+				continue
+			}
+			i++
+		case '\n', '\r', '\t':
+			i++
+		default:
+			p.pos = i
+			return
 		}
 	}
 	p.pos = i
@@ -474,22 +503,18 @@ func (p *parser) string() (string, error) {
 	s := p.src
 	start := p.pos + 1
 	i := start
-	for i < len(s) {
-		for i+8 <= len(s) && specialBytes(load8(s, i)) == 0 {
-			i += 8
-		}
-		for i < len(s) && plain[s[i]] {
-			i++
-		}
-		if i >= len(s) {
+	for {
+		if i = skipPlain(s, i); i >= len(s) {
 			break
 		}
 		c := s[i]
 		switch {
 		case c == '"':
 			p.pos = i + 1
+			p.escaped = false
 			return s[start:i], nil
 		case c == '\\':
+			p.escaped = true
 			return p.unescape(start, i)
 		case c < 0x20:
 			return "", p.fail(i, ErrNotJSON, "control character %#02x in string", c)
