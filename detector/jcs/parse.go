@@ -97,7 +97,7 @@ func notObject(data []byte, k Kind) error {
 // closes they are copied into exactly sized slices carved from slabs, so a
 // document costs a handful of allocations rather than one per container.
 // Parsers are pooled: the stacks and scratch buffers are reused by every
-// parse.
+// parse; the slabs belong to the tree returned.
 type parser struct {
 	src      string
 	pos      int
@@ -119,13 +119,11 @@ type parser struct {
 	omit     string // top-level member to leave out, if omitting
 	omitting bool
 
-	// internal is set when the tree never leaves the package (see
-	// AppendCanonical): strings may then alias src and arena, and slabs are
-	// reused from one parse to the next.
-	internal    bool
-	arena       []byte   // backing store of unescaped strings when internal
-	valueStore  []Value  // the whole current slab, reused when internal
-	memberStore []Member // the whole current slab, reused when internal
+	// internal is set when no string read leaves the package before
+	// release (AppendCanonical): unescaped strings then live in arena,
+	// which only grows until release, instead of being allocated.
+	internal bool
+	arena    []byte
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
@@ -135,32 +133,26 @@ var parserPool = sync.Pool{New: func() any { return new(parser) }}
 const (
 	maxPooledStack = 4096
 	maxPooledBuf   = 64 << 10
-	maxPooledSlab  = 16384
 )
 
 // getParser returns a pooled parser ready to parse src. internal says whether
-// the tree stays inside the package until release.
+// the strings it reads stay inside the package until release.
 func getParser(src string, maxDepth int, internal bool) *parser {
 	p := parserPool.Get().(*parser)
 	p.src, p.pos, p.maxDepth, p.depth = src, 0, maxDepth, 0
 	p.internal = internal
-	if internal {
-		p.valueSlab, p.memberSlab = p.valueStore, p.memberStore
-		p.arena = p.arena[:0]
-	}
+	p.arena = p.arena[:0]
 	return p
 }
 
 // release drops every reference into the parsed document and returns p to
-// the pool. A tree built with internal set must no longer be used.
+// the pool. Strings read with internal set must no longer be used.
 func (p *parser) release() {
 	p.src = ""
-	if p.internal {
-		clear(p.valueStore[:len(p.valueStore)-len(p.valueSlab)])
-		clear(p.memberStore[:len(p.memberStore)-len(p.memberSlab)])
-	}
+	// The slabs belong to the tree returned; the stacks are non-empty after
+	// an error.
 	p.valueSlab, p.memberSlab = nil, nil
-	clear(p.elems) // non-empty after an error
+	clear(p.elems)
 	clear(p.members)
 	clear(p.spans)
 	p.elems, p.members, p.spans = p.elems[:0], p.members[:0], p.spans[:0]
@@ -182,12 +174,6 @@ func (p *parser) release() {
 	}
 	if cap(p.arena) > maxPooledBuf {
 		p.arena = nil
-	}
-	if cap(p.valueStore) > maxPooledSlab {
-		p.valueStore = nil
-	}
-	if cap(p.memberStore) > maxPooledSlab {
-		p.memberStore = nil
 	}
 	parserPool.Put(p)
 }
@@ -452,18 +438,11 @@ func slabSize(estimate, prev int) int {
 
 func (p *parser) allocValues(n int) []Value {
 	if n > len(p.valueSlab) {
-		if p.internal {
-			// Pooled slabs grow until one holds a whole document, then
-			// are reused by every later call.
-			p.valueStore = make([]Value, max(n, 2*cap(p.valueStore), len(p.src)/128, minSlab))
-			p.valueSlab = p.valueStore
-		} else {
-			size := slabSize(len(p.src)/128, cap(p.valueSlab))
-			if n > size/2 {
-				return make([]Value, n)
-			}
-			p.valueSlab = make([]Value, size)
+		size := slabSize(len(p.src)/128, cap(p.valueSlab))
+		if n > size/2 {
+			return make([]Value, n)
 		}
+		p.valueSlab = make([]Value, size)
 	}
 	s := p.valueSlab[:n:n]
 	p.valueSlab = p.valueSlab[n:]
@@ -472,16 +451,11 @@ func (p *parser) allocValues(n int) []Value {
 
 func (p *parser) allocMembers(n int) []Member {
 	if n > len(p.memberSlab) {
-		if p.internal {
-			p.memberStore = make([]Member, max(n, 2*cap(p.memberStore), len(p.src)/48, minSlab))
-			p.memberSlab = p.memberStore
-		} else {
-			size := slabSize(len(p.src)/48, cap(p.memberSlab))
-			if n > size/2 {
-				return make([]Member, n)
-			}
-			p.memberSlab = make([]Member, size)
+		size := slabSize(len(p.src)/48, cap(p.memberSlab))
+		if n > size/2 {
+			return make([]Member, n)
 		}
+		p.memberSlab = make([]Member, size)
 	}
 	s := p.memberSlab[:n:n]
 	p.memberSlab = p.memberSlab[n:]
@@ -547,8 +521,8 @@ func (p *parser) unescape(start, i int) (string, error) {
 		case c == '"':
 			p.pos = i + 1
 			if p.internal {
-				// The arena only grows while the tree lives, so earlier
-				// strings keep pointing at bytes that do not change.
+				// The arena only grows until release, so earlier strings
+				// keep pointing at bytes that do not change.
 				p.arena = buf
 				return unsafe.String(&buf[off], len(buf)-off), nil
 			}
