@@ -73,6 +73,10 @@ func FuzzParse(f *testing.F) {
 			if errors.Is(err, jcs.ErrNotJSON) && json.Valid(data) && !hasOutOfRangeNumber(data) {
 				t.Fatalf("Parse(%q) = %v, but encoding/json finds it valid", data, err)
 			}
+			var ce *jcs.SyntaxError
+			if _, cerr := jcs.AppendCanonical(nil, data, jcs.Options{}); !errors.As(cerr, &ce) || *ce != *se {
+				t.Fatalf("AppendCanonical(%q) error = %v, Parse error = %v", data, cerr, err)
+			}
 			return
 		}
 		if !json.Valid(data) {
