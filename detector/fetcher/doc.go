@@ -48,7 +48,9 @@
 //
 // ObserveAgent resolves a card URL for an agent: the client's cardUrl, else
 // /.well-known/agent-card.json, falling back to the legacy
-// /.well-known/agent.json on 404, 405 or 410 (remembered per agent).
+// /.well-known/agent.json on 404, 405 or 410 (remembered per agent). Card
+// URLs are keyed in their CanonicalURL form, so spellings of one URL share a
+// lease. ParseAllow reads the --fetch-allow list.
 //
 // # Goroutines
 //

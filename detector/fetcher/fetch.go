@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -217,12 +216,9 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 // *FetchError. Fetch returns within Options.TotalTimeout.
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (Observation, error) {
 	obs := Observation{CardURL: req.URL}
-	u, err := url.Parse(req.URL)
+	u, err := parseHTTPURL(req.URL)
 	if err != nil {
-		return obs, &FetchError{URL: req.URL, Reason: ReasonInvalidURL, Err: err}
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return obs, &FetchError{URL: req.URL, Reason: ReasonInvalidURL, Err: fmt.Errorf("need an absolute http or https URL")}
+		return obs, err
 	}
 
 	ctx, cancel := context.WithCancelCause(ctx)

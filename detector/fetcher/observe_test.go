@@ -719,3 +719,21 @@ func TestCanonicalURL(t *testing.T) {
 		t.Errorf("requests = %d, want 1", got)
 	}
 }
+
+// FuzzCanonicalURL: canonicalisation is idempotent and keeps URLs fetchable.
+func FuzzCanonicalURL(f *testing.F) {
+	for _, s := range []string{"HTTPS://A.example:443/x?y#z", "http://[::1]:80", "http://a/%2F?q", "http://user:pw@h:8/p"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		c, err := CanonicalURL(raw)
+		if err != nil {
+			fetchErr(t, err, ReasonInvalidURL)
+			return
+		}
+		again, err := CanonicalURL(c)
+		if err != nil || again != c {
+			t.Fatalf("CanonicalURL(%q) = %q, then %q, %v", raw, c, again, err)
+		}
+	})
+}

@@ -23,12 +23,9 @@ const maxLegacyBases = 1 << 14
 // SDKs' card resolvers join them). A URL that already ends in one of the two
 // paths is returned alone. Query and fragment are dropped.
 func CardURLs(agentURL string) ([]string, error) {
-	u, err := url.Parse(agentURL)
+	u, err := parseHTTPURL(agentURL)
 	if err != nil {
-		return nil, &FetchError{URL: agentURL, Reason: ReasonInvalidURL, Err: err}
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &FetchError{URL: agentURL, Reason: ReasonInvalidURL, Err: errors.New("need an absolute http or https URL")}
+		return nil, err
 	}
 	u.RawQuery, u.Fragment, u.RawFragment = "", "", ""
 	if strings.HasSuffix(u.Path, WellKnownPath) || strings.HasSuffix(u.Path, LegacyWellKnownPath) {
@@ -98,13 +95,9 @@ func (f *Fetcher) rememberLegacy(base string, legacy bool) {
 // path made "/". It fails with ReasonInvalidURL unless the URL is an absolute
 // http or https URL.
 func CanonicalURL(raw string) (string, error) {
-	u, err := url.Parse(raw)
+	u, err := parseHTTPURL(raw)
 	if err != nil {
-		return "", &FetchError{URL: raw, Reason: ReasonInvalidURL, Err: err}
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
-		return "", &FetchError{URL: raw, Reason: ReasonInvalidURL, Err: errors.New("need an absolute http or https URL")}
+		return "", err
 	}
 	host, port := strings.ToLower(u.Hostname()), u.Port()
 	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
@@ -122,6 +115,20 @@ func CanonicalURL(raw string) (string, error) {
 		u.Path, u.RawPath = "/", ""
 	}
 	return u.String(), nil
+}
+
+// parseHTTPURL parses an absolute http or https URL with a host, or fails
+// with ReasonInvalidURL. The scheme is lower-cased.
+func parseHTTPURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, &FetchError{URL: raw, Reason: ReasonInvalidURL, Err: err}
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Opaque != "" {
+		return nil, &FetchError{URL: raw, Reason: ReasonInvalidURL, Err: errors.New("need an absolute http or https URL with a host")}
+	}
+	return u, nil
 }
 
 // notThere reports a status that means "no card at this path".
