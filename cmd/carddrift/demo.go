@@ -248,6 +248,9 @@ func writeScorecard(w io.Writer, c *fleet.Scorecard) {
 	fmt.Fprintf(w, "  detection latency p50 %.1f ms, p99 %.1f ms\n", c.LatencyMs.P50, c.LatencyMs.P99)
 	fmt.Fprintf(w, "  fetches per agent per lease: mean %.2f, max %.2f\n", c.FetchesPerAgentPerLease, c.MaxFetchesPerLease)
 	fmt.Fprintf(w, "  %d tasks, %d lifecycle events, %.0f events/s\n", c.Tasks, c.Events, c.EventsPerSecond)
+	if c.PinRaced > 0 {
+		fmt.Fprintf(w, "  %d first-fetch task(s) left unjudged: the card changed between the client's discovery and carddrift's first fetch\n", c.PinRaced)
+	}
 	for _, p := range c.Problems {
 		fmt.Fprintf(w, "  %-11s %-34s %-26s profile %-10s pinned %-10s live %-10s expected %-8s got %v %v\n",
 			p.Kind, p.Task, p.Scenario, p.Profile, p.Pinned, p.Live, p.Expected, p.Got, p.Rules)

@@ -149,6 +149,7 @@ progress:
 	return fleet.Score(fleet.ScoreInput{
 		Seed: f.seed, Schedule: sched, Start: player.Start(), Duration: elapsed,
 		Tasks: traffic.Tasks(), Sent: traffic.Sent(), Errors: traffic.Errors(), Received: got, Lease: lease,
+		Applied: player.Applied(),
 	}), nil
 }
 

@@ -62,6 +62,11 @@ type Scorecard struct {
 	LatencyMs               Latency                   `json:"latencyMs"`
 	EventsPerSecond         float64                   `json:"eventsPerSecond"`
 	Verdicts                map[string]int            `json:"verdicts"`
+	// PinRaced counts first-fetch tasks whose pin (carddrift's first fetch)
+	// is not the card the client planned against, because the card changed
+	// in between: with no card or digest from the client, nobody can judge
+	// them, so they are left out of injected, missed and false aborts.
+	PinRaced int `json:"pinRaced"`
 	// Problems lists every missed drift and false abort, for forensics.
 	Problems []Problem `json:"problems,omitempty"`
 }
@@ -92,6 +97,14 @@ type ScoreInput struct {
 	// Lease returns the lease carddrift runs for an agent (its clamped
 	// max-age): a change counts as visible a lease after it happened.
 	Lease func(*Agent) time.Duration
+	// Applied is the player's record of when each step really took effect
+	// (Player.Applied); exposures are judged against it, not the nominal
+	// offsets, so that a late step on a loaded machine is not a miss.
+	Applied []Applied
+	// Lag is how long after a transition was sent the card must still be
+	// the same for the transition to count as an exposure: the time a worker
+	// may take to handle it (default 1s).
+	Lag time.Duration
 }
 
 // Score computes the scorecard: every task's expected verdict from its
@@ -139,6 +152,7 @@ func Score(in ScoreInput) Scorecard {
 		}
 	}
 
+	actual := actualSchedule(in)
 	for _, t := range in.Tasks {
 		as := byURL[t.AgentURL]
 		if as == nil {
@@ -148,6 +162,10 @@ func Score(in ScoreInput) Scorecard {
 		s.Tasks++
 		ds := drifts[t.ID]
 		s.Drifts += len(ds)
+		if t.PinSource == events.PinFirstFetch && pinned[t.ID] != "" && as.LabelOf(pinned[t.ID]) != t.PlannedLabel {
+			sc.PinRaced++
+			continue
+		}
 		for _, d := range ds {
 			if as.Scenario == "agent-down" {
 				sc.UnreachableAsDrift++
@@ -162,7 +180,7 @@ func Score(in ScoreInput) Scorecard {
 				break
 			}
 		}
-		want, ok := exposure(as, t, pinned[t.ID], in)
+		want, ok := exposure(actual[as.AgentURL], t, pinned[t.ID], in)
 		if !ok {
 			continue
 		}
@@ -210,12 +228,16 @@ func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput) (Expe
 	if in.Lease != nil && as.Agent != nil {
 		settle += in.Lease(as.Agent)
 	}
+	lag := in.Lag
+	if lag <= 0 {
+		lag = time.Second
+	}
 	for _, e := range t.Events {
 		if !e.Capability {
 			continue
 		}
 		off := e.At.Sub(in.Start)
-		to, stable := stableLabel(as, off-settle, off)
+		to, stable := stableLabel(as, off-settle, off+lag)
 		if !stable || to == from {
 			continue
 		}
@@ -319,6 +341,23 @@ func driftRules(d events.Drift) []string {
 		if !slices.Contains(out, f.Rule) {
 			out = append(out, f.Rule)
 		}
+	}
+	return out
+}
+
+// actualSchedule returns, by agent URL, the assignments with their steps
+// moved to when the player really applied them.
+func actualSchedule(in ScoreInput) map[string]*Assignment {
+	out := map[string]*Assignment{}
+	for i := range in.Schedule {
+		as := in.Schedule[i]
+		as.Steps = slices.Clone(as.Steps)
+		for _, a := range in.Applied {
+			if a.Agent == as.AgentID && a.Step < len(as.Steps) && a.Step > 0 {
+				as.Steps[a.Step].At = a.At.Sub(in.Start)
+			}
+		}
+		out[as.AgentURL] = &as
 	}
 	return out
 }

@@ -185,9 +185,8 @@ func sleepUntil(ctx context.Context, at time.Time) bool {
 // runTask plans one task against what the agent serves now and drives its
 // lifecycle: submitted, then Steps transitions, then completed.
 func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.Rand) {
-	offset := time.Since(t.opts.Start)
-	live := as.LiveAt(offset)
-	if len(live) == 0 || slices.Contains(live, LabelDown) {
+	live := liveLabels(as)
+	if len(live) == 0 {
 		return // discovery fails while the agent is down: no task
 	}
 	label := live[rng.IntN(len(live))]
@@ -280,7 +279,7 @@ func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.
 				return emit.Status(ctx, events.Status{TaskID: task.ID, AgentURL: as.AgentURL, State: "input-required", SkillID: req.SkillID})
 			})
 		case k == 3:
-			mt := artifactType(as, time.Since(t.opts.Start), label, req.SkillID)
+			mt := artifactType(as, label, req.SkillID)
 			ok = send(events.TypeArtifact, true, func() error {
 				return emit.Artifact(ctx, events.Artifact{TaskID: task.ID, AgentURL: as.AgentURL,
 					ArtifactID: fmt.Sprintf("a%d", step), MediaTypes: []string{mt}})
@@ -325,9 +324,9 @@ func streamMethod(as *Assignment, label string) string {
 // artifactType is the media type the agent produces for skill now: the first
 // output mode of the skill in the card it serves (so an agent whose output
 // modes changed without a version bump produces the new type), made concrete.
-func artifactType(as *Assignment, offset time.Duration, planned, skill string) string {
+func artifactType(as *Assignment, planned, skill string) string {
 	label := planned
-	if live := as.LiveAt(offset); len(live) == 1 && live[0] != LabelDown {
+	if live := liveLabels(as); len(live) == 1 {
 		label = live[0]
 	}
 	for _, l := range []string{label, planned} {
@@ -358,4 +357,25 @@ func concrete(mt string) string {
 		return top + "/octet-stream"
 	}
 	return mt
+}
+
+// liveLabels returns the labels of the cards the agent serves right now, as
+// a client discovering it would see them; none while it is down. Without an
+// agent (a schedule built for tests) it falls back to the schedule.
+func liveLabels(as *Assignment) []string {
+	if as.Agent == nil {
+		return nil
+	}
+	if as.Agent.Outage() != Up {
+		return nil
+	}
+	var out []string
+	for _, raw := range as.Agent.Served() {
+		for _, c := range as.Cards {
+			if string(c.Raw) == string(raw) && !slices.Contains(out, c.Label) {
+				out = append(out, c.Label)
+			}
+		}
+	}
+	return out
 }
