@@ -10,9 +10,10 @@ import (
 // sorted order without being reordered in the tree.
 //
 // Append cannot fail on a tree built by Parse. For a hand-built tree it
-// assumes strings are valid UTF-8 (invalid bytes are copied through) and
-// writes a Number whose Str is not a finite JSON number, or an unknown Kind,
-// as null. Recursion follows the depth of the tree.
+// assumes strings are valid UTF-8 (invalid bytes are copied through) and the
+// keys of an object distinct (a repeated key is written twice), and it writes
+// a Number whose Str is not a finite JSON number, or an unknown Kind, as
+// null. Recursion follows the depth of the tree.
 func Append(dst []byte, v *Value) []byte {
 	switch v.Kind {
 	case False:
