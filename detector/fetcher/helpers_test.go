@@ -103,6 +103,7 @@ type agent struct {
 	etag         string
 	cacheControl string
 	delay        time.Duration
+	gate         chan struct{} // when set, responses wait for it to close
 	headers      []http.Header
 
 	requests    atomic.Int64
@@ -132,6 +133,20 @@ func (a *agent) setDelay(d time.Duration) {
 	a.delay = d
 }
 
+// hold makes responses wait until the returned func is called.
+func (a *agent) hold() (release func()) {
+	gate := make(chan struct{})
+	a.mu.Lock()
+	a.gate = gate
+	a.mu.Unlock()
+	return func() {
+		a.mu.Lock()
+		a.gate = nil
+		a.mu.Unlock()
+		close(gate)
+	}
+}
+
 func (a *agent) lastHeaders() http.Header {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -155,8 +170,15 @@ func (a *agent) serve(w http.ResponseWriter, r *http.Request) {
 	a.requests.Add(1)
 	a.mu.Lock()
 	a.headers = append(a.headers, r.Header.Clone())
-	body, etag, cc, delay := a.body, a.etag, a.cacheControl, a.delay
+	body, etag, cc, delay, gate := a.body, a.etag, a.cacheControl, a.delay, a.gate
 	a.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if delay > 0 {
 		select {
 		case <-time.After(delay):

@@ -65,6 +65,9 @@ func (f *Fetcher) Observe(ctx context.Context, cardURL string, force bool) (Obse
 		return Observation{CardURL: cardURL}, err
 	}
 	cardURL = canon
+	if ctx.Err() != nil {
+		return Observation{CardURL: cardURL}, ctxError(cardURL, ctx)
+	}
 	for {
 		fl, err := f.join(cardURL, force, requested)
 		if err != nil {

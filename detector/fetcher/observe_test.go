@@ -338,16 +338,18 @@ func testForcedBurst(t *testing.T, leases store.Leases, cards store.Cards) {
 	if _, err := fetchers[0].Observe(context.Background(), url, false); err != nil {
 		t.Fatal(err)
 	}
-	a.setDelay(100 * time.Millisecond)
-
 	burst := func() {
 		t.Helper()
+		// The forced fetch is held until every caller has asked: a force asked
+		// after a full fetch completed rightly costs another one.
+		release := a.hold()
 		var wg sync.WaitGroup
-		start := make(chan struct{})
+		var asked sync.WaitGroup
 		errs := make(chan error, 100)
 		for i := range 100 {
+			asked.Add(1)
 			wg.Go(func() {
-				<-start
+				asked.Done()
 				obs, err := fetchers[i%3].Observe(context.Background(), url, true)
 				if err == nil && obs.Card == nil {
 					err = errors.New("no card")
@@ -355,7 +357,9 @@ func testForcedBurst(t *testing.T, leases store.Leases, cards store.Cards) {
 				errs <- err
 			})
 		}
-		close(start)
+		asked.Wait()
+		time.Sleep(100 * time.Millisecond) // let the last callers take their request time
+		release()
 		wg.Wait()
 		close(errs)
 		for err := range errs {
