@@ -1,0 +1,173 @@
+package planner
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultAckWait      = 30 * time.Second
+	DefaultMaxDeliver   = 10
+	DefaultNakDelay     = time.Second
+	DefaultMaxNakDelay  = time.Minute
+	DefaultBuffer       = 16
+	DefaultStoreTimeout = 5 * time.Second
+)
+
+// Options configure Subscribe. Zero fields take their defaults.
+type Options struct {
+	// Durable names the planner's durable consumer on the events stream.
+	// Required. Planner instances that share a name share the work (each
+	// verdict goes to one of them); a restarted planner resumes where the
+	// name left off. Valid characters: letters, digits, '-' and '_'.
+	Durable string
+	// Agent, if set, limits the subscription to this agent's verdicts (any
+	// URL of the agent's host: the subject filter is
+	// card.drift.<AgentKey(Agent)>.*). Empty: every agent (card.drift.*.*).
+	Agent string
+	// Actions, if set, delivers only verdicts with one of these actions.
+	Actions []detector.Action
+	// MinSeverity, if set, delivers only verdicts whose impact (see
+	// Verdict.Impact) is at least this severity.
+	MinSeverity detector.Severity
+	// Stream is the events stream (default store.DefaultEventsStream).
+	Stream string
+	// FromStart makes a newly created durable start at the beginning of the
+	// stream, so that the planner also acts on verdicts published before it
+	// first ran. By default a new durable sees only verdicts published from
+	// then on (acting on week-old aborts is rarely wanted). It applies only
+	// when the durable is created: an existing durable resumes where it left
+	// off, and the server refuses to change its start (delete the durable
+	// first).
+	FromStart bool
+	// AckWait is how long a delivered verdict may stay unacknowledged before
+	// the server redelivers it (default 30s). The handler may take longer:
+	// Subscribe tells the server the message is in progress every AckWait/3
+	// while the handler runs.
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one verdict (default 10; negative:
+	// unlimited). After the last failed delivery the server gives the verdict
+	// up for this durable.
+	MaxDeliver int
+	// NakDelay is the redelivery delay after the first handler error; it
+	// doubles with each further delivery up to MaxNakDelay (defaults 1s, 1m).
+	NakDelay, MaxNakDelay time.Duration
+	// Buffer is how many verdicts the client pulls ahead (default 16).
+	Buffer int
+	// Pins and Cards, both set, make Verdict.Impacting exact (see Verdict):
+	// usually the workers' stores from store.Bind.
+	Pins  store.Pins
+	Cards store.Cards
+	// StoreTimeout bounds the store reads of one verdict (default 5s).
+	StoreTimeout time.Duration
+	// OnError, if set, is told about verdicts that were not handed to the
+	// handler: undecodable messages (terminated) and store failures (NAKed).
+	// It runs on the consuming goroutine: keep it short.
+	OnError func(err error)
+}
+
+var durableRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func (o *Options) setDefaults() {
+	if o.Stream == "" {
+		o.Stream = store.DefaultEventsStream
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = DefaultAckWait
+	}
+	if o.MaxDeliver == 0 {
+		o.MaxDeliver = DefaultMaxDeliver
+	}
+	if o.NakDelay <= 0 {
+		o.NakDelay = DefaultNakDelay
+	}
+	if o.MaxNakDelay <= 0 {
+		o.MaxNakDelay = DefaultMaxNakDelay
+	}
+	if o.Buffer <= 0 {
+		o.Buffer = DefaultBuffer
+	}
+	if o.StoreTimeout <= 0 {
+		o.StoreTimeout = DefaultStoreTimeout
+	}
+}
+
+// validate checks the options (after setDefaults) and returns the subject
+// filter.
+func (o *Options) validate() (string, error) {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...)
+	}
+	if !durableRe.MatchString(o.Durable) {
+		return "", bad("Durable %q: want a name of letters, digits, '-' and '_'", o.Durable)
+	}
+	if !durableRe.MatchString(o.Stream) {
+		return "", bad("Stream %q is not a stream name", o.Stream)
+	}
+	for _, a := range o.Actions {
+		switch a {
+		case detector.Abort, detector.Replan, detector.Continue:
+		default:
+			return "", bad("action %q: want abort, replan or continue", a)
+		}
+	}
+	if o.MinSeverity != 0 && o.MinSeverity.String() == "invalid" {
+		return "", bad("MinSeverity %d is not a severity", o.MinSeverity)
+	}
+	filter := "card.drift.*.*"
+	if o.Agent != "" {
+		key, err := events.AgentKey(o.Agent)
+		if err != nil {
+			return "", bad("Agent: %w", err)
+		}
+		filter = "card.drift." + key + ".*"
+	}
+	return filter, nil
+}
+
+func (o *Options) consumerConfig(filter string) jetstream.ConsumerConfig {
+	policy := jetstream.DeliverNewPolicy
+	if o.FromStart {
+		policy = jetstream.DeliverAllPolicy
+	}
+	return jetstream.ConsumerConfig{
+		Durable:       o.Durable,
+		Description:   "carddrift planner: card.drift verdicts",
+		FilterSubject: filter,
+		DeliverPolicy: policy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       o.AckWait,
+		MaxDeliver:    o.MaxDeliver,
+		MaxAckPending: max(o.Buffer*4, 64),
+	}
+}
+
+// wantsAction reports whether the verdict passes the action filter.
+func (o *Options) wantsAction(a detector.Action) bool {
+	if len(o.Actions) == 0 {
+		return true
+	}
+	for _, w := range o.Actions {
+		if w == a {
+			return true
+		}
+	}
+	return false
+}
+
+// nakDelay is the redelivery delay after the delivered-th delivery failed.
+func (o *Options) nakDelay(delivered uint64) time.Duration {
+	d := o.NakDelay
+	for i := uint64(1); i < delivered && d < o.MaxNakDelay; i++ {
+		d *= 2
+	}
+	return min(d, o.MaxNakDelay)
+}

@@ -1,0 +1,240 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events"
+)
+
+// Handler acts on one verdict. Its return value decides the acknowledgement:
+// nil acknowledges the verdict (it is done for this durable); an error NAKs it
+// for redelivery after a delay (see Options.NakDelay). ctx is canceled when
+// the subscription is stopped (Stop, or the context given to Subscribe
+// ending) — not by Drain, which lets a running handler finish.
+type Handler func(ctx context.Context, v Verdict) error
+
+// Subscription is a running subscription to card.drift, like jetstream's
+// ConsumeContext: Stop or Drain end it, Closed tells when it has ended.
+// Its methods are safe to call from any goroutine, more than once.
+type Subscription struct {
+	cc      jetstream.ConsumeContext
+	opts    Options
+	handler Handler
+
+	hctx    context.Context // handlers' context, canceled by Stop
+	cancel  context.CancelFunc
+	ending  chan struct{} // closed by the first Stop or Drain
+	endOnce sync.Once
+
+	mu       sync.Mutex
+	stopped  bool // Stop was called: hand nothing more to the handler
+	inflight sync.WaitGroup
+
+	closed chan struct{}
+}
+
+// Subscribe starts delivering card.drift verdicts to handler through the
+// durable pull consumer opts.Durable on the events stream, creating the
+// consumer or updating its filter (Options). The stream must exist
+// (`carddrift serve` creates it).
+//
+// # Acknowledgement
+//
+// Delivery is at least once. Each verdict is handed to handler once per
+// delivery, one verdict at a time, in stream order (redeliveries aside):
+//
+//   - handler returns nil: the verdict is acknowledged; this durable will not
+//     see it again.
+//   - handler returns an error (or panics): the verdict is NAKed with a
+//     delay that grows with each delivery (Options.NakDelay, MaxNakDelay) and
+//     redelivered, up to Options.MaxDeliver deliveries in all; after the last
+//     one the server gives it up for this durable.
+//   - the verdict does not pass the filters (Options.Actions,
+//     Options.MinSeverity): acknowledged without calling handler.
+//   - the message does not decode as a card.drift CloudEvent: terminated
+//     (never redelivered, since redelivery cannot fix it) and reported to
+//     Options.OnError.
+//   - reading the stores for an exact impact fails: NAKed as for a handler
+//     error, and reported to Options.OnError.
+//   - the subscription is stopped while a verdict waits: NAKed at once, for
+//     another planner instance of the same durable (or the next run).
+//
+// While handler runs, the server is told every AckWait/3 that the verdict is
+// in progress, so a slow handler is not raced by a redelivery. A planner
+// whose handler has side effects should make them idempotent (keyed by
+// Verdict.EventID or the task): a lost ack means one more delivery.
+//
+// ctx bounds the subscription: when it ends, the subscription stops as with
+// Stop. Errors: ErrInvalidOptions (wrapped) for bad options; JetStream
+// errors (for example jetstream.ErrStreamNotFound) when the consumer cannot
+// be created.
+func Subscribe(ctx context.Context, js jetstream.JetStream, opts Options, handler Handler) (*Subscription, error) {
+	if js == nil {
+		return nil, fmt.Errorf("%w: nil JetStream", ErrInvalidOptions)
+	}
+	if handler == nil {
+		return nil, fmt.Errorf("%w: nil handler", ErrInvalidOptions)
+	}
+	opts.setDefaults()
+	filter, err := opts.validate()
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	cons, err := js.CreateOrUpdateConsumer(cctx, opts.Stream, opts.consumerConfig(filter))
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("planner: consumer %s on %s: %w", opts.Durable, opts.Stream, err)
+	}
+	s := &Subscription{
+		opts: opts, handler: handler,
+		ending: make(chan struct{}), closed: make(chan struct{}),
+	}
+	s.hctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.cc, err = cons.Consume(s.deliver, jetstream.PullMaxMessages(opts.Buffer))
+	if err != nil {
+		s.cancel()
+		return nil, fmt.Errorf("planner: consume %s: %w", opts.Durable, err)
+	}
+	// The watcher is owned by the subscription; it exits once the
+	// subscription has closed.
+	go s.watch(ctx)
+	return s, nil
+}
+
+// watch ends the subscription when ctx ends, and closes Closed once the
+// consumer has stopped and no handler runs.
+func (s *Subscription) watch(ctx context.Context) {
+	consumed := s.cc.Closed()
+	select {
+	case <-ctx.Done():
+		s.Stop()
+	case <-s.ending:
+	case <-consumed:
+	}
+	// The consumer reports closing once it is stopped or drained, or its
+	// connection closed.
+	<-consumed
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.inflight.Wait()
+	s.cancel()
+	close(s.closed)
+}
+
+// Stop ends the subscription at once: no further verdict reaches the
+// handler (buffered ones are left to be redelivered), and the running
+// handler's context is canceled. Closed is closed once that handler has
+// returned.
+func (s *Subscription) Stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.cancel()
+	s.endOnce.Do(func() { close(s.ending) })
+	s.cc.Stop()
+}
+
+// Drain ends the subscription gracefully: no more verdicts are pulled, the
+// ones already buffered are handed to the handler, and Closed is closed once
+// the last has been handled.
+func (s *Subscription) Drain() {
+	s.endOnce.Do(func() { close(s.ending) })
+	s.cc.Drain()
+}
+
+// Closed is closed once the subscription has ended (Stop, Drain, the
+// context given to Subscribe, or the connection closing) and no handler
+// runs any more.
+func (s *Subscription) Closed() <-chan struct{} { return s.closed }
+
+// deliver handles one message from the consumer.
+func (s *Subscription) deliver(msg jetstream.Msg) {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		_ = msg.Nak()
+		return
+	}
+	s.inflight.Add(1)
+	s.mu.Unlock()
+	defer s.inflight.Done()
+
+	ev, err := events.Decode(msg)
+	if err == nil && ev.Type != events.TypeDrift {
+		err = fmt.Errorf("%w: %s on %s is not card.drift", events.ErrUnknownType, ev.Type, msg.Subject())
+	}
+	if err != nil {
+		s.report(fmt.Errorf("planner: terminating undecodable verdict on %s: %w", msg.Subject(), err))
+		_ = msg.TermWithReason("undecodable")
+		return
+	}
+	v := newVerdict(ev, ev.Data.(events.Drift))
+	md, err := msg.Metadata()
+	if err == nil {
+		v.Delivery, v.Sequence = md.NumDelivered, md.Sequence.Stream
+	}
+	if !s.opts.wantsAction(v.Action) {
+		_ = msg.Ack()
+		return
+	}
+	sctx, cancel := context.WithTimeout(s.hctx, s.opts.StoreTimeout)
+	err = resolveImpact(sctx, &v, s.opts.Pins, s.opts.Cards)
+	cancel()
+	if err != nil {
+		s.report(err)
+		_ = msg.NakWithDelay(s.opts.nakDelay(v.Delivery))
+		return
+	}
+	if s.opts.MinSeverity != 0 && v.Impact < s.opts.MinSeverity {
+		_ = msg.Ack()
+		return
+	}
+	if err := s.handle(msg, v); err != nil {
+		_ = msg.NakWithDelay(s.opts.nakDelay(v.Delivery))
+		return
+	}
+	_ = msg.Ack()
+}
+
+// handle runs the handler, keeping the message in progress meanwhile, and
+// turns a panic into an error.
+func (s *Subscription) handle(msg jetstream.Msg, v Verdict) (err error) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() { // owned by handle: exits when the handler returns
+		defer close(exited)
+		t := time.NewTicker(max(s.opts.AckWait/3, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	defer func() {
+		close(done)
+		<-exited
+		if r := recover(); r != nil {
+			err = fmt.Errorf("planner: handler panicked: %v", r)
+			s.report(err)
+		}
+	}()
+	return s.handler(s.hctx, v)
+}
+
+func (s *Subscription) report(err error) {
+	if s.opts.OnError != nil && err != nil && !errors.Is(err, context.Canceled) {
+		s.opts.OnError(err)
+	}
+}

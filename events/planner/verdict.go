@@ -1,0 +1,138 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store"
+)
+
+// Verdict is one card.drift as a planner acts on it: what to do with a task
+// and why.
+type Verdict struct {
+	// TaskID and AgentURL name the task; CardURL is the card URL the live
+	// card was read from.
+	TaskID, AgentURL, CardURL string
+	// Action is abort, replan or continue; Posture the task's posture; Reason
+	// says why in words.
+	Action  detector.Action
+	Posture detector.Posture
+	Reason  string
+	// Findings are every difference between the pinned and the live card,
+	// plus the task-level findings (blind-retry, unmodeled-skill,
+	// artifact-type-undeclared), sorted as the worker sorted them.
+	Findings []detector.Finding
+	// Impacting are the findings that touch this task (detector.Judge), and
+	// Impact the highest severity among them (0 when none does).
+	//
+	// A card.drift does not carry which findings touch the task, so they are
+	// recomputed: exactly (ImpactExact) when Options.Pins and Options.Cards
+	// let Subscribe read the task's requirements and both card bodies;
+	// otherwise Impacting is nil and Impact is what the action implies —
+	// abort and replan mean a breaking finding touches the task (Breaking);
+	// continue means none does, and Impact is then Warning when any finding
+	// of warning severity or more exists (it may touch the task), else 0.
+	// The fallback errs towards delivering: a MinSeverity filter never drops
+	// a verdict whose impact might reach it.
+	Impacting   []detector.Finding
+	Impact      detector.Severity
+	ImpactExact bool
+	// Pinned is the card the task was planned against, Live the card the
+	// agent serves now.
+	Pinned, Live events.CardRef
+	// Trigger is the lifecycle event that caused the evaluation.
+	Trigger events.Trigger
+
+	// EventID, Source and Time are the card.drift's CloudEvents attributes.
+	EventID, Source string
+	Time            time.Time
+	// Delivery counts deliveries of this card.drift to this durable
+	// consumer: 1 the first time, more after a handler error (Nak) or an ack
+	// that was lost.
+	Delivery uint64
+	// Sequence is the card.drift's sequence in the events stream.
+	Sequence uint64
+}
+
+// newVerdict builds a Verdict from a decoded card.drift.
+func newVerdict(ev events.Event, d events.Drift) Verdict {
+	return Verdict{
+		TaskID: d.TaskID, AgentURL: d.AgentURL, CardURL: d.CardURL,
+		Action: d.Verdict.Action, Posture: d.Verdict.Posture, Reason: d.Verdict.Reason,
+		Findings: d.Findings,
+		Pinned:   d.Pinned, Live: d.Live, Trigger: d.Trigger,
+		EventID: ev.ID, Source: ev.Source, Time: ev.Time,
+	}
+}
+
+// impliedImpact is the impact a verdict's action implies (see
+// Verdict.Impact).
+func impliedImpact(v *Verdict) detector.Severity {
+	switch v.Action {
+	case detector.Abort, detector.Replan:
+		return detector.Breaking
+	}
+	for _, f := range v.Findings {
+		if f.Severity >= detector.Warning {
+			return detector.Warning
+		}
+	}
+	return 0
+}
+
+// resolveImpact fills Impacting, Impact and ImpactExact. With stores it
+// rejudges the findings against the task's requirements and both cards; a
+// missing pin or card body falls back to the implied impact. Only store
+// failures (not absence) are returned, so that the message is retried.
+func resolveImpact(ctx context.Context, v *Verdict, pins store.Pins, cards store.Cards) error {
+	v.Impact = impliedImpact(v)
+	if pins == nil || cards == nil {
+		return nil
+	}
+	pin, _, err := pins.Get(ctx, v.TaskID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("planner: pin of task %q: %w", v.TaskID, err)
+	}
+	pinned, err := cardBody(ctx, cards, v.Pinned.Digest)
+	if err != nil || pinned == nil {
+		return err
+	}
+	live, err := cardBody(ctx, cards, v.Live.Digest)
+	if err != nil || live == nil {
+		return err
+	}
+	posture := v.Posture
+	if posture == "" {
+		posture = pin.Requirements.Posture
+	}
+	jv := detector.Judge(v.Findings, pinned, live, pin.Requirements, posture)
+	v.Impacting, v.Impact, v.ImpactExact = jv.Impacting, 0, true
+	for _, f := range jv.Impacting {
+		v.Impact = max(v.Impact, f.Severity)
+	}
+	return nil
+}
+
+// cardBody returns the parsed body stored under digest, nil when it is not
+// stored (or does not parse: nothing exact can be said then).
+func cardBody(ctx context.Context, cards store.Cards, digest string) (*detector.Card, error) {
+	raw, err := cards.Get(ctx, digest)
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalidDigest):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("planner: card %s: %w", digest, err)
+	}
+	c, err := detector.Parse(raw)
+	if err != nil {
+		return nil, nil
+	}
+	return c, nil
+}
