@@ -1,0 +1,275 @@
+package planner_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store"
+)
+
+// withJS starts an embedded JetStream server (storage in a test temp dir,
+// random loopback port), provisions every carddrift stream and bucket in
+// memory, and returns the connection and stores; everything is shut down
+// when the test ends.
+func withJS(t testing.TB) (jetstream.JetStream, *store.Stores) {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{
+		JetStream: true, StoreDir: t.TempDir(), Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
+	})
+	if err != nil {
+		t.Fatalf("server.NewServer: %v", err)
+	}
+	ns.Start()
+	t.Cleanup(func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	})
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatalf("nats.Connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("jetstream.New: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cfg := store.DefaultConfig()
+	cfg.Storage = jetstream.MemoryStorage
+	st, err := store.Open(ctx, js, cfg)
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	return js, st
+}
+
+// cardSpec describes a v0.3 agent card for tests.
+type cardSpec struct {
+	Version     string
+	Streaming   bool
+	Push        bool
+	Skills      []skillSpec
+	InputModes  []string // card defaults
+	OutputModes []string
+	Schemes     []string // http bearer schemes by name
+	Security    []string // one requirement naming these schemes
+}
+
+type skillSpec struct {
+	ID          string
+	OutputModes []string
+}
+
+func (c cardSpec) JSON() []byte {
+	skills := []map[string]any{}
+	for _, s := range c.Skills {
+		m := map[string]any{"id": s.ID, "name": s.ID, "description": "skill " + s.ID, "tags": []string{"test"}}
+		if s.OutputModes != nil {
+			m["outputModes"] = s.OutputModes
+		}
+		skills = append(skills, m)
+	}
+	in, out := c.InputModes, c.OutputModes
+	if in == nil {
+		in = []string{"text/plain"}
+	}
+	if out == nil {
+		out = []string{"text/plain"}
+	}
+	card := map[string]any{
+		"name": "Test agent", "description": "an agent for tests", "version": orDefault(c.Version, "1.0.0"),
+		"protocolVersion": "0.3.0", "url": "https://agent.example/a2a", "preferredTransport": "JSONRPC",
+		"capabilities":      map[string]any{"streaming": c.Streaming, "pushNotifications": c.Push},
+		"defaultInputModes": in, "defaultOutputModes": out,
+		"skills": skills,
+	}
+	if len(c.Schemes) > 0 {
+		schemes := map[string]any{}
+		for _, s := range c.Schemes {
+			schemes[s] = map[string]any{"type": "http", "scheme": "bearer"}
+		}
+		card["securitySchemes"] = schemes
+	}
+	if len(c.Security) > 0 {
+		req := map[string][]string{}
+		for _, s := range c.Security {
+			req[s] = []string{}
+		}
+		card["security"] = []any{req}
+	}
+	b, err := json.Marshal(card)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func (c cardSpec) Card(t testing.TB) *detector.Card {
+	t.Helper()
+	card, err := detector.Parse(c.JSON())
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return card
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// agent is an httptest agent serving a swappable card.
+type agent struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	card     []byte
+	status   int
+	cache    string
+	requests atomic.Int64
+}
+
+func newAgent(t testing.TB, card []byte) *agent {
+	t.Helper()
+	a := &agent{card: card, status: http.StatusOK, cache: "no-cache"}
+	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != fetcher.WellKnownPath {
+			http.NotFound(w, r)
+			return
+		}
+		a.requests.Add(1)
+		a.mu.Lock()
+		card, status, cache := a.card, a.status, a.cache
+		a.mu.Unlock()
+		if status != http.StatusOK {
+			w.WriteHeader(status)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", cache)
+		w.Write(card)
+	}))
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *agent) set(card []byte) {
+	a.mu.Lock()
+	a.card = card
+	a.mu.Unlock()
+}
+
+func (a *agent) setStatus(s int) {
+	a.mu.Lock()
+	a.status = s
+	a.mu.Unlock()
+}
+
+func (a *agent) setCacheControl(cc string) {
+	a.mu.Lock()
+	a.cache = cc
+	a.mu.Unlock()
+}
+
+func (a *agent) URL() string { return a.srv.URL }
+
+// loopback is the fetch setting tests use to reach httptest agents.
+func loopback() fetcher.Options {
+	return fetcher.Options{
+		Allow:        []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		TotalTimeout: 3 * time.Second, ConnectTimeout: time.Second,
+		MinLease: -1,
+	}
+}
+
+func digest(t testing.TB, raw []byte) string {
+	t.Helper()
+	d, err := detector.Digest(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// drift builds the card.drift a worker would publish for a task planned
+// against pinned with requirements req, when the agent now serves live.
+func drift(t testing.TB, taskID, agentURL string, pinned, live cardSpec, req detector.Requirements) events.Drift {
+	t.Helper()
+	p, l := pinned.Card(t), live.Card(t)
+	findings, v := detector.Evaluate(p, l, req, req.Posture)
+	if findings == nil {
+		findings = []detector.Finding{}
+	}
+	return events.Drift{
+		TaskID: taskID, AgentURL: agentURL, CardURL: agentURL + fetcher.WellKnownPath,
+		Pinned:   events.CardRef{Digest: digest(t, p.Raw), Fingerprint: detector.Fingerprint(p)},
+		Live:     events.CardRef{Digest: digest(t, l.Raw), Fingerprint: detector.Fingerprint(l), FetchedAt: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)},
+		Findings: findings, Verdict: v,
+		Trigger: events.Trigger{EventID: "evt-" + taskID, Type: events.TypeRequest, Source: "urn:test:client"},
+	}
+}
+
+func publish(t testing.TB, js jetstream.JetStream, ds ...events.Drift) {
+	t.Helper()
+	pub, err := events.NewPublisher(js, "carddrift/test-worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, d := range ds {
+		if _, err := pub.Publish(ctx, events.Event{Data: d}); err != nil {
+			t.Fatalf("publish drift of %s: %v", d.TaskID, err)
+		}
+	}
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// consumerIdle reports whether the durable has nothing pending or unacked.
+func consumerIdle(t testing.TB, js jetstream.JetStream, durable string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := js.Consumer(ctx, store.DefaultEventsStream, durable)
+	if err != nil {
+		t.Fatalf("consumer %s: %v", durable, err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatalf("consumer info: %v", err)
+	}
+	return info.NumPending == 0 && info.NumAckPending == 0
+}
+
+func taskName(i int) string { return fmt.Sprintf("task-%03d", i) }
