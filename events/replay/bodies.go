@@ -1,0 +1,98 @@
+package replay
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/store"
+)
+
+// body returns the parsed recorded body of digest, from the Cards store
+// (never from the agent). A missing or unparseable body is reported in the
+// result, not as an error; errors are the store's.
+func (r *Reader) body(ctx context.Context, digest string) (*body, error) {
+	r.mu.Lock()
+	b, ok := r.bodies[digest]
+	r.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b = &body{}
+	raw, err := r.cards.Get(ctx, digest)
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalidDigest):
+		b.missing = true
+	case err != nil:
+		return nil, fmt.Errorf("replay: card %s: %w", digest, err)
+	default:
+		if b.card, err = detector.Parse(raw); err != nil {
+			b.err = err
+		}
+	}
+	r.mu.Lock()
+	r.bodies[digest] = b
+	r.mu.Unlock()
+	return b, nil
+}
+
+// change diffs two recorded card versions.
+func (r *Reader) change(ctx context.Context, from, to string) (*Change, error) {
+	c := &Change{From: from, To: to, Findings: []detector.Finding{}}
+	a, err := r.body(ctx, from)
+	if err != nil {
+		return nil, err
+	}
+	b, err := r.body(ctx, to)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range []struct {
+		digest string
+		b      *body
+	}{{from, a}, {to, b}} {
+		switch {
+		case x.b.missing:
+			c.Missing = append(c.Missing, x.digest)
+		case x.b.err != nil:
+			c.Error = fmt.Sprintf("recorded body of %s does not parse: %v", x.digest, x.b.err)
+		}
+	}
+	if len(c.Missing) > 0 || c.Error != "" {
+		return c, nil
+	}
+	key := [2]string{from, to}
+	r.mu.Lock()
+	fs, ok := r.diffs[key]
+	r.mu.Unlock()
+	if !ok {
+		fs = detector.Diff(a.card, b.card)
+		if fs == nil {
+			fs = []detector.Finding{}
+		}
+		r.mu.Lock()
+		r.diffs[key] = fs
+		r.mu.Unlock()
+	}
+	c.Findings = slices.Clone(fs)
+	return c, nil
+}
+
+// sortFindings puts findings in detector.Diff's order: most serious first,
+// then rule id, path, skill, scheme and message.
+func sortFindings(fs []detector.Finding) {
+	slices.SortStableFunc(fs, func(a, b detector.Finding) int {
+		return cmp.Or(
+			cmp.Compare(b.Severity, a.Severity),
+			strings.Compare(a.Rule, b.Rule),
+			strings.Compare(a.Path, b.Path),
+			strings.Compare(a.Skill, b.Skill),
+			strings.Compare(a.Scheme, b.Scheme),
+			strings.Compare(a.Message, b.Message),
+		)
+	})
+}

@@ -1,0 +1,75 @@
+package replay
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/store"
+)
+
+// DefaultIdleTimeout is how long a read waits for the next message of a
+// stream before it gives up with ErrStalled.
+const DefaultIdleTimeout = 10 * time.Second
+
+// Options configure a Reader. Zero fields take their defaults.
+type Options struct {
+	// Config names the lifecycle and card events streams (store.Config; zero
+	// fields take their defaults, so the default names A2A_TASKS and
+	// CARD_EVENTS). Whether the lifecycle stream is partitioned is read from
+	// the stream itself.
+	Config store.Config
+	// Cards holds the recorded card bodies by digest (store.Bind's Cards).
+	// Required: changes, card history and re-evaluation diff recorded bodies.
+	Cards store.Cards
+	// IdleTimeout bounds the wait for the next message of a read (default
+	// DefaultIdleTimeout).
+	IdleTimeout time.Duration
+}
+
+// Reader reads carddrift's history. Build it with New; it is safe for
+// concurrent use and holds no goroutine or consumer between calls (each call
+// creates its ordered consumers and stops them before it returns). It does
+// not own the connection.
+type Reader struct {
+	js    jetstream.JetStream
+	cfg   store.Config
+	cards store.Cards
+	idle  time.Duration
+
+	mu     sync.Mutex
+	bodies map[string]*body
+	diffs  map[[2]string][]detector.Finding
+}
+
+// body is a parsed recorded card, or why there is none.
+type body struct {
+	card    *detector.Card
+	missing bool  // not in the Cards store
+	err     error // the stored body does not parse
+}
+
+// New returns a Reader over js. It validates opts and does no I/O.
+func New(js jetstream.JetStream, opts Options) (*Reader, error) {
+	if js == nil {
+		return nil, errors.New("replay: nil JetStream")
+	}
+	if opts.Cards == nil {
+		return nil, errors.New("replay: Options.Cards is required")
+	}
+	cfg := opts.Config
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	return &Reader{
+		js: js, cfg: cfg, cards: opts.Cards, idle: opts.IdleTimeout,
+		bodies: map[string]*body{}, diffs: map[[2]string][]detector.Finding{},
+	}, nil
+}

@@ -1,0 +1,225 @@
+package replay
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+)
+
+// Reevaluation is what Reader.Reevaluate changes.
+type Reevaluation struct {
+	// Posture, if set, replaces every task's own posture.
+	Posture detector.Posture
+	// Rules, if set, filters and re-grades the findings before the verdict.
+	Rules *Rules
+}
+
+// Report is the outcome of a re-evaluation.
+type Report struct {
+	Query   Query            `json:"query"`
+	Posture detector.Posture `json:"posture,omitempty"`
+	Rules   *Rules           `json:"rules,omitempty"`
+	// Evaluated counts the recorded verdicts re-evaluated; Differences are
+	// those whose action differs, by time, task and trigger.
+	Evaluated   int          `json:"evaluated"`
+	Differences []Difference `json:"differences"`
+	// Skipped lists recorded verdicts that could not be re-evaluated.
+	Skipped []SkippedVerdict `json:"skipped,omitempty"`
+}
+
+// Difference is a recorded verdict that would be different.
+type Difference struct {
+	Time     time.Time      `json:"time"`
+	TaskID   string         `json:"taskId"`
+	AgentURL string         `json:"agentUrl"`
+	Trigger  events.Trigger `json:"trigger"`
+	Pinned   string         `json:"pinned"`
+	Live     string         `json:"live"`
+	// SkillID and Idempotent are the task's, from its submission.
+	SkillID    string `json:"skillId,omitempty"`
+	Idempotent bool   `json:"idempotent"`
+	// Old is the verdict carddrift emitted, New the re-evaluated one.
+	Old detector.Verdict `json:"old"`
+	New detector.Verdict `json:"new"`
+	// Findings are the re-evaluated findings (after Rules).
+	Findings []detector.Finding `json:"findings"`
+}
+
+// SkippedVerdict is a recorded verdict Reevaluate could not re-run.
+type SkippedVerdict struct {
+	Time    time.Time `json:"time"`
+	TaskID  string    `json:"taskId"`
+	EventID string    `json:"eventId"`
+	Reason  string    `json:"reason"`
+}
+
+// Reevaluate re-runs the detector over every card.drift q selects, on the
+// recorded card bodies (never fetched), with re's posture and rules, and
+// reports every verdict whose action would change. See the package
+// documentation for what it can and cannot reproduce.
+func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Report, error) {
+	if re.Posture != "" {
+		if _, err := detector.ParsePosture(string(re.Posture)); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+		}
+	}
+	tl, err := r.Timeline(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	subs, err := r.submissions(ctx, tl)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Query: q, Posture: re.Posture, Rules: re.Rules, Differences: []Difference{}}
+	for _, e := range tl.Entries {
+		d, ok := e.Data.(events.Drift)
+		if !ok {
+			continue
+		}
+		skip := func(reason string) {
+			rep.Skipped = append(rep.Skipped, SkippedVerdict{Time: e.Time, TaskID: d.TaskID, EventID: e.ID, Reason: reason})
+		}
+		sub, ok := submissionAt(subs[d.TaskID], e)
+		if !ok {
+			skip("no recorded a2a.task.submitted for the task: its requirements are unknown")
+			continue
+		}
+		req := sub.Requirements()
+		if req.Posture == "" {
+			req.Posture = detector.FailClosed
+		}
+		posture := req.Posture
+		if re.Posture != "" {
+			posture = re.Posture
+		}
+		live, err := r.body(ctx, d.Live.Digest)
+		if err != nil {
+			return nil, err
+		}
+		if live.card == nil {
+			skip("the live card " + d.Live.Digest + " was not recorded")
+			continue
+		}
+		pinned, err := r.body(ctx, d.Pinned.Digest)
+		if err != nil {
+			return nil, err
+		}
+		var taskFindings []detector.Finding
+		for _, f := range d.Findings {
+			if rule, ok := detector.RuleByID(f.Rule); ok && rule.TaskLevel {
+				taskFindings = append(taskFindings, f)
+			}
+		}
+		var findings []detector.Finding
+		var v detector.Verdict
+		if pinned.card != nil {
+			findings = re.Rules.Apply(append(detector.Diff(pinned.card, live.card), taskFindings...))
+			v = detector.Judge(findings, pinned.card, live.card, req, posture)
+		} else {
+			findings = re.Rules.Apply(taskFindings)
+			v = unknownPinned(findings, d.Pinned.Digest, d.Live.Digest, live.card, req, posture)
+		}
+		rep.Evaluated++
+		if v.Action == d.Verdict.Action {
+			continue
+		}
+		rep.Differences = append(rep.Differences, Difference{
+			Time: e.Time, TaskID: d.TaskID, AgentURL: d.AgentURL, Trigger: d.Trigger,
+			Pinned: d.Pinned.Digest, Live: d.Live.Digest, SkillID: req.SkillID, Idempotent: req.Idempotent,
+			Old: d.Verdict, New: v, Findings: findings,
+		})
+	}
+	slices.SortStableFunc(rep.Differences, func(a, b Difference) int {
+		return cmp.Or(a.Time.Compare(b.Time), strings.Compare(a.TaskID, b.TaskID), strings.Compare(a.Trigger.EventID, b.Trigger.EventID))
+	})
+	return rep, nil
+}
+
+// submissions returns the recorded a2a.task.submitted entries of every task
+// with a verdict in tl, in timeline order: from tl itself, and from the whole
+// lifecycle stream for tasks whose submission tl does not hold (a window may
+// start after it).
+func (r *Reader) submissions(ctx context.Context, tl *Timeline) (map[string][]Entry, error) {
+	subs := map[string][]Entry{}
+	need := map[string]bool{}
+	for _, e := range tl.Entries {
+		switch e.Data.(type) {
+		case events.Submitted:
+			subs[e.TaskID] = append(subs[e.TaskID], e)
+		case events.Drift:
+			need[e.TaskID] = true
+		}
+	}
+	missing := false
+	for id := range need {
+		if len(subs[id]) == 0 {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return subs, nil
+	}
+	life, err := r.view(ctx, r.cfg.LifecycleStream)
+	if err != nil {
+		return nil, err
+	}
+	recs, _, err := r.read(ctx, life, []string{r.lifecycleFilter(life, "submitted", "*")}, readWindow{})
+	if err != nil {
+		return nil, err
+	}
+	var extra []Entry
+	for _, rec := range recs {
+		if id := rec.ev.TaskID(); need[id] && len(subs[id]) == 0 {
+			extra = append(extra, entryOf(rec))
+		}
+	}
+	sortEntries(extra)
+	for _, e := range extra {
+		subs[e.TaskID] = append(subs[e.TaskID], e)
+	}
+	return subs, nil
+}
+
+// submissionAt returns the task's last submission at or before e (the one
+// its pin came from), else its first.
+func submissionAt(subs []Entry, e Entry) (events.Submitted, bool) {
+	var best *Entry
+	for i := range subs {
+		if subs[i].Time.After(e.Time) {
+			break
+		}
+		best = &subs[i]
+	}
+	if best == nil {
+		if len(subs) == 0 {
+			return events.Submitted{}, false
+		}
+		best = &subs[0]
+	}
+	s, ok := best.Data.(events.Submitted)
+	return s, ok
+}
+
+// unknownPinned judges a verdict whose pinned body carddrift never stored, as
+// the worker does: it can tell the pinned card is not the live one, not what
+// changed.
+func unknownPinned(findings []detector.Finding, pinned, live string, liveCard *detector.Card, req detector.Requirements, posture detector.Posture) detector.Verdict {
+	v := detector.Judge(findings, liveCard, liveCard, req, posture)
+	if pinned == live {
+		return v
+	}
+	reason := fmt.Sprintf("the card the task was planned against (%s) is not the live card (%s), and carddrift never saw its body: what changed is unknown", pinned, live)
+	_, offered := liveCard.Skill(req.SkillID)
+	if posture == detector.Degrade && req.Idempotent && (req.SkillID == "" || offered) {
+		return detector.Verdict{Action: detector.Replan, Posture: posture, Reason: "degrade: " + reason + "; re-plan against the live card", Impacting: v.Impacting}
+	}
+	return detector.Verdict{Action: detector.Abort, Posture: posture, Reason: string(posture) + ": " + reason, Impacting: v.Impacting}
+}

@@ -1,0 +1,364 @@
+package replay
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+)
+
+// Kind classifies a timeline entry.
+type Kind string
+
+// Kinds of entries.
+const (
+	// KindLifecycle is an a2a.task.* event a client published.
+	KindLifecycle Kind = "lifecycle"
+	// KindPin is card.pinned: the card a task was planned against.
+	KindPin Kind = "pin"
+	// KindObservation is card.observed: a live fetch or revalidation.
+	KindObservation Kind = "observation"
+	// KindVerdict is card.drift: findings and the task's verdict.
+	KindVerdict Kind = "verdict"
+	// KindUnreachable is card.unreachable: a failed fetch (never drift).
+	KindUnreachable Kind = "unreachable"
+)
+
+// Digests are the card digests an entry names.
+type Digests struct {
+	// Pinned is the card a task was planned against: the digest of a
+	// card.pinned, the pinned side of a card.drift, or the card (or
+	// cardDigest) a client submitted with a2a.task.submitted.
+	Pinned string `json:"pinned,omitempty"`
+	// Live is the card an agent served: the digest of a card.observed or the
+	// live side of a card.drift.
+	Live string `json:"live,omitempty"`
+}
+
+// Change is what changed between two recorded card versions: the findings of
+// detector.Diff(From, To) over the bodies in the Cards store.
+type Change struct {
+	From     string             `json:"from"`
+	To       string             `json:"to"`
+	Findings []detector.Finding `json:"findings"`
+	// Missing lists the digests whose body carddrift never stored (a client
+	// digest it never fetched); Findings is empty then.
+	Missing []string `json:"missing,omitempty"`
+	// Error says why a stored body could not be parsed, if one could not.
+	Error string `json:"error,omitempty"`
+}
+
+// Entry is one event of a timeline.
+type Entry struct {
+	// Time is when the event happened: the CloudEvents time attribute (for an
+	// observation, when the card was fetched), else when it was stored.
+	Time     time.Time `json:"time"`
+	Kind     Kind      `json:"kind"`
+	Type     string    `json:"type"`
+	TaskID   string    `json:"taskId"`
+	AgentURL string    `json:"agentUrl"`
+	Digests  Digests   `json:"digests,omitzero"`
+	// Data is the event's data (events.Submitted, events.Drift, ...).
+	Data events.Data `json:"data"`
+	// Change, when the entry shows a new card version, is what changed.
+	Change *Change `json:"change,omitempty"`
+	// ID and Source are the CloudEvents id and source.
+	ID     string `json:"id"`
+	Source string `json:"source"`
+	// Stream, Seq and Stored say where and when JetStream kept the event.
+	Stream string    `json:"stream"`
+	Seq    uint64    `json:"seq"`
+	Stored time.Time `json:"stored"`
+}
+
+// Timeline is the history a Query selected, in order.
+type Timeline struct {
+	Query   Query   `json:"query"`
+	Entries []Entry `json:"entries"`
+	// Stories sums up each task of the timeline, by task id.
+	Stories []Story `json:"stories"`
+	// Skipped are stored messages that did not decode.
+	Skipped []Skipped `json:"skipped,omitempty"`
+}
+
+// Tasks returns the task ids of the timeline, sorted.
+func (t *Timeline) Tasks() []string {
+	var out []string
+	for _, e := range t.Entries {
+		if e.TaskID != "" {
+			out = append(out, e.TaskID)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Agents returns the agent URLs of the timeline, sorted.
+func (t *Timeline) Agents() []string {
+	var out []string
+	for _, e := range t.Entries {
+		if e.AgentURL != "" {
+			out = append(out, e.AgentURL)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Timeline reads the history q selects from both streams and merges it into
+// one timeline, with the changes between card versions and a story per task.
+func (r *Reader) Timeline(ctx context.Context, q Query) (*Timeline, error) {
+	if err := q.validate(); err != nil {
+		return nil, err
+	}
+	recs, skipped, err := r.collect(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]Entry, 0, len(recs))
+	for _, rec := range recs {
+		entries = append(entries, entryOf(rec))
+	}
+	sortEntries(entries)
+	if q.TaskID != "" {
+		entries = taskSpan(entries)
+	}
+	entries = slices.DeleteFunc(entries, func(e Entry) bool { return !q.inWindow(e.Time) })
+	if err := r.attachChanges(ctx, entries); err != nil {
+		return nil, err
+	}
+	tl := &Timeline{Query: q, Entries: entries, Skipped: skipped}
+	if tl.Stories, err = r.stories(ctx, entries); err != nil {
+		return nil, err
+	}
+	return tl, nil
+}
+
+// collect reads the records q selects from both streams.
+func (r *Reader) collect(ctx context.Context, q Query) ([]record, []Skipped, error) {
+	key, _ := q.agentKey()
+	w := q.readWindow()
+	life, err := r.view(ctx, r.cfg.LifecycleStream)
+	if err != nil {
+		return nil, nil, err
+	}
+	card, err := r.view(ctx, r.cfg.EventsStream)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	var lf []string
+	if q.TaskID != "" {
+		lf = []string{r.lifecycleFilter(life, "*", events.Token(q.TaskID))}
+	}
+	lrecs, skipped, err := r.read(ctx, life, lf, w)
+	if err != nil {
+		return nil, nil, err
+	}
+	if key != "" {
+		lrecs = slices.DeleteFunc(lrecs, func(rec record) bool { return agentKey(rec.ev.AgentURL()) != key })
+	}
+
+	var crecs []record
+	var cskipped []Skipped
+	switch {
+	case q.TaskID != "":
+		tok := events.Token(q.TaskID)
+		agents := map[string]bool{}
+		taskFilter := cardPrefix + "*.*." + tok
+		if key != "" {
+			agents[key] = true
+			taskFilter = cardPrefix + "*." + key + "." + tok
+		}
+		for _, rec := range lrecs {
+			if k := agentKey(rec.ev.AgentURL()); k != "" {
+				agents[k] = true
+			}
+		}
+		// The task's own card events (any agent), then its agents'
+		// agent-level events (observations) over the whole history: the
+		// card live when the task began may have been observed long before.
+		if crecs, cskipped, err = r.read(ctx, card, []string{taskFilter}, readWindow{to: w.to}); err != nil {
+			return nil, nil, err
+		}
+		for _, rec := range crecs {
+			if k := agentKey(rec.ev.AgentURL()); k != "" && key == "" {
+				agents[k] = true
+			}
+		}
+		var af []string
+		for _, k := range sortedKeys(agents) {
+			af = append(af, cardPrefix+"*."+k)
+		}
+		if len(af) > 0 {
+			arecs, askipped, err := r.read(ctx, card, af, readWindow{to: w.to})
+			if err != nil {
+				return nil, nil, err
+			}
+			crecs, cskipped = append(crecs, arecs...), append(cskipped, askipped...)
+		}
+	case key != "":
+		crecs, cskipped, err = r.read(ctx, card, []string{cardPrefix + "*." + key, cardPrefix + "*." + key + ".*"}, w)
+	default:
+		crecs, cskipped, err = r.read(ctx, card, nil, w)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(lrecs, crecs...), append(skipped, cskipped...), nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// agentKey returns events.AgentKey of a URL, "" if it has none.
+func agentKey(u string) string {
+	k, err := events.AgentKey(u)
+	if err != nil {
+		return ""
+	}
+	return k
+}
+
+// entryOf makes the timeline entry of a record.
+func entryOf(rec record) Entry {
+	ev := rec.ev
+	e := Entry{
+		Time: ev.Time, Type: ev.Type, TaskID: ev.TaskID(), AgentURL: ev.AgentURL(), Data: ev.Data,
+		ID: ev.ID, Source: ev.Source, Stream: rec.stream, Seq: rec.seq, Stored: rec.stored,
+	}
+	if e.Time.IsZero() {
+		e.Time = rec.stored
+	}
+	switch d := ev.Data.(type) {
+	case events.Submitted:
+		e.Kind = KindLifecycle
+		switch {
+		case d.CardDigest != "":
+			e.Digests.Pinned = d.CardDigest
+		case len(d.Card) > 0:
+			if dg, err := detector.Digest(d.Card); err == nil {
+				e.Digests.Pinned = dg
+			}
+		}
+	case events.Pinned:
+		e.Kind = KindPin
+		e.Digests.Pinned = d.Digest
+	case events.Observed:
+		e.Kind = KindObservation
+		e.Digests.Live = d.Digest
+		if !d.FetchedAt.IsZero() {
+			e.Time = d.FetchedAt
+		}
+	case events.Drift:
+		e.Kind = KindVerdict
+		e.Digests = Digests{Pinned: d.Pinned.Digest, Live: d.Live.Digest}
+	case events.Unreachable:
+		e.Kind = KindUnreachable
+	default:
+		e.Kind = KindLifecycle
+	}
+	e.Time = e.Time.UTC()
+	return e
+}
+
+// streamRank puts lifecycle events before card events stored at the same
+// time.
+func streamRank(e *Entry) int {
+	if e.Kind == KindLifecycle {
+		return 0
+	}
+	return 1
+}
+
+func sortEntries(es []Entry) {
+	slices.SortStableFunc(es, func(a, b Entry) int {
+		return cmp.Or(
+			a.Time.Compare(b.Time),
+			a.Stored.Compare(b.Stored),
+			cmp.Compare(streamRank(&a), streamRank(&b)),
+			strings.Compare(a.Stream, b.Stream),
+			cmp.Compare(a.Seq, b.Seq),
+		)
+	})
+}
+
+// taskSpan keeps, of a task's entries sorted by time, the task's own entries,
+// the agent-level entries between its first and last, and for each agent the
+// last observation before the task began (the card live when it started).
+func taskSpan(es []Entry) []Entry {
+	var first, last time.Time
+	for _, e := range es {
+		if e.TaskID == "" {
+			continue
+		}
+		if first.IsZero() || e.Time.Before(first) {
+			first = e.Time
+		}
+		if e.Time.After(last) {
+			last = e.Time
+		}
+	}
+	if first.IsZero() {
+		return es[:0]
+	}
+	before := map[string]int{} // agent key → index of its last observation before first
+	for i, e := range es {
+		if e.TaskID == "" && e.Kind == KindObservation && e.Time.Before(first) {
+			before[agentKey(e.AgentURL)] = i
+		}
+	}
+	keep := map[int]bool{}
+	for _, i := range before {
+		keep[i] = true
+	}
+	out := es[:0]
+	for i, e := range es {
+		if e.TaskID != "" || keep[i] || (!e.Time.Before(first) && !e.Time.After(last)) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// attachChanges sets the Change of every entry that shows a new card
+// version: a verdict (pinned → live), a pin replacing another one of its task,
+// an observation differing from the agent's previous one.
+func (r *Reader) attachChanges(ctx context.Context, es []Entry) error {
+	pins := map[string]string{} // task → pinned digest
+	live := map[string]string{} // agent key → last observed digest
+	for i := range es {
+		e := &es[i]
+		var from, to string
+		switch e.Kind {
+		case KindPin:
+			from, to = pins[e.TaskID], e.Digests.Pinned
+			pins[e.TaskID] = to
+		case KindObservation:
+			k := agentKey(e.AgentURL)
+			from, to = live[k], e.Digests.Live
+			live[k] = to
+		case KindVerdict:
+			from, to = e.Digests.Pinned, e.Digests.Live
+		}
+		if from == "" || to == "" || from == to {
+			continue
+		}
+		c, err := r.change(ctx, from, to)
+		if err != nil {
+			return err
+		}
+		e.Change = c
+	}
+	return nil
+}
