@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"sync/atomic"
 	"time"
@@ -112,21 +111,6 @@ func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }
 
-func parseAllow(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, part := range splitList(s) {
-		p, err := netip.ParsePrefix(part)
-		if err != nil {
-			a, aerr := netip.ParseAddr(part)
-			if aerr != nil {
-				return nil, usagef("--fetch-allow %q: not a CIDR or address", part)
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
 
 func (f *serveFlags) storeConfig() (store.Config, error) {
 	cfg := store.DefaultConfig()
@@ -147,9 +131,9 @@ func (f *serveFlags) storeConfig() (store.Config, error) {
 }
 
 func (f *serveFlags) fetchOptions() (fetcher.Options, error) {
-	allow, err := parseAllow(f.fetchAllow)
+	allow, err := fetcher.ParseAllow(f.fetchAllow)
 	if err != nil {
-		return fetcher.Options{}, err
+		return fetcher.Options{}, usageError{fmt.Errorf("--fetch-allow: %w", err)}
 	}
 	o := fetcher.Options{
 		Allow: allow, TotalTimeout: f.fetchTimeout, ConnectTimeout: f.connTimeout,
