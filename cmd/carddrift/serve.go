@@ -111,7 +111,6 @@ func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }
 
-
 func (f *serveFlags) storeConfig() (store.Config, error) {
 	cfg := store.DefaultConfig()
 	cfg.Partitions = f.partitions
