@@ -405,8 +405,10 @@ func (w *Worker) pinnedCard(ctx context.Context, digest string) (*detector.Card,
 // unreachable publishes card.unreachable for a failed fetch. It is not
 // drift: the pin stays as it was.
 func (w *Worker) unreachable(ctx context.Context, ev events.Event, agentURL, cardURL, taskID string, err error) (string, error) {
-	if ctx.Err() != nil {
-		return "", transient(err) // shutting down or out of time: try again later
+	if ctx.Err() != nil || errors.Is(err, fetcher.ErrStore) {
+		// Shutting down, out of time, or the lease/card store failed: none of
+		// these says anything about the agent. Try again later.
+		return "", transient(err)
 	}
 	reason, detail := "transport", err.Error()
 	var fe *fetcher.FetchError
