@@ -62,6 +62,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			watchCommand(e),
 			demoCommand(e),
 			simulateCommand(e),
+			replayCommand(e),
 		},
 		Options: ffOptions,
 		Exec: func(context.Context, []string) error {

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/replay"
+)
+
+// replayTime is how replay prints times: UTC, milliseconds.
+const replayTime = "2006-01-02T15:04:05.000Z07:00"
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(replayTime)
+}
+
+// shortDigest is the first 12 hex digits of a digest, "-" for none.
+func shortDigest(d string) string {
+	if d == "" {
+		return "-"
+	}
+	h := strings.TrimPrefix(d, "sha256:")
+	if len(h) > 12 {
+		h = h[:12]
+	}
+	return h
+}
+
+// describeQuery says what a query selected, in words.
+func describeQuery(q replay.Query) string {
+	var parts []string
+	if q.TaskID != "" {
+		parts = append(parts, "task "+q.TaskID)
+	}
+	if q.AgentURL != "" {
+		parts = append(parts, "agent "+q.AgentURL)
+	}
+	if !q.Since.IsZero() {
+		parts = append(parts, "since "+fmtTime(q.Since))
+	}
+	if !q.Until.IsZero() {
+		parts = append(parts, "until "+fmtTime(q.Until))
+	}
+	if len(parts) == 0 {
+		return "all history"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// entryDigests renders an entry's digests: pinned → live for a verdict.
+func entryDigests(e *replay.Entry) string {
+	switch {
+	case e.Digests.Pinned != "" && e.Digests.Live != "":
+		return shortDigest(e.Digests.Pinned) + " → " + shortDigest(e.Digests.Live)
+	case e.Digests.Pinned != "":
+		return "pin " + shortDigest(e.Digests.Pinned)
+	case e.Digests.Live != "":
+		return "live " + shortDigest(e.Digests.Live)
+	}
+	return ""
+}
+
+// entryDetail renders what an entry's data says, in one line.
+func entryDetail(e *replay.Entry) string {
+	switch d := e.Data.(type) {
+	case events.Submitted:
+		var b strings.Builder
+		fmt.Fprintf(&b, "skill %s, %s", orDash(d.SkillID), d.Posture)
+		if d.Idempotent {
+			b.WriteString(", idempotent")
+		}
+		var needs []string
+		if d.Requires.Streaming {
+			needs = append(needs, "streaming")
+		}
+		if d.Requires.PushNotifications {
+			needs = append(needs, "push")
+		}
+		if len(d.Requires.Security) > 0 {
+			needs = append(needs, "security "+strings.Join(d.Requires.Security, "+"))
+		}
+		if len(d.Requires.OutputModes) > 0 {
+			needs = append(needs, "output "+strings.Join(d.Requires.OutputModes, "|"))
+		}
+		if len(needs) > 0 {
+			b.WriteString("; needs " + strings.Join(needs, ", "))
+		}
+		switch {
+		case len(d.Card) > 0:
+			b.WriteString("; planned against the card it sent")
+		case d.CardDigest != "":
+			b.WriteString("; planned against a card digest")
+		default:
+			b.WriteString("; no card: carddrift pins its first fetch")
+		}
+		return b.String()
+	case events.Request:
+		return fmt.Sprintf("%s, attempt %d", d.Method, d.Attempt)
+	case events.Status:
+		if d.SkillID != "" {
+			return fmt.Sprintf("state %s (skill %s)", d.State, d.SkillID)
+		}
+		return "state " + d.State
+	case events.Artifact:
+		return fmt.Sprintf("artifact %s: %s", d.ArtifactID, strings.Join(d.MediaTypes, ", "))
+	case events.Error:
+		name := detector.ErrorName(d.Code)
+		if name != "" {
+			name = " " + name
+		}
+		return fmt.Sprintf("%s: %d%s %s", d.Method, d.Code, name, d.Message)
+	case events.Pinned:
+		return "pinned (" + d.Source + ")"
+	case events.Observed:
+		s := fmt.Sprintf("fetched %d", d.Status)
+		if d.ETag != "" {
+			s += ", etag " + d.ETag
+		}
+		return fmt.Sprintf("%s, %d ms", s, d.LatencyMs)
+	case events.Drift:
+		return strings.ToUpper(string(d.Verdict.Action)) + ": " + d.Verdict.Reason
+	case events.Unreachable:
+		s := d.Reason
+		if d.Detail != "" {
+			s += ": " + d.Detail
+		}
+		return s
+	}
+	return ""
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// writeFindings prints findings one per line with indent.
+func writeFindings(w io.Writer, indent string, fs []detector.Finding) {
+	rw, pw := 0, 0
+	for _, f := range fs {
+		rw, pw = max(rw, len(f.Rule)), max(pw, len(orDash(f.Path)))
+	}
+	for _, f := range fs {
+		fmt.Fprintf(w, "%s%-8s  %-*s  %-*s  %s\n", indent, f.Severity, rw, f.Rule, pw, orDash(f.Path), f.Message)
+	}
+}
+
+// writeChange prints what changed between two card versions.
+func writeChange(w io.Writer, indent string, c *replay.Change) {
+	switch {
+	case c == nil:
+		return
+	case len(c.Missing) > 0:
+		fmt.Fprintf(w, "%sno diff: carddrift never stored the body of %s\n", indent, strings.Join(c.Missing, ", "))
+	case c.Error != "":
+		fmt.Fprintf(w, "%sno diff: %s\n", indent, c.Error)
+	case len(c.Findings) == 0:
+		fmt.Fprintf(w, "%sno findings (the cards differ only in form)\n", indent)
+	default:
+		writeFindings(w, indent, c.Findings)
+	}
+}
+
+func writeTimelineText(w io.Writer, tl *replay.Timeline) {
+	agents, tasks := tl.Agents(), tl.Tasks()
+	fmt.Fprintf(w, "carddrift replay: %s: %d entries, %d task(s), %d agent(s)\n", describeQuery(tl.Query), len(tl.Entries), len(tasks), len(agents))
+	if len(tl.Entries) == 0 {
+		return
+	}
+	if len(agents) == 1 {
+		fmt.Fprintf(w, "agent %s\n", agents[0])
+	}
+	taskW, agentW, digW := len("TASK"), len("AGENT"), len("DIGESTS")
+	for i := range tl.Entries {
+		e := &tl.Entries[i]
+		taskW = max(taskW, min(len(e.TaskID), 40))
+		agentW = max(agentW, len(e.AgentURL))
+		digW = max(digW, len(entryDigests(e)))
+	}
+	multi := len(agents) > 1
+	fmt.Fprintln(w)
+	row := func(t, kind, typ, task, agent, dig, detail string) {
+		fmt.Fprintf(w, "%-24s  %-11s  %-18s  %-*s  ", t, kind, typ, taskW, task)
+		if multi {
+			fmt.Fprintf(w, "%-*s  ", agentW, agent)
+		}
+		fmt.Fprintf(w, "%-*s  %s\n", digW, dig, detail)
+	}
+	row("TIME", "KIND", "TYPE", "TASK", "AGENT", "DIGESTS", "DETAIL")
+	for i := range tl.Entries {
+		e := &tl.Entries[i]
+		row(fmtTime(e.Time), string(e.Kind), e.Type, orDash(e.TaskID), e.AgentURL, entryDigests(e), entryDetail(e))
+		if e.Change != nil {
+			fmt.Fprintf(w, "%24s  changed %s → %s:\n", "", shortDigest(e.Change.From), shortDigest(e.Change.To))
+			writeChange(w, strings.Repeat(" ", 28), e.Change)
+		}
+	}
+	for _, s := range tl.Stories {
+		fmt.Fprintln(w)
+		writeStory(w, &s)
+	}
+}
+
+// writeStory answers, for one task: which card was it planned against,
+// which card was live when it failed, what changed.
+func writeStory(w io.Writer, s *replay.Story) {
+	fmt.Fprintf(w, "task %s  (agent %s)\n", s.TaskID, orDash(s.AgentURL))
+	if s.Requirements != nil {
+		r := s.Requirements
+		fmt.Fprintf(w, "  planned           skill %s, %s, idempotent %v, streaming %v, push %v\n",
+			orDash(r.SkillID), r.Posture, r.Idempotent, r.Streaming, r.PushNotifications)
+	}
+	if s.Planned != "" {
+		fmt.Fprintf(w, "  planned against   %s  (%s, pinned %s)\n", s.Planned, orDash(s.PinSource), fmtTime(s.PinnedAt))
+	} else {
+		fmt.Fprintln(w, "  planned against   unknown: no pin recorded")
+	}
+	label := "live at the end   "
+	if s.Moment != nil {
+		fmt.Fprintf(w, "  decisive event    %s  %s: %s\n", fmtTime(s.Moment.Time), s.Moment.Type, s.Moment.What)
+		label = "live then         "
+		if s.Moment.Action == "" || s.Moment.Action == detector.Abort {
+			label = "live when failed  "
+		}
+	}
+	if s.Live != "" {
+		fmt.Fprintf(w, "  %s%s  (fetched %s)\n", label, s.Live, fmtTime(s.LiveAt))
+	} else {
+		fmt.Fprintf(w, "  %sunknown: no observation recorded\n", label)
+	}
+	switch {
+	case s.Change != nil:
+		fmt.Fprintln(w, "  what changed")
+		writeChange(w, "    ", s.Change)
+	case s.Planned != "" && s.Planned == s.Live:
+		fmt.Fprintln(w, "  what changed      nothing: the live card is the pinned card")
+	}
+	fmt.Fprintf(w, "  verdicts          abort %d, replan %d, continue %d; last state %s\n",
+		s.Verdicts.Abort, s.Verdicts.Replan, s.Verdicts.Continue, orDash(s.State))
+}
+
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+func writeTimelineJSON(w io.Writer, tl *replay.Timeline) error {
+	for i := range tl.Entries {
+		if err := writeJSONLine(w, &tl.Entries[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeCardsText(w io.Writer, h *replay.CardHistory) {
+	fmt.Fprintf(w, "agent %s: %d card version(s)\n\n", h.AgentURL, len(h.Versions))
+	if len(h.Versions) == 0 {
+		return
+	}
+	vw := len("VERSION")
+	for _, v := range h.Versions {
+		vw = max(vw, len(v.CardVersion))
+	}
+	fmt.Fprintf(w, "  %3s  %-12s  %-*s  %-24s  %-24s  %8s  %6s  %5s\n", "#", "DIGEST", vw, "VERSION", "FIRST SEEN", "LAST SEEN", "OBSERVED", "PINNED", "DRIFT")
+	for i, v := range h.Versions {
+		cv := v.CardVersion
+		if !v.Recorded {
+			cv = "(no body)"
+		}
+		fmt.Fprintf(w, "  %3d  %-12s  %-*s  %-24s  %-24s  %8d  %6d  %5d\n", i+1, shortDigest(v.Digest), vw, orDash(cv),
+			fmtTime(v.FirstSeen), fmtTime(v.LastSeen), v.Observed, v.Pinned, v.Drift)
+	}
+	if len(h.Versions) < 2 {
+		return
+	}
+	fmt.Fprintf(w, "\nchangelog\n")
+	for i, v := range h.Versions[1:] {
+		fmt.Fprintf(w, "\n  %d → %d  %s → %s\n", i+1, i+2, h.Versions[i].Digest, v.Digest)
+		writeChange(w, "    ", v.Change)
+	}
+}
+
+func writeCardsJSON(w io.Writer, h *replay.CardHistory) error {
+	for _, v := range h.Versions {
+		line := struct {
+			AgentURL string `json:"agentUrl"`
+			replay.Version
+		}{h.AgentURL, v}
+		if err := writeJSONLine(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describeRules says what a rules file changes, in words.
+func describeRules(r *replay.Rules) string {
+	if r == nil {
+		return "the detector's rules"
+	}
+	var parts []string
+	if len(r.Disable) > 0 {
+		parts = append(parts, "disabled "+strings.Join(r.Disable, ", "))
+	}
+	for _, id := range sortedRuleIDs(r.Severity) {
+		parts = append(parts, fmt.Sprintf("%s as %s", id, r.Severity[id]))
+	}
+	if len(parts) == 0 {
+		return "the detector's rules"
+	}
+	return "the detector's rules with " + strings.Join(parts, "; ")
+}
+
+func sortedRuleIDs(m map[string]detector.Severity) []string {
+	var out []string
+	for _, r := range detector.Rules() {
+		if _, ok := m[r.ID]; ok {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
+func writeReevalText(w io.Writer, rep *replay.Report) {
+	posture := "each task's own posture"
+	if rep.Posture != "" {
+		posture = "posture " + string(rep.Posture) + " for every task"
+	}
+	fmt.Fprintf(w, "carddrift replay --reevaluate: %s: %d recorded verdict(s) re-evaluated under %s and %s\n",
+		describeQuery(rep.Query), rep.Evaluated, posture, describeRules(rep.Rules))
+	fmt.Fprintf(w, "%d would differ\n", len(rep.Differences))
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(w, "  not re-evaluated: %s task %s (event %s): %s\n", fmtTime(s.Time), s.TaskID, s.EventID, s.Reason)
+	}
+	if len(rep.Differences) == 0 {
+		return
+	}
+	taskW := len("TASK")
+	for _, d := range rep.Differences {
+		taskW = max(taskW, len(d.TaskID))
+	}
+	fmt.Fprintf(w, "\n%-24s  %-*s  %-36s  %-20s  %s\n", "TIME", taskW, "TASK", "TRIGGER", "OLD → NEW", "REASON")
+	for _, d := range rep.Differences {
+		trigger := strings.TrimPrefix(d.Trigger.Type, "a2a.task.") + " " + d.Trigger.EventID
+		fmt.Fprintf(w, "%-24s  %-*s  %-36s  %-20s  %s\n", fmtTime(d.Time), taskW, d.TaskID, trigger,
+			string(d.Old.Action)+" → "+string(d.New.Action), d.New.Reason)
+	}
+}
+
+func writeReevalJSON(w io.Writer, rep *replay.Report) error {
+	for _, d := range rep.Differences {
+		if err := writeJSONLine(w, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
