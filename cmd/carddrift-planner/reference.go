@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/store"
+)
+
+// What the reference planner did about a verdict (the "did" of a line).
+const (
+	didCancel      = "cancel"              // abort: the task is canceled
+	didResubmit    = "resubmit"            // replan: a2a.task.submitted with the live card
+	didAlreadyDone = "already-replanned"   // replan: the pin already is the live card
+	didCannotAbort = "cannot-replan-abort" // replan impossible: canceled instead
+	didContinue    = "continue"
+	didDryRun      = "dry-run"
+)
+
+// errLimit NAKs verdicts that arrive after --limit was reached, for the next
+// run.
+var errLimit = errors.New("limit reached")
+
+// reference is the reference planner's behaviour, the Handler it subscribes
+// with. The subscription calls it for one verdict at a time.
+type reference struct {
+	checker *planner.Checker
+	emitter *events.Emitter
+	pins    store.Pins
+	out     io.Writer
+	json    bool
+	dryRun  bool
+	log     zerolog.Logger
+
+	limit int
+	done  func() // called once limit verdicts were handled
+
+	mu      sync.Mutex
+	handled int
+}
+
+// outcome is one line of output.
+type outcome struct {
+	Time     time.Time       `json:"time"`
+	TaskID   string          `json:"taskId"`
+	AgentURL string          `json:"agentUrl"`
+	Action   detector.Action `json:"action"`
+	Did      string          `json:"did"`
+	Reason   string          `json:"reason"`
+	Rules    []string        `json:"rules"`
+	Pinned   string          `json:"pinned"`
+	Live     string          `json:"live"`
+	// Resubmitted is the digest of the card a re-plan submitted.
+	Resubmitted string `json:"resubmitted,omitempty"`
+}
+
+func (p *reference) handle(ctx context.Context, v planner.Verdict) error {
+	p.mu.Lock()
+	over := p.limit > 0 && p.handled >= p.limit
+	p.mu.Unlock()
+	if over {
+		return errLimit
+	}
+	o := outcome{
+		Time: time.Now().UTC(), TaskID: v.TaskID, AgentURL: v.AgentURL, Action: v.Action, Reason: v.Reason,
+		Rules: rules(v.Findings), Pinned: v.Pinned.Digest, Live: v.Live.Digest,
+	}
+	var err error
+	switch v.Action {
+	case detector.Abort:
+		o.Did = didCancel
+	case detector.Replan:
+		err = p.replan(ctx, v, &o)
+	default:
+		o.Did = didContinue
+	}
+	if err != nil {
+		// Transient (a store or publish failure): the verdict is NAKed and
+		// comes back.
+		p.log.Warn().Err(err).Str("task", v.TaskID).Uint64("delivery", v.Delivery).Msg("re-plan failed; will retry")
+		return err
+	}
+	if p.dryRun && o.Did != didContinue {
+		o.Reason = "(" + didDryRun + ") " + o.Reason
+	}
+	p.print(o)
+	p.mu.Lock()
+	p.handled++
+	reached := p.limit > 0 && p.handled == p.limit
+	p.mu.Unlock()
+	if reached {
+		p.done()
+	}
+	return nil
+}
+
+// replan re-reads the card and re-submits the task against it, or aborts
+// when the live card no longer satisfies the task.
+func (p *reference) replan(ctx context.Context, v planner.Verdict, o *outcome) error {
+	pin, _, err := p.pins.Get(ctx, v.TaskID)
+	if errors.Is(err, store.ErrNotFound) {
+		o.Did, o.Reason = didCannotAbort, "no pin for the task (expired or never submitted): nothing to re-plan from; "+v.Reason
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	d, err := p.checker.Check(ctx, pin.Requirements, pin.AgentURL, planner.WithCardURL(pin.CardURL))
+	var ue *planner.UnreachableError
+	switch {
+	case errors.As(err, &ue):
+		o.Did, o.Reason = didCannotAbort, fmt.Sprintf("live card unreachable (%s): cannot re-plan; %s", ue.Reason, v.Reason)
+		return nil
+	case err != nil:
+		return err
+	}
+	o.Live = d.Live.Digest
+	if !d.Satisfied() {
+		msgs := make([]string, 0, len(d.Unmet))
+		for _, u := range d.Unmet {
+			msgs = append(msgs, u.Message)
+		}
+		o.Did, o.Reason = didCannotAbort, "the live card no longer satisfies the task: "+strings.Join(msgs, "; ")
+		return nil
+	}
+	o.Resubmitted = d.Live.Digest
+	if pin.Digest == d.Live.Digest {
+		o.Did = didAlreadyDone // an earlier delivery re-planned it
+		return nil
+	}
+	o.Did = didResubmit
+	if p.dryRun {
+		return nil
+	}
+	req := pin.Requirements
+	return p.emitter.Submitted(ctx, events.Submitted{
+		TaskID: pin.TaskID, AgentURL: pin.AgentURL, CardURL: pin.CardURL, SkillID: req.SkillID,
+		Requires: events.Requires{
+			Streaming: req.Streaming, PushNotifications: req.PushNotifications,
+			InputModes: req.InputModes, OutputModes: req.OutputModes, Security: req.Security,
+		},
+		Posture: req.Posture, Idempotent: req.Idempotent,
+		Card: d.Card.Raw,
+	})
+}
+
+func (p *reference) print(o outcome) {
+	if p.json {
+		b, err := json.Marshal(o)
+		if err == nil {
+			fmt.Fprintf(p.out, "%s\n", b)
+		}
+		return
+	}
+	line := fmt.Sprintf("%s  %-8s task=%s agent=%s  %s", o.Time.Format(time.RFC3339), strings.ToUpper(string(o.Action)), o.TaskID, o.AgentURL, o.Did)
+	if o.Resubmitted != "" && o.Did == didResubmit {
+		line += " against " + short(o.Resubmitted) + " (was " + short(o.Pinned) + ")"
+	}
+	fmt.Fprintf(p.out, "%s  [%s]  %s\n", line, strings.Join(o.Rules, ","), o.Reason)
+}
+
+func rules(fs []detector.Finding) []string {
+	out := []string{}
+	seen := map[string]bool{}
+	for _, f := range fs {
+		if !seen[f.Rule] {
+			seen[f.Rule] = true
+			out = append(out, f.Rule)
+		}
+	}
+	return out
+}
+
+func short(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/peterbourgon/ff/v3"
+	"github.com/rs/zerolog"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/store"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+type flags struct {
+	natsURL, creds, tlsCert, tlsKey, tlsCA string
+
+	durable     string
+	agent       string
+	actions     string
+	minSeverity string
+	fromStart   bool
+	stream      string
+	source      string
+	dryRun      bool
+	json        bool
+	limit       int
+
+	fetchAllow   string
+	fetchTimeout time.Duration
+	drainTimeout time.Duration
+	logLevel     string
+}
+
+// options are the parsed flags.
+type options struct {
+	flags
+	sub   planner.Options
+	fetch fetcher.Options
+	level zerolog.Level
+}
+
+func parse(args []string, stderr io.Writer) (*options, error) {
+	var f flags
+	fs := flag.NewFlagSet("carddrift-planner", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
+	fs.StringVar(&f.creds, "creds", "", "NATS credentials file")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "client certificate (PEM) for NATS TLS")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "client key (PEM) for NATS TLS")
+	fs.StringVar(&f.tlsCA, "tls-ca", "", "CA bundle (PEM) to verify the NATS servers")
+	fs.StringVar(&f.durable, "durable", "carddrift-planner", "name of the planner's durable consumer (instances with one name share the work)")
+	fs.StringVar(&f.agent, "agent", "", "only verdicts of this agent URL (any URL of its host)")
+	fs.StringVar(&f.actions, "actions", "", "only these verdict actions, comma-separated: abort, replan, continue (default all)")
+	fs.StringVar(&f.minSeverity, "min-severity", "", "only verdicts whose findings touching the task reach this severity: info, warning, breaking")
+	fs.BoolVar(&f.fromStart, "from-start", false, "a new durable starts at the beginning of the stream (default: verdicts from now on)")
+	fs.StringVar(&f.stream, "stream", store.DefaultEventsStream, "the stream of card.* events")
+	fs.StringVar(&f.source, "source", "urn:carddrift:planner", "CloudEvents source of the a2a.task.submitted events the planner publishes")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "decide and print, but publish nothing")
+	fs.BoolVar(&f.json, "json", false, "one JSON object per line instead of human lines")
+	fs.IntVar(&f.limit, "limit", 0, "stop after handling this many verdicts (0: run until interrupted)")
+	fs.StringVar(&f.fetchAllow, "fetch-allow", "", "CIDR[,CIDR...] the SSRF guard lets the card fetcher dial (as carddrift serve --fetch-allow)")
+	fs.DurationVar(&f.fetchTimeout, "fetch-timeout", fetcher.DefaultTotalTimeout, "bound of one card fetch")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on stop, how long to finish the verdicts in hand")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level of stderr logs: debug, info, warn, error")
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("CARDDRIFT")); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	o := &options{flags: f}
+	o.sub = planner.Options{Durable: f.durable, Agent: f.agent, Stream: f.stream, FromStart: f.fromStart}
+	if f.actions != "" {
+		for _, a := range strings.Split(f.actions, ",") {
+			switch act := detector.Action(strings.TrimSpace(a)); act {
+			case detector.Abort, detector.Replan, detector.Continue:
+				o.sub.Actions = append(o.sub.Actions, act)
+			default:
+				return nil, fmt.Errorf("--actions: %q is not abort, replan or continue", a)
+			}
+		}
+	}
+	if f.minSeverity != "" {
+		sev, err := detector.ParseSeverity(f.minSeverity)
+		if err != nil {
+			return nil, fmt.Errorf("--min-severity: %w", err)
+		}
+		o.sub.MinSeverity = sev
+	}
+	if f.agent != "" {
+		if _, err := events.AgentKey(f.agent); err != nil {
+			return nil, fmt.Errorf("--agent: %w", err)
+		}
+	}
+	allow, err := fetcher.ParseAllow(f.fetchAllow)
+	if err != nil {
+		return nil, fmt.Errorf("--fetch-allow: %w", err)
+	}
+	if f.fetchTimeout <= 0 {
+		return nil, errors.New("--fetch-timeout must be positive")
+	}
+	o.fetch = fetcher.Options{Allow: allow, TotalTimeout: f.fetchTimeout, ConnectTimeout: min(f.fetchTimeout, fetcher.DefaultConnectTimeout)}
+	if f.limit < 0 {
+		return nil, errors.New("--limit must not be negative")
+	}
+	if o.level, err = zerolog.ParseLevel(f.logLevel); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return o, nil
+}
+
+// run parses args, runs the planner until ctx ends or --limit is reached,
+// and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "carddrift-planner:", err)
+		}
+		return exitUsage
+	}
+	log := zerolog.New(stderr).Level(o.level).With().Timestamp().Str("durable", o.durable).Logger()
+	if err := serve(ctx, o, stdout, log); err != nil {
+		fmt.Fprintln(stderr, "carddrift-planner:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger) error {
+	nc, err := connect(o)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	stores, err := store.Bind(bctx, js, store.DefaultConfig())
+	cancel()
+	if err != nil {
+		return fmt.Errorf("bind the carddrift stores (is carddrift serve running?): %w", err)
+	}
+	o.fetch.Leases, o.fetch.Cards = stores.Leases, stores.Cards
+	chk, err := planner.NewChecker(planner.CheckerOptions{Fetch: o.fetch})
+	if err != nil {
+		return err
+	}
+	defer chk.Close()
+	em, err := events.NewEmitter(js, o.source)
+	if err != nil {
+		return err
+	}
+	o.sub.Pins, o.sub.Cards = stores.Pins, stores.Cards
+	o.sub.OnError = func(err error) { log.Warn().Err(err).Msg("verdict not handed to the planner") }
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	p := &reference{
+		checker: chk, emitter: em, pins: stores.Pins, out: stdout, json: o.json, dryRun: o.dryRun, log: log,
+		limit: o.limit, done: stop,
+	}
+	// The subscription is not bound to runCtx: on stop it is drained, so the
+	// verdict in hand is finished and acknowledged.
+	sub, err := planner.Subscribe(context.WithoutCancel(ctx), js, o.sub, p.handle)
+	if err != nil {
+		return err
+	}
+	log.Info().Str("stream", o.stream).Str("agent", o.agent).Msg("planner subscribed to card.drift")
+	select {
+	case <-runCtx.Done():
+	case <-sub.Closed():
+		return errors.New("subscription closed (NATS connection lost?)")
+	}
+	sub.Drain()
+	select {
+	case <-sub.Closed():
+	case <-time.After(o.drainTimeout):
+		sub.Stop()
+		<-sub.Closed()
+		log.Warn().Dur("drainTimeout", o.drainTimeout).Msg("drain timed out; unhandled verdicts will be redelivered")
+	}
+	return nil
+}
+
+// connect dials NATS with the credential and TLS flags.
+func connect(o *options) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name("carddrift-planner"), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second)}
+	if o.creds != "" {
+		opts = append(opts, nats.UserCredentials(o.creds))
+	}
+	if o.tlsCert != "" || o.tlsKey != "" || o.tlsCA != "" {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if o.tlsCert != "" || o.tlsKey != "" {
+			cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+			if err != nil {
+				return nil, fmt.Errorf("TLS key pair: %w", err)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
+		}
+		if o.tlsCA != "" {
+			pem, err := os.ReadFile(o.tlsCA)
+			if err != nil {
+				return nil, fmt.Errorf("--tls-ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("--tls-ca %s holds no PEM certificate", o.tlsCA)
+			}
+			cfg.RootCAs = pool
+		}
+		opts = append(opts, nats.Secure(cfg))
+	}
+	nc, err := nats.Connect(o.natsURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", o.natsURL, err)
+	}
+	return nc, nil
+}
