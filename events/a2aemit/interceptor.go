@@ -216,11 +216,12 @@ func (ic *Interceptor) After(ctx context.Context, resp *a2aclient.Response) erro
 	if taskID == "" {
 		return nil
 	}
-	if status != nil {
-		ic.status(ectx, c.agentURL, taskID, status)
-	}
+	// Artifacts first: a terminal status forgets the task.
 	for _, a := range artifacts {
 		ic.artifact(ectx, c.agentURL, taskID, a)
+	}
+	if status != nil {
+		ic.status(ectx, c.agentURL, taskID, status)
 	}
 	return nil
 }

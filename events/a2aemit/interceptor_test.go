@@ -249,6 +249,24 @@ func TestInterceptorPublishErrors(t *testing.T) {
 	}
 }
 
+// A task fetched complete with its artifacts reports the artifacts, then the
+// terminal state, and is forgotten.
+func TestInterceptorCompletedTask(t *testing.T) {
+	rec := &recording{}
+	ic := a2aemit.New(rec, a2aemit.Options{})
+	call(t, ic, context.Background(), "GetTask", nil, &a2a.TaskQueryParams{ID: "t6"}, ok(&a2a.Task{ID: "t6",
+		Status:    a2a.TaskStatus{State: a2a.TaskStateCompleted},
+		Artifacts: []*a2a.Artifact{{ID: "a", Parts: a2a.ContentParts{a2a.FilePart{File: a2a.FileURI{FileMeta: a2a.FileMeta{MimeType: "application/pdf"}}}}}},
+	}))
+	want := []string{"request t6 tasks/get #1", "artifact t6 a [application/pdf]", "status t6 completed"}
+	if got := rec.lines(); !slices.Equal(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+	if n := ic.Tasks(); n != 0 {
+		t.Errorf("remembers %d tasks after completion, want 0", n)
+	}
+}
+
 // The interceptor forgets the oldest tasks beyond MaxTasks.
 func TestInterceptorBoundedMemory(t *testing.T) {
 	ic := a2aemit.New(&recording{}, a2aemit.Options{MaxTasks: 3})
