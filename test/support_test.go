@@ -180,3 +180,25 @@ func (o *outbound) unreachableOf(taskID string) []events.Unreachable {
 	}
 	return out
 }
+
+// dumpLifecycle logs the lifecycle consumers' state, for failure reports.
+func (r *rig) dumpLifecycle(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for p := range max(r.cfg.Partitions, 1) {
+		cons, err := r.js.Consumer(ctx, r.cfg.LifecycleStream, r.cfg.ConsumerNameOf(p))
+		if err != nil {
+			t.Logf("consumer %s: %v", r.cfg.ConsumerNameOf(p), err)
+			continue
+		}
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Logf("consumer %s: %v", r.cfg.ConsumerNameOf(p), err)
+			continue
+		}
+		t.Logf("consumer %s: pending %d, ack pending %d, redelivered %d, waiting pulls %d, delivered %d, ack floor %d, priority groups %+v",
+			info.Name, info.NumPending, info.NumAckPending, info.NumRedelivered, info.NumWaiting,
+			info.Delivered.Stream, info.AckFloor.Stream, info.PriorityGroups)
+	}
+}
