@@ -197,12 +197,19 @@ func writeTimelineText(w io.Writer, tl *replay.Timeline) {
 		fmt.Fprintf(w, "%-*s  %s\n", digW, dig, detail)
 	}
 	row("TIME", "KIND", "TYPE", "TASK", "AGENT", "DIGESTS", "DETAIL")
+	shown := map[[2]string]bool{} // changes already listed in full
 	for i := range tl.Entries {
 		e := &tl.Entries[i]
 		row(fmtTime(e.Time), string(e.Kind), e.Type, orDash(e.TaskID), e.AgentURL, entryDigests(e), entryDetail(e))
-		if e.Change != nil {
-			fmt.Fprintf(w, "%24s  changed %s → %s:\n", "", shortDigest(e.Change.From), shortDigest(e.Change.To))
-			writeChange(w, strings.Repeat(" ", 28), e.Change)
+		if c := e.Change; c != nil {
+			key := [2]string{c.From, c.To}
+			if shown[key] {
+				fmt.Fprintf(w, "%24s  changed %s → %s: as listed above (%d finding(s))\n", "", shortDigest(c.From), shortDigest(c.To), len(c.Findings))
+				continue
+			}
+			shown[key] = true
+			fmt.Fprintf(w, "%24s  changed %s → %s:\n", "", shortDigest(c.From), shortDigest(c.To))
+			writeChange(w, strings.Repeat(" ", 28), c)
 		}
 	}
 	for _, s := range tl.Stories {

@@ -69,20 +69,16 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 			return nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
 		}
 	}
-	tl, err := r.Timeline(ctx, q)
-	if err != nil {
+	if err := q.validate(); err != nil {
 		return nil, err
 	}
-	subs, err := r.submissions(ctx, tl)
+	drifts, subs, err := r.verdicts(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	rep := &Report{Query: q, Posture: re.Posture, Rules: re.Rules, Differences: []Difference{}}
-	for _, e := range tl.Entries {
-		d, ok := e.Data.(events.Drift)
-		if !ok {
-			continue
-		}
+	for _, e := range drifts {
+		d := e.Data.(events.Drift)
 		skip := func(reason string) {
 			rep.Skipped = append(rep.Skipped, SkippedVerdict{Time: e.Time, TaskID: d.TaskID, EventID: e.ID, Reason: reason})
 		}
@@ -142,50 +138,60 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 	return rep, nil
 }
 
-// submissions returns the recorded a2a.task.submitted entries of every task
-// with a verdict in tl, in timeline order: from tl itself, and from the whole
-// lifecycle stream for tasks whose submission tl does not hold (a window may
-// start after it).
-func (r *Reader) submissions(ctx context.Context, tl *Timeline) (map[string][]Entry, error) {
-	subs := map[string][]Entry{}
-	need := map[string]bool{}
-	for _, e := range tl.Entries {
-		switch e.Data.(type) {
-		case events.Submitted:
-			subs[e.TaskID] = append(subs[e.TaskID], e)
-		case events.Drift:
-			need[e.TaskID] = true
-		}
-	}
-	missing := false
-	for id := range need {
-		if len(subs[id]) == 0 {
-			missing = true
-			break
-		}
-	}
-	if !missing {
-		return subs, nil
+// verdicts reads the card.drift entries q selects, in timeline order, and
+// the recorded submissions of their tasks by task id, in timeline order
+// (from the whole lifecycle stream up to q.Until: a window may start after a
+// task's submission). Only these two kinds of events are read.
+func (r *Reader) verdicts(ctx context.Context, q Query) ([]Entry, map[string][]Entry, error) {
+	key, _ := q.agentKey()
+	w := q.readWindow()
+	card, err := r.view(ctx, r.cfg.EventsStream)
+	if err != nil {
+		return nil, nil, err
 	}
 	life, err := r.view(ctx, r.cfg.LifecycleStream)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	recs, _, err := r.read(ctx, life, []string{r.lifecycleFilter(life, "submitted", "*")}, readWindow{})
+	agent, task := "*", "*"
+	if key != "" {
+		agent = key
+	}
+	if q.TaskID != "" {
+		task = events.Token(q.TaskID)
+	}
+	recs, _, err := r.read(ctx, card, []string{cardPrefix + "drift." + agent + "." + task}, w)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var extra []Entry
+	var drifts []Entry
+	need := map[string]bool{}
 	for _, rec := range recs {
-		if id := rec.ev.TaskID(); need[id] && len(subs[id]) == 0 {
-			extra = append(extra, entryOf(rec))
+		if e := entryOf(rec); e.Kind == KindVerdict && q.inWindow(e.Time) {
+			drifts = append(drifts, e)
+			need[e.TaskID] = true
 		}
 	}
-	sortEntries(extra)
-	for _, e := range extra {
+	sortEntries(drifts)
+	subs := map[string][]Entry{}
+	if len(drifts) == 0 {
+		return drifts, subs, nil
+	}
+	recs, _, err = r.read(ctx, life, []string{r.lifecycleFilter(life, "submitted", task)}, readWindow{to: w.to})
+	if err != nil {
+		return nil, nil, err
+	}
+	var all []Entry
+	for _, rec := range recs {
+		if need[rec.ev.TaskID()] {
+			all = append(all, entryOf(rec))
+		}
+	}
+	sortEntries(all)
+	for _, e := range all {
 		subs[e.TaskID] = append(subs[e.TaskID], e)
 	}
-	return subs, nil
+	return drifts, subs, nil
 }
 
 // submissionAt returns the task's last submission at or before e (the one
