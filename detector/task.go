@@ -70,12 +70,51 @@ type Pin struct {
 	SchemaErrorAt time.Time `json:"schemaErrorAt,omitzero"`
 	// SchemaErrorCode is the code of that error.
 	SchemaErrorCode int `json:"schemaErrorCode,omitempty"`
+
+	// Positions of the task's events in the lifecycle stream (JetStream
+	// stream sequences), which let a worker judge events that a redelivery
+	// brought out of order as if they had come in order: SubmittedSeq of the
+	// submission that made this pin, SchemaErrorSeq of the schema-class error
+	// at SchemaErrorAt, and RetrySeq of the latest retry (RetryMethod,
+	// RetryAttempt). Zero means unknown.
+	SubmittedSeq   uint64 `json:"submittedSeq,omitempty"`
+	SchemaErrorSeq uint64 `json:"schemaErrorSeq,omitempty"`
+	RetrySeq       uint64 `json:"retrySeq,omitempty"`
+	RetryMethod    string `json:"retryMethod,omitempty"`
+	RetryAttempt   int    `json:"retryAttempt,omitempty"`
 	// LiveDigest is the digest of the live card at the last evaluation, and
-	// DriftReported the Nats-Msg-Id of the last card.drift published for this
-	// pin: together they keep one card.drift per (pin, live card, rules) even
-	// beyond the stream's duplicate window.
-	LiveDigest    string `json:"liveDigest,omitempty"`
-	DriftReported string `json:"driftReported,omitempty"`
+	// Reported the Nats-Msg-Ids of the card.drift events published for this
+	// pin (the most recent MaxReported): together they keep one card.drift per
+	// (pin, live card, rules) even beyond the stream's duplicate window, when
+	// a task alternates between rule sets.
+	LiveDigest string   `json:"liveDigest,omitempty"`
+	Reported   []string `json:"reported,omitempty"`
+}
+
+// MaxReported bounds Pin.Reported.
+const MaxReported = 32
+
+// HasReported reports whether a card.drift with this id was published for
+// the pin.
+func (p *Pin) HasReported(id string) bool {
+	for _, r := range p.Reported {
+		if r == id {
+			return true
+		}
+	}
+	return false
+}
+
+// AddReported records a published card.drift id, keeping the newest
+// MaxReported.
+func (p *Pin) AddReported(id string) {
+	if p.HasReported(id) {
+		return
+	}
+	p.Reported = append(p.Reported, id)
+	if n := len(p.Reported); n > MaxReported {
+		p.Reported = append([]string(nil), p.Reported[n-MaxReported:]...)
+	}
 }
 
 // Verdict is the task-scoped outcome of evaluating drift.

@@ -238,7 +238,7 @@ func TestHostileAgentsAgainstWorker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pin.Source != events.PinClientCard || pin.LiveDigest != "" || pin.DriftReported != "" {
+		if pin.Source != events.PinClientCard || pin.LiveDigest != "" || len(pin.Reported) != 0 {
 			t.Errorf("%s: pin changed by an unreachable card: %+v", c.name, pin)
 		}
 	}

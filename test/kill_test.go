@@ -217,7 +217,7 @@ func (k *killWorkload) dumpIncomplete(t *testing.T, r *rig, out *outbound) {
 		}
 		pin, rev, err := r.stores.Pins.Get(context.Background(), task)
 		t.Logf("task %s: %d pinned, drifts %v; pin rev %d err %v: live %s reported %s schemaErr %v",
-			task, pinned[task], ds, rev, err, pin.LiveDigest, pin.DriftReported, pin.SchemaErrorAt)
+			task, pinned[task], ds, rev, err, pin.LiveDigest, pin.Reported, pin.SchemaErrorAt)
 	}
 }
 

@@ -28,10 +28,12 @@
 //   - terminal states, working, submitted and first attempts of plain
 //     send/get/cancel need no fetch: they are acknowledged at once.
 //
-// A transition for a task that has no pin (its submission was never seen, or
-// the pin expired) is acknowledged without a fetch and counted with outcome
+// A transition for a task that has no pin waits for its submission: it is
+// NAKed and redelivered for a grace period (twice AckWait plus PinnedTTL after
+// it was stored, long enough for a submission held by a worker that died to be
+// redelivered), then acknowledged without a fetch and counted with outcome
 // "no-pin": carddrift cannot say what a task was planned against if it never
-// saw the plan.
+// saw the plan (its submission predates carddrift, or the pin expired).
 //
 // # Delivery
 //
@@ -42,14 +44,20 @@
 // succeed (an unparseable client card) are copied to the dead-letter stream
 // with the reason and terminated: they never block the stream.
 //
-// Per-task order holds across any number of workers: the lifecycle stream is
-// partitioned by task id (store.Config.Partitions), each partition has one
-// durable consumer whose messages one worker receives at a time (a pinned
-// priority group), and a worker handles each partition's messages one after
-// the other.
+// Per-task order: the lifecycle stream is partitioned by task id
+// (store.Config.Partitions), each partition has one durable consumer whose
+// messages one worker receives at a time (a pinned priority group), and a
+// worker handles each partition's messages one after the other. Redelivery
+// can still bring a task's events out of order (JetStream redelivers by ack
+// deadline, not by sequence), so verdicts never depend on arrival order: the
+// pin records the stream positions of the task's submission, schema-class
+// error and latest retry, an older submission never replaces a newer pin, and
+// a retry handled before the error that precedes it in the stream is judged
+// when the error arrives. A test delivers the pinning write-up's lifecycle in
+// all 120 orders and gets the same verdicts.
 //
 // card.drift is published once per (task, pinned digest, live digest, rule
 // ids): its Nats-Msg-Id is deterministic (events.MsgID) and the pin records
-// the last one published, so redeliveries, restarts and later transitions on
-// the same cards do not repeat it.
+// the ids it published, so redeliveries, restarts and later transitions on
+// the same cards do not repeat it, even after the stream's duplicate window.
 package worker

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,7 +27,25 @@ const (
 	outcomePinned      = "pinned"
 	outcomeRetry       = "retry"       // NAKed for redelivery
 	outcomeDeadLetter  = "dead-letter" // terminated and copied to the DLQ
+	outcomeWaiting     = "waiting"     // no pin yet: NAKed until its submission arrives
+	outcomeStale       = "stale"       // a submission older than the task's current pin
 )
+
+// delivery is where an event sits in the lifecycle stream: its stream
+// sequence, how often it was delivered and when it was stored. Zero values
+// mean unknown (the event did not come from JetStream).
+type delivery struct {
+	seq       uint64
+	delivered uint64
+	stored    time.Time
+}
+
+// waitError asks for the event to be redelivered after delay without counting
+// it as a failure: its task has no pin yet, and its submission may still be on
+// its way (a redelivery can bring a task's events out of order).
+type waitError struct{ delay time.Duration }
+
+func (e waitError) Error() string { return fmt.Sprintf("no pin yet; retry in %s", e.delay) }
 
 // transientError marks a failure worth retrying (store, publish).
 type transientError struct{ err error }
@@ -57,11 +76,15 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 		w.m.event("invalid", outcomeDeadLetter, time.Since(start).Seconds())
 		return
 	}
+	var dl delivery
+	if md, err := msg.Metadata(); err == nil {
+		dl = delivery{seq: md.Sequence.Stream, delivered: md.NumDelivered, stored: md.Timestamp}
+	}
 	stop := w.keepAlive(msg)
 	var outcome string
 	for attempt := 0; ; attempt++ {
 		hctx, cancel := context.WithTimeout(ctx, w.opts.HandleTimeout)
-		outcome, err = w.handle(hctx, ev)
+		outcome, err = w.handle(hctx, ev, dl)
 		cancel()
 		var te transientError
 		if err == nil || !errors.As(err, &te) || attempt >= inProcessRetries || ctx.Err() != nil {
@@ -71,7 +94,16 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 	}
 	stop()
 	var pe permanentError
+	var we waitError
 	switch {
+	case errors.As(err, &we):
+		if w.cfg.MaxDeliver > 0 && int(dl.delivered) >= w.cfg.MaxDeliver-1 {
+			outcome = outcomeNoPin
+			msg.Ack()
+			break
+		}
+		msg.NakWithDelay(we.delay)
+		outcome = outcomeWaiting
 	case err == nil:
 		if aerr := msg.Ack(); aerr != nil {
 			w.log.Warn().Err(aerr).Msg("ack failed; the event will be redelivered")
@@ -98,29 +130,32 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 }
 
 // keepAlive tells the server the event is in progress while a slow fetch runs,
-// so that it is not redelivered to another worker meanwhile. The returned func
-// stops it; the goroutine exits then.
+// so that it is not redelivered to another worker meanwhile. It costs nothing
+// for fast events: a timer, no goroutine, until the first tick. The returned
+// func stops it.
 func (w *Worker) keepAlive(msg jetstream.Msg) func() {
 	every := w.cfg.AckWait / 3
 	if every <= 0 {
 		every = 10 * time.Second
 	}
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				msg.InProgress()
-			}
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	t = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
 		}
-	}()
-	return func() { close(done); <-exited }
+		msg.InProgress()
+		t.Reset(every)
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		t.Stop()
+	}
 }
 
 // deadLetter copies msg to the dead-letter stream with the reason, then
@@ -168,25 +203,36 @@ func truncate(s string, n int) string {
 }
 
 // handle dispatches one decoded event and returns its outcome.
-func (w *Worker) handle(ctx context.Context, ev events.Event) (string, error) {
+func (w *Worker) handle(ctx context.Context, ev events.Event, dl delivery) (string, error) {
 	switch d := ev.Data.(type) {
 	case events.Submitted:
-		return w.submitted(ctx, ev, d)
+		return w.submitted(ctx, ev, d, dl)
 	case events.Request:
 		if d.Attempt <= 1 && !detector.IsCapabilityMethod(d.Method) {
 			return outcomeNoFetch, nil
 		}
-		return w.transition(ctx, ev, d.TaskID, func(t *task) {
-			t.retry = d.Attempt > 1
+		return w.transition(ctx, ev, dl, d.TaskID, func(t *task) {
+			if d.Attempt <= 1 {
+				return
+			}
+			t.retry = true
 			t.method, t.attempt = d.Method, d.Attempt
+			// Blind only if the schema-class error precedes this retry in
+			// the stream (a redelivery may have brought it here later).
+			t.errorBefore = !t.pin.SchemaErrorAt.IsZero() &&
+				(dl.seq == 0 || t.pin.SchemaErrorSeq == 0 || t.pin.SchemaErrorSeq < dl.seq)
 			// A retry after a schema-class error is evidence of drift.
-			t.force = t.retry && !t.pin.SchemaErrorAt.IsZero()
+			t.force = t.errorBefore
+			if dl.seq == 0 || dl.seq > t.pin.RetrySeq {
+				t.pin.RetrySeq, t.pin.RetryMethod, t.pin.RetryAttempt = dl.seq, d.Method, d.Attempt
+				t.pinDirty = true
+			}
 		})
 	case events.Status:
 		if !detector.IsCapabilityState(d.State) {
 			return outcomeNoFetch, nil
 		}
-		return w.transition(ctx, ev, d.TaskID, func(t *task) {
+		return w.transition(ctx, ev, dl, d.TaskID, func(t *task) {
 			if st, _ := detector.NormalizeState(d.State); st == detector.StateInputRequired && t.pinned != nil {
 				if f, ok := detector.CheckInputRequest(t.pinned, d.SkillID); ok {
 					t.findings = append(t.findings, f)
@@ -195,7 +241,7 @@ func (w *Worker) handle(ctx context.Context, ev events.Event) (string, error) {
 			}
 		})
 	case events.Artifact:
-		return w.transition(ctx, ev, d.TaskID, func(t *task) {
+		return w.transition(ctx, ev, dl, d.TaskID, func(t *task) {
 			if t.pinned != nil {
 				if fs := detector.CheckArtifact(t.pinned, t.pin.Requirements.SkillID, d.ArtifactID, d.MediaTypes); len(fs) > 0 {
 					t.findings = append(t.findings, fs...)
@@ -207,10 +253,19 @@ func (w *Worker) handle(ctx context.Context, ev events.Event) (string, error) {
 		if !detector.IsSchemaClassError(d.Code) {
 			return outcomeNoFetch, nil
 		}
-		return w.transition(ctx, ev, d.TaskID, func(t *task) {
-			t.pin.SchemaErrorAt = w.eventTime(ev)
-			t.pin.SchemaErrorCode = d.Code
-			t.pinDirty = true
+		return w.transition(ctx, ev, dl, d.TaskID, func(t *task) {
+			if dl.seq == 0 || dl.seq > t.pin.SchemaErrorSeq {
+				t.pin.SchemaErrorAt = w.eventTime(ev)
+				t.pin.SchemaErrorCode = d.Code
+				t.pin.SchemaErrorSeq = dl.seq
+				t.pinDirty = true
+			}
+			// A retry that follows this error in the stream was handled
+			// before it (out of order): judge that retry now.
+			if dl.seq != 0 && t.pin.RetrySeq > dl.seq {
+				t.retry, t.errorBefore = true, true
+				t.method, t.attempt = t.pin.RetryMethod, t.pin.RetryAttempt
+			}
 			t.force = true
 		})
 	}
@@ -234,17 +289,21 @@ type task struct {
 	force    bool
 	pinDirty bool
 
-	retry   bool
-	method  string
-	attempt int
+	retry       bool
+	errorBefore bool // a schema-class error precedes the retry in the stream
+	method      string
+	attempt     int
 }
 
 // transition fetches the live card for a task's capability-dependent
 // transition and evaluates it against the pin; prepare adds task-level
 // findings and decides whether the fetch is forced.
-func (w *Worker) transition(ctx context.Context, ev events.Event, taskID string, prepare func(*task)) (string, error) {
+func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery, taskID string, prepare func(*task)) (string, error) {
 	pin, rev, err := w.opts.Pins.Get(ctx, taskID)
 	if errors.Is(err, store.ErrNotFound) {
+		if grace := w.noPinGrace(); !dl.stored.IsZero() && w.opts.Now().Sub(dl.stored) < grace {
+			return "", waitError{delay: max(w.cfg.AckWait/3, time.Second)}
+		}
 		return outcomeNoPin, nil
 	}
 	if err != nil {
@@ -276,7 +335,7 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, taskID string,
 		// A pending pin (its first fetch failed): complete it now.
 		return w.completePin(ctx, ev, t, obs)
 	}
-	if t.retry {
+	if t.retry && t.errorBefore {
 		if f, ok := detector.CheckRetry(t.pin, t.method, t.attempt, obs.Digest); ok {
 			t.findings = append(t.findings, f)
 		}
@@ -314,7 +373,7 @@ func (w *Worker) evaluate(ctx context.Context, ev events.Event, t *task, obs fet
 		Trigger: events.Trigger{EventID: ev.ID, Type: ev.Type, Source: ev.Source},
 	}
 	id := events.MsgID(drift)
-	if t.pin.DriftReported == id {
+	if t.pin.HasReported(id) {
 		if t.pinDirty {
 			if err := w.savePin(ctx, t); err != nil {
 				return "", err
@@ -330,7 +389,8 @@ func (w *Worker) evaluate(ctx context.Context, ev events.Event, t *task, obs fet
 	}
 	w.log.Info().Str("task", t.pin.TaskID).Str("agent", t.pin.AgentURL).Str("action", string(v.Action)).
 		Str("reason", v.Reason).Msg("card.drift")
-	t.pin.DriftReported, t.pin.LiveDigest = id, obs.Digest
+	t.pin.AddReported(id)
+	t.pin.LiveDigest = obs.Digest
 	t.pinDirty = true
 	if err := w.savePin(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
 		// The drift is published; failing to record it only means a later
@@ -442,4 +502,12 @@ func agentOf(cardURL string) string {
 		return cardURL
 	}
 	return u.Scheme + "://" + u.Host
+}
+
+// noPinGrace is how long after it was stored an event of a task with no pin
+// waits for the task's submission: long enough for a submission held by a
+// worker that died to be redelivered (AckWait) to a worker that holds the
+// partition (PinnedTTL), twice over.
+func (w *Worker) noPinGrace() time.Duration {
+	return 2*w.cfg.AckWait + w.opts.PinnedTTL
 }

@@ -15,14 +15,14 @@ import (
 // submitted pins a task: the client's card, else the client's digest checked
 // against a fetch, else the first fetch. A pin that already exists is
 // replaced (the client re-planned and submitted again).
-func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submitted) (string, error) {
+func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submitted, dl delivery) (string, error) {
 	req := d.Requirements()
 	if req.Posture == "" {
 		req.Posture = detector.FailClosed
 	}
 	pin := detector.Pin{
 		TaskID: d.TaskID, AgentURL: d.AgentURL, CardURL: d.CardURL,
-		PinnedAt: w.eventTime(ev), Requirements: req,
+		PinnedAt: w.eventTime(ev), Requirements: req, SubmittedSeq: dl.seq,
 	}
 	var obs fetcher.Observation
 	var fetchErr error
@@ -82,6 +82,9 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 	}
 
 	rev, err := w.putPin(ctx, pin)
+	if errors.Is(err, errStaleSubmission) {
+		return outcomeStale, nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -134,7 +137,12 @@ func fillPin(pin *detector.Pin, digest string, c *detector.Card) {
 	}
 }
 
-// putPin creates the task's pin or replaces an existing one.
+// errStaleSubmission: a redelivered submission older than the one that made
+// the task's current pin; it must not replace the newer plan.
+var errStaleSubmission = errors.New("submission older than the current pin")
+
+// putPin creates the task's pin or replaces an existing one (unless the
+// existing one comes from a later submission).
 func (w *Worker) putPin(ctx context.Context, pin detector.Pin) (uint64, error) {
 	for range 5 {
 		rev, err := w.opts.Pins.Create(ctx, pin)
@@ -144,12 +152,15 @@ func (w *Worker) putPin(ctx context.Context, pin detector.Pin) (uint64, error) {
 		if !errors.Is(err, store.ErrExists) {
 			return 0, transient(fmt.Errorf("create pin: %w", err))
 		}
-		_, cur, err := w.opts.Pins.Get(ctx, pin.TaskID)
+		existing, cur, err := w.opts.Pins.Get(ctx, pin.TaskID)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return 0, transient(fmt.Errorf("get pin: %w", err))
+		}
+		if pin.SubmittedSeq != 0 && existing.SubmittedSeq > pin.SubmittedSeq {
+			return 0, errStaleSubmission
 		}
 		rev, err = w.opts.Pins.Update(ctx, pin, cur)
 		if err == nil {

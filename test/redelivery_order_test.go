@@ -1,0 +1,106 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/worker"
+)
+
+// No lifecycle event is lost when a worker dies mid-stream. The dying worker
+// was handling a slow event (a submission whose digest check fetches a slow
+// agent) and had sent InProgress for it, so that event's ack deadline is later
+// than those of the events buffered behind it. JetStream redelivers expired
+// messages in the order their deadlines pass: the buffered requests reach the
+// next worker before the submission that precedes them in the stream. The
+// worker must wait for the submission (a task with no pin is NAKed for a
+// grace period, events/worker noPinGrace) instead of acknowledging the
+// requests as no-pin. (Found as a bug: they were acknowledged and lost.)
+func TestRedeliveryReorderKeepsTransitions(t *testing.T) {
+	r := newRig(t, testConfig())
+	out := r.collect()
+
+	// The agent answers its first request slowly (the first worker's
+	// digest check, during which it dies), then serves T0 once more (the
+	// second worker's digest check) and T+40s from then on.
+	var n atomic.Int64
+	var base string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path != "/.well-known/agent-card.json" {
+			http.NotFound(w, req)
+			return
+		}
+		i := n.Add(1)
+		if i == 1 {
+			select {
+			case <-time.After(2 * time.Second):
+			case <-req.Context().Done():
+				return
+			}
+		}
+		card := writeupT0
+		if i > 2 {
+			card = writeupT40
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-cache")
+		fmt.Fprint(w, strings.ReplaceAll(card, "AGENT", base))
+	}))
+	t.Cleanup(srv.Close)
+	base = srv.URL
+	digest, err := detector.Digest([]byte(strings.ReplaceAll(writeupT0, "AGENT", base)))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Both events are published before the first worker pulls, so it
+	// receives both: the submission into its handler, the request into its
+	// buffer.
+	ctx := context.Background()
+	must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: "reorder", AgentURL: base, SkillID: "summarize",
+		Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed, CardDigest: digest}))
+	for range 20 {
+		must(t, r.emit.Request(ctx, events.Request{TaskID: "reorder", AgentURL: base, Method: "tasks/sendSubscribe", Attempt: 1}))
+	}
+	nc1, stop1 := r.startWorkerOn(t, r.nc.ConnectedUrl(), "w1", nil)
+	eventually(t, 5*time.Second, "w1's digest check", func() bool { return n.Load() == 1 })
+	// Long enough for w1's keepAlive to send InProgress for the submission
+	// (every AckWait/3): its redelivery deadline is now later than the
+	// buffered requests', so they are redelivered first.
+	time.Sleep(1200 * time.Millisecond)
+	nc1.Close() // w1 dies holding the submission (in its handler) and the request (buffered)
+	stop1()
+
+	m := worker.NewMetrics(nil)
+	r.startWorkerOn(t, r.nc.ConnectedUrl(), "w2", func(o *worker.Options) { o.Metrics = m })
+	out.waitFor(t, "the pin", func(o *outbound) bool { return countBy(o, events.TypePinned)["reorder"] == 1 })
+	r.drained(t, 15*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	// In stream order: pinned on T0 (digest verified), then the streaming
+	// request meets T+40s: abort on streaming-disabled.
+	if noPin := m.Events.WithLabelValues(events.TypeRequest, "no-pin"); counterValue(noPin) > 0 {
+		t.Errorf("w2 acknowledged %v of the task's 20 requests as no-pin: they reached it before the submission that precedes them in the stream", counterValue(noPin))
+	}
+	if ds := out.drifts("reorder"); len(ds) != 1 || !rulesOf(ds[0])[detector.RuleStreamingDisabled] {
+		t.Errorf("card.drift %+v; want one abort on streaming-disabled (agent requests: %d)", ds, n.Load())
+	}
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var d dto.Metric
+	if err := c.Write(&d); err != nil {
+		return -1
+	}
+	return d.GetCounter().GetValue()
+}
