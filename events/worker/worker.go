@@ -20,7 +20,7 @@ import (
 const (
 	DefaultHandleTimeout = 30 * time.Second
 	DefaultDrainTimeout  = 10 * time.Second
-	DefaultBatch         = 64
+	DefaultBatch         = 500
 	DefaultPinnedTTL     = 10 * time.Second
 	DefaultCardCache     = 1024
 	priorityGroup        = "carddrift"
@@ -48,7 +48,7 @@ type Options struct {
 	HandleTimeout time.Duration
 	// DrainTimeout bounds the shutdown drain of in-flight events (default 10s).
 	DrainTimeout time.Duration
-	// Batch is how many events each partition's consumer buffers (default 64).
+	// Batch is how many events each partition's consumer buffers (default 500).
 	Batch int
 	// PinnedTTL is how long a partition stays with a worker that stopped
 	// pulling before another worker takes it over (default 10s).
