@@ -46,6 +46,7 @@ type serveFlags struct {
 	fullFetch    time.Duration
 	hostConc     int
 	drainTimeout time.Duration
+	pinnedTTL    time.Duration
 	logFormat    string
 	logLevel     string
 }
@@ -74,6 +75,7 @@ func serveCommand(e *env) *ffcli.Command {
 	fs.DurationVar(&f.fullFetch, "full-fetch-interval", fetcher.DefaultFullFetchInterval, "unconditional fetch at least this often (catches changes behind version-derived ETags)")
 	fs.IntVar(&f.hostConc, "fetch-per-host", fetcher.DefaultPerHostConcurrency, "concurrent fetches per agent host")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", worker.DefaultDrainTimeout, "on SIGTERM, finish in-flight events within this")
+	fs.DurationVar(&f.pinnedTTL, "pinned-ttl", worker.DefaultPinnedTTL, "a partition whose worker stopped pulling moves to another worker after this")
 	fs.StringVar(&f.logFormat, "log-format", "auto", "json, console, or auto (console on a terminal)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	return &ffcli.Command{
@@ -204,7 +206,7 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 
 	w, err := worker.New(js, worker.Options{
 		Name: f.name, Config: cfg, Pins: pins, Cards: stores.Cards, Leases: stores.Leases,
-		Fetch: fo, DrainTimeout: f.drainTimeout, Logger: log, Metrics: metrics,
+		Fetch: fo, DrainTimeout: f.drainTimeout, PinnedTTL: f.pinnedTTL, Logger: log, Metrics: metrics,
 	})
 	if err != nil {
 		return usageError{err}
