@@ -206,9 +206,6 @@ func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.
 		t.errs.Add(1)
 		return
 	}
-	t.mu.Lock()
-	t.tasks[task.ID] = task
-	t.mu.Unlock()
 
 	send := func(typ string, capability bool, publish func() error) bool {
 		at := time.Now()
@@ -247,6 +244,9 @@ func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.
 		sub.CardDigest = cv.Digest
 		task.PinSource = events.PinClientDigest
 	}
+	t.mu.Lock()
+	t.tasks[task.ID] = task // complete but for Events, which send appends under t.mu
+	t.mu.Unlock()
 	if !send(events.TypeSubmitted, false, func() error { return emit.Submitted(ctx, sub) }) {
 		return
 	}
