@@ -176,7 +176,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		}
 	}
 
-	card, err := driveFleet(ctx, e, js, cfg, f, names, lease, "embedded NATS at "+emb.URL()+", 2 workers", func() {
+	card, err := driveFleet(ctx, e, js, cfg, f, names, lease, fetchOpts.FullFetchInterval, "embedded NATS at "+emb.URL()+", 2 workers", func() {
 		waitDrained(ctx, js, cfg, 10*time.Second)
 	})
 	stopRun()

@@ -36,7 +36,7 @@ func leaseFunc(minLease, defaultLease, maxLease time.Duration) func(*fleet.Agent
 // carddrift through js, watches the card.* events as a planner would, and
 // scores them. idle waits until carddrift has handled everything sent.
 func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Config, f *demoFlags, names []string,
-	lease func(*fleet.Agent) time.Duration, where string, idle func()) (fleet.Scorecard, error) {
+	lease func(*fleet.Agent) time.Duration, fullFetch time.Duration, where string, idle func()) (fleet.Scorecard, error) {
 	say := func(format string, args ...any) {
 		if !f.json {
 			fmt.Fprintf(e.stdout, format, args...)
@@ -149,7 +149,7 @@ progress:
 	return fleet.Score(fleet.ScoreInput{
 		Seed: f.seed, Schedule: sched, Start: player.Start(), Duration: elapsed,
 		Tasks: traffic.Tasks(), Sent: traffic.Sent(), Errors: traffic.Errors(), Received: got, Lease: lease,
-		Applied: player.Applied(),
+		Applied: player.Applied(), FullFetch: fullFetch,
 	}), nil
 }
 

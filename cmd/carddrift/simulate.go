@@ -16,7 +16,7 @@ import (
 func simulateCommand(e *env) *ffcli.Command {
 	var f demoFlags
 	var nf natsFlags
-	var minLease, defaultLease, maxLease, settle time.Duration
+	var minLease, defaultLease, maxLease, fullFetch, settle time.Duration
 	fs := newFlagSet("simulate", e)
 	nf.register(fs)
 	fs.IntVar(&f.agents, "agents", 40, "simulated agents in the fleet")
@@ -29,6 +29,7 @@ func simulateCommand(e *env) *ffcli.Command {
 	fs.DurationVar(&minLease, "min-lease", fetcher.DefaultMinLease, "the deployment's --min-lease (for the fetches-per-lease figure)")
 	fs.DurationVar(&defaultLease, "default-lease", fetcher.DefaultDefaultLease, "the deployment's lease for cards without max-age")
 	fs.DurationVar(&maxLease, "max-lease", fetcher.DefaultMaxLease, "the deployment's --max-lease")
+	fs.DurationVar(&fullFetch, "full-fetch-interval", fetcher.DefaultFullFetchInterval, "the deployment's --full-fetch-interval")
 	fs.DurationVar(&settle, "settle", 5*time.Second, "after the traffic, wait this long for the last verdicts")
 	return &ffcli.Command{
 		Name:       "simulate",
@@ -62,7 +63,7 @@ func simulateCommand(e *env) *ffcli.Command {
 				return err
 			}
 			cfg := store.DefaultConfig()
-			card, err := driveFleet(ctx, e, js, cfg, &f, names, leaseFunc(minLease, defaultLease, maxLease),
+			card, err := driveFleet(ctx, e, js, cfg, &f, names, leaseFunc(minLease, defaultLease, maxLease), fullFetch,
 				fmt.Sprintf("publishing to %s", nf.url), func() {
 					select {
 					case <-time.After(settle):

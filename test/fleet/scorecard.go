@@ -101,6 +101,10 @@ type ScoreInput struct {
 	// (Player.Applied); exposures are judged against it, not the nominal
 	// offsets, so that a late step on a loaded machine is not a miss.
 	Applied []Applied
+	// FullFetch is carddrift's periodic unconditional fetch interval: an
+	// agent whose ETag derives from its version alone answers 304 to a change
+	// that keeps the version, so such a change is visible only after it.
+	FullFetch time.Duration
 	// Lag is how long after a transition was sent the card must still be
 	// the same for the transition to count as an exposure: the time a worker
 	// may take to handle it (default 1s).
@@ -225,8 +229,12 @@ func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput) (Expe
 		return Expectation{}, false
 	}
 	settle := 250 * time.Millisecond
+	hidden := time.Duration(0) // extra delay before a change behind a version ETag shows
 	if in.Lease != nil && as.Agent != nil {
 		settle += in.Lease(as.Agent)
+		if as.Agent.Caching() == CacheVersion {
+			hidden = in.FullFetch
+		}
 	}
 	lag := in.Lag
 	if lag <= 0 {
@@ -244,6 +252,15 @@ func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput) (Expe
 		want, ok := as.Expect(t.Profile.Name, from, to)
 		if !ok {
 			continue
+		}
+		// Behind an ETag derived from the version alone, a change that keeps
+		// the version answers 304: a worker sees it at its next periodic full
+		// fetch, or at once through evidence of drift, which only a change
+		// that breaks the task produces.
+		if hidden > 0 && want.Outcome == OutcomeContinue && sameVersion(as, from, to) {
+			if _, stable := stableLabel(as, off-settle-hidden, off+lag); !stable {
+				continue
+			}
 		}
 		if _, isDrift := want.Outcome.Action(); isDrift {
 			return want, true
@@ -360,4 +377,12 @@ func actualSchedule(in ScoreInput) map[string]*Assignment {
 		out[as.AgentURL] = &as
 	}
 	return out
+}
+
+// sameVersion reports whether two of an assignment's cards carry the same
+// version field.
+func sameVersion(as *Assignment, a, b string) bool {
+	ca, err1 := detector.Parse(as.Card(a))
+	cb, err2 := detector.Parse(as.Card(b))
+	return err1 == nil && err2 == nil && ca.Version == cb.Version
 }
