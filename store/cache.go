@@ -417,6 +417,7 @@ func clonePin(p detector.Pin) detector.Pin {
 	r.InputModes = cloneStrings(r.InputModes)
 	r.OutputModes = cloneStrings(r.OutputModes)
 	r.Security = cloneStrings(r.Security)
+	p.Reported = cloneStrings(p.Reported)
 	return p
 }
 

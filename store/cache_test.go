@@ -379,6 +379,7 @@ func TestClonePinCoversReferenceFields(t *testing.T) {
 		"Requirements.InputModes":  true,
 		"Requirements.OutputModes": true,
 		"Requirements.Security":    true,
+		"Reported":                 true,
 	}
 	var walk func(typ reflect.Type, prefix string)
 	walk = func(typ reflect.Type, prefix string) {

@@ -255,9 +255,9 @@ func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput) (Expe
 		}
 		// Behind an ETag derived from the version alone, a change that keeps
 		// the version answers 304: a worker sees it at its next periodic full
-		// fetch, or at once through evidence of drift, which only a change
-		// that breaks the task produces.
-		if hidden > 0 && want.Outcome == OutcomeContinue && sameVersion(as, from, to) {
+		// fetch, or at once through evidence of drift (an undeclared artifact
+		// type) that forces an unconditional fetch.
+		if hidden > 0 && !e.Evidence && sameVersion(as, from, to) {
 			if _, stable := stableLabel(as, off-settle-hidden, off+lag); !stable {
 				continue
 			}

@@ -70,6 +70,9 @@ type SentEvent struct {
 	// Capability marks a capability-dependent transition (one that makes
 	// carddrift fetch the live card).
 	Capability bool
+	// Evidence marks evidence of drift (an artifact whose media type the
+	// planned card does not declare): carddrift fetches unconditionally.
+	Evidence bool
 }
 
 // Task is one task the traffic drove: what it planned and what it sent.
@@ -207,6 +210,7 @@ func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.
 		return
 	}
 
+	evidence := false // set by an artifact step before it sends
 	send := func(typ string, capability bool, publish func() error) bool {
 		at := time.Now()
 		if err := publish(); err != nil {
@@ -215,8 +219,10 @@ func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.
 		}
 		t.sent.Add(1)
 		t.mu.Lock()
-		task.Events = append(task.Events, SentEvent{ID: fmt.Sprintf("%s/%d", task.ID, seq.Load()), Type: typ, At: at, Capability: capability})
+		task.Events = append(task.Events, SentEvent{ID: fmt.Sprintf("%s/%d", task.ID, seq.Load()), Type: typ, At: at,
+			Capability: capability, Evidence: evidence})
 		t.mu.Unlock()
+		evidence = false
 		return true
 	}
 
@@ -280,6 +286,7 @@ func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.
 			})
 		case k == 3:
 			mt := artifactType(as, label, req.SkillID)
+			evidence = !declares(as, label, req.SkillID, mt)
 			ok = send(events.TypeArtifact, true, func() error {
 				return emit.Artifact(ctx, events.Artifact{TaskID: task.ID, AgentURL: as.AgentURL,
 					ArtifactID: fmt.Sprintf("a%d", step), MediaTypes: []string{mt}})
@@ -378,4 +385,19 @@ func liveLabels(as *Assignment) []string {
 		}
 	}
 	return out
+}
+
+// declares reports whether the card labelled label declares mediaType among
+// the skill's output modes (the pinned card, for the artifact check).
+func declares(as *Assignment, label, skill, mediaType string) bool {
+	c, err := detector.Parse(as.Card(label))
+	if err != nil {
+		return true
+	}
+	s, ok := c.Skill(skill)
+	if !ok {
+		return len(c.DefaultOutputModes) == 0 || detector.Covers(c.DefaultOutputModes, mediaType)
+	}
+	modes := c.OutputModes(s)
+	return len(modes) == 0 || detector.Covers(modes, mediaType)
 }
