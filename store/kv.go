@@ -112,7 +112,23 @@ func (s *kvJSON[T]) delete(ctx context.Context, id string) error {
 }
 
 func (s *kvJSON[T]) watch(ctx context.Context) (Watch, error) {
-	w, err := s.kv.WatchAll(ctx, jetstream.UpdatesOnly(), jetstream.MetaOnly())
+	// Start at the revision after the bucket's last one rather than with
+	// UpdatesOnly ("deliver new"): the ordered consumer behind a watch can
+	// come into being after Watch returns, and "new" then skips what was
+	// written in between (seen under -race); a start revision does not.
+	// IncludeHistory keeps every revision from there (not only the last per
+	// key).
+	st, err := s.kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: watch %s bucket: %w", s.kv.Bucket(), err)
+	}
+	opts := []jetstream.WatchOpt{jetstream.MetaOnly()}
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
+		opts = append(opts, jetstream.IncludeHistory(), jetstream.ResumeFromRevision(bs.StreamInfo().State.LastSeq+1))
+	} else {
+		opts = append(opts, jetstream.UpdatesOnly())
+	}
+	w, err := s.kv.WatchAll(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("store: watch %s bucket: %w", s.kv.Bucket(), err)
 	}
