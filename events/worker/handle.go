@@ -76,6 +76,15 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 		w.m.event("invalid", outcomeDeadLetter, time.Since(start).Seconds())
 		return
 	}
+	if !needsIO(ev) {
+		// The fast path of most lifecycle events: nothing to fetch, store or
+		// publish.
+		if aerr := msg.Ack(); aerr != nil {
+			w.log.Warn().Err(aerr).Msg("ack failed; the event will be redelivered")
+		}
+		w.m.event(ev.Type, outcomeNoFetch, time.Since(start).Seconds())
+		return
+	}
 	var dl delivery
 	if md, err := msg.Metadata(); err == nil {
 		dl = delivery{seq: md.Sequence.Stream, delivered: md.NumDelivered, stored: md.Timestamp}
@@ -200,6 +209,20 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// needsIO reports whether handling ev may read the pin, fetch or publish:
+// false for the lifecycle steps that need no live card (see handle).
+func needsIO(ev events.Event) bool {
+	switch d := ev.Data.(type) {
+	case events.Request:
+		return d.Attempt > 1 || detector.IsCapabilityMethod(d.Method)
+	case events.Status:
+		return detector.IsCapabilityState(d.State)
+	case events.Error:
+		return detector.IsSchemaClassError(d.Code)
+	}
+	return true
 }
 
 // handle dispatches one decoded event and returns its outcome.

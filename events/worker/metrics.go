@@ -1,6 +1,10 @@
 package worker
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the worker's Prometheus collectors. Register them with a
 // registry of your own (NewMetrics does); a nil *Metrics records nothing.
@@ -12,6 +16,8 @@ type Metrics struct {
 	DeadLetters *prometheus.CounterVec   // reason
 	EventTime   *prometheus.HistogramVec // type
 	FetchTime   prometheus.Histogram
+
+	hot sync.Map // [2]string{type, outcome} → *hotPair
 }
 
 // NewMetrics creates the worker's collectors and registers them with reg
@@ -52,8 +58,24 @@ func (m *Metrics) event(typ, outcome string, seconds float64) {
 	if m == nil {
 		return
 	}
-	m.Events.WithLabelValues(typ, outcome).Inc()
-	m.EventTime.WithLabelValues(typ).Observe(seconds)
+	key := [2]string{typ, outcome}
+	if v, ok := m.hot.Load(key); ok {
+		h := v.(*hotPair)
+		h.count.Inc()
+		h.time.Observe(seconds)
+		return
+	}
+	h := &hotPair{count: m.Events.WithLabelValues(typ, outcome), time: m.EventTime.WithLabelValues(typ)}
+	m.hot.Store(key, h)
+	h.count.Inc()
+	h.time.Observe(seconds)
+}
+
+// hotPair caches the label-resolved collectors of one (type, outcome): the
+// per-event path then does no label hashing.
+type hotPair struct {
+	count prometheus.Counter
+	time  prometheus.Observer
 }
 
 func (m *Metrics) fetch(result string, seconds float64) {
