@@ -43,6 +43,7 @@ type serveFlags struct {
 	maxBody      int64
 	minLease     time.Duration
 	maxLease     time.Duration
+	defaultLease time.Duration
 	fullFetch    time.Duration
 	hostConc     int
 	drainTimeout time.Duration
@@ -72,6 +73,7 @@ func serveCommand(e *env) *ffcli.Command {
 	fs.Int64Var(&f.maxBody, "fetch-max-bytes", fetcher.DefaultMaxBodyBytes, "largest card body read")
 	fs.DurationVar(&f.minLease, "min-lease", fetcher.DefaultMinLease, "lower clamp of a card lease (Cache-Control max-age)")
 	fs.DurationVar(&f.maxLease, "max-lease", fetcher.DefaultMaxLease, "upper clamp of a card lease")
+	fs.DurationVar(&f.defaultLease, "default-lease", fetcher.DefaultDefaultLease, "lease of a card served without Cache-Control max-age (clamped like the others)")
 	fs.DurationVar(&f.fullFetch, "full-fetch-interval", fetcher.DefaultFullFetchInterval, "unconditional fetch at least this often (catches changes behind version-derived ETags)")
 	fs.IntVar(&f.hostConc, "fetch-per-host", fetcher.DefaultPerHostConcurrency, "concurrent fetches per agent host")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", worker.DefaultDrainTimeout, "on SIGTERM, finish in-flight events within this")
@@ -138,7 +140,7 @@ func (f *serveFlags) fetchOptions() (fetcher.Options, error) {
 	}
 	o := fetcher.Options{
 		Allow: allow, TotalTimeout: f.fetchTimeout, ConnectTimeout: f.connTimeout,
-		MaxBodyBytes: f.maxBody, MinLease: f.minLease, MaxLease: f.maxLease,
+		MaxBodyBytes: f.maxBody, MinLease: f.minLease, MaxLease: f.maxLease, DefaultLease: f.defaultLease,
 		FullFetchInterval: f.fullFetch, PerHostConcurrency: f.hostConc,
 	}
 	if f.minLease == 0 {
