@@ -15,8 +15,8 @@ import (
 // size below 1.
 const DefaultCacheSize = 1 << 16
 
-// cacheStripes is how many invalidation counters guard in-flight reads; a
-// read that overlaps a write to any key of its stripe is not cached.
+// cacheStripes is how many fences guard in-flight reads and writes; a
+// result that overlaps a newer write to any key of its stripe is not cached.
 const cacheStripes = 1024
 
 // ErrNotWatchable is returned by CachedPins.Run when the inner store does not
@@ -52,7 +52,7 @@ func withCacheClock(now func() time.Time) CacheOption {
 //   - A Get never returns a pin older than this process's last completed
 //     write of that task (Create, Update or Delete through this CachedPins):
 //     writes go through to the inner store and then replace or drop the
-//     cached copy, and a read racing with a write is not cached.
+//     cached copy, and a read racing with a newer write is not cached.
 //   - Writes by other processes are seen through the inner store's Watch
 //     (a KV watch for KVPins), which Run consumes. A cached pin is served
 //     only while that watch is live, so it is stale by at most the watch's
@@ -84,7 +84,7 @@ type CachedPins struct {
 	mu      sync.Mutex
 	live    bool
 	session uint64
-	stripes [cacheStripes]uint64
+	stripes [cacheStripes]fence
 	items   map[string]*cacheEntry
 	lru     cacheEntry // sentinel: lru.next is the most recently used
 
@@ -103,11 +103,29 @@ type cacheEntry struct {
 	prev, next *cacheEntry
 }
 
+// fence guards the in-flight reads and writes of one stripe. Every write
+// that may make a result in flight stale raises it: epoch counts them all,
+// drops those whose revision is unknown (own deletes, failed writes), and
+// maxRev is the highest revision of the others (changes from the watch, own
+// write-throughs).
+//
+// A result at revision rev observed under a token may be cached if no drop
+// happened since and every other fence since was for a revision <= rev:
+// such a write happened before the read (or is the very write that
+// returned rev), so the result already reflects it, whichever key of the
+// stripe it was for. In particular the watch's report of this process's own
+// write, arriving between a write's token and its write-through, does not
+// refuse the write-through, while another writer's later change to the same
+// stripe (revision > rev) still refuses any fill that raced it.
+type fence struct {
+	epoch, drops, maxRev uint64
+}
+
 // cacheToken is what a read or write saw before going to the inner store;
-// its result may be cached only if nothing changed the token meanwhile.
+// its result may be cached only if the stripe's fence allows it (see fence).
 type cacheToken struct {
-	session, epoch uint64
-	ok             bool
+	session, epoch, drops uint64
+	ok                    bool
 }
 
 var _ Pins = (*CachedPins)(nil)
@@ -238,7 +256,7 @@ func (c *CachedPins) apply(ch Change) {
 	if e != nil && e.rev >= ch.Rev {
 		return // our own write (or older news): the entry is current
 	}
-	c.stripes[c.stripe(ch.ID)]++
+	c.raise(c.stripe(ch.ID), ch.Rev)
 	if e != nil {
 		c.unlink(e)
 		c.invalidations.Add(1)
@@ -249,9 +267,28 @@ func (c *CachedPins) stripe(id string) uint64 {
 	return maphash.String(c.seed, id) % cacheStripes
 }
 
+// raise fences the in-flight reads and writes of stripe s that saw a
+// revision older than rev. c.mu held.
+func (c *CachedPins) raise(s, rev uint64) {
+	f := &c.stripes[s]
+	f.epoch++
+	f.maxRev = max(f.maxRev, rev)
+}
+
 // token captures the state a later store must match. c.mu held.
 func (c *CachedPins) token(id string) cacheToken {
-	return cacheToken{session: c.session, epoch: c.stripes[c.stripe(id)], ok: c.live}
+	f := c.stripes[c.stripe(id)]
+	return cacheToken{session: c.session, epoch: f.epoch, drops: f.drops, ok: c.live}
+}
+
+// valid reports whether a result at rev for id, observed under tok, may be
+// cached. c.mu held.
+func (c *CachedPins) valid(id string, tok cacheToken, rev uint64) bool {
+	if !tok.ok || !c.live || tok.session != c.session {
+		return false
+	}
+	f := &c.stripes[c.stripe(id)]
+	return f.drops == tok.drops && (f.epoch == tok.epoch || f.maxRev <= rev)
 }
 
 func (c *CachedPins) lockedToken(id string) cacheToken {
@@ -262,15 +299,21 @@ func (c *CachedPins) lockedToken(id string) cacheToken {
 
 // store records that the inner store held pin at rev, observed under tok.
 // Whatever happens, no entry older than rev survives: either the pin is
-// cached (tok still valid) or an older entry is dropped.
-func (c *CachedPins) store(id string, tok cacheToken, pin detector.Pin, rev uint64) {
+// cached (tok still valid) or an older entry is dropped. An own write
+// (written) also fences the reads in flight that may have seen an older
+// revision, so that none of them can cache it, even once the new entry has
+// been evicted.
+func (c *CachedPins) store(id string, tok cacheToken, pin detector.Pin, rev uint64, written bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	valid := c.valid(id, tok, rev)
+	if written {
+		c.raise(c.stripe(id), rev)
+	}
 	e := c.items[id]
 	if e != nil && e.rev > rev {
 		return
 	}
-	valid := tok.ok && c.live && tok.session == c.session && tok.epoch == c.stripes[c.stripe(id)]
 	switch {
 	case e != nil && e.rev == rev:
 		if valid && c.maxAge > 0 {
@@ -300,11 +343,14 @@ func (c *CachedPins) store(id string, tok cacheToken, pin detector.Pin, rev uint
 	c.fills.Add(1)
 }
 
-// drop removes id's entry and fences in-flight reads of its stripe.
+// drop removes id's entry and fences all in-flight reads and writes of its
+// stripe, whatever revision they saw (the write's revision is unknown).
 func (c *CachedPins) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stripes[c.stripe(id)]++
+	f := &c.stripes[c.stripe(id)]
+	f.epoch++
+	f.drops++
 	if e := c.items[id]; e != nil {
 		c.unlink(e)
 	}
@@ -343,7 +389,7 @@ func (c *CachedPins) Get(ctx context.Context, taskID string) (detector.Pin, uint
 	c.misses.Add(1)
 	pin, rev, err := c.inner.Get(ctx, taskID)
 	if err == nil {
-		c.store(taskID, tok, pin, rev)
+		c.store(taskID, tok, pin, rev, false)
 	}
 	return pin, rev, err
 }
@@ -359,7 +405,7 @@ func (c *CachedPins) Create(ctx context.Context, pin detector.Pin) (uint64, erro
 		c.drop(pin.TaskID)
 		return rev, err
 	}
-	c.store(pin.TaskID, tok, pin, rev)
+	c.store(pin.TaskID, tok, pin, rev, true)
 	return rev, nil
 }
 
@@ -374,7 +420,7 @@ func (c *CachedPins) Update(ctx context.Context, pin detector.Pin, rev uint64) (
 		c.drop(pin.TaskID)
 		return n, err
 	}
-	c.store(pin.TaskID, tok, pin, n)
+	c.store(pin.TaskID, tok, pin, n, true)
 	return n, nil
 }
 

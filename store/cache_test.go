@@ -456,25 +456,39 @@ func TestCachedPinsRacingFill(t *testing.T) {
 		// slowWatch holds the watch's reports until the test is over, so the
 		// write-through (not the watch) must keep the cache right.
 		slowWatch bool
+		// size of the cache (0: 10).
+		size int
 		// write changes t1 (current revision rev) while a read is in flight
 		// and returns the revision a later Get must see (0: ErrNotFound).
 		write func(t *testing.T, c *store.CachedPins, inner *gatedPins, rev uint64) uint64
 	}{
-		{"own-delete", false, func(t *testing.T, c *store.CachedPins, _ *gatedPins, _ uint64) uint64 {
+		{"own-delete", false, 0, func(t *testing.T, c *store.CachedPins, _ *gatedPins, _ uint64) uint64 {
 			if err := c.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
 			}
 			return 0
 		}},
-		{"own-update", false, ownUpdate},
-		{"own-update-slow-watch", true, ownUpdate},
-		{"own-delete-slow-watch", true, func(t *testing.T, c *store.CachedPins, _ *gatedPins, _ uint64) uint64 {
+		{"own-update", false, 0, ownUpdate},
+		{"own-update-slow-watch", true, 0, ownUpdate},
+		{"own-delete-slow-watch", true, 0, func(t *testing.T, c *store.CachedPins, _ *gatedPins, _ uint64) uint64 {
 			if err := c.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
 			}
 			return 0
 		}},
-		{"other-update", false, func(t *testing.T, c *store.CachedPins, inner *gatedPins, rev uint64) uint64 {
+		// The own update's entry is evicted before the read it raced fills:
+		// the older read must not be cached in its place.
+		{"own-update-evicted-slow-watch", true, 1, func(t *testing.T, c *store.CachedPins, inner *gatedPins, rev uint64) uint64 {
+			n := ownUpdate(t, c, inner, rev)
+			if _, err := c.Create(t.Context(), storetest.Pin("t2", 1)); err != nil {
+				t.Fatalf("Create(t2) error = %v", err)
+			}
+			if st := c.Stats(); st.Evictions != 1 {
+				t.Fatalf("Stats() = %+v, want 1 eviction", st)
+			}
+			return n
+		}},
+		{"other-update", false, 0, func(t *testing.T, c *store.CachedPins, inner *gatedPins, rev uint64) uint64 {
 			before := c.Stats().Changes
 			n, err := inner.Pins.Update(t.Context(), storetest.Pin("t1", 2), rev)
 			if err != nil {
@@ -483,7 +497,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 			waitFor(t, "the watch to report the update", func() bool { return c.Stats().Changes > before })
 			return n
 		}},
-		{"other-delete", false, func(t *testing.T, c *store.CachedPins, inner *gatedPins, _ uint64) uint64 {
+		{"other-delete", false, 0, func(t *testing.T, c *store.CachedPins, inner *gatedPins, _ uint64) uint64 {
 			before := c.Stats().Changes
 			if err := inner.Pins.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
@@ -494,7 +508,11 @@ func TestCachedPinsRacingFill(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inner := newGatedPins()
-			c := store.NewCachedPins(inner, 10)
+			size := tc.size
+			if size == 0 {
+				size = 10
+			}
+			c := store.NewCachedPins(inner, size)
 			runCache(t, c)
 			rev, err := inner.Pins.Create(t.Context(), storetest.Pin("t1", 1))
 			if err != nil {
@@ -539,4 +557,70 @@ func ownUpdate(t *testing.T, c *store.CachedPins, _ *gatedPins, rev uint64) uint
 		t.Fatalf("Update() error = %v", err)
 	}
 	return n
+}
+
+// reportedFirstPins returns from Create and Update only once the cache's
+// watch has applied the change they made, so the watch's report of the
+// cache's own write always lands between the write's token and its
+// write-through.
+type reportedFirstPins struct {
+	*countingPins
+	t *testing.T
+	c *store.CachedPins
+}
+
+func (p *reportedFirstPins) waitReported(before uint64) {
+	waitFor(p.t, "the watch to report the own write", func() bool { return p.c.Stats().Changes > before })
+}
+
+func (p *reportedFirstPins) Create(ctx context.Context, pin detector.Pin) (uint64, error) {
+	before := p.c.Stats().Changes
+	rev, err := p.Pins.Create(ctx, pin)
+	if err == nil {
+		p.waitReported(before)
+	}
+	return rev, err
+}
+
+func (p *reportedFirstPins) Update(ctx context.Context, pin detector.Pin, rev uint64) (uint64, error) {
+	before := p.c.Stats().Changes
+	n, err := p.Pins.Update(ctx, pin, rev)
+	if err == nil {
+		p.waitReported(before)
+	}
+	return n, err
+}
+
+// TestCachedPinsOwnWriteReportedFirst: the watch's report of the cache's own
+// write, applied before the write-through, must not keep the write from
+// being cached.
+func TestCachedPinsOwnWriteReportedFirst(t *testing.T) {
+	inner := &countingPins{Pins: memstore.NewPins()}
+	rf := &reportedFirstPins{countingPins: inner, t: t}
+	c := store.NewCachedPins(rf, 10)
+	rf.c = c
+	runCache(t, c)
+	ctx := t.Context()
+	rev, err := c.Create(ctx, storetest.Pin("t1", 1))
+	if err != nil {
+		t.Fatalf("Create() error = %v", err)
+	}
+	if _, got, err := c.Get(ctx, "t1"); err != nil || got != rev {
+		t.Fatalf("Get() after Create = rev %d, %v; want %d", got, err, rev)
+	}
+	nrev, err := c.Update(ctx, storetest.Pin("t1", 2), rev)
+	if err != nil {
+		t.Fatalf("Update() error = %v", err)
+	}
+	if _, got, err := c.Get(ctx, "t1"); err != nil || got != nrev {
+		t.Fatalf("Get() after Update = rev %d, %v; want %d", got, err, nrev)
+	}
+	if got := inner.gets.Load(); got != 0 {
+		t.Fatalf("inner Gets = %d, want 0 (own writes written through)", got)
+	}
+	// The Update's report, newer than the cached Create, drops that entry
+	// before the write-through caches the update.
+	if st := c.Stats(); st.Fills != 2 || st.Hits != 2 || st.Invalidations != 1 || st.Len != 1 {
+		t.Fatalf("Stats() = %+v, want 2 fills, 2 hits, 1 invalidation, 1 cached", st)
+	}
 }
