@@ -18,30 +18,14 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/storetest"
 )
 
 // startJS starts an embedded JetStream server with t.TempDir() storage and
 // returns a connection to it; both are closed when the test ends.
 func startJS(t testing.TB) (*server.Server, *nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	srv, err := server.NewServer(&server.Options{
-		JetStream: true, StoreDir: t.TempDir(), Host: "127.0.0.1", Port: -1, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, nc, js := storetest.StartJetStream(t)
 	t.Cleanup(func() {
 		nc.Close()
 		srv.Shutdown()

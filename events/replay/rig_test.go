@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
@@ -20,6 +18,7 @@ import (
 	"github.com/carddrift/carddrift/events/replay"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/storetest"
 )
 
 // rig is carddrift running in-process against an embedded JetStream server
@@ -36,29 +35,7 @@ type rig struct {
 
 func newRig(t *testing.T, card string) *rig {
 	t.Helper()
-	srv, err := server.NewServer(&server.Options{
-		JetStream: true, StoreDir: t.TempDir(), Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		nc.Close()
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, js := storetest.StartJetStream(t)
 	cfg := store.DefaultConfig()
 	cfg.Partitions = 4
 	cfg.AckWait = 2 * time.Second
