@@ -121,7 +121,10 @@ type Change struct {
 }
 
 // Watch is a live feed of the writes to a store, started by Watcher.Watch.
-// The owner calls Next from one goroutine and Stop when done.
+// The owner calls Next from one goroutine and Stop when done. Changes come in
+// revision order and the latest change of every key is reported; a revision
+// that a later one of the same key supersedes may be skipped (the JetStream
+// implementation rides an ordered consumer that can reset under load).
 type Watch interface {
 	// Next blocks until the next change and returns it. It returns ctx.Err()
 	// when ctx is done (the watch stays usable) and ErrWatchClosed once the

@@ -199,7 +199,9 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := worker.NewMetrics(reg)
 
-	pins := store.NewCachedPins(stores.Pins, 100_000)
+	// The watch that keeps the cache fresh can miss a change made in the
+	// moment it starts; a bounded entry age caps what that could cost.
+	pins := store.NewCachedPins(stores.Pins, 100_000, store.WithCacheMaxAge(10*time.Second))
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	cacheDone := make(chan error, 1)
