@@ -133,15 +133,12 @@ func (k *killWorkload) publishTransitions(t testing.TB, emit *events.Emitter) {
 	}
 }
 
-// publish submits every task, waits for the pins, then emits the
-// transitions. The pins are settled before anyone is killed: a submission
-// redelivered after the transitions that follow it loses them (they are
-// acknowledged as no-pin) — a worker bug reproduced by
-// TestReproRedeliveryReorderLosesTransition (kill_reorder_test.go, -tags
-// repro). The transitions' verdicts do not depend on their order.
+// publish submits every task and emits its transitions right away, so that
+// a worker may die with submissions and later transitions of the same tasks
+// in flight: a redelivery can then bring transitions ahead of their
+// submission, which the worker must wait for (TestRedeliveryReorderKeepsTransitions).
 func (k *killWorkload) publish(t testing.TB, emit *events.Emitter, out *outbound) {
 	k.publishPins(t, emit)
-	eventually(t, 20*time.Second, "every task's pin", func() bool { return k.pinned(out) })
 	k.publishTransitions(t, emit)
 }
 
