@@ -137,7 +137,7 @@ func (k *killWorkload) publishTransitions(t testing.TB, emit *events.Emitter) {
 // a worker may die with submissions and later transitions of the same tasks
 // in flight: a redelivery can then bring transitions ahead of their
 // submission, which the worker must wait for (TestRedeliveryReorderKeepsTransitions).
-func (k *killWorkload) publish(t testing.TB, emit *events.Emitter, out *outbound) {
+func (k *killWorkload) publish(t testing.TB, emit *events.Emitter) {
 	k.publishPins(t, emit)
 	k.publishTransitions(t, emit)
 }
@@ -244,7 +244,7 @@ func TestWorkerKilledMidStream(t *testing.T) {
 			k := newKillWorkload(t)
 			nc1, stop1 := r.startWorkerOn(t, r.nc.ConnectedUrl(), "w1", tc.tweak)
 
-			k.publish(t, r.emit, out)
+			k.publish(t, r.emit)
 			eventually(t, 15*time.Second, "the first worker's first drifts", func() bool {
 				return len(out.all(events.TypeDrift)) >= killCutAfter
 			})
@@ -445,7 +445,7 @@ func TestServeKilledMidStream(t *testing.T) {
 	url := r.nc.ConnectedUrl()
 
 	p1 := startServe(t, bin, url, "serve-1")
-	k.publish(t, r.emit, out)
+	k.publish(t, r.emit)
 	eventually(t, 15*time.Second, "serve-1's first drifts", func() bool {
 		return len(out.all(events.TypeDrift)) >= killCutAfter
 	})
