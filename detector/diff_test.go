@@ -11,9 +11,6 @@ import (
 	"testing"
 )
 
-// diffFixtureDir holds the real cards (../shared/fixtures/cards of the repo).
-const diffFixtureDir = "../../shared/fixtures/cards"
-
 // testCard returns a fresh, realistic v1.0 card built as a literal, so that
 // each check can be tested on exactly one change: tests call modified.
 func testCard() *Card {
@@ -83,7 +80,7 @@ func modified(f func(c *Card)) *Card {
 // fixture parses the real card whose file name starts with prefix ("027").
 func fixture(t testing.TB, prefix string) *Card {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(diffFixtureDir, prefix+"-*.json"))
+	paths, err := filepath.Glob(filepath.Join(fixtureCards, prefix+"-*.json"))
 	if err != nil || len(paths) != 1 {
 		t.Fatalf("fixture %s: %d files, %v", prefix, len(paths), err)
 	}
@@ -186,7 +183,8 @@ func TestDiffIdentical(t *testing.T) {
 }
 
 // TestDiffWriteUps reproduces the card changes of the two field write-ups in
-// ../shared/reference.
+// the project's reference notes (a pinning rotation; skill modes mutated
+// without a version bump).
 func TestDiffWriteUps(t *testing.T) {
 	t.Run("pinning rotation", func(t *testing.T) {
 		// T0: streaming, skills [summarize], bearer. T0+40s: streaming off for
@@ -341,7 +339,7 @@ func TestDiffFixtures(t *testing.T) {
 		})
 	}
 
-	paths, _ := filepath.Glob(filepath.Join(diffFixtureDir, "*.json"))
+	paths, _ := filepath.Glob(filepath.Join(fixtureCards, "*.json"))
 	for _, p := range paths {
 		raw, _ := os.ReadFile(p)
 		c, err := Parse(raw)
@@ -392,7 +390,7 @@ func TestPointer(t *testing.T) {
 // a card with itself.
 func BenchmarkDiff(b *testing.B) {
 	pinned := fixture(b, "027")
-	raw, err := os.ReadFile(filepath.Join(diffFixtureDir, "027-a2a-go-json-test-georoute-planner.json"))
+	raw, err := os.ReadFile(filepath.Join(fixtureCards, "027-a2a-go-json-test-georoute-planner.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,7 +18,8 @@ import (
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// The JCS vectors and cards live in jcs/testdata (copies of ../shared/fixtures).
+// The JCS vectors live in jcs/testdata; the cards in testdata/cards
+// (fixtureCards).
 const jcsTestdata = "jcs/testdata"
 
 func mustRead(t testing.TB, path string) []byte {
@@ -163,7 +164,7 @@ func independentDigest(t *testing.T, raw []byte) string {
 // TestDigestCards checks the digest of every fixture card against an
 // independent implementation, and that the three entry points agree.
 func TestDigestCards(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(jcsTestdata, "cards/*.json"))
+	files, err := filepath.Glob(filepath.Join(fixtureCards, "*.json"))
 	if err != nil || len(files) != 34 {
 		t.Fatalf("found %d cards (%v), want 34", len(files), err)
 	}
@@ -202,8 +203,8 @@ func TestDigestCards(t *testing.T) {
 	if signed < 3 {
 		t.Errorf("only %d fixture cards carry signatures; the strip is not exercised", signed)
 	}
-	a, _ := Digest(mustRead(t, filepath.Join(jcsTestdata, "cards/006-docs-v0.3.0-extensions-magic-8-ball.json")))
-	b, _ := Digest(mustRead(t, filepath.Join(jcsTestdata, "cards/007-docs-v1.0.1-extensions-magic-8-ball.json")))
+	a, _ := Digest(mustRead(t, filepath.Join(fixtureCards, "006-docs-v0.3.0-extensions-magic-8-ball.json")))
+	b, _ := Digest(mustRead(t, filepath.Join(fixtureCards, "007-docs-v1.0.1-extensions-magic-8-ball.json")))
 	if a != b || a == "" {
 		t.Errorf("cards 006 and 007 (same card, different whitespace) digest to %s and %s", a, b)
 	}
@@ -329,7 +330,7 @@ func TestDigestMemoEviction(t *testing.T) {
 }
 
 func TestDigestMemoConcurrent(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(jcsTestdata, "cards/*.json"))
+	files, _ := filepath.Glob(filepath.Join(fixtureCards, "*.json"))
 	raws := make([][]byte, len(files))
 	want := make([]string, len(files))
 	for i, f := range files {

@@ -14,7 +14,7 @@ import (
 // mirrored rules must mirror when the cards swap places.
 //
 // The seed corpus in testdata/fuzz/FuzzDiff pairs the real cards of
-// ../shared/fixtures/cards. Run: go test ./detector -run '^$' -fuzz FuzzDiff
+// testdata/cards. Run: go test ./detector -run '^$' -fuzz FuzzDiff
 func FuzzDiff(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		pa, err := Parse(a)

@@ -8,7 +8,9 @@ import (
 	"testing"
 )
 
-const fixtureCards = "../../shared/fixtures/cards"
+// fixtureCards holds the real cards every test reads: the repository's one
+// copy, with their provenance and licence in MANIFEST.tsv.
+const fixtureCards = "testdata/cards"
 
 func readFixture(t testing.TB, name string) []byte {
 	t.Helper()
@@ -28,7 +30,7 @@ func mustParse(t testing.TB, raw []byte) *Card {
 	return c
 }
 
-// TestParseFixtures pins, for every real card in ../shared/fixtures/cards, the
+// TestParseFixtures pins, for every real card in testdata/cards, the
 // decision: accepted with which shape, or rejected with which typed error.
 func TestParseFixtures(t *testing.T) {
 	tests := []struct {

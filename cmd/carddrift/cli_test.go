@@ -12,7 +12,9 @@ import (
 	"testing"
 )
 
-const fixtures = "../../../shared/fixtures/cards"
+// fixtures holds the real cards (the repository's one copy, shared with the
+// detector's tests).
+const fixtures = "../../detector/testdata/cards"
 
 func fixture(name string) string { return filepath.Join(fixtures, name) }
 

@@ -12,7 +12,7 @@ import (
 // hostile documents near the default 1 MiB limit, whose cost must stay
 // linear (compare their MB/s with the card's).
 func BenchmarkTransform(b *testing.B) {
-	card, err := os.ReadFile("testdata/cards/027-a2a-go-json-test-georoute-planner.json")
+	card, err := os.ReadFile("../testdata/cards/027-a2a-go-json-test-georoute-planner.json")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -353,7 +353,7 @@ func TestAppendCanonicalPooledState(t *testing.T) {
 }
 
 func TestWhitespaceRuns(t *testing.T) {
-	card, err := os.ReadFile("testdata/cards/027-a2a-go-json-test-georoute-planner.json")
+	card, err := os.ReadFile("../testdata/cards/027-a2a-go-json-test-georoute-planner.json")
 	if err != nil {
 		t.Fatal(err)
 	}

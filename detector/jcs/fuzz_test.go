@@ -15,10 +15,11 @@ import (
 )
 
 // addSeeds seeds a fuzz target with every real card and every vector input
-// in testdata (the committed corpus under testdata/fuzz adds a few more).
+// in testdata and ../testdata/cards (the committed corpus under testdata/fuzz
+// adds a few more).
 func addSeeds(f *testing.F) {
 	f.Helper()
-	for _, pattern := range []string{"testdata/cards/*.json", "testdata/cyberphone/input/*.json", "testdata/a2a-spec/*.json"} {
+	for _, pattern := range []string{"../testdata/cards/*.json", "testdata/cyberphone/input/*.json", "testdata/a2a-spec/*.json"} {
 		files, _ := filepath.Glob(pattern)
 		for _, path := range files {
 			b, err := os.ReadFile(path)

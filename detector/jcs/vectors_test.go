@@ -2,6 +2,7 @@ package jcs_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,8 +16,9 @@ import (
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// The vectors under testdata/ are copies of ../shared/fixtures (see
-// testdata/README.md); TestFixturesCopied checks that none was left out.
+// The vectors under testdata/ and the cards under ../testdata/cards are
+// copies of the project's published fixtures (see the READMEs there);
+// TestFixturesIntact checks them against their manifests.
 
 func readFile(t *testing.T, path string) []byte {
 	t.Helper()
@@ -225,7 +227,7 @@ func TestSpecDefaultValueRemoval(t *testing.T) {
 // TestCardsAgainstGowebpki cross-checks every real card against an
 // independent implementation.
 func TestCardsAgainstGowebpki(t *testing.T) {
-	cards := glob(t, "testdata/cards/*.json")
+	cards := glob(t, "../testdata/cards/*.json")
 	if len(cards) != 34 {
 		t.Errorf("found %d cards, want 34", len(cards))
 	}
@@ -243,48 +245,64 @@ func TestCardsAgainstGowebpki(t *testing.T) {
 			}
 		})
 	}
-	a, _ := jcs.Transform(readFile(t, "testdata/cards/006-docs-v0.3.0-extensions-magic-8-ball.json"))
-	b, _ := jcs.Transform(readFile(t, "testdata/cards/007-docs-v1.0.1-extensions-magic-8-ball.json"))
+	a, _ := jcs.Transform(readFile(t, "../testdata/cards/006-docs-v0.3.0-extensions-magic-8-ball.json"))
+	b, _ := jcs.Transform(readFile(t, "../testdata/cards/007-docs-v1.0.1-extensions-magic-8-ball.json"))
 	if !bytes.Equal(a, b) {
 		t.Errorf("cards 006 and 007 differ only in whitespace but canonicalize differently:\n%s\n%s", a, b)
 	}
 }
 
-// TestFixturesCopied checks, when the shared fixtures are checked out beside
-// the repository, that every JCS vector and card there has an identical copy
-// under testdata, so the tests above run on all of them.
-func TestFixturesCopied(t *testing.T) {
-	const shared = "../../../shared/fixtures"
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("shared fixtures not present: %v", err)
+// TestFixturesIntact checks the test data against the manifests that came
+// with it, using nothing outside the repository: every TCK vector has the
+// SHA-256 that a2a-jcs-v01/MANIFEST.json records (and the directory holds no
+// vector the manifest does not list), and the cards directory holds exactly
+// the cards that ../testdata/cards/MANIFEST.tsv lists.
+func TestFixturesIntact(t *testing.T) {
+	var manifest struct {
+		Counts struct {
+			Total int `json:"total"`
+		} `json:"counts"`
+		Vectors []struct {
+			Path   string `json:"path"`
+			SHA256 string `json:"sha256"`
+		} `json:"vectors"`
 	}
-	dirs := map[string]string{
-		"jcs/cyberphone-json-canonicalization":                   "testdata/cyberphone",
-		"jcs/a2aproject-a2a-tck/conformance-vectors/a2a-jcs-v01": "testdata/a2a-jcs-v01",
-		"jcs/a2aproject-a2a-tck/tests/compatibility/agent_card":  "testdata",
-		"jcs/a2aproject-A2A":                                     "testdata/a2a-spec",
-		"cards":                                                  "testdata/cards",
-	}
-	n := 0
-	err := filepath.WalkDir(filepath.Join(shared), func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Base(path) == "README.md" && filepath.Dir(path) == shared {
-			return err
-		}
-		rel, _ := filepath.Rel(shared, path)
-		for from, to := range dirs {
-			if sub, ok := strings.CutPrefix(rel, from+"/"); ok {
-				n++
-				if got, err := os.ReadFile(filepath.Join(to, sub)); err != nil || !bytes.Equal(got, readFile(t, path)) {
-					t.Errorf("%s: no identical copy at %s", rel, filepath.Join(to, sub))
-				}
-				return nil
-			}
-		}
-		t.Errorf("%s: not mapped to testdata", rel)
-		return nil
-	})
-	if err != nil {
+	if err := json.Unmarshal(readFile(t, "testdata/a2a-jcs-v01/MANIFEST.json"), &manifest); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d shared fixture files have copies in testdata", n)
+	if len(manifest.Vectors) != manifest.Counts.Total || len(manifest.Vectors) != 57 {
+		t.Errorf("MANIFEST.json lists %d vectors, counts.total %d, want 57", len(manifest.Vectors), manifest.Counts.Total)
+	}
+	listed := map[string]bool{}
+	for _, v := range manifest.Vectors {
+		listed[v.Path] = true
+		sum := sha256.Sum256(readFile(t, filepath.Join("testdata/a2a-jcs-v01", v.Path)))
+		if got := hex.EncodeToString(sum[:]); got != v.SHA256 {
+			t.Errorf("%s: sha256 %s, MANIFEST.json says %s", v.Path, got, v.SHA256)
+		}
+	}
+	for _, path := range glob(t, "testdata/a2a-jcs-v01/*/*.json") {
+		rel, _ := filepath.Rel("testdata/a2a-jcs-v01", path)
+		if !listed[filepath.ToSlash(rel)] {
+			t.Errorf("%s: not listed in MANIFEST.json", rel)
+		}
+	}
+
+	rows := strings.Split(strings.TrimSpace(string(readFile(t, "../testdata/cards/MANIFEST.tsv"))), "\n")
+	inManifest := map[string]bool{}
+	for _, row := range rows[1:] {
+		name, _, _ := strings.Cut(row, "\t")
+		inManifest[name] = true
+		if _, err := os.Stat(filepath.Join("../testdata/cards", name)); err != nil {
+			t.Errorf("MANIFEST.tsv lists %s: %v", name, err)
+		}
+	}
+	if len(inManifest) != 34 {
+		t.Errorf("MANIFEST.tsv lists %d cards, want 34", len(inManifest))
+	}
+	for _, path := range glob(t, "../testdata/cards/*.json") {
+		if !inManifest[filepath.Base(path)] {
+			t.Errorf("%s: not listed in MANIFEST.tsv (no provenance or licence)", filepath.Base(path))
+		}
+	}
 }
