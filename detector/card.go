@@ -45,7 +45,20 @@ type Card struct {
 	// HasSignatures reports a non-empty top-level "signatures" array.
 	HasSignatures bool
 
+	// Conformance lists the parts of the card that follow no known version's
+	// schema (a wrong type, an unreadable entry, a duplicate skill id, no
+	// identity). Parse reads around them instead of refusing the card; Diff
+	// reports those the live card adds as card-nonconformant.
+	Conformance []Nonconformance
+
 	skillIndex map[string]int
+}
+
+// Nonconformance is one part of a card that follows no known version's
+// schema: Path is a JSON pointer into the served card, Message says why.
+type Nonconformance struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
 }
 
 // Provider is the organisation that publishes the agent.

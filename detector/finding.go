@@ -66,4 +66,13 @@ type Finding struct {
 	Skill string `json:"skill,omitempty"`
 	// Scheme is the security scheme name the finding concerns, if any.
 	Scheme string `json:"scheme,omitempty"`
+	// Scope is the OAuth scope the finding concerns (oauth-scope-removed).
+	Scope string `json:"scope,omitempty"`
+	// Extension is the extension URI the finding concerns, if any.
+	Extension string `json:"extension,omitempty"`
+
+	// Touches reports that the finding affects the task it was evaluated for
+	// (set by Evaluate and EvaluateUnknown; false from Diff, which knows no
+	// task).
+	Touches bool `json:"touches"`
 }

@@ -85,6 +85,9 @@ var messages = map[string]string{
 	RuleUnmodeledSkill:         "input request refers to skill {skill}, which the pinned card does not declare",
 	RuleArtifactTypeUndeclared: "artifact {artifact} has media type {mediaType}, which the output modes {modes} of skill {skill} do not cover",
 	RuleBlindRetry:             "attempt {attempt} of {method} retries error {code} without revalidating the card",
+	RulePinnedCardUnknown:      "the task was planned against card {before}, which carddrift never saw; the live card is {after}: what changed cannot be listed",
+
+	RuleCardNonconformant: "{reason}",
 }
 
 // render returns the message for key (a rule id or "rule-id/variant") with

@@ -33,12 +33,19 @@ const (
 	RuleCardVersionChanged           = "card-version-changed"
 	RuleContentChangedWithoutVersion = "content-changed-without-version-bump"
 	RuleDescriptiveTextChanged       = "descriptive-text-changed"
+	// RuleCardNonconformant reports a part of the live card that follows no
+	// known version's schema (and that the pinned card did not already have).
+	RuleCardNonconformant = "card-nonconformant"
 
 	// Task-level rules: they compare a task's lifecycle events with its pin,
 	// not two cards, and are emitted by the task checks, not by Diff.
 	RuleUnmodeledSkill         = "unmodeled-skill"
 	RuleArtifactTypeUndeclared = "artifact-type-undeclared"
 	RuleBlindRetry             = "blind-retry"
+	// RulePinnedCardUnknown: the task was pinned by a digest whose body
+	// carddrift never saw, and the live card has another digest: it is drift,
+	// but what changed cannot be listed.
+	RulePinnedCardUnknown = "pinned-card-unknown"
 )
 
 // Areas group rules by the part of the card they look at.
@@ -51,6 +58,7 @@ const (
 	AreaInterfaces   = "interfaces"
 	AreaVersion      = "version"
 	AreaText         = "text"
+	AreaConformance  = "conformance"
 	AreaTask         = "task"
 )
 
@@ -142,10 +150,12 @@ var registry = []Rule{
 	{ID: RuleCardVersionChanged, Severity: Info, Area: AreaVersion, Check: checkCardVersion},
 	{ID: RuleContentChangedWithoutVersion, Severity: Warning, Area: AreaVersion, Check: checkVersionBump},
 	{ID: RuleDescriptiveTextChanged, Severity: Info, Area: AreaText, Check: checkDescriptiveText},
+	{ID: RuleCardNonconformant, Severity: Warning, Area: AreaConformance, Check: checkNonconformant},
 
 	{ID: RuleUnmodeledSkill, Severity: Breaking, Area: AreaTask, TaskLevel: true},
 	{ID: RuleArtifactTypeUndeclared, Severity: Breaking, Area: AreaTask, TaskLevel: true},
 	{ID: RuleBlindRetry, Severity: Breaking, Area: AreaTask, TaskLevel: true},
+	{ID: RulePinnedCardUnknown, Severity: Breaking, Area: AreaTask, TaskLevel: true},
 }
 
 // Rules returns every rule, card-level and task-level, in the registry's fixed

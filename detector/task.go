@@ -44,9 +44,17 @@ type Requirements struct {
 	InputModes        []string `json:"inputModes,omitempty"`
 	OutputModes       []string `json:"outputModes,omitempty"`
 	// Security names the security schemes the client authenticates with.
-	Security   []string `json:"security,omitempty"`
-	Posture    Posture  `json:"posture,omitempty"`
-	Idempotent bool     `json:"idempotent,omitempty"`
+	Security []string `json:"security,omitempty"`
+	// Scopes maps a security scheme name to the OAuth scopes the client
+	// requests of it. Nil: the client did not say, and the scopes of the pinned
+	// requirements that apply to the task's skill are assumed.
+	Scopes map[string][]string `json:"scopes,omitempty"`
+	// Extensions are the extension URIs the client activates.
+	Extensions []string `json:"extensions,omitempty"`
+	// ExtendedCard reports that the task uses the authenticated extended card.
+	ExtendedCard bool    `json:"extendedCard,omitempty"`
+	Posture      Posture `json:"posture,omitempty"`
+	Idempotent   bool    `json:"idempotent,omitempty"`
 }
 
 // Pin is what a task was planned against.

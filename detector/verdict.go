@@ -10,10 +10,37 @@ import (
 // findings the caller observed (unmodeled-skill, artifact-type-undeclared,
 // blind-retry), and judges them for one task. It returns every finding (in
 // Diff order) and the task's verdict; see Judge.
+//
+// Each returned finding has Touches set: whether it affects this task.
 func Evaluate(pinned, live *Card, req Requirements, posture Posture, taskFindings ...Finding) ([]Finding, Verdict) {
 	all := append(Diff(pinned, live), taskFindings...)
 	sortFindings(all)
+	for i := range all {
+		all[i].Touches = Touches(all[i], pinned, live, req)
+	}
 	return all, Judge(all, pinned, live, req, posture)
+}
+
+// EvaluateUnknown is Evaluate for a task pinned by a digest whose card body
+// carddrift never saw (a client-digest pin): it can tell that the pinned card
+// is not the live one, not what changed. When the digests differ the findings
+// hold one pinned-card-unknown finding (breaking, touching the task), so
+// fail-closed aborts and degrade re-plans an idempotent task whose skill the
+// live card still offers; the task-level findings the caller observed are
+// added and judged against the live card.
+func EvaluateUnknown(pinnedDigest, liveDigest string, live *Card, req Requirements, posture Posture, taskFindings ...Finding) ([]Finding, Verdict) {
+	all := append([]Finding(nil), taskFindings...)
+	if pinnedDigest != liveDigest {
+		all = append(all, Finding{
+			Rule: RulePinnedCardUnknown, Severity: Breaking, Before: pinnedDigest, After: liveDigest,
+			Message: render(RulePinnedCardUnknown, "before", pinnedDigest, "after", liveDigest),
+		})
+	}
+	sortFindings(all)
+	for i := range all {
+		all[i].Touches = Touches(all[i], live, live, req)
+	}
+	return all, Judge(all, live, live, req, posture)
 }
 
 // Judge decides what a task should do about findings between its pinned card
@@ -100,8 +127,10 @@ func summarize(fs []Finding) string {
 // extensions, card-level security requirements) touch every task.
 func Touches(f Finding, pinned, live *Card, req Requirements) bool {
 	switch f.Rule {
-	case RuleUnmodeledSkill, RuleArtifactTypeUndeclared, RuleBlindRetry:
+	case RuleUnmodeledSkill, RuleArtifactTypeUndeclared, RuleBlindRetry, RulePinnedCardUnknown:
 		return true
+	case RuleCardNonconformant:
+		return false
 	case RuleDescriptiveTextChanged, RuleCardVersionChanged, RuleSkillAdded,
 		RuleStreamingEnabled, RulePushNotificationsEnabled, RuleSecuritySchemeAdded,
 		RuleContentChangedWithoutVersion:
