@@ -52,6 +52,22 @@ type Card struct {
 	Conformance []Nonconformance
 
 	skillIndex map[string]int
+	src        cardSource
+}
+
+// cardSource records where Parse found the parts of the card whose served
+// location depends on the card's generation, so that finding paths resolve
+// in the card as served (see servedPath).
+type cardSource struct {
+	requirements string // "/securityRequirements", "/security" or "/authentication"
+	extendedCard string // "/capabilities/extendedAgentCard" or a v0.3 top-level flag
+}
+
+// interfaceSource is where an interface and its fields were served: a
+// supportedInterfaces entry, the v0.3 top-level url, or an additionalInterfaces
+// entry (whose protocol version is the card's top-level one).
+type interfaceSource struct {
+	ptr, url, binding, version, tenant string
 }
 
 // Nonconformance is one part of a card that follows no known version's
@@ -77,6 +93,8 @@ type Interface struct {
 	// protocolVersion, else "" (v0.1 cards carry none).
 	ProtocolVersion string
 	Tenant          string
+
+	src interfaceSource
 }
 
 // Capabilities are the card's optional features.
@@ -95,6 +113,8 @@ type Extension struct {
 	Required    bool
 	// Params is the canonical JSON (RFC 8785) of the extension's params, or "".
 	Params string
+
+	src string // served pointer of the extension object
 }
 
 // Skill is one declared skill.
@@ -111,6 +131,8 @@ type Skill struct {
 	SecurityRequirements []SecurityRequirement
 	// Index is the skill's position in the served skills array (for JSON pointers).
 	Index int
+
+	requirementsKey string // "securityRequirements" or "security", as served
 }
 
 // SecurityRequirement maps a scheme name to the scopes required of it. One
@@ -131,6 +153,8 @@ type SecurityScheme struct {
 	OpenIDConnectURL  string
 	OAuth2MetadataURL string
 	Flows             map[string]OAuthFlow // oauth2: flow name → flow
+
+	src string // served pointer of the object holding the scheme's fields
 }
 
 // OAuthFlow is one OAuth 2.0 flow of a scheme.
@@ -141,6 +165,8 @@ type OAuthFlow struct {
 	DeviceAuthorizationURL string
 	// Scopes maps scope name to its description.
 	Scopes map[string]string
+
+	src string // served pointer of the flow object
 }
 
 // Skill returns the skill with the given id.

@@ -37,6 +37,7 @@ func Diff(pinned, live *Card) []Finding {
 			out = append(out, r.Check(pinned, live)...)
 		}
 	}
+	servedPaths(out, pinned, live)
 	sortFindings(out)
 	return out
 }
@@ -174,6 +175,7 @@ func retainedSkills(pinned, live *Card, fn func(p, l Skill)) {
 func extensionsByURI(c *Card) map[string]indexedExtension {
 	m := make(map[string]indexedExtension, len(c.Capabilities.Extensions))
 	for i, e := range c.Capabilities.Extensions {
+		// i indexes the parsed list; servedPaths maps it to the served entry.
 		if _, dup := m[e.URI]; !dup {
 			m[e.URI] = indexedExtension{e, i}
 		}

@@ -344,7 +344,7 @@ func TestDiffFixtures(t *testing.T) {
 		raw, _ := os.ReadFile(p)
 		c, err := Parse(raw)
 		if err != nil {
-			continue // rejected fixtures are Parse's table
+			t.Fatalf("Parse(%s) = %v", filepath.Base(p), err)
 		}
 		c2, _ := Parse(raw)
 		if got := Diff(c, c2); len(got) != 0 {
@@ -355,9 +355,11 @@ func TestDiffFixtures(t *testing.T) {
 
 func TestDiffFixtureDetail(t *testing.T) {
 	got := Diff(fixture(t, "024"), fixture(t, "025"))
+	// 025 is a v0.3 card: its interfaces take the top-level protocolVersion,
+	// and the path points where 025 serves it.
 	want := Finding{
 		Rule: RuleProtocolVersionChanged, Severity: Breaking,
-		Path:    "/supportedInterfaces/0/protocolVersion",
+		Path:    "/protocolVersion",
 		Before:  []string{"1.0", "0.3"},
 		After:   []string{"0.3.0"},
 		Message: `protocol version of interface JSONRPC "http://localhost:10999" changed from "1.0", "0.3" to "0.3.0"`,

@@ -1,7 +1,6 @@
 package detector
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -26,49 +25,16 @@ var (
 	ErrTooLarge = jcs.ErrTooLarge
 	// ErrTooDeep is returned when nesting exceeds Limits.MaxDepth.
 	ErrTooDeep = jcs.ErrTooDeep
-	// ErrMissingIdentity is returned when a card has neither a name nor an
-	// interface URL.
-	ErrMissingIdentity = errors.New("card has no name and no interface URL")
-	// ErrInvalidField is returned (inside a *FieldError) when a known field has the
-	// wrong JSON type or an invalid value.
-	ErrInvalidField = errors.New("invalid card field")
-	// ErrUnsupportedVersion is returned (inside an *UnsupportedVersionError) for a
-	// protocol version carddrift does not support.
-	ErrUnsupportedVersion = errors.New("unsupported protocol version")
 )
 
-// SupportedVersions are the protocol version lines carddrift parses.
+// SupportedVersions are the protocol version lines carddrift knows the
+// schemas of. Cards and interfaces at other versions are read all the same.
 var SupportedVersions = []string{"0.1", "0.2", "0.3", "1.0"}
 
 // SyntaxError locates a JSON problem. Err is one of ErrNotJSON, ErrNotObject,
 // ErrDuplicateKey, ErrInvalidUTF8, ErrTooLarge or ErrTooDeep. It is
 // jcs.SyntaxError, so errors.As matches it whichever name the caller uses.
 type SyntaxError = jcs.SyntaxError
-
-// FieldError reports a known card field with the wrong type or value.
-type FieldError struct {
-	Pointer string // JSON pointer of the field
-	Reason  string
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("invalid card field %s: %s", e.Pointer, e.Reason)
-}
-
-func (e *FieldError) Unwrap() error { return ErrInvalidField }
-
-// UnsupportedVersionError reports a protocol version outside SupportedVersions.
-type UnsupportedVersionError struct {
-	Version   string
-	Pointer   string
-	Supported []string
-}
-
-func (e *UnsupportedVersionError) Error() string {
-	return fmt.Sprintf("unsupported protocol version %q at %s (supported: %s)", e.Version, e.Pointer, strings.Join(e.Supported, ", "))
-}
-
-func (e *UnsupportedVersionError) Unwrap() error { return ErrUnsupportedVersion }
 
 // ValueError reports a bad enumerated value passed by a caller.
 type ValueError struct {

@@ -31,23 +31,28 @@ func (l Limits) withDefaults() Limits {
 // DefaultLimits. See ParseLimits.
 func Parse(raw []byte) (*Card, error) { return ParseLimits(raw, DefaultLimits) }
 
-// ParseLimits reads an agent card of any supported generation (v0.1, v0.2,
-// v0.3, v1.0, hybrids) from raw bytes and normalises it onto the v1.0 shape.
-// The returned Card keeps raw (not a copy: the caller must not modify it).
+// ParseLimits reads an agent card of any generation (v0.1, v0.2, v0.3, v1.0,
+// hybrids, and the shapes SDKs leak from their own types) from raw bytes and
+// normalises it onto the v1.0 shape. The returned Card keeps raw (not a copy:
+// the caller must not modify it).
 //
-// Errors, testable with errors.Is / errors.As:
-//   - ErrTooLarge, ErrNotJSON, ErrInvalidUTF8, ErrDuplicateKey, ErrTooDeep,
-//     ErrNotObject: the bytes are not a single well-formed JSON object within
-//     the limits (a *SyntaxError gives the offset);
-//   - ErrInvalidField (*FieldError): a known field has the wrong type, for
-//     example a skill without an id or capabilities that are not an object;
-//   - ErrUnsupportedVersion (*UnsupportedVersionError): a protocol version
-//     outside SupportedVersions;
-//   - ErrMissingIdentity: no name and no interface URL.
+// Any JSON object is a card. Parse refuses only bytes that are not one —
+// ErrTooLarge, ErrNotJSON, ErrInvalidUTF8, ErrDuplicateKey, ErrTooDeep,
+// ErrNotObject, testable with errors.Is (a *SyntaxError gives the offset).
+// Parts that follow no known version's schema (a descriptive field of the
+// wrong type, a skill without an id, a security scheme without a type, no
+// name and no URL) are read around and listed in Card.Conformance; an
+// interface or card at a protocol version carddrift does not know is carried
+// like any other.
 //
 // Lenient where real cards are sloppy and the meaning is unambiguous: explicit
-// nulls are absent fields, and booleans written as the strings "true"/"false"
-// (any case, as Python serialisers emit them) are booleans.
+// nulls are absent fields, booleans written as the strings "true"/"false"
+// (any case, as Python serialisers emit them) are booleans, a single media
+// type string where a list is expected is a one-element list (noted), and the
+// oneof encoding some protobuf-based SDKs serve ({"$case": …, "value": …}) is
+// read like the v1.0 JSON form. In cards with v1.0 fields, empty lists and
+// strings mean unset (proto3): a skill with "inputModes": [] takes the card's
+// defaults, one with "securityRequirements": [] the card's requirements.
 func ParseLimits(raw []byte, lim Limits) (*Card, error) {
 	lim = lim.withDefaults()
 	v, err := jcs.Parse(raw, jcs.Limits{MaxBytes: lim.MaxBytes, MaxDepth: lim.MaxDepth})
@@ -59,30 +64,47 @@ func ParseLimits(raw []byte, lim Limits) (*Card, error) {
 	}
 	p := cardParser{card: &Card{Raw: raw}}
 	p.parse(&v)
-	if p.err != nil {
-		return nil, p.err
-	}
 	c := p.card
 	if c.Name == "" && c.URL() == "" {
-		return nil, ErrMissingIdentity
+		p.note("", "the card has no name and no interface URL")
 	}
 	return c, nil
 }
 
-// cardParser walks the JSON tree; the first error sticks and later reads are
-// no-ops, which keeps the walk free of error plumbing.
+// cardParser walks the JSON tree. What it cannot read it notes in
+// Card.Conformance and reads around, which keeps the walk free of error
+// plumbing.
 type cardParser struct {
 	card *Card
-	err  error
 
 	v1, legacy bool // which generations' fields were seen
 	v01        bool // v0.1 "authentication"
 }
 
-func (p *cardParser) fail(ptr, reason string) {
-	if p.err == nil {
-		p.err = &FieldError{Pointer: ptr, Reason: reason}
+// note records a part of the card that follows no known schema.
+func (p *cardParser) note(ptr, reason string) {
+	p.card.Conformance = append(p.card.Conformance, Nonconformance{Path: ptr, Message: reason})
+}
+
+// wrongType notes a value of an unexpected JSON type.
+func (p *cardParser) wrongType(ptr, want string, got *jcs.Value) {
+	p.note(ptr, "want "+want+", got "+kindName(got.Kind))
+}
+
+func kindName(k jcs.Kind) string {
+	switch k {
+	case jcs.True, jcs.False:
+		return "a boolean"
+	case jcs.Number:
+		return "a number"
+	case jcs.String:
+		return "a string"
+	case jcs.Array:
+		return "an array"
+	case jcs.Object:
+		return "an object"
 	}
+	return "null"
 }
 
 func present(v *jcs.Value, ok bool) bool { return ok && v.Kind != jcs.Null }
@@ -93,7 +115,7 @@ func (p *cardParser) str(obj *jcs.Value, key, ptr string) string {
 		return ""
 	}
 	if v.Kind != jcs.String {
-		p.fail(ptr+"/"+escapePointer(key), "want a string")
+		p.wrongType(ptr+"/"+escapePointer(key), "a string", v)
 		return ""
 	}
 	return v.Str
@@ -117,26 +139,33 @@ func (p *cardParser) boolean(obj *jcs.Value, key, ptr string) bool {
 			return false
 		}
 	}
-	p.fail(ptr+"/"+escapePointer(key), "want a boolean")
+	p.wrongType(ptr+"/"+escapePointer(key), "a boolean", v)
 	return false
 }
 
-// strs reads an array of strings; nil when absent or null, non-nil when present.
+// strs reads an array of strings; nil when absent or null, non-nil when
+// present. Entries that are not strings are noted and skipped; a single string
+// is read as a one-element list (noted).
 func (p *cardParser) strs(obj *jcs.Value, key, ptr string) []string {
 	v, ok := obj.Get(key)
 	if !present(v, ok) {
 		return nil
 	}
 	ptr += "/" + escapePointer(key)
-	if v.Kind != jcs.Array {
-		p.fail(ptr, "want an array of strings")
+	switch v.Kind {
+	case jcs.Array:
+	case jcs.String:
+		p.note(ptr, "want an array of strings, got a string (read as a list of one)")
+		return []string{v.Str}
+	default:
+		p.wrongType(ptr, "an array of strings", v)
 		return nil
 	}
 	out := make([]string, 0, len(v.Elems))
 	for i := range v.Elems {
 		if v.Elems[i].Kind != jcs.String {
-			p.fail(ptr+"/"+strconv.Itoa(i), "want a string")
-			return nil
+			p.wrongType(ptr+"/"+strconv.Itoa(i), "a string", &v.Elems[i])
+			continue
 		}
 		out = append(out, v.Elems[i].Str)
 	}
@@ -149,7 +178,7 @@ func (p *cardParser) object(obj *jcs.Value, key, ptr string) *jcs.Value {
 		return nil
 	}
 	if v.Kind != jcs.Object {
-		p.fail(ptr+"/"+escapePointer(key), "want an object")
+		p.wrongType(ptr+"/"+escapePointer(key), "an object", v)
 		return nil
 	}
 	return v
@@ -161,7 +190,7 @@ func (p *cardParser) array(obj *jcs.Value, key, ptr string) *jcs.Value {
 		return nil
 	}
 	if v.Kind != jcs.Array {
-		p.fail(ptr+"/"+escapePointer(key), "want an array")
+		p.wrongType(ptr+"/"+escapePointer(key), "an array", v)
 		return nil
 	}
 	return v
@@ -184,16 +213,7 @@ func (p *cardParser) parse(root *jcs.Value) {
 		c.HasSignatures = len(sigs.Elems) > 0
 	}
 
-	topVersion := ""
-	if v, ok := root.Get("protocolVersion"); present(v, ok) {
-		if v.Kind != jcs.String {
-			p.fail("/protocolVersion", "want a string")
-		} else {
-			topVersion = v.Str
-			p.checkVersion(topVersion, "/protocolVersion")
-		}
-	}
-
+	topVersion := p.str(root, "protocolVersion", "")
 	p.interfaces(root, topVersion)
 	p.capabilities(root)
 	c.DefaultInputModes = p.strs(root, "defaultInputModes", "")
@@ -201,17 +221,41 @@ func (p *cardParser) parse(root *jcs.Value) {
 	p.skills(root)
 	p.security(root)
 	p.shape(topVersion)
+	if p.v1 {
+		p.proto3()
+	}
 }
 
-func (p *cardParser) checkVersion(v, ptr string) {
-	for _, s := range SupportedVersions {
-		if v == s || strings.HasPrefix(v, s+".") {
-			return
+// proto3 applies the v1.0 (protobuf) reading of empty values to a card with
+// v1.0 fields: an empty list is an unset one, so skills with empty modes or
+// requirements inherit the card's, and empty card-level lists are absent.
+func (p *cardParser) proto3() {
+	c := p.card
+	c.DefaultInputModes = unsetIfEmpty(c.DefaultInputModes)
+	c.DefaultOutputModes = unsetIfEmpty(c.DefaultOutputModes)
+	if len(c.SecurityRequirements) == 0 {
+		c.SecurityRequirements = nil
+	}
+	if len(c.Capabilities.Extensions) == 0 {
+		c.Capabilities.Extensions = nil
+	}
+	for i := range c.Skills {
+		s := &c.Skills[i]
+		s.InputModes = unsetIfEmpty(s.InputModes)
+		s.OutputModes = unsetIfEmpty(s.OutputModes)
+		s.Tags = unsetIfEmpty(s.Tags)
+		s.Examples = unsetIfEmpty(s.Examples)
+		if len(s.SecurityRequirements) == 0 {
+			s.SecurityRequirements = nil
 		}
 	}
-	if p.err == nil {
-		p.err = &UnsupportedVersionError{Version: v, Pointer: ptr, Supported: SupportedVersions}
+}
+
+func unsetIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
 	}
+	return s
 }
 
 // normBinding maps transport and binding spellings onto the v1.0 names.
@@ -235,23 +279,25 @@ func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 			e := &si.Elems[i]
 			ptr := "/supportedInterfaces/" + strconv.Itoa(i)
 			if e.Kind != jcs.Object {
-				p.fail(ptr, "want an object")
-				return
+				p.wrongType(ptr, "an object", e)
+				continue
 			}
-			binding := p.str(e, "protocolBinding", ptr)
+			bindingKey := "protocolBinding"
+			binding := p.str(e, bindingKey, ptr)
 			if binding == "" {
-				binding = p.str(e, "transport", ptr)
+				bindingKey = "transport"
+				binding = p.str(e, bindingKey, ptr)
 			}
 			in := Interface{
 				URL:             p.str(e, "url", ptr),
 				ProtocolBinding: normBinding(binding),
 				ProtocolVersion: p.str(e, "protocolVersion", ptr),
 				Tenant:          p.str(e, "tenant", ptr),
+				src:             interfaceSource{ptr: ptr, url: ptr + "/url", binding: ptr + "/" + bindingKey, version: ptr + "/protocolVersion", tenant: ptr + "/tenant"},
 			}
-			if in.ProtocolVersion != "" {
-				p.checkVersion(in.ProtocolVersion, ptr+"/protocolVersion")
-			} else {
+			if in.ProtocolVersion == "" {
 				in.ProtocolVersion = topVersion
+				in.src.version = "/protocolVersion"
 			}
 			c.Interfaces = append(c.Interfaces, in)
 		}
@@ -262,16 +308,20 @@ func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 	if url != "" || preferred != "" || additional != nil {
 		p.legacy = true
 	}
+	main := Interface{
+		URL: url, ProtocolBinding: normBinding(orDefault(preferred, "JSONRPC")), ProtocolVersion: topVersion,
+		src: interfaceSource{ptr: "/url", url: "/url", binding: "/preferredTransport", version: "/protocolVersion"},
+	}
 	if len(c.Interfaces) > 0 {
 		// A hybrid card: supportedInterfaces is authoritative; a top-level url
 		// that it does not list is kept after them.
 		if url != "" && !hasURL(c.Interfaces, url) {
-			c.Interfaces = append(c.Interfaces, Interface{URL: url, ProtocolBinding: normBinding(orDefault(preferred, "JSONRPC")), ProtocolVersion: topVersion})
+			c.Interfaces = append(c.Interfaces, main)
 		}
 		return
 	}
 	if url != "" {
-		c.Interfaces = append(c.Interfaces, Interface{URL: url, ProtocolBinding: normBinding(orDefault(preferred, "JSONRPC")), ProtocolVersion: topVersion})
+		c.Interfaces = append(c.Interfaces, main)
 	}
 	if additional == nil {
 		return
@@ -280,14 +330,19 @@ func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 		e := &additional.Elems[i]
 		ptr := "/additionalInterfaces/" + strconv.Itoa(i)
 		if e.Kind != jcs.Object {
-			p.fail(ptr, "want an object")
-			return
+			p.wrongType(ptr, "an object", e)
+			continue
 		}
-		binding := p.str(e, "transport", ptr)
+		bindingKey := "transport"
+		binding := p.str(e, bindingKey, ptr)
 		if binding == "" {
-			binding = p.str(e, "protocolBinding", ptr)
+			bindingKey = "protocolBinding"
+			binding = p.str(e, bindingKey, ptr)
 		}
-		in := Interface{URL: p.str(e, "url", ptr), ProtocolBinding: normBinding(binding), ProtocolVersion: topVersion}
+		in := Interface{
+			URL: p.str(e, "url", ptr), ProtocolBinding: normBinding(binding), ProtocolVersion: topVersion,
+			src: interfaceSource{ptr: ptr, url: ptr + "/url", binding: ptr + "/" + bindingKey, version: "/protocolVersion"},
+		}
 		if len(c.Interfaces) > 0 && c.Interfaces[0].URL == in.URL && c.Interfaces[0].ProtocolBinding == in.ProtocolBinding {
 			continue
 		}
@@ -322,19 +377,26 @@ func (p *cardParser) capabilities(root *jcs.Value) {
 		if v, ok := caps.Get("extendedAgentCard"); present(v, ok) {
 			p.v1 = true
 			c.Capabilities.ExtendedAgentCard = p.boolean(caps, "extendedAgentCard", ptr)
+			c.src.extendedCard = ptr + "/extendedAgentCard"
 		}
 		if exts := p.array(caps, "extensions", ptr); exts != nil {
+			c.Capabilities.Extensions = []Extension{}
 			for i := range exts.Elems {
 				e := &exts.Elems[i]
 				eptr := ptr + "/extensions/" + strconv.Itoa(i)
 				if e.Kind != jcs.Object {
-					p.fail(eptr, "want an object")
-					return
+					p.wrongType(eptr, "an object", e)
+					continue
 				}
 				ext := Extension{
 					URI:         p.str(e, "uri", eptr),
 					Description: p.str(e, "description", eptr),
 					Required:    p.boolean(e, "required", eptr),
+					src:         eptr,
+				}
+				if ext.URI == "" {
+					p.note(eptr, "an extension needs a non-empty uri (the extension is not compared)")
+					continue
 				}
 				if params, ok := e.Get("params"); present(params, ok) {
 					ext.Params = string(jcs.Append(nil, params))
@@ -347,6 +409,9 @@ func (p *cardParser) capabilities(root *jcs.Value) {
 	for _, key := range []string{"supportsAuthenticatedExtendedCard", "supportsExtendedAgentCard"} {
 		if v, ok := root.Get(key); present(v, ok) {
 			p.legacy = true
+			if c.src.extendedCard == "" {
+				c.src.extendedCard = "/" + key
+			}
 			if p.boolean(root, key, "") {
 				c.Capabilities.ExtendedAgentCard = true
 			}
@@ -365,8 +430,8 @@ func (p *cardParser) skills(root *jcs.Value) {
 		e := &arr.Elems[i]
 		ptr := "/skills/" + strconv.Itoa(i)
 		if e.Kind != jcs.Object {
-			p.fail(ptr, "want an object")
-			return
+			p.wrongType(ptr, "an object", e)
+			continue
 		}
 		s := Skill{
 			ID:          p.str(e, "id", ptr),
@@ -378,25 +443,31 @@ func (p *cardParser) skills(root *jcs.Value) {
 			OutputModes: p.strs(e, "outputModes", ptr),
 			Index:       i,
 		}
-		if s.ID == "" && p.err == nil {
-			p.fail(ptr+"/id", "a skill needs a non-empty string id")
+		if s.ID == "" {
+			p.note(ptr, "a skill needs a non-empty string id (the skill is not compared)")
+			continue
 		}
 		if reqs, ok := e.Get("securityRequirements"); present(reqs, ok) {
 			p.v1 = true
+			s.requirementsKey = "securityRequirements"
 			s.SecurityRequirements = p.requirements(reqs, ptr+"/securityRequirements")
 		} else if reqs, ok := e.Get("security"); present(reqs, ok) {
 			p.legacy = true
+			s.requirementsKey = "security"
 			s.SecurityRequirements = p.requirements(reqs, ptr+"/security")
 		}
 		c.Skills = append(c.Skills, s)
 	}
 	sort.SliceStable(c.Skills, func(a, b int) bool { return c.Skills[a].ID < c.Skills[b].ID })
-	for i := 1; i < len(c.Skills); i++ {
-		if c.Skills[i].ID == c.Skills[i-1].ID {
-			p.fail("/skills/"+strconv.Itoa(c.Skills[i].Index)+"/id", "duplicate skill id "+strconv.Quote(c.Skills[i].ID))
-			return
+	out := c.Skills[:0]
+	for i, s := range c.Skills {
+		if i > 0 && s.ID == c.Skills[i-1].ID {
+			p.note("/skills/"+strconv.Itoa(s.Index)+"/id", "duplicate skill id "+strconv.Quote(s.ID)+" (the first is compared)")
+			continue
 		}
+		out = append(out, s)
 	}
+	c.Skills = out
 	c.buildSkillIndex()
 }
 
@@ -411,9 +482,10 @@ func (c *Card) buildSkillIndex() {
 // requirements reads a security requirement list in either generation's shape:
 // v0.3 [{"name": ["scope"]}] or v1.0 [{"schemes": {"name": {"list": ["scope"]}}}]
 // (also the unwrapped v1.0 variant [{"schemes": {"name": ["scope"]}}]).
+// Entries it cannot read are noted and skipped.
 func (p *cardParser) requirements(v *jcs.Value, ptr string) []SecurityRequirement {
 	if v.Kind != jcs.Array {
-		p.fail(ptr, "want an array")
+		p.wrongType(ptr, "an array", v)
 		return nil
 	}
 	out := make([]SecurityRequirement, 0, len(v.Elems))
@@ -421,8 +493,8 @@ func (p *cardParser) requirements(v *jcs.Value, ptr string) []SecurityRequiremen
 		e := &v.Elems[i]
 		eptr := ptr + "/" + strconv.Itoa(i)
 		if e.Kind != jcs.Object {
-			p.fail(eptr, "want an object")
-			return nil
+			p.wrongType(eptr, "an object", e)
+			continue
 		}
 		body := e
 		if s, ok := e.Get("schemes"); ok && len(e.Members) == 1 && s.Kind == jcs.Object {
@@ -446,14 +518,15 @@ func (p *cardParser) requirements(v *jcs.Value, ptr string) []SecurityRequiremen
 				continue
 			}
 			if scopes.Kind != jcs.Array {
-				p.fail(mptr, "want an array of scopes")
-				return nil
+				p.wrongType(mptr, "an array of scopes", scopes)
+				req[m.Key] = []string{}
+				continue
 			}
 			list := make([]string, 0, len(scopes.Elems))
 			for k := range scopes.Elems {
 				if scopes.Elems[k].Kind != jcs.String {
-					p.fail(mptr+"/"+strconv.Itoa(k), "want a string")
-					return nil
+					p.wrongType(mptr+"/"+strconv.Itoa(k), "a string", &scopes.Elems[k])
+					continue
 				}
 				list = append(list, scopes.Elems[k].Str)
 			}
@@ -472,52 +545,105 @@ func (p *cardParser) security(root *jcs.Value) {
 			m := &schemes.Members[i]
 			ptr := "/securitySchemes/" + escapePointer(m.Key)
 			if m.Value.Kind != jcs.Object {
-				p.fail(ptr, "want an object")
-				return
+				p.wrongType(ptr, "an object", &m.Value)
+				continue
 			}
 			c.SecuritySchemes[m.Key] = p.scheme(&m.Value, ptr)
 		}
 	}
 	if reqs, ok := root.Get("securityRequirements"); present(reqs, ok) {
 		p.v1 = true
+		c.src.requirements = "/securityRequirements"
 		c.SecurityRequirements = p.requirements(reqs, "/securityRequirements")
 	} else if reqs, ok := root.Get("security"); present(reqs, ok) {
 		p.legacy = true
+		c.src.requirements = "/security"
 		c.SecurityRequirements = p.requirements(reqs, "/security")
 	}
 	if auth, ok := root.Get("authentication"); ok {
 		p.v01 = true
 		if auth.Kind == jcs.Object {
+			if c.src.requirements == "" {
+				c.src.requirements = "/authentication"
+			}
 			p.authentication(auth)
 		} else if auth.Kind != jcs.Null {
-			p.fail("/authentication", "want an object")
+			p.wrongType("/authentication", "an object", auth)
 		}
 	}
 }
 
-// scheme normalises one security scheme: v0.3 {"type": …} or v1.0's oneof
-// wrappers {"httpAuthSecurityScheme": {…}}.
-func (p *cardParser) scheme(v *jcs.Value, ptr string) SecurityScheme {
-	wrappers := []struct{ key, typ string }{
-		{"apiKeySecurityScheme", "apiKey"},
-		{"httpAuthSecurityScheme", "http"},
-		{"oauth2SecurityScheme", "oauth2"},
-		{"openIdConnectSecurityScheme", "openIdConnect"},
-		{"mtlsSecurityScheme", "mutualTLS"},
+// schemeWrappers are the v1.0 oneof members of a security scheme.
+var schemeWrappers = []struct{ key, typ string }{
+	{"apiKeySecurityScheme", "apiKey"},
+	{"httpAuthSecurityScheme", "http"},
+	{"oauth2SecurityScheme", "oauth2"},
+	{"openIdConnectSecurityScheme", "openIdConnect"},
+	{"mtlsSecurityScheme", "mutualTLS"},
+}
+
+// oneof reads the encoding protobuf-based SDKs (ts-proto) leak for a oneof
+// field: {"<field>": {"$case": "<member>", "value": {…}}}. It returns the
+// member name and its value, or ok false when v holds no such field.
+func oneof(v *jcs.Value, field string) (member string, value *jcs.Value, ptr string, ok bool) {
+	o, found := v.Get(field)
+	if !found || o.Kind != jcs.Object {
+		return "", nil, "", false
 	}
-	body, typ := v, ""
-	for _, w := range wrappers {
-		if inner, ok := v.Get(w.key); ok {
-			p.v1 = true
-			if inner.Kind != jcs.Object {
-				p.fail(ptr+"/"+w.key, "want an object")
-				return SecurityScheme{}
+	c, found := o.Get("$case")
+	if !found || c.Kind != jcs.String {
+		return "", nil, "", false
+	}
+	val, found := o.Get("value")
+	if !found {
+		return "", nil, "", false
+	}
+	return c.Str, val, "/" + escapePointer(field) + "/value", true
+}
+
+// oneofIn is oneof on an object that may be nil.
+func oneofIn(v *jcs.Value, field string) (string, *jcs.Value, string, bool) {
+	if v == nil {
+		return "", nil, "", false
+	}
+	return oneof(v, field)
+}
+
+// scheme normalises one security scheme: v0.3 {"type": …}, v1.0's oneof
+// wrappers {"httpAuthSecurityScheme": {…}}, or the ts-proto oneof
+// {"scheme": {"$case": "httpAuthSecurityScheme", "value": {…}}}.
+func (p *cardParser) scheme(v *jcs.Value, ptr string) SecurityScheme {
+	body, typ, bodyPtr := v, "", ptr
+	if member, val, sub, ok := oneof(v, "scheme"); ok {
+		for _, w := range schemeWrappers {
+			if member == w.key {
+				typ = w.typ
 			}
-			body, typ, ptr = inner, w.typ, ptr+"/"+w.key
-			break
+		}
+		p.v1 = true
+		if typ == "" {
+			p.note(ptr+"/scheme/$case", "unknown security scheme kind "+strconv.Quote(member))
+		}
+		if val.Kind != jcs.Object {
+			p.wrongType(ptr+sub, "an object", val)
+			return SecurityScheme{Type: typ, src: ptr}
+		}
+		body, bodyPtr = val, ptr+sub
+	}
+	if typ == "" && body == v {
+		for _, w := range schemeWrappers {
+			if inner, ok := v.Get(w.key); ok {
+				p.v1 = true
+				if inner.Kind != jcs.Object {
+					p.wrongType(ptr+"/"+w.key, "an object", inner)
+					return SecurityScheme{Type: w.typ, src: ptr}
+				}
+				body, typ, bodyPtr = inner, w.typ, ptr+"/"+w.key
+				break
+			}
 		}
 	}
-	if typ == "" {
+	if typ == "" && body == v {
 		p.legacy = true
 		typ = p.str(v, "type", ptr)
 		switch strings.ToLower(typ) {
@@ -532,52 +658,68 @@ func (p *cardParser) scheme(v *jcs.Value, ptr string) SecurityScheme {
 		case "mutualtls", "mtls":
 			typ = "mutualTLS"
 		case "":
-			p.fail(ptr, "security scheme has no type")
+			p.note(ptr, "security scheme has no type")
 		}
 	}
 	s := SecurityScheme{
 		Type:              typ,
-		Description:       p.str(body, "description", ptr),
-		Scheme:            strings.ToLower(p.str(body, "scheme", ptr)),
-		BearerFormat:      p.str(body, "bearerFormat", ptr),
-		Name:              p.str(body, "name", ptr),
-		Location:          p.str(body, "location", ptr),
-		OpenIDConnectURL:  p.str(body, "openIdConnectUrl", ptr),
-		OAuth2MetadataURL: p.str(body, "oauth2MetadataUrl", ptr),
+		Description:       p.str(body, "description", bodyPtr),
+		Scheme:            strings.ToLower(p.str(body, "scheme", bodyPtr)),
+		BearerFormat:      p.str(body, "bearerFormat", bodyPtr),
+		Name:              p.str(body, "name", bodyPtr),
+		Location:          p.str(body, "location", bodyPtr),
+		OpenIDConnectURL:  p.str(body, "openIdConnectUrl", bodyPtr),
+		OAuth2MetadataURL: p.str(body, "oauth2MetadataUrl", bodyPtr),
+		src:               bodyPtr,
 	}
 	if s.Location == "" {
-		s.Location = p.str(body, "in", ptr)
+		s.Location = p.str(body, "in", bodyPtr)
 	}
-	if flows := p.object(body, "flows", ptr); flows != nil {
+	s.Location = strings.ToLower(s.Location)
+	flows := p.object(body, "flows", bodyPtr)
+	if member, val, sub, ok := oneofIn(flows, "flow"); ok {
+		// ts-proto: "flows": {"flow": {"$case": "clientCredentials", "value": {…}}}
+		s.Flows = map[string]OAuthFlow{}
+		if f, ok := p.flow(val, bodyPtr+"/flows"+sub); ok {
+			s.Flows[member] = f
+		}
+	} else if flows != nil {
 		s.Flows = make(map[string]OAuthFlow, len(flows.Members))
 		for i := range flows.Members {
 			m := &flows.Members[i]
-			fptr := ptr + "/flows/" + escapePointer(m.Key)
-			if m.Value.Kind != jcs.Object {
-				p.fail(fptr, "want an object")
-				return s
+			if f, ok := p.flow(&m.Value, bodyPtr+"/flows/"+escapePointer(m.Key)); ok {
+				s.Flows[m.Key] = f
 			}
-			f := OAuthFlow{
-				AuthorizationURL:       p.str(&m.Value, "authorizationUrl", fptr),
-				TokenURL:               p.str(&m.Value, "tokenUrl", fptr),
-				RefreshURL:             p.str(&m.Value, "refreshUrl", fptr),
-				DeviceAuthorizationURL: p.str(&m.Value, "deviceAuthorizationUrl", fptr),
-			}
-			if scopes := p.object(&m.Value, "scopes", fptr); scopes != nil {
-				f.Scopes = make(map[string]string, len(scopes.Members))
-				for j := range scopes.Members {
-					sm := &scopes.Members[j]
-					if sm.Value.Kind == jcs.String {
-						f.Scopes[sm.Key] = sm.Value.Str
-					} else {
-						f.Scopes[sm.Key] = ""
-					}
-				}
-			}
-			s.Flows[m.Key] = f
 		}
 	}
 	return s
+}
+
+// flow reads one OAuth 2.0 flow object.
+func (p *cardParser) flow(v *jcs.Value, ptr string) (OAuthFlow, bool) {
+	if v.Kind != jcs.Object {
+		p.wrongType(ptr, "an object", v)
+		return OAuthFlow{}, false
+	}
+	f := OAuthFlow{
+		AuthorizationURL:       p.str(v, "authorizationUrl", ptr),
+		TokenURL:               p.str(v, "tokenUrl", ptr),
+		RefreshURL:             p.str(v, "refreshUrl", ptr),
+		DeviceAuthorizationURL: p.str(v, "deviceAuthorizationUrl", ptr),
+		src:                    ptr,
+	}
+	if scopes := p.object(v, "scopes", ptr); scopes != nil {
+		f.Scopes = make(map[string]string, len(scopes.Members))
+		for j := range scopes.Members {
+			sm := &scopes.Members[j]
+			if sm.Value.Kind == jcs.String {
+				f.Scopes[sm.Key] = sm.Value.Str
+			} else {
+				f.Scopes[sm.Key] = ""
+			}
+		}
+	}
+	return f, true
 }
 
 // authentication maps a v0.1 "authentication": {"schemes": [...]} onto
@@ -606,6 +748,7 @@ func (p *cardParser) authentication(auth *jcs.Value) {
 		default:
 			s = SecurityScheme{Type: "http", Scheme: strings.ToLower(name)}
 		}
+		s.src = "/authentication/schemes"
 		if c.SecuritySchemes == nil {
 			c.SecuritySchemes = map[string]SecurityScheme{}
 		}

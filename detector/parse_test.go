@@ -34,10 +34,10 @@ func mustParse(t testing.TB, raw []byte) *Card {
 // decision: accepted with which shape, or rejected with which typed error.
 func TestParseFixtures(t *testing.T) {
 	tests := []struct {
-		file    string
-		shape   string // when accepted
-		wantErr error  // when rejected
-		skills  int
+		file          string
+		shape         string
+		skills        int
+		nonconformant bool // Card.Conformance is not empty
 	}{
 		{file: "001-spec-v0.1.0-georoute-planner.json", shape: "v0.1", skills: 2},
 		{file: "002-spec-v0.2.6-georoute-planner.json", shape: "v0.2", skills: 2},
@@ -51,10 +51,11 @@ func TestParseFixtures(t *testing.T) {
 		{file: "008-a2a-readme-v0.1.0-parse-and-chat.json", shape: "", skills: 1},
 		{file: "009-a2a-cli-testdata-full.json", shape: "hybrid", skills: 3},
 		{file: "010-a2a-cli-testdata-minimal.json", shape: "hybrid", skills: 1},
-		// Wrong types everywhere: the first is a number where a string belongs.
-		{file: "011-a2a-cli-testdata-invalid-format.json", wantErr: ErrInvalidField},
-		// Not an A2A card: capabilities is an array of function specs.
-		{file: "014-a2a-smart-crypto-reporting-analytics.json", wantErr: ErrInvalidField},
+		// Wrong types everywhere: read around, listed as nonconformant.
+		{file: "011-a2a-cli-testdata-invalid-format.json", skills: -1, nonconformant: true},
+		// Hardly an A2A card (capabilities is an array of function specs): a
+		// JSON object all the same, pinned and compared.
+		{file: "014-a2a-smart-crypto-reporting-analytics.json", skills: -1, nonconformant: true},
 		{file: "012-a2a-aiar-identity-agent-card.json", shape: "v1.0", skills: -1},
 		{file: "013-a2a-aiar-identity-agent-card-signed.json", shape: "v1.0", skills: -1},
 		{file: "015-a2a-autogen-hyperwhales.json", shape: "v0.1", skills: 1},
@@ -95,12 +96,6 @@ func TestParseFixtures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			c, err := Parse(readFixture(t, tt.file))
-			if tt.wantErr != nil {
-				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("Parse(%s) error = %v, want %v", tt.file, err, tt.wantErr)
-				}
-				return
-			}
 			if err != nil {
 				t.Fatalf("Parse(%s) error = %v, want a card", tt.file, err)
 			}
@@ -109,6 +104,9 @@ func TestParseFixtures(t *testing.T) {
 			}
 			if tt.skills >= 0 && len(c.Skills) != tt.skills {
 				t.Errorf("Parse(%s) has %d skills, want %d", tt.file, len(c.Skills), tt.skills)
+			}
+			if got := len(c.Conformance) > 0; got != tt.nonconformant {
+				t.Errorf("Parse(%s).Conformance = %v, want nonconformant=%v", tt.file, c.Conformance, tt.nonconformant)
 			}
 		})
 	}
@@ -131,17 +129,6 @@ func TestParseErrors(t *testing.T) {
 		{"invalid utf-8", "{\"name\":\"a\xff\"}", ErrInvalidUTF8},
 		{"lone surrogate", `{"name":"\ud800"}`, ErrInvalidUTF8},
 		{"too deep", `{"name":"a","x":` + deep + `}`, ErrTooDeep},
-		{"no identity", `{"description":"nameless"}`, ErrMissingIdentity},
-		{"empty identity", `{"name":"","url":""}`, ErrMissingIdentity},
-		{"unsupported version", `{"name":"a","protocolVersion":"2.0"}`, ErrUnsupportedVersion},
-		{"unsupported interface version", `{"name":"a","supportedInterfaces":[{"url":"https://a","protocolBinding":"JSONRPC","protocolVersion":"0.9"}]}`, ErrUnsupportedVersion},
-		{"version not a string", `{"name":"a","protocolVersion":1.0}`, ErrInvalidField},
-		{"skill without id", `{"name":"a","skills":[{"name":"x"}]}`, ErrInvalidField},
-		{"duplicate skill id", `{"name":"a","skills":[{"id":"x"},{"id":"x"}]}`, ErrInvalidField},
-		{"capabilities array", `{"name":"a","capabilities":[]}`, ErrInvalidField},
-		{"modes not array", `{"name":"a","defaultInputModes":"text"}`, ErrInvalidField},
-		{"boolean garbage", `{"name":"a","capabilities":{"streaming":"yes"}}`, ErrInvalidField},
-		{"scheme without type", `{"name":"a","securitySchemes":{"x":{}}}`, ErrInvalidField},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,22 +145,6 @@ func TestParseTooLarge(t *testing.T) {
 	_, err := ParseLimits(raw, Limits{MaxBytes: 50})
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("ParseLimits(150 bytes, max 50) error = %v, want ErrTooLarge", err)
-	}
-}
-
-func TestUnsupportedVersionListsSupported(t *testing.T) {
-	_, err := Parse([]byte(`{"name":"a","protocolVersion":"2.1.0"}`))
-	var uv *UnsupportedVersionError
-	if !errors.As(err, &uv) {
-		t.Fatalf("Parse error = %v, want *UnsupportedVersionError", err)
-	}
-	if uv.Version != "2.1.0" || len(uv.Supported) != len(SupportedVersions) {
-		t.Fatalf("UnsupportedVersionError = %+v", uv)
-	}
-	for _, v := range SupportedVersions {
-		if !strings.Contains(err.Error(), v) {
-			t.Errorf("error %q does not list supported version %s", err, v)
-		}
 	}
 }
 

@@ -265,8 +265,6 @@ func classifyParse(url string, status int, err error) *FetchError {
 		fe.Reason = ReasonInvalidUTF8
 	case errors.Is(err, detector.ErrNotJSON):
 		fe.Reason = ReasonInvalidJSON
-	case errors.Is(err, detector.ErrUnsupportedVersion):
-		fe.Reason = ReasonUnsupportedVersion
 	default:
 		fe.Reason = ReasonNotACard
 	}

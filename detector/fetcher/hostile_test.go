@@ -229,18 +229,6 @@ func TestHostileAgents(t *testing.T) {
 			wantStatus: 200,
 		},
 		{
-			name:       "object without identity",
-			handler:    serveBody(`{"skills":[]}`),
-			want:       ReasonNotACard,
-			wantStatus: 200,
-		},
-		{
-			name:       "unsupported protocol version",
-			handler:    serveBody(`{"name":"a","protocolVersion":"7.0"}`),
-			want:       ReasonUnsupportedVersion,
-			wantStatus: 200,
-		},
-		{
 			name: "500",
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "boom", http.StatusInternalServerError)
