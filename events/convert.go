@@ -55,6 +55,18 @@ func strs(m map[string]any, k string) []string {
 	return out
 }
 
+// scopes reads a {scheme: [scope]} object; nil when it is absent.
+func scopes(m map[string]any) map[string][]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string][]string, len(m))
+	for k := range m {
+		out[k] = strs(m, k)
+	}
+	return out
+}
+
 func (c *converter) integer(m map[string]any, k, field string) int64 {
 	n, ok := m[k].(json.Number)
 	if !ok {
@@ -117,7 +129,13 @@ func convert(typ string, v any, card []byte) (Data, *schemas.ValidationError) {
 	var d Data
 	switch typ {
 	case TypeSubmitted:
+		// Absent requires, posture and idempotent take their defaults:
+		// nothing required, fail-closed, not idempotent.
 		req := obj(m, "requires")
+		posture := detector.Posture(str(m, "posture"))
+		if posture == "" {
+			posture = detector.FailClosed
+		}
 		s := Submitted{
 			TaskID:   str(m, "taskId"),
 			AgentURL: str(m, "agentUrl"),
@@ -128,8 +146,11 @@ func convert(typ string, v any, card []byte) (Data, *schemas.ValidationError) {
 				InputModes:        strs(req, "inputModes"),
 				OutputModes:       strs(req, "outputModes"),
 				Security:          strs(req, "security"),
+				Scopes:            scopes(obj(req, "scopes")),
+				Extensions:        strs(req, "extensions"),
+				ExtendedCard:      boolean(req, "extendedCard"),
 			},
-			Posture:    detector.Posture(str(m, "posture")),
+			Posture:    posture,
 			Idempotent: boolean(m, "idempotent"),
 			CardDigest: str(m, "cardDigest"),
 			CardURL:    str(m, "cardUrl"),

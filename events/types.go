@@ -43,12 +43,17 @@ type Data interface {
 // Submitted is the data of a2a.task.submitted: a client submitted a task it
 // planned against a card. Card and CardDigest are mutually exclusive; with
 // neither, carddrift pins the first card it fetches.
+//
+// Only TaskID, AgentURL and SkillID are required. The zero Requires (the
+// member absent) requires nothing; an empty Posture is the default,
+// detector.FailClosed (Decode fills it in, Requirements applies it, and
+// Encode omits an empty one); Idempotent defaults to false.
 type Submitted struct {
 	TaskID     string           `json:"taskId"`
 	AgentURL   string           `json:"agentUrl"`
 	SkillID    string           `json:"skillId"`
-	Requires   Requires         `json:"requires"`
-	Posture    detector.Posture `json:"posture"`
+	Requires   Requires         `json:"requires,omitzero"`
+	Posture    detector.Posture `json:"posture,omitempty"`
 	Idempotent bool             `json:"idempotent"`
 	// Card is the card JSON the client planned against, byte for byte as it
 	// appeared in the event (digest it with the detector's canonical digest).
@@ -57,7 +62,8 @@ type Submitted struct {
 	CardURL    string          `json:"cardUrl,omitempty"`
 }
 
-// Requires is what a submitted task needs of the agent.
+// Requires is what a submitted task needs of the agent. Every member is
+// optional; absent means not required.
 type Requires struct {
 	Streaming         bool     `json:"streaming"`
 	PushNotifications bool     `json:"pushNotifications"`
@@ -65,10 +71,42 @@ type Requires struct {
 	OutputModes       []string `json:"outputModes,omitempty"`
 	// Security names the card security schemes the client authenticates with.
 	Security []string `json:"security,omitempty"`
+	// Scopes maps a security scheme name to the OAuth scopes the client
+	// requests of it. Nil (absent) means the client did not say: the scopes
+	// of the pinned card's requirements that apply to the task's skill are
+	// assumed. A non-nil empty map says the client requests none. A nil list
+	// is sent as [].
+	Scopes map[string][]string `json:"scopes,omitzero"`
+	// Extensions are the URIs of the agent extensions the client activates.
+	Extensions []string `json:"extensions,omitempty"`
+	// ExtendedCard reports that the task uses the authenticated extended
+	// card.
+	ExtendedCard bool `json:"extendedCard,omitempty"`
 }
 
-// Requirements returns the task's requirements in the detector's model.
+// MarshalJSON writes nil scope lists as [] (the schema requires arrays).
+func (r Requires) MarshalJSON() ([]byte, error) {
+	type plain Requires
+	for _, v := range r.Scopes {
+		if v == nil {
+			scopes := make(map[string][]string, len(r.Scopes))
+			for k, v := range r.Scopes {
+				scopes[k] = append([]string{}, v...)
+			}
+			r.Scopes = scopes
+			break
+		}
+	}
+	return json.Marshal(plain(r))
+}
+
+// Requirements returns the task's requirements in the detector's model, with
+// the defaults applied (an empty Posture is detector.FailClosed).
 func (s Submitted) Requirements() detector.Requirements {
+	posture := s.Posture
+	if posture == "" {
+		posture = detector.FailClosed
+	}
 	return detector.Requirements{
 		SkillID:           s.SkillID,
 		Streaming:         s.Requires.Streaming,
@@ -76,7 +114,10 @@ func (s Submitted) Requirements() detector.Requirements {
 		InputModes:        s.Requires.InputModes,
 		OutputModes:       s.Requires.OutputModes,
 		Security:          s.Requires.Security,
-		Posture:           s.Posture,
+		Scopes:            s.Requires.Scopes,
+		Extensions:        s.Requires.Extensions,
+		ExtendedCard:      s.Requires.ExtendedCard,
+		Posture:           posture,
 		Idempotent:        s.Idempotent,
 	}
 }
