@@ -56,7 +56,9 @@ func TestDiffExitCodes(t *testing.T) {
 		{"bad posture", []string{"diff", "--posture", "yolo", old, nu}, exitUsage},
 		{"one argument", []string{"diff", old}, exitUsage},
 		{"missing file", []string{"diff", old, filepath.Join(t.TempDir(), "nope.json")}, exitUsage},
-		{"unparseable card", []string{"diff", old, fixture("011-a2a-cli-testdata-invalid-format.json")}, exitUsage},
+		{"not a card (not JSON)", []string{"diff", old, writeCard(t, `{"name": `)}, exitUsage},
+		{"not a card (an array)", []string{"diff", old, writeCard(t, `[{"name":"a"}]`)}, exitUsage},
+		{"a sloppy card is a card", []string{"diff", old, fixture("011-a2a-cli-testdata-invalid-format.json")}, exitOK},
 		{"unknown flag", []string{"diff", "--nope", old, nu}, exitUsage},
 	}
 	for _, tt := range tests {
@@ -66,6 +68,40 @@ func TestDiffExitCodes(t *testing.T) {
 				t.Fatalf("carddrift %v = %d, want %d (stderr %q)", tt.args, code, tt.want, stderr)
 			}
 		})
+	}
+}
+
+// TestPinAcceptsEveryFixture: pin reads every real card in the repository
+// and the forms the official SDKs serve; parts that follow no known schema
+// are listed under conformance, never refused.
+func TestPinAcceptsEveryFixture(t *testing.T) {
+	var files []string
+	for _, dir := range []string{fixtures, filepath.Join(fixtures, "..", "forms")} {
+		m, err := filepath.Glob(filepath.Join(dir, "*.json"))
+		if err != nil || len(m) == 0 {
+			t.Fatalf("no cards under %s: %v", dir, err)
+		}
+		files = append(files, m...)
+	}
+	for _, f := range files {
+		code, stdout, stderr := runCLI(t, "", "pin", "--json", f)
+		if code != exitOK {
+			t.Errorf("carddrift pin %s = %d, want 0 (stderr %q)", filepath.Base(f), code, stderr)
+			continue
+		}
+		var out struct {
+			Digest      string `json:"digest"`
+			Conformance []struct {
+				Path    string `json:"path"`
+				Message string `json:"message"`
+			} `json:"conformance"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &out); err != nil || !strings.HasPrefix(out.Digest, "sha256:") || out.Conformance == nil {
+			t.Errorf("pin --json %s = %s (%v), want a digest and a conformance list", filepath.Base(f), stdout, err)
+		}
+		if strings.Contains(f, "011-") && len(out.Conformance) == 0 {
+			t.Errorf("pin --json of the invalid-format card lists no conformance problems")
+		}
 	}
 }
 

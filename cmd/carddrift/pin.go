@@ -43,6 +43,9 @@ type pinOutput struct {
 	Skills           []string `json:"skills"`
 	ETag             string   `json:"etag,omitempty"`
 	CacheControl     string   `json:"cacheControl,omitempty"`
+	// Conformance lists the parts of the card that follow no known version's
+	// schema; carddrift reads around them (never a refusal).
+	Conformance []detector.Nonconformance `json:"conformance"`
 }
 
 func runPin(ctx context.Context, e *env, where string, asJSON bool) error {
@@ -67,6 +70,10 @@ func runPin(ctx context.Context, e *env, where string, asJSON bool) error {
 	if out.ProtocolVersions == nil {
 		out.ProtocolVersions = []string{}
 	}
+	out.Conformance = c.Conformance
+	if out.Conformance == nil {
+		out.Conformance = []detector.Nonconformance{}
+	}
 	out.Skills = make([]string, 0, len(c.Skills))
 	for _, s := range c.Skills {
 		out.Skills = append(out.Skills, s.ID)
@@ -88,6 +95,18 @@ func runPin(ctx context.Context, e *env, where string, asJSON bool) error {
 	fmt.Fprintf(w, "skills             %s\n", orNone(strings.Join(out.Skills, ", ")))
 	fmt.Fprintf(w, "etag               %s\n", orNone(out.ETag))
 	fmt.Fprintf(w, "cache-control      %s\n", orNone(out.CacheControl))
+	if len(out.Conformance) == 0 {
+		fmt.Fprintf(w, "conformance        ok\n")
+		return nil
+	}
+	fmt.Fprintf(w, "conformance        %d part(s) follow no known schema (read around):\n", len(out.Conformance))
+	for _, n := range out.Conformance {
+		path := n.Path
+		if path == "" {
+			path = "(the card)"
+		}
+		fmt.Fprintf(w, "  %-24s %s\n", path, n.Message)
+	}
 	return nil
 }
 
