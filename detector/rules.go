@@ -110,6 +110,10 @@ type Rule struct {
 	// TaskLevel marks a rule emitted from task lifecycle facts (see the task
 	// checks) rather than by comparing two cards; its Check is nil.
 	TaskLevel bool
+	// Touches is what the rule's findings can touch of a task: the one
+	// decision Touches (and so Judge) applies to them. Every rule declares
+	// one; the registry audit refuses the zero value.
+	Touches Touch
 	// Check compares a pinned and a live card and returns this rule's
 	// findings, complete with Rule, Severity and Message. It must be pure,
 	// deterministic and return nothing when both cards are the same.
@@ -119,43 +123,43 @@ type Rule struct {
 // registry is the rule set in its fixed order: by area, then removal before
 // addition. Diff output is sorted independently of it.
 var registry = []Rule{
-	{ID: RuleSkillRemoved, Severity: Breaking, Area: AreaSkills, Check: checkSkillRemoved},
-	{ID: RuleSkillAdded, Severity: Info, Area: AreaSkills, Check: checkSkillAdded},
-	{ID: RuleSkillInputModesChanged, Severity: Breaking, Area: AreaModes, Check: checkSkillInputModes},
-	{ID: RuleSkillOutputModesChanged, Severity: Breaking, Area: AreaModes, Check: checkSkillOutputModes},
-	{ID: RuleDefaultInputModesChanged, Severity: Breaking, Area: AreaModes, Check: checkDefaultInputModes},
-	{ID: RuleDefaultOutputModesChanged, Severity: Breaking, Area: AreaModes, Check: checkDefaultOutputModes},
+	{ID: RuleSkillRemoved, Severity: Breaking, Area: AreaSkills, Touches: TouchSkill, Check: checkSkillRemoved},
+	{ID: RuleSkillAdded, Severity: Info, Area: AreaSkills, Touches: TouchNone, Check: checkSkillAdded},
+	{ID: RuleSkillInputModesChanged, Severity: Breaking, Area: AreaModes, Touches: TouchInputModes, Check: checkSkillInputModes},
+	{ID: RuleSkillOutputModesChanged, Severity: Breaking, Area: AreaModes, Touches: TouchOutputModes, Check: checkSkillOutputModes},
+	{ID: RuleDefaultInputModesChanged, Severity: Breaking, Area: AreaModes, Touches: TouchDefaultInputModes, Check: checkDefaultInputModes},
+	{ID: RuleDefaultOutputModesChanged, Severity: Breaking, Area: AreaModes, Touches: TouchDefaultOutputModes, Check: checkDefaultOutputModes},
 
-	{ID: RuleStreamingDisabled, Severity: Breaking, Area: AreaCapabilities, Check: checkStreamingDisabled},
-	{ID: RuleStreamingEnabled, Severity: Info, Area: AreaCapabilities, Check: checkStreamingEnabled},
-	{ID: RulePushNotificationsDisabled, Severity: Breaking, Area: AreaCapabilities, Check: checkPushDisabled},
-	{ID: RulePushNotificationsEnabled, Severity: Info, Area: AreaCapabilities, Check: checkPushEnabled},
-	{ID: RuleExtendedCardChanged, Severity: Breaking, Area: AreaCapabilities, Check: checkExtendedCard},
+	{ID: RuleStreamingDisabled, Severity: Breaking, Area: AreaCapabilities, Touches: TouchStreaming, Check: checkStreamingDisabled},
+	{ID: RuleStreamingEnabled, Severity: Info, Area: AreaCapabilities, Touches: TouchNone, Check: checkStreamingEnabled},
+	{ID: RulePushNotificationsDisabled, Severity: Breaking, Area: AreaCapabilities, Touches: TouchPush, Check: checkPushDisabled},
+	{ID: RulePushNotificationsEnabled, Severity: Info, Area: AreaCapabilities, Touches: TouchNone, Check: checkPushEnabled},
+	{ID: RuleExtendedCardChanged, Severity: Breaking, Area: AreaCapabilities, Touches: TouchExtendedCard, Check: checkExtendedCard},
 
-	{ID: RuleExtensionRemoved, Severity: Breaking, Area: AreaExtensions, Check: checkExtensionRemoved},
-	{ID: RuleExtensionAdded, Severity: Info, Area: AreaExtensions, Check: checkExtensionAdded},
-	{ID: RuleExtensionRequiredAdded, Severity: Breaking, Area: AreaExtensions, Check: checkExtensionRequiredAdded},
-	{ID: RuleExtensionRequiredRemoved, Severity: Info, Area: AreaExtensions, Check: checkExtensionRequiredRemoved},
-	{ID: RuleExtensionParamsChanged, Severity: Warning, Area: AreaExtensions, Check: checkExtensionParams},
+	{ID: RuleExtensionRemoved, Severity: Breaking, Area: AreaExtensions, Touches: TouchExtension, Check: checkExtensionRemoved},
+	{ID: RuleExtensionAdded, Severity: Info, Area: AreaExtensions, Touches: TouchExtension, Check: checkExtensionAdded},
+	{ID: RuleExtensionRequiredAdded, Severity: Breaking, Area: AreaExtensions, Touches: TouchExtensionRequired, Check: checkExtensionRequiredAdded},
+	{ID: RuleExtensionRequiredRemoved, Severity: Info, Area: AreaExtensions, Touches: TouchExtension, Check: checkExtensionRequiredRemoved},
+	{ID: RuleExtensionParamsChanged, Severity: Warning, Area: AreaExtensions, Touches: TouchExtension, Check: checkExtensionParams},
 
-	{ID: RuleSecuritySchemeRemoved, Severity: Breaking, Area: AreaSecurity, Check: checkSecuritySchemeRemoved},
-	{ID: RuleSecuritySchemeAdded, Severity: Info, Area: AreaSecurity, Check: checkSecuritySchemeAdded},
-	{ID: RuleSecuritySchemeChanged, Severity: Breaking, Area: AreaSecurity, Check: checkSecuritySchemeChanged},
-	{ID: RuleOAuthScopeRemoved, Severity: Breaking, Area: AreaSecurity, Check: checkOAuthScopeRemoved},
-	{ID: RuleSecurityRequirementsChanged, Severity: Breaking, Area: AreaSecurity, Check: checkSecurityRequirements},
+	{ID: RuleSecuritySchemeRemoved, Severity: Breaking, Area: AreaSecurity, Touches: TouchScheme, Check: checkSecuritySchemeRemoved},
+	{ID: RuleSecuritySchemeAdded, Severity: Info, Area: AreaSecurity, Touches: TouchNone, Check: checkSecuritySchemeAdded},
+	{ID: RuleSecuritySchemeChanged, Severity: Breaking, Area: AreaSecurity, Touches: TouchScheme, Check: checkSecuritySchemeChanged},
+	{ID: RuleOAuthScopeRemoved, Severity: Breaking, Area: AreaSecurity, Touches: TouchScope, Check: checkOAuthScopeRemoved},
+	{ID: RuleSecurityRequirementsChanged, Severity: Breaking, Area: AreaSecurity, Touches: TouchRequirements, Check: checkSecurityRequirements},
 
-	{ID: RuleInterfaceChanged, Severity: Breaking, Area: AreaInterfaces, Check: checkInterfaces},
-	{ID: RuleProtocolVersionChanged, Severity: Breaking, Area: AreaInterfaces, Check: checkProtocolVersion},
+	{ID: RuleInterfaceChanged, Severity: Breaking, Area: AreaInterfaces, Touches: TouchAll, Check: checkInterfaces},
+	{ID: RuleProtocolVersionChanged, Severity: Breaking, Area: AreaInterfaces, Touches: TouchAll, Check: checkProtocolVersion},
 
-	{ID: RuleCardVersionChanged, Severity: Info, Area: AreaVersion, Check: checkCardVersion},
-	{ID: RuleContentChangedWithoutVersion, Severity: Warning, Area: AreaVersion, Check: checkVersionBump},
-	{ID: RuleDescriptiveTextChanged, Severity: Info, Area: AreaText, Check: checkDescriptiveText},
-	{ID: RuleCardNonconformant, Severity: Warning, Area: AreaConformance, Check: checkNonconformant},
+	{ID: RuleCardVersionChanged, Severity: Info, Area: AreaVersion, Touches: TouchNone, Check: checkCardVersion},
+	{ID: RuleContentChangedWithoutVersion, Severity: Warning, Area: AreaVersion, Touches: TouchNone, Check: checkVersionBump},
+	{ID: RuleDescriptiveTextChanged, Severity: Info, Area: AreaText, Touches: TouchNone, Check: checkDescriptiveText},
+	{ID: RuleCardNonconformant, Severity: Warning, Area: AreaConformance, Touches: TouchNone, Check: checkNonconformant},
 
-	{ID: RuleUnmodeledSkill, Severity: Breaking, Area: AreaTask, TaskLevel: true},
-	{ID: RuleArtifactTypeUndeclared, Severity: Breaking, Area: AreaTask, TaskLevel: true},
-	{ID: RuleBlindRetry, Severity: Breaking, Area: AreaTask, TaskLevel: true},
-	{ID: RulePinnedCardUnknown, Severity: Breaking, Area: AreaTask, TaskLevel: true},
+	{ID: RuleUnmodeledSkill, Severity: Breaking, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
+	{ID: RuleArtifactTypeUndeclared, Severity: Breaking, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
+	{ID: RuleBlindRetry, Severity: Breaking, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
+	{ID: RulePinnedCardUnknown, Severity: Breaking, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
 }
 
 // Rules returns every rule, card-level and task-level, in the registry's fixed

@@ -2,6 +2,7 @@ package detector
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -119,75 +120,177 @@ func summarize(fs []Finding) string {
 	return strings.Join(parts, ", ")
 }
 
-// Touches reports whether a finding concerns what the task uses. Descriptive
-// findings never touch a task; skill findings touch only the task's skill;
-// capability findings touch only tasks that need the capability; security
-// findings touch tasks that authenticate with (or are required to use) the
-// scheme; card-wide structural findings (protocol version, interfaces,
-// extensions, card-level security requirements) touch every task.
+// Touches reports whether a finding concerns what the task uses. The decision
+// is the finding's rule's Touch (declared beside its check in the registry)
+// applied to the finding, the two cards and the task's requirements; see
+// Touch for what each kind means. A finding of a rule the registry does not
+// know touches the task when it names no skill or the task's skill.
 func Touches(f Finding, pinned, live *Card, req Requirements) bool {
-	switch f.Rule {
-	case RuleUnmodeledSkill, RuleArtifactTypeUndeclared, RuleBlindRetry, RulePinnedCardUnknown:
-		return true
-	case RuleCardNonconformant:
-		return false
-	case RuleDescriptiveTextChanged, RuleCardVersionChanged, RuleSkillAdded,
-		RuleStreamingEnabled, RulePushNotificationsEnabled, RuleSecuritySchemeAdded,
-		RuleContentChangedWithoutVersion:
-		return false
-	case RuleStreamingDisabled:
-		return req.Streaming
-	case RulePushNotificationsDisabled:
-		return req.PushNotifications
-	case RuleSkillRemoved:
+	if pinned == nil {
+		pinned = &Card{}
+	}
+	if live == nil {
+		live = &Card{}
+	}
+	if r, ok := RuleByID(f.Rule); ok && r.Touches.valid() {
+		return touchDecisions[r.Touches](f, pinned, live, req)
+	}
+	return f.Skill == "" || f.Skill == req.SkillID
+}
+
+// Touch is what the findings of a rule can touch: the part of a task's plan
+// (its Requirements, read against the pinned card) a finding must concern to
+// affect the task. Every rule declares one (Rule.Touches); the zero value is
+// no declaration, which the registry audit refuses. Each kind has one
+// decision function, so a kind means the same for every rule that uses it.
+type Touch int
+
+// Kinds of Touch.
+const (
+	// TouchNone: the finding affects no task (additions that ask nothing of
+	// a client, descriptive text, versions, conformance).
+	TouchNone Touch = iota + 1
+	// TouchAll: the finding affects every task on the agent (interfaces,
+	// protocol versions, and the task-level rules, whose findings are made
+	// for the task).
+	TouchAll
+	// TouchSkill: the finding's skill is the task's skill.
+	TouchSkill
+	// TouchStreaming: the task streams.
+	TouchStreaming
+	// TouchPush: the task configures push notifications.
+	TouchPush
+	// TouchInputModes: the finding's skill is the task's, and a media type
+	// the task sends (any, when it names none) is no longer accepted.
+	TouchInputModes
+	// TouchOutputModes: as TouchInputModes for the types the task expects.
+	TouchOutputModes
+	// TouchDefaultInputModes: the task's skill takes the card's default
+	// input modes (or the task names no declared skill), and a type the task
+	// sends is no longer covered.
+	TouchDefaultInputModes
+	// TouchDefaultOutputModes: as TouchDefaultInputModes for output modes.
+	TouchDefaultOutputModes
+	// TouchScheme: the task authenticates with the finding's scheme (named
+	// in Requirements.Security, else in a pinned requirement that applies to
+	// its skill).
+	TouchScheme
+	// TouchScope: the task requests the finding's scope of its scheme
+	// (Requirements.Scopes, else a pinned requirement that applies to its
+	// skill lists it).
+	TouchScope
+	// TouchRequirements: the finding is about the requirements that apply to
+	// the task's skill: the skill's own (a finding with Skill set), or the
+	// card's when the skill declares none in either card.
+	TouchRequirements
+	// TouchExtension: the task activates the finding's extension (listed in
+	// Requirements.Extensions, or required by the pinned card, without
+	// which no task ran on it).
+	TouchExtension
+	// TouchExtensionRequired: the task does not activate the finding's
+	// extension, which the agent now requires: it will be refused.
+	TouchExtensionRequired
+	// TouchExtendedCard: the task uses the authenticated extended card.
+	TouchExtendedCard
+)
+
+var touchNames = [...]string{
+	TouchNone:               "none",
+	TouchAll:                "all",
+	TouchSkill:              "skill",
+	TouchStreaming:          "streaming",
+	TouchPush:               "push",
+	TouchInputModes:         "input-modes",
+	TouchOutputModes:        "output-modes",
+	TouchDefaultInputModes:  "default-input-modes",
+	TouchDefaultOutputModes: "default-output-modes",
+	TouchScheme:             "scheme",
+	TouchScope:              "scope",
+	TouchRequirements:       "requirements",
+	TouchExtension:          "extension",
+	TouchExtensionRequired:  "extension-required",
+	TouchExtendedCard:       "extended-card",
+}
+
+// String returns the kind's kebab-case name, or "undeclared".
+func (t Touch) String() string {
+	if !t.valid() {
+		return "undeclared"
+	}
+	return touchNames[t]
+}
+
+func (t Touch) valid() bool { return t >= TouchNone && t <= TouchExtendedCard }
+
+// touchDecision decides, for one kind, whether a finding touches a task.
+// pinned and live are never nil.
+type touchDecision func(f Finding, pinned, live *Card, req Requirements) bool
+
+// touchDecisions holds the one decision of each kind.
+var touchDecisions = [...]touchDecision{
+	TouchNone: func(Finding, *Card, *Card, Requirements) bool { return false },
+	TouchAll:  func(Finding, *Card, *Card, Requirements) bool { return true },
+	TouchSkill: func(f Finding, _, _ *Card, req Requirements) bool {
 		return f.Skill != "" && f.Skill == req.SkillID
-	case RuleSkillInputModesChanged:
-		return f.Skill == req.SkillID && modesTouch(req.SkillID, req.InputModes, pinned, live, (*Card).InputModes, f)
-	case RuleSkillOutputModesChanged:
-		return f.Skill == req.SkillID && modesTouch(req.SkillID, req.OutputModes, pinned, live, (*Card).OutputModes, f)
-	case RuleDefaultInputModesChanged:
+	},
+	TouchStreaming: func(_ Finding, _, _ *Card, req Requirements) bool { return req.Streaming },
+	TouchPush:      func(_ Finding, _, _ *Card, req Requirements) bool { return req.PushNotifications },
+	TouchInputModes: func(f Finding, pinned, live *Card, req Requirements) bool {
+		return f.Skill == req.SkillID && modesTouch(req.SkillID, req.InputModes, pinned, live, (*Card).InputModes)
+	},
+	TouchOutputModes: func(f Finding, pinned, live *Card, req Requirements) bool {
+		return f.Skill == req.SkillID && modesTouch(req.SkillID, req.OutputModes, pinned, live, (*Card).OutputModes)
+	},
+	TouchDefaultInputModes: func(_ Finding, pinned, live *Card, req Requirements) bool {
 		return usesDefaults(pinned, req.SkillID, func(s Skill) bool { return s.InputModes == nil }) &&
-			modesTouch(req.SkillID, req.InputModes, pinned, live, (*Card).InputModes, f)
-	case RuleDefaultOutputModesChanged:
+			modesTouch(req.SkillID, req.InputModes, pinned, live, (*Card).InputModes)
+	},
+	TouchDefaultOutputModes: func(_ Finding, pinned, live *Card, req Requirements) bool {
 		return usesDefaults(pinned, req.SkillID, func(s Skill) bool { return s.OutputModes == nil }) &&
-			modesTouch(req.SkillID, req.OutputModes, pinned, live, (*Card).OutputModes, f)
-	case RuleSecuritySchemeRemoved, RuleSecuritySchemeChanged, RuleOAuthScopeRemoved:
+			modesTouch(req.SkillID, req.OutputModes, pinned, live, (*Card).OutputModes)
+	},
+	TouchScheme: func(f Finding, pinned, _ *Card, req Requirements) bool {
 		return usesScheme(f.Scheme, pinned, req)
-	case RuleSecurityRequirementsChanged:
+	},
+	TouchScope: func(f Finding, pinned, _ *Card, req Requirements) bool {
+		return requestsScope(f.Scheme, f.Scope, pinned, req)
+	},
+	TouchRequirements: func(f Finding, pinned, live *Card, req Requirements) bool {
 		if f.Skill != "" {
 			return f.Skill == req.SkillID
 		}
-		if s, ok := pinned.Skill(req.SkillID); ok && len(s.SecurityRequirements) > 0 {
-			// The skill's own requirements override the card's.
-			if ls, ok := live.Skill(req.SkillID); ok && len(ls.SecurityRequirements) > 0 {
-				return false
-			}
-		}
-		return true
-	}
-	if f.Skill != "" {
-		return f.Skill == req.SkillID
-	}
-	return true
+		// A skill's own requirements override the card's; when it declares
+		// its own in either card, its skill-level finding grades the change
+		// of what applies to it (see checkSecurityRequirements).
+		return !ownRequirements(pinned, req.SkillID) && !ownRequirements(live, req.SkillID)
+	},
+	TouchExtension: func(f Finding, pinned, _ *Card, req Requirements) bool {
+		return f.Extension == "" || activates(f.Extension, pinned, req)
+	},
+	TouchExtensionRequired: func(f Finding, _, _ *Card, req Requirements) bool {
+		return f.Extension == "" || !slices.Contains(req.Extensions, f.Extension)
+	},
+	TouchExtendedCard: func(_ Finding, _, _ *Card, req Requirements) bool { return req.ExtendedCard },
 }
 
 // usesDefaults reports whether the task's skill (in the pinned card) takes its
 // modes from the card defaults; a task with no or an unknown skill does.
 func usesDefaults(pinned *Card, skillID string, undeclared func(Skill) bool) bool {
-	s, ok := pinned.Skill(skillID)
+	s, ok := skillByID(pinned, skillID)
 	return !ok || undeclared(s)
 }
 
 // modesTouch decides whether a mode change matters to the task. Without
-// declared task modes, the finding's own severity decides (narrowing is
-// breaking). With them, it matters when a mode the task needs was covered by
-// the pinned card and no longer is by the live card.
-func modesTouch(skillID string, need []string, pinned, live *Card, modes func(*Card, Skill) []string, f Finding) bool {
+// declared task modes, any change does (the finding's severity then decides
+// whether it impacts the task: narrowing is breaking). With them, it matters
+// when a mode the task needs was covered by the pinned card and no longer is
+// by the live card.
+func modesTouch(skillID string, need []string, pinned, live *Card, modes func(*Card, Skill) []string) bool {
 	if len(need) == 0 {
 		return true
 	}
 	effective := func(c *Card) []string {
-		if s, ok := c.Skill(skillID); ok {
+		if s, ok := skillByID(c, skillID); ok {
 			return modes(c, s)
 		}
 		return modes(c, Skill{})
@@ -202,29 +305,68 @@ func modesTouch(skillID string, need []string, pinned, live *Card, modes func(*C
 }
 
 // usesScheme reports whether the task authenticates with scheme: named in the
-// task's requirements, or else required by the pinned card for its skill.
+// task's requirements, or else in a pinned requirement that applies to its
+// skill.
 func usesScheme(scheme string, pinned *Card, req Requirements) bool {
 	if scheme == "" {
 		return true
 	}
 	if len(req.Security) > 0 {
-		for _, s := range req.Security {
-			if strings.EqualFold(s, scheme) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(req.Security, func(s string) bool { return strings.EqualFold(s, scheme) })
 	}
-	reqs := pinned.SecurityRequirements
-	if s, ok := pinned.Skill(req.SkillID); ok && len(s.SecurityRequirements) > 0 {
-		reqs = s.SecurityRequirements
-	}
-	for _, r := range reqs {
+	for _, r := range effectiveRequirements(pinned, req.SkillID) {
 		if _, ok := r[scheme]; ok {
 			return true
 		}
 	}
 	return false
+}
+
+// requestsScope reports whether the task requests scope of scheme: listed
+// for the scheme in Requirements.Scopes when the client said which scopes it
+// requests, else listed for the scheme by a pinned requirement that applies
+// to the task's skill (and the task authenticates with the scheme). A scope
+// no requirement uses is requested by no task that did not name it.
+func requestsScope(scheme, scope string, pinned *Card, req Requirements) bool {
+	if scope == "" {
+		return usesScheme(scheme, pinned, req)
+	}
+	if req.Scopes != nil {
+		for name, scopes := range req.Scopes {
+			if (scheme == "" || strings.EqualFold(name, scheme)) && slices.Contains(scopes, scope) {
+				return true
+			}
+		}
+		return false
+	}
+	if !usesScheme(scheme, pinned, req) {
+		return false
+	}
+	for _, r := range effectiveRequirements(pinned, req.SkillID) {
+		for name, scopes := range r {
+			if (scheme == "" || name == scheme) && slices.Contains(scopes, scope) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ownRequirements reports whether the skill declares security requirements of
+// its own in c, which then override the card's.
+func ownRequirements(c *Card, skillID string) bool {
+	s, ok := skillByID(c, skillID)
+	return ok && len(s.SecurityRequirements) > 0
+}
+
+// activates reports whether the task activates the extension uri: it lists
+// it, or the pinned card requires it (no task ran on that card without it).
+func activates(uri string, pinned *Card, req Requirements) bool {
+	if slices.Contains(req.Extensions, uri) {
+		return true
+	}
+	e, ok := extensionsByURI(pinned)[uri]
+	return ok && e.Required
 }
 
 // CheckInputRequest returns an unmodeled-skill finding when an input request
