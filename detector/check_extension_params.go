@@ -14,12 +14,13 @@ func checkExtensionParams(pinned, live *Card) []Finding {
 			continue
 		}
 		out = append(out, Finding{
-			Rule:     RuleExtensionParamsChanged,
-			Severity: Warning,
-			Path:     extensionPointer(le.index, "params"),
-			Before:   paramsValue(p[uri].Params),
-			After:    paramsValue(le.Params),
-			Message:  render(RuleExtensionParamsChanged, "uri", quote(uri)),
+			Rule:      RuleExtensionParamsChanged,
+			Severity:  Warning,
+			Path:      extensionPointer(le.index, "params"),
+			Before:    paramsValue(p[uri].Params),
+			After:     paramsValue(le.Params),
+			Message:   render(RuleExtensionParamsChanged, "uri", quote(uri)),
+			Extension: uri,
 		})
 	}
 	return out

@@ -14,7 +14,8 @@ func TestCheckExtensionParams(t *testing.T) {
 			want: []Finding{{
 				Rule: RuleExtensionParamsChanged, Severity: Warning, Path: "/capabilities/extensions/0/params",
 				Before: json.RawMessage(`{"level":"basic"}`), After: json.RawMessage(`{"level":"full"}`),
-				Message: `parameters of extension "https://ext.example.com/trace/v1" changed`,
+				Message:   `parameters of extension "https://ext.example.com/trace/v1" changed`,
+				Extension: traceURI,
 			}},
 		},
 		{
@@ -23,8 +24,9 @@ func TestCheckExtensionParams(t *testing.T) {
 			live:   modified(func(c *Card) { c.Capabilities.Extensions[0].Params = "" }),
 			want: []Finding{{
 				Rule: RuleExtensionParamsChanged, Severity: Warning, Path: "/capabilities/extensions/0/params",
-				Before:  json.RawMessage(`{"level":"basic"}`),
-				Message: `parameters of extension "https://ext.example.com/trace/v1" changed`,
+				Before:    json.RawMessage(`{"level":"basic"}`),
+				Message:   `parameters of extension "https://ext.example.com/trace/v1" changed`,
+				Extension: traceURI,
 			}},
 		},
 		{

@@ -20,12 +20,13 @@ func checkExtensionRequiredAdded(pinned, live *Card) []Finding {
 			before = false
 		}
 		out = append(out, Finding{
-			Rule:     RuleExtensionRequiredAdded,
-			Severity: Breaking,
-			Path:     extensionPointer(le.index, "required"),
-			Before:   before,
-			After:    true,
-			Message:  render(RuleExtensionRequiredAdded, "uri", quote(uri)),
+			Rule:      RuleExtensionRequiredAdded,
+			Severity:  Breaking,
+			Path:      extensionPointer(le.index, "required"),
+			Before:    before,
+			After:     true,
+			Message:   render(RuleExtensionRequiredAdded, "uri", quote(uri)),
+			Extension: uri,
 		})
 	}
 	return out
@@ -43,12 +44,13 @@ func checkExtensionRequiredRemoved(pinned, live *Card) []Finding {
 			continue
 		}
 		out = append(out, Finding{
-			Rule:     RuleExtensionRequiredRemoved,
-			Severity: Info,
-			Path:     extensionPointer(le.index, "required"),
-			Before:   true,
-			After:    false,
-			Message:  render(RuleExtensionRequiredRemoved, "uri", quote(uri)),
+			Rule:      RuleExtensionRequiredRemoved,
+			Severity:  Info,
+			Path:      extensionPointer(le.index, "required"),
+			Before:    true,
+			After:     false,
+			Message:   render(RuleExtensionRequiredRemoved, "uri", quote(uri)),
+			Extension: uri,
 		})
 	}
 	return out

@@ -11,7 +11,8 @@ func TestCheckExtensionRequiredAdded(t *testing.T) {
 			want: []Finding{{
 				Rule: RuleExtensionRequiredAdded, Severity: Breaking, Path: "/capabilities/extensions/0/required",
 				Before: false, After: true,
-				Message: `extension "https://ext.example.com/trace/v1" is now required: clients that do not support it will be refused`,
+				Message:   `extension "https://ext.example.com/trace/v1" is now required: clients that do not support it will be refused`,
+				Extension: traceURI,
 			}},
 		},
 		{
@@ -22,8 +23,9 @@ func TestCheckExtensionRequiredAdded(t *testing.T) {
 			}),
 			want: []Finding{{
 				Rule: RuleExtensionRequiredAdded, Severity: Breaking, Path: "/capabilities/extensions/1/required",
-				After:   true,
-				Message: `extension "urn:x" is now required: clients that do not support it will be refused`,
+				After:     true,
+				Message:   `extension "urn:x" is now required: clients that do not support it will be refused`,
+				Extension: "urn:x",
 			}},
 		},
 		{
@@ -43,7 +45,8 @@ func TestCheckExtensionRequiredRemoved(t *testing.T) {
 			want: []Finding{{
 				Rule: RuleExtensionRequiredRemoved, Severity: Info, Path: "/capabilities/extensions/0/required",
 				Before: true, After: false,
-				Message: `extension "https://ext.example.com/trace/v1" is no longer required`,
+				Message:   `extension "https://ext.example.com/trace/v1" is no longer required`,
+				Extension: traceURI,
 			}},
 		},
 		{

@@ -11,11 +11,12 @@ func checkExtensionRemoved(pinned, live *Card) []Finding {
 			continue
 		}
 		out = append(out, Finding{
-			Rule:     RuleExtensionRemoved,
-			Severity: Breaking,
-			Path:     extensionPointer(p[uri].index),
-			Before:   uri,
-			Message:  render(RuleExtensionRemoved, "uri", quote(uri)),
+			Rule:      RuleExtensionRemoved,
+			Severity:  Breaking,
+			Path:      extensionPointer(p[uri].index),
+			Before:    uri,
+			Message:   render(RuleExtensionRemoved, "uri", quote(uri)),
+			Extension: uri,
 		})
 	}
 	return out
@@ -32,11 +33,12 @@ func checkExtensionAdded(pinned, live *Card) []Finding {
 			continue
 		}
 		out = append(out, Finding{
-			Rule:     RuleExtensionAdded,
-			Severity: Info,
-			Path:     extensionPointer(l[uri].index),
-			After:    uri,
-			Message:  render(RuleExtensionAdded, "uri", quote(uri)),
+			Rule:      RuleExtensionAdded,
+			Severity:  Info,
+			Path:      extensionPointer(l[uri].index),
+			After:     uri,
+			Message:   render(RuleExtensionAdded, "uri", quote(uri)),
+			Extension: uri,
 		})
 	}
 	return out

@@ -12,7 +12,8 @@ func TestCheckExtensionRemoved(t *testing.T) {
 			live:   modified(func(c *Card) { c.Capabilities.Extensions = nil }),
 			want: []Finding{{
 				Rule: RuleExtensionRemoved, Severity: Breaking, Path: "/capabilities/extensions/0", Before: traceURI,
-				Message: `extension "https://ext.example.com/trace/v1" is no longer declared`,
+				Message:   `extension "https://ext.example.com/trace/v1" is no longer declared`,
+				Extension: traceURI,
 			}},
 		},
 		{
@@ -21,7 +22,8 @@ func TestCheckExtensionRemoved(t *testing.T) {
 			live:   modified(func(c *Card) { c.Capabilities.Extensions = []Extension{} }),
 			want: []Finding{{
 				Rule: RuleExtensionRemoved, Severity: Breaking, Path: "/capabilities/extensions/0", Before: traceURI,
-				Message: `extension "https://ext.example.com/trace/v1" is no longer declared`,
+				Message:   `extension "https://ext.example.com/trace/v1" is no longer declared`,
+				Extension: traceURI,
 			}},
 		},
 		{
@@ -44,7 +46,8 @@ func TestCheckExtensionAdded(t *testing.T) {
 			}),
 			want: []Finding{{
 				Rule: RuleExtensionAdded, Severity: Info, Path: "/capabilities/extensions/1", After: "urn:x",
-				Message: `optional extension "urn:x" is now declared`,
+				Message:   `optional extension "urn:x" is now declared`,
+				Extension: "urn:x",
 			}},
 		},
 		{

@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -94,17 +95,47 @@ func checkInterfaces(pinned, live *Card) []Finding {
 }
 
 // interfaceGroup is every declared interface with one (url, binding): cards
-// may list the same endpoint once per protocol version.
+// may list the same endpoint once per protocol version, and may spell its url
+// differently (see normalizeURL).
 type interfaceGroup struct {
 	url, binding, tenant string
+	norm                 string   // url as normalizeURL gives it
 	index                int      // served index of the first one
 	versions             []string // distinct protocol versions, in card order
 }
 
-// interfaceKey identifies an interface: its url and (upper-case) binding.
+// interfaceKey identifies an interface: its normalised url and (upper-case)
+// binding.
 type interfaceKey struct{ url, binding string }
 
-func (g interfaceGroup) key() interfaceKey { return interfaceKey{g.url, g.binding} }
+func (g interfaceGroup) key() interfaceKey { return interfaceKey{g.norm, g.binding} }
+
+// normalizeURL returns the form of an interface url under which two
+// spellings of one endpoint are equal: scheme and host in lower case, the
+// scheme's default port (443 for https, 80 for http) and an empty port
+// dropped, and an empty path written "/". So "https://Agent.Example.com:443"
+// equals "https://agent.example.com/". Path, query and fragment are kept as
+// they are (paths are case-sensitive). A url without a host (a gRPC
+// "host:port" target, say) is compared as written.
+func normalizeURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return s
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Host)
+	switch port := u.Port(); {
+	case port == "" && strings.HasSuffix(host, ":"):
+		host = strings.TrimSuffix(host, ":")
+	case u.Scheme == "https" && port == "443", u.Scheme == "http" && port == "80":
+		host = strings.TrimSuffix(host, ":"+port)
+	}
+	u.Host = host
+	if u.Path == "" && u.RawPath == "" {
+		u.Path = "/"
+	}
+	return u.String()
+}
 
 // value is the Before/After value of an interface.
 func (g interfaceGroup) value() map[string]string {
@@ -131,7 +162,7 @@ func groupInterfaces(ifs []Interface) interfaceGroups {
 		byKey: make(map[interfaceKey]*interfaceGroup, len(ifs)),
 	}
 	for i, in := range ifs {
-		g := interfaceGroup{url: in.URL, binding: strings.ToUpper(in.ProtocolBinding), tenant: in.Tenant, index: i}
+		g := interfaceGroup{url: in.URL, norm: normalizeURL(in.URL), binding: strings.ToUpper(in.ProtocolBinding), tenant: in.Tenant, index: i}
 		if j := slices.IndexFunc(gs.order, func(o interfaceGroup) bool { return o.key() == g.key() }); j >= 0 {
 			if !slices.Contains(gs.order[j].versions, in.ProtocolVersion) {
 				gs.order[j].versions = append(gs.order[j].versions, in.ProtocolVersion)

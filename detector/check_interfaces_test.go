@@ -71,9 +71,78 @@ func TestCheckInterfaces(t *testing.T) {
 			}),
 		},
 		{
+			name:   "host case, default port and empty path",
+			pinned: modified(func(c *Card) { c.Interfaces[0].URL = "https://Agent.Example.com:443" }),
+			live:   modified(func(c *Card) { c.Interfaces[0].URL = "https://agent.example.com/" }),
+		},
+		{
+			name:   "scheme case and explicit :80 on http",
+			pinned: modified(func(c *Card) { c.Interfaces[0].URL = "http://planner.example.com/a2a" }),
+			live:   modified(func(c *Card) { c.Interfaces[0].URL = "HTTP://PLANNER.example.com:80/a2a" }),
+		},
+		{
+			name:   "explicit :443 on the preferred interface",
+			pinned: testCard(),
+			live:   modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com:443/a2a" }),
+		},
+		{
+			name:   "path case is a move",
+			pinned: testCard(),
+			live:   modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com/A2A" }),
+			want: []Finding{{
+				Rule: RuleInterfaceChanged, Severity: Breaking, Path: "/supportedInterfaces/0",
+				Before:  jsonrpc,
+				After:   map[string]string{"url": "https://planner.example.com/A2A", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+				Message: `JSONRPC interface moved from "https://planner.example.com/a2a" to "https://planner.example.com/A2A"`,
+			}},
+		},
+		{
+			name:   "another port is a move",
+			pinned: testCard(),
+			live:   modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com:8443/a2a" }),
+			want: []Finding{{
+				Rule: RuleInterfaceChanged, Severity: Breaking, Path: "/supportedInterfaces/0",
+				Before:  jsonrpc,
+				After:   map[string]string{"url": "https://planner.example.com:8443/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+				Message: `JSONRPC interface moved from "https://planner.example.com/a2a" to "https://planner.example.com:8443/a2a"`,
+			}},
+		},
+		{
+			name:   ":443 on http is not a default port",
+			pinned: modified(func(c *Card) { c.Interfaces[0].URL = "http://planner.example.com/a2a" }),
+			live:   modified(func(c *Card) { c.Interfaces[0].URL = "http://planner.example.com:443/a2a" }),
+			want: []Finding{{
+				Rule: RuleInterfaceChanged, Severity: Breaking, Path: "/supportedInterfaces/0",
+				Before:  map[string]string{"url": "http://planner.example.com/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+				After:   map[string]string{"url": "http://planner.example.com:443/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+				Message: `JSONRPC interface moved from "http://planner.example.com/a2a" to "http://planner.example.com:443/a2a"`,
+			}},
+		},
+		{
 			name:   "protocol version only",
 			pinned: testCard(),
 			live:   modified(func(c *Card) { c.Interfaces[0].ProtocolVersion = "0.3" }),
 		},
 	})
+}
+
+func TestNormalizeURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"https://Agent.Example.com:443", "https://agent.example.com/"},
+		{"https://agent.example.com/", "https://agent.example.com/"},
+		{"HTTPS://agent.example.com", "https://agent.example.com/"},
+		{"http://agent.example.com:80/a2a", "http://agent.example.com/a2a"},
+		{"http://agent.example.com:/a2a", "http://agent.example.com/a2a"},
+		{"https://agent.example.com:8443/a2a", "https://agent.example.com:8443/a2a"},
+		{"http://agent.example.com:443/a2a", "http://agent.example.com:443/a2a"},
+		{"https://agent.example.com/A2A?x=1", "https://agent.example.com/A2A?x=1"},
+		{"https://[::1]:443", "https://[::1]/"},
+		{"grpc.example.com:443", "grpc.example.com:443"},
+		{"", ""},
+		{"%zz", "%zz"},
+	} {
+		if got := normalizeURL(tc.in); got != tc.want {
+			t.Errorf("normalizeURL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
 }

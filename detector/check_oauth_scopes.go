@@ -30,6 +30,7 @@ func checkOAuthScopeRemoved(pinned, live *Card) []Finding {
 					Before:   scope,
 					Message:  render(RuleOAuthScopeRemoved, "scheme", quote(name), "flow", quote(fn), "scope", quote(scope)),
 					Scheme:   name,
+					Scope:    scope,
 				})
 			}
 		}

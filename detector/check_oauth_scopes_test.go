@@ -14,6 +14,7 @@ func TestCheckOAuthScopeRemoved(t *testing.T) {
 				Before:  "translate",
 				Message: `security scheme "oauth" no longer offers scope "translate" in flow "clientCredentials"`,
 				Scheme:  "oauth",
+				Scope:   "translate",
 			}},
 		},
 		{
@@ -28,6 +29,7 @@ func TestCheckOAuthScopeRemoved(t *testing.T) {
 				Before:  "https://www.googleapis.com/auth/maps",
 				Message: `security scheme "oauth" no longer offers scope "https://www.googleapis.com/auth/maps" in flow "clientCredentials"`,
 				Scheme:  "oauth",
+				Scope:   "https://www.googleapis.com/auth/maps",
 			}},
 		},
 		{

@@ -7,12 +7,21 @@ import (
 )
 
 // checkSecurityRequirements reports a change of the card-level security
-// requirements and, per skill present in both cards, of the skill-level ones
-// (Finding.Skill set). Requirements compare as sets: the order of alternatives,
-// of schemes and of scopes does not matter, and an empty list equals one empty
-// alternative (no authentication). A change is breaking unless it only
-// relaxes: every pinned alternative must still satisfy some live alternative
-// (same schemes or fewer, each with the same scopes or fewer).
+// requirements and, per skill present in both cards whose own requirements
+// changed, of the requirements that apply to the skill (Finding.Skill set).
+// Requirements compare as sets: the order of alternatives, of schemes and of
+// scopes does not matter, and an empty list equals one empty alternative (no
+// authentication). A change is breaking unless it only relaxes: every pinned
+// alternative must still satisfy some live alternative (same schemes or
+// fewer, each with the same scopes or fewer).
+//
+// A skill's own requirements override the card's, and a skill that declares
+// none inherits them (in v1.0 cards an empty list is unset, so it inherits
+// too). A skill-level change is therefore graded by the skill's effective
+// requirements: a skill that drops its own is compared with the card-level
+// requirements that now apply to it, not with no authentication. Its path
+// points into the live skill, or into the pinned one when the live skill
+// declares none.
 func checkSecurityRequirements(pinned, live *Card) []Finding {
 	var out []Finding
 	if f, ok := requirementsFinding(pinned.SecurityRequirements, live.SecurityRequirements, "/card"); ok {
@@ -23,15 +32,34 @@ func checkSecurityRequirements(pinned, live *Card) []Finding {
 		if sameRequirements(p.SecurityRequirements, l.SecurityRequirements) {
 			return
 		}
-		f, ok := requirementsFinding(p.SecurityRequirements, l.SecurityRequirements, "/skill", "skill", quote(l.ID))
+		f, ok := requirementsFinding(skillRequirements(pinned, p), skillRequirements(live, l), "/skill", "skill", quote(l.ID))
 		if !ok {
 			return
 		}
 		f.Path = skillPointer(l, "securityRequirements")
+		if len(l.SecurityRequirements) == 0 {
+			f.Path = skillPointer(p, "securityRequirements")
+		}
 		f.Skill = l.ID
 		out = append(out, f)
 	})
 	return out
+}
+
+// skillRequirements returns the requirements that apply to skill s of c: its
+// own when it declares any, else the card's.
+func skillRequirements(c *Card, s Skill) []SecurityRequirement {
+	if len(s.SecurityRequirements) > 0 {
+		return s.SecurityRequirements
+	}
+	return c.SecurityRequirements
+}
+
+// effectiveRequirements returns the requirements that apply to the skill with
+// the given id in c (the card's when c has no such skill).
+func effectiveRequirements(c *Card, skillID string) []SecurityRequirement {
+	s, _ := skillByID(c, skillID)
+	return skillRequirements(c, s)
 }
 
 func requirementsFinding(before, after []SecurityRequirement, variant string, kv ...string) (Finding, bool) {

@@ -67,7 +67,7 @@ func structure(c *Card) [len(structureFacets)]string {
 	next := func(i int) { ends[i] = len(b) }
 
 	for _, g := range groupInterfaces(c.Interfaces).order {
-		str(g.url)
+		str(g.norm)
 		str(g.binding)
 		str(g.tenant)
 		list(normalizeVersions(g.versions))
@@ -97,7 +97,7 @@ func structure(c *Card) [len(structureFacets)]string {
 		str(s.ID)
 		list(normalizeModes(c.InputModes(s)))
 		list(normalizeModes(c.OutputModes(s)))
-		reqs(s.SecurityRequirements)
+		reqs(skillRequirements(c, s))
 	}
 	next(4)
 

@@ -75,6 +75,15 @@ func TestCheckVersionBump(t *testing.T) {
 				c.Interfaces[0].ProtocolVersion = "1.0.0"
 				c.SecurityRequirements = []SecurityRequirement{{"oauth": {"read"}}, {"bearer": nil}}
 				c.Skills[0].Index, c.Skills[1].Index = 1, 0
+				c.Interfaces[1].URL = "HTTPS://Planner.Example.com:443/grpc"
+			}),
+		},
+		{
+			name:   "skill requirements dropped for equal card ones",
+			pinned: modified(func(c *Card) { c.SecurityRequirements = []SecurityRequirement{{"oauth": {"translate"}}} }),
+			live: modified(func(c *Card) {
+				c.SecurityRequirements = []SecurityRequirement{{"oauth": {"translate"}}}
+				c.Skills[1].SecurityRequirements = nil
 			}),
 		},
 	})

@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -230,5 +231,260 @@ func TestDescriptionOnlyEditNeverAborts(t *testing.T) {
 		if v.Action != Continue || len(v.Impacting) != 0 {
 			t.Errorf("Evaluate(%+v) = %s %v, want continue with nothing impacting", req, v.Action, rules(v.Impacting))
 		}
+	}
+}
+
+// TestTaskRelevance judges one change for tasks that use different parts of
+// the card: a finding aborts only the fail-closed tasks it touches.
+func TestTaskRelevance(t *testing.T) {
+	removeScope := func(scope string) func(c *Card) {
+		return func(c *Card) { delete(c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes, scope) }
+	}
+	addScope := func(scope string) func(c *Card) {
+		return func(c *Card) { c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes[scope] = "" }
+	}
+	requireTrace := func(c *Card) { c.Capabilities.Extensions[0].Required = true }
+	noExtensions := func(c *Card) { c.Capabilities.Extensions = nil }
+	tests := []struct {
+		name          string
+		pinned, live  func(c *Card) // changes to testCard; nil: none
+		req           Requirements
+		wantAction    Action
+		wantImpacting []string
+		noDrift       bool // no finding at all
+	}{
+		// A withdrawn extended card touches only tasks that use it.
+		{
+			name:          "extended card withdrawn, task uses it",
+			live:          func(c *Card) { c.Capabilities.ExtendedAgentCard = false },
+			req:           Requirements{SkillID: "summarize", ExtendedCard: true},
+			wantAction:    Abort,
+			wantImpacting: []string{RuleExtendedCardChanged},
+		},
+		{
+			name:       "extended card withdrawn, task does not use it",
+			live:       func(c *Card) { c.Capabilities.ExtendedAgentCard = false },
+			req:        Requirements{SkillID: "summarize"},
+			wantAction: Continue,
+		},
+		// A removed optional extension touches only tasks that activate it.
+		{
+			name:          "optional extension removed, task activates it",
+			live:          noExtensions,
+			req:           Requirements{SkillID: "summarize", Extensions: []string{traceURI}},
+			wantAction:    Abort,
+			wantImpacting: []string{RuleExtensionRemoved},
+		},
+		{
+			name:       "optional extension removed, task activates another",
+			live:       noExtensions,
+			req:        Requirements{SkillID: "summarize", Extensions: []string{"urn:other"}},
+			wantAction: Continue,
+		},
+		{
+			name:       "optional extension removed, task activates none",
+			live:       noExtensions,
+			req:        Requirements{SkillID: "summarize"},
+			wantAction: Continue,
+		},
+		{
+			name:          "required extension removed: every task on the pinned card activated it",
+			pinned:        requireTrace,
+			live:          noExtensions,
+			req:           Requirements{SkillID: "summarize"},
+			wantAction:    Abort,
+			wantImpacting: []string{RuleExtensionRemoved},
+		},
+		// A newly required extension refuses the tasks that do not activate it.
+		{
+			name:          "extension now required, task does not activate it",
+			live:          requireTrace,
+			req:           Requirements{SkillID: "summarize"},
+			wantAction:    Abort,
+			wantImpacting: []string{RuleExtensionRequiredAdded},
+		},
+		{
+			name:       "extension now required, task already activates it",
+			live:       requireTrace,
+			req:        Requirements{SkillID: "summarize", Extensions: []string{traceURI}},
+			wantAction: Continue,
+		},
+		{
+			name:          "extension params changed, task activates it",
+			live:          func(c *Card) { c.Capabilities.Extensions[0].Params = `{"level":"full"}` },
+			req:           Requirements{SkillID: "summarize", Extensions: []string{traceURI}},
+			wantAction:    Continue,
+			wantImpacting: []string{RuleExtensionParamsChanged},
+		},
+		{
+			name:       "extension params changed, task does not activate it",
+			live:       func(c *Card) { c.Capabilities.Extensions[0].Params = `{"level":"full"}` },
+			req:        Requirements{SkillID: "summarize"},
+			wantAction: Continue,
+		},
+		// A removed OAuth scope touches only tasks that request it.
+		{
+			name:          "scope removed, task requests it",
+			live:          removeScope("read"),
+			req:           Requirements{SkillID: "summarize", Scopes: map[string][]string{"oauth": {"read"}}},
+			wantAction:    Abort,
+			wantImpacting: []string{RuleOAuthScopeRemoved},
+		},
+		{
+			name:       "scope removed, task requests another scope of the scheme",
+			live:       removeScope("read"),
+			req:        Requirements{SkillID: "summarize", Scopes: map[string][]string{"oauth": {"translate"}}},
+			wantAction: Continue,
+		},
+		{
+			name:       "scope removed, task requests scopes of another scheme only",
+			live:       removeScope("read"),
+			req:        Requirements{SkillID: "summarize", Scopes: map[string][]string{"other": {"read"}}},
+			wantAction: Continue,
+		},
+		{
+			name:       "scope removed, task said it requests no scopes",
+			live:       removeScope("read"),
+			req:        Requirements{SkillID: "summarize", Scopes: map[string][]string{}},
+			wantAction: Continue,
+		},
+		{
+			name:          "scope removed, unsaid: a card requirement of the task's skill lists it",
+			live:          removeScope("read"),
+			req:           Requirements{SkillID: "summarize"},
+			wantAction:    Abort,
+			wantImpacting: []string{RuleOAuthScopeRemoved},
+		},
+		{
+			name:       "scope removed, unsaid: the skill's own requirements do not list it",
+			live:       removeScope("read"),
+			req:        Requirements{SkillID: "translate"},
+			wantAction: Continue,
+		},
+		{
+			name:          "scope removed, unsaid: the skill's own requirements list it",
+			live:          removeScope("translate"),
+			req:           Requirements{SkillID: "translate"},
+			wantAction:    Abort,
+			wantImpacting: []string{RuleOAuthScopeRemoved},
+		},
+		{
+			name:       "scope removed, unsaid: task authenticates with another scheme",
+			live:       removeScope("read"),
+			req:        Requirements{SkillID: "summarize", Security: []string{"bearer"}},
+			wantAction: Continue,
+		},
+		{
+			name:       "scope no requirement uses removed, unsaid",
+			pinned:     addScope("admin"),
+			req:        Requirements{SkillID: "summarize"},
+			wantAction: Continue,
+		},
+		{
+			name:       "scope no requirement uses removed, unsaid, task of a skill with its own requirements",
+			pinned:     addScope("admin"),
+			req:        Requirements{SkillID: "translate"},
+			wantAction: Continue,
+		},
+		{
+			name:          "scope no requirement uses removed, task requests it",
+			pinned:        addScope("admin"),
+			req:           Requirements{SkillID: "summarize", Scopes: map[string][]string{"oauth": {"admin"}}},
+			wantAction:    Abort,
+			wantImpacting: []string{RuleOAuthScopeRemoved},
+		},
+		// Spellings of one interface URL are no move.
+		{
+			name:       "interface host case and explicit :443",
+			pinned:     func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com" },
+			live:       func(c *Card) { c.Interfaces[0].URL = "https://Planner.Example.com:443/" },
+			req:        Requirements{SkillID: "summarize"},
+			wantAction: Continue,
+			noDrift:    true,
+		},
+		{
+			name:          "interface moved to another host",
+			live:          func(c *Card) { c.Interfaces[0].URL = "https://planner.example.net/a2a" },
+			req:           Requirements{SkillID: "summarize"},
+			wantAction:    Abort,
+			wantImpacting: []string{RuleInterfaceChanged},
+		},
+		// A skill that drops its own requirements inherits the card's.
+		{
+			name:          "skill requirements dropped, card ones do not admit the task",
+			live:          func(c *Card) { c.Skills[1].SecurityRequirements = nil },
+			req:           Requirements{SkillID: "translate"},
+			wantAction:    Abort,
+			wantImpacting: []string{RuleSecurityRequirementsChanged},
+		},
+		{
+			name:       "skill requirements dropped, task of another skill",
+			live:       func(c *Card) { c.Skills[1].SecurityRequirements = nil },
+			req:        Requirements{SkillID: "summarize"},
+			wantAction: Continue,
+		},
+		{
+			name: "skill requirements dropped, card ones admit the task",
+			pinned: func(c *Card) {
+				c.SecurityRequirements = append(c.SecurityRequirements, SecurityRequirement{"oauth": {"translate"}})
+			},
+			live: func(c *Card) {
+				c.SecurityRequirements = append(c.SecurityRequirements, SecurityRequirement{"oauth": {"translate"}})
+				c.Skills[1].SecurityRequirements = nil
+			},
+			req:        Requirements{SkillID: "translate"},
+			wantAction: Continue,
+		},
+		{
+			name: "card requirements tightened while the skill drops its own for them",
+			live: func(c *Card) {
+				c.SecurityRequirements = []SecurityRequirement{{"oauth": {"translate"}}}
+				c.Skills[1].SecurityRequirements = nil
+			},
+			req:        Requirements{SkillID: "translate"},
+			wantAction: Continue,
+		},
+		{
+			name: "card requirements tightened, task of a skill that inherits them",
+			live: func(c *Card) {
+				c.SecurityRequirements = []SecurityRequirement{{"oauth": {"translate"}}}
+				c.Skills[1].SecurityRequirements = nil
+			},
+			req:           Requirements{SkillID: "summarize"},
+			wantAction:    Abort,
+			wantImpacting: []string{RuleSecurityRequirementsChanged},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pinned, live := testCard(), testCard()
+			if tt.pinned != nil {
+				pinned = modified(tt.pinned)
+			}
+			if tt.live != nil {
+				live = modified(tt.live)
+			}
+			findings, v := Evaluate(pinned, live, tt.req, FailClosed)
+			if v.Action != tt.wantAction {
+				t.Errorf("Evaluate(%+v).Action = %s, want %s (reason %q)\n%s", tt.req, v.Action, tt.wantAction, v.Reason, dump(findings))
+			}
+			if got := rules(v.Impacting); !slices.Equal(got, tt.wantImpacting) {
+				t.Errorf("Evaluate(%+v).Impacting = %v, want %v\n%s", tt.req, got, tt.wantImpacting, dump(findings))
+			}
+			for _, f := range findings {
+				if want := Touches(f, pinned, live, tt.req); f.Touches != want {
+					t.Errorf("%s finding has Touches %v, Touches() = %v", f.Rule, f.Touches, want)
+				}
+				if f.Severity >= Warning && f.Touches != hasRule(v.Impacting, f.Rule) {
+					t.Errorf("%s finding has Touches %v but is impacting %v", f.Rule, f.Touches, hasRule(v.Impacting, f.Rule))
+				}
+			}
+			if tt.noDrift && len(findings) != 0 {
+				t.Errorf("Evaluate(%+v) findings =\n%s\nwant none", tt.req, dump(findings))
+			}
+			if got := Judge(findings, pinned, live, tt.req, FailClosed); got.Action != v.Action {
+				t.Errorf("Judge(findings).Action = %s, Evaluate's %s", got.Action, v.Action)
+			}
+		})
 	}
 }
