@@ -126,4 +126,4 @@ server.listen(port, '127.0.0.1', () => {
   ], ['JSONRPC', 'HTTP+JSON']);
   process.stdout.write(JSON.stringify({ port: server.address().port, card: `${base}/${AGENT_CARD_PATH}` }) + '\n');
 });
-for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => server.close(() => process.exit(0)));
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => process.exit(0));
