@@ -13,8 +13,9 @@ import (
 // formatted (quoted strings, lists), so templates add no quotes of their own.
 //
 // Placeholders in use: skill, scheme, flow, scope, uri, url, binding, before,
-// after, removed, added, fields, facets, version, and for task-level rules
-// artifact, mediaType, modes, method, code, attempt.
+// after, removed, added, fields, facets, version, reason (card-nonconformant:
+// what the parser found), and for task-level rules artifact, mediaType,
+// modes, method, code, attempt.
 var messages = map[string]string{
 	RuleSkillRemoved: "skill {skill} is no longer offered",
 	RuleSkillAdded:   "skill {skill} is now offered",

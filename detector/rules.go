@@ -103,6 +103,21 @@ const (
 //     nothing of a client that does not request it.
 //   - interface-changed and extended-card-changed are single rules graded per
 //     finding rather than pairs, because DESIGN.md names them that way.
+//
+// Touches declares which tasks a rule's findings concern (see Touch); the
+// registry audit has, per rule, a task it touches and one it spares. Choices
+// that are not obvious from the kind's name:
+//
+//   - every extension rule but extension-required-added is TouchExtension:
+//     it concerns tasks that activate the extension. A task activates an
+//     extension the pinned card required whether it says so or not, so
+//     extension-required-removed, and the removal of a required extension,
+//     touch every task planned on that card.
+//   - security-requirements-changed is TouchRequirements: a skill-level
+//     finding concerns the skill's tasks, a card-level one only tasks whose
+//     skill inherits the card's requirements in both cards.
+//   - the task-level rules are TouchAll: their findings are made for the task
+//     they are evaluated with.
 type Rule struct {
 	ID       string
 	Severity Severity

@@ -5,10 +5,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The registry audits itself: ids, mirrors, messages, the public contract's
-// minimum ids, and a constructed card pair that makes every rule fire.
+// minimum ids, a constructed card pair that makes every rule fire, and what
+// every rule touches.
 
 var kebabCase = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
@@ -55,12 +57,14 @@ var messagePlaceholders = map[string]bool{
 	"binding": true, "before": true, "after": true, "removed": true, "added": true,
 	"fields": true, "facets": true, "version": true,
 	"artifact": true, "mediaType": true, "modes": true, "method": true, "code": true, "attempt": true,
+	"reason": true,
 }
 
 func TestRegistryIDs(t *testing.T) {
 	areas := map[string]bool{
 		AreaSkills: true, AreaModes: true, AreaCapabilities: true, AreaExtensions: true,
-		AreaSecurity: true, AreaInterfaces: true, AreaVersion: true, AreaText: true, AreaTask: true,
+		AreaSecurity: true, AreaInterfaces: true, AreaVersion: true, AreaText: true, AreaConformance: true,
+		AreaTask: true,
 	}
 	seen := map[string]bool{}
 	for _, r := range Rules() {
@@ -82,6 +86,9 @@ func TestRegistryIDs(t *testing.T) {
 		}
 		if r.TaskLevel != (r.Area == AreaTask) {
 			t.Errorf("rule %q: TaskLevel %v in area %q", r.ID, r.TaskLevel, r.Area)
+		}
+		if !r.Touches.valid() {
+			t.Errorf("rule %q declares no Touches (%v)", r.ID, r.Touches)
 		}
 		if got, ok := RuleByID(r.ID); !ok || got.ID != r.ID {
 			t.Errorf("RuleByID(%q) = %q, %v", r.ID, got.ID, ok)
@@ -274,7 +281,7 @@ var firingCases = []struct {
 			c.Capabilities.Extensions = append(c.Capabilities.Extensions, Extension{URI: "urn:x"})
 			c.SecuritySchemes["mtls"] = SecurityScheme{Type: "mutualTLS"}
 			c.SecurityRequirements = append(c.SecurityRequirements, SecurityRequirement{"mtls": nil})
-			c.Skills[1].SecurityRequirements = nil
+			c.Skills[1].SecurityRequirements = append(c.Skills[1].SecurityRequirements, SecurityRequirement{"mtls": nil})
 			// A new preferred interface: added, and the preferred one changed.
 			c.Interfaces = append([]Interface{{URL: "https://planner.example.com/rest", ProtocolBinding: "HTTP+JSON", ProtocolVersion: "1.0"}}, c.Interfaces...)
 		},
@@ -313,6 +320,13 @@ var firingCases = []struct {
 			delete(c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes, "read")
 			c.Capabilities.Extensions[0].Required = true
 			c.Capabilities.Extensions[0].Params = `{"level":"full"}`
+		},
+	},
+	{
+		name:  "a part that follows no schema",
+		rules: []string{RuleCardNonconformant},
+		l: func(c *Card) {
+			c.Conformance = []Nonconformance{{Path: "/skills/0/examples/0", Message: "skill examples: an object where a string belongs"}}
 		},
 	},
 	{
@@ -405,6 +419,247 @@ func TestEveryRuleFires(t *testing.T) {
 		id, _, _ := strings.Cut(key, "/")
 		if r, _ := RuleByID(id); !r.TaskLevel && !variantSeen[key] {
 			t.Errorf("message %q never appeared in a firing case", key)
+		}
+	}
+}
+
+// touchCases give, per rule, a change that makes it fire and a task it
+// touches and one it spares. Card-level rules take their finding from
+// Diff(pinned, live), each side testCard changed by p and l; task-level rules
+// from finding.
+var touchCases = []struct {
+	rule    string
+	p, l    func(c *Card)
+	finding func(pinned, live *Card) Finding
+	// touches is a task the finding touches; nil only for TouchNone rules.
+	touches *Requirements
+	// spares is a task the finding does not touch; nil only for TouchAll
+	// rules, or with always saying why no task can be spared.
+	spares *Requirements
+	always string
+}{
+	{
+		rule: RuleSkillRemoved, l: func(c *Card) { c.Skills = c.Skills[:1] },
+		touches: &Requirements{SkillID: "translate"}, spares: &Requirements{SkillID: "summarize"},
+	},
+	{
+		rule: RuleSkillAdded, l: func(c *Card) { c.Skills = append(c.Skills, Skill{ID: "route"}) },
+		spares: usesEverything("route"),
+	},
+	{
+		rule: RuleSkillInputModesChanged, l: func(c *Card) { c.Skills[1].InputModes = []string{"application/pdf"} },
+		touches: &Requirements{SkillID: "translate"}, spares: &Requirements{SkillID: "summarize"},
+	},
+	{
+		rule: RuleSkillOutputModesChanged, l: func(c *Card) { c.Skills[1].OutputModes = []string{"text/plain"} },
+		touches: &Requirements{SkillID: "translate"},
+		spares:  &Requirements{SkillID: "translate", OutputModes: []string{"text/plain"}},
+	},
+	{
+		rule: RuleDefaultInputModesChanged, l: func(c *Card) { c.DefaultInputModes = c.DefaultInputModes[:1] },
+		touches: &Requirements{SkillID: "summarize"}, spares: &Requirements{SkillID: "translate"},
+	},
+	{
+		rule: RuleDefaultOutputModesChanged, l: func(c *Card) { c.DefaultOutputModes = []string{"text/plain"} },
+		touches: &Requirements{SkillID: "summarize"},
+		spares:  &Requirements{SkillID: "summarize", OutputModes: []string{"text/plain"}},
+	},
+	{
+		rule: RuleStreamingDisabled, l: func(c *Card) { c.Capabilities.Streaming = false },
+		touches: &Requirements{Streaming: true}, spares: &Requirements{},
+	},
+	{
+		rule: RuleStreamingEnabled, p: func(c *Card) { c.Capabilities.Streaming = false },
+		spares: usesEverything("summarize"),
+	},
+	{
+		rule: RulePushNotificationsDisabled, l: func(c *Card) { c.Capabilities.PushNotifications = false },
+		touches: &Requirements{PushNotifications: true}, spares: &Requirements{},
+	},
+	{
+		rule: RulePushNotificationsEnabled, p: func(c *Card) { c.Capabilities.PushNotifications = false },
+		spares: usesEverything("summarize"),
+	},
+	{
+		rule: RuleExtendedCardChanged, l: func(c *Card) { c.Capabilities.ExtendedAgentCard = false },
+		touches: &Requirements{ExtendedCard: true}, spares: &Requirements{},
+	},
+	{
+		rule: RuleExtensionRemoved, l: func(c *Card) { c.Capabilities.Extensions = nil },
+		touches: &Requirements{Extensions: []string{traceURI}}, spares: &Requirements{},
+	},
+	{
+		rule: RuleExtensionAdded,
+		l: func(c *Card) {
+			c.Capabilities.Extensions = append(c.Capabilities.Extensions, Extension{URI: "urn:x"})
+		},
+		touches: &Requirements{Extensions: []string{"urn:x"}}, spares: &Requirements{Extensions: []string{traceURI}},
+	},
+	{
+		rule: RuleExtensionRequiredAdded, l: func(c *Card) { c.Capabilities.Extensions[0].Required = true },
+		touches: &Requirements{}, spares: &Requirements{Extensions: []string{traceURI}},
+	},
+	{
+		rule: RuleExtensionRequiredRemoved, p: func(c *Card) { c.Capabilities.Extensions[0].Required = true },
+		touches: &Requirements{},
+		always:  "the pinned card required the extension, so every task planned on it activates it",
+	},
+	{
+		rule: RuleExtensionParamsChanged, l: func(c *Card) { c.Capabilities.Extensions[0].Params = `{}` },
+		touches: &Requirements{Extensions: []string{traceURI}}, spares: &Requirements{},
+	},
+	{
+		rule: RuleSecuritySchemeRemoved, l: func(c *Card) { delete(c.SecuritySchemes, "key") },
+		touches: &Requirements{Security: []string{"key"}}, spares: &Requirements{SkillID: "summarize"},
+	},
+	{
+		rule: RuleSecuritySchemeAdded,
+		l:    func(c *Card) { c.SecuritySchemes["mtls"] = SecurityScheme{Type: "mutualTLS"} },
+		spares: func() *Requirements {
+			r := usesEverything("summarize")
+			r.Security = append(r.Security, "mtls")
+			return r
+		}(),
+	},
+	{
+		rule: RuleSecuritySchemeChanged, l: func(c *Card) { c.SecuritySchemes["bearer"] = SecurityScheme{Type: "http", Scheme: "basic"} },
+		touches: &Requirements{SkillID: "summarize"}, spares: &Requirements{SkillID: "translate"},
+	},
+	{
+		rule:    RuleOAuthScopeRemoved,
+		l:       func(c *Card) { delete(c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes, "read") },
+		touches: &Requirements{SkillID: "summarize"}, spares: &Requirements{SkillID: "translate"},
+	},
+	{
+		rule: RuleSecurityRequirementsChanged, l: func(c *Card) { c.SecurityRequirements = c.SecurityRequirements[1:] },
+		touches: &Requirements{SkillID: "summarize"}, spares: &Requirements{SkillID: "translate"},
+	},
+	{
+		rule: RuleInterfaceChanged, l: func(c *Card) { c.Interfaces = c.Interfaces[:1] },
+		touches: &Requirements{},
+	},
+	{
+		rule: RuleProtocolVersionChanged,
+		l: func(c *Card) {
+			for i := range c.Interfaces {
+				c.Interfaces[i].ProtocolVersion = "0.3"
+			}
+		},
+		touches: &Requirements{},
+	},
+	{rule: RuleCardVersionChanged, l: func(c *Card) { c.Version = "1.3.0" }, spares: usesEverything("summarize")},
+	{
+		rule: RuleContentChangedWithoutVersion, l: func(c *Card) { c.Capabilities.Streaming = false },
+		spares: usesEverything("summarize"),
+	},
+	{rule: RuleDescriptiveTextChanged, l: func(c *Card) { c.Name = "Planner" }, spares: usesEverything("summarize")},
+	{
+		rule: RuleCardNonconformant,
+		l: func(c *Card) {
+			c.Conformance = []Nonconformance{{Path: "/skills/0/examples/0", Message: "an object where a string belongs"}}
+		},
+		spares: usesEverything("summarize"),
+	},
+	{
+		rule: RuleUnmodeledSkill,
+		finding: func(p, _ *Card) Finding {
+			f, _ := CheckInputRequest(p, "route")
+			return f
+		},
+		touches: &Requirements{SkillID: "summarize"},
+	},
+	{
+		rule: RuleArtifactTypeUndeclared,
+		finding: func(p, _ *Card) Finding {
+			return CheckArtifact(p, "summarize", "a1", []string{"image/png"})[0]
+		},
+		touches: &Requirements{SkillID: "summarize"},
+	},
+	{
+		rule: RuleBlindRetry,
+		finding: func(_, _ *Card) Finding {
+			f, _ := CheckRetry(Pin{Digest: "sha256:a", SchemaErrorAt: time.Unix(1, 0)}, "SendMessage", 2, "sha256:b")
+			return f
+		},
+		touches: &Requirements{SkillID: "summarize"},
+	},
+	{
+		rule: RulePinnedCardUnknown,
+		finding: func(_, l *Card) Finding {
+			fs, _ := EvaluateUnknown("sha256:a", "sha256:b", l, Requirements{}, FailClosed)
+			return fs[0]
+		},
+		touches: &Requirements{},
+	},
+}
+
+// usesEverything is a task that needs every part of the card, so that a
+// finding that spares it spares every task.
+func usesEverything(skill string) *Requirements {
+	return &Requirements{
+		SkillID: skill, Streaming: true, PushNotifications: true,
+		InputModes: []string{"text/plain"}, OutputModes: []string{"application/json"},
+		Security: []string{"bearer", "key", "oauth"}, Scopes: map[string][]string{"oauth": {"read", "translate"}},
+		Extensions: []string{traceURI, "urn:x"}, ExtendedCard: true, Idempotent: true,
+	}
+}
+
+// TestRegistryTouches holds every rule to what it declares it touches: each
+// rule has a case, a rule that touches no task is TouchNone and one that
+// spares none is TouchAll (or says why), and the finding touches the task it
+// should and spares the one it should.
+func TestRegistryTouches(t *testing.T) {
+	covered := map[string]bool{}
+	for _, tc := range touchCases {
+		t.Run(tc.rule, func(t *testing.T) {
+			if covered[tc.rule] {
+				t.Fatalf("rule %q has two touch cases", tc.rule)
+			}
+			covered[tc.rule] = true
+			r, ok := RuleByID(tc.rule)
+			if !ok {
+				t.Fatalf("touch case for unregistered rule %q", tc.rule)
+			}
+			switch {
+			case (tc.touches == nil) != (r.Touches == TouchNone):
+				t.Errorf("rule %q touches %v, and its case has a task it touches: %v", tc.rule, r.Touches, tc.touches != nil)
+			case tc.spares == nil && r.Touches != TouchAll && tc.always == "":
+				t.Errorf("rule %q touches %v, and its case has no task it spares nor says why", tc.rule, r.Touches)
+			case tc.spares != nil && r.Touches == TouchAll:
+				t.Errorf("rule %q touches all tasks, and its case has one it spares", tc.rule)
+			}
+			pinned, live := testCard(), testCard()
+			if tc.p != nil {
+				pinned = modified(tc.p)
+			}
+			if tc.l != nil {
+				live = modified(tc.l)
+			}
+			var f Finding
+			if tc.finding != nil {
+				f = tc.finding(pinned, live)
+			} else {
+				for _, d := range Diff(pinned, live) {
+					if d.Rule == tc.rule {
+						f = d
+						break
+					}
+				}
+			}
+			if f.Rule != tc.rule {
+				t.Fatalf("the case's change gives no %s finding", tc.rule)
+			}
+			if tc.touches != nil && !Touches(f, pinned, live, *tc.touches) {
+				t.Errorf("Touches(%s, %+v) = false, want true", tc.rule, *tc.touches)
+			}
+			if tc.spares != nil && Touches(f, pinned, live, *tc.spares) {
+				t.Errorf("Touches(%s, %+v) = true, want false", tc.rule, *tc.spares)
+			}
+		})
+	}
+	for _, r := range Rules() {
+		if !covered[r.ID] {
+			t.Errorf("rule %q (touches %v) has no touch case", r.ID, r.Touches)
 		}
 	}
 }
