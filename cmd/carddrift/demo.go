@@ -19,9 +19,9 @@ import (
 
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/test/fleet"
 )
 
 type demoFlags struct {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carddrift/carddrift/test/fleet"
+	"github.com/carddrift/carddrift/events/fleet"
 )
 
 // TestDemoScorecard runs the demo as CI does: fixed seed, short duration, and

@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/test/fleet"
 )
 
 // leaseFunc returns the lease carddrift runs for an agent, given the

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carddrift/carddrift/test/fleet"
+	"github.com/carddrift/carddrift/events/fleet"
 )
 
 // demoSchedule returns the scenario of every agent id of a demo fleet of

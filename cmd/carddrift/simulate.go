@@ -9,8 +9,8 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/test/fleet"
 )
 
 func simulateCommand(e *env) *ffcli.Command {

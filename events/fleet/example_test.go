@@ -3,7 +3,7 @@ package fleet_test
 import (
 	"fmt"
 
-	"github.com/carddrift/carddrift/test/fleet"
+	"github.com/carddrift/carddrift/events/fleet"
 )
 
 func ExampleScenarioNames() {

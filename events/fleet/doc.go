@@ -4,7 +4,7 @@
 // # Agents
 //
 // New builds N agents (default 40) from the shapes of real agent cards
-// embedded under cards/ (copies of ../shared/fixtures/cards: A2A v0.2, v0.3,
+// embedded under cards/ (copies of detector/testdata/cards: A2A v0.2, v0.3,
 // v1.0 and hybrid cards); Start gives each its own net/http server on
 // 127.0.0.1 (port 0), so each agent has its own host:port, which is its
 // agentUrl and the URL of its interfaces. v0.2 cards are served at

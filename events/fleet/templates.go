@@ -47,7 +47,7 @@ var cardFiles embed.FS
 
 // template is one embedded real card an agent's card is built from.
 type template struct {
-	// Name is the file under cards/ (a copy of ../shared/fixtures/cards/).
+	// Name is the file under cards/ (a copy of detector/testdata/cards/).
 	Name string
 	Gen  Generation
 	// Variant, when set, is a second card of the same agent served to
