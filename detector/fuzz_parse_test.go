@@ -14,11 +14,13 @@ import (
 // internally consistent (skills sorted and indexed, digests computable) and
 // parse to the same fingerprint twice.
 func FuzzParse(f *testing.F) {
-	entries, _ := os.ReadDir(fixtureCards)
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".json") {
-			raw, err := os.ReadFile(filepath.Join(fixtureCards, e.Name()))
-			if err == nil {
+	for _, dir := range []string{fixtureCards, filepath.Join("testdata", "forms")} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".json") {
+				continue
+			}
+			if raw, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
 				f.Add(raw)
 			}
 		}

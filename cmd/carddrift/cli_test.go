@@ -60,6 +60,8 @@ func TestDiffExitCodes(t *testing.T) {
 		{"not a card (an array)", []string{"diff", old, writeCard(t, `[{"name":"a"}]`)}, exitUsage},
 		{"a sloppy card is a card", []string{"diff", old, fixture("011-a2a-cli-testdata-invalid-format.json")}, exitOK},
 		{"unknown flag", []string{"diff", "--nope", old, nu}, exitUsage},
+		{"flags after the cards", []string{"diff", old, nu, "--fail-on", "breaking"}, exitFindings},
+		{"unknown flag after the cards", []string{"diff", old, nu, "--nope"}, exitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,6 +47,29 @@ func newFlagSet(name string, e *env) *flag.FlagSet {
 	return fs
 }
 
+// parseInterspersed lets flags follow positional arguments, as in
+// `carddrift pin card.json --json`: the flag package stops at the first
+// positional, so what follows each one is parsed again. It returns the
+// positionals. An explicit "--" ends flag parsing for the rest.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for len(args) > 0 {
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		rest := args[1:]
+		if err := fs.Parse(rest); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if n := len(rest) - len(args); n > 0 && rest[n-1] == "--" {
+			return append(pos, args...), nil
+		}
+	}
+	return pos, nil
+}
+
 // run parses args and runs one subcommand; it returns the process exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
@@ -71,6 +94,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	for _, sub := range root.Subcommands {
 		sub.Options = ffOptions
+		exec, fs := sub.Exec, sub.FlagSet
+		sub.Exec = func(ctx context.Context, args []string) error {
+			args, err := parseInterspersed(fs, args)
+			if err != nil {
+				return usageError{err}
+			}
+			return exec(ctx, args)
+		}
 	}
 	if err := root.Parse(args); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
