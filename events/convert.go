@@ -191,31 +191,38 @@ func convert(typ string, v any, card []byte) (Data, *schemas.ValidationError) {
 	case TypeDrift:
 		fs, _ := m["findings"].([]any)
 		findings := make([]detector.Finding, 0, len(fs))
+		touchesKnown := true
 		for i, f := range fs {
 			fm, _ := f.(map[string]any)
 			sev, err := detector.ParseSeverity(str(fm, "severity"))
 			if err != nil {
 				c.fail("/findings/"+strconv.Itoa(i)+"/severity", err.Error())
 			}
+			touches, ok := fm["touches"].(bool)
+			touchesKnown = touchesKnown && ok
 			findings = append(findings, detector.Finding{
-				Rule:     str(fm, "rule"),
-				Severity: sev,
-				Path:     str(fm, "path"),
-				Before:   fm["before"],
-				After:    fm["after"],
-				Message:  str(fm, "message"),
-				Skill:    str(fm, "skill"),
-				Scheme:   str(fm, "scheme"),
+				Rule:      str(fm, "rule"),
+				Severity:  sev,
+				Path:      str(fm, "path"),
+				Before:    fm["before"],
+				After:     fm["after"],
+				Message:   str(fm, "message"),
+				Skill:     str(fm, "skill"),
+				Scheme:    str(fm, "scheme"),
+				Scope:     str(fm, "scope"),
+				Extension: str(fm, "extension"),
+				Touches:   touches,
 			})
 		}
 		vm := obj(m, "verdict")
 		d = Drift{
-			TaskID:   str(m, "taskId"),
-			AgentURL: str(m, "agentUrl"),
-			CardURL:  str(m, "cardUrl"),
-			Pinned:   c.cardRef(obj(m, "pinned"), "/pinned"),
-			Live:     c.cardRef(obj(m, "live"), "/live"),
-			Findings: findings,
+			TouchesKnown: touchesKnown,
+			TaskID:       str(m, "taskId"),
+			AgentURL:     str(m, "agentUrl"),
+			CardURL:      str(m, "cardUrl"),
+			Pinned:       c.cardRef(obj(m, "pinned"), "/pinned"),
+			Live:         c.cardRef(obj(m, "live"), "/live"),
+			Findings:     findings,
 			Verdict: detector.Verdict{
 				Action:  detector.Action(str(vm, "action")),
 				Posture: detector.Posture(str(vm, "posture")),

@@ -87,8 +87,10 @@ func samples() []events.Data {
 			Pinned: events.CardRef{Digest: digestA, Fingerprint: fpA, ETag: `"v1"`, FetchedAt: t0},
 			Live:   events.CardRef{Digest: digestB, Fingerprint: fpB, ETag: `"v1"`, FetchedAt: t0.Add(time.Minute)},
 			Findings: []detector.Finding{
-				{Rule: "streaming-disabled", Severity: detector.Breaking, Path: "/capabilities/streaming", Before: true, After: false, Message: "streaming was disabled"},
-				{Rule: "skill-output-modes-changed", Severity: detector.Breaking, Path: "/skills/0/outputModes", Before: []any{"application/json"}, After: []any{"text/plain"}, Message: "output modes changed", Skill: "book-flight"},
+				{Rule: "streaming-disabled", Severity: detector.Breaking, Path: "/capabilities/streaming", Before: true, After: false, Message: "streaming was disabled", Touches: true},
+				{Rule: "skill-output-modes-changed", Severity: detector.Breaking, Path: "/skills/0/outputModes", Before: []any{"application/json"}, After: []any{"text/plain"}, Message: "output modes changed", Skill: "book-flight", Touches: true},
+				{Rule: "oauth-scope-removed", Severity: detector.Breaking, Path: "/securitySchemes/oauth/flows/clientCredentials/scopes/seats:admin", Before: "Admin", After: nil, Message: "scope removed", Scheme: "oauth", Scope: "seats:admin"},
+				{Rule: "extension-removed", Severity: detector.Warning, Path: "/capabilities/extensions/0", Before: map[string]any{"uri": "urn:ext:x"}, After: nil, Message: "extension removed", Extension: "urn:ext:x"},
 			},
 			Verdict: detector.Verdict{Action: detector.Abort, Posture: detector.FailClosed, Reason: "streaming-disabled touches the task"},
 			Trigger: events.Trigger{EventID: "e-1", Type: events.TypeRequest, Source: "urn:client:7"},

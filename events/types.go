@@ -162,7 +162,9 @@ type Error struct {
 }
 
 // Drift is the data of card.drift: the task's pinned card and the live card
-// differ. Findings are all findings, sorted; Verdict says what to do.
+// differ. Findings are all findings, sorted, each with Touches set (as
+// detector.Evaluate and detector.EvaluateUnknown return them); Verdict says
+// what to do.
 type Drift struct {
 	TaskID   string             `json:"taskId"`
 	AgentURL string             `json:"agentUrl"`
@@ -172,6 +174,14 @@ type Drift struct {
 	Findings []detector.Finding `json:"findings"`
 	Verdict  detector.Verdict   `json:"verdict"`
 	Trigger  Trigger            `json:"trigger"`
+
+	// TouchesKnown reports that every finding carried its touches member,
+	// so Finding.Touches says whether it affects the task. Decode sets it.
+	// carddrift writes touches with every finding (Encode always does);
+	// only a card.drift written before contract v1.1 lacks it, and its
+	// Touches are all false and mean nothing (events/planner then recomputes
+	// them). Not part of the event data.
+	TouchesKnown bool `json:"-"`
 }
 
 // MarshalJSON writes nil Findings as [] (the schema requires an array).
@@ -183,10 +193,12 @@ func (d Drift) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(d))
 }
 
-// CardRef identifies one version of a card.
+// CardRef identifies one version of a card. Fingerprint is "" (and absent
+// from the event) when carddrift never saw the card's body: a task pinned by a
+// client digest of a card carddrift never fetched.
 type CardRef struct {
 	Digest      string `json:"digest"`
-	Fingerprint string `json:"fingerprint"`
+	Fingerprint string `json:"fingerprint,omitempty"`
 	ETag        string `json:"etag,omitempty"`
 	// FetchedAt is zero for a pin made from a client-supplied card or digest.
 	FetchedAt time.Time `json:"fetchedAt,omitzero"`
@@ -208,13 +220,15 @@ const (
 )
 
 // Pinned is the data of card.pinned: a task's pin was recorded. Source is
-// PinClientCard, PinClientDigest or PinFirstFetch.
+// PinClientCard, PinClientDigest or PinFirstFetch. Fingerprint is "" (and
+// absent from the event) when the pinned body is unknown, which only a
+// PinClientDigest pin of a card carddrift never saw can be.
 type Pinned struct {
 	TaskID      string  `json:"taskId"`
 	AgentURL    string  `json:"agentUrl"`
 	CardURL     string  `json:"cardUrl,omitempty"`
 	Digest      string  `json:"digest"`
-	Fingerprint string  `json:"fingerprint"`
+	Fingerprint string  `json:"fingerprint,omitempty"`
 	Source      string  `json:"source"`
 	Trigger     Trigger `json:"trigger,omitzero"`
 }
