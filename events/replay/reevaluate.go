@@ -87,10 +87,7 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 			skip("no recorded a2a.task.submitted for the task: its requirements are unknown")
 			continue
 		}
-		req := sub.Requirements()
-		if req.Posture == "" {
-			req.Posture = detector.FailClosed
-		}
+		req := sub.Requirements() // with the defaults: fail-closed unless the client said degrade
 		posture := req.Posture
 		if re.Posture != "" {
 			posture = re.Posture
@@ -109,7 +106,10 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 		}
 		var taskFindings []detector.Finding
 		for _, f := range d.Findings {
-			if rule, ok := detector.RuleByID(f.Rule); ok && rule.TaskLevel {
+			// pinned-card-unknown is a task-level rule, but not an
+			// observation of the task: EvaluateUnknown makes it again from
+			// the digests.
+			if rule, ok := detector.RuleByID(f.Rule); ok && rule.TaskLevel && f.Rule != detector.RulePinnedCardUnknown {
 				taskFindings = append(taskFindings, f)
 			}
 		}
@@ -119,8 +119,15 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 			findings = re.Rules.Apply(append(detector.Diff(pinned.card, live.card), taskFindings...))
 			v = detector.Judge(findings, pinned.card, live.card, req, posture)
 		} else {
-			findings = re.Rules.Apply(taskFindings)
-			v = unknownPinned(findings, d.Pinned.Digest, d.Live.Digest, live.card, req, posture)
+			// The worker's decision for a pin whose body carddrift never
+			// saw; the rules then filter and re-grade its findings, and the
+			// verdict is judged again as EvaluateUnknown judges (against the
+			// live card, the only one known).
+			findings, v = detector.EvaluateUnknown(d.Pinned.Digest, d.Live.Digest, live.card, req, posture, taskFindings...)
+			if re.Rules != nil {
+				findings = re.Rules.Apply(findings)
+				v = detector.Judge(findings, live.card, live.card, req, posture)
+			}
 		}
 		rep.Evaluated++
 		if v.Action == d.Verdict.Action {
@@ -212,20 +219,4 @@ func submissionAt(subs []Entry, e Entry) (events.Submitted, bool) {
 	}
 	s, ok := best.Data.(events.Submitted)
 	return s, ok
-}
-
-// unknownPinned judges a verdict whose pinned body carddrift never stored, as
-// the worker does: it can tell the pinned card is not the live one, not what
-// changed.
-func unknownPinned(findings []detector.Finding, pinned, live string, liveCard *detector.Card, req detector.Requirements, posture detector.Posture) detector.Verdict {
-	v := detector.Judge(findings, liveCard, liveCard, req, posture)
-	if pinned == live {
-		return v
-	}
-	reason := fmt.Sprintf("the card the task was planned against (%s) is not the live card (%s), and carddrift never saw its body: what changed is unknown", pinned, live)
-	_, offered := liveCard.Skill(req.SkillID)
-	if posture == detector.Degrade && req.Idempotent && (req.SkillID == "" || offered) {
-		return detector.Verdict{Action: detector.Replan, Posture: posture, Reason: "degrade: " + reason + "; re-plan against the live card", Impacting: v.Impacting}
-	}
-	return detector.Verdict{Action: detector.Abort, Posture: posture, Reason: string(posture) + ": " + reason, Impacting: v.Impacting}
 }

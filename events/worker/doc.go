@@ -10,7 +10,14 @@
 //     (client-digest), else the first fetch (first-fetch). A new submission of
 //     the same task replaces its pin (the client re-planned). When the first
 //     fetch fails the task gets a pending pin (no digest) and card.unreachable;
-//     the next capability-dependent transition completes the pin.
+//     the next capability-dependent transition completes the pin. A client
+//     digest of a card whose body carddrift never saw makes a pin without a
+//     fingerprint (its card.pinned has none); whenever the live card has
+//     another digest (at the submission's own fetch, or at a later
+//     capability-dependent transition when that fetch failed) the task gets
+//     one card.drift with the finding pinned-card-unknown
+//     (detector.EvaluateUnknown): fail-closed aborts, degrade re-plans an
+//     idempotent task whose skill the live card still offers.
 //   - a2a.task.request on a streaming, resubscribe, push-config or
 //     extended-card method, on a method carddrift does not know, or any retry
 //     (attempt > 1) fetches the live card and evaluates. A retry after a

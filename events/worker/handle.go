@@ -383,7 +383,10 @@ func (w *Worker) evaluate(ctx context.Context, ev events.Event, t *task, obs fet
 	if t.pinned != nil {
 		findings, v = detector.Evaluate(t.pinned, obs.Card, req, req.Posture, t.findings...)
 	} else {
-		findings, v = unknownPinnedVerdict(t, obs)
+		// A client digest of a card carddrift never saw: it can tell the
+		// pinned card is not the live one (pinned-card-unknown), not what
+		// changed.
+		findings, v = detector.EvaluateUnknown(t.pin.Digest, obs.Digest, obs.Card, req, req.Posture, t.findings...)
 	}
 	if findings == nil {
 		findings = []detector.Finding{}
@@ -422,30 +425,6 @@ func (w *Worker) evaluate(ctx context.Context, ev events.Event, t *task, obs fet
 		w.log.Warn().Err(err).Str("task", t.pin.TaskID).Msg("could not record the published drift in the pin")
 	}
 	return outcomeDrift, nil
-}
-
-// unknownPinnedVerdict judges a pin whose card body carddrift never saw (a
-// client digest of a card it never fetched): it can tell that the card is not
-// the live one, not what changed.
-func unknownPinnedVerdict(t *task, obs fetcher.Observation) ([]detector.Finding, detector.Verdict) {
-	req := t.pin.Requirements
-	all := append([]detector.Finding(nil), t.findings...)
-	v := detector.Judge(all, obs.Card, obs.Card, req, req.Posture)
-	if obs.Digest == t.pin.Digest {
-		return all, v
-	}
-	posture := req.Posture
-	if posture == "" {
-		posture = detector.FailClosed
-	}
-	reason := fmt.Sprintf("the card the task was planned against (%s) is not the live card (%s), and carddrift never saw its body: what changed is unknown", t.pin.Digest, obs.Digest)
-	_, offered := obs.Card.Skill(req.SkillID)
-	switch {
-	case posture == detector.Degrade && req.Idempotent && (req.SkillID == "" || offered):
-		return all, detector.Verdict{Action: detector.Replan, Posture: posture, Reason: "degrade: " + reason + "; re-plan against the live card", Impacting: v.Impacting}
-	default:
-		return all, detector.Verdict{Action: detector.Abort, Posture: posture, Reason: string(posture) + ": " + reason, Impacting: v.Impacting}
-	}
 }
 
 // savePin writes t.pin back with compare-and-set. A conflict means another

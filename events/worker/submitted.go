@@ -16,10 +16,7 @@ import (
 // against a fetch, else the first fetch. A pin that already exists is
 // replaced (the client re-planned and submitted again).
 func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submitted, dl delivery) (string, error) {
-	req := d.Requirements()
-	if req.Posture == "" {
-		req.Posture = detector.FailClosed
-	}
+	req := d.Requirements() // with the defaults: fail-closed unless the client said degrade
 	pin := detector.Pin{
 		TaskID: d.TaskID, AgentURL: d.AgentURL, CardURL: d.CardURL,
 		PinnedAt: w.eventTime(ev), Requirements: req, SubmittedSeq: dl.seq,
