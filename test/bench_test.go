@@ -23,7 +23,7 @@ import (
 	"github.com/carddrift/carddrift/events/worker"
 )
 
-// Performance of the worker (DESIGN.md, quality bars): throughput of events
+// Performance of the worker (the quality bars: README, figures): throughput of events
 // that need no fetch against raw JetStream consume+ack of the same messages
 // in the same run, and detection latency and fetch amplification with
 // fetches.
