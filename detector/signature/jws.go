@@ -1,0 +1,193 @@
+package signature
+
+import (
+	"encoding/base64"
+	"fmt"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/carddrift/carddrift/detector/jcs"
+)
+
+// JWS is one entry of a card's "signatures" array, decoded: a JWS in the
+// flattened JSON serialization without its payload (A2A v1.0.1 §8.4.2),
+//
+//	{"protected": "<base64url header>", "signature": "<base64url>", "header": {...}}
+//
+// The payload is not carried: it is the card's canonical form (see Form),
+// base64url-encoded into the signing input as RFC 7515 §5.1 says.
+type JWS struct {
+	// Alg, KeyID, JKU and Typ are the protected header's alg, kid, jku and typ
+	// (JKU is "" when absent). Only protected parameters are read: values in
+	// the unprotected header are not integrity-protected.
+	Alg, KeyID, JKU, Typ string
+	// Protected is the protected header as served (base64url), Signature the
+	// decoded signature.
+	Protected string
+	Signature []byte
+
+	obj *jose.JSONWebSignature // the same, parsed by go-jose for verification
+}
+
+// algorithms are the JWS algorithms Verify accepts: the asymmetric ones of
+// RFC 7518 that A2A signers use, and EdDSA (Ed25519). HMAC is refused (a key
+// set served to everyone cannot hold a secret) and so is "none".
+var algorithms = []jose.SignatureAlgorithm{
+	jose.ES256, jose.ES384, jose.ES512,
+	jose.RS256, jose.RS384, jose.RS512,
+	jose.PS256, jose.PS384, jose.PS512,
+	jose.EdDSA,
+}
+
+// Algorithms returns the JWS "alg" values Verify accepts.
+func Algorithms() []string {
+	out := make([]string, len(algorithms))
+	for i, a := range algorithms {
+		out[i] = string(a)
+	}
+	return out
+}
+
+func supportedAlg(alg string) bool {
+	for _, a := range algorithms {
+		if string(a) == alg {
+			return true
+		}
+	}
+	return false
+}
+
+// maxHeaderBytes bounds a decoded protected header (and, parsed, the
+// unprotected one); real ones are under 300 bytes.
+const maxHeaderBytes = 8 << 10
+
+// ParseJWS decodes one entry of a card's "signatures" array, given as its
+// JSON text. It checks the shape A2A requires, not the signature: see
+// Verify. It returns an error wrapping ErrMalformed when the entry is not a
+// JWS in that shape, or ErrUnsupportedAlg when it is but names an algorithm
+// outside Algorithms; the JWS returned with ErrUnsupportedAlg carries the
+// header parameters. It is safe for concurrent use.
+func ParseJWS(entry []byte) (*JWS, error) {
+	v, err := jcs.Parse(entry, jcs.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return parseJWS(&v)
+}
+
+// parseJWS is ParseJWS over a parsed entry.
+func parseJWS(v *jcs.Value) (*JWS, error) {
+	if v.Kind != jcs.Object {
+		return nil, malformed("entry is a JSON %s, not an object", v.Kind)
+	}
+	protected, err := b64Member(v, "protected")
+	if err != nil {
+		return nil, err
+	}
+	sig, err := b64Member(v, "signature")
+	if err != nil {
+		return nil, err
+	}
+	headerJSON, err := decodeB64(protected)
+	if err != nil {
+		return nil, malformed("protected: %v", err)
+	}
+	if len(headerJSON) > maxHeaderBytes {
+		return nil, malformed("protected header is %d bytes, limit %d", len(headerJSON), maxHeaderBytes)
+	}
+	hdr, err := jcs.ParseObject(headerJSON, jcs.Limits{MaxDepth: 16})
+	if err != nil {
+		return nil, malformed("protected header: %v", err)
+	}
+	j := &JWS{Protected: protected}
+	for _, p := range []struct {
+		name     string
+		dst      *string
+		required bool
+	}{{"alg", &j.Alg, true}, {"kid", &j.KeyID, true}, {"typ", &j.Typ, true}, {"jku", &j.JKU, false}} {
+		hv, ok := hdr.Get(p.name)
+		switch {
+		case !ok && p.required:
+			return nil, malformed("protected header has no %q (A2A requires alg, kid and typ)", p.name)
+		case !ok:
+		case hv.Kind != jcs.String:
+			return nil, malformed("protected header %q is a JSON %s, not a string", p.name, hv.Kind)
+		case hv.Str == "" && p.required:
+			return nil, malformed("protected header %q is empty", p.name)
+		default:
+			*p.dst = hv.Str
+		}
+	}
+	for _, name := range []string{"crit", "b64"} {
+		if _, ok := hdr.Get(name); ok {
+			// No A2A signer uses extensions, and b64 (RFC 7797) would change
+			// the signing input; both libraries would then disagree.
+			return nil, malformed("protected header has %q, which card signatures do not use", name)
+		}
+	}
+	if uh, ok := v.Get("header"); ok {
+		if uh.Kind != jcs.Object {
+			return nil, malformed("header is a JSON %s, not an object", uh.Kind)
+		}
+		for _, m := range uh.Members {
+			if _, dup := hdr.Get(m.Key); dup || m.Key == "crit" {
+				return nil, malformed("unprotected header repeats %q", m.Key)
+			}
+		}
+	}
+	if len(sig) == 0 {
+		return nil, malformed("signature is empty")
+	}
+	if j.Signature, err = decodeB64(sig); err != nil {
+		return nil, malformed("signature: %v", err)
+	}
+	if !supportedAlg(j.Alg) {
+		return j, fmt.Errorf("%w: %q (accepted: %v)", ErrUnsupportedAlg, j.Alg, Algorithms())
+	}
+	// go-jose reads the same header again, as it will verify with it; a
+	// header it cannot read (a malformed "jwk" or "x5c", say) is malformed.
+	obj, err := jose.ParseDetached(protected+".."+sig, []byte{}, algorithms)
+	if err != nil {
+		return nil, malformed("%v", err)
+	}
+	j.obj = obj
+	return j, nil
+}
+
+// b64Member returns the string member name of the entry v, checked to be
+// base64url without padding.
+func b64Member(v *jcs.Value, name string) (string, error) {
+	m, ok := v.Get(name)
+	if !ok {
+		return "", malformed("no %q", name)
+	}
+	if m.Kind != jcs.String {
+		return "", malformed("%q is a JSON %s, not a string", name, m.Kind)
+	}
+	if name == "protected" && m.Str == "" {
+		return "", malformed("%q is empty", name)
+	}
+	return m.Str, nil
+}
+
+// decodeB64 decodes base64url without padding, strictly: only the 64
+// characters of the URL-safe alphabet, zero trailing bits. go-jose signs
+// over a re-encoding of the header it decoded, so any other spelling of the
+// same bytes would verify differently here than in other libraries.
+func decodeB64(s string) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return nil, fmt.Errorf("not base64url: byte %q at %d", c, i)
+		}
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("not base64url: %v", err)
+	}
+	return b, nil
+}
+
+func malformed(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, a...)...)
+}

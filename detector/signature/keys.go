@@ -1,0 +1,255 @@
+package signature
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/carddrift/carddrift/detector/jcs"
+)
+
+// Source says where a key came from.
+type Source string
+
+const (
+	// SourceTrusted: a key set the operator configured (--jwks).
+	SourceTrusted Source = "trusted"
+	// SourceJKU: the key set a signature names in its jku header, fetched.
+	// It proves who controls that URL, not who the operator trusts.
+	SourceJKU Source = "jku"
+)
+
+// Key is a public key that can verify card signatures.
+type Key struct {
+	// JWK is the key as its set lists it (KeyID, Algorithm, Use); JWK.Key is
+	// an *ecdsa.PublicKey, *rsa.PublicKey or ed25519.PublicKey.
+	JWK jose.JSONWebKey
+	// Thumbprint is the key's RFC 7638 JWK thumbprint: SHA-256, base64url
+	// without padding. It identifies the key whatever its kid.
+	Thumbprint string
+	// Source is where the key came from; "" when the Keys that returned it
+	// does not say (a KeySet used on its own).
+	Source Source
+}
+
+// minRSABits is the smallest RSA modulus accepted, as RFC 7518 §3.3 and the
+// JavaScript jose library require. go-jose caps the largest
+// (jose.MaxRSAModulusBits, 4096 by default).
+const minRSABits = 2048
+
+// NewKey checks that jwk can verify signatures and computes its thumbprint.
+// It returns an error wrapping ErrUnusableKey for a symmetric key, a private
+// key (whoever published it has given the signing key away), a key whose
+// "use" is not "sig", an RSA modulus under 2048 bits or an unknown key type.
+func NewKey(jwk jose.JSONWebKey) (Key, error) {
+	unusable := func(format string, a ...any) (Key, error) {
+		return Key{}, fmt.Errorf("%w: kid %q: "+format, append([]any{ErrUnusableKey, jwk.KeyID}, a...)...)
+	}
+	switch k := jwk.Key.(type) {
+	case *ecdsa.PublicKey:
+		if _, ok := curveAlg[k.Curve]; !ok {
+			return unusable("unsupported curve")
+		}
+	case *rsa.PublicKey:
+		if k.N.BitLen() < minRSABits {
+			return unusable("RSA modulus of %d bits, at least %d needed", k.N.BitLen(), minRSABits)
+		}
+	case ed25519.PublicKey:
+	case *ecdsa.PrivateKey, *rsa.PrivateKey, ed25519.PrivateKey:
+		return unusable("a private key, published: it authenticates nothing")
+	case []byte:
+		return unusable("a symmetric key")
+	default:
+		return unusable("key type %T", jwk.Key)
+	}
+	if jwk.Use != "" && jwk.Use != "sig" {
+		return unusable("use %q, not \"sig\"", jwk.Use)
+	}
+	tp, err := jwk.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return unusable("thumbprint: %v", err)
+	}
+	return Key{JWK: jwk, Thumbprint: base64.RawURLEncoding.EncodeToString(tp)}, nil
+}
+
+var curveAlg = map[elliptic.Curve]string{
+	elliptic.P256(): "ES256",
+	elliptic.P384(): "ES384",
+	elliptic.P521(): "ES512",
+}
+
+// fits returns nil when k can verify a signature made with alg, else why not.
+func (k Key) fits(alg string) error {
+	if k.JWK.Algorithm != "" && k.JWK.Algorithm != alg {
+		return fmt.Errorf("key %s is for %s, the signature is %s", k.Thumbprint, k.JWK.Algorithm, alg)
+	}
+	var want string
+	switch key := k.JWK.Key.(type) {
+	case *ecdsa.PublicKey:
+		if curveAlg[key.Curve] == alg {
+			return nil
+		}
+		want = "an EC key on " + key.Curve.Params().Name
+	case *rsa.PublicKey:
+		switch alg {
+		case "RS256", "RS384", "RS512", "PS256", "PS384", "PS512":
+			return nil
+		}
+		want = "an RSA key"
+	case ed25519.PublicKey:
+		if alg == "EdDSA" {
+			return nil
+		}
+		want = "an Ed25519 key"
+	default:
+		want = fmt.Sprintf("a %T", key)
+	}
+	return fmt.Errorf("key %s is %s, which cannot verify %s", k.Thumbprint, want, alg)
+}
+
+// Keys finds the keys that may have made a signature. Implementations must
+// be safe for concurrent use.
+type Keys interface {
+	// Lookup returns the keys with key id kid, for a signature whose
+	// protected header names jku ("" when it names none). No key with that
+	// kid is (nil, nil). An error means the keys could not be obtained — the
+	// key set could not be fetched, or is not one — and Verify reports the
+	// signature unverified (ReasonKeysUnavailable), never invalid. Lookup
+	// must return when ctx is done.
+	Lookup(ctx context.Context, kid, jku string) ([]Key, error)
+}
+
+// KeySet is a static set of keys, such as a JWKS file. It ignores jku. The
+// zero value and nil are empty sets. It is safe for concurrent use.
+type KeySet struct {
+	keys    []Key
+	skipped []error
+}
+
+// MaxJWKSKeys is how many keys ParseJWKS reads from one set; further keys
+// are skipped.
+const MaxJWKSKeys = 100
+
+// ParseJWKS reads a JSON Web Key Set (RFC 7517 §5). Keys that cannot verify
+// signatures (see NewKey) or that go-jose cannot read are skipped, not
+// fatal: KeySet.Skipped says which and why. It returns an error wrapping
+// ErrInvalidJWKS when b is not a JSON object with a "keys" array (under the
+// jcs default limits: 1 MiB, strict JSON).
+func ParseJWKS(b []byte) (*KeySet, error) {
+	v, err := jcs.ParseObject(b, jcs.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidJWKS, err)
+	}
+	keys, ok := v.Get("keys")
+	if !ok || keys.Kind != jcs.Array {
+		return nil, fmt.Errorf("%w: no \"keys\" array", ErrInvalidJWKS)
+	}
+	s := &KeySet{}
+	for i := range keys.Elems {
+		if i == MaxJWKSKeys {
+			s.skipped = append(s.skipped, fmt.Errorf("%w: keys %d to %d: over the limit of %d keys per set",
+				ErrUnusableKey, i, len(keys.Elems)-1, MaxJWKSKeys))
+			break
+		}
+		var jwk jose.JSONWebKey
+		if err := jwk.UnmarshalJSON(jcs.Append(nil, &keys.Elems[i])); err != nil {
+			s.skipped = append(s.skipped, fmt.Errorf("%w: key %d: %v", ErrUnusableKey, i, err))
+			continue
+		}
+		k, err := NewKey(jwk)
+		if err != nil {
+			s.skipped = append(s.skipped, fmt.Errorf("key %d: %w", i, err))
+			continue
+		}
+		s.keys = append(s.keys, k)
+	}
+	return s, nil
+}
+
+// NewKeySet returns a set of the given keys.
+func NewKeySet(keys ...Key) *KeySet { return &KeySet{keys: append([]Key(nil), keys...)} }
+
+// Lookup returns the keys of the set whose kid is kid. It never fails.
+func (s *KeySet) Lookup(_ context.Context, kid, _ string) ([]Key, error) {
+	if s == nil {
+		return nil, nil
+	}
+	var out []Key
+	for _, k := range s.keys {
+		if k.JWK.KeyID == kid {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// Keys returns every usable key of the set.
+func (s *KeySet) Keys() []Key {
+	if s == nil {
+		return nil
+	}
+	return append([]Key(nil), s.keys...)
+}
+
+// Skipped returns why each key ParseJWKS left out was left out (each error
+// wraps ErrUnusableKey), for the operator's log.
+func (s *KeySet) Skipped() []error {
+	if s == nil {
+		return nil
+	}
+	return append([]error(nil), s.skipped...)
+}
+
+// Sources looks keys up where carddrift trusts them: the operator's key set
+// (--jwks) first, then the key set a signature names in its jku. A kid the
+// trusted set holds is answered by it alone — a signature cannot bring its
+// own key for a kid the operator vouched for. Keys returned are marked
+// SourceTrusted or SourceJKU. Nil fields are skipped: with JKU nil, jku is
+// never followed. Sources is safe for concurrent use if its fields are.
+type Sources struct {
+	Trusted Keys
+	JKU     Keys
+}
+
+// Lookup returns the trusted keys for kid if there are any, else the keys
+// for kid in the set at jku (when jku is set and JKU is not nil). It fails
+// only when no key was found and a source that could have held one failed.
+func (s Sources) Lookup(ctx context.Context, kid, jku string) ([]Key, error) {
+	var errs []error
+	if s.Trusted != nil {
+		keys, err := s.Trusted.Lookup(ctx, kid, jku)
+		if len(keys) > 0 {
+			return stamp(keys, SourceTrusted), nil
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("trusted keys: %w", err))
+		}
+	}
+	if s.JKU != nil && jku != "" {
+		keys, err := s.JKU.Lookup(ctx, kid, jku)
+		if len(keys) > 0 {
+			return stamp(keys, SourceJKU), nil
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("jku %s: %w", jku, err))
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+func stamp(keys []Key, src Source) []Key {
+	out := make([]Key, len(keys))
+	for i, k := range keys {
+		k.Source = src
+		out[i] = k
+	}
+	return out
+}

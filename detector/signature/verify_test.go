@@ -1,0 +1,399 @@
+package signature
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+var (
+	keysMu   sync.Mutex
+	keyCache = map[string]crypto.Signer{}
+)
+
+// testKey returns a private key for alg (one per alg and kid for the whole
+// run: RSA keys are slow to make) and its public JWK with kid, alg and use.
+func testKey(t testing.TB, alg, kid string) (crypto.Signer, json.RawMessage) {
+	t.Helper()
+	keysMu.Lock()
+	defer keysMu.Unlock()
+	k, ok := keyCache[alg+" "+kid]
+	if !ok {
+		var err error
+		switch alg {
+		case "ES256":
+			k, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		case "ES384":
+			k, err = ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+		case "ES512":
+			k, err = ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
+		case "RS256", "RS384", "RS512", "PS256", "PS384", "PS512":
+			k, err = rsa.GenerateKey(rand.Reader, 2048)
+		case "EdDSA":
+			_, k, err = ed25519.GenerateKey(rand.Reader)
+		default:
+			t.Fatalf("testKey: alg %s", alg)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyCache[alg+" "+kid] = k
+	}
+	return k, publicJWK(t, k, alg, kid)
+}
+
+func publicJWK(t testing.TB, k crypto.Signer, alg, kid string) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(jose.JSONWebKey{Key: k.Public(), KeyID: kid, Algorithm: alg, Use: "sig"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func keySet(t testing.TB, jwks ...json.RawMessage) *KeySet {
+	t.Helper()
+	s, err := ParseJWKS(jwksOf(t, jwks...))
+	if err != nil || len(s.Skipped()) > 0 {
+		t.Fatalf("ParseJWKS: %v %v", err, s.Skipped())
+	}
+	return s
+}
+
+// baseCard is a small v1.0 card.
+const baseCard = `{"name":"Ledger Clerk","description":"Reads invoices.","version":"1.4.0",
+ "supportedInterfaces":[{"url":"https://agent.example/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],
+ "capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
+ "skills":[{"id":"summarize","name":"Summarise","description":"Summaries.","tags":["invoice"]}]}`
+
+func mustSign(t testing.TB, card []byte, alg, kid string, opts SignOptions) ([]byte, json.RawMessage) {
+	t.Helper()
+	key, jwk := testKey(t, alg, kid)
+	opts.KeyID, opts.Alg = kid, alg
+	signed, err := Sign(card, key, opts)
+	if err != nil {
+		t.Fatalf("Sign(%s): %v", alg, err)
+	}
+	return signed, jwk
+}
+
+func verify1(t testing.TB, card []byte, keys Keys) Result {
+	t.Helper()
+	res, err := Verify(context.Background(), card, keys)
+	if err != nil || len(res) != 1 {
+		t.Fatalf("Verify = %+v, %v; want one result", res, err)
+	}
+	return res[0]
+}
+
+// TestSignVerify signs a card in Go with each algorithm and each form, and
+// verifies it; then tampers with it.
+func TestSignVerify(t *testing.T) {
+	for _, alg := range Algorithms() {
+		for _, form := range Forms() {
+			t.Run(alg+"/"+string(form), func(t *testing.T) {
+				kid := "k-" + alg
+				signed, jwk := mustSign(t, []byte(baseCard), alg, kid, SignOptions{Form: form, JKU: "https://agent.example/jwks.json"})
+				set := keySet(t, jwk)
+				r := verify1(t, signed, set)
+				want := Result{Index: 0, KeyID: kid, Alg: alg, JKU: "https://agent.example/jwks.json", Typ: "JOSE",
+					Thumbprint: set.Keys()[0].Thumbprint, Form: firstForm(t, signed, form), Verified: true, Reason: ReasonVerified}
+				if r != want {
+					t.Errorf("Verify =\n%+v\nwant\n%+v", r, want)
+				}
+
+				tampered := bytes.Replace(signed, []byte(`"Summaries."`), []byte(`"Summaries!"`), 1)
+				r = verify1(t, tampered, set)
+				if r.Verified || r.Reason != ReasonInvalidSignature || r.Thumbprint != set.Keys()[0].Thumbprint {
+					t.Errorf("Verify(tampered) = %+v; want invalid-signature with the key's thumbprint", r)
+				}
+			})
+		}
+	}
+}
+
+// firstForm is the first of Forms whose payload for card is that of form:
+// the one Verify reports (baseCard, normalised already, has one payload for
+// the served and spec forms).
+func firstForm(t testing.TB, card []byte, form Form) Form {
+	t.Helper()
+	want, err := Canonical(card, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Forms() {
+		if got, _ := Canonical(card, f); bytes.Equal(got, want) {
+			return f
+		}
+	}
+	return form
+}
+
+// What a signature covers under each form: a change to a member outside the
+// v1.0 schema breaks a served-form signature only.
+func TestFormCoverage(t *testing.T) {
+	card := []byte(strings.Replace(baseCard, `"name"`, `"url":"https://legacy.example/a2a","name"`, 1))
+	for _, form := range Forms() {
+		signed, jwk := mustSign(t, card, "ES256", "cover", SignOptions{Form: form})
+		changed := bytes.Replace(signed, []byte(`"url":"https://legacy.example/a2a"`), []byte(`"url":"https://evil.example/a2a"`), 1)
+		if bytes.Equal(changed, signed) {
+			t.Fatal("no url to change")
+		}
+		r := verify1(t, changed, keySet(t, jwk))
+		if r.Verified != (form != FormServed) {
+			t.Errorf("%s signature after a v0.3 url change: %+v", form, r)
+		}
+	}
+}
+
+// errKeys is a key source that cannot be reached.
+type errKeys struct{ err error }
+
+func (e errKeys) Lookup(context.Context, string, string) ([]Key, error) { return nil, e.err }
+
+// recordKeys records lookups and answers from a set.
+type recordKeys struct {
+	set   *KeySet
+	calls []string
+}
+
+func (r *recordKeys) Lookup(ctx context.Context, kid, jku string) ([]Key, error) {
+	r.calls = append(r.calls, kid+" "+jku)
+	return r.set.Lookup(ctx, kid, jku)
+}
+
+func TestVerifyOutcomes(t *testing.T) {
+	card := []byte(baseCard)
+	signed, jwk := mustSign(t, card, "ES256", "main", SignOptions{JKU: "https://agent.example/jwks.json"})
+	set := keySet(t, jwk)
+	tp := set.Keys()[0].Thumbprint
+	_, otherJWK := testKey(t, "ES256", "main-other") // same alg, another key
+	_, rsaJWK := testKey(t, "RS256", "main-rsa")     // another key type
+	otherUnderMain := bytes.Replace(otherJWK, []byte(`"main-other"`), []byte(`"main"`), 1)
+	rsaUnderMain := bytes.Replace(rsaJWK, []byte(`"main-rsa"`), []byte(`"main"`), 1)
+	rsaUnderMainNoAlg := []byte(strings.Replace(string(rsaUnderMain), `"alg":"RS256",`, ``, 1))
+	rotated := keySet(t, otherUnderMain)
+
+	tests := []struct {
+		name   string
+		card   []byte
+		keys   Keys
+		reason Reason
+		tp     string
+		source Source
+	}{
+		{"verified", signed, set, ReasonVerified, tp, ""},
+		{"unknown kid", signed, keySet(t, otherJWK), ReasonNoKey, "", ""},
+		{"no key source", signed, nil, ReasonKeysUnavailable, "", ""},
+		{"key set unreachable", signed, errKeys{errors.New("fetch https://agent.example/jwks.json: timeout")}, ReasonKeysUnavailable, "", ""},
+		{"another key under the same kid", signed, rotated, ReasonInvalidSignature, rotated.Keys()[0].Thumbprint, ""},
+		{"a key of another type under the kid", signed, keySet(t, rsaUnderMain), ReasonInvalidSignature, keySet(t, rsaUnderMain).Keys()[0].Thumbprint, ""},
+		{"a key of another type without alg", signed, keySet(t, rsaUnderMainNoAlg), ReasonInvalidSignature, keySet(t, rsaUnderMainNoAlg).Keys()[0].Thumbprint, ""},
+		{"the right key among others under the kid", signed, keySet(t, rsaUnderMain, otherUnderMain, jwk), ReasonVerified, tp, ""},
+		{"trusted key", signed, Sources{Trusted: set}, ReasonVerified, tp, SourceTrusted},
+		{"jku key", signed, Sources{Trusted: keySet(t, otherJWK), JKU: set}, ReasonVerified, tp, SourceJKU},
+		{"a trusted kid is not answered from jku", signed, Sources{Trusted: rotated, JKU: set}, ReasonInvalidSignature, rotated.Keys()[0].Thumbprint, SourceTrusted},
+		{"trusted set down, jku answers", signed, Sources{Trusted: errKeys{errors.New("down")}, JKU: set}, ReasonVerified, tp, SourceJKU},
+		{"trusted set down, no jku source", signed, Sources{Trusted: errKeys{errors.New("down")}}, ReasonKeysUnavailable, "", ""},
+		{"jku down, kid unknown to the trusted set", signed, Sources{Trusted: keySet(t), JKU: errKeys{errors.New("down")}}, ReasonKeysUnavailable, "", ""},
+		{"jku not followed", signed, Sources{Trusted: keySet(t)}, ReasonNoKey, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := verify1(t, tc.card, tc.keys)
+			if r.Reason != tc.reason || r.Verified != (tc.reason == ReasonVerified) || r.Thumbprint != tc.tp || r.Source != tc.source {
+				t.Errorf("Verify = %+v\nwant reason %s, thumbprint %q, source %q", r, tc.reason, tc.tp, tc.source)
+			}
+			if r.KeyID != "main" || r.Alg != "ES256" || r.JKU != "https://agent.example/jwks.json" || r.Detail == "" && !r.Verified {
+				t.Errorf("Verify = %+v: header or detail missing", r)
+			}
+		})
+	}
+}
+
+// entry builds a signatures entry from a protected header (JSON, encoded
+// here) and a signature.
+func entry(protected string, sig string, extra string) string {
+	e := `{"protected":"` + base64.RawURLEncoding.EncodeToString([]byte(protected)) + `","signature":"` + sig + `"`
+	if extra != "" {
+		e += "," + extra
+	}
+	return e + "}"
+}
+
+func withSignatures(card string, sigs string) []byte {
+	return []byte(strings.TrimSuffix(strings.TrimSpace(card), "}") + `,"signatures":` + sigs + `}`)
+}
+
+func TestVerifyMalformed(t *testing.T) {
+	sig := base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{1}, 64))
+	good := `{"alg":"ES256","kid":"k","typ":"JOSE"}`
+	tests := []struct {
+		name, sigs string
+		reason     Reason
+	}{
+		{"signatures not an array", `{"protected":"x"}`, ReasonMalformed},
+		{"entry not an object", `["x"]`, ReasonMalformed},
+		{"no protected", `[{"signature":"` + sig + `"}]`, ReasonMalformed},
+		{"protected not a string", `[{"protected":5,"signature":"` + sig + `"}]`, ReasonMalformed},
+		{"protected not base64url", `[{"protected":"eyJ+/","signature":"` + sig + `"}]`, ReasonMalformed},
+		{"protected padded", `[{"protected":"` + base64.URLEncoding.EncodeToString([]byte(good+"  ")) + `","signature":"` + sig + `"}]`, ReasonMalformed},
+		{"protected with a newline", `[{"protected":"eyJhbGciOiJFUzI1NiJ9\n","signature":"` + sig + `"}]`, ReasonMalformed},
+		{"protected not JSON", "[" + entry(`{alg:ES256}`, sig, "") + "]", ReasonMalformed},
+		{"protected not an object", "[" + entry(`["ES256"]`, sig, "") + "]", ReasonMalformed},
+		{"protected duplicate key", "[" + entry(`{"alg":"ES256","alg":"none","kid":"k","typ":"JOSE"}`, sig, "") + "]", ReasonMalformed},
+		{"no alg", "[" + entry(`{"kid":"k","typ":"JOSE"}`, sig, "") + "]", ReasonMalformed},
+		{"no kid", "[" + entry(`{"alg":"ES256","typ":"JOSE"}`, sig, "") + "]", ReasonMalformed},
+		{"empty kid", "[" + entry(`{"alg":"ES256","kid":"","typ":"JOSE"}`, sig, "") + "]", ReasonMalformed},
+		{"no typ", "[" + entry(`{"alg":"ES256","kid":"k"}`, sig, "") + "]", ReasonMalformed},
+		{"kid not a string", "[" + entry(`{"alg":"ES256","kid":7,"typ":"JOSE"}`, sig, "") + "]", ReasonMalformed},
+		{"jku not a string", "[" + entry(`{"alg":"ES256","kid":"k","typ":"JOSE","jku":["x"]}`, sig, "") + "]", ReasonMalformed},
+		{"crit", "[" + entry(`{"alg":"ES256","kid":"k","typ":"JOSE","crit":["b64"],"b64":false}`, sig, "") + "]", ReasonMalformed},
+		{"b64 without crit", "[" + entry(`{"alg":"ES256","kid":"k","typ":"JOSE","b64":false}`, sig, "") + "]", ReasonMalformed},
+		{"unprotected header not an object", "[" + entry(good, sig, `"header":"x"`) + "]", ReasonMalformed},
+		{"unprotected header null", "[" + entry(good, sig, `"header":null`) + "]", ReasonMalformed},
+		{"unprotected header repeats kid", "[" + entry(good, sig, `"header":{"kid":"other"}`) + "]", ReasonMalformed},
+		{"unprotected crit", "[" + entry(good, sig, `"header":{"crit":["x"]}`) + "]", ReasonMalformed},
+		{"no signature", `[{"protected":"` + base64.RawURLEncoding.EncodeToString([]byte(good)) + `"}]`, ReasonMalformed},
+		{"empty signature", "[" + entry(good, "", "") + "]", ReasonMalformed},
+		{"signature not base64url", "[" + entry(good, "a+b/", "") + "]", ReasonMalformed},
+		{"signature with non-zero trailing bits", "[" + entry(good, "AB", "") + "]", ReasonMalformed},
+		{"go-jose refuses the header", "[" + entry(`{"alg":"ES256","kid":"k","typ":"JOSE","jwk":{"kty":"EC"}}`, sig, "") + "]", ReasonMalformed},
+		{"alg none", "[" + entry(`{"alg":"none","kid":"k","typ":"JOSE"}`, sig, "") + "]", ReasonUnsupportedAlg},
+		{"alg HS256", "[" + entry(`{"alg":"HS256","kid":"k","typ":"JOSE"}`, sig, "") + "]", ReasonUnsupportedAlg},
+		{"alg Ed25519 (fully specified)", "[" + entry(`{"alg":"Ed25519","kid":"k","typ":"JOSE"}`, sig, "") + "]", ReasonUnsupportedAlg},
+		{"alg ML-DSA-44", "[" + entry(`{"alg":"ML-DSA-44","kid":"k","typ":"JOSE"}`, sig, "") + "]", ReasonUnsupportedAlg},
+		{"well-formed, bad signature", "[" + entry(good, sig, `"header":{"x-note":"unprotected"}`) + "]", ReasonKeysUnavailable},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Verify(context.Background(), withSignatures(baseCard, tc.sigs), nil)
+			if err != nil || len(res) != 1 {
+				t.Fatalf("Verify = %+v, %v", res, err)
+			}
+			if r := res[0]; r.Reason != tc.reason || r.Verified || r.Detail == "" {
+				t.Errorf("Verify = %+v, want %s", r, tc.reason)
+			}
+		})
+	}
+}
+
+func TestVerifyCard(t *testing.T) {
+	for _, in := range []string{``, `[]`, `{"a":1,"a":2}`, `nope`} {
+		if res, err := Verify(context.Background(), []byte(in), nil); !errors.Is(err, ErrNotCard) {
+			t.Errorf("Verify(%q) = %v, %v; want ErrNotCard", in, res, err)
+		}
+	}
+	for _, sigs := range []string{``, `null`, `[]`} {
+		card := []byte(baseCard)
+		if sigs != "" {
+			card = withSignatures(baseCard, sigs)
+		}
+		if res, err := Verify(context.Background(), card, nil); res != nil || err != nil {
+			t.Errorf("Verify(signatures %q) = %v, %v; want nothing", sigs, res, err)
+		}
+	}
+}
+
+// TestRotation: two signatures during a key rotation, one per key; each is
+// reported, and a key set holding only the new key verifies the second.
+func TestRotation(t *testing.T) {
+	once, oldJWK := mustSign(t, []byte(baseCard), "ES256", "2025", SignOptions{})
+	twice, newJWK := mustSign(t, once, "EdDSA", "2026", SignOptions{})
+	res, err := Verify(context.Background(), twice, keySet(t, newJWK))
+	if err != nil || len(res) != 2 {
+		t.Fatalf("Verify = %+v, %v", res, err)
+	}
+	if res[0].Reason != ReasonNoKey || res[0].KeyID != "2025" || res[1].Reason != ReasonVerified || res[1].KeyID != "2026" || res[1].Index != 1 {
+		t.Errorf("Verify = %+v", res)
+	}
+	res, _ = Verify(context.Background(), twice, keySet(t, oldJWK, newJWK))
+	if !res[0].Verified || !res[1].Verified || res[0].Thumbprint == res[1].Thumbprint {
+		t.Errorf("Verify with both keys = %+v", res)
+	}
+}
+
+// TestMaxSignatures: signatures past the limit are not looked up.
+func TestMaxSignatures(t *testing.T) {
+	card := []byte(baseCard)
+	var jwk json.RawMessage
+	for range MaxSignatures + 2 {
+		card, jwk = mustSign(t, card, "EdDSA", "many", SignOptions{})
+	}
+	rk := &recordKeys{set: keySet(t, jwk)}
+	res, err := Verify(context.Background(), card, rk)
+	if err != nil || len(res) != MaxSignatures+2 {
+		t.Fatalf("Verify: %d results, %v", len(res), err)
+	}
+	for i, r := range res {
+		want := ReasonVerified
+		if i >= MaxSignatures {
+			want = ReasonNotChecked
+		}
+		if r.Reason != want || r.KeyID != "many" {
+			t.Errorf("result %d = %+v, want %s", i, r, want)
+		}
+	}
+	if len(rk.calls) != MaxSignatures {
+		t.Errorf("%d lookups, want %d", len(rk.calls), MaxSignatures)
+	}
+}
+
+func TestReasons(t *testing.T) {
+	seen := map[Reason]bool{}
+	for _, r := range Reasons() {
+		if seen[r] || r == "" || strings.ToLower(string(r)) != string(r) || strings.Contains(string(r), " ") {
+			t.Errorf("reason %q: duplicate or not kebab-case", r)
+		}
+		seen[r] = true
+	}
+	if len(seen) != 7 {
+		t.Errorf("%d reasons", len(seen))
+	}
+}
+
+func TestSignErrors(t *testing.T) {
+	key, _ := testKey(t, "ES256", "e")
+	for _, tc := range []struct {
+		card string
+		opts SignOptions
+		want error
+	}{
+		{`[]`, SignOptions{KeyID: "k"}, ErrNotCard},
+		{baseCard, SignOptions{KeyID: "k", Form: "raw"}, ErrUnknownForm},
+		{baseCard, SignOptions{}, nil},
+		{baseCard, SignOptions{KeyID: "k", Alg: "RS256"}, nil},
+	} {
+		_, err := Sign([]byte(tc.card), key, tc.opts)
+		if err == nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("Sign(%.20s, %+v) error = %v, want %v", tc.card, tc.opts, err, tc.want)
+		}
+	}
+	// A card whose signatures member is not an array gets a new one.
+	out, err := Sign(withSignatures(baseCard, `"junk"`), key, SignOptions{KeyID: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := verify1(t, out, nil); r.KeyID != "k" {
+		t.Errorf("Sign over junk signatures: %+v", r)
+	}
+}
+
+func ExampleAlgorithms() {
+	fmt.Println(Algorithms())
+	// Output: [ES256 ES384 ES512 RS256 RS384 RS512 PS256 PS384 PS512 EdDSA]
+}
