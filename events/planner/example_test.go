@@ -142,7 +142,7 @@ func ExampleSubscribe() {
 		Pinned: events.CardRef{Digest: "sha256:1111111111111111111111111111111111111111111111111111111111111111", Fingerprint: "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},
 		Live:   events.CardRef{Digest: "sha256:2222222222222222222222222222222222222222222222222222222222222222", Fingerprint: "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"},
 		Findings: []detector.Finding{{Rule: "streaming-disabled", Severity: detector.Breaking, Path: "/capabilities/streaming",
-			Before: true, After: false, Message: "streaming is no longer supported"}},
+			Before: true, After: false, Message: "streaming is no longer supported", Touches: true}},
 		Verdict: detector.Verdict{Action: detector.Abort, Posture: detector.FailClosed, Reason: "fail-closed: streaming-disabled"},
 		Trigger: events.Trigger{EventID: "evt-2", Type: events.TypeRequest},
 	}})

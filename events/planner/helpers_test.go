@@ -221,6 +221,33 @@ func publish(t testing.TB, js jetstream.JetStream, ds ...events.Drift) {
 	}
 }
 
+// publishLegacy publishes drifts as a worker before contract v1.1 wrote
+// them: findings without touches.
+func publishLegacy(t testing.TB, js jetstream.JetStream, ds ...events.Drift) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, d := range ds {
+		m, err := events.Encode(events.Event{ID: "legacy-" + d.TaskID, Source: "carddrift/test-worker", Data: d}, events.Binary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var data map[string]any
+		if err := json.Unmarshal(m.Data, &data); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range data["findings"].([]any) {
+			delete(f.(map[string]any), "touches")
+		}
+		if m.Data, err = json.Marshal(data); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishMsg(ctx, m); err != nil {
+			t.Fatalf("publish legacy drift of %s: %v", d.TaskID, err)
+		}
+	}
+}
+
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()

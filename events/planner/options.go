@@ -62,8 +62,10 @@ type Options struct {
 	NakDelay, MaxNakDelay time.Duration
 	// Buffer is how many verdicts the client pulls ahead (default 16).
 	Buffer int
-	// Pins and Cards, both set, make Verdict.Impacting exact (see Verdict):
-	// usually the workers' stores from store.Bind.
+	// Pins and Cards, both set, make Verdict.Impacting exact for card.drift
+	// events that do not say which findings touch the task (written before
+	// contract v1.1; see Verdict): usually the workers' stores from
+	// store.Bind. Events that carry touches need no store.
 	Pins  store.Pins
 	Cards store.Cards
 	// StoreTimeout bounds the store reads of one verdict (default 5s).

@@ -93,7 +93,8 @@ func TestSubscribeFilters(t *testing.T) {
 		{"all", planner.Options{}, []string{"abort-a", "continue-a", "replan-b", "warning-b"}},
 		{"agent", planner.Options{Agent: "HTTPS://A.example:443/some/path"}, []string{"abort-a", "continue-a"}},
 		{"actions", planner.Options{Actions: []detector.Action{detector.Abort, detector.Replan}}, []string{"abort-a", "replan-b"}},
-		{"min-warning-implied", planner.Options{MinSeverity: detector.Warning}, []string{"abort-a", "replan-b", "warning-b"}},
+		// warning-b's breaking finding does not touch its task (its touches say so).
+		{"min-warning", planner.Options{MinSeverity: detector.Warning}, []string{"abort-a", "replan-b"}},
 		{"min-breaking", planner.Options{MinSeverity: detector.Breaking}, []string{"abort-a", "replan-b"}},
 		{"agent-and-action", planner.Options{Agent: b, Actions: []detector.Action{detector.Continue}}, []string{"warning-b"}},
 	}
@@ -129,16 +130,19 @@ func TestSubscribeVerdictFields(t *testing.T) {
 	if !hasRule(v.Findings, detector.RuleStreamingDisabled) {
 		t.Errorf("findings = %+v, want streaming-disabled", v.Findings)
 	}
-	if v.Impact != detector.Breaking || v.ImpactExact || v.Impacting != nil {
-		t.Errorf("impact = %v exact %v impacting %v, want breaking implied", v.Impact, v.ImpactExact, v.Impacting)
+	// The card.drift says which findings touch the task: exact, no store.
+	if v.Impact != detector.Breaking || !v.ImpactExact || len(v.Impacting) != 1 || v.Impacting[0].Rule != detector.RuleStreamingDisabled {
+		t.Errorf("impact = %v exact %v impacting %v, want exact breaking streaming-disabled", v.Impact, v.ImpactExact, v.Impacting)
 	}
 	if v.Delivery != 1 || v.Sequence == 0 || v.EventID == "" || v.Source != "carddrift/test-worker" || v.Time.IsZero() {
 		t.Errorf("delivery %d sequence %d id %q source %q time %v", v.Delivery, v.Sequence, v.EventID, v.Source, v.Time)
 	}
 }
 
-// With the stores, the impact is what touches the task, exactly: a breaking
-// change to another skill is no impact at all.
+// A card.drift written before contract v1.1 does not say which findings
+// touch the task. With the stores, the impact is recomputed exactly: a
+// breaking change to another skill is no impact at all. Without a pin, it is
+// what the action implies.
 func TestSubscribeExactImpact(t *testing.T) {
 	js, _ := withJS(t)
 	ctx := context.Background()
@@ -162,7 +166,7 @@ func TestSubscribeExactImpact(t *testing.T) {
 	subscribe(t, js, planner.Options{Durable: "exact", MinSeverity: detector.Warning, Pins: pins, Cards: cards}, rec.handle)
 	all := &recorder{}
 	subscribe(t, js, planner.Options{Durable: "exact-all", Pins: pins, Cards: cards}, all.handle)
-	publish(t, js,
+	publishLegacy(t, js,
 		drift(t, "other-skill", agentURL, v1, narrowedTr, streamEcho),
 		drift(t, "streams", agentURL, v1, noStream, streamEcho),
 		drift(t, "no-pin", agentURL, v1, narrowedTr, streamEcho), // falls back to the implied impact

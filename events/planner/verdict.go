@@ -26,18 +26,21 @@ type Verdict struct {
 	// plus the task-level findings (blind-retry, unmodeled-skill,
 	// artifact-type-undeclared), sorted as the worker sorted them.
 	Findings []detector.Finding
-	// Impacting are the findings that touch this task (detector.Judge), and
-	// Impact the highest severity among them (0 when none does).
+	// Impacting are the findings that touch this task with warning severity
+	// or more (as detector.Judge weighs them), and Impact the highest
+	// severity among them (0 when none does).
 	//
-	// A card.drift does not carry which findings touch the task, so they are
-	// recomputed: exactly (ImpactExact) when Options.Pins and Options.Cards
-	// let Subscribe read the task's requirements and both card bodies;
-	// otherwise Impacting is nil and Impact is what the action implies —
-	// abort and replan mean a breaking finding touches the task (Breaking);
-	// continue means none does, and Impact is then Warning when any finding
-	// of warning severity or more exists (it may touch the task), else 0.
-	// The fallback errs towards delivering: a MinSeverity filter never drops
-	// a verdict whose impact might reach it.
+	// A card.drift says which findings touch the task (Finding.Touches), and
+	// Impacting is read from it: exact (ImpactExact), no store read. Only a
+	// card.drift written before contract v1.1 lacks touches; for it they are
+	// recomputed: exactly when Options.Pins and Options.Cards let Subscribe
+	// read the task's requirements and both card bodies; otherwise Impacting
+	// is nil and Impact is what the action implies — abort and replan mean a
+	// breaking finding touches the task (Breaking); continue means none does,
+	// and Impact is then Warning when any finding of warning severity or more
+	// exists (it may touch the task), else 0. The fallback errs towards
+	// delivering: a MinSeverity filter never drops a verdict whose impact
+	// might reach it.
 	Impacting   []detector.Finding
 	Impact      detector.Severity
 	ImpactExact bool
@@ -56,6 +59,8 @@ type Verdict struct {
 	Delivery uint64
 	// Sequence is the card.drift's sequence in the events stream.
 	Sequence uint64
+
+	touchesKnown bool // every finding carried touches (events.Drift.TouchesKnown)
 }
 
 // newVerdict builds a Verdict from a decoded card.drift.
@@ -66,6 +71,7 @@ func newVerdict(ev events.Event, d events.Drift) Verdict {
 		Findings: d.Findings,
 		Pinned:   d.Pinned, Live: d.Live, Trigger: d.Trigger,
 		EventID: ev.ID, Source: ev.Source, Time: ev.Time,
+		touchesKnown: d.TouchesKnown,
 	}
 }
 
@@ -84,11 +90,29 @@ func impliedImpact(v *Verdict) detector.Severity {
 	return 0
 }
 
-// resolveImpact fills Impacting, Impact and ImpactExact. With stores it
-// rejudges the findings against the task's requirements and both cards; a
-// missing pin or card body falls back to the implied impact. Only store
-// failures (not absence) are returned, so that the message is retried.
+// resolveImpact fills Impacting, Impact and ImpactExact: from the findings'
+// touches when the card.drift carried them; else, with stores, by rejudging
+// the findings against the task's requirements and both cards; a missing pin
+// or card body falls back to the implied impact. Only store failures (not
+// absence) are returned, so that the message is retried.
 func resolveImpact(ctx context.Context, v *Verdict, pins store.Pins, cards store.Cards) error {
+	if v.touchesKnown {
+		var impacting []detector.Finding
+		var impact detector.Severity
+		for _, f := range v.Findings {
+			if f.Touches && f.Severity >= detector.Warning {
+				impacting = append(impacting, f)
+				impact = max(impact, f.Severity)
+			}
+		}
+		// Abort and replan need a breaking finding that touches the task;
+		// touches that contradict the action (an event not made by a
+		// worker) are not trusted.
+		if impact == detector.Breaking || v.Action == detector.Continue {
+			v.Impacting, v.Impact, v.ImpactExact = impacting, impact, true
+			return nil
+		}
+	}
 	v.Impact = impliedImpact(v)
 	if pins == nil || cards == nil {
 		return nil
