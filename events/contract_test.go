@@ -2,11 +2,15 @@ package events_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/schemas"
 )
@@ -48,17 +52,48 @@ func TestKnownNamesMatchDetector(t *testing.T) {
 	}
 }
 
-func TestKnownReasons(t *testing.T) {
-	want := []string{
-		events.ReasonTransport, events.ReasonTimeout, events.ReasonStatus, events.ReasonRefusedAddress,
-		events.ReasonRedirect, events.ReasonTooLarge, events.ReasonInvalidJSON, events.ReasonInvalidUTF8,
-		events.ReasonDuplicateKey, events.ReasonTooDeep, events.ReasonNotACard, events.ReasonUnsupportedVersion,
+// TestUnreachableReasons keeps every published copy of the one reason list
+// of card.unreachable (fetcher.UnreachableReasons) equal to it, in order:
+// the schema's knownReasons enum and the README's table, descriptions
+// included.
+func TestUnreachableReasons(t *testing.T) {
+	var want []string
+	for _, r := range fetcher.UnreachableReasons() {
+		want = append(want, string(r))
+		if r.Description() == "" {
+			t.Errorf("reason %q has no description", r)
+		}
 	}
-	got := schemaEnum(t, events.TypeUnreachable, "knownReasons")
-	slices.Sort(got)
-	slices.Sort(want)
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("schema knownReasons = %v, Go constants = %v", got, want)
+	if slices.Contains(want, string(fetcher.ReasonCanceled)) {
+		t.Errorf("UnreachableReasons() = %v: a canceled fetch is never published", want)
+	}
+	if got := schemaEnum(t, events.TypeUnreachable, "knownReasons"); !slices.Equal(got, want) {
+		t.Errorf("schema knownReasons = %v\nfetcher.UnreachableReasons() = %v", got, want)
+	}
+
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "### `card.unreachable` reasons\n")
+	if !ok {
+		t.Fatal("README.md has no section \"### `card.unreachable` reasons\"")
+	}
+	var rows []string
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, "#") {
+			break
+		}
+		if strings.HasPrefix(line, "| `") {
+			rows = append(rows, line)
+		}
+	}
+	var wantRows []string
+	for _, r := range fetcher.UnreachableReasons() {
+		wantRows = append(wantRows, "| `"+string(r)+"` | "+r.Description()+" |")
+	}
+	if !slices.Equal(rows, wantRows) {
+		t.Errorf("README reasons table:\n%s\nwant (from fetcher.UnreachableReasons):\n%s", strings.Join(rows, "\n"), strings.Join(wantRows, "\n"))
 	}
 }
 

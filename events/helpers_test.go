@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/store/storetest"
 )
@@ -98,7 +99,7 @@ func samples() []events.Data {
 		events.Pinned{TaskID: "task-1", AgentURL: "https://agent.example", Digest: digestA, Fingerprint: fpA, Source: events.PinClientCard,
 			Trigger: events.Trigger{EventID: "e-0", Type: events.TypeSubmitted, Source: "urn:client:7"}},
 		events.Observed{AgentURL: "https://[::1]:8443", CardURL: "https://[::1]:8443/.well-known/agent-card.json", Digest: digestB, Status: 304, ETag: `W/"x"`, FetchedAt: t0, LatencyMs: 12},
-		events.Unreachable{AgentURL: "https://agent.example", CardURL: "https://agent.example/.well-known/agent-card.json", Reason: events.ReasonTimeout, Detail: "deadline exceeded", TaskID: "task-1", AttemptedAt: t0},
+		events.Unreachable{AgentURL: "https://agent.example", CardURL: "https://agent.example/.well-known/agent-card.json", Reason: string(fetcher.ReasonTimeout), Detail: "deadline exceeded", TaskID: "task-1", AttemptedAt: t0},
 	}
 }
 

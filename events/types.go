@@ -245,25 +245,13 @@ type Observed struct {
 	LatencyMs int64     `json:"latencyMs"`
 }
 
-// Reasons of card.unreachable that the carddrift fetcher uses. The schema
-// accepts any kebab-case reason.
-const (
-	ReasonTransport          = "transport"
-	ReasonTimeout            = "timeout"
-	ReasonStatus             = "status"
-	ReasonRefusedAddress     = "refused-address"
-	ReasonRedirect           = "redirect"
-	ReasonTooLarge           = "too-large"
-	ReasonInvalidJSON        = "invalid-json"
-	ReasonInvalidUTF8        = "invalid-utf8"
-	ReasonDuplicateKey       = "duplicate-key"
-	ReasonTooDeep            = "too-deep"
-	ReasonNotACard           = "not-a-card"
-	ReasonUnsupportedVersion = "unsupported-version"
-)
-
 // Unreachable is the data of card.unreachable: a live fetch failed. It is
 // not drift; the pin stays as it was. TaskID is "" for agent-level fetches.
+//
+// Reason is one of the fetcher's reasons, the one list of the contract
+// (fetcher.UnreachableReasons in package detector/fetcher: compare with
+// string(fetcher.ReasonTimeout) and so on); a later carddrift may add
+// reasons, never rename them.
 type Unreachable struct {
 	AgentURL    string    `json:"agentUrl"`
 	CardURL     string    `json:"cardUrl"`

@@ -14,7 +14,9 @@ import (
 
 // Reason is why a fetch failed. Its string form is used verbatim as the
 // `reason` of a card.unreachable event, so the values are part of the public
-// contract: add new ones, never rename.
+// contract: add new ones, never rename. UnreachableReasons is the one list of
+// the reasons an event may carry; the card.unreachable schema and the README
+// are tested against it.
 type Reason string
 
 // Reasons of a *FetchError. Each has a sentinel error (ErrTimeout, ...) that
@@ -54,16 +56,21 @@ const (
 	ReasonDuplicateKeys Reason = "duplicate-keys"
 	// ReasonTooDeep: the body nests deeper than the card parser allows.
 	ReasonTooDeep Reason = "too-deep"
-	// ReasonUnsupportedVersion: the card declares a protocol version carddrift
-	// does not support.
+	// ReasonUnsupportedVersion: the card declared a protocol version carddrift
+	// did not support.
+	//
+	// Deprecated: no longer returned. Since contract v1.1 any JSON object is
+	// a card, whatever protocol version it declares; the reason stays listed
+	// because card.unreachable events recorded before carry it.
 	ReasonUnsupportedVersion Reason = "unsupported-version"
-	// ReasonNotACard: the body is JSON but not an agent card (not an object, a
-	// known field of the wrong type, no identity).
+	// ReasonNotACard: the body is JSON but not an object, so not an agent
+	// card.
 	ReasonNotACard Reason = "not-a-card"
 	// ReasonInvalidURL: the card URL is not an absolute http or https URL.
 	ReasonInvalidURL Reason = "invalid-url"
 	// ReasonCanceled: the caller's context was canceled, or the Fetcher was
-	// closed, before the fetch finished.
+	// closed, before the fetch finished. It says nothing about the agent: no
+	// card.unreachable carries it (see UnreachableReasons).
 	ReasonCanceled Reason = "canceled"
 )
 
@@ -97,6 +104,8 @@ var (
 	// ErrTooDeep is matched by a *FetchError with ReasonTooDeep.
 	ErrTooDeep = errors.New("fetcher: body nests too deep")
 	// ErrUnsupportedVersion is matched by a *FetchError with ReasonUnsupportedVersion.
+	//
+	// Deprecated: ReasonUnsupportedVersion is no longer returned.
 	ErrUnsupportedVersion = errors.New("fetcher: unsupported protocol version")
 	// ErrNotACard is matched by a *FetchError with ReasonNotACard.
 	ErrNotACard = errors.New("fetcher: body is not an agent card")
@@ -110,38 +119,80 @@ var (
 // made after Close and by fetches that Close interrupted.
 var ErrClosed = errors.New("fetcher: closed")
 
-var sentinels = map[Reason]error{
-	ReasonTimeout:            ErrTimeout,
-	ReasonConnect:            ErrConnect,
-	ReasonDNS:                ErrDNS,
-	ReasonTLS:                ErrTLS,
-	ReasonRefusedAddress:     ErrRefusedAddress,
-	ReasonTooManyRedirects:   ErrTooManyRedirects,
-	ReasonRedirectRefused:    ErrRedirectRefused,
-	ReasonStatus:             ErrStatus,
-	ReasonTooLarge:           ErrTooLarge,
-	ReasonInvalidJSON:        ErrInvalidJSON,
-	ReasonInvalidUTF8:        ErrInvalidUTF8,
-	ReasonDuplicateKeys:      ErrDuplicateKeys,
-	ReasonTooDeep:            ErrTooDeep,
-	ReasonUnsupportedVersion: ErrUnsupportedVersion,
-	ReasonNotACard:           ErrNotACard,
-	ReasonInvalidURL:         ErrInvalidURL,
-	ReasonCanceled:           ErrCanceled,
+// reasons is the one list of reasons, in the order of the contract: each
+// with its sentinel, whether a card.unreachable event carries it, and the
+// one-line description the README's table of reasons repeats (a test
+// compares them).
+var reasons = []struct {
+	reason      Reason
+	sentinel    error
+	unreachable bool
+	description string
+}{
+	{ReasonTimeout, ErrTimeout, true, "the fetch did not finish within the total timeout, or the connection within the connect timeout"},
+	{ReasonConnect, ErrConnect, true, "the TCP connection failed (refused, reset, unreachable) or broke before a complete response"},
+	{ReasonDNS, ErrDNS, true, "the agent's host name did not resolve"},
+	{ReasonTLS, ErrTLS, true, "the TLS handshake failed (unknown authority, wrong name, expired certificate, protocol error)"},
+	{ReasonRefusedAddress, ErrRefusedAddress, true, "the SSRF guard refused the resolved address of the request or of a redirect"},
+	{ReasonTooManyRedirects, ErrTooManyRedirects, true, "more redirects than the limit"},
+	{ReasonRedirectRefused, ErrRedirectRefused, true, "a redirect to a scheme other than http or https, or from https down to http"},
+	{ReasonStatus, ErrStatus, true, "a final HTTP status other than 2xx or 304 (the detail names it)"},
+	{ReasonTooLarge, ErrTooLarge, true, "the body is over the size limit"},
+	{ReasonInvalidJSON, ErrInvalidJSON, true, "the body is not JSON"},
+	{ReasonInvalidUTF8, ErrInvalidUTF8, true, "the body is not valid UTF-8"},
+	{ReasonDuplicateKeys, ErrDuplicateKeys, true, "an object in the body has the same key twice"},
+	{ReasonTooDeep, ErrTooDeep, true, "the body nests deeper than the card parser allows"},
+	{ReasonUnsupportedVersion, ErrUnsupportedVersion, true, "no longer sent: before contract v1.1, the card declared a protocol version carddrift did not read"},
+	{ReasonNotACard, ErrNotACard, true, "the body is JSON but not an object"},
+	{ReasonInvalidURL, ErrInvalidURL, true, "the card URL is not an absolute http or https URL"},
+	{ReasonCanceled, ErrCanceled, false, ""},
 }
 
-// Reasons returns every Reason, in declaration order (for schemas and metrics).
-func Reasons() []Reason {
-	return []Reason{
-		ReasonTimeout, ReasonConnect, ReasonDNS, ReasonTLS, ReasonRefusedAddress,
-		ReasonTooManyRedirects, ReasonRedirectRefused, ReasonStatus, ReasonTooLarge,
-		ReasonInvalidJSON, ReasonInvalidUTF8, ReasonDuplicateKeys, ReasonTooDeep,
-		ReasonUnsupportedVersion, ReasonNotACard, ReasonInvalidURL, ReasonCanceled,
+var sentinels = func() map[Reason]error {
+	m := make(map[Reason]error, len(reasons))
+	for _, r := range reasons {
+		m[r.reason] = r.sentinel
 	}
+	return m
+}()
+
+// Reasons returns every Reason, in declaration order (for metrics).
+func Reasons() []Reason {
+	out := make([]Reason, len(reasons))
+	for i, r := range reasons {
+		out[i] = r.reason
+	}
+	return out
+}
+
+// UnreachableReasons returns the reasons a card.unreachable event may carry,
+// in the order of Reasons: every Reason but ReasonCanceled, which says
+// nothing about the agent (a worker retries the event instead). It is the
+// one list of the contract: the card.unreachable schema's knownReasons and
+// the README's table of reasons are tested against it.
+func UnreachableReasons() []Reason {
+	var out []Reason
+	for _, r := range reasons {
+		if r.unreachable {
+			out = append(out, r.reason)
+		}
+	}
+	return out
 }
 
 // Sentinel returns the sentinel error of r, or nil for an unknown reason.
 func (r Reason) Sentinel() error { return sentinels[r] }
+
+// Description returns a one-line description of when a fetch fails with r,
+// "" for ReasonCanceled and for a reason this package does not know.
+func (r Reason) Description() string {
+	for _, x := range reasons {
+		if x.reason == r {
+			return x.description
+		}
+	}
+	return ""
+}
 
 // FetchError is returned for every failed fetch: the card is unreachable, which
 // is never drift. Reason goes into card.unreachable verbatim.
