@@ -1,0 +1,350 @@
+package fetcher
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/carddrift/carddrift/detector/signature"
+)
+
+// Defaults applied by NewJWKS to zero-valued JWKSOptions fields.
+const (
+	DefaultJWKSMinTTL       = 30 * time.Second
+	DefaultJWKSMaxTTL       = time.Hour
+	DefaultJWKSDefaultTTL   = 5 * time.Minute
+	DefaultJWKSFailureTTL   = 30 * time.Second
+	DefaultJWKSMaxEntries   = 256
+	DefaultJWKSMaxBodyBytes = 256 << 10
+	DefaultJWKSAccept       = "application/jwk-set+json, application/json"
+)
+
+// JWKSOptions configure a JWKS. The zero value of every field means its
+// default.
+type JWKSOptions struct {
+	// MinTTL and MaxTTL clamp how long a fetched key set is used: its
+	// Cache-Control max-age minus Age, MinTTL for no-cache, no-store or
+	// max-age=0, DefaultTTL without max-age. MinTTL is also how old a set
+	// must be before a kid it lacks makes Lookup fetch it again (a key
+	// rotation is seen within MinTTL). Defaults 30s and 1h: keys change
+	// rarely, and a revoked key must not outlive MaxTTL.
+	MinTTL, MaxTTL time.Duration
+	// DefaultTTL is the lifetime of a set served without max-age. Default 5m.
+	DefaultTTL time.Duration
+	// FailureTTL is how long a failed fetch is remembered: lookups meanwhile
+	// fail at once with the same error, so a dead or hostile key set URL
+	// costs one fetch per FailureTTL however many cards name it. A fetch
+	// canceled by its caller is not remembered. Default 30s.
+	FailureTTL time.Duration
+	// MaxEntries bounds how many key set URLs are cached (least recently
+	// used evicted first). Default 256.
+	MaxEntries int
+	// MaxBodyBytes is the largest key set read; a declared or actual body
+	// over it is ReasonTooLarge. Default 256 KiB, at most 1 MiB.
+	MaxBodyBytes int64
+	// AllowHTTP lets Lookup follow a jku that is http rather than https.
+	// Off by default: A2A §8.4.3 says keys SHOULD come over secure channels,
+	// and a jku is chosen by whoever wrote the card. URL (the operator's own
+	// key set) takes http or https either way.
+	AllowHTTP bool
+}
+
+func (o *JWKSOptions) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.MinTTL, DefaultJWKSMinTTL)
+	def(&o.MaxTTL, DefaultJWKSMaxTTL)
+	def(&o.DefaultTTL, DefaultJWKSDefaultTTL)
+	def(&o.FailureTTL, DefaultJWKSFailureTTL)
+	if o.MaxEntries == 0 {
+		o.MaxEntries = DefaultJWKSMaxEntries
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultJWKSMaxBodyBytes
+	}
+}
+
+// Validate reports every invalid setting (joined). NewJWKS calls it after
+// applying defaults.
+func (o JWKSOptions) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("fetcher: jwks: "+format, a...)) }
+	if o.MinTTL <= 0 || o.MaxTTL < o.MinTTL {
+		bad("need 0 < MinTTL (%v) <= MaxTTL (%v)", o.MinTTL, o.MaxTTL)
+	}
+	if o.DefaultTTL < 0 || o.FailureTTL < 0 {
+		bad("DefaultTTL %v and FailureTTL %v must not be negative", o.DefaultTTL, o.FailureTTL)
+	}
+	if o.MaxEntries < 1 {
+		bad("MaxEntries %d must be at least 1", o.MaxEntries)
+	}
+	if o.MaxBodyBytes <= 0 || o.MaxBodyBytes > maxBodyBytesCap {
+		bad("MaxBodyBytes %d must be in (0, %d]", o.MaxBodyBytes, maxBodyBytesCap)
+	}
+	return errors.Join(errs...)
+}
+
+// JWKS fetches JSON Web Key Sets through its Fetcher — the same SSRF guard,
+// connect and total timeouts, per-host concurrency, redirect policy, TLS
+// settings and User-Agent as card fetches, with its own body limit — and
+// caches them by Cache-Control. It implements signature.Keys over the jku a
+// signature names; URL gives the Keys of one fixed key set (--jwks URL).
+//
+// Every failure is a *FetchError with the card fetches' reasons: ReasonTimeout,
+// ReasonRefusedAddress, ReasonTooLarge, ReasonStatus, ReasonInvalidJSON, ...;
+// a body that is JSON but not a key set is ReasonNotACard and wraps
+// signature.ErrInvalidJWKS; a jku that is not https (without AllowHTTP) is
+// ReasonInvalidURL. Concurrent lookups of one URL share one fetch. A JWKS
+// starts no goroutines; closing its Fetcher cancels its fetches. It is safe
+// for concurrent use.
+type JWKS struct {
+	f    *Fetcher
+	opts JWKSOptions
+
+	mu      sync.Mutex
+	entries map[string]*list.Element // canonical URL → *jwksEntry in lru
+	lru     *list.List               // front: most recently used
+	flights map[string]*jwksFlight
+}
+
+// jwksEntry is one cached fetch: a key set or the error of fetching it.
+type jwksEntry struct {
+	url     string
+	set     *signature.KeySet
+	err     error
+	fetched time.Time
+	expires time.Time
+}
+
+// jwksFlight is a fetch in progress; entry is set before done is closed (nil
+// when the fetch was canceled and is not worth sharing).
+type jwksFlight struct {
+	done  chan struct{}
+	entry *jwksEntry
+}
+
+// NewJWKS returns a key set cache fetching through f (defaults applied, then
+// validated). It does not touch the network.
+func NewJWKS(f *Fetcher, opts JWKSOptions) (*JWKS, error) {
+	if f == nil {
+		return nil, errors.New("fetcher: jwks: nil Fetcher")
+	}
+	opts.setDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &JWKS{
+		f:       f,
+		opts:    opts,
+		entries: make(map[string]*list.Element),
+		lru:     list.New(),
+		flights: make(map[string]*jwksFlight),
+	}, nil
+}
+
+// Lookup implements signature.Keys: the keys with key id kid in the key set
+// at jku, fetched or cached. A signature without jku gets no keys (nil, nil).
+// When the cached set lacks kid and is older than MinTTL it is fetched again
+// first, so a rotated key is found.
+func (j *JWKS) Lookup(ctx context.Context, kid, jku string) ([]signature.Key, error) {
+	if jku == "" {
+		return nil, nil
+	}
+	if !j.opts.AllowHTTP && !strings.HasPrefix(strings.ToLower(jku), "https://") {
+		return nil, &FetchError{URL: jku, Reason: ReasonInvalidURL, Err: errors.New("a jku must be an https URL")}
+	}
+	return j.lookup(ctx, jku, kid)
+}
+
+// URL returns the signature.Keys of the one key set at url (http or https),
+// whatever jku a signature names: the operator's --jwks URL.
+func (j *JWKS) URL(url string) signature.Keys { return fixedJWKS{j: j, url: url} }
+
+type fixedJWKS struct {
+	j   *JWKS
+	url string
+}
+
+func (k fixedJWKS) Lookup(ctx context.Context, kid, _ string) ([]signature.Key, error) {
+	return k.j.lookup(ctx, k.url, kid)
+}
+
+func (j *JWKS) lookup(ctx context.Context, url, kid string) ([]signature.Key, error) {
+	e, err := j.get(ctx, url, false)
+	if err != nil {
+		return nil, err
+	}
+	keys, _ := e.set.Lookup(ctx, kid, "")
+	if len(keys) > 0 {
+		return keys, nil
+	}
+	if e, err = j.get(ctx, url, true); err != nil {
+		return nil, err
+	}
+	return e.set.Lookup(ctx, kid, "")
+}
+
+// Get returns the key set at url, from the cache while it is fresh, else
+// fetched (one fetch however many callers ask at once). A remembered failure
+// is returned as it was until FailureTTL has passed.
+func (j *JWKS) Get(ctx context.Context, url string) (*signature.KeySet, error) {
+	e, err := j.get(ctx, url, false)
+	if err != nil {
+		return nil, err
+	}
+	return e.set, nil
+}
+
+// get returns a fresh entry for url (refresh: also one fetched less than
+// MinTTL ago), fetching it if needed. The error is that of the entry.
+func (j *JWKS) get(ctx context.Context, url string, refresh bool) (*jwksEntry, error) {
+	key, err := CanonicalURL(url)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		j.mu.Lock()
+		now := j.f.opts.Now()
+		if el, ok := j.entries[key]; ok {
+			e := el.Value.(*jwksEntry)
+			fresh := now.Before(e.expires)
+			if fresh && (!refresh || e.err != nil || now.Sub(e.fetched) < j.opts.MinTTL) {
+				j.lru.MoveToFront(el)
+				j.mu.Unlock()
+				return e, e.err
+			}
+		}
+		if fl, ok := j.flights[key]; ok {
+			j.mu.Unlock()
+			select {
+			case <-fl.done:
+				if fl.entry == nil {
+					continue // that fetch was canceled by its caller: try ours
+				}
+				return fl.entry, fl.entry.err
+			case <-ctx.Done():
+				return nil, &FetchError{URL: url, Reason: ReasonCanceled, Err: context.Cause(ctx)}
+			}
+		}
+		fl := &jwksFlight{done: make(chan struct{})}
+		j.flights[key] = fl
+		j.mu.Unlock()
+
+		e := j.fetch(ctx, key)
+		j.mu.Lock()
+		delete(j.flights, key)
+		var fe *FetchError
+		if !errors.As(e.err, &fe) || fe.Reason != ReasonCanceled {
+			j.store(e)
+			fl.entry = e
+		}
+		close(fl.done)
+		j.mu.Unlock()
+		return e, e.err
+	}
+}
+
+// store caches e, evicting the least recently used entry beyond MaxEntries.
+// j.mu is held.
+func (j *JWKS) store(e *jwksEntry) {
+	if el, ok := j.entries[e.url]; ok {
+		el.Value = e
+		j.lru.MoveToFront(el)
+		return
+	}
+	j.entries[e.url] = j.lru.PushFront(e)
+	for j.lru.Len() > j.opts.MaxEntries {
+		old := j.lru.Back()
+		j.lru.Remove(old)
+		delete(j.entries, old.Value.(*jwksEntry).url)
+	}
+}
+
+// Len returns the number of key set URLs cached (sets and failures).
+func (j *JWKS) Len() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.lru.Len()
+}
+
+// fetch makes one request for the key set at url (a CanonicalURL) and
+// returns the entry to cache: the set and its TTL, or the error and
+// FailureTTL. It returns within the Fetcher's TotalTimeout.
+func (j *JWKS) fetch(ctx context.Context, url string) *jwksEntry {
+	set, ttl, err := j.fetchSet(ctx, url)
+	now := j.f.opts.Now()
+	e := &jwksEntry{url: url, set: set, err: err, fetched: now}
+	if err != nil {
+		e.set, ttl = nil, j.opts.FailureTTL
+	}
+	e.expires = now.Add(ttl)
+	return e
+}
+
+func (j *JWKS) fetchSet(ctx context.Context, url string) (*signature.KeySet, time.Duration, error) {
+	f := j.f
+	u, err := parseHTTPURL(url)
+	if err != nil {
+		return nil, 0, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(f.base, func() { cancel(ErrClosed) })
+	defer stop()
+	ctx, cancelT := context.WithTimeout(ctx, f.opts.TotalTimeout)
+	defer cancelT()
+	if f.base.Err() != nil {
+		return nil, 0, &FetchError{URL: url, Reason: ReasonCanceled, Err: ErrClosed}
+	}
+
+	release, err := f.hosts.acquire(ctx, strings.ToLower(u.Host))
+	if err != nil {
+		return nil, 0, classifyTransport(url, ctx, fmt.Errorf("waiting for a host slot: %w", err))
+	}
+	defer release()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, 0, &FetchError{URL: url, Reason: ReasonInvalidURL, Err: err}
+	}
+	req.Header.Set("Accept", DefaultJWKSAccept)
+	req.Header.Set("User-Agent", f.opts.UserAgent)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, 0, classifyTransport(url, ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, 0, &FetchError{URL: url, Reason: ReasonStatus, Status: resp.StatusCode, Err: fmt.Errorf("HTTP %s", resp.Status)}
+	}
+	limit := j.opts.MaxBodyBytes
+	if resp.ContentLength > limit {
+		return nil, 0, &FetchError{URL: url, Reason: ReasonTooLarge, Status: resp.StatusCode,
+			Err: fmt.Errorf("Content-Length %d exceeds %d", resp.ContentLength, limit)}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		fe := classifyTransport(url, ctx, fmt.Errorf("reading body: %w", err))
+		fe.Status = resp.StatusCode
+		return nil, 0, fe
+	}
+	if int64(len(body)) > limit {
+		return nil, 0, &FetchError{URL: url, Reason: ReasonTooLarge, Status: resp.StatusCode, Err: fmt.Errorf("body exceeds %d bytes", limit)}
+	}
+	set, err := signature.ParseJWKS(body)
+	if err != nil {
+		// JSON-level failures get their own reasons; JSON that is not a key
+		// set is "not-a-card" (not the document expected).
+		return nil, 0, classifyParse(url, resp.StatusCode, err)
+	}
+	return set, leaseFor(resp.Header, j.opts.DefaultTTL, j.opts.MinTTL, j.opts.MaxTTL), nil
+}
