@@ -171,8 +171,8 @@ func TestSubscribeExactImpact(t *testing.T) {
 		drift(t, "streams", agentURL, v1, noStream, streamEcho),
 		drift(t, "no-pin", agentURL, v1, narrowedTr, streamEcho), // falls back to the implied impact
 	)
-	eventually(t, 10*time.Second, "durables idle", func() bool {
-		return consumerIdle(t, js, "exact") && consumerIdle(t, js, "exact-all")
+	eventually(t, 10*time.Second, "verdicts delivered, durables idle", func() bool {
+		return all.len() == 3 && rec.len() == 2 && consumerIdle(t, js, "exact") && consumerIdle(t, js, "exact-all")
 	})
 	if got, want := rec.tasks(), []string{"no-pin", "streams"}; !slices.Equal(got, want) {
 		t.Errorf("MinSeverity warning delivered %v, want %v", got, want)

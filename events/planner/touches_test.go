@@ -48,8 +48,8 @@ func TestSubscribeUsesTouches(t *testing.T) {
 	subscribe(t, js, planner.Options{Durable: "touches-warning", MinSeverity: detector.Warning}, warn.handle)
 	publish(t, js, streams, contradicts)
 	publishLegacy(t, js, legacyWarn)
-	eventually(t, 10*time.Second, "durables idle", func() bool {
-		return consumerIdle(t, js, "touches") && consumerIdle(t, js, "touches-warning")
+	eventually(t, 10*time.Second, "three verdicts to each, durables idle", func() bool {
+		return all.len() == 3 && warn.len() == 3 && consumerIdle(t, js, "touches") && consumerIdle(t, js, "touches-warning")
 	})
 
 	byTask := map[string]planner.Verdict{}
