@@ -1,0 +1,423 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/store"
+)
+
+// The shipped deployment, run: a 3-node NATS cluster from
+// deployments/nats/*.conf (mutual TLS on client and route connections, the
+// accounts, users and permissions of accounts.conf, the certificates of
+// deployments/tls/make-test-certs.sh), two `carddrift serve --replicas 3`
+// processes holding only carddrift's certificate, A2A clients and a planner
+// holding theirs.
+//
+//   - leader-killed-mid-burst: the leader of the lifecycle stream is
+//     SIGKILLed while clients publish a burst of lifecycle events, and
+//     restarted: no lifecycle event lost or stored twice, every task's
+//     card.pinned and card.drift published once, nothing left unacknowledged
+//     or dead-lettered, and a planner's own durable consumer sees every
+//     verdict.
+//   - permissions: the server refuses a client's card.drift, a planner's
+//     a2a.task.submitted and what else they may not do; a reply subject
+//     cannot smuggle a message onto the card stream; no entry without the
+//     deployment's certificates.
+//   - carddrift-stores: carddrift's identity reaches its object store (large
+//     card bodies), which the burst does not exercise.
+//
+// Throughout, carddrift runs with its own permissions only: the test fails
+// if any node logged a permission violation by the carddrift user.
+
+const (
+	clusterAgents        = 12
+	clusterTasksPerAgent = 8
+	// clusterDownFor is how long the killed node stays down once a new
+	// leader is elected.
+	clusterDownFor = 2 * time.Second
+)
+
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 3-node nats-server cluster and two carddrift serve processes")
+	}
+	start := time.Now()
+	natsBin := natsServerBinary(t)
+	certs := makeTestCerts(t)
+	bin := serveWithIdentity(t, buildCarddrift(t), certs)
+	cl := startCluster(t, natsBin, certs)
+	t.Logf("3-node cluster healthy %v after the test started (builds included)", time.Since(start).Round(time.Millisecond))
+
+	// startServe's stream layout (4 partitions, AckWait 2s), with the
+	// wrapper's --replicas 3.
+	cfg := testConfig()
+	cfg.Replicas = 3
+	startServe(t, bin, cl.urls(), "serve-1")
+	startServe(t, bin, cl.urls(), "serve-2")
+
+	// The test observes the streams and consumers as carddrift (stream and
+	// consumer info) and reads verdicts as a planner. The rig has no stores:
+	// the workers are the serve processes.
+	cdnc, _ := cl.connect(t, roleCarddrift)
+	cdjs, err := jetstream.New(cdnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, js: cdjs, nc: cdnc, cfg: cfg}
+
+	t.Run("leader-killed-mid-burst", func(t *testing.T) { testClusterLeaderKilled(t, cl, r) })
+	t.Run("permissions", func(t *testing.T) { testClusterPermissions(t, cl, r) })
+	t.Run("carddrift-stores", func(t *testing.T) { testClusterCarddriftStores(t, r) })
+
+	if v := cl.violationsBy("CARDDRIFT"); len(v) > 0 {
+		t.Errorf("carddrift needed permissions it does not have:\n%s", strings.Join(v, "\n"))
+	}
+	t.Logf("total %v", time.Since(start).Round(time.Millisecond))
+}
+
+// plannerJS connects as a planner: JetStream through the API prefix the
+// PLANNERS account imports carddrift's API under.
+func plannerJS(t *testing.T, cl *natsCluster) (*nats.Conn, jetstream.JetStream, *asyncErrors) {
+	t.Helper()
+	nc, errs := cl.connect(t, rolePlanner)
+	js, err := jetstream.NewWithAPIPrefix(nc, plannerAPIPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js, errs
+}
+
+// killReport is what the background killer saw.
+type killReport struct {
+	leader      string    // the node killed
+	at          time.Time // SIGKILL
+	published   int64     // lifecycle events acknowledged before it
+	newLeader   string
+	elected     time.Duration // SIGKILL → a new leader answers stream info
+	restartedAt time.Time
+	err         error
+}
+
+func testClusterLeaderKilled(t *testing.T, cl *natsCluster, r *rig) {
+	_, pjs, _ := plannerJS(t, cl)
+	// Every card.* event, read by the planner through an ordered consumer.
+	out := (&rig{t: t, js: pjs, cfg: r.cfg}).collect()
+	// And the planner's own durable consumer of card.drift.
+	var mu sync.Mutex
+	verdicts := map[string]int{} // event id → deliveries
+	sub, err := planner.Subscribe(context.Background(), pjs, planner.Options{Durable: "cluster-test", FromStart: true},
+		func(_ context.Context, v planner.Verdict) error {
+			mu.Lock()
+			verdicts[v.EventID]++
+			mu.Unlock()
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sub.Stop)
+
+	// The kill workload (kill_test.go) on a larger fleet: tasks pinned on
+	// the T0 card while agents serve T+40s; a streaming request, an
+	// input-required status and an undeclared artifact per task; one
+	// card.pinned and two card.drift each.
+	k := &killWorkload{agent: map[string]string{}}
+	for i := range clusterAgents {
+		a := newSlowAgent(t, killFetchDelay)
+		a.set(writeupT40)
+		k.agents = append(k.agents, a)
+		for j := range clusterTasksPerAgent {
+			task := fmt.Sprintf("cluster-%02d-%d", i, j)
+			k.tasks = append(k.tasks, task)
+			k.agent[task] = a.URL()
+		}
+	}
+	total := 4 * len(k.tasks)
+
+	cnc, _ := cl.connect(t, roleClient)
+	cjs, err := jetstream.New(cnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := &retryingPublisher{JetStream: cjs, attempt: 2 * time.Second}
+	emit, err := events.NewEmitter(pub, "urn:carddrift-test:cluster-client", events.WithTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	leader := streamLeader(r.js, r.cfg.LifecycleStream)
+	if cl.node(leader) == nil {
+		t.Fatalf("lifecycle stream leader %q is not a node of the cluster", leader)
+	}
+
+	// The killer: once a third of the burst is acknowledged, SIGKILL the
+	// stream leader, wait for a new one, and restart the node clusterDownFor
+	// later.
+	killed := make(chan killReport, 1)
+	go func() {
+		rep := killReport{leader: leader}
+		defer func() { killed <- rep }()
+		for pub.published.Load() < int64(total/3) {
+			time.Sleep(time.Millisecond)
+		}
+		rep.published = pub.published.Load()
+		rep.at = time.Now()
+		if rep.err = cl.node(leader).kill(); rep.err != nil {
+			return
+		}
+		for time.Since(rep.at) < 30*time.Second {
+			if l := streamLeader(r.js, r.cfg.LifecycleStream); l != "" && l != leader {
+				rep.newLeader, rep.elected = l, time.Since(rep.at)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(clusterDownFor) // the cluster works on without it
+		rep.restartedAt = time.Now()
+		rep.err = cl.start(cl.node(leader))
+	}()
+
+	t.Cleanup(func() {
+		if t.Failed() {
+			r.dumpLifecycle(t)
+			t.Logf("card.pinned %d, card.drift by worker %v", len(out.all(events.TypePinned)), sources(out, events.TypeDrift))
+		}
+	})
+	burstStart := time.Now()
+	k.publish(t, emit) // every task's submission, then every transition; retried until acknowledged
+	burst := time.Since(burstStart)
+	var rep killReport
+	select {
+	case rep = <-killed:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the killer did not report within 60s")
+	}
+	if rep.err != nil {
+		t.Fatalf("kill and restart %s: %v", leader, rep.err)
+	}
+	if rep.newLeader == "" {
+		t.Fatalf("no new leader of %s within 30s of killing %s", r.cfg.LifecycleStream, leader)
+	}
+	if rep.published >= int64(total) {
+		t.Fatalf("%s was killed after the burst (%d of %d events published): nothing to test", leader, rep.published, total)
+	}
+
+	eventually(t, 60*time.Second, "every task's pin and two drifts", func() bool { return k.done(out) })
+	allVerdicts := time.Since(rep.at)
+	eventually(t, 30*time.Second, leader+" current again on the lifecycle and card streams", func() bool {
+		return replicaCurrent(r.js, r.cfg.LifecycleStream, leader) && replicaCurrent(r.js, r.cfg.EventsStream, leader)
+	})
+	recovered := time.Since(rep.restartedAt)
+	cl.waitHealthy(cl.node(leader), 30*time.Second)
+
+	// No lifecycle event lost, none stored twice (the retries' duplicates
+	// were dropped by Nats-Msg-Id); no card.drift duplicated, every task's
+	// pin and drifts; lifecycle consumers fully acknowledged; no dead letter.
+	k.check(t, r, out)
+	if info := streamInfo(r.js, r.cfg.LifecycleStream); info == nil || info.State.Msgs != uint64(total) {
+		t.Errorf("lifecycle stream: %v, want %d messages (each event once)", info, total)
+	}
+	for p := range r.cfg.Partitions {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		cons, err := r.js.Consumer(ctx, r.cfg.LifecycleStream, r.cfg.ConsumerNameOf(p))
+		if err == nil {
+			var info *jetstream.ConsumerInfo
+			if info, err = cons.Info(ctx); err == nil && (info.NumAckPending != 0 || info.NumPending != 0) {
+				err = fmt.Errorf("NumAckPending %d, NumPending %d", info.NumAckPending, info.NumPending)
+			}
+		}
+		cancel()
+		if err != nil {
+			t.Errorf("consumer %s: %v", r.cfg.ConsumerNameOf(p), err)
+		}
+	}
+
+	// The planner's durable consumer: every card.drift, all acknowledged.
+	drifts := len(out.all(events.TypeDrift))
+	eventually(t, 20*time.Second, "the planner's durable consumer to see every card.drift", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(verdicts) == drifts
+	})
+	eventually(t, 10*time.Second, "the planner's durable consumer to be fully acknowledged", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		cons, err := pjs.Consumer(ctx, r.cfg.EventsStream, "cluster-test")
+		if err != nil {
+			return false
+		}
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	})
+
+	t.Logf("burst: %d lifecycle events for %d tasks on %d agents, published in %v (%d retried attempts; longest wait for one ack %v)",
+		total, len(k.tasks), clusterAgents, burst.Round(time.Millisecond), pub.retries.Load(), pub.longestStall().Round(time.Millisecond))
+	t.Logf("kill: %s, leader of %s, SIGKILLed %v into the burst after %d of %d events; new leader %s answered %v after the kill",
+		leader, r.cfg.LifecycleStream, rep.at.Sub(burstStart).Round(time.Millisecond), rep.published, total, rep.newLeader, rep.elected.Round(time.Millisecond))
+	t.Logf("recovery: %s restarted %v after the kill, current on both streams %v after its restart; every verdict %v after the kill",
+		leader, rep.restartedAt.Sub(rep.at).Round(time.Millisecond), recovered.Round(time.Millisecond), allVerdicts.Round(time.Millisecond))
+	t.Logf("outcome: %d card.pinned, %d card.drift (by worker %v), 0 duplicated, 0 dead letters; the planner's durable saw %d distinct card.drift",
+		len(out.all(events.TypePinned)), drifts, sources(out, events.TypeDrift), len(verdicts))
+}
+
+func testClusterPermissions(t *testing.T, cl *natsCluster, r *rig) {
+	cnc, cerrs := cl.connect(t, roleClient)
+	pnc, pjs, perrs := plannerJS(t, cl)
+	flush := func(nc *nats.Conn) {
+		t.Helper()
+		if err := nc.FlushTimeout(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A client publishes lifecycle events (the burst did) and nothing else:
+	// not a verdict, and it cannot read verdicts either.
+	must(t, cnc.Publish("card.drift.forged.perm-1", []byte(`{}`)))
+	flush(cnc)
+	if err := cerrs.waitViolation(t, `Publish to "card.drift.forged.perm-1"`); err != nil {
+		t.Logf("client publishing card.drift: %v", err)
+	}
+	if _, err := cnc.SubscribeSync("card.>"); err != nil {
+		t.Fatal(err)
+	}
+	flush(cnc)
+	cerrs.waitViolation(t, `Subscription to "card.>"`)
+
+	// A planner reads verdicts and publishes nothing: not a lifecycle event,
+	// not a verdict.
+	must(t, pnc.Publish("a2a.task.submitted.perm-2", []byte(`{}`)))
+	must(t, pnc.Publish("card.drift.forged.perm-3", []byte(`{}`)))
+	flush(pnc)
+	if err := perrs.waitViolation(t, `Publish to "a2a.task.submitted.perm-2"`); err != nil {
+		t.Logf("planner publishing a2a.task.submitted: %v", err)
+	}
+	perrs.waitViolation(t, `Publish to "card.drift.forged.perm-3"`)
+
+	// Nor may a planner consume the lifecycle stream or read carddrift's
+	// buckets, even through the API prefix it has.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	if _, err := pjs.CreateOrUpdateConsumer(ctx, r.cfg.LifecycleStream, jetstream.ConsumerConfig{Durable: "steal"}); err == nil {
+		t.Error("a planner created a consumer on the lifecycle stream")
+	}
+	cancel()
+	perrs.waitViolation(t, `"`+plannerAPIPrefix+`.CONSUMER.CREATE.`+r.cfg.LifecycleStream+`.steal"`)
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+	if _, err := pjs.KeyValue(ctx, r.cfg.PinsBucket); err == nil {
+		t.Error("a planner bound the pins bucket")
+	}
+	cancel()
+	perrs.waitViolation(t, `"`+plannerAPIPrefix+`.STREAM.INFO.KV_`+r.cfg.PinsBucket+`"`)
+
+	// A reply subject cannot smuggle a message onto the card stream: the
+	// lifecycle stream's ack to a client, and a JetStream API response to a
+	// planner, go back to the account that asked, never into carddrift's.
+	own, err := pnc.SubscribeSync("card.drift.smuggled.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flush(pnc)
+	must(t, pnc.PublishRequest(plannerAPIPrefix+".STREAM.INFO."+r.cfg.EventsStream, "card.drift.smuggled.planner", nil))
+	// The stream refuses this publish (wrong expected last sequence) and
+	// sends its error ack to the reply subject; nothing is stored.
+	must(t, cnc.PublishMsg(&nats.Msg{Subject: "a2a.task.status.perm-4", Reply: "card.drift.smuggled.client",
+		Header: nats.Header{"Nats-Expected-Last-Sequence": []string{"1"}}, Data: []byte(`{}`)}))
+	flush(cnc)
+	flush(pnc)
+	if m, err := own.NextMsg(5 * time.Second); err != nil {
+		t.Errorf("the planner's API response did not come back to its own account: %v", err)
+	} else if !bytes.Contains(m.Data, []byte("stream_info_response")) {
+		t.Errorf("planner's reply subject got %q, want a stream info response", m.Data)
+	}
+	time.Sleep(500 * time.Millisecond)
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	s, err := r.js.Stream(ctx, r.cfg.EventsStream)
+	if err == nil {
+		var info *jetstream.StreamInfo
+		if info, err = s.Info(ctx, jetstream.WithSubjectFilter("card.*.smuggled.>")); err == nil && len(info.State.Subjects) > 0 {
+			t.Errorf("messages smuggled onto %s: %v", r.cfg.EventsStream, info.State.Subjects)
+		}
+	}
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// No entry without the deployment's certificates: plain TCP, TLS without
+	// a client certificate, a carddrift certificate from another CA.
+	n := cl.nodes[0]
+	if err := plainConnect(n.client); err != nil {
+		t.Error(err)
+	}
+	pool := x509.NewCertPool()
+	ca, err := os.ReadFile(filepath.Join(cl.certs, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.AppendCertsFromPEM(ca)
+	foreign := foreignCert(t)
+	for _, c := range []struct {
+		name string
+		url  string
+		opts []nats.Option
+	}{
+		{"no client certificate", fmt.Sprintf("tls://127.0.0.1:%d", n.client), []nats.Option{nats.Secure(&tls.Config{RootCAs: pool})}},
+		{"CN=carddrift from another CA", fmt.Sprintf("tls://127.0.0.1:%d", n.client), []nats.Option{nats.Secure(&tls.Config{RootCAs: pool,
+			// sent although the server does not list its issuer
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &foreign, nil }})}},
+	} {
+		nc, err := nats.Connect(c.url, append(c.opts, nats.Timeout(3*time.Second), nats.MaxReconnects(0))...)
+		if err == nil {
+			nc.Close()
+			t.Errorf("%s: connected, want refused", c.name)
+			continue
+		}
+		t.Logf("%s: refused: %v", c.name, err)
+	}
+}
+
+// testClusterCarddriftStores stores a card body too large for the cards
+// bucket (inline limit lowered to 64 bytes), as carddrift serve does with
+// large cards, and reads it back, with carddrift's identity.
+func testClusterCarddriftStores(t *testing.T, r *rig) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	kv, err := r.js.KeyValue(ctx, r.cfg.CardsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := r.js.ObjectStore(ctx, r.cfg.CardsObjectBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cards := store.NewKVCards(kv, obj, 64)
+	body := []byte(`{"name":"large","description":"` + strings.Repeat("x", 300_000) + `"}`)
+	sum := sha256.Sum256(body)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	if err := cards.Put(ctx, digest, body); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cards.Get(ctx, digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, body) {
+		t.Errorf("read back %d bytes, want the %d stored", len(got), len(body))
+	}
+}
