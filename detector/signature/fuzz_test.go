@@ -31,7 +31,7 @@ func FuzzParseJWS(f *testing.F) {
 		j, err := ParseJWS(entry)
 		switch {
 		case err == nil:
-			if j == nil || j.obj == nil || !supportedAlg(j.Alg) || j.KeyID == "" || j.Typ == "" || len(j.Signature) == 0 || j.Protected == "" {
+			if j == nil || (j.obj == nil) != (j.Alg == algEd25519) || !supportedAlg(j.Alg) || j.KeyID == "" || j.Typ == "" || len(j.Signature) == 0 || j.Protected == "" {
 				t.Fatalf("ParseJWS(%q) accepted %+v", entry, j)
 			}
 		case errors.Is(err, ErrUnsupportedAlg):

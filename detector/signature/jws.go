@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"crypto/ed25519"
 	"encoding/base64"
 	"fmt"
 
@@ -26,12 +27,34 @@ type JWS struct {
 	Protected string
 	Signature []byte
 
-	obj *jose.JSONWebSignature // the same, parsed by go-jose for verification
+	obj *jose.JSONWebSignature // the same, parsed by go-jose (nil for Ed25519)
 }
 
-// algorithms are the JWS algorithms Verify accepts: the asymmetric ones of
-// RFC 7518 that A2A signers use, and EdDSA (Ed25519). HMAC is refused (a key
-// set served to everyone cannot hold a secret) and so is "none".
+// algEd25519 is the fully-specified EdDSA algorithm of RFC 9864, which the
+// JavaScript jose library (under @a2a-js/sdk) now prefers to "EdDSA". go-jose
+// v4.1.9 does not know it: Ed25519 signatures are checked with crypto/ed25519
+// over the same signing input.
+const algEd25519 = "Ed25519"
+
+// verify reports whether the signature is valid for payload under key.
+func (j *JWS) verify(payload []byte, key any) bool {
+	if j.Alg != algEd25519 {
+		return j.obj.DetachedVerify(payload, key) == nil
+	}
+	pub, ok := key.(ed25519.PublicKey)
+	if !ok || len(pub) != ed25519.PublicKeySize {
+		return false
+	}
+	input := make([]byte, 0, len(j.Protected)+1+base64.RawURLEncoding.EncodedLen(len(payload)))
+	input = append(append(input, j.Protected...), '.')
+	input = base64.RawURLEncoding.AppendEncode(input, payload)
+	return ed25519.Verify(pub, input, j.Signature)
+}
+
+// algorithms are the JWS algorithms Verify accepts through go-jose: the
+// asymmetric ones of RFC 7518 and EdDSA (RFC 8037, Ed25519 keys). HMAC is
+// refused (a key set served to everyone cannot hold a secret) and so is
+// "none". Ed25519 (RFC 9864) is accepted too, see algEd25519.
 var algorithms = []jose.SignatureAlgorithm{
 	jose.ES256, jose.ES384, jose.ES512,
 	jose.RS256, jose.RS384, jose.RS512,
@@ -39,13 +62,14 @@ var algorithms = []jose.SignatureAlgorithm{
 	jose.EdDSA,
 }
 
-// Algorithms returns the JWS "alg" values Verify accepts.
+// Algorithms returns the JWS "alg" values Verify accepts: those of go-jose
+// listed above, and Ed25519.
 func Algorithms() []string {
-	out := make([]string, len(algorithms))
-	for i, a := range algorithms {
-		out[i] = string(a)
+	out := make([]string, 0, len(algorithms)+1)
+	for _, a := range algorithms {
+		out = append(out, string(a))
 	}
-	return out
+	return append(out, algEd25519)
 }
 
 func supportedAlg(alg string) bool {
@@ -54,7 +78,7 @@ func supportedAlg(alg string) bool {
 			return true
 		}
 	}
-	return false
+	return alg == algEd25519
 }
 
 // maxHeaderBytes bounds a decoded protected header (and, parsed, the
@@ -143,6 +167,9 @@ func parseJWS(v *jcs.Value) (*JWS, error) {
 	}
 	if !supportedAlg(j.Alg) {
 		return j, fmt.Errorf("%w: %q (accepted: %v)", ErrUnsupportedAlg, j.Alg, Algorithms())
+	}
+	if j.Alg == algEd25519 {
+		return j, nil
 	}
 	// go-jose reads the same header again, as it will verify with it; a
 	// header it cannot read (a malformed "jwk" or "x5c", say) is malformed.

@@ -88,7 +88,7 @@ var curveAlg = map[elliptic.Curve]string{
 
 // fits returns nil when k can verify a signature made with alg, else why not.
 func (k Key) fits(alg string) error {
-	if k.JWK.Algorithm != "" && k.JWK.Algorithm != alg {
+	if k.JWK.Algorithm != "" && k.JWK.Algorithm != alg && !(eddsa(k.JWK.Algorithm) && eddsa(alg)) {
 		return fmt.Errorf("key %s is for %s, the signature is %s", k.Thumbprint, k.JWK.Algorithm, alg)
 	}
 	var want string
@@ -105,7 +105,7 @@ func (k Key) fits(alg string) error {
 		}
 		want = "an RSA key"
 	case ed25519.PublicKey:
-		if alg == "EdDSA" {
+		if eddsa(alg) {
 			return nil
 		}
 		want = "an Ed25519 key"
@@ -114,6 +114,10 @@ func (k Key) fits(alg string) error {
 	}
 	return fmt.Errorf("key %s is %s, which cannot verify %s", k.Thumbprint, want, alg)
 }
+
+// eddsa reports the two names of EdDSA with Ed25519: "EdDSA" (RFC 8037) and
+// "Ed25519" (RFC 9864).
+func eddsa(alg string) bool { return alg == "EdDSA" || alg == algEd25519 }
 
 // Keys finds the keys that may have made a signature. Implementations must
 // be safe for concurrent use.

@@ -190,7 +190,7 @@ func TestSDKCanonical(t *testing.T) {
 // verify with verifyAgentCardSignature.
 func TestSDKSignatures(t *testing.T) {
 	card := readFile(t, filepath.Join(interopDir, "testdata/served/jssdk-v1.0.json"))
-	algs := []string{"ES256", "ES384", "ES512", "RS256", "PS256", "EdDSA"}
+	algs := []string{"ES256", "ES384", "ES512", "RS256", "PS256", "EdDSA", "Ed25519"}
 
 	goSigned := map[string][]byte{} // alg -> card signed in Go
 	goJWKS := map[string][]byte{}

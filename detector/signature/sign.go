@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rsa"
+	"encoding/base64"
 	"fmt"
 	"strings"
 
@@ -17,8 +18,8 @@ import (
 type SignOptions struct {
 	// KeyID is the kid of the protected header. Required.
 	KeyID string
-	// Alg is the JWS algorithm; "" picks one from the key: ES256, ES384 or
-	// ES512 by curve, RS256 for RSA, EdDSA for Ed25519.
+	// Alg is the JWS algorithm, one of Algorithms; "" picks one from the
+	// key: ES256, ES384 or ES512 by curve, RS256 for RSA, EdDSA for Ed25519.
 	Alg string
 	// JKU, if set, is the jku of the protected header: where verifiers may
 	// fetch the key set.
@@ -54,23 +55,10 @@ func Sign(raw []byte, key crypto.Signer, opts SignOptions) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotCard, err)
 	}
-	so := (&jose.SignerOptions{}).WithType("JOSE").WithHeader(jose.HeaderKey("kid"), opts.KeyID)
-	if opts.JKU != "" {
-		so = so.WithHeader(jose.HeaderKey("jku"), opts.JKU)
-	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(opts.Alg), Key: key}, so)
+	protected, sig, err := signJWS(AppendCanonical(nil, &card, opts.Form), key, opts)
 	if err != nil {
-		return nil, fmt.Errorf("signature: %w", err)
+		return nil, err
 	}
-	obj, err := signer.Sign(AppendCanonical(nil, &card, opts.Form))
-	if err != nil {
-		return nil, fmt.Errorf("signature: %w", err)
-	}
-	compact, err := obj.DetachedCompactSerialize()
-	if err != nil {
-		return nil, fmt.Errorf("signature: %w", err)
-	}
-	protected, sig, _ := strings.Cut(strings.Replace(compact, "..", ".", 1), ".")
 	entry := jcs.Value{Kind: jcs.Object, Members: []jcs.Member{
 		{Key: "protected", Value: str(protected)},
 		{Key: "signature", Value: str(sig)},
@@ -94,6 +82,44 @@ func Sign(raw []byte, key crypto.Signer, opts SignOptions) ([]byte, error) {
 		out.Members = append(out.Members, jcs.Member{Key: signaturesKey, Value: jcs.Value{Kind: jcs.Array, Elems: []jcs.Value{entry}}})
 	}
 	return jcs.Append(nil, &out), nil
+}
+
+// signJWS returns the protected header and signature (both base64url) of a
+// JWS over payload.
+func signJWS(payload []byte, key crypto.Signer, opts SignOptions) (protected, sig string, err error) {
+	if opts.Alg == algEd25519 { // go-jose does not know RFC 9864 names
+		priv, ok := key.(ed25519.PrivateKey)
+		if !ok {
+			return "", "", fmt.Errorf("signature: alg Ed25519 needs an ed25519.PrivateKey, not %T", key)
+		}
+		hdr := jcs.Value{Kind: jcs.Object, Members: []jcs.Member{
+			{Key: "alg", Value: str(algEd25519)}, {Key: "kid", Value: str(opts.KeyID)}, {Key: "typ", Value: str("JOSE")},
+		}}
+		if opts.JKU != "" {
+			hdr.Members = append(hdr.Members, jcs.Member{Key: "jku", Value: str(opts.JKU)})
+		}
+		protected = base64.RawURLEncoding.EncodeToString(jcs.Append(nil, &hdr))
+		input := base64.RawURLEncoding.AppendEncode([]byte(protected+"."), payload)
+		return protected, base64.RawURLEncoding.EncodeToString(ed25519.Sign(priv, input)), nil
+	}
+	so := (&jose.SignerOptions{}).WithType("JOSE").WithHeader(jose.HeaderKey("kid"), opts.KeyID)
+	if opts.JKU != "" {
+		so = so.WithHeader(jose.HeaderKey("jku"), opts.JKU)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(opts.Alg), Key: key}, so)
+	if err != nil {
+		return "", "", fmt.Errorf("signature: %w", err)
+	}
+	obj, err := signer.Sign(payload)
+	if err != nil {
+		return "", "", fmt.Errorf("signature: %w", err)
+	}
+	compact, err := obj.DetachedCompactSerialize()
+	if err != nil {
+		return "", "", fmt.Errorf("signature: %w", err)
+	}
+	protected, sig, _ = strings.Cut(strings.Replace(compact, "..", ".", 1), ".")
+	return protected, sig, nil
 }
 
 func defaultAlg(key crypto.Signer) string {

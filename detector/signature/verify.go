@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -102,7 +103,8 @@ func Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 		return []Result{{Index: -1, Reason: ReasonMalformed,
 			Detail: fmt.Sprintf("signatures is a JSON %s, not an array", sigs.Kind)}}, nil
 	}
-	v := verifier{card: &card, keys: keys}
+	forms := Forms()
+	v := verifier{card: &card, keys: keys, forms: forms, payloads: make([][]byte, len(forms))}
 	out := make([]Result, len(sigs.Elems))
 	for i := range sigs.Elems {
 		out[i] = v.one(ctx, i, &sigs.Elems[i])
@@ -115,19 +117,25 @@ func Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 type verifier struct {
 	card     *jcs.Value
 	keys     Keys
-	payloads map[Form][]byte
+	forms    []Form
+	payloads [][]byte // by index in forms; nil until computed
 }
 
-func (v *verifier) payload(f Form) []byte {
-	if p, ok := v.payloads[f]; ok {
-		return p
+// payload returns the payload of forms[i], and whether it differs from the
+// payloads of every earlier form (an identical one need not be checked
+// twice: for a card already in normal form all three are the same bytes).
+func (v *verifier) payload(i int) ([]byte, bool) {
+	for k := 0; k <= i; k++ {
+		if v.payloads[k] == nil {
+			v.payloads[k] = AppendCanonical(nil, v.card, v.forms[k])
+		}
 	}
-	if v.payloads == nil {
-		v.payloads = make(map[Form][]byte, 3)
+	for k := range i {
+		if bytes.Equal(v.payloads[k], v.payloads[i]) {
+			return v.payloads[i], false
+		}
 	}
-	p := AppendCanonical(nil, v.card, f)
-	v.payloads[f] = p
-	return p
+	return v.payloads[i], true
 }
 
 func (v *verifier) one(ctx context.Context, i int, entry *jcs.Value) Result {
@@ -165,8 +173,9 @@ func (v *verifier) one(ctx context.Context, i int, entry *jcs.Value) Result {
 			r.Thumbprint, r.Source = k.Thumbprint, k.Source
 		}
 		usable++
-		for _, f := range Forms() {
-			if j.obj.DetachedVerify(v.payload(f), k.JWK.Key) == nil {
+		for i, f := range v.forms {
+			p, distinct := v.payload(i)
+			if distinct && j.verify(p, k.JWK.Key) {
 				r.Thumbprint, r.Source, r.Form = k.Thumbprint, k.Source, f
 				r.Verified, r.Reason = true, ReasonVerified
 				return r

@@ -43,7 +43,7 @@ func testKey(t testing.TB, alg, kid string) (crypto.Signer, json.RawMessage) {
 			k, err = ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
 		case "RS256", "RS384", "RS512", "PS256", "PS384", "PS512":
 			k, err = rsa.GenerateKey(rand.Reader, 2048)
-		case "EdDSA":
+		case "EdDSA", "Ed25519":
 			_, k, err = ed25519.GenerateKey(rand.Reader)
 		default:
 			t.Fatalf("testKey: alg %s", alg)
@@ -275,7 +275,7 @@ func TestVerifyMalformed(t *testing.T) {
 		{"go-jose refuses the header", "[" + entry(`{"alg":"ES256","kid":"k","typ":"JOSE","jwk":{"kty":"EC"}}`, sig, "") + "]", ReasonMalformed},
 		{"alg none", "[" + entry(`{"alg":"none","kid":"k","typ":"JOSE"}`, sig, "") + "]", ReasonUnsupportedAlg},
 		{"alg HS256", "[" + entry(`{"alg":"HS256","kid":"k","typ":"JOSE"}`, sig, "") + "]", ReasonUnsupportedAlg},
-		{"alg Ed25519 (fully specified)", "[" + entry(`{"alg":"Ed25519","kid":"k","typ":"JOSE"}`, sig, "") + "]", ReasonUnsupportedAlg},
+		{"alg ES256K", "[" + entry(`{"alg":"ES256K","kid":"k","typ":"JOSE"}`, sig, "") + "]", ReasonUnsupportedAlg},
 		{"alg ML-DSA-44", "[" + entry(`{"alg":"ML-DSA-44","kid":"k","typ":"JOSE"}`, sig, "") + "]", ReasonUnsupportedAlg},
 		{"well-formed, bad signature", "[" + entry(good, sig, `"header":{"x-note":"unprotected"}`) + "]", ReasonKeysUnavailable},
 	}
@@ -395,5 +395,33 @@ func TestSignErrors(t *testing.T) {
 
 func ExampleAlgorithms() {
 	fmt.Println(Algorithms())
-	// Output: [ES256 ES384 ES512 RS256 RS384 RS512 PS256 PS384 PS512 EdDSA]
+	// Output: [ES256 ES384 ES512 RS256 RS384 RS512 PS256 PS384 PS512 EdDSA Ed25519]
+}
+
+// TestEdDSANames: "EdDSA" (RFC 8037) and "Ed25519" (RFC 9864, what the JS
+// jose library now writes) are one algorithm: either verifies with an Ed25519
+// key whose JWK names the other, and neither with another key type.
+func TestEdDSANames(t *testing.T) {
+	for _, alg := range []string{"EdDSA", "Ed25519"} {
+		key, _ := testKey(t, alg, "ed-"+alg)
+		other := "Ed25519"
+		if alg == other {
+			other = "EdDSA"
+		}
+		signed, err := Sign([]byte(baseCard), key, SignOptions{KeyID: "ed", Alg: alg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := verify1(t, signed, keySet(t, publicJWK(t, key, other, "ed"))); !r.Verified || r.Alg != alg {
+			t.Errorf("%s signature, JWK alg %s: %+v", alg, other, r)
+		}
+		ec, _ := testKey(t, "ES256", "ed-ec")
+		if r := verify1(t, signed, keySet(t, publicJWK(t, ec, "", "ed"))); r.Reason != ReasonInvalidSignature {
+			t.Errorf("%s signature, EC key: %+v", alg, r)
+		}
+	}
+	key, _ := testKey(t, "ES256", "ed-wrong")
+	if _, err := Sign([]byte(baseCard), key, SignOptions{KeyID: "k", Alg: "Ed25519"}); err == nil {
+		t.Error("Sign(Ed25519) with an EC key succeeded")
+	}
 }
