@@ -25,6 +25,9 @@ var (
 	// ErrInvalidJWKS is returned by ParseJWKS when the bytes are not a JSON
 	// Web Key Set: not a JSON object, or no "keys" array.
 	ErrInvalidJWKS = errors.New("signature: not a JSON Web Key Set")
+	// ErrJKURefused is returned by Sources.Lookup when its AllowJKU refuses
+	// the jku a signature names (and no trusted key answers).
+	ErrJKURefused = errors.New("signature: jku not allowed")
 	// ErrUnusableKey is returned by NewKey (and listed by KeySet.Skipped)
 	// for a JWK that cannot verify card signatures: symmetric, private,
 	// meant for encryption, an RSA modulus under 2048 bits, or a key type

@@ -221,11 +221,16 @@ func (s *KeySet) Skipped() []error {
 type Sources struct {
 	Trusted Keys
 	JKU     Keys
+	// AllowJKU, if set, decides which jku URLs JKU is asked about (for
+	// example only those on the card's own host); a jku it refuses makes
+	// Lookup fail with ErrJKURefused: the signature is unverified.
+	AllowJKU func(jku string) bool
 }
 
 // Lookup returns the trusted keys for kid if there are any, else the keys
-// for kid in the set at jku (when jku is set and JKU is not nil). It fails
-// only when no key was found and a source that could have held one failed.
+// for kid in the set at jku (when jku is set, JKU is not nil and AllowJKU
+// allows it). It fails only when no key was found and a source that could
+// have held one failed or was refused.
 func (s Sources) Lookup(ctx context.Context, kid, jku string) ([]Key, error) {
 	var errs []error
 	if s.Trusted != nil {
@@ -237,7 +242,11 @@ func (s Sources) Lookup(ctx context.Context, kid, jku string) ([]Key, error) {
 			errs = append(errs, fmt.Errorf("trusted keys: %w", err))
 		}
 	}
-	if s.JKU != nil && jku != "" {
+	switch {
+	case s.JKU == nil || jku == "":
+	case s.AllowJKU != nil && !s.AllowJKU(jku):
+		errs = append(errs, fmt.Errorf("%w: %s", ErrJKURefused, jku))
+	default:
 		keys, err := s.JKU.Lookup(ctx, kid, jku)
 		if len(keys) > 0 {
 			return stamp(keys, SourceJKU), nil

@@ -211,6 +211,9 @@ func TestVerifyOutcomes(t *testing.T) {
 		{"trusted set down, no jku source", signed, Sources{Trusted: errKeys{errors.New("down")}}, ReasonKeysUnavailable, "", ""},
 		{"jku down, kid unknown to the trusted set", signed, Sources{Trusted: keySet(t), JKU: errKeys{errors.New("down")}}, ReasonKeysUnavailable, "", ""},
 		{"jku not followed", signed, Sources{Trusted: keySet(t)}, ReasonNoKey, "", ""},
+		{"jku allowed", signed, Sources{JKU: set, AllowJKU: func(jku string) bool { return strings.HasPrefix(jku, "https://agent.example/") }}, ReasonVerified, tp, SourceJKU},
+		{"jku refused", signed, Sources{JKU: set, AllowJKU: func(string) bool { return false }}, ReasonKeysUnavailable, "", ""},
+		{"jku refused, trusted key answers", signed, Sources{Trusted: set, JKU: set, AllowJKU: func(string) bool { return false }}, ReasonVerified, tp, SourceTrusted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,6 +240,16 @@ func entry(protected string, sig string, extra string) string {
 
 func withSignatures(card string, sigs string) []byte {
 	return []byte(strings.TrimSuffix(strings.TrimSpace(card), "}") + `,"signatures":` + sigs + `}`)
+}
+
+func TestSourcesRefusedJKU(t *testing.T) {
+	s := Sources{JKU: keySet(t), AllowJKU: func(string) bool { return false }}
+	if keys, err := s.Lookup(context.Background(), "k", "https://elsewhere.example/jwks"); keys != nil || !errors.Is(err, ErrJKURefused) {
+		t.Errorf("Lookup = %v, %v; want ErrJKURefused", keys, err)
+	}
+	if keys, err := s.Lookup(context.Background(), "k", ""); keys != nil || err != nil {
+		t.Errorf("Lookup without jku = %v, %v; want nothing", keys, err)
+	}
 }
 
 func TestVerifyMalformed(t *testing.T) {
