@@ -136,8 +136,8 @@ func TestSDKCanonical(t *testing.T) {
 	cards := fixtureCards(t)
 	for _, s := range []string{
 		`{"name":"Example Agent","description":"","capabilities":{"streaming":false,"pushNotifications":false,"extensions":[]},"skills":[]}`,
-		string(readFile(t, filepath.Join(interopDir, "testdata/served/jssdk-v1.0.json"))),
-		string(readFile(t, filepath.Join(interopDir, "testdata/served/a2ago-v1.0.json"))),
+		string(readFile(t, "testdata/cards/jssdk-v1.0.json")),
+		string(readFile(t, "testdata/cards/a2ago-v1.0.json")),
 	} {
 		cards = append(cards, []byte(s))
 	}
@@ -189,7 +189,7 @@ func TestSDKCanonical(t *testing.T) {
 // algorithm, verify in Go (and fail once tampered with); cards signed by Sign
 // verify with verifyAgentCardSignature.
 func TestSDKSignatures(t *testing.T) {
-	card := readFile(t, filepath.Join(interopDir, "testdata/served/jssdk-v1.0.json"))
+	card := readFile(t, "testdata/cards/jssdk-v1.0.json")
 	algs := []string{"ES256", "ES384", "ES512", "RS256", "PS256", "EdDSA", "Ed25519"}
 
 	goSigned := map[string][]byte{} // alg -> card signed in Go
