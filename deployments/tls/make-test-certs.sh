@@ -11,6 +11,8 @@
 #   RELEASE     name of the official NATS chart's release (default: nats)
 #   EXTRA_SANS  more server names, comma-separated: DNS names or IP addresses
 #   DAYS        validity in days (default: 365)
+#   KEY_MODE    file mode of the *-key.pem files (default: 600; compose.yaml needs 644, since
+#               its containers' non-root users read bind-mounted keys: test keys only)
 #
 # Files written (PEM):
 #   ca.pem ca-key.pem                 the test CA (keep ca-key.pem offline, or delete it)
@@ -78,5 +80,5 @@ rm -f ca.srl
 # Public parts readable by the containers' non-root users; keys stay 0600 (mount them
 # with the right owner, or as Kubernetes secrets).
 chmod 644 ./*.pem
-chmod 600 ./*-key.pem
+chmod "${KEY_MODE:-600}" ./*-key.pem
 echo "test certificates in $(pwd): ca.pem, server.pem, carddrift.pem, client.pem, planner.pem, admin.pem (+ *-key.pem)"

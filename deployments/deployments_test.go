@@ -1,0 +1,468 @@
+// Package deployments_test checks the shipped deployment files: the NATS
+// configurations against carddrift's stream and bucket names, the official
+// chart's values against deployments/nats/accounts.conf, the environment
+// of compose, Kubernetes and Helm against serve's flags, and the Helm chart
+// with helm lint and helm template. test/cluster_test.go runs the NATS
+// configurations for real.
+package deployments_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats-server/v2/conf"
+
+	"github.com/carddrift/carddrift/store"
+)
+
+// account returns accounts.<name> of a parsed configuration.
+func account(t *testing.T, cfg map[string]any, name string) map[string]any {
+	t.Helper()
+	accts, _ := cfg["accounts"].(map[string]any)
+	a, ok := accts[name].(map[string]any)
+	if !ok {
+		t.Fatalf("accounts.conf: no account %s", name)
+	}
+	return a
+}
+
+// user returns the permissions of an account's only user, and its name.
+func user(t *testing.T, acct map[string]any, name string) (string, map[string][]string) {
+	t.Helper()
+	users, _ := acct["users"].([]any)
+	if len(users) != 1 {
+		t.Fatalf("account %s: %d users, want 1", name, len(users))
+	}
+	u := users[0].(map[string]any)
+	perms := map[string][]string{}
+	p, _ := u["permissions"].(map[string]any)
+	for _, dir := range []string{"publish", "subscribe"} {
+		d, _ := p[dir].(map[string]any)
+		if _, ok := d["deny"]; ok {
+			t.Errorf("account %s: %s.deny: permissions are allow lists only", name, dir)
+		}
+		for _, s := range asList(d["allow"]) {
+			perms[dir] = append(perms[dir], s)
+		}
+	}
+	return u["user"].(string), perms
+}
+
+func asList(v any) []string {
+	var out []string
+	switch v := v.(type) {
+	case string:
+		out = append(out, v)
+	case []any:
+		for _, s := range v {
+			out = append(out, s.(string))
+		}
+	}
+	return out
+}
+
+// TestAccounts reads deployments/nats/accounts.conf as nats-server parses it
+// and checks it against carddrift's default names (store.DefaultConfig): a
+// renamed stream or bucket must be renamed in the permissions too.
+func TestAccounts(t *testing.T) {
+	for i := 1; i <= 3; i++ {
+		cfg, err := conf.ParseFile(fmt.Sprintf("nats/nats-%d.conf", i))
+		if err != nil {
+			t.Fatalf("nats-%d.conf: %v", i, err)
+		}
+		tls, _ := cfg["tls"].(map[string]any)
+		if tls["verify_and_map"] != true {
+			t.Errorf("nats-%d.conf: client TLS without verify_and_map", i)
+		}
+		cluster, _ := cfg["cluster"].(map[string]any)
+		ctls, _ := cluster["tls"].(map[string]any)
+		if ctls["verify"] != true {
+			t.Errorf("nats-%d.conf: routes without mutual TLS", i)
+		}
+		for _, k := range []string{"authorization", "no_auth_user", "users"} {
+			if _, ok := cfg[k]; ok {
+				t.Errorf("nats-%d.conf: %s outside the accounts", i, k)
+			}
+		}
+	}
+	cfg, err := conf.ParseFile("nats/accounts.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := store.DefaultConfig()
+	prefix := func(s string) string { return strings.TrimSuffix(s, ".>") }
+
+	carddrift := account(t, cfg, "CARDDRIFT")
+	if carddrift["jetstream"] != "enabled" {
+		t.Errorf("CARDDRIFT: jetstream %v, want enabled", carddrift["jetstream"])
+	}
+	name, perms := user(t, carddrift, "CARDDRIFT")
+	if name != "CN=carddrift,O=carddrift" {
+		t.Errorf("CARDDRIFT user %q", name)
+	}
+	streams := []string{c.LifecycleStream, c.EventsStream, c.DLQStream,
+		"KV_" + c.PinsBucket, "KV_" + c.CardsBucket, "KV_" + c.LeasesBucket, "OBJ_" + c.CardsObjectBucket}
+	want := []string{"$JS.API.INFO", c.EventsSubjects, c.DLQSubjects,
+		"$JS.API.CONSUMER.CREATE." + c.LifecycleStream + ".>", "$JS.API.CONSUMER.MSG.NEXT." + c.LifecycleStream + ".*",
+		"$JS.ACK." + c.LifecycleStream + ".>", "$O." + c.CardsObjectBucket + ".>"}
+	for _, s := range streams {
+		want = append(want, "$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.CREATE."+s, "$JS.API.STREAM.UPDATE."+s)
+	}
+	for _, b := range []string{c.PinsBucket, c.CardsBucket, c.LeasesBucket} {
+		want = append(want, "$KV."+b+".>", "$JS.API.DIRECT.GET.KV_"+b+".>")
+	}
+	for _, w := range want {
+		if !slices.Contains(perms["publish"], w) {
+			t.Errorf("CARDDRIFT may not publish %s", w)
+		}
+	}
+	for _, p := range perms["publish"] {
+		if p == ">" || p == "$JS.API.>" || strings.Contains(p, ".DELETE."+c.LifecycleStream) || strings.Contains(p, "STREAM.DELETE") ||
+			strings.Contains(p, "STREAM.PURGE") || strings.HasPrefix(p, prefix(c.LifecycleSubjects)) {
+			t.Errorf("CARDDRIFT may publish %s: more than it needs", p)
+		}
+	}
+	if !slices.Equal(perms["subscribe"], []string{"_INBOX.>"}) {
+		t.Errorf("CARDDRIFT subscribe %v, want [_INBOX.>]", perms["subscribe"])
+	}
+
+	clients := account(t, cfg, "CLIENTS")
+	name, perms = user(t, clients, "CLIENTS")
+	if name != "CN=a2a-client,O=carddrift" || !slices.Equal(perms["publish"], []string{c.LifecycleSubjects}) ||
+		!slices.Equal(perms["subscribe"], []string{"_INBOX.>"}) {
+		t.Errorf("CLIENTS user %q: %v, want publish [%s] and subscribe [_INBOX.>]", name, perms, c.LifecycleSubjects)
+	}
+	if _, ok := clients["jetstream"]; ok {
+		t.Error("CLIENTS has JetStream of its own")
+	}
+
+	planners := account(t, cfg, "PLANNERS")
+	name, perms = user(t, planners, "PLANNERS")
+	if name != "CN=planner,O=carddrift" || !slices.Equal(perms["subscribe"], []string{c.EventsSubjects, "_INBOX.>"}) {
+		t.Errorf("PLANNERS user %q subscribe %v", name, perms["subscribe"])
+	}
+	for _, p := range perms["publish"] {
+		if !strings.Contains(p, "."+c.EventsStream) {
+			t.Errorf("PLANNERS may publish %s, which is not about %s", p, c.EventsStream)
+		}
+	}
+	if _, ok := planners["jetstream"]; ok {
+		t.Error("PLANNERS has JetStream of its own")
+	}
+	if cfg["system_account"] != "SYS" {
+		t.Errorf("system_account %v", cfg["system_account"])
+	}
+}
+
+// TestNATSValuesEmbedAccounts: the official chart's values carry
+// accounts.conf byte for byte, so that Kubernetes gets the permissions the
+// cluster test runs.
+func TestNATSValuesEmbedAccounts(t *testing.T) {
+	values, err := os.ReadFile("helm/nats-values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accounts, err := os.ReadFile("nats/accounts.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "      accounts.conf: |\n"
+	_, block, ok := strings.Cut(string(values), key)
+	if !ok {
+		t.Fatalf("helm/nats-values.yaml has no %q", strings.TrimSpace(key))
+	}
+	var got strings.Builder
+	for _, line := range strings.SplitAfter(block, "\n") {
+		if line == "" {
+			break
+		}
+		if strings.TrimSpace(line) == "" {
+			got.WriteString("\n")
+			continue
+		}
+		rest, ok := strings.CutPrefix(line, "        ")
+		if !ok {
+			break
+		}
+		got.WriteString(rest)
+	}
+	if got.String() != string(accounts) {
+		t.Errorf("helm/nats-values.yaml's accounts.conf differs from nats/accounts.conf; regenerate it:\n" +
+			"  sed 's/^/        /; s/^ *$//' deployments/nats/accounts.conf")
+	}
+	for _, want := range []string{"verify_and_map: true", "verify: true", "replicas: 3", "zzz$include: ./accounts.conf"} {
+		if !strings.Contains(string(values), want) {
+			t.Errorf("helm/nats-values.yaml lacks %q", want)
+		}
+	}
+}
+
+var envRe = regexp.MustCompile(`CARDDRIFT_[A-Z_]+`)
+
+// TestEnvNamesAreServeFlags: every CARDDRIFT_* variable the deployments set
+// names a flag of carddrift serve (a misspelt one would be ignored).
+func TestEnvNamesAreServeFlags(t *testing.T) {
+	var src bytes.Buffer
+	for _, f := range []string{"../cmd/carddrift/serve.go", "../cmd/carddrift/natsconn.go"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.Write(b)
+	}
+	for _, f := range []string{"compose.yaml", "kubernetes/carddrift.yaml", "helm/carddrift/templates/deployment.yaml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := envRe.FindAllString(string(b), -1)
+		if len(names) == 0 {
+			t.Errorf("%s sets no CARDDRIFT_* variable", f)
+		}
+		for _, n := range names {
+			flag := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(n, "CARDDRIFT_")), "_", "-")
+			if !bytes.Contains(src.Bytes(), []byte(`"`+flag+`"`)) {
+				t.Errorf("%s: %s is no flag of carddrift serve (--%s)", f, n, flag)
+			}
+		}
+	}
+}
+
+// TestComposeMountsWhatConfigsName: compose mounts every file the NATS
+// configurations read, and gives carddrift its own certificate only.
+func TestComposeMountsWhatConfigsName(t *testing.T) {
+	b, err := os.ReadFile("compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compose := string(b)
+	for i := 1; i <= 3; i++ {
+		for _, m := range []string{
+			fmt.Sprintf("./nats/nats-%d.conf:/etc/nats/nats.conf:ro", i),
+			"./nats/accounts.conf:/etc/nats/accounts.conf:ro",
+			"./tls/certs/server.pem:/etc/nats/tls/server.pem:ro",
+			"./tls/certs/server-key.pem:/etc/nats/tls/server-key.pem:ro",
+			"./tls/certs/ca.pem:/etc/nats/tls/ca.pem:ro",
+		} {
+			if !strings.Contains(compose, m) {
+				t.Errorf("compose.yaml does not mount %s", m)
+			}
+		}
+	}
+	for _, other := range []string{"client-key.pem", "planner-key.pem", "admin-key.pem", "ca-key.pem"} {
+		if strings.Contains(compose, other) {
+			t.Errorf("compose.yaml mounts %s", other)
+		}
+	}
+}
+
+// helmBinary returns CARDDRIFT_HELM_BIN or helm on PATH; without either the
+// test skips locally and fails under CI (.ci/run installs helm).
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("CARDDRIFT_HELM_BIN"); bin != "" {
+		return bin
+	}
+	if bin, err := exec.LookPath("helm"); err == nil {
+		return bin
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("helm not found (CARDDRIFT_HELM_BIN or PATH): .ci/run installs it")
+	}
+	t.Skip("helm not found: go install helm.sh/helm/v3/cmd/helm@v3.22.0, or set CARDDRIFT_HELM_BIN")
+	return ""
+}
+
+func helm(t *testing.T, bin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("helm %s: %v: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+// docs splits rendered manifests by kind.
+func docs(out string) map[string]string {
+	m := map[string]string{}
+	for _, d := range strings.Split(out, "\n---\n") {
+		if _, kind, ok := strings.Cut(d, "\nkind: "); ok {
+			kind, _, _ = strings.Cut(kind, "\n")
+			m[kind] = d
+		}
+	}
+	return m
+}
+
+func TestHelmChart(t *testing.T) {
+	bin := helmBinary(t)
+	const chart = "helm/carddrift"
+	if out, err := helm(t, bin, "lint", "--strict", chart); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+
+	out, err := helm(t, bin, "template", "cd", chart, "--namespace", "carddrift")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := docs(out)
+	for _, kind := range []string{"Deployment", "Service", "ServiceAccount", "PodDisruptionBudget"} {
+		if m[kind] == "" {
+			t.Errorf("default values render no %s", kind)
+		}
+	}
+	if m["ServiceMonitor"] != "" {
+		t.Error("a ServiceMonitor by default (it needs the prometheus-operator CRDs)")
+	}
+	dep := m["Deployment"]
+	for _, want := range []string{
+		"replicas: 2",
+		`args: ["serve"]`,
+		// NATS: URL, carddrift's own certificate, replicas 3
+		"- name: CARDDRIFT_NATS_URL\n              value: \"tls://nats:4222\"",
+		"- name: CARDDRIFT_TLS_CERT\n              value: \"/etc/carddrift/nats-tls/tls.crt\"",
+		"- name: CARDDRIFT_TLS_KEY\n              value: \"/etc/carddrift/nats-tls/tls.key\"",
+		"- name: CARDDRIFT_TLS_CA\n              value: \"/etc/carddrift/nats-tls/ca.crt\"",
+		"- name: CARDDRIFT_REPLICAS\n              value: \"3\"",
+		"- name: CARDDRIFT_HTTP_ADDR\n              value: \"0.0.0.0:9464\"",
+		"fieldPath: metadata.name",
+		"secretName: carddrift-nats-tls",
+		// Prometheus scrape, probes on --http-addr
+		"prometheus.io/scrape: \"true\"", "prometheus.io/port: \"9464\"", "prometheus.io/path: /metrics",
+		"readinessProbe:\n            httpGet:\n              path: /readyz\n              port: http-metrics",
+		"livenessProbe:\n            httpGet:\n              path: /healthz\n              port: http-metrics",
+		"containerPort: 9464",
+		// resources and a locked-down pod
+		"resources:\n            limits:\n              memory: 512Mi\n            requests:\n              cpu: 100m",
+		"readOnlyRootFilesystem: true", "runAsNonRoot: true", "automountServiceAccountToken: false",
+	} {
+		if !strings.Contains(dep, want) {
+			t.Errorf("Deployment lacks:\n%s", want)
+		}
+	}
+	if strings.Contains(dep, "CARDDRIFT_CREDS") {
+		t.Error("CARDDRIFT_CREDS without a credentials secret")
+	}
+
+	// Values: a credentials secret, replicas, resources, no scrape annotations.
+	out, err = helm(t, bin, "template", "cd", chart,
+		"--set", "nats.credentials.secretName=carddrift-creds", "--set", "nats.url=tls://nats-a:4222\\,tls://nats-b:4222",
+		"--set", "replicaCount=4", "--set", "streams.replicas=5", "--set", "resources.limits.memory=1Gi",
+		"--set", "metrics.scrapeAnnotations=false", "--set", "metrics.serviceMonitor.enabled=true",
+		"--set", "fetch.allow=10.0.0.0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = docs(out)
+	dep = m["Deployment"]
+	for _, want := range []string{
+		"replicas: 4",
+		"- name: CARDDRIFT_CREDS\n              value: \"/etc/carddrift/nats-creds/nats.creds\"",
+		"secretName: carddrift-creds",
+		"value: \"tls://nats-a:4222,tls://nats-b:4222\"",
+		"- name: CARDDRIFT_REPLICAS\n              value: \"5\"",
+		"- name: CARDDRIFT_FETCH_ALLOW\n              value: \"10.0.0.0/8\"",
+		"memory: 1Gi",
+	} {
+		if !strings.Contains(dep, want) {
+			t.Errorf("Deployment with values lacks:\n%s", want)
+		}
+	}
+	if strings.Contains(dep, "prometheus.io/scrape") {
+		t.Error("scrape annotations although metrics.scrapeAnnotations=false")
+	}
+	if !strings.Contains(m["ServiceMonitor"], "path: /metrics") {
+		t.Error("no ServiceMonitor although metrics.serviceMonitor.enabled=true")
+	}
+
+	// No identity, no deployment: carddrift never connects anonymously.
+	_, err = helm(t, bin, "template", "cd", chart, "--set", "nats.tls.secretName=")
+	if err == nil || !strings.Contains(err.Error(), "its own identity") {
+		t.Errorf("rendered without TLS secret or credentials: %v", err)
+	}
+}
+
+// TestNATSValuesRenderWithOfficialChart renders helm/nats-values.yaml with
+// the official NATS chart and has nats-server check the configuration it
+// produces. It needs a copy of the chart (CARDDRIFT_NATS_CHART: the
+// directory helm/charts/nats of github.com/nats-io/k8s, or `helm pull
+// nats/nats --untar`) and runs only when it is set.
+func TestNATSValuesRenderWithOfficialChart(t *testing.T) {
+	chart := os.Getenv("CARDDRIFT_NATS_CHART")
+	if chart == "" {
+		t.Skip("CARDDRIFT_NATS_CHART not set (a local copy of the official nats chart)")
+	}
+	bin := helmBinary(t)
+	out, err := helm(t, bin, "template", "nats", chart, "-f", "helm/nats-values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := docs(out)["ConfigMap"]
+	for _, want := range []string{`"verify_and_map": true`, `"verify": true`, "include ./accounts.conf;",
+		"tls://nats-2.nats-headless:6222", "accounts.conf: |"} {
+		if !strings.Contains(cm, want) {
+			t.Errorf("rendered ConfigMap lacks %q", want)
+		}
+	}
+	natsBin := os.Getenv("CARDDRIFT_NATS_SERVER_BIN")
+	if natsBin == "" {
+		return
+	}
+	// nats.conf and accounts.conf out of the ConfigMap, with local files.
+	dir := t.TempDir()
+	natsConf, accounts := literal(cm, "  nats.conf: |"), literal(cm, "  accounts.conf: |")
+	certs := t.TempDir()
+	if b, err := exec.Command("bash", "tls/make-test-certs.sh", certs).CombinedOutput(); err != nil {
+		t.Fatalf("make-test-certs.sh: %v\n%s", err, b)
+	}
+	r := strings.NewReplacer("/etc/nats-ca-cert/ca.crt", certs+"/ca.pem",
+		"/etc/nats-certs/nats/tls.crt", certs+"/server.pem", "/etc/nats-certs/nats/tls.key", certs+"/server-key.pem",
+		"/etc/nats-certs/cluster/tls.crt", certs+"/server.pem", "/etc/nats-certs/cluster/tls.key", certs+"/server-key.pem",
+		`"/data"`, `"`+dir+`/js"`, "/var/run/nats/nats.pid", dir+"/nats.pid")
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(dir, "nats.conf"), []byte(r.Replace(natsConf)), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "accounts.conf"), []byte(accounts), 0o644))
+	cmd := exec.Command(natsBin, "-c", filepath.Join(dir, "nats.conf"), "-t")
+	cmd.Env = append(os.Environ(), "SERVER_NAME=nats-0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("nats-server -t on the rendered configuration: %v\n%s", err, b)
+	}
+}
+
+// literal returns the block scalar under key (a line of its own) in
+// rendered YAML, without its indentation (two more spaces than the key's).
+func literal(doc, key string) string {
+	_, rest, ok := strings.Cut(doc, key+"\n")
+	if !ok {
+		return ""
+	}
+	indent := strings.Repeat(" ", len(key)-len(strings.TrimLeft(key, " "))+2)
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(rest, "\n") {
+		if strings.TrimSpace(line) == "" {
+			b.WriteString("\n")
+			continue
+		}
+		l, ok := strings.CutPrefix(line, indent)
+		if !ok {
+			break
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
