@@ -578,7 +578,7 @@ var touchCases = []struct {
 	{
 		rule: RuleBlindRetry,
 		finding: func(_, _ *Card) Finding {
-			f, _ := CheckRetry(Pin{Digest: "sha256:a", SchemaErrorAt: time.Unix(1, 0)}, "SendMessage", 2, "sha256:b")
+			f, _ := CheckRetry(Retry{Method: "SendMessage", Attempt: 2, PinnedDigest: "sha256:a", ErrorAt: time.Unix(1, 0)}, "sha256:b")
 			return f
 		},
 		touches: &Requirements{SkillID: "summarize"},

@@ -1,7 +1,5 @@
 package detector
 
-import "time"
-
 // Posture is how a task reacts to breaking drift that touches it.
 type Posture string
 
@@ -55,74 +53,6 @@ type Requirements struct {
 	ExtendedCard bool    `json:"extendedCard,omitempty"`
 	Posture      Posture `json:"posture,omitempty"`
 	Idempotent   bool    `json:"idempotent,omitempty"`
-}
-
-// Pin is what a task was planned against.
-type Pin struct {
-	TaskID           string    `json:"taskId"`
-	AgentURL         string    `json:"agentUrl"`
-	CardURL          string    `json:"cardUrl,omitempty"`
-	Digest           string    `json:"digest"`
-	Fingerprint      string    `json:"fingerprint"`
-	StructuralDigest string    `json:"structuralDigest,omitempty"`
-	ProtocolVersion  string    `json:"protocolVersion,omitempty"`
-	CardVersion      string    `json:"cardVersion,omitempty"`
-	ETag             string    `json:"etag,omitempty"`
-	PinnedAt         time.Time `json:"pinnedAt"`
-	// Source is how the pin was made: "client-card", "client-digest" or "first-fetch".
-	Source       string       `json:"source"`
-	Requirements Requirements `json:"requirements"`
-	// SchemaErrorAt is when the task last met a schema-class error (zero if
-	// never since the pin was made). A retry after it on a pin that no longer
-	// matches the live card is a blind retry.
-	SchemaErrorAt time.Time `json:"schemaErrorAt,omitzero"`
-	// SchemaErrorCode is the code of that error.
-	SchemaErrorCode int `json:"schemaErrorCode,omitempty"`
-
-	// Positions of the task's events in the lifecycle stream (JetStream
-	// stream sequences), which let a worker judge events that a redelivery
-	// brought out of order as if they had come in order: SubmittedSeq of the
-	// submission that made this pin, SchemaErrorSeq of the schema-class error
-	// at SchemaErrorAt, and RetrySeq of the latest retry (RetryMethod,
-	// RetryAttempt). Zero means unknown.
-	SubmittedSeq   uint64 `json:"submittedSeq,omitempty"`
-	SchemaErrorSeq uint64 `json:"schemaErrorSeq,omitempty"`
-	RetrySeq       uint64 `json:"retrySeq,omitempty"`
-	RetryMethod    string `json:"retryMethod,omitempty"`
-	RetryAttempt   int    `json:"retryAttempt,omitempty"`
-	// LiveDigest is the digest of the live card at the last evaluation, and
-	// Reported the Nats-Msg-Ids of the card.drift events published for this
-	// pin (the most recent MaxReported): together they keep one card.drift per
-	// (pin, live card, rules) even beyond the stream's duplicate window, when
-	// a task alternates between rule sets.
-	LiveDigest string   `json:"liveDigest,omitempty"`
-	Reported   []string `json:"reported,omitempty"`
-}
-
-// MaxReported bounds Pin.Reported.
-const MaxReported = 32
-
-// HasReported reports whether a card.drift with this id was published for
-// the pin.
-func (p *Pin) HasReported(id string) bool {
-	for _, r := range p.Reported {
-		if r == id {
-			return true
-		}
-	}
-	return false
-}
-
-// AddReported records a published card.drift id, keeping the newest
-// MaxReported.
-func (p *Pin) AddReported(id string) {
-	if p.HasReported(id) {
-		return
-	}
-	p.Reported = append(p.Reported, id)
-	if n := len(p.Reported); n > MaxReported {
-		p.Reported = append([]string(nil), p.Reported[n-MaxReported:]...)
-	}
 }
 
 // Verdict is the task-scoped outcome of evaluating drift.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Evaluate diffs the pinned card against the live one, adds the task-level
@@ -416,18 +417,30 @@ func CheckArtifact(pinned *Card, skillID, artifactID string, mediaTypes []string
 	return out
 }
 
-// CheckRetry returns a blind-retry finding when a retry (attempt > 1) of
-// method follows a schema-class error (recorded in the pin) on a pin that no
-// longer matches the live card: the client is retrying with a stale card
-// instead of re-reading it and re-planning.
-func CheckRetry(pin Pin, method string, attempt int, liveDigest string) (Finding, bool) {
-	if attempt <= 1 || pin.SchemaErrorAt.IsZero() || liveDigest == "" || pin.Digest == liveDigest {
+// Retry is what a task's history says about a retry: the retried method
+// and attempt, the schema-class error that preceded it (ErrorAt zero: none),
+// and the digest the task is pinned to.
+type Retry struct {
+	Method       string
+	Attempt      int
+	ErrorAt      time.Time
+	ErrorCode    int
+	PinnedDigest string
+	SkillID      string
+}
+
+// CheckRetry returns a blind-retry finding when a retry (attempt > 1)
+// follows a schema-class error on a pin that no longer matches the live
+// card: the client is retrying with a stale card instead of re-reading it
+// and re-planning.
+func CheckRetry(r Retry, liveDigest string) (Finding, bool) {
+	if r.Attempt <= 1 || r.ErrorAt.IsZero() || liveDigest == "" || r.PinnedDigest == liveDigest {
 		return Finding{}, false
 	}
 	return Finding{
-		Rule: RuleBlindRetry, Severity: Breaking, Path: "", Before: pin.Digest, After: liveDigest,
-		Message: render(RuleBlindRetry, "attempt", strconv.Itoa(attempt), "method", quote(method),
-			"code", strconv.Itoa(pin.SchemaErrorCode)),
-		Skill: pin.Requirements.SkillID,
+		Rule: RuleBlindRetry, Severity: Breaking, Path: "", Before: r.PinnedDigest, After: liveDigest,
+		Message: render(RuleBlindRetry, "attempt", strconv.Itoa(r.Attempt), "method", quote(r.Method),
+			"code", strconv.Itoa(r.ErrorCode)),
+		Skill: r.SkillID,
 	}, true
 }

@@ -113,8 +113,8 @@ func TestPinningWriteUp(t *testing.T) {
 			name: "-32602 then a retry on the stale pin is a blind retry",
 			req:  Requirements{SkillID: "summarize", Posture: FailClosed},
 			extra: func() []Finding {
-				pin := Pin{Digest: "sha256:pinned", SchemaErrorAt: time.Unix(40, 0), SchemaErrorCode: -32602}
-				f, ok := CheckRetry(pin, "tasks/send", 2, "sha256:live")
+				r := Retry{Method: "tasks/send", Attempt: 2, PinnedDigest: "sha256:pinned", ErrorAt: time.Unix(40, 0), ErrorCode: -32602}
+				f, ok := CheckRetry(r, "sha256:live")
 				if !ok {
 					t.Fatalf("CheckRetry found nothing")
 				}
@@ -155,15 +155,17 @@ func TestPinningWriteUpChecks(t *testing.T) {
 	if _, ok := CheckInputRequest(pinned, "summarize"); ok {
 		t.Errorf("CheckInputRequest(summarize) flagged a declared skill")
 	}
-	pin := Pin{Digest: "sha256:a"}
-	if _, ok := CheckRetry(pin, "tasks/send", 2, "sha256:b"); ok {
+	r := Retry{Method: "tasks/send", Attempt: 2, PinnedDigest: "sha256:a"}
+	if _, ok := CheckRetry(r, "sha256:b"); ok {
 		t.Errorf("CheckRetry without a schema-class error flagged a retry")
 	}
-	pin.SchemaErrorAt = time.Unix(1, 0)
-	if _, ok := CheckRetry(pin, "tasks/send", 1, "sha256:b"); ok {
+	r.ErrorAt = time.Unix(1, 0)
+	first := r
+	first.Attempt = 1
+	if _, ok := CheckRetry(first, "sha256:b"); ok {
 		t.Errorf("CheckRetry flagged a first attempt")
 	}
-	if _, ok := CheckRetry(pin, "tasks/send", 2, "sha256:a"); ok {
+	if _, ok := CheckRetry(r, "sha256:a"); ok {
 		t.Errorf("CheckRetry flagged a retry on a pin that matches the live card")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
 )
@@ -19,7 +18,7 @@ func BenchmarkPinLookup(b *testing.B) {
 	const pins = 1000
 	js := startJS(b)
 	ctx := context.Background()
-	st, err := store.Open(ctx, js, store.Config{})
+	st, err := store.Open[storetest.Record](ctx, js, store.Config{})
 	if err != nil {
 		b.Fatalf("Open() error = %v", err)
 	}
@@ -40,7 +39,7 @@ func BenchmarkPinLookup(b *testing.B) {
 			if err != nil {
 				b.Fatalf("kv.Get() error = %v", err)
 			}
-			var p detector.Pin
+			var p storetest.Record
 			if err := json.Unmarshal(e.Value(), &p); err != nil {
 				b.Fatalf("json.Unmarshal() error = %v", err)
 			}

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/carddrift/carddrift/detector"
 )
 
 // DefaultCacheSize is the number of pins NewCachedPins keeps when given a
@@ -24,24 +22,30 @@ const cacheStripes = 1024
 var ErrNotWatchable = errors.New("store: inner pins store cannot be watched")
 
 // CacheOption configures NewCachedPins.
-type CacheOption func(*CachedPins)
+type CacheOption func(*cacheOptions)
+
+type cacheOptions struct {
+	maxAge time.Duration
+	onErr  func(error)
+	now    func() time.Time
+}
 
 // WithCacheMaxAge makes a cached pin older than d (since it was cached) a
 // miss: a hard bound on staleness even if the watch stalls. Zero (default):
 // no bound beyond the watch.
 func WithCacheMaxAge(d time.Duration) CacheOption {
-	return func(c *CachedPins) { c.maxAge = d }
+	return func(o *cacheOptions) { o.maxAge = d }
 }
 
 // WithCacheErrorHandler receives the errors that end or prevent a watch
 // while Run keeps retrying (log them). Default: dropped.
 func WithCacheErrorHandler(f func(error)) CacheOption {
-	return func(c *CachedPins) { c.onErr = f }
+	return func(o *cacheOptions) { o.onErr = f }
 }
 
 // withCacheClock sets the clock of WithCacheMaxAge (tests).
 func withCacheClock(now func() time.Time) CacheOption {
-	return func(c *CachedPins) { c.now = now }
+	return func(o *cacheOptions) { o.now = now }
 }
 
 // CachedPins is a bounded, in-process, read-through LRU cache in front of a
@@ -50,7 +54,7 @@ func withCacheClock(now func() time.Time) CacheOption {
 // Consistency:
 //
 //   - A Get never returns a pin older than this process's last completed
-//     write of that task (Create, Update or Delete through this CachedPins):
+//     write of that task (Create, Update or Delete through this CachedPins[T]):
 //     writes go through to the inner store and then replace or drop the
 //     cached copy, and a read racing with a newer write is not cached.
 //   - Writes by other processes are seen through the inner store's Watch
@@ -73,8 +77,8 @@ func withCacheClock(now func() time.Time) CacheOption {
 //     follower like any KVPins.Get.
 //
 // Safe for concurrent use. The zero value is not usable.
-type CachedPins struct {
-	inner  Pins
+type CachedPins[T Record[T]] struct {
+	inner  Pins[T]
 	size   int
 	maxAge time.Duration
 	now    func() time.Time
@@ -85,8 +89,8 @@ type CachedPins struct {
 	live    bool
 	session uint64
 	stripes [cacheStripes]fence
-	items   map[string]*cacheEntry
-	lru     cacheEntry // sentinel: lru.next is the most recently used
+	items   map[string]*cacheEntry[T]
+	lru     cacheEntry[T] // sentinel: lru.next is the most recently used
 
 	running   atomic.Bool
 	ready     chan struct{}
@@ -95,12 +99,12 @@ type CachedPins struct {
 	hits, misses, fills, invalidations, evictions, restarts, changes atomic.Uint64
 }
 
-type cacheEntry struct {
+type cacheEntry[T any] struct {
 	id         string
-	pin        detector.Pin
+	pin        T
 	rev        uint64
 	at         time.Time // when cached; only with maxAge
-	prev, next *cacheEntry
+	prev, next *cacheEntry[T]
 }
 
 // fence guards the in-flight reads and writes of one stripe. Every write
@@ -128,28 +132,29 @@ type cacheToken struct {
 	ok                    bool
 }
 
-var _ Pins = (*CachedPins)(nil)
-
 // NewCachedPins returns a cache of up to size pins in front of inner. Start
 // Run in a goroutine to make it cache: until then every read goes through.
 // inner must implement Watcher for Run to work (KVPins and memstore.Pins
 // do). Size below 1 means DefaultCacheSize.
-func NewCachedPins(inner Pins, size int, opts ...CacheOption) *CachedPins {
+func NewCachedPins[T Record[T]](inner Pins[T], size int, opts ...CacheOption) *CachedPins[T] {
 	if size < 1 {
 		size = DefaultCacheSize
 	}
-	c := &CachedPins{
-		inner: inner,
-		size:  size,
-		now:   time.Now,
-		seed:  maphash.MakeSeed(),
-		items: make(map[string]*cacheEntry),
-		ready: make(chan struct{}),
+	o := cacheOptions{now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := &CachedPins[T]{
+		inner:  inner,
+		size:   size,
+		maxAge: o.maxAge,
+		onErr:  o.onErr,
+		now:    o.now,
+		seed:   maphash.MakeSeed(),
+		items:  make(map[string]*cacheEntry[T]),
+		ready:  make(chan struct{}),
 	}
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
-	for _, o := range opts {
-		o(c)
-	}
 	return c
 }
 
@@ -159,13 +164,13 @@ func NewCachedPins(inner Pins, size int, opts ...CacheOption) *CachedPins {
 // error (ErrNotWatchable if inner is not a Watcher); a watch that later ends
 // is restarted with backoff, reads going through meanwhile. Run must not be
 // called twice at once.
-func (c *CachedPins) Run(ctx context.Context) error {
+func (c *CachedPins[T]) Run(ctx context.Context) error {
 	w, ok := c.inner.(Watcher)
 	if !ok {
 		return ErrNotWatchable
 	}
 	if !c.running.CompareAndSwap(false, true) {
-		return errors.New("store: CachedPins.Run is already running")
+		return errors.New("store: CachedPins[T].Run is already running")
 	}
 	defer c.running.Store(false)
 	first := true
@@ -208,7 +213,7 @@ func (c *CachedPins) Run(ctx context.Context) error {
 	}
 }
 
-func (c *CachedPins) report(err error) {
+func (c *CachedPins[T]) report(err error) {
 	if c.onErr != nil {
 		c.onErr(err)
 	}
@@ -216,16 +221,16 @@ func (c *CachedPins) report(err error) {
 
 // Ready is closed once Run's first watch is live, that is once the cache
 // starts serving cached pins.
-func (c *CachedPins) Ready() <-chan struct{} { return c.ready }
+func (c *CachedPins[T]) Ready() <-chan struct{} { return c.ready }
 
 // Live reports whether the watch is live and cached pins are served.
-func (c *CachedPins) Live() bool {
+func (c *CachedPins[T]) Live() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.live
 }
 
-func (c *CachedPins) goLive() {
+func (c *CachedPins[T]) goLive() {
 	c.mu.Lock()
 	c.session++
 	c.live = true
@@ -233,7 +238,7 @@ func (c *CachedPins) goLive() {
 	c.readyOnce.Do(func() { close(c.ready) })
 }
 
-func (c *CachedPins) goDead() {
+func (c *CachedPins[T]) goDead() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.session++
@@ -244,7 +249,7 @@ func (c *CachedPins) goDead() {
 
 // apply handles one change from the watch. A put or delete newer than the
 // cached revision drops the entry and fences in-flight reads of its stripe.
-func (c *CachedPins) apply(ch Change) {
+func (c *CachedPins[T]) apply(ch Change) {
 	if ch.ID == "" && ch.Key != EncodeKey("") {
 		c.changes.Add(1)
 		return // hashed long id: never cached
@@ -263,27 +268,27 @@ func (c *CachedPins) apply(ch Change) {
 	}
 }
 
-func (c *CachedPins) stripe(id string) uint64 {
+func (c *CachedPins[T]) stripe(id string) uint64 {
 	return maphash.String(c.seed, id) % cacheStripes
 }
 
 // raise fences the in-flight reads and writes of stripe s that saw a
 // revision older than rev. c.mu held.
-func (c *CachedPins) raise(s, rev uint64) {
+func (c *CachedPins[T]) raise(s, rev uint64) {
 	f := &c.stripes[s]
 	f.epoch++
 	f.maxRev = max(f.maxRev, rev)
 }
 
 // token captures the state a later store must match. c.mu held.
-func (c *CachedPins) token(id string) cacheToken {
+func (c *CachedPins[T]) token(id string) cacheToken {
 	f := c.stripes[c.stripe(id)]
 	return cacheToken{session: c.session, epoch: f.epoch, drops: f.drops, ok: c.live}
 }
 
 // valid reports whether a result at rev for id, observed under tok, may be
 // cached. c.mu held.
-func (c *CachedPins) valid(id string, tok cacheToken, rev uint64) bool {
+func (c *CachedPins[T]) valid(id string, tok cacheToken, rev uint64) bool {
 	if !tok.ok || !c.live || tok.session != c.session {
 		return false
 	}
@@ -291,7 +296,7 @@ func (c *CachedPins) valid(id string, tok cacheToken, rev uint64) bool {
 	return f.drops == tok.drops && (f.epoch == tok.epoch || f.maxRev <= rev)
 }
 
-func (c *CachedPins) lockedToken(id string) cacheToken {
+func (c *CachedPins[T]) lockedToken(id string) cacheToken {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.token(id)
@@ -303,7 +308,7 @@ func (c *CachedPins) lockedToken(id string) cacheToken {
 // (written) also fences the reads in flight that may have seen an older
 // revision, so that none of them can cache it, even once the new entry has
 // been evicted.
-func (c *CachedPins) store(id string, tok cacheToken, pin detector.Pin, rev uint64, written bool) {
+func (c *CachedPins[T]) store(id string, tok cacheToken, pin T, rev uint64, written bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	valid := c.valid(id, tok, rev)
@@ -326,7 +331,7 @@ func (c *CachedPins) store(id string, tok cacheToken, pin detector.Pin, rev uint
 		}
 		return
 	case e == nil:
-		e = &cacheEntry{id: id}
+		e = &cacheEntry[T]{id: id}
 		c.items[id] = e
 		if len(c.items) > c.size {
 			c.unlink(c.lru.prev)
@@ -335,7 +340,7 @@ func (c *CachedPins) store(id string, tok cacheToken, pin detector.Pin, rev uint
 	default:
 		e.prev.next, e.next.prev = e.next, e.prev
 	}
-	e.pin, e.rev = clonePin(pin), rev
+	e.pin, e.rev = pin.Clone(), rev
 	if c.maxAge > 0 {
 		e.at = c.now()
 	}
@@ -345,7 +350,7 @@ func (c *CachedPins) store(id string, tok cacheToken, pin detector.Pin, rev uint
 
 // drop removes id's entry and fences all in-flight reads and writes of its
 // stripe, whatever revision they saw (the write's revision is unknown).
-func (c *CachedPins) drop(id string) {
+func (c *CachedPins[T]) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f := &c.stripes[c.stripe(id)]
@@ -356,20 +361,20 @@ func (c *CachedPins) drop(id string) {
 	}
 }
 
-func (c *CachedPins) pushFront(e *cacheEntry) {
+func (c *CachedPins[T]) pushFront(e *cacheEntry[T]) {
 	e.prev, e.next = &c.lru, c.lru.next
 	c.lru.next.prev = e
 	c.lru.next = e
 }
 
-func (c *CachedPins) unlink(e *cacheEntry) {
+func (c *CachedPins[T]) unlink(e *cacheEntry[T]) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
 	delete(c.items, e.id)
 }
 
 // Get implements Pins, from the cache when it can.
-func (c *CachedPins) Get(ctx context.Context, taskID string) (detector.Pin, uint64, error) {
+func (c *CachedPins[T]) Get(ctx context.Context, taskID string) (T, uint64, error) {
 	if len(taskID) > MaxReversibleID {
 		return c.inner.Get(ctx, taskID)
 	}
@@ -379,7 +384,7 @@ func (c *CachedPins) Get(ctx context.Context, taskID string) (detector.Pin, uint
 			e.prev.next, e.next.prev = e.next, e.prev
 			c.pushFront(e)
 		}
-		pin, rev := clonePin(e.pin), e.rev
+		pin, rev := e.pin.Clone(), e.rev
 		c.mu.Unlock()
 		c.hits.Add(1)
 		return pin, rev, nil
@@ -395,44 +400,44 @@ func (c *CachedPins) Get(ctx context.Context, taskID string) (detector.Pin, uint
 }
 
 // Create implements Pins, caching the new pin.
-func (c *CachedPins) Create(ctx context.Context, pin detector.Pin) (uint64, error) {
-	if len(pin.TaskID) > MaxReversibleID {
+func (c *CachedPins[T]) Create(ctx context.Context, pin T) (uint64, error) {
+	if len(pin.Key()) > MaxReversibleID {
 		return c.inner.Create(ctx, pin)
 	}
-	tok := c.lockedToken(pin.TaskID)
+	tok := c.lockedToken(pin.Key())
 	rev, err := c.inner.Create(ctx, pin)
 	if err != nil {
-		c.drop(pin.TaskID)
+		c.drop(pin.Key())
 		return rev, err
 	}
-	c.store(pin.TaskID, tok, pin, rev, true)
+	c.store(pin.Key(), tok, pin, rev, true)
 	return rev, nil
 }
 
 // Update implements Pins, caching the new pin.
-func (c *CachedPins) Update(ctx context.Context, pin detector.Pin, rev uint64) (uint64, error) {
-	if len(pin.TaskID) > MaxReversibleID {
+func (c *CachedPins[T]) Update(ctx context.Context, pin T, rev uint64) (uint64, error) {
+	if len(pin.Key()) > MaxReversibleID {
 		return c.inner.Update(ctx, pin, rev)
 	}
-	tok := c.lockedToken(pin.TaskID)
+	tok := c.lockedToken(pin.Key())
 	n, err := c.inner.Update(ctx, pin, rev)
 	if err != nil {
-		c.drop(pin.TaskID)
+		c.drop(pin.Key())
 		return n, err
 	}
-	c.store(pin.TaskID, tok, pin, n, true)
+	c.store(pin.Key(), tok, pin, n, true)
 	return n, nil
 }
 
 // Delete implements Pins.
-func (c *CachedPins) Delete(ctx context.Context, taskID string) error {
+func (c *CachedPins[T]) Delete(ctx context.Context, taskID string) error {
 	c.drop(taskID)
 	err := c.inner.Delete(ctx, taskID)
 	c.drop(taskID)
 	return err
 }
 
-// CacheStats counts what a CachedPins did since it was made.
+// CacheStats counts what a CachedPins[T] did since it was made.
 type CacheStats struct {
 	Hits          uint64 // Gets served from the cache
 	Misses        uint64 // Gets that read through
@@ -445,7 +450,7 @@ type CacheStats struct {
 }
 
 // Stats returns the counters (for metrics and tests).
-func (c *CachedPins) Stats() CacheStats {
+func (c *CachedPins[T]) Stats() CacheStats {
 	c.mu.Lock()
 	n := len(c.items)
 	c.mu.Unlock()
@@ -454,22 +459,4 @@ func (c *CachedPins) Stats() CacheStats {
 		Invalidations: c.invalidations.Load(), Evictions: c.evictions.Load(),
 		Changes: c.changes.Load(), Restarts: c.restarts.Load(), Len: n,
 	}
-}
-
-// clonePin copies the slices of a pin so that the cache and its callers
-// never share memory. TestClonePinCoversReferenceFields keeps it complete.
-func clonePin(p detector.Pin) detector.Pin {
-	r := &p.Requirements
-	r.InputModes = cloneStrings(r.InputModes)
-	r.OutputModes = cloneStrings(r.OutputModes)
-	r.Security = cloneStrings(r.Security)
-	p.Reported = cloneStrings(p.Reported)
-	return p
-}
-
-func cloneStrings(s []string) []string {
-	if s == nil {
-		return nil
-	}
-	return append(make([]string, 0, len(s)), s...)
 }

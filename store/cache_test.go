@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
 	"github.com/carddrift/carddrift/store/storetest"
@@ -18,7 +16,7 @@ import (
 )
 
 // runCache starts c.Run for the rest of the test and waits until it serves.
-func runCache(t *testing.T, c *store.CachedPins) {
+func runCache(t *testing.T, c *store.CachedPins[storetest.Record]) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -40,16 +38,16 @@ func runCache(t *testing.T, c *store.CachedPins) {
 
 func TestCachedPinsConformance(t *testing.T) {
 	t.Run("memstore", func(t *testing.T) {
-		storetest.Pins(t, func(t *testing.T) store.Pins {
-			c := store.NewCachedPins(memstore.NewPins(), 100)
+		storetest.Pins(t, func(t *testing.T) store.Pins[storetest.Record] {
+			c := store.NewCachedPins(memstore.NewPins[storetest.Record](), 100)
 			runCache(t, c)
 			return c
 		})
 	})
 	t.Run("kv", func(t *testing.T) {
 		withJS(t, func(js jetstream.JetStream) {
-			storetest.Pins(t, func(t *testing.T) store.Pins {
-				c := store.NewCachedPins(store.NewKVPins(newKV(t, js, "pins", jetstream.KeyValueConfig{})), 100)
+			storetest.Pins(t, func(t *testing.T) store.Pins[storetest.Record] {
+				c := store.NewCachedPins(store.NewKVPins[storetest.Record](newKV(t, js, "pins", jetstream.KeyValueConfig{})), 100)
 				runCache(t, c)
 				return c
 			})
@@ -60,12 +58,12 @@ func TestCachedPinsConformance(t *testing.T) {
 // countingPins counts the Gets that reach the inner store and can make
 // them slow, to widen the window between a read and its cache fill.
 type countingPins struct {
-	*memstore.Pins
+	*memstore.Pins[storetest.Record]
 	gets     atomic.Int64
 	maxDelay time.Duration
 }
 
-func (p *countingPins) Get(ctx context.Context, id string) (detector.Pin, uint64, error) {
+func (p *countingPins) Get(ctx context.Context, id string) (storetest.Record, uint64, error) {
 	p.gets.Add(1)
 	pin, rev, err := p.Pins.Get(ctx, id)
 	if p.maxDelay > 0 {
@@ -75,7 +73,7 @@ func (p *countingPins) Get(ctx context.Context, id string) (detector.Pin, uint64
 }
 
 func TestCachedPinsHits(t *testing.T) {
-	inner := &countingPins{Pins: memstore.NewPins()}
+	inner := &countingPins{Pins: memstore.NewPins[storetest.Record]()}
 	c := store.NewCachedPins(inner, 10)
 	ctx := t.Context()
 	if _, err := c.Create(ctx, storetest.Pin("t1", 1)); err != nil {
@@ -119,7 +117,7 @@ func TestCachedPinsHits(t *testing.T) {
 }
 
 func TestCachedPinsEvictsLRU(t *testing.T) {
-	inner := &countingPins{Pins: memstore.NewPins()}
+	inner := &countingPins{Pins: memstore.NewPins[storetest.Record]()}
 	c := store.NewCachedPins(inner, 3)
 	runCache(t, c)
 	ctx := t.Context()
@@ -154,7 +152,7 @@ func TestCachedPinsEvictsLRU(t *testing.T) {
 }
 
 func TestCachedPinsMaxAge(t *testing.T) {
-	inner := &countingPins{Pins: memstore.NewPins()}
+	inner := &countingPins{Pins: memstore.NewPins[storetest.Record]()}
 	var now atomic.Int64
 	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	c := store.NewCachedPins(inner, 10, store.WithCacheMaxAge(time.Minute), store.WithCacheClock(func() time.Time {
@@ -190,14 +188,14 @@ func TestCachedPinsMaxAge(t *testing.T) {
 func TestCachedPinsOwnWritesNeverStale(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		inner func(t *testing.T) store.Pins
+		inner func(t *testing.T) store.Pins[storetest.Record]
 		iters int
 	}{
-		{"memstore", func(*testing.T) store.Pins {
-			return &countingPins{Pins: memstore.NewPins(), maxDelay: 200 * time.Microsecond}
+		{"memstore", func(*testing.T) store.Pins[storetest.Record] {
+			return &countingPins{Pins: memstore.NewPins[storetest.Record](), maxDelay: 200 * time.Microsecond}
 		}, 300},
-		{"kv", func(t *testing.T) store.Pins {
-			return store.NewKVPins(newKV(t, startJS(t), "pins", jetstream.KeyValueConfig{}))
+		{"kv", func(t *testing.T) store.Pins[storetest.Record] {
+			return store.NewKVPins[storetest.Record](newKV(t, startJS(t), "pins", jetstream.KeyValueConfig{}))
 		}, 60},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -268,8 +266,8 @@ func TestCachedPinsOwnWritesNeverStale(t *testing.T) {
 func TestCachedPinsOtherWriter(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		kv := newKV(t, js, "pins", jetstream.KeyValueConfig{})
-		c := store.NewCachedPins(store.NewKVPins(kv), 100)
-		other := store.NewKVPins(kv)
+		c := store.NewCachedPins(store.NewKVPins[storetest.Record](kv), 100)
+		other := store.NewKVPins[storetest.Record](kv)
 		runCache(t, c)
 		ctx := t.Context()
 		rev, err := c.Create(ctx, storetest.Pin("t1", 1))
@@ -314,7 +312,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // killableWatcher hands out watches the test can end, as a dropped
 // connection would.
 type killableWatcher struct {
-	*memstore.Pins
+	*memstore.Pins[storetest.Record]
 	mu      sync.Mutex
 	cancels []context.CancelFunc
 }
@@ -337,7 +335,7 @@ func (k *killableWatcher) kill() {
 }
 
 func TestCachedPinsWatchRestart(t *testing.T) {
-	inner := &killableWatcher{Pins: memstore.NewPins()}
+	inner := &killableWatcher{Pins: memstore.NewPins[storetest.Record]()}
 	var errs atomic.Int64
 	c := store.NewCachedPins(inner, 10, store.WithCacheErrorHandler(func(error) { errs.Add(1) }))
 	runCache(t, c)
@@ -363,49 +361,20 @@ func TestCachedPinsWatchRestart(t *testing.T) {
 	}
 }
 
-type unwatchable struct{ store.Pins }
+type unwatchable struct{ store.Pins[storetest.Record] }
 
 func TestCachedPinsRunNeedsWatcher(t *testing.T) {
-	c := store.NewCachedPins(unwatchable{memstore.NewPins()}, 10)
+	c := store.NewCachedPins(unwatchable{memstore.NewPins[storetest.Record]()}, 10)
 	if err := c.Run(t.Context()); !errors.Is(err, store.ErrNotWatchable) {
 		t.Fatalf("Run() = %v, want %v", err, store.ErrNotWatchable)
 	}
-}
-
-// TestClonePinCoversReferenceFields fails when detector.Pin gains a field
-// that shares memory (slice, map, pointer) which clonePin does not copy.
-func TestClonePinCoversReferenceFields(t *testing.T) {
-	known := map[string]bool{
-		"Requirements.InputModes":  true,
-		"Requirements.OutputModes": true,
-		"Requirements.Security":    true,
-		"Reported":                 true,
-	}
-	var walk func(typ reflect.Type, prefix string)
-	walk = func(typ reflect.Type, prefix string) {
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			name := prefix + f.Name
-			switch f.Type.Kind() {
-			case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface, reflect.Chan, reflect.Func:
-				if !known[name] {
-					t.Errorf("detector.Pin.%s is a %s: teach clonePin (store/cache.go) to copy it", name, f.Type.Kind())
-				}
-			case reflect.Struct:
-				if f.Type.PkgPath() != "time" {
-					walk(f.Type, name+".")
-				}
-			}
-		}
-	}
-	walk(reflect.TypeOf(detector.Pin{}), "")
 }
 
 // gatedPins holds a Get that has read the inner store until the test
 // releases it, so a test can interleave a write between a cache miss's read
 // and its fill.
 type gatedPins struct {
-	*memstore.Pins
+	*memstore.Pins[storetest.Record]
 	armed    atomic.Bool
 	read     chan struct{} // receives when the armed Get has read
 	released chan struct{} // closed to let it return
@@ -435,10 +404,10 @@ func (h heldWatch) Next(ctx context.Context) (store.Change, error) {
 }
 
 func newGatedPins() *gatedPins {
-	return &gatedPins{Pins: memstore.NewPins(), read: make(chan struct{}), released: make(chan struct{})}
+	return &gatedPins{Pins: memstore.NewPins[storetest.Record](), read: make(chan struct{}), released: make(chan struct{})}
 }
 
-func (g *gatedPins) Get(ctx context.Context, id string) (detector.Pin, uint64, error) {
+func (g *gatedPins) Get(ctx context.Context, id string) (storetest.Record, uint64, error) {
 	pin, rev, err := g.Pins.Get(ctx, id)
 	if g.armed.CompareAndSwap(true, false) {
 		g.read <- struct{}{}
@@ -460,9 +429,9 @@ func TestCachedPinsRacingFill(t *testing.T) {
 		size int
 		// write changes t1 (current revision rev) while a read is in flight
 		// and returns the revision a later Get must see (0: ErrNotFound).
-		write func(t *testing.T, c *store.CachedPins, inner *gatedPins, rev uint64) uint64
+		write func(t *testing.T, c *store.CachedPins[storetest.Record], inner *gatedPins, rev uint64) uint64
 	}{
-		{"own-delete", false, 0, func(t *testing.T, c *store.CachedPins, _ *gatedPins, _ uint64) uint64 {
+		{"own-delete", false, 0, func(t *testing.T, c *store.CachedPins[storetest.Record], _ *gatedPins, _ uint64) uint64 {
 			if err := c.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
 			}
@@ -470,7 +439,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 		}},
 		{"own-update", false, 0, ownUpdate},
 		{"own-update-slow-watch", true, 0, ownUpdate},
-		{"own-delete-slow-watch", true, 0, func(t *testing.T, c *store.CachedPins, _ *gatedPins, _ uint64) uint64 {
+		{"own-delete-slow-watch", true, 0, func(t *testing.T, c *store.CachedPins[storetest.Record], _ *gatedPins, _ uint64) uint64 {
 			if err := c.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
 			}
@@ -478,7 +447,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 		}},
 		// The own update's entry is evicted before the read it raced fills:
 		// the older read must not be cached in its place.
-		{"own-update-evicted-slow-watch", true, 1, func(t *testing.T, c *store.CachedPins, inner *gatedPins, rev uint64) uint64 {
+		{"own-update-evicted-slow-watch", true, 1, func(t *testing.T, c *store.CachedPins[storetest.Record], inner *gatedPins, rev uint64) uint64 {
 			n := ownUpdate(t, c, inner, rev)
 			if _, err := c.Create(t.Context(), storetest.Pin("t2", 1)); err != nil {
 				t.Fatalf("Create(t2) error = %v", err)
@@ -488,7 +457,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 			}
 			return n
 		}},
-		{"other-update", false, 0, func(t *testing.T, c *store.CachedPins, inner *gatedPins, rev uint64) uint64 {
+		{"other-update", false, 0, func(t *testing.T, c *store.CachedPins[storetest.Record], inner *gatedPins, rev uint64) uint64 {
 			before := c.Stats().Changes
 			n, err := inner.Pins.Update(t.Context(), storetest.Pin("t1", 2), rev)
 			if err != nil {
@@ -497,7 +466,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 			waitFor(t, "the watch to report the update", func() bool { return c.Stats().Changes > before })
 			return n
 		}},
-		{"other-delete", false, 0, func(t *testing.T, c *store.CachedPins, inner *gatedPins, _ uint64) uint64 {
+		{"other-delete", false, 0, func(t *testing.T, c *store.CachedPins[storetest.Record], inner *gatedPins, _ uint64) uint64 {
 			before := c.Stats().Changes
 			if err := inner.Pins.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
@@ -551,7 +520,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 	}
 }
 
-func ownUpdate(t *testing.T, c *store.CachedPins, _ *gatedPins, rev uint64) uint64 {
+func ownUpdate(t *testing.T, c *store.CachedPins[storetest.Record], _ *gatedPins, rev uint64) uint64 {
 	n, err := c.Update(t.Context(), storetest.Pin("t1", 2), rev)
 	if err != nil {
 		t.Fatalf("Update() error = %v", err)
@@ -566,14 +535,14 @@ func ownUpdate(t *testing.T, c *store.CachedPins, _ *gatedPins, rev uint64) uint
 type reportedFirstPins struct {
 	*countingPins
 	t *testing.T
-	c *store.CachedPins
+	c *store.CachedPins[storetest.Record]
 }
 
 func (p *reportedFirstPins) waitReported(before uint64) {
 	waitFor(p.t, "the watch to report the own write", func() bool { return p.c.Stats().Changes > before })
 }
 
-func (p *reportedFirstPins) Create(ctx context.Context, pin detector.Pin) (uint64, error) {
+func (p *reportedFirstPins) Create(ctx context.Context, pin storetest.Record) (uint64, error) {
 	before := p.c.Stats().Changes
 	rev, err := p.Pins.Create(ctx, pin)
 	if err == nil {
@@ -582,7 +551,7 @@ func (p *reportedFirstPins) Create(ctx context.Context, pin detector.Pin) (uint6
 	return rev, err
 }
 
-func (p *reportedFirstPins) Update(ctx context.Context, pin detector.Pin, rev uint64) (uint64, error) {
+func (p *reportedFirstPins) Update(ctx context.Context, pin storetest.Record, rev uint64) (uint64, error) {
 	before := p.c.Stats().Changes
 	n, err := p.Pins.Update(ctx, pin, rev)
 	if err == nil {
@@ -595,7 +564,7 @@ func (p *reportedFirstPins) Update(ctx context.Context, pin detector.Pin, rev ui
 // write, applied before the write-through, must not keep the write from
 // being cached.
 func TestCachedPinsOwnWriteReportedFirst(t *testing.T) {
-	inner := &countingPins{Pins: memstore.NewPins()}
+	inner := &countingPins{Pins: memstore.NewPins[storetest.Record]()}
 	rf := &reportedFirstPins{countingPins: inner, t: t}
 	c := store.NewCachedPins(rf, 10)
 	rf.c = c

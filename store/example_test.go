@@ -53,7 +53,7 @@ func ExampleCachedPins() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	pins := store.NewCachedPins(memstore.NewPins(), 1000)
+	pins := store.NewCachedPins(memstore.NewPins[storetest.Record](), 1000)
 	go pins.Run(ctx) // until then, reads go through
 	<-pins.Ready()
 

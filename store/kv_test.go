@@ -26,8 +26,8 @@ func newKV(t *testing.T, js jetstream.JetStream, prefix string, cfg jetstream.Ke
 
 func TestKVPinsConformance(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
-		storetest.Pins(t, func(t *testing.T) store.Pins {
-			return store.NewKVPins(newKV(t, js, "pins", jetstream.KeyValueConfig{}))
+		storetest.Pins(t, func(t *testing.T) store.Pins[storetest.Record] {
+			return store.NewKVPins[storetest.Record](newKV(t, js, "pins", jetstream.KeyValueConfig{}))
 		})
 	})
 }
@@ -66,7 +66,7 @@ func TestKVCardsConformance(t *testing.T) {
 func TestKVPinsPurgedIsNotFound(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		kv := newKV(t, js, "pins", jetstream.KeyValueConfig{History: 5})
-		ps := store.NewKVPins(kv)
+		ps := store.NewKVPins[storetest.Record](kv)
 		rev, err := ps.Create(t.Context(), storetest.Pin("t1", 1))
 		if err != nil {
 			t.Fatalf("Create() error = %v", err)
@@ -86,7 +86,7 @@ func TestKVPinsPurgedIsNotFound(t *testing.T) {
 func TestKVPinsCorruptValue(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		kv := newKV(t, js, "pins", jetstream.KeyValueConfig{})
-		ps := store.NewKVPins(kv)
+		ps := store.NewKVPins[storetest.Record](kv)
 		for _, tc := range []struct {
 			name, id string
 			value    []byte

@@ -11,26 +11,26 @@ import (
 
 // Stores are the JetStream-backed stores of one Config, bound by Open or
 // Bind. They share the caller's connection; closing it is the caller's job.
-type Stores struct {
-	Pins   *KVPins
+type Stores[T Record[T]] struct {
+	Pins   *KVPins[T]
 	Cards  *KVCards
 	Leases *KVLeases
 }
 
 // Open provisions everything cfg names (Provision) and binds the stores
 // (Bind). Zero fields of cfg take their defaults.
-func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stores, error) {
+func Open[T Record[T]](ctx context.Context, js jetstream.JetStream, cfg Config) (*Stores[T], error) {
 	if err := Provision(ctx, js, cfg); err != nil {
 		return nil, err
 	}
-	return Bind(ctx, js, cfg)
+	return Bind[T](ctx, js, cfg)
 }
 
 // Bind binds the stores to buckets that already exist, for processes
 // allowed to read and write but not to manage streams. Zero fields of cfg
 // take their defaults. A missing bucket is jetstream.ErrBucketNotFound or
 // jetstream.ErrStreamNotFound.
-func Bind(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stores, error) {
+func Bind[T Record[T]](ctx context.Context, js jetstream.JetStream, cfg Config) (*Stores[T], error) {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -55,8 +55,8 @@ func Bind(ctx context.Context, js jetstream.JetStream, cfg Config) (*Stores, err
 	if mp := int(js.Conn().MaxPayload()) - InlineHeadroom; mp > 0 && mp < inline {
 		inline = mp
 	}
-	return &Stores{
-		Pins:   NewKVPins(pins),
+	return &Stores[T]{
+		Pins:   NewKVPins[T](pins),
 		Cards:  NewKVCards(cards, obj, inline),
 		Leases: NewKVLeases(leases),
 	}, nil

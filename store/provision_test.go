@@ -121,7 +121,7 @@ func TestProvisionInvalidConfig(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Field != "PinsBucket" {
 			t.Fatalf("Provision(bad bucket) error = %v, want *ConfigError for PinsBucket", err)
 		}
-		if _, err := store.Bind(t.Context(), js, store.Config{}); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		if _, err := store.Bind[storetest.Record](t.Context(), js, store.Config{}); !errors.Is(err, jetstream.ErrBucketNotFound) {
 			t.Fatalf("Bind() before Provision error = %v, want %v", err, jetstream.ErrBucketNotFound)
 		}
 	})
@@ -221,7 +221,7 @@ func TestEventsDedup(t *testing.T) {
 func TestOpenLargeCardsUseObjectStore(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		cfg := store.Config{CardsInlineMax: 256}
-		st, err := store.Open(t.Context(), js, cfg)
+		st, err := store.Open[storetest.Record](t.Context(), js, cfg)
 		if err != nil {
 			t.Fatalf("Open() error = %v", err)
 		}
@@ -278,7 +278,7 @@ func TestOpenLargeCardsUseObjectStore(t *testing.T) {
 func TestPinsTTLExpiryIsWatched(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		cfg := store.Config{PinsTTL: time.Second, PinsMarkerTTL: time.Second}
-		st, err := store.Open(t.Context(), js, cfg)
+		st, err := store.Open[storetest.Record](t.Context(), js, cfg)
 		if err != nil {
 			t.Fatalf("Open() error = %v", err)
 		}

@@ -3,26 +3,35 @@ package store
 import (
 	"context"
 	"time"
-
-	"github.com/carddrift/carddrift/detector"
 )
 
-// Pins stores one pin per task id. Task ids may contain any characters
-// (see EncodeKey). Safe for concurrent use.
+// Record is what Pins holds: a JSON-encodable value that names the key it is
+// stored under and copies itself. The task core's pin (events/task.Pin) is
+// the record carddrift stores; the store defines nothing of its content.
+type Record[T any] interface {
+	// Key is the id the record is stored under (a task id).
+	Key() string
+	// Clone returns a copy that shares no memory (slices, maps) with the
+	// receiver: caches hand out clones.
+	Clone() T
+}
+
+// Pins stores one pin (a Record) per task id. Task ids may contain any
+// characters (see EncodeKey). Safe for concurrent use.
 //
 // Revisions are positive and increase with every write to the store (not
 // only to the key), so a larger revision of the same key is always newer.
-type Pins interface {
-	// Create stores a new pin under pin.TaskID; ErrExists if the task already
+type Pins[T Record[T]] interface {
+	// Create stores a new pin under pin.Key(); ErrExists if the task already
 	// has one. A deleted or expired pin can be created again.
-	Create(ctx context.Context, pin detector.Pin) (rev uint64, err error)
+	Create(ctx context.Context, pin T) (rev uint64, err error)
 	// Get returns the task's pin and its revision; ErrNotFound if none, or if
 	// it was deleted or expired.
-	Get(ctx context.Context, taskID string) (detector.Pin, uint64, error)
+	Get(ctx context.Context, taskID string) (T, uint64, error)
 	// Update replaces the pin if rev is its current revision and returns the
 	// new revision; ErrConflict if someone wrote it since, ErrNotFound if the
 	// pin was deleted or never existed.
-	Update(ctx context.Context, pin detector.Pin, rev uint64) (uint64, error)
+	Update(ctx context.Context, pin T, rev uint64) (uint64, error)
 	// Delete removes the task's pin; deleting a missing pin is not an error.
 	Delete(ctx context.Context, taskID string) error
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 )
 
@@ -92,7 +93,7 @@ func throughputRound(b *testing.B, workerFirst bool) (workerTook, singleTook, pa
 	}
 	must(b, r.stores.Cards.Put(ctx, digest, card))
 	for i := range throughputTasks {
-		if _, err := r.stores.Pins.Create(ctx, detector.Pin{
+		if _, err := r.stores.Pins.Create(ctx, task.Pin{
 			TaskID: fmt.Sprintf("tp-%d", i), AgentURL: agentURL, Digest: digest,
 			Fingerprint: detector.Fingerprint(parsed), CardVersion: parsed.Version, PinnedAt: time.Now().UTC(),
 			Source: events.PinClientCard, Requirements: detector.Requirements{SkillID: "summarize", Posture: detector.FailClosed},

@@ -14,7 +14,7 @@ import (
 // published once even after the events stream's duplicate window has passed,
 // when the task's rule sets alternate (an artifact adds
 // artifact-type-undeclared, a plain transition does not): the pin remembers
-// every drift id it reported (detector.Pin.Reported), not only the last.
+// every drift id it reported (task.Pin.Reported), not only the last.
 // The public contract (README): "published once, however often workers retry or restart or the
 // same lifecycle event is redelivered". (Found as a bug: the pin once kept
 // only the last id.)

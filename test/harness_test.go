@@ -16,6 +16,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
@@ -41,7 +42,7 @@ type rig struct {
 	js     jetstream.JetStream
 	nc     *nats.Conn
 	cfg    store.Config
-	stores *store.Stores
+	stores *store.Stores[task.Pin]
 	emit   *events.Emitter
 }
 
@@ -57,7 +58,7 @@ func newRig(t testing.TB, cfg store.Config) *rig {
 	_, nc, js := startJS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, js, cfg)
+	st, err := store.Open[task.Pin](ctx, js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 )
@@ -98,7 +99,7 @@ func (r *rig) startWorkerOn(t testing.TB, url, name string, tweak func(*worker.O
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	st, err := store.Bind(ctx, js, r.cfg)
+	st, err := store.Bind[task.Pin](ctx, js, r.cfg)
 	cancel()
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +141,7 @@ func (r *rig) startWorkerOn(t testing.TB, url, name string, tweak func(*worker.O
 
 // workerOptions are the rig's worker options (see rig.startWorker) over the
 // given stores.
-func workerOptions(cfg store.Config, name string, st *store.Stores) worker.Options {
+func workerOptions(cfg store.Config, name string, st *store.Stores[task.Pin]) worker.Options {
 	return worker.Options{
 		Name: name, Config: cfg,
 		Pins: st.Pins, Cards: st.Cards, Leases: st.Leases,

@@ -15,6 +15,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -37,7 +38,7 @@ var errLimit = errors.New("limit reached")
 type reference struct {
 	checker *planner.Checker
 	emitter *events.Emitter
-	pins    store.Pins
+	pins    store.Pins[task.Pin]
 	out     io.Writer
 	json    bool
 	dryRun  bool

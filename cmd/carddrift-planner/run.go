@@ -21,6 +21,7 @@ import (
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -158,7 +159,7 @@ func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger
 		return err
 	}
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	stores, err := store.Bind(bctx, js, store.DefaultConfig())
+	stores, err := store.Bind[task.Pin](bctx, js, store.DefaultConfig())
 	cancel()
 	if err != nil {
 		return fmt.Errorf("bind the carddrift stores (is carddrift serve running?): %w", err)

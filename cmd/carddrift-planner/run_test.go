@@ -19,6 +19,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
@@ -30,7 +31,7 @@ type rig struct {
 	url    string
 	js     jetstream.JetStream
 	cfg    store.Config
-	stores *store.Stores
+	stores *store.Stores[task.Pin]
 	emit   *events.Emitter
 }
 
@@ -43,7 +44,7 @@ func newRig(t *testing.T) *rig {
 	cfg.AckWait = 5 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, js, cfg)
+	st, err := store.Open[task.Pin](ctx, js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

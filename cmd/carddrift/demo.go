@@ -20,6 +20,7 @@ import (
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 )
@@ -117,7 +118,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 	cfg.Storage = storage
 	cfg.AckWait = 10 * time.Second
 	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
-	stores, err := store.Open(setup, js, cfg)
+	stores, err := store.Open[task.Pin](setup, js, cfg)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("provision: %w", err)

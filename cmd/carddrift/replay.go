@@ -16,6 +16,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/replay"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -285,7 +286,7 @@ func openReplaySource(ctx context.Context, e *env, f *replayFlags) (_ *replaySou
 	}
 	bctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	stores, err := store.Bind(bctx, src.js, store.DefaultConfig())
+	stores, err := store.Bind[task.Pin](bctx, src.js, store.DefaultConfig())
 	if err != nil {
 		return nil, fmt.Errorf("open the carddrift stores: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 )
@@ -189,7 +190,7 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 	}
 
 	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	stores, err := store.Open(setupCtx, js, cfg)
+	stores, err := store.Open[task.Pin](setupCtx, js, cfg)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("provision streams and buckets: %w", err)

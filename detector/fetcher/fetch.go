@@ -54,6 +54,11 @@ type Observation struct {
 	// FromLease is set when Observe made no request: the observation is the
 	// shared lease's, fetched earlier by this or another worker.
 	FromLease bool
+	// VerifiedAt is when an unconditional (200) fetch last confirmed this
+	// digest (Observe sets it): a 304 behind an ETag derived from the card's
+	// version refreshes FetchedAt without looking at the content, so only
+	// VerifiedAt says the content was current at a given time.
+	VerifiedAt time.Time
 }
 
 // Request is one low-level fetch.

@@ -138,6 +138,7 @@ func (f *Fetcher) run(url string, fl *flight) {
 	defer f.wg.Done()
 	ctx, cancel := context.WithTimeout(f.base, f.flightBudget())
 	fl.obs, fl.fullAt, fl.err = f.observe(ctx, url, fl.force, fl.requested)
+	fl.obs.VerifiedAt = fl.fullAt
 	cancel()
 
 	f.mu.Lock()

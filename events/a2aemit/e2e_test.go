@@ -24,6 +24,7 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/a2aemit"
 	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
@@ -33,7 +34,7 @@ import (
 type rig struct {
 	js     jetstream.JetStream
 	cfg    store.Config
-	stores *store.Stores
+	stores *store.Stores[task.Pin]
 }
 
 func newRig(t *testing.T) *rig {
@@ -45,7 +46,7 @@ func newRig(t *testing.T) *rig {
 	cfg.AckWait = 5 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, js, cfg)
+	st, err := store.Open[task.Pin](ctx, js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,9 +140,9 @@ func (r *rig) lifecycle(t *testing.T, taskID string) []events.Event {
 	return out
 }
 
-func (r *rig) waitPin(t *testing.T, taskID string) detector.Pin {
+func (r *rig) waitPin(t *testing.T, taskID string) task.Pin {
 	t.Helper()
-	var pin detector.Pin
+	var pin task.Pin
 	eventually(t, 15*time.Second, "pin of "+taskID, func() bool {
 		p, _, err := r.stores.Pins.Get(context.Background(), taskID)
 		pin = p

@@ -17,6 +17,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
 )
@@ -25,14 +26,14 @@ import (
 // random loopback port), provisions every carddrift stream and bucket in
 // memory, and returns the connection and stores; everything is shut down
 // when the test ends.
-func withJS(t testing.TB) (jetstream.JetStream, *store.Stores) {
+func withJS(t testing.TB) (jetstream.JetStream, *store.Stores[task.Pin]) {
 	t.Helper()
 	_, _, js := storetest.StartJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cfg := store.DefaultConfig()
 	cfg.Storage = jetstream.MemoryStorage
-	st, err := store.Open(ctx, js, cfg)
+	st, err := store.Open[task.Pin](ctx, js, cfg)
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}

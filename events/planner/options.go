@@ -9,6 +9,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -66,7 +67,7 @@ type Options struct {
 	// events that do not say which findings touch the task (written before
 	// contract v1.1; see Verdict): usually the workers' stores from
 	// store.Bind. Events that carry touches need no store.
-	Pins  store.Pins
+	Pins  store.Pins[task.Pin]
 	Cards store.Cards
 	// StoreTimeout bounds the store reads of one verdict (default 5s).
 	StoreTimeout time.Duration

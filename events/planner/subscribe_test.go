@@ -15,6 +15,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store/memstore"
 )
 
@@ -146,7 +147,7 @@ func TestSubscribeVerdictFields(t *testing.T) {
 func TestSubscribeExactImpact(t *testing.T) {
 	js, _ := withJS(t)
 	ctx := context.Background()
-	pins, cards := memstore.NewPins(), memstore.NewCards()
+	pins, cards := memstore.NewPins[task.Pin](), memstore.NewCards()
 	agentURL := "https://a.example"
 	for _, c := range []cardSpec{v1, narrowedTr, noStream} {
 		raw := c.JSON()
@@ -154,7 +155,7 @@ func TestSubscribeExactImpact(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range []detector.Pin{
+	for _, p := range []task.Pin{
 		{TaskID: "other-skill", AgentURL: agentURL, Digest: digest(t, v1.JSON()), Requirements: streamEcho},
 		{TaskID: "streams", AgentURL: agentURL, Digest: digest(t, v1.JSON()), Requirements: streamEcho},
 	} {

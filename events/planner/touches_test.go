@@ -8,6 +8,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store/memstore"
 )
 
@@ -23,14 +24,14 @@ func TestSubscribeUsesTouches(t *testing.T) {
 
 	// The stores hold a pin of "streams" that does not stream: recomputing
 	// from them would find no impact.
-	pins, cards := memstore.NewPins(), memstore.NewCards()
+	pins, cards := memstore.NewPins[task.Pin](), memstore.NewCards()
 	for _, c := range []cardSpec{v1, noStream, narrowedTr} {
 		raw := c.JSON()
 		if err := cards.Put(ctx, digest(t, raw), raw); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := pins.Create(ctx, detector.Pin{TaskID: "streams", AgentURL: a, Digest: digest(t, v1.JSON()),
+	if _, err := pins.Create(ctx, task.Pin{TaskID: "streams", AgentURL: a, Digest: digest(t, v1.JSON()),
 		Requirements: detector.Requirements{SkillID: "echo", Posture: detector.FailClosed}}); err != nil {
 		t.Fatal(err)
 	}

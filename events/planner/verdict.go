@@ -8,6 +8,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -95,7 +96,7 @@ func impliedImpact(v *Verdict) detector.Severity {
 // the findings against the task's requirements and both cards; a missing pin
 // or card body falls back to the implied impact. Only store failures (not
 // absence) are returned, so that the message is retried.
-func resolveImpact(ctx context.Context, v *Verdict, pins store.Pins, cards store.Cards) error {
+func resolveImpact(ctx context.Context, v *Verdict, pins store.Pins[task.Pin], cards store.Cards) error {
 	if v.touchesKnown {
 		var impacting []detector.Finding
 		var impact detector.Severity

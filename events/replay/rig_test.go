@@ -16,6 +16,7 @@ import (
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/replay"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
@@ -28,7 +29,7 @@ type rig struct {
 	t      *testing.T
 	js     jetstream.JetStream
 	cfg    store.Config
-	stores *store.Stores
+	stores *store.Stores[task.Pin]
 	emit   *events.Emitter
 	agent  *agent
 }
@@ -41,7 +42,7 @@ func newRig(t *testing.T, card string) *rig {
 	cfg.AckWait = 2 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, js, cfg)
+	st, err := store.Open[task.Pin](ctx, js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,8 +180,8 @@ func digest(t *testing.T, card string) string {
 	return d
 }
 
-// task is one task the history drives.
-type task struct {
+// rigTask is one task the history drives.
+type rigTask struct {
 	id         string
 	posture    detector.Posture
 	idempotent bool
@@ -188,7 +189,7 @@ type task struct {
 	want       detector.Action // the verdict carddrift emits
 }
 
-var tasks = []task{
+var tasks = []rigTask{
 	{id: "fc-idem", posture: detector.FailClosed, idempotent: true, streaming: true, want: detector.Abort},
 	{id: "fc-once", posture: detector.FailClosed, streaming: true, want: detector.Abort},
 	{id: "deg-idem", posture: detector.Degrade, idempotent: true, streaming: true, want: detector.Replan},

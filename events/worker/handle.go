@@ -14,21 +14,23 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
 
-// Outcomes of one event, the "outcome" label of carddrift_events_total.
+// Outcomes of one event, the "outcome" label of carddrift_events_total: the
+// core's (task.Outcome*) and the shell's own.
 const (
-	outcomeNoFetch     = "no-fetch"    // needed no live card
-	outcomeNoPin       = "no-pin"      // the task has no pin
-	outcomeUnchanged   = "unchanged"   // live card matches the pin, no task finding
-	outcomeDrift       = "drift"       // card.drift published (or already published)
-	outcomeUnreachable = "unreachable" // card.unreachable published
-	outcomePinned      = "pinned"
+	outcomeNoFetch     = task.OutcomeNoFetch
+	outcomeNoPin       = task.OutcomeNoPin
+	outcomeUnchanged   = task.OutcomeUnchanged
+	outcomeDrift       = task.OutcomeDrift
+	outcomeUnreachable = task.OutcomeUnreachable
+	outcomePinned      = task.OutcomePinned
+	outcomeStale       = task.OutcomeStale
 	outcomeRetry       = "retry"       // NAKed for redelivery
 	outcomeDeadLetter  = "dead-letter" // terminated and copied to the DLQ
 	outcomeWaiting     = "waiting"     // no pin yet: NAKed until its submission arrives
-	outcomeStale       = "stale"       // a submission older than the task's current pin
 )
 
 // delivery is where an event sits in the lifecycle stream: its stream
@@ -76,7 +78,7 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 		w.m.event("invalid", outcomeDeadLetter, time.Since(start).Seconds())
 		return
 	}
-	if !needsIO(ev) {
+	if !task.NeedsCard(ev) {
 		// The fast path of most lifecycle events: nothing to fetch, store or
 		// publish.
 		if aerr := msg.Ack(); aerr != nil {
@@ -99,7 +101,9 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 		if err == nil || !errors.As(err, &te) || attempt >= inProcessRetries || ctx.Err() != nil {
 			break
 		}
-		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+		if sleepCtx(ctx, time.Duration(50<<attempt)*time.Millisecond) != nil {
+			break
+		}
 	}
 	stop()
 	var pe permanentError
@@ -211,117 +215,47 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// needsIO reports whether handling ev may read the pin, fetch or publish:
-// false for the lifecycle steps that need no live card (see handle).
-func needsIO(ev events.Event) bool {
-	switch d := ev.Data.(type) {
-	case events.Request:
-		return d.Attempt > 1 || detector.IsCapabilityMethod(d.Method)
-	case events.Status:
-		return detector.IsCapabilityState(d.State)
-	case events.Error:
-		return detector.IsSchemaClassError(d.Code)
+// sleepCtx waits d, or until ctx is done (then it returns ctx's error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return true
 }
 
-// handle dispatches one decoded event and returns its outcome.
+// meta is the core's view of where and when ev was delivered.
+func (w *Worker) meta(ev events.Event, dl delivery) task.Meta {
+	now := w.opts.Now()
+	m := task.Meta{Seq: dl.seq, Time: ev.Time, Now: now}
+	if m.Time.IsZero() {
+		m.Time = now
+	}
+	return m
+}
+
+// handle dispatches one decoded event and returns its outcome. The
+// decisions are the task core's (events/task); this shell reads the pin and
+// the pinned body, observes the live card when the core asks, and carries out
+// the core's Result.
 func (w *Worker) handle(ctx context.Context, ev events.Event, dl delivery) (string, error) {
 	switch d := ev.Data.(type) {
 	case events.Submitted:
 		return w.submitted(ctx, ev, d, dl)
-	case events.Request:
-		if d.Attempt <= 1 && !detector.IsCapabilityMethod(d.Method) {
-			return outcomeNoFetch, nil
-		}
-		return w.transition(ctx, ev, dl, d.TaskID, func(t *task) {
-			if d.Attempt <= 1 {
-				return
-			}
-			t.retry = true
-			t.method, t.attempt = d.Method, d.Attempt
-			// Blind only if the schema-class error precedes this retry in
-			// the stream (a redelivery may have brought it here later).
-			t.errorBefore = !t.pin.SchemaErrorAt.IsZero() &&
-				(dl.seq == 0 || t.pin.SchemaErrorSeq == 0 || t.pin.SchemaErrorSeq < dl.seq)
-			// A retry after a schema-class error is evidence of drift.
-			t.force = t.errorBefore
-			if dl.seq == 0 || dl.seq > t.pin.RetrySeq {
-				t.pin.RetrySeq, t.pin.RetryMethod, t.pin.RetryAttempt = dl.seq, d.Method, d.Attempt
-				t.pinDirty = true
-			}
-		})
-	case events.Status:
-		if !detector.IsCapabilityState(d.State) {
-			return outcomeNoFetch, nil
-		}
-		return w.transition(ctx, ev, dl, d.TaskID, func(t *task) {
-			if st, _ := detector.NormalizeState(d.State); st == detector.StateInputRequired && t.pinned != nil {
-				if f, ok := detector.CheckInputRequest(t.pinned, d.SkillID); ok {
-					t.findings = append(t.findings, f)
-					t.force = true
-				}
-			}
-		})
-	case events.Artifact:
-		return w.transition(ctx, ev, dl, d.TaskID, func(t *task) {
-			if t.pinned != nil {
-				if fs := detector.CheckArtifact(t.pinned, t.pin.Requirements.SkillID, d.ArtifactID, d.MediaTypes); len(fs) > 0 {
-					t.findings = append(t.findings, fs...)
-					t.force = true
-				}
-			}
-		})
-	case events.Error:
-		if !detector.IsSchemaClassError(d.Code) {
-			return outcomeNoFetch, nil
-		}
-		return w.transition(ctx, ev, dl, d.TaskID, func(t *task) {
-			if dl.seq == 0 || dl.seq > t.pin.SchemaErrorSeq {
-				t.pin.SchemaErrorAt = w.eventTime(ev)
-				t.pin.SchemaErrorCode = d.Code
-				t.pin.SchemaErrorSeq = dl.seq
-				t.pinDirty = true
-			}
-			// A retry that follows this error in the stream was handled
-			// before it (out of order): judge that retry now.
-			if dl.seq != 0 && t.pin.RetrySeq > dl.seq {
-				t.retry, t.errorBefore = true, true
-				t.method, t.attempt = t.pin.RetryMethod, t.pin.RetryAttempt
-			}
-			t.force = true
-		})
+	case events.Request, events.Status, events.Artifact, events.Error:
+		return w.transition(ctx, ev, dl)
 	}
 	// Outbound types on the inbound stream: nothing a worker should act on.
 	return "", permanentError{reason: "unexpected-type", err: fmt.Errorf("event type %s is not a lifecycle event", ev.Type)}
 }
 
-func (w *Worker) eventTime(ev events.Event) time.Time {
-	if !ev.Time.IsZero() {
-		return ev.Time.UTC()
-	}
-	return w.opts.Now().UTC()
-}
-
-// task is the state of one capability-dependent transition being judged.
-type task struct {
-	pin      detector.Pin
-	rev      uint64
-	pinned   *detector.Card // nil when the pinned body is unknown
-	findings []detector.Finding
-	force    bool
-	pinDirty bool
-
-	retry       bool
-	errorBefore bool // a schema-class error precedes the retry in the stream
-	method      string
-	attempt     int
-}
-
-// transition fetches the live card for a task's capability-dependent
-// transition and evaluates it against the pin; prepare adds task-level
-// findings and decides whether the fetch is forced.
-func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery, taskID string, prepare func(*task)) (string, error) {
+// transition handles a capability-dependent transition of a task: the core
+// judges it against the task's pin and the live card.
+func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (string, error) {
+	taskID := ev.TaskID()
 	pin, rev, err := w.opts.Pins.Get(ctx, taskID)
 	if errors.Is(err, store.ErrNotFound) {
 		if grace := w.noPinGrace(); !dl.stored.IsZero() && w.opts.Now().Sub(dl.stored) < grace {
@@ -332,113 +266,130 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery, t
 	if err != nil {
 		return "", transient(fmt.Errorf("get pin: %w", err))
 	}
-	t := &task{pin: pin, rev: rev}
-	if pin.Digest != "" {
-		if t.pinned, err = w.pinnedCard(ctx, pin.Digest); err != nil {
+	var pinned *detector.Card
+	if !pin.Pending() {
+		if pinned, err = w.pinnedCard(ctx, pin.Digest); err != nil {
 			return "", err
 		}
 	}
-	prepare(t)
-
-	obs, err := w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, t.force)
-	if err == nil && obs.Digest != pin.Digest && obs.FromLease && obs.FetchedAt.Before(pin.PinnedAt) {
-		// A shared observation older than the pin cannot show the pin is
-		// stale: the client may have read a newer card than the lease holds.
-		obs, err = w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, true)
+	t := task.Begin(ev, w.meta(ev, dl), pin, pinned)
+	if t == nil {
+		return outcomeNoFetch, nil
 	}
+	obs, err := w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, t.Force)
+	if err == nil {
+		if again, why := t.Recheck(observation(obs)); again {
+			w.log.Debug().Str("task", taskID).Str("why", why).Msg("revalidating before judging")
+			obs, err = w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, true)
+		}
+	}
+	var res task.Result
 	if err != nil {
-		if t.pinDirty {
-			if err := w.savePin(ctx, t); err != nil {
-				return "", err
-			}
+		f, ferr := failure(ctx, err)
+		if ferr != nil {
+			return "", ferr
 		}
-		return w.unreachable(ctx, ev, pin.AgentURL, pin.CardURL, taskID, err)
-	}
-	if pin.Digest == "" {
-		// A pending pin (its first fetch failed): complete it now.
-		return w.completePin(ctx, ev, t, obs)
-	}
-	if t.retry && t.errorBefore {
-		if f, ok := detector.CheckRetry(t.pin, t.method, t.attempt, obs.Digest); ok {
-			t.findings = append(t.findings, f)
-		}
-	}
-	return w.evaluate(ctx, ev, t, obs)
-}
-
-// evaluate publishes card.drift when the live card differs from the pin or a
-// task-level finding exists, once per (pin, live digest, rules).
-func (w *Worker) evaluate(ctx context.Context, ev events.Event, t *task, obs fetcher.Observation) (string, error) {
-	if obs.Digest == t.pin.Digest && len(t.findings) == 0 {
-		if t.pinDirty {
-			if err := w.savePin(ctx, t); err != nil {
-				return "", err
-			}
-		}
-		return outcomeUnchanged, nil
-	}
-	req := t.pin.Requirements
-	var findings []detector.Finding
-	var v detector.Verdict
-	if t.pinned != nil {
-		findings, v = detector.Evaluate(t.pinned, obs.Card, req, req.Posture, t.findings...)
+		res = t.Fail(f)
 	} else {
-		// A client digest of a card carddrift never saw: it can tell the
-		// pinned card is not the live one (pinned-card-unknown), not what
-		// changed.
-		findings, v = detector.EvaluateUnknown(t.pin.Digest, obs.Digest, obs.Card, req, req.Posture, t.findings...)
+		res = t.Judge(observation(obs))
 	}
-	if findings == nil {
-		findings = []detector.Finding{}
-	}
-	drift := events.Drift{
-		TaskID: t.pin.TaskID, AgentURL: t.pin.AgentURL, CardURL: obs.CardURL,
-		Pinned:   events.CardRef{Digest: t.pin.Digest, Fingerprint: t.pin.Fingerprint, ETag: t.pin.ETag, FetchedAt: t.pin.PinnedAt},
-		Live:     events.CardRef{Digest: obs.Digest, Fingerprint: obs.Fingerprint, ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC()},
-		Findings: findings, Verdict: v,
-		Trigger: events.Trigger{EventID: ev.ID, Type: ev.Type, Source: ev.Source},
-	}
-	id := events.MsgID(drift)
-	if t.pin.HasReported(id) {
-		if t.pinDirty {
-			if err := w.savePin(ctx, t); err != nil {
-				return "", err
-			}
-		}
-		return outcomeDrift, nil
-	}
-	if err := w.publish(ctx, drift, t.pin.TaskID); err != nil {
-		return "", err
-	}
-	for _, f := range findings {
-		w.m.drift(f.Rule, string(v.Action))
-	}
-	w.log.Info().Str("task", t.pin.TaskID).Str("agent", t.pin.AgentURL).Str("action", string(v.Action)).
-		Str("reason", v.Reason).Msg("card.drift")
-	t.pin.AddReported(id)
-	t.pin.LiveDigest = obs.Digest
-	t.pinDirty = true
-	if err := w.savePin(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
-		// The drift is published; failing to record it only means a later
-		// transition may publish it again (and the stream's dedup window
-		// drops it if it is recent).
-		w.log.Warn().Err(err).Str("task", t.pin.TaskID).Msg("could not record the published drift in the pin")
-	}
-	return outcomeDrift, nil
+	return w.carryOut(ctx, res, rev)
 }
 
-// savePin writes t.pin back with compare-and-set. A conflict means another
-// event of the task was handled meanwhile (only possible across a partition
-// hand-over): the next event re-reads the pin.
-func (w *Worker) savePin(ctx context.Context, t *task) error {
-	rev, err := w.opts.Pins.Update(ctx, t.pin, t.rev)
+// observation is the core's view of a fetcher observation.
+func observation(o fetcher.Observation) task.Observation {
+	return task.Observation{
+		CardURL: o.CardURL, Digest: o.Digest, Fingerprint: o.Fingerprint, ETag: o.ETag,
+		Card: o.Card, FetchedAt: o.FetchedAt, VerifiedAt: o.VerifiedAt,
+	}
+}
+
+// failure turns a failed observation into the core's Failure, or into an
+// error the event is retried for: shutting down, out of time, a lease or
+// card store failure — none of which says anything about the agent.
+func failure(ctx context.Context, err error) (task.Failure, error) {
+	if ctx.Err() != nil || errors.Is(err, fetcher.ErrStore) {
+		return task.Failure{}, transient(err)
+	}
+	// The fetcher reports every failure to reach an agent as a *FetchError;
+	// anything else failed on the way there.
+	f := task.Failure{Reason: string(fetcher.ReasonConnect), Detail: err.Error()}
+	var fe *fetcher.FetchError
+	if errors.As(err, &fe) {
+		if fe.Reason == fetcher.ReasonCanceled {
+			return task.Failure{}, transient(err)
+		}
+		f.Reason, f.CardURL = string(fe.Reason), fe.URL
+	}
+	return f, nil
+}
+
+// carryOut does what a Result says, in its order: store the card body,
+// write the pin first (submissions: create or replace), publish, then update
+// the pin (transitions, compare-and-set at rev).
+func (w *Worker) carryOut(ctx context.Context, res task.Result, rev uint64) (string, error) {
+	if b := res.StoreCard; b != nil {
+		if err := w.opts.Cards.Put(ctx, b.Digest, b.Raw); err != nil {
+			return "", transient(fmt.Errorf("store card: %w", err))
+		}
+		w.cards.put(b.Digest, b.Card)
+	}
+	if res.Pin != nil && res.PinFirst {
+		if rev == 0 {
+			if _, err := w.putPin(ctx, *res.Pin); err != nil {
+				if errors.Is(err, errStaleSubmission) {
+					return outcomeStale, nil
+				}
+				return "", err
+			}
+		} else if err := w.savePin(ctx, *res.Pin, rev); err != nil {
+			return "", err
+		}
+	}
+	for _, d := range res.Publish {
+		taskID := ""
+		switch d := d.(type) {
+		case events.Drift:
+			taskID = d.TaskID
+			for _, f := range d.Findings {
+				w.m.drift(f.Rule, string(d.Verdict.Action))
+			}
+			w.log.Info().Str("task", d.TaskID).Str("agent", d.AgentURL).Str("action", string(d.Verdict.Action)).
+				Str("reason", d.Verdict.Reason).Msg("card.drift")
+		case events.Pinned:
+			taskID = d.TaskID
+		case events.Unreachable:
+			taskID = d.TaskID
+		}
+		if err := w.publish(ctx, d, taskID); err != nil {
+			return "", err
+		}
+	}
+	if res.Pin != nil && !res.PinFirst {
+		if err := w.savePin(ctx, *res.Pin, rev); err != nil {
+			if res.Outcome != outcomeDrift {
+				return "", err
+			}
+			// The drift is published; failing to record it only means a
+			// later transition may publish it again (and the stream's dedup
+			// window drops it if it is recent).
+			w.log.Warn().Err(err).Str("task", res.Pin.TaskID).Msg("could not record the published drift in the pin")
+		}
+	}
+	return res.Outcome, nil
+}
+
+// savePin writes pin back with compare-and-set at rev. A conflict means
+// another event of the task was handled meanwhile (only possible across a
+// partition hand-over): the next event re-reads the pin.
+func (w *Worker) savePin(ctx context.Context, pin task.Pin, rev uint64) error {
+	_, err := w.opts.Pins.Update(ctx, pin, rev)
 	switch {
 	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotFound):
 		return nil
 	case err != nil:
 		return transient(fmt.Errorf("update pin: %w", err))
 	}
-	t.rev, t.pinDirty = rev, false
 	return nil
 }
 
@@ -462,39 +413,6 @@ func (w *Worker) pinnedCard(ctx context.Context, digest string) (*detector.Card,
 	}
 	w.cards.put(digest, c)
 	return c, nil
-}
-
-// unreachable publishes card.unreachable for a failed fetch. It is not
-// drift: the pin stays as it was.
-func (w *Worker) unreachable(ctx context.Context, ev events.Event, agentURL, cardURL, taskID string, err error) (string, error) {
-	if ctx.Err() != nil || errors.Is(err, fetcher.ErrStore) {
-		// Shutting down, out of time, or the lease/card store failed: none of
-		// these says anything about the agent. Try again later.
-		return "", transient(err)
-	}
-	reason, detail := "transport", err.Error()
-	var fe *fetcher.FetchError
-	if errors.As(err, &fe) {
-		reason = string(fe.Reason)
-		if fe.URL != "" {
-			cardURL = fe.URL
-		}
-		if fe.Reason == fetcher.ReasonCanceled {
-			return "", transient(err)
-		}
-	}
-	if cardURL == "" {
-		cardURL = agentURL
-	}
-	u := events.Unreachable{
-		AgentURL: agentURL, CardURL: cardURL, Reason: reason, Detail: truncate(detail, 512),
-		TaskID: taskID, AttemptedAt: w.opts.Now().UTC(),
-		Trigger: events.Trigger{EventID: ev.ID, Type: ev.Type, Source: ev.Source},
-	}
-	if err := w.publish(ctx, u, taskID); err != nil {
-		return "", err
-	}
-	return outcomeUnreachable, nil
 }
 
 // agentOf returns scheme://host of a card URL.

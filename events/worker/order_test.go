@@ -19,6 +19,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
 )
@@ -49,7 +50,7 @@ func TestShuffledDeliveryGivesSameVerdicts(t *testing.T) {
 	ctx := context.Background()
 	cfg := store.DefaultConfig()
 	cfg.AckWait = time.Second
-	st, err := store.Open(ctx, js, cfg)
+	st, err := store.Open[task.Pin](ctx, js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

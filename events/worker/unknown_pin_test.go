@@ -18,6 +18,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
@@ -88,7 +89,7 @@ type rig struct {
 	out []events.Event
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T, configure ...func(*worker.Options)) *rig {
 	t.Helper()
 	_, _, js := storetest.StartJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -96,7 +97,7 @@ func newRig(t *testing.T) *rig {
 	cfg := store.DefaultConfig()
 	cfg.Partitions = 2
 	cfg.AckWait = 2 * time.Second
-	st, err := store.Open(ctx, js, cfg)
+	st, err := store.Open[task.Pin](ctx, js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func newRig(t *testing.T) *rig {
 	if r.emit, err = events.NewEmitter(js, "urn:client:vendor-a"); err != nil {
 		t.Fatal(err)
 	}
-	w, err := worker.New(js, worker.Options{
+	opts := worker.Options{
 		Name: "w1", Config: cfg, Pins: st.Pins, Cards: st.Cards, Leases: st.Leases, Metrics: r.metrics,
 		Fetch: fetcher.Options{
 			Allow:        []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
@@ -112,7 +113,11 @@ func newRig(t *testing.T) *rig {
 			MinLease: -1, // no-cache: every transition revalidates
 		},
 		DrainTimeout: 5 * time.Second, PinnedTTL: 2 * time.Second,
-	})
+	}
+	for _, c := range configure {
+		c(&opts)
+	}
+	w, err := worker.New(js, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -37,7 +38,7 @@ type Options struct {
 	Config store.Config
 	// Pins, Cards and Leases are the stores (usually store.Open's, with Pins
 	// wrapped in a store.CachedPins).
-	Pins   store.Pins
+	Pins   store.Pins[task.Pin]
 	Cards  store.Cards
 	Leases store.Leases
 	// Fetch configures the worker's fetcher. Leases, Cards, WorkerID and

@@ -14,7 +14,7 @@ import (
 )
 
 func TestPinsConformance(t *testing.T) {
-	storetest.Pins(t, func(*testing.T) store.Pins { return memstore.NewPins() })
+	storetest.Pins(t, func(*testing.T) store.Pins[storetest.Record] { return memstore.NewPins[storetest.Record]() })
 }
 
 func TestLeasesConformance(t *testing.T) {
@@ -28,7 +28,7 @@ func TestCardsConformance(t *testing.T) {
 func TestPinsTTL(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	ps := memstore.NewPins(memstore.WithTTL(time.Hour), memstore.WithClock(func() time.Time {
+	ps := memstore.NewPins[storetest.Record](memstore.WithTTL(time.Hour), memstore.WithClock(func() time.Time {
 		return time.Unix(0, now.Load())
 	}))
 	ctx := t.Context()
@@ -62,7 +62,7 @@ func TestPinsTTL(t *testing.T) {
 }
 
 func TestWatch(t *testing.T) {
-	ps := memstore.NewPins()
+	ps := memstore.NewPins[storetest.Record]()
 	ctx, cancel := context.WithCancel(t.Context())
 	w, err := ps.Watch(ctx)
 	if err != nil {

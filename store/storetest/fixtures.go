@@ -2,11 +2,11 @@ package storetest
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -42,10 +42,60 @@ func IDs() map[string]string {
 	}
 }
 
-// Pin returns a pin for taskID with every commonly used field set; n makes
-// pins of the same task differ.
-func Pin(taskID string, n int) detector.Pin {
-	return detector.Pin{
+// Record is the pin-like record the conformance suites store: the kinds of
+// field a task's pin has (strings, a time, nested slices and a map), so that
+// the suites check what a real record needs without the store knowing it.
+type Record struct {
+	TaskID          string       `json:"taskId"`
+	AgentURL        string       `json:"agentUrl"`
+	CardURL         string       `json:"cardUrl,omitempty"`
+	Digest          string       `json:"digest"`
+	Fingerprint     string       `json:"fingerprint,omitempty"`
+	ProtocolVersion string       `json:"protocolVersion,omitempty"`
+	CardVersion     string       `json:"cardVersion,omitempty"`
+	ETag            string       `json:"etag,omitempty"`
+	PinnedAt        time.Time    `json:"pinnedAt"`
+	Source          string       `json:"source"`
+	Requirements    Requirements `json:"requirements"`
+	Reported        []string     `json:"reported,omitempty"`
+}
+
+// Requirements are nested slices and a map, as a task's requirements are.
+type Requirements struct {
+	SkillID     string              `json:"skillId,omitempty"`
+	Streaming   bool                `json:"streaming,omitempty"`
+	InputModes  []string            `json:"inputModes,omitempty"`
+	OutputModes []string            `json:"outputModes,omitempty"`
+	Security    []string            `json:"security,omitempty"`
+	Scopes      map[string][]string `json:"scopes,omitempty"`
+	Posture     string              `json:"posture,omitempty"`
+	Idempotent  bool                `json:"idempotent,omitempty"`
+}
+
+// Key implements store.Record.
+func (r Record) Key() string { return r.TaskID }
+
+// Clone implements store.Record.
+func (r Record) Clone() Record {
+	q := &r.Requirements
+	q.InputModes = slices.Clone(q.InputModes)
+	q.OutputModes = slices.Clone(q.OutputModes)
+	q.Security = slices.Clone(q.Security)
+	if q.Scopes != nil {
+		m := make(map[string][]string, len(q.Scopes))
+		for k, v := range q.Scopes {
+			m[k] = slices.Clone(v)
+		}
+		q.Scopes = m
+	}
+	r.Reported = slices.Clone(r.Reported)
+	return r
+}
+
+// Pin returns a record for taskID with every commonly used field set; n
+// makes records of the same task differ.
+func Pin(taskID string, n int) Record {
+	return Record{
 		TaskID:          taskID,
 		AgentURL:        "https://agent.example.com",
 		CardURL:         "https://agent.example.com/.well-known/agent-card.json",
@@ -56,13 +106,14 @@ func Pin(taskID string, n int) detector.Pin {
 		ETag:            `W/"v` + string(rune('0'+n%10)) + `"`,
 		PinnedAt:        time.Date(2026, 1, 2, 3, 4, 5, n, time.UTC),
 		Source:          "client-card",
-		Requirements: detector.Requirements{
+		Requirements: Requirements{
 			SkillID:     "summarize",
 			Streaming:   n%2 == 0,
 			InputModes:  []string{"text/plain", "application/json"},
 			OutputModes: []string{"text/plain"},
 			Security:    []string{"oauth"},
-			Posture:     detector.Degrade,
+			Scopes:      map[string][]string{"oauth": {"read"}},
+			Posture:     "degrade",
 			Idempotent:  true,
 		},
 	}

@@ -10,7 +10,7 @@ import (
 
 // Pins runs the conformance suite for store.Pins. newPins returns an empty
 // store for each subtest.
-func Pins(t *testing.T, newPins func(t *testing.T) store.Pins) {
+func Pins(t *testing.T, newPins func(t *testing.T) store.Pins[Record]) {
 	t.Run("create-get", func(t *testing.T) {
 		ps := newPins(t)
 		want := Pin("t1", 1)

@@ -1,0 +1,30 @@
+// Package task is carddrift's decision core for one task, in the manner of
+// etcd-io/raft: the state of a task (its Pin: what it was planned against,
+// and the bookkeeping that keeps verdicts independent of delivery order and
+// published once) and the decisions about it, with no I/O. The worker, the
+// planner's checks and the re-evaluation of history are shells around it.
+//
+// A shell drives it like this, for each lifecycle event:
+//
+//   - NeedsCard(ev) false: acknowledge, nothing else (the fast path).
+//   - a2a.task.submitted: Submit makes the pin. A client card is pinned at
+//     once (Pinned). Otherwise the shell observes the live card, asks
+//     Recheck whether that observation is too old and observes again
+//     unconditionally if so, loads the body NeedsBody names, and calls
+//     Observed with the observation or the failure.
+//   - any other event: the shell reads the task's Pin and the pinned body,
+//     Begin records what the event says and returns nil when it needs no
+//     live card; Force says whether the observation must be unconditional
+//     (evidence of drift). The shell observes, asks Recheck (an observation
+//     whose content was verified before the task was pinned cannot
+//     contradict the pin), and ends with Judge or Fail.
+//
+// Each returns a Result: the card body to store, the pin to write (before
+// publishing for submissions, after for transitions) and the events to
+// publish (card.pinned, card.drift, card.unreachable), and the outcome. The
+// verdict itself is the detector's (detector.Evaluate and EvaluateUnknown);
+// what the core adds is which findings the task's own events show, when a
+// fetch is needed and how, and what is published once.
+//
+// Everything here is deterministic: the shell passes the clock in Meta.
+package task

@@ -1,0 +1,108 @@
+package task
+
+import (
+	"slices"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+)
+
+// Pin is the state of one task: what it was planned against (the pin proper)
+// and the bookkeeping that makes verdicts independent of delivery order and
+// published once. It is the record the task store holds (JSON), one per task.
+type Pin struct {
+	TaskID           string    `json:"taskId"`
+	AgentURL         string    `json:"agentUrl"`
+	CardURL          string    `json:"cardUrl,omitempty"`
+	Digest           string    `json:"digest"`
+	Fingerprint      string    `json:"fingerprint"`
+	StructuralDigest string    `json:"structuralDigest,omitempty"`
+	ProtocolVersion  string    `json:"protocolVersion,omitempty"`
+	CardVersion      string    `json:"cardVersion,omitempty"`
+	ETag             string    `json:"etag,omitempty"`
+	PinnedAt         time.Time `json:"pinnedAt"`
+	// Source is how the pin was made: events.PinClientCard, PinClientDigest or
+	// PinFirstFetch.
+	Source       string                `json:"source"`
+	Requirements detector.Requirements `json:"requirements"`
+	// SchemaErrorAt is when the task last met a schema-class error (zero if
+	// never since the pin was made). A retry after it on a pin that no longer
+	// matches the live card is a blind retry.
+	SchemaErrorAt time.Time `json:"schemaErrorAt,omitzero"`
+	// SchemaErrorCode is the code of that error.
+	SchemaErrorCode int `json:"schemaErrorCode,omitempty"`
+
+	// Positions of the task's events in the lifecycle stream (JetStream
+	// stream sequences), which let the core judge events that a redelivery
+	// brought out of order as if they had come in order: SubmittedSeq of the
+	// submission that made this pin, SchemaErrorSeq of the schema-class error
+	// at SchemaErrorAt, and RetrySeq of the latest retry (RetryMethod,
+	// RetryAttempt). Zero means unknown.
+	SubmittedSeq   uint64 `json:"submittedSeq,omitempty"`
+	SchemaErrorSeq uint64 `json:"schemaErrorSeq,omitempty"`
+	RetrySeq       uint64 `json:"retrySeq,omitempty"`
+	RetryMethod    string `json:"retryMethod,omitempty"`
+	RetryAttempt   int    `json:"retryAttempt,omitempty"`
+	// LiveDigest is the digest of the live card at the last evaluation, and
+	// Reported the Nats-Msg-Ids of the card.drift events published for this
+	// pin (the most recent MaxReported): together they keep one card.drift per
+	// (pin, live card, rules) even beyond the stream's duplicate window, when
+	// a task alternates between rule sets.
+	LiveDigest string   `json:"liveDigest,omitempty"`
+	Reported   []string `json:"reported,omitempty"`
+}
+
+// MaxReported bounds Pin.Reported.
+const MaxReported = 32
+
+// Key is the task id: the store's key for the record.
+func (p Pin) Key() string { return p.TaskID }
+
+// Clone returns a copy that shares no slice or map with p.
+func (p Pin) Clone() Pin {
+	p.Reported = slices.Clone(p.Reported)
+	r := &p.Requirements
+	r.InputModes = slices.Clone(r.InputModes)
+	r.OutputModes = slices.Clone(r.OutputModes)
+	r.Security = slices.Clone(r.Security)
+	r.Extensions = slices.Clone(r.Extensions)
+	if r.Scopes != nil {
+		m := make(map[string][]string, len(r.Scopes))
+		for k, v := range r.Scopes {
+			m[k] = slices.Clone(v)
+		}
+		r.Scopes = m
+	}
+	return p
+}
+
+// Pending reports a pin whose card is not known yet (its first fetch failed).
+func (p Pin) Pending() bool { return p.Digest == "" }
+
+// HasReported reports whether a card.drift with this id was published for
+// the pin.
+func (p *Pin) HasReported(id string) bool { return slices.Contains(p.Reported, id) }
+
+// AddReported records a published card.drift id, keeping the newest
+// MaxReported.
+func (p *Pin) AddReported(id string) {
+	if p.HasReported(id) {
+		return
+	}
+	p.Reported = append(p.Reported, id)
+	if n := len(p.Reported); n > MaxReported {
+		p.Reported = append([]string(nil), p.Reported[n-MaxReported:]...)
+	}
+}
+
+// fill records the card a pin was made against.
+func (p *Pin) fill(digest string, c *detector.Card) {
+	p.Digest = digest
+	p.Fingerprint = detector.Fingerprint(c)
+	p.StructuralDigest = detector.StructuralDigest(c)
+	p.CardVersion = c.Version
+	p.ProtocolVersion = ""
+	if vs := c.ProtocolVersions(); len(vs) > 0 {
+		p.ProtocolVersion = vs[0]
+	}
+}

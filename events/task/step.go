@@ -1,0 +1,437 @@
+package task
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+)
+
+// Outcomes of one event, the "outcome" label of carddrift_events_total.
+const (
+	OutcomeNoFetch     = "no-fetch"    // needed no live card
+	OutcomeNoPin       = "no-pin"      // the task has no pin
+	OutcomeUnchanged   = "unchanged"   // live card matches the pin, no task finding
+	OutcomeDrift       = "drift"       // card.drift published (or already published)
+	OutcomeUnreachable = "unreachable" // card.unreachable published
+	OutcomePinned      = "pinned"      // the task was pinned
+	OutcomeStale       = "stale"       // a submission older than the task's current pin
+)
+
+// Meta says where and when an event was delivered.
+type Meta struct {
+	// Seq is the event's position in the lifecycle stream (0: unknown).
+	Seq uint64
+	// Time is the event's own time (its CloudEvents time), else when the
+	// shell received it.
+	Time time.Time
+	// Now is the shell's clock when it handles the event.
+	Now time.Time
+}
+
+// Observation is a live card observation the shell made for the core.
+type Observation struct {
+	CardURL     string
+	Digest      string
+	Fingerprint string
+	ETag        string
+	Card        *detector.Card
+	// FetchedAt is when the fetch or revalidation behind it completed.
+	FetchedAt time.Time
+	// VerifiedAt is when an unconditional (full) fetch last confirmed the
+	// card's content: a 304 refreshes FetchedAt but proves nothing about
+	// content behind an ETag derived from the version only.
+	VerifiedAt time.Time
+}
+
+// Failure is a fetch that failed: Reason is one of the fetcher's reasons.
+type Failure struct {
+	CardURL string
+	Reason  string
+	Detail  string
+}
+
+// Result is what the shell must do for an event, in order: store the card
+// body (StoreCard), then — for a submission — write the pin, then publish,
+// then — for a transition — write the pin. Pin nil means nothing to write.
+type Result struct {
+	StoreCard *CardBody
+	Pin       *Pin
+	// PinFirst is set for submissions: the pin is written (created or
+	// replaced) before the events are published; otherwise it is updated
+	// (compare-and-set) after them.
+	PinFirst bool
+	Publish  []events.Data
+	Outcome  string
+}
+
+// CardBody is a card body carddrift keeps by digest.
+type CardBody struct {
+	Digest string
+	Raw    []byte
+	Card   *detector.Card
+}
+
+// NeedsCard reports whether handling ev may need the task's pin, a live card
+// or a publish: false for the lifecycle steps that need no live card
+// (terminal states, working, first attempts of plain send/get/cancel,
+// errors outside the schema class), which the shell acknowledges at once.
+func NeedsCard(ev events.Event) bool {
+	switch d := ev.Data.(type) {
+	case events.Request:
+		return d.Attempt > 1 || detector.IsCapabilityMethod(d.Method)
+	case events.Status:
+		return detector.IsCapabilityState(d.State)
+	case events.Error:
+		return detector.IsSchemaClassError(d.Code)
+	}
+	return true
+}
+
+func trigger(ev events.Event) events.Trigger {
+	return events.Trigger{EventID: ev.ID, Type: ev.Type, Source: ev.Source}
+}
+
+// Transition is the core's judgement of one capability-dependent transition
+// of a task that has a pin. Begin makes it; the shell then observes the live
+// card (Force says whether unconditionally), asks Recheck whether that
+// observation can judge the pin, and ends with Judge or Fail.
+type Transition struct {
+	ev     events.Event
+	meta   Meta
+	pin    Pin
+	pinned *detector.Card // nil when carddrift never stored the pinned body
+	dirty  bool
+
+	// Findings are the task-level findings the event itself shows
+	// (unmodeled-skill, artifact-type-undeclared; blind-retry is added by
+	// Judge, which needs the live digest).
+	Findings []detector.Finding
+	// Force asks for an unconditional fetch: the event is evidence of drift.
+	Force bool
+	// ForceReason says why (logs and tests).
+	ForceReason string
+
+	retry       bool
+	errorBefore bool
+	method      string
+	attempt     int
+	rechecked   bool
+}
+
+// Begin starts the judgement of ev for the task whose state is pin and
+// whose pinned card body is pinned (nil when unknown). It records in the pin
+// what the event says about the task (schema-class errors and retries, with
+// their stream positions) and derives the task-level findings. It returns
+// nil when ev needs no live card.
+func Begin(ev events.Event, m Meta, pin Pin, pinned *detector.Card) *Transition {
+	t := &Transition{ev: ev, meta: m, pin: pin.Clone(), pinned: pinned}
+	seq := m.Seq
+	switch d := ev.Data.(type) {
+	case events.Request:
+		if d.Attempt <= 1 && !detector.IsCapabilityMethod(d.Method) {
+			return nil
+		}
+		if d.Attempt > 1 {
+			t.retry = true
+			t.method, t.attempt = d.Method, d.Attempt
+			// Blind only if the schema-class error precedes this retry in
+			// the stream (a redelivery may have brought it here later).
+			t.errorBefore = !t.pin.SchemaErrorAt.IsZero() &&
+				(seq == 0 || t.pin.SchemaErrorSeq == 0 || t.pin.SchemaErrorSeq < seq)
+			if t.errorBefore {
+				t.setForce("a retry after a schema-class error")
+			}
+			if seq == 0 || seq > t.pin.RetrySeq {
+				t.pin.RetrySeq, t.pin.RetryMethod, t.pin.RetryAttempt = seq, d.Method, d.Attempt
+				t.dirty = true
+			}
+		}
+	case events.Status:
+		if !detector.IsCapabilityState(d.State) {
+			return nil
+		}
+		if st, _ := detector.NormalizeState(d.State); st == detector.StateInputRequired && pinned != nil {
+			if f, ok := detector.CheckInputRequest(pinned, d.SkillID); ok {
+				t.Findings = append(t.Findings, f)
+				t.setForce("an input request for a skill the pin does not declare")
+			}
+		}
+	case events.Artifact:
+		if pinned != nil {
+			if fs := detector.CheckArtifact(pinned, t.pin.Requirements.SkillID, d.ArtifactID, d.MediaTypes); len(fs) > 0 {
+				t.Findings = append(t.Findings, fs...)
+				t.setForce("an artifact type the pin does not declare")
+			}
+		}
+	case events.Error:
+		if !detector.IsSchemaClassError(d.Code) {
+			return nil
+		}
+		if seq == 0 || seq > t.pin.SchemaErrorSeq {
+			t.pin.SchemaErrorAt = m.Time.UTC()
+			t.pin.SchemaErrorCode = d.Code
+			t.pin.SchemaErrorSeq = seq
+			t.dirty = true
+		}
+		// A retry that follows this error in the stream was handled before
+		// it (out of order): judge that retry now.
+		if seq != 0 && t.pin.RetrySeq > seq {
+			t.retry, t.errorBefore = true, true
+			t.method, t.attempt = t.pin.RetryMethod, t.pin.RetryAttempt
+		}
+		t.setForce("a schema-class error")
+	default:
+		return nil
+	}
+	return t
+}
+
+// setForce asks for an unconditional fetch, saying why.
+func (t *Transition) setForce(reason string) { t.Force, t.ForceReason = true, reason }
+
+// Pin returns the task's pin with what the event recorded so far.
+func (t *Transition) Pin() Pin { return t.pin }
+
+// Recheck reports whether the observation cannot judge the pin and an
+// unconditional fetch must be made first: the live digest differs from the
+// pin, and the observation's content was last verified by a full fetch
+// before the task was pinned — the client may have read a newer card than
+// the shared lease holds (a 304 behind a version-derived ETag refreshes a
+// lease without looking at the content). It asks once per transition.
+func (t *Transition) Recheck(obs Observation) (bool, string) {
+	if t.rechecked || t.pin.Pending() || obs.Digest == t.pin.Digest || obs.Digest == t.pin.LiveDigest {
+		return false, ""
+	}
+	if obs.VerifiedAt.Before(t.pin.PinnedAt) {
+		t.rechecked = true
+		return true, "the observation was verified before the task was pinned"
+	}
+	return false, ""
+}
+
+// Judge evaluates the live observation against the pin: a pending pin is
+// completed; otherwise findings and a verdict, and a card.drift unless the
+// cards are the same and the task shows nothing, or the same drift was
+// already published for this pin.
+func (t *Transition) Judge(obs Observation) Result {
+	if t.pin.Pending() {
+		t.pin.fill(obs.Digest, obs.Card)
+		t.pin.CardURL, t.pin.ETag = obs.CardURL, obs.ETag
+		return Result{Pin: &t.pin, PinFirst: true, Publish: []events.Data{pinned(t.ev, t.pin)}, Outcome: OutcomePinned}
+	}
+	findings := t.Findings
+	if t.retry && t.errorBefore {
+		if f, ok := detector.CheckRetry(detector.Retry{
+			Method: t.method, Attempt: t.attempt, ErrorAt: t.pin.SchemaErrorAt, ErrorCode: t.pin.SchemaErrorCode,
+			PinnedDigest: t.pin.Digest, SkillID: t.pin.Requirements.SkillID,
+		}, obs.Digest); ok {
+			findings = append(findings, f)
+		}
+	}
+	return evaluate(t.ev, &t.pin, t.dirty, t.pinned, obs, findings)
+}
+
+// Fail reports a failed fetch: card.unreachable, and the pin as recorded.
+func (t *Transition) Fail(f Failure) Result {
+	r := Result{Publish: []events.Data{unreachable(t.ev, t.meta, t.pin.AgentURL, t.pin.TaskID, f)}, Outcome: OutcomeUnreachable}
+	if t.dirty {
+		r.Pin = &t.pin
+	}
+	return r
+}
+
+// evaluate judges pin against obs with the task-level findings, as the
+// worker and the submission of a client digest do.
+func evaluate(ev events.Event, pin *Pin, dirty bool, pinnedCard *detector.Card, obs Observation, taskFindings []detector.Finding) Result {
+	keep := func(outcome string) Result {
+		r := Result{Outcome: outcome}
+		if dirty {
+			r.Pin = pin
+		}
+		return r
+	}
+	if obs.Digest == pin.Digest && len(taskFindings) == 0 {
+		return keep(OutcomeUnchanged)
+	}
+	req := pin.Requirements
+	var findings []detector.Finding
+	var v detector.Verdict
+	if pinnedCard != nil {
+		findings, v = detector.Evaluate(pinnedCard, obs.Card, req, req.Posture, taskFindings...)
+	} else {
+		findings, v = detector.EvaluateUnknown(pin.Digest, obs.Digest, obs.Card, req, req.Posture, taskFindings...)
+	}
+	if len(findings) == 0 {
+		// Another form of the same card (an SDK answering by A2A-Version),
+		// or a change no rule sees: nothing to tell a planner.
+		if pin.LiveDigest != obs.Digest {
+			pin.LiveDigest = obs.Digest
+			dirty = true
+		}
+		return keep(OutcomeUnchanged)
+	}
+	drift := events.Drift{
+		TaskID: pin.TaskID, AgentURL: pin.AgentURL, CardURL: obs.CardURL,
+		Pinned:   events.CardRef{Digest: pin.Digest, Fingerprint: pin.Fingerprint, ETag: pin.ETag, FetchedAt: pin.PinnedAt},
+		Live:     events.CardRef{Digest: obs.Digest, Fingerprint: obs.Fingerprint, ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC()},
+		Findings: findings, Verdict: v, Trigger: trigger(ev),
+	}
+	id := events.MsgID(drift)
+	if pin.HasReported(id) {
+		return keep(OutcomeDrift)
+	}
+	pin.AddReported(id)
+	pin.LiveDigest = obs.Digest
+	return Result{Pin: pin, Publish: []events.Data{drift}, Outcome: OutcomeDrift}
+}
+
+func pinned(ev events.Event, p Pin) events.Pinned {
+	return events.Pinned{
+		TaskID: p.TaskID, AgentURL: p.AgentURL, CardURL: p.CardURL,
+		Digest: p.Digest, Fingerprint: p.Fingerprint, Source: p.Source, Trigger: trigger(ev),
+	}
+}
+
+func unreachable(ev events.Event, m Meta, agentURL, taskID string, f Failure) events.Unreachable {
+	cardURL := f.CardURL
+	if cardURL == "" {
+		cardURL = agentURL
+	}
+	detail := f.Detail
+	if len(detail) > 512 {
+		detail = detail[:512]
+	}
+	return events.Unreachable{
+		AgentURL: agentURL, CardURL: cardURL, Reason: f.Reason, Detail: detail,
+		TaskID: taskID, AttemptedAt: m.Now.UTC(), Trigger: trigger(ev),
+	}
+}
+
+// Submission is the core's handling of a2a.task.submitted: the pin it makes
+// and what it needs to make it.
+type Submission struct {
+	ev   events.Event
+	meta Meta
+	pin  Pin
+	body *CardBody // the client's card, parsed
+}
+
+// Submit starts pinning a task. A client card is parsed and pinned at once;
+// a client digest or no card needs a live observation (see Fetch). The error
+// is permanent: a client card that is not a card.
+func Submit(ev events.Event, d events.Submitted, m Meta) (*Submission, error) {
+	s := &Submission{ev: ev, meta: m, pin: Pin{
+		TaskID: d.TaskID, AgentURL: d.AgentURL, CardURL: d.CardURL,
+		PinnedAt: m.Time.UTC(), Requirements: d.Requirements(), SubmittedSeq: m.Seq,
+	}}
+	switch {
+	case len(d.Card) > 0:
+		card, err := detector.Parse(d.Card)
+		if err != nil {
+			return nil, fmt.Errorf("the submitted card is not a card: %w", err)
+		}
+		digest, err := detector.Digest(d.Card)
+		if err != nil {
+			return nil, err
+		}
+		s.body = &CardBody{Digest: digest, Raw: d.Card, Card: card}
+		s.pin.fill(digest, card)
+		s.pin.Source = events.PinClientCard
+	case d.CardDigest != "":
+		s.pin.Source = events.PinClientDigest
+		s.pin.Digest = d.CardDigest
+	default:
+		s.pin.Source = events.PinFirstFetch
+	}
+	return s, nil
+}
+
+// Pin returns the pin as made so far.
+func (s *Submission) Pin() Pin { return s.pin }
+
+// NeedsObservation reports whether the pin needs a live observation: a
+// client digest is checked against the live card, and without a client card
+// or digest the first fetch is the pin.
+func (s *Submission) NeedsObservation() bool { return s.body == nil }
+
+// Recheck reports whether a (lease) observation is too old to make or check
+// this pin: fetched before the client submitted, it may predate the card the
+// client planned against. Then an unconditional fetch is due.
+func (s *Submission) Recheck(obs Observation) bool {
+	if obs.Digest == s.pin.Digest {
+		return false
+	}
+	return obs.VerifiedAt.Before(s.pin.PinnedAt)
+}
+
+// NeedsBody returns the digest whose stored body Observed needs (the client
+// digest, when the live card is another), or "".
+func (s *Submission) NeedsBody(obs *Observation) string {
+	if s.pin.Source == events.PinClientDigest && (obs == nil || obs.Digest != s.pin.Digest) {
+		return s.pin.Digest
+	}
+	return ""
+}
+
+// Pinned makes the pin of a client card.
+func (s *Submission) Pinned() Result {
+	return Result{
+		StoreCard: s.body, Pin: &s.pin, PinFirst: true,
+		Publish: []events.Data{pinned(s.ev, s.pin)}, Outcome: OutcomePinned,
+	}
+}
+
+// Observed makes the pin from a live observation (obs nil when the fetch
+// failed with f) and, for a client digest, the body carddrift stored under
+// it (nil when never seen). A first fetch that failed gives a pending pin
+// and card.unreachable; a client digest that is not the live card is pinned
+// as the client said and judged at once (card.drift).
+func (s *Submission) Observed(obs *Observation, f *Failure, digestBody *detector.Card) Result {
+	var r Result
+	r.PinFirst = true
+	r.Pin = &s.pin
+	if obs == nil {
+		r.Publish = append(r.Publish, unreachable(s.ev, s.meta, s.pin.AgentURL, s.pin.TaskID, *f))
+		if s.pin.Source == events.PinClientDigest && digestBody != nil {
+			s.pin.fill(s.pin.Digest, digestBody)
+		}
+		if s.pin.Pending() {
+			r.Outcome = OutcomeUnreachable
+			return r
+		}
+		r.Publish = append(r.Publish, pinned(s.ev, s.pin))
+		r.Outcome = OutcomePinned
+		return r
+	}
+	switch {
+	case s.pin.Source == events.PinFirstFetch || obs.Digest == s.pin.Digest:
+		s.pin.fill(obs.Digest, obs.Card)
+		s.pin.CardURL, s.pin.ETag = obs.CardURL, obs.ETag
+	default:
+		// The client planned against another card than the live one: keep
+		// its digest, and its body if carddrift ever stored it.
+		if digestBody != nil {
+			s.pin.fill(s.pin.Digest, digestBody)
+		}
+		s.pin.CardURL = obs.CardURL
+	}
+	r.Publish = append(r.Publish, pinned(s.ev, s.pin))
+	r.Outcome = OutcomePinned
+	if s.pin.Source == events.PinClientDigest && obs.Digest != s.pin.Digest {
+		judged := evaluate(s.ev, &s.pin, true, digestBody, *obs, nil)
+		r.Publish = append(r.Publish, judged.Publish...)
+		if judged.Outcome == OutcomeDrift {
+			r.Outcome = OutcomeDrift
+		}
+	}
+	return r
+}
+
+// Replaces reports whether a submission that made incoming may replace the
+// task's existing pin: not when the existing one comes from a later
+// submission (a redelivery brought an older plan back).
+func Replaces(existing, incoming Pin) bool {
+	return incoming.SubmittedSeq == 0 || existing.SubmittedSeq <= incoming.SubmittedSeq
+}

@@ -1,0 +1,386 @@
+package task
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+)
+
+const (
+	cardStreaming = `{"name":"A","version":"1","url":"https://a.example.com/a2a","capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"S"}]}`
+	cardNoStream  = `{"name":"A","version":"1","url":"https://a.example.com/a2a","capabilities":{"streaming":false},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"S"}]}`
+	// The same card as cardStreaming in another form (v1.0 shape).
+	cardStreamingV1 = `{"name":"A","version":"1","supportedInterfaces":[{"url":"https://a.example.com/a2a","protocolBinding":"JSONRPC"}],"capabilities":{"streaming":true,"extensions":[]},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"S","inputModes":[],"examples":[]}]}`
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+type card struct {
+	raw    string
+	c      *detector.Card
+	digest string
+}
+
+func mk(t *testing.T, raw string) card {
+	t.Helper()
+	c, err := detector.Parse([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := detector.Digest([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return card{raw, c, d}
+}
+
+func (c card) obs(verified time.Time) Observation {
+	return Observation{CardURL: "https://a.example.com/.well-known/agent-card.json", Digest: c.digest,
+		Fingerprint: detector.Fingerprint(c.c), Card: c.c, FetchedAt: verified, VerifiedAt: verified}
+}
+
+func ev(typ string, d events.Data) events.Event {
+	return events.Event{ID: "e-" + typ, Type: typ, Source: "client", Time: t0, Data: d}
+}
+
+func request(method string, attempt int) events.Event {
+	return ev(events.TypeRequest, events.Request{TaskID: "t1", AgentURL: "https://a.example.com", Method: method, Attempt: attempt})
+}
+
+func pinOn(c card, req detector.Requirements) Pin {
+	p := Pin{TaskID: "t1", AgentURL: "https://a.example.com", PinnedAt: t0, Source: events.PinClientCard, Requirements: req}
+	p.fill(c.digest, c.c)
+	return p
+}
+
+func drifts(r Result) []events.Drift {
+	var out []events.Drift
+	for _, d := range r.Publish {
+		if d, ok := d.(events.Drift); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func rules(d events.Drift) []string {
+	var out []string
+	for _, f := range d.Findings {
+		out = append(out, f.Rule)
+	}
+	return out
+}
+
+func TestNeedsCard(t *testing.T) {
+	tests := []struct {
+		name string
+		ev   events.Event
+		want bool
+	}{
+		{"first send", request("message/send", 1), false},
+		{"stream", request("message/stream", 1), true},
+		{"v1.0 stream", request("SendStreamingMessage", 1), true},
+		{"unknown method", request("vendor/magic", 1), true},
+		{"retry of a send", request("message/send", 2), true},
+		{"working", ev(events.TypeStatus, events.Status{TaskID: "t1", State: "working"}), false},
+		{"completed", ev(events.TypeStatus, events.Status{TaskID: "t1", State: "TASK_STATE_COMPLETED"}), false},
+		{"input-required", ev(events.TypeStatus, events.Status{TaskID: "t1", State: "input-required"}), true},
+		{"unmodeled state", ev(events.TypeStatus, events.Status{TaskID: "t1", State: "paused-by-vendor"}), true},
+		{"artifact", ev(events.TypeArtifact, events.Artifact{TaskID: "t1", MediaTypes: []string{"text/plain"}}), true},
+		{"schema-class error", ev(events.TypeError, events.Error{TaskID: "t1", Code: -32602}), true},
+		{"internal error", ev(events.TypeError, events.Error{TaskID: "t1", Code: -32603}), false},
+		{"submission", ev(events.TypeSubmitted, events.Submitted{TaskID: "t1"}), true},
+	}
+	for _, tt := range tests {
+		if got := NeedsCard(tt.ev); got != tt.want {
+			t.Errorf("NeedsCard(%s) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestTransitions: every rule of a transition's judgement, as a table.
+func TestTransitions(t *testing.T) {
+	streaming, noStream, v1 := mk(t, cardStreaming), mk(t, cardNoStream), mk(t, cardStreamingV1)
+	streamTask := detector.Requirements{SkillID: "summarize", Streaming: true, Posture: detector.FailClosed}
+	tests := []struct {
+		name        string
+		pin         Pin
+		ev          events.Event
+		seq         uint64
+		live        card
+		wantForce   bool
+		wantOutcome string
+		wantAction  detector.Action
+		wantRules   []string
+		wantPinSave bool
+	}{
+		{name: "same card: unchanged", pin: pinOn(streaming, streamTask), ev: request("message/stream", 1), live: streaming,
+			wantOutcome: OutcomeUnchanged},
+		{name: "streaming off aborts a fail-closed streaming task", pin: pinOn(streaming, streamTask), ev: request("message/stream", 1), live: noStream,
+			wantOutcome: OutcomeDrift, wantAction: detector.Abort, wantRules: []string{"streaming-disabled", "content-changed-without-version-bump"}, wantPinSave: true},
+		{name: "streaming off continues a task that does not stream", pin: pinOn(streaming, detector.Requirements{SkillID: "summarize"}), ev: request("tasks/resubscribe", 1), live: noStream,
+			wantOutcome: OutcomeDrift, wantAction: detector.Continue, wantRules: []string{"streaming-disabled", "content-changed-without-version-bump"}, wantPinSave: true},
+		{name: "another form of the same card is no drift", pin: pinOn(streaming, streamTask), ev: request("message/stream", 1), live: v1,
+			wantOutcome: OutcomeUnchanged, wantPinSave: true},
+		{name: "a schema-class error forces an unconditional fetch and is recorded", pin: pinOn(streaming, streamTask), seq: 5,
+			ev: ev(events.TypeError, events.Error{TaskID: "t1", Method: "message/stream", Code: -32602}), live: streaming,
+			wantForce: true, wantOutcome: OutcomeUnchanged, wantPinSave: true},
+		{name: "an undeclared artifact type forces a fetch and is a finding", pin: pinOn(streaming, streamTask),
+			ev: ev(events.TypeArtifact, events.Artifact{TaskID: "t1", ArtifactID: "a1", MediaTypes: []string{"image/png"}}), live: streaming,
+			wantForce: true, wantOutcome: OutcomeDrift, wantAction: detector.Abort, wantRules: []string{"artifact-type-undeclared"}, wantPinSave: true},
+		{name: "an input request for an unknown skill forces a fetch", pin: pinOn(streaming, streamTask),
+			ev: ev(events.TypeStatus, events.Status{TaskID: "t1", State: "input-required", SkillID: "translate"}), live: streaming,
+			wantForce: true, wantOutcome: OutcomeDrift, wantAction: detector.Abort, wantRules: []string{"unmodeled-skill"}, wantPinSave: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pinned := mk(t, cardStreaming).c
+			tr := Begin(tt.ev, Meta{Seq: tt.seq, Time: t0.Add(time.Minute), Now: t0.Add(time.Minute)}, tt.pin, pinned)
+			if tr == nil {
+				t.Fatalf("Begin = nil, want a transition")
+			}
+			if tr.Force != tt.wantForce {
+				t.Errorf("Force = %v (%s), want %v", tr.Force, tr.ForceReason, tt.wantForce)
+			}
+			r := tr.Judge(tt.live.obs(t0.Add(2 * time.Minute)))
+			if r.Outcome != tt.wantOutcome {
+				t.Fatalf("Outcome = %s, want %s", r.Outcome, tt.wantOutcome)
+			}
+			if (r.Pin != nil) != tt.wantPinSave || (r.Pin != nil && r.PinFirst) {
+				t.Errorf("pin to save = %v (first %v), want save %v after publishing", r.Pin != nil, r.PinFirst, tt.wantPinSave)
+			}
+			ds := drifts(r)
+			if tt.wantAction == "" {
+				if len(ds) != 0 {
+					t.Fatalf("published %+v, want no card.drift", ds)
+				}
+				return
+			}
+			if len(ds) != 1 {
+				t.Fatalf("published %d card.drift, want 1", len(ds))
+			}
+			got := rules(ds[0])
+			want := slices.Clone(tt.wantRules)
+			slices.Sort(got)
+			slices.Sort(want)
+			if ds[0].Verdict.Action != tt.wantAction || !slices.Equal(got, want) {
+				t.Fatalf("card.drift = %s %v, want %s %v", ds[0].Verdict.Action, got, tt.wantAction, want)
+			}
+			for _, f := range ds[0].Findings {
+				if f.Rule == "streaming-disabled" && f.Touches != tt.pin.Requirements.Streaming {
+					t.Errorf("streaming-disabled touches = %v for a task with streaming %v", f.Touches, tt.pin.Requirements.Streaming)
+				}
+			}
+		})
+	}
+}
+
+// TestDriftOnce: the same drift is published once per pin, however often the
+// transition comes again.
+func TestDriftOnce(t *testing.T) {
+	streaming, noStream := mk(t, cardStreaming), mk(t, cardNoStream)
+	pin := pinOn(streaming, detector.Requirements{SkillID: "summarize", Streaming: true})
+	r := Begin(request("message/stream", 1), Meta{Time: t0}, pin, streaming.c).Judge(noStream.obs(t0))
+	if len(drifts(r)) != 1 || r.Pin == nil {
+		t.Fatalf("first judgement = %+v, want one card.drift and a pin to save", r)
+	}
+	again := Begin(request("tasks/resubscribe", 1), Meta{Time: t0}, *r.Pin, streaming.c).Judge(noStream.obs(t0))
+	if len(drifts(again)) != 0 || again.Outcome != OutcomeDrift {
+		t.Fatalf("second judgement published %d card.drift (outcome %s), want none (already published)", len(drifts(again)), again.Outcome)
+	}
+}
+
+// TestBlindRetryInAnyOrder: a retry after a schema-class error on a stale pin
+// is a blind retry, whether the error or the retry is handled first (a
+// redelivery may bring them out of stream order).
+func TestBlindRetryInAnyOrder(t *testing.T) {
+	streaming, noStream := mk(t, cardStreaming), mk(t, cardNoStream)
+	pin := pinOn(streaming, detector.Requirements{SkillID: "summarize"})
+	errEv := ev(events.TypeError, events.Error{TaskID: "t1", Method: "message/send", Code: -32602})
+	retry := request("message/send", 2)
+
+	// In order: error (seq 5), then retry (seq 6).
+	r := Begin(errEv, Meta{Seq: 5, Time: t0}, pin, streaming.c).Judge(noStream.obs(t0))
+	p := *r.Pin
+	r = Begin(retry, Meta{Seq: 6, Time: t0}, p, streaming.c).Judge(noStream.obs(t0))
+	if ds := drifts(r); len(ds) != 1 || !slices.Contains(rules(ds[0]), detector.RuleBlindRetry) {
+		t.Fatalf("retry after the error: %+v, want a card.drift with blind-retry", ds)
+	}
+
+	// Out of order: the retry (seq 6) first, then the error (seq 5).
+	r = Begin(retry, Meta{Seq: 6, Time: t0}, pin, streaming.c).Judge(noStream.obs(t0))
+	if ds := drifts(r); len(ds) != 1 || slices.Contains(rules(ds[0]), detector.RuleBlindRetry) {
+		t.Fatalf("retry before its error: %v, want drift without blind-retry", ds)
+	}
+	r = Begin(errEv, Meta{Seq: 5, Time: t0}, *r.Pin, streaming.c).Judge(noStream.obs(t0))
+	if ds := drifts(r); len(ds) != 1 || !slices.Contains(rules(ds[0]), detector.RuleBlindRetry) {
+		t.Fatalf("the error after its retry: %v, want the retry judged blind now", ds)
+	}
+}
+
+// TestRecheck: an observation verified before the task was pinned cannot
+// contradict the pin (issue: a stale lease aborted tasks pinned on the new
+// card); one verified after it can; it asks once.
+func TestRecheck(t *testing.T) {
+	oldCard, newCard := mk(t, cardStreaming), mk(t, cardNoStream)
+	pin := pinOn(newCard, detector.Requirements{SkillID: "summarize"}) // pinned at t0 on the new card
+	tr := Begin(request("message/stream", 1), Meta{Time: t0.Add(time.Second)}, pin, newCard.c)
+	if again, _ := tr.Recheck(oldCard.obs(t0.Add(-time.Second))); !again {
+		t.Fatalf("Recheck(old card verified before the pin) = false, want an unconditional fetch")
+	}
+	if again, _ := tr.Recheck(oldCard.obs(t0.Add(-time.Second))); again {
+		t.Fatalf("Recheck asked twice for one transition")
+	}
+	tr = Begin(request("message/stream", 1), Meta{Time: t0.Add(time.Second)}, pin, newCard.c)
+	if again, _ := tr.Recheck(oldCard.obs(t0.Add(time.Second))); again {
+		t.Fatalf("Recheck(old card verified after the pin) = true: a full fetch after the pin is authoritative")
+	}
+	if again, _ := tr.Recheck(newCard.obs(t0.Add(-time.Hour))); again {
+		t.Fatalf("Recheck(the pinned card itself) = true")
+	}
+	// After the recheck the fresh observation shows the new card: no drift.
+	r := tr.Judge(newCard.obs(t0.Add(2 * time.Second)))
+	if r.Outcome != OutcomeUnchanged || len(r.Publish) != 0 {
+		t.Fatalf("Judge after the recheck = %s %v, want unchanged", r.Outcome, r.Publish)
+	}
+}
+
+func TestPendingPinCompletes(t *testing.T) {
+	live := mk(t, cardStreaming)
+	pin := Pin{TaskID: "t1", AgentURL: "https://a.example.com", Source: events.PinFirstFetch, PinnedAt: t0}
+	tr := Begin(request("message/stream", 1), Meta{Time: t0}, pin, nil)
+	r := tr.Judge(live.obs(t0))
+	if r.Outcome != OutcomePinned || r.Pin == nil || r.Pin.Digest != live.digest || r.Pin.Fingerprint == "" {
+		t.Fatalf("completing a pending pin = %+v", r)
+	}
+	if len(r.Publish) != 1 {
+		t.Fatalf("published %v, want card.pinned", r.Publish)
+	}
+	if _, ok := r.Publish[0].(events.Pinned); !ok {
+		t.Fatalf("published %T, want events.Pinned", r.Publish[0])
+	}
+}
+
+func TestFailIsUnreachableNotDrift(t *testing.T) {
+	streaming := mk(t, cardStreaming)
+	pin := pinOn(streaming, detector.Requirements{SkillID: "summarize"})
+	r := Begin(ev(events.TypeError, events.Error{TaskID: "t1", Code: -32602}), Meta{Seq: 3, Time: t0, Now: t0}, pin, streaming.c).
+		Fail(Failure{CardURL: "https://a.example.com/.well-known/agent-card.json", Reason: "timeout", Detail: strings.Repeat("x", 600)})
+	if r.Outcome != OutcomeUnreachable || len(r.Publish) != 1 {
+		t.Fatalf("Fail = %+v", r)
+	}
+	u, ok := r.Publish[0].(events.Unreachable)
+	if !ok || u.Reason != "timeout" || u.TaskID != "t1" || len(u.Detail) != 512 {
+		t.Fatalf("card.unreachable = %+v", r.Publish[0])
+	}
+	if r.Pin == nil || r.Pin.SchemaErrorSeq != 3 {
+		t.Fatalf("the schema-class error must be recorded even when the fetch fails: %+v", r.Pin)
+	}
+}
+
+// TestSubmissions: how a pin is made.
+func TestSubmissions(t *testing.T) {
+	streaming, noStream := mk(t, cardStreaming), mk(t, cardNoStream)
+	sub := func(d events.Submitted) events.Event {
+		d.TaskID, d.AgentURL, d.SkillID = "t1", "https://a.example.com", "summarize"
+		return ev(events.TypeSubmitted, d)
+	}
+	m := Meta{Seq: 9, Time: t0, Now: t0}
+
+	t.Run("client card", func(t *testing.T) {
+		s, err := Submit(sub(events.Submitted{Card: []byte(cardStreaming)}), sub(events.Submitted{Card: []byte(cardStreaming)}).Data.(events.Submitted), m)
+		if err != nil || s.NeedsObservation() {
+			t.Fatalf("Submit = %v, needs observation %v", err, s.NeedsObservation())
+		}
+		r := s.Pinned()
+		if r.StoreCard == nil || r.StoreCard.Digest != streaming.digest || !r.PinFirst || r.Pin.SubmittedSeq != 9 || r.Pin.Requirements.Posture != detector.FailClosed {
+			t.Fatalf("Pinned = %+v", r)
+		}
+	})
+	t.Run("client card that is not a card", func(t *testing.T) {
+		d := events.Submitted{TaskID: "t1", AgentURL: "https://a.example.com", Card: []byte(`[1,2]`)}
+		if _, err := Submit(ev(events.TypeSubmitted, d), d, m); err == nil {
+			t.Fatalf("Submit of a JSON array as card = nil error")
+		}
+	})
+	t.Run("client digest of the live card", func(t *testing.T) {
+		d := sub(events.Submitted{CardDigest: streaming.digest}).Data.(events.Submitted)
+		s, _ := Submit(sub(d), d, m)
+		o := streaming.obs(t0)
+		if s.NeedsBody(&o) != "" {
+			t.Fatalf("NeedsBody for the live digest")
+		}
+		r := s.Observed(&o, nil, nil)
+		if r.Outcome != OutcomePinned || r.Pin.Fingerprint == "" || len(drifts(r)) != 0 {
+			t.Fatalf("Observed = %+v", r)
+		}
+	})
+	t.Run("client digest carddrift never saw, card rotated: pinned-card-unknown", func(t *testing.T) {
+		for _, tc := range []struct {
+			posture    detector.Posture
+			idempotent bool
+			want       detector.Action
+		}{
+			{detector.FailClosed, true, detector.Abort},
+			{detector.Degrade, true, detector.Replan},
+			{detector.Degrade, false, detector.Abort},
+		} {
+			d := sub(events.Submitted{CardDigest: "sha256:" + strings.Repeat("0", 64), Posture: tc.posture, Idempotent: tc.idempotent}).Data.(events.Submitted)
+			s, _ := Submit(sub(d), d, m)
+			o := noStream.obs(t0)
+			if s.NeedsBody(&o) == "" {
+				t.Fatalf("NeedsBody = \"\" for a digest that is not the live one")
+			}
+			r := s.Observed(&o, nil, nil)
+			ds := drifts(r)
+			if len(ds) != 1 || ds[0].Verdict.Action != tc.want || !slices.Equal(rules(ds[0]), []string{detector.RulePinnedCardUnknown}) {
+				t.Fatalf("%s idempotent=%v: drifts %+v, want one %s with pinned-card-unknown", tc.posture, tc.idempotent, ds, tc.want)
+			}
+			if r.Pin.Fingerprint != "" || ds[0].Pinned.Fingerprint != "" {
+				t.Fatalf("a pin whose body is unknown has a fingerprint: %+v", r.Pin)
+			}
+			p, ok := r.Publish[0].(events.Pinned)
+			if !ok || p.Fingerprint != "" || p.Source != events.PinClientDigest {
+				t.Fatalf("first published %+v, want card.pinned without fingerprint", r.Publish[0])
+			}
+		}
+	})
+	t.Run("first fetch", func(t *testing.T) {
+		d := sub(events.Submitted{}).Data.(events.Submitted)
+		s, _ := Submit(sub(d), d, m)
+		if !s.NeedsObservation() {
+			t.Fatalf("a first-fetch pin needs an observation")
+		}
+		if !s.Recheck(streaming.obs(t0.Add(-time.Minute))) {
+			t.Fatalf("a lease verified before the submission must be revalidated for a first-fetch pin")
+		}
+		o := streaming.obs(t0.Add(time.Second))
+		r := s.Observed(&o, nil, nil)
+		if r.Pin.Digest != streaming.digest || r.Pin.Source != events.PinFirstFetch || r.Outcome != OutcomePinned {
+			t.Fatalf("Observed = %+v", r)
+		}
+	})
+	t.Run("first fetch failed: pending pin and card.unreachable", func(t *testing.T) {
+		d := sub(events.Submitted{}).Data.(events.Submitted)
+		s, _ := Submit(sub(d), d, m)
+		r := s.Observed(nil, &Failure{Reason: "connect"}, nil)
+		if r.Outcome != OutcomeUnreachable || !r.Pin.Pending() || len(r.Publish) != 1 {
+			t.Fatalf("Observed(failure) = %+v", r)
+		}
+	})
+}
+
+func TestReplaces(t *testing.T) {
+	for _, tc := range []struct {
+		existing, incoming uint64
+		want               bool
+	}{{5, 7, true}, {7, 5, false}, {7, 7, true}, {7, 0, true}, {0, 3, true}} {
+		if got := Replaces(Pin{SubmittedSeq: tc.existing}, Pin{SubmittedSeq: tc.incoming}); got != tc.want {
+			t.Errorf("Replaces(existing seq %d, incoming %d) = %v, want %v", tc.existing, tc.incoming, got, tc.want)
+		}
+	}
+}
