@@ -227,6 +227,22 @@ func ruleList(d events.Drift) string {
 	return strings.Join(rules, ", ")
 }
 
+// seen prints a card the verdict used: label, short digest and time.
+func seen(c *fleet.CardSeen) string {
+	if c == nil {
+		return "(none)"
+	}
+	d := c.Digest
+	if len(d) > 19 {
+		d = d[:19] + "…"
+	}
+	at := "time unknown"
+	if !c.At.IsZero() {
+		at = c.At.UTC().Format("15:04:05.000")
+	}
+	return fmt.Sprintf("%s (%s, %s)", c.Label, d, at)
+}
+
 func writeScorecard(w io.Writer, c *fleet.Scorecard) {
 	fmt.Fprintf(w, "\nscorecard (seed %d, %d agents, %.0fs)\n\n", c.Seed, c.Agents, c.DurationSeconds)
 	fmt.Fprintf(w, "  %-28s %6s %6s %8s %8s %6s %12s %7s %11s\n", "scenario", "agents", "tasks", "injected", "detected", "missed", "false aborts", "drifts", "unreachable")
@@ -255,6 +271,9 @@ func writeScorecard(w io.Writer, c *fleet.Scorecard) {
 	for _, p := range c.Problems {
 		fmt.Fprintf(w, "  %-11s %-34s %-26s profile %-10s pinned %-10s live %-10s expected %-8s got %v %v\n",
 			p.Kind, p.Task, p.Scenario, p.Profile, p.Pinned, p.Live, p.Expected, p.Got, p.Rules)
+		if p.PinnedCard != nil || p.Observation != nil {
+			fmt.Fprintf(w, "  %-11s pin %s, observation used %s\n", "", seen(p.PinnedCard), seen(p.Observation))
+		}
 	}
 	if c.Missed == 0 && c.FalseAborts == 0 && c.UnreachableAsDrift == 0 {
 		fmt.Fprintln(w, "\n  every injected drift detected, no task falsely aborted")

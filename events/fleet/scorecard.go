@@ -82,6 +82,22 @@ type Problem struct {
 	Expected string   `json:"expected"`
 	Got      []string `json:"got"` // actions of the task's card.drift events
 	Rules    []string `json:"rules,omitempty"`
+	// PinnedCard and Observation are the cards the verdict compared: the
+	// task's pin and the live observation carddrift used (for a false abort,
+	// those of the card.drift; for a miss, those of the task's last
+	// card.drift, else the agent's last card.observed before the deadline),
+	// so that a problem can be diagnosed from the scorecard alone — an
+	// observation fetched before the pin is a stale lease.
+	PinnedCard  *CardSeen `json:"pinnedCard,omitempty"`
+	Observation *CardSeen `json:"observation,omitempty"`
+}
+
+// CardSeen is one card as carddrift used it: its digest, the scenario's
+// label for it, and when carddrift fetched (or the task pinned) it.
+type CardSeen struct {
+	Digest string    `json:"digest"`
+	Label  string    `json:"label"`
+	At     time.Time `json:"at,omitzero"`
 }
 
 // ScoreInput is what Score judges.
@@ -131,7 +147,9 @@ func Score(in ScoreInput) Scorecard {
 		s.Agents++
 	}
 	pinned := map[string]string{} // task → pinned digest (last card.pinned)
+	pinnedAt := map[string]time.Time{}
 	drifts := map[string][]events.Drift{}
+	observed := map[string][]events.Observed{} // agent → card.observed, in arrival order
 	sentAt := map[string]time.Time{}
 	for _, t := range in.Tasks {
 		for _, e := range t.Events {
@@ -143,6 +161,9 @@ func Score(in ScoreInput) Scorecard {
 		switch d := r.Event.Data.(type) {
 		case events.Pinned:
 			pinned[d.TaskID] = d.Digest
+			pinnedAt[d.TaskID] = r.At
+		case events.Observed:
+			observed[d.AgentURL] = append(observed[d.AgentURL], d)
 		case events.Drift:
 			drifts[d.TaskID] = append(drifts[d.TaskID], d)
 			sc.Verdicts[string(d.Verdict.Action)]++
@@ -180,7 +201,9 @@ func Score(in ScoreInput) Scorecard {
 			if e, ok := as.ExpectDigests(t.Profile.Name, d.Pinned.Digest, d.Live.Digest); !ok || e.Outcome != OutcomeAbort {
 				s.FalseAborts++
 				sc.Problems = append(sc.Problems, Problem{Kind: "false-abort", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
-					Pinned: as.LabelOf(d.Pinned.Digest), Live: as.LabelOf(d.Live.Digest), Expected: string(e.Outcome), Got: actions(ds), Rules: driftRules(d)})
+					Pinned: as.LabelOf(d.Pinned.Digest), Live: as.LabelOf(d.Live.Digest), Expected: string(e.Outcome), Got: actions(ds), Rules: driftRules(d),
+					PinnedCard:  &CardSeen{Digest: d.Pinned.Digest, Label: as.LabelOf(d.Pinned.Digest), At: d.Pinned.FetchedAt},
+					Observation: &CardSeen{Digest: d.Live.Digest, Label: as.LabelOf(d.Live.Digest), At: d.Live.FetchedAt}})
 				break
 			}
 		}
@@ -200,8 +223,19 @@ func Score(in ScoreInput) Scorecard {
 			s.Detected++
 		} else {
 			s.Missed++
-			sc.Problems = append(sc.Problems, Problem{Kind: "missed", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
-				Pinned: want.From, Live: want.To, Expected: string(want.Outcome), Got: actions(ds), Rules: want.Rules})
+			p := Problem{Kind: "missed", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
+				Pinned: want.From, Live: want.To, Expected: string(want.Outcome), Got: actions(ds), Rules: want.Rules}
+			if dg := pinned[t.ID]; dg != "" {
+				p.PinnedCard = &CardSeen{Digest: dg, Label: as.LabelOf(dg), At: pinnedAt[t.ID]}
+			}
+			if len(ds) > 0 {
+				l := ds[len(ds)-1].Live
+				p.Observation = &CardSeen{Digest: l.Digest, Label: as.LabelOf(l.Digest), At: l.FetchedAt}
+			} else if obs := observed[as.AgentURL]; len(obs) > 0 {
+				o := obs[len(obs)-1]
+				p.Observation = &CardSeen{Digest: o.Digest, Label: as.LabelOf(o.Digest), At: o.FetchedAt}
+			}
+			sc.Problems = append(sc.Problems, p)
 		}
 	}
 	for name, s := range sc.Scenarios {

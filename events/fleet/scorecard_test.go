@@ -1,0 +1,54 @@
+package fleet
+
+import (
+	"testing"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+)
+
+// TestScoreNamesTheObservation: a false abort in the scorecard names the pin
+// and the live observation the verdict used (digest, label, time), so that a
+// stale observation (fetched before the pin) is visible from the scorecard
+// alone — the shape of the 400-agent demo's false aborts.
+func TestScoreNamesTheObservation(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	as := Assignment{
+		AgentURL: "http://127.0.0.1:1", Scenario: "pinning-rotation",
+		Cards: []CardVersion{{Label: LabelBase, Digest: "sha256:base"}, {Label: "rotated", Digest: "sha256:rotated"}},
+		Profiles: []Profile{{Name: "p"}},
+		Expectations: []Expectation{
+			{Profile: "p", From: LabelBase, To: "rotated", Outcome: OutcomeAbort},
+			{Profile: "p", From: "rotated", To: LabelBase, Outcome: OutcomeContinue},
+		},
+	}
+	pinAt, obsAt := start.Add(2*time.Second), start.Add(time.Second) // the observation predates the pin
+	drift := events.Drift{
+		TaskID: "t1", AgentURL: as.AgentURL,
+		Pinned:  events.CardRef{Digest: "sha256:rotated", FetchedAt: pinAt},
+		Live:    events.CardRef{Digest: "sha256:base", FetchedAt: obsAt},
+		Verdict: detector.Verdict{Action: detector.Abort},
+		Trigger: events.Trigger{EventID: "e1"},
+	}
+	sc := Score(ScoreInput{
+		Schedule: []Assignment{as}, Start: start, Duration: time.Minute,
+		Tasks: map[string]*Task{"t1": {ID: "t1", AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: Profile{Name: "p"},
+			PlannedLabel: "rotated", PinSource: events.PinClientCard}},
+		Received: []Received{
+			{Event: events.Event{Data: events.Pinned{TaskID: "t1", AgentURL: as.AgentURL, Digest: "sha256:rotated", Source: events.PinClientCard}}, At: pinAt},
+			{Event: events.Event{Data: drift}, At: start.Add(3 * time.Second)},
+		},
+		Lease: func(*Agent) time.Duration { return time.Second },
+	})
+	if sc.FalseAborts != 1 || len(sc.Problems) != 1 {
+		t.Fatalf("false aborts %d, problems %+v, want one false abort", sc.FalseAborts, sc.Problems)
+	}
+	p := sc.Problems[0]
+	if p.PinnedCard == nil || p.PinnedCard.Label != "rotated" || !p.PinnedCard.At.Equal(pinAt) {
+		t.Errorf("PinnedCard = %+v, want rotated at %s", p.PinnedCard, pinAt)
+	}
+	if p.Observation == nil || p.Observation.Label != LabelBase || p.Observation.Digest != "sha256:base" || !p.Observation.At.Equal(obsAt) {
+		t.Errorf("Observation = %+v, want base at %s", p.Observation, obsAt)
+	}
+}
