@@ -16,7 +16,7 @@ func TestScoreNamesTheObservation(t *testing.T) {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	as := Assignment{
 		AgentURL: "http://127.0.0.1:1", Scenario: "pinning-rotation",
-		Cards: []CardVersion{{Label: LabelBase, Digest: "sha256:base"}, {Label: "rotated", Digest: "sha256:rotated"}},
+		Cards:    []CardVersion{{Label: LabelBase, Digest: "sha256:base"}, {Label: "rotated", Digest: "sha256:rotated"}},
 		Profiles: []Profile{{Name: "p"}},
 		Expectations: []Expectation{
 			{Profile: "p", From: LabelBase, To: "rotated", Outcome: OutcomeAbort},
