@@ -68,8 +68,11 @@ func (e permanentError) Unwrap() error { return e.err }
 
 const inProcessRetries = 3
 
-// handleMsg handles one message and acknowledges, NAKs or dead-letters it.
-// Messages of one partition arrive here one at a time, in stream order.
+// handleMsg takes one message of a partition, in stream order: malformed
+// events are dead-lettered and events that need no live card acknowledged
+// at once; the others go to the dispatcher, which handles events of
+// different tasks concurrently and those of one task in stream order
+// (process).
 func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 	start := time.Now()
 	ev, err := events.Decode(msg)
@@ -87,6 +90,14 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 		w.m.event(ev.Type, outcomeNoFetch, time.Since(start).Seconds())
 		return
 	}
+	w.dispatch.submit(ev.TaskID(), func() { w.process(ctx, msg, ev, start) })
+}
+
+// process handles one event that needs the task's pin or a live card, and
+// acknowledges, NAKs or dead-letters it. The dispatcher runs it after the
+// task's earlier events.
+func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event, start time.Time) {
+	var err error
 	var dl delivery
 	if md, err := msg.Metadata(); err == nil {
 		dl = delivery{seq: md.Sequence.Stream, delivered: md.NumDelivered, stored: md.Timestamp}

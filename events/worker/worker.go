@@ -24,6 +24,7 @@ const (
 	DefaultBatch         = 500
 	DefaultPinnedTTL     = 10 * time.Second
 	DefaultCardCache     = 1024
+	DefaultConcurrency   = 128
 	priorityGroup        = "carddrift"
 )
 
@@ -51,6 +52,12 @@ type Options struct {
 	DrainTimeout time.Duration
 	// Batch is how many events each partition's consumer buffers (default 500).
 	Batch int
+	// Concurrency bounds the tasks whose events are handled at once, across
+	// the worker's partitions (default 128). Events of one task are handled
+	// in stream order; events of different tasks do not wait for each other,
+	// so a slow agent delays only its own tasks. Events that need no live
+	// card are acknowledged at once, in any case.
+	Concurrency int
 	// PinnedTTL is how long a partition stays with a worker that stopped
 	// pulling before another worker takes it over (default 10s).
 	PinnedTTL time.Duration
@@ -66,14 +73,15 @@ type Options struct {
 // Worker consumes lifecycle events and publishes verdicts. Create it with New,
 // run it with Run; it is safe to call Ready and Close from any goroutine.
 type Worker struct {
-	js    jetstream.JetStream
-	opts  Options
-	cfg   store.Config
-	fetch *fetcher.Fetcher
-	pub   *events.Publisher
-	log   zerolog.Logger
-	m     *Metrics
-	cards *cardCache
+	js       jetstream.JetStream
+	opts     Options
+	cfg      store.Config
+	fetch    *fetcher.Fetcher
+	pub      *events.Publisher
+	log      zerolog.Logger
+	m        *Metrics
+	cards    *cardCache
+	dispatch *dispatcher
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -111,6 +119,9 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	if opts.CardCache <= 0 {
 		opts.CardCache = DefaultCardCache
 	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -120,8 +131,9 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	}
 	w := &Worker{
 		js: js, opts: opts, cfg: cfg, pub: pub, log: opts.Logger, m: opts.Metrics,
-		cards: newCardCache(opts.CardCache),
-		ready: make(chan struct{}),
+		cards:    newCardCache(opts.CardCache),
+		dispatch: newDispatcher(opts.Concurrency),
+		ready:    make(chan struct{}),
 	}
 	fo := opts.Fetch
 	fo.Leases, fo.Cards, fo.WorkerID = opts.Leases, opts.Cards, opts.Name
@@ -188,15 +200,23 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	deadline := time.NewTimer(w.opts.DrainTimeout)
 	defer deadline.Stop()
+	timedOut := func() error {
+		w.log.Warn().Dur("timeout", w.opts.DrainTimeout).Msg("drain timed out; unacknowledged events will be redelivered")
+		cancelHandlers()
+		stopAll()
+		return nil
+	}
 	for _, cc := range ccs {
 		select {
 		case <-cc.Closed():
 		case <-deadline.C:
-			w.log.Warn().Dur("timeout", w.opts.DrainTimeout).Msg("drain timed out; unacknowledged events will be redelivered")
-			cancelHandlers()
-			stopAll()
-			return nil
+			return timedOut()
 		}
+	}
+	// The consumers have handed over every buffered message; wait for the
+	// handlers still running (cancelled handlers end within HandleTimeout).
+	if !w.dispatch.wait(deadline.C) {
+		return timedOut()
 	}
 	w.log.Info().Msg("worker drained")
 	return nil
