@@ -281,14 +281,14 @@ func TestCachedPinsOtherWriter(t *testing.T) {
 		if err != nil {
 			t.Fatalf("other.Update() error = %v", err)
 		}
-		waitFor(t, "cache to see the other writer's update", func() bool {
+		storetest.Eventually(t, 5*time.Second, "cache to see the other writer's update", func() bool {
 			_, got, err := c.Get(ctx, "t1")
 			return err == nil && got == nrev
 		})
 		if err := other.Delete(ctx, "t1"); err != nil {
 			t.Fatalf("other.Delete() error = %v", err)
 		}
-		waitFor(t, "cache to see the other writer's delete", func() bool {
+		storetest.Eventually(t, 5*time.Second, "cache to see the other writer's delete", func() bool {
 			_, _, err := c.Get(ctx, "t1")
 			return errors.Is(err, store.ErrNotFound)
 		})
@@ -296,17 +296,6 @@ func TestCachedPinsOtherWriter(t *testing.T) {
 			t.Fatalf("Stats().Invalidations = %d, want >= 1", st.Invalidations)
 		}
 	})
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // killableWatcher hands out watches the test can end, as a dropped
@@ -344,11 +333,11 @@ func TestCachedPinsWatchRestart(t *testing.T) {
 		t.Fatalf("Create() error = %v", err)
 	}
 	inner.kill()
-	waitFor(t, "restart", func() bool { return c.Stats().Restarts == 1 })
+	storetest.Eventually(t, 5*time.Second, "restart", func() bool { return c.Stats().Restarts == 1 })
 	if st := c.Stats(); st.Len != 0 {
 		t.Fatalf("Stats().Len after the watch ended = %d, want 0 (flushed)", st.Len)
 	}
-	waitFor(t, "live again", c.Live)
+	storetest.Eventually(t, 5*time.Second, "live again", c.Live)
 	if got := errs.Load(); got != 1 {
 		t.Fatalf("errors reported = %d, want 1", got)
 	}
@@ -463,7 +452,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Update() error = %v", err)
 			}
-			waitFor(t, "the watch to report the update", func() bool { return c.Stats().Changes > before })
+			storetest.Eventually(t, 5*time.Second, "the watch to report the update", func() bool { return c.Stats().Changes > before })
 			return n
 		}},
 		{"other-delete", false, 0, func(t *testing.T, c *store.CachedPins[storetest.Record], inner *gatedPins, _ uint64) uint64 {
@@ -471,7 +460,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 			if err := inner.Pins.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
 			}
-			waitFor(t, "the watch to report the delete", func() bool { return c.Stats().Changes > before })
+			storetest.Eventually(t, 5*time.Second, "the watch to report the delete", func() bool { return c.Stats().Changes > before })
 			return 0
 		}},
 	} {
@@ -487,7 +476,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Create() error = %v", err)
 			}
-			waitFor(t, "the watch to report the create", func() bool { return c.Stats().Changes == 1 })
+			storetest.Eventually(t, 5*time.Second, "the watch to report the create", func() bool { return c.Stats().Changes == 1 })
 
 			inner.armed.Store(true)
 			done := make(chan struct{})
@@ -539,7 +528,7 @@ type reportedFirstPins struct {
 }
 
 func (p *reportedFirstPins) waitReported(before uint64) {
-	waitFor(p.t, "the watch to report the own write", func() bool { return p.c.Stats().Changes > before })
+	storetest.Eventually(p.t, 5*time.Second, "the watch to report the own write", func() bool { return p.c.Stats().Changes > before })
 }
 
 func (p *reportedFirstPins) Create(ctx context.Context, pin storetest.Record) (uint64, error) {
