@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -84,7 +85,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("leader-killed-mid-burst", func(t *testing.T) { testClusterLeaderKilled(t, cl, r) })
 	t.Run("permissions", func(t *testing.T) { testClusterPermissions(t, cl, r) })
-	t.Run("carddrift-stores", func(t *testing.T) { testClusterCarddriftStores(t, r) })
+	t.Run("carddrift-stores", func(t *testing.T) { testClusterCarddriftStores(t, cl, r) })
 
 	if v := cl.violationsBy("CARDDRIFT"); len(v) > 0 {
 		t.Errorf("carddrift needed permissions it does not have:\n%s", strings.Join(v, "\n"))
@@ -221,7 +222,7 @@ func testClusterLeaderKilled(t *testing.T, cl *natsCluster, r *rig) {
 
 	eventually(t, 60*time.Second, "every task's pin and two drifts", func() bool { return k.done(out) })
 	allVerdicts := time.Since(rep.at)
-	eventually(t, 30*time.Second, leader+" current again on the lifecycle and card streams", func() bool {
+	eventually(t, 60*time.Second, leader+" current again on the lifecycle and card streams", func() bool {
 		return replicaCurrent(r.js, r.cfg.LifecycleStream, leader) && replicaCurrent(r.js, r.cfg.EventsStream, leader)
 	})
 	recovered := time.Since(rep.restartedAt)
@@ -267,12 +268,30 @@ func testClusterLeaderKilled(t *testing.T, cl *natsCluster, r *rig) {
 		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
 	})
 
+	// The verdicts' own timestamps: the first card.* event published after
+	// the kill, and the longest silence between two.
+	var times []time.Time
+	for _, ev := range out.all("") {
+		times = append(times, ev.Time)
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	var firstAfter, silence time.Duration
+	for i, tm := range times {
+		if firstAfter == 0 && tm.After(rep.at) {
+			firstAfter = tm.Sub(rep.at)
+		}
+		if i > 0 {
+			silence = max(silence, tm.Sub(times[i-1]))
+		}
+	}
+
 	t.Logf("burst: %d lifecycle events for %d tasks on %d agents, published in %v (%d retried attempts; longest wait for one ack %v)",
 		total, len(k.tasks), clusterAgents, burst.Round(time.Millisecond), pub.retries.Load(), pub.longestStall().Round(time.Millisecond))
 	t.Logf("kill: %s, leader of %s, SIGKILLed %v into the burst after %d of %d events; new leader %s answered %v after the kill",
 		leader, r.cfg.LifecycleStream, rep.at.Sub(burstStart).Round(time.Millisecond), rep.published, total, rep.newLeader, rep.elected.Round(time.Millisecond))
-	t.Logf("recovery: %s restarted %v after the kill, current on both streams %v after its restart; every verdict %v after the kill",
-		leader, rep.restartedAt.Sub(rep.at).Round(time.Millisecond), recovered.Round(time.Millisecond), allVerdicts.Round(time.Millisecond))
+	t.Logf("recovery: first card.* event %v after the kill (longest silence between two: %v); %s restarted %v after the kill, current on both streams %v after its restart; every verdict %v after the kill",
+		firstAfter.Round(time.Millisecond), silence.Round(time.Millisecond), leader, rep.restartedAt.Sub(rep.at).Round(time.Millisecond),
+		recovered.Round(time.Millisecond), allVerdicts.Round(time.Millisecond))
 	t.Logf("outcome: %d card.pinned, %d card.drift (by worker %v), 0 duplicated, 0 dead letters; the planner's durable saw %d distinct card.drift",
 		len(out.all(events.TypePinned)), drifts, sources(out, events.TypeDrift), len(verdicts))
 }
@@ -395,7 +414,18 @@ func testClusterPermissions(t *testing.T, cl *natsCluster, r *rig) {
 // testClusterCarddriftStores stores a card body too large for the cards
 // bucket (inline limit lowered to 64 bytes), as carddrift serve does with
 // large cards, and reads it back, with carddrift's identity.
-func testClusterCarddriftStores(t *testing.T, r *rig) {
+func testClusterCarddriftStores(t *testing.T, cl *natsCluster, r *rig) {
+	// After the failover, every replica of the two buckets is current.
+	for _, stream := range []string{"KV_" + r.cfg.CardsBucket, "OBJ_" + r.cfg.CardsObjectBucket} {
+		eventually(t, 30*time.Second, stream+" current on every node", func() bool {
+			for _, n := range cl.nodes {
+				if !replicaCurrent(r.js, stream, n.name) {
+					return false
+				}
+			}
+			return true
+		})
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	kv, err := r.js.KeyValue(ctx, r.cfg.CardsBucket)
@@ -411,11 +441,11 @@ func testClusterCarddriftStores(t *testing.T, r *rig) {
 	sum := sha256.Sum256(body)
 	digest := "sha256:" + hex.EncodeToString(sum[:])
 	if err := cards.Put(ctx, digest, body); err != nil {
-		t.Fatal(err)
+		t.Fatalf("put a %d-byte card: %v", len(body), err)
 	}
 	got, err := cards.Get(ctx, digest)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("get the %d-byte card: %v", len(body), err)
 	}
 	if !bytes.Equal(got, body) {
 		t.Errorf("read back %d bytes, want the %d stored", len(got), len(body))
