@@ -44,6 +44,12 @@ type Card struct {
 
 	// HasSignatures reports a non-empty top-level "signatures" array.
 	HasSignatures bool
+	// Signatures are what verifying the card's signatures found, one per
+	// entry of its "signatures" array, in order. Parse leaves them nil: the
+	// detector does no I/O, so whoever verified the card sets them (on a
+	// copy: a parsed Card is shared read-only). Nil on a signed card means
+	// not verified: the signature rules then know only that it is signed.
+	Signatures []Signature
 
 	// Conformance lists the parts of the card that follow no known version's
 	// schema (a wrong type, an unreadable entry, a duplicate skill id, no

@@ -14,8 +14,8 @@ import (
 //
 // Placeholders in use: skill, scheme, flow, scope, uri, url, binding, before,
 // after, removed, added, fields, facets, version, reason (card-nonconformant:
-// what the parser found), and for task-level rules artifact, mediaType,
-// modes, method, code, attempt.
+// what the parser found), signer (a signature: kid, alg, key, outcome), and
+// for task-level rules artifact, mediaType, modes, method, code, attempt.
 var messages = map[string]string{
 	RuleSkillRemoved: "skill {skill} is no longer offered",
 	RuleSkillAdded:   "skill {skill} is now offered",
@@ -89,6 +89,16 @@ var messages = map[string]string{
 	RulePinnedCardUnknown:      "the task was planned against card {before}, which carddrift never saw; the live card is {after}: what changed cannot be listed",
 
 	RuleCardNonconformant: "{reason}",
+
+	RuleSignatureAdded:   "the card is now signed ({signer})",
+	RuleSignatureRemoved: "the card is no longer signed; the pinned card was ({signer})",
+	RuleSignatureInvalid: "the live card's signature by {signer} does not verify, yet that key verified the pinned card ({before}): the card was changed after it was signed",
+	RuleSignerChanged:    "the card is now signed by {after}, no longer by the pinned card's signer {before}: it may not be the same vendor any more",
+
+	RuleSignatureRequired + "/unsigned":   "the live card is not signed, and signed cards are required",
+	RuleSignatureRequired + "/unchecked":  "the live card's signatures were not checked, and signed cards are required",
+	RuleSignatureRequired + "/invalid":    "the live card's signature by {signer} does not verify, and signed cards are required",
+	RuleSignatureRequired + "/unverified": "no signature of the live card could be verified ({signer}), and signed cards are required",
 }
 
 // render returns the message for key (a rule id or "rule-id/variant") with

@@ -46,6 +46,17 @@ const (
 	// carddrift never saw, and the live card has another digest: it is drift,
 	// but what changed cannot be listed.
 	RulePinnedCardUnknown = "pinned-card-unknown"
+
+	// Signature rules: who signed the pinned card and who signs the live one
+	// (Card.Signatures; see check_signatures.go).
+	RuleSignatureAdded   = "signature-added"
+	RuleSignatureRemoved = "signature-removed"
+	RuleSignatureInvalid = "signature-invalid"
+	RuleSignerChanged    = "signer-changed"
+	// RuleSignatureRequired is the posture for signed fleets (CheckSigned):
+	// no signature of the live card verifies, and the deployment requires
+	// one. Task-level: the shell adds it, Diff never does.
+	RuleSignatureRequired = "signature-required"
 )
 
 // Areas group rules by the part of the card they look at.
@@ -59,6 +70,7 @@ const (
 	AreaVersion      = "version"
 	AreaText         = "text"
 	AreaConformance  = "conformance"
+	AreaSignatures   = "signatures"
 	AreaTask         = "task"
 )
 
@@ -118,6 +130,9 @@ const (
 //     skill inherits the card's requirements in both cards.
 //   - the task-level rules are TouchAll: their findings are made for the task
 //     they are evaluated with.
+//   - the signature rules are TouchAll, signature-added included (an info
+//     finding, which no verdict weighs): a card's signer vouches for every
+//     part of it, so a change of signer concerns every task on the agent.
 type Rule struct {
 	ID       string
 	Severity Severity
@@ -171,10 +186,16 @@ var registry = []Rule{
 	{ID: RuleDescriptiveTextChanged, Severity: Info, Area: AreaText, Touches: TouchNone, Check: checkDescriptiveText},
 	{ID: RuleCardNonconformant, Severity: Warning, Area: AreaConformance, Touches: TouchNone, Check: checkNonconformant},
 
+	{ID: RuleSignatureRemoved, Severity: Warning, Area: AreaSignatures, Touches: TouchAll, Check: checkSignatureRemoved},
+	{ID: RuleSignatureAdded, Severity: Info, Area: AreaSignatures, Touches: TouchAll, Check: checkSignatureAdded},
+	{ID: RuleSignatureInvalid, Severity: Breaking, Area: AreaSignatures, Touches: TouchAll, Check: checkSignatureInvalid},
+	{ID: RuleSignerChanged, Severity: Warning, Area: AreaSignatures, Touches: TouchAll, Check: checkSignerChanged},
+
 	{ID: RuleUnmodeledSkill, Severity: Breaking, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
 	{ID: RuleArtifactTypeUndeclared, Severity: Breaking, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
 	{ID: RuleBlindRetry, Severity: Breaking, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
 	{ID: RulePinnedCardUnknown, Severity: Breaking, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
+	{ID: RuleSignatureRequired, Severity: Breaking, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
 }
 
 // Rules returns every rule, card-level and task-level, in the registry's fixed

@@ -40,12 +40,6 @@ var designMinimumIDs = []string{
 // when one of them is registered: delete its line when the rule lands, so
 // this set only ever shrinks.
 var notYetBuilt = map[string]string{
-	// Contract v1.1, card signatures (JWS over the canonical card): no
-	// signature verification exists yet.
-	"signature-added":   "signature verification not built",
-	"signature-removed": "signature verification not built",
-	"signature-invalid": "signature verification not built",
-	"signer-changed":    "signature verification not built",
 	// Contract v1.1, replicas behind one agent URL serving different cards
 	// (the finding that goes with card.inconsistent): not built yet.
 	"replicas-disagree": "replica comparison not built",
@@ -57,14 +51,14 @@ var messagePlaceholders = map[string]bool{
 	"binding": true, "before": true, "after": true, "removed": true, "added": true,
 	"fields": true, "facets": true, "version": true,
 	"artifact": true, "mediaType": true, "modes": true, "method": true, "code": true, "attempt": true,
-	"reason": true,
+	"reason": true, "signer": true,
 }
 
 func TestRegistryIDs(t *testing.T) {
 	areas := map[string]bool{
 		AreaSkills: true, AreaModes: true, AreaCapabilities: true, AreaExtensions: true,
 		AreaSecurity: true, AreaInterfaces: true, AreaVersion: true, AreaText: true, AreaConformance: true,
-		AreaTask: true,
+		AreaSignatures: true, AreaTask: true,
 	}
 	seen := map[string]bool{}
 	for _, r := range Rules() {
@@ -330,6 +324,28 @@ var firingCases = []struct {
 		},
 	},
 	{
+		name:  "signed now",
+		rules: []string{RuleSignatureAdded},
+		l:     func(c *Card) { c.Signatures = []Signature{testSigA} },
+	},
+	{
+		name:  "no longer signed",
+		rules: []string{RuleSignatureRemoved},
+		p:     func(c *Card) { c.Signatures = []Signature{testSigA} },
+	},
+	{
+		name:  "signature fails against the key that verified the pin",
+		rules: []string{RuleSignatureInvalid},
+		p:     func(c *Card) { c.Signatures = []Signature{testSigA} },
+		l:     func(c *Card) { c.Signatures = []Signature{invalid(testSigA)} },
+	},
+	{
+		name:  "signed by another key",
+		rules: []string{RuleSignerChanged},
+		p:     func(c *Card) { c.Signatures = []Signature{testSigA} },
+		l:     func(c *Card) { c.Signatures = []Signature{testSigB} },
+	},
+	{
 		name:  "required extension relaxed",
 		rules: []string{RuleExtensionRequiredRemoved},
 		p:     func(c *Card) { c.Capabilities.Extensions[0].Required = true },
@@ -559,6 +575,34 @@ var touchCases = []struct {
 			c.Conformance = []Nonconformance{{Path: "/skills/0/examples/0", Message: "an object where a string belongs"}}
 		},
 		spares: usesEverything("summarize"),
+	},
+	{
+		rule: RuleSignatureAdded, l: func(c *Card) { c.Signatures = []Signature{testSigA} },
+		touches: &Requirements{},
+	},
+	{
+		rule: RuleSignatureRemoved, p: func(c *Card) { c.Signatures = []Signature{testSigA} },
+		touches: &Requirements{},
+	},
+	{
+		rule:    RuleSignatureInvalid,
+		p:       func(c *Card) { c.Signatures = []Signature{testSigA} },
+		l:       func(c *Card) { c.Signatures = []Signature{invalid(testSigA)} },
+		touches: &Requirements{},
+	},
+	{
+		rule:    RuleSignerChanged,
+		p:       func(c *Card) { c.Signatures = []Signature{testSigA} },
+		l:       func(c *Card) { c.Signatures = []Signature{testSigB} },
+		touches: &Requirements{},
+	},
+	{
+		rule: RuleSignatureRequired,
+		finding: func(_, l *Card) Finding {
+			f, _ := CheckSigned(l)
+			return f
+		},
+		touches: &Requirements{},
 	},
 	{
 		rule: RuleUnmodeledSkill,

@@ -109,6 +109,9 @@ func Judge(findings []Finding, pinned, live *Card, req Requirements, posture Pos
 	return v
 }
 
+// summarize lists the rule ids of findings for a verdict's reason. A
+// signature-required finding comes with its message: the rule is a posture
+// of the deployment, and the reason must say why the card failed it.
 func summarize(fs []Finding) string {
 	seen := map[string]bool{}
 	var parts []string
@@ -117,7 +120,11 @@ func summarize(fs []Finding) string {
 			continue
 		}
 		seen[f.Rule] = true
-		parts = append(parts, f.Rule)
+		part := f.Rule
+		if f.Rule == RuleSignatureRequired {
+			part += " (" + f.Message + ")"
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
 }
