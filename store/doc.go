@@ -3,6 +3,17 @@
 // every card URL (Leases). It also provisions every stream and bucket
 // carddrift uses, from one Config.
 //
+// # Topology and buckets
+//
+// A Config is two things. Its Topology (topology.go) is what clients,
+// planners and workers agree on: the lifecycle, outbound-events and
+// dead-letter streams, their subjects (the public contract's), the
+// lifecycle stream's partitions (PartitionOf, LifecycleFilter) and the
+// durable consumers workers share (LifecycleConsumer). The rest, the pins,
+// cards and leases buckets, is carddrift's own state. Topology is embedded,
+// so cfg.LifecycleStream and cfg.LifecycleConsumer(p) read as before;
+// Provision creates the streams and buckets, the worker the consumers.
+//
 // # Interfaces and implementations
 //
 // Pins, Cards and Leases are small interfaces with one contract, checked by

@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -89,52 +87,6 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 		return fmt.Errorf("store: provision object store %s: %w", oc.Bucket, err)
 	}
 	return nil
-}
-
-// none maps a negative "none" duration to JetStream's 0 (no limit).
-func none(d time.Duration) time.Duration { return max(d, 0) }
-
-// streamConfigs returns the three streams' configs of a defaulted cfg.
-func (c *Config) streamConfigs() []jetstream.StreamConfig {
-	lc := jetstream.StreamConfig{
-		Name:        c.LifecycleStream,
-		Description: "carddrift: A2A task lifecycle CloudEvents from clients",
-		Subjects:    []string{c.LifecycleSubjects},
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      none(c.LifecycleMaxAge),
-		Duplicates:  c.LifecycleDuplicates,
-		Storage:     c.Storage,
-		Replicas:    c.Replicas,
-	}
-	if c.Partitions > 0 {
-		p := c.lifecyclePrefix()
-		lc.Subjects = []string{p + ".*.*"}
-		lc.SubjectTransform = &jetstream.SubjectTransformConfig{
-			Source:      p + ".*.*",
-			Destination: p + ".{{wildcard(1)}}.{{wildcard(2)}}.{{partition(" + strconv.Itoa(c.Partitions) + ",2)}}",
-		}
-	}
-	return []jetstream.StreamConfig{lc, {
-		Name:        c.EventsStream,
-		Description: "carddrift: card.drift, card.pinned, card.observed, card.unreachable",
-		Subjects:    []string{c.EventsSubjects},
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      none(c.EventsMaxAge),
-		Duplicates:  c.EventsDuplicates,
-		Storage:     c.Storage,
-		Replicas:    c.Replicas,
-	}, {
-		Name:        c.DLQStream,
-		Description: "carddrift: lifecycle events workers gave up on",
-		Subjects:    []string{c.DLQSubjects},
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      none(c.DLQMaxAge),
-		Storage:     c.Storage,
-		Replicas:    c.Replicas,
-	}}
 }
 
 // bucketConfigs returns the KV buckets' configs of a defaulted cfg.

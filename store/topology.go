@@ -1,0 +1,313 @@
+package store
+
+import (
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Default stream and consumer names and knobs of the Topology; DefaultConfig
+// and SetDefaults apply them. The subjects are the public contract's
+// (events.InboundSubjects, events.OutboundSubjects; a test compares them).
+const (
+	DefaultLifecycleStream   = "A2A_TASKS"
+	DefaultLifecycleSubjects = "a2a.task.>"
+	DefaultEventsStream      = "CARD_EVENTS"
+	DefaultEventsSubjects    = "card.>"
+	DefaultDLQStream         = "CARDDRIFT_DLQ"
+	DefaultDLQSubjects       = "carddrift.dlq.>"
+	DefaultConsumer          = "carddrift-worker"
+
+	DefaultLifecycleMaxAge = 7 * 24 * time.Hour
+	DefaultEventsMaxAge    = 7 * 24 * time.Hour
+	DefaultDLQMaxAge       = 30 * 24 * time.Hour
+	DefaultDuplicates      = 2 * time.Minute
+	DefaultAckWait         = 30 * time.Second
+	DefaultMaxDeliver      = 10
+	DefaultMaxAckPending   = 1000
+
+	// MaxPartitions bounds Topology.Partitions.
+	MaxPartitions = 1024
+)
+
+// Topology is what clients, planners and workers agree on: the three
+// streams and their subjects, how the lifecycle stream is partitioned, and
+// the durable consumers the workers share. It is part of every Config (its
+// fields and methods are promoted: cfg.LifecycleStream,
+// cfg.LifecycleConsumer(p)); Provision creates its streams, the worker its
+// consumers. Zero fields take their defaults; for durations where "none" is
+// meaningful, a negative value means none.
+type Topology struct {
+	// LifecycleStream holds the inbound task-lifecycle CloudEvents
+	// (default "A2A_TASKS"), on LifecycleSubjects (default "a2a.task.>"; must
+	// end in ".>"). Clients publish to <prefix>.<kind>.<taskId>.
+	LifecycleStream   string
+	LifecycleSubjects string
+	// LifecycleMaxAge is how long lifecycle events are kept for replay
+	// (default 7 days; negative: forever).
+	LifecycleMaxAge time.Duration
+	// LifecycleDuplicates is the Nats-Msg-Id dedup window (default 2m).
+	LifecycleDuplicates time.Duration
+	// Partitions, when > 0, adds a subject transform so that the stored
+	// subject of <prefix>.<kind>.<taskId> is <prefix>.<kind>.<taskId>.<p>,
+	// p = PartitionOf(taskId token) in [0, Partitions): every event of a
+	// task lands in the same partition, and one consumer per partition gives
+	// per-task ordering across workers. With partitions the stream accepts
+	// only <prefix>.*.* (a publish to any other shape fails with no
+	// responders instead of being stored where no consumer reads it).
+	// Changing Partitions on a live stream does not move stored messages.
+	Partitions int
+
+	// ConsumerName is the durable name of the lifecycle pull consumer
+	// (default "carddrift-worker"; with partitions "<name>-p<N>").
+	ConsumerName string
+	// AckWait before an unacked event is redelivered (default 30s).
+	AckWait time.Duration
+	// MaxDeliver is how often an event is delivered before it is given up
+	// (default 10; negative: unlimited).
+	MaxDeliver int
+	// MaxAckPending bounds the unacked events across all workers of one
+	// consumer (default 1000).
+	MaxAckPending int
+	// BackOff, if set, replaces AckWait for successive redeliveries; it must
+	// be shorter than MaxDeliver.
+	BackOff []time.Duration
+
+	// EventsStream holds the outbound card.* events (default "CARD_EVENTS")
+	// on EventsSubjects (default "card.>").
+	EventsStream   string
+	EventsSubjects string
+	// EventsMaxAge (default 7 days; negative: forever).
+	EventsMaxAge time.Duration
+	// EventsDuplicates is the Nats-Msg-Id window that makes card.drift
+	// publish-once (default 2m).
+	EventsDuplicates time.Duration
+
+	// DLQStream holds events a worker gave up on (default "CARDDRIFT_DLQ") on
+	// DLQSubjects (default "carddrift.dlq.>").
+	DLQStream   string
+	DLQSubjects string
+	// DLQMaxAge (default 30 days; negative: forever).
+	DLQMaxAge time.Duration
+}
+
+func (t *Topology) setDefaults() {
+	setStr(&t.LifecycleStream, DefaultLifecycleStream)
+	setStr(&t.LifecycleSubjects, DefaultLifecycleSubjects)
+	setDur(&t.LifecycleMaxAge, DefaultLifecycleMaxAge)
+	setDur(&t.LifecycleDuplicates, DefaultDuplicates)
+	setStr(&t.ConsumerName, DefaultConsumer)
+	setDur(&t.AckWait, DefaultAckWait)
+	setInt(&t.MaxDeliver, DefaultMaxDeliver)
+	setInt(&t.MaxAckPending, DefaultMaxAckPending)
+	setStr(&t.EventsStream, DefaultEventsStream)
+	setStr(&t.EventsSubjects, DefaultEventsSubjects)
+	setDur(&t.EventsMaxAge, DefaultEventsMaxAge)
+	setDur(&t.EventsDuplicates, DefaultDuplicates)
+	setStr(&t.DLQStream, DefaultDLQStream)
+	setStr(&t.DLQSubjects, DefaultDLQSubjects)
+	setDur(&t.DLQMaxAge, DefaultDLQMaxAge)
+}
+
+var (
+	streamNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+	subjectRe    = regexp.MustCompile(`^[^\s.*>]+(\.[^\s.*>]+)*\.>$`)
+)
+
+// validate reports the first invalid field of a defaulted Topology as a
+// *ConfigError (Config.Validate calls it).
+func (t *Topology) validate() error {
+	if err := unique("same name as", []struct{ field, v string }{
+		{"LifecycleStream", t.LifecycleStream},
+		{"EventsStream", t.EventsStream},
+		{"DLQStream", t.DLQStream},
+	}, func(field, v string) error {
+		if !streamNameRe.MatchString(v) {
+			return invalid(field, v, "must be letters, digits, '-' or '_'")
+		}
+		if strings.HasPrefix(v, "KV_") || strings.HasPrefix(v, "OBJ_") {
+			return invalid(field, v, "KV_ and OBJ_ are reserved for buckets")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	subjects := []struct{ field, v string }{
+		{"LifecycleSubjects", t.LifecycleSubjects},
+		{"EventsSubjects", t.EventsSubjects},
+		{"DLQSubjects", t.DLQSubjects},
+	}
+	for i, s := range subjects {
+		if !subjectRe.MatchString(s.v) || strings.HasPrefix(s.v, "$") {
+			return invalid(s.field, s.v, `must be literal tokens followed by ".>", e.g. "a2a.task.>"`)
+		}
+		for _, o := range subjects[:i] {
+			a, b := strings.TrimSuffix(s.v, ">"), strings.TrimSuffix(o.v, ">")
+			if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
+				return invalid(s.field, s.v, "overlaps "+o.field)
+			}
+		}
+	}
+	for _, d := range []struct {
+		field       string
+		maxAge, dup time.Duration
+	}{
+		{"Lifecycle", t.LifecycleMaxAge, t.LifecycleDuplicates},
+		{"Events", t.EventsMaxAge, t.EventsDuplicates},
+		{"DLQ", t.DLQMaxAge, -1},
+	} {
+		if d.maxAge > 0 && d.maxAge < time.Second {
+			return invalid(d.field+"MaxAge", d.maxAge, "must be at least 1s, or negative for none")
+		}
+		if d.dup == -1 {
+			continue
+		}
+		if d.dup < 100*time.Millisecond {
+			return invalid(d.field+"Duplicates", d.dup, "must be at least 100ms")
+		}
+		if d.maxAge > 0 && d.dup > d.maxAge {
+			return invalid(d.field+"Duplicates", d.dup, "must not exceed the stream's max age")
+		}
+	}
+	if t.Partitions < 0 || t.Partitions > MaxPartitions {
+		return invalid("Partitions", t.Partitions, "must be 0 (none) to "+strconv.Itoa(MaxPartitions))
+	}
+	if !streamNameRe.MatchString(t.ConsumerName) {
+		return invalid("ConsumerName", t.ConsumerName, "must be letters, digits, '-' or '_'")
+	}
+	if t.AckWait < time.Second {
+		return invalid("AckWait", t.AckWait, "must be at least 1s")
+	}
+	if t.MaxDeliver == 0 || t.MaxDeliver < -1 {
+		return invalid("MaxDeliver", t.MaxDeliver, "must be positive, or -1 for unlimited")
+	}
+	if t.MaxAckPending < 1 {
+		return invalid("MaxAckPending", t.MaxAckPending, "must be positive")
+	}
+	if len(t.BackOff) > 0 && t.MaxDeliver > 0 && len(t.BackOff) >= t.MaxDeliver {
+		return invalid("BackOff", t.BackOff, "must have fewer steps than MaxDeliver")
+	}
+	for _, d := range t.BackOff {
+		if d <= 0 {
+			return invalid("BackOff", t.BackOff, "steps must be positive")
+		}
+	}
+	return nil
+}
+
+// lifecyclePrefix is LifecycleSubjects without the trailing ".>".
+func (t *Topology) lifecyclePrefix() string { return strings.TrimSuffix(t.LifecycleSubjects, ".>") }
+
+// LifecycleFilter returns the subject filter of the events of partition p as
+// they are stored: LifecycleSubjects without partitions, else
+// "<prefix>.*.*.<p>". It panics if p is out of range (p must be 0 without
+// partitions, in [0, Partitions) with them).
+func (t *Topology) LifecycleFilter(p int) string {
+	if t.Partitions == 0 {
+		if p != 0 {
+			panic(fmt.Sprintf("store: partition %d of an unpartitioned stream", p))
+		}
+		return t.LifecycleSubjects
+	}
+	if p < 0 || p >= t.Partitions {
+		panic(fmt.Sprintf("store: partition %d out of range [0, %d)", p, t.Partitions))
+	}
+	return t.lifecyclePrefix() + ".*.*." + strconv.Itoa(p)
+}
+
+// ConsumerNameOf returns the durable name of partition p's consumer:
+// ConsumerName without partitions, "<ConsumerName>-p<p>" with them.
+func (t *Topology) ConsumerNameOf(p int) string {
+	if t.Partitions == 0 {
+		return t.ConsumerName
+	}
+	return t.ConsumerName + "-p" + strconv.Itoa(p)
+}
+
+// PartitionOf returns the partition the stream's subject transform puts a
+// task in, given the task id token as it appears in the subject (after the
+// events package's encoding). It mirrors nats-server's partition(n, 2):
+// FNV-1a 32 of the token, modulo Partitions. It returns 0 without
+// partitions.
+func (t *Topology) PartitionOf(taskToken string) int {
+	if t.Partitions == 0 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(taskToken))
+	return int(h.Sum32() % uint32(t.Partitions))
+}
+
+// LifecycleConsumer returns the config of the durable pull consumer that
+// workers share for partition p (0 without partitions): explicit acks,
+// AckWait, MaxDeliver, MaxAckPending and BackOff from c, filtered to the
+// partition, delivering from the start of the stream, with the Config's
+// Replicas and Storage. The worker creates it with
+// js.CreateOrUpdateConsumer(ctx, c.LifecycleStream, cc). It panics if p is
+// out of range, as LifecycleFilter does.
+func (c *Config) LifecycleConsumer(p int) jetstream.ConsumerConfig {
+	name := c.ConsumerNameOf(p)
+	return jetstream.ConsumerConfig{
+		Name:          name,
+		Durable:       name,
+		Description:   "carddrift workers: task lifecycle events",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       c.AckWait,
+		MaxDeliver:    c.MaxDeliver,
+		MaxAckPending: c.MaxAckPending,
+		BackOff:       append([]time.Duration(nil), c.BackOff...),
+		FilterSubject: c.LifecycleFilter(p),
+		Replicas:      c.Replicas,
+		MemoryStorage: c.Storage == jetstream.MemoryStorage,
+	}
+}
+
+// LifecycleConsumers returns LifecycleConsumer of every partition (one
+// config without partitions).
+func (c *Config) LifecycleConsumers() []jetstream.ConsumerConfig {
+	n := max(c.Partitions, 1)
+	out := make([]jetstream.ConsumerConfig, n)
+	for p := range n {
+		out[p] = c.LifecycleConsumer(p)
+	}
+	return out
+}
+
+// streamConfigs returns the three streams' configs of a defaulted cfg.
+func (c *Config) streamConfigs() []jetstream.StreamConfig {
+	stream := func(name, description, subjects string, maxAge, dup time.Duration) jetstream.StreamConfig {
+		return jetstream.StreamConfig{
+			Name:        name,
+			Description: description,
+			Subjects:    []string{subjects},
+			Retention:   jetstream.LimitsPolicy,
+			Discard:     jetstream.DiscardOld,
+			MaxAge:      none(maxAge),
+			Duplicates:  dup,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+		}
+	}
+	lc := stream(c.LifecycleStream, "carddrift: A2A task lifecycle CloudEvents from clients",
+		c.LifecycleSubjects, c.LifecycleMaxAge, c.LifecycleDuplicates)
+	if c.Partitions > 0 {
+		p := c.lifecyclePrefix()
+		lc.Subjects = []string{p + ".*.*"}
+		lc.SubjectTransform = &jetstream.SubjectTransformConfig{
+			Source:      p + ".*.*",
+			Destination: p + ".{{wildcard(1)}}.{{wildcard(2)}}.{{partition(" + strconv.Itoa(c.Partitions) + ",2)}}",
+		}
+	}
+	return []jetstream.StreamConfig{lc,
+		stream(c.EventsStream, "carddrift: card.drift, card.pinned, card.observed, card.unreachable",
+			c.EventsSubjects, c.EventsMaxAge, c.EventsDuplicates),
+		stream(c.DLQStream, "carddrift: lifecycle events workers gave up on",
+			c.DLQSubjects, c.DLQMaxAge, 0),
+	}
+}

@@ -1,0 +1,91 @@
+package store_test
+
+import (
+	"hash/fnv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store"
+)
+
+// The default subjects are the public contract's: clients publish where the
+// lifecycle stream listens, planners read where the events stream stores.
+func TestTopologySubjectsAreTheContract(t *testing.T) {
+	c := store.DefaultConfig()
+	if c.LifecycleSubjects != events.InboundSubjects {
+		t.Errorf("DefaultConfig().LifecycleSubjects = %q, want events.InboundSubjects %q", c.LifecycleSubjects, events.InboundSubjects)
+	}
+	if c.EventsSubjects != events.OutboundSubjects {
+		t.Errorf("DefaultConfig().EventsSubjects = %q, want events.OutboundSubjects %q", c.EventsSubjects, events.OutboundSubjects)
+	}
+}
+
+func TestLifecycleConsumer(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		partitions int
+		p          int
+		wantName   string
+		wantFilter string
+	}{
+		{"unpartitioned", 0, 0, "carddrift-worker", "a2a.task.>"},
+		{"first", 4, 0, "carddrift-worker-p0", "a2a.task.*.*.0"},
+		{"last", 4, 3, "carddrift-worker-p3", "a2a.task.*.*.3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := store.DefaultConfig()
+			c.Partitions = tc.partitions
+			cc := c.LifecycleConsumer(tc.p)
+			if cc.Durable != tc.wantName || cc.Name != tc.wantName {
+				t.Fatalf("LifecycleConsumer(%d).Durable = %q, want %q", tc.p, cc.Durable, tc.wantName)
+			}
+			if cc.FilterSubject != tc.wantFilter {
+				t.Fatalf("LifecycleConsumer(%d).FilterSubject = %q, want %q", tc.p, cc.FilterSubject, tc.wantFilter)
+			}
+			if cc.AckPolicy != jetstream.AckExplicitPolicy {
+				t.Fatalf("LifecycleConsumer(%d).AckPolicy = %v, want explicit", tc.p, cc.AckPolicy)
+			}
+			if cc.AckWait != 30*time.Second || cc.MaxDeliver != 10 || cc.MaxAckPending != 1000 {
+				t.Fatalf("LifecycleConsumer(%d) = AckWait %v MaxDeliver %d MaxAckPending %d, want 30s 10 1000",
+					tc.p, cc.AckWait, cc.MaxDeliver, cc.MaxAckPending)
+			}
+		})
+	}
+	t.Run("out-of-range-panics", func(t *testing.T) {
+		c := store.DefaultConfig()
+		c.Partitions = 2
+		defer func() {
+			if recover() == nil {
+				t.Fatalf("LifecycleConsumer(2) of 2 partitions did not panic")
+			}
+		}()
+		c.LifecycleConsumer(2)
+	})
+	t.Run("all", func(t *testing.T) {
+		c := store.DefaultConfig()
+		c.Partitions = 3
+		if got := len(c.LifecycleConsumers()); got != 3 {
+			t.Fatalf("len(LifecycleConsumers()) = %d, want 3", got)
+		}
+	})
+}
+
+func TestPartitionOf(t *testing.T) {
+	c := store.DefaultConfig()
+	c.Partitions = 8
+	for _, tok := range []string{"task-1", "dGFzay0x", "x"} {
+		h := fnv.New32a()
+		h.Write([]byte(tok))
+		want := int(h.Sum32() % 8)
+		if got := c.PartitionOf(tok); got != want {
+			t.Fatalf("PartitionOf(%q) = %d, want %d", tok, got, want)
+		}
+	}
+	c.Partitions = 0
+	if got := c.PartitionOf("task-1"); got != 0 {
+		t.Fatalf("PartitionOf() without partitions = %d, want 0", got)
+	}
+}
