@@ -11,6 +11,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/detector/signature"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/schemas"
 )
@@ -94,6 +95,25 @@ func TestUnreachableReasons(t *testing.T) {
 	}
 	if !slices.Equal(rows, wantRows) {
 		t.Errorf("README reasons table:\n%s\nwant (from fetcher.UnreachableReasons):\n%s", strings.Join(rows, "\n"), strings.Join(wantRows, "\n"))
+	}
+}
+
+// TestSignatureReasons keeps the signer outcomes the schemas document
+// (knownSignatureReasons of card.drift and card.pinned) equal to
+// signature.Reasons, the one list, in order.
+func TestSignatureReasons(t *testing.T) {
+	var want []string
+	for _, r := range signature.Reasons() {
+		want = append(want, string(r))
+	}
+	for _, typ := range []string{events.TypeDrift, events.TypePinned} {
+		if got := schemaEnum(t, typ, "knownSignatureReasons"); !slices.Equal(got, want) {
+			t.Errorf("%s schema knownSignatureReasons = %v\nsignature.Reasons() = %v", typ, got, want)
+		}
+	}
+	if detector.SignatureVerified != string(signature.ReasonVerified) || detector.SignatureInvalid != string(signature.ReasonInvalidSignature) {
+		t.Errorf("detector's outcomes %q, %q differ from signature's %q, %q", detector.SignatureVerified, detector.SignatureInvalid,
+			signature.ReasonVerified, signature.ReasonInvalidSignature)
 	}
 }
 

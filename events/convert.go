@@ -118,6 +118,19 @@ func (c *converter) cardRef(m map[string]any, field string) CardRef {
 		Fingerprint: str(m, "fingerprint"),
 		ETag:        str(m, "etag"),
 		FetchedAt:   c.time(m, "fetchedAt", field+"/fetchedAt"),
+		Signer:      signer(obj(m, "signer")),
+	}
+}
+
+// signer reads a signer object (nil when absent).
+func signer(m map[string]any) *detector.Signature {
+	if m == nil {
+		return nil
+	}
+	verified, _ := m["verified"].(bool)
+	return &detector.Signature{
+		KeyID: str(m, "kid"), Alg: str(m, "alg"), JKU: str(m, "jku"), Thumbprint: str(m, "thumbprint"),
+		Source: str(m, "source"), Verified: verified, Reason: str(m, "reason"),
 	}
 }
 
@@ -239,6 +252,7 @@ func convert(typ string, v any, card []byte) (Data, *schemas.ValidationError) {
 			Fingerprint: str(m, "fingerprint"),
 			Source:      str(m, "source"),
 			Trigger:     trigger(obj(m, "trigger")),
+			Signer:      signer(obj(m, "signer")),
 		}
 	case TypeObserved:
 		d = Observed{

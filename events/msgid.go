@@ -21,9 +21,12 @@ import (
 // fields below (so that no two field lists collide):
 //
 //   - card.drift: task id, pinned digest, live digest, and the sorted set of
-//     unique finding rule ids. A new finding on the same cards (for example
-//     blind-retry on a later retry) is a new event; the same findings seen
-//     again are not, whatever triggered them.
+//     unique finding rule ids; when the live card is signed, also its
+//     signer's key (thumbprint, else kid). A new finding on the same cards
+//     (for example blind-retry on a later retry) is a new event, and so is
+//     a card re-signed by yet another key (signatures never change a
+//     digest); the same findings seen again are not, whatever triggered
+//     them.
 //   - card.pinned: task id, agent URL, digest, pin source, and the trigger's
 //     source and event id. A re-submission (a new a2a.task.submitted) records
 //     a new pin even when the digest is unchanged; a redelivered submission
@@ -89,6 +92,16 @@ func driftID(d *Drift) string {
 	h.field(d.Live.Digest)
 	for _, r := range rules {
 		h.field(r)
+	}
+	if s := d.Live.Signer; s != nil {
+		// Only for signed cards: the ids of every other card.drift stay
+		// what they were before carddrift recorded signers.
+		h.field("signer")
+		if s.Thumbprint != "" {
+			h.field(s.Thumbprint)
+		} else {
+			h.field("kid:" + s.KeyID)
+		}
 	}
 	return h.sum("drift")
 }

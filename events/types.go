@@ -202,6 +202,12 @@ type CardRef struct {
 	ETag        string `json:"etag,omitempty"`
 	// FetchedAt is zero for a pin made from a client-supplied card or digest.
 	FetchedAt time.Time `json:"fetchedAt,omitzero"`
+	// Signer is the signature that speaks for a signed card (the first that
+	// verified, else the first; detector.Signer): key id, algorithm, JWK
+	// thumbprint, whether it verified and why not. nil (absent) for an
+	// unsigned card, or one whose signatures carddrift did not record (a
+	// pin made before it did, or by a client digest of a card it never saw).
+	Signer *detector.Signature `json:"signer,omitempty"`
 }
 
 // Trigger names the lifecycle event that caused an evaluation. CloudEvents
@@ -231,6 +237,8 @@ type Pinned struct {
 	Fingerprint string  `json:"fingerprint,omitempty"`
 	Source      string  `json:"source"`
 	Trigger     Trigger `json:"trigger,omitzero"`
+	// Signer is who signed the pinned card, as CardRef.Signer.
+	Signer *detector.Signature `json:"signer,omitempty"`
 }
 
 // Observed is the data of card.observed: a live fetch (Status 200) or a
