@@ -443,9 +443,23 @@ func testClusterCarddriftStores(t *testing.T, cl *natsCluster, r *rig) {
 	if err := cards.Put(ctx, digest, body); err != nil {
 		t.Fatalf("put a %d-byte card: %v", len(body), err)
 	}
-	got, err := cards.Get(ctx, digest)
-	if err != nil {
-		t.Fatalf("get the %d-byte card: %v", len(body), err)
+	// Direct gets (KV and object metadata) are answered by any replica, so
+	// a read right after the write may reach a follower that has not
+	// applied it yet: read until it is there, as a later reader would.
+	var got []byte
+	var misses int
+	var missed error
+	eventually(t, 10*time.Second, "the large card to read back", func() bool {
+		b, err := cards.Get(ctx, digest)
+		if err != nil {
+			misses, missed = misses+1, err
+			return false
+		}
+		got = b
+		return true
+	})
+	if misses > 0 {
+		t.Logf("read back after %d reads that missed it (%v)", misses, missed)
 	}
 	if !bytes.Equal(got, body) {
 		t.Errorf("read back %d bytes, want the %d stored", len(got), len(body))
