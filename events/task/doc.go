@@ -26,5 +26,13 @@
 // what the core adds is which findings the task's own events show, when a
 // fetch is needed and how, and what is published once.
 //
+// Signed cards: verifying a signature takes keys, and keys take I/O, so the
+// shell verifies (the fetcher, once per body) and hands the results in:
+// Observation.Signatures for a live card, Submission.ClientSignatures for
+// the client's card. The pin records them (Pin.Signatures; card.pinned and
+// card.drift carry the signer), and since signatures never change a digest,
+// a live card with the pinned digest is still compared when either is
+// signed. Meta.RequireSigned is the posture for signed fleets.
+//
 // Everything here is deterministic: the shell passes the clock in Meta.
 package task

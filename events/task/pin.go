@@ -21,6 +21,16 @@ type Pin struct {
 	CardVersion      string    `json:"cardVersion,omitempty"`
 	ETag             string    `json:"etag,omitempty"`
 	PinnedAt         time.Time `json:"pinnedAt"`
+	// Signatures are what verifying the pinned card's signatures found when
+	// the pin was made (one per entry of its "signatures" array; none for an
+	// unsigned card), and SignaturesKnown says they were recorded. Signatures
+	// never change a digest, and the body stored under one may carry other
+	// signatures than the card pinned, so the pin is where who signed it is
+	// kept. A pin made before carddrift recorded signatures, or from a body
+	// it only has by digest, has SignaturesKnown false: the stored body's
+	// own signatures then stand in, unverified.
+	Signatures      []detector.Signature `json:"signatures,omitempty"`
+	SignaturesKnown bool                 `json:"signaturesKnown,omitempty"`
 	// Source is how the pin was made: events.PinClientCard, PinClientDigest or
 	// PinFirstFetch.
 	Source       string                `json:"source"`
@@ -61,6 +71,7 @@ func (p Pin) Key() string { return p.TaskID }
 // Clone returns a copy that shares no slice or map with p.
 func (p Pin) Clone() Pin {
 	p.Reported = slices.Clone(p.Reported)
+	p.Signatures = slices.Clone(p.Signatures)
 	r := &p.Requirements
 	r.InputModes = slices.Clone(r.InputModes)
 	r.OutputModes = slices.Clone(r.OutputModes)
@@ -95,8 +106,10 @@ func (p *Pin) AddReported(id string) {
 	}
 }
 
-// fill records the card a pin was made against.
+// fill records the card a pin was made against; its signatures are not
+// known until signed says who signed it.
 func (p *Pin) fill(digest string, c *detector.Card) {
+	p.Signatures, p.SignaturesKnown = nil, false
 	p.Digest = digest
 	p.Fingerprint = detector.Fingerprint(c)
 	p.StructuralDigest = detector.StructuralDigest(c)
@@ -105,4 +118,39 @@ func (p *Pin) fill(digest string, c *detector.Card) {
 	if vs := c.ProtocolVersions(); len(vs) > 0 {
 		p.ProtocolVersion = vs[0]
 	}
+}
+
+// signed records what verifying the pinned card's signatures found (nil or
+// empty: the card is unsigned).
+func (p *Pin) signed(sigs []detector.Signature) {
+	p.Signatures, p.SignaturesKnown = slices.Clone(sigs), true
+}
+
+// Signer returns the signature that speaks for the pinned card
+// (detector.Signer), or nil when the card is unsigned or its signatures were
+// not recorded.
+func (p Pin) Signer() *detector.Signature {
+	return signer(p.Signatures)
+}
+
+func signer(sigs []detector.Signature) *detector.Signature {
+	s, _, ok := detector.Signer(sigs)
+	if !ok {
+		return nil
+	}
+	return &s
+}
+
+// card returns the pinned card body as the detector must see it: with the
+// signatures the pin recorded (the stored body under the digest may be
+// another signing of the same content), or the body as it is when the pin
+// recorded none. body is shared and never changed.
+func (p Pin) card(body *detector.Card) *detector.Card {
+	if body == nil || !p.SignaturesKnown {
+		return body
+	}
+	c := *body
+	c.Signatures = p.Signatures
+	c.HasSignatures = len(p.Signatures) > 0
+	return &c
 }

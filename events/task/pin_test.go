@@ -20,6 +20,7 @@ func TestCloneCoversReferenceFields(t *testing.T) {
 		"Requirements.Scopes":      true,
 		"Requirements.Extensions":  true,
 		"Reported":                 true,
+		"Signatures":               true,
 	}
 	var walk func(typ reflect.Type, prefix string)
 	walk = func(typ reflect.Type, prefix string) {
@@ -40,14 +41,15 @@ func TestCloneCoversReferenceFields(t *testing.T) {
 	}
 	walk(reflect.TypeOf(Pin{}), "")
 
-	p := Pin{TaskID: "t", Reported: []string{"a"}, Requirements: detector.Requirements{
+	p := Pin{TaskID: "t", Reported: []string{"a"}, Signatures: []detector.Signature{{KeyID: "k"}}, Requirements: detector.Requirements{
 		InputModes: []string{"x"}, OutputModes: []string{"y"}, Security: []string{"s"},
 		Scopes: map[string][]string{"s": {"r"}}, Extensions: []string{"e"},
 	}}
 	c := p.Clone()
+	c.Signatures[0].KeyID = "!"
 	c.Reported[0], c.Requirements.InputModes[0], c.Requirements.OutputModes[0] = "!", "!", "!"
 	c.Requirements.Security[0], c.Requirements.Extensions[0], c.Requirements.Scopes["s"][0] = "!", "!", "!"
-	if !reflect.DeepEqual(p, Pin{TaskID: "t", Reported: []string{"a"}, Requirements: detector.Requirements{
+	if !reflect.DeepEqual(p, Pin{TaskID: "t", Reported: []string{"a"}, Signatures: []detector.Signature{{KeyID: "k"}}, Requirements: detector.Requirements{
 		InputModes: []string{"x"}, OutputModes: []string{"y"}, Security: []string{"s"},
 		Scopes: map[string][]string{"s": {"r"}}, Extensions: []string{"e"},
 	}}) {

@@ -2,6 +2,7 @@ package task
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
@@ -28,6 +29,11 @@ type Meta struct {
 	Time time.Time
 	// Now is the shell's clock when it handles the event.
 	Now time.Time
+	// RequireSigned is the shell's posture for signed fleets (carddrift
+	// serve --require-signed-cards): a live card none of whose signatures
+	// verifies is a breaking signature-required finding for every task
+	// (detector.CheckSigned), judged at every transition that observes it.
+	RequireSigned bool
 }
 
 // Observation is a live card observation the shell made for the core.
@@ -43,6 +49,22 @@ type Observation struct {
 	// card's content: a 304 refreshes FetchedAt but proves nothing about
 	// content behind an ETag derived from the version only.
 	VerifiedAt time.Time
+	// Signatures are what verifying the live card's signatures found (the
+	// fetcher does it once per body), one per entry of its "signatures"
+	// array; nil for an unsigned card. A signed card with nil Signatures
+	// was not verified: its signer is then unknown.
+	Signatures []detector.Signature
+}
+
+// card returns the live card with its verified signatures (Card is shared
+// and never changed).
+func (o Observation) card() *detector.Card {
+	if len(o.Signatures) == 0 || o.Card == nil {
+		return o.Card
+	}
+	c := *o.Card
+	c.Signatures = o.Signatures
+	return &c
 }
 
 // Failure is a fetch that failed: Reason is one of the fetcher's reasons.
@@ -218,6 +240,7 @@ func (t *Transition) Recheck(obs Observation) (bool, string) {
 func (t *Transition) Judge(obs Observation) Result {
 	if t.pin.Pending() {
 		t.pin.fill(obs.Digest, obs.Card)
+		t.pin.signed(obs.Signatures)
 		t.pin.CardURL, t.pin.ETag = obs.CardURL, obs.ETag
 		return Result{Pin: &t.pin, PinFirst: true, Publish: []events.Data{pinned(t.ev, t.pin)}, Outcome: OutcomePinned}
 	}
@@ -230,7 +253,7 @@ func (t *Transition) Judge(obs Observation) Result {
 			findings = append(findings, f)
 		}
 	}
-	return evaluate(t.ev, &t.pin, t.dirty, t.pinned, obs, findings)
+	return evaluate(t.ev, t.meta, &t.pin, t.dirty, t.pinned, obs, findings)
 }
 
 // Fail reports a failed fetch: card.unreachable, and the pin as recorded.
@@ -243,8 +266,11 @@ func (t *Transition) Fail(f Failure) Result {
 }
 
 // evaluate judges pin against obs with the task-level findings, as the
-// worker and the submission of a client digest do.
-func evaluate(ev events.Event, pin *Pin, dirty bool, pinnedCard *detector.Card, obs Observation, taskFindings []detector.Finding) Result {
+// worker and the submission of a client digest do. Signatures never change
+// a digest: a live card with the pinned digest is still compared when
+// either card is signed (who signed it may have changed), and under
+// RequireSigned the live card must carry a signature that verifies.
+func evaluate(ev events.Event, m Meta, pin *Pin, dirty bool, pinnedCard *detector.Card, obs Observation, taskFindings []detector.Finding) Result {
 	keep := func(outcome string) Result {
 		r := Result{Outcome: outcome}
 		if dirty {
@@ -252,16 +278,27 @@ func evaluate(ev events.Event, pin *Pin, dirty bool, pinnedCard *detector.Card, 
 		}
 		return r
 	}
-	if obs.Digest == pin.Digest && len(taskFindings) == 0 {
+	live := obs.card()
+	taskFindings = slices.Clip(taskFindings)
+	if m.RequireSigned {
+		if f, ok := detector.CheckSigned(live); ok {
+			taskFindings = append(taskFindings, f)
+		}
+	}
+	if pinnedCard == nil && obs.Digest == pin.Digest {
+		pinnedCard = obs.Card // the same content
+	}
+	pinnedCard = pin.card(pinnedCard)
+	if obs.Digest == pin.Digest && len(taskFindings) == 0 && !signedEither(pinnedCard, live) {
 		return keep(OutcomeUnchanged)
 	}
 	req := pin.Requirements
 	var findings []detector.Finding
 	var v detector.Verdict
 	if pinnedCard != nil {
-		findings, v = detector.Evaluate(pinnedCard, obs.Card, req, req.Posture, taskFindings...)
+		findings, v = detector.Evaluate(pinnedCard, live, req, req.Posture, taskFindings...)
 	} else {
-		findings, v = detector.EvaluateUnknown(pin.Digest, obs.Digest, obs.Card, req, req.Posture, taskFindings...)
+		findings, v = detector.EvaluateUnknown(pin.Digest, obs.Digest, live, req, req.Posture, taskFindings...)
 	}
 	if len(findings) == 0 {
 		// Another form of the same card (an SDK answering by A2A-Version),
@@ -274,8 +311,10 @@ func evaluate(ev events.Event, pin *Pin, dirty bool, pinnedCard *detector.Card, 
 	}
 	drift := events.Drift{
 		TaskID: pin.TaskID, AgentURL: pin.AgentURL, CardURL: obs.CardURL,
-		Pinned:   events.CardRef{Digest: pin.Digest, Fingerprint: pin.Fingerprint, ETag: pin.ETag, FetchedAt: pin.PinnedAt},
-		Live:     events.CardRef{Digest: obs.Digest, Fingerprint: obs.Fingerprint, ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC()},
+		Pinned: events.CardRef{Digest: pin.Digest, Fingerprint: pin.Fingerprint, ETag: pin.ETag, FetchedAt: pin.PinnedAt,
+			Signer: pin.Signer()},
+		Live: events.CardRef{Digest: obs.Digest, Fingerprint: obs.Fingerprint, ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC(),
+			Signer: signer(obs.Signatures)},
 		Findings: findings, Verdict: v, Trigger: trigger(ev),
 	}
 	id := events.MsgID(drift)
@@ -287,10 +326,18 @@ func evaluate(ev events.Event, pin *Pin, dirty bool, pinnedCard *detector.Card, 
 	return Result{Pin: pin, Publish: []events.Data{drift}, Outcome: OutcomeDrift}
 }
 
+// signedEither reports that the pinned or the live card is signed, so that
+// two cards with one digest may still differ in who signed them.
+func signedEither(pinned, live *detector.Card) bool {
+	return pinned != nil && (pinned.HasSignatures || len(pinned.Signatures) > 0) ||
+		live != nil && (live.HasSignatures || len(live.Signatures) > 0)
+}
+
 func pinned(ev events.Event, p Pin) events.Pinned {
 	return events.Pinned{
 		TaskID: p.TaskID, AgentURL: p.AgentURL, CardURL: p.CardURL,
 		Digest: p.Digest, Fingerprint: p.Fingerprint, Source: p.Source, Trigger: trigger(ev),
+		Signer: p.Signer(),
 	}
 }
 
@@ -351,6 +398,25 @@ func Submit(ev events.Event, d events.Submitted, m Meta) (*Submission, error) {
 // Pin returns the pin as made so far.
 func (s *Submission) Pin() Pin { return s.pin }
 
+// ClientCard returns the card the client submitted (nil for a client digest
+// or a first fetch): the shell verifies its signatures and passes what it
+// found to ClientSignatures before Pinned.
+func (s *Submission) ClientCard() []byte {
+	if s.body == nil {
+		return nil
+	}
+	return s.body.Raw
+}
+
+// ClientSignatures records what verifying the client's card's signatures
+// found (nil or empty: unsigned). Without it the pin of a client card
+// records no signer, and the stored body's signatures stand in, unverified.
+func (s *Submission) ClientSignatures(sigs []detector.Signature) {
+	if s.body != nil {
+		s.pin.signed(sigs)
+	}
+}
+
 // NeedsObservation reports whether the pin needs a live observation: a
 // client digest is checked against the live card, and without a client card
 // or digest the first fetch is the pin.
@@ -408,6 +474,7 @@ func (s *Submission) Observed(obs *Observation, f *Failure, digestBody *detector
 	switch {
 	case s.pin.Source == events.PinFirstFetch || obs.Digest == s.pin.Digest:
 		s.pin.fill(obs.Digest, obs.Card)
+		s.pin.signed(obs.Signatures)
 		s.pin.CardURL, s.pin.ETag = obs.CardURL, obs.ETag
 	default:
 		// The client planned against another card than the live one: keep
@@ -420,7 +487,7 @@ func (s *Submission) Observed(obs *Observation, f *Failure, digestBody *detector
 	r.Publish = append(r.Publish, pinned(s.ev, s.pin))
 	r.Outcome = OutcomePinned
 	if s.pin.Source == events.PinClientDigest && obs.Digest != s.pin.Digest {
-		judged := evaluate(s.ev, &s.pin, true, digestBody, *obs, nil)
+		judged := evaluate(s.ev, s.meta, &s.pin, true, digestBody, *obs, nil)
 		r.Publish = append(r.Publish, judged.Publish...)
 		if judged.Outcome == OutcomeDrift {
 			r.Outcome = OutcomeDrift
