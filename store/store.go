@@ -67,11 +67,29 @@ type Lease struct {
 	// its result instead of fetching too, unless the claim has expired.
 	Holder    string    `json:"holder,omitempty"`
 	HeldUntil time.Time `json:"heldUntil,omitempty"`
+
+	// The last failed fetch, shared like a success: until RetryAt every
+	// worker reports it (card.unreachable) instead of fetching again, so an
+	// agent that is down or hanging costs one fetch per lease across all
+	// workers. FailCount counts failures in a row (the backoff grows with
+	// it); a successful fetch clears them all.
+	FailedAt   time.Time `json:"failedAt,omitzero"`
+	FailReason string    `json:"failReason,omitempty"`
+	FailStatus int       `json:"failStatus,omitempty"`
+	FailDetail string    `json:"failDetail,omitempty"`
+	FailCount  int       `json:"failCount,omitempty"`
+	RetryAt    time.Time `json:"retryAt,omitzero"`
 }
 
 // Fresh reports whether the lease's observation is still valid at now.
 func (l Lease) Fresh(now time.Time) bool {
 	return l.Digest != "" && now.Before(l.FetchedAt.Add(l.MaxAge))
+}
+
+// Failing reports whether the lease records a failure that is still being
+// backed off at now.
+func (l Lease) Failing(now time.Time) bool {
+	return l.FailReason != "" && now.Before(l.RetryAt)
 }
 
 // Held reports whether another fetch is claimed and unexpired at now.

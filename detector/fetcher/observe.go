@@ -173,6 +173,13 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 		now := f.opts.Now()
 		fullDue := f.fullDue(lease, now)
 
+		// 0. A failure another worker (or this one) recorded is still being
+		// backed off: report it without fetching. Evidence does not bring an
+		// agent back faster, so forced requests share it too.
+		if lease.Failing(now) {
+			return obs, time.Time{}, recordedFailure(url, lease)
+		}
+
 		// 1. The lease already answers the request: no HTTP at all.
 		if lease.Digest != "" && ((force && !lease.LastFullFetch.Before(requested)) ||
 			(!force && lease.Fresh(now) && !fullDue)) {
@@ -233,7 +240,12 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, lease store.Le
 	obs, err := f.Fetch(ctx, req)
 	if err != nil {
 		f.notify(obs, err)
-		f.releaseClaim(ctx, lease, claimRev)
+		var fe *FetchError
+		if errors.As(err, &fe) && fe.Reason != ReasonCanceled && ctx.Err() == nil {
+			f.recordFailure(ctx, lease, claimRev, fe)
+		} else {
+			f.releaseClaim(ctx, lease, claimRev)
+		}
 		return Observation{CardURL: url}, time.Time{}, err
 	}
 
@@ -294,6 +306,55 @@ func (f *Fetcher) recordLease(ctx context.Context, next store.Lease, rev uint64)
 		}
 	}
 	return store.ErrConflict
+}
+
+// recordFailure releases the claim and records a failed fetch on the lease,
+// keeping the previous observation, with a backoff that starts at the
+// agent's lease (MinLease for an agent never fetched) and doubles with each
+// failure in a row (up to MaxLease).
+// Best effort: without it, workers fetch for themselves.
+func (f *Fetcher) recordFailure(ctx context.Context, lease store.Lease, rev uint64, fe *FetchError) {
+	now := f.opts.Now()
+	// The agent's lease, or for an agent never fetched the shortest one
+	// (MinLease): the backoff then doubles with each failure in a row.
+	base := lease.MaxAge
+	if base <= 0 {
+		base = max(f.opts.MinLease, 0)
+	}
+	lease.FailCount++
+	backoff := min(base<<min(lease.FailCount-1, 6), max(f.opts.MaxLease, base))
+	detail := ""
+	if fe.Err != nil {
+		detail = fe.Err.Error()
+		if len(detail) > 256 {
+			detail = detail[:256]
+		}
+	}
+	lease.Holder, lease.HeldUntil = "", time.Time{}
+	lease.FailedAt, lease.FailReason, lease.FailStatus, lease.FailDetail = now, string(fe.Reason), fe.Status, detail
+	lease.RetryAt = now.Add(backoff)
+	if _, err := f.putLease(context.WithoutCancel(ctx), lease, rev, true); err != nil && !isConflict(err) {
+		f.storeError(fmt.Errorf("%w: record failure %s: %w", ErrStore, lease.CardURL, err))
+	}
+}
+
+// errRecorded is the cause of a failure reported from the lease.
+type errRecorded struct {
+	at     time.Time
+	detail string
+}
+
+func (e errRecorded) Error() string {
+	msg := "failed at " + e.at.UTC().Format(time.RFC3339Nano) + " (shared; not fetched again until the backoff ends)"
+	if e.detail != "" {
+		msg += ": " + e.detail
+	}
+	return msg
+}
+
+// recordedFailure is the *FetchError of a failure recorded on the lease.
+func recordedFailure(url string, l store.Lease) error {
+	return &FetchError{URL: url, Reason: Reason(l.FailReason), Status: l.FailStatus, Err: errRecorded{at: l.FailedAt, detail: l.FailDetail}}
 }
 
 // releaseClaim gives up a claim after a failed fetch, keeping the previous

@@ -741,3 +741,85 @@ func FuzzCanonicalURL(f *testing.F) {
 		}
 	})
 }
+
+// TestObserveFailureIsShared: a failed fetch is recorded on the lease; until
+// its backoff ends every worker (another Fetcher on the same leases) gets
+// the same failure without a request, forced or not; then one worker tries
+// again, and a success clears the failure.
+func TestObserveFailureIsShared(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=10")
+	clk := newClock()
+	leases := newMemLeases(10)
+	o := testOptions(clk)
+	o.Leases = leases
+	w1, w2 := newFetcher(t, o), newFetcher(t, o)
+	url := a.url("/card")
+	if _, err := w1.Observe(context.Background(), url, false); err != nil {
+		t.Fatal(err)
+	}
+	up := a.srv.Config.Handler
+	a.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.requests.Add(1)
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	})
+	clk.Advance(11 * time.Second)
+	before := a.requests.Load()
+	_, err := w1.Observe(context.Background(), url, false)
+	fetchErr(t, err, ReasonStatus)
+	if got := a.requests.Load() - before; got != 1 {
+		t.Fatalf("first failing observation made %d requests, want 1", got)
+	}
+	for i, w := range []*Fetcher{w2, w1, w2} {
+		_, err := w.Observe(context.Background(), url, i == 2)
+		if fe := fetchErr(t, err, ReasonStatus); fe.Status != 503 {
+			t.Errorf("shared failure Status = %d, want 503", fe.Status)
+		}
+	}
+	if got := a.requests.Load() - before; got != 1 {
+		t.Fatalf("%d requests while the failure is backed off, want 1 in all", got)
+	}
+	l, _, _ := leases.Get(context.Background(), url)
+	if l.FailCount != 1 || l.FailReason != string(ReasonStatus) || !l.RetryAt.After(clk.Now()) || l.Digest == "" {
+		t.Fatalf("lease after the failure = %+v", l)
+	}
+
+	// After the backoff (the agent's 10 s lease) the next observation
+	// fetches again; the agent is back, and the failure is cleared.
+	a.srv.Config.Handler = up
+	clk.Advance(11 * time.Second)
+	if _, err := w2.Observe(context.Background(), url, false); err != nil {
+		t.Fatalf("observation after the backoff: %v", err)
+	}
+	l, _, _ = leases.Get(context.Background(), url)
+	if l.FailReason != "" || l.FailCount != 0 || !l.RetryAt.IsZero() {
+		t.Fatalf("a success did not clear the failure: %+v", l)
+	}
+}
+
+// TestObserveFailureBackoffGrows: failures in a row double the backoff.
+func TestObserveFailureBackoffGrows(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), "", "")
+	a.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusBadGateway)
+	})
+	clk := newClock()
+	leases := newMemLeases(10)
+	o := testOptions(clk)
+	o.Leases, o.MinLease, o.MaxLease = leases, 2*time.Second, time.Minute
+	f := newFetcher(t, o)
+	url := a.url("/card")
+	var waits []time.Duration
+	for range 4 {
+		_, err := f.Observe(context.Background(), url, false)
+		fetchErr(t, err, ReasonStatus)
+		l, _, _ := leases.Get(context.Background(), url)
+		waits = append(waits, l.RetryAt.Sub(l.FailedAt))
+		clk.Advance(l.RetryAt.Sub(clk.Now()))
+	}
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}
+	for i := range want {
+		if waits[i] != want[i] {
+			t.Fatalf("backoffs = %v, want %v", waits, want)
+		}
+	}
+}

@@ -199,9 +199,11 @@ func TestCheckUnreachable(t *testing.T) {
 		t.Errorf("unreachable = %+v", ue)
 	}
 
-	a.setStatus(http.StatusOK)
-	a.set([]byte(`{"name": "x", "name": "y"}`))
-	if _, err := c.Check(ctx, streamEcho, a.URL()); !errors.Is(err, fetcher.ErrDuplicateKeys) || !errors.Is(err, planner.ErrUnreachable) {
+	// A failure is shared for the agent's backoff, like a success for its
+	// lease: another agent shows the next kind of failure.
+	b := newAgent(t, v1.JSON())
+	b.set([]byte(`{"name": "x", "name": "y"}`))
+	if _, err := c.Check(ctx, streamEcho, b.URL()); !errors.Is(err, fetcher.ErrDuplicateKeys) || !errors.Is(err, planner.ErrUnreachable) {
 		t.Errorf("duplicate keys: Check = %v, want unreachable, duplicate-keys", err)
 	}
 

@@ -16,9 +16,10 @@ import (
 type dispatcher struct {
 	sem chan struct{}
 
-	mu     sync.Mutex
-	queues map[string][]func() // task → pending work; the head is running
-	wg     sync.WaitGroup
+	mu        sync.Mutex
+	queues    map[string][]func() // task → pending work; the head is running
+	abandoned bool                // queued work is dropped, not started
+	wg        sync.WaitGroup
 }
 
 func newDispatcher(limit int) *dispatcher {
@@ -46,6 +47,11 @@ func (d *dispatcher) run(task string) {
 	defer func() { <-d.sem }()
 	for {
 		d.mu.Lock()
+		if d.abandoned {
+			delete(d.queues, task)
+			d.mu.Unlock()
+			return
+		}
 		fn := d.queues[task][0]
 		d.mu.Unlock()
 		fn()
@@ -59,6 +65,15 @@ func (d *dispatcher) run(task string) {
 		d.queues[task] = q
 		d.mu.Unlock()
 	}
+}
+
+// abandon drops the work that has not started (its messages are not
+// acknowledged: they are redelivered) and refuses no submission; running
+// work finishes.
+func (d *dispatcher) abandon() {
+	d.mu.Lock()
+	d.abandoned = true
+	d.mu.Unlock()
 }
 
 // inFlight returns how many tasks have work queued or running.

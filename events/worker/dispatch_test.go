@@ -80,3 +80,23 @@ func TestDispatcherSlowTaskHoldsNoOther(t *testing.T) {
 		t.Fatal("dispatcher did not finish")
 	}
 }
+
+// TestDispatcherAbandon: after abandon, queued work is dropped; the running
+// work finishes.
+func TestDispatcherAbandon(t *testing.T) {
+	d := newDispatcher(2)
+	release, started := make(chan struct{}), make(chan struct{})
+	var ran atomic.Int64
+	d.submit("t", func() { close(started); <-release; ran.Add(1) })
+	<-started
+	d.submit("t", func() { ran.Add(1) })
+	d.submit("t", func() { ran.Add(1) })
+	d.abandon()
+	close(release)
+	if !d.wait(time.After(5 * time.Second)) {
+		t.Fatal("dispatcher did not finish")
+	}
+	if n := ran.Load(); n != 1 {
+		t.Fatalf("%d functions ran after abandon, want only the running one", n)
+	}
+}

@@ -97,6 +97,11 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 // acknowledges, NAKs or dead-letters it. The dispatcher runs it after the
 // task's earlier events.
 func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event, start time.Time) {
+	if w.js.Conn().IsClosed() {
+		// The connection is gone (a shutdown or a crash): nothing can be
+		// acknowledged, the event will be redelivered. Do not try.
+		return
+	}
 	var err error
 	var dl delivery
 	if md, err := msg.Metadata(); err == nil {

@@ -202,6 +202,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer deadline.Stop()
 	timedOut := func() error {
 		w.log.Warn().Dur("timeout", w.opts.DrainTimeout).Msg("drain timed out; unacknowledged events will be redelivered")
+		w.dispatch.abandon()
 		cancelHandlers()
 		stopAll()
 		return nil
