@@ -50,7 +50,11 @@ func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 		return fleet.Scorecard{}, err
 	}
 	defer fl.Close()
-	sched, err := fleet.Schedule(f.seed, fl.Agents(), names, f.duration)
+	share := f.driftShare
+	if share == 0 {
+		share = 0.75
+	}
+	sched, err := fleet.ScheduleShare(f.seed, fl.Agents(), names, f.duration, share)
 	if err != nil {
 		return fleet.Scorecard{}, usageError{err}
 	}
@@ -166,4 +170,44 @@ func reportScorecard(e *env, f *demoFlags, card fleet.Scorecard) error {
 		return exitError{exitFindings}
 	}
 	return nil
+}
+
+// lifecycleDurables are the names of the lifecycle stream's consumers.
+func lifecycleDurables(cfg store.Config) []string {
+	var out []string
+	for _, cc := range cfg.LifecycleConsumers() {
+		out = append(out, cc.Durable)
+	}
+	return out
+}
+
+// waitDrained polls the consumers every so often until none has pending or
+// unacknowledged messages, for at most bound.
+func waitDrained(ctx context.Context, js jetstream.JetStream, stream string, durables []string, every, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		busy := false
+		for _, d := range durables {
+			c, err := js.Consumer(ctx, stream, d)
+			if err != nil {
+				return fmt.Errorf("consumer %s: %w", d, err)
+			}
+			info, err := c.Info(ctx)
+			if err != nil || info.NumPending > 0 || info.NumAckPending > 0 {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the consumers of %s did not drain within %s", stream, bound)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(max(every, time.Millisecond)):
+		}
+	}
 }

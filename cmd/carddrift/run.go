@@ -86,6 +86,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			demoCommand(e),
 			simulateCommand(e),
 			replayCommand(e),
+			benchCommand(e),
 		},
 		Options: ffOptions,
 		Exec: func(context.Context, []string) error {

@@ -22,6 +22,17 @@ import (
 // ETags, flapping strong ETags) gets one of them when one is left. All
 // changes happen between a fifth and 95% of duration.
 func Schedule(seed int64, agents []*Agent, names []string, duration time.Duration) ([]Assignment, error) {
+	return ScheduleShare(seed, agents, names, duration, 0.75)
+}
+
+// ScheduleShare is Schedule with share of the agents drifting (a scenario
+// each) and the rest in the control group; Schedule uses three quarters.
+// The control group never takes the slots the scenarios need (each named
+// scenario gets an agent when there are enough).
+func ScheduleShare(seed int64, agents []*Agent, names []string, duration time.Duration, share float64) ([]Assignment, error) {
+	if share < 0 || share > 1 {
+		return nil, fmt.Errorf("%w: drift share %v", ErrInvalidOptions, share)
+	}
 	if duration <= 0 {
 		return nil, fmt.Errorf("%w: duration %v", ErrInvalidOptions, duration)
 	}
@@ -50,7 +61,7 @@ func Schedule(seed int64, agents []*Agent, names []string, duration time.Duratio
 		}
 	}
 	rng.Shuffle(len(eligible), func(i, j int) { eligible[i], eligible[j] = eligible[j], eligible[i] })
-	control := len(agents) / 4
+	control := len(agents) - int(share*float64(len(agents))+0.5)
 	control = max(0, min(control, len(eligible)-len(scs)))
 	slots := len(eligible) - control
 

@@ -26,7 +26,11 @@ type ScenarioScore struct {
 	// Detected counts injected tasks that got a card.drift with the
 	// expected action; Missed the others.
 	Detected int `json:"detected"`
-	Missed   int `json:"missed"`
+	// Late counts detected drifts whose card.drift came more than LateAfter
+	// after the lifecycle event that triggered it (still detected: a drift
+	// in a backlog is late, not missed).
+	Late   int `json:"late"`
+	Missed int `json:"missed"`
 	// FalseAborts counts tasks aborted although their scenario's verdict
 	// table says otherwise for the cards in the card.drift.
 	FalseAborts int `json:"falseAborts"`
@@ -41,7 +45,12 @@ type ScenarioScore struct {
 type Latency struct {
 	P50 float64 `json:"p50"`
 	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
 }
+
+// LateAfter is how long after its triggering lifecycle event a detected
+// drift's card.drift may come before the scorecard counts it late.
+const LateAfter = time.Second
 
 // Scorecard is the demo's closing report.
 type Scorecard struct {
@@ -54,6 +63,7 @@ type Scorecard struct {
 	Scenarios               map[string]*ScenarioScore `json:"scenarios"`
 	Injected                int                       `json:"injected"`
 	Detected                int                       `json:"detected"`
+	Late                    int                       `json:"late"`
 	Missed                  int                       `json:"missed"`
 	FalseAborts             int                       `json:"falseAborts"`
 	UnreachableAsDrift      int                       `json:"unreachableAsDrift"`
@@ -149,7 +159,8 @@ func Score(in ScoreInput) Scorecard {
 	pinned := map[string]string{} // task → pinned digest (last card.pinned)
 	pinnedAt := map[string]time.Time{}
 	drifts := map[string][]events.Drift{}
-	observed := map[string][]events.Observed{} // agent → card.observed, in arrival order
+	driftLatency := map[string][]time.Duration{} // task → latency of each of its drifts (-1: unknown)
+	observed := map[string][]events.Observed{}   // agent → card.observed, in arrival order
 	sentAt := map[string]time.Time{}
 	for _, t := range in.Tasks {
 		for _, e := range t.Events {
@@ -167,9 +178,12 @@ func Score(in ScoreInput) Scorecard {
 		case events.Drift:
 			drifts[d.TaskID] = append(drifts[d.TaskID], d)
 			sc.Verdicts[string(d.Verdict.Action)]++
+			lat := time.Duration(-1)
 			if at, ok := sentAt[d.Trigger.EventID]; ok {
-				latencies = append(latencies, float64(r.At.Sub(at).Microseconds())/1000)
+				lat = r.At.Sub(at)
+				latencies = append(latencies, float64(lat.Microseconds())/1000)
 			}
+			driftLatency[d.TaskID] = append(driftLatency[d.TaskID], lat)
 		case events.Unreachable:
 			if as := byURL[d.AgentURL]; as != nil {
 				sc.Scenarios[as.Scenario].Unreachable++
@@ -212,15 +226,18 @@ func Score(in ScoreInput) Scorecard {
 			continue
 		}
 		s.Injected++
-		found := false
-		for _, d := range ds {
+		found, late := false, false
+		for i, d := range ds {
 			if string(d.Verdict.Action) == string(want.Outcome) && hasRules(d, want.Rules) {
-				found = true
+				found, late = true, driftLatency[t.ID][i] > LateAfter
 				break
 			}
 		}
 		if found {
 			s.Detected++
+			if late {
+				s.Late++
+			}
 		} else {
 			s.Missed++
 			p := Problem{Kind: "missed", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
@@ -242,11 +259,12 @@ func Score(in ScoreInput) Scorecard {
 		s.Exercised = s.Injected > 0 || (name == "agent-down" && s.Unreachable > 0) || name == Control
 		sc.Injected += s.Injected
 		sc.Detected += s.Detected
+		sc.Late += s.Late
 		sc.Missed += s.Missed
 		sc.FalseAborts += s.FalseAborts
 	}
 	sort.Float64s(latencies)
-	sc.LatencyMs = Latency{P50: percentile(latencies, 0.50), P99: percentile(latencies, 0.99)}
+	sc.LatencyMs = Latency{P50: percentile(latencies, 0.50), P99: percentile(latencies, 0.99), Max: percentile(latencies, 1)}
 	if in.Duration > 0 {
 		sc.EventsPerSecond = float64(in.Sent) / in.Duration.Seconds()
 	}
