@@ -229,6 +229,16 @@ func (t *Topology) ConsumerNameOf(p int) string {
 	return t.ConsumerName + "-p" + strconv.Itoa(p)
 }
 
+// ConsumerNames returns the durable names of every partition's consumer
+// (ConsumerNameOf of each; one name without partitions).
+func (t *Topology) ConsumerNames() []string {
+	out := make([]string, max(t.Partitions, 1))
+	for p := range out {
+		out[p] = t.ConsumerNameOf(p)
+	}
+	return out
+}
+
 // PartitionOf returns the partition the stream's subject transform puts a
 // task in, given the task id token as it appears in the subject (after the
 // events package's encoding). It mirrors nats-server's partition(n, 2):

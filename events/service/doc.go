@@ -1,0 +1,28 @@
+// Package service runs carddrift as one unit: a NATS JetStream connection
+// (an embedded server, or the caller's connection to a real deployment),
+// the streams and buckets (provisioned, bound, or given), N workers that
+// share one set of metrics and, optionally, a pin cache, and a shutdown
+// that drains in-flight events within each worker's DrainTimeout.
+// `carddrift serve` and `carddrift demo` run one; the test rig
+// (events/worker/workertest) runs its workers through it.
+//
+//	svc, err := service.Open(ctx, service.Options{
+//		DataDir: dir,                 // no Conn: an embedded server
+//		Workers: 2,
+//		Worker:  worker.Options{Name: "demo-worker", Fetch: fetchOpts},
+//	})
+//	if err != nil { … }
+//	defer svc.Close()
+//	running, err := svc.Start(ctx, 15*time.Second) // every worker consuming
+//	…
+//	err = running.Stop() // drain, then Run's result
+//
+// Open does the I/O (connect, provision) and builds the workers; Run blocks
+// until its context is done and returns nil after a clean drain; Start is Run
+// in the background with a readiness wait and a handle; Close releases the
+// workers, and the connection and server when Open made them. Backlog and
+// WaitDrained tell when the workers have handled everything published so far.
+//
+// The package imports events/worker, events/task and store; only commands and
+// tests import it.
+package service

@@ -1,0 +1,350 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/store"
+)
+
+// DefaultSetupTimeout bounds connecting and provisioning in Open.
+const DefaultSetupTimeout = 30 * time.Second
+
+// Options configure a Service. Zero fields take their defaults.
+type Options struct {
+	// Conn is the NATS connection to use; the caller closes it (after
+	// Close). Nil: Open starts an embedded JetStream server with storage in
+	// DataDir (required then), listening on 127.0.0.1:Port (0: a free
+	// port), and connects to it in process; Close shuts both down.
+	Conn    *nats.Conn
+	DataDir string
+	Port    int
+	// ConnName names the connection to the embedded server (default
+	// "carddrift").
+	ConnName string
+
+	// Config names and sizes the streams, consumers and buckets (zero
+	// fields: their defaults).
+	Config store.Config
+	// Stores, when set, are used as they are. Otherwise Open provisions the
+	// streams and buckets (store.Open) or, with Bind, binds to existing ones
+	// (store.Bind: for a process allowed to read and write but not to
+	// manage streams).
+	Stores *store.Stores[task.Pin]
+	Bind   bool
+
+	// Workers is how many workers run (default 1).
+	Workers int
+	// Worker is every worker's options. Its Name is suffixed "-1", "-2", …
+	// when more than one runs; Config is the service's; Pins, Cards and
+	// Leases, when nil, are the stores'; Metrics, when nil, is one set
+	// shared by all workers (Service.Metrics).
+	Worker worker.Options
+	// PinCache, when positive, puts a store.CachedPins of that many
+	// entries in front of the stores' pins (entries older than
+	// PinCacheMaxAge, when set, are read again); Run keeps it fresh.
+	PinCache       int
+	PinCacheMaxAge time.Duration
+	// Registerer registers the shared metrics (nil: not registered).
+	Registerer prometheus.Registerer
+
+	// SetupTimeout bounds connecting and provisioning (default 30s).
+	SetupTimeout time.Duration
+}
+
+// Service is carddrift running: a connection, the stores and the workers.
+// Open builds it, Run (or Start) runs it, Close releases it. Its methods are
+// safe for concurrent use.
+type Service struct {
+	srv     *server.Server // the embedded server, or nil
+	nc      *nats.Conn
+	ownConn bool
+	js      jetstream.JetStream
+	cfg     store.Config
+	stores  *store.Stores[task.Pin]
+	pins    *store.CachedPins[task.Pin]
+	metrics *worker.Metrics
+	workers []*worker.Worker
+
+	ready     chan struct{}
+	readyOnce sync.Once
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open connects (or starts the embedded server), provisions or binds the
+// stores and builds the workers; it does not run them. On error everything
+// it started is released. Errors from worker options are returned as they
+// are (callers may treat them as usage errors).
+func Open(ctx context.Context, opts Options) (_ *Service, err error) {
+	if opts.SetupTimeout <= 0 {
+		opts.SetupTimeout = DefaultSetupTimeout
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 1
+	}
+	cfg := opts.Config
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{nc: opts.Conn, cfg: cfg, ready: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.nc == nil {
+		if s.srv, err = StartEmbedded(opts.DataDir, opts.Port); err != nil {
+			return nil, err
+		}
+		name := opts.ConnName
+		if name == "" {
+			name = "carddrift"
+		}
+		if s.nc, err = nats.Connect(s.srv.ClientURL(), nats.Name(name), nats.InProcessServer(s.srv)); err != nil {
+			return nil, fmt.Errorf("connect to the embedded server: %w", err)
+		}
+		s.ownConn = true
+	}
+	if s.js, err = jetstream.New(s.nc); err != nil {
+		return nil, err
+	}
+
+	setup, cancel := context.WithTimeout(ctx, opts.SetupTimeout)
+	defer cancel()
+	switch s.stores = opts.Stores; {
+	case s.stores != nil:
+	case opts.Bind:
+		if s.stores, err = store.Bind[task.Pin](setup, s.js, cfg); err != nil {
+			return nil, fmt.Errorf("bind streams and buckets: %w", err)
+		}
+	default:
+		if s.stores, err = store.Open[task.Pin](setup, s.js, cfg); err != nil {
+			return nil, fmt.Errorf("provision streams and buckets: %w", err)
+		}
+	}
+
+	wo := opts.Worker
+	wo.Config = cfg
+	if wo.Pins == nil {
+		wo.Pins = s.stores.Pins
+		if opts.PinCache > 0 {
+			var co []store.CacheOption
+			if opts.PinCacheMaxAge > 0 {
+				co = append(co, store.WithCacheMaxAge(opts.PinCacheMaxAge))
+			}
+			s.pins = store.NewCachedPins(s.stores.Pins, opts.PinCache, co...)
+			wo.Pins = s.pins
+		}
+	}
+	if wo.Cards == nil {
+		wo.Cards = s.stores.Cards
+	}
+	if wo.Leases == nil {
+		wo.Leases = s.stores.Leases
+	}
+	if wo.Metrics == nil {
+		wo.Metrics = worker.NewMetrics(opts.Registerer)
+	}
+	s.metrics = wo.Metrics
+	for i := range opts.Workers {
+		o := wo
+		if opts.Workers > 1 {
+			o.Name = fmt.Sprintf("%s-%d", wo.Name, i+1)
+		}
+		w, err := worker.New(s.js, o)
+		if err != nil {
+			return nil, err
+		}
+		s.workers = append(s.workers, w)
+	}
+	return s, nil
+}
+
+// StartEmbedded starts an in-process JetStream server with storage in dir,
+// listening on 127.0.0.1:port (0: a free port), without logging or signal
+// handlers. The caller shuts it down (Shutdown, WaitForShutdown).
+func StartEmbedded(dir string, port int) (*server.Server, error) {
+	if dir == "" {
+		return nil, errors.New("embedded NATS: no storage directory")
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	srv, err := server.NewServer(&server.Options{
+		ServerName: "carddrift-embedded", JetStream: true, StoreDir: dir,
+		Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return nil, errors.New("embedded NATS did not become ready within 10s")
+	}
+	return srv, nil
+}
+
+// URL is the client URL of the embedded server, or the URL the connection
+// is connected to.
+func (s *Service) URL() string {
+	if s.srv != nil {
+		return s.srv.ClientURL()
+	}
+	return s.nc.ConnectedUrl()
+}
+
+// Embedded reports whether the service runs its own NATS server.
+func (s *Service) Embedded() bool { return s.srv != nil }
+
+// Conn is the service's NATS connection.
+func (s *Service) Conn() *nats.Conn { return s.nc }
+
+// JetStream is the service's JetStream client.
+func (s *Service) JetStream() jetstream.JetStream { return s.js }
+
+// Config is the service's store.Config, defaults applied.
+func (s *Service) Config() store.Config { return s.cfg }
+
+// Stores are the stores the workers use (without the pin cache).
+func (s *Service) Stores() *store.Stores[task.Pin] { return s.stores }
+
+// Metrics are the workers' metrics.
+func (s *Service) Metrics() *worker.Metrics { return s.metrics }
+
+// Ready is closed once every worker is consuming.
+func (s *Service) Ready() <-chan struct{} { return s.ready }
+
+// Run runs the pin cache (if any) and every worker until ctx is done, then
+// lets each worker drain its in-flight events within its DrainTimeout and
+// returns nil. If a worker fails, Run stops the others and returns the
+// failures. Call it once.
+func (s *Service) Run(ctx context.Context) error {
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var cacheDone chan error
+	if s.pins != nil {
+		cacheDone = make(chan error, 1)
+		go func() { cacheDone <- s.pins.Run(runCtx) }()
+	}
+	errs := make([]error, len(s.workers))
+	var wg sync.WaitGroup
+	for i, w := range s.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(runCtx); err != nil {
+				errs[i] = err
+				stop()
+			}
+		}()
+	}
+	go func() {
+		for _, w := range s.workers {
+			select {
+			case <-w.Ready():
+			case <-runCtx.Done():
+				return
+			}
+		}
+		s.readyOnce.Do(func() { close(s.ready) })
+	}()
+	wg.Wait()
+	stop()
+	if cacheDone != nil {
+		if err := <-cacheDone; err != nil {
+			errs = append(errs, fmt.Errorf("pin cache: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Start runs the service in the background (Run) and waits until every
+// worker consumes. It returns an error if Run fails first, if within (when
+// positive) passes first, or if ctx is done first; the service is stopped
+// then. The Running handle stops it.
+func (s *Service) Start(ctx context.Context, within time.Duration) (*Running, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	r := &Running{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		r.err = s.Run(runCtx)
+		close(r.done)
+	}()
+	var timeout <-chan time.Time
+	if within > 0 {
+		t := time.NewTimer(within)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-s.Ready():
+		return r, nil
+	case <-r.done:
+		if r.err == nil {
+			r.err = ctx.Err()
+		}
+		return nil, fmt.Errorf("workers stopped before they were ready: %w", r.err)
+	case <-timeout:
+		r.Stop()
+		return nil, fmt.Errorf("workers not ready within %v", within)
+	}
+}
+
+// Close releases the workers and, if Open started them, the connection and
+// the embedded server. Call it after Run has returned; it is safe to call
+// twice.
+func (s *Service) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		for _, w := range s.workers {
+			errs = append(errs, w.Close())
+		}
+		if s.ownConn {
+			s.nc.Close()
+		}
+		if s.srv != nil {
+			s.srv.Shutdown()
+			s.srv.WaitForShutdown()
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// Running is a service started with Start.
+type Running struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// Cancel asks the service to stop (its workers drain) and returns at once.
+func (r *Running) Cancel() { r.cancel() }
+
+// Done is closed when the service has stopped.
+func (r *Running) Done() <-chan struct{} { return r.done }
+
+// Err is Run's result once Done is closed.
+func (r *Running) Err() error {
+	<-r.done
+	return r.err
+}
+
+// Stop cancels the service, waits until its workers have drained (each
+// within its DrainTimeout) and returns Run's result. Safe to call twice.
+func (r *Running) Stop() error {
+	r.cancel()
+	return r.Err()
+}
