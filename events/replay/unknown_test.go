@@ -33,11 +33,11 @@ func TestReevaluateUnknownPinnedBody(t *testing.T) {
 		{"u-deg-once", detector.Degrade, false, detector.Abort},
 	}
 	for _, k := range tks {
-		if err := r.emit.Submitted(ctx, events.Submitted{TaskID: k.id, AgentURL: url, SkillID: "summarize",
+		if err := r.Emit.Submitted(ctx, events.Submitted{TaskID: k.id, AgentURL: url, SkillID: "summarize",
 			Posture: k.posture, Idempotent: k.idempotent, CardDigest: unseen}); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.emit.Request(ctx, events.Request{TaskID: k.id, AgentURL: url, Method: "message/stream", Attempt: 1}); err != nil {
+		if err := r.Emit.Request(ctx, events.Request{TaskID: k.id, AgentURL: url, Method: "message/stream", Attempt: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
