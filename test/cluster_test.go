@@ -43,6 +43,8 @@ import (
 //     deployment's certificates.
 //   - carddrift-stores: carddrift's identity reaches its object store (large
 //     card bodies), which the burst does not exercise.
+//   - dead-letter: a malformed lifecycle event reaches the dead-letter stream
+//     (carddrift may publish there), which the burst does not exercise either.
 //
 // Throughout, carddrift runs with its own permissions only: the test fails
 // if any node logged a permission violation by the carddrift user.
@@ -86,6 +88,7 @@ func TestCluster(t *testing.T) {
 	t.Run("leader-killed-mid-burst", func(t *testing.T) { testClusterLeaderKilled(t, cl, r) })
 	t.Run("permissions", func(t *testing.T) { testClusterPermissions(t, cl, r) })
 	t.Run("carddrift-stores", func(t *testing.T) { testClusterCarddriftStores(t, cl, r) })
+	t.Run("dead-letter", func(t *testing.T) { testClusterDeadLetter(t, cl, r) })
 
 	if v := cl.violationsBy("CARDDRIFT"); len(v) > 0 {
 		t.Errorf("carddrift needed permissions it does not have:\n%s", strings.Join(v, "\n"))
@@ -464,4 +467,29 @@ func testClusterCarddriftStores(t *testing.T, cl *natsCluster, r *rig) {
 	if !bytes.Equal(got, body) {
 		t.Errorf("read back %d bytes, want the %d stored", len(got), len(body))
 	}
+}
+
+// testClusterDeadLetter has a client publish a lifecycle message that is no
+// CloudEvent: a worker dead-letters it, with carddrift's permissions.
+func testClusterDeadLetter(t *testing.T, cl *natsCluster, r *rig) {
+	cnc, _ := cl.connect(t, roleClient)
+	cjs, err := jetstream.New(cnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := streamInfo(r.js, r.cfg.DLQStream)
+	if before == nil {
+		t.Fatal("no dead-letter stream info")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, err = cjs.Publish(ctx, "a2a.task.status.dead-letter-probe", []byte("not a CloudEvent"))
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the malformed event in the dead-letter stream", func() bool {
+		info := streamInfo(r.js, r.cfg.DLQStream)
+		return info != nil && info.State.Msgs > before.State.Msgs
+	})
+	r.drained(t, 20*time.Second)
 }
