@@ -11,6 +11,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store/memstore"
 )
 
@@ -96,8 +97,8 @@ func check(t *testing.T, c *planner.Checker, req detector.Requirements, agentURL
 }
 
 func TestCheckLiveCard(t *testing.T) {
-	a := newAgent(t, v1.JSON())
-	c := newChecker(t, planner.CheckerOptions{Fetch: loopback()})
+	a := workertest.NewAgent(t, v1.String())
+	c := newChecker(t, planner.CheckerOptions{Fetch: workertest.LoopbackFetch()})
 
 	d := check(t, c, streamEcho, a.URL())
 	if !d.OK() || !d.Satisfied() || d.Verdict != nil || d.Pinned != nil {
@@ -107,7 +108,7 @@ func TestCheckLiveCard(t *testing.T) {
 		t.Errorf("live = %+v card url %s, want v1 from the well-known URL", d.Live, d.CardURL)
 	}
 
-	a.set(noStream.JSON())
+	a.Set(noStream.String())
 	d = check(t, c, streamEcho, a.URL())
 	if d.OK() || !slices.Equal(kinds(d.Unmet), []planner.UnmetKind{planner.UnmetStreaming}) {
 		t.Errorf("after streaming was disabled: OK %v unmet %v, want streaming-not-supported", d.OK(), d.Unmet)
@@ -115,13 +116,13 @@ func TestCheckLiveCard(t *testing.T) {
 }
 
 func TestCheckAgainstPinned(t *testing.T) {
-	a := newAgent(t, noStream.JSON())
+	a := workertest.NewAgent(t, noStream.String())
 	cards := memstore.NewCards()
 	raw := v1.JSON()
 	if err := cards.Put(context.Background(), digest(t, raw), raw); err != nil {
 		t.Fatal(err)
 	}
-	c := newChecker(t, planner.CheckerOptions{Fetch: loopback(), Cards: cards})
+	c := newChecker(t, planner.CheckerOptions{Fetch: workertest.LoopbackFetch(), Cards: cards})
 	for name, opt := range map[string]planner.CheckOption{
 		"raw":    planner.WithPinned(raw),
 		"card":   planner.WithPinnedCard(v1.Card(t)),
@@ -151,17 +152,17 @@ func TestCheckAgainstPinned(t *testing.T) {
 		t.Errorf("degrade, idempotent = %s, want replan", d.Verdict.Action)
 	}
 	// Pinned equal to live: continue, no findings.
-	a.set(raw)
+	a.Set(string(raw))
 	if d := check(t, c, streamEcho, a.URL(), planner.WithPinned(raw)); !d.OK() || d.Verdict.Action != detector.Continue || len(d.Findings) != 0 {
 		t.Errorf("unchanged card: verdict %+v findings %v, want continue, none", d.Verdict, d.Findings)
 	}
 }
 
 func TestCheckPinnedErrors(t *testing.T) {
-	a := newAgent(t, v1.JSON())
+	a := workertest.NewAgent(t, v1.String())
 	ctx := context.Background()
-	withCards := newChecker(t, planner.CheckerOptions{Fetch: loopback(), Cards: memstore.NewCards()})
-	without := newChecker(t, planner.CheckerOptions{Fetch: loopback()})
+	withCards := newChecker(t, planner.CheckerOptions{Fetch: workertest.LoopbackFetch(), Cards: memstore.NewCards()})
+	without := newChecker(t, planner.CheckerOptions{Fetch: workertest.LoopbackFetch()})
 	cases := []struct {
 		name string
 		c    *planner.Checker
@@ -178,18 +179,18 @@ func TestCheckPinnedErrors(t *testing.T) {
 			t.Errorf("%s: Check = %v, want %v", c.name, err, c.want)
 		}
 	}
-	if n := a.requests.Load(); n != 0 {
+	if n := a.Requests(); n != 0 {
 		t.Errorf("a bad pinned card still fetched the live card (%d requests)", n)
 	}
 }
 
 // An unreachable card is a typed error, never a satisfied decision.
 func TestCheckUnreachable(t *testing.T) {
-	a := newAgent(t, v1.JSON())
+	a := workertest.NewAgent(t, v1.String())
 	ctx := context.Background()
-	c := newChecker(t, planner.CheckerOptions{Fetch: loopback()})
+	c := newChecker(t, planner.CheckerOptions{Fetch: workertest.LoopbackFetch()})
 
-	a.setStatus(http.StatusInternalServerError)
+	a.SetStatus(http.StatusInternalServerError)
 	_, err := c.Check(ctx, streamEcho, a.URL())
 	var ue *planner.UnreachableError
 	if !errors.As(err, &ue) || !errors.Is(err, planner.ErrUnreachable) || !errors.Is(err, fetcher.ErrStatus) {
@@ -201,8 +202,8 @@ func TestCheckUnreachable(t *testing.T) {
 
 	// A failure is shared for the agent's backoff, like a success for its
 	// lease: another agent shows the next kind of failure.
-	b := newAgent(t, v1.JSON())
-	b.set([]byte(`{"name": "x", "name": "y"}`))
+	b := workertest.NewAgent(t, v1.String())
+	b.Set(`{"name": "x", "name": "y"}`)
 	if _, err := c.Check(ctx, streamEcho, b.URL()); !errors.Is(err, fetcher.ErrDuplicateKeys) || !errors.Is(err, planner.ErrUnreachable) {
 		t.Errorf("duplicate keys: Check = %v, want unreachable, duplicate-keys", err)
 	}
@@ -219,10 +220,10 @@ func TestCheckUnreachable(t *testing.T) {
 
 // A check inside a fresh lease costs no request; WithForce always fetches.
 func TestCheckSharesLease(t *testing.T) {
-	a := newAgent(t, v1.JSON())
-	a.setCacheControl("max-age=60")
+	a := workertest.NewAgent(t, v1.String())
+	a.SetCacheControl("max-age=60")
 	leases, cards := memstore.NewLeases(), memstore.NewCards()
-	opts := loopback()
+	opts := workertest.LoopbackFetch()
 	opts.MinLease, opts.Leases, opts.Cards = time.Second, leases, cards
 	first := newChecker(t, planner.CheckerOptions{Fetch: opts})
 	second := newChecker(t, planner.CheckerOptions{Fetch: opts}) // another process, same stores
@@ -233,10 +234,10 @@ func TestCheckSharesLease(t *testing.T) {
 	if d := check(t, second, streamEcho, a.URL()); !d.FromLease || d.Card == nil {
 		t.Errorf("second check: FromLease %v card %v, want the shared lease's card", d.FromLease, d.Card != nil)
 	}
-	if n := a.requests.Load(); n != 1 {
+	if n := a.Requests(); n != 1 {
 		t.Errorf("%d requests, want 1", n)
 	}
-	a.set(noStream.JSON())
+	a.Set(noStream.String())
 	if d := check(t, second, streamEcho, a.URL(), planner.WithForce()); d.FromLease || d.Satisfied() {
 		t.Errorf("forced check: FromLease %v satisfied %v, want a fetch of the new card", d.FromLease, d.Satisfied())
 	}
@@ -248,14 +249,14 @@ func TestNewCheckerInvalid(t *testing.T) {
 		t.Errorf("NewChecker = %v, want ErrInvalidOptions", err)
 	}
 	// A shared fetcher is not closed by the Checker.
-	f, err := fetcher.New(loopback())
+	f, err := fetcher.New(workertest.LoopbackFetch())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	c := newChecker(t, planner.CheckerOptions{Fetcher: f})
 	c.Close()
-	a := newAgent(t, v1.JSON())
+	a := workertest.NewAgent(t, v1.String())
 	if _, err := f.Observe(context.Background(), a.URL()+fetcher.WellKnownPath, false); err != nil {
 		t.Errorf("shared fetcher closed by Checker.Close: %v", err)
 	}

@@ -4,11 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/netip"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,27 +12,18 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
 )
 
-// withJS starts an embedded JetStream server (storage in a test temp dir,
-// random loopback port), provisions every carddrift stream and bucket in
-// memory, and returns the connection and stores; everything is shut down
-// when the test ends.
+// withJS starts the workertest rig with no worker, its streams and buckets
+// in memory, and returns its connection and stores.
 func withJS(t testing.TB) (jetstream.JetStream, *store.Stores[task.Pin]) {
 	t.Helper()
-	_, _, js := storetest.StartJetStream(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cfg := store.DefaultConfig()
-	cfg.Storage = jetstream.MemoryStorage
-	st, err := store.Open[task.Pin](ctx, js, cfg)
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	return js, st
+	r := workertest.Start(t, workertest.Options{Configure: func(c *store.Config) { c.Storage = jetstream.MemoryStorage }})
+	return r.JS, r.Stores
 }
 
 // cardSpec describes a v0.3 agent card for tests.
@@ -101,6 +87,9 @@ func (c cardSpec) JSON() []byte {
 	return b
 }
 
+// String is the card's JSON, as an agent serves it.
+func (c cardSpec) String() string { return string(c.JSON()) }
+
 func (c cardSpec) Card(t testing.TB) *detector.Card {
 	t.Helper()
 	card, err := detector.Parse(c.JSON())
@@ -115,69 +104,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// agent is an httptest agent serving a swappable card.
-type agent struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	card     []byte
-	status   int
-	cache    string
-	requests atomic.Int64
-}
-
-func newAgent(t testing.TB, card []byte) *agent {
-	t.Helper()
-	a := &agent{card: card, status: http.StatusOK, cache: "no-cache"}
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != fetcher.WellKnownPath {
-			http.NotFound(w, r)
-			return
-		}
-		a.requests.Add(1)
-		a.mu.Lock()
-		card, status, cache := a.card, a.status, a.cache
-		a.mu.Unlock()
-		if status != http.StatusOK {
-			w.WriteHeader(status)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", cache)
-		w.Write(card)
-	}))
-	t.Cleanup(a.srv.Close)
-	return a
-}
-
-func (a *agent) set(card []byte) {
-	a.mu.Lock()
-	a.card = card
-	a.mu.Unlock()
-}
-
-func (a *agent) setStatus(s int) {
-	a.mu.Lock()
-	a.status = s
-	a.mu.Unlock()
-}
-
-func (a *agent) setCacheControl(cc string) {
-	a.mu.Lock()
-	a.cache = cc
-	a.mu.Unlock()
-}
-
-func (a *agent) URL() string { return a.srv.URL }
-
-// loopback is the fetch setting tests use to reach httptest agents.
-func loopback() fetcher.Options {
-	return fetcher.Options{
-		Allow:        []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		TotalTimeout: 3 * time.Second, ConnectTimeout: time.Second,
-		MinLease: -1,
-	}
 }
 
 func digest(t testing.TB, raw []byte) string {
@@ -249,32 +175,16 @@ func publishLegacy(t testing.TB, js jetstream.JetStream, ds ...events.Drift) {
 	}
 }
 
-// eventually polls cond until it holds or the timeout passes.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // consumerIdle reports whether the durable has nothing pending or unacked.
 func consumerIdle(t testing.TB, js jetstream.JetStream, durable string) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := js.Consumer(ctx, store.DefaultEventsStream, durable)
+	n, err := service.Backlog(ctx, js, store.DefaultEventsStream, durable)
 	if err != nil {
-		t.Fatalf("consumer %s: %v", durable, err)
+		t.Fatal(err)
 	}
-	info, err := c.Info(ctx)
-	if err != nil {
-		t.Fatalf("consumer info: %v", err)
-	}
-	return info.NumPending == 0 && info.NumAckPending == 0
+	return n == 0
 }
 
 func taskName(i int) string { return fmt.Sprintf("task-%03d", i) }

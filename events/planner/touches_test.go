@@ -10,6 +10,7 @@ import (
 	"github.com/carddrift/carddrift/events/planner"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store/memstore"
+	"github.com/carddrift/carddrift/store/storetest"
 )
 
 // TestSubscribeUsesTouches: the impact comes from the touches the card.drift
@@ -49,7 +50,7 @@ func TestSubscribeUsesTouches(t *testing.T) {
 	subscribe(t, js, planner.Options{Durable: "touches-warning", MinSeverity: detector.Warning}, warn.handle)
 	publish(t, js, streams, contradicts)
 	publishLegacy(t, js, legacyWarn)
-	eventually(t, 10*time.Second, "three verdicts to each, durables idle", func() bool {
+	storetest.Eventually(t, 10*time.Second, "three verdicts to each, durables idle", func() bool {
 		return all.len() == 3 && warn.len() == 3 && consumerIdle(t, js, "touches") && consumerIdle(t, js, "touches-warning")
 	})
 
