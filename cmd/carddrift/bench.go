@@ -259,22 +259,25 @@ func benchMessages(n int, run string) ([]*nats.Msg, error) {
 	return msgs, nil
 }
 
-// publishAll publishes msgs asynchronously (at most 4096 in flight) and
-// waits for every ack.
+// publishAll publishes msgs asynchronously, in windows of at most 2000
+// unacknowledged messages, and waits for every ack.
 func publishAll(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg) error {
-	for _, m := range msgs {
-		if _, err := js.PublishMsgAsync(m); err != nil {
-			return fmt.Errorf("publish: %w", err)
+	const window = 2000
+	for i := 0; i < len(msgs); i += window {
+		for _, m := range msgs[i:min(i+window, len(msgs))] {
+			if _, err := js.PublishMsgAsync(m); err != nil {
+				return fmt.Errorf("publish: %w", err)
+			}
+		}
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Minute):
+			return errors.New("publish: acks did not come within 2m")
 		}
 	}
-	select {
-	case <-js.PublishAsyncComplete():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(2 * time.Minute):
-		return errors.New("publish: acks did not come within 2m")
-	}
+	return nil
 }
 
 // benchRaw measures one durable pull consumer consuming and acknowledging n
@@ -330,6 +333,28 @@ func benchRaw(ctx context.Context, js jetstream.JetStream, storage jetstream.Sto
 	return time.Since(start), nil
 }
 
+// streamConsumers lists the durable consumers of a stream: the deployment's
+// workers' (their number depends on its partitions, which bench does not
+// know).
+func streamConsumers(ctx context.Context, js jetstream.JetStream, stream string) ([]string, error) {
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	names := st.ConsumerNames(ctx)
+	for n := range names.Name() {
+		out = append(out, n)
+	}
+	if err := names.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("stream %s has no consumers: is `carddrift serve` running?", stream)
+	}
+	return out, nil
+}
+
 // benchCarddrift measures the deployment's workers draining n no-fetch
 // events from the lifecycle stream: from the first publish until every
 // lifecycle consumer has acknowledged everything.
@@ -342,7 +367,11 @@ func benchCarddrift(ctx context.Context, js jetstream.JetStream, cfg store.Confi
 	if err := publishAll(ctx, js, msgs); err != nil {
 		return 0, err
 	}
-	if err := waitDrained(ctx, js, cfg.LifecycleStream, lifecycleDurables(cfg), 10*time.Millisecond, 5*time.Minute); err != nil {
+	durables, err := streamConsumers(ctx, js, cfg.LifecycleStream)
+	if err != nil {
+		return 0, err
+	}
+	if err := waitDrained(ctx, js, cfg.LifecycleStream, durables, 10*time.Millisecond, 5*time.Minute); err != nil {
 		return 0, err
 	}
 	return time.Since(start), nil
