@@ -1,6 +1,7 @@
 package fetcher
 
 import (
+	"bytes"
 	"container/list"
 	"sync"
 
@@ -42,16 +43,26 @@ func (c *cardCache) get(digest string) *cardEntry {
 	return el.Value.(*cardEntry)
 }
 
+// put adds e, or replaces the entry of its digest when the body differs:
+// signatures are not part of a digest, so a card re-signed (or no longer
+// signed) has the digest of the body it replaces, and later observations
+// from this cache must carry the newest body's signatures.
 func (c *cardCache) put(e *cardEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byKey[e.digest]; ok {
 		c.order.MoveToFront(el)
-		return
+		old := el.Value.(*cardEntry)
+		if bytes.Equal(old.card.Raw, e.card.Raw) {
+			return
+		}
+		el.Value = e
+		c.used += e.size() - old.size()
+	} else {
+		c.byKey[e.digest] = c.order.PushFront(e)
+		c.used += e.size()
 	}
-	c.byKey[e.digest] = c.order.PushFront(e)
-	c.used += e.size()
-	// Evict least recently used entries, never the one just added.
+	// Evict least recently used entries, never the one just put.
 	for c.used > c.max && c.order.Len() > 1 {
 		old := c.order.Back()
 		oe := old.Value.(*cardEntry)

@@ -52,6 +52,22 @@
 // URLs are keyed in their CanonicalURL form, so spellings of one URL share a
 // lease. ParseAllow reads the --fetch-allow list.
 //
+// # Signed cards
+//
+// ObserveAgent verifies the signatures of a signed card (Verify: A2A v1.0.1
+// §8.4, through package detector/signature) and puts what it found in
+// Observation.Signatures, so that the task core can record and compare who
+// signed a card. Keys come from Options.Signatures: the operator's key set
+// (a file, or a URL fetched through this Fetcher) and the key set a
+// signature names in its jku (https only unless JKUAny), fetched by a JWKS
+// — the same SSRF guard, timeouts and per-host limit as card fetches, its
+// own size limit, cached by Cache-Control. The outcome is kept per body,
+// so a card observed again from a lease or after a 304 costs a hash. A key
+// set that cannot be fetched makes a signature unverified, never invalid.
+// Signatures are not part of the digest: the parsed-card cache keeps the
+// newest body seen under a digest, so a card re-signed with the same content
+// is observed with its new signatures.
+//
 // # Goroutines
 //
 // The only goroutines are flights: one per card URL being observed, started

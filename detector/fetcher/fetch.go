@@ -59,6 +59,10 @@ type Observation struct {
 	// version refreshes FetchedAt without looking at the content, so only
 	// VerifiedAt says the content was current at a given time.
 	VerifiedAt time.Time
+	// Signatures are what verifying the card's signatures found (Verify),
+	// one per entry of its "signatures" array; nil for an unsigned card.
+	// ObserveAgent fills them; Fetch and Observe leave them nil.
+	Signatures []detector.Signature
 }
 
 // Request is one low-level fetch.
@@ -92,6 +96,7 @@ type Fetcher struct {
 	leases store.Leases
 	cards  store.Cards
 	id     string
+	verify *verifier
 
 	// parse and digest are detector.Parse and detector.Digest (tests count them).
 	parse  func([]byte) (*detector.Card, error)
@@ -176,6 +181,11 @@ func New(opts Options) (*Fetcher, error) {
 		ForceAttemptHTTP2:      true,
 	}
 	f.client = &http.Client{Transport: f.tr, CheckRedirect: f.checkRedirect}
+	v, err := newVerifier(f, opts.Signatures)
+	if err != nil {
+		return nil, err
+	}
+	f.verify = v
 	return f, nil
 }
 

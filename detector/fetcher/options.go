@@ -131,6 +131,11 @@ type Options struct {
 	// themselves); the error wraps ErrStore. Same rules as OnFetch.
 	OnStoreError func(err error)
 
+	// Signatures configure how the Fetcher verifies the signatures of the
+	// cards it observes (Verify; ObserveAgent fills Observation.Signatures).
+	// The zero value follows https jku URLs and trusts no key of its own.
+	Signatures SignatureOptions
+
 	// Now is the clock for leases. Default time.Now. Timeouts always use the
 	// real clock.
 	Now func() time.Time
@@ -214,6 +219,9 @@ func (o Options) Validate() error {
 		if !p.IsValid() {
 			bad("Allow prefix %v is invalid", p)
 		}
+	}
+	if err := o.Signatures.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.TLSConfig != nil && o.TLSConfig.InsecureSkipVerify {
 		bad("TLSConfig.InsecureSkipVerify is not allowed: card fetches always verify TLS")

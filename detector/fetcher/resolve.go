@@ -42,7 +42,19 @@ func CardURLs(agentURL string) ([]string, error) {
 // next time (falling back the other way the same way). The Observation's
 // CardURL says which URL answered. When both fail, the error is that of the
 // first URL tried.
+//
+// The Observation's Signatures say who signed the card: a signed card is
+// verified (Verify) once per body, so a 304 or a fresh lease of a card
+// already verified costs a hash.
 func (f *Fetcher) ObserveAgent(ctx context.Context, agentURL, cardURL string, force bool) (Observation, error) {
+	obs, err := f.observeAgent(ctx, agentURL, cardURL, force)
+	if err == nil && obs.Card != nil && obs.Card.HasSignatures {
+		obs.Signatures = f.Verify(ctx, obs.Raw)
+	}
+	return obs, err
+}
+
+func (f *Fetcher) observeAgent(ctx context.Context, agentURL, cardURL string, force bool) (Observation, error) {
 	if cardURL != "" {
 		return f.Observe(ctx, cardURL, force)
 	}
