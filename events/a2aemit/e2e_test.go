@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,68 +19,28 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/a2aemit"
 	"github.com/carddrift/carddrift/events/planner"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
 )
 
-// rig is carddrift in process: embedded JetStream, the stores, one worker.
-type rig struct {
-	js     jetstream.JetStream
-	cfg    store.Config
-	stores *store.Stores[task.Pin]
-}
+// rig is the workertest rig with one worker, its streams in memory.
+type rig struct{ *workertest.Rig }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	_, _, js := storetest.StartJetStream(t)
-	cfg := store.DefaultConfig()
-	cfg.Partitions = 2
-	cfg.Storage = jetstream.MemoryStorage
-	cfg.AckWait = 5 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := store.Open[task.Pin](ctx, js, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{js: js, cfg: cfg, stores: st}
-	w, err := worker.New(js, worker.Options{
-		Name: "e2e-worker", Config: cfg,
-		Pins: st.Pins, Cards: st.Cards, Leases: st.Leases,
-		Fetch: fetcher.Options{
-			Allow:        []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-			TotalTimeout: 3 * time.Second, ConnectTimeout: time.Second,
-			MinLease: -1, // no-cache: every transition revalidates
+	return &rig{workertest.Start(t, workertest.Options{
+		Configure: func(c *store.Config) {
+			c.Partitions, c.Storage, c.AckWait = 2, jetstream.MemoryStorage, 5*time.Second
 		},
-		DrainTimeout: 3 * time.Second, PinnedTTL: 2 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("worker Run: %v", err)
-		}
-		w.Close()
-	})
-	select {
-	case <-w.Ready():
-	case err := <-done:
-		t.Fatalf("worker stopped: %v", err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("worker not ready")
-	}
-	return r
+		Workers: []string{"e2e-worker"},
+		Worker:  func(o *worker.Options) { o.DrainTimeout = 3 * time.Second },
+	})}
 }
 
 // verdicts subscribes like a planner and returns the verdicts per task.
@@ -89,7 +48,7 @@ func (r *rig) verdicts(t *testing.T) func(taskID string) []planner.Verdict {
 	t.Helper()
 	var mu sync.Mutex
 	got := map[string][]planner.Verdict{}
-	sub, err := planner.Subscribe(context.Background(), r.js, planner.Options{Durable: "e2e-planner"},
+	sub, err := planner.Subscribe(context.Background(), r.JS, planner.Options{Durable: "e2e-planner"},
 		func(_ context.Context, v planner.Verdict) error {
 			mu.Lock()
 			got[v.TaskID] = append(got[v.TaskID], v)
@@ -112,7 +71,7 @@ func (r *rig) lifecycle(t *testing.T, taskID string) []events.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := r.js.OrderedConsumer(ctx, r.cfg.LifecycleStream, jetstream.OrderedConsumerConfig{})
+	c, err := r.JS.OrderedConsumer(ctx, r.Config.LifecycleStream, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,44 +102,12 @@ func (r *rig) lifecycle(t *testing.T, taskID string) []events.Event {
 func (r *rig) waitPin(t *testing.T, taskID string) task.Pin {
 	t.Helper()
 	var pin task.Pin
-	eventually(t, 15*time.Second, "pin of "+taskID, func() bool {
-		p, _, err := r.stores.Pins.Get(context.Background(), taskID)
+	storetest.Eventually(t, 15*time.Second, "pin of "+taskID, func() bool {
+		p, _, err := r.Stores.Pins.Get(context.Background(), taskID)
 		pin = p
 		return err == nil && p.Digest != ""
 	})
 	return pin
-}
-
-// drained waits until the workers have handled every lifecycle event
-// published so far.
-func (r *rig) drained(t *testing.T) {
-	t.Helper()
-	eventually(t, 15*time.Second, "lifecycle events handled", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for _, cc := range r.cfg.LifecycleConsumers() {
-			c, err := r.js.Consumer(ctx, r.cfg.LifecycleStream, cc.Durable)
-			if err != nil {
-				return false
-			}
-			info, err := c.Info(ctx)
-			if err != nil || info.NumPending > 0 || info.NumAckPending > 0 {
-				return false
-			}
-		}
-		return true
-	})
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // a2aAgent is an a2a-go server (a2asrv, JSON-RPC transport) behind an
@@ -282,7 +209,7 @@ func (a *a2aAgent) setCard(card []byte) {
 // interceptor: the one option an existing client adds.
 func newClient(t *testing.T, ctx context.Context, r *rig, a *a2aAgent) *a2aclient.Client {
 	t.Helper()
-	em, err := events.NewEmitter(r.js, "urn:test:a2a-go-client")
+	em, err := events.NewEmitter(r.JS, "urn:test:a2a-go-client")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +285,7 @@ func TestEndToEndStreamingDisabledUnderRunningClient(t *testing.T) {
 		t.Fatalf("first stream ended with task %q in %q, want input-required", taskID, state)
 	}
 	pin := r.waitPin(t, string(taskID))
-	r.drained(t)
+	r.Drained(t, 15*time.Second)
 	served := cardJSON(agent.srv.URL+"/a2a", true, `"text/plain"`)
 	if want, _ := detector.Digest(served); pin.Digest != want || pin.Source != events.PinClientCard {
 		t.Errorf("pin = %s from %s, want the served card's digest %s from the client's card", pin.Digest, pin.Source, want)
@@ -379,7 +306,7 @@ func TestEndToEndStreamingDisabledUnderRunningClient(t *testing.T) {
 		t.Errorf("second stream ended in %q, want completed", state)
 	}
 
-	eventually(t, 20*time.Second, "card.drift for the task", func() bool { return len(verdicts(string(taskID))) > 0 })
+	storetest.Eventually(t, 20*time.Second, "card.drift for the task", func() bool { return len(verdicts(string(taskID))) > 0 })
 	v := verdicts(string(taskID))[0]
 	if v.Action != detector.Abort || v.Posture != detector.FailClosed || v.Pinned.Digest != pin.Digest || v.Live.Digest == pin.Digest {
 		t.Errorf("verdict = %s/%s pinned %s live %s", v.Action, v.Posture, v.Pinned.Digest, v.Live.Digest)
@@ -423,7 +350,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 		t.Fatalf("SendMessage = %#v, want a task in input-required", res)
 	}
 	r.waitPin(t, string(task.ID))
-	r.drained(t)
+	r.Drained(t, 15*time.Second)
 
 	agent.setCard(cardJSON(agent.srv.URL+"/a2a", true, `"application/json"`))
 	agent.reject.Store(fmt.Errorf("text parts are no longer accepted: %w", a2a.ErrInvalidParams))
@@ -435,7 +362,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 		}
 	}
 
-	eventually(t, 20*time.Second, "two card.drift for the task", func() bool { return len(verdicts(string(task.ID))) >= 2 })
+	storetest.Eventually(t, 20*time.Second, "two card.drift for the task", func() bool { return len(verdicts(string(task.ID))) >= 2 })
 	vs := verdicts(string(task.ID))
 	rules := func(v planner.Verdict) []string {
 		var out []string
