@@ -1,43 +1,22 @@
-package worker
+package worker_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
 )
-
-const (
-	cardT0 = `{"name":"B","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT","capabilities":{"streaming":true},
-"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"securitySchemes":{"bearer":{"type":"http","scheme":"bearer"}},
-"security":[{"bearer":[]}],"skills":[{"id":"summarize","name":"S","description":"d","tags":[]}]}`
-	cardT40 = `{"name":"B","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT","capabilities":{"streaming":false},
-"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"securitySchemes":{"oauth2":{"type":"oauth2","flows":{"clientCredentials":{"tokenUrl":"https://b/t","scopes":{"t":"t"}}}}},
-"security":[{"oauth2":["t"]}],"skills":[{"id":"summarize","name":"S","description":"d","tags":[]},{"id":"translate","name":"T","description":"d","tags":[]}]}`
-)
-
-func testJS(t *testing.T) jetstream.JetStream {
-	t.Helper()
-	_, _, js := storetest.StartJetStream(t)
-	return js
-}
 
 // TestShuffledDeliveryGivesSameVerdicts replays the pinning write-up's
 // lifecycle for one task in every order a redelivery could produce (all 120
@@ -46,43 +25,23 @@ func testJS(t *testing.T) jetstream.JetStream {
 // events before the submission wait for it, and a retry handled before the
 // -32602 that precedes it in the stream is still judged a blind retry.
 func TestShuffledDeliveryGivesSameVerdicts(t *testing.T) {
-	js := testJS(t)
+	r := workertest.Start(t, workertest.Options{Configure: func(c *store.Config) {
+		c.Partitions, c.AckWait = 0, time.Second
+	}})
+	js, cfg := r.JS, r.Config
 	ctx := context.Background()
-	cfg := store.DefaultConfig()
-	cfg.AckWait = time.Second
-	st, err := store.Open[task.Pin](ctx, js, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	card := ""
-	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Write([]byte(card))
-	}))
-	defer agent.Close()
-	card = strings.ReplaceAll(cardT40, "AGENT", agent.URL) // live since before the events
-	pinned := []byte(strings.ReplaceAll(cardT0, "AGENT", agent.URL))
-
-	w, err := New(js, Options{
-		Name: "order", Config: cfg, Pins: st.Pins, Cards: st.Cards, Leases: st.Leases,
-		Fetch: fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, MinLease: -1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	agent := workertest.NewAgent(t, workertest.WriteupT40) // live since before the events
+	pinned := agent.Served(workertest.WriteupT0)
+	w := r.NewWorker("order", func(o *worker.Options) { o.PinnedTTL = 0 })
 
 	lifecycle := func(task string) []events.Event {
 		ds := []events.Data{
-			events.Submitted{TaskID: task, AgentURL: agent.URL, SkillID: "summarize", Posture: detector.FailClosed,
+			events.Submitted{TaskID: task, AgentURL: agent.URL(), SkillID: "summarize", Posture: detector.FailClosed,
 				Requires: events.Requires{Streaming: true}, Card: pinned},
-			events.Request{TaskID: task, AgentURL: agent.URL, Method: "tasks/sendSubscribe", Attempt: 1},
-			events.Status{TaskID: task, AgentURL: agent.URL, State: "input-required", SkillID: "translate"},
-			events.Error{TaskID: task, AgentURL: agent.URL, Method: "tasks/send", Code: -32602, Message: "Invalid params"},
-			events.Request{TaskID: task, AgentURL: agent.URL, Method: "tasks/send", Attempt: 2},
+			events.Request{TaskID: task, AgentURL: agent.URL(), Method: "tasks/sendSubscribe", Attempt: 1},
+			events.Status{TaskID: task, AgentURL: agent.URL(), State: "input-required", SkillID: "translate"},
+			events.Error{TaskID: task, AgentURL: agent.URL(), Method: "tasks/send", Code: -32602, Message: "Invalid params"},
+			events.Request{TaskID: task, AgentURL: agent.URL(), Method: "tasks/send", Attempt: 2},
 		}
 		out := make([]events.Event, len(ds))
 		for i, d := range ds {
@@ -104,10 +63,9 @@ func TestShuffledDeliveryGivesSameVerdicts(t *testing.T) {
 			}
 			i := queue[0]
 			queue = queue[1:]
-			_, err := w.handle(ctx, evs[i], delivery{seq: uint64(i + 1), delivered: 1, stored: stored})
-			var we waitError
+			wait, err := worker.HandleAt(ctx, w, evs[i], uint64(i+1), stored)
 			switch {
-			case errors.As(err, &we):
+			case wait:
 				queue = append(queue, i) // NAKed: redelivered later
 			case err != nil:
 				t.Fatalf("%s: handle event %d: %v", task, i, err)

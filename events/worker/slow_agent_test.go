@@ -11,6 +11,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // TestSlowAgentHoldsBackNoOtherTask: one agent's card endpoint answers after
@@ -32,40 +33,39 @@ func TestSlowAgentHoldsBackNoOtherTask(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-cache")
-		fmt.Fprint(w, strings.ReplaceAll(writeupT0, "AGENT", "http://"+req.Host))
+		fmt.Fprint(w, strings.ReplaceAll(workertest.WriteupT0, "AGENT", "http://"+req.Host))
 	}))
 	t.Cleanup(slow.Close)
-	healthy := newCardAgent(t)
-	healthy.set(writeupT0, http.StatusOK)
+	healthy := workertest.NewAgent(t, workertest.WriteupT0)
 
 	// Every task is pinned on the card its client sent (no fetch at
 	// submission).
 	const nSlow, nHealthy = 20, 8
 	for i := range nSlow {
-		card := strings.ReplaceAll(writeupT0, "AGENT", slow.URL)
-		must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: fmt.Sprint("slow-", i), AgentURL: slow.URL, SkillID: "summarize",
+		card := strings.ReplaceAll(workertest.WriteupT0, "AGENT", slow.URL)
+		must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: fmt.Sprint("slow-", i), AgentURL: slow.URL, SkillID: "summarize",
 			Requires: events.Requires{Streaming: true}, Card: []byte(card)}))
 	}
 	for i := range nHealthy {
-		must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: fmt.Sprint("ok-", i), AgentURL: healthy.srv.URL, SkillID: "summarize",
-			Requires: events.Requires{Streaming: true}, Card: healthy.served(writeupT0)}))
+		must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: fmt.Sprint("ok-", i), AgentURL: healthy.URL(), SkillID: "summarize",
+			Requires: events.Requires{Streaming: true}, Card: healthy.Served(workertest.WriteupT0)}))
 	}
-	waitFor(t, "every pin", func() bool { return r.handled(events.TypeSubmitted, "pinned") == nSlow+nHealthy })
+	r.Eventually("every pin", func() bool { return r.Handled(events.TypeSubmitted, "pinned") == nSlow+nHealthy })
 
 	// The healthy agent turns streaming off; the slow agent's tasks
 	// transition first, the healthy ones right behind them.
-	healthy.set(writeupT40, http.StatusOK)
+	healthy.Set(workertest.WriteupT40)
 	for i := range nSlow {
-		must(t, r.emit.Request(ctx, events.Request{TaskID: fmt.Sprint("slow-", i), AgentURL: slow.URL, Method: "message/stream", Attempt: 1}))
+		must(t, r.Emit.Request(ctx, events.Request{TaskID: fmt.Sprint("slow-", i), AgentURL: slow.URL, Method: "message/stream", Attempt: 1}))
 	}
 	sent := time.Now()
 	for i := range nHealthy {
-		must(t, r.emit.Request(ctx, events.Request{TaskID: fmt.Sprint("ok-", i), AgentURL: healthy.srv.URL, Method: "message/stream", Attempt: 1}))
+		must(t, r.Emit.Request(ctx, events.Request{TaskID: fmt.Sprint("ok-", i), AgentURL: healthy.URL(), Method: "message/stream", Attempt: 1}))
 	}
-	waitFor(t, "the healthy tasks' verdicts", func() bool {
+	r.Eventually("the healthy tasks' verdicts", func() bool {
 		n := 0
 		for i := range nHealthy {
-			n += len(r.events(events.TypeDrift, fmt.Sprint("ok-", i)))
+			n += len(r.Out().Events(events.TypeDrift, fmt.Sprint("ok-", i)))
 		}
 		return n == nHealthy
 	})
@@ -79,7 +79,7 @@ func TestSlowAgentHoldsBackNoOtherTask(t *testing.T) {
 		// The slow agent has not answered yet: the verdicts did not wait.
 	}
 	for i := range nHealthy {
-		d := r.events(events.TypeDrift, fmt.Sprint("ok-", i))[0].Data.(events.Drift)
+		d := r.Out().Events(events.TypeDrift, fmt.Sprint("ok-", i))[0].Data.(events.Drift)
 		if d.Verdict.Action != detector.Abort {
 			t.Errorf("ok-%d: %s, want abort (streaming-disabled)", i, d.Verdict.Action)
 		}

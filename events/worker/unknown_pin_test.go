@@ -3,195 +3,33 @@ package worker_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
 )
 
-// The pinning write-up's cards: the client read writeupT0 at discovery; the
-// vendor served writeupT40 from T0+40s (streaming off, translate added,
-// bearer swapped for oauth2).
-const (
-	writeupT0 = `{"name":"Vendor B","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT",
-"capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
-"securitySchemes":{"bearer":{"type":"http","scheme":"bearer"}},"security":[{"bearer":[]}],
-"skills":[{"id":"summarize","name":"Summarize","description":"Summarizes text","tags":["text"]}]}`
-	writeupT40 = `{"name":"Vendor B","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT",
-"capabilities":{"streaming":false},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
-"securitySchemes":{"oauth2":{"type":"oauth2","flows":{"clientCredentials":{"tokenUrl":"https://b.example/token","scopes":{"tasks":"run"}}}}},
-"security":[{"oauth2":["tasks"]}],
-"skills":[{"id":"summarize","name":"Summarize","description":"Summarizes text","tags":["text"]},
-{"id":"translate","name":"Translate","description":"Translates text","tags":["text"]}]}`
-)
-
-// cardAgent serves a card that can be swapped, or a status other than 200.
-type cardAgent struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	card   string
-	status int
-}
-
-func newCardAgent(t *testing.T) *cardAgent {
-	a := &cardAgent{status: http.StatusOK}
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.mu.Lock()
-		card, status := strings.ReplaceAll(a.card, "AGENT", a.srv.URL), a.status
-		a.mu.Unlock()
-		if r.URL.Path != "/.well-known/agent-card.json" || status != http.StatusOK {
-			http.Error(w, "unavailable", max(status, http.StatusNotFound))
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Write([]byte(card))
-	}))
-	t.Cleanup(a.srv.Close)
-	return a
-}
-
-func (a *cardAgent) set(card string, status int) {
-	a.mu.Lock()
-	a.card, a.status = card, status
-	a.mu.Unlock()
-}
-
-// served returns the bytes the agent serves for card.
-func (a *cardAgent) served(card string) []byte {
-	return []byte(strings.ReplaceAll(card, "AGENT", a.srv.URL))
-}
-
-// rig runs one worker over an embedded JetStream server and collects every
-// outbound card.* event.
-type rig struct {
-	js      jetstream.JetStream
-	cfg     store.Config
-	metrics *worker.Metrics
-	emit    *events.Emitter
-
-	mu  sync.Mutex
-	out []events.Event
-}
-
-func newRig(t *testing.T, configure ...func(*worker.Options)) *rig {
+// newRig is the workertest rig as this suite runs it: two partitions, one
+// worker w1 (adjusted by configure), a client emitting as vendor A.
+func newRig(t *testing.T, configure ...func(*worker.Options)) *workertest.Rig {
 	t.Helper()
-	_, _, js := storetest.StartJetStream(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cfg := store.DefaultConfig()
-	cfg.Partitions = 2
-	cfg.AckWait = 2 * time.Second
-	st, err := store.Open[task.Pin](ctx, js, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{js: js, cfg: cfg, metrics: worker.NewMetrics(nil)}
-	if r.emit, err = events.NewEmitter(js, "urn:client:vendor-a"); err != nil {
-		t.Fatal(err)
-	}
-	opts := worker.Options{
-		Name: "w1", Config: cfg, Pins: st.Pins, Cards: st.Cards, Leases: st.Leases, Metrics: r.metrics,
-		Fetch: fetcher.Options{
-			Allow:        []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-			TotalTimeout: 3 * time.Second, ConnectTimeout: time.Second,
-			MinLease: -1, // no-cache: every transition revalidates
+	return workertest.Start(t, workertest.Options{
+		Configure: func(c *store.Config) { c.Partitions = 2 },
+		Source:    "urn:client:vendor-a",
+		Workers:   []string{"w1"},
+		Worker: func(o *worker.Options) {
+			for _, c := range configure {
+				c(o)
+			}
 		},
-		DrainTimeout: 5 * time.Second, PinnedTTL: 2 * time.Second,
-	}
-	for _, c := range configure {
-		c(&opts)
-	}
-	w, err := worker.New(js, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("worker Run = %v", err)
-		}
-		w.Close()
 	})
-	select {
-	case <-w.Ready():
-	case err := <-done:
-		t.Fatalf("worker stopped: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("worker not ready within 10s")
-	}
-
-	cons, err := js.OrderedConsumer(ctx, cfg.EventsStream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		ev, err := events.Decode(m)
-		if err != nil {
-			t.Errorf("outbound event on %s does not decode: %v", m.Subject(), err)
-			return
-		}
-		r.mu.Lock()
-		r.out = append(r.out, ev)
-		r.mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cc.Stop)
-	return r
-}
-
-// events returns the collected events of a type for a task.
-func (r *rig) events(typ, taskID string) []events.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []events.Event
-	for _, ev := range r.out {
-		if ev.Type == typ && ev.TaskID() == taskID {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-// handled returns how many events of a type the worker finished with an
-// outcome.
-func (r *rig) handled(typ, outcome string) int {
-	var m dto.Metric
-	if err := r.metrics.Events.WithLabelValues(typ, outcome).Write(&m); err != nil {
-		panic(err)
-	}
-	return int(m.GetCounter().GetValue())
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // publishRaw publishes data as a binary-mode CloudEvent, as a client that
@@ -222,25 +60,25 @@ func publishRaw(t *testing.T, js jetstream.JetStream, typ, id, taskID, data stri
 func TestClientDigestOfUnseenCard(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	agent := newCardAgent(t)
-	pinnedDigest, err := detector.Digest(agent.served(writeupT0)) // what the client read at T0
+	agent := workertest.NewAgent(t, "")
+	pinnedDigest, err := detector.Digest(agent.Served(workertest.WriteupT0)) // what the client read at T0
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent.set(writeupT40, http.StatusOK) // T0+40s: the vendor rotates its card
-	liveDigest, err := detector.Digest(agent.served(writeupT40))
+	agent.Set(workertest.WriteupT40) // T0+40s: the vendor rotates its card
+	liveDigest, err := detector.Digest(agent.Served(workertest.WriteupT40))
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := agent.srv.URL
+	url := agent.URL()
 
 	// A minimal submission from a client that does not use this module:
 	// defaults are fail-closed and not idempotent.
-	publishRaw(t, r.js, events.TypeSubmitted, "sub-1", "wu-fail-closed",
+	publishRaw(t, r.JS, events.TypeSubmitted, "sub-1", "wu-fail-closed",
 		`{"taskId":"wu-fail-closed","agentUrl":"`+url+`","skillId":"summarize","cardDigest":"`+pinnedDigest+`"}`)
-	must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: "wu-degrade", AgentURL: url, SkillID: "summarize",
+	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "wu-degrade", AgentURL: url, SkillID: "summarize",
 		Requires: events.Requires{Streaming: true}, Posture: detector.Degrade, Idempotent: true, CardDigest: pinnedDigest}))
-	must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: "wu-degrade-once", AgentURL: url, SkillID: "summarize",
+	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "wu-degrade-once", AgentURL: url, SkillID: "summarize",
 		Requires: events.Requires{Streaming: true}, Posture: detector.Degrade, CardDigest: pinnedDigest}))
 
 	for _, tc := range []struct {
@@ -251,24 +89,24 @@ func TestClientDigestOfUnseenCard(t *testing.T) {
 		{"wu-degrade", detector.Replan},
 		{"wu-degrade-once", detector.Abort}, // degrade cannot re-plan a task that is not idempotent
 	} {
-		waitFor(t, tc.task+": card.pinned and card.drift", func() bool {
-			return len(r.events(events.TypePinned, tc.task)) > 0 && len(r.events(events.TypeDrift, tc.task)) > 0
+		r.Eventually(tc.task+": card.pinned and card.drift", func() bool {
+			return len(r.Out().Events(events.TypePinned, tc.task)) > 0 && len(r.Out().Events(events.TypeDrift, tc.task)) > 0
 		})
-		p := r.events(events.TypePinned, tc.task)[0].Data.(events.Pinned)
+		p := r.Out().Events(events.TypePinned, tc.task)[0].Data.(events.Pinned)
 		if p.Source != events.PinClientDigest || p.Digest != pinnedDigest || p.Fingerprint != "" {
 			t.Errorf("%s: card.pinned = %+v, want a client-digest pin of %s without fingerprint", tc.task, p, pinnedDigest)
 		}
-		checkUnknownDrift(t, tc.task, r.events(events.TypeDrift, tc.task)[0].Data.(events.Drift), pinnedDigest, liveDigest, tc.want)
+		checkUnknownDrift(t, tc.task, r.Out().Events(events.TypeDrift, tc.task)[0].Data.(events.Drift), pinnedDigest, liveDigest, tc.want)
 	}
 
 	// The capability-dependent transitions that follow meet the same cards:
 	// no second card.drift.
 	for _, task := range []string{"wu-fail-closed", "wu-degrade", "wu-degrade-once"} {
-		must(t, r.emit.Request(ctx, events.Request{TaskID: task, AgentURL: url, Method: "tasks/sendSubscribe", Attempt: 1}))
+		must(t, r.Emit.Request(ctx, events.Request{TaskID: task, AgentURL: url, Method: "tasks/sendSubscribe", Attempt: 1}))
 	}
-	waitFor(t, "three transitions judged", func() bool { return r.handled(events.TypeRequest, "drift") == 3 })
+	r.Eventually("three transitions judged", func() bool { return r.Handled(events.TypeRequest, "drift") == 3 })
 	for _, task := range []string{"wu-fail-closed", "wu-degrade", "wu-degrade-once"} {
-		if n := len(r.events(events.TypeDrift, task)); n != 1 {
+		if n := len(r.Out().Events(events.TypeDrift, task)); n != 1 {
 			t.Errorf("%s: %d card.drift, want 1", task, n)
 		}
 	}
@@ -282,29 +120,30 @@ func TestClientDigestOfUnseenCard(t *testing.T) {
 func TestClientDigestUnknownAtTransition(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	agent := newCardAgent(t)
-	pinnedDigest, _ := detector.Digest(agent.served(writeupT0))
-	liveDigest, _ := detector.Digest(agent.served(writeupT40))
-	url := agent.srv.URL
-	agent.set(writeupT0, http.StatusServiceUnavailable)
+	agent := workertest.NewAgent(t, workertest.WriteupT0)
+	pinnedDigest, _ := detector.Digest(agent.Served(workertest.WriteupT0))
+	liveDigest, _ := detector.Digest(agent.Served(workertest.WriteupT40))
+	url := agent.URL()
+	agent.SetStatus(http.StatusServiceUnavailable)
 
-	must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: "down", AgentURL: url, SkillID: "summarize",
+	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "down", AgentURL: url, SkillID: "summarize",
 		Requires: events.Requires{Streaming: true}, CardDigest: pinnedDigest}))
-	waitFor(t, "card.unreachable and card.pinned", func() bool {
-		return len(r.events(events.TypeUnreachable, "down")) == 1 && len(r.events(events.TypePinned, "down")) == 1
+	r.Eventually("card.unreachable and card.pinned", func() bool {
+		return len(r.Out().Events(events.TypeUnreachable, "down")) == 1 && len(r.Out().Events(events.TypePinned, "down")) == 1
 	})
-	if p := r.events(events.TypePinned, "down")[0].Data.(events.Pinned); p.Fingerprint != "" || p.Source != events.PinClientDigest {
+	if p := r.Out().Events(events.TypePinned, "down")[0].Data.(events.Pinned); p.Fingerprint != "" || p.Source != events.PinClientDigest {
 		t.Errorf("card.pinned = %+v, want a client-digest pin without fingerprint", p)
 	}
-	if len(r.events(events.TypeDrift, "down")) != 0 {
+	if len(r.Out().Events(events.TypeDrift, "down")) != 0 {
 		t.Fatal("card.drift while the agent is unreachable: unreachable is not drift")
 	}
 
-	agent.set(writeupT40, http.StatusOK)
-	must(t, r.emit.Request(ctx, events.Request{TaskID: "down", AgentURL: url, Method: "message/send", Attempt: 1})) // needs no card
-	must(t, r.emit.Request(ctx, events.Request{TaskID: "down", AgentURL: url, Method: "message/stream", Attempt: 1}))
-	waitFor(t, "card.drift", func() bool { return len(r.events(events.TypeDrift, "down")) > 0 })
-	ev := r.events(events.TypeDrift, "down")[0]
+	agent.Set(workertest.WriteupT40)
+	agent.SetStatus(http.StatusOK)
+	must(t, r.Emit.Request(ctx, events.Request{TaskID: "down", AgentURL: url, Method: "message/send", Attempt: 1})) // needs no card
+	must(t, r.Emit.Request(ctx, events.Request{TaskID: "down", AgentURL: url, Method: "message/stream", Attempt: 1}))
+	r.Eventually("card.drift", func() bool { return len(r.Out().Events(events.TypeDrift, "down")) > 0 })
+	ev := r.Out().Events(events.TypeDrift, "down")[0]
 	d := ev.Data.(events.Drift)
 	checkUnknownDrift(t, "down", d, pinnedDigest, liveDigest, detector.Abort)
 	if d.Trigger.Type != events.TypeRequest {
@@ -328,9 +167,9 @@ func checkUnknownDrift(t *testing.T, task string, d events.Drift, pinned, live s
 
 // noDeadLetters checks that the dead-letter stream is empty and the worker
 // counted no dead letter.
-func noDeadLetters(t *testing.T, r *rig) {
+func noDeadLetters(t *testing.T, r *workertest.Rig) {
 	t.Helper()
-	s, err := r.js.Stream(context.Background(), r.cfg.DLQStream)
+	s, err := r.JS.Stream(context.Background(), r.Config.DLQStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,13 +181,13 @@ func noDeadLetters(t *testing.T, r *rig) {
 		t.Errorf("dead-letter stream holds %d events, want none", info.State.Msgs)
 	}
 	ch := make(chan prometheus.Metric, 64)
-	r.metrics.DeadLetters.Collect(ch)
+	r.Metrics.DeadLetters.Collect(ch)
 	close(ch)
 	if n := len(ch); n != 0 {
 		t.Errorf("worker counted dead letters for %d reason(s), want none", n)
 	}
 	for _, typ := range []string{events.TypeSubmitted, events.TypeRequest} {
-		if n := r.handled(typ, "retry"); n != 0 {
+		if n := r.Handled(typ, "retry"); n != 0 {
 			t.Errorf("%d %s events were retried, want none (a publish was refused?)", n, typ)
 		}
 	}

@@ -271,3 +271,10 @@ func DumpLifecycle(t testing.TB, js jetstream.JetStream, cfg store.Config) {
 			info.Delivered.Stream, info.AckFloor.Stream, info.PriorityGroups)
 	}
 }
+
+// Eventually waits up to WaitTimeout until cond holds, or fails the rig's
+// test naming what (storetest.Eventually).
+func (r *Rig) Eventually(what string, cond func() bool) {
+	r.T.Helper()
+	storetest.Eventually(r.T, WaitTimeout, what, cond)
+}
