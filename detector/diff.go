@@ -42,6 +42,10 @@ func Diff(pinned, live *Card) []Finding {
 	return out
 }
 
+// SortFindings puts findings in Diff's output order: most serious first,
+// then rule id, path, skill, scheme and message. It is stable.
+func SortFindings(fs []Finding) { sortFindings(fs) }
+
 // sortFindings puts findings in Diff's output order.
 func sortFindings(fs []Finding) {
 	slices.SortStableFunc(fs, func(a, b Finding) int {

@@ -15,12 +15,19 @@ import (
 //
 // Each returned finding has Touches set: whether it affects this task.
 func Evaluate(pinned, live *Card, req Requirements, posture Posture, taskFindings ...Finding) ([]Finding, Verdict) {
-	all := append(Diff(pinned, live), taskFindings...)
-	sortFindings(all)
-	for i := range all {
-		all[i].Touches = Touches(all[i], pinned, live, req)
+	return Assess(append(Diff(pinned, live), taskFindings...), pinned, live, req, posture)
+}
+
+// Assess is the last step of Evaluate, for callers that change the findings
+// first (the re-evaluation of history under another rule set): it sorts the
+// findings, sets each one's Touches for the task, and judges them. The
+// findings are modified in place and returned.
+func Assess(findings []Finding, pinned, live *Card, req Requirements, posture Posture) ([]Finding, Verdict) {
+	sortFindings(findings)
+	for i := range findings {
+		findings[i].Touches = Touches(findings[i], pinned, live, req)
 	}
-	return all, Judge(all, pinned, live, req, posture)
+	return findings, Judge(findings, pinned, live, req, posture)
 }
 
 // EvaluateUnknown is Evaluate for a task pinned by a digest whose card body
@@ -38,11 +45,7 @@ func EvaluateUnknown(pinnedDigest, liveDigest string, live *Card, req Requiremen
 			Message: render(RulePinnedCardUnknown, "before", pinnedDigest, "after", liveDigest),
 		})
 	}
-	sortFindings(all)
-	for i := range all {
-		all[i].Touches = Touches(all[i], live, live, req)
-	}
-	return all, Judge(all, live, live, req, posture)
+	return Assess(all, live, live, req, posture)
 }
 
 // Judge decides what a task should do about findings between its pinned card

@@ -1,164 +1,33 @@
 package planner
 
-import (
-	"fmt"
-	"sort"
-	"strings"
+import "github.com/carddrift/carddrift/detector"
 
-	"github.com/carddrift/carddrift/detector"
+// What a card does not satisfy of a task is the detector's decision
+// (detector.Unsatisfied): these names keep the planner's API.
+type (
+	// Unmet is detector.Unmet.
+	Unmet = detector.Unmet
+	// UnmetKind is detector.UnmetKind.
+	UnmetKind = detector.UnmetKind
 )
 
-// UnmetKind names a requirement of a task that a card does not satisfy.
-// The values are stable kebab-case strings (print them, match on them).
-type UnmetKind string
-
-// Kinds of Unmet.
+// Kinds of Unmet (see detector).
 const (
-	// UnmetSkill: the task's skill is not offered by the card.
-	UnmetSkill UnmetKind = "skill-not-offered"
-	// UnmetStreaming: the task needs streaming and the card does not declare
-	// capabilities.streaming.
-	UnmetStreaming UnmetKind = "streaming-not-supported"
-	// UnmetPushNotifications: the task needs push notifications and the card
-	// does not declare capabilities.pushNotifications.
-	UnmetPushNotifications UnmetKind = "push-notifications-not-supported"
-	// UnmetInputMode: a media type the task sends is not covered by the
-	// skill's effective input modes (detector.Covers).
-	UnmetInputMode UnmetKind = "input-mode-not-accepted"
-	// UnmetOutputMode: a media type the task expects back is not covered by
-	// the skill's effective output modes.
-	UnmetOutputMode UnmetKind = "output-mode-not-produced"
-	// UnmetSecurityScheme: a security scheme the client authenticates with is
-	// not declared in the card's securitySchemes.
-	UnmetSecurityScheme UnmetKind = "security-scheme-missing"
-	// UnmetSecurityRequirements: the card (or the skill) requires security,
-	// and no requirement in its list is met by the client's schemes alone.
-	UnmetSecurityRequirements UnmetKind = "security-requirements-unmet"
+	UnmetSkill                = detector.UnmetSkill
+	UnmetStreaming            = detector.UnmetStreaming
+	UnmetPushNotifications    = detector.UnmetPushNotifications
+	UnmetInputMode            = detector.UnmetInputMode
+	UnmetOutputMode           = detector.UnmetOutputMode
+	UnmetSecurityScheme       = detector.UnmetSecurityScheme
+	UnmetSecurityRequirements = detector.UnmetSecurityRequirements
+	UnmetScope                = detector.UnmetScope
+	UnmetExtension            = detector.UnmetExtension
+	UnmetExtensionRequired    = detector.UnmetExtensionRequired
+	UnmetExtendedCard         = detector.UnmetExtendedCard
 )
 
-// Unmet is one requirement of a task that a card does not satisfy.
-type Unmet struct {
-	Kind UnmetKind `json:"kind"`
-	// Value is what is missing: the skill id, media type or scheme name
-	// (for UnmetSecurityRequirements, the client's schemes, comma-separated).
-	Value string `json:"value"`
-	// Message says it in words.
-	Message string `json:"message"`
-}
-
-// Unsatisfied returns what of req the card does not satisfy, in a fixed
-// order (skill, streaming, push, input modes, output modes, schemes,
-// security requirements); nil when the card satisfies the task. It is pure.
-//
-// The checks mirror the ones the detector uses to judge drift:
-//
-//   - the skill (req.SkillID, when set) must be offered;
-//   - streaming and push notifications must be declared when the task needs
-//     them;
-//   - each of req.InputModes and req.OutputModes must be covered
-//     (detector.Covers, so "image/*" covers "image/png") by the skill's
-//     effective modes — its own, else the card's defaults. A card that
-//     declares no modes at all constrains nothing;
-//   - each scheme in req.Security must be declared in securitySchemes
-//     (names compare case-insensitively), and when the skill (else the card)
-//     lists security requirements, at least one of them must use only the
-//     client's schemes. With no req.Security, security is not checked: the
-//     client said nothing about how it authenticates.
+// Unsatisfied is detector.Unsatisfied: what of req the card does not
+// satisfy, nil when it satisfies the task.
 func Unsatisfied(card *detector.Card, req detector.Requirements) []Unmet {
-	if card == nil {
-		return nil
-	}
-	var out []Unmet
-	skill, offered := card.Skill(req.SkillID)
-	if req.SkillID != "" && !offered {
-		out = append(out, Unmet{UnmetSkill, req.SkillID, fmt.Sprintf("skill %q is not offered", req.SkillID)})
-	}
-	if req.Streaming && !card.Capabilities.Streaming {
-		out = append(out, Unmet{UnmetStreaming, "streaming", "the task streams and the card does not declare streaming"})
-	}
-	if req.PushNotifications && !card.Capabilities.PushNotifications {
-		out = append(out, Unmet{UnmetPushNotifications, "pushNotifications", "the task uses push notifications and the card does not declare them"})
-	}
-	in, outModes := card.InputModes(skill), card.OutputModes(skill)
-	for _, m := range req.InputModes {
-		if len(in) > 0 && !detector.Covers(in, m) {
-			out = append(out, Unmet{UnmetInputMode, m, fmt.Sprintf("input mode %q is not accepted (accepted: %s)", m, strings.Join(in, ", "))})
-		}
-	}
-	for _, m := range req.OutputModes {
-		if len(outModes) > 0 && !detector.Covers(outModes, m) {
-			out = append(out, Unmet{UnmetOutputMode, m, fmt.Sprintf("output mode %q is not produced (produced: %s)", m, strings.Join(outModes, ", "))})
-		}
-	}
-	if len(req.Security) == 0 {
-		return out
-	}
-	for _, s := range req.Security {
-		if _, ok := schemeNamed(card, s); !ok {
-			out = append(out, Unmet{UnmetSecurityScheme, s, fmt.Sprintf("security scheme %q is not declared", s)})
-		}
-	}
-	reqs := card.SecurityRequirements
-	if offered && len(skill.SecurityRequirements) > 0 {
-		reqs = skill.SecurityRequirements
-	}
-	if len(reqs) > 0 && !anyRequirementMet(reqs, req.Security) {
-		out = append(out, Unmet{UnmetSecurityRequirements, strings.Join(req.Security, ","),
-			fmt.Sprintf("no security requirement is met by the client's schemes (%s); required: %s",
-				strings.Join(req.Security, ", "), requirementsString(reqs))})
-	}
-	return out
-}
-
-func schemeNamed(card *detector.Card, name string) (detector.SecurityScheme, bool) {
-	if s, ok := card.SecuritySchemes[name]; ok {
-		return s, true
-	}
-	for k, s := range card.SecuritySchemes {
-		if strings.EqualFold(k, name) {
-			return s, true
-		}
-	}
-	return detector.SecurityScheme{}, false
-}
-
-// anyRequirementMet reports whether one requirement names only schemes the
-// client uses (an empty requirement, {}, means "no authentication" and is
-// always met).
-func anyRequirementMet(reqs []detector.SecurityRequirement, have []string) bool {
-	for _, r := range reqs {
-		met := true
-		for name := range r {
-			if !containsFold(have, name) {
-				met = false
-				break
-			}
-		}
-		if met {
-			return true
-		}
-	}
-	return false
-}
-
-func containsFold(list []string, s string) bool {
-	for _, v := range list {
-		if strings.EqualFold(v, s) {
-			return true
-		}
-	}
-	return false
-}
-
-func requirementsString(reqs []detector.SecurityRequirement) string {
-	parts := make([]string, 0, len(reqs))
-	for _, r := range reqs {
-		names := make([]string, 0, len(r))
-		for n := range r {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		parts = append(parts, "{"+strings.Join(names, "+")+"}")
-	}
-	return strings.Join(parts, " or ")
+	return detector.Unsatisfied(card, req)
 }

@@ -1,12 +1,10 @@
 package replay
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/store"
@@ -82,17 +80,3 @@ func (r *Reader) change(ctx context.Context, from, to string) (*Change, error) {
 	return c, nil
 }
 
-// sortFindings puts findings in detector.Diff's order: most serious first,
-// then rule id, path, skill, scheme and message.
-func sortFindings(fs []detector.Finding) {
-	slices.SortStableFunc(fs, func(a, b detector.Finding) int {
-		return cmp.Or(
-			cmp.Compare(b.Severity, a.Severity),
-			strings.Compare(a.Rule, b.Rule),
-			strings.Compare(a.Path, b.Path),
-			strings.Compare(a.Skill, b.Skill),
-			strings.Compare(a.Scheme, b.Scheme),
-			strings.Compare(a.Message, b.Message),
-		)
-	})
-}

@@ -116,8 +116,8 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 		var findings []detector.Finding
 		var v detector.Verdict
 		if pinned.card != nil {
-			findings = re.Rules.Apply(append(detector.Diff(pinned.card, live.card), taskFindings...))
-			v = detector.Judge(findings, pinned.card, live.card, req, posture)
+			findings, v = detector.Assess(re.Rules.Apply(append(detector.Diff(pinned.card, live.card), taskFindings...)),
+				pinned.card, live.card, req, posture)
 		} else {
 			// The worker's decision for a pin whose body carddrift never
 			// saw; the rules then filter and re-grade its findings, and the
@@ -125,8 +125,7 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 			// live card, the only one known).
 			findings, v = detector.EvaluateUnknown(d.Pinned.Digest, d.Live.Digest, live.card, req, posture, taskFindings...)
 			if re.Rules != nil {
-				findings = re.Rules.Apply(findings)
-				v = detector.Judge(findings, live.card, live.card, req, posture)
+				findings, v = detector.Assess(re.Rules.Apply(findings), live.card, live.card, req, posture)
 			}
 		}
 		rep.Evaluated++

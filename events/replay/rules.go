@@ -76,8 +76,8 @@ func ParseRules(r io.Reader) (*Rules, error) {
 }
 
 // Apply returns the findings with disabled rules dropped and severities
-// overridden, in detector.Diff's order. It does not modify fs. A nil Rules
-// returns a sorted copy of fs.
+// overridden, in detector.Diff's order (detector.SortFindings). It does not
+// modify fs. A nil Rules returns a sorted copy of fs.
 func (r *Rules) Apply(fs []detector.Finding) []detector.Finding {
 	out := make([]detector.Finding, 0, len(fs))
 	for _, f := range fs {
@@ -91,6 +91,6 @@ func (r *Rules) Apply(fs []detector.Finding) []detector.Finding {
 		}
 		out = append(out, f)
 	}
-	sortFindings(out)
+	detector.SortFindings(out)
 	return out
 }

@@ -1,0 +1,212 @@
+package detector
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// UnmetKind names a requirement of a task that a card does not satisfy.
+// The values are stable kebab-case strings (print them, match on them).
+type UnmetKind string
+
+// Kinds of Unmet.
+const (
+	// UnmetSkill: the task's skill is not offered by the card.
+	UnmetSkill UnmetKind = "skill-not-offered"
+	// UnmetStreaming: the task needs streaming and the card does not declare
+	// capabilities.streaming.
+	UnmetStreaming UnmetKind = "streaming-not-supported"
+	// UnmetPushNotifications: the task needs push notifications and the card
+	// does not declare capabilities.pushNotifications.
+	UnmetPushNotifications UnmetKind = "push-notifications-not-supported"
+	// UnmetInputMode: a media type the task sends is not covered by the
+	// skill's effective input modes (Covers).
+	UnmetInputMode UnmetKind = "input-mode-not-accepted"
+	// UnmetOutputMode: a media type the task expects back is not covered by
+	// the skill's effective output modes.
+	UnmetOutputMode UnmetKind = "output-mode-not-produced"
+	// UnmetSecurityScheme: a security scheme the client authenticates with is
+	// not declared in the card's securitySchemes.
+	UnmetSecurityScheme UnmetKind = "security-scheme-missing"
+	// UnmetSecurityRequirements: the card (or the skill) requires security,
+	// and no requirement in its list is met by the client's schemes alone.
+	UnmetSecurityRequirements UnmetKind = "security-requirements-unmet"
+	// UnmetScope: an OAuth scope the client requests (Requirements.Scopes)
+	// is offered by no flow of that scheme.
+	UnmetScope UnmetKind = "oauth-scope-not-offered"
+	// UnmetExtension: an extension the client activates is not declared.
+	UnmetExtension UnmetKind = "extension-not-declared"
+	// UnmetExtensionRequired: the card requires an extension the client
+	// does not activate (only checked when the client lists its
+	// extensions).
+	UnmetExtensionRequired UnmetKind = "extension-required"
+	// UnmetExtendedCard: the task uses the extended card and the card does
+	// not offer one.
+	UnmetExtendedCard UnmetKind = "extended-card-not-offered"
+)
+
+// Unmet is one requirement of a task that a card does not satisfy.
+type Unmet struct {
+	Kind UnmetKind `json:"kind"`
+	// Value is what is missing: the skill id, media type or scheme name
+	// (for UnmetSecurityRequirements, the client's schemes, comma-separated).
+	Value string `json:"value"`
+	// Message says it in words.
+	Message string `json:"message"`
+}
+
+// Unsatisfied returns what of req the card does not satisfy, in a fixed
+// order (skill, streaming, push, input modes, output modes, schemes,
+// security requirements); nil when the card satisfies the task. It is pure.
+//
+// These are the requirements Touches uses to judge drift, checked against one
+// card (a planner's pre-dispatch check, events/planner.Checker):
+//
+//   - the skill (req.SkillID, when set) must be offered;
+//   - streaming and push notifications must be declared when the task needs
+//     them;
+//   - each of req.InputModes and req.OutputModes must be covered
+//     (Covers, so "image/*" covers "image/png") by the skill's
+//     effective modes — its own, else the card's defaults. A card that
+//     declares no modes at all constrains nothing;
+//   - each scheme in req.Security must be declared in securitySchemes
+//     (names compare case-insensitively), and when the skill (else the card)
+//     lists security requirements, at least one of them must use only the
+//     client's schemes. With no req.Security, security is not checked: the
+//     client said nothing about how it authenticates.
+func Unsatisfied(card *Card, req Requirements) []Unmet {
+	if card == nil {
+		return nil
+	}
+	var out []Unmet
+	skill, offered := card.Skill(req.SkillID)
+	if req.SkillID != "" && !offered {
+		out = append(out, Unmet{UnmetSkill, req.SkillID, fmt.Sprintf("skill %q is not offered", req.SkillID)})
+	}
+	if req.Streaming && !card.Capabilities.Streaming {
+		out = append(out, Unmet{UnmetStreaming, "streaming", "the task streams and the card does not declare streaming"})
+	}
+	if req.PushNotifications && !card.Capabilities.PushNotifications {
+		out = append(out, Unmet{UnmetPushNotifications, "pushNotifications", "the task uses push notifications and the card does not declare them"})
+	}
+	if req.ExtendedCard && !card.Capabilities.ExtendedAgentCard {
+		out = append(out, Unmet{UnmetExtendedCard, "extendedAgentCard", "the task uses the extended card and the card does not offer one"})
+	}
+	declared := map[string]Extension{}
+	for _, e := range card.Capabilities.Extensions {
+		declared[e.URI] = e
+	}
+	for _, uri := range req.Extensions {
+		if _, ok := declared[uri]; !ok {
+			out = append(out, Unmet{UnmetExtension, uri, fmt.Sprintf("extension %q is not declared", uri)})
+		}
+	}
+	if req.Extensions != nil {
+		for _, e := range card.Capabilities.Extensions {
+			if e.Required && !slices.Contains(req.Extensions, e.URI) {
+				out = append(out, Unmet{UnmetExtensionRequired, e.URI, fmt.Sprintf("extension %q is required and the client does not activate it", e.URI)})
+			}
+		}
+	}
+	in, outModes := card.InputModes(skill), card.OutputModes(skill)
+	for _, m := range req.InputModes {
+		if len(in) > 0 && !Covers(in, m) {
+			out = append(out, Unmet{UnmetInputMode, m, fmt.Sprintf("input mode %q is not accepted (accepted: %s)", m, strings.Join(in, ", "))})
+		}
+	}
+	for _, m := range req.OutputModes {
+		if len(outModes) > 0 && !Covers(outModes, m) {
+			out = append(out, Unmet{UnmetOutputMode, m, fmt.Sprintf("output mode %q is not produced (produced: %s)", m, strings.Join(outModes, ", "))})
+		}
+	}
+	for _, scheme := range sortedKeys(req.Scopes) {
+		sch, ok := schemeNamed(card, scheme)
+		if !ok || sch.Type != "oauth2" {
+			continue // an undeclared scheme is reported below when the client names it
+		}
+		for _, scope := range req.Scopes[scheme] {
+			offered := false
+			for _, f := range sch.Flows {
+				if _, ok := f.Scopes[scope]; ok {
+					offered = true
+				}
+			}
+			if !offered {
+				out = append(out, Unmet{UnmetScope, scheme + ":" + scope, fmt.Sprintf("scope %q is offered by no flow of scheme %q", scope, scheme)})
+			}
+		}
+	}
+	if len(req.Security) == 0 {
+		return out
+	}
+	for _, s := range req.Security {
+		if _, ok := schemeNamed(card, s); !ok {
+			out = append(out, Unmet{UnmetSecurityScheme, s, fmt.Sprintf("security scheme %q is not declared", s)})
+		}
+	}
+	reqs := card.SecurityRequirements
+	if offered && len(skill.SecurityRequirements) > 0 {
+		reqs = skill.SecurityRequirements
+	}
+	if len(reqs) > 0 && !anyRequirementMet(reqs, req.Security) {
+		out = append(out, Unmet{UnmetSecurityRequirements, strings.Join(req.Security, ","),
+			fmt.Sprintf("no security requirement is met by the client's schemes (%s); required: %s",
+				strings.Join(req.Security, ", "), requirementsString(reqs))})
+	}
+	return out
+}
+
+func schemeNamed(card *Card, name string) (SecurityScheme, bool) {
+	if s, ok := card.SecuritySchemes[name]; ok {
+		return s, true
+	}
+	for k, s := range card.SecuritySchemes {
+		if strings.EqualFold(k, name) {
+			return s, true
+		}
+	}
+	return SecurityScheme{}, false
+}
+
+// anyRequirementMet reports whether one requirement names only schemes the
+// client uses (an empty requirement, {}, means "no authentication" and is
+// always met).
+func anyRequirementMet(reqs []SecurityRequirement, have []string) bool {
+	for _, r := range reqs {
+		met := true
+		for name := range r {
+			if !containsFold(have, name) {
+				met = false
+				break
+			}
+		}
+		if met {
+			return true
+		}
+	}
+	return false
+}
+
+func containsFold(list []string, s string) bool {
+	for _, v := range list {
+		if strings.EqualFold(v, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func requirementsString(reqs []SecurityRequirement) string {
+	parts := make([]string, 0, len(reqs))
+	for _, r := range reqs {
+		names := make([]string, 0, len(r))
+		for n := range r {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		parts = append(parts, "{"+strings.Join(names, "+")+"}")
+	}
+	return strings.Join(parts, " or ")
+}
