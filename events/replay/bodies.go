@@ -79,4 +79,3 @@ func (r *Reader) change(ctx context.Context, from, to string) (*Change, error) {
 	c.Findings = slices.Clone(fs)
 	return c, nil
 }
-
