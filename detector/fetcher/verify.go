@@ -1,6 +1,7 @@
 package fetcher
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"crypto/sha256"
@@ -193,6 +194,9 @@ func (ks firstKeys) Lookup(ctx context.Context, kid, jku string) ([]signature.Ke
 // unverified ("keys-unavailable"), never invalid. An outcome reached after
 // ctx ended is returned but not kept. Safe for concurrent use.
 func (f *Fetcher) Verify(ctx context.Context, raw []byte) []detector.Signature {
+	if !bytes.Contains(raw, []byte(`"signatures"`)) {
+		return nil // unsigned, without a parse
+	}
 	v := f.verify
 	key := sha256.Sum256(raw)
 	if sigs, ok := v.get(key); ok {

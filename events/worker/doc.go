@@ -35,6 +35,14 @@
 //   - terminal states, working, submitted and first attempts of plain
 //     send/get/cancel need no fetch: they are acknowledged at once.
 //
+// Signed cards: the fetcher verifies a live card's signatures once per body
+// (Fetch.Signatures says with which keys) and the worker verifies a client's
+// card with the same keys; the pin records who signed the pinned card
+// (card.pinned and card.drift carry the signer), and the task core reports
+// signature-added, signature-removed, signature-invalid and signer-changed.
+// With RequireSignedCards a live card none of whose signatures verifies is
+// a breaking signature-required finding for every task that observes it.
+//
 // A transition for a task that has no pin waits for its submission: it is
 // NAKed and redelivered for a grace period (twice AckWait plus PinnedTTL after
 // it was stored, long enough for a submission held by a worker that died to be

@@ -246,7 +246,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // meta is the core's view of where and when ev was delivered.
 func (w *Worker) meta(ev events.Event, dl delivery) task.Meta {
 	now := w.opts.Now()
-	m := task.Meta{Seq: dl.seq, Time: ev.Time, Now: now}
+	m := task.Meta{Seq: dl.seq, Time: ev.Time, Now: now, RequireSigned: w.opts.RequireSignedCards}
 	if m.Time.IsZero() {
 		m.Time = now
 	}
@@ -316,7 +316,7 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 func observation(o fetcher.Observation) task.Observation {
 	return task.Observation{
 		CardURL: o.CardURL, Digest: o.Digest, Fingerprint: o.Fingerprint, ETag: o.ETag,
-		Card: o.Card, FetchedAt: o.FetchedAt, VerifiedAt: o.VerifiedAt,
+		Card: o.Card, FetchedAt: o.FetchedAt, VerifiedAt: o.VerifiedAt, Signatures: o.Signatures,
 	}
 }
 

@@ -22,6 +22,9 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 		return "", permanentError{reason: "invalid-card", err: err}
 	}
 	if !s.NeedsObservation() {
+		// The client's card: the pin records who signed it, verified with
+		// the keys live cards are verified with.
+		s.ClientSignatures(w.fetch.Verify(ctx, s.ClientCard()))
 		return w.carryOut(ctx, s.Pinned(), 0)
 	}
 	pin := s.Pin()

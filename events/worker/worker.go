@@ -63,6 +63,12 @@ type Options struct {
 	PinnedTTL time.Duration
 	// CardCache bounds the parsed pinned cards kept in memory (default 1024).
 	CardCache int
+	// RequireSignedCards is the posture for signed fleets (carddrift serve
+	// --require-signed-cards): a live card none of whose signatures
+	// verifies (unsigned, unverifiable or invalid) is breaking drift for
+	// every task that observes it (signature-required). Which keys verify
+	// is Fetch.Signatures.
+	RequireSignedCards bool
 	// Logger and Metrics (nil: none).
 	Logger  zerolog.Logger
 	Metrics *Metrics

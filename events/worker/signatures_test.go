@@ -1,0 +1,180 @@
+package worker_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/detector/signature"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/workertest"
+)
+
+// signingKey is a P-256 key an agent signs its card with, and the public key
+// the operator trusts.
+type signingKey struct {
+	kid  string
+	priv *ecdsa.PrivateKey
+	pub  signature.Key
+}
+
+func newSigningKey(t *testing.T, kid string) signingKey {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := signature.NewKey(jose.JSONWebKey{Key: priv.Public(), KeyID: kid, Use: "sig"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signingKey{kid: kid, priv: priv, pub: pub}
+}
+
+func (k signingKey) sign(t *testing.T, card string) string {
+	t.Helper()
+	out, err := signature.Sign([]byte(card), k.priv, signature.SignOptions{KeyID: k.kid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// signedCard is a card on the agent at url, with a description to tamper
+// with.
+func signedCard(url, description string) string {
+	return fmt.Sprintf(`{"name":"Ledger","description":%q,"version":"1.0.0",`+
+		`"supportedInterfaces":[{"url":"%s/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],`+
+		`"capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],`+
+		`"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":["t"]}]}`, description, url)
+}
+
+// TestSignedCards: a worker that trusts keys a and b records who signed each
+// pinned card (first fetch and client card), and judges the live card's
+// signer at every streaming request: re-signed by another key
+// (signer-changed, continue), changed after signing (signature-invalid,
+// abort), no longer signed (signature-removed, continue).
+func TestSignedCards(t *testing.T) {
+	a, b := newSigningKey(t, "a"), newSigningKey(t, "b")
+	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
+		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(a.pub, b.pub), JKU: fetcher.JKUOff}
+	}})
+	out := r.Out()
+	agent := workertest.NewAgent(t, "")
+	base := agent.URL()
+	card := signedCard(base, "Reads invoices.")
+	ctx := context.Background()
+	submit := func(task string, clientCard string) {
+		t.Helper()
+		d := events.Submitted{TaskID: task, AgentURL: base, SkillID: "summarize", Requires: events.Requires{Streaming: true}}
+		if clientCard != "" {
+			d.Card = []byte(clientCard)
+		}
+		if err := r.Emit.Submitted(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		out.WaitFor(t, task+" pinned", func(c *workertest.Collector) bool { return len(c.Events(events.TypePinned, task)) == 1 })
+	}
+	pinnedSigner := func(task string) *detector.Signature {
+		return out.Events(events.TypePinned, task)[0].Data.(events.Pinned).Signer
+	}
+	stream := func(task string) events.Drift {
+		t.Helper()
+		if err := r.Emit.Request(ctx, events.Request{TaskID: task, AgentURL: base, Method: "message/stream", Attempt: 1}); err != nil {
+			t.Fatal(err)
+		}
+		out.WaitFor(t, task+": card.drift", func(c *workertest.Collector) bool { return len(c.Drifts(task)) == 1 })
+		return out.Drifts(task)[0]
+	}
+	check := func(d events.Drift, action detector.Action, rules ...string) {
+		t.Helper()
+		var got []string
+		for _, f := range d.Findings {
+			got = append(got, f.Rule)
+		}
+		if d.Verdict.Action != action || strings.Join(got, ",") != strings.Join(rules, ",") {
+			t.Errorf("%s: card.drift %s %v (%s), want %s %v", d.TaskID, d.Verdict.Action, got, d.Verdict.Reason, action, rules)
+		}
+	}
+
+	byA := a.sign(t, card)
+	agent.Set(byA)
+	submit("first-fetch", "")
+	submit("client-card", byA)
+	for _, task := range []string{"first-fetch", "client-card"} {
+		if s := pinnedSigner(task); s == nil || s.KeyID != "a" || !s.Verified || s.Thumbprint != a.pub.Thumbprint || s.Source != "trusted" {
+			t.Errorf("%s: card.pinned signer %+v, want a, verified by a trusted key", task, s)
+		}
+	}
+
+	agent.Set(b.sign(t, card)) // the same content: the same digest
+	d := stream("first-fetch")
+	check(d, detector.Continue, detector.RuleSignerChanged)
+	if d.Pinned.Digest != d.Live.Digest || d.Pinned.Signer == nil || d.Pinned.Signer.KeyID != "a" || d.Live.Signer == nil || d.Live.Signer.KeyID != "b" {
+		t.Errorf("signer-changed: pinned %+v, live %+v; want one digest, signers a and b", d.Pinned, d.Live)
+	}
+	submit("on-b", "")
+
+	tampered := strings.Replace(b.sign(t, card), "Reads invoices.", "Reads invoices and pays them.", 1)
+	agent.Set(tampered)
+	check(stream("on-b"), detector.Abort, detector.RuleSignatureInvalid, detector.RuleDescriptiveTextChanged)
+	check(stream("client-card"), detector.Continue, detector.RuleSignerChanged, detector.RuleDescriptiveTextChanged)
+
+	agent.Set(b.sign(t, card))
+	submit("still-b", "")
+	agent.Set(card)
+	check(stream("still-b"), detector.Continue, detector.RuleSignatureRemoved)
+}
+
+// TestRequireSignedCards: under the posture for signed fleets, a live card
+// none of whose signatures verifies aborts every task that observes it, and
+// the verdict says why.
+func TestRequireSignedCards(t *testing.T) {
+	a, stranger := newSigningKey(t, "a"), newSigningKey(t, "stranger")
+	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
+		o.RequireSignedCards = true
+		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(a.pub), JKU: fetcher.JKUOff}
+	}})
+	out := r.Out()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		task, reason string
+		card         func(string) string
+	}{
+		{task: "verified", card: func(c string) string { return a.sign(t, c) }},
+		{task: "unsigned", reason: "the live card is not signed", card: func(c string) string { return c }},
+		{task: "unknown-key", reason: `no signature of the live card could be verified (kid "stranger" (ES256), unverified: no-key)`,
+			card: func(c string) string { return stranger.sign(t, c) }},
+		{task: "invalid", reason: `the live card's signature by kid "a"`,
+			card: func(c string) string { return strings.Replace(a.sign(t, c), "Reads invoices.", "Tampered.", 1) }},
+	} {
+		t.Run(tc.task, func(t *testing.T) {
+			agent := workertest.NewAgent(t, "")
+			agent.Set(tc.card(signedCard(agent.URL(), "Reads invoices.")))
+			must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: tc.task, AgentURL: agent.URL(), SkillID: "summarize"}))
+			out.WaitFor(t, "pinned", func(c *workertest.Collector) bool { return len(c.Events(events.TypePinned, tc.task)) == 1 })
+			must(t, r.Emit.Request(ctx, events.Request{TaskID: tc.task, AgentURL: agent.URL(), Method: "message/stream", Attempt: 1}))
+			if tc.reason == "" {
+				r.Drained(t, workertest.WaitTimeout)
+				if ds := out.Drifts(tc.task); len(ds) > 0 {
+					t.Fatalf("card.drift for a card signed by a trusted key: %s", ds[0].Verdict.Reason)
+				}
+				return
+			}
+			out.WaitFor(t, "card.drift", func(c *workertest.Collector) bool { return len(c.Drifts(tc.task)) == 1 })
+			d := out.Drifts(tc.task)[0]
+			if d.Verdict.Action != detector.Abort || !strings.Contains(d.Verdict.Reason, "signature-required ("+tc.reason) {
+				t.Errorf("card.drift %s %q; want abort saying signature-required (%s…", d.Verdict.Action, d.Verdict.Reason, tc.reason)
+			}
+		})
+	}
+}
