@@ -388,6 +388,12 @@ func TestReplayDemo(t *testing.T) {
 		if len(recorded["abort"]) == 0 || len(recorded["replan"]) == 0 {
 			t.Fatalf("the recorded history lacks aborts or re-plans: %v", recorded)
 		}
+		// Under the tasks' own postures and the default rules, the
+		// re-evaluation goes through the worker's decision code and must
+		// reproduce every recorded verdict exactly.
+		if same := strings.TrimSpace(replayCLI(t, dir, "--reevaluate", "--format", "json")); same != "" {
+			t.Errorf("re-evaluation under the same posture and rules differs from the worker's verdicts:\n%s", same)
+		}
 		diffs := func(posture string) map[key][2]string {
 			out := replayCLI(t, dir, "--reevaluate", "--posture", posture, "--format", "json")
 			got := map[key][2]string{}
