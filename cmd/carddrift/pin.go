@@ -4,28 +4,34 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/fetcher"
 )
 
 func pinCommand(e *env) *ffcli.Command {
 	fs := newFlagSet("pin", e)
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	var trust trustFlags
+	trust.register(fs)
 	return &ffcli.Command{
 		Name:       "pin",
-		ShortUsage: "carddrift pin [--json] URL|FILE",
-		ShortHelp:  "fetch a card, print digest, fingerprint, version, ETag",
+		ShortUsage: "carddrift pin [--json] [--jwks FILE|URL] [--jku https|any|off] URL|FILE",
+		ShortHelp:  "fetch a card, print digest, fingerprint, version, ETag, signatures",
 		LongHelp: "Reads one card (a base URL resolves /.well-known/agent-card.json, then the legacy\n" +
-			"/.well-known/agent.json; a file path or - reads a file or stdin) and prints what a pin records.",
+			"/.well-known/agent.json; a file path or - reads a file or stdin) and prints what a pin records.\n" +
+			"A signed card's signatures are verified with the keys of --jwks and of the jku each names\n" +
+			"(key sets are fetched like the card: an operator's command, no SSRF guard).",
 		FlagSet: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) != 1 {
 				return usagef("pin needs exactly one URL or file, got %d argument(s)", len(args))
 			}
-			return runPin(ctx, e, args[0], *asJSON)
+			return runPin(ctx, e, args[0], *asJSON, &trust)
 		},
 	}
 }
@@ -46,9 +52,20 @@ type pinOutput struct {
 	// Conformance lists the parts of the card that follow no known version's
 	// schema; carddrift reads around them (never a refusal).
 	Conformance []detector.Nonconformance `json:"conformance"`
+	// Signatures are what verifying the card's signatures found, one per
+	// entry of its "signatures" array (kid, alg, verified, reason; the key's
+	// thumbprint, source and jku when known); [] for an unsigned card.
+	Signatures []detector.Signature `json:"signatures"`
 }
 
-func runPin(ctx context.Context, e *env, where string, asJSON bool) error {
+func runPin(ctx context.Context, e *env, where string, asJSON bool, trust *trustFlags) error {
+	sigOpts, skipped, err := trust.options()
+	if err != nil {
+		return err
+	}
+	for _, err := range skipped {
+		fmt.Fprintf(e.stderr, "carddrift: --jwks: skipped: %v\n", err)
+	}
 	src, err := readSource(ctx, e, where)
 	if err != nil {
 		return usageError{err}
@@ -74,6 +91,14 @@ func runPin(ctx context.Context, e *env, where string, asJSON bool) error {
 	if out.Conformance == nil {
 		out.Conformance = []detector.Nonconformance{}
 	}
+	out.Signatures = []detector.Signature{}
+	if c.HasSignatures {
+		sigs, err := verifySignatures(ctx, src.Raw, sigOpts)
+		if err != nil {
+			return err
+		}
+		out.Signatures = append(out.Signatures, sigs...)
+	}
 	out.Skills = make([]string, 0, len(c.Skills))
 	for _, s := range c.Skills {
 		out.Skills = append(out.Skills, s.ID)
@@ -95,6 +120,14 @@ func runPin(ctx context.Context, e *env, where string, asJSON bool) error {
 	fmt.Fprintf(w, "skills             %s\n", orNone(strings.Join(out.Skills, ", ")))
 	fmt.Fprintf(w, "etag               %s\n", orNone(out.ETag))
 	fmt.Fprintf(w, "cache-control      %s\n", orNone(out.CacheControl))
+	if len(out.Signatures) == 0 {
+		fmt.Fprintf(w, "signatures         none\n")
+	} else {
+		fmt.Fprintf(w, "signatures         %d:\n", len(out.Signatures))
+		for i, s := range out.Signatures {
+			fmt.Fprintf(w, "  %d  kid %-20q %-7s %s\n", i, s.KeyID, s.Alg, describeSignature(s))
+		}
+	}
 	if len(out.Conformance) == 0 {
 		fmt.Fprintf(w, "conformance        ok\n")
 		return nil
@@ -115,4 +148,40 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// verifySignatures verifies a card's signatures as the workers do, with a
+// fetcher for the key sets whose SSRF guard lets every address through (an
+// operator's command, like pin's own fetch of the card).
+func verifySignatures(ctx context.Context, raw []byte, o fetcher.SignatureOptions) ([]detector.Signature, error) {
+	f, err := fetcher.New(fetcher.Options{
+		Allow:      []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")},
+		Signatures: o,
+	})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	defer f.Close()
+	return f.Verify(ctx, raw), nil
+}
+
+// describeSignature says what verifying a signature found, for pin's text
+// output.
+func describeSignature(s detector.Signature) string {
+	var b strings.Builder
+	if s.Verified {
+		fmt.Fprintf(&b, "verified")
+	} else {
+		fmt.Fprintf(&b, "NOT verified: %s", s.Reason)
+	}
+	if s.Thumbprint != "" {
+		fmt.Fprintf(&b, "  key %s", s.Thumbprint)
+	}
+	if s.Source != "" {
+		fmt.Fprintf(&b, " (%s)", s.Source)
+	}
+	if s.JKU != "" {
+		fmt.Fprintf(&b, "  jku %s", s.JKU)
+	}
+	return b.String()
 }

@@ -51,6 +51,8 @@ type serveFlags struct {
 	pinnedTTL    time.Duration
 	logFormat    string
 	logLevel     string
+	trust        trustFlags
+	requireSig   bool
 }
 
 func serveCommand(e *env) *ffcli.Command {
@@ -81,12 +83,20 @@ func serveCommand(e *env) *ffcli.Command {
 	fs.DurationVar(&f.pinnedTTL, "pinned-ttl", worker.DefaultPinnedTTL, "a partition whose worker stopped pulling moves to another worker after this")
 	fs.StringVar(&f.logFormat, "log-format", "auto", "json, console, or auto (console on a terminal)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.trust.register(fs)
+	fs.BoolVar(&f.requireSig, "require-signed-cards", false, "signed fleets: a live card none of whose signatures verifies "+
+		"(unsigned, unverifiable or invalid) is breaking drift for every task (signature-required)")
 	return &ffcli.Command{
 		Name:       "serve",
 		ShortUsage: "carddrift serve [flags]",
 		ShortHelp:  "run workers: consume lifecycle events, publish card.* verdicts",
 		LongHelp: "Without --nats-url, starts an embedded JetStream server on 127.0.0.1 (printed at start)\n" +
-			"so other processes can publish lifecycle events. Creates its streams, consumers and buckets.",
+			"so other processes can publish lifecycle events. Creates its streams, consumers and buckets.\n\n" +
+			"Signed cards (A2A §8.4): every signed card is verified, and the pin records its signer (kid,\n" +
+			"alg, JWK thumbprint); a new, removed, invalid or changed signature is a finding. Keys come from\n" +
+			"--jwks FILE|URL (trusted) and from the jku a signature names (--jku https|any|off). With\n" +
+			"--require-signed-cards a live card with no signature that verifies aborts fail-closed tasks\n" +
+			"(signature-required; the verdict's reason says why).",
 		FlagSet: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
@@ -134,12 +144,14 @@ func (f *serveFlags) storeConfig() (store.Config, error) {
 	return cfg, nil
 }
 
-func (f *serveFlags) fetchOptions() (fetcher.Options, error) {
+// fetchOptions reads the fetch and trust flags; skipped lists the keys of a
+// --jwks file that cannot verify signatures.
+func (f *serveFlags) fetchOptions() (o fetcher.Options, skipped []error, err error) {
 	allow, err := fetcher.ParseAllow(f.fetchAllow)
 	if err != nil {
-		return fetcher.Options{}, usageError{fmt.Errorf("--fetch-allow: %w", err)}
+		return fetcher.Options{}, nil, usageError{fmt.Errorf("--fetch-allow: %w", err)}
 	}
-	o := fetcher.Options{
+	o = fetcher.Options{
 		Allow: allow, TotalTimeout: f.fetchTimeout, ConnectTimeout: f.connTimeout,
 		MaxBodyBytes: f.maxBody, MinLease: f.minLease, MaxLease: f.maxLease, DefaultLease: f.defaultLease,
 		FullFetchInterval: f.fullFetch, PerHostConcurrency: f.hostConc,
@@ -147,7 +159,10 @@ func (f *serveFlags) fetchOptions() (fetcher.Options, error) {
 	if f.minLease == 0 {
 		o.MinLease = -1
 	}
-	return o, nil // worker.New applies the defaults and validates
+	if o.Signatures, skipped, err = f.trust.options(); err != nil {
+		return fetcher.Options{}, nil, err
+	}
+	return o, skipped, nil // worker.New applies the defaults and validates
 }
 
 func runServe(ctx context.Context, e *env, f *serveFlags) error {
@@ -159,9 +174,12 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	fo, err := f.fetchOptions()
+	fo, skipped, err := f.fetchOptions()
 	if err != nil {
 		return err
+	}
+	for _, err := range skipped {
+		log.Warn().Err(err).Msg("--jwks: a key that cannot verify signatures is skipped")
 	}
 
 	var nc *nats.Conn
@@ -212,6 +230,7 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 	w, err := worker.New(js, worker.Options{
 		Name: f.name, Config: cfg, Pins: pins, Cards: stores.Cards, Leases: stores.Leases,
 		Fetch: fo, DrainTimeout: f.drainTimeout, PinnedTTL: f.pinnedTTL, Logger: log, Metrics: metrics,
+		RequireSignedCards: f.requireSig,
 	})
 	if err != nil {
 		return usageError{err}
