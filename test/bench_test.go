@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +20,7 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // Performance of the worker (the quality bars: README, figures): throughput of events
@@ -171,7 +170,7 @@ func throughputRound(b *testing.B, workerFirst bool) (workerTook, singleTook, pa
 
 	// The worker, on the lifecycle stream.
 	m := worker.NewMetrics(nil)
-	opts := workerOptions(r.cfg, "bench", r.stores)
+	opts := r.wt.WorkerOptions("bench", nil)
 	opts.Metrics = m
 	w, err := worker.New(r.js, opts)
 	if err != nil {
@@ -286,47 +285,12 @@ const (
 	latencyLease         = time.Second     // the agents' max-age
 )
 
-// leaseAgent serves a card with Cache-Control max-age and records when each
-// request arrived.
-type leaseAgent struct {
-	srv  *httptest.Server
-	card atomic.Pointer[string]
-	mu   sync.Mutex
-	at   []time.Time
-}
-
-func newLeaseAgent(tb testing.TB, maxAge time.Duration) *leaseAgent {
-	a := &leaseAgent{}
-	cc := fmt.Sprintf("max-age=%d", int(maxAge.Seconds()))
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/.well-known/agent-card.json" {
-			http.NotFound(w, r)
-			return
-		}
-		a.mu.Lock()
-		a.at = append(a.at, time.Now())
-		a.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", cc)
-		fmt.Fprint(w, *a.card.Load())
-	}))
-	tb.Cleanup(a.srv.Close)
+// newLeaseAgent starts an agent that serves its card with Cache-Control
+// max-age (TakeArrivals: when each request arrived).
+func newLeaseAgent(tb testing.TB, maxAge time.Duration) *workertest.Agent {
+	a := workertest.NewAgent(tb, "")
+	a.SetCacheControl(fmt.Sprintf("max-age=%d", int(maxAge.Seconds())))
 	return a
-}
-
-// requests returns the arrival times of the requests so far, and forgets
-// them.
-func (a *leaseAgent) requests() []time.Time {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	at := a.at
-	a.at = nil
-	return at
-}
-
-func (a *leaseAgent) set(card string) {
-	c := strings.ReplaceAll(card, "AGENT", a.srv.URL)
-	a.card.Store(&c)
 }
 
 // BenchmarkDetectionLatency: 40 agents whose cards rotate (streaming
@@ -348,7 +312,7 @@ func BenchmarkDetectionLatency(b *testing.B) {
 	for iter := range b.N {
 		b.StopTimer()
 		r := newRig(b, testConfig())
-		agents := make([]*leaseAgent, latencyAgents)
+		agents := make([]*workertest.Agent, latencyAgents)
 		for i := range agents {
 			agents[i] = newLeaseAgent(b, latencyLease)
 		}
@@ -379,31 +343,31 @@ func BenchmarkDetectionLatency(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-func latencyWaveRun(b *testing.B, r *rig, agents []*leaseAgent, iter int) (lat []time.Duration, fetches, leases, early int64, maxRatio float64, took time.Duration) {
+func latencyWaveRun(b *testing.B, r *rig, agents []*workertest.Agent, iter int) (lat []time.Duration, fetches, leases, early int64, maxRatio float64, took time.Duration) {
 	ctx := context.Background()
 	version := fmt.Sprintf(`"version":"%d.0.0"`, iter+1)
 	before := strings.ReplaceAll(writeupT0, `"version":"1.0.0"`, version)
 	after := strings.ReplaceAll(writeupT40, `"version":"1.0.0"`, version)
 	n := latencyAgents * latencyTasksPerAgent
-	task := func(i int) (string, *leaseAgent) {
+	task := func(i int) (string, *workertest.Agent) {
 		return fmt.Sprintf("lat-%d-%d", iter, i), agents[i%latencyAgents]
 	}
 
 	// Pin every task on the card it was planned against (no fetch), then
 	// rotate every agent.
 	for _, a := range agents {
-		a.set(before)
+		a.Set(before)
 	}
 	for i := range n {
 		id, a := task(i)
-		must(b, r.emit.Submitted(ctx, events.Submitted{TaskID: id, AgentURL: a.srv.URL, SkillID: "summarize",
+		must(b, r.emit.Submitted(ctx, events.Submitted{TaskID: id, AgentURL: a.URL(), SkillID: "summarize",
 			Requires: events.Requires{Streaming: true, Security: []string{"bearer"}}, Posture: detector.FailClosed,
-			Card: []byte(strings.ReplaceAll(before, "AGENT", a.srv.URL))}))
+			Card: []byte(strings.ReplaceAll(before, "AGENT", a.URL()))}))
 	}
 	r.drained(b, time.Minute)
 	for _, a := range agents {
-		a.set(after)
-		a.requests()
+		a.Set(after)
+		a.TakeArrivals()
 	}
 
 	var mu sync.Mutex
@@ -437,7 +401,7 @@ func latencyWaveRun(b *testing.B, r *rig, agents []*leaseAgent, iter int) (lat [
 		mu.Lock()
 		published[id] = at
 		mu.Unlock()
-		must(b, r.emit.Request(ctx, events.Request{TaskID: id, AgentURL: a.srv.URL, Method: "tasks/sendSubscribe", Attempt: 1}))
+		must(b, r.emit.Request(ctx, events.Request{TaskID: id, AgentURL: a.URL(), Method: "tasks/sendSubscribe", Attempt: 1}))
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -460,9 +424,9 @@ func latencyWaveRun(b *testing.B, r *rig, agents []*leaseAgent, iter int) (lat [
 	}
 	mu.Unlock()
 	for _, a := range agents {
-		at := a.requests()
+		at := a.TakeArrivals()
 		if len(at) == 0 {
-			b.Fatalf("agent %s was never fetched", a.srv.URL)
+			b.Fatalf("agent %s was never fetched", a.URL())
 		}
 		for i := 1; i < len(at); i++ {
 			// A lease starts when the response completes, after the request

@@ -3,17 +3,14 @@ package test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // The fingerprint write-up: a fleet of 40 A2A v1.0 agents whose cards say
@@ -58,58 +55,19 @@ func fpCard(agentURL string, i int, summarizeOut string) string {
 }`, i, i, fpCardVersion, agentURL, fpSummarize, summarizeOut, fpClassify)
 }
 
-// versionAgent serves a card whose ETag is derived from its version only and
-// honours If-None-Match, as the write-up's servers did.
-type versionAgent struct {
-	srv       *httptest.Server
-	mu        sync.Mutex
-	card      string
-	cacheCtl  string
-	requests  atomic.Int64 // every card request
-	notModify atomic.Int64 // requests answered 304
-	full      atomic.Int64 // unconditional requests (no If-None-Match)
-}
-
-func newVersionAgent(t testing.TB, cacheControl string) *versionAgent {
-	a := &versionAgent{cacheCtl: cacheControl}
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/.well-known/agent-card.json" {
-			http.NotFound(w, r)
-			return
-		}
-		a.requests.Add(1)
-		a.mu.Lock()
-		card := a.card
-		a.mu.Unlock()
-		etag := `"v` + fpCardVersion + `"` // the version, not the content
-		w.Header().Set("ETag", etag)
-		w.Header().Set("Cache-Control", a.cacheCtl)
-		inm := r.Header.Get("If-None-Match")
-		if inm == "" {
-			a.full.Add(1)
-		} else if inm == etag {
-			a.notModify.Add(1)
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, card)
-	}))
-	t.Cleanup(a.srv.Close)
+// newVersionAgent starts an agent whose ETag is derived from its card's
+// version only and that honours If-None-Match, as the write-up's servers
+// did.
+func newVersionAgent(t testing.TB, cacheControl string) *workertest.Agent {
+	a := workertest.NewAgent(t, "")
+	a.SetCacheControl(cacheControl)
+	a.SetETag(`"v` + fpCardVersion + `"`) // the version, not the content
 	return a
-}
-
-func (a *versionAgent) URL() string { return a.srv.URL }
-
-func (a *versionAgent) set(card string) {
-	a.mu.Lock()
-	a.card = card
-	a.mu.Unlock()
 }
 
 // fpFleet is the 40 agents and their two tasks each.
 type fpFleet struct {
-	agents []*versionAgent
+	agents []*workertest.Agent
 }
 
 func fpSumTask(i int) string { return fmt.Sprintf("fp-%02d-sum", i) }
@@ -123,7 +81,7 @@ func newFPFleet(t *testing.T, cacheControl string) *fpFleet {
 		if _, err := detector.Parse([]byte(card)); err != nil {
 			t.Fatalf("fleet card %d does not parse: %v", i, err)
 		}
-		a.set(card)
+		a.Set(card)
 		f.agents = append(f.agents, a)
 	}
 	return f
@@ -155,7 +113,7 @@ func (f *fpFleet) submitAll(t *testing.T, r *rig, out *outbound) {
 func (f *fpFleet) redeploy() {
 	for i, a := range f.agents {
 		if fpMutated[i] {
-			a.set(fpCard(a.URL(), i, fpJSON))
+			a.Set(fpCard(a.URL(), i, fpJSON))
 		}
 	}
 }
@@ -242,7 +200,7 @@ func (f *fpFleet) checkVerdicts(t *testing.T, out *outbound, wantRules ...string
 		ids[ev.ID] = true
 	}
 	if u := out.all(events.TypeUnreachable); len(u) > 0 {
-		t.Errorf("card.unreachable: %v", types(u))
+		t.Errorf("card.unreachable: %v", workertest.Summary(u))
 	}
 }
 
@@ -269,7 +227,7 @@ func TestFingerprintFleetEvidenceForcedFetch(t *testing.T) {
 
 	fleet.submitAll(t, r, out)
 	for i, a := range fleet.agents {
-		if n := a.requests.Load(); n != 1 {
+		if n := a.Requests(); n != 1 {
 			t.Fatalf("agent %d: %d card requests for two pins, want 1 (one fetch per lease)", i, n)
 		}
 	}
@@ -279,7 +237,7 @@ func TestFingerprintFleetEvidenceForcedFetch(t *testing.T) {
 	fleet.transitionAll(t, r)
 	r.drained(t, 20*time.Second)
 	if d := out.all(events.TypeDrift); len(d) > 0 {
-		t.Fatalf("drift before any evidence (the lease still holds): %v", types(d))
+		t.Fatalf("drift before any evidence (the lease still holds): %v", workertest.Summary(d))
 	}
 
 	// Artifacts: the mutated agents' summarize tasks receive JSON, which
@@ -304,7 +262,7 @@ func TestFingerprintFleetEvidenceForcedFetch(t *testing.T) {
 		if fpMutated[i] {
 			want = 2 // the pin, then one forced unconditional fetch
 		}
-		if n, full := a.requests.Load(), a.full.Load(); n != want || full != want {
+		if n, full := a.Requests(), a.FullRequests(); n != want || full != want {
 			t.Errorf("agent %d: %d requests (%d unconditional), want %d", i, n, full, want)
 		}
 	}
@@ -331,7 +289,7 @@ func TestFingerprintFleetPeriodicFullFetch(t *testing.T) {
 	r := newRig(t, testConfig())
 	fleet := newFPFleet(t, "max-age=60")
 	out := r.collect()
-	clock := newFakeClock()
+	clock := workertest.NewClock()
 	r.startWorker("fp-full", func(o *worker.Options) {
 		o.Now = clock.Now
 		o.Fetch.FullFetchInterval = fullEvery
@@ -346,12 +304,12 @@ func TestFingerprintFleetPeriodicFullFetch(t *testing.T) {
 	fleet.transitionAll(t, r)
 	r.drained(t, 20*time.Second)
 	for i, a := range fleet.agents {
-		if n, nm := a.requests.Load(), a.notModify.Load(); n != 2 || nm != 1 {
+		if n, nm := a.Requests(), a.NotModified(); n != 2 || nm != 1 {
 			t.Errorf("agent %d: %d requests, %d answered 304; want 2 and 1", i, n, nm)
 		}
 	}
 	if d := out.all(events.TypeDrift); len(d) > 0 {
-		t.Fatalf("drift behind a 304 (the body was never read): %v", types(d))
+		t.Fatalf("drift behind a 304 (the body was never read): %v", workertest.Summary(d))
 	}
 
 	// The periodic unconditional fetch is due.
@@ -361,7 +319,7 @@ func TestFingerprintFleetPeriodicFullFetch(t *testing.T) {
 
 	fleet.checkVerdicts(t, out)
 	for i, a := range fleet.agents {
-		if n, full := a.requests.Load(), a.full.Load(); n != 3 || full != 2 {
+		if n, full := a.Requests(), a.FullRequests(); n != 3 || full != 2 {
 			t.Errorf("agent %d: %d requests (%d unconditional), want 3 (2)", i, n, full)
 		}
 	}

@@ -1,42 +1,27 @@
 package test
 
 import (
-	"context"
-	"net/http"
-	"net/http/httptest"
-	"net/netip"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
 )
 
-// startJS starts an embedded JetStream server with t.TempDir() storage and
-// returns a connection to it; both are closed when the test ends.
-func startJS(t testing.TB) (*server.Server, *nats.Conn, jetstream.JetStream) {
-	t.Helper()
-	srv, nc, js := storetest.StartJetStream(t)
-	t.Cleanup(func() {
-		nc.Close()
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	return srv, nc, js
-}
+// The suites of this package run on the workertest rig, under the short
+// names below. cluster_test.go builds a rig without stores around a real
+// deployment's connection (&rig{t, js, nc, cfg}); the methods it calls work
+// on that too.
 
-// rig is carddrift running in-process: embedded JetStream, the stores, and
-// one or more workers.
+// rig is carddrift running in-process (workertest.Rig): embedded
+// JetStream, the stores, and the workers a test starts.
 type rig struct {
 	t      testing.TB
 	js     jetstream.JetStream
@@ -44,195 +29,70 @@ type rig struct {
 	cfg    store.Config
 	stores *store.Stores[task.Pin]
 	emit   *events.Emitter
+	wt     *workertest.Rig
 }
 
-func testConfig() store.Config {
-	cfg := store.DefaultConfig()
-	cfg.Partitions = 4
-	cfg.AckWait = 2 * time.Second
-	return cfg
-}
+// testConfig is the rig's stream layout (workertest.DefaultConfig).
+func testConfig() store.Config { return workertest.DefaultConfig() }
 
 func newRig(t testing.TB, cfg store.Config) *rig {
 	t.Helper()
-	_, nc, js := startJS(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := store.Open[task.Pin](ctx, js, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	emit, err := events.NewEmitter(js, "test-client")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &rig{t: t, js: js, nc: nc, cfg: cfg, stores: st, emit: emit}
+	wt := workertest.Start(t, workertest.Options{Configure: func(c *store.Config) { *c = cfg }, Source: "test-client"})
+	return &rig{t: t, js: wt.JS, nc: wt.Conn, cfg: wt.Config, stores: wt.Stores, emit: wt.Emit, wt: wt}
 }
 
 // startWorker runs a worker until the test ends (or stop is called).
 func (r *rig) startWorker(name string, tweak func(*worker.Options)) (stop func()) {
 	r.t.Helper()
-	opts := worker.Options{
-		Name: name, Config: r.cfg,
-		Pins: r.stores.Pins, Cards: r.stores.Cards, Leases: r.stores.Leases,
-		Fetch: fetcher.Options{
-			Allow:          []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-			TotalTimeout:   3 * time.Second,
-			ConnectTimeout: time.Second,
-			MinLease:       -1, // no-cache means every transition revalidates, even within a second
-		},
-		DrainTimeout: 5 * time.Second,
-		PinnedTTL:    2 * time.Second,
-	}
-	if tweak != nil {
-		tweak(&opts)
-	}
-	w, err := worker.New(r.js, opts)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	select {
-	case <-w.Ready():
-	case err := <-done:
-		r.t.Fatalf("worker stopped: %v", err)
-	case <-time.After(10 * time.Second):
-		r.t.Fatal("worker not ready")
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				r.t.Errorf("worker Run: %v", err)
-			}
-			w.Close()
-		})
-	}
-	r.t.Cleanup(stop)
-	return stop
+	return r.wt.StartWorker(name, tweak)
 }
 
-// outbound collects every card.* event stored in the events stream.
-type outbound struct {
-	mu  sync.Mutex
-	evs []events.Event
-	cc  jetstream.ConsumeContext
+// startWorkerOn runs a worker over its own connection (Rig.StartWorkerOn).
+func (r *rig) startWorkerOn(t testing.TB, url, name string, tweak func(*worker.Options)) (*nats.Conn, func()) {
+	t.Helper()
+	return r.wt.StartWorkerOn(t, url, name, tweak)
 }
 
+// drained waits until every lifecycle event published so far is
+// acknowledged (or terminated) by the workers.
+func (r *rig) drained(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	workertest.Drained(t, r.js, r.cfg, timeout)
+}
+
+// dumpLifecycle logs the lifecycle consumers' state, for failure reports.
+func (r *rig) dumpLifecycle(t testing.TB) { workertest.DumpLifecycle(t, r.js, r.cfg) }
+
+// collect starts collecting every card.* event stored in the events stream.
 func (r *rig) collect() *outbound {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cons, err := r.js.OrderedConsumer(ctx, r.cfg.EventsStream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	o := &outbound{}
-	o.cc, err = cons.Consume(func(m jetstream.Msg) {
-		ev, err := events.Decode(m)
-		if err != nil {
-			r.t.Errorf("outbound event does not decode: %v", err)
-			return
-		}
-		o.mu.Lock()
-		o.evs = append(o.evs, ev)
-		o.mu.Unlock()
-	})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.t.Cleanup(o.cc.Stop)
-	return o
+	return &outbound{workertest.Collect(r.t, r.js, r.cfg)}
 }
 
-func (o *outbound) all(typ string) []events.Event {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var out []events.Event
-	for _, ev := range o.evs {
-		if typ == "" || ev.Type == typ {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
+// outbound is a workertest.Collector.
+type outbound struct{ *workertest.Collector }
+
+func (o *outbound) all(typ string) []events.Event                    { return o.All(typ) }
+func (o *outbound) drifts(taskID string) []events.Drift              { return o.Drifts(taskID) }
+func (o *outbound) unreachableOf(taskID string) []events.Unreachable { return o.Unreachable(taskID) }
 
 // waitFor waits until cond holds for the collected events, or fails.
 func (o *outbound) waitFor(t testing.TB, what string, cond func(*outbound) bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond(o) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; have %d events: %v", what, len(o.all("")), types(o.all("")))
+	o.WaitFor(t, what, func(*workertest.Collector) bool { return cond(o) })
 }
 
-func types(evs []events.Event) []string {
-	var out []string
-	for _, e := range evs {
-		out = append(out, e.Type+"("+e.TaskID()+")")
-	}
-	return out
+// countBy returns how many events of typ each task has.
+func countBy(o *outbound, typ string) map[string]int { return o.CountBy(typ) }
+
+// eventually is storetest.Eventually.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	storetest.Eventually(t, timeout, what, cond)
 }
 
-func (o *outbound) drifts(taskID string) []events.Drift {
-	var out []events.Drift
-	for _, ev := range o.all(events.TypeDrift) {
-		if d := ev.Data.(events.Drift); d.TaskID == taskID {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// agent is an httptest A2A agent whose card can be swapped.
-type agent struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	card     []byte
-	status   int
-	requests atomic.Int64
-}
-
-func newAgent(t testing.TB, card string) *agent {
-	a := &agent{card: []byte(card), status: 200}
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/.well-known/agent-card.json" {
-			http.NotFound(w, r)
-			return
-		}
-		a.requests.Add(1)
-		a.mu.Lock()
-		card, status := a.card, a.status
-		a.mu.Unlock()
-		if status != 200 {
-			w.WriteHeader(status)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Write(card)
-	}))
-	t.Cleanup(a.srv.Close)
-	return a
-}
-
-func (a *agent) setCard(card string) {
-	a.mu.Lock()
-	a.card = []byte(card)
-	a.mu.Unlock()
-}
-
-func (a *agent) setStatus(s int) {
-	a.mu.Lock()
-	a.status = s
-	a.mu.Unlock()
-}
-
-func (a *agent) URL() string { return a.srv.URL }
+// The pinning write-up's cards (workertest.WriteupT0, WriteupT40).
+const (
+	writeupT0  = workertest.WriteupT0
+	writeupT40 = workertest.WriteupT40
+)

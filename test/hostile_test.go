@@ -17,6 +17,7 @@ import (
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // Hostile card endpoints against the real worker: every capability-dependent
@@ -198,8 +199,7 @@ func TestHostileAgentsAgainstWorker(t *testing.T) {
 	}
 
 	// All of them at once, then a healthy agent's task: it is still handled.
-	healthy := newAgent(t, "")
-	healthy.setCard(strings.ReplaceAll(writeupT0, "AGENT", healthy.URL()))
+	healthy := workertest.NewAgent(t, writeupT0)
 	start := time.Now()
 	for _, c := range cases {
 		must(t, r.emit.Request(ctx, events.Request{TaskID: "h-" + c.name, AgentURL: c.url, Method: "SubscribeToTask", Attempt: 1}))
@@ -207,7 +207,7 @@ func TestHostileAgentsAgainstWorker(t *testing.T) {
 	must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: "h-healthy", AgentURL: healthy.URL(), SkillID: "summarize",
 		Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed}))
 	out.waitFor(t, "the healthy task's pin", func(o *outbound) bool { return countBy(o, events.TypePinned)["h-healthy"] == 1 })
-	healthy.setCard(strings.ReplaceAll(writeupT40, "AGENT", healthy.URL()))
+	healthy.Set(writeupT40)
 	must(t, r.emit.Request(ctx, events.Request{TaskID: "h-healthy", AgentURL: healthy.URL(), Method: "tasks/sendSubscribe", Attempt: 1}))
 	out.waitFor(t, "the healthy task's abort", func(o *outbound) bool {
 		ds := o.drifts("h-healthy")
@@ -292,8 +292,7 @@ func TestMalformedEventsDeadLettered(t *testing.T) {
 	}
 
 	// Healthy events right behind them, same task, same partition.
-	healthy := newAgent(t, "")
-	healthy.setCard(strings.ReplaceAll(writeupT0, "AGENT", healthy.URL()))
+	healthy := workertest.NewAgent(t, writeupT0)
 	must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: "x", AgentURL: healthy.URL(), SkillID: "summarize",
 		Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed}))
 	out.waitFor(t, "the healthy pin behind the malformed events", func(o *outbound) bool {
@@ -342,6 +341,6 @@ func TestMalformedEventsDeadLettered(t *testing.T) {
 		}
 	}
 	if d := out.all(events.TypeDrift); len(d) > 0 {
-		t.Errorf("card.drift from malformed events: %v", types(d))
+		t.Errorf("card.drift from malformed events: %v", workertest.Summary(d))
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // Interop with the official A2A SDKs (issue 9, item 8). Agents built on
@@ -217,7 +218,7 @@ type form struct {
 // A2A-Version: 1.0.
 func pinV1(t *testing.T, cardURL string) (form, bool) {
 	t.Helper()
-	f, err := fetcher.New(loopbackFetch())
+	f, err := fetcher.New(workertest.LoopbackFetch())
 	if err != nil {
 		t.Fatal(err)
 	}

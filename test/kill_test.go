@@ -8,14 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // A worker killed mid-stream loses no event and duplicates no card.drift:
@@ -40,38 +39,15 @@ const (
 
 // slowAgent serves a card with no-cache after a delay, so that a worker is
 // always in the middle of something.
-type slowAgent struct {
-	srv      *httptest.Server
-	card     atomic.Pointer[string]
-	requests atomic.Int64
-}
+type slowAgent struct{ *workertest.Agent }
 
 func newSlowAgent(t testing.TB, delay time.Duration) *slowAgent {
-	a := &slowAgent{}
-	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/.well-known/agent-card.json" {
-			http.NotFound(w, r)
-			return
-		}
-		a.requests.Add(1)
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-cache")
-		fmt.Fprint(w, *a.card.Load())
-	}))
-	t.Cleanup(a.srv.Close)
-	return a
+	a := workertest.NewAgent(t, "")
+	a.SetDelay(delay)
+	return &slowAgent{a}
 }
 
-func (a *slowAgent) URL() string { return a.srv.URL }
-func (a *slowAgent) set(card string) {
-	c := strings.ReplaceAll(card, "AGENT", a.URL())
-	a.card.Store(&c)
-}
+func (a *slowAgent) set(card string) { a.Set(card) }
 
 // killWorkload is the pinning write-up's rotation across a small fleet: each
 // task is pinned on the T0 card the client planned with, while the agents
@@ -324,7 +300,8 @@ func (s *syncBuffer) String() string {
 
 // startServe starts `carddrift serve` against natsURL with the rig's stream
 // layout (4 partitions, AckWait 2s) and waits until its worker consumes.
-func startServe(t *testing.T, bin, natsURL, name string) *serveProc {
+// extra flags follow the defaults (a repeated flag takes its last value).
+func startServe(t *testing.T, bin, natsURL, name string, extra ...string) *serveProc {
 	t.Helper()
 	// A free port for /metrics, read when the test fails.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -333,7 +310,7 @@ func startServe(t *testing.T, bin, natsURL, name string) *serveProc {
 	}
 	httpAddr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(bin, "serve",
+	cmd := exec.Command(bin, append([]string{"serve",
 		"--nats-url", natsURL,
 		"--name", name,
 		"--data-dir", t.TempDir(),
@@ -345,7 +322,7 @@ func startServe(t *testing.T, bin, natsURL, name string) *serveProc {
 		"--drain-timeout", "3s",
 		"--log-format", "json",
 		"--log-level", "warn",
-	)
+	}, extra...)...)
 	// The test's own CARDDRIFT_* variables must not leak into the child.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CARDDRIFT_") {

@@ -8,21 +8,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-)
-
-// The pinning write-up's cards: discovery at T0, rotation at T0+40s
-// (streaming off, skills [summarize] → [summarize, translate], bearer → oauth2).
-const (
-	writeupT0 = `{"name":"Vendor B","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT",
-"capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
-"securitySchemes":{"bearer":{"type":"http","scheme":"bearer"}},"security":[{"bearer":[]}],
-"skills":[{"id":"summarize","name":"Summarize","description":"Summarizes text","tags":["text"]}]}`
-	writeupT40 = `{"name":"Vendor B","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT",
-"capabilities":{"streaming":false},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
-"securitySchemes":{"oauth2":{"type":"oauth2","flows":{"clientCredentials":{"tokenUrl":"https://b.example/token","scopes":{"tasks":"run"}}}}},
-"security":[{"oauth2":["tasks"]}],
-"skills":[{"id":"summarize","name":"Summarize","description":"Summarizes text","tags":["text"]},
-{"id":"translate","name":"Translate","description":"Translates text","tags":["text"]}]}`
+	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 func rulesOf(d events.Drift) map[string]bool {
@@ -35,8 +21,7 @@ func rulesOf(d events.Drift) map[string]bool {
 
 func TestPinningWriteUpEndToEnd(t *testing.T) {
 	r := newRig(t, testConfig())
-	a := newAgent(t, "")
-	a.setCard(strings.ReplaceAll(writeupT0, "AGENT", a.URL()))
+	a := workertest.NewAgent(t, writeupT0)
 	out := r.collect()
 	r.startWorker("w1", nil)
 	ctx := context.Background()
@@ -54,7 +39,7 @@ func TestPinningWriteUpEndToEnd(t *testing.T) {
 	}
 
 	// T0+40s: the vendor rotates its card.
-	a.setCard(strings.ReplaceAll(writeupT40, "AGENT", a.URL()))
+	a.Set(writeupT40)
 
 	// tasks/sendSubscribe: a streaming transition → abort with streaming-disabled.
 	must(t, r.emit.Request(ctx, events.Request{TaskID: "t-stream", AgentURL: a.URL(), Method: "tasks/sendSubscribe", Attempt: 1}))

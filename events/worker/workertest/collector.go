@@ -107,16 +107,19 @@ func (c *Collector) WaitFor(t testing.TB, what string, cond func(*Collector) boo
 	held := false
 	defer func() {
 		if !held {
-			t.Logf("collected %d events: %v", len(c.All("")), c.summary())
+			all := c.All("")
+			t.Logf("collected %d events: %v", len(all), Summary(all))
 		}
 	}()
 	storetest.Eventually(t, WaitTimeout, what, func() bool { return cond(c) })
 	held = true
 }
 
-func (c *Collector) summary() []string {
-	var out []string
-	for _, e := range c.All("") {
+// Summary names each event by type and task: "card.drift(t1)", for
+// failure messages.
+func Summary(evs []events.Event) []string {
+	out := make([]string, 0, len(evs))
+	for _, e := range evs {
 		out = append(out, e.Type+"("+e.TaskID()+")")
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,3 +279,20 @@ func (r *Rig) Eventually(what string, cond func() bool) {
 	r.T.Helper()
 	storetest.Eventually(r.T, WaitTimeout, what, cond)
 }
+
+// Clock is a settable clock for leases and full-fetch intervals
+// (worker.Options.Now: o.Now = clock.Now). Timeouts keep the real clock.
+type Clock struct{ ns atomic.Int64 }
+
+// NewClock returns a Clock at the current time.
+func NewClock() *Clock {
+	c := &Clock{}
+	c.ns.Store(time.Now().UnixNano())
+	return c
+}
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
