@@ -61,8 +61,14 @@
 //
 // Per-task order: the lifecycle stream is partitioned by task id
 // (store.Config.Partitions), each partition has one durable consumer whose
-// messages one worker receives at a time (a pinned priority group), and a
-// worker handles each partition's messages one after the other. Redelivery
+// messages one worker receives at a time (a pinned priority group). Within a
+// partition the worker handles events of different tasks concurrently
+// (Options.Concurrency tasks at once) and the events of one task strictly in
+// stream order, each acknowledged on its own, so that a slow agent delays
+// only its own tasks; events that need no live card are acknowledged at once.
+// A failed fetch is recorded on the agent's shared lease and reported to
+// every worker until its backoff ends (one fetch per backoff, not one per
+// transition). The decisions are the task core's (events/task). Redelivery
 // can still bring a task's events out of order (JetStream redelivers by ack
 // deadline, not by sequence), so verdicts never depend on arrival order: the
 // pin records the stream positions of the task's submission, schema-class
