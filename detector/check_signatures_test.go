@@ -214,7 +214,7 @@ func TestEvaluateSignatures(t *testing.T) {
 			rules: []string{RuleSignatureRequired, RuleSignatureRemoved}, action: Abort,
 			reason: "fail-closed: breaking drift touches this task: signature-required (the live card is not signed, and signed cards are required); re-negotiate against the live card"},
 		{name: "signed now", pinned: testCard(), live: signedBy(testSigB), rules: []string{RuleSignatureAdded}, action: Continue,
-			reason: "1 finding(s), none touches this task"},
+			reason: "only info-level drift touches this task: signature-added"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var task []Finding

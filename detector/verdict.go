@@ -66,9 +66,13 @@ func Judge(findings []Finding, pinned, live *Card, req Requirements, posture Pos
 		posture = FailClosed
 	}
 	v := Verdict{Posture: posture}
-	var breaking []Finding
+	var breaking, infoTouching []Finding
 	for _, f := range findings {
-		if f.Severity < Warning || !Touches(f, pinned, live, req) {
+		if !Touches(f, pinned, live, req) {
+			continue
+		}
+		if f.Severity < Warning {
+			infoTouching = append(infoTouching, f)
 			continue
 		}
 		v.Impacting = append(v.Impacting, f)
@@ -81,6 +85,8 @@ func Judge(findings []Finding, pinned, live *Card, req Requirements, posture Pos
 		switch {
 		case len(v.Impacting) > 0:
 			v.Reason = "only warning-level drift touches this task: " + summarize(v.Impacting)
+		case len(infoTouching) > 0:
+			v.Reason = "only info-level drift touches this task: " + summarize(infoTouching)
 		case len(findings) > 0:
 			v.Reason = fmt.Sprintf("%d finding(s), none touches this task", len(findings))
 		default:
