@@ -15,7 +15,8 @@ import (
 // Placeholders in use: skill, scheme, flow, scope, uri, url, binding, before,
 // after, removed, added, fields, facets, version, reason (card-nonconformant:
 // what the parser found), signer (a signature: kid, alg, key, outcome), and
-// for task-level rules artifact, mediaType, modes, method, code, attempt.
+// for task-level rules artifact, mediaType, modes, method, code, attempt,
+// digests and window (replicas-disagree).
 var messages = map[string]string{
 	RuleSkillRemoved: "skill {skill} is no longer offered",
 	RuleSkillAdded:   "skill {skill} is now offered",
@@ -86,6 +87,7 @@ var messages = map[string]string{
 	RuleUnmodeledSkill:         "input request refers to skill {skill}, which the pinned card does not declare",
 	RuleArtifactTypeUndeclared: "artifact {artifact} has media type {mediaType}, which the output modes {modes} of skill {skill} do not cover",
 	RuleBlindRetry:             "attempt {attempt} of {method} retries error {code} without revalidating the card",
+	RuleReplicasDisagree:       "replicas behind the agent's URL serve different cards ({digests}) within {window}: a task on it may meet either at its next step",
 	RulePinnedCardUnknown:      "the task was planned against card {before}, which carddrift never saw; the live card is {after}: what changed cannot be listed",
 
 	RuleCardNonconformant: "{reason}",

@@ -57,6 +57,10 @@ const (
 	// no signature of the live card verifies, and the deployment requires
 	// one. Task-level: the shell adds it, Diff never does.
 	RuleSignatureRequired = "signature-required"
+	// RuleReplicasDisagree: replicas behind the agent's URL serve different
+	// cards at once (split brain; CheckReplicas). Task-level: the shell
+	// adds it from the agent's recent observations while the episode lasts.
+	RuleReplicasDisagree = "replicas-disagree"
 )
 
 // Areas group rules by the part of the card they look at.
@@ -129,7 +133,8 @@ const (
 //     finding concerns the skill's tasks, a card-level one only tasks whose
 //     skill inherits the card's requirements in both cards.
 //   - the task-level rules are TouchAll: their findings are made for the task
-//     they are evaluated with.
+//     they are evaluated with. replicas-disagree is made for the agent, and
+//     every task on it may meet either card.
 //   - the signature rules are TouchAll, signature-added included (an info
 //     finding, which no verdict weighs): a card's signer vouches for every
 //     part of it, so a change of signer concerns every task on the agent.
@@ -196,6 +201,7 @@ var registry = []Rule{
 	{ID: RuleBlindRetry, Severity: Breaking, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
 	{ID: RulePinnedCardUnknown, Severity: Breaking, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
 	{ID: RuleSignatureRequired, Severity: Breaking, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
+	{ID: RuleReplicasDisagree, Severity: Warning, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
 }
 
 // Rules returns every rule, card-level and task-level, in the registry's fixed

@@ -39,11 +39,7 @@ var designMinimumIDs = []string{
 // does not register yet, with what is missing. TestRegistryDesignIDs fails
 // when one of them is registered: delete its line when the rule lands, so
 // this set only ever shrinks.
-var notYetBuilt = map[string]string{
-	// Contract v1.1, replicas behind one agent URL serving different cards
-	// (the finding that goes with card.inconsistent): not built yet.
-	"replicas-disagree": "replica comparison not built",
-}
+var notYetBuilt = map[string]string{}
 
 // messagePlaceholders are the names templates may use (see messages.go).
 var messagePlaceholders = map[string]bool{
@@ -51,7 +47,7 @@ var messagePlaceholders = map[string]bool{
 	"binding": true, "before": true, "after": true, "removed": true, "added": true,
 	"fields": true, "facets": true, "version": true,
 	"artifact": true, "mediaType": true, "modes": true, "method": true, "code": true, "attempt": true,
-	"reason": true, "signer": true,
+	"reason": true, "signer": true, "digests": true, "window": true,
 }
 
 func TestRegistryIDs(t *testing.T) {
@@ -626,6 +622,14 @@ var touchCases = []struct {
 			return f
 		},
 		touches: &Requirements{SkillID: "summarize"},
+	},
+	{
+		rule: RuleReplicasDisagree,
+		finding: func(_, _ *Card) Finding {
+			f, _ := CheckReplicas([]string{"sha256:a", "sha256:b"}, time.Minute)
+			return f
+		},
+		touches: &Requirements{},
 	},
 	{
 		rule: RulePinnedCardUnknown,
