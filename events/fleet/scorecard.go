@@ -213,6 +213,9 @@ func Score(in ScoreInput) Scorecard {
 				continue
 			}
 			if e, ok := as.ExpectDigests(t.Profile.Name, d.Pinned.Digest, d.Live.Digest); !ok || e.Outcome != OutcomeAbort {
+				if unknownPinAbort(as, t, d) {
+					continue // the contract's verdict for a pin whose body carddrift never saw
+				}
 				s.FalseAborts++
 				sc.Problems = append(sc.Problems, Problem{Kind: "false-abort", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
 					Pinned: as.LabelOf(d.Pinned.Digest), Live: as.LabelOf(d.Live.Digest), Expected: string(e.Outcome), Got: actions(ds), Rules: driftRules(d),
@@ -363,6 +366,28 @@ func percentile(sorted []float64, q float64) float64 {
 	}
 	i := int(q * float64(len(sorted)-1))
 	return float64(int(sorted[i]*10+0.5)) / 10
+}
+
+// unknownPinAbort reports an abort that the contract calls for although the
+// scenario's table (which knows every card's body) does not: the task was
+// pinned by a client digest of a card carddrift never saw (no fingerprint),
+// so any other live card is drift whose findings cannot be listed
+// (pinned-card-unknown), judged by the same code the worker uses.
+func unknownPinAbort(as *Assignment, t *Task, d events.Drift) bool {
+	if d.Pinned.Fingerprint != "" || !slices.ContainsFunc(d.Findings, func(f detector.Finding) bool { return f.Rule == detector.RulePinnedCardUnknown }) {
+		return false
+	}
+	v, ok := as.Version(as.LabelOf(d.Live.Digest))
+	if !ok {
+		return false
+	}
+	live, err := detector.Parse(v.Raw)
+	if err != nil {
+		return false
+	}
+	req := t.Profile.Task
+	_, verdict := detector.EvaluateUnknown(d.Pinned.Digest, d.Live.Digest, live, req, req.Posture)
+	return verdict.Action == detector.Abort
 }
 
 // fetchesPerLease is the mean (over agents that got tasks) and the maximum of

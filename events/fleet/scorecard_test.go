@@ -52,3 +52,35 @@ func TestScoreNamesTheObservation(t *testing.T) {
 		t.Errorf("Observation = %+v, want base at %s", p.Observation, obsAt)
 	}
 }
+
+// TestScoreUnknownPinAbort: a task pinned by a client digest of a card
+// carddrift never saw gets pinned-card-unknown against any other live card,
+// and fail-closed aborts it (the contract), although the scenario's table —
+// which knows both bodies — would continue: not a false abort.
+func TestScoreUnknownPinAbort(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	base := []byte(`{"name":"a","url":"http://127.0.0.1:1/a2a","capabilities":{"streaming":true},"skills":[{"id":"s","name":"S"}]}`)
+	as := Assignment{
+		AgentURL: "http://127.0.0.1:1", Scenario: "flapping",
+		Cards:    []CardVersion{{Label: LabelBase, Digest: "sha256:base", Raw: base}, {Label: "flipped", Digest: "sha256:flipped"}},
+		Profiles: []Profile{{Name: "plain", Task: detector.Requirements{SkillID: "s", Posture: detector.FailClosed}}},
+		Expectations: []Expectation{{Profile: "plain", From: "flipped", To: LabelBase, Outcome: OutcomeContinue}},
+	}
+	drift := events.Drift{
+		TaskID: "t1", AgentURL: as.AgentURL,
+		Pinned:   events.CardRef{Digest: "sha256:flipped"}, // no fingerprint: carddrift never saw it
+		Live:     events.CardRef{Digest: "sha256:base", Fingerprint: "sha256:x"},
+		Findings: []detector.Finding{{Rule: detector.RulePinnedCardUnknown, Severity: detector.Breaking, Touches: true}},
+		Verdict:  detector.Verdict{Action: detector.Abort},
+	}
+	sc := Score(ScoreInput{
+		Schedule: []Assignment{as}, Start: start, Duration: time.Minute,
+		Tasks: map[string]*Task{"t1": {ID: "t1", AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: as.Profiles[0],
+			PlannedLabel: "flipped", PinSource: events.PinClientDigest}},
+		Received: []Received{{Event: events.Event{Data: drift}, At: start.Add(time.Second)}},
+		Lease:    func(*Agent) time.Duration { return time.Second },
+	})
+	if sc.FalseAborts != 0 {
+		t.Fatalf("false aborts = %d (%+v), want 0: the abort is the contract's for an unknown pinned body", sc.FalseAborts, sc.Problems)
+	}
+}
