@@ -79,6 +79,16 @@ type Lease struct {
 	FailDetail string    `json:"failDetail,omitempty"`
 	FailCount  int       `json:"failCount,omitempty"`
 	RetryAt    time.Time `json:"retryAt,omitzero"`
+	// FailingSince is when the current run of failures began (the first
+	// of FailCount failures in a row): the agent is unreachable since.
+	FailingSince time.Time `json:"failingSince,omitzero"`
+
+	// ChangedAt is when a fetch first saw Digest after another digest (or
+	// none): the live card's last change.
+	ChangedAt time.Time `json:"changedAt,omitzero"`
+	// Replicas is the window of the live digests recent fetches saw, which
+	// split brain is decided on (see Replicas).
+	Replicas Replicas `json:"replicas,omitzero"`
 }
 
 // Fresh reports whether the lease's observation is still valid at now.
@@ -113,6 +123,17 @@ type Leases interface {
 	// Update replaces the lease if rev is current; ErrConflict otherwise,
 	// ErrNotFound if there is no lease.
 	Update(ctx context.Context, l Lease, rev uint64) (uint64, error)
+}
+
+// Scanner is implemented by stores that can read every record they hold:
+// Pins (records by task id) and Leases (by card URL). Scan calls fn for each
+// record with its revision, from the caller's goroutine, in no particular
+// order; a record written during the scan may or may not be seen. An error
+// from fn stops the scan and is returned. Records that do not decode are
+// skipped and reported after the scan as an error wrapping ErrCorrupt (fn
+// has seen every other record then).
+type Scanner[T any] interface {
+	Scan(ctx context.Context, fn func(v T, rev uint64) error) error
 }
 
 // Op is the kind of write a Change reports.

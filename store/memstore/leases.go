@@ -41,3 +41,8 @@ func (l *Leases) Update(ctx context.Context, lease store.Lease, rev uint64) (uin
 func (l *Leases) Watch(ctx context.Context) (store.Watch, error) {
 	return l.t.watch(ctx)
 }
+
+// Scan implements store.Scanner.
+func (l *Leases) Scan(ctx context.Context, fn func(store.Lease, uint64) error) error {
+	return l.t.scan(ctx, fn)
+}

@@ -40,3 +40,8 @@ func (p *Pins[T]) Delete(ctx context.Context, taskID string) error {
 func (p *Pins[T]) Watch(ctx context.Context) (store.Watch, error) {
 	return p.t.watch(ctx)
 }
+
+// Scan implements store.Scanner.
+func (p *Pins[T]) Scan(ctx context.Context, fn func(T, uint64) error) error {
+	return p.t.scan(ctx, fn)
+}

@@ -232,3 +232,37 @@ func (w *watch) Stop() error {
 	})
 	return nil
 }
+
+// scan decodes a snapshot of the live values and calls fn with each.
+func (t *table[T]) scan(ctx context.Context, fn func(T, uint64) error) error {
+	t.mu.Lock()
+	type kv struct {
+		val []byte
+		rev uint64
+	}
+	snap := make([]kv, 0, len(t.m))
+	for id := range t.m {
+		if e, ok := t.live(id); ok {
+			snap = append(snap, kv{e.val, e.rev})
+		}
+	}
+	t.mu.Unlock()
+	corrupt := 0
+	for _, e := range snap {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var v T
+		if err := json.Unmarshal(e.val, &v); err != nil {
+			corrupt++
+			continue
+		}
+		if err := fn(v, e.rev); err != nil {
+			return err
+		}
+	}
+	if corrupt > 0 {
+		return fmt.Errorf("memstore: scan %s: %d value(s) skipped: %w", t.what, corrupt, store.ErrCorrupt)
+	}
+	return nil
+}

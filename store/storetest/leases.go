@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/carddrift/carddrift/store"
@@ -11,6 +12,18 @@ import (
 // Leases runs the conformance suite for store.Leases. newLeases returns an
 // empty store for each subtest.
 func Leases(t *testing.T, newLeases func(t *testing.T) store.Leases) {
+	t.Run("scan", func(t *testing.T) {
+		ls := newLeases(t)
+		scanSuite(t, ls, func(i int) (string, uint64) {
+			l := Lease("https://scan.example/"+strconv.Itoa(i), i)
+			rev, err := ls.Create(t.Context(), l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l.CardURL, rev
+		}, nil, func(l store.Lease) string { return l.CardURL })
+	})
+
 	const url = "https://agent.example.com/.well-known/agent-card.json"
 
 	t.Run("create-get", func(t *testing.T) {

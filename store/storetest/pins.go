@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/carddrift/carddrift/store"
@@ -11,6 +12,22 @@ import (
 // Pins runs the conformance suite for store.Pins. newPins returns an empty
 // store for each subtest.
 func Pins(t *testing.T, newPins func(t *testing.T) store.Pins[Record]) {
+	t.Run("scan", func(t *testing.T) {
+		ps := newPins(t)
+		scanSuite(t, ps, func(i int) (string, uint64) {
+			p := Pin("scan-"+strconv.Itoa(i), i)
+			rev, err := ps.Create(t.Context(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p.TaskID, rev
+		}, func(id string) {
+			if err := ps.Delete(t.Context(), id); err != nil {
+				t.Fatal(err)
+			}
+		}, func(r Record) string { return r.TaskID })
+	})
+
 	t.Run("create-get", func(t *testing.T) {
 		ps := newPins(t)
 		want := Pin("t1", 1)

@@ -1,0 +1,129 @@
+package store
+
+import (
+	"slices"
+	"time"
+)
+
+// Split brain: replicas behind one agent URL that serve different cards at
+// once. The fetcher keeps, on each agent's lease, a window of the live
+// digests its fetches saw (Replicas); every worker reads the same window, so
+// one decision (Disagree) holds across them. These are the lease's own
+// bookkeeping over its own fields, like Fresh and Failing: pure and
+// deterministic, the clock passed in.
+
+// Bounds of a Replicas window, whatever its duration: a lease stays small.
+const (
+	// MaxSightings is how many distinct digests a window keeps (the least
+	// recently seen is dropped first).
+	MaxSightings = 4
+	// MaxReturns is how many returns a window keeps (the oldest first).
+	MaxReturns = 4
+	// SplitBrainReturns is how many returns within the window make split
+	// brain. A return is an observation of a digest the window already
+	// holds, right after an observation of another one: A→B→A. One return
+	// is a change and its revert (a flip and back, a rollback); a rolling
+	// deploy (A→B, never back) has none. Two, A→B→A→B, is an alternation:
+	// the agent serves both cards at once.
+	SplitBrainReturns = 2
+)
+
+// Sighting is one card digest an agent served within the window: how many
+// fetches (200 or 304) saw it, first and last.
+type Sighting struct {
+	Digest    string    `json:"digest"`
+	Count     int       `json:"count"`
+	FirstSeen time.Time `json:"firstSeen"`
+	LastSeen  time.Time `json:"lastSeen"`
+}
+
+// Replicas is the window of an agent's recent live digests: what split
+// brain is decided on. The zero value is an empty window.
+type Replicas struct {
+	// Seen are the digests seen within the window, in order of first
+	// sight; at most MaxSightings.
+	Seen []Sighting `json:"seen,omitempty"`
+	// Last is the digest of the latest observation.
+	Last string `json:"last,omitempty"`
+	// Returns are when the live digest came back to one the window held
+	// after another (A→B→A), oldest first; at most MaxReturns.
+	Returns []time.Time `json:"returns,omitempty"`
+	// Since is when the current split-brain episode began (the observation
+	// that made Disagree true); zero when there is none. An episode is
+	// identified by the agent's card URL and Since.
+	Since time.Time `json:"since,omitzero"`
+	// Reported is set once card.inconsistent was published for the
+	// episode.
+	Reported bool `json:"reported,omitempty"`
+}
+
+// Observe records that a fetch at time at saw digest, forgets what is older
+// than window, and starts or ends the episode: Since is set by the
+// observation that makes Disagree true, and cleared (with Reported) by one
+// that makes it false. r is not changed.
+func (r Replicas) Observe(digest string, at time.Time, window time.Duration) Replicas {
+	r = r.prune(at, window)
+	i := slices.IndexFunc(r.Seen, func(s Sighting) bool { return s.Digest == digest })
+	switch {
+	case i >= 0:
+		if r.Last != "" && r.Last != digest {
+			r.Returns = append(r.Returns, at)
+			if n := len(r.Returns); n > MaxReturns {
+				r.Returns = slices.Clone(r.Returns[n-MaxReturns:])
+			}
+		}
+		r.Seen[i].Count++
+		r.Seen[i].LastSeen = at
+	default:
+		r.Seen = append(r.Seen, Sighting{Digest: digest, Count: 1, FirstSeen: at, LastSeen: at})
+		if len(r.Seen) > MaxSightings {
+			oldest := 0
+			for j, s := range r.Seen {
+				if s.LastSeen.Before(r.Seen[oldest].LastSeen) {
+					oldest = j
+				}
+			}
+			r.Seen = slices.Delete(r.Seen, oldest, oldest+1)
+		}
+	}
+	r.Last = digest
+	switch split := r.Disagree(at, window); {
+	case split && r.Since.IsZero():
+		r.Since, r.Reported = at, false
+	case !split:
+		r.Since, r.Reported = time.Time{}, false
+	}
+	return r
+}
+
+// prune returns a copy of r without what was seen before now-window.
+func (r Replicas) prune(now time.Time, window time.Duration) Replicas {
+	from := now.Add(-window)
+	seen := make([]Sighting, 0, len(r.Seen)+1)
+	for _, s := range r.Seen {
+		if !s.LastSeen.Before(from) {
+			seen = append(seen, s)
+		}
+	}
+	var returns []time.Time
+	for _, t := range r.Returns {
+		if !t.Before(from) {
+			returns = append(returns, t)
+		}
+	}
+	r.Seen, r.Returns = seen, returns
+	return r
+}
+
+// Disagree reports split brain at now: at least SplitBrainReturns returns
+// within window, between digests the window still holds.
+func (r Replicas) Disagree(now time.Time, window time.Duration) bool {
+	p := r.prune(now, window)
+	return len(p.Returns) >= SplitBrainReturns && len(p.Seen) >= 2
+}
+
+// Window returns the digests seen within window at now, in order of first
+// sight.
+func (r Replicas) Window(now time.Time, window time.Duration) []Sighting {
+	return r.prune(now, window).Seen
+}
