@@ -2,25 +2,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v3/ffcli"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
-	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 )
@@ -101,30 +98,10 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 		}
 		storage = jetstream.FileStorage
 	}
-	emb, err := startEmbedded(dir, 0)
-	if err != nil {
-		return err
-	}
-	defer emb.Close()
-	nc, err := emb.connect("carddrift-demo")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	cfg := store.DefaultConfig()
 	cfg.Partitions = 4
 	cfg.Storage = storage
 	cfg.AckWait = 10 * time.Second
-	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
-	stores, err := store.Open[task.Pin](setup, js, cfg)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("provision: %w", err)
-	}
 
 	fetchOpts := fetcher.Options{
 		Allow:             []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
@@ -139,60 +116,37 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) error {
 
 	// Workers: two in this process, as two replicas of `carddrift serve`
 	// would run, sharing leases and pins.
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	reg := prometheus.NewRegistry()
-	metrics := worker.NewMetrics(reg)
-	var workersWG sync.WaitGroup
-	var workerErr error
-	var errMu sync.Mutex
-	var ws []*worker.Worker
-	for i := range 2 {
-		w, err := worker.New(js, worker.Options{
-			Name: fmt.Sprintf("demo-worker-%d", i+1), Config: cfg,
-			Pins: stores.Pins, Cards: stores.Cards, Leases: stores.Leases,
-			Fetch: fetchOpts, Logger: log, Metrics: metrics, DrainTimeout: 3 * time.Second,
-		})
-		if err != nil {
-			return err
-		}
-		defer w.Close()
-		ws = append(ws, w)
-		workersWG.Add(1)
-		go func() {
-			defer workersWG.Done()
-			if err := w.Run(runCtx); err != nil {
-				errMu.Lock()
-				workerErr = errors.Join(workerErr, err)
-				errMu.Unlock()
-			}
-		}()
-	}
-	defer func() { stopRun(); workersWG.Wait() }()
-	for _, w := range ws {
-		select {
-		case <-w.Ready():
-		case <-time.After(15 * time.Second):
-			return errors.New("demo: workers did not start within 15s")
-		case <-ctx.Done():
-			return nil
-		}
-	}
-
-	card, err := driveFleet(ctx, e, js, cfg, f, names, lease, fetchOpts.FullFetchInterval, "embedded NATS at "+emb.URL()+", 2 workers", func() {
-		// Judge only once carddrift has handled the backlog: a drift still
-		// in the queue is late, not missed.
-		if err := waitDrained(ctx, js, cfg.LifecycleStream, lifecycleDurables(cfg), 100*time.Millisecond, 3*time.Minute); err != nil {
-			fmt.Fprintln(e.stderr, "demo:", err)
-		}
+	svc, err := service.Open(ctx, service.Options{
+		DataDir: dir, ConnName: "carddrift-demo", Config: cfg, Workers: 2,
+		Worker: worker.Options{Name: "demo-worker", Fetch: fetchOpts, Logger: log, DrainTimeout: 3 * time.Second},
 	})
-	stopRun()
-	workersWG.Wait()
 	if err != nil {
 		return err
 	}
-	if workerErr != nil {
-		return workerErr
+	defer svc.Close()
+	running, err := svc.Start(ctx, 15*time.Second)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer running.Stop()
+
+	card, err := driveFleet(ctx, e, svc.JetStream(), cfg, f, names, lease, fetchOpts.FullFetchInterval, "embedded NATS at "+svc.URL()+", 2 workers", func() {
+		// Judge only once carddrift has handled the backlog: a drift still
+		// in the queue is late, not missed.
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		if err := svc.WaitDrained(wctx); err != nil {
+			fmt.Fprintln(e.stderr, "demo:", err)
+		}
+	})
+	if stopErr := running.Stop(); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		return err
 	}
 	return reportScorecard(e, f, card)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
+	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -172,42 +173,11 @@ func reportScorecard(e *env, f *demoFlags, card fleet.Scorecard) error {
 	return nil
 }
 
-// lifecycleDurables are the names of the lifecycle stream's consumers.
-func lifecycleDurables(cfg store.Config) []string {
-	var out []string
-	for _, cc := range cfg.LifecycleConsumers() {
-		out = append(out, cc.Durable)
-	}
-	return out
-}
-
-// waitDrained polls the consumers every so often until none has pending or
-// unacknowledged messages, for at most bound.
+// waitDrained waits until none of the durables of stream has pending or
+// unacknowledged messages, polling every so often, for at most bound
+// (service.WaitDrained).
 func waitDrained(ctx context.Context, js jetstream.JetStream, stream string, durables []string, every, bound time.Duration) error {
-	deadline := time.Now().Add(bound)
-	for {
-		busy := false
-		for _, d := range durables {
-			c, err := js.Consumer(ctx, stream, d)
-			if err != nil {
-				return fmt.Errorf("consumer %s: %w", d, err)
-			}
-			info, err := c.Info(ctx)
-			if err != nil || info.NumPending > 0 || info.NumAckPending > 0 {
-				busy = true
-				break
-			}
-		}
-		if !busy {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the consumers of %s did not drain within %s", stream, bound)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(max(every, time.Millisecond)):
-		}
-	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	return service.WaitDrained(ctx, js, stream, durables, every)
 }

@@ -3,12 +3,10 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
 
@@ -72,46 +70,4 @@ func (n *natsFlags) connect(name string) (*nats.Conn, error) {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", n.url, err)
 	}
 	return nc, nil
-}
-
-// embedded is an in-process JetStream server listening on loopback.
-type embedded struct {
-	srv *server.Server
-}
-
-// startEmbedded starts JetStream with storage in dir, listening on
-// 127.0.0.1:port (0: a free port).
-func startEmbedded(dir string, port int) (*embedded, error) {
-	if port == 0 {
-		port = server.RANDOM_PORT
-	}
-	srv, err := server.NewServer(&server.Options{
-		ServerName: "carddrift-embedded",
-		JetStream:  true,
-		StoreDir:   dir,
-		Host:       "127.0.0.1",
-		Port:       port,
-		NoSigs:     true,
-		NoLog:      true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded NATS: %w", err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		srv.Shutdown()
-		return nil, errors.New("embedded NATS did not become ready within 10s")
-	}
-	return &embedded{srv: srv}, nil
-}
-
-func (e *embedded) URL() string { return e.srv.ClientURL() }
-
-func (e *embedded) connect(name string) (*nats.Conn, error) {
-	return nats.Connect(e.URL(), nats.Name(name), nats.InProcessServer(e.srv))
-}
-
-func (e *embedded) Close() {
-	e.srv.Shutdown()
-	e.srv.WaitForShutdown()
 }

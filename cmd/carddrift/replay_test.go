@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/events/fleet"
+	"github.com/carddrift/carddrift/events/service"
 )
 
 // demoSchedule returns the scenario of every agent id of a demo fleet of
@@ -345,13 +346,13 @@ func TestReplayDemo(t *testing.T) {
 		if err := copyTree(dir, cp); err != nil {
 			t.Fatal(err)
 		}
-		emb, err := startEmbedded(cp, 0)
+		emb, err := service.StartEmbedded(cp, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer emb.Close()
+		defer func() { emb.Shutdown(); emb.WaitForShutdown() }()
 		task := *firstVerdict.TaskID
-		code, live, stderr := runCLI(t, "", "replay", "--nats-url", emb.URL(), "--task", task, "--format", "json")
+		code, live, stderr := runCLI(t, "", "replay", "--nats-url", emb.ClientURL(), "--task", task, "--format", "json")
 		if code != exitOK {
 			t.Fatalf("replay --nats-url = %d: %s", code, stderr)
 		}

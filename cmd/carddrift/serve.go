@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v3/ffcli"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -21,7 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector/fetcher"
-	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 )
@@ -182,60 +180,42 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 		log.Warn().Err(err).Msg("--jwks: a key that cannot verify signatures is skipped")
 	}
 
-	var nc *nats.Conn
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	so := service.Options{
+		Config: cfg, ConnName: "carddrift-serve " + f.name, Registerer: reg,
+		Worker: worker.Options{
+			Name: f.name, Fetch: fo, DrainTimeout: f.drainTimeout, PinnedTTL: f.pinnedTTL, Logger: log,
+			RequireSignedCards: f.requireSig,
+		},
+		// The watch that keeps the cache fresh can miss a change made in the
+		// moment it starts; a bounded entry age caps what that could cost.
+		PinCache: 100_000, PinCacheMaxAge: 10 * time.Second,
+	}
 	if f.nats.url == "" {
 		if err := os.MkdirAll(f.dataDir, 0o750); err != nil {
 			return fmt.Errorf("--data-dir: %w", err)
 		}
-		emb, err := startEmbedded(f.dataDir, f.natsPort)
+		so.DataDir, so.Port = f.dataDir, f.natsPort
+	} else {
+		nc, err := f.nats.connect("carddrift-serve " + f.name)
 		if err != nil {
 			return err
 		}
-		defer emb.Close()
-		fmt.Fprintf(e.stdout, "carddrift: embedded NATS JetStream listening on %s (data in %s)\n", emb.URL(), f.dataDir)
-		if nc, err = emb.connect("carddrift-serve " + f.name); err != nil {
-			return err
-		}
-	} else {
-		if nc, err = f.nats.connect("carddrift-serve " + f.name); err != nil {
-			return err
-		}
+		defer nc.Close()
+		so.Conn = nc
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	svc, err := service.Open(ctx, so)
+	if errors.Is(err, service.ErrInvalidOptions) {
+		return usageError{err}
+	}
 	if err != nil {
 		return err
 	}
-
-	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	stores, err := store.Open[task.Pin](setupCtx, js, cfg)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("provision streams and buckets: %w", err)
+	defer svc.Close()
+	if svc.Embedded() {
+		fmt.Fprintf(e.stdout, "carddrift: embedded NATS JetStream listening on %s (data in %s)\n", svc.URL(), f.dataDir)
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := worker.NewMetrics(reg)
-
-	// The watch that keeps the cache fresh can miss a change made in the
-	// moment it starts; a bounded entry age caps what that could cost.
-	pins := store.NewCachedPins(stores.Pins, 100_000, store.WithCacheMaxAge(10*time.Second))
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	cacheDone := make(chan error, 1)
-	go func() { cacheDone <- pins.Run(runCtx) }()
-	defer func() { stopRun(); <-cacheDone }()
-
-	w, err := worker.New(js, worker.Options{
-		Name: f.name, Config: cfg, Pins: pins, Cards: stores.Cards, Leases: stores.Leases,
-		Fetch: fo, DrainTimeout: f.drainTimeout, PinnedTTL: f.pinnedTTL, Logger: log, Metrics: metrics,
-		RequireSignedCards: f.requireSig,
-	})
-	if err != nil {
-		return usageError{err}
-	}
-	defer w.Close()
 
 	var ready atomic.Bool
 	if f.httpAddr != "" {
@@ -249,7 +229,7 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 			fmt.Fprintln(w, "ok")
 		})
 		mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-			if !ready.Load() || !nc.IsConnected() {
+			if !ready.Load() || !svc.Conn().IsConnected() {
 				http.Error(w, "not ready", http.StatusServiceUnavailable)
 				return
 			}
@@ -272,19 +252,19 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 		fmt.Fprintf(e.stdout, "carddrift: metrics and health on http://%s/metrics /healthz /readyz\n", ln.Addr())
 	}
 
-	runErr := make(chan error, 1)
-	go func() { runErr <- w.Run(runCtx) }()
-	select {
-	case <-w.Ready():
-		ready.Store(true)
-		fmt.Fprintf(e.stdout, "carddrift: worker %s consuming %s (%d partitions); publishing to %s\n",
-			f.name, cfg.LifecycleStream, max(cfg.Partitions, 1), cfg.EventsStream)
-		log.Info().Str("worker", f.name).Msg("ready")
-	case err := <-runErr:
+	running, err := svc.Start(ctx, 0)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it was ready
+		}
 		return err
 	}
-	err = <-runErr
+	ready.Store(true)
+	fmt.Fprintf(e.stdout, "carddrift: worker %s consuming %s (%d partitions); publishing to %s\n",
+		f.name, cfg.LifecycleStream, max(cfg.Partitions, 1), cfg.EventsStream)
+	log.Info().Str("worker", f.name).Msg("ready")
+	<-running.Done()
 	ready.Store(false)
 	log.Info().Msg("stopped")
-	return err
+	return running.Err()
 }

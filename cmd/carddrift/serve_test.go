@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a command writing while the test reads.
@@ -52,15 +52,8 @@ func waitMatch(t *testing.T, buf *syncBuffer, re *regexp.Regexp) []string {
 // TestServeWatch runs `carddrift serve` on its embedded server, feeds it with
 // the Emitter as a client would, and tails the verdict with `carddrift watch`.
 func TestServeWatch(t *testing.T) {
-	var mu sync.Mutex
 	card := strings.ReplaceAll(cardT0, "https://b.example.com/a2a", "http://placeholder")
-	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Write([]byte(card))
-	}))
-	defer agent.Close()
+	agent := workertest.NewAgent(t, card)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
@@ -101,15 +94,13 @@ func TestServeWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := emit.Submitted(ctx, events.Submitted{TaskID: "task 1", AgentURL: agent.URL, SkillID: "summarize",
+	if err := emit.Submitted(ctx, events.Submitted{TaskID: "task 1", AgentURL: agent.URL(), SkillID: "summarize",
 		Requires: events.Requires{Streaming: true}, Posture: "fail-closed"}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond) // let the pin land before the rotation
-	mu.Lock()
-	card = strings.Replace(card, `"streaming":true`, `"streaming":false`, 1)
-	mu.Unlock()
-	if err := emit.Request(ctx, events.Request{TaskID: "task 1", AgentURL: agent.URL, Method: "message/stream", Attempt: 1}); err != nil {
+	agent.Set(strings.Replace(card, `"streaming":true`, `"streaming":false`, 1))
+	if err := emit.Request(ctx, events.Request{TaskID: "task 1", AgentURL: agent.URL(), Method: "message/stream", Attempt: 1}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -138,7 +129,7 @@ func TestServeWatch(t *testing.T) {
 	}
 
 	var human bytes.Buffer
-	code = run(wctx, []string{"watch", "--nats-url", natsURL, "--from-start", "--all", "--agent", agent.URL, "--limit", "3"},
+	code = run(wctx, []string{"watch", "--nats-url", natsURL, "--from-start", "--all", "--agent", agent.URL(), "--limit", "3"},
 		strings.NewReader(""), &human, &werr)
 	if code != 0 || !strings.Contains(human.String(), "PINNED") {
 		t.Fatalf("watch --all = %d:\n%s", code, human.String())

@@ -20,6 +20,11 @@ import (
 // DefaultSetupTimeout bounds connecting and provisioning in Open.
 const DefaultSetupTimeout = 30 * time.Second
 
+// ErrInvalidOptions is returned (wrapped, with the reason) by Open when
+// Options.Config or Options.Worker is invalid: a mistake of the caller's
+// configuration, not of the deployment.
+var ErrInvalidOptions = errors.New("service: invalid options")
+
 // Options configure a Service. Zero fields take their defaults.
 type Options struct {
 	// Conn is the NATS connection to use; the caller closes it (after
@@ -84,8 +89,7 @@ type Service struct {
 
 // Open connects (or starts the embedded server), provisions or binds the
 // stores and builds the workers; it does not run them. On error everything
-// it started is released. Errors from worker options are returned as they
-// are (callers may treat them as usage errors).
+// it started is released. An invalid Config or Worker is ErrInvalidOptions.
 func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 	if opts.SetupTimeout <= 0 {
 		opts.SetupTimeout = DefaultSetupTimeout
@@ -96,7 +100,7 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 	cfg := opts.Config
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	s := &Service{nc: opts.Conn, cfg: cfg, ready: make(chan struct{})}
 	defer func() {
@@ -165,7 +169,7 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		}
 		w, err := worker.New(s.js, o)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
 		s.workers = append(s.workers, w)
 	}

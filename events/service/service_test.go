@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -72,7 +73,7 @@ func TestServiceEmbedded(t *testing.T) {
 // Open fails on invalid worker options and leaves nothing running.
 func TestOpenInvalidWorker(t *testing.T) {
 	_, err := service.Open(context.Background(), service.Options{DataDir: t.TempDir(), Worker: worker.Options{}})
-	if err == nil {
-		t.Fatal("Open with no worker name = nil error, want one")
+	if !errors.Is(err, service.ErrInvalidOptions) {
+		t.Fatalf("Open with no worker name = %v, want ErrInvalidOptions", err)
 	}
 }
