@@ -274,6 +274,24 @@ func convert(typ string, v any, card []byte) (Data, *schemas.ValidationError) {
 			AttemptedAt: c.time(m, "attemptedAt", "/attemptedAt"),
 			Trigger:     trigger(obj(m, "trigger")),
 		}
+	case TypeInconsistent:
+		ds, _ := m["digests"].([]any)
+		seen := make([]DigestSeen, 0, len(ds))
+		for i, x := range ds {
+			dm, _ := x.(map[string]any)
+			field := "/digests/" + strconv.Itoa(i)
+			seen = append(seen, DigestSeen{
+				Digest:    str(dm, "digest"),
+				Count:     c.intField(dm, "count", field+"/count"),
+				FirstSeen: c.time(dm, "firstSeen", field+"/firstSeen"),
+				LastSeen:  c.time(dm, "lastSeen", field+"/lastSeen"),
+			})
+		}
+		var window Duration
+		if err := window.UnmarshalText([]byte(str(m, "window"))); err != nil {
+			c.fail("/window", "not a duration: "+str(m, "window"))
+		}
+		d = Inconsistent{AgentURL: str(m, "agentUrl"), CardURL: str(m, "cardUrl"), Digests: seen, Window: window}
 	default:
 		return nil, &schemas.ValidationError{Type: typ, Reason: "no Go type for this event type"}
 	}

@@ -36,6 +36,10 @@ import (
 //   - card.unreachable: card URL, task id, reason, and either the trigger's
 //     source and event id (when the fetch had a trigger: redeliveries of the
 //     trigger collapse) or attemptedAt (when it had none).
+//   - card.inconsistent: card URL and the episode's start (Episode, UTC,
+//     nanoseconds): one event per episode, whichever worker saw it start
+//     and however often it is published again. Without an Episode (a
+//     decoded event), the digests and their first sightings stand in.
 //
 // For inbound data (a2a.task.*), whose ids are chosen by the client, MsgID
 // returns "": see Emitter, which uses source + "/" + a fresh UUID.
@@ -57,6 +61,10 @@ func MsgID(d Data) string {
 		return unreachableID(&d)
 	case *Unreachable:
 		return unreachableID(d)
+	case Inconsistent:
+		return inconsistentID(&d)
+	case *Inconsistent:
+		return inconsistentID(d)
 	}
 	return ""
 }
@@ -141,6 +149,22 @@ func unreachableID(d *Unreachable) string {
 		h.field(stamp(d.AttemptedAt))
 	}
 	return h.sum("unreachable")
+}
+
+func inconsistentID(d *Inconsistent) string {
+	h := newIDHash(TypeInconsistent)
+	h.field(d.CardURL)
+	if !d.Episode.IsZero() {
+		h.field("episode")
+		h.field(stamp(d.Episode))
+	} else {
+		h.field("digests")
+		for _, s := range d.Digests {
+			h.field(s.Digest)
+			h.field(stamp(s.FirstSeen))
+		}
+	}
+	return h.sum("inconsistent")
 }
 
 func stamp(t time.Time) string {

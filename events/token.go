@@ -163,7 +163,7 @@ const (
 // a2a.task.<kind>.<Token(taskId)> for lifecycle events (kind is submitted,
 // request, status, artifact or error) and
 // card.<event>.<AgentKey(agentUrl)>[.<Token(taskId)>] for carddrift events
-// (event is drift, pinned, observed or unreachable; the task part is absent
+// (event is drift, pinned, observed, unreachable or inconsistent; the task part is absent
 // for agent-level events).
 func Subject(d Data) (string, error) {
 	if d == nil {
@@ -263,7 +263,7 @@ func isInbound(typ string) bool {
 
 func isOutbound(typ string) bool {
 	switch typ {
-	case TypeDrift, TypePinned, TypeObserved, TypeUnreachable:
+	case TypeDrift, TypePinned, TypeObserved, TypeUnreachable, TypeInconsistent:
 		return true
 	}
 	return false

@@ -19,16 +19,20 @@ const (
 	TypePinned      = "card.pinned"
 	TypeObserved    = "card.observed"
 	TypeUnreachable = "card.unreachable"
+	// TypeInconsistent: replicas behind one agent URL serve different cards
+	// (split brain). Since contract v1.1.
+	TypeInconsistent = "card.inconsistent"
 )
 
 // Types lists every event type, inbound first.
 var Types = []string{
 	TypeSubmitted, TypeRequest, TypeStatus, TypeArtifact, TypeError,
-	TypeDrift, TypePinned, TypeObserved, TypeUnreachable,
+	TypeDrift, TypePinned, TypeObserved, TypeUnreachable, TypeInconsistent,
 }
 
 // Data is implemented by the data type of every event: Submitted, Request,
-// Status, Artifact, Error, Drift, Pinned, Observed and Unreachable. Event.Data
+// Status, Artifact, Error, Drift, Pinned, Observed, Unreachable and
+// Inconsistent. Event.Data
 // holds one of them (a value, not a pointer, after Decode).
 //
 // The interface is sealed: only this package's types implement it. Use
@@ -270,6 +274,53 @@ type Unreachable struct {
 	Trigger     Trigger   `json:"trigger,omitzero"`
 }
 
+// Inconsistent is the data of card.inconsistent: replicas behind one agent
+// URL serve different cards at once (split brain) — within Window, the live
+// digest carddrift's fetches saw alternated (A→B→A→B; store.Replicas
+// decides). It is published once per episode; while the episode lasts,
+// card.drift events of tasks on the agent carry a replicas-disagree finding.
+// Agent-level: it has no task.
+type Inconsistent struct {
+	AgentURL string `json:"agentUrl"`
+	CardURL  string `json:"cardUrl"`
+	// Digests are the digests served within the window, in order of first
+	// sight.
+	Digests []DigestSeen `json:"digests"`
+	// Window is the consistency window, as a Go duration ("2m0s").
+	Window Duration `json:"window"`
+
+	// Episode is when the episode began (the lease's Replicas.Since): the
+	// event's identity (MsgID), so that every worker, and a worker after a
+	// restart, names one episode the same. Not part of the event data:
+	// zero after Decode.
+	Episode time.Time `json:"-"`
+}
+
+// DigestSeen is one card digest an agent served within a window: how many
+// fetches (200 or 304) saw it, first and last.
+type DigestSeen struct {
+	Digest    string    `json:"digest"`
+	Count     int       `json:"count"`
+	FirstSeen time.Time `json:"firstSeen"`
+	LastSeen  time.Time `json:"lastSeen"`
+}
+
+// Duration is a time.Duration written as its Go string ("2m0s").
+type Duration time.Duration
+
+// MarshalText writes the duration as time.Duration.String does.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads a Go duration.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
 // EventType implements Data.
 func (Submitted) EventType() string   { return TypeSubmitted }
 func (Request) EventType() string     { return TypeRequest }
@@ -280,6 +331,7 @@ func (Drift) EventType() string       { return TypeDrift }
 func (Pinned) EventType() string      { return TypePinned }
 func (Observed) EventType() string    { return TypeObserved }
 func (Unreachable) EventType() string { return TypeUnreachable }
+func (Inconsistent) EventType() string { return TypeInconsistent }
 
 func (d Submitted) ids() (string, string)   { return d.TaskID, d.AgentURL }
 func (d Request) ids() (string, string)     { return d.TaskID, d.AgentURL }
@@ -290,3 +342,4 @@ func (d Drift) ids() (string, string)       { return d.TaskID, d.AgentURL }
 func (d Pinned) ids() (string, string)      { return d.TaskID, d.AgentURL }
 func (d Observed) ids() (string, string)    { return "", d.AgentURL }
 func (d Unreachable) ids() (string, string) { return d.TaskID, d.AgentURL }
+func (d Inconsistent) ids() (string, string) { return "", d.AgentURL }

@@ -19,6 +19,7 @@ var wantTypes = []string{
 	"a2a.task.status",
 	"a2a.task.submitted",
 	"card.drift",
+	"card.inconsistent",
 	"card.observed",
 	"card.pinned",
 	"card.unreachable",
