@@ -54,6 +54,13 @@ type Observation struct {
 	// array; nil for an unsigned card. A signed card with nil Signatures
 	// was not verified: its signer is then unknown.
 	Signatures []detector.Signature
+	// Replicas are the digests the agent served within the consistency
+	// Window while its replicas disagree (split brain: the shell reads it
+	// from the shared lease, store.Replicas decides); nil otherwise. While
+	// set, every card.drift of a task on the agent carries a
+	// replicas-disagree finding.
+	Replicas []string
+	Window   time.Duration
 }
 
 // card returns the live card with its verified signatures (Card is shared
@@ -266,10 +273,8 @@ func (t *Transition) Fail(f Failure) Result {
 }
 
 // evaluate judges pin against obs with the task-level findings, as the
-// worker and the submission of a client digest do. Signatures never change
-// a digest: a live card with the pinned digest is still compared when
-// either card is signed (who signed it may have changed), and under
-// RequireSigned the live card must carry a signature that verifies.
+// worker and the submission of a client digest do, and makes the card.drift
+// (published once per pin, live card and rules).
 func evaluate(ev events.Event, m Meta, pin *Pin, dirty bool, pinnedCard *detector.Card, obs Observation, taskFindings []detector.Finding) Result {
 	keep := func(outcome string) Result {
 		r := Result{Outcome: outcome}
@@ -278,27 +283,9 @@ func evaluate(ev events.Event, m Meta, pin *Pin, dirty bool, pinnedCard *detecto
 		}
 		return r
 	}
-	live := obs.card()
-	taskFindings = slices.Clip(taskFindings)
-	if m.RequireSigned {
-		if f, ok := detector.CheckSigned(live); ok {
-			taskFindings = append(taskFindings, f)
-		}
-	}
-	if pinnedCard == nil && obs.Digest == pin.Digest {
-		pinnedCard = obs.Card // the same content
-	}
-	pinnedCard = pin.card(pinnedCard)
-	if obs.Digest == pin.Digest && len(taskFindings) == 0 && !signedEither(pinnedCard, live) {
+	findings, v, compared := judge(m, *pin, pinnedCard, obs, taskFindings)
+	if !compared {
 		return keep(OutcomeUnchanged)
-	}
-	req := pin.Requirements
-	var findings []detector.Finding
-	var v detector.Verdict
-	if pinnedCard != nil {
-		findings, v = detector.Evaluate(pinnedCard, live, req, req.Posture, taskFindings...)
-	} else {
-		findings, v = detector.EvaluateUnknown(pin.Digest, obs.Digest, live, req, req.Posture, taskFindings...)
 	}
 	if len(findings) == 0 {
 		// Another form of the same card (an SDK answering by A2A-Version),
@@ -324,6 +311,68 @@ func evaluate(ev events.Event, m Meta, pin *Pin, dirty bool, pinnedCard *detecto
 	pin.AddReported(id)
 	pin.LiveDigest = obs.Digest
 	return Result{Pin: pin, Publish: []events.Data{drift}, Outcome: OutcomeDrift}
+}
+
+// judge is the decision of evaluate: the findings between the pin and the
+// live observation with the task-level findings, and the verdict. compared
+// is false when the live card is the pinned one and nothing else is to be
+// judged (no task finding, neither card signed). Signatures never change a
+// digest: a live card with the pinned digest is still compared when either
+// card is signed (who signed it may have changed), and under RequireSigned
+// the live card must carry a signature that verifies. While the agent's
+// replicas disagree (Observation.Replicas), findings carry replicas-disagree.
+func judge(m Meta, pin Pin, pinnedCard *detector.Card, obs Observation, taskFindings []detector.Finding) (findings []detector.Finding, v detector.Verdict, compared bool) {
+	live := obs.card()
+	taskFindings = slices.Clip(taskFindings)
+	if m.RequireSigned {
+		if f, ok := detector.CheckSigned(live); ok {
+			taskFindings = append(taskFindings, f)
+		}
+	}
+	if pinnedCard == nil && obs.Digest == pin.Digest {
+		pinnedCard = obs.Card // the same content
+	}
+	pinnedCard = pin.card(pinnedCard)
+	if obs.Digest == pin.Digest && len(taskFindings) == 0 && !signedEither(pinnedCard, live) {
+		return nil, v, false
+	}
+	req := pin.Requirements
+	if pinnedCard != nil {
+		findings, v = detector.Evaluate(pinnedCard, live, req, req.Posture, taskFindings...)
+	} else {
+		findings, v = detector.EvaluateUnknown(pin.Digest, obs.Digest, live, req, req.Posture, taskFindings...)
+	}
+	if len(findings) > 0 {
+		// The cause of drift that comes and goes rides along with it; on
+		// its own it is the agent's news (card.inconsistent), not the
+		// task's.
+		if f, ok := detector.CheckReplicas(obs.Replicas, obs.Window); ok {
+			if pinnedCard == nil {
+				pinnedCard = live
+			}
+			findings, v = detector.Assess(append(findings, f), pinnedCard, live, req, req.Posture)
+		}
+	}
+	return findings, v, true
+}
+
+// Assess is what the core would judge of a live card for the task whose
+// state is pin (pinned is its stored body, nil when unknown) at a
+// capability-dependent transition that shows nothing of its own: the
+// findings and verdict of the card.drift it would publish, and false when
+// it would publish none (the pinned card, or a card no rule tells apart).
+// A pending pin would be completed, not judged: false. carddrift impact
+// asks it of a proposed card for every live pin of an agent; it is the
+// worker's decision, without the bookkeeping of what was published.
+func Assess(pin Pin, pinned *detector.Card, obs Observation, m Meta) ([]detector.Finding, detector.Verdict, bool) {
+	if pin.Pending() {
+		return nil, detector.Verdict{}, false
+	}
+	findings, v, compared := judge(m, pin, pinned, obs, nil)
+	if !compared || len(findings) == 0 {
+		return nil, v, false
+	}
+	return findings, v, true
 }
 
 // signedEither reports that the pinned or the live card is signed, so that
