@@ -63,6 +63,13 @@ type Observation struct {
 	// one per entry of its "signatures" array; nil for an unsigned card.
 	// ObserveAgent fills them; Fetch and Observe leave them nil.
 	Signatures []detector.Signature
+	// Replicas is the agent's window of recent live digests as the shared
+	// lease holds it with this observation (Observe fills it; see
+	// store.Replicas), and Window the consistency window it is judged with
+	// (Options.ConsistencyWindow): Replicas.Disagree(now, Window) is split
+	// brain.
+	Replicas store.Replicas
+	Window   time.Duration
 }
 
 // Request is one low-level fetch.

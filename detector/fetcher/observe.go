@@ -139,6 +139,7 @@ func (f *Fetcher) run(url string, fl *flight) {
 	ctx, cancel := context.WithTimeout(f.base, f.flightBudget())
 	fl.obs, fl.fullAt, fl.err = f.observe(ctx, url, fl.force, fl.requested)
 	fl.obs.VerifiedAt = fl.fullAt
+	fl.obs.Window = f.opts.ConsistencyWindow
 	cancel()
 
 	f.mu.Lock()
@@ -265,8 +266,6 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, lease store.Le
 			}
 		}
 	}
-	f.notify(obs, nil)
-
 	next := store.Lease{
 		CardURL:       url,
 		Digest:        obs.Digest,
@@ -275,37 +274,85 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, lease store.Le
 		FetchedAt:     obs.FetchedAt,
 		LastFullFetch: fullAt,
 	}
-	if err := f.recordLease(ctx, next, claimRev); err != nil {
+	f.advance(lease, &next)
+	obs.Replicas = next.Replicas
+	if recorded, err := f.recordLease(ctx, next, claimRev); err != nil {
 		// The observation stands; other workers will fetch for themselves.
 		f.storeError(fmt.Errorf("%w: record lease %s: %w", ErrStore, url, err))
+	} else {
+		obs.Replicas = recorded.Replicas
 	}
+	f.notify(obs, nil)
 	return obs, fullAt, nil
 }
 
-// recordLease writes the result of a fetch. If another worker wrote in the
-// meantime (it took over an expired claim), the newer observation wins.
-func (f *Fetcher) recordLease(ctx context.Context, next store.Lease, rev uint64) error {
+// advance carries over to next, the lease a fetch records, what the lease
+// before it knew: when the live card last changed, and the window of live
+// digests with this fetch in it (store.Replicas: every 200 and 304 counts).
+func (f *Fetcher) advance(prev store.Lease, next *store.Lease) {
+	next.ChangedAt = prev.ChangedAt
+	if prev.Digest != next.Digest || next.ChangedAt.IsZero() {
+		next.ChangedAt = next.FetchedAt
+	}
+	next.Replicas = prev.Replicas.Observe(next.Digest, next.FetchedAt, f.opts.ConsistencyWindow)
+}
+
+// recordLease writes the result of a fetch and returns the lease as
+// recorded. If another worker wrote in the meantime (it took over an expired
+// claim), the newer observation wins (and is returned); an older one is
+// advanced by this fetch.
+func (f *Fetcher) recordLease(ctx context.Context, next store.Lease, rev uint64) (store.Lease, error) {
 	ctx = context.WithoutCancel(ctx) // record even if the flight budget just ran out
 	found := true
 	for range 4 {
 		_, err := f.putLease(ctx, next, rev, found)
 		if !isConflict(err) {
-			return err
+			return next, err
 		}
 		var cur store.Lease
 		cur, rev, found, err = f.getLease(ctx, next.CardURL)
 		if err != nil {
-			return err
+			return next, err
 		}
 		if found && cur.Digest != "" && !cur.FetchedAt.Before(next.FetchedAt) {
-			return nil
+			return cur, nil
 		}
+		f.advance(cur, &next)
 		if cur.Held(f.opts.Now()) && cur.Holder != f.id {
 			// Keep the other worker's claim; it will record its own result.
 			next.Holder, next.HeldUntil = cur.Holder, cur.HeldUntil
 		}
 	}
-	return store.ErrConflict
+	return next, store.ErrConflict
+}
+
+// MarkInconsistent records on the lease of cardURL that card.inconsistent
+// was published for the split-brain episode that began at since
+// (store.Replicas.Reported), so that no worker publishes it again. It does
+// nothing when the lease's episode is another one or already marked.
+// Errors wrap ErrStore.
+func (f *Fetcher) MarkInconsistent(ctx context.Context, cardURL string, since time.Time) error {
+	if canon, err := CanonicalURL(cardURL); err == nil {
+		cardURL = canon
+	}
+	for range 8 {
+		lease, rev, found, err := f.getLease(ctx, cardURL)
+		if err != nil {
+			return f.storeFailure(ctx, cardURL, "get lease", err)
+		}
+		if !found || lease.Replicas.Reported || !lease.Replicas.Since.Equal(since) {
+			return nil
+		}
+		lease.Replicas.Reported = true
+		_, err = f.putLease(ctx, lease, rev, true)
+		if err == nil {
+			return nil
+		}
+		if !isConflict(err) {
+			return f.storeFailure(ctx, cardURL, "mark inconsistent", err)
+		}
+	}
+	return fmt.Errorf("%w: mark inconsistent %s: %w", ErrStore, cardURL, store.ErrConflict)
 }
 
 // recordFailure releases the claim and records a failed fetch on the lease,
@@ -322,6 +369,9 @@ func (f *Fetcher) recordFailure(ctx context.Context, lease store.Lease, rev uint
 		base = max(f.opts.MinLease, 0)
 	}
 	lease.FailCount++
+	if lease.FailCount == 1 || lease.FailingSince.IsZero() {
+		lease.FailingSince = now
+	}
 	backoff := min(base<<min(lease.FailCount-1, 6), max(f.opts.MaxLease, base))
 	detail := ""
 	if fe.Err != nil {
@@ -442,6 +492,7 @@ func leaseObservation(l store.Lease, e *cardEntry) Observation {
 		Raw:         e.card.Raw,
 		Card:        e.card,
 		FromLease:   true,
+		Replicas:    l.Replicas,
 	}
 }
 

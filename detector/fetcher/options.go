@@ -23,6 +23,7 @@ const (
 	DefaultMaxLease           = 5 * time.Minute
 	DefaultDefaultLease       = 30 * time.Second
 	DefaultFullFetchInterval  = 5 * time.Minute
+	DefaultConsistencyWindow  = 2 * time.Minute
 	DefaultStoreTimeout       = 2 * time.Second
 	DefaultCacheBytes         = 32 << 20
 	DefaultUserAgent          = "carddrift/1 (+https://github.com/carddrift/carddrift)"
@@ -74,6 +75,12 @@ type Options struct {
 	// If-None-Match revalidation, to catch a body that changed behind an ETag
 	// derived from the card's version only. Default 5m; negative disables it.
 	FullFetchInterval time.Duration
+
+	// ConsistencyWindow is how far back the lease's window of live digests
+	// reaches (store.Replicas): within it, an agent whose fetches alternate
+	// between cards (A→B→A→B) has replicas that disagree — split brain.
+	// Every worker sharing Leases should use the same. Default 2m.
+	ConsistencyWindow time.Duration
 
 	// Allow widens the SSRF guard: addresses inside these prefixes may be
 	// dialed even though they are loopback, private, link-local and so on.
@@ -156,6 +163,7 @@ func (o *Options) setDefaults() {
 	def(&o.MaxLease, DefaultMaxLease)
 	def(&o.DefaultLease, DefaultDefaultLease)
 	def(&o.FullFetchInterval, DefaultFullFetchInterval)
+	def(&o.ConsistencyWindow, DefaultConsistencyWindow)
 	def(&o.StoreTimeout, DefaultStoreTimeout)
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
@@ -208,6 +216,9 @@ func (o Options) Validate() error {
 	}
 	if o.DefaultLease < 0 {
 		bad("DefaultLease %v must not be negative", o.DefaultLease)
+	}
+	if o.ConsistencyWindow <= 0 {
+		bad("ConsistencyWindow %v must be positive", o.ConsistencyWindow)
 	}
 	if o.StoreTimeout <= 0 {
 		bad("StoreTimeout %v must be positive", o.StoreTimeout)
