@@ -127,7 +127,17 @@ func setInt(p *int, v int) {
 	}
 }
 
-var bucketRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+// nameRe is what stream, consumer and bucket names may be.
+var nameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+// checkName reports a stream, consumer or bucket name other than letters,
+// digits, '-' and '_'.
+func checkName(field, v string) error {
+	if !nameRe.MatchString(v) {
+		return invalid(field, v, "must be letters, digits, '-' or '_'")
+	}
+	return nil
+}
 
 // Validate reports the first invalid field as a *ConfigError. Call it after
 // SetDefaults: a zero name or size is invalid.
@@ -159,16 +169,11 @@ func (c *Config) Validate() error {
 		{"PinsBucket", c.PinsBucket},
 		{"CardsBucket", c.CardsBucket},
 		{"LeasesBucket", c.LeasesBucket},
-	}, func(field, v string) error {
-		if !bucketRe.MatchString(v) {
-			return invalid(field, v, "must be letters, digits, '-' or '_'")
-		}
-		return nil
-	}); err != nil {
+	}, checkName); err != nil {
 		return err
 	}
-	if !bucketRe.MatchString(c.CardsObjectBucket) {
-		return invalid("CardsObjectBucket", c.CardsObjectBucket, "must be letters, digits, '-' or '_'")
+	if err := checkName("CardsObjectBucket", c.CardsObjectBucket); err != nil {
+		return err
 	}
 	if c.CardsMaxValueSize < 2*InlineHeadroom {
 		return invalid("CardsMaxValueSize", c.CardsMaxValueSize, fmt.Sprintf("must be at least %d", 2*InlineHeadroom))

@@ -114,10 +114,7 @@ func (t *Topology) setDefaults() {
 	setDur(&t.DLQMaxAge, DefaultDLQMaxAge)
 }
 
-var (
-	streamNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
-	subjectRe    = regexp.MustCompile(`^[^\s.*>]+(\.[^\s.*>]+)*\.>$`)
-)
+var subjectRe = regexp.MustCompile(`^[^\s.*>]+(\.[^\s.*>]+)*\.>$`)
 
 // validate reports the first invalid field of a defaulted Topology as a
 // *ConfigError (Config.Validate calls it).
@@ -127,8 +124,8 @@ func (t *Topology) validate() error {
 		{"EventsStream", t.EventsStream},
 		{"DLQStream", t.DLQStream},
 	}, func(field, v string) error {
-		if !streamNameRe.MatchString(v) {
-			return invalid(field, v, "must be letters, digits, '-' or '_'")
+		if err := checkName(field, v); err != nil {
+			return err
 		}
 		if strings.HasPrefix(v, "KV_") || strings.HasPrefix(v, "OBJ_") {
 			return invalid(field, v, "KV_ and OBJ_ are reserved for buckets")
@@ -177,8 +174,8 @@ func (t *Topology) validate() error {
 	if t.Partitions < 0 || t.Partitions > MaxPartitions {
 		return invalid("Partitions", t.Partitions, "must be 0 (none) to "+strconv.Itoa(MaxPartitions))
 	}
-	if !streamNameRe.MatchString(t.ConsumerName) {
-		return invalid("ConsumerName", t.ConsumerName, "must be letters, digits, '-' or '_'")
+	if err := checkName("ConsumerName", t.ConsumerName); err != nil {
+		return err
 	}
 	if t.AckWait < time.Second {
 		return invalid("AckWait", t.AckWait, "must be at least 1s")

@@ -19,6 +19,17 @@ func rulesOf(d events.Drift) map[string]bool {
 	return m
 }
 
+// driftWith reports whether a card.drift of the task has the rule and, unless
+// action is "", the action.
+func driftWith(o *outbound, task, rule string, action detector.Action) bool {
+	for _, d := range o.drifts(task) {
+		if rulesOf(d)[rule] && (action == "" || d.Verdict.Action == action) {
+			return true
+		}
+	}
+	return false
+}
+
 func TestPinningWriteUpEndToEnd(t *testing.T) {
 	r := newRig(t, testConfig())
 	a := workertest.NewAgent(t, writeupT0)
@@ -44,37 +55,18 @@ func TestPinningWriteUpEndToEnd(t *testing.T) {
 	// tasks/sendSubscribe: a streaming transition → abort with streaming-disabled.
 	must(t, r.emit.Request(ctx, events.Request{TaskID: "t-stream", AgentURL: a.URL(), Method: "tasks/sendSubscribe", Attempt: 1}))
 	out.waitFor(t, "abort on streaming-disabled", func(o *outbound) bool {
-		for _, d := range o.drifts("t-stream") {
-			if rulesOf(d)[detector.RuleStreamingDisabled] && d.Verdict.Action == detector.Abort {
-				return true
-			}
-		}
-		return false
+		return driftWith(o, "t-stream", detector.RuleStreamingDisabled, detector.Abort)
 	})
 
 	// tasks/get returns input-required naming translate → unmodeled-skill.
 	must(t, r.emit.Request(ctx, events.Request{TaskID: "t-stream", AgentURL: a.URL(), Method: "tasks/get", Attempt: 1}))
 	must(t, r.emit.Status(ctx, events.Status{TaskID: "t-stream", AgentURL: a.URL(), State: "input-required", SkillID: "translate"}))
-	out.waitFor(t, "unmodeled-skill", func(o *outbound) bool {
-		for _, d := range o.drifts("t-stream") {
-			if rulesOf(d)[detector.RuleUnmodeledSkill] {
-				return true
-			}
-		}
-		return false
-	})
+	out.waitFor(t, "unmodeled-skill", func(o *outbound) bool { return driftWith(o, "t-stream", detector.RuleUnmodeledSkill, "") })
 
 	// -32602 on the stale card, then a retry: revalidation and blind-retry.
 	must(t, r.emit.Error(ctx, events.Error{TaskID: "t-stream", AgentURL: a.URL(), Method: "tasks/send", Code: -32602, Message: "Invalid params"}))
 	must(t, r.emit.Request(ctx, events.Request{TaskID: "t-stream", AgentURL: a.URL(), Method: "tasks/send", Attempt: 2}))
-	out.waitFor(t, "blind-retry", func(o *outbound) bool {
-		for _, d := range o.drifts("t-stream") {
-			if rulesOf(d)[detector.RuleBlindRetry] && d.Verdict.Action == detector.Abort {
-				return true
-			}
-		}
-		return false
-	})
+	out.waitFor(t, "blind-retry", func(o *outbound) bool { return driftWith(o, "t-stream", detector.RuleBlindRetry, detector.Abort) })
 
 	// The degrade-posture idempotent summarize task re-plans at its next
 	// capability-dependent transition.

@@ -75,18 +75,11 @@ func benchCommand(e *env) *ffcli.Command {
 			if f.driftShare < 0 || f.driftShare > 1 {
 				return usagef("--drift-share must be between 0 and 1")
 			}
-			if nf.url == "" {
-				nf.url = "nats://127.0.0.1:4222"
-			}
-			nc, err := nf.connect("carddrift-bench")
+			nc, js, err := nf.jetStream("carddrift-bench")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				return err
-			}
 			return runBench(ctx, e, js, store.DefaultConfig(), &f)
 		},
 	}

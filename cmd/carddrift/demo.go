@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net/netip"
@@ -39,14 +40,8 @@ type demoFlags struct {
 func demoCommand(e *env) *ffcli.Command {
 	var f demoFlags
 	fs := newFlagSet("demo", e)
-	fs.IntVar(&f.agents, "agents", 40, "simulated agents in the fleet")
-	fs.DurationVar(&f.duration, "duration", 30*time.Second, "how long the fleet drifts and clients send traffic")
-	fs.Int64Var(&f.seed, "seed", 1, "seed of the fleet, the schedule of card changes and the traffic (same seed, same schedule)")
-	fs.StringVar(&f.scenarios, "scenarios", "all", "comma-separated scenarios to schedule: "+strings.Join(fleet.ScenarioNames(), ", "))
-	fs.BoolVar(&f.json, "json", false, "print only the scorecard, as one JSON object")
+	f.register(fs, 30*time.Second)
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep the JetStream store here for replay (default: a temporary store removed at exit)")
-	fs.BoolVar(&f.quiet, "quiet", false, "no verdict lines, only progress and the scorecard")
-	fs.DurationVar(&f.taskEvery, "task-every", time.Second, "each agent gets a new task this often")
 	fs.StringVar(&f.logLevel, "log-level", "error", "worker log level (logs go to stderr)")
 	return &ffcli.Command{
 		Name:       "demo",
@@ -64,6 +59,18 @@ func demoCommand(e *env) *ffcli.Command {
 			return runDemo(ctx, e, &f)
 		},
 	}
+}
+
+// register adds the flags demo and simulate share: the fleet, its
+// schedule, the traffic and the output.
+func (f *demoFlags) register(fs *flag.FlagSet, duration time.Duration) {
+	fs.IntVar(&f.agents, "agents", 40, "simulated agents in the fleet")
+	fs.DurationVar(&f.duration, "duration", duration, "how long the fleet drifts and clients send traffic")
+	fs.Int64Var(&f.seed, "seed", 1, "seed of the fleet, the schedule of card changes and the traffic (same seed, same schedule)")
+	fs.StringVar(&f.scenarios, "scenarios", "all", "comma-separated scenarios to schedule: "+strings.Join(fleet.ScenarioNames(), ", "))
+	fs.BoolVar(&f.json, "json", false, "print only the scorecard, as one JSON object")
+	fs.BoolVar(&f.quiet, "quiet", false, "no verdict lines, only progress and the scorecard")
+	fs.DurationVar(&f.taskEvery, "task-every", time.Second, "each agent gets a new task this often")
 }
 
 func runDemo(ctx context.Context, e *env, f *demoFlags) error {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // natsFlags are the connection flags shared by serve, watch and simulate.
@@ -70,4 +71,26 @@ func (n *natsFlags) connect(name string) (*nats.Conn, error) {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", n.url, err)
 	}
 	return nc, nil
+}
+
+// defaultNATSURL is where the client commands connect without --nats-url.
+const defaultNATSURL = "nats://127.0.0.1:4222"
+
+// jetStream connects (connect; to defaultNATSURL when --nats-url is empty)
+// and returns the connection, which the caller closes, with its JetStream
+// client.
+func (n *natsFlags) jetStream(name string) (*nats.Conn, jetstream.JetStream, error) {
+	if n.url == "" {
+		n.url = defaultNATSURL
+	}
+	nc, err := n.connect(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector/fetcher"
@@ -19,13 +18,7 @@ func simulateCommand(e *env) *ffcli.Command {
 	var minLease, defaultLease, maxLease, fullFetch, settle time.Duration
 	fs := newFlagSet("simulate", e)
 	nf.register(fs)
-	fs.IntVar(&f.agents, "agents", 40, "simulated agents in the fleet")
-	fs.DurationVar(&f.duration, "duration", 60*time.Second, "how long the fleet drifts and clients send traffic")
-	fs.Int64Var(&f.seed, "seed", 1, "seed of the fleet, the schedule and the traffic")
-	fs.StringVar(&f.scenarios, "scenarios", "all", "comma-separated scenarios to schedule")
-	fs.BoolVar(&f.json, "json", false, "print only the scorecard, as one JSON object")
-	fs.BoolVar(&f.quiet, "quiet", false, "no verdict lines")
-	fs.DurationVar(&f.taskEvery, "task-every", time.Second, "each agent gets a new task this often")
+	f.register(fs, 60*time.Second)
 	fs.DurationVar(&minLease, "min-lease", fetcher.DefaultMinLease, "the deployment's --min-lease (for the fetches-per-lease figure)")
 	fs.DurationVar(&defaultLease, "default-lease", fetcher.DefaultDefaultLease, "the deployment's lease for cards without max-age")
 	fs.DurationVar(&maxLease, "max-lease", fetcher.DefaultMaxLease, "the deployment's --max-lease")
@@ -50,18 +43,11 @@ func simulateCommand(e *env) *ffcli.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			if nf.url == "" {
-				nf.url = "nats://127.0.0.1:4222"
-			}
-			nc, err := nf.connect("carddrift-simulate")
+			nc, js, err := nf.jetStream("carddrift-simulate")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				return err
-			}
 			cfg := store.DefaultConfig()
 			card, err := driveFleet(ctx, e, js, cfg, &f, names, leaseFunc(minLease, defaultLease, maxLease), fullFetch,
 				fmt.Sprintf("publishing to %s", nf.url), func() {

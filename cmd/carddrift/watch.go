@@ -116,18 +116,11 @@ func runWatch(ctx context.Context, e *env, f *watchFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.nats.url == "" {
-		f.nats.url = "nats://127.0.0.1:4222"
-	}
-	nc, err := f.nats.connect("carddrift-watch")
+	nc, js, err := f.nats.jetStream("carddrift-watch")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	occ := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverNewPolicy}
 	if f.fromStart {
 		occ.DeliverPolicy = jetstream.DeliverAllPolicy

@@ -267,19 +267,27 @@ func kindsOf(evs []events.Event) []string {
 	return out
 }
 
+// newE2E is one end-to-end test's world, for a minute: the rig, a planner's
+// view of the verdicts, the a2a-go agent, a client carrying the
+// interceptor, and a context planning fail-closed translate tasks.
+func newE2E(t *testing.T) (ctx context.Context, r *rig, verdicts func(taskID string) []planner.Verdict,
+	agent *a2aAgent, client *a2aclient.Client, plan context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	r = newRig(t)
+	agent = newA2AAgent(t)
+	client = newClient(t, ctx, r, agent)
+	plan = a2aemit.WithPlan(ctx, a2aemit.Plan{SkillID: "translate", Posture: detector.FailClosed})
+	return ctx, r, r.verdicts(t), agent, client, plan
+}
+
 // An a2a-go client with the interceptor plans a streaming task against the
 // agent's card; the vendor turns streaming off while the task waits for
 // input; the client streams its answer, and the carddrift worker publishes
 // card.drift for the task: abort (fail-closed), streaming-disabled.
 func TestEndToEndStreamingDisabledUnderRunningClient(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	r := newRig(t)
-	verdicts := r.verdicts(t)
-	agent := newA2AAgent(t)
-	client := newClient(t, ctx, r, agent)
-
-	pctx := a2aemit.WithPlan(ctx, a2aemit.Plan{SkillID: "translate", Posture: detector.FailClosed})
+	ctx, r, verdicts, agent, client, pctx := newE2E(t)
 	taskID, state := stream(t, pctx, client, a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "translate: hello"}))
 	if taskID == "" || state != a2a.TaskStateInputRequired {
 		t.Fatalf("first stream ended with task %q in %q, want input-required", taskID, state)
@@ -333,14 +341,7 @@ func TestEndToEndStreamingDisabledUnderRunningClient(t *testing.T) {
 // on its stale card. carddrift judges the error (forced fetch: drift) and
 // then the retry (blind-retry).
 func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	r := newRig(t)
-	verdicts := r.verdicts(t)
-	agent := newA2AAgent(t)
-	client := newClient(t, ctx, r, agent)
-
-	pctx := a2aemit.WithPlan(ctx, a2aemit.Plan{SkillID: "translate", Posture: detector.FailClosed})
+	ctx, r, verdicts, agent, client, pctx := newE2E(t)
 	res, err := client.SendMessage(pctx, &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "translate: hello"})})
 	if err != nil {
 		t.Fatalf("SendMessage: %v", err)

@@ -189,25 +189,6 @@ func TestReplay(t *testing.T) {
 	})
 
 	t.Run("reevaluate", func(t *testing.T) {
-		type change struct {
-			task     string
-			old, new detector.Action
-		}
-		diffs := func(t *testing.T, re replay.Reevaluation) []change {
-			t.Helper()
-			rep, err := rd.Reevaluate(ctx, replay.Query{}, re)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep.Evaluated != len(tasks) || len(rep.Skipped) != 0 {
-				t.Fatalf("evaluated %d, skipped %+v", rep.Evaluated, rep.Skipped)
-			}
-			var out []change
-			for _, d := range rep.Differences {
-				out = append(out, change{d.TaskID, d.Old.Action, d.New.Action})
-			}
-			return out
-		}
 		disable, err := replay.ParseRules(strings.NewReader(`{"disable":["streaming-disabled"]}`))
 		if err != nil {
 			t.Fatal(err)
@@ -233,8 +214,7 @@ func TestReplay(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				got := diffs(t, tt.re)
-				slices.SortFunc(got, func(a, b change) int { return strings.Compare(a.task, b.task) })
+				_, got := reevaluate(t, rd, tt.re, len(tasks))
 				if !slices.Equal(got, tt.want) {
 					t.Errorf("Reevaluate = %v, want %v", got, tt.want)
 				}

@@ -3,6 +3,8 @@ package replay_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,4 +107,30 @@ func (r *rig) record() {
 	r.agent.SetStatus(503)
 	must(r.Emit.Request(ctx, events.Request{TaskID: "no-stream", AgentURL: url, Method: "tasks/resubscribe", Attempt: 1}))
 	r.waitCardEvents(events.TypeUnreachable, 1)
+}
+
+// change is a task whose verdict a re-evaluation changes.
+type change struct {
+	task     string
+	old, new detector.Action
+}
+
+// reevaluate re-evaluates the whole history under re, requires all n tasks
+// evaluated and none skipped, and returns the report and its changes by
+// task.
+func reevaluate(t *testing.T, rd *replay.Reader, re replay.Reevaluation, n int) (*replay.Report, []change) {
+	t.Helper()
+	rep, err := rd.Reevaluate(context.Background(), replay.Query{}, re)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Evaluated != n || len(rep.Skipped) != 0 {
+		t.Fatalf("evaluated %d, skipped %+v; want %d, none", rep.Evaluated, rep.Skipped, n)
+	}
+	var out []change
+	for _, d := range rep.Differences {
+		out = append(out, change{d.TaskID, d.Old.Action, d.New.Action})
+	}
+	slices.SortFunc(out, func(a, b change) int { return strings.Compare(a.task, b.task) })
+	return rep, out
 }

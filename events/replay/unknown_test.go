@@ -44,20 +44,9 @@ func TestReevaluateUnknownPinnedBody(t *testing.T) {
 	r.waitCardEvents(events.TypeDrift, len(tks))
 	rd := r.reader()
 
-	type change struct {
-		task     string
-		old, new detector.Action
-	}
 	reevaluate := func(t *testing.T, re replay.Reevaluation) []change {
 		t.Helper()
-		rep, err := rd.Reevaluate(ctx, replay.Query{}, re)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Evaluated != len(tks) || len(rep.Skipped) != 0 {
-			t.Fatalf("evaluated %d, skipped %+v; want %d, none", rep.Evaluated, rep.Skipped, len(tks))
-		}
-		var out []change
+		rep, out := reevaluate(t, rd, re, len(tks))
 		for _, d := range rep.Differences {
 			var rules []string
 			for _, f := range d.Findings {
@@ -66,9 +55,7 @@ func TestReevaluateUnknownPinnedBody(t *testing.T) {
 			if re.Rules == nil && !slices.Equal(rules, []string{detector.RulePinnedCardUnknown}) {
 				t.Errorf("%s: re-evaluated findings %v, want one pinned-card-unknown", d.TaskID, rules)
 			}
-			out = append(out, change{d.TaskID, d.Old.Action, d.New.Action})
 		}
-		slices.SortFunc(out, func(a, b change) int { return strings.Compare(a.task, b.task) })
 		return out
 	}
 

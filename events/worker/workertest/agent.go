@@ -92,41 +92,27 @@ func (a *Agent) Served(card string) []byte {
 }
 
 // Set swaps the card, from the next request on.
-func (a *Agent) Set(card string) {
-	a.mu.Lock()
-	a.card = card
-	a.mu.Unlock()
-}
+func (a *Agent) Set(card string) { a.locked(func() { a.card = card }) }
 
 // SetStatus makes the agent answer with code instead of the card (200: the
 // card again).
-func (a *Agent) SetStatus(code int) {
-	a.mu.Lock()
-	a.status = code
-	a.mu.Unlock()
-}
+func (a *Agent) SetStatus(code int) { a.locked(func() { a.status = code }) }
 
 // SetCacheControl sets the Cache-Control header of the card ("": none).
-func (a *Agent) SetCacheControl(cc string) {
-	a.mu.Lock()
-	a.cacheControl = cc
-	a.mu.Unlock()
-}
+func (a *Agent) SetCacheControl(cc string) { a.locked(func() { a.cacheControl = cc }) }
 
 // SetETag makes the agent send etag with the card and answer a request
 // whose If-None-Match equals it with 304, whatever the card now is (as
 // servers whose ETag derives from the card's version do).
-func (a *Agent) SetETag(etag string) {
-	a.mu.Lock()
-	a.etag = etag
-	a.mu.Unlock()
-}
+func (a *Agent) SetETag(etag string) { a.locked(func() { a.etag = etag }) }
 
 // SetDelay makes every answer wait d (or until the client gives up).
-func (a *Agent) SetDelay(d time.Duration) {
+func (a *Agent) SetDelay(d time.Duration) { a.locked(func() { a.delay = d }) }
+
+func (a *Agent) locked(f func()) {
 	a.mu.Lock()
-	a.delay = d
-	a.mu.Unlock()
+	defer a.mu.Unlock()
+	f()
 }
 
 // Requests is how many card requests the agent received.
