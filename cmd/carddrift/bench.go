@@ -65,10 +65,7 @@ func benchCommand(e *env) *ffcli.Command {
 			"traffic for --duration, and carddrift's verdicts watched as a planner would: latency from the\n" +
 			"lifecycle event to its card.drift (p50, p99, max), fetches per agent per lease, verdict counts.",
 		FlagSet: fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return usagef("bench takes no arguments")
-			}
+		Exec: noArgs("bench", func(ctx context.Context) error {
 			if f.events < 100 || f.rounds < 1 {
 				return usagef("--events must be at least 100 and --rounds at least 1")
 			}
@@ -81,7 +78,7 @@ func benchCommand(e *env) *ffcli.Command {
 			}
 			defer nc.Close()
 			return runBench(ctx, e, js, store.DefaultConfig(), &f)
-		},
+		}),
 	}
 }
 

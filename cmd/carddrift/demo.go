@@ -52,12 +52,9 @@ func demoCommand(e *env) *ffcli.Command {
 			"contract; shows each verdict as a planner sees it, and ends with a scorecard.\n" +
 			"Exit status 1 when a drift was missed or a task falsely aborted.",
 		FlagSet: fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return usagef("demo takes no arguments")
-			}
+		Exec: noArgs("demo", func(ctx context.Context) error {
 			return runDemo(ctx, e, &f)
-		},
+		}),
 	}
 }
 

@@ -67,12 +67,9 @@ func replayCommand(e *env) *ffcli.Command {
 			"offline: DIR is copied to a temporary directory and opened there by an embedded server that\n" +
 			"accepts no network connections.",
 		FlagSet: fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return usagef("replay takes no arguments")
-			}
+		Exec: noArgs("replay", func(ctx context.Context) error {
 			return runReplay(ctx, e, &f)
-		},
+		}),
 	}
 }
 

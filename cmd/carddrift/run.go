@@ -41,6 +41,17 @@ type env struct {
 // ffOptions makes every flag settable through CARDDRIFT_<FLAG_NAME>.
 var ffOptions = []ff.Option{ff.WithEnvVarPrefix("CARDDRIFT")}
 
+// noArgs is the Exec of a command that takes no arguments: a usage error
+// for any, else run.
+func noArgs(name string, run func(ctx context.Context) error) func(context.Context, []string) error {
+	return func(ctx context.Context, args []string) error {
+		if len(args) > 0 {
+			return usagef("%s takes no arguments", name)
+		}
+		return run(ctx)
+	}
+}
+
 func newFlagSet(name string, e *env) *flag.FlagSet {
 	fs := flag.NewFlagSet("carddrift "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)

@@ -96,12 +96,9 @@ func serveCommand(e *env) *ffcli.Command {
 			"--require-signed-cards a live card with no signature that verifies aborts fail-closed tasks\n" +
 			"(signature-required; the verdict's reason says why).",
 		FlagSet: fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return usagef("serve takes no arguments")
-			}
+		Exec: noArgs("serve", func(ctx context.Context) error {
 			return runServe(ctx, e, &f)
-		},
+		}),
 	}
 }
 

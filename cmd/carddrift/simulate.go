@@ -32,10 +32,7 @@ func simulateCommand(e *env) *ffcli.Command {
 			"nats://127.0.0.1:4222); the deployment's `carddrift serve` must be able to reach the fleet\n" +
 			"(start it with --fetch-allow 127.0.0.0/8). Ends with the same scorecard as the demo.",
 		FlagSet: fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return usagef("simulate takes no arguments")
-			}
+		Exec: noArgs("simulate", func(ctx context.Context) error {
 			if f.duration < 5*time.Second {
 				return usagef("--duration must be at least 5s")
 			}
@@ -60,6 +57,6 @@ func simulateCommand(e *env) *ffcli.Command {
 				return err
 			}
 			return reportScorecard(e, &f, card)
-		},
+		}),
 	}
 }

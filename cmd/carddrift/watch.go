@@ -49,12 +49,9 @@ func watchCommand(e *env) *ffcli.Command {
 		LongHelp: "Tails the outbound stream with an ordered consumer (it never disturbs the workers).\n" +
 			"Connects to --nats-url (default nats://127.0.0.1:4222, where `carddrift serve` listens).",
 		FlagSet: fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return usagef("watch takes no arguments")
-			}
+		Exec: noArgs("watch", func(ctx context.Context) error {
 			return runWatch(ctx, e, &f)
-		},
+		}),
 	}
 }
 
