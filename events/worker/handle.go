@@ -294,7 +294,7 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 	}
 	obs, err := w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, t.Force)
 	if err == nil {
-		if again, why := t.Recheck(observation(obs)); again {
+		if again, why := t.Recheck(w.observation(obs)); again {
 			w.log.Debug().Str("task", taskID).Str("why", why).Msg("revalidating before judging")
 			obs, err = w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, true)
 		}
@@ -307,16 +307,50 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 		}
 		res = t.Fail(f)
 	} else {
-		res = t.Judge(observation(obs))
+		w.reportInconsistent(ctx, pin.AgentURL, obs)
+		res = t.Judge(w.observation(obs))
 	}
 	return w.carryOut(ctx, res, rev)
 }
 
-// observation is the core's view of a fetcher observation.
-func observation(o fetcher.Observation) task.Observation {
-	return task.Observation{
+// observation is the core's view of a fetcher observation: with the
+// digests the agent's replicas serve while they disagree (split brain, as
+// the shared lease's window says now).
+func (w *Worker) observation(o fetcher.Observation) task.Observation {
+	to := task.Observation{
 		CardURL: o.CardURL, Digest: o.Digest, Fingerprint: o.Fingerprint, ETag: o.ETag,
 		Card: o.Card, FetchedAt: o.FetchedAt, VerifiedAt: o.VerifiedAt, Signatures: o.Signatures,
+	}
+	if now := w.opts.Now(); o.Replicas.Disagree(now, o.Window) {
+		for _, s := range o.Replicas.Window(now, o.Window) {
+			to.Replicas = append(to.Replicas, s.Digest)
+		}
+		to.Window = o.Window
+	}
+	return to
+}
+
+// reportInconsistent publishes card.inconsistent for a split-brain episode
+// the observation's window shows and nobody reported yet, then marks it
+// reported on the shared lease. Its id is the episode's (events.MsgID), so
+// workers that publish it at once, or again after a crash before the mark,
+// publish one event. Best effort: a failure is logged, and the next
+// observation of the agent tries again; the task's event is not failed.
+func (w *Worker) reportInconsistent(ctx context.Context, agentURL string, o fetcher.Observation) {
+	r, now := o.Replicas, w.opts.Now()
+	if r.Reported || r.Since.IsZero() || !r.Disagree(now, o.Window) {
+		return
+	}
+	d := events.Inconsistent{AgentURL: agentURL, CardURL: o.CardURL, Window: events.Duration(o.Window), Episode: r.Since}
+	for _, s := range r.Window(now, o.Window) {
+		d.Digests = append(d.Digests, events.DigestSeen{Digest: s.Digest, Count: s.Count, FirstSeen: s.FirstSeen.UTC(), LastSeen: s.LastSeen.UTC()})
+	}
+	if err := w.publish(ctx, d, ""); err != nil {
+		return
+	}
+	w.log.Info().Str("agent", agentURL).Int("digests", len(d.Digests)).Time("since", r.Since).Msg("card.inconsistent: replicas disagree")
+	if err := w.fetch.MarkInconsistent(ctx, o.CardURL, r.Since); err != nil {
+		w.log.Warn().Err(err).Str("agent", agentURL).Msg("could not record the published card.inconsistent on the lease")
 	}
 }
 

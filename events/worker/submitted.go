@@ -31,7 +31,7 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 	var obsp *task.Observation
 	var fail *task.Failure
 	obs, err := w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, false)
-	if err == nil && s.Recheck(observation(obs)) {
+	if err == nil && s.Recheck(w.observation(obs)) {
 		// The lease may predate the card the client planned against.
 		obs, err = w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, true)
 	}
@@ -42,7 +42,8 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 		}
 		fail = &f
 	} else {
-		o := observation(obs)
+		w.reportInconsistent(ctx, pin.AgentURL, obs)
+		o := w.observation(obs)
 		obsp = &o
 	}
 	var body *detector.Card
