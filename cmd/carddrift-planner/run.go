@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -21,6 +18,7 @@ import (
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
@@ -206,37 +204,9 @@ func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger
 	return nil
 }
 
-// connect dials NATS with the credential and TLS flags.
+// connect dials NATS with the credential and TLS flags (service.Connect).
 func connect(o *options) (*nats.Conn, error) {
-	opts := []nats.Option{nats.Name("carddrift-planner"), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second)}
-	if o.creds != "" {
-		opts = append(opts, nats.UserCredentials(o.creds))
-	}
-	if o.tlsCert != "" || o.tlsKey != "" || o.tlsCA != "" {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if o.tlsCert != "" || o.tlsKey != "" {
-			cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
-			if err != nil {
-				return nil, fmt.Errorf("TLS key pair: %w", err)
-			}
-			cfg.Certificates = []tls.Certificate{cert}
-		}
-		if o.tlsCA != "" {
-			pem, err := os.ReadFile(o.tlsCA)
-			if err != nil {
-				return nil, fmt.Errorf("--tls-ca: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("--tls-ca %s holds no PEM certificate", o.tlsCA)
-			}
-			cfg.RootCAs = pool
-		}
-		opts = append(opts, nats.Secure(cfg))
-	}
-	nc, err := nats.Connect(o.natsURL, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", o.natsURL, err)
-	}
-	return nc, nil
+	return service.Connect(service.ConnectOptions{
+		URL: o.natsURL, Name: "carddrift-planner", Creds: o.creds, TLSCert: o.tlsCert, TLSKey: o.tlsKey, TLSCA: o.tlsCA,
+	})
 }

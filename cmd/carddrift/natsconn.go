@@ -1,14 +1,12 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"fmt"
-	"os"
-	"time"
+	"errors"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events/service"
 )
 
 // natsFlags are the connection flags shared by serve, watch and simulate.
@@ -30,47 +28,16 @@ func (n *natsFlags) register(fs interface {
 	fs.StringVar(&n.tlsCA, "tls-ca", "", "CA bundle (PEM) to verify the NATS servers")
 }
 
-// connect dials NATS with the flags' credentials and TLS settings.
+// connect dials NATS with the flags' credentials and TLS settings
+// (service.Connect); a TLS setting that cannot be used is a usage error.
 func (n *natsFlags) connect(name string) (*nats.Conn, error) {
-	opts := []nats.Option{
-		nats.Name(name),
-		nats.Timeout(5 * time.Second),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(time.Second),
+	nc, err := service.Connect(service.ConnectOptions{
+		URL: n.url, Name: name, Creds: n.creds, TLSCert: n.tlsCert, TLSKey: n.tlsKey, TLSCA: n.tlsCA,
+	})
+	if errors.Is(err, service.ErrInvalidOptions) {
+		return nil, usageError{err}
 	}
-	if n.creds != "" {
-		opts = append(opts, nats.UserCredentials(n.creds))
-	}
-	if n.tlsCert != "" || n.tlsKey != "" || n.tlsCA != "" {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if n.tlsCert != "" || n.tlsKey != "" {
-			if n.tlsCert == "" || n.tlsKey == "" {
-				return nil, usagef("--tls-cert and --tls-key go together")
-			}
-			cert, err := tls.LoadX509KeyPair(n.tlsCert, n.tlsKey)
-			if err != nil {
-				return nil, usagef("TLS key pair: %v", err)
-			}
-			cfg.Certificates = []tls.Certificate{cert}
-		}
-		if n.tlsCA != "" {
-			pem, err := os.ReadFile(n.tlsCA)
-			if err != nil {
-				return nil, usagef("--tls-ca: %v", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, usagef("--tls-ca %s holds no PEM certificate", n.tlsCA)
-			}
-			cfg.RootCAs = pool
-		}
-		opts = append(opts, nats.Secure(cfg))
-	}
-	nc, err := nats.Connect(n.url, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", n.url, err)
-	}
-	return nc, nil
+	return nc, err
 }
 
 // defaultNATSURL is where the client commands connect without --nats-url.

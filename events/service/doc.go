@@ -22,6 +22,8 @@
 // in the background with a readiness wait and a handle; Close releases the
 // workers, and the connection and server when Open made them. Backlog and
 // WaitDrained tell when the workers have handled everything published so far.
+// Connect is how every carddrift process (the commands, the reference
+// planner) dials a deployment: timeouts, reconnects, credentials and TLS.
 //
 // The package imports events/worker, events/task and store; only commands and
 // tests import it.

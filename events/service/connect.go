@@ -1,0 +1,80 @@
+package service
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ConnectOptions say how a carddrift process (serve, watch, replay,
+// simulate, bench, the reference planner) reaches a NATS deployment.
+type ConnectOptions struct {
+	// URL is the server URL, or several comma-separated.
+	URL string
+	// Name names the connection (shown by the server).
+	Name string
+	// Creds is a NATS credentials file ("": none).
+	Creds string
+	// TLSCert and TLSKey are a client certificate and its key (PEM files;
+	// both or neither); TLSCA a CA bundle to verify the servers with.
+	TLSCert, TLSKey, TLSCA string
+}
+
+// Connect dials NATS: a 5s connect timeout, reconnecting for ever every
+// second, with the credentials and TLS settings of o. A setting that cannot
+// be used (a lone certificate or key, an unreadable or empty CA bundle, a
+// bad key pair) is ErrInvalidOptions.
+func Connect(o ConnectOptions) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name(o.Name),
+		nats.Timeout(5 * time.Second),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+	}
+	if o.Creds != "" {
+		opts = append(opts, nats.UserCredentials(o.Creds))
+	}
+	if o.TLSCert != "" || o.TLSKey != "" || o.TLSCA != "" {
+		cfg, err := o.tlsConfig()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+		opts = append(opts, nats.Secure(cfg))
+	}
+	nc, err := nats.Connect(o.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", o.URL, err)
+	}
+	return nc, nil
+}
+
+func (o ConnectOptions) tlsConfig() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.TLSCert != "" || o.TLSKey != "" {
+		if o.TLSCert == "" || o.TLSKey == "" {
+			return nil, errors.New("--tls-cert and --tls-key go together")
+		}
+		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("TLS key pair: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	if o.TLSCA != "" {
+		pem, err := os.ReadFile(o.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s holds no PEM certificate", o.TLSCA)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
+}
