@@ -1,0 +1,225 @@
+// Package impact answers a vendor's question before a deploy: if this agent
+// served this card now, what would happen to every task pinned on it?
+//
+// Assess reads every pin of the agent from the pin store (a Scanner: one
+// pass over the bucket), loads each pinned card body once, and asks the task
+// core what it would decide of the proposed card at a capability-dependent
+// transition (task.Assess: the worker's own decision, detector.Evaluate or
+// EvaluateUnknown under each pin's requirements and posture). It publishes
+// nothing and changes nothing.
+//
+//	rep, err := impact.Assess(ctx, impact.Source{Pins: st.Pins, Cards: st.Cards}, agentURL, raw, impact.Options{})
+//	…
+//	if rep.Counts.Abort > 0 { … block the deploy … }
+package impact
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/store"
+)
+
+// Source is where Assess reads: the pins (by task id; a store.Scanner, so
+// that every pin is read in one pass) and the card bodies by digest.
+type Source struct {
+	Pins  store.Scanner[task.Pin]
+	Cards store.Cards
+}
+
+// Options adjust an assessment. The zero value judges as a worker with its
+// defaults does.
+type Options struct {
+	// RequireSigned judges as carddrift serve --require-signed-cards does.
+	RequireSigned bool
+	// Signatures are what verifying the proposed card's signatures found
+	// (nil: unsigned, or not verified).
+	Signatures []detector.Signature
+	// Workers bounds the goroutines that judge pins (default GOMAXPROCS).
+	Workers int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Finding is one finding of a task's verdict: its rule, severity, and
+// whether it touches the task.
+type Finding struct {
+	Rule     string            `json:"rule"`
+	Severity detector.Severity `json:"severity"`
+	Touches  bool              `json:"touches"`
+}
+
+// Task is what the proposed card would do to one task. Findings are every
+// finding of its card.drift (none when the worker would publish none: the
+// task continues). Reason and Pinned are for people, not part of the JSON.
+type Task struct {
+	TaskID   string           `json:"taskId"`
+	Action   detector.Action  `json:"action"`
+	Posture  detector.Posture `json:"posture"`
+	Findings []Finding        `json:"findings"`
+
+	Reason string `json:"-"`
+	Pinned string `json:"-"` // the digest the task is pinned to
+	Skill  string `json:"-"`
+}
+
+// Counts are the tasks by action.
+type Counts struct {
+	Abort    int `json:"abort"`
+	Replan   int `json:"replan"`
+	Continue int `json:"continue"`
+}
+
+// Card names the proposed card.
+type Card struct {
+	Digest string `json:"digest"`
+}
+
+// Report is the answer: carddrift impact --json prints it as it is.
+type Report struct {
+	AgentURL string `json:"agentUrl"`
+	Card     Card   `json:"card"`
+	// Tasks are the agent's live pins, sorted by task id.
+	Tasks  []Task `json:"tasks"`
+	Counts Counts `json:"counts"`
+}
+
+// ErrNotACard is returned (wrapped) when the proposed card is not a card.
+var ErrNotACard = errors.New("impact: the proposed card is not a card")
+
+// Assess evaluates the proposed card raw for the agent at agentURL (any URL
+// of its host) against every live pin on it. A pin whose card is not known
+// yet (its first fetch failed) would be pinned to the proposed card: it
+// continues. Errors: ErrNotACard, the stores' errors (a pin that does not
+// decode is skipped by the scan and reported after it, wrapping
+// store.ErrCorrupt, with the report of the others).
+func Assess(ctx context.Context, src Source, agentURL string, raw []byte, opts Options) (*Report, error) {
+	host, err := events.AgentHost(agentURL)
+	if err != nil {
+		return nil, err
+	}
+	live, err := detector.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotACard, err)
+	}
+	digest, err := detector.Digest(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotACard, err)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	now := opts.Now()
+	obs := task.Observation{Digest: digest, Fingerprint: detector.Fingerprint(live), Card: live,
+		FetchedAt: now, VerifiedAt: now, Signatures: opts.Signatures}
+	meta := task.Meta{Time: now, Now: now, RequireSigned: opts.RequireSigned}
+
+	var pins []task.Pin
+	scanErr := src.Pins.Scan(ctx, func(p task.Pin, _ uint64) error {
+		if h, err := events.AgentHost(p.AgentURL); err == nil && h == host {
+			pins = append(pins, p)
+		}
+		return nil
+	})
+	if scanErr != nil && !errors.Is(scanErr, store.ErrCorrupt) {
+		return nil, scanErr
+	}
+	bodies, err := loadBodies(ctx, src.Cards, pins)
+	if err != nil {
+		return nil, err
+	}
+
+	rep := &Report{AgentURL: agentURL, Card: Card{Digest: digest}, Tasks: make([]Task, len(pins))}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(opts.Workers, max(len(pins), 1)) {
+		wg.Go(func() {
+			for i := range next {
+				p := pins[i]
+				o := obs
+				o.CardURL = p.CardURL
+				rep.Tasks[i] = judge(p, bodies[p.Digest], o, meta)
+			}
+		})
+	}
+	for i := range pins {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	slices.SortFunc(rep.Tasks, func(a, b Task) int { return cmp.Compare(a.TaskID, b.TaskID) })
+	for _, t := range rep.Tasks {
+		switch t.Action {
+		case detector.Abort:
+			rep.Counts.Abort++
+		case detector.Replan:
+			rep.Counts.Replan++
+		default:
+			rep.Counts.Continue++
+		}
+	}
+	return rep, scanErr
+}
+
+// judge asks the task core about one pin.
+func judge(p task.Pin, pinned *detector.Card, obs task.Observation, m task.Meta) Task {
+	posture := p.Requirements.Posture
+	if posture == "" {
+		posture = detector.FailClosed
+	}
+	t := Task{TaskID: p.TaskID, Action: detector.Continue, Posture: posture, Findings: []Finding{},
+		Pinned: p.Digest, Skill: p.Requirements.SkillID, Reason: "no drift"}
+	findings, v, drift := task.Assess(p, pinned, obs, m)
+	switch {
+	case p.Pending():
+		t.Reason = "no card pinned yet: the proposed card would be its pin"
+	case drift:
+		t.Action, t.Posture, t.Reason = v.Action, v.Posture, v.Reason
+		for _, f := range findings {
+			t.Findings = append(t.Findings, Finding{Rule: f.Rule, Severity: f.Severity, Touches: f.Touches})
+		}
+	case p.Digest != obs.Digest:
+		t.Reason = "another form of the pinned card: no finding"
+	}
+	return t
+}
+
+// loadBodies parses the stored body of every pinned digest once; a digest
+// carddrift never stored maps to nil (the core then judges it as unknown).
+func loadBodies(ctx context.Context, cards store.Cards, pins []task.Pin) (map[string]*detector.Card, error) {
+	out := map[string]*detector.Card{}
+	for _, p := range pins {
+		if p.Pending() {
+			continue
+		}
+		if _, done := out[p.Digest]; done {
+			continue
+		}
+		raw, err := cards.Get(ctx, p.Digest)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			out[p.Digest] = nil
+			continue
+		case err != nil:
+			return nil, err
+		}
+		c, err := detector.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("impact: stored card %s: %w", p.Digest, err)
+		}
+		out[p.Digest] = c
+	}
+	return out, nil
+}
