@@ -42,7 +42,7 @@ func checkSignatureInvalid(pinned, live *Card) []Finding {
 	}
 	return []Finding{{
 		Rule: RuleSignatureInvalid, Severity: Breaking, Path: signaturePointer(c.index), Before: c.before, After: c.after,
-		Message: render(RuleSignatureInvalid, "signer", describeSigner(c.after), "before", describeSigner(c.before)),
+		Message: render(RuleSignatureInvalid, "signer", describeKey(c.after)),
 	}}
 }
 
@@ -151,7 +151,7 @@ func CheckSigned(live *Card) (Finding, bool) {
 	for i, s := range live.Signatures {
 		if s.Reason == SignatureInvalid {
 			f.Path = signaturePointer(i)
-			f.Message = render(RuleSignatureRequired+"/invalid", "signer", describeSigner(s))
+			f.Message = render(RuleSignatureRequired+"/invalid", "signer", describeKey(s))
 			return f, true
 		}
 	}

@@ -94,7 +94,7 @@ var messages = map[string]string{
 
 	RuleSignatureAdded:   "the card is now signed ({signer})",
 	RuleSignatureRemoved: "the card is no longer signed; the pinned card was ({signer})",
-	RuleSignatureInvalid: "the live card's signature by {signer} does not verify, yet that key verified the pinned card ({before}): the card was changed after it was signed",
+	RuleSignatureInvalid: "the live card's signature by {signer} does not verify, yet that key verified the pinned card: the card was changed after it was signed",
 	RuleSignerChanged:    "the card is now signed by {after}, no longer by the pinned card's signer {before}: it may not be the same vendor any more",
 
 	RuleSignatureRequired + "/unsigned":   "the live card is not signed, and signed cards are required",

@@ -70,8 +70,9 @@ func sameSigner(a, b Signature) bool {
 	return a.KeyID == b.KeyID
 }
 
-// describeSigner is a signature as a message names it.
-func describeSigner(s Signature) string {
+// describeKey names the key of a signature in a message: kid, alg and
+// thumbprint.
+func describeKey(s Signature) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kid %s", quote(s.KeyID))
 	if s.Alg != "" {
@@ -81,6 +82,14 @@ func describeSigner(s Signature) string {
 		}
 		b.WriteByte(')')
 	}
+	return b.String()
+}
+
+// describeSigner is a signature as a message names it: its key and what
+// verifying it found.
+func describeSigner(s Signature) string {
+	var b strings.Builder
+	b.WriteString(describeKey(s))
 	if s.Verified {
 		b.WriteString(", verified")
 		if s.Source != "" {

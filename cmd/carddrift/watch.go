@@ -198,14 +198,34 @@ func humanLine(ev events.Event) string {
 				rules = append(rules, f.Rule)
 			}
 		}
-		return fmt.Sprintf("%s  %-8s task=%s agent=%s  %s → %s  [%s]  %s", ts, strings.ToUpper(string(d.Verdict.Action)),
-			d.TaskID, d.AgentURL, short(d.Pinned.Digest), short(d.Live.Digest), strings.Join(rules, ","), d.Verdict.Reason)
+		signers := ""
+		if d.Pinned.Signer != nil || d.Live.Signer != nil {
+			signers = fmt.Sprintf("  signer=%s→%s", signerName(d.Pinned.Signer), signerName(d.Live.Signer))
+		}
+		return fmt.Sprintf("%s  %-8s task=%s agent=%s  %s → %s%s  [%s]  %s", ts, strings.ToUpper(string(d.Verdict.Action)),
+			d.TaskID, d.AgentURL, short(d.Pinned.Digest), short(d.Live.Digest), signers, strings.Join(rules, ","), d.Verdict.Reason)
 	case events.Pinned:
-		return fmt.Sprintf("%s  PINNED   task=%s agent=%s  %s  (%s)", ts, d.TaskID, d.AgentURL, short(d.Digest), d.Source)
+		signer := ""
+		if d.Signer != nil {
+			signer = "  signer=" + signerName(d.Signer)
+		}
+		return fmt.Sprintf("%s  PINNED   task=%s agent=%s  %s  (%s)%s", ts, d.TaskID, d.AgentURL, short(d.Digest), d.Source, signer)
 	case events.Observed:
 		return fmt.Sprintf("%s  OBSERVED agent=%s  %s  %d  %dms", ts, d.AgentURL, short(d.Digest), d.Status, d.LatencyMs)
 	case events.Unreachable:
 		return fmt.Sprintf("%s  UNREACH  task=%s agent=%s  %s: %s", ts, d.TaskID, d.AgentURL, d.Reason, d.Detail)
 	}
 	return fmt.Sprintf("%s  %s  %s", ts, ev.Type, ev.Subject)
+}
+
+// signerName names a card's signer on a watch line: its kid, marked when it
+// did not verify; "unsigned" for none.
+func signerName(s *detector.Signature) string {
+	switch {
+	case s == nil:
+		return "unsigned"
+	case s.Verified:
+		return s.KeyID
+	}
+	return s.KeyID + "(" + s.Reason + ")"
 }
