@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,7 @@ type serveFlags struct {
 	dataDir      string
 	natsPort     int
 	httpAddr     string
+	pprof        bool
 	name         string
 	partitions   int
 	replicas     int
@@ -61,6 +63,7 @@ func serveCommand(e *env) *ffcli.Command {
 	fs.StringVar(&f.dataDir, "data-dir", "carddrift-data", "embedded server: JetStream storage directory")
 	fs.IntVar(&f.natsPort, "nats-port", 4222, "embedded server: client port on 127.0.0.1 (0: any free port)")
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9464", "serve /metrics, /healthz and /readyz here (empty: off)")
+	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on --http-addr (diagnostics; keep the address private)")
 	fs.StringVar(&f.name, "name", fmt.Sprintf("%s-%d", host, os.Getpid()), "worker name (CloudEvents source, lease holder); unique per process")
 	fs.IntVar(&f.partitions, "partitions", 8, "lifecycle stream partitions (per-task order across workers); fixed for the life of the stream")
 	fs.IntVar(&f.replicas, "replicas", 1, "replicas of every stream and bucket (3 for a 3-node cluster)")
@@ -232,6 +235,12 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 			}
 			fmt.Fprintln(w, "ready")
 		})
+		if f.pprof {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		}
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		httpDone := make(chan struct{})
 		go func() {
