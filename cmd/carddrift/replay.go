@@ -9,14 +9,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/replay"
-	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -252,41 +250,10 @@ func (s *replaySource) Close() {
 	}
 }
 
-func openReplaySource(ctx context.Context, e *env, f *replayFlags) (_ *replaySource, err error) {
-	src := &replaySource{}
-	defer func() {
-		if err != nil {
-			src.Close()
-		}
-	}()
-	var nc *nats.Conn
-	if f.dataDir != "" {
-		off, err := openOffline(f.dataDir)
-		if err != nil {
-			return nil, err
-		}
-		src.close = append(src.close, off.Close)
-		if nc, err = off.connect("carddrift-replay"); err != nil {
-			return nil, err
-		}
-	} else {
-		if f.nats.url == "" {
-			f.nats.url = "nats://127.0.0.1:4222"
-		}
-		if nc, err = f.nats.connect("carddrift-replay"); err != nil {
-			return nil, err
-		}
-	}
-	src.close = append(src.close, nc.Close)
-	if src.js, err = jetstream.New(nc); err != nil {
+func openReplaySource(ctx context.Context, _ *env, f *replayFlags) (*replaySource, error) {
+	st, err := openStores(ctx, f.nats, f.dataDir, "carddrift-replay")
+	if err != nil {
 		return nil, err
 	}
-	bctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	stores, err := store.Bind[task.Pin](bctx, src.js, store.DefaultConfig())
-	if err != nil {
-		return nil, fmt.Errorf("open the carddrift stores: %w", err)
-	}
-	src.cards = stores.Cards
-	return src, nil
+	return &replaySource{js: st.js, cards: st.stores.Cards, close: []func(){st.Close}}, nil
 }

@@ -97,6 +97,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			demoCommand(e),
 			simulateCommand(e),
 			replayCommand(e),
+			impactCommand(e),
 			benchCommand(e),
 		},
 		Options: ffOptions,

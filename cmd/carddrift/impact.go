@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/impact"
+	"github.com/carddrift/carddrift/store"
+)
+
+type impactFlags struct {
+	nats    natsFlags
+	dataDir string
+	agent   string
+	card    string
+	json    bool
+	failOn  string
+	signed  bool
+}
+
+func impactCommand(e *env) *ffcli.Command {
+	var f impactFlags
+	fs := newFlagSet("impact", e)
+	f.nats.register(fs)
+	fs.StringVar(&f.dataDir, "data-dir", "", "read the pins offline from this store directory (the one `serve` or `demo --data-dir` wrote); it is copied first and never changed")
+	fs.StringVar(&f.agent, "agent", "", "the agent about to deploy the card (any URL of its host)")
+	fs.StringVar(&f.card, "card", "", "the proposed card: a file, or - for stdin")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object {agentUrl, card{digest}, tasks[{taskId, action, posture, findings[{rule,severity,touches}]}], counts{abort,replan,continue}}")
+	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a task would abort (abort) or abort or re-plan (replan)")
+	fs.BoolVar(&f.signed, "require-signed-cards", false, "judge as a deployment that requires signed cards does (the card's signatures are not verified here: a signed card counts as unverified)")
+	return &ffcli.Command{
+		Name:       "impact",
+		ShortUsage: "carddrift impact --agent URL --card FILE|- [--nats-url URL | --data-dir DIR] [--json] [--fail-on abort|replan]",
+		ShortHelp:  "what-if before a deploy: what a proposed card would do to every live task pinned on the agent",
+		LongHelp: "Evaluates the proposed card against every live pin of the agent, through the decision the\n" +
+			"workers make at a capability-dependent transition (the task core: each pin's requirements\n" +
+			"and posture), and prints per task the action, the findings that touch it and the posture,\n" +
+			"then counts. Reads the pins from --nats-url (default nats://127.0.0.1:4222) or offline\n" +
+			"from --data-dir; publishes nothing, changes nothing. A vendor's CI can run it:\n" +
+			"exit 1 with --fail-on abort when a task would abort, --fail-on replan when one would\n" +
+			"abort or re-plan; 2 for usage errors or a card that is not a card.",
+		FlagSet: fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return usagef("impact takes no arguments")
+			}
+			return runImpact(ctx, e, &f)
+		},
+	}
+}
+
+func runImpact(ctx context.Context, e *env, f *impactFlags) error {
+	if f.agent == "" || f.card == "" {
+		return usagef("impact needs --agent URL and --card FILE|-")
+	}
+	if _, err := events.AgentHost(f.agent); err != nil {
+		return usagef("--agent: %v", err)
+	}
+	switch f.failOn {
+	case "", "abort", "replan":
+	default:
+		return usagef("--fail-on %q: want abort or replan", f.failOn)
+	}
+	if strings.HasPrefix(f.card, "http://") || strings.HasPrefix(f.card, "https://") {
+		return usagef("--card is the proposed card, a file or -: not a URL")
+	}
+	src, err := readSource(ctx, e, f.card)
+	if err != nil {
+		return err
+	}
+	if len(src.Raw) > cliMaxCardBytes {
+		return usagef("--card %s: larger than %d bytes", f.card, cliMaxCardBytes)
+	}
+	st, err := openStores(ctx, f.nats, f.dataDir, "carddrift-impact")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := impact.Assess(ctx, impact.Source{Pins: st.stores.Pins, Cards: st.stores.Cards}, f.agent, src.Raw,
+		impact.Options{RequireSigned: f.signed})
+	switch {
+	case errors.Is(err, impact.ErrNotACard):
+		return usageError{err}
+	case errors.Is(err, store.ErrCorrupt):
+		fmt.Fprintln(e.stderr, "carddrift:", err)
+	case err != nil:
+		return err
+	}
+	var buf bytes.Buffer
+	if f.json {
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		writeImpactText(&buf, rep)
+	}
+	if _, err := e.stdout.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	if (f.failOn == "abort" && rep.Counts.Abort > 0) || (f.failOn == "replan" && rep.Counts.Abort+rep.Counts.Replan > 0) {
+		return exitError{exitFindings}
+	}
+	return nil
+}
+
+// writeImpactText prints the tasks, worst action first, with the findings
+// that touch each, then the counts.
+func writeImpactText(w io.Writer, rep *impact.Report) {
+	fmt.Fprintf(w, "impact of card %s on %s: %d live task(s)\n\n", rep.Card.Digest, rep.AgentURL, len(rep.Tasks))
+	order := []detector.Action{detector.Abort, detector.Replan, detector.Continue}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if len(rep.Tasks) > 0 {
+		fmt.Fprintln(tw, "  ACTION\tTASK\tPOSTURE\tSKILL\tFINDINGS THAT TOUCH IT")
+	}
+	for _, a := range order {
+		for _, t := range rep.Tasks {
+			if t.Action != a {
+				continue
+			}
+			var touching []string
+			for _, f := range t.Findings {
+				if f.Touches {
+					touching = append(touching, fmt.Sprintf("%s (%s)", f.Rule, f.Severity))
+				}
+			}
+			fs := strings.Join(touching, ", ")
+			if fs == "" {
+				fs = "-"
+			}
+			if other := len(t.Findings) - len(touching); other > 0 {
+				fs += fmt.Sprintf("; %d more that do not", other)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", strings.ToUpper(string(t.Action)), t.TaskID, t.Posture, orDash(t.Skill), fs)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n  abort %d, replan %d, continue %d\n", rep.Counts.Abort, rep.Counts.Replan, rep.Counts.Continue)
+}

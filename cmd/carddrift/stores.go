@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/store"
+)
+
+// storeSource is an open connection to carddrift's stores and streams, for
+// the commands that only read them (replay, impact, fleet): a live
+// deployment, or an embedded server on a copy of a store directory.
+type storeSource struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stores *store.Stores[task.Pin]
+	close  []func()
+}
+
+func (s *storeSource) Close() {
+	for i := len(s.close) - 1; i >= 0; i-- {
+		s.close[i]()
+	}
+}
+
+// openStores connects to the deployment at n.url (default
+// nats://127.0.0.1:4222), or, with dataDir, opens a private copy of that
+// store directory offline (see openOffline), and binds the stores.
+func openStores(ctx context.Context, n natsFlags, dataDir, name string) (_ *storeSource, err error) {
+	src := &storeSource{}
+	defer func() {
+		if err != nil {
+			src.Close()
+		}
+	}()
+	if n.url != "" && dataDir != "" {
+		return nil, usagef("--nats-url and --data-dir are exclusive: a live deployment or a store directory")
+	}
+	if dataDir != "" {
+		off, err := openOffline(dataDir)
+		if err != nil {
+			return nil, err
+		}
+		src.close = append(src.close, off.Close)
+		if src.nc, err = off.connect(name); err != nil {
+			return nil, err
+		}
+	} else {
+		if n.url == "" {
+			n.url = "nats://127.0.0.1:4222"
+		}
+		if src.nc, err = n.connect(name); err != nil {
+			return nil, err
+		}
+	}
+	src.close = append(src.close, src.nc.Close)
+	if src.js, err = jetstream.New(src.nc); err != nil {
+		return nil, err
+	}
+	bctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if src.stores, err = store.Bind[task.Pin](bctx, src.js, store.DefaultConfig()); err != nil {
+		return nil, fmt.Errorf("open the carddrift stores: %w", err)
+	}
+	return src, nil
+}
