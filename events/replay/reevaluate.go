@@ -104,6 +104,12 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 		if err != nil {
 			return nil, err
 		}
+		pinnedCard, liveCard := signedAs(pinned.card, d.Pinned.Signer), signedAs(live.card, d.Live.Signer)
+		if d.Pinned.Signer == nil && d.Live.Signer == nil {
+			// No signer recorded (unsigned cards, or a card.drift written
+			// before signers were): the bodies say what they say.
+			pinnedCard, liveCard = pinned.card, live.card
+		}
 		var taskFindings []detector.Finding
 		for _, f := range d.Findings {
 			// pinned-card-unknown is a task-level rule, but not an
@@ -115,17 +121,17 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 		}
 		var findings []detector.Finding
 		var v detector.Verdict
-		if pinned.card != nil {
-			findings, v = detector.Assess(re.Rules.Apply(append(detector.Diff(pinned.card, live.card), taskFindings...)),
-				pinned.card, live.card, req, posture)
+		if pinnedCard != nil {
+			findings, v = detector.Assess(re.Rules.Apply(append(detector.Diff(pinnedCard, liveCard), taskFindings...)),
+				pinnedCard, liveCard, req, posture)
 		} else {
 			// The worker's decision for a pin whose body carddrift never
 			// saw; the rules then filter and re-grade its findings, and the
 			// verdict is judged again as EvaluateUnknown judges (against the
 			// live card, the only one known).
-			findings, v = detector.EvaluateUnknown(d.Pinned.Digest, d.Live.Digest, live.card, req, posture, taskFindings...)
+			findings, v = detector.EvaluateUnknown(d.Pinned.Digest, d.Live.Digest, liveCard, req, posture, taskFindings...)
 			if re.Rules != nil {
-				findings, v = detector.Assess(re.Rules.Apply(findings), live.card, live.card, req, posture)
+				findings, v = detector.Assess(re.Rules.Apply(findings), liveCard, liveCard, req, posture)
 			}
 		}
 		rep.Evaluated++
@@ -218,4 +224,21 @@ func submissionAt(subs []Entry, e Entry) (events.Submitted, bool) {
 	}
 	s, ok := best.Data.(events.Submitted)
 	return s, ok
+}
+
+// signedAs returns body as the worker judged it: signed by the signer the
+// card.drift recorded (nil: unsigned). Signatures never change a digest, so
+// the body stored under one may be another signing of the same content; the
+// recorded signer (the signature that spoke for the card) is what the
+// signature rules compared.
+func signedAs(body *detector.Card, s *detector.Signature) *detector.Card {
+	if body == nil {
+		return nil
+	}
+	c := *body
+	c.HasSignatures, c.Signatures = s != nil, nil
+	if s != nil {
+		c.Signatures = []detector.Signature{*s}
+	}
+	return &c
 }

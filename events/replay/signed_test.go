@@ -1,0 +1,79 @@
+package replay_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"strings"
+	"testing"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/detector/signature"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/replay"
+	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/workertest"
+)
+
+// Re-evaluating verdicts about signed cards judges the cards as the worker
+// did — with the signers the card.drift recorded, not the signatures of the
+// body stored under a digest (signatures never change one) — so it finds
+// nothing to change: a tampered card still aborts, a rotation still only
+// warns.
+func TestReevaluateSignedCards(t *testing.T) {
+	key := func(kid string) (*ecdsa.PrivateKey, signature.Key) {
+		priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, err := signature.NewKey(jose.JSONWebKey{Key: priv.Public(), KeyID: kid, Use: "sig"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return priv, pub
+	}
+	privA, pubA := key("a")
+	privB, pubB := key("b")
+	sign := func(priv *ecdsa.PrivateKey, kid string) string {
+		out, err := signature.Sign([]byte(cardV1), priv, signature.SignOptions{KeyID: kid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	r := &rig{Rig: workertest.Start(t, workertest.Options{Workers: []string{"w"}, Worker: func(o *worker.Options) {
+		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(pubA, pubB), JKU: fetcher.JKUOff}
+	}})}
+	tampered, rotated := workertest.NewAgent(t, sign(privA, "a")), workertest.NewAgent(t, sign(privA, "a"))
+	ctx := context.Background()
+	for task, a := range map[string]*workertest.Agent{"tampered": tampered, "rotated": rotated} {
+		if err := r.Emit.Submitted(ctx, events.Submitted{TaskID: task, AgentURL: a.URL(), SkillID: "summarize"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.waitCardEvents(events.TypePinned, 2)
+	tampered.Set(strings.Replace(sign(privA, "a"), `"name":"B"`, `"name":"B2"`, 1))
+	rotated.Set(sign(privB, "b"))
+	for task, a := range map[string]*workertest.Agent{"tampered": tampered, "rotated": rotated} {
+		if err := r.Emit.Request(ctx, events.Request{TaskID: task, AgentURL: a.URL(), Method: "message/stream", Attempt: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.waitCardEvents(events.TypeDrift, 2)
+	want := map[string]detector.Action{"tampered": detector.Abort, "rotated": detector.Continue}
+	for task, action := range want {
+		if d := r.Out().Drifts(task)[0]; d.Verdict.Action != action {
+			t.Fatalf("%s: published %s (%s), want %s", task, d.Verdict.Action, d.Verdict.Reason, action)
+		}
+	}
+	rep, changes := reevaluate(t, r.reader(), replay.Reevaluation{}, 2)
+	if len(changes) != 0 {
+		for _, d := range rep.Differences {
+			t.Errorf("%s: re-evaluated %s (%s), published %s", d.TaskID, d.New.Action, d.New.Reason, d.Old.Action)
+		}
+	}
+}
