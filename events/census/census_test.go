@@ -1,0 +1,115 @@
+package census_test
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/census"
+	"github.com/carddrift/carddrift/events/worker/workertest"
+)
+
+// TestTake runs workers over three agents — one whose replicas come to
+// disagree, one offering the same skill without streaming and with another
+// kind of security, one down — and takes the census from the stores and the
+// card stream.
+func TestTake(t *testing.T) {
+	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}})
+	ctx := context.Background()
+	a, b, c := workertest.NewAgent(t, workertest.WriteupT0), workertest.NewAgent(t, workertest.WriteupT40), workertest.NewAgent(t, workertest.WriteupT0)
+	c.SetStatus(503)
+	submit := func(task string, ag *workertest.Agent, card []byte) {
+		must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: task, AgentURL: ag.URL(), SkillID: "summarize",
+			Requires: events.Requires{Streaming: true}, Card: card}))
+	}
+	submit("a1", a, a.Served(workertest.WriteupT0))
+	submit("a2", a, a.Served(workertest.WriteupT0))
+	submit("b1", b, nil)
+	submit("c1", c, nil)
+	for _, card := range []string{workertest.WriteupT40, workertest.WriteupT0, workertest.WriteupT40, workertest.WriteupT0} {
+		a.Set(card)
+		n := a.Requests()
+		must(t, r.Emit.Request(ctx, events.Request{TaskID: "a1", AgentURL: a.URL(), Method: "message/stream", Attempt: 1}))
+		r.Eventually("the fetch", func() bool { return a.Requests() > n })
+		r.Drained(t, workertest.WaitTimeout)
+	}
+	src := census.Source{Pins: r.Stores.Pins, Leases: r.Stores.Leases, Cards: r.Stores.Cards, JS: r.JS, Config: r.Config}
+	f, err := census.Take(ctx, src, census.Options{})
+	must(t, err)
+	if len(f.Agents) != 3 {
+		t.Fatalf("agents = %+v", f.Agents)
+	}
+	by := map[string]census.Agent{}
+	for _, ag := range f.Agents {
+		by[ag.AgentURL] = ag
+	}
+	ga, gb, gc := by[a.URL()], by[b.URL()], by[c.URL()]
+	if ga.SplitBrain == nil || len(ga.SplitBrain.Digests) != 2 || gb.SplitBrain != nil {
+		t.Errorf("split brain: a %+v, b %+v", ga.SplitBrain, gb.SplitBrain)
+	}
+	if ga.Pins() != 2 || gb.Pins() != 1 || gc.Pins() != 1 || len(ga.Tasks) != 1 || ga.Tasks[0].Version != "1.0.0" {
+		t.Errorf("tasks: a %+v, b %+v, c %+v", ga.Tasks, gb.Tasks, gc.Tasks)
+	}
+	if gb.Digest == "" || gb.Version != "1.0.0" || !slices.Equal(gb.ProtocolVersions, []string{"1.0.0"}) || gb.LastChange.IsZero() {
+		t.Errorf("b = %+v", gb)
+	}
+	if gc.UnreachableSince == nil || gc.Unreachable != "status" || gc.Digest != "" || gb.UnreachableSince != nil {
+		t.Errorf("unreachable: c %+v, b %v", gc, gb.UnreachableSince)
+	}
+	if len(f.Skills) != 1 || f.Skills[0].ID != "summarize" || f.Skills[0].Consistent || f.InconsistentSkills() != 1 {
+		t.Fatalf("skills = %+v", f.Skills)
+	}
+	var fields []string
+	for _, d := range f.Skills[0].Differences {
+		fields = append(fields, d.Field)
+	}
+	if !slices.Equal(fields, []string{"streaming", "security"}) {
+		t.Errorf("differences = %v", fields)
+	}
+
+	// The JSON is carddrift fleet --json's contract, key for key.
+	raw, err := json.Marshal(f)
+	must(t, err)
+	var doc map[string][]map[string]any
+	must(t, json.Unmarshal(raw, &doc))
+	keys := func(m map[string]any) string { return strings.Join(slices.Sorted(maps.Keys(m)), ",") }
+	if got := strings.Join(slices.Sorted(maps.Keys(doc)), ","); got != "agents,skills" {
+		t.Errorf("top-level keys %s", got)
+	}
+	if got := keys(doc["agents"][0]); got != "agentUrl,digest,protocolVersions,splitBrain,tasks,unreachableSince,version" {
+		t.Errorf("agent keys %s", got)
+	}
+	if got := keys(doc["skills"][0]); got != "agents,consistent,differences,id" {
+		t.Errorf("skill keys %s", got)
+	}
+
+	// The gauges.
+	col := census.NewCollector(func(ctx context.Context) (*census.Fleet, error) { return census.Take(ctx, src, census.Options{}) }, 0)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(col)
+	mfs, err := reg.Gather()
+	must(t, err)
+	got := map[string][]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			got[mf.GetName()] = append(got[mf.GetName()], m.GetGauge().GetValue())
+		}
+	}
+	if !slices.Equal(got["carddrift_agents_inconsistent"], []float64{1}) || !slices.Equal(got["carddrift_skills_inconsistent"], []float64{1}) ||
+		len(got["carddrift_agent_pins"]) != 3 || !slices.Equal(got["carddrift_census_errors"], []float64{0}) {
+		t.Errorf("gauges = %v", got)
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
