@@ -50,7 +50,7 @@ type Options struct {
 
 // Fleet is a census. Its JSON is carddrift fleet --json's, exactly.
 type Fleet struct {
-	Agents []Agent                 `json:"agents"`
+	Agents []Agent                `json:"agents"`
 	Skills []detector.SharedSkill `json:"skills"`
 
 	// Taken is when the census was taken, Window the consistency window.
