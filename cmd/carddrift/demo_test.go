@@ -43,7 +43,9 @@ func TestDemoScorecard(t *testing.T) {
 	if card.EventsPerSecond <= 0 || card.LatencyMs.P99 <= 0 || card.FetchesPerAgentPerLease <= 0 {
 		t.Errorf("scorecard figures missing: %+v", card)
 	}
-	if elapsed > 35*time.Second {
+	// The demo judges once carddrift has drained its backlog (bounded by 3
+	// minutes); this only catches a demo that hangs.
+	if elapsed > 4*time.Minute {
 		t.Errorf("demo took %s for a 20s duration", elapsed)
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {

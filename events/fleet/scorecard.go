@@ -213,7 +213,7 @@ func Score(in ScoreInput) Scorecard {
 				continue
 			}
 			if e, ok := as.ExpectDigests(t.Profile.Name, d.Pinned.Digest, d.Live.Digest); !ok || e.Outcome != OutcomeAbort {
-				if unknownPinAbort(as, t, d) {
+				if unknownPinVerdict(as, t, d) {
 					continue // the contract's verdict for a pin whose body carddrift never saw
 				}
 				s.FalseAborts++
@@ -231,7 +231,7 @@ func Score(in ScoreInput) Scorecard {
 		s.Injected++
 		found, late := false, false
 		for i, d := range ds {
-			if string(d.Verdict.Action) == string(want.Outcome) && hasRules(d, want.Rules) {
+			if string(d.Verdict.Action) == string(want.Outcome) && hasRules(d, want.Rules) || unknownPinVerdict(as, t, d) {
 				found, late = true, driftLatency[t.ID][i] > LateAfter
 				break
 			}
@@ -368,12 +368,15 @@ func percentile(sorted []float64, q float64) float64 {
 	return float64(int(sorted[i]*10+0.5)) / 10
 }
 
-// unknownPinAbort reports an abort that the contract calls for although the
-// scenario's table (which knows every card's body) does not: the task was
-// pinned by a client digest of a card carddrift never saw (no fingerprint),
-// so any other live card is drift whose findings cannot be listed
-// (pinned-card-unknown), judged by the same code the worker uses.
-func unknownPinAbort(as *Assignment, t *Task, d events.Drift) bool {
+// unknownPinVerdict reports a card.drift that the contract calls for
+// whatever the scenario's table (which knows every card's body) says: the
+// task was pinned by a client digest of a card carddrift never saw (no
+// fingerprint), so any other live card is drift whose findings cannot be
+// listed (pinned-card-unknown), and carddrift judged it as the worker's own
+// code does (detector.EvaluateUnknown on the live body). Under a backlog a
+// client's digest often names a card that was gone before carddrift first
+// looked.
+func unknownPinVerdict(as *Assignment, t *Task, d events.Drift) bool {
 	if d.Pinned.Fingerprint != "" || !slices.ContainsFunc(d.Findings, func(f detector.Finding) bool { return f.Rule == detector.RulePinnedCardUnknown }) {
 		return false
 	}
@@ -387,7 +390,7 @@ func unknownPinAbort(as *Assignment, t *Task, d events.Drift) bool {
 	}
 	req := t.Profile.Task
 	_, verdict := detector.EvaluateUnknown(d.Pinned.Digest, d.Live.Digest, live, req, req.Posture)
-	return verdict.Action == detector.Abort
+	return verdict.Action == d.Verdict.Action
 }
 
 // fetchesPerLease is the mean (over agents that got tasks) and the maximum of

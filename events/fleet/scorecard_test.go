@@ -62,8 +62,8 @@ func TestScoreUnknownPinAbort(t *testing.T) {
 	base := []byte(`{"name":"a","url":"http://127.0.0.1:1/a2a","capabilities":{"streaming":true},"skills":[{"id":"s","name":"S"}]}`)
 	as := Assignment{
 		AgentURL: "http://127.0.0.1:1", Scenario: "flapping",
-		Cards:    []CardVersion{{Label: LabelBase, Digest: "sha256:base", Raw: base}, {Label: "flipped", Digest: "sha256:flipped"}},
-		Profiles: []Profile{{Name: "plain", Task: detector.Requirements{SkillID: "s", Posture: detector.FailClosed}}},
+		Cards:        []CardVersion{{Label: LabelBase, Digest: "sha256:base", Raw: base}, {Label: "flipped", Digest: "sha256:flipped"}},
+		Profiles:     []Profile{{Name: "plain", Task: detector.Requirements{SkillID: "s", Posture: detector.FailClosed}}},
 		Expectations: []Expectation{{Profile: "plain", From: "flipped", To: LabelBase, Outcome: OutcomeContinue}},
 	}
 	drift := events.Drift{
