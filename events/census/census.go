@@ -92,7 +92,8 @@ func (a Agent) Pins() int {
 }
 
 // CardTasks counts the tasks pinned on one card version of an agent
-// (Digest "" for pins whose first fetch failed). Live marks the live card.
+// (Digest "" for pins whose first fetch failed). Live marks the live card,
+// which comes first; the others by count.
 type CardTasks struct {
 	Digest  string `json:"digest"`
 	Version string `json:"version"`
@@ -248,6 +249,12 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	liveCards := map[string]*detector.Card{}
 	for _, a := range byHost {
 		slices.SortFunc(a.Tasks, func(x, y CardTasks) int {
+			if x.Live != y.Live {
+				if x.Live {
+					return -1
+				}
+				return 1
+			}
 			return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Digest, y.Digest))
 		})
 		if c := card(a.Digest); c != nil {
