@@ -163,11 +163,17 @@ func TestPlayAppliesSteps(t *testing.T) {
 	}
 	defer p.Stop()
 
-	// When Play returns, every agent serves its base card.
+	// When Play returns, every agent serves its base card — unless its next
+	// step already took effect (a loaded machine may read an agent after
+	// its first step's offset).
 	c := newClient(t)
 	for _, as := range sched {
 		_, body := get(t, c, as.CardURL)
-		if !bytes.Equal(body, as.Card(LabelBase)) {
+		if bytes.Equal(body, as.Card(LabelBase)) {
+			continue
+		}
+		moved := slices.ContainsFunc(p.Applied(), func(a Applied) bool { return a.Agent == as.AgentID && a.Step > 0 })
+		if !moved {
 			t.Errorf("%s (%s): not serving its base card when Play returned", as.AgentID, as.Scenario)
 		}
 	}
