@@ -98,6 +98,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			simulateCommand(e),
 			replayCommand(e),
 			impactCommand(e),
+			fleetCommand(e),
 			benchCommand(e),
 		},
 		Options: ffOptions,

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/events/census"
+)
+
+type fleetFlags struct {
+	nats    natsFlags
+	dataDir string
+	format  string
+	json    bool
+	out     string
+	window  time.Duration
+}
+
+func fleetCommand(e *env) *ffcli.Command {
+	var f fleetFlags
+	fs := newFlagSet("fleet", e)
+	f.nats.register(fs)
+	fs.StringVar(&f.dataDir, "data-dir", "", "read offline from this store directory (the one `serve` or `demo --data-dir` wrote); it is copied first and never changed")
+	fs.StringVar(&f.format, "format", "text", "text, json or html (one self-contained page)")
+	fs.BoolVar(&f.json, "json", false, "same as --format json: {agents[{agentUrl, digest, version, protocolVersions, tasks, splitBrain, unreachableSince}], skills[{id, agents[], consistent, differences[]}]}")
+	fs.StringVar(&f.out, "out", "", "write the output to this file instead of stdout")
+	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "judge split brain over this window (the workers' --consistency-window)")
+	return &ffcli.Command{
+		Name:       "fleet",
+		ShortUsage: "carddrift fleet [--nats-url URL | --data-dir DIR] [--format text|json|html] [--out FILE]",
+		ShortHelp:  "the fleet now: agents, live cards, pinned tasks per card version, split brain, skills that share an id but not a contract",
+		LongHelp: "Reads the stores (leases, pins, card bodies) and the card event stream, read-only, and reports\n" +
+			"every agent — live digest, version, protocol versions, last change, tasks pinned per card\n" +
+			"version, unreachable since, split brain (its replicas serve different cards: the live card\n" +
+			"alternates within the consistency window) — and every skill id several agents offer with\n" +
+			"different modes, streaming or push needs, or security. carddrift serve shows the same page\n" +
+			"at /fleet and the JSON at /fleet.json on --http-addr.",
+		FlagSet: fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return usagef("fleet takes no arguments")
+			}
+			return runFleet(ctx, e, &f)
+		},
+	}
+}
+
+func runFleet(ctx context.Context, e *env, f *fleetFlags) error {
+	if f.json {
+		if f.format != "text" && f.format != "json" {
+			return usagef("--json and --format %s disagree", f.format)
+		}
+		f.format = "json"
+	}
+	switch f.format {
+	case "text", "json", "html":
+	default:
+		return usagef("--format %q: want text, json or html", f.format)
+	}
+	if f.window <= 0 {
+		return usagef("--consistency-window must be positive")
+	}
+	st, err := openStores(ctx, f.nats, f.dataDir, "carddrift-fleet")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	fl, err := census.Take(ctx, census.Source{Pins: st.stores.Pins, Leases: st.stores.Leases, Cards: st.stores.Cards, JS: st.js},
+		census.Options{Window: f.window})
+	if err != nil {
+		return err
+	}
+	for _, p := range fl.Problems {
+		fmt.Fprintln(e.stderr, "carddrift:", p)
+	}
+	var buf bytes.Buffer
+	switch f.format {
+	case "json":
+		err = writeFleetJSON(&buf, fl)
+	case "html":
+		err = writeFleetHTML(&buf, fl, 0)
+	default:
+		writeFleetText(&buf, fl)
+	}
+	if err != nil {
+		return err
+	}
+	return writeOut(e, f.out, buf.Bytes())
+}
+
+func writeFleetJSON(w io.Writer, fl *census.Fleet) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(fl)
+}
+
+// agentState says what is wrong with an agent, for people: "ok",
+// "unreachable since …", "split brain since … (N cards)".
+func agentState(a census.Agent) string {
+	var parts []string
+	if a.SplitBrain != nil {
+		parts = append(parts, fmt.Sprintf("split brain since %s (%d cards)", fmtClock(a.SplitBrain.Since), len(a.SplitBrain.Digests)))
+	}
+	if a.UnreachableSince != nil {
+		parts = append(parts, fmt.Sprintf("unreachable since %s (%s)", fmtClock(*a.UnreachableSince), a.Unreachable))
+	}
+	if len(parts) == 0 {
+		return "ok"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func fmtClock(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("15:04:05")
+}
+
+// tasksText is an agent's pins per card version: "3 live, 2 on 1.0.0 (ab12…)".
+func tasksText(a census.Agent) string {
+	if len(a.Tasks) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, t := range a.Tasks {
+		switch {
+		case t.Live:
+			parts = append(parts, fmt.Sprintf("%d on live", t.Count))
+		case t.Digest == "":
+			parts = append(parts, fmt.Sprintf("%d pending", t.Count))
+		default:
+			parts = append(parts, fmt.Sprintf("%d on %s (%s)", t.Count, orDash(t.Version), shortDigest(t.Digest)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func writeFleetText(w io.Writer, fl *census.Fleet) {
+	unreachable := 0
+	for _, a := range fl.Agents {
+		if a.UnreachableSince != nil {
+			unreachable++
+		}
+	}
+	fmt.Fprintf(w, "fleet at %s: %d agent(s), %d in split brain, %d unreachable; %d shared skill(s), %d inconsistent (window %s)\n\n",
+		fl.Taken.UTC().Format(time.RFC3339), len(fl.Agents), fl.SplitBrains(), unreachable, len(fl.Skills), fl.InconsistentSkills(), fl.Window)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  AGENT\tVERSION\tPROTOCOL\tLIVE\tCHANGED\tTASKS PER CARD VERSION\tSTATE")
+	for _, a := range fl.Agents {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.AgentURL, orDash(a.Version), orDash(strings.Join(a.ProtocolVersions, ",")),
+			shortDigest(a.Digest), fmtClock(a.LastChange), tasksText(a), agentState(a))
+	}
+	tw.Flush()
+	if len(fl.Skills) == 0 {
+		fmt.Fprintln(w, "\n  no skill id is offered by more than one agent")
+		return
+	}
+	fmt.Fprintln(w, "\nskills offered by more than one agent")
+	for _, s := range fl.Skills {
+		state := "consistent"
+		if !s.Consistent {
+			state = "INCONSISTENT"
+		}
+		fmt.Fprintf(w, "  %-28s %2d agents  %s\n", s.ID, len(s.Agents), state)
+		for _, d := range s.Differences {
+			var vals []string
+			for _, a := range s.Agents {
+				vals = append(vals, fmt.Sprintf("%s %s", a, valueText(d.Values[a])))
+			}
+			sort.Strings(vals)
+			fmt.Fprintf(w, "      %-18s %s\n", d.Field, strings.Join(vals, "; "))
+		}
+	}
+}
+
+// valueText renders a contract value: a list as [a b], a bool as on/off.
+func valueText(v any) string {
+	switch v := v.(type) {
+	case []string:
+		return "[" + strings.Join(v, " ") + "]"
+	case bool:
+		if v {
+			return "on"
+		}
+		return "off"
+	case nil:
+		return "-"
+	}
+	return fmt.Sprint(v)
+}
+

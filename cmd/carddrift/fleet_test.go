@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/census"
+	"github.com/carddrift/carddrift/events/worker/workertest"
+)
+
+// fleetRig runs a worker over agents that make every part of the fleet
+// view show: one whose card is named "<script>" and whose replicas come to
+// disagree, one offering the same skill under another contract, one down.
+func fleetRig(t *testing.T) *workertest.Rig {
+	t.Helper()
+	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}})
+	ctx := context.Background()
+	hostile := strings.Replace(workertest.WriteupT0, `"name":"Vendor B"`, `"name":"<script>document.title='owned'</script>"`, 1)
+	hostile2 := strings.Replace(workertest.WriteupT40, `"name":"Vendor B"`, `"name":"<script>document.title='owned'</script>"`, 1)
+	a, b, c := workertest.NewAgent(t, hostile), workertest.NewAgent(t, workertest.WriteupT40), workertest.NewAgent(t, workertest.WriteupT0)
+	c.SetStatus(503)
+	for i, ag := range []*workertest.Agent{a, a, b, c} {
+		must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "t" + string(rune('0'+i)), AgentURL: ag.URL(), SkillID: "summarize"}))
+	}
+	r.Drained(t, workertest.WaitTimeout)
+	for _, card := range []string{hostile2, hostile, hostile2, hostile} {
+		a.Set(card)
+		n := a.Requests()
+		must(t, r.Emit.Request(ctx, events.Request{TaskID: "t0", AgentURL: a.URL(), Method: "message/stream", Attempt: 1}))
+		r.Eventually("the fetch", func() bool { return a.Requests() > n })
+		r.Drained(t, workertest.WaitTimeout)
+	}
+	return r
+}
+
+func TestFleetCommand(t *testing.T) {
+	r := fleetRig(t)
+	code, stdout, stderr := runCLI(t, "", "fleet", "--nats-url", r.URL(), "--json")
+	if code != exitOK {
+		t.Fatalf("fleet --json exit %d: %s", code, stderr)
+	}
+	var fl census.Fleet
+	must(t, json.Unmarshal([]byte(stdout), &fl))
+	split, down := 0, 0
+	for _, a := range fl.Agents {
+		if a.SplitBrain != nil {
+			split++
+		}
+		if a.UnreachableSince != nil {
+			down++
+		}
+	}
+	if len(fl.Agents) != 3 || split != 1 || down != 1 || len(fl.Skills) != 1 || fl.Skills[0].Consistent {
+		t.Errorf("fleet --json = %s", stdout)
+	}
+
+	code, stdout, _ = runCLI(t, "", "fleet", "--nats-url", r.URL())
+	for _, want := range []string{"3 agent(s), 1 in split brain, 1 unreachable", "split brain since", "unreachable since", "summarize", "INCONSISTENT", "streaming"} {
+		if code != exitOK || !strings.Contains(stdout, want) {
+			t.Errorf("fleet text has no %q:\n%s", want, stdout)
+		}
+	}
+
+	page := filepath.Join(t.TempDir(), "fleet.html")
+	if code, _, stderr := runCLI(t, "", "fleet", "--nats-url", r.URL(), "--format", "html", "--out", page); code != exitOK {
+		t.Fatalf("fleet --format html exit %d: %s", code, stderr)
+	}
+	checkPage(t, page, 1)
+	checkFleetPage(t, page)
+}
+
+// checkFleetPage: the card's "<script>" name is text, not markup — escaped
+// in the source, one script element (the page's own), and in headless
+// Chromium the title stays the page's and the name shows as text; the
+// screenshot has the abort red of the split-brain agent's details.
+func checkFleetPage(t *testing.T, page string) {
+	t.Helper()
+	b, err := os.ReadFile(page)
+	must(t, err)
+	src := string(b)
+	if strings.Count(src, "<script") != 1 || !strings.Contains(src, "&lt;script&gt;document.title=") {
+		t.Errorf("the card name is not escaped:\n%s", src)
+	}
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (Debian package chromium): the headless render check is skipped")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dom, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+page).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	if !strings.Contains(string(dom), "<title>carddrift fleet</title>") || strings.Contains(string(dom), "owned</title>") ||
+		!strings.Contains(string(dom), "&lt;script&gt;document.title='owned'&lt;/script&gt;") {
+		t.Errorf("in the browser the card's name ran or vanished:\n%s", dom)
+	}
+	renderInChromium(t, page)
+}
