@@ -199,4 +199,3 @@ func valueText(v any) string {
 	}
 	return fmt.Sprint(v)
 }
-
