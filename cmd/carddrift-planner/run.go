@@ -32,6 +32,7 @@ const (
 
 type flags struct {
 	natsURL, creds, tlsCert, tlsKey, tlsCA string
+	apiPrefix                              string
 
 	durable     string
 	agent       string
@@ -67,6 +68,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "client certificate (PEM) for NATS TLS")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "client key (PEM) for NATS TLS")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "CA bundle (PEM) to verify the NATS servers")
+	fs.StringVar(&f.apiPrefix, "js-api-prefix", "", "JetStream API prefix of an account that imports carddrift's JetStream (see deployments/README.md); empty: $JS.API")
 	fs.StringVar(&f.durable, "durable", "carddrift-planner", "name of the planner's durable consumer (instances with one name share the work)")
 	fs.StringVar(&f.agent, "agent", "", "only verdicts of this agent URL (any URL of its host)")
 	fs.StringVar(&f.actions, "actions", "", "only these verdict actions, comma-separated: abort, replan, continue (default all)")
@@ -152,7 +154,12 @@ func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
+	var js jetstream.JetStream
+	if o.apiPrefix != "" {
+		js, err = jetstream.NewWithAPIPrefix(nc, o.apiPrefix)
+	} else {
+		js, err = jetstream.New(nc)
+	}
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func benchCommand(e *env) *ffcli.Command {
 	var f benchFlags
 	var nf natsFlags
 	fs := newFlagSet("bench", e)
-	nf.register(fs)
+	nf.registerClient(fs)
 	fs.IntVar(&f.events, "events", 50000, "no-fetch lifecycle events per throughput round")
 	fs.IntVar(&f.rounds, "rounds", 2, "throughput rounds (raw and carddrift alternate who goes first)")
 	fs.IntVar(&f.demo.agents, "agents", 40, "agents the detection phase starts on loopback")

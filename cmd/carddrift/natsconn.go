@@ -16,6 +16,10 @@ type natsFlags struct {
 	tlsCert string
 	tlsKey  string
 	tlsCA   string
+	// apiPrefix is the JetStream API prefix for an account that reaches
+	// carddrift's JetStream through an import (the shipped planner role:
+	// "JS.carddrift.API"; see deployments/README.md). Empty: $JS.API.
+	apiPrefix string
 }
 
 func (n *natsFlags) register(fs interface {
@@ -26,6 +30,16 @@ func (n *natsFlags) register(fs interface {
 	fs.StringVar(&n.tlsCert, "tls-cert", "", "client certificate (PEM) for NATS TLS")
 	fs.StringVar(&n.tlsKey, "tls-key", "", "client key (PEM) for NATS TLS")
 	fs.StringVar(&n.tlsCA, "tls-ca", "", "CA bundle (PEM) to verify the NATS servers")
+}
+
+// registerClient registers the flags of a command that uses a deployment
+// as a client (watch, simulate, bench): the connection flags and the
+// JetStream API prefix.
+func (n *natsFlags) registerClient(fs interface {
+	StringVar(*string, string, string, string)
+}) {
+	n.register(fs)
+	fs.StringVar(&n.apiPrefix, "js-api-prefix", "", "JetStream API prefix of an account that imports carddrift's JetStream (the shipped planner role: JS.carddrift.API); empty: $JS.API")
 }
 
 // connect dials NATS with the flags' credentials and TLS settings
@@ -54,7 +68,12 @@ func (n *natsFlags) jetStream(name string) (*nats.Conn, jetstream.JetStream, err
 	if err != nil {
 		return nil, nil, err
 	}
-	js, err := jetstream.New(nc)
+	var js jetstream.JetStream
+	if n.apiPrefix != "" {
+		js, err = jetstream.NewWithAPIPrefix(nc, n.apiPrefix)
+	} else {
+		js, err = jetstream.New(nc)
+	}
 	if err != nil {
 		nc.Close()
 		return nil, nil, err

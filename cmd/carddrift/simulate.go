@@ -17,7 +17,7 @@ func simulateCommand(e *env) *ffcli.Command {
 	var nf natsFlags
 	var minLease, defaultLease, maxLease, fullFetch, settle time.Duration
 	fs := newFlagSet("simulate", e)
-	nf.register(fs)
+	nf.registerClient(fs)
 	f.register(fs, 60*time.Second)
 	fs.DurationVar(&minLease, "min-lease", fetcher.DefaultMinLease, "the deployment's --min-lease (for the fetches-per-lease figure)")
 	fs.DurationVar(&defaultLease, "default-lease", fetcher.DefaultDefaultLease, "the deployment's lease for cards without max-age")

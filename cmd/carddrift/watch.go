@@ -32,7 +32,7 @@ type watchFlags struct {
 func watchCommand(e *env) *ffcli.Command {
 	var f watchFlags
 	fs := newFlagSet("watch", e)
-	f.nats.register(fs)
+	f.nats.registerClient(fs)
 	fs.StringVar(&f.stream, "stream", store.DefaultEventsStream, "the stream of card.* events")
 	fs.BoolVar(&f.all, "all", false, "every card.* event, not only card.drift")
 	fs.StringVar(&f.agent, "agent", "", "only events of this agent URL (any URL of the host)")
