@@ -53,6 +53,7 @@ type serveFlags struct {
 	logLevel     string
 	trust        trustFlags
 	requireSig   bool
+	window       time.Duration
 }
 
 func serveCommand(e *env) *ffcli.Command {
@@ -62,7 +63,7 @@ func serveCommand(e *env) *ffcli.Command {
 	host, _ := os.Hostname()
 	fs.StringVar(&f.dataDir, "data-dir", "carddrift-data", "embedded server: JetStream storage directory")
 	fs.IntVar(&f.natsPort, "nats-port", 4222, "embedded server: client port on 127.0.0.1 (0: any free port)")
-	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9464", "serve /metrics, /healthz and /readyz here (empty: off)")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9464", "serve /metrics, /healthz, /readyz and the fleet at /fleet and /fleet.json here (empty: off)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on --http-addr (diagnostics; keep the address private)")
 	fs.StringVar(&f.name, "name", fmt.Sprintf("%s-%d", host, os.Getpid()), "worker name (CloudEvents source, lease holder); unique per process")
 	fs.IntVar(&f.partitions, "partitions", 8, "lifecycle stream partitions (per-task order across workers); fixed for the life of the stream")
@@ -87,6 +88,8 @@ func serveCommand(e *env) *ffcli.Command {
 	f.trust.register(fs)
 	fs.BoolVar(&f.requireSig, "require-signed-cards", false, "signed fleets: a live card none of whose signatures verifies "+
 		"(unsigned, unverifiable or invalid) is breaking drift for every task (signature-required)")
+	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "split brain: an agent whose live card alternates "+
+		"between cards (A→B→A→B) within this window has replicas that disagree (card.inconsistent; its tasks' card.drift carry replicas-disagree)")
 	return &ffcli.Command{
 		Name:       "serve",
 		ShortUsage: "carddrift serve [flags]",
@@ -152,7 +155,7 @@ func (f *serveFlags) fetchOptions() (o fetcher.Options, skipped []error, err err
 	o = fetcher.Options{
 		Allow: allow, TotalTimeout: f.fetchTimeout, ConnectTimeout: f.connTimeout,
 		MaxBodyBytes: f.maxBody, MinLease: f.minLease, MaxLease: f.maxLease, DefaultLease: f.defaultLease,
-		FullFetchInterval: f.fullFetch, PerHostConcurrency: f.hostConc,
+		FullFetchInterval: f.fullFetch, PerHostConcurrency: f.hostConc, ConsistencyWindow: f.window,
 	}
 	if f.minLease == 0 {
 		o.MinLease = -1
@@ -217,6 +220,10 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 		fmt.Fprintf(e.stdout, "carddrift: embedded NATS JetStream listening on %s (data in %s)\n", svc.URL(), f.dataDir)
 	}
 
+	// The fleet now: gauges on /metrics, the page at /fleet.
+	fleet := fleetCollector(svc, f.window)
+	reg.MustRegister(fleet)
+
 	var ready atomic.Bool
 	if f.httpAddr != "" {
 		ln, err := net.Listen("tcp", f.httpAddr)
@@ -225,6 +232,7 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mountFleet(mux, fleet)
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintln(w, "ok")
 		})
@@ -255,7 +263,7 @@ func runServe(ctx context.Context, e *env, f *serveFlags) error {
 			hs.Shutdown(sctx)
 			<-httpDone
 		}()
-		fmt.Fprintf(e.stdout, "carddrift: metrics and health on http://%s/metrics /healthz /readyz\n", ln.Addr())
+		fmt.Fprintf(e.stdout, "carddrift: metrics and health on http://%s/metrics /healthz /readyz; the fleet at /fleet and /fleet.json\n", ln.Addr())
 	}
 
 	running, err := svc.Start(ctx, 0)

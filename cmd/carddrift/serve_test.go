@@ -126,10 +126,49 @@ func TestServeWatch(t *testing.T) {
 	var metrics bytes.Buffer
 	metrics.ReadFrom(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`carddrift_drift_total{action="abort",rule="streaming-disabled"} 1`, `carddrift_events_total{outcome="pinned",type="a2a.task.submitted"} 1`, "carddrift_fetches_total"} {
+	for _, want := range []string{`carddrift_drift_total{action="abort",rule="streaming-disabled"} 1`, `carddrift_events_total{outcome="pinned",type="a2a.task.submitted"} 1`, "carddrift_fetches_total",
+		`carddrift_agent_pins{agent="` + agent.URL() + `"} 1`, "carddrift_agents_inconsistent 0", "carddrift_skills_inconsistent 0"} {
 		if !strings.Contains(metrics.String(), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	checkServeFleet(t, httpAddr, agent.URL())
+}
+
+// checkServeFleet reads serve's fleet page and JSON: the agent is there,
+// the page reloads itself, and both refuse to be written to.
+func checkServeFleet(t *testing.T, httpAddr, agentURL string) {
+	t.Helper()
+	get := func(path string) (int, string, string) {
+		resp, err := http.Get(httpAddr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), b.String()
+	}
+	code, ctype, page := get("/fleet")
+	if code != 200 || !strings.HasPrefix(ctype, "text/html") || !strings.Contains(page, `<meta http-equiv="refresh" content="10"/>`) || !strings.Contains(page, agentURL) {
+		t.Errorf("/fleet = %d %s:\n%s", code, ctype, page)
+	}
+	code, ctype, body := get("/fleet.json")
+	var fl struct {
+		Agents []struct {
+			AgentURL string `json:"agentUrl"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(body), &fl); code != 200 || ctype != "application/json" || err != nil || len(fl.Agents) != 1 || fl.Agents[0].AgentURL != agentURL {
+		t.Errorf("/fleet.json = %d %s %v: %s", code, ctype, err, body)
+	}
+	resp, err := http.Post(httpAddr+"/fleet.json", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /fleet.json = %d, want 405", resp.StatusCode)
 	}
 }
 
