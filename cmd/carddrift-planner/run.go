@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v3"
 	"github.com/rs/zerolog"
 
@@ -149,20 +147,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger) error {
-	nc, err := connect(o)
+	nc, js, err := service.ConnectJetStream(service.ConnectOptions{
+		URL: o.natsURL, Name: "carddrift-planner", Creds: o.creds, TLSCert: o.tlsCert, TLSKey: o.tlsKey, TLSCA: o.tlsCA,
+		APIPrefix: o.apiPrefix,
+	})
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	var js jetstream.JetStream
-	if o.apiPrefix != "" {
-		js, err = jetstream.NewWithAPIPrefix(nc, o.apiPrefix)
-	} else {
-		js, err = jetstream.New(nc)
-	}
-	if err != nil {
-		return err
-	}
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	stores, err := store.Bind[task.Pin](bctx, js, store.DefaultConfig())
 	cancel()
@@ -209,11 +201,4 @@ func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger
 		log.Warn().Dur("drainTimeout", o.drainTimeout).Msg("drain timed out; unhandled verdicts will be redelivered")
 	}
 	return nil
-}
-
-// connect dials NATS with the credential and TLS flags (service.Connect).
-func connect(o *options) (*nats.Conn, error) {
-	return service.Connect(service.ConnectOptions{
-		URL: o.natsURL, Name: "carddrift-planner", Creds: o.creds, TLSCert: o.tlsCert, TLSKey: o.tlsKey, TLSCA: o.tlsCA,
-	})
 }

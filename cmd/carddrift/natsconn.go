@@ -42,41 +42,39 @@ func (n *natsFlags) registerClient(fs interface {
 	fs.StringVar(&n.apiPrefix, "js-api-prefix", "", "JetStream API prefix of an account that imports carddrift's JetStream (the shipped planner role: JS.carddrift.API); empty: $JS.API")
 }
 
+// options are the flags as service.ConnectOptions.
+func (n *natsFlags) options(name string) service.ConnectOptions {
+	return service.ConnectOptions{
+		URL: n.url, Name: name, Creds: n.creds, TLSCert: n.tlsCert, TLSKey: n.tlsKey, TLSCA: n.tlsCA,
+		APIPrefix: n.apiPrefix,
+	}
+}
+
 // connect dials NATS with the flags' credentials and TLS settings
 // (service.Connect); a TLS setting that cannot be used is a usage error.
 func (n *natsFlags) connect(name string) (*nats.Conn, error) {
-	nc, err := service.Connect(service.ConnectOptions{
-		URL: n.url, Name: name, Creds: n.creds, TLSCert: n.tlsCert, TLSKey: n.tlsKey, TLSCA: n.tlsCA,
-	})
+	nc, err := service.Connect(n.options(name))
+	return nc, usage(err)
+}
+
+// usage makes ErrInvalidOptions a usage error.
+func usage(err error) error {
 	if errors.Is(err, service.ErrInvalidOptions) {
-		return nil, usageError{err}
+		return usageError{err}
 	}
-	return nc, err
+	return err
 }
 
 // defaultNATSURL is where the client commands connect without --nats-url.
 const defaultNATSURL = "nats://127.0.0.1:4222"
 
-// jetStream connects (connect; to defaultNATSURL when --nats-url is empty)
-// and returns the connection, which the caller closes, with its JetStream
-// client.
+// jetStream connects (to defaultNATSURL when --nats-url is empty) and
+// returns the connection, which the caller closes, with its JetStream client
+// under --js-api-prefix (service.ConnectJetStream).
 func (n *natsFlags) jetStream(name string) (*nats.Conn, jetstream.JetStream, error) {
 	if n.url == "" {
 		n.url = defaultNATSURL
 	}
-	nc, err := n.connect(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	var js jetstream.JetStream
-	if n.apiPrefix != "" {
-		js, err = jetstream.NewWithAPIPrefix(nc, n.apiPrefix)
-	} else {
-		js, err = jetstream.New(nc)
-	}
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return nc, js, nil
+	nc, js, err := service.ConnectJetStream(n.options(name))
+	return nc, js, usage(err)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ConnectOptions say how a carddrift process (serve, watch, replay,
@@ -23,6 +24,9 @@ type ConnectOptions struct {
 	// TLSCert and TLSKey are a client certificate and its key (PEM files;
 	// both or neither); TLSCA a CA bundle to verify the servers with.
 	TLSCert, TLSKey, TLSCA string
+	// APIPrefix is the JetStream API prefix of an account that imports
+	// carddrift's JetStream ("": $JS.API), for ConnectJetStream.
+	APIPrefix string
 }
 
 // Connect dials NATS: a 5s connect timeout, reconnecting for ever every
@@ -77,4 +81,24 @@ func (o ConnectOptions) tlsConfig() (*tls.Config, error) {
 		cfg.RootCAs = pool
 	}
 	return cfg, nil
+}
+
+// ConnectJetStream is Connect and a JetStream client on the connection,
+// under o.APIPrefix when set. The caller closes the connection.
+func ConnectJetStream(o ConnectOptions) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := Connect(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	var js jetstream.JetStream
+	if o.APIPrefix != "" {
+		js, err = jetstream.NewWithAPIPrefix(nc, o.APIPrefix)
+	} else {
+		js, err = jetstream.New(nc)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
 }
