@@ -22,6 +22,7 @@ func ExampleScenarioNames() {
 	// flapping
 	// rolling-deploy
 	// agent-down
+	// split-brain
 }
 
 func ExampleLookupScenario() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/store"
 )
 
 // Outcome is what carddrift should report for one task: a card.drift verdict
@@ -255,6 +256,44 @@ func (as *Assignment) Drifts() []time.Duration {
 		}
 	}
 	return out
+}
+
+// Alternates reports whether what the schedule serves can be split brain
+// as carddrift decides it (store.Replicas): replicas serving several cards
+// at once, or single cards that alternate (A→B→A→B) within window. A
+// scorecard holds card.inconsistent for an agent whose schedule does not
+// alternate to be false.
+func (as *Assignment) Alternates(window time.Duration) bool {
+	var r store.Replicas
+	for _, s := range as.Steps {
+		cur := as.LiveAt(s.At)
+		if len(cur) > 1 {
+			return true
+		}
+		if len(cur) == 1 && cur[0] != LabelDown {
+			r = r.Observe(cur[0], time.Unix(0, 0).Add(s.At), window)
+			if r.Disagree(time.Unix(0, 0).Add(s.At), window) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// SplitAt returns when the schedule's replicas serve several cards at once
+// and for how long (zero when they never do).
+func (as *Assignment) SplitAt() (at, length time.Duration) {
+	for i, s := range as.Steps {
+		if len(s.Replicas) < 2 {
+			continue
+		}
+		end := time.Duration(-1)
+		if i+1 < len(as.Steps) {
+			end = as.Steps[i+1].At
+		}
+		return s.At, end - s.At
+	}
+	return 0, 0
 }
 
 // Transition is an ordered pair of cards a task can meet: planned against

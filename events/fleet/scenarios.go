@@ -28,6 +28,7 @@ const (
 	Flapping                = "flapping"
 	RollingDeploy           = "rolling-deploy"
 	AgentDown               = "agent-down"
+	SplitBrain              = "split-brain"
 )
 
 // Profiles shared by several scenarios.
@@ -208,6 +209,23 @@ var scenarios = []Scenario{
 			row(LabelBase, LabelDown, "degrade", OutcomeUnreachable),
 		},
 		build: buildAgentDown,
+	},
+	{
+		Name: SplitBrain,
+		Description: "two replicas behind one URL serve different cards at once — a stale pod still serves the card without streaming — " +
+			"and requests are spread across them, until the stale pod is gone: card.inconsistent names the cause of the drift that comes and goes",
+		Drift:    true,
+		Profiles: []ProfileSpec{profileStream, profileDegrade, profilePlain, profileOther},
+		Expect: []Expectation{
+			row(LabelBase, "stale", "stream", OutcomeAbort, detector.RuleStreamingDisabled),
+			row(LabelBase, "stale", "plain", OutcomeContinue, detector.RuleStreamingDisabled),
+			row(LabelBase, "stale", "degrade", OutcomeContinue, detector.RuleStreamingDisabled),
+			row(LabelBase, "stale", "other", OutcomeContinue, detector.RuleStreamingDisabled),
+			row("stale", LabelBase, "plain", OutcomeContinue, detector.RuleStreamingEnabled),
+			row("stale", LabelBase, "degrade", OutcomeContinue, detector.RuleStreamingEnabled),
+			row("stale", LabelBase, "other", OutcomeContinue, detector.RuleStreamingEnabled),
+		},
+		build: buildSplitBrain,
 	},
 }
 
@@ -469,6 +487,24 @@ func buildRollingDeploy(b *builder) error {
 	t2 := t1 + b.at(0.15, 0.25)
 	b.step(Step{At: t1, Replicas: []string{LabelBase, "next"}, Note: fmt.Sprintf("rolling deploy: replicas serve version %s and %s alternately", b.base.version(), next.version())})
 	b.step(Step{At: t2, Card: "next", Note: "rolling deploy done: only version " + next.version()})
+	return nil
+}
+
+// buildSplitBrain serves the base card (streaming on) and, from a quarter
+// of the run to about 90% of it, the base and a stale card (streaming off,
+// its description from before) from two replicas in turn.
+func buildSplitBrain(b *builder) error {
+	b.base.ensureSkills(2)
+	b.pick()
+	b.base.setCapability("streaming", true)
+	stale := b.base.clone()
+	stale.setCapability("streaming", false)
+	stale.setDescription(strings.TrimSpace(strMember(&stale.v, "description")+" (previous release)"), "", "")
+	b.card(LabelBase, b.base)
+	b.card("stale", stale)
+	t1 := b.at(0.25, 0.35)
+	b.step(Step{At: t1, Replicas: []string{LabelBase, "stale"}, Note: "split brain: a stale replica without streaming serves every other request"})
+	b.step(Step{At: b.at(0.85, 0.92), Card: LabelBase, Note: "the stale replica is gone"})
 	return nil
 }
 

@@ -280,6 +280,10 @@ func TestScenarios(t *testing.T) {
 			if got := len(in.as.Drifts()); got != len(seq)-1 {
 				t.Errorf("%s: %d drifts, want %d (every change and every revert)", in.tmpl.Name, got, len(seq)-1)
 			}
+			// One flip and back is not split brain; two alternate.
+			if got := in.as.Alternates(2 * time.Minute); got != (len(seq) == 5) {
+				t.Errorf("%s: %d steps: Alternates = %v", in.tmpl.Name, len(seq), got)
+			}
 		}},
 		{RollingDeploy, func(t *testing.T, in instance) {
 			st := in.as.Steps
@@ -289,12 +293,31 @@ func TestScenarios(t *testing.T) {
 			if got := in.as.LiveAt(st[1].At); !slices.Equal(got, []string{LabelBase, "next"}) {
 				t.Errorf("%s: LiveAt(deploy) = %v", in.tmpl.Name, got)
 			}
+			// Replicas serving both versions in turn disagree while it lasts.
+			if !in.as.Alternates(2 * time.Minute) {
+				t.Errorf("%s: a deploy with both versions served in turn: Alternates = false", in.tmpl.Name)
+			}
 			for _, p := range in.as.Plannable(LabelBase) {
 				for _, pair := range [][2]string{{LabelBase, "next"}} {
 					if v := verdict(t, in, p.Name, pair[0], pair[1]); v.Action == detector.Abort {
 						t.Errorf("%s: %s task aborted by a compatible deploy", in.tmpl.Name, p.Name)
 					}
 				}
+			}
+		}},
+		{SplitBrain, func(t *testing.T, in instance) {
+			st := in.as.Steps
+			if len(st) != 3 || !slices.Equal(st[1].Replicas, []string{LabelBase, "stale"}) || st[2].Card != LabelBase {
+				t.Fatalf("%s: steps %+v, want base, replicas [base stale], base", in.tmpl.Name, st)
+			}
+			if at, length := in.as.SplitAt(); at != st[1].At || length < in.as.Steps[2].At/2 {
+				t.Errorf("%s: SplitAt = %v for %v, want half the run at least", in.tmpl.Name, at, length)
+			}
+			if !in.as.Alternates(2 * time.Minute) {
+				t.Errorf("%s: Alternates = false", in.tmpl.Name)
+			}
+			if v := verdict(t, in, "stream", LabelBase, "stale"); v.Action != detector.Abort {
+				t.Errorf("%s: a streaming task meeting the stale replica: %s, want abort", in.tmpl.Name, v.Action)
 			}
 		}},
 		{AgentDown, func(t *testing.T, in instance) {

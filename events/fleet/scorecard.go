@@ -1,8 +1,10 @@
 package fleet
 
 import (
+	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
@@ -36,8 +38,12 @@ type ScenarioScore struct {
 	FalseAborts int `json:"falseAborts"`
 	Drifts      int `json:"drifts"`
 	Unreachable int `json:"unreachable"`
+	// Inconsistent counts the card.inconsistent events of the scenario's
+	// agents (split brain: their replicas served different cards at once).
+	Inconsistent int `json:"inconsistent"`
 	// Exercised is true when the scenario did what it exists to show: drift
-	// injected (or, for agent-down, the agent seen unreachable).
+	// injected (or, for agent-down, the agent seen unreachable; for
+	// split-brain, card.inconsistent).
 	Exercised bool `json:"exercised"`
 }
 
@@ -77,14 +83,40 @@ type Scorecard struct {
 	// in between: with no card or digest from the client, nobody can judge
 	// them, so they are left out of injected, missed and false aborts.
 	PinRaced int `json:"pinRaced"`
-	// Problems lists every missed drift and false abort, for forensics.
+	// SplitBrain judges card.inconsistent.
+	SplitBrain SplitBrainScore `json:"splitBrain"`
+	// Problems lists every missed drift and false abort, every missed and
+	// false split brain, for forensics.
 	Problems []Problem `json:"problems,omitempty"`
 }
 
-// Problem is one missed drift or false abort.
+// SplitBrainScore judges card.inconsistent. Injected counts the agents of
+// the split-brain scenario whose replicas served two cards at once long
+// enough to be seen alternating (SplitVisible leases, with traffic);
+// Detected those that got a card.inconsistent, Missed the others. False
+// counts the agents that got one although nothing they served alternated
+// (Assignment.Alternates): a rolling deploy that serves both versions in
+// turn, or a card flipped twice within the window, may get one.
+type SplitBrainScore struct {
+	Injected int `json:"injected"`
+	Detected int `json:"detected"`
+	Missed   int `json:"missed"`
+	False    int `json:"false"`
+}
+
+// SplitVisible is how many leases replicas must disagree, with traffic,
+// for the scorecard to expect card.inconsistent: the second return of
+// A→B→A→B takes four fetches, one per lease at most.
+const SplitVisible = 4
+
+// Problem is one missed drift, false abort, missed split brain or false
+// split brain.
 type Problem struct {
-	Kind     string   `json:"kind"` // "missed" or "false-abort"
+	// Kind is "missed", "false-abort", "missed-split-brain" or
+	// "false-split-brain".
+	Kind     string   `json:"kind"`
 	Task     string   `json:"task"`
+	Agent    string   `json:"agent,omitempty"` // the agent, for split-brain problems
 	Scenario string   `json:"scenario"`
 	Profile  string   `json:"profile"`
 	Pinned   string   `json:"pinned"` // label of the pinned card
@@ -135,6 +167,9 @@ type ScoreInput struct {
 	// the same for the transition to count as an exposure: the time a worker
 	// may take to handle it (default 1s).
 	Lag time.Duration
+	// Window is carddrift's consistency window (default 2m): what split
+	// brain is judged over.
+	Window time.Duration
 }
 
 // Score computes the scorecard: every task's expected verdict from its
@@ -156,7 +191,8 @@ func Score(in ScoreInput) Scorecard {
 		}
 		s.Agents++
 	}
-	pinned := map[string]string{} // task → pinned digest (last card.pinned)
+	inconsistent := map[string]int{} // agent → card.inconsistent events
+	pinned := map[string]string{}    // task → pinned digest (last card.pinned)
 	pinnedAt := map[string]time.Time{}
 	drifts := map[string][]events.Drift{}
 	driftLatency := map[string][]time.Duration{} // task → latency of each of its drifts (-1: unknown)
@@ -187,6 +223,11 @@ func Score(in ScoreInput) Scorecard {
 		case events.Unreachable:
 			if as := byURL[d.AgentURL]; as != nil {
 				sc.Scenarios[as.Scenario].Unreachable++
+			}
+		case events.Inconsistent:
+			if as := byURL[strings.TrimSuffix(d.AgentURL, "/")]; as != nil {
+				sc.Scenarios[as.Scenario].Inconsistent++
+				inconsistent[as.AgentURL]++
 			}
 		}
 	}
@@ -258,8 +299,10 @@ func Score(in ScoreInput) Scorecard {
 			sc.Problems = append(sc.Problems, p)
 		}
 	}
+	sc.SplitBrain = splitBrains(in, actual, inconsistent, &sc.Problems)
 	for name, s := range sc.Scenarios {
-		s.Exercised = s.Injected > 0 || (name == "agent-down" && s.Unreachable > 0) || name == Control
+		s.Exercised = s.Injected > 0 || (name == "agent-down" && s.Unreachable > 0) || name == Control ||
+			(name == SplitBrain && s.Inconsistent > 0)
 		sc.Injected += s.Injected
 		sc.Detected += s.Detected
 		sc.Late += s.Late
@@ -273,6 +316,57 @@ func Score(in ScoreInput) Scorecard {
 	}
 	sc.FetchesPerAgentPerLease, sc.MaxFetchesPerLease = fetchesPerLease(in)
 	return sc
+}
+
+// splitBrains judges card.inconsistent per agent (see SplitBrainScore).
+func splitBrains(in ScoreInput, actual map[string]*Assignment, got map[string]int, problems *[]Problem) SplitBrainScore {
+	var sb SplitBrainScore
+	window := in.Window
+	if window <= 0 {
+		window = 2 * time.Minute
+	}
+	for i := range in.Schedule {
+		as := actual[in.Schedule[i].AgentURL]
+		if got[as.AgentURL] > 0 && !as.Alternates(window) {
+			sb.False++
+			*problems = append(*problems, Problem{Kind: "false-split-brain", Agent: as.AgentURL, Scenario: as.Scenario,
+				Expected: "no card.inconsistent: nothing the agent served alternated", Got: []string{fmt.Sprintf("%d card.inconsistent", got[as.AgentURL])}})
+		}
+		if as.Scenario != SplitBrain {
+			continue
+		}
+		at, length := as.SplitAt()
+		if length < 0 {
+			length = in.Duration - at
+		}
+		lease := time.Second
+		if in.Lease != nil && as.Agent != nil {
+			lease = in.Lease(as.Agent)
+		}
+		transitions := 0
+		for _, t := range in.Tasks {
+			if t.AgentURL != as.AgentURL {
+				continue
+			}
+			for _, e := range t.Events {
+				if off := e.At.Sub(in.Start); e.Capability && off >= at && off <= at+length {
+					transitions++
+				}
+			}
+		}
+		if length < SplitVisible*lease || transitions < SplitVisible {
+			continue
+		}
+		sb.Injected++
+		if got[as.AgentURL] > 0 {
+			sb.Detected++
+			continue
+		}
+		sb.Missed++
+		*problems = append(*problems, Problem{Kind: "missed-split-brain", Agent: as.AgentURL, Scenario: as.Scenario,
+			Expected: fmt.Sprintf("card.inconsistent: replicas served two cards for %v with %d transitions", length.Round(time.Millisecond), transitions)})
+	}
+	return sb
 }
 
 // exposure returns what the task must get: the expectation of its first
