@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/carddrift/carddrift/detector/jcs"
 	"github.com/carddrift/carddrift/schemas"
 )
 
@@ -162,19 +163,11 @@ func (d *decoder) binary(h headerMap, data []byte) (Event, error) {
 	if len(data) == 0 {
 		return Event{}, d.noData()
 	}
-	p := parser{b: data, capKey: "card", capDepth: 1}
-	tree, err := p.document()
+	tree, card, err := parseTree(data, "card")
 	if err != nil {
 		return Event{}, d.errorf(ErrMalformedEnvelope, "data", err.Error(), err)
 	}
-	return d.finish(s, tree, p.captured())
-}
-
-func (p *parser) captured() []byte {
-	if p.capEnd == 0 {
-		return nil
-	}
-	return p.b[p.capStart:p.capEnd]
+	return d.finish(s, tree, card)
 }
 
 func (d *decoder) noData() error {
@@ -340,159 +333,106 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 	if !strings.EqualFold(strings.TrimSpace(mt), ContentTypeStructured) {
 		return Event{}, d.malformed(headerContentType, "unsupported CloudEvents format "+quote(ct)+" (want "+ContentTypeStructured+")")
 	}
-	p := parser{b: b, capDepth: 2}
-	p.ws()
-	if p.i >= len(b) || b[p.i] != '{' {
+	if i := jsonStart(b); i >= len(b) || b[i] != '{' {
 		return Event{}, d.malformed("", "structured event is not a JSON object")
 	}
-	if err := p.enter(); err != nil {
-		return Event{}, d.malformed("", err.Error())
+	sc := getScanner(b)
+	defer putScanner(sc)
+	syntax := func(err error) (Event, error) {
+		return Event{}, d.errorf(ErrMalformedEnvelope, "", err.Error(), err)
 	}
-	p.i++
+	if _, _, err := sc.Value(); err != nil { // the '{'
+		return syntax(err)
+	}
+	p := tree{sc: sc, capDepth: 2}
 	var (
 		seen       uint16
-		tree       any
+		data       any
 		haveData   bool
 		dataBase64 string
 		haveB64    bool
 	)
-	const (
-		bSpec = 1 << iota
-		bID
-		bSource
-		bType
-		bSubject
-		bTime
-		bSchema
-		bCT
-		bData
-		bB64
-	)
-	syntax := func(err error) (Event, error) {
-		return Event{}, d.errorf(ErrMalformedEnvelope, "", err.Error(), err)
-	}
-	p.ws()
-	if p.i < len(b) && b[p.i] == '}' {
-		p.i++
-	} else {
-		for {
-			p.ws()
-			if p.i >= len(b) || b[p.i] != '"' {
-				return syntax(p.fail("expected object key"))
+	for {
+		k, more, err := sc.NextKey()
+		if errors.Is(err, jcs.ErrDuplicateKey) {
+			if name, bit := attribute(k); bit != 0 {
+				return Event{}, d.malformed(name, "member repeated")
 			}
-			k, err := p.key()
-			if err != nil {
-				return syntax(err)
-			}
-			p.ws()
-			if p.i >= len(b) || b[p.i] != ':' {
-				return syntax(p.fail("expected ':'"))
-			}
-			p.i++
-			p.ws()
-			var bit uint16
-			switch k {
-			case "specversion":
-				bit = bSpec
-			case "id":
-				bit = bID
-			case "source":
-				bit = bSource
-			case "type":
-				bit = bType
-			case "subject":
-				bit = bSubject
-			case "time":
-				bit = bTime
-			case "dataschema":
-				bit = bSchema
-			case "datacontenttype":
-				bit = bCT
-			case "data":
-				bit = bData
-			case "data_base64":
-				bit = bB64
-			}
-			if bit != 0 {
-				if seen&bit != 0 {
-					return Event{}, d.malformed(k, "member repeated")
-				}
-				seen |= bit
-			}
-			if bit == bData {
-				p.capKey = "card" // only the data member's card
-			}
-			v, err := p.value()
-			p.capKey = ""
-			if err != nil {
-				return syntax(err)
-			}
-			if bit == bData {
-				tree, haveData = v, true
-			} else if v != nil { // null attributes are absent
-				var sv string
-				if bit != 0 {
-					s, ok := v.(string)
-					if !ok {
-						return Event{}, d.malformed(k, "not a string")
-					}
-					sv = s
-				}
-				switch bit {
-				case bSpec:
-					d.specversion = sv
-				case bID:
-					d.ev.ID = sv
-				case bSource:
-					d.ev.Source = sv
-				case bType:
-					d.ev.Type = sv
-				case bSubject:
-					if sv == "" {
-						return Event{}, d.malformed(k, "empty")
-					}
-					d.ev.Subject = sv
-				case bTime:
-					if d.ev.Time, err = parseTime(sv); err != nil {
-						return Event{}, d.malformed(k, "not an RFC 3339 timestamp")
-					}
-				case bSchema:
-					if sv == "" {
-						return Event{}, d.malformed(k, "empty")
-					}
-					d.ev.DataSchema = sv
-				case bCT:
-					d.datacontenttype = sv
-				case bB64:
-					dataBase64, haveB64 = sv, true
-				default:
-					s, ok := scalarString(v)
-					if !ok {
-						return Event{}, d.malformed(k, "extension attribute is not a string, number or boolean")
-					}
-					if err := d.extension(k, s); err != nil {
-						return Event{}, err
-					}
-				}
-			}
-			p.ws()
-			if p.i >= len(b) {
-				return syntax(p.fail("unexpected end of object"))
-			}
-			if b[p.i] == ',' {
-				p.i++
-				continue
-			}
-			if b[p.i] != '}' {
-				return syntax(p.fail("expected ',' or '}'"))
-			}
-			p.i++
+			return Event{}, d.malformed(strings.Clone(k), "attribute repeated")
+		}
+		if err != nil {
+			return syntax(err)
+		}
+		if !more {
 			break
 		}
+		k, bit := attribute(k)
+		if bit == 0 {
+			k = p.key(k)
+		}
+		seen |= bit
+		if bit == bData {
+			p.capKey = "card" // only the data member's card
+		}
+		v, err := p.value()
+		p.capKey = ""
+		if err != nil {
+			return syntax(err)
+		}
+		if bit == bData {
+			data, haveData = v, true
+			continue
+		}
+		if v == nil { // null attributes are absent
+			continue
+		}
+		var sv string
+		if bit != 0 {
+			s, ok := v.(string)
+			if !ok {
+				return Event{}, d.malformed(k, "not a string")
+			}
+			sv = s
+		}
+		switch bit {
+		case bSpec:
+			d.specversion = sv
+		case bID:
+			d.ev.ID = sv
+		case bSource:
+			d.ev.Source = sv
+		case bType:
+			d.ev.Type = sv
+		case bSubject:
+			if sv == "" {
+				return Event{}, d.malformed(k, "empty")
+			}
+			d.ev.Subject = sv
+		case bTime:
+			if d.ev.Time, err = parseTime(sv); err != nil {
+				return Event{}, d.malformed(k, "not an RFC 3339 timestamp")
+			}
+		case bSchema:
+			if sv == "" {
+				return Event{}, d.malformed(k, "empty")
+			}
+			d.ev.DataSchema = sv
+		case bCT:
+			d.datacontenttype = sv
+		case bB64:
+			dataBase64, haveB64 = sv, true
+		default:
+			s, ok := scalarString(v)
+			if !ok {
+				return Event{}, d.malformed(k, "extension attribute is not a string, number or boolean")
+			}
+			if err := d.extension(k, s); err != nil {
+				return Event{}, err
+			}
+		}
 	}
-	p.ws()
-	if p.i != len(b) {
-		return syntax(p.fail("data after the event object"))
+	if err := sc.End(); err != nil {
+		return syntax(err)
 	}
 	if seen&bSpec == 0 {
 		return Event{}, d.malformed("specversion", "missing")
@@ -501,7 +441,7 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	card := p.captured()
+	card := p.captured(b)
 	switch {
 	case haveData && haveB64:
 		return Event{}, d.malformed("data_base64", "both data and data_base64")
@@ -513,15 +453,66 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 		if len(raw) == 0 {
 			return Event{}, d.noData()
 		}
-		q := parser{b: raw, capKey: "card", capDepth: 1}
-		if tree, err = q.document(); err != nil {
+		if data, card, err = parseTree(raw, "card"); err != nil {
 			return Event{}, d.errorf(ErrMalformedEnvelope, "data_base64", err.Error(), err)
 		}
-		card = q.captured()
 	case !haveData:
 		return Event{}, d.noData()
 	}
-	return d.finish(s, tree, card)
+	return d.finish(s, data, card)
+}
+
+// The members of a structured event that are context attributes or data.
+const (
+	bSpec = 1 << iota
+	bID
+	bSource
+	bType
+	bSubject
+	bTime
+	bSchema
+	bCT
+	bData
+	bB64
+)
+
+// attribute returns the name (a constant, sharing no memory with k) and
+// the bit of the structured event member named k; k itself and 0 for an
+// extension attribute.
+func attribute(k string) (string, uint16) {
+	switch k {
+	case "specversion":
+		return "specversion", bSpec
+	case "id":
+		return "id", bID
+	case "source":
+		return "source", bSource
+	case "type":
+		return "type", bType
+	case "subject":
+		return "subject", bSubject
+	case "time":
+		return "time", bTime
+	case "dataschema":
+		return "dataschema", bSchema
+	case "datacontenttype":
+		return "datacontenttype", bCT
+	case "data":
+		return "data", bData
+	case "data_base64":
+		return "data_base64", bB64
+	}
+	return k, 0
+}
+
+// jsonStart returns the offset of the first byte of b that is not JSON
+// whitespace.
+func jsonStart(b []byte) int {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // scalarString renders a JSON scalar extension value as a string.

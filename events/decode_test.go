@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/carddrift/carddrift/detector/jcs"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/schemas"
 )
@@ -89,6 +90,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"structured not an object", structuredMsg(`"x"`), events.ErrMalformedEnvelope, "", ""},
 		{"structured trailing data", structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.request","data":` + reqData + `} {}`), events.ErrMalformedEnvelope, "", ""},
 		{"structured repeated member", structuredMsg(`{"specversion":"1.0","id":"e1","id":"e2","source":"urn:test","type":"a2a.task.request","data":` + reqData + `}`), events.ErrMalformedEnvelope, "id", ""},
+		{"structured repeated extension", structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.request","ext":null,"ext":"x","data":` + reqData + `}`), events.ErrMalformedEnvelope, "ext", ""},
 		{"structured id not a string", structuredMsg(`{"specversion":"1.0","id":1,"source":"urn:test","type":"a2a.task.request","data":` + reqData + `}`), events.ErrMalformedEnvelope, "id", ""},
 		{"structured no specversion", structuredMsg(`{"id":"e1","source":"urn:test","type":"a2a.task.request","data":` + reqData + `}`), events.ErrMalformedEnvelope, "specversion", ""},
 		{"structured object extension", structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.request","ext":{},"data":` + reqData + `}`), events.ErrMalformedEnvelope, "ext", ""},
@@ -294,4 +296,14 @@ func TestDecodeConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestDecodeSyntaxError checks that data that is not JSON leaves the
+// scanner's *jcs.SyntaxError, with its offset, in the error chain.
+func TestDecodeSyntaxError(t *testing.T) {
+	_, err := events.Decode(msg(binHeaders(), `{"taskId":"t1","taskId":"t2"}`))
+	var se *jcs.SyntaxError
+	if !errors.Is(err, events.ErrMalformedEnvelope) || !errors.Is(err, jcs.ErrDuplicateKey) || !errors.As(err, &se) || se.Offset != 15 {
+		t.Errorf("Decode = %v; want ErrMalformedEnvelope and a *jcs.SyntaxError wrapping ErrDuplicateKey at byte 15", err)
+	}
 }

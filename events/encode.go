@@ -105,8 +105,7 @@ func cloudEvent(e *Event) (*event.Event, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
-	p := parser{b: data}
-	tree, err := p.document()
+	tree, _, err := parseTree(data, "")
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: data: %v", ErrInvalidEvent, err)
 	}

@@ -43,8 +43,9 @@ var (
 
 // DecodeError is the error Decode returns. Err is ErrMalformedEnvelope,
 // ErrUnknownType or ErrSchemaViolation; Cause, if not nil, is the underlying
-// error (a *schemas.ValidationError for a schema violation). errors.Is and
-// errors.As see both.
+// error (a *schemas.ValidationError for a schema violation, a
+// *jcs.SyntaxError with the byte offset for JSON that is not well-formed).
+// errors.Is and errors.As see both.
 type DecodeError struct {
 	Err error
 	// Mode is the content mode the message was read in.

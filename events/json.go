@@ -2,28 +2,46 @@ package events
 
 import (
 	"encoding/json"
-	"fmt"
-	"strconv"
+	"math"
 	"sync"
-	"unicode/utf16"
-	"unicode/utf8"
+	"unsafe"
+
+	"github.com/carddrift/carddrift/detector/jcs"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects Decode accepts in a
 // message (the structured envelope counts as one level).
 const MaxDepth = 64
 
-// parser is a strict, single-pass RFC 8259 parser producing the value tree
-// the schema validator takes (map[string]any, []any, string, json.Number,
-// bool, nil). It rejects invalid UTF-8 (including escaped lone surrogates),
-// duplicate object keys and nesting deeper than MaxDepth. It can record the
-// raw byte span of one member of the object at a given depth, so that the
+// jsonLimits are the limits of the scanner: no size limit of its own (the
+// NATS server bounds a message), MaxDepth levels.
+var jsonLimits = jcs.Limits{MaxBytes: math.MaxInt, MaxDepth: MaxDepth}
+
+// Messages are read with jcs.Scanner, the strict JSON scanner carddrift's
+// canonicalizer uses: the same rules (valid UTF-8, no escaped lone
+// surrogates, no duplicate keys, at most MaxDepth levels) and the same
+// *jcs.SyntaxError, which Decode and Encode keep in their error chains.
+// Scanners are pooled, so that scanning allocates nothing of its own.
+var scanners = sync.Pool{New: func() any { return new(jcs.Scanner) }}
+
+func getScanner(data []byte) *jcs.Scanner {
+	sc := scanners.Get().(*jcs.Scanner)
+	sc.Reset(data, jsonLimits) // cannot fail: there is no size limit
+	return sc
+}
+
+func putScanner(sc *jcs.Scanner) {
+	sc.Reset(nil, jcs.Limits{})
+	scanners.Put(sc)
+}
+
+// tree builds, from a scanner, the value tree the schema validator takes
+// (map[string]any, []any, string, json.Number, bool, nil). It can record
+// the byte span of one member of the object at a given depth, so that the
 // card of a submitted event is handed on byte for byte without parsing
-// twice.
-type parser struct {
-	b     []byte
-	i     int
-	depth int
+// twice. The strings of the tree share no memory with the message.
+type tree struct {
+	sc *jcs.Scanner
 
 	capKey   string // member to capture ("" for none)
 	capDepth int    // depth of the object whose member is captured
@@ -31,168 +49,92 @@ type parser struct {
 	capEnd   int
 }
 
-type syntaxError struct {
-	off int
-	msg string
-}
-
-func (e *syntaxError) Error() string { return fmt.Sprintf("invalid JSON at byte %d: %s", e.off, e.msg) }
-
-func (p *parser) fail(msg string) error { return &syntaxError{p.i, msg} }
-
-func (p *parser) ws() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
+// parseTree parses data, one JSON value and nothing else, into a tree and
+// returns the bytes of the member capKey of the top-level object ("" for
+// none; nil if it is absent).
+func parseTree(data []byte, capKey string) (any, []byte, error) {
+	sc := getScanner(data)
+	defer putScanner(sc)
+	t := tree{sc: sc, capKey: capKey, capDepth: 1}
+	v, err := t.value()
+	if err == nil {
+		err = sc.End()
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, t.captured(data), nil
 }
 
-// document parses one value followed only by whitespace.
-func (p *parser) document() (any, error) {
-	p.ws()
-	v, err := p.value()
+// captured returns the bytes of the captured member in data, nil if none
+// was seen.
+func (t *tree) captured(data []byte) []byte {
+	if t.capEnd == 0 {
+		return nil
+	}
+	return data[t.capStart:t.capEnd]
+}
+
+func (t *tree) value() (any, error) {
+	k, s, err := t.sc.Value()
 	if err != nil {
 		return nil, err
 	}
-	p.ws()
-	if p.i != len(p.b) {
-		return nil, p.fail("data after the top-level value")
+	switch k {
+	case jcs.Object:
+		return t.object()
+	case jcs.Array:
+		return t.array()
+	case jcs.String:
+		return t.str(s), nil
+	case jcs.Number:
+		return json.Number(clone(s)), nil
+	case jcs.True:
+		return true, nil
+	case jcs.False:
+		return false, nil
 	}
-	return v, nil
+	return nil, nil
 }
 
-func (p *parser) value() (any, error) {
-	if p.i >= len(p.b) {
-		return nil, p.fail("unexpected end of input")
-	}
-	switch c := p.b[p.i]; {
-	case c == '{':
-		return p.object()
-	case c == '[':
-		return p.array()
-	case c == '"':
-		return p.str()
-	case c == 't':
-		return true, p.lit("true")
-	case c == 'f':
-		return false, p.lit("false")
-	case c == 'n':
-		return nil, p.lit("null")
-	case c == '-' || '0' <= c && c <= '9':
-		return p.number()
-	}
-	return nil, p.fail(fmt.Sprintf("unexpected byte %q", p.b[p.i]))
-}
-
-func (p *parser) lit(s string) error {
-	if len(p.b)-p.i < len(s) || string(p.b[p.i:p.i+len(s)]) != s {
-		return p.fail("invalid literal")
-	}
-	p.i += len(s)
-	return nil
-}
-
-func (p *parser) enter() error {
-	p.depth++
-	if p.depth > MaxDepth {
-		return p.fail("nesting deeper than " + strconv.Itoa(MaxDepth))
-	}
-	return nil
-}
-
-func (p *parser) object() (any, error) {
-	if err := p.enter(); err != nil {
-		return nil, err
-	}
-	p.i++ // {
+func (t *tree) object() (any, error) {
 	m := make(map[string]any, 8)
-	p.ws()
-	if p.i < len(p.b) && p.b[p.i] == '}' {
-		p.i++
-		p.depth--
-		return m, nil
-	}
 	for {
-		p.ws()
-		if p.i >= len(p.b) || p.b[p.i] != '"' {
-			return nil, p.fail("expected object key")
-		}
-		k, err := p.key()
+		k, more, err := t.sc.NextKey()
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := m[k]; dup {
-			return nil, p.fail(fmt.Sprintf("duplicate key %q", k))
+		if !more {
+			return m, nil
 		}
-		p.ws()
-		if p.i >= len(p.b) || p.b[p.i] != ':' {
-			return nil, p.fail("expected ':'")
-		}
-		p.i++
-		p.ws()
-		start := p.i
-		v, err := p.value()
+		k = t.key(k)
+		start := t.sc.Pos()
+		v, err := t.value()
 		if err != nil {
 			return nil, err
 		}
-		if p.capKey != "" && p.depth == p.capDepth && k == p.capKey {
-			p.capStart, p.capEnd = start, p.i
+		if t.capKey != "" && t.sc.Depth() == t.capDepth && k == t.capKey {
+			t.capStart, t.capEnd = start, t.sc.Pos()
 		}
 		m[k] = v
-		p.ws()
-		if p.i >= len(p.b) {
-			return nil, p.fail("unexpected end of object")
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			p.depth--
-			return m, nil
-		default:
-			return nil, p.fail("expected ',' or '}'")
-		}
 	}
 }
 
-func (p *parser) array() (any, error) {
-	if err := p.enter(); err != nil {
-		return nil, err
-	}
-	p.i++ // [
+func (t *tree) array() (any, error) {
 	a := make([]any, 0, 4)
-	p.ws()
-	if p.i < len(p.b) && p.b[p.i] == ']' {
-		p.i++
-		p.depth--
-		return a, nil
-	}
 	for {
-		p.ws()
-		v, err := p.value()
+		more, err := t.sc.NextElem()
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return a, nil
+		}
+		v, err := t.value()
 		if err != nil {
 			return nil, err
 		}
 		a = append(a, v)
-		p.ws()
-		if p.i >= len(p.b) {
-			return nil, p.fail("unexpected end of array")
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			p.depth--
-			return a, nil
-		default:
-			return nil, p.fail("expected ',' or ']'")
-		}
 	}
 }
 
@@ -215,21 +157,16 @@ var knownKeys = func() map[string]string {
 	return m
 }()
 
-// key parses an object key; known names come from knownKeys.
-func (p *parser) key() (string, error) {
-	start := p.i + 1
-	end, simple, err := p.scanString()
-	if err != nil {
-		return "", err
+// key returns the object key k the scanner just read as a string of the
+// tree: interned if it is a known name, copied out of the message otherwise.
+func (t *tree) key(k string) string {
+	if t.sc.Escaped() {
+		return k // decoded into a string of its own
 	}
-	if simple {
-		raw := p.b[start:end]
-		if k, ok := knownKeys[string(raw)]; ok {
-			return k, nil
-		}
-		return string(raw), nil
+	if v, ok := knownKeys[k]; ok {
+		return v
 	}
-	return p.unescape(start, end)
+	return clone(k)
 }
 
 // knownValues interns string values that recur in every event (attribute
@@ -253,168 +190,23 @@ var knownValues = sync.OnceValue(func() map[string]string {
 	return m
 })
 
-func (p *parser) str() (any, error) {
-	start := p.i + 1
-	end, simple, err := p.scanString()
-	if err != nil {
-		return nil, err
+// str returns the string value s the scanner just read as a string of the
+// tree, interned like key.
+func (t *tree) str(s string) string {
+	if t.sc.Escaped() {
+		return s
 	}
-	if simple {
-		raw := p.b[start:end]
-		if len(raw) <= 64 {
-			if v, ok := knownValues()[string(raw)]; ok {
-				return v, nil
-			}
+	if len(s) <= 64 {
+		if v, ok := knownValues()[s]; ok {
+			return v
 		}
-		return string(raw), nil
 	}
-	return p.unescape(start, end)
+	return clone(s)
 }
 
-// scanString moves past a string starting at p.i (the opening quote) and
-// returns the offset of the closing quote. simple is true when the string
-// has no escapes; its bytes are then checked to be valid UTF-8 without
-// control characters.
-func (p *parser) scanString() (end int, simple bool, err error) {
-	i := p.i + 1
-	ascii := true
-	simple = true
-	for ; i < len(p.b); i++ {
-		c := p.b[i]
-		switch {
-		case c == '"':
-			if !ascii && !utf8.Valid(p.b[p.i+1:i]) {
-				return 0, false, &syntaxError{p.i, "invalid UTF-8 in string"}
-			}
-			p.i = i + 1
-			return i, simple, nil
-		case c == '\\':
-			simple = false
-			i++ // skip the escaped byte; unescape validates it
-		case c < 0x20:
-			return 0, false, &syntaxError{i, "control character in string"}
-		case c >= 0x80:
-			ascii = false
-		}
-	}
-	return 0, false, &syntaxError{p.i, "unterminated string"}
-}
-
-// unescape decodes the string body b[start:end] that has escapes.
-func (p *parser) unescape(start, end int) (string, error) {
-	out := make([]byte, 0, end-start)
-	b := p.b[:end]
-	for i := start; i < end; {
-		c := b[i]
-		if c != '\\' {
-			out = append(out, c)
-			i++
-			continue
-		}
-		if i+1 >= end {
-			return "", &syntaxError{i, "bad escape"}
-		}
-		switch b[i+1] {
-		case '"', '\\', '/':
-			out = append(out, b[i+1])
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := hex4(b, i+2, end)
-			if !ok {
-				return "", &syntaxError{i, "bad \\u escape"}
-			}
-			i += 6
-			if utf16.IsSurrogate(r) {
-				r2, ok := rune(0), false
-				if i+1 < end && b[i] == '\\' && b[i+1] == 'u' {
-					r2, ok = hex4(b, i+2, end)
-				}
-				dec := utf16.DecodeRune(r, r2)
-				if !ok || dec == utf8.RuneError {
-					return "", &syntaxError{i, "lone surrogate in \\u escape"}
-				}
-				r = dec
-				i += 6
-			}
-			out = utf8.AppendRune(out, r)
-			continue
-		default:
-			return "", &syntaxError{i, "bad escape"}
-		}
-		i += 2
-	}
-	if !utf8.Valid(out) {
-		return "", &syntaxError{start, "invalid UTF-8 in string"}
-	}
-	return string(out), nil
-}
-
-func hex4(b []byte, i, end int) (rune, bool) {
-	if i+4 > end {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case 'a' <= c && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case 'A' <= c && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
-}
-
-func (p *parser) number() (any, error) {
-	start := p.i
-	b := p.b
-	i := p.i
-	if b[i] == '-' {
-		i++
-	}
-	digits := func() bool {
-		s := i
-		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-			i++
-		}
-		return i > s
-	}
-	if i < len(b) && b[i] == '0' {
-		i++
-	} else if !digits() {
-		p.i = i
-		return nil, p.fail("invalid number")
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if !digits() {
-			p.i = i
-			return nil, p.fail("invalid number")
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if !digits() {
-			p.i = i
-			return nil, p.fail("invalid number")
-		}
-	}
-	p.i = i
-	return json.Number(b[start:i]), nil
+// clone copies s out of the message. It is strings.Clone with the
+// runtime's conversion of bytes to a string, which allocates nothing for a
+// string of one byte (an attempt number, say).
+func clone(s string) string {
+	return string(unsafe.Slice(unsafe.StringData(s), len(s)))
 }

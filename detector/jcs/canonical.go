@@ -108,6 +108,14 @@ func sortLarge(ms []Member, order []int32) {
 // of both, where that is decided, or in a continuation byte of two
 // characters of the same length and lead byte, where byte order is right.
 func compareKeys(a, b string) int {
+	// Most keys differ in their first byte, and below 0xEE byte order is
+	// UTF-16 order.
+	if len(a) > 0 && len(b) > 0 && a[0] != b[0] && a[0] < 0xEE && b[0] < 0xEE {
+		if a[0] < b[0] {
+			return -1
+		}
+		return 1
+	}
 	n := min(len(a), len(b))
 	for i := 0; i < n; i++ {
 		x, y := a[i], b[i]

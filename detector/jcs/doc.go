@@ -19,6 +19,16 @@
 //
 // Numbers keep their literal in Value.Str; Value.Float converts it.
 //
+// # Scanning
+//
+// Scanner is the reader underneath: it walks one JSON text value by value
+// (Value, NextKey, NextElem, End) under the same rules and with the same
+// errors, and leaves what to build to its caller. Parse and AppendCanonical
+// are built on it, and so is the event decoder of package events, which
+// builds the map[string]any tree its JSON Schema validator takes: carddrift
+// has one strict JSON reader. The one rule Parse adds to the Scanner's is
+// RFC 8785's: numbers outside the float64 range are refused.
+//
 // # Canonical form
 //
 // Append writes a tree in canonical form: object members sorted by the

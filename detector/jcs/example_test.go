@@ -60,3 +60,69 @@ func ExampleAppendFloat() {
 	// 123456789
 	// 0
 }
+
+// ExampleScanner walks a document with a Scanner, printing each member of
+// the top-level object whose value is a scalar.
+func ExampleScanner() {
+	var s jcs.Scanner
+	if err := s.Reset([]byte(`{"name": "Example Agent", "skills": [{"id": "a"}], "version": 1.0}`), jcs.Limits{}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	var skip func(jcs.Kind) error // reads the rest of an array or object
+	skip = func(k jcs.Kind) error {
+		for {
+			more := false
+			var err error
+			if k == jcs.Object {
+				_, more, err = s.NextKey()
+			} else {
+				more, err = s.NextElem()
+			}
+			if err != nil || !more {
+				return err
+			}
+			kind, _, err := s.Value()
+			if err != nil {
+				return err
+			}
+			if kind == jcs.Array || kind == jcs.Object {
+				if err := skip(kind); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if kind, _, err := s.Value(); err != nil || kind != jcs.Object {
+		fmt.Println("not an object", err)
+		return
+	}
+	for {
+		key, more, err := s.NextKey()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if !more {
+			break
+		}
+		kind, text, err := s.Value()
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if kind == jcs.Array || kind == jcs.Object {
+			if err := skip(kind); err != nil {
+				fmt.Println(err)
+				return
+			}
+			continue
+		}
+		fmt.Printf("%s: %s %s\n", key, kind, text)
+	}
+	fmt.Println(s.End())
+	// Output:
+	// name: string Example Agent
+	// version: number 1.0
+	// <nil>
+}

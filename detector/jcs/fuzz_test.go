@@ -53,8 +53,9 @@ func addSeeds(f *testing.F) {
 var sentinels = []error{jcs.ErrNotJSON, jcs.ErrDuplicateKey, jcs.ErrInvalidUTF8, jcs.ErrTooLarge, jcs.ErrTooDeep}
 
 // FuzzParse checks that Parse never panics, fails only with a typed error,
-// accepts only what encoding/json also finds valid, and that what it accepts
-// canonicalizes to a form that parses back to the same form.
+// accepts only what encoding/json also finds valid, agrees with a bare
+// Scanner, and that what it accepts canonicalizes to a form that parses back
+// to the same form.
 func FuzzParse(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -78,7 +79,18 @@ func FuzzParse(f *testing.F) {
 			if _, cerr := jcs.AppendCanonical(nil, data, jcs.Options{}); !errors.As(cerr, &ce) || *ce != *se {
 				t.Fatalf("AppendCanonical(%q) error = %v, Parse error = %v", data, cerr, err)
 			}
+			// A Scanner finds the same problem, unless it is a number
+			// outside the float64 range, which only RFC 8785 refuses.
+			var we *jcs.SyntaxError
+			if werr := walk(data, jcs.Limits{}); !errors.As(werr, &we) || *we != *se {
+				if c := data[se.Offset]; se.Err != jcs.ErrNotJSON || c != '-' && (c < '0' || c > '9') {
+					t.Fatalf("Scanner(%q) error = %v, Parse error = %v", data, werr, err)
+				}
+			}
 			return
+		}
+		if werr := walk(data, jcs.Limits{}); werr != nil {
+			t.Fatalf("Scanner(%q) = %v, Parse accepts it", data, werr)
 		}
 		if !json.Valid(data) {
 			t.Fatalf("Parse(%q) accepted what encoding/json rejects", data)

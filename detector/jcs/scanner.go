@@ -1,0 +1,663 @@
+package jcs
+
+import (
+	"fmt"
+	"math/bits"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Scanner reads one JSON text value by value, under the rules of Parse: the
+// RFC 8259 grammar in valid UTF-8, no escaped lone surrogates, no duplicate
+// object keys, no nesting deeper than Limits.MaxDepth, no input longer than
+// Limits.MaxBytes. It is the one strict JSON reader of carddrift: Parse and
+// AppendCanonical build on it here, and the event decoder (package events)
+// builds the value tree its schema validator takes with it. What a caller
+// builds is up to the caller; the Scanner only says what comes next.
+//
+// A caller reads a value with Value. For a string or a number Value returns
+// its text (the decoded string; the number literal as written). For an
+// array or object it enters the container; the caller then calls NextElem
+// (arrays) or NextKey (objects) before each element or member value, and
+// reads that value with Value, until NextElem or NextKey reports the end of
+// the container. After the top-level value, End checks that only whitespace
+// follows:
+//
+//	var s jcs.Scanner
+//	if err := s.Reset(data, jcs.Limits{}); err != nil { ... }
+//	kind, text, err := s.Value() // for an object, then:
+//	for {
+//		key, ok, err := s.NextKey()
+//		if err != nil || !ok { ... }
+//		kind, text, err := s.Value()
+//		...
+//	}
+//	err = s.End()
+//
+// Every error is a *SyntaxError wrapping ErrNotJSON, ErrDuplicateKey,
+// ErrInvalidUTF8, ErrTooLarge or ErrTooDeep, at the offset Parse reports
+// for the same input; after an error the Scanner must be Reset before it is
+// used again. Unlike Parse, the Scanner accepts numbers outside the float64
+// range (1e400): they are JSON, only RFC 8785 cannot write them, so Parse
+// and AppendCanonical reject them themselves.
+//
+// Strings the Scanner returns may share memory with the data passed to
+// Reset (a string without escapes is a piece of it): they stay valid while
+// that data is not modified; copy them (strings.Clone) to keep them longer.
+//
+// The zero Scanner is ready for Reset. A Scanner keeps its buffers from one
+// Reset to the next, so pooling Scanners makes scanning allocate nothing
+// but the strings that hold escapes. A Scanner is not safe for concurrent
+// use.
+type Scanner struct {
+	src      string
+	pos      int
+	maxDepth int
+
+	// The innermost open array or object (at the top level: none).
+	more    bool // an element or member of it has been started
+	keyBase int  // index in keys of its first key; -1 for an array
+
+	frames []frame    // the enclosing arrays and objects, outermost first
+	keys   []string   // keys read so far in the open objects
+	keysHW int        // how far keys has reached since the last reset (up to the length)
+	seen   []seenKeys // the keys of the open objects with dupMapAt members or more, as sets
+
+	buf     []byte // scratch for unescaping strings
+	escaped bool   // whether the last string read had escapes
+	strOff  int    // offset of the opening quote of the last string read
+
+	// internal is set when no string read leaves the package before the
+	// next reset (AppendCanonical): unescaped strings then live in arena,
+	// which only grows until then, instead of being allocated.
+	internal bool
+	arena    []byte
+}
+
+// frame is the state of an array or object that encloses the innermost
+// one: Scanner.more and keyBase while it was innermost.
+type frame struct {
+	more    bool
+	keyBase int
+}
+
+// dupMapAt is the member count from which duplicate keys are found with a
+// map rather than by comparing against every earlier key, so that an object
+// with very many members costs O(n), not O(n²). Below it the comparisons (at
+// most 2016, mostly of string lengths) are cheaper than a map.
+const dupMapAt = 64
+
+// seenKeys are the keys of an open object with many members; keyBase
+// identifies the object (no two open objects have the same).
+type seenKeys struct {
+	keyBase int
+	keys    map[string]struct{}
+}
+
+// Bounds on what a Scanner keeps between documents, so that one huge
+// document does not pin its working memory for good.
+const (
+	maxPooledStack = 4096
+	maxPooledBuf   = 64 << 10
+)
+
+// Reset makes s ready to scan data under lim. It returns a *SyntaxError
+// wrapping ErrTooLarge when data is longer than lim.MaxBytes. Reset(nil,
+// Limits{}) drops every reference s holds to earlier data.
+func (s *Scanner) Reset(data []byte, lim Limits) error {
+	if err := checkSize(data, lim); err != nil {
+		s.reset("", 0, false)
+		return err
+	}
+	s.reset(unsafe.String(unsafe.SliceData(data), len(data)), lim.maxDepth(), false)
+	s.skipSpace()
+	return nil
+}
+
+// reset is Reset for src, which the caller has checked against the size
+// limit; internal says whether the strings read stay inside the package
+// until the next reset.
+func (s *Scanner) reset(src string, maxDepth int, internal bool) {
+	s.src, s.pos, s.maxDepth = src, 0, maxDepth
+	s.internal = internal
+	s.escaped = false
+	s.more, s.keyBase = false, -1
+	clear(s.keys[:max(s.keysHW, len(s.keys))])
+	s.keysHW = 0
+	clear(s.seen)
+	s.seen = s.seen[:0]
+	s.frames, s.keys = s.frames[:0], s.keys[:0]
+	if cap(s.keys) > maxPooledStack {
+		s.keys = nil
+	}
+	if cap(s.buf) > maxPooledBuf {
+		s.buf = nil
+	}
+	if cap(s.arena) > maxPooledBuf {
+		s.arena = nil
+	}
+	s.arena = s.arena[:0]
+}
+
+// Pos returns the offset in the data of the next byte to read. Right after
+// NextKey or NextElem reported a value to come, it is the offset of the
+// first byte of that value; right after Value (for a scalar) or the
+// NextKey or NextElem that closed a container, it is just past the value.
+func (s *Scanner) Pos() int { return s.pos }
+
+// Depth returns the number of arrays and objects open: 0 at the top level,
+// 1 inside the top-level array or object.
+func (s *Scanner) Depth() int { return len(s.frames) }
+
+// Escaped reports whether the last string read (a key or a string value)
+// held escapes, and so is not a piece of the data but a decoded copy.
+func (s *Scanner) Escaped() bool { return s.escaped }
+
+// Value reads the value at the current position. For a String it returns
+// the decoded string, for a Number the literal as written, for the other
+// scalars "". For an Array or an Object it enters the container (failing
+// with ErrTooDeep past the depth limit); the caller then walks it with
+// NextElem or NextKey.
+func (s *Scanner) Value() (Kind, string, error) {
+	if s.pos >= len(s.src) {
+		return Null, "", s.noValue()
+	}
+	switch c := s.src[s.pos]; c {
+	case '{':
+		return Object, "", s.enter(len(s.keys))
+	case '[':
+		return Array, "", s.enter(-1)
+	case '"':
+		str, err := s.string()
+		return String, str, err
+	case 't':
+		return True, "", s.literal("true")
+	case 'f':
+		return False, "", s.literal("false")
+	case 'n':
+		return Null, "", s.literal("null")
+	default:
+		if c == '-' || c >= '0' && c <= '9' {
+			lit, err := s.number()
+			return Number, lit, err
+		}
+		return Null, "", s.noValue()
+	}
+}
+
+// noValue returns the error for a value expected at s.pos that is not
+// there.
+func (s *Scanner) noValue() error {
+	if s.pos < len(s.src) {
+		return s.unexpected("where a value was expected")
+	}
+	if len(s.frames) == 0 {
+		return s.fail(s.pos, ErrNotJSON, "no value")
+	}
+	return s.unexpected("")
+}
+
+// NextElem is called inside an array before each element. It reports true
+// when an element follows (read it with Value) and false when the array
+// ends, which it then leaves.
+func (s *Scanner) NextElem() (bool, error) {
+	if s.comma() {
+		return true, nil
+	}
+	if !s.more {
+		if s.pos < len(s.src) && s.src[s.pos] == ']' {
+			s.pos++
+			s.leave()
+			return false, nil
+		}
+		s.more = true
+		return true, nil
+	}
+	s.space()
+	if s.pos < len(s.src) {
+		switch s.src[s.pos] {
+		case ',':
+			s.pos++
+			s.space()
+			return true, nil
+		case ']':
+			s.pos++
+			s.leave()
+			return false, nil
+		}
+	}
+	return false, s.unexpected("in array, expected ',' or ']'")
+}
+
+// comma reads the comma between two elements of an array in the common
+// case where it follows the element and the next element follows it
+// directly, and reports whether it did; it inlines, so that the hot loops of
+// Parse and AppendCanonical try it before they call NextElem.
+func (s *Scanner) comma() bool {
+	if p := s.pos; s.more && p+1 < len(s.src) && s.src[p] == ',' && s.src[p+1] > ' ' {
+		s.pos = p + 1
+		return true
+	}
+	return false
+}
+
+// NextKey is called inside an object before each member. It reads the
+// member's key and the colon after it and returns the key and true (read
+// the value with Value), or "" and false when the object ends, which it
+// then leaves. When the key repeats an earlier key of the object, the error
+// wraps ErrDuplicateKey and key is the repeated key.
+func (s *Scanner) NextKey() (key string, ok bool, err error) {
+	key, ok, err = s.member()
+	if !ok && err == nil {
+		s.leave()
+	}
+	return key, ok, err
+}
+
+// member is NextKey leaving the object open at its end, so that its keys
+// (objectKeys) can still be read; the caller then calls leave.
+func (s *Scanner) member() (key string, ok bool, err error) {
+	if !s.more {
+		if s.pos < len(s.src) && s.src[s.pos] == '}' {
+			s.pos++
+			return "", false, nil
+		}
+		s.more = true
+	} else {
+		s.space()
+		if s.pos >= len(s.src) {
+			return "", false, s.unexpected("in object, expected ',' or '}'")
+		}
+		switch s.src[s.pos] {
+		case ',':
+			s.pos++
+			s.space()
+		case '}':
+			s.pos++
+			return "", false, nil
+		default:
+			return "", false, s.unexpected("in object, expected ',' or '}'")
+		}
+	}
+	if s.pos >= len(s.src) || s.src[s.pos] != '"' {
+		return "", false, s.unexpected("in object, expected a string key")
+	}
+	keyOff := s.pos
+	if key, err = s.string(); err != nil {
+		return "", false, err
+	}
+	if len(s.keys)-s.keyBase+1 < dupMapAt {
+		for _, k := range s.keys[s.keyBase:] {
+			if k == key {
+				return key, false, s.fail(keyOff, ErrDuplicateKey, "key %s", quote(key))
+			}
+		}
+	} else if s.repeated(key) {
+		return key, false, s.fail(keyOff, ErrDuplicateKey, "key %s", quote(key))
+	}
+	s.pushKey(key)
+	s.space()
+	if s.pos >= len(s.src) || s.src[s.pos] != ':' {
+		return "", false, s.unexpected("in object, expected ':'")
+	}
+	s.pos++
+	s.space()
+	return key, true, nil
+}
+
+// End is called after the top-level value: it reports an error unless only
+// whitespace follows.
+func (s *Scanner) End() error {
+	s.space()
+	if s.pos != len(s.src) {
+		return s.unexpected("after the top-level value")
+	}
+	return nil
+}
+
+// repeated reports whether key was already read in the innermost object,
+// and records it otherwise. NextKey does it itself for the first members.
+func (s *Scanner) repeated(key string) bool {
+	if n := len(s.seen); n > 0 && s.seen[n-1].keyBase == s.keyBase {
+		seen := s.seen[n-1].keys
+		if _, dup := seen[key]; dup {
+			return true
+		}
+		seen[key] = struct{}{}
+		return false
+	}
+	// The dupMapAt-th key.
+	seen := make(map[string]struct{}, 2*dupMapAt)
+	for _, k := range s.keys[s.keyBase:] {
+		if k == key {
+			return true
+		}
+		seen[k] = struct{}{}
+	}
+	seen[key] = struct{}{}
+	s.seen = append(s.seen, seenKeys{s.keyBase, seen})
+	return false
+}
+
+// objectKeys returns the keys of the innermost object read so far, in input
+// order.
+func (s *Scanner) objectKeys() []string { return s.keys[s.keyBase:] }
+
+// pushKey grows the key stack by doubling: the runtime grows large slices
+// by about a quarter, which for hostile input would allocate several times
+// the stack's final size.
+func (s *Scanner) pushKey(key string) {
+	if len(s.keys) == cap(s.keys) {
+		s.keys = append(make([]string, 0, max(2*cap(s.keys), 16)), s.keys...)
+	}
+	s.keys = append(s.keys, key)
+}
+
+// enter opens the array (keyBase < 0) or object (keyBase: the index of its
+// first key) whose '[' or '{' is at s.pos.
+func (s *Scanner) enter(keyBase int) error {
+	if len(s.frames) >= s.maxDepth {
+		return s.fail(s.pos, ErrTooDeep, "nesting deeper than %d", s.maxDepth)
+	}
+	s.frames = append(s.frames, frame{more: s.more, keyBase: s.keyBase})
+	s.more, s.keyBase = false, keyBase
+	s.pos++ // the '[' or '{'
+	s.space()
+	return nil
+}
+
+// leave closes the innermost array or object.
+func (s *Scanner) leave() {
+	if k := s.keyBase; k >= 0 {
+		// The keys past k are cleared by the next reset, not here, which
+		// would cost a runtime call for every object.
+		s.keysHW = max(s.keysHW, len(s.keys))
+		s.keys = s.keys[:k]
+		if n := len(s.seen); n > 0 && s.seen[n-1].keyBase == k {
+			s.seen[n-1].keys = nil
+			s.seen = s.seen[:n-1]
+		}
+	}
+	n := len(s.frames) - 1
+	f := s.frames[n]
+	s.more, s.keyBase = f.more, f.keyBase
+	s.frames = s.frames[:n]
+}
+
+func (s *Scanner) fail(off int, sentinel error, format string, args ...any) *SyntaxError {
+	return &SyntaxError{Offset: off, Detail: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+// unexpected reports the byte at s.pos, or the end of input.
+func (s *Scanner) unexpected(where string) error {
+	if s.pos >= len(s.src) {
+		return s.fail(s.pos, ErrNotJSON, "unexpected end of input")
+	}
+	rest := s.src[s.pos:]
+	c := rest[0]
+	switch {
+	case c >= utf8.RuneSelf:
+		r, size := utf8.DecodeRuneInString(rest)
+		if r == utf8.RuneError && size <= 1 {
+			return s.fail(s.pos, ErrInvalidUTF8, "byte %#02x", c)
+		}
+		return s.fail(s.pos, ErrNotJSON, "unexpected %q %s", r, where)
+	case strings.HasPrefix(rest, "NaN"), strings.HasPrefix(rest, "Infinity"), strings.HasPrefix(rest, "-Infinity"):
+		return s.fail(s.pos, ErrNotJSON, "NaN and Infinity are not JSON numbers")
+	default:
+		return s.fail(s.pos, ErrNotJSON, "unexpected %q %s", c, where)
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+// space advances past whitespace, if any; it inlines, and calls skipSpace
+// only when there is whitespace to skip.
+func (s *Scanner) space() {
+	if s.pos < len(s.src) && s.src[s.pos] <= ' ' {
+		s.skipSpace()
+	}
+}
+
+// skipSpace advances past whitespace. Indented documents have long runs of
+// spaces, which are skipped eight at a time.
+func (s *Scanner) skipSpace() {
+	src, i := s.src, s.pos
+	for i < len(src) {
+		switch src[i] {
+		case ' ':
+			if i+8 <= len(src) {
+				if m := nonZeroBytes(load8(src, i) ^ (lsb * ' ')); m != 0 {
+					i += bits.TrailingZeros64(m) >> 3
+				} else {
+					i += 8
+				}
+				continue
+			}
+			i++
+		case '\n', '\r', '\t':
+			i++
+		default:
+			s.pos = i
+			return
+		}
+	}
+	s.pos = i
+}
+
+func (s *Scanner) literal(word string) error {
+	if !strings.HasPrefix(s.src[s.pos:], word) {
+		return s.unexpected("where a value was expected")
+	}
+	s.pos += len(word)
+	return nil
+}
+
+// plain marks the ASCII bytes that stand for themselves inside a string:
+// everything from 0x20 up except '"' and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// string reads the string starting at s.pos (the opening quote) and returns
+// it decoded. A string without escapes is a substring of the input.
+func (s *Scanner) string() (string, error) {
+	src := s.src
+	s.strOff = s.pos
+	start := s.pos + 1
+	i := start
+	for {
+		if i = skipPlain(src, i); i >= len(src) {
+			break
+		}
+		c := src[i]
+		switch {
+		case c == '"':
+			s.pos = i + 1
+			s.escaped = false
+			return src[start:i], nil
+		case c == '\\':
+			s.escaped = true
+			return s.unescape(start, i)
+		case c < 0x20:
+			return "", s.fail(i, ErrNotJSON, "control character %#02x in string", c)
+		default:
+			r, size := utf8.DecodeRuneInString(src[i:])
+			if r == utf8.RuneError && size == 1 {
+				return "", s.fail(i, ErrInvalidUTF8, "byte %#02x in string", c)
+			}
+			i += size
+		}
+	}
+	return "", s.fail(len(src), ErrNotJSON, "unterminated string")
+}
+
+// unescape decodes the string that starts at start and whose first escape is
+// at i.
+func (s *Scanner) unescape(start, i int) (string, error) {
+	src := s.src
+	buf, off := s.buf[:0], 0
+	if s.internal {
+		buf, off = s.arena, len(s.arena)
+	}
+	buf = append(buf, src[start:i]...)
+	for i < len(src) {
+		c := src[i]
+		switch {
+		case plain[c]:
+			buf = append(buf, c)
+			i++
+		case c == '"':
+			s.pos = i + 1
+			if s.internal {
+				// The arena only grows until the next reset, so earlier
+				// strings keep pointing at bytes that do not change.
+				s.arena = buf
+				return unsafe.String(&buf[off], len(buf)-off), nil
+			}
+			s.buf = buf
+			return string(buf), nil
+		case c == '\\':
+			if i+1 >= len(src) {
+				return "", s.fail(len(src), ErrNotJSON, "unterminated string")
+			}
+			switch e := src[i+1]; e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, ok := hex4(src, i+2)
+				if !ok {
+					return "", s.fail(i, ErrNotJSON, "invalid \\u escape")
+				}
+				if utf16.IsSurrogate(r) {
+					var lo rune
+					if r < 0xDC00 && i+12 <= len(src) && src[i+6] == '\\' && src[i+7] == 'u' {
+						lo, ok = hex4(src, i+8)
+					}
+					if !ok || lo < 0xDC00 || lo > 0xDFFF {
+						return "", s.fail(i, ErrInvalidUTF8, "lone surrogate %s", src[i:i+6])
+					}
+					r = utf16.DecodeRune(r, lo)
+					i += 6
+				}
+				buf = utf8.AppendRune(buf, r)
+				i += 6
+				continue
+			default:
+				return "", s.fail(i, ErrNotJSON, "invalid escape %q", src[i:i+2])
+			}
+			i += 2
+		case c < 0x20:
+			return "", s.fail(i, ErrNotJSON, "control character %#02x in string", c)
+		default:
+			r, size := utf8.DecodeRuneInString(src[i:])
+			if r == utf8.RuneError && size == 1 {
+				return "", s.fail(i, ErrInvalidUTF8, "byte %#02x in string", c)
+			}
+			buf = append(buf, src[i:i+size]...)
+			i += size
+		}
+	}
+	return "", s.fail(len(src), ErrNotJSON, "unterminated string")
+}
+
+// hex4 decodes the four hex digits at s[i:i+4].
+func hex4(s string, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[i : i+4]) {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// number reads the number at s.pos and returns its literal.
+func (s *Scanner) number() (string, error) {
+	end, detail := scanNumber(s.src, s.pos)
+	if detail != "" {
+		return "", s.fail(end, ErrNotJSON, "%s", detail)
+	}
+	lit := s.src[s.pos:end]
+	s.pos = end
+	return lit, nil
+}
+
+// scanNumber matches the RFC 8259 number grammar at s[i:]
+//
+//	number = [ "-" ] ( "0" / digit1-9 *DIGIT ) [ "." 1*DIGIT ] [ ( "e" / "E" ) [ "-" / "+" ] 1*DIGIT ]
+//
+// and returns where it ends, or where it fails and why.
+func scanNumber(s string, i int) (end int, detail string) {
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(s):
+		return i, "unexpected end of number"
+	case s[i] == '0':
+		i++
+		if i < len(s) && isDigit(s[i]) {
+			return i, "leading zero in number"
+		}
+	case isDigit(s[i]):
+		i = digits(s, i)
+	case strings.HasPrefix(s[i:], "Infinity"):
+		return i, "NaN and Infinity are not JSON numbers"
+	default:
+		return i, "invalid number"
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if i >= len(s) || !isDigit(s[i]) {
+			return i, "no digit after decimal point"
+		}
+		i = digits(s, i)
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i >= len(s) || !isDigit(s[i]) {
+			return i, "no digit in exponent"
+		}
+		i = digits(s, i)
+	}
+	return i, ""
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func digits(s string, i int) int {
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	return i
+}
