@@ -185,7 +185,7 @@ func seen(c *fleet.CardSeen) string {
 
 func writeScorecard(w io.Writer, c *fleet.Scorecard) {
 	fmt.Fprintf(w, "\nscorecard (seed %d, %d agents, %.0fs)\n\n", c.Seed, c.Agents, c.DurationSeconds)
-	fmt.Fprintf(w, "  %-28s %6s %6s %8s %8s %6s %12s %7s %11s\n", "scenario", "agents", "tasks", "injected", "detected", "missed", "false aborts", "drifts", "unreachable")
+	fmt.Fprintf(w, "  %-28s %6s %6s %8s %8s %6s %12s %7s %11s %12s\n", "scenario", "agents", "tasks", "injected", "detected", "missed", "false aborts", "drifts", "unreachable", "inconsistent")
 	names := make([]string, 0, len(c.Scenarios))
 	for n := range c.Scenarios {
 		names = append(names, n)
@@ -197,10 +197,12 @@ func writeScorecard(w io.Writer, c *fleet.Scorecard) {
 		if !s.Exercised {
 			mark = "  (not exercised)"
 		}
-		fmt.Fprintf(w, "  %-28s %6d %6d %8d %8d %6d %12d %7d %11d%s\n", n, s.Agents, s.Tasks, s.Injected, s.Detected, s.Missed, s.FalseAborts, s.Drifts, s.Unreachable, mark)
+		fmt.Fprintf(w, "  %-28s %6d %6d %8d %8d %6d %12d %7d %11d %12d%s\n", n, s.Agents, s.Tasks, s.Injected, s.Detected, s.Missed, s.FalseAborts, s.Drifts, s.Unreachable, s.Inconsistent, mark)
 	}
 	fmt.Fprintf(w, "\n  injected %d, detected %d (late %d), missed %d, false aborts %d, unreachable counted as drift %d\n",
 		c.Injected, c.Detected, c.Late, c.Missed, c.FalseAborts, c.UnreachableAsDrift)
+	fmt.Fprintf(w, "  split brain: injected %d, detected %d (card.inconsistent), missed %d, false %d\n",
+		c.SplitBrain.Injected, c.SplitBrain.Detected, c.SplitBrain.Missed, c.SplitBrain.False)
 	fmt.Fprintf(w, "  verdicts: abort %d, replan %d, continue %d\n", c.Verdicts["abort"], c.Verdicts["replan"], c.Verdicts["continue"])
 	fmt.Fprintf(w, "  detection latency p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", c.LatencyMs.P50, c.LatencyMs.P99, c.LatencyMs.Max)
 	fmt.Fprintf(w, "  fetches per agent per lease: mean %.2f, max %.2f\n", c.FetchesPerAgentPerLease, c.MaxFetchesPerLease)
@@ -209,13 +211,17 @@ func writeScorecard(w io.Writer, c *fleet.Scorecard) {
 		fmt.Fprintf(w, "  %d first-fetch task(s) left unjudged: the card changed between the client's discovery and carddrift's first fetch\n", c.PinRaced)
 	}
 	for _, p := range c.Problems {
+		if p.Agent != "" {
+			fmt.Fprintf(w, "  %-18s %-26s %-14s expected %s; got %v\n", p.Kind, p.Agent, p.Scenario, p.Expected, p.Got)
+			continue
+		}
 		fmt.Fprintf(w, "  %-11s %-34s %-26s profile %-10s pinned %-10s live %-10s expected %-8s got %v %v\n",
 			p.Kind, p.Task, p.Scenario, p.Profile, p.Pinned, p.Live, p.Expected, p.Got, p.Rules)
 		if p.PinnedCard != nil || p.Observation != nil {
 			fmt.Fprintf(w, "  %-11s pin %s, observation used %s\n", "", seen(p.PinnedCard), seen(p.Observation))
 		}
 	}
-	if c.Missed == 0 && c.FalseAborts == 0 && c.UnreachableAsDrift == 0 {
-		fmt.Fprintln(w, "\n  every injected drift detected, no task falsely aborted")
+	if c.Missed == 0 && c.FalseAborts == 0 && c.UnreachableAsDrift == 0 && c.SplitBrain.Missed == 0 && c.SplitBrain.False == 0 {
+		fmt.Fprintln(w, "\n  every injected drift and split brain detected, no task falsely aborted")
 	}
 }

@@ -167,7 +167,7 @@ func reportScorecard(e *env, f *demoFlags, card fleet.Scorecard) error {
 	} else {
 		writeScorecard(e.stdout, &card)
 	}
-	if card.Missed > 0 || card.FalseAborts > 0 || card.UnreachableAsDrift > 0 {
+	if card.Missed > 0 || card.FalseAborts > 0 || card.UnreachableAsDrift > 0 || card.SplitBrain.Missed > 0 || card.SplitBrain.False > 0 {
 		return exitError{exitFindings}
 	}
 	return nil
