@@ -61,6 +61,10 @@ type Observation struct {
 	// replicas-disagree finding.
 	Replicas []string
 	Window   time.Duration
+	// Seen are the digests the agent served within the consistency window,
+	// with when each was first and last seen (from the shared lease):
+	// Recheck uses them to tell a stale observation from a newer one.
+	Seen []Sighting
 }
 
 // card returns the live card with its verified signatures (Card is shared
@@ -72,6 +76,12 @@ func (o Observation) card() *detector.Card {
 	c := *o.Card
 	c.Signatures = o.Signatures
 	return &c
+}
+
+// Sighting is one digest an agent served, first and last seen.
+type Sighting struct {
+	Digest              string
+	FirstSeen, LastSeen time.Time
 }
 
 // Failure is a fetch that failed: Reason is one of the fetcher's reasons.
@@ -233,11 +243,30 @@ func (t *Transition) Recheck(obs Observation) (bool, string) {
 	if t.rechecked || t.pin.Pending() || obs.Digest == t.pin.Digest || obs.Digest == t.pin.LiveDigest {
 		return false, ""
 	}
-	if obs.VerifiedAt.Before(t.pin.PinnedAt) {
+	if obs.VerifiedAt.Before(t.pin.PinnedAt) && !replaced(obs, t.pin.Digest) {
 		t.rechecked = true
 		return true, "the observation was verified before the task was pinned"
 	}
 	return false, ""
+}
+
+// replaced reports that carddrift saw the pinned card live and then the
+// observed one replace it (the pinned digest last seen no later than the
+// observed digest was first seen): the observation is newer than the pinned
+// card whenever the client pinned it, so it can judge the pin without
+// another fetch. A pinned card carddrift never saw (within the window) is
+// not known to be replaced.
+func replaced(obs Observation, pinned string) bool {
+	var p, l *Sighting
+	for i := range obs.Seen {
+		switch obs.Seen[i].Digest {
+		case pinned:
+			p = &obs.Seen[i]
+		case obs.Digest:
+			l = &obs.Seen[i]
+		}
+	}
+	return p != nil && l != nil && !p.LastSeen.After(l.FirstSeen)
 }
 
 // Judge evaluates the live observation against the pin: a pending pin is

@@ -242,6 +242,26 @@ func TestRecheck(t *testing.T) {
 	if again, _ := tr.Recheck(newCard.obs(t0.Add(-time.Hour))); again {
 		t.Fatalf("Recheck(the pinned card itself) = true")
 	}
+	// A task pinned on the old card after carddrift saw the old card
+	// replaced by the new one: the observation is newer than the pinned
+	// card, whenever the client pinned it — no extra fetch.
+	oldPin := pinOn(oldCard, detector.Requirements{SkillID: "summarize"})
+	tr2 := Begin(request("message/stream", 1), Meta{Time: t0.Add(time.Second)}, oldPin, oldCard.c)
+	seenNew := newCard.obs(t0.Add(-time.Second))
+	seenNew.Seen = []Sighting{
+		{Digest: oldCard.digest, FirstSeen: t0.Add(-time.Hour), LastSeen: t0.Add(-2 * time.Second)},
+		{Digest: newCard.digest, FirstSeen: t0.Add(-2 * time.Second), LastSeen: t0.Add(-time.Second)},
+	}
+	if again, _ := tr2.Recheck(seenNew); again {
+		t.Fatalf("Recheck = true although carddrift saw the pinned card replaced by the observed one")
+	}
+	// ...but if the pinned card came back after the observed one, it may be
+	// live again: recheck.
+	seenNew.Seen[0].LastSeen = t0.Add(-500 * time.Millisecond)
+	if again, _ := tr2.Recheck(seenNew); !again {
+		t.Fatalf("Recheck = false although the pinned card was seen after the observed one")
+	}
+
 	// After the recheck the fresh observation shows the new card: no drift.
 	r := tr.Judge(newCard.obs(t0.Add(2 * time.Second)))
 	if r.Outcome != OutcomeUnchanged || len(r.Publish) != 0 {

@@ -321,7 +321,11 @@ func (w *Worker) observation(o fetcher.Observation) task.Observation {
 		CardURL: o.CardURL, Digest: o.Digest, Fingerprint: o.Fingerprint, ETag: o.ETag,
 		Card: o.Card, FetchedAt: o.FetchedAt, VerifiedAt: o.VerifiedAt, Signatures: o.Signatures,
 	}
-	if now := w.opts.Now(); o.Replicas.Disagree(now, o.Window) {
+	now := w.opts.Now()
+	for _, s := range o.Replicas.Window(now, o.Window) {
+		to.Seen = append(to.Seen, task.Sighting{Digest: s.Digest, FirstSeen: s.FirstSeen, LastSeen: s.LastSeen})
+	}
+	if o.Replicas.Disagree(now, o.Window) {
 		for _, s := range o.Replicas.Window(now, o.Window) {
 			to.Replicas = append(to.Replicas, s.Digest)
 		}
