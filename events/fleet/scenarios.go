@@ -165,6 +165,11 @@ var scenarios = []Scenario{
 			row(LabelBase, "reworded", "other", OutcomeContinue, detector.RuleDescriptiveTextChanged),
 		},
 		build: buildDescriptionOnly,
+		// Behind an ETag derived from the version, a text change that keeps
+		// the version shows only at the next periodic full fetch, which a
+		// short run may not reach; modes-without-version-bump covers that
+		// case.
+		prefers: func(a *Agent) bool { return a.Caching() != CacheVersion },
 	},
 	{
 		Name:        Flapping,
@@ -491,8 +496,11 @@ func buildRollingDeploy(b *builder) error {
 }
 
 // buildSplitBrain serves the base card (streaming on) and, from a quarter
-// of the run to about 90% of it, the base and a stale card (streaming off,
-// its description from before) from two replicas in turn.
+// of the run to about 90% of it, the base and a stale card (the previous
+// release: its version, streaming off) from two replicas in turn. The
+// versions differ, as a stale pod's does: behind an ETag derived from the
+// version, two cards of one version answer each other's If-None-Match with
+// 304, and only the periodic full fetch could tell them apart.
 func buildSplitBrain(b *builder) error {
 	b.base.ensureSkills(2)
 	b.pick()
@@ -500,6 +508,7 @@ func buildSplitBrain(b *builder) error {
 	stale := b.base.clone()
 	stale.setCapability("streaming", false)
 	stale.setDescription(strings.TrimSpace(strMember(&stale.v, "description")+" (previous release)"), "", "")
+	b.base.bumpVersion()
 	b.card(LabelBase, b.base)
 	b.card("stale", stale)
 	t1 := b.at(0.25, 0.35)

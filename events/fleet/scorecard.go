@@ -357,6 +357,12 @@ func splitBrains(in ScoreInput, actual map[string]*Assignment, got map[string]in
 		if length < SplitVisible*lease || transitions < SplitVisible {
 			continue
 		}
+		// Behind an ETag derived from the version, replicas of one version
+		// answer each other's If-None-Match with 304: only the periodic
+		// full fetch could tell them apart.
+		if reps := as.LiveAt(at); as.Agent != nil && as.Agent.Caching() == CacheVersion && len(reps) > 1 && sameVersion(as, reps[0], reps[1]) {
+			continue
+		}
 		sb.Injected++
 		if got[as.AgentURL] > 0 {
 			sb.Detected++
