@@ -1,7 +1,8 @@
 // Package worker is the carddrift worker: it consumes task-lifecycle
 // CloudEvents from JetStream, joins each with the task's pin, fetches the live
 // card on capability-dependent transitions, judges what changed for that task,
-// and publishes card.drift, card.pinned, card.observed and card.unreachable.
+// and publishes card.drift, card.pinned, card.observed, card.unreachable and
+// card.inconsistent.
 //
 // # Per event
 //
@@ -42,6 +43,18 @@
 // signature-added, signature-removed, signature-invalid and signer-changed.
 // With RequireSignedCards a live card none of whose signatures verifies is
 // a breaking signature-required finding for every task that observes it.
+//
+// Split brain: every fetch (200 or 304), by any worker, puts the live
+// digest in the agent's lease window (store.Replicas, over the fetcher's
+// ConsistencyWindow). When the live card alternates between cards within it
+// (A→B→A→B: replicas behind one URL serve different cards at once), the
+// first worker to observe the episode publishes card.inconsistent with the
+// digests and their counts, once per episode (its Nats-Msg-Id is the card
+// URL and the episode's start, and the lease records it was published), and
+// while the episode lasts every card.drift of a task on the agent carries a
+// replicas-disagree finding (a warning: it names the cause, the verdict is
+// the cards'). A rolling deploy (A→B, never back) and a single change and
+// its revert are not split brain.
 //
 // A transition for a task that has no pin waits for its submission: it is
 // NAKed and redelivered for a grace period (twice AckWait plus PinnedTTL after
