@@ -36,8 +36,10 @@
 // Scenarios is the scenario library: pinning-rotation (the pinning
 // write-up), modes-without-version-bump (the fingerprint write-up),
 // security-scheme-swap, protocol-version-change, interface-move,
-// skill-removed, skill-renamed, description-only, flapping, rolling-deploy
-// and agent-down. Each is data: task profiles (a detector.Requirements each,
+// skill-removed, skill-renamed, description-only, flapping, rolling-deploy,
+// agent-down and split-brain (two replicas behind one URL serving different
+// cards at once, which carddrift must report as card.inconsistent; the
+// scorecard judges it, Scorecard.SplitBrain). Each is data: task profiles (a detector.Requirements each,
 // posture included), a verdict table of Expectations — for a task of a
 // profile planned against one card version and meeting another: the outcome
 // (abort, replan, continue; none for no card.drift; unreachable) and rule
