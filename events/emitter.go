@@ -34,8 +34,32 @@ func NewEmitter(js jetstream.Publisher, source string, opts ...Option) (*Emitter
 }
 
 func (e *Emitter) emit(ctx context.Context, d Data) error {
-	_, err := e.p.Publish(ctx, Event{Data: d})
+	_, err := e.p.Publish(ctx, Event{Data: d, Extensions: TraceContext(ctx)})
 	return err
+}
+
+type traceKey struct{}
+
+// WithTraceContext returns ctx carrying a W3C trace context: the events an
+// Emitter publishes with it carry traceparent (and tracestate, when not
+// empty) as CloudEvents extensions, and carddrift copies them onto every
+// event it publishes in consequence. An empty traceparent returns ctx.
+func WithTraceContext(ctx context.Context, traceparent, tracestate string) context.Context {
+	if traceparent == "" {
+		return ctx
+	}
+	ext := map[string]string{ExtTraceParent: traceparent}
+	if tracestate != "" {
+		ext[ExtTraceState] = tracestate
+	}
+	return context.WithValue(ctx, traceKey{}, ext)
+}
+
+// TraceContext returns the trace context extensions WithTraceContext put in
+// ctx (nil when none). The map must not be modified.
+func TraceContext(ctx context.Context) map[string]string {
+	ext, _ := ctx.Value(traceKey{}).(map[string]string)
+	return ext
 }
 
 // Submitted publishes a2a.task.submitted: the task was planned against a

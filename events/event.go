@@ -56,6 +56,17 @@ type Event struct {
 	Extensions map[string]string
 }
 
+// The CloudEvents distributed-tracing extension: the W3C trace context of
+// the operation an event belongs to. carddrift copies both from a lifecycle
+// event onto every event its handling publishes (card.drift, card.pinned,
+// card.unreachable, card.inconsistent), in binary mode (ce-traceparent,
+// ce-tracestate headers) and structured mode alike, so that a planner's
+// trace runs from the client's request through carddrift's verdict.
+const (
+	ExtTraceParent = "traceparent"
+	ExtTraceState  = "tracestate"
+)
+
 // TaskID returns the task id of the event's data ("" for agent-level events
 // or no data).
 func (e Event) TaskID() string {

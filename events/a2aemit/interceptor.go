@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -378,8 +379,20 @@ func (ic *Interceptor) agentURL(baseURL string) string {
 
 // emitCtx keeps the call's values but not its cancellation: an event about a
 // call that was canceled is still worth publishing. The Emitter's timeout
-// bounds it.
-func emitCtx(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+// bounds it. When the call runs inside an OpenTelemetry span, its W3C trace
+// context goes with the events (CloudEvents traceparent/tracestate), and
+// carddrift carries it on to the verdicts they cause.
+func emitCtx(ctx context.Context) context.Context {
+	ctx = context.WithoutCancel(ctx)
+	if events.TraceContext(ctx) != nil {
+		return ctx // the caller set it explicitly
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		tp := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+		ctx = events.WithTraceContext(ctx, tp, sc.TraceState().String())
+	}
+	return ctx
+}
 
 // inspect returns the task id, status and artifacts a response payload
 // shows.

@@ -258,6 +258,7 @@ func (w *Worker) meta(ev events.Event, dl delivery) task.Meta {
 // the pinned body, observes the live card when the core asks, and carries out
 // the core's Result.
 func (w *Worker) handle(ctx context.Context, ev events.Event, dl delivery) (string, error) {
+	ctx = withTrace(ctx, ev)
 	switch d := ev.Data.(type) {
 	case events.Submitted:
 		return w.submitted(ctx, ev, d, dl)

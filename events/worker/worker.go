@@ -249,9 +249,17 @@ func (w *Worker) onFetch(obs fetcher.Observation, err error) {
 	}, "")
 }
 
-// publish publishes one outbound event and counts it.
+// withTrace returns ctx carrying ev's W3C trace context (the CloudEvents
+// distributed-tracing extension: traceparent and tracestate), so that every
+// event its handling publishes continues the client's trace.
+func withTrace(ctx context.Context, ev events.Event) context.Context {
+	return events.WithTraceContext(ctx, ev.Extensions[events.ExtTraceParent], ev.Extensions[events.ExtTraceState])
+}
+
+// publish publishes one outbound event, with the trace context of the
+// lifecycle event that caused it (withTrace), and counts it.
 func (w *Worker) publish(ctx context.Context, d events.Data, subject string) error {
-	dup, err := w.pub.Publish(ctx, events.Event{Data: d, Subject: subject})
+	dup, err := w.pub.Publish(ctx, events.Event{Data: d, Subject: subject, Extensions: events.TraceContext(ctx)})
 	switch {
 	case err != nil:
 		w.m.published(d.EventType(), "error")
