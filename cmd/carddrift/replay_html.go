@@ -1,10 +1,12 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
-	"html"
+	"html/template"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,85 +15,24 @@ import (
 	"github.com/carddrift/carddrift/events/replay"
 )
 
-// The HTML page is one self-contained document — inline CSS, SVG and a few
-// lines of JavaScript, no external asset — and XHTML-compatible (every
-// element closed, attributes quoted, only XML's predefined entities), so an
-// XML parser reads it as well as a browser does. The script uses neither '<'
-// nor '&', so it needs no escaping either way.
+// The HTML pages are html/template templates (replay.html.tmpl, which also
+// says what the documents are made of); this file works out what they
+// show: the colours, the geometry of the timelines and the words of the
+// tooltips. html/template escapes every value for where it stands.
 
-const replayCSS = `
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
-header{background:#1d2330;color:#fff;padding:14px 24px}
-header h1{margin:0 0 4px;font-size:20px}
-header p{margin:2px 0;color:#c9d1e0}
-.tools{margin-top:8px}
-.tools input{padding:4px 8px;width:260px;border-radius:4px;border:0}
-.tools button{margin-left:6px;padding:4px 10px;border-radius:4px;border:0;cursor:pointer}
-.legend{display:inline-block;margin-left:18px;color:#c9d1e0}
-.legend svg{vertical-align:middle}
-main{padding:12px 24px}
-section.agent{background:#fff;border:1px solid #dde2ea;border-radius:6px;margin:0 0 18px;padding:10px 14px}
-section.agent h2{font-size:16px;margin:4px 0 8px;word-break:break-all}
-svg.timeline{width:100%;height:auto;display:block;background:#fbfcfd;border:1px solid #eef0f4}
-svg text{font:11px system-ui,sans-serif;fill:#38414f}
-svg .axis{stroke:#c3c9d3;stroke-width:1}
-svg .span{stroke:#9aa3b2;stroke-width:1.5}
-svg .tick{stroke:#56606f;stroke-width:1.2}
-svg .band{stroke:#fff;stroke-width:.5}
-svg .mark{cursor:pointer}
-svg .mark:hover{opacity:.75}
-.swatch{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-2px;margin-right:4px;border:1px solid #0002}
-.cards{margin:8px 0;font-size:12px;color:#4a5363}
-.cards span{margin-right:14px;white-space:nowrap}
-details{margin:6px 0;border-left:3px solid #dde2ea;padding-left:10px}
-details summary{cursor:pointer}
-details.abort{border-left-color:#d62728}
-details.replan{border-left-color:#ff7f0e}
-details.continue{border-left-color:#2ca02c}
-table{border-collapse:collapse;font-size:12px;margin:6px 0}
-td:first-child{white-space:nowrap}
-td,th{padding:2px 8px;border-bottom:1px solid #eef0f4;text-align:left;vertical-align:top}
-th{color:#5b6474;font-weight:600}
-code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
-.sev-breaking{color:#b3151f;font-weight:600}
-.sev-warning{color:#a85b00}
-.sev-info{color:#5b6474}
-dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px;margin:6px 0}
-dt{color:#5b6474}
-dd{margin:0}
-.empty{color:#5b6474;font-style:italic}
-`
+//go:embed replay.html.tmpl
+var replayTemplateText string
 
-const replayJS = `
-(function () {
-  var q = document.getElementById('filter');
-  if (q) {
-    q.addEventListener('input', function () {
-      var v = q.value.toLowerCase();
-      document.querySelectorAll('[data-search]').forEach(function (el) {
-        el.style.display = el.getAttribute('data-search').indexOf(v) === -1 ? 'none' : '';
-      });
-    });
-  }
-  function all(open) {
-    document.querySelectorAll('details').forEach(function (d) { d.open = open; });
-  }
-  var ex = document.getElementById('expand');
-  if (ex) { ex.addEventListener('click', function () { all(true); }); }
-  var co = document.getElementById('collapse');
-  if (co) { co.addEventListener('click', function () { all(false); }); }
-  document.querySelectorAll('[data-target]').forEach(function (m) {
-    m.addEventListener('click', function () {
-      var d = document.getElementById(m.getAttribute('data-target'));
-      if (!d) { return; }
-      for (var p = d; p; p = p.parentElement) {
-        if (p.tagName === 'DETAILS') { p.open = true; }
-      }
-      d.scrollIntoView({behavior: 'smooth', block: 'center'});
-    });
-  });
-})();
-`
+// replayCSS and replayJS are the style and the script of the replay pages
+// (and of the fleet page, fleet_html.go).
+var (
+	//go:embed replay.css
+	replayCSS string
+	//go:embed replay.js
+	replayJS string
+)
+
+var replayTemplate = template.Must(template.New("replay").Parse(replayTemplateText))
 
 // Colours of verdict actions and unreachable fetches.
 var actionColor = map[detector.Action]string{
@@ -100,8 +41,6 @@ var actionColor = map[detector.Action]string{
 
 const unreachableColor = "#7f7f7f"
 
-func esc(s string) string { return html.EscapeString(s) }
-
 // palette colours card versions in order of first sight within a section,
 // so that consecutive versions of one agent never look alike.
 var palette = []string{
@@ -109,81 +48,214 @@ var palette = []string{
 	"#f9c74f", "#43aa8b", "#e76f51", "#a3c4f3", "#cdb4db",
 }
 
-// page accumulates the document.
-type page struct {
-	b      strings.Builder
-	colors map[string]string // digest → colour, per section
+// Geometry of a timeline SVG.
+const (
+	svgW   = 1200
+	labelW = 190
+	padR   = 16
+	axisH  = 26
+	laneH  = 26
+)
+
+// coord is an SVG x coordinate, written with one decimal.
+type coord float64
+
+func (c coord) String() string { return strconv.FormatFloat(float64(c), 'f', 1, 64) }
+
+type scale struct{ t0, t1 time.Time }
+
+func (s scale) x(t time.Time) coord {
+	span := s.t1.Sub(s.t0)
+	if span <= 0 {
+		return labelW
+	}
+	return coord(labelW + float64(t.Sub(s.t0))/float64(span)*float64(svgW-labelW-padR))
 }
 
-// resetColors starts a section's colours: digests in order of first sight.
-func (p *page) resetColors(digests []string) {
-	p.colors = map[string]string{}
+// The values the templates show.
+type (
+	// pageView is a whole page: a timeline or a card history.
+	pageView struct {
+		CSS             template.CSS
+		JS              template.JS
+		Title, Subtitle string
+		// Legend, on timeline pages, is the marks of the verdict actions.
+		Legend           []legendMark
+		UnreachableColor string
+		Timeline         *timelineView
+		Cards            *cardsView
+	}
+	legendMark struct{ Action, Color string }
+
+	timelineView struct {
+		Empty  bool
+		Index  []indexRow // nil for one agent
+		Agents []sectionView
+	}
+	indexRow struct {
+		Anchor, URL, Search string
+		Tasks, Versions     int
+		Counts              [4]int // abort, replan, continue, unreachable
+	}
+	sectionView struct {
+		Anchor, URL, Search string
+		Versions            []swatchView
+		SVG                 svgView
+		Tasks               []taskView
+	}
+	swatchView struct{ Digest, Short, Color string }
+
+	svgView struct {
+		W, H  int
+		Axis  axisView
+		Ticks []tickView
+		Lanes []laneView
+	}
+	axisView struct{ X1, X2, Y int }
+	tickView struct {
+		X             coord
+		Y1, Y2, TextY int
+		Anchor, Text  string
+	}
+	laneView struct {
+		Search   string // a task lane's; "" for the live card
+		Label    labelView
+		Span     *spanView
+		Bands    []bandView
+		Marks    []markView // lifecycle ticks and unreachable crosses, in order
+		Verdicts []verdictMark
+	}
+	labelView struct {
+		Y           int
+		Title, Text string
+	}
+	spanView struct {
+		X1, X2 coord
+		Y      int
+	}
+	bandView struct {
+		X, W                  coord
+		Y, H                  int
+		Color, Opacity, Title string
+	}
+	// markView is a lifecycle tick (Target, X, Y1, Y2) or, with Cross set,
+	// an unreachable cross (Path, Color).
+	markView struct {
+		Cross         bool
+		Target, Title string
+		X             coord
+		Y1, Y2        int
+		Path, Color   string
+	}
+	verdictMark struct{ Target, Title, Points, Color string }
+
+	taskView struct {
+		Anchor, Class, Search, Task, Summary string
+		Story                                *storyView
+		Entries                              []entryRow
+		Verdicts                             []verdictView
+	}
+	storyView struct {
+		Planned                  *plannedView
+		PlannedAgainst, LiveThen digestView
+		Moment                   *momentView
+		Abort, Replan, Continue  int
+		State                    string
+		Change                   *changeView
+	}
+	plannedView struct {
+		SkillID, Posture            string
+		Idempotent, Streaming, Push bool
+	}
+	momentView  struct{ Time, Type, What string }
+	entryRow    struct{ Time, Kind, Type, Digests, Detail string }
+	verdictView struct {
+		Anchor, Action, Upper, Time, Reason string
+		Pinned, Live                        digestView
+		TriggerType, TriggerID              string
+		Findings                            []findingView
+	}
+	// digestView is a card digest with its colour; Digest "" is unknown.
+	digestView struct{ Digest, Color, Note string }
+	// changeView is what changed between two card versions: Missing (the
+	// digests whose body was never stored) or Error, else Findings.
+	changeView struct {
+		Missing, Error string
+		Findings       []findingView
+	}
+	findingView struct{ Severity, Rule, Path, Message string }
+
+	cardsView struct {
+		AgentURL   string
+		SVG        svgView
+		TextY      int
+		From, To   string
+		Rows       []cardRow
+		Changelogs []changelogView
+	}
+	cardRow struct {
+		N                       int
+		Digest                  digestView
+		Version                 string
+		FirstSeen, LastSeen     string
+		Observed, Pinned, Drift int
+	}
+	changelogView struct {
+		From, To int
+		Change   *changeView
+	}
+)
+
+func writePage(w io.Writer, p *pageView) error {
+	p.CSS, p.JS = template.CSS(replayCSS), template.JS(replayJS)
+	return replayTemplate.ExecuteTemplate(w, "page", p)
+}
+
+// colors assigns palette colours to card versions in order of first sight.
+type colors map[string]string
+
+func newColors(digests []string) colors {
+	c := colors{}
 	for _, d := range digests {
-		p.color(d)
+		c.of(d)
 	}
-}
-
-// color returns the colour of a card version in the current section.
-func (p *page) color(d string) string {
-	if c, ok := p.colors[d]; ok {
-		return c
-	}
-	if p.colors == nil {
-		p.colors = map[string]string{}
-	}
-	c := palette[len(p.colors)%len(palette)]
-	p.colors[d] = c
 	return c
 }
 
-func (p *page) f(format string, args ...any) { fmt.Fprintf(&p.b, format, args...) }
-func (p *page) s(s string)                   { p.b.WriteString(s) }
-
-func (p *page) open(title, subtitle string, tools bool) {
-	p.s("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
-	p.s("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n")
-	p.f("<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<header>\n<h1>%s</h1>\n<p>%s</p>\n", esc(title), replayCSS, esc(title), esc(subtitle))
-	if tools {
-		p.s(`<div class="tools"><input id="filter" type="search" placeholder="filter by task or agent"/>`)
-		p.s(`<button id="expand" type="button">expand all</button><button id="collapse" type="button">collapse all</button>`)
-		p.s(`<span class="legend">`)
-		for _, a := range []detector.Action{detector.Abort, detector.Replan, detector.Continue} {
-			p.f(`<svg width="14" height="14" viewBox="0 0 14 14"><polygon points="7,1 13,7 7,13 1,7" fill="%s"/></svg> %s `, actionColor[a], a)
-		}
-		p.f(`<svg width="14" height="14" viewBox="0 0 14 14"><path d="M2,2 L12,12 M12,2 L2,12" stroke="%s" stroke-width="2.5"/></svg> unreachable `, unreachableColor)
-		p.s(`<svg width="14" height="14" viewBox="0 0 14 14"><line x1="7" y1="1" x2="7" y2="13" stroke="#56606f" stroke-width="1.5"/></svg> lifecycle event; bands: card versions (pinned per task, live per agent)</span></div>`)
+func (c colors) of(d string) string {
+	if col, ok := c[d]; ok {
+		return col
 	}
-	p.s("</header>\n<main>\n")
+	col := palette[len(c)%len(palette)]
+	c[d] = col
+	return col
 }
 
-func (p *page) close() {
-	p.f("</main>\n<script>%s</script>\n</body>\n</html>\n", replayJS)
+func (c colors) digest(d, note string) digestView {
+	if d == "" {
+		return digestView{}
+	}
+	return digestView{Digest: d, Color: c.of(d), Note: note}
 }
 
-// findingsTable renders findings as a table.
-func (p *page) findingsTable(fs []detector.Finding) {
-	if len(fs) == 0 {
-		p.s(`<p class="empty">no findings</p>`)
-		return
+func findingViews(fs []detector.Finding) []findingView {
+	out := make([]findingView, len(fs))
+	for i, f := range fs {
+		out[i] = findingView{Severity: f.Severity.String(), Rule: f.Rule, Path: orDash(f.Path), Message: f.Message}
 	}
-	p.s("<table><tr><th>severity</th><th>rule</th><th>path</th><th>message</th></tr>")
-	for _, f := range fs {
-		p.f(`<tr><td class="sev-%s">%s</td><td><code>%s</code></td><td><code>%s</code></td><td>%s</td></tr>`,
-			f.Severity, f.Severity, esc(f.Rule), esc(orDash(f.Path)), esc(f.Message))
-	}
-	p.s("</table>\n")
+	return out
 }
 
-func (p *page) change(c *replay.Change) {
+func changeOf(c *replay.Change) *changeView {
 	switch {
 	case c == nil:
+		return nil
 	case len(c.Missing) > 0:
-		p.f(`<p class="empty">no diff: carddrift never stored the body of %s</p>`, esc(strings.Join(c.Missing, ", ")))
+		return &changeView{Missing: strings.Join(c.Missing, ", ")}
 	case c.Error != "":
-		p.f(`<p class="empty">no diff: %s</p>`, esc(c.Error))
-	default:
-		p.findingsTable(c.Findings)
+		return &changeView{Error: c.Error}
 	}
+	return &changeView{Findings: findingViews(c.Findings)}
 }
 
 // findingsTitle renders findings for a tooltip.
@@ -242,34 +314,14 @@ func groupByAgent(tl *replay.Timeline) []*agentGroup {
 	return groups
 }
 
-// Geometry of a timeline SVG.
-const (
-	svgW   = 1200
-	labelW = 190
-	padR   = 16
-	axisH  = 26
-	laneH  = 26
-)
-
-type scale struct{ t0, t1 time.Time }
-
-func (s scale) x(t time.Time) float64 {
-	span := s.t1.Sub(s.t0)
-	if span <= 0 {
-		return labelW
-	}
-	return labelW + float64(t.Sub(s.t0))/float64(span)*float64(svgW-labelW-padR)
-}
-
 func writeTimelineHTML(w io.Writer, tl *replay.Timeline) error {
-	var p page
 	sub := fmt.Sprintf("%s — %d entries, %d task(s), %d agent(s)", describeQuery(tl.Query), len(tl.Entries), len(tl.Tasks()), len(tl.Agents()))
 	if n := len(tl.Entries); n > 0 {
 		sub += fmt.Sprintf("; %s to %s (UTC)", fmtTime(tl.Entries[0].Time), fmtTime(tl.Entries[n-1].Time))
 	}
-	p.open("carddrift replay", sub, true)
-	if len(tl.Entries) == 0 {
-		p.s(`<p class="empty">The history holds nothing for this query.</p>`)
+	p := &pageView{Title: "carddrift replay", Subtitle: sub, UnreachableColor: unreachableColor, Timeline: &timelineView{Empty: len(tl.Entries) == 0}}
+	for _, a := range []detector.Action{detector.Abort, detector.Replan, detector.Continue} {
+		p.Legend = append(p.Legend, legendMark{Action: string(a), Color: actionColor[a]})
 	}
 	stories := map[string]*replay.Story{}
 	for i := range tl.Stories {
@@ -277,51 +329,61 @@ func writeTimelineHTML(w io.Writer, tl *replay.Timeline) error {
 	}
 	groups := groupByAgent(tl)
 	if len(groups) > 1 {
-		p.agentIndex(tl, groups)
+		p.Timeline.Index = agentIndex(tl, groups)
 	}
 	for gi, g := range groups {
-		p.agentSection(tl, g, gi, stories)
+		p.Timeline.Agents = append(p.Timeline.Agents, agentSection(tl, g, gi, stories))
 	}
-	p.close()
-	_, err := io.WriteString(w, p.b.String())
-	return err
+	return writePage(w, p)
+}
+
+func agentAnchor(gi int) string { return "agent-" + strconv.Itoa(gi) }
+
+// agentDigests returns the card versions an agent's entries name, in order
+// of first sight.
+func agentDigests(tl *replay.Timeline, g *agentGroup) []string {
+	var digests []string
+	for _, i := range g.entries {
+		e := &tl.Entries[i]
+		for _, d := range []string{e.Digests.Pinned, e.Digests.Live} {
+			if d != "" && !slices.Contains(digests, d) {
+				digests = append(digests, d)
+			}
+		}
+	}
+	return digests
 }
 
 // agentIndex lists the agents with their verdicts, linking to their
 // sections.
-func (p *page) agentIndex(tl *replay.Timeline, groups []*agentGroup) {
-	p.s(`<section class="agent"><h2>agents</h2><table><tr><th>agent</th><th>tasks</th><th>card versions</th><th>abort</th><th>replan</th><th>continue</th><th>unreachable</th></tr>`)
+func agentIndex(tl *replay.Timeline, groups []*agentGroup) []indexRow {
+	var rows []indexRow
 	for gi, g := range groups {
-		var tasks, digests []string
-		counts := map[string]int{}
+		var tasks []string
+		row := indexRow{Anchor: agentAnchor(gi), URL: g.url, Search: strings.ToLower(g.url)}
 		for _, i := range g.entries {
 			e := &tl.Entries[i]
 			if e.TaskID != "" && !slices.Contains(tasks, e.TaskID) {
 				tasks = append(tasks, e.TaskID)
 			}
-			for _, d := range []string{e.Digests.Pinned, e.Digests.Live} {
-				if d != "" && !slices.Contains(digests, d) {
-					digests = append(digests, d)
-				}
-			}
 			switch d := e.Data.(type) {
 			case events.Drift:
-				counts[string(d.Verdict.Action)]++
+				switch d.Verdict.Action {
+				case detector.Abort:
+					row.Counts[0]++
+				case detector.Replan:
+					row.Counts[1]++
+				case detector.Continue:
+					row.Counts[2]++
+				}
 			case events.Unreachable:
-				counts["unreachable"]++
+				row.Counts[3]++
 			}
 		}
-		p.f(`<tr data-search="%s"><td><a href="#agent-%d">%s</a></td><td>%d</td><td>%d</td>`, esc(strings.ToLower(g.url)), gi, esc(g.url), len(tasks), len(digests))
-		for _, k := range []string{"abort", "replan", "continue", "unreachable"} {
-			if counts[k] == 0 {
-				p.s("<td></td>")
-			} else {
-				p.f("<td>%d</td>", counts[k])
-			}
-		}
-		p.s("</tr>")
+		row.Tasks, row.Versions = len(tasks), len(agentDigests(tl, g))
+		rows = append(rows, row)
 	}
-	p.s("</table></section>\n")
+	return rows
 }
 
 // lane is one row of an agent's SVG: the live card, or one task.
@@ -330,7 +392,7 @@ type lane struct {
 	entries []int
 }
 
-func (p *page) agentSection(tl *replay.Timeline, g *agentGroup, gi int, stories map[string]*replay.Story) {
+func agentSection(tl *replay.Timeline, g *agentGroup, gi int, stories map[string]*replay.Story) sectionView {
 	es := tl.Entries
 	sc := scale{t0: es[g.entries[0]].Time, t1: es[g.entries[len(g.entries)-1]].Time}
 	if !sc.t1.After(sc.t0) {
@@ -354,39 +416,23 @@ func (p *page) agentSection(tl *replay.Timeline, g *agentGroup, gi int, stories 
 		}
 		l.entries = append(l.entries, i)
 	}
-	search := strings.ToLower(g.url)
+	v := sectionView{Anchor: agentAnchor(gi), URL: g.url, Search: strings.ToLower(g.url)}
 	for _, l := range tasks {
-		search += " " + strings.ToLower(l.task)
+		v.Search += " " + strings.ToLower(l.task)
 	}
-	p.f("<section class=\"agent\" id=\"agent-%d\" data-search=\"%s\">\n<h2>agent %s</h2>\n", gi, esc(search), esc(g.url))
 
 	// Card versions of this agent, in order of first sight.
-	var digests []string
-	for _, i := range g.entries {
-		for _, d := range []string{es[i].Digests.Pinned, es[i].Digests.Live} {
-			if d != "" && !slices.Contains(digests, d) {
-				digests = append(digests, d)
-			}
-		}
-	}
-	p.resetColors(digests)
-	if len(digests) > 0 {
-		p.s(`<div class="cards">card versions: `)
-		for _, d := range digests {
-			p.f(`<span title="%s"><span class="swatch" style="background:%s"></span><code>%s</code></span>`, esc(d), p.color(d), shortDigest(d))
-		}
-		p.s("</div>\n")
+	digests := agentDigests(tl, g)
+	col := newColors(digests)
+	for _, d := range digests {
+		v.Versions = append(v.Versions, swatchView{Digest: d, Short: shortDigest(d), Color: col.of(d)})
 	}
 
 	height := axisH + laneH*(1+len(tasks)) + 8
-	p.f(`<svg class="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="timeline of %s">`,
-		svgW, height, svgW, height, esc(g.url))
-	p.s("\n")
-	// Axis with five time ticks.
-	p.f(`<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, labelW, axisH-6, svgW-padR, axisH-6)
+	v.SVG = svgView{W: svgW, H: height, Axis: axisView{X1: labelW, X2: svgW - padR, Y: axisH - 6}}
+	// Five time ticks.
 	for k := 0; k <= 4; k++ {
 		t := sc.t0.Add(time.Duration(int64(sc.t1.Sub(sc.t0)) * int64(k) / 4))
-		x := sc.x(t)
 		anchor := "middle"
 		switch k {
 		case 0:
@@ -394,35 +440,30 @@ func (p *page) agentSection(tl *replay.Timeline, g *agentGroup, gi int, stories 
 		case 4:
 			anchor = "end"
 		}
-		p.f(`<line class="axis" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/><text x="%.1f" y="%d" text-anchor="%s">%s</text>`,
-			x, axisH-10, x, height-4, x, axisH-12, anchor, t.UTC().Format("15:04:05.000"))
+		v.SVG.Ticks = append(v.SVG.Ticks, tickView{X: sc.x(t), Y1: axisH - 10, Y2: height - 4, TextY: axisH - 12, Anchor: anchor, Text: t.UTC().Format("15:04:05.000")})
 	}
-	p.s("\n")
-	p.liveLane(tl, &live, sc, axisH)
+	v.SVG.Lanes = append(v.SVG.Lanes, liveLane(tl, &live, sc, axisH, col))
 	for li, l := range tasks {
-		p.taskLane(tl, l, sc, axisH+laneH*(li+1), gi)
+		v.SVG.Lanes = append(v.SVG.Lanes, taskLane(tl, l, sc, axisH+laneH*(li+1), gi, col))
 	}
-	p.s("</svg>\n")
-
 	// Expansion: each task's story, entries and verdicts.
 	for _, l := range tasks {
-		p.taskDetails(tl, l, gi, stories[l.task])
+		v.Tasks = append(v.Tasks, taskDetails(tl, l, gi, stories[l.task], col))
 	}
-	p.s("</section>\n")
+	return v
 }
 
-func (p *page) laneLabel(y int, label, title string) {
+func laneLabel(y int, label, title string) labelView {
 	short := label
 	if len(short) > 28 {
 		short = short[:27] + "…"
 	}
-	p.f(`<text x="6" y="%d"><title>%s</title>%s</text>`, y+laneH/2+4, esc(title), esc(short))
+	return labelView{Y: y + laneH/2 + 4, Title: title, Text: short}
 }
 
 // liveLane draws the agent's live card as bands between observations.
-func (p *page) liveLane(tl *replay.Timeline, l *lane, sc scale, y int) {
-	p.f(`<g class="lane live">`)
-	p.laneLabel(y, "live card", "the card the agent served, from card.observed")
+func liveLane(tl *replay.Timeline, l *lane, sc scale, y int, col colors) laneView {
+	v := laneView{Label: laneLabel(y, "live card", "the card the agent served, from card.observed")}
 	var obs []int
 	for _, i := range l.entries {
 		if tl.Entries[i].Kind == replay.KindObservation {
@@ -440,23 +481,22 @@ func (p *page) liveLane(tl *replay.Timeline, l *lane, sc scale, y int) {
 			end = tl.Entries[obs[j]].Time
 		}
 		x0, x1 := sc.x(e.Time), sc.x(end)
-		p.f(`<rect class="band" x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`,
-			x0, y+5, max(x1-x0, 1.5), laneH-10, p.color(e.Digests.Live),
-			esc(fmt.Sprintf("live %s\n%s to %s\n%d observation(s)%s", e.Digests.Live, fmtTime(e.Time), fmtTime(end), j-k, changeTitle(e.Change))))
+		v.Bands = append(v.Bands, bandView{X: x0, Y: y + 5, W: max(x1-x0, 1.5), H: laneH - 10, Color: col.of(e.Digests.Live),
+			Title: fmt.Sprintf("live %s\n%s to %s\n%d observation(s)%s", e.Digests.Live, fmtTime(e.Time), fmtTime(end), j-k, changeTitle(e.Change))})
 		k = j
 	}
 	for _, i := range l.entries {
 		e := &tl.Entries[i]
 		if e.Kind == replay.KindUnreachable {
-			p.cross(sc.x(e.Time), y+laneH/2, fmt.Sprintf("%s %s\n%s", e.Type, fmtTime(e.Time), entryDetail(e)))
+			v.Marks = append(v.Marks, cross(sc.x(e.Time), y+laneH/2, fmt.Sprintf("%s %s\n%s", e.Type, fmtTime(e.Time), entryDetail(e))))
 		}
 	}
-	p.s("</g>\n")
+	return v
 }
 
-func (p *page) cross(x float64, y int, title string) {
-	p.f(`<g class="mark"><title>%s</title><path d="M%.1f,%d L%.1f,%d M%.1f,%d L%.1f,%d" stroke="%s" stroke-width="2.5"/></g>`,
-		esc(title), x-5, y-5, x+5, y+5, x+5, y-5, x-5, y+5, unreachableColor)
+func cross(x coord, y int, title string) markView {
+	return markView{Cross: true, Title: title, Color: unreachableColor,
+		Path: fmt.Sprintf("M%v,%d L%v,%d M%v,%d L%v,%d", x-5, y-5, x+5, y+5, x+5, y-5, x-5, y+5)}
 }
 
 func verdictID(gi, i int) string { return fmt.Sprintf("v-%d-%d", gi, i) }
@@ -466,13 +506,15 @@ func taskID(gi int, task string) string {
 
 // taskLane draws a task: its span, pinned card bands, lifecycle ticks,
 // verdicts and unreachable fetches.
-func (p *page) taskLane(tl *replay.Timeline, l *lane, sc scale, y, gi int) {
+func taskLane(tl *replay.Timeline, l *lane, sc scale, y, gi int, col colors) laneView {
 	es := tl.Entries
 	first, last := es[l.entries[0]].Time, es[l.entries[len(l.entries)-1]].Time
-	p.f(`<g class="lane" data-search="%s">`, esc(strings.ToLower(l.task)))
-	p.laneLabel(y, l.task, "task "+l.task)
 	mid := y + laneH/2
-	p.f(`<line class="span" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>`, sc.x(first), mid, max(sc.x(last), sc.x(first)+1), mid)
+	v := laneView{
+		Search: strings.ToLower(l.task),
+		Label:  laneLabel(y, l.task, "task "+l.task),
+		Span:   &spanView{X1: sc.x(first), X2: max(sc.x(last), sc.x(first)+1), Y: mid},
+	}
 	// Pinned bands: from each pin to the next one (or the task's end).
 	var pins []int
 	for _, i := range l.entries {
@@ -487,9 +529,8 @@ func (p *page) taskLane(tl *replay.Timeline, l *lane, sc scale, y, gi int) {
 		}
 		d := es[i].Data.(events.Pinned)
 		x0, x1 := sc.x(es[i].Time), sc.x(end)
-		p.f(`<rect class="band" x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" opacity="0.9"><title>%s</title></rect>`,
-			x0, y+7, max(x1-x0, 2), laneH-14, p.color(d.Digest),
-			esc(fmt.Sprintf("pinned %s (%s)\n%s to %s%s", d.Digest, d.Source, fmtTime(es[i].Time), fmtTime(end), changeTitle(es[i].Change))))
+		v.Bands = append(v.Bands, bandView{X: x0, Y: y + 7, W: max(x1-x0, 2), H: laneH - 14, Color: col.of(d.Digest), Opacity: "0.9",
+			Title: fmt.Sprintf("pinned %s (%s)\n%s to %s%s", d.Digest, d.Source, fmtTime(es[i].Time), fmtTime(end), changeTitle(es[i].Change))})
 	}
 	target := taskID(gi, l.task)
 	for _, i := range l.entries {
@@ -497,10 +538,9 @@ func (p *page) taskLane(tl *replay.Timeline, l *lane, sc scale, y, gi int) {
 		x := sc.x(e.Time)
 		switch e.Kind {
 		case replay.KindLifecycle:
-			p.f(`<g class="mark" data-target="%s"><title>%s</title><line class="tick" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/></g>`,
-				target, esc(fmt.Sprintf("%s %s\n%s", e.Type, fmtTime(e.Time), entryDetail(e))), x, y+4, x, y+laneH-4)
+			v.Marks = append(v.Marks, markView{Target: target, Title: fmt.Sprintf("%s %s\n%s", e.Type, fmtTime(e.Time), entryDetail(e)), X: x, Y1: y + 4, Y2: y + laneH - 4})
 		case replay.KindUnreachable:
-			p.cross(x, mid, fmt.Sprintf("%s %s\n%s", e.Type, fmtTime(e.Time), entryDetail(e)))
+			v.Marks = append(v.Marks, cross(x, mid, fmt.Sprintf("%s %s\n%s", e.Type, fmtTime(e.Time), entryDetail(e))))
 		}
 	}
 	// Verdicts last, on top.
@@ -511,125 +551,101 @@ func (p *page) taskLane(tl *replay.Timeline, l *lane, sc scale, y, gi int) {
 			continue
 		}
 		x := sc.x(e.Time)
-		title := fmt.Sprintf("%s %s\n%s\npinned %s → live %s%s", strings.ToUpper(string(d.Verdict.Action)),
-			fmtTime(e.Time), d.Verdict.Reason, shortDigest(d.Pinned.Digest), shortDigest(d.Live.Digest), findingsTitle(d.Findings))
-		p.f(`<g class="mark verdict" data-target="%s"><title>%s</title><polygon points="%.1f,%d %.1f,%d %.1f,%d %.1f,%d" fill="%s" stroke="#1d2330" stroke-width="0.8"/></g>`,
-			verdictID(gi, i), esc(title), x, mid-8, x+8, mid, x, mid+8, x-8, mid, actionColor[d.Verdict.Action])
+		v.Verdicts = append(v.Verdicts, verdictMark{
+			Target: verdictID(gi, i),
+			Title: fmt.Sprintf("%s %s\n%s\npinned %s → live %s%s", strings.ToUpper(string(d.Verdict.Action)),
+				fmtTime(e.Time), d.Verdict.Reason, shortDigest(d.Pinned.Digest), shortDigest(d.Live.Digest), findingsTitle(d.Findings)),
+			Points: fmt.Sprintf("%v,%d %v,%d %v,%d %v,%d", x, mid-8, x+8, mid, x, mid+8, x-8, mid),
+			Color:  actionColor[d.Verdict.Action],
+		})
 	}
-	p.s("</g>\n")
+	return v
 }
 
 // taskDetails is the expandable account of one task.
-func (p *page) taskDetails(tl *replay.Timeline, l *lane, gi int, s *replay.Story) {
+func taskDetails(tl *replay.Timeline, l *lane, gi int, s *replay.Story, col colors) taskView {
 	es := tl.Entries
-	class, summary := "", "no verdict"
+	v := taskView{Anchor: taskID(gi, l.task), Search: strings.ToLower(l.task), Task: l.task, Summary: "no verdict"}
 	if s != nil && s.Moment != nil {
-		summary = s.Moment.What
-		class = string(s.Moment.Action)
+		v.Summary = s.Moment.What
+		v.Class = string(s.Moment.Action)
 	}
-	p.f(`<details id="%s" class="%s" data-search="%s"><summary><b>task %s</b> — %s</summary>`,
-		taskID(gi, l.task), class, esc(strings.ToLower(l.task)), esc(l.task), esc(summary))
 	if s != nil {
-		p.s("<dl>")
-		if s.Requirements != nil {
-			r := s.Requirements
-			p.f("<dt>planned</dt><dd>skill <code>%s</code>, %s, idempotent %v, streaming %v, push %v</dd>",
-				esc(orDash(r.SkillID)), esc(string(r.Posture)), r.Idempotent, r.Streaming, r.PushNotifications)
+		st := &storyView{
+			PlannedAgainst: col.digest(s.Planned, fmt.Sprintf("%s, pinned %s", orDash(s.PinSource), fmtTime(s.PinnedAt))),
+			LiveThen:       col.digest(s.Live, "fetched "+fmtTime(s.LiveAt)),
+			Abort:          s.Verdicts.Abort, Replan: s.Verdicts.Replan, Continue: s.Verdicts.Continue,
+			State:  orDash(s.State),
+			Change: changeOf(s.Change),
 		}
-		p.f(`<dt>planned against</dt><dd>%s</dd>`, p.digestHTML(s.Planned, fmt.Sprintf("%s, pinned %s", orDash(s.PinSource), fmtTime(s.PinnedAt))))
-		if s.Moment != nil {
-			p.f(`<dt>decisive event</dt><dd>%s <code>%s</code>: %s</dd>`, esc(fmtTime(s.Moment.Time)), esc(s.Moment.Type), esc(s.Moment.What))
+		if r := s.Requirements; r != nil {
+			st.Planned = &plannedView{SkillID: orDash(r.SkillID), Posture: string(r.Posture), Idempotent: r.Idempotent, Streaming: r.Streaming, Push: r.PushNotifications}
 		}
-		p.f(`<dt>live then</dt><dd>%s</dd>`, p.digestHTML(s.Live, "fetched "+fmtTime(s.LiveAt)))
-		p.f(`<dt>verdicts</dt><dd>abort %d, replan %d, continue %d; last state %s</dd>`, s.Verdicts.Abort, s.Verdicts.Replan, s.Verdicts.Continue, esc(orDash(s.State)))
-		p.s("</dl>")
-		if s.Change != nil {
-			p.s("<p><b>what changed</b></p>")
-			p.change(s.Change)
+		if m := s.Moment; m != nil {
+			st.Moment = &momentView{Time: fmtTime(m.Time), Type: m.Type, What: m.What}
 		}
+		v.Story = st
 	}
-	p.s("<table><tr><th>time</th><th>kind</th><th>type</th><th>digests</th><th>detail</th></tr>")
 	for _, i := range l.entries {
 		e := &es[i]
-		p.f(`<tr><td><code>%s</code></td><td>%s</td><td><code>%s</code></td><td><code>%s</code></td><td>%s</td></tr>`,
-			esc(fmtTime(e.Time)), e.Kind, esc(e.Type), esc(entryDigests(e)), esc(entryDetail(e)))
+		v.Entries = append(v.Entries, entryRow{Time: fmtTime(e.Time), Kind: string(e.Kind), Type: e.Type, Digests: entryDigests(e), Detail: entryDetail(e)})
 	}
-	p.s("</table>\n")
 	for _, i := range l.entries {
 		e := &es[i]
 		d, ok := e.Data.(events.Drift)
 		if !ok {
 			continue
 		}
-		p.f(`<details id="%s" class="%s"><summary>%s %s: %s</summary>`, verdictID(gi, i), d.Verdict.Action,
-			esc(fmtTime(e.Time)), strings.ToUpper(string(d.Verdict.Action)), esc(d.Verdict.Reason))
-		p.f(`<p>pinned %s → live %s; trigger <code>%s</code> <code>%s</code></p>`, p.digestHTML(d.Pinned.Digest, ""), p.digestHTML(d.Live.Digest, ""),
-			esc(d.Trigger.Type), esc(d.Trigger.EventID))
-		p.s("<p>recorded findings</p>")
-		p.findingsTable(d.Findings)
-		p.s("</details>\n")
+		v.Verdicts = append(v.Verdicts, verdictView{
+			Anchor: verdictID(gi, i), Action: string(d.Verdict.Action), Upper: strings.ToUpper(string(d.Verdict.Action)),
+			Time: fmtTime(e.Time), Reason: d.Verdict.Reason,
+			Pinned: col.digest(d.Pinned.Digest, ""), Live: col.digest(d.Live.Digest, ""),
+			TriggerType: d.Trigger.Type, TriggerID: d.Trigger.EventID,
+			Findings: findingViews(d.Findings),
+		})
 	}
-	p.s("</details>\n")
-}
-
-func (p *page) digestHTML(d, note string) string {
-	if d == "" {
-		return `<span class="empty">unknown</span>`
-	}
-	s := fmt.Sprintf(`<span class="swatch" style="background:%s"></span><code>%s</code>`, p.color(d), esc(d))
-	if note != "" {
-		s += " (" + esc(note) + ")"
-	}
-	return s
+	return v
 }
 
 func writeCardsHTML(w io.Writer, h *replay.CardHistory) error {
-	var p page
-	p.open("carddrift replay: card history", fmt.Sprintf("agent %s — %d card version(s)", h.AgentURL, len(h.Versions)), false)
-	p.f("<section class=\"agent\">\n<h2>agent %s</h2>\n", esc(h.AgentURL))
+	p := &pageView{
+		Title:    "carddrift replay: card history",
+		Subtitle: fmt.Sprintf("agent %s — %d card version(s)", h.AgentURL, len(h.Versions)),
+		Cards:    &cardsView{AgentURL: h.AgentURL},
+	}
 	if len(h.Versions) == 0 {
-		p.s(`<p class="empty">No card of this agent was recorded.</p>`)
-	} else {
-		var digests []string
-		for _, v := range h.Versions {
-			digests = append(digests, v.Digest)
-		}
-		p.resetColors(digests)
-		sc := scale{t0: h.Versions[0].FirstSeen}
-		for _, v := range h.Versions {
-			if v.LastSeen.After(sc.t1) {
-				sc.t1 = v.LastSeen
-			}
-		}
-		if !sc.t1.After(sc.t0) {
-			sc.t1 = sc.t0.Add(time.Second)
-		}
-		height := axisH + laneH*len(h.Versions) + 8
-		p.f(`<svg class="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="card versions">`, svgW, height, svgW, height)
-		p.f(`<line class="axis" x1="%d" y1="%d" x2="%d" y2="%d"/>`, labelW, axisH-6, svgW-padR, axisH-6)
-		p.f(`<text x="%d" y="%d">%s</text><text x="%d" y="%d" text-anchor="end">%s</text>`, labelW, axisH-12, fmtTime(sc.t0), svgW-padR, axisH-12, fmtTime(sc.t1))
-		for i, v := range h.Versions {
-			y := axisH + laneH*i
-			p.laneLabel(y, fmt.Sprintf("%d  %s %s", i+1, shortDigest(v.Digest), v.CardVersion), v.Digest)
-			x0, x1 := sc.x(v.FirstSeen), sc.x(v.LastSeen)
-			p.f(`<rect class="band" x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s</title></rect>`, x0, y+6, max(x1-x0, 3), laneH-12, p.color(v.Digest),
-				esc(fmt.Sprintf("%s\nfirst seen %s\nlast seen %s\nobserved %d, pinned %d, drift %d%s", v.Digest, fmtTime(v.FirstSeen), fmtTime(v.LastSeen), v.Observed, v.Pinned, v.Drift, changeTitle(v.Change))))
-		}
-		p.s("</svg>\n")
-		p.s("<table><tr><th>#</th><th>digest</th><th>version</th><th>first seen</th><th>last seen</th><th>observed</th><th>pinned</th><th>drift</th></tr>")
-		for i, v := range h.Versions {
-			p.f(`<tr><td>%d</td><td>%s</td><td>%s</td><td><code>%s</code></td><td><code>%s</code></td><td>%d</td><td>%d</td><td>%d</td></tr>`,
-				i+1, p.digestHTML(v.Digest, ""), esc(orDash(v.CardVersion)), fmtTime(v.FirstSeen), fmtTime(v.LastSeen), v.Observed, v.Pinned, v.Drift)
-		}
-		p.s("</table>\n")
-		for i, v := range h.Versions[1:] {
-			p.f(`<details open="open"><summary>changelog %d → %d</summary>`, i+1, i+2)
-			p.change(v.Change)
-			p.s("</details>\n")
+		return writePage(w, p)
+	}
+	v := p.Cards
+	var digests []string
+	for _, ver := range h.Versions {
+		digests = append(digests, ver.Digest)
+	}
+	col := newColors(digests)
+	sc := scale{t0: h.Versions[0].FirstSeen}
+	for _, ver := range h.Versions {
+		if ver.LastSeen.After(sc.t1) {
+			sc.t1 = ver.LastSeen
 		}
 	}
-	p.s("</section>\n")
-	p.close()
-	_, err := io.WriteString(w, p.b.String())
-	return err
+	if !sc.t1.After(sc.t0) {
+		sc.t1 = sc.t0.Add(time.Second)
+	}
+	v.SVG = svgView{W: svgW, H: axisH + laneH*len(h.Versions) + 8, Axis: axisView{X1: labelW, X2: svgW - padR, Y: axisH - 6}}
+	v.TextY, v.From, v.To = axisH-12, fmtTime(sc.t0), fmtTime(sc.t1)
+	for i, ver := range h.Versions {
+		y := axisH + laneH*i
+		x0, x1 := sc.x(ver.FirstSeen), sc.x(ver.LastSeen)
+		v.SVG.Lanes = append(v.SVG.Lanes, laneView{
+			Label: laneLabel(y, fmt.Sprintf("%d  %s %s", i+1, shortDigest(ver.Digest), ver.CardVersion), ver.Digest),
+			Bands: []bandView{{X: x0, Y: y + 6, W: max(x1-x0, 3), H: laneH - 12, Color: col.of(ver.Digest),
+				Title: fmt.Sprintf("%s\nfirst seen %s\nlast seen %s\nobserved %d, pinned %d, drift %d%s", ver.Digest, fmtTime(ver.FirstSeen), fmtTime(ver.LastSeen), ver.Observed, ver.Pinned, ver.Drift, changeTitle(ver.Change))}},
+		})
+		v.Rows = append(v.Rows, cardRow{N: i + 1, Digest: col.digest(ver.Digest, ""), Version: orDash(ver.CardVersion),
+			FirstSeen: fmtTime(ver.FirstSeen), LastSeen: fmtTime(ver.LastSeen), Observed: ver.Observed, Pinned: ver.Pinned, Drift: ver.Drift})
+	}
+	for i, ver := range h.Versions[1:] {
+		v.Changelogs = append(v.Changelogs, changelogView{From: i + 1, To: i + 2, Change: changeOf(ver.Change)})
+	}
+	return writePage(w, p)
 }

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/replay"
+)
+
+// hostileName is the name of a card that tries to break out of the page:
+// if it ran, it would rename the page.
+const hostileName = `<script>document.title='owned'</script>`
+
+// hostileHistory is a timeline and a card history in which an agent's card
+// changed its name to hostileName (and a skill name and version to markup),
+// with an agent URL and a task id that hold markup as well.
+func hostileHistory(t *testing.T) (*replay.Timeline, *replay.CardHistory) {
+	t.Helper()
+	card := func(name, skill, version string) []byte {
+		return []byte(`{"name":` + quoteJSON(name) + `,"description":"d","version":` + quoteJSON(version) + `,` +
+			`"supportedInterfaces":[{"url":"https://a.example/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],` +
+			`"capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],` +
+			`"skills":[{"id":"s1","name":` + quoteJSON(skill) + `,"description":"d","tags":["t"]}]}`)
+	}
+	pinnedRaw, liveRaw := card("Ledger", "Summarise", "1.0"), card(hostileName, "<b>bold</b> & co", `1.1"><script>`)
+	pinned, err := detector.Parse(pinnedRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := detector.Parse(liveRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, _ := detector.Digest(pinnedRaw)
+	ld, _ := detector.Digest(liveRaw)
+	findings := detector.Diff(pinned, live)
+	if !strings.Contains(findingMessages(findings), hostileName) {
+		t.Fatalf("no finding quotes the new name: %v", findings)
+	}
+	findings = append(findings, detector.Finding{Rule: "skill-removed", Severity: detector.Breaking, Path: `/skills/<i>`, Message: `skill "<img src=x>" removed`})
+	change := &replay.Change{From: pd, To: ld, Findings: findings}
+
+	agent := `https://a.example/"><script>`
+	task := `task-<script>&"'`
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	req := detector.Requirements{SkillID: "s1", Posture: detector.FailClosed, Streaming: true}
+	verdict := detector.Verdict{Action: detector.Abort, Posture: detector.FailClosed, Reason: "card name is now " + hostileName}
+	drift := events.Drift{TaskID: task, AgentURL: agent, CardURL: agent + "/card", Pinned: events.CardRef{Digest: pd}, Live: events.CardRef{Digest: ld},
+		Findings: findings, Verdict: verdict, Trigger: events.Trigger{EventID: `<e1>`, Type: "a2a.task.request"}}
+	tl := &replay.Timeline{
+		Query: replay.Query{AgentURL: agent},
+		Entries: []replay.Entry{
+			{Time: at(0), Kind: replay.KindLifecycle, Type: events.TypeSubmitted, TaskID: task, AgentURL: agent, Digests: replay.Digests{Pinned: pd},
+				Data: events.Submitted{TaskID: task, AgentURL: agent, SkillID: "s1", Posture: detector.FailClosed}},
+			{Time: at(10), Kind: replay.KindPin, Type: events.TypePinned, TaskID: task, AgentURL: agent, Digests: replay.Digests{Pinned: pd},
+				Data: events.Pinned{TaskID: task, AgentURL: agent, Digest: pd, Source: "client-card"}},
+			{Time: at(20), Kind: replay.KindObservation, Type: events.TypeObserved, AgentURL: agent, Digests: replay.Digests{Live: pd},
+				Data: events.Observed{AgentURL: agent, CardURL: agent + "/card", Digest: pd, Status: 200, FetchedAt: at(20)}},
+			{Time: at(30), Kind: replay.KindObservation, Type: events.TypeObserved, AgentURL: agent, Digests: replay.Digests{Live: ld}, Change: change,
+				Data: events.Observed{AgentURL: agent, CardURL: agent + "/card", Digest: ld, Status: 200, FetchedAt: at(30)}},
+			{Time: at(40), Kind: replay.KindUnreachable, Type: events.TypeUnreachable, TaskID: task, AgentURL: agent,
+				Data: events.Unreachable{AgentURL: agent, CardURL: agent + "/card", Reason: "timeout", Detail: "<timeout>", TaskID: task}},
+			{Time: at(50), Kind: replay.KindVerdict, Type: events.TypeDrift, TaskID: task, AgentURL: agent, Digests: replay.Digests{Pinned: pd, Live: ld}, Data: drift},
+		},
+		Stories: []replay.Story{{
+			TaskID: task, AgentURL: agent, Requirements: &req, Planned: pd, PinSource: "client-card", PinnedAt: at(10),
+			Moment: &replay.Moment{Time: at(50), Type: events.TypeDrift, Action: detector.Abort, What: "abort: " + hostileName},
+			Live:   ld, LiveAt: at(30), Change: change, Verdicts: replay.VerdictCounts{Abort: 1}, State: "<working>",
+		}},
+	}
+	h := &replay.CardHistory{AgentURL: agent, Versions: []replay.Version{
+		{Digest: pd, CardVersion: "1.0", Recorded: true, FirstSeen: at(0), LastSeen: at(20), Observed: 1, Pinned: 1},
+		{Digest: ld, CardVersion: `1.1"><script>`, Recorded: true, FirstSeen: at(30), LastSeen: at(50), Observed: 1, Drift: 1, Change: change},
+		{Digest: "sha256:" + strings.Repeat("0", 64), FirstSeen: at(60), LastSeen: at(60), Observed: 1,
+			Change: &replay.Change{From: ld, To: "sha256:" + strings.Repeat("0", 64), Missing: []string{"<missing>"}}},
+	}}
+	return tl, h
+}
+
+func quoteJSON(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func findingMessages(fs []detector.Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString(f.Message + "\n")
+	}
+	return b.String()
+}
+
+// TestReplayHTMLEscapes renders both pages for an agent whose card is named
+// <script>...: the name must come out as text (in table cells and
+// tooltips), never as an element, and the pages must stay well-formed XML.
+func TestReplayHTMLEscapes(t *testing.T) {
+	tl, h := hostileHistory(t)
+	for _, page := range []struct {
+		name  string
+		write func(io.Writer) error
+		svg   int
+	}{
+		{"timeline", func(w io.Writer) error { return writeTimelineHTML(w, tl) }, 1},
+		{"cards", func(w io.Writer) error { return writeCardsHTML(w, h) }, 1},
+	} {
+		t.Run(page.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := page.write(&b); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), page.name+".html")
+			if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			checkPage(t, path, page.svg)
+			text, scripts, elements := pageText(t, b.Bytes())
+			if scripts != 1 {
+				t.Errorf("%d <script> elements, want only the page's own", scripts)
+			}
+			for _, el := range []string{"img", "i", "e1", "missing", "working", "timeout"} {
+				if elements[el] != 0 {
+					t.Errorf("a <%s> element came out of the data", el)
+				}
+			}
+			if !strings.Contains(text, hostileName) {
+				t.Errorf("the page text does not show the card name %q", hostileName)
+			}
+			if page.name == "cards" && !strings.Contains(text, `1.1"><script>`) {
+				t.Errorf("the page text does not show the card version")
+			}
+			if page.name == "timeline" && !strings.Contains(text, `task-<script>&"'`) {
+				t.Errorf("the page text does not show the task id")
+			}
+			if page.name == "timeline" {
+				renderHostile(t, path)
+			}
+		})
+	}
+}
+
+// renderHostile opens the page in headless Chromium: the title must stay
+// the page's, the card name must show as text, and the page must render
+// (renderInChromium).
+func renderHostile(t *testing.T, page string) {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (Debian package chromium): the headless render check is skipped")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dom, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+page).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	if !strings.Contains(string(dom), "<title>carddrift replay</title>") || strings.Contains(string(dom), "owned</title>") ||
+		!strings.Contains(string(dom), "&lt;script&gt;document.title='owned'&lt;/script&gt;") {
+		t.Errorf("in the browser the card's name ran or vanished:\n%s", dom)
+	}
+	renderInChromium(t, page)
+}
+
+// pageText parses a page as XML and returns its character data (tooltips
+// and attribute values included), the number of script elements and the
+// count of every element name.
+func pageText(t *testing.T, page []byte) (string, int, map[string]int) {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(page))
+	dec.Strict = true
+	var text strings.Builder
+	elements := map[string]int{}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed: %v", err)
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			elements[tok.Name.Local]++
+			for _, a := range tok.Attr {
+				text.WriteString(a.Value + "\n")
+			}
+		case xml.CharData:
+			text.Write(tok)
+		}
+	}
+	return text.String(), elements["script"], elements
+}
