@@ -174,6 +174,17 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 			}
 		}
 	}
+	// An agent may have several card URLs (a v0.2 agent answers 404 at
+	// agent-card.json before agent.json): its state is the lease that saw
+	// it last, its card the lease that fetched it last.
+	type leases struct{ current, fetched *store.Lease }
+	byAgent := map[*Agent]*leases{}
+	last := func(l *store.Lease) time.Time {
+		if l.FailedAt.After(l.FetchedAt) {
+			return l.FailedAt
+		}
+		return l.FetchedAt
+	}
 	err := src.Leases.Scan(ctx, func(l store.Lease, _ uint64) error {
 		if l.Digest == "" && l.FailReason == "" {
 			return nil // a claim, never fetched
@@ -182,19 +193,16 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		if a == nil {
 			return nil
 		}
-		if l.Digest != "" {
-			a.Digest, a.LastFetch, a.LastChange, a.Lease = l.Digest, l.FetchedAt, l.ChangedAt, l.MaxAge
+		ls := byAgent[a]
+		if ls == nil {
+			ls = &leases{}
+			byAgent[a] = ls
 		}
-		a.CardURL = l.CardURL
-		if l.FailReason != "" {
-			since := l.FailingSince
-			if since.IsZero() {
-				since = l.FailedAt
-			}
-			a.UnreachableSince, a.Unreachable = &since, l.FailReason
+		if ls.current == nil || last(&l).After(last(ls.current)) {
+			ls.current = &l
 		}
-		if l.Replicas.Disagree(now, opts.Window) {
-			a.SplitBrain = &SplitBrain{Since: l.Replicas.Since, Digests: l.Replicas.Window(now, opts.Window)}
+		if l.Digest != "" && (ls.fetched == nil || l.FetchedAt.After(ls.fetched.FetchedAt)) {
+			ls.fetched = &l
 		}
 		return nil
 	})
@@ -202,6 +210,24 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		problem(err)
 	} else if err != nil {
 		return nil, err
+	}
+	for a, ls := range byAgent {
+		if l := ls.fetched; l != nil {
+			a.CardURL, a.Digest, a.LastFetch, a.LastChange, a.Lease = l.CardURL, l.Digest, l.FetchedAt, l.ChangedAt, l.MaxAge
+			if l.Replicas.Disagree(now, opts.Window) {
+				a.SplitBrain = &SplitBrain{Since: l.Replicas.Since, Digests: l.Replicas.Window(now, opts.Window)}
+			}
+		}
+		if l := ls.current; l.FailReason != "" {
+			since := l.FailingSince
+			if since.IsZero() {
+				since = l.FailedAt
+			}
+			a.UnreachableSince, a.Unreachable = &since, l.FailReason
+			if a.CardURL == "" {
+				a.CardURL = l.CardURL
+			}
+		}
 	}
 
 	type key struct{ host, digest string }

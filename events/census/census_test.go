@@ -7,12 +7,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/census"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/memstore"
 )
 
 // TestTake runs workers over three agents — one whose replicas come to
@@ -111,5 +116,45 @@ func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An agent with several card URLs (a v0.2 agent: 404 at agent-card.json,
+// its card at agent.json) is judged by the lease that saw it last.
+func TestTakeSeveralCardURLs(t *testing.T) {
+	ctx := context.Background()
+	leases := memstore.NewLeases()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	card := []byte(`{"name":"A","version":"2","skills":[{"id":"s","name":"S"}]}`)
+	digest, _ := detector.Digest(card)
+	cards := memstore.NewCards()
+	must(t, cards.Put(ctx, digest, card))
+	for _, tc := range []struct {
+		name     string
+		failedAt time.Time
+		down     bool
+	}{
+		{"probe failed before the fetch", t0, false},
+		{"failing now", t0.Add(time.Hour), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host := "http://a" + strings.ReplaceAll(tc.name, " ", "-") + ".example"
+			_, err := leases.Create(ctx, store.Lease{CardURL: host + "/.well-known/agent-card.json", FailReason: "status", FailStatus: 404,
+				FailedAt: tc.failedAt, FailingSince: tc.failedAt, FailCount: 1})
+			must(t, err)
+			_, err = leases.Create(ctx, store.Lease{CardURL: host + "/.well-known/agent.json", Digest: digest, FetchedAt: t0.Add(time.Minute), ChangedAt: t0.Add(time.Minute)})
+			must(t, err)
+			f, err := census.Take(ctx, census.Source{Pins: memstore.NewPins[task.Pin](), Leases: leases, Cards: cards}, census.Options{Now: func() time.Time { return t0.Add(2 * time.Hour) }})
+			must(t, err)
+			var got *census.Agent
+			for i := range f.Agents {
+				if f.Agents[i].AgentURL == host {
+					got = &f.Agents[i]
+				}
+			}
+			if got == nil || got.Digest != digest || got.Version != "2" || (got.UnreachableSince != nil) != tc.down {
+				t.Errorf("agent = %+v, want its card and down %v", got, tc.down)
+			}
+		})
 	}
 }
