@@ -137,10 +137,10 @@ func writeImpactText(w io.Writer, rep *impact.Report) {
 			}
 			fs := strings.Join(touching, ", ")
 			if fs == "" {
-				fs = "-"
+				fs = "none"
 			}
 			if other := len(t.Findings) - len(touching); other > 0 {
-				fs += fmt.Sprintf("; %d more that do not", other)
+				fs += fmt.Sprintf(" (+%d that do not)", other)
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", strings.ToUpper(string(t.Action)), t.TaskID, t.Posture, orDash(t.Skill), fs)
 		}
