@@ -214,6 +214,12 @@ func humanLine(ev events.Event) string {
 		return fmt.Sprintf("%s  OBSERVED agent=%s  %s  %d  %dms", ts, d.AgentURL, short(d.Digest), d.Status, d.LatencyMs)
 	case events.Unreachable:
 		return fmt.Sprintf("%s  UNREACH  task=%s agent=%s  %s: %s", ts, d.TaskID, d.AgentURL, d.Reason, d.Detail)
+	case events.Inconsistent:
+		cards := make([]string, 0, len(d.Digests))
+		for _, s := range d.Digests {
+			cards = append(cards, fmt.Sprintf("%s×%d", short(s.Digest), s.Count))
+		}
+		return fmt.Sprintf("%s  SPLIT    agent=%s  replicas disagree within %s: %s", ts, d.AgentURL, time.Duration(d.Window), strings.Join(cards, " "))
 	}
 	return fmt.Sprintf("%s  %s  %s", ts, ev.Type, ev.Subject)
 }

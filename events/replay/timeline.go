@@ -26,6 +26,9 @@ const (
 	KindVerdict Kind = "verdict"
 	// KindUnreachable is card.unreachable: a failed fetch (never drift).
 	KindUnreachable Kind = "unreachable"
+	// KindInconsistent is card.inconsistent: the agent's replicas serve
+	// different cards (split brain).
+	KindInconsistent Kind = "inconsistent"
 )
 
 // Digests are the card digests an entry names.
@@ -265,6 +268,8 @@ func entryOf(rec record) Entry {
 		e.Digests = Digests{Pinned: d.Pinned.Digest, Live: d.Live.Digest}
 	case events.Unreachable:
 		e.Kind = KindUnreachable
+	case events.Inconsistent:
+		e.Kind = KindInconsistent
 	default:
 		e.Kind = KindLifecycle
 	}
