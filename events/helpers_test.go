@@ -102,7 +102,7 @@ func samples() []events.Data {
 		events.Unreachable{AgentURL: "https://agent.example", CardURL: "https://agent.example/.well-known/agent-card.json", Reason: string(fetcher.ReasonTimeout), Detail: "deadline exceeded", TaskID: "task-1", AttemptedAt: t0},
 		events.Inconsistent{AgentURL: "https://agent.example", CardURL: "https://agent.example/.well-known/agent-card.json",
 			Digests: []events.DigestSeen{{Digest: digestA, Count: 3, FirstSeen: t0, LastSeen: t0.Add(3 * time.Second)}, {Digest: digestB, Count: 2, FirstSeen: t0.Add(time.Second), LastSeen: t0.Add(2 * time.Second)}},
-			Window: events.Duration(2 * time.Minute)},
+			Window:  events.Duration(2 * time.Minute)},
 	}
 }
 

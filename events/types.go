@@ -322,24 +322,24 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // EventType implements Data.
-func (Submitted) EventType() string   { return TypeSubmitted }
-func (Request) EventType() string     { return TypeRequest }
-func (Status) EventType() string      { return TypeStatus }
-func (Artifact) EventType() string    { return TypeArtifact }
-func (Error) EventType() string       { return TypeError }
-func (Drift) EventType() string       { return TypeDrift }
-func (Pinned) EventType() string      { return TypePinned }
-func (Observed) EventType() string    { return TypeObserved }
-func (Unreachable) EventType() string { return TypeUnreachable }
+func (Submitted) EventType() string    { return TypeSubmitted }
+func (Request) EventType() string      { return TypeRequest }
+func (Status) EventType() string       { return TypeStatus }
+func (Artifact) EventType() string     { return TypeArtifact }
+func (Error) EventType() string        { return TypeError }
+func (Drift) EventType() string        { return TypeDrift }
+func (Pinned) EventType() string       { return TypePinned }
+func (Observed) EventType() string     { return TypeObserved }
+func (Unreachable) EventType() string  { return TypeUnreachable }
 func (Inconsistent) EventType() string { return TypeInconsistent }
 
-func (d Submitted) ids() (string, string)   { return d.TaskID, d.AgentURL }
-func (d Request) ids() (string, string)     { return d.TaskID, d.AgentURL }
-func (d Status) ids() (string, string)      { return d.TaskID, d.AgentURL }
-func (d Artifact) ids() (string, string)    { return d.TaskID, d.AgentURL }
-func (d Error) ids() (string, string)       { return d.TaskID, d.AgentURL }
-func (d Drift) ids() (string, string)       { return d.TaskID, d.AgentURL }
-func (d Pinned) ids() (string, string)      { return d.TaskID, d.AgentURL }
-func (d Observed) ids() (string, string)    { return "", d.AgentURL }
-func (d Unreachable) ids() (string, string) { return d.TaskID, d.AgentURL }
+func (d Submitted) ids() (string, string)    { return d.TaskID, d.AgentURL }
+func (d Request) ids() (string, string)      { return d.TaskID, d.AgentURL }
+func (d Status) ids() (string, string)       { return d.TaskID, d.AgentURL }
+func (d Artifact) ids() (string, string)     { return d.TaskID, d.AgentURL }
+func (d Error) ids() (string, string)        { return d.TaskID, d.AgentURL }
+func (d Drift) ids() (string, string)        { return d.TaskID, d.AgentURL }
+func (d Pinned) ids() (string, string)       { return d.TaskID, d.AgentURL }
+func (d Observed) ids() (string, string)     { return "", d.AgentURL }
+func (d Unreachable) ids() (string, string)  { return d.TaskID, d.AgentURL }
 func (d Inconsistent) ids() (string, string) { return "", d.AgentURL }
