@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/carddrift/carddrift/detector/fetcher"
 )
 
 // fixtures holds the real cards (the repository's one copy, shared with the
@@ -183,8 +185,9 @@ func agentServer(t *testing.T, path, card string) *httptest.Server {
 			http.NotFound(w, r)
 			return
 		}
-		if r.Header.Get("A2A-Version") == "" || r.Header.Get("Accept") == "" {
-			t.Errorf("fetch without fixed headers: %v", r.Header)
+		if r.Header.Get("A2A-Version") != fetcher.DefaultA2AVersion || r.Header.Get("Accept") != fetcher.DefaultAccept ||
+			r.Header.Get("User-Agent") != fetcher.DefaultUserAgent {
+			t.Errorf("fetch without the workers' fixed headers: %v", r.Header)
 		}
 		w.Header().Set("ETag", `"v1"`)
 		w.Header().Set("Cache-Control", "max-age=60")
@@ -241,6 +244,31 @@ func TestPin(t *testing.T) {
 		code, _, stderr := runCLI(t, "", "pin", srv.URL)
 		if code != exitUsage || !strings.Contains(stderr, "404") {
 			t.Fatalf("pin of an agent without a card = %d %q", code, stderr)
+		}
+	})
+	// What a worker sees: an agent URL with a path resolves under it, a
+	// .json URL is the card's own, with the workers' headers and guard.
+	t.Run("as a worker resolves it", func(t *testing.T) {
+		srv := agentServer(t, "/agents/a"+fetcher.WellKnownPath, cardT0)
+		for _, u := range []string{srv.URL + "/agents/a", srv.URL + "/agents/a/", srv.URL + "/agents/a" + fetcher.WellKnownPath} {
+			code, stdout, stderr := runCLI(t, "", "pin", "--json", u)
+			if code != exitOK || !strings.Contains(stdout, `"source": "`+srv.URL+"/agents/a"+fetcher.WellKnownPath+`"`) {
+				t.Errorf("pin %s = %d %s %s", u, code, stdout, stderr)
+			}
+		}
+		code, stdout, stderr := runCLI(t, "", "pin", "--fetch-allow", "127.0.0.0/8", srv.URL+"/agents/a")
+		if code != exitOK || !strings.Contains(stdout, "etag               \"v1\"") {
+			t.Errorf("pin --fetch-allow 127.0.0.0/8 = %d %s %s", code, stdout, stderr)
+		}
+		// With the workers' default guard a loopback agent is refused, as a
+		// worker started without --fetch-allow would refuse it.
+		code, _, stderr = runCLI(t, "", "pin", "--fetch-allow=", srv.URL+"/agents/a")
+		if code != exitUsage || !strings.Contains(stderr, string(fetcher.ReasonRefusedAddress)) {
+			t.Errorf("pin --fetch-allow= of a loopback agent = %d %q, want refused-address", code, stderr)
+		}
+		code, _, stderr = runCLI(t, "", "diff", "--fetch-allow=", srv.URL+"/agents/a", srv.URL+"/agents/a")
+		if code != exitUsage || !strings.Contains(stderr, string(fetcher.ReasonRefusedAddress)) {
+			t.Errorf("diff --fetch-allow= of a loopback agent = %d %q, want refused-address", code, stderr)
 		}
 	})
 }

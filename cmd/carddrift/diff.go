@@ -10,6 +10,7 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/fetcher"
 )
 
 type diffFlags struct {
@@ -23,6 +24,7 @@ type diffFlags struct {
 	inputModes        string
 	outputModes       string
 	security          string
+	fetch             fetchFlags
 }
 
 func (f *diffFlags) taskGiven() bool {
@@ -43,11 +45,13 @@ func diffCommand(e *env) *ffcli.Command {
 	fs.StringVar(&f.inputModes, "input-modes", "", "task: comma-separated media types the task sends")
 	fs.StringVar(&f.outputModes, "output-modes", "", "task: comma-separated media types the task accepts")
 	fs.StringVar(&f.security, "security", "", "task: comma-separated security scheme names the client uses")
+	f.fetch.register(fs)
 	return &ffcli.Command{
 		Name:       "diff",
 		ShortUsage: "carddrift diff [flags] OLD NEW",
 		ShortHelp:  "findings between two cards (files, - for stdin, or http(s) URLs)",
 		LongHelp: "Compares two agent cards and prints what changed, grouped by severity.\n" +
+			"A URL is fetched as a worker fetches it (see pin; --fetch-allow as for pin).\n" +
 			"With task flags (--skill, --requires-streaming, …) it also prints the verdict for that task.\n" +
 			"Exit status: 0, or 1 when --fail-on matched; 2 for usage or parse errors.",
 		FlagSet: fs,
@@ -97,10 +101,15 @@ func runDiff(ctx context.Context, e *env, f *diffFlags, args []string) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--posture: %w", err)}
 	}
+	fe, err := f.fetch.fetcher(fetcher.SignatureOptions{})
+	if err != nil {
+		return err
+	}
+	defer fe.Close()
 	cards := make([]*detector.Card, 2)
 	sums := make([]cardSummary, 2)
 	for i, where := range args {
-		src, err := readSource(ctx, e, where)
+		src, err := readSource(ctx, e, where, fe)
 		if err != nil {
 			return usageError{err}
 		}

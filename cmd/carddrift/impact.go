@@ -74,7 +74,7 @@ func runImpact(ctx context.Context, e *env, f *impactFlags) error {
 	if strings.HasPrefix(f.card, "http://") || strings.HasPrefix(f.card, "https://") {
 		return usagef("--card is the proposed card, a file or -: not a URL")
 	}
-	src, err := readSource(ctx, e, f.card)
+	src, err := readSource(ctx, e, f.card, nil)
 	if err != nil {
 		return err
 	}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"strings"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 )
 
 func pinCommand(e *env) *ffcli.Command {
@@ -18,20 +16,25 @@ func pinCommand(e *env) *ffcli.Command {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	var trust trustFlags
 	trust.register(fs)
+	var fetch fetchFlags
+	fetch.register(fs)
 	return &ffcli.Command{
 		Name:       "pin",
-		ShortUsage: "carddrift pin [--json] [--jwks FILE|URL] [--jku https|any|off] URL|FILE",
+		ShortUsage: "carddrift pin [--json] [--jwks FILE|URL] [--jku https|any|off] [--fetch-allow CIDR,…] URL|FILE",
 		ShortHelp:  "fetch a card, print digest, fingerprint, version, ETag, signatures",
-		LongHelp: "Reads one card (a base URL resolves /.well-known/agent-card.json, then the legacy\n" +
-			"/.well-known/agent.json; a file path or - reads a file or stdin) and prints what a pin records.\n" +
+		LongHelp: "Reads one card and prints what a pin records. A URL is fetched as a worker fetches it\n" +
+			"(the workers' fetcher: same headers, timeouts and limits): an agent URL resolves\n" +
+			"<url>/.well-known/agent-card.json, then the legacy /.well-known/agent.json; a URL ending in\n" +
+			".json is the card's own URL. A file path or - reads a file or stdin.\n" +
 			"A signed card's signatures are verified with the keys of --jwks and of the jku each names\n" +
-			"(key sets are fetched like the card: an operator's command, no SSRF guard).",
+			"(key sets are fetched like the card). The SSRF guard reaches any address but cloud metadata\n" +
+			"unless --fetch-allow narrows it (serve's value shows what its workers see).",
 		FlagSet: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) != 1 {
 				return usagef("pin needs exactly one URL or file, got %d argument(s)", len(args))
 			}
-			return runPin(ctx, e, args[0], *asJSON, &trust)
+			return runPin(ctx, e, args[0], *asJSON, &trust, &fetch)
 		},
 	}
 }
@@ -58,7 +61,7 @@ type pinOutput struct {
 	Signatures []detector.Signature `json:"signatures"`
 }
 
-func runPin(ctx context.Context, e *env, where string, asJSON bool, trust *trustFlags) error {
+func runPin(ctx context.Context, e *env, where string, asJSON bool, trust *trustFlags, fetch *fetchFlags) error {
 	sigOpts, skipped, err := trust.options()
 	if err != nil {
 		return err
@@ -66,7 +69,12 @@ func runPin(ctx context.Context, e *env, where string, asJSON bool, trust *trust
 	for _, err := range skipped {
 		fmt.Fprintf(e.stderr, "carddrift: --jwks: skipped: %v\n", err)
 	}
-	src, err := readSource(ctx, e, where)
+	f, err := fetch.fetcher(sigOpts)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	src, err := readSource(ctx, e, where, f)
 	if err != nil {
 		return usageError{err}
 	}
@@ -93,11 +101,7 @@ func runPin(ctx context.Context, e *env, where string, asJSON bool, trust *trust
 	}
 	out.Signatures = []detector.Signature{}
 	if c.HasSignatures {
-		sigs, err := verifySignatures(ctx, src.Raw, sigOpts)
-		if err != nil {
-			return err
-		}
-		out.Signatures = append(out.Signatures, sigs...)
+		out.Signatures = append(out.Signatures, f.Verify(ctx, src.Raw)...)
 	}
 	out.Skills = make([]string, 0, len(c.Skills))
 	for _, s := range c.Skills {
@@ -148,21 +152,6 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
-}
-
-// verifySignatures verifies a card's signatures as the workers do, with a
-// fetcher for the key sets whose SSRF guard lets every address through (an
-// operator's command, like pin's own fetch of the card).
-func verifySignatures(ctx context.Context, raw []byte, o fetcher.SignatureOptions) ([]detector.Signature, error) {
-	f, err := fetcher.New(fetcher.Options{
-		Allow:      []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")},
-		Signatures: o,
-	})
-	if err != nil {
-		return nil, usageError{err}
-	}
-	defer f.Close()
-	return f.Verify(ctx, raw), nil
 }
 
 // describeSignature says what verifying a signature found, for pin's text

@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"time"
+
+	"github.com/carddrift/carddrift/detector/fetcher"
 )
 
 // cardSource is a card as read by the CLI, with the HTTP facts pin reports.
@@ -21,25 +22,41 @@ type cardSource struct {
 
 const cliMaxCardBytes = 1 << 20
 
-// cliHTTPClient fetches cards for diff and pin: an operator's command, so no
-// SSRF guard, but the same fixed headers, timeouts and size limit as the
-// workers.
-func cliHTTPClient() *http.Client {
-	return &http.Client{
-		Timeout: 10 * time.Second,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 3 {
-				return fmt.Errorf("stopped after %d redirects", len(via))
-			}
-			return nil
-		},
-	}
+// cliFetchAllow is the default of --fetch-allow for pin and diff: every
+// address (the cloud-metadata ones stay refused, as they do for a worker
+// whose --fetch-allow covers them). Pinning an agent on localhost or a
+// private network is a normal use of an operator's command.
+const cliFetchAllow = "0.0.0.0/0,::/0"
+
+// fetchFlags are the fetch flags of the commands that read cards from URLs
+// (pin, diff).
+type fetchFlags struct {
+	allow string
 }
 
-// readSource reads a card from a file path, "-" (stdin) or an http(s) URL. A
-// URL with an empty path resolves /.well-known/agent-card.json, falling back
-// to the legacy /.well-known/agent.json.
-func readSource(ctx context.Context, e *env, where string) (cardSource, error) {
+func (f *fetchFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.allow, "fetch-allow", cliFetchAllow, "CIDR[,CIDR…] the SSRF guard lets card (and key set) fetches reach; "+
+		"the default reaches any address but cloud metadata; give serve's value to see what its workers see (empty: the workers' default guard)")
+}
+
+// fetcher returns the Fetcher the command reads URLs with: the workers'
+// fetcher (fixed headers, timeouts, size and redirect limits, TLS, the SSRF
+// guard with --fetch-allow) and, for pin, the signature options. Close it.
+func (f *fetchFlags) fetcher(sig fetcher.SignatureOptions) (*fetcher.Fetcher, error) {
+	allow, err := fetcher.ParseAllow(f.allow)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--fetch-allow: %w", err)}
+	}
+	fe, err := fetcher.New(fetcher.Options{Allow: allow, Signatures: sig})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return fe, nil
+}
+
+// readSource reads a card from a file path, "-" (stdin) or, with a Fetcher,
+// an http(s) URL (fetchSource).
+func readSource(ctx context.Context, e *env, where string, f *fetcher.Fetcher) (cardSource, error) {
 	if where == "-" {
 		raw, err := io.ReadAll(io.LimitReader(e.stdin, cliMaxCardBytes+1))
 		if err != nil {
@@ -47,69 +64,39 @@ func readSource(ctx context.Context, e *env, where string) (cardSource, error) {
 		}
 		return cardSource{Where: "-", Raw: raw}, nil
 	}
-	if strings.HasPrefix(where, "http://") || strings.HasPrefix(where, "https://") {
-		return fetchSource(ctx, where)
+	if f != nil && (strings.HasPrefix(where, "http://") || strings.HasPrefix(where, "https://")) {
+		return fetchSource(ctx, f, where)
 	}
-	f, err := os.Open(where)
+	file, err := os.Open(where)
 	if err != nil {
 		return cardSource{}, usageError{err}
 	}
-	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, cliMaxCardBytes+1))
+	defer file.Close()
+	raw, err := io.ReadAll(io.LimitReader(file, cliMaxCardBytes+1))
 	if err != nil {
 		return cardSource{}, fmt.Errorf("read %s: %w", where, err)
 	}
 	return cardSource{Where: where, Raw: raw}, nil
 }
 
-func fetchSource(ctx context.Context, raw string) (cardSource, error) {
-	u, err := url.Parse(raw)
+// fetchSource fetches the card a worker would observe for where, through
+// f.FetchAgent: a URL whose path ends in .json is a card URL (as a client's
+// cardUrl is) and is fetched as it is; any other URL is the agent's, and
+// resolves as the workers resolve it (fetcher.CardURLs: the URL's path plus
+// /.well-known/agent-card.json, then the legacy /.well-known/agent.json on
+// 404, 405 or 410).
+func fetchSource(ctx context.Context, f *fetcher.Fetcher, where string) (cardSource, error) {
+	u, err := url.Parse(where)
 	if err != nil {
-		return cardSource{}, usagef("bad URL %q: %v", raw, err)
+		return cardSource{}, usagef("bad URL %q: %v", where, err)
 	}
-	candidates := []string{u.String()}
-	if u.Path == "" || u.Path == "/" {
-		base := *u
-		base.Path = "/.well-known/agent-card.json"
-		legacy := *u
-		legacy.Path = "/.well-known/agent.json"
-		candidates = []string{base.String(), legacy.String()}
+	agentURL, cardURL := where, ""
+	if strings.HasSuffix(u.Path, ".json") {
+		cardURL = where
 	}
-	client := cliHTTPClient()
-	var lastErr error
-	for i, c := range candidates {
-		src, status, err := get(ctx, client, c)
-		if err == nil {
-			return src, nil
-		}
-		lastErr = err
-		if i < len(candidates)-1 && (status == http.StatusNotFound || status == http.StatusGone || status == http.StatusMethodNotAllowed) {
-			continue
-		}
-		break
-	}
-	return cardSource{}, lastErr
-}
-
-func get(ctx context.Context, client *http.Client, u string) (cardSource, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	obs, err := f.FetchAgent(ctx, agentURL, cardURL)
 	if err != nil {
-		return cardSource{}, 0, err
+		return cardSource{}, err
 	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("A2A-Version", "1.0")
-	req.Header.Set("User-Agent", "carddrift")
-	resp, err := client.Do(req)
-	if err != nil {
-		return cardSource{}, 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return cardSource{}, resp.StatusCode, fmt.Errorf("GET %s: %s", u, resp.Status)
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, cliMaxCardBytes+1))
-	if err != nil {
-		return cardSource{}, resp.StatusCode, fmt.Errorf("GET %s: %w", u, err)
-	}
-	return cardSource{Where: u, Raw: raw, ETag: resp.Header.Get("ETag"), CacheControl: resp.Header.Get("Cache-Control")}, resp.StatusCode, nil
+	return cardSource{Where: obs.CardURL, Raw: obs.Raw, ETag: obs.ETag, CacheControl: obs.CacheControl}, nil
 }

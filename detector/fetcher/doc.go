@@ -14,6 +14,12 @@
 // multicast, reserved and cloud-metadata addresses are refused unless
 // Options.Allow widens it. Proxies from the environment are ignored.
 //
+// Fetcher.FetchAgent is the one-shot look at an agent, for a command or a
+// client rather than a worker: Fetch with the card URL resolution of
+// ObserveAgent (below), without leases. carddrift pin and diff and
+// a2aemit.ResolveCard fetch through it, so they see what a worker sees,
+// under the guard their caller sets (Options.Allow).
+//
 // Every failure is a *FetchError whose Reason goes verbatim into
 // card.unreachable; errors.Is matches a sentinel per reason (ErrTimeout,
 // ErrRefusedAddress, ErrDuplicateKeys, ...). A body that does not parse as a

@@ -35,6 +35,10 @@ type Observation struct {
 	// ETag is the entity tag to revalidate with ("" when the server sent none
 	// or an unusable one).
 	ETag string
+	// CacheControl is the response's Cache-Control as served (its lines
+	// joined by ", "), which MaxAge comes from. Fetch fills it; an
+	// observation served from a lease has none.
+	CacheControl string
 	// MaxAge is the lease: Cache-Control max-age minus Age, or the default,
 	// clamped to [MinLease, MaxLease].
 	MaxAge time.Duration
@@ -283,6 +287,8 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (Observation, error) {
 	}
 	defer resp.Body.Close()
 	obs.Status = resp.StatusCode
+
+	obs.CacheControl = strings.Join(resp.Header.Values("Cache-Control"), ", ")
 
 	switch {
 	case resp.StatusCode == http.StatusNotModified && conditional:

@@ -55,15 +55,16 @@ func (f *Fetcher) ObserveAgent(ctx context.Context, agentURL, cardURL string, fo
 }
 
 func (f *Fetcher) observeAgent(ctx context.Context, agentURL, cardURL string, force bool) (Observation, error) {
+	observe := func(u string) (Observation, error) { return f.Observe(ctx, u, force) }
 	if cardURL != "" {
-		return f.Observe(ctx, cardURL, force)
+		return observe(cardURL)
 	}
 	urls, err := CardURLs(agentURL)
 	if err != nil {
 		return Observation{CardURL: agentURL}, err
 	}
 	if len(urls) == 1 {
-		return f.Observe(ctx, urls[0], force)
+		return observe(urls[0])
 	}
 	base := urls[0][:len(urls[0])-len(WellKnownPath)]
 	f.mu.Lock()
@@ -72,17 +73,48 @@ func (f *Fetcher) observeAgent(ctx context.Context, agentURL, cardURL string, fo
 	if legacy {
 		urls[0], urls[1] = urls[1], urls[0]
 	}
+	obs, second, err := firstCard(urls, observe)
+	if second {
+		f.rememberLegacy(base, !legacy)
+	}
+	return obs, err
+}
 
-	obs, firstErr := f.Observe(ctx, urls[0], force)
-	if firstErr == nil || !notThere(firstErr) {
-		return obs, firstErr
+// FetchAgent fetches an agent's card once, resolved as ObserveAgent
+// resolves it: cardURL when given, else the agent's well-known card URL
+// (CardURLs), then the legacy agent.json when agent-card.json answers 404,
+// 405 or 410. Each request is a Fetch: the workers' fixed headers, SSRF
+// guard, timeouts and limits, and no lease, coalescing or memory of legacy
+// agents; signatures are not verified (Verify does that). It is the one
+// look at an agent that a command or a client takes (carddrift pin and
+// diff, a2aemit.ResolveCard), so that it sees what a worker sees. When both
+// URLs fail, the error is that of the first (a *FetchError), naming the
+// second's.
+func (f *Fetcher) FetchAgent(ctx context.Context, agentURL, cardURL string) (Observation, error) {
+	fetch := func(u string) (Observation, error) { return f.Fetch(ctx, Request{URL: u}) }
+	if cardURL != "" {
+		return fetch(cardURL)
 	}
-	obs, err = f.Observe(ctx, urls[1], force)
+	urls, err := CardURLs(agentURL)
 	if err != nil {
-		return Observation{CardURL: urls[0]}, fmt.Errorf("%w (then %s: %w)", firstErr, urls[1], err)
+		return Observation{CardURL: agentURL}, err
 	}
-	f.rememberLegacy(base, !legacy)
-	return obs, nil
+	obs, _, err := firstCard(urls, fetch)
+	return obs, err
+}
+
+// firstCard tries the card URLs of an agent in order with get: the second
+// only when the first has no card there (notThere). second reports that the
+// second answered; when both fail, the error is the first's.
+func firstCard(urls []string, get func(string) (Observation, error)) (obs Observation, second bool, err error) {
+	obs, firstErr := get(urls[0])
+	if len(urls) == 1 || firstErr == nil || !notThere(firstErr) {
+		return obs, false, firstErr
+	}
+	if obs, err = get(urls[1]); err != nil {
+		return Observation{CardURL: urls[0]}, false, fmt.Errorf("%w (then %s: %w)", firstErr, urls[1], err)
+	}
+	return obs, true, nil
 }
 
 func (f *Fetcher) rememberLegacy(base string, legacy bool) {

@@ -5,22 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 
 	"github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/carddrift/carddrift/detector/fetcher"
 )
 
-// Well-known card paths, current first (as the a2a-go resolver and
-// carddrift's fetcher use them).
+// Well-known card paths, current first: the fetcher's, which carddrift's
+// workers and the a2a-go resolver use.
 const (
-	WellKnownPath       = "/.well-known/agent-card.json"
-	LegacyWellKnownPath = "/.well-known/agent.json"
+	WellKnownPath       = fetcher.WellKnownPath
+	LegacyWellKnownPath = fetcher.LegacyWellKnownPath
 )
 
-// MaxCardBytes bounds a card body ResolveCard reads.
-const MaxCardBytes = 1 << 20
+// MaxCardBytes bounds a card body ResolveCard reads (the fetcher's limit,
+// Options.MaxBodyBytes).
+const MaxCardBytes = fetcher.DefaultMaxBodyBytes
 
 // Card is an agent card as a client discovered it: the a2a-go struct to
 // build the client from, and the body as served, which the struct cannot
@@ -33,62 +33,42 @@ type Card struct {
 	URL string
 }
 
-// ErrCardStatus is wrapped by ResolveCard when no card URL answered 200.
+// ErrCardStatus is wrapped by ResolveCard when no card URL answered with a
+// 2xx status (the error also matches fetcher.ErrStatus and is a
+// *fetcher.FetchError holding the status).
 var ErrCardStatus = errors.New("a2aemit: card request failed")
 
-// ResolveCard fetches the public card of the agent at baseURL with client
-// (http.DefaultClient when nil): baseURL + WellKnownPath, falling back to
-// LegacyWellKnownPath on 404. It returns the parsed struct and the raw
-// bytes. A body over MaxCardBytes, a non-200 status (ErrCardStatus) or a
-// body that does not decode into a2a.AgentCard is an error.
+// ResolveCard fetches the public card of the agent at agentURL through f, as
+// carddrift's workers fetch it (fetcher.Fetcher.FetchAgent): agentURL +
+// WellKnownPath, falling back to LegacyWellKnownPath on 404, 405 or 410, with
+// the workers' headers (A2A-Version and all), timeouts, size limit and SSRF
+// guard. The guard is the caller's to set: f's Options.Allow (an agent on
+// loopback or a private network needs it widened). A nil f is a Fetcher with
+// the default Options, whose guard refuses loopback and private addresses;
+// it is made and closed for this call.
 //
-// This is the client's own discovery, with the client's HTTP settings; it
-// applies no SSRF guard (carddrift's fetcher does, for the workers).
-func ResolveCard(ctx context.Context, client *http.Client, baseURL string) (*Card, error) {
-	if client == nil {
-		client = http.DefaultClient
-	}
-	base := strings.TrimSuffix(baseURL, "/")
-	var firstErr error
-	for _, path := range []string{WellKnownPath, LegacyWellKnownPath} {
-		c, status, err := getCard(ctx, client, base+path)
-		if err == nil {
-			return c, nil
+// It returns the parsed struct and the raw bytes. The error of a failed
+// fetch holds the *fetcher.FetchError (errors.As; errors.Is matches its
+// reason's sentinel, and ErrCardStatus for a status other than 2xx); a body
+// that does not decode into a2a.AgentCard is an error too.
+func ResolveCard(ctx context.Context, f *fetcher.Fetcher, agentURL string) (*Card, error) {
+	if f == nil {
+		var err error
+		if f, err = fetcher.New(fetcher.Options{}); err != nil {
+			return nil, fmt.Errorf("a2aemit: %w", err)
 		}
-		if firstErr == nil {
-			firstErr = err
-		}
-		if status != http.StatusNotFound {
-			break
-		}
+		defer f.Close()
 	}
-	return nil, firstErr
-}
-
-func getCard(ctx context.Context, client *http.Client, cardURL string) (*Card, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cardURL, nil)
+	obs, err := f.FetchAgent(ctx, agentURL, "")
+	if errors.Is(err, fetcher.ErrStatus) {
+		return nil, fmt.Errorf("%w: %w", ErrCardStatus, err)
+	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("a2aemit: card %s: %w", cardURL, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, 0, fmt.Errorf("a2aemit: card %s: %w", cardURL, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, resp.StatusCode, fmt.Errorf("%w: %s: HTTP %d", ErrCardStatus, cardURL, resp.StatusCode)
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxCardBytes+1))
-	if err != nil {
-		return nil, resp.StatusCode, fmt.Errorf("a2aemit: card %s: %w", cardURL, err)
-	}
-	if len(raw) > MaxCardBytes {
-		return nil, resp.StatusCode, fmt.Errorf("a2aemit: card %s: body over %d bytes", cardURL, MaxCardBytes)
+		return nil, fmt.Errorf("a2aemit: %w", err)
 	}
 	var card a2a.AgentCard
-	if err := json.Unmarshal(raw, &card); err != nil {
-		return nil, resp.StatusCode, fmt.Errorf("a2aemit: card %s: %w", cardURL, err)
+	if err := json.Unmarshal(obs.Raw, &card); err != nil {
+		return nil, fmt.Errorf("a2aemit: card %s: %w", obs.CardURL, err)
 	}
-	return &Card{AgentCard: &card, Raw: raw, URL: cardURL}, resp.StatusCode, nil
+	return &Card{AgentCard: &card, Raw: obs.Raw, URL: obs.CardURL}, nil
 }

@@ -5,7 +5,8 @@
 // existing Go A2A client gets card-drift detection by adding one option:
 //
 //	em, _ := events.NewEmitter(js, "urn:client:billing")
-//	card, _ := a2aemit.ResolveCard(ctx, http.DefaultClient, agentURL)
+//	f, _ := fetcher.New(fetcher.Options{}) // Allow: what the SSRF guard may reach
+//	card, _ := a2aemit.ResolveCard(ctx, f, agentURL)
 //	client, _ := a2aclient.NewFromCard(ctx, card.AgentCard,
 //		a2aemit.WithLifecycleEvents(em, a2aemit.Options{RawCard: card.Raw, CardURL: card.URL}))
 //	...
@@ -51,7 +52,9 @@
 // tell false from absent, so a card marshalled from it does not hash to the
 // card the agent serves: carddrift would see a difference where there is
 // none, or miss one. Give the bytes as served in Options.RawCard (ResolveCard
-// fetches both the bytes and the struct). Without RawCard the submission
+// fetches both the bytes and the struct, through carddrift's fetcher: the
+// workers' headers, card URL resolution, limits and SSRF guard, with the
+// guard's Allow set by the caller). Without RawCard the submission
 // carries no card and carddrift pins the first card it fetches — which
 // misses a change between the client's discovery and that fetch — unless
 // Options.MarshalCard asks for the lossy struct round trip anyway.

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2asrv"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/a2aemit"
 )
@@ -56,9 +58,15 @@ func ExampleWithLifecycleEvents() {
 	mux.HandleFunc(a2aemit.WellKnownPath, func(w http.ResponseWriter, _ *http.Request) { w.Write(card) })
 	ctx := context.Background()
 
-	// Discover the card keeping the bytes as served, build the client with
-	// the interceptor, and say what the task is planned for.
-	c, err := a2aemit.ResolveCard(ctx, srv.Client(), srv.URL)
+	// Discover the card keeping the bytes as served (through carddrift's
+	// fetcher, whose SSRF guard must let this loopback agent in), build the
+	// client with the interceptor, and say what the task is planned for.
+	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	c, err := a2aemit.ResolveCard(ctx, f, srv.URL)
 	if err != nil {
 		panic(err)
 	}

@@ -7,16 +7,19 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/a2aemit"
 )
@@ -321,7 +324,9 @@ func TestErrorCode(t *testing.T) {
 
 func TestResolveCard(t *testing.T) {
 	card := `{"name":"legacy","url":"http://x/a2a","capabilities":{"streaming":true},"x-extra":[1,2]}`
+	var headers atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		headers.Store(r.Header.Clone())
 		switch r.URL.Path {
 		case "/legacy" + a2aemit.LegacyWellKnownPath:
 			w.Write([]byte(card))
@@ -329,23 +334,53 @@ func TestResolveCard(t *testing.T) {
 			w.WriteHeader(http.StatusInternalServerError)
 		case "/bad" + a2aemit.WellKnownPath:
 			w.Write([]byte(`{"name": 7}`))
+		case "/moved" + a2aemit.WellKnownPath:
+			w.WriteHeader(http.StatusGone)
+		case "/moved" + a2aemit.LegacyWellKnownPath:
+			w.Write([]byte(card))
 		default:
 			http.NotFound(w, r)
 		}
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	c, err := a2aemit.ResolveCard(ctx, srv.Client(), srv.URL+"/legacy/")
+	f := loopbackFetcher(t)
+	c, err := a2aemit.ResolveCard(ctx, f, srv.URL+"/legacy/")
 	if err != nil {
 		t.Fatalf("ResolveCard: %v", err)
 	}
 	if string(c.Raw) != card || c.URL != srv.URL+"/legacy"+a2aemit.LegacyWellKnownPath || c.AgentCard.Name != "legacy" || !c.AgentCard.Capabilities.Streaming {
 		t.Errorf("card = %+v", c)
 	}
-	if _, err := a2aemit.ResolveCard(ctx, srv.Client(), srv.URL+"/broken"); !errors.Is(err, a2aemit.ErrCardStatus) {
-		t.Errorf("500: ResolveCard = %v, want ErrCardStatus", err)
+	// The workers' headers and fallback rule (410 too, not only 404).
+	if h := headers.Load().(http.Header); h.Get("A2A-Version") != fetcher.DefaultA2AVersion || h.Get("User-Agent") != fetcher.DefaultUserAgent {
+		t.Errorf("headers = %v, want the workers' fixed headers", h)
 	}
-	if _, err := a2aemit.ResolveCard(ctx, srv.Client(), srv.URL+"/bad"); err == nil {
+	if c, err := a2aemit.ResolveCard(ctx, f, srv.URL+"/moved"); err != nil || c.URL != srv.URL+"/moved"+a2aemit.LegacyWellKnownPath {
+		t.Errorf("410 then legacy: ResolveCard = %+v, %v", c, err)
+	}
+	_, err = a2aemit.ResolveCard(ctx, f, srv.URL+"/broken")
+	var fe *fetcher.FetchError
+	if !errors.Is(err, a2aemit.ErrCardStatus) || !errors.As(err, &fe) || fe.Status != http.StatusInternalServerError {
+		t.Errorf("500: ResolveCard = %v, want ErrCardStatus and a *fetcher.FetchError with the status", err)
+	}
+	if _, err := a2aemit.ResolveCard(ctx, f, srv.URL+"/bad"); err == nil {
 		t.Error("a card that does not decode: ResolveCard = nil error")
 	}
+	// The guard is the caller's: the default Fetcher (nil) refuses loopback.
+	if _, err := a2aemit.ResolveCard(ctx, nil, srv.URL+"/legacy"); !errors.Is(err, fetcher.ErrRefusedAddress) {
+		t.Errorf("default guard: ResolveCard = %v, want ErrRefusedAddress", err)
+	}
+}
+
+// loopbackFetcher is a Fetcher whose SSRF guard lets the tests' loopback
+// agents in, closed at the end of the test.
+func loopbackFetcher(t *testing.T) *fetcher.Fetcher {
+	t.Helper()
+	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
