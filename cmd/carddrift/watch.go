@@ -133,7 +133,10 @@ func runWatch(ctx context.Context, e *env, f *watchFlags) error {
 		return err
 	}
 	defer it.Stop()
-	go func() { <-ctx.Done(); it.Stop() }()
+	// Canceling ctx stops the iterator, which ends Next; the hook is
+	// removed when watch returns by itself (--limit), so nothing outlives it.
+	unhook := context.AfterFunc(ctx, it.Stop)
+	defer unhook()
 	n := 0
 	for {
 		msg, err := it.Next()
