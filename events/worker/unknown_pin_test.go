@@ -193,7 +193,7 @@ func noDeadLetters(t *testing.T, r *workertest.Rig) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
