@@ -271,7 +271,11 @@ func TestPlayOutageAndReplicas(t *testing.T) {
 			labels = append(labels, "next")
 		}
 	}
-	if !slices.Contains(labels, LabelBase) || !slices.Contains(labels, "next") || len(labels) != 4 {
+	if time.Now().After(p.Start().Add(roll.Steps[2].At)) {
+		// A loaded machine read some of them after the deploy ended: what
+		// they show says nothing about the deploy.
+		t.Logf("the reads ended after the rolling deploy (%v): not judged", labels)
+	} else if !slices.Contains(labels, LabelBase) || !slices.Contains(labels, "next") || len(labels) != 4 {
 		t.Errorf("during the rolling deploy the agent served %v, want both replicas", labels)
 	}
 
