@@ -152,16 +152,17 @@ func TestReplayHTMLEscapes(t *testing.T) {
 				t.Errorf("the page text does not show the task id")
 			}
 			if page.name == "timeline" {
-				renderHostile(t, path)
+				renderHostile(t, path, "replay")
 			}
 		})
 	}
 }
 
 // renderHostile opens the page in headless Chromium: the title must stay
-// the page's, the card name must show as text, and the page must render
-// (renderInChromium).
-func renderHostile(t *testing.T, page string) {
+// the page's ("carddrift " + title), the card name must show as text, and
+// the page must render (renderInChromium). The replay and the fleet pages
+// share it.
+func renderHostile(t *testing.T, page, title string) {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
@@ -175,7 +176,7 @@ func renderHostile(t *testing.T, page string) {
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
-	if !strings.Contains(string(dom), "<title>carddrift replay</title>") || strings.Contains(string(dom), "owned</title>") ||
+	if !strings.Contains(string(dom), "<title>carddrift "+title+"</title>") || strings.Contains(string(dom), "owned</title>") ||
 		!strings.Contains(string(dom), "&lt;script&gt;document.title='owned'&lt;/script&gt;") {
 		t.Errorf("in the browser the card's name ran or vanished:\n%s", dom)
 	}
