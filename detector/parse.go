@@ -109,16 +109,25 @@ func kindName(k jcs.Kind) string {
 
 func present(v *jcs.Value, ok bool) bool { return ok && v.Kind != jcs.Null }
 
-func (p *cardParser) str(obj *jcs.Value, key, ptr string) string {
+// member returns obj's member key when it is present and of kind k; a member
+// of another kind is noted (want names the kind) and read as absent.
+func (p *cardParser) member(obj *jcs.Value, key, ptr string, k jcs.Kind, want string) *jcs.Value {
 	v, ok := obj.Get(key)
 	if !present(v, ok) {
-		return ""
+		return nil
 	}
-	if v.Kind != jcs.String {
-		p.wrongType(ptr+"/"+escapePointer(key), "a string", v)
-		return ""
+	if v.Kind != k {
+		p.wrongType(ptr+"/"+escapePointer(key), want, v)
+		return nil
 	}
-	return v.Str
+	return v
+}
+
+func (p *cardParser) str(obj *jcs.Value, key, ptr string) string {
+	if v := p.member(obj, key, ptr, jcs.String, "a string"); v != nil {
+		return v.Str
+	}
+	return ""
 }
 
 func (p *cardParser) boolean(obj *jcs.Value, key, ptr string) bool {
@@ -161,39 +170,43 @@ func (p *cardParser) strs(obj *jcs.Value, key, ptr string) []string {
 		p.wrongType(ptr, "an array of strings", v)
 		return nil
 	}
-	out := make([]string, 0, len(v.Elems))
-	for i := range v.Elems {
-		if v.Elems[i].Kind != jcs.String {
-			p.wrongType(ptr+"/"+strconv.Itoa(i), "a string", &v.Elems[i])
+	return p.stringElems(v, ptr)
+}
+
+// stringElems returns the strings in the array arr; elements that are not
+// strings are noted and skipped.
+func (p *cardParser) stringElems(arr *jcs.Value, ptr string) []string {
+	out := make([]string, 0, len(arr.Elems))
+	for i := range arr.Elems {
+		if arr.Elems[i].Kind != jcs.String {
+			p.wrongType(ptr+"/"+strconv.Itoa(i), "a string", &arr.Elems[i])
 			continue
 		}
-		out = append(out, v.Elems[i].Str)
+		out = append(out, arr.Elems[i].Str)
 	}
 	return out
 }
 
 func (p *cardParser) object(obj *jcs.Value, key, ptr string) *jcs.Value {
-	v, ok := obj.Get(key)
-	if !present(v, ok) {
-		return nil
-	}
-	if v.Kind != jcs.Object {
-		p.wrongType(ptr+"/"+escapePointer(key), "an object", v)
-		return nil
-	}
-	return v
+	return p.member(obj, key, ptr, jcs.Object, "an object")
 }
 
 func (p *cardParser) array(obj *jcs.Value, key, ptr string) *jcs.Value {
-	v, ok := obj.Get(key)
-	if !present(v, ok) {
-		return nil
+	return p.member(obj, key, ptr, jcs.Array, "an array")
+}
+
+// eachObject calls fn for every element of the array arr that is an object,
+// with its index and pointer (ptr/i); other elements are noted and skipped.
+func (p *cardParser) eachObject(arr *jcs.Value, ptr string, fn func(i int, ptr string, e *jcs.Value)) {
+	for i := range arr.Elems {
+		e := &arr.Elems[i]
+		eptr := ptr + "/" + strconv.Itoa(i)
+		if e.Kind != jcs.Object {
+			p.wrongType(eptr, "an object", e)
+			continue
+		}
+		fn(i, eptr, e)
 	}
-	if v.Kind != jcs.Array {
-		p.wrongType(ptr+"/"+escapePointer(key), "an array", v)
-		return nil
-	}
-	return v
 }
 
 func (p *cardParser) parse(root *jcs.Value) {
@@ -275,19 +288,8 @@ func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 	c := p.card
 	if si := p.array(root, "supportedInterfaces", ""); si != nil {
 		p.v1 = true
-		for i := range si.Elems {
-			e := &si.Elems[i]
-			ptr := "/supportedInterfaces/" + strconv.Itoa(i)
-			if e.Kind != jcs.Object {
-				p.wrongType(ptr, "an object", e)
-				continue
-			}
-			bindingKey := "protocolBinding"
-			binding := p.str(e, bindingKey, ptr)
-			if binding == "" {
-				bindingKey = "transport"
-				binding = p.str(e, bindingKey, ptr)
-			}
+		p.eachObject(si, "/supportedInterfaces", func(_ int, ptr string, e *jcs.Value) {
+			binding, bindingKey := p.firstStr(e, ptr, "protocolBinding", "transport")
 			in := Interface{
 				URL:             p.str(e, "url", ptr),
 				ProtocolBinding: normBinding(binding),
@@ -300,7 +302,7 @@ func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 				in.src.version = "/protocolVersion"
 			}
 			c.Interfaces = append(c.Interfaces, in)
-		}
+		})
 	}
 	url := p.str(root, "url", "")
 	preferred := p.str(root, "preferredTransport", "")
@@ -326,28 +328,28 @@ func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 	if additional == nil {
 		return
 	}
-	for i := range additional.Elems {
-		e := &additional.Elems[i]
-		ptr := "/additionalInterfaces/" + strconv.Itoa(i)
-		if e.Kind != jcs.Object {
-			p.wrongType(ptr, "an object", e)
-			continue
-		}
-		bindingKey := "transport"
-		binding := p.str(e, bindingKey, ptr)
-		if binding == "" {
-			bindingKey = "protocolBinding"
-			binding = p.str(e, bindingKey, ptr)
-		}
+	p.eachObject(additional, "/additionalInterfaces", func(_ int, ptr string, e *jcs.Value) {
+		binding, bindingKey := p.firstStr(e, ptr, "transport", "protocolBinding")
 		in := Interface{
 			URL: p.str(e, "url", ptr), ProtocolBinding: normBinding(binding), ProtocolVersion: topVersion,
 			src: interfaceSource{ptr: ptr, url: ptr + "/url", binding: ptr + "/" + bindingKey, version: "/protocolVersion"},
 		}
 		if len(c.Interfaces) > 0 && c.Interfaces[0].URL == in.URL && c.Interfaces[0].ProtocolBinding == in.ProtocolBinding {
-			continue
+			return
 		}
 		c.Interfaces = append(c.Interfaces, in)
+	})
+}
+
+// firstStr reads the first of keys whose string value is not empty, and
+// returns it with the key it was read from (the last key when none is set).
+func (p *cardParser) firstStr(obj *jcs.Value, ptr string, keys ...string) (value, key string) {
+	for _, key = range keys {
+		if value = p.str(obj, key, ptr); value != "" {
+			break
+		}
 	}
+	return value, key
 }
 
 func hasURL(ins []Interface, url string) bool {
@@ -381,13 +383,7 @@ func (p *cardParser) capabilities(root *jcs.Value) {
 		}
 		if exts := p.array(caps, "extensions", ptr); exts != nil {
 			c.Capabilities.Extensions = []Extension{}
-			for i := range exts.Elems {
-				e := &exts.Elems[i]
-				eptr := ptr + "/extensions/" + strconv.Itoa(i)
-				if e.Kind != jcs.Object {
-					p.wrongType(eptr, "an object", e)
-					continue
-				}
+			p.eachObject(exts, ptr+"/extensions", func(_ int, eptr string, e *jcs.Value) {
 				ext := Extension{
 					URI:         p.str(e, "uri", eptr),
 					Description: p.str(e, "description", eptr),
@@ -396,13 +392,13 @@ func (p *cardParser) capabilities(root *jcs.Value) {
 				}
 				if ext.URI == "" {
 					p.note(eptr, "an extension needs a non-empty uri (the extension is not compared)")
-					continue
+					return
 				}
 				if params, ok := e.Get("params"); present(params, ok) {
 					ext.Params = string(jcs.Append(nil, params))
 				}
 				c.Capabilities.Extensions = append(c.Capabilities.Extensions, ext)
-			}
+			})
 		}
 	}
 	// v0.3 and pre-release spellings of the extended-card flag.
@@ -426,13 +422,7 @@ func (p *cardParser) skills(root *jcs.Value) {
 		return
 	}
 	c.Skills = make([]Skill, 0, len(arr.Elems))
-	for i := range arr.Elems {
-		e := &arr.Elems[i]
-		ptr := "/skills/" + strconv.Itoa(i)
-		if e.Kind != jcs.Object {
-			p.wrongType(ptr, "an object", e)
-			continue
-		}
+	p.eachObject(arr, "/skills", func(i int, ptr string, e *jcs.Value) {
 		s := Skill{
 			ID:          p.str(e, "id", ptr),
 			Name:        p.str(e, "name", ptr),
@@ -445,19 +435,11 @@ func (p *cardParser) skills(root *jcs.Value) {
 		}
 		if s.ID == "" {
 			p.note(ptr, "a skill needs a non-empty string id (the skill is not compared)")
-			continue
+			return
 		}
-		if reqs, ok := e.Get("securityRequirements"); present(reqs, ok) {
-			p.v1 = true
-			s.requirementsKey = "securityRequirements"
-			s.SecurityRequirements = p.requirements(reqs, ptr+"/securityRequirements")
-		} else if reqs, ok := e.Get("security"); present(reqs, ok) {
-			p.legacy = true
-			s.requirementsKey = "security"
-			s.SecurityRequirements = p.requirements(reqs, ptr+"/security")
-		}
+		s.SecurityRequirements, s.requirementsKey = p.securityRequirements(e, ptr)
 		c.Skills = append(c.Skills, s)
-	}
+	})
 	sort.SliceStable(c.Skills, func(a, b int) bool { return c.Skills[a].ID < c.Skills[b].ID })
 	out := c.Skills[:0]
 	for i, s := range c.Skills {
@@ -489,13 +471,7 @@ func (p *cardParser) requirements(v *jcs.Value, ptr string) []SecurityRequiremen
 		return nil
 	}
 	out := make([]SecurityRequirement, 0, len(v.Elems))
-	for i := range v.Elems {
-		e := &v.Elems[i]
-		eptr := ptr + "/" + strconv.Itoa(i)
-		if e.Kind != jcs.Object {
-			p.wrongType(eptr, "an object", e)
-			continue
-		}
+	p.eachObject(v, ptr, func(_ int, eptr string, e *jcs.Value) {
 		body := e
 		if s, ok := e.Get("schemes"); ok && len(e.Members) == 1 && s.Kind == jcs.Object {
 			body, eptr = s, eptr+"/schemes"
@@ -522,19 +498,26 @@ func (p *cardParser) requirements(v *jcs.Value, ptr string) []SecurityRequiremen
 				req[m.Key] = []string{}
 				continue
 			}
-			list := make([]string, 0, len(scopes.Elems))
-			for k := range scopes.Elems {
-				if scopes.Elems[k].Kind != jcs.String {
-					p.wrongType(mptr+"/"+strconv.Itoa(k), "a string", &scopes.Elems[k])
-					continue
-				}
-				list = append(list, scopes.Elems[k].Str)
-			}
-			req[m.Key] = list
+			req[m.Key] = p.stringElems(scopes, mptr)
 		}
 		out = append(out, req)
-	}
+	})
 	return out
+}
+
+// securityRequirements reads the security requirements of obj (the card or a
+// skill) from v1.0's "securityRequirements", else v0.3's "security", and
+// returns them with the key they were read from ("" when obj has neither).
+func (p *cardParser) securityRequirements(obj *jcs.Value, ptr string) ([]SecurityRequirement, string) {
+	if reqs, ok := obj.Get("securityRequirements"); present(reqs, ok) {
+		p.v1 = true
+		return p.requirements(reqs, ptr+"/securityRequirements"), "securityRequirements"
+	}
+	if reqs, ok := obj.Get("security"); present(reqs, ok) {
+		p.legacy = true
+		return p.requirements(reqs, ptr+"/security"), "security"
+	}
+	return nil, ""
 }
 
 func (p *cardParser) security(root *jcs.Value) {
@@ -551,14 +534,10 @@ func (p *cardParser) security(root *jcs.Value) {
 			c.SecuritySchemes[m.Key] = p.scheme(&m.Value, ptr)
 		}
 	}
-	if reqs, ok := root.Get("securityRequirements"); present(reqs, ok) {
-		p.v1 = true
-		c.src.requirements = "/securityRequirements"
-		c.SecurityRequirements = p.requirements(reqs, "/securityRequirements")
-	} else if reqs, ok := root.Get("security"); present(reqs, ok) {
-		p.legacy = true
-		c.src.requirements = "/security"
-		c.SecurityRequirements = p.requirements(reqs, "/security")
+	reqs, key := p.securityRequirements(root, "")
+	if key != "" {
+		c.SecurityRequirements = reqs
+		c.src.requirements = "/" + key
 	}
 	if auth, ok := root.Get("authentication"); ok {
 		p.v01 = true
