@@ -13,6 +13,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/defaults"
 )
 
 // Emitter publishes lifecycle events; *events.Emitter implements it.
@@ -95,9 +96,7 @@ type taskState struct {
 
 // New returns an Interceptor publishing through em.
 func New(em Emitter, opts Options) *Interceptor {
-	if opts.MaxTasks <= 0 {
-		opts.MaxTasks = DefaultMaxTasks
-	}
+	opts.MaxTasks = defaults.Positive(opts.MaxTasks, DefaultMaxTasks)
 	return &Interceptor{em: em, opts: opts, tasks: map[string]*taskState{}}
 }
 

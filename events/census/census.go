@@ -25,6 +25,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/defaults"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
@@ -133,12 +134,8 @@ func (f *Fleet) SplitBrains() int {
 // Take takes a census. Errors are the stores' and the stream's; records
 // that do not decode and bodies carddrift lacks are listed in Problems.
 func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
-	if opts.Window <= 0 {
-		opts.Window = fetcher.DefaultConsistencyWindow
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts.Window = defaults.Positive(opts.Window, fetcher.DefaultConsistencyWindow)
+	opts.Now = defaults.Clock(opts.Now)
 	src.Config.SetDefaults()
 	now := opts.Now()
 	f := &Fleet{Taken: now, Window: opts.Window, Agents: []Agent{}}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/defaults"
 )
 
 // TrafficOptions configure client traffic against a scheduled fleet.
@@ -45,18 +46,10 @@ type TrafficOptions struct {
 }
 
 func (o *TrafficOptions) setDefaults() {
-	if o.TaskEvery <= 0 {
-		o.TaskEvery = time.Second
-	}
-	if o.StepEvery <= 0 {
-		o.StepEvery = 400 * time.Millisecond
-	}
-	if o.Steps <= 0 {
-		o.Steps = 12
-	}
-	if o.MaxTasks <= 0 {
-		o.MaxTasks = 2000
-	}
+	o.TaskEvery = defaults.Positive(o.TaskEvery, time.Second)
+	o.StepEvery = defaults.Positive(o.StepEvery, 400*time.Millisecond)
+	o.Steps = defaults.Positive(o.Steps, 12)
+	o.MaxTasks = defaults.Positive(o.MaxTasks, 2000)
 	if o.Source == "" {
 		o.Source = "carddrift-demo-client"
 	}

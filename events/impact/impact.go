@@ -25,6 +25,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/defaults"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
@@ -115,12 +116,8 @@ func Assess(ctx context.Context, src Source, agentURL string, raw []byte, opts O
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotACard, err)
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = runtime.GOMAXPROCS(0)
-	}
+	opts.Now = defaults.Clock(opts.Now)
+	opts.Workers = defaults.Positive(opts.Workers, runtime.GOMAXPROCS(0))
 	now := opts.Now()
 	obs := task.Observation{Digest: digest, Fingerprint: detector.Fingerprint(live), Card: live,
 		FetchedAt: now, VerifiedAt: now, Signatures: opts.Signatures}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/defaults"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
@@ -83,24 +84,14 @@ func (o *Options) setDefaults() {
 	if o.Stream == "" {
 		o.Stream = store.DefaultEventsStream
 	}
-	if o.AckWait <= 0 {
-		o.AckWait = DefaultAckWait
-	}
+	o.AckWait = defaults.Positive(o.AckWait, DefaultAckWait)
 	if o.MaxDeliver == 0 {
 		o.MaxDeliver = DefaultMaxDeliver
 	}
-	if o.NakDelay <= 0 {
-		o.NakDelay = DefaultNakDelay
-	}
-	if o.MaxNakDelay <= 0 {
-		o.MaxNakDelay = DefaultMaxNakDelay
-	}
-	if o.Buffer <= 0 {
-		o.Buffer = DefaultBuffer
-	}
-	if o.StoreTimeout <= 0 {
-		o.StoreTimeout = DefaultStoreTimeout
-	}
+	o.NakDelay = defaults.Positive(o.NakDelay, DefaultNakDelay)
+	o.MaxNakDelay = defaults.Positive(o.MaxNakDelay, DefaultMaxNakDelay)
+	o.Buffer = defaults.Positive(o.Buffer, DefaultBuffer)
+	o.StoreTimeout = defaults.Positive(o.StoreTimeout, DefaultStoreTimeout)
 }
 
 // validate checks the options (after setDefaults) and returns the subject

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events/internal/defaults"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -65,9 +66,7 @@ func New(js jetstream.JetStream, opts Options) (*Reader, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = DefaultIdleTimeout
-	}
+	opts.IdleTimeout = defaults.Positive(opts.IdleTimeout, DefaultIdleTimeout)
 	return &Reader{
 		js: js, cfg: cfg, cards: opts.Cards, idle: opts.IdleTimeout,
 		bodies: map[string]*body{}, diffs: map[[2]string][]detector.Finding{},

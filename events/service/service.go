@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/carddrift/carddrift/events/internal/defaults"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
@@ -91,12 +92,8 @@ type Service struct {
 // stores and builds the workers; it does not run them. On error everything
 // it started is released. An invalid Config or Worker is ErrInvalidOptions.
 func Open(ctx context.Context, opts Options) (_ *Service, err error) {
-	if opts.SetupTimeout <= 0 {
-		opts.SetupTimeout = DefaultSetupTimeout
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = 1
-	}
+	opts.SetupTimeout = defaults.Positive(opts.SetupTimeout, DefaultSetupTimeout)
+	opts.Workers = defaults.Positive(opts.Workers, 1)
 	cfg := opts.Config
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {

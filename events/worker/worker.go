@@ -13,6 +13,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/defaults"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
@@ -110,27 +111,13 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.HandleTimeout <= 0 {
-		opts.HandleTimeout = DefaultHandleTimeout
-	}
-	if opts.DrainTimeout <= 0 {
-		opts.DrainTimeout = DefaultDrainTimeout
-	}
-	if opts.Batch <= 0 {
-		opts.Batch = DefaultBatch
-	}
-	if opts.PinnedTTL <= 0 {
-		opts.PinnedTTL = DefaultPinnedTTL
-	}
-	if opts.CardCache <= 0 {
-		opts.CardCache = DefaultCardCache
-	}
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = DefaultConcurrency
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts.HandleTimeout = defaults.Positive(opts.HandleTimeout, DefaultHandleTimeout)
+	opts.DrainTimeout = defaults.Positive(opts.DrainTimeout, DefaultDrainTimeout)
+	opts.Batch = defaults.Positive(opts.Batch, DefaultBatch)
+	opts.PinnedTTL = defaults.Positive(opts.PinnedTTL, DefaultPinnedTTL)
+	opts.CardCache = defaults.Positive(opts.CardCache, DefaultCardCache)
+	opts.Concurrency = defaults.Positive(opts.Concurrency, DefaultConcurrency)
+	opts.Now = defaults.Clock(opts.Now)
 	pub, err := events.NewPublisher(js, "carddrift/"+opts.Name, events.WithClock(opts.Now))
 	if err != nil {
 		return nil, err
