@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,22 +17,18 @@ import (
 )
 
 type fleetFlags struct {
-	nats    natsFlags
-	dataDir string
-	format  string
-	json    bool
-	out     string
-	window  time.Duration
+	stores storeFlags
+	output outputFlags
+	json   bool
+	window time.Duration
 }
 
 func fleetCommand(e *env) *ffcli.Command {
 	var f fleetFlags
 	fs := newFlagSet("fleet", e)
-	f.nats.register(fs)
-	fs.StringVar(&f.dataDir, "data-dir", "", "read offline from this store directory (the one `serve` or `demo --data-dir` wrote); it is copied first and never changed")
-	fs.StringVar(&f.format, "format", "text", "text, json or html (one self-contained page)")
+	f.stores.register(fs, "read offline")
+	f.output.register(fs, "text, json or html (one self-contained page)")
 	fs.BoolVar(&f.json, "json", false, "same as --format json: {agents[{agentUrl, digest, version, protocolVersions, tasks, splitBrain, unreachableSince}], skills[{id, agents[], consistent, differences[]}]}")
-	fs.StringVar(&f.out, "out", "", "write the output to this file instead of stdout")
 	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "judge split brain over this window (the workers' --consistency-window)")
 	return &ffcli.Command{
 		Name:       "fleet",
@@ -46,31 +41,26 @@ func fleetCommand(e *env) *ffcli.Command {
 			"different modes, streaming or push needs, or security. carddrift serve shows the same page\n" +
 			"at /fleet and the JSON at /fleet.json on --http-addr.",
 		FlagSet: fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return usagef("fleet takes no arguments")
-			}
+		Exec: noArgs("fleet", func(ctx context.Context) error {
 			return runFleet(ctx, e, &f)
-		},
+		}),
 	}
 }
 
 func runFleet(ctx context.Context, e *env, f *fleetFlags) error {
 	if f.json {
-		if f.format != "text" && f.format != "json" {
-			return usagef("--json and --format %s disagree", f.format)
+		if f.output.format != "text" && f.output.format != "json" {
+			return usagef("--json and --format %s disagree", f.output.format)
 		}
-		f.format = "json"
+		f.output.format = "json"
 	}
-	switch f.format {
-	case "text", "json", "html":
-	default:
-		return usagef("--format %q: want text, json or html", f.format)
+	if err := f.output.check(); err != nil {
+		return err
 	}
 	if f.window <= 0 {
 		return usagef("--consistency-window must be positive")
 	}
-	st, err := openStores(ctx, f.nats, f.dataDir, "carddrift-fleet")
+	st, err := f.stores.open(ctx, "carddrift-fleet")
 	if err != nil {
 		return err
 	}
@@ -83,19 +73,8 @@ func runFleet(ctx context.Context, e *env, f *fleetFlags) error {
 	for _, p := range fl.Problems {
 		fmt.Fprintln(e.stderr, "carddrift:", p)
 	}
-	var buf bytes.Buffer
-	switch f.format {
-	case "json":
-		err = writeFleetJSON(&buf, fl)
-	case "html":
-		err = writeFleetHTML(&buf, fl, 0)
-	default:
-		writeFleetText(&buf, fl)
-	}
-	if err != nil {
-		return err
-	}
-	return writeOut(e, f.out, buf.Bytes())
+	asHTML := func(w io.Writer, fl *census.Fleet) error { return writeFleetHTML(w, fl, 0) }
+	return writeReport(e, &f.output, fl, writeFleetJSON, asHTML, writeFleetText)
 }
 
 func writeFleetJSON(w io.Writer, fl *census.Fleet) error {

@@ -19,20 +19,18 @@ import (
 )
 
 type impactFlags struct {
-	nats    natsFlags
-	dataDir string
-	agent   string
-	card    string
-	json    bool
-	failOn  string
-	signed  bool
+	stores storeFlags
+	agent  string
+	card   string
+	json   bool
+	failOn string
+	signed bool
 }
 
 func impactCommand(e *env) *ffcli.Command {
 	var f impactFlags
 	fs := newFlagSet("impact", e)
-	f.nats.register(fs)
-	fs.StringVar(&f.dataDir, "data-dir", "", "read the pins offline from this store directory (the one `serve` or `demo --data-dir` wrote); it is copied first and never changed")
+	f.stores.register(fs, "read the pins offline")
 	fs.StringVar(&f.agent, "agent", "", "the agent about to deploy the card (any URL of its host)")
 	fs.StringVar(&f.card, "card", "", "the proposed card: a file, or - for stdin")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object {agentUrl, card{digest}, tasks[{taskId, action, posture, findings[{rule,severity,touches}]}], counts{abort,replan,continue}}")
@@ -50,12 +48,9 @@ func impactCommand(e *env) *ffcli.Command {
 			"exit 1 with --fail-on abort when a task would abort, --fail-on replan when one would\n" +
 			"abort or re-plan; 2 for usage errors or a card that is not a card.",
 		FlagSet: fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return usagef("impact takes no arguments")
-			}
+		Exec: noArgs("impact", func(ctx context.Context) error {
 			return runImpact(ctx, e, &f)
-		},
+		}),
 	}
 }
 
@@ -81,7 +76,7 @@ func runImpact(ctx context.Context, e *env, f *impactFlags) error {
 	if len(src.Raw) > cliMaxCardBytes {
 		return usagef("--card %s: larger than %d bytes", f.card, cliMaxCardBytes)
 	}
-	st, err := openStores(ctx, f.nats, f.dataDir, "carddrift-impact")
+	st, err := f.stores.open(ctx, "carddrift-impact")
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,24 +8,20 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/replay"
-	"github.com/carddrift/carddrift/store"
 )
 
 type replayFlags struct {
-	nats       natsFlags
-	dataDir    string
+	stores     storeFlags
 	task       string
 	agent      string
 	since      string
 	until      string
-	format     string
-	out        string
+	output     outputFlags
 	cards      bool
 	reevaluate bool
 	posture    string
@@ -36,14 +31,12 @@ type replayFlags struct {
 func replayCommand(e *env) *ffcli.Command {
 	var f replayFlags
 	fs := newFlagSet("replay", e)
-	f.nats.register(fs)
-	fs.StringVar(&f.dataDir, "data-dir", "", "replay offline from this store directory (the one `serve` or `demo --data-dir` wrote); it is copied first and never changed")
+	f.stores.register(fs, "replay offline")
 	fs.StringVar(&f.task, "task", "", "only this task: its lifecycle, pins, verdicts, and its agent's card while it ran")
 	fs.StringVar(&f.agent, "agent", "", "only this agent (any URL of its host) and its tasks")
 	fs.StringVar(&f.since, "since", "", "only entries at or after this time: RFC 3339, or a duration ago (15m)")
 	fs.StringVar(&f.until, "until", "", "only entries at or before this time: RFC 3339, or a duration ago")
-	fs.StringVar(&f.format, "format", "text", "text (a table), json (one object per line) or html (one self-contained page)")
-	fs.StringVar(&f.out, "out", "", "write the output to this file instead of stdout")
+	f.output.register(fs, "text (a table), json (one object per line) or html (one self-contained page)")
 	fs.BoolVar(&f.cards, "cards", false, "with --agent: every card version of the agent, first and last seen, and the changelog")
 	fs.BoolVar(&f.reevaluate, "reevaluate", false, "re-run the detector over the recorded verdicts and list those that would differ")
 	fs.StringVar(&f.posture, "posture", "", "with --reevaluate: judge every task under this posture (fail-closed or degrade) instead of its own")
@@ -93,16 +86,13 @@ func (f *replayFlags) plan(now time.Time) (*replayPlan, error) {
 	if !p.query.Since.IsZero() && !p.query.Until.IsZero() && p.query.Until.Before(p.query.Since) {
 		return nil, usagef("--until is before --since")
 	}
-	switch f.format {
-	case "text", "json":
-	case "html":
-		if f.reevaluate {
-			return nil, usagef("--reevaluate prints text or json, not html")
-		}
-	default:
-		return nil, usagef("--format %q: want text, json or html", f.format)
+	if err := f.output.check(); err != nil {
+		return nil, err
 	}
-	if f.nats.url != "" && f.dataDir != "" {
+	if f.output.format == "html" && f.reevaluate {
+		return nil, usagef("--reevaluate prints text or json, not html")
+	}
+	if f.stores.nats.url != "" && f.stores.dataDir != "" {
 		return nil, usagef("--nats-url and --data-dir are exclusive: replay a live deployment or a store directory")
 	}
 	if f.cards {
@@ -146,17 +136,16 @@ func runReplay(ctx context.Context, e *env, f *replayFlags) error {
 	if err != nil {
 		return err
 	}
-	src, err := openReplaySource(ctx, e, f)
+	src, err := f.stores.open(ctx, "carddrift-replay")
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	rd, err := replay.New(src.js, replay.Options{Cards: src.cards})
+	rd, err := replay.New(src.js, replay.Options{Cards: src.stores.Cards})
 	if err != nil {
 		return err
 	}
 
-	var buf bytes.Buffer
 	switch {
 	case f.cards:
 		h, err := rd.Cards(ctx, f.agent, p.query)
@@ -164,49 +153,21 @@ func runReplay(ctx context.Context, e *env, f *replayFlags) error {
 			return replayErr(err)
 		}
 		warnSkipped(e.stderr, h.Skipped)
-		switch f.format {
-		case "json":
-			err = writeCardsJSON(&buf, h)
-		case "html":
-			err = writeCardsHTML(&buf, h)
-		default:
-			writeCardsText(&buf, h)
-		}
-		if err != nil {
-			return err
-		}
+		return writeReport(e, &f.output, h, writeCardsJSON, writeCardsHTML, writeCardsText)
 	case f.reevaluate:
 		rep, err := rd.Reevaluate(ctx, p.query, p.re)
 		if err != nil {
 			return replayErr(err)
 		}
-		if f.format == "json" {
-			err = writeReevalJSON(&buf, rep)
-		} else {
-			writeReevalText(&buf, rep)
-		}
-		if err != nil {
-			return err
-		}
+		return writeReport(e, &f.output, rep, writeReevalJSON, nil, writeReevalText) // plan refuses html
 	default:
 		tl, err := rd.Timeline(ctx, p.query)
 		if err != nil {
 			return replayErr(err)
 		}
 		warnSkipped(e.stderr, tl.Skipped)
-		switch f.format {
-		case "json":
-			err = writeTimelineJSON(&buf, tl)
-		case "html":
-			err = writeTimelineHTML(&buf, tl)
-		default:
-			writeTimelineText(&buf, tl)
-		}
-		if err != nil {
-			return err
-		}
+		return writeReport(e, &f.output, tl, writeTimelineJSON, writeTimelineHTML, writeTimelineText)
 	}
-	return writeOut(e, f.out, buf.Bytes())
 }
 
 // replayErr marks query errors as usage errors.
@@ -221,39 +182,4 @@ func warnSkipped(w io.Writer, skipped []replay.Skipped) {
 	for _, s := range skipped {
 		fmt.Fprintf(w, "carddrift: skipped undecodable message %s/%d on %s: %s\n", s.Stream, s.Seq, s.Subject, s.Reason)
 	}
-}
-
-// writeOut writes b to stdout, or to the file out.
-func writeOut(e *env, out string, b []byte) error {
-	if out == "" || out == "-" {
-		_, err := e.stdout.Write(b)
-		return err
-	}
-	if err := os.WriteFile(out, b, 0o644); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	fmt.Fprintf(e.stderr, "carddrift: wrote %s (%d bytes)\n", out, len(b))
-	return nil
-}
-
-// replaySource is an open connection to the history: a live deployment, or
-// an embedded server on a copy of a store directory.
-type replaySource struct {
-	js    jetstream.JetStream
-	cards store.Cards
-	close []func()
-}
-
-func (s *replaySource) Close() {
-	for i := len(s.close) - 1; i >= 0; i-- {
-		s.close[i]()
-	}
-}
-
-func openReplaySource(ctx context.Context, _ *env, f *replayFlags) (*replaySource, error) {
-	st, err := openStores(ctx, f.nats, f.dataDir, "carddrift-replay")
-	if err != nil {
-		return nil, err
-	}
-	return &replaySource{js: st.js, cards: st.stores.Cards, close: []func(){st.Close}}, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"time"
 
@@ -28,21 +29,35 @@ func (s *storeSource) Close() {
 	}
 }
 
-// openStores connects to the deployment at n.url (default
-// nats://127.0.0.1:4222), or, with dataDir, opens a private copy of that
+// storeFlags say where the commands that only read the stores (replay,
+// impact, fleet) find them: a deployment's NATS, or a store directory.
+type storeFlags struct {
+	nats    natsFlags
+	dataDir string
+}
+
+// register adds the connection flags and --data-dir; reads says what the
+// command does offline ("replay offline", "read the pins offline").
+func (s *storeFlags) register(fs *flag.FlagSet, reads string) {
+	s.nats.register(fs)
+	fs.StringVar(&s.dataDir, "data-dir", "", reads+" from this store directory (the one `serve` or `demo --data-dir` wrote); it is copied first and never changed")
+}
+
+// open connects to the deployment at --nats-url (default
+// nats://127.0.0.1:4222), or, with --data-dir, opens a private copy of that
 // store directory offline (see openOffline), and binds the stores.
-func openStores(ctx context.Context, n natsFlags, dataDir, name string) (_ *storeSource, err error) {
+func (s *storeFlags) open(ctx context.Context, name string) (_ *storeSource, err error) {
 	src := &storeSource{}
 	defer func() {
 		if err != nil {
 			src.Close()
 		}
 	}()
-	if n.url != "" && dataDir != "" {
+	if s.nats.url != "" && s.dataDir != "" {
 		return nil, usagef("--nats-url and --data-dir are exclusive: a live deployment or a store directory")
 	}
-	if dataDir != "" {
-		off, err := openOffline(dataDir)
+	if s.dataDir != "" {
+		off, err := openOffline(s.dataDir)
 		if err != nil {
 			return nil, err
 		}
@@ -51,8 +66,9 @@ func openStores(ctx context.Context, n natsFlags, dataDir, name string) (_ *stor
 			return nil, err
 		}
 	} else {
+		n := s.nats
 		if n.url == "" {
-			n.url = "nats://127.0.0.1:4222"
+			n.url = defaultNATSURL
 		}
 		if src.nc, err = n.connect(name); err != nil {
 			return nil, err
