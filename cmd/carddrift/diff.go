@@ -109,17 +109,9 @@ func runDiff(ctx context.Context, e *env, f *diffFlags, args []string) error {
 	cards := make([]*detector.Card, 2)
 	sums := make([]cardSummary, 2)
 	for i, where := range args {
-		src, err := readSource(ctx, e, where, fe)
+		src, c, digest, err := readCard(ctx, e, where, fe)
 		if err != nil {
-			return usageError{err}
-		}
-		c, err := detector.Parse(src.Raw)
-		if err != nil {
-			return usageError{fmt.Errorf("%s: %w", src.Where, err)}
-		}
-		digest, err := detector.Digest(src.Raw)
-		if err != nil {
-			return usageError{fmt.Errorf("%s: %w", src.Where, err)}
+			return err
 		}
 		cards[i] = c
 		sums[i] = cardSummary{Source: src.Where, Digest: digest, Fingerprint: detector.Fingerprint(c),

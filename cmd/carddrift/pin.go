@@ -74,17 +74,9 @@ func runPin(ctx context.Context, e *env, where string, asJSON bool, trust *trust
 		return err
 	}
 	defer f.Close()
-	src, err := readSource(ctx, e, where, f)
+	src, c, digest, err := readCard(ctx, e, where, f)
 	if err != nil {
-		return usageError{err}
-	}
-	c, err := detector.Parse(src.Raw)
-	if err != nil {
-		return usageError{fmt.Errorf("%s: %w", src.Where, err)}
-	}
-	digest, err := detector.Digest(src.Raw)
-	if err != nil {
-		return usageError{fmt.Errorf("%s: %w", src.Where, err)}
+		return err
 	}
 	out := pinOutput{
 		Source: src.Where, Name: c.Name, Digest: digest,

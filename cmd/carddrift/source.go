@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 )
 
@@ -77,6 +78,21 @@ func readSource(ctx context.Context, e *env, where string, f *fetcher.Fetcher) (
 		return cardSource{}, fmt.Errorf("read %s: %w", where, err)
 	}
 	return cardSource{Where: where, Raw: raw}, nil
+}
+
+// readCard reads a card (readSource), parses it and computes its digest; a
+// card that cannot be read or parsed is a usage error.
+func readCard(ctx context.Context, e *env, where string, f *fetcher.Fetcher) (src cardSource, c *detector.Card, digest string, err error) {
+	if src, err = readSource(ctx, e, where, f); err != nil {
+		return src, nil, "", usageError{err}
+	}
+	if c, err = detector.Parse(src.Raw); err != nil {
+		return src, nil, "", usageError{fmt.Errorf("%s: %w", src.Where, err)}
+	}
+	if digest, err = detector.Digest(src.Raw); err != nil {
+		return src, nil, "", usageError{fmt.Errorf("%s: %w", src.Where, err)}
+	}
+	return src, c, digest, nil
 }
 
 // fetchSource fetches the card a worker would observe for where, through
