@@ -18,19 +18,12 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// Outcomes of one event, the "outcome" label of carddrift_events_total: the
-// core's (task.Outcome*) and the shell's own.
+// Outcomes of one event, the "outcome" label of carddrift_events_total, that
+// are the shell's own; the others are the core's (task.Outcome*).
 const (
-	outcomeNoFetch     = task.OutcomeNoFetch
-	outcomeNoPin       = task.OutcomeNoPin
-	outcomeUnchanged   = task.OutcomeUnchanged
-	outcomeDrift       = task.OutcomeDrift
-	outcomeUnreachable = task.OutcomeUnreachable
-	outcomePinned      = task.OutcomePinned
-	outcomeStale       = task.OutcomeStale
-	outcomeRetry       = "retry"       // NAKed for redelivery
-	outcomeDeadLetter  = "dead-letter" // terminated and copied to the DLQ
-	outcomeWaiting     = "waiting"     // no pin yet: NAKed until its submission arrives
+	outcomeRetry      = "retry"       // NAKed for redelivery
+	outcomeDeadLetter = "dead-letter" // terminated and copied to the DLQ
+	outcomeWaiting    = "waiting"     // no pin yet: NAKed until its submission arrives
 )
 
 // delivery is where an event sits in the lifecycle stream: its stream
@@ -87,7 +80,7 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 		if aerr := msg.Ack(); aerr != nil {
 			w.log.Warn().Err(aerr).Msg("ack failed; the event will be redelivered")
 		}
-		w.m.event(ev.Type, outcomeNoFetch, time.Since(start).Seconds())
+		w.m.event(ev.Type, task.OutcomeNoFetch, time.Since(start).Seconds())
 		return
 	}
 	w.dispatch.submit(ev.TaskID(), func() { w.process(ctx, msg, ev, start) })
@@ -127,7 +120,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event
 	switch {
 	case errors.As(err, &we):
 		if w.cfg.MaxDeliver > 0 && int(dl.delivered) >= w.cfg.MaxDeliver-1 {
-			outcome = outcomeNoPin
+			outcome = task.OutcomeNoPin
 			msg.Ack()
 			break
 		}
@@ -278,7 +271,7 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 		if grace := w.noPinGrace(); !dl.stored.IsZero() && w.opts.Now().Sub(dl.stored) < grace {
 			return "", waitError{delay: max(w.cfg.AckWait/3, time.Second)}
 		}
-		return outcomeNoPin, nil
+		return task.OutcomeNoPin, nil
 	}
 	if err != nil {
 		return "", transient(fmt.Errorf("get pin: %w", err))
@@ -291,7 +284,7 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 	}
 	t := task.Begin(ev, w.meta(ev, dl), pin, pinned)
 	if t == nil {
-		return outcomeNoFetch, nil
+		return task.OutcomeNoFetch, nil
 	}
 	obs, err := w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, t.Force)
 	if err == nil {
@@ -393,7 +386,7 @@ func (w *Worker) carryOut(ctx context.Context, res task.Result, rev uint64) (str
 		if rev == 0 {
 			if _, err := w.putPin(ctx, *res.Pin); err != nil {
 				if errors.Is(err, errStaleSubmission) {
-					return outcomeStale, nil
+					return task.OutcomeStale, nil
 				}
 				return "", err
 			}
@@ -422,7 +415,7 @@ func (w *Worker) carryOut(ctx context.Context, res task.Result, rev uint64) (str
 	}
 	if res.Pin != nil && !res.PinFirst {
 		if err := w.savePin(ctx, *res.Pin, rev); err != nil {
-			if res.Outcome != outcomeDrift {
+			if res.Outcome != task.OutcomeDrift {
 				return "", err
 			}
 			// The drift is published; failing to record it only means a

@@ -24,21 +24,11 @@ type Metrics struct {
 // (nil: not registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "carddrift_events_total", Help: "Lifecycle events handled, by type and outcome.",
-		}, []string{"type", "outcome"}),
-		Fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "carddrift_fetches_total", Help: "Card fetches completed by this worker, by result (200, 304 or the unreachable reason).",
-		}, []string{"result"}),
-		Drift: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "carddrift_drift_total", Help: "card.drift findings published, by rule and verdict action.",
-		}, []string{"rule", "action"}),
-		Published: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "carddrift_published_total", Help: "Outbound events, by type and result (published, duplicate, error).",
-		}, []string{"type", "result"}),
-		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "carddrift_dead_letters_total", Help: "Events copied to the dead-letter stream, by reason.",
-		}, []string{"reason"}),
+		Events:      counters("carddrift_events_total", "Lifecycle events handled, by type and outcome.", "type", "outcome"),
+		Fetches:     counters("carddrift_fetches_total", "Card fetches completed by this worker, by result (200, 304 or the unreachable reason).", "result"),
+		Drift:       counters("carddrift_drift_total", "card.drift findings published, by rule and verdict action.", "rule", "action"),
+		Published:   counters("carddrift_published_total", "Outbound events, by type and result (published, duplicate, error).", "type", "result"),
+		DeadLetters: counters("carddrift_dead_letters_total", "Events copied to the dead-letter stream, by reason.", "reason"),
 		EventTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "carddrift_event_duration_seconds", Help: "Time to handle one lifecycle event, publishing included.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
@@ -54,19 +44,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// counters is a counter vector partitioned by labels.
+func counters(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
 func (m *Metrics) event(typ, outcome string, seconds float64) {
 	if m == nil {
 		return
 	}
 	key := [2]string{typ, outcome}
-	if v, ok := m.hot.Load(key); ok {
-		h := v.(*hotPair)
-		h.count.Inc()
-		h.time.Observe(seconds)
-		return
+	v, ok := m.hot.Load(key)
+	if !ok {
+		v, _ = m.hot.LoadOrStore(key, &hotPair{count: m.Events.WithLabelValues(typ, outcome), time: m.EventTime.WithLabelValues(typ)})
 	}
-	h := &hotPair{count: m.Events.WithLabelValues(typ, outcome), time: m.EventTime.WithLabelValues(typ)}
-	m.hot.Store(key, h)
+	h := v.(*hotPair)
 	h.count.Inc()
 	h.time.Observe(seconds)
 }
