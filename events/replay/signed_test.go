@@ -2,13 +2,8 @@ package replay_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"strings"
 	"testing"
-
-	"github.com/go-jose/go-jose/v4"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
@@ -25,30 +20,11 @@ import (
 // nothing to change: a tampered card still aborts, a rotation still only
 // warns.
 func TestReevaluateSignedCards(t *testing.T) {
-	key := func(kid string) (*ecdsa.PrivateKey, signature.Key) {
-		priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pub, err := signature.NewKey(jose.JSONWebKey{Key: priv.Public(), KeyID: kid, Use: "sig"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return priv, pub
-	}
-	privA, pubA := key("a")
-	privB, pubB := key("b")
-	sign := func(priv *ecdsa.PrivateKey, kid string) string {
-		out, err := signature.Sign([]byte(cardV1), priv, signature.SignOptions{KeyID: kid})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
+	keyA, keyB := workertest.NewSigningKey(t, "a"), workertest.NewSigningKey(t, "b")
 	r := &rig{Rig: workertest.Start(t, workertest.Options{Workers: []string{"w"}, Worker: func(o *worker.Options) {
-		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(pubA, pubB), JKU: fetcher.JKUOff}
+		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(keyA.Pub, keyB.Pub), JKU: fetcher.JKUOff}
 	}})}
-	tampered, rotated := workertest.NewAgent(t, sign(privA, "a")), workertest.NewAgent(t, sign(privA, "a"))
+	tampered, rotated := workertest.NewAgent(t, keyA.Sign(t, cardV1)), workertest.NewAgent(t, keyA.Sign(t, cardV1))
 	ctx := context.Background()
 	for task, a := range map[string]*workertest.Agent{"tampered": tampered, "rotated": rotated} {
 		if err := r.Emit.Submitted(ctx, events.Submitted{TaskID: task, AgentURL: a.URL(), SkillID: "summarize"}); err != nil {
@@ -56,8 +32,8 @@ func TestReevaluateSignedCards(t *testing.T) {
 		}
 	}
 	r.waitCardEvents(events.TypePinned, 2)
-	tampered.Set(strings.Replace(sign(privA, "a"), `"name":"B"`, `"name":"B2"`, 1))
-	rotated.Set(sign(privB, "b"))
+	tampered.Set(strings.Replace(keyA.Sign(t, cardV1), `"name":"B"`, `"name":"B2"`, 1))
+	rotated.Set(keyB.Sign(t, cardV1))
 	for task, a := range map[string]*workertest.Agent{"tampered": tampered, "rotated": rotated} {
 		if err := r.Emit.Request(ctx, events.Request{TaskID: task, AgentURL: a.URL(), Method: "message/stream", Attempt: 1}); err != nil {
 			t.Fatal(err)

@@ -2,14 +2,9 @@ package worker_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/go-jose/go-jose/v4"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
@@ -18,36 +13,6 @@ import (
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/events/worker/workertest"
 )
-
-// signingKey is a P-256 key an agent signs its card with, and the public key
-// the operator trusts.
-type signingKey struct {
-	kid  string
-	priv *ecdsa.PrivateKey
-	pub  signature.Key
-}
-
-func newSigningKey(t *testing.T, kid string) signingKey {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := signature.NewKey(jose.JSONWebKey{Key: priv.Public(), KeyID: kid, Use: "sig"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signingKey{kid: kid, priv: priv, pub: pub}
-}
-
-func (k signingKey) sign(t *testing.T, card string) string {
-	t.Helper()
-	out, err := signature.Sign([]byte(card), k.priv, signature.SignOptions{KeyID: k.kid})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out)
-}
 
 // signedCard is a card on the agent at url, with a description to tamper
 // with.
@@ -64,9 +29,9 @@ func signedCard(url, description string) string {
 // (signer-changed, continue), changed after signing (signature-invalid,
 // abort), no longer signed (signature-removed, continue).
 func TestSignedCards(t *testing.T) {
-	a, b := newSigningKey(t, "a"), newSigningKey(t, "b")
+	a, b := workertest.NewSigningKey(t, "a"), workertest.NewSigningKey(t, "b")
 	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
-		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(a.pub, b.pub), JKU: fetcher.JKUOff}
+		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(a.Pub, b.Pub), JKU: fetcher.JKUOff}
 	}})
 	out := r.Out()
 	agent := workertest.NewAgent(t, "")
@@ -106,17 +71,17 @@ func TestSignedCards(t *testing.T) {
 		}
 	}
 
-	byA := a.sign(t, card)
+	byA := a.Sign(t, card)
 	agent.Set(byA)
 	submit("first-fetch", "")
 	submit("client-card", byA)
 	for _, task := range []string{"first-fetch", "client-card"} {
-		if s := pinnedSigner(task); s == nil || s.KeyID != "a" || !s.Verified || s.Thumbprint != a.pub.Thumbprint || s.Source != "trusted" {
+		if s := pinnedSigner(task); s == nil || s.KeyID != "a" || !s.Verified || s.Thumbprint != a.Pub.Thumbprint || s.Source != "trusted" {
 			t.Errorf("%s: card.pinned signer %+v, want a, verified by a trusted key", task, s)
 		}
 	}
 
-	agent.Set(b.sign(t, card)) // the same content: the same digest
+	agent.Set(b.Sign(t, card)) // the same content: the same digest
 	d := stream("first-fetch")
 	check(d, detector.Continue, detector.RuleSignerChanged)
 	if d.Pinned.Digest != d.Live.Digest || d.Pinned.Signer == nil || d.Pinned.Signer.KeyID != "a" || d.Live.Signer == nil || d.Live.Signer.KeyID != "b" {
@@ -124,12 +89,12 @@ func TestSignedCards(t *testing.T) {
 	}
 	submit("on-b", "")
 
-	tampered := strings.Replace(b.sign(t, card), "Reads invoices.", "Reads invoices and pays them.", 1)
+	tampered := strings.Replace(b.Sign(t, card), "Reads invoices.", "Reads invoices and pays them.", 1)
 	agent.Set(tampered)
 	check(stream("on-b"), detector.Abort, detector.RuleSignatureInvalid, detector.RuleDescriptiveTextChanged)
 	check(stream("client-card"), detector.Continue, detector.RuleSignerChanged, detector.RuleDescriptiveTextChanged)
 
-	agent.Set(b.sign(t, card))
+	agent.Set(b.Sign(t, card))
 	submit("still-b", "")
 	agent.Set(card)
 	check(stream("still-b"), detector.Continue, detector.RuleSignatureRemoved)
@@ -139,10 +104,10 @@ func TestSignedCards(t *testing.T) {
 // none of whose signatures verifies aborts every task that observes it, and
 // the verdict says why.
 func TestRequireSignedCards(t *testing.T) {
-	a, stranger := newSigningKey(t, "a"), newSigningKey(t, "stranger")
+	a, stranger := workertest.NewSigningKey(t, "a"), workertest.NewSigningKey(t, "stranger")
 	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
 		o.RequireSignedCards = true
-		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(a.pub), JKU: fetcher.JKUOff}
+		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(a.Pub), JKU: fetcher.JKUOff}
 	}})
 	out := r.Out()
 	ctx := context.Background()
@@ -150,12 +115,12 @@ func TestRequireSignedCards(t *testing.T) {
 		task, reason string
 		card         func(string) string
 	}{
-		{task: "verified", card: func(c string) string { return a.sign(t, c) }},
+		{task: "verified", card: func(c string) string { return a.Sign(t, c) }},
 		{task: "unsigned", reason: "the live card is not signed", card: func(c string) string { return c }},
 		{task: "unknown-key", reason: `no signature of the live card could be verified (kid "stranger" (ES256), unverified: no-key)`,
-			card: func(c string) string { return stranger.sign(t, c) }},
+			card: func(c string) string { return stranger.Sign(t, c) }},
 		{task: "invalid", reason: `the live card's signature by kid "a"`,
-			card: func(c string) string { return strings.Replace(a.sign(t, c), "Reads invoices.", "Tampered.", 1) }},
+			card: func(c string) string { return strings.Replace(a.Sign(t, c), "Reads invoices.", "Tampered.", 1) }},
 	} {
 		t.Run(tc.task, func(t *testing.T) {
 			agent := workertest.NewAgent(t, "")
