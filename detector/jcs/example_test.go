@@ -69,30 +69,6 @@ func ExampleScanner() {
 		fmt.Println(err)
 		return
 	}
-	var skip func(jcs.Kind) error // reads the rest of an array or object
-	skip = func(k jcs.Kind) error {
-		for {
-			more := false
-			var err error
-			if k == jcs.Object {
-				_, more, err = s.NextKey()
-			} else {
-				more, err = s.NextElem()
-			}
-			if err != nil || !more {
-				return err
-			}
-			kind, _, err := s.Value()
-			if err != nil {
-				return err
-			}
-			if kind == jcs.Array || kind == jcs.Object {
-				if err := skip(kind); err != nil {
-					return err
-				}
-			}
-		}
-	}
 	if kind, _, err := s.Value(); err != nil || kind != jcs.Object {
 		fmt.Println("not an object", err)
 		return
@@ -112,7 +88,7 @@ func ExampleScanner() {
 			return
 		}
 		if kind == jcs.Array || kind == jcs.Object {
-			if err := skip(kind); err != nil {
+			if err := s.Skip(); err != nil {
 				fmt.Println(err)
 				return
 			}

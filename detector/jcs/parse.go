@@ -131,38 +131,12 @@ func (p *parser) release() {
 	p.valueSlab, p.memberSlab = nil, nil
 	clear(p.elems)
 	clear(p.members)
-	p.elems, p.members, p.spans = p.elems[:0], p.members[:0], p.spans[:0]
+	p.elems = reuse(p.elems, maxPooledStack)
+	p.members = reuse(p.members, maxPooledStack)
+	p.spans = reuse(p.spans, maxPooledStack)
+	p.tmp = reuse(p.tmp, maxPooledBuf)
 	p.omit, p.omitting = "", false
-	if cap(p.elems) > maxPooledStack {
-		p.elems = nil
-	}
-	if cap(p.members) > maxPooledStack {
-		p.members = nil
-	}
-	if cap(p.spans) > maxPooledStack {
-		p.spans = nil
-	}
-	if cap(p.tmp) > maxPooledBuf {
-		p.tmp = nil
-	}
 	parserPool.Put(p)
-}
-
-// pushElem and pushMember grow the stacks by doubling: the runtime grows
-// large slices by about a quarter, which for a hostile flat array of a
-// million elements would allocate several times the stack's final size.
-func (p *parser) pushElem(v Value) {
-	if len(p.elems) == cap(p.elems) {
-		p.elems = append(make([]Value, 0, max(2*cap(p.elems), 16)), p.elems...)
-	}
-	p.elems = append(p.elems, v)
-}
-
-func (p *parser) pushMember(m Member) {
-	if len(p.members) == cap(p.members) {
-		p.members = append(make([]Member, 0, max(2*cap(p.members), 16)), p.members...)
-	}
-	p.members = append(p.members, m)
 }
 
 func (p *parser) document() (Value, error) {
@@ -176,44 +150,21 @@ func (p *parser) document() (Value, error) {
 	return v, nil
 }
 
-// value parses the value at p.pos. It does what Scanner.Value does,
-// calling the same pieces of the Scanner, without the extra call on every
-// value (this is the hot path of Parse).
+// value parses the value at p.pos.
 func (p *parser) value() (Value, error) {
-	if p.pos >= len(p.src) {
-		return Value{}, p.noValue()
-	}
-	switch c := p.src[p.pos]; c {
-	case '"':
-		s, err := p.string()
-		return Value{Kind: String, Str: s}, err
-	case '{':
-		if err := p.enter(len(p.keys)); err != nil {
-			return Value{}, err
-		}
+	start := p.pos
+	kind, text, err := p.Value()
+	switch {
+	case err != nil:
+		return Value{}, err
+	case kind == Object:
 		return p.object()
-	case '[':
-		if err := p.enter(-1); err != nil {
-			return Value{}, err
-		}
+	case kind == Array:
 		return p.array()
-	case 't':
-		return Value{Kind: True}, p.literal("true")
-	case 'f':
-		return Value{Kind: False}, p.literal("false")
-	case 'n':
-		return Value{Kind: Null}, p.literal("null")
-	default:
-		if c == '-' || isDigit(c) {
-			start := p.pos
-			lit, err := p.number()
-			if err == nil {
-				err = inRange(start, lit)
-			}
-			return Value{Kind: Number, Str: lit}, err
-		}
-		return Value{}, p.noValue()
+	case kind == Number:
+		return Value{Kind: Number, Str: text}, inRange(start, text)
 	}
+	return Value{Kind: kind, Str: text}, nil
 }
 
 // inRange rejects a number literal, read at offset off, that float64
@@ -249,16 +200,10 @@ func (p *parser) array() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		p.pushElem(v)
+		p.elems = push(p.elems, v)
 	}
-	n := len(p.elems) - base
-	if n == 0 {
-		return Value{Kind: Array}, nil
-	}
-	elems := p.allocValues(n)
-	copy(elems, p.elems[base:])
-	clear(p.elems[base:])
-	p.elems = p.elems[:base]
+	var elems []Value
+	p.elems, elems = pop(p.elems, base, &p.valueSlab, len(p.src)/128)
 	return Value{Kind: Array, Elems: elems}, nil
 }
 
@@ -277,16 +222,10 @@ func (p *parser) object() (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		p.pushMember(Member{Key: key, Value: v})
+		p.members = push(p.members, Member{Key: key, Value: v})
 	}
-	n := len(p.members) - base
-	if n == 0 {
-		return Value{Kind: Object}, nil
-	}
-	members := p.allocMembers(n)
-	copy(members, p.members[base:])
-	clear(p.members[base:])
-	p.members = p.members[:base]
+	var members []Member
+	p.members, members = pop(p.members, base, &p.memberSlab, len(p.src)/48)
 	return Value{Kind: Object, Members: members}, nil
 }
 
@@ -303,29 +242,33 @@ func slabSize(estimate, prev int) int {
 	return min(n, maxSlab)
 }
 
-func (p *parser) allocValues(n int) []Value {
-	if n > len(p.valueSlab) {
-		size := slabSize(len(p.src)/128, cap(p.valueSlab))
-		if n > size/2 {
-			return make([]Value, n)
-		}
-		p.valueSlab = make([]Value, size)
+// pop moves the items of stack above base (the children of the container
+// just closed) into an exactly sized slice carved from *slab, and returns
+// the stack without them and that slice (nil when there are none).
+// estimate is the size of a first slab for this input.
+func pop[T any](stack []T, base int, slab *[]T, estimate int) ([]T, []T) {
+	n := len(stack) - base
+	if n == 0 {
+		return stack, nil
 	}
-	s := p.valueSlab[:n:n]
-	p.valueSlab = p.valueSlab[n:]
-	return s
+	items := alloc(slab, n, estimate)
+	copy(items, stack[base:])
+	clear(stack[base:])
+	return stack[:base], items
 }
 
-func (p *parser) allocMembers(n int) []Member {
-	if n > len(p.memberSlab) {
-		size := slabSize(len(p.src)/48, cap(p.memberSlab))
+// alloc returns n items from *slab, starting a new slab when it has too
+// few left; a container too large for a slab gets its own allocation.
+func alloc[T any](slab *[]T, n, estimate int) []T {
+	if n > len(*slab) {
+		size := slabSize(estimate, cap(*slab))
 		if n > size/2 {
-			return make([]Member, n)
+			return make([]T, n)
 		}
-		p.memberSlab = make([]Member, size)
+		*slab = make([]T, size)
 	}
-	s := p.memberSlab[:n:n]
-	p.memberSlab = p.memberSlab[n:]
+	s := (*slab)[:n:n]
+	*slab = (*slab)[n:]
 	return s
 }
 

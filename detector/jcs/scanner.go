@@ -22,7 +22,8 @@ import (
 // array or object it enters the container; the caller then calls NextElem
 // (arrays) or NextKey (objects) before each element or member value, and
 // reads that value with Value, until NextElem or NextKey reports the end of
-// the container. After the top-level value, End checks that only whitespace
+// the container; Skip passes over the rest of a container the caller does
+// not need. After the top-level value, End checks that only whitespace
 // follows:
 //
 //	var s jcs.Scanner
@@ -128,17 +129,19 @@ func (s *Scanner) reset(src string, maxDepth int, internal bool) {
 	s.keysHW = 0
 	clear(s.seen)
 	s.seen = s.seen[:0]
-	s.frames, s.keys = s.frames[:0], s.keys[:0]
-	if cap(s.keys) > maxPooledStack {
-		s.keys = nil
+	s.frames = s.frames[:0]
+	s.keys = reuse(s.keys, maxPooledStack)
+	s.buf = reuse(s.buf, maxPooledBuf)
+	s.arena = reuse(s.arena, maxPooledBuf)
+}
+
+// reuse returns s emptied for the next document, or nil when it has grown
+// past limit.
+func reuse[T any](s []T, limit int) []T {
+	if cap(s) > limit {
+		return nil
 	}
-	if cap(s.buf) > maxPooledBuf {
-		s.buf = nil
-	}
-	if cap(s.arena) > maxPooledBuf {
-		s.arena = nil
-	}
-	s.arena = s.arena[:0]
+	return s[:0]
 }
 
 // Pos returns the offset in the data of the next byte to read. Right after
@@ -297,7 +300,7 @@ func (s *Scanner) member() (key string, ok bool, err error) {
 	} else if s.repeated(key) {
 		return key, false, s.fail(keyOff, ErrDuplicateKey, "key %s", quote(key))
 	}
-	s.pushKey(key)
+	s.keys = push(s.keys, key)
 	s.space()
 	if s.pos >= len(s.src) || s.src[s.pos] != ':' {
 		return "", false, s.unexpected("in object, expected ':'")
@@ -313,6 +316,31 @@ func (s *Scanner) End() error {
 	s.space()
 	if s.pos != len(s.src) {
 		return s.unexpected("after the top-level value")
+	}
+	return nil
+}
+
+// Skip reads the rest of the innermost open array or object, up to and
+// including its end, checking it as Value would, so that a caller who has
+// entered a container it does not need can pass over it. At the top level
+// it does nothing.
+func (s *Scanner) Skip() error {
+	for depth := len(s.frames); depth > 0 && len(s.frames) >= depth; {
+		var more bool
+		var err error
+		if s.keyBase >= 0 {
+			_, more, err = s.NextKey()
+		} else {
+			more, err = s.NextElem()
+		}
+		if err != nil {
+			return err
+		}
+		if more {
+			if _, _, err := s.Value(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -345,14 +373,15 @@ func (s *Scanner) repeated(key string) bool {
 // order.
 func (s *Scanner) objectKeys() []string { return s.keys[s.keyBase:] }
 
-// pushKey grows the key stack by doubling: the runtime grows large slices
-// by about a quarter, which for hostile input would allocate several times
+// push appends v to the stack s, growing it by doubling: the runtime grows
+// large slices by about a quarter, which for a hostile flat array of a
+// million elements (or object of as many keys) would allocate several times
 // the stack's final size.
-func (s *Scanner) pushKey(key string) {
-	if len(s.keys) == cap(s.keys) {
-		s.keys = append(make([]string, 0, max(2*cap(s.keys), 16)), s.keys...)
+func push[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		s = append(make([]T, 0, max(2*cap(s), 16)), s...)
 	}
-	s.keys = append(s.keys, key)
+	return append(s, v)
 }
 
 // enter opens the array (keyBase < 0) or object (keyBase: the index of its
@@ -484,17 +513,30 @@ func (s *Scanner) string() (string, error) {
 		case c == '\\':
 			s.escaped = true
 			return s.unescape(start, i)
-		case c < 0x20:
-			return "", s.fail(i, ErrNotJSON, "control character %#02x in string", c)
 		default:
-			r, size := utf8.DecodeRuneInString(src[i:])
-			if r == utf8.RuneError && size == 1 {
-				return "", s.fail(i, ErrInvalidUTF8, "byte %#02x in string", c)
+			size, err := s.char(i)
+			if err != nil {
+				return "", err
 			}
 			i += size
 		}
 	}
 	return "", s.fail(len(src), ErrNotJSON, "unterminated string")
+}
+
+// char checks the character at s.src[i] inside a string that is neither
+// plain ASCII nor '"' or '\\' (a control character or a multi-byte
+// sequence) and returns its length in bytes.
+func (s *Scanner) char(i int) (int, error) {
+	c := s.src[i]
+	if c < 0x20 {
+		return 0, s.fail(i, ErrNotJSON, "control character %#02x in string", c)
+	}
+	r, size := utf8.DecodeRuneInString(s.src[i:])
+	if r == utf8.RuneError && size == 1 {
+		return 0, s.fail(i, ErrInvalidUTF8, "byte %#02x in string", c)
+	}
+	return size, nil
 }
 
 // unescape decodes the string that starts at start and whose first escape is
@@ -562,12 +604,10 @@ func (s *Scanner) unescape(start, i int) (string, error) {
 				return "", s.fail(i, ErrNotJSON, "invalid escape %q", src[i:i+2])
 			}
 			i += 2
-		case c < 0x20:
-			return "", s.fail(i, ErrNotJSON, "control character %#02x in string", c)
 		default:
-			r, size := utf8.DecodeRuneInString(src[i:])
-			if r == utf8.RuneError && size == 1 {
-				return "", s.fail(i, ErrInvalidUTF8, "byte %#02x in string", c)
+			size, err := s.char(i)
+			if err != nil {
+				return "", err
 			}
 			buf = append(buf, src[i:i+size]...)
 			i += size

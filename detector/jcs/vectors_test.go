@@ -41,14 +41,20 @@ func glob(t *testing.T, pattern string) []string {
 	return files
 }
 
+// globN is glob for a pattern that must match exactly want files.
+func globN(t *testing.T, pattern string, want int) []string {
+	t.Helper()
+	files := glob(t, pattern)
+	if len(files) != want {
+		t.Errorf("found %d files matching %s, want %d", len(files), pattern, want)
+	}
+	return files
+}
+
 // TestCyberphone runs the RFC author's companion vectors: input/X must
 // canonicalize to output/X, and outhex/X must spell the same bytes.
 func TestCyberphone(t *testing.T) {
-	inputs := glob(t, "testdata/cyberphone/input/*.json")
-	if len(inputs) != 6 {
-		t.Errorf("found %d cyberphone inputs, want 6", len(inputs))
-	}
-	for _, in := range inputs {
+	for _, in := range globN(t, "testdata/cyberphone/input/*.json", 6) {
 		name := filepath.Base(in)
 		t.Run(name, func(t *testing.T) {
 			want := readFile(t, filepath.Join("testdata/cyberphone/output", name))
@@ -227,11 +233,7 @@ func TestSpecDefaultValueRemoval(t *testing.T) {
 // TestCardsAgainstGowebpki cross-checks every real card against an
 // independent implementation.
 func TestCardsAgainstGowebpki(t *testing.T) {
-	cards := glob(t, "../testdata/cards/*.json")
-	if len(cards) != 34 {
-		t.Errorf("found %d cards, want 34", len(cards))
-	}
-	for _, path := range cards {
+	for _, path := range globN(t, "../testdata/cards/*.json", 34) {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
 			in := readFile(t, path)
