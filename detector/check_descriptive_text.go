@@ -65,39 +65,22 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 		}
 	})
 
-	for _, name := range sortedKeys(pinned.SecuritySchemes) {
-		ls, ok := live.SecuritySchemes[name]
-		if !ok {
-			continue
-		}
-		ps := pinned.SecuritySchemes[name]
+	retained(pinned.SecuritySchemes, live.SecuritySchemes, func(name string, ps, ls SecurityScheme) {
 		n := len(out)
 		text("scheme-description", schemePointer(name, ls, "description"), ps.Description, ls.Description, "scheme", name)
-		if ps.Type == "oauth2" && ls.Type == "oauth2" {
-			for _, fn := range sortedKeys(ps.Flows) {
-				lf, ok := ls.Flows[fn]
-				if !ok {
-					continue
-				}
-				for _, scope := range sortedKeys(ps.Flows[fn].Scopes) {
-					if ld, ok := lf.Scopes[scope]; ok {
-						text("scope-description", schemePointer(name, ls, "flows", fn, "scopes", scope),
-							ps.Flows[fn].Scopes[scope], ld, "scheme", name, "scope", scope)
-					}
-				}
-			}
-		}
+		retainedFlows(ps, ls, func(fn string, pf, lf OAuthFlow) {
+			retained(pf.Scopes, lf.Scopes, func(scope, pd, ld string) {
+				text("scope-description", schemePointer(name, ls, "flows", fn, "scopes", scope), pd, ld, "scheme", name, "scope", scope)
+			})
+		})
 		for i := n; i < len(out); i++ {
 			out[i].Scheme = name
 		}
-	}
+	})
 
-	pe, le := extensionsByURI(pinned), extensionsByURI(live)
-	for _, uri := range sortedKeys(pe) {
-		if l, ok := le[uri]; ok {
-			text("extension-description", extensionPointer(l.index, "description"), pe[uri].Description, l.Description, "uri", uri)
-		}
-	}
+	retained(extensionsByURI(pinned), extensionsByURI(live), func(uri string, pe, le indexedExtension) {
+		text("extension-description", extensionPointer(le.index, "description"), pe.Description, le.Description, "uri", uri)
+	})
 	return out
 }
 

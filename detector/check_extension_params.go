@@ -6,23 +6,13 @@ import "encoding/json"
 // params changed (compared as canonical JSON, so formatting and key order do
 // not count). A client configured from the old params may now misbehave.
 func checkExtensionParams(pinned, live *Card) []Finding {
-	p, l := extensionsByURI(pinned), extensionsByURI(live)
 	var out []Finding
-	for _, uri := range sortedKeys(p) {
-		le, ok := l[uri]
-		if !ok || p[uri].Params == le.Params {
-			continue
+	retained(extensionsByURI(pinned), extensionsByURI(live), func(uri string, pe, le indexedExtension) {
+		if pe.Params != le.Params {
+			out = append(out, extensionFinding(RuleExtensionParamsChanged, Warning, uri, extensionPointer(le.index, "params"),
+				paramsValue(pe.Params), paramsValue(le.Params)))
 		}
-		out = append(out, Finding{
-			Rule:      RuleExtensionParamsChanged,
-			Severity:  Warning,
-			Path:      extensionPointer(le.index, "params"),
-			Before:    paramsValue(p[uri].Params),
-			After:     paramsValue(le.Params),
-			Message:   render(RuleExtensionParamsChanged, "uri", quote(uri)),
-			Extension: uri,
-		})
-	}
+	})
 	return out
 }
 

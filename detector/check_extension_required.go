@@ -19,15 +19,7 @@ func checkExtensionRequiredAdded(pinned, live *Card) []Finding {
 			}
 			before = false
 		}
-		out = append(out, Finding{
-			Rule:      RuleExtensionRequiredAdded,
-			Severity:  Breaking,
-			Path:      extensionPointer(le.index, "required"),
-			Before:    before,
-			After:     true,
-			Message:   render(RuleExtensionRequiredAdded, "uri", quote(uri)),
-			Extension: uri,
-		})
+		out = append(out, extensionFinding(RuleExtensionRequiredAdded, Breaking, uri, extensionPointer(le.index, "required"), before, true))
 	}
 	return out
 }
@@ -36,22 +28,11 @@ func checkExtensionRequiredAdded(pinned, live *Card) []Finding {
 // that is no longer required (the requirement was dropped, the extension
 // stays). A required extension that disappears is extension-removed.
 func checkExtensionRequiredRemoved(pinned, live *Card) []Finding {
-	p, l := extensionsByURI(pinned), extensionsByURI(live)
 	var out []Finding
-	for _, uri := range sortedKeys(p) {
-		le, ok := l[uri]
-		if !ok || !p[uri].Required || le.Required {
-			continue
+	retained(extensionsByURI(pinned), extensionsByURI(live), func(uri string, pe, le indexedExtension) {
+		if pe.Required && !le.Required {
+			out = append(out, extensionFinding(RuleExtensionRequiredRemoved, Info, uri, extensionPointer(le.index, "required"), true, false))
 		}
-		out = append(out, Finding{
-			Rule:      RuleExtensionRequiredRemoved,
-			Severity:  Info,
-			Path:      extensionPointer(le.index, "required"),
-			Before:    true,
-			After:     false,
-			Message:   render(RuleExtensionRequiredRemoved, "uri", quote(uri)),
-			Extension: uri,
-		})
-	}
+	})
 	return out
 }

@@ -6,18 +6,8 @@ package detector
 func checkExtensionRemoved(pinned, live *Card) []Finding {
 	p, l := extensionsByURI(pinned), extensionsByURI(live)
 	var out []Finding
-	for _, uri := range sortedKeys(p) {
-		if _, ok := l[uri]; ok {
-			continue
-		}
-		out = append(out, Finding{
-			Rule:      RuleExtensionRemoved,
-			Severity:  Breaking,
-			Path:      extensionPointer(p[uri].index),
-			Before:    uri,
-			Message:   render(RuleExtensionRemoved, "uri", quote(uri)),
-			Extension: uri,
-		})
+	for _, uri := range onlyIn(p, l) {
+		out = append(out, extensionFinding(RuleExtensionRemoved, Breaking, uri, extensionPointer(p[uri].index), uri, nil))
 	}
 	return out
 }
@@ -28,18 +18,24 @@ func checkExtensionRemoved(pinned, live *Card) []Finding {
 func checkExtensionAdded(pinned, live *Card) []Finding {
 	p, l := extensionsByURI(pinned), extensionsByURI(live)
 	var out []Finding
-	for _, uri := range sortedKeys(l) {
-		if _, ok := p[uri]; ok || l[uri].Required {
-			continue
+	for _, uri := range onlyIn(l, p) {
+		if !l[uri].Required {
+			out = append(out, extensionFinding(RuleExtensionAdded, Info, uri, extensionPointer(l[uri].index), nil, uri))
 		}
-		out = append(out, Finding{
-			Rule:      RuleExtensionAdded,
-			Severity:  Info,
-			Path:      extensionPointer(l[uri].index),
-			After:     uri,
-			Message:   render(RuleExtensionAdded, "uri", quote(uri)),
-			Extension: uri,
-		})
 	}
 	return out
+}
+
+// extensionFinding is a finding of rule about the extension uri at path,
+// going from before to after.
+func extensionFinding(rule string, sev Severity, uri, path string, before, after any) Finding {
+	return Finding{
+		Rule:      rule,
+		Severity:  sev,
+		Path:      path,
+		Before:    before,
+		After:     after,
+		Message:   render(rule, "uri", quote(uri)),
+		Extension: uri,
+	}
 }

@@ -8,21 +8,9 @@ package detector
 // The path points into the pinned card.
 func checkOAuthScopeRemoved(pinned, live *Card) []Finding {
 	var out []Finding
-	for _, name := range sortedKeys(pinned.SecuritySchemes) {
-		p := pinned.SecuritySchemes[name]
-		l, ok := live.SecuritySchemes[name]
-		if !ok || p.Type != "oauth2" || l.Type != "oauth2" {
-			continue
-		}
-		for _, fn := range sortedKeys(p.Flows) {
-			lf, ok := l.Flows[fn]
-			if !ok {
-				continue
-			}
-			for _, scope := range sortedKeys(p.Flows[fn].Scopes) {
-				if _, ok := lf.Scopes[scope]; ok {
-					continue
-				}
+	retained(pinned.SecuritySchemes, live.SecuritySchemes, func(name string, p, l SecurityScheme) {
+		retainedFlows(p, l, func(fn string, pf, lf OAuthFlow) {
+			for _, scope := range onlyIn(pf.Scopes, lf.Scopes) {
 				out = append(out, Finding{
 					Rule:     RuleOAuthScopeRemoved,
 					Severity: Breaking,
@@ -33,7 +21,7 @@ func checkOAuthScopeRemoved(pinned, live *Card) []Finding {
 					Scope:    scope,
 				})
 			}
-		}
-	}
+		})
+	})
 	return out
 }

@@ -14,26 +14,12 @@ import (
 // fields of each side.
 func checkSecuritySchemeChanged(pinned, live *Card) []Finding {
 	var out []Finding
-	for _, name := range sortedKeys(pinned.SecuritySchemes) {
-		l, ok := live.SecuritySchemes[name]
-		if !ok {
-			continue
+	retained(pinned.SecuritySchemes, live.SecuritySchemes, func(name string, p, l SecurityScheme) {
+		if changes := schemeChanges(p, l); len(changes) > 0 {
+			out = append(out, schemeFinding(RuleSecuritySchemeChanged, Breaking, name, l, schemeSummary(p), schemeSummary(l),
+				"fields", strings.Join(changes, "; ")))
 		}
-		p := pinned.SecuritySchemes[name]
-		changes := schemeChanges(p, l)
-		if len(changes) == 0 {
-			continue
-		}
-		out = append(out, Finding{
-			Rule:     RuleSecuritySchemeChanged,
-			Severity: Breaking,
-			Path:     schemePointer(name, l),
-			Before:   schemeSummary(p),
-			After:    schemeSummary(l),
-			Message:  render(RuleSecuritySchemeChanged, "scheme", quote(name), "fields", strings.Join(changes, "; ")),
-			Scheme:   name,
-		})
-	}
+	})
 	return out
 }
 

@@ -5,18 +5,9 @@ package detector
 // will be refused.
 func checkSecuritySchemeRemoved(pinned, live *Card) []Finding {
 	var out []Finding
-	for _, name := range sortedKeys(pinned.SecuritySchemes) {
-		if _, ok := live.SecuritySchemes[name]; ok {
-			continue
-		}
-		out = append(out, Finding{
-			Rule:     RuleSecuritySchemeRemoved,
-			Severity: Breaking,
-			Path:     schemePointer(name, pinned.SecuritySchemes[name]),
-			Before:   schemeSummary(pinned.SecuritySchemes[name]),
-			Message:  render(RuleSecuritySchemeRemoved, "scheme", quote(name)),
-			Scheme:   name,
-		})
+	for _, name := range onlyIn(pinned.SecuritySchemes, live.SecuritySchemes) {
+		s := pinned.SecuritySchemes[name]
+		out = append(out, schemeFinding(RuleSecuritySchemeRemoved, Breaking, name, s, schemeSummary(s), nil))
 	}
 	return out
 }
@@ -26,18 +17,24 @@ func checkSecuritySchemeRemoved(pinned, live *Card) []Finding {
 // a client; security-requirements-changed reports it becoming required.
 func checkSecuritySchemeAdded(pinned, live *Card) []Finding {
 	var out []Finding
-	for _, name := range sortedKeys(live.SecuritySchemes) {
-		if _, ok := pinned.SecuritySchemes[name]; ok {
-			continue
-		}
-		out = append(out, Finding{
-			Rule:     RuleSecuritySchemeAdded,
-			Severity: Info,
-			Path:     schemePointer(name, live.SecuritySchemes[name]),
-			After:    schemeSummary(live.SecuritySchemes[name]),
-			Message:  render(RuleSecuritySchemeAdded, "scheme", quote(name)),
-			Scheme:   name,
-		})
+	for _, name := range onlyIn(live.SecuritySchemes, pinned.SecuritySchemes) {
+		s := live.SecuritySchemes[name]
+		out = append(out, schemeFinding(RuleSecuritySchemeAdded, Info, name, s, nil, schemeSummary(s)))
 	}
 	return out
+}
+
+// schemeFinding is a finding of rule about the security scheme name (s is its
+// declaration in the card the path points into), going from before to after;
+// kv are the message's parameters besides the scheme.
+func schemeFinding(rule string, sev Severity, name string, s SecurityScheme, before, after any, kv ...string) Finding {
+	return Finding{
+		Rule:     rule,
+		Severity: sev,
+		Path:     schemePointer(name, s),
+		Before:   before,
+		After:    after,
+		Message:  render(rule, append([]string{"scheme", quote(name)}, kv...)...),
+		Scheme:   name,
+	}
 }

@@ -5,17 +5,9 @@ package detector
 func checkSkillRemoved(pinned, live *Card) []Finding {
 	var out []Finding
 	for _, s := range skillsByID(pinned) {
-		if _, ok := skillByID(live, s.ID); ok {
-			continue
+		if _, ok := skillByID(live, s.ID); !ok {
+			out = append(out, skillFinding(RuleSkillRemoved, Breaking, s, s.ID, nil))
 		}
-		out = append(out, Finding{
-			Rule:     RuleSkillRemoved,
-			Severity: Breaking,
-			Path:     skillPointer(s),
-			Before:   s.ID,
-			Message:  render(RuleSkillRemoved, "skill", quote(s.ID)),
-			Skill:    s.ID,
-		})
 	}
 	return out
 }
@@ -25,17 +17,23 @@ func checkSkillRemoved(pinned, live *Card) []Finding {
 func checkSkillAdded(pinned, live *Card) []Finding {
 	var out []Finding
 	for _, s := range skillsByID(live) {
-		if _, ok := skillByID(pinned, s.ID); ok {
-			continue
+		if _, ok := skillByID(pinned, s.ID); !ok {
+			out = append(out, skillFinding(RuleSkillAdded, Info, s, nil, s.ID))
 		}
-		out = append(out, Finding{
-			Rule:     RuleSkillAdded,
-			Severity: Info,
-			Path:     skillPointer(s),
-			After:    s.ID,
-			Message:  render(RuleSkillAdded, "skill", quote(s.ID)),
-			Skill:    s.ID,
-		})
 	}
 	return out
+}
+
+// skillFinding is a finding of rule about skill s (in the card that declares
+// it), going from before to after.
+func skillFinding(rule string, sev Severity, s Skill, before, after any) Finding {
+	return Finding{
+		Rule:     rule,
+		Severity: sev,
+		Path:     skillPointer(s),
+		Before:   before,
+		After:    after,
+		Message:  render(rule, "skill", quote(s.ID)),
+		Skill:    s.ID,
+	}
 }

@@ -174,6 +174,36 @@ func retainedSkills(pinned, live *Card, fn func(p, l Skill)) {
 	}
 }
 
+// retained calls fn for every key of pinned that live has too, in key order,
+// with the value in each.
+func retained[V any](pinned, live map[string]V, fn func(key string, p, l V)) {
+	for _, k := range sortedKeys(pinned) {
+		if l, ok := live[k]; ok {
+			fn(k, pinned[k], l)
+		}
+	}
+}
+
+// onlyIn returns the keys of m that other lacks, in order.
+func onlyIn[V any](m, other map[string]V) []string {
+	var out []string
+	for _, k := range sortedKeys(m) {
+		if _, ok := other[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// retainedFlows calls fn for every OAuth 2.0 flow that two oauth2 schemes
+// (the pinned and the live declaration of one name) both declare, in name
+// order; for schemes of another type it does nothing.
+func retainedFlows(p, l SecurityScheme, fn func(flow string, pf, lf OAuthFlow)) {
+	if p.Type == "oauth2" && l.Type == "oauth2" {
+		retained(p.Flows, l.Flows, fn)
+	}
+}
+
 // extensionsByURI indexes a card's extensions by URI (the first of a
 // duplicated URI wins) together with their served index.
 func extensionsByURI(c *Card) map[string]indexedExtension {
