@@ -2,20 +2,21 @@ package detector
 
 // checkDefaultInputModes reports a change of the card's defaultInputModes.
 func checkDefaultInputModes(pinned, live *Card) []Finding {
-	f, ok := modesFinding(RuleDefaultInputModesChanged, pinned.DefaultInputModes, live.DefaultInputModes, Info)
-	if !ok {
-		return nil
-	}
-	f.Path = pointer("defaultInputModes")
-	return []Finding{f}
+	return defaultModes(RuleDefaultInputModesChanged, "defaultInputModes", pinned.DefaultInputModes, live.DefaultInputModes, Info)
 }
 
 // checkDefaultOutputModes reports a change of the card's defaultOutputModes.
 func checkDefaultOutputModes(pinned, live *Card) []Finding {
-	f, ok := modesFinding(RuleDefaultOutputModesChanged, pinned.DefaultOutputModes, live.DefaultOutputModes, Warning)
+	return defaultModes(RuleDefaultOutputModesChanged, "defaultOutputModes", pinned.DefaultOutputModes, live.DefaultOutputModes, Warning)
+}
+
+// defaultModes compares the card's default modes declared at field (see
+// modesFinding for the severities).
+func defaultModes(rule, field string, before, after []string, widened Severity) []Finding {
+	f, ok := modesFinding(rule, before, after, widened)
 	if !ok {
 		return nil
 	}
-	f.Path = pointer("defaultOutputModes")
+	f.Path = pointer(field)
 	return []Finding{f}
 }

@@ -4,16 +4,12 @@ package detector
 // configuration calls now fail (-32003) and a client waiting for a webhook
 // waits forever.
 func checkPushDisabled(pinned, live *Card) []Finding {
-	if !pinned.Capabilities.PushNotifications || live.Capabilities.PushNotifications {
-		return nil
-	}
-	return []Finding{capabilityFinding(RulePushNotificationsDisabled, Breaking, "pushNotifications", true, false)}
+	return capabilityTurned(false, RulePushNotificationsDisabled, Breaking, "pushNotifications",
+		pinned.Capabilities.PushNotifications, live.Capabilities.PushNotifications)
 }
 
 // checkPushEnabled reports capabilities.pushNotifications turned on.
 func checkPushEnabled(pinned, live *Card) []Finding {
-	if pinned.Capabilities.PushNotifications || !live.Capabilities.PushNotifications {
-		return nil
-	}
-	return []Finding{capabilityFinding(RulePushNotificationsEnabled, Info, "pushNotifications", false, true)}
+	return capabilityTurned(true, RulePushNotificationsEnabled, Info, "pushNotifications",
+		pinned.Capabilities.PushNotifications, live.Capabilities.PushNotifications)
 }

@@ -36,14 +36,7 @@ func checkSignatureRemoved(pinned, live *Card) []Finding {
 // key that verified the pinned card: the card was changed after it was
 // signed, or someone else wrote the signature under that key's name.
 func checkSignatureInvalid(pinned, live *Card) []Finding {
-	c, ok := compareSigners(pinned, live)
-	if !ok || c.rule != RuleSignatureInvalid {
-		return nil
-	}
-	return []Finding{{
-		Rule: RuleSignatureInvalid, Severity: Breaking, Path: signaturePointer(c.index), Before: c.before, After: c.after,
-		Message: render(RuleSignatureInvalid, "signer", describeKey(c.after)),
-	}}
+	return signerFinding(pinned, live, RuleSignatureInvalid)
 }
 
 // checkSignerChanged reports a live card signed by another key than the
@@ -51,26 +44,21 @@ func checkSignatureInvalid(pinned, live *Card) []Finding {
 // found), and not by the pinned card's key as well: it may not be the same
 // vendor any more.
 func checkSignerChanged(pinned, live *Card) []Finding {
-	c, ok := compareSigners(pinned, live)
-	if !ok || c.rule != RuleSignerChanged {
-		return nil
-	}
-	return []Finding{{
-		Rule: RuleSignerChanged, Severity: Warning, Path: signaturePointer(c.index), Before: c.before, After: c.after,
-		Message: render(RuleSignerChanged, "before", describeSigner(c.before), "after", describeSigner(c.after)),
-	}}
+	return signerFinding(pinned, live, RuleSignerChanged)
 }
 
-// signerComparison is what compareSigners found: a rule, the pinned
-// signature and the live one it concerns, and the live one's index.
-type signerComparison struct {
-	rule          string
-	before, after Signature
-	index         int
+// signerFinding returns compareSigners' finding when it is of rule.
+func signerFinding(pinned, live *Card, rule string) []Finding {
+	f, ok := compareSigners(pinned, live)
+	if !ok || f.Rule != rule {
+		return nil
+	}
+	return []Finding{f}
 }
 
 // compareSigners decides between signature-invalid and signer-changed for
-// two signed cards whose signatures were verified. In order:
+// two signed cards whose signatures were verified, and returns that finding.
+// In order:
 //
 //   - a live signature verifies with a key that verified the pinned card:
 //     the pinned signer still vouches for the card, nothing to report (a
@@ -82,9 +70,9 @@ type signerComparison struct {
 //
 // A signature that could not be checked (keys unavailable) with the pinned
 // signer's kid is no change: a key set outage is not a new vendor.
-func compareSigners(pinned, live *Card) (signerComparison, bool) {
+func compareSigners(pinned, live *Card) (Finding, bool) {
 	if !signed(pinned) || !signed(live) || len(pinned.Signatures) == 0 || len(live.Signatures) == 0 {
-		return signerComparison{}, false
+		return Finding{}, false
 	}
 	verifiedPin := func(thumbprint string) (Signature, bool) {
 		for _, p := range pinned.Signatures {
@@ -96,20 +84,26 @@ func compareSigners(pinned, live *Card) (signerComparison, bool) {
 	}
 	for _, l := range live.Signatures {
 		if _, ok := verifiedPin(l.Thumbprint); ok && l.Verified {
-			return signerComparison{}, false
+			return Finding{}, false
 		}
 	}
 	for i, l := range live.Signatures {
 		if p, ok := verifiedPin(l.Thumbprint); ok && l.Reason == SignatureInvalid {
-			return signerComparison{rule: RuleSignatureInvalid, before: p, after: l, index: i}, true
+			return Finding{
+				Rule: RuleSignatureInvalid, Severity: Breaking, Path: signaturePointer(i), Before: p, After: l,
+				Message: render(RuleSignatureInvalid, "signer", describeKey(l)),
+			}, true
 		}
 	}
 	p, _, _ := Signer(pinned.Signatures)
 	l, i, _ := Signer(live.Signatures)
 	if sameSigner(p, l) {
-		return signerComparison{}, false
+		return Finding{}, false
 	}
-	return signerComparison{rule: RuleSignerChanged, before: p, after: l, index: i}, true
+	return Finding{
+		Rule: RuleSignerChanged, Severity: Warning, Path: signaturePointer(i), Before: p, After: l,
+		Message: render(RuleSignerChanged, "before", describeSigner(p), "after", describeSigner(l)),
+	}, true
 }
 
 // signerOf describes who signed c, for a message.

@@ -4,18 +4,23 @@ package detector
 // that planned streaming calls would block on an event stream that never
 // comes (the pinning write-up's failure).
 func checkStreamingDisabled(pinned, live *Card) []Finding {
-	if !pinned.Capabilities.Streaming || live.Capabilities.Streaming {
-		return nil
-	}
-	return []Finding{capabilityFinding(RuleStreamingDisabled, Breaking, "streaming", true, false)}
+	return capabilityTurned(false, RuleStreamingDisabled, Breaking, "streaming",
+		pinned.Capabilities.Streaming, live.Capabilities.Streaming)
 }
 
 // checkStreamingEnabled reports capabilities.streaming turned on.
 func checkStreamingEnabled(pinned, live *Card) []Finding {
-	if pinned.Capabilities.Streaming || !live.Capabilities.Streaming {
+	return capabilityTurned(true, RuleStreamingEnabled, Info, "streaming",
+		pinned.Capabilities.Streaming, live.Capabilities.Streaming)
+}
+
+// capabilityTurned reports the boolean capability field turned to on (from
+// !on in the pinned card to on in the live one) as a finding of rule.
+func capabilityTurned(on bool, rule string, sev Severity, field string, pinned, live bool) []Finding {
+	if pinned == live || live != on {
 		return nil
 	}
-	return []Finding{capabilityFinding(RuleStreamingEnabled, Info, "streaming", false, true)}
+	return []Finding{capabilityFinding(rule, sev, field, pinned, live)}
 }
 
 // capabilityFinding is a flip of the boolean capability field.

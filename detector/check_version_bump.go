@@ -27,15 +27,8 @@ func checkVersionBump(pinned, live *Card) []Finding {
 	if len(changed) == 0 {
 		return nil
 	}
-	return []Finding{{
-		Rule:     RuleContentChangedWithoutVersion,
-		Severity: Warning,
-		Path:     pointer("version"),
-		Before:   pinned.Version,
-		After:    live.Version,
-		Message: render(RuleContentChangedWithoutVersion,
-			"facets", strings.Join(changed, ", "), "version", quote(live.Version)),
-	}}
+	return []Finding{versionFinding(RuleContentChangedWithoutVersion, Warning, pinned, live,
+		"facets", strings.Join(changed, ", "), "version", quote(live.Version))}
 }
 
 // structureFacets name the parts of structure's result.
