@@ -119,6 +119,16 @@ func runCheck(t *testing.T, call string, check func(p, l *Card) []Finding, cases
 	}
 }
 
+// flipCases are the cases of a rule on a boolean capability that testCard
+// declares on: "turned off" (off applied to the live card) wants whenOff,
+// "turned on" (off applied to the pinned card) wants whenOn.
+func flipCases(off func(*Card), whenOff, whenOn []Finding) []checkCase {
+	return []checkCase{
+		{name: "turned off", pinned: testCard(), live: modified(off), want: whenOff},
+		{name: "turned on", pinned: modified(off), live: testCard(), want: whenOn},
+	}
+}
+
 func assertFindings(t *testing.T, call string, got, want []Finding) {
 	t.Helper()
 	if len(got) == 0 && len(want) == 0 {
