@@ -147,29 +147,17 @@ func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (cont
 			c.inModes = MediaTypes(p.Message.Parts)
 		}
 	case *a2a.TaskQueryParams:
-		if p != nil {
-			c.taskID = string(p.ID)
-		}
+		c.taskID = string(deref(p).ID)
 	case *a2a.TaskIDParams:
-		if p != nil {
-			c.taskID = string(p.ID)
-		}
+		c.taskID = string(deref(p).ID)
 	case *a2a.GetTaskPushConfigParams:
-		if p != nil {
-			c.taskID = string(p.TaskID)
-		}
+		c.taskID = string(deref(p).TaskID)
 	case *a2a.ListTaskPushConfigParams:
-		if p != nil {
-			c.taskID = string(p.TaskID)
-		}
+		c.taskID = string(deref(p).TaskID)
 	case *a2a.DeleteTaskPushConfigParams:
-		if p != nil {
-			c.taskID = string(p.TaskID)
-		}
+		c.taskID = string(deref(p).TaskID)
 	case *a2a.TaskPushConfig:
-		if p != nil {
-			c.taskID = string(p.TaskID)
-		}
+		c.taskID = string(deref(p).TaskID)
 	}
 	if c.taskID != "" && !c.newTask {
 		ic.emit(ic.em.Request(emitCtx(ctx), events.Request{
@@ -464,6 +452,16 @@ func union(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// deref returns *p, or the zero value for a nil p (a payload or part the
+// caller left nil).
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }
 
 func truncate(s string, n int) string {

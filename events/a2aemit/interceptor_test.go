@@ -67,6 +67,14 @@ func (r *recording) lines() []string {
 	return out
 }
 
+// expect fails the test unless the recorded events are want, in order.
+func (r *recording) expect(t *testing.T, want ...string) {
+	t.Helper()
+	if got := r.lines(); !slices.Equal(got, want) {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func (r *recording) reset() {
 	r.mu.Lock()
 	r.evs = nil
@@ -135,9 +143,7 @@ func TestInterceptorLifecycle(t *testing.T) {
 		"artifact t1 a1 [application/json]",
 		"status t1 completed",
 	}
-	if got := rec.lines(); !slices.Equal(got, want) {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	rec.expect(t, want...)
 	sub := rec.evs[0].(events.Submitted)
 	if string(sub.Card) != string(raw) || sub.CardURL == "" || sub.AgentURL != "https://agent.example" ||
 		sub.Posture != detector.Degrade || !sub.Idempotent || !slices.Equal(sub.Requires.OutputModes, []string{"application/json"}) {
@@ -182,9 +188,7 @@ func TestInterceptorRetriesAndErrors(t *testing.T) {
 		"error t2 tasks/pushNotificationConfig/set -32003",
 		"request t2 tasks/resubscribe #1",
 	}
-	if got := rec.lines(); !slices.Equal(got, want) {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	rec.expect(t, want...)
 }
 
 // A new task whose call fails emits nothing; a non-streaming card turns a
@@ -213,9 +217,7 @@ func TestInterceptorNewTaskVariants(t *testing.T) {
 		"submitted t4 skill= stream=false push=true in=[application/json] card=true",
 		"request t4 message/send #1",
 	}
-	if got := rec.lines(); !slices.Equal(got, want) {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	rec.expect(t, want...)
 	var round map[string]any
 	if err := json.Unmarshal(rec.evs[0].(events.Submitted).Card, &round); err != nil || round["name"] != "plain" {
 		t.Errorf("marshalled card = %s (%v)", rec.evs[0].(events.Submitted).Card, err)
@@ -262,9 +264,7 @@ func TestInterceptorCompletedTask(t *testing.T) {
 		Artifacts: []*a2a.Artifact{{ID: "a", Parts: a2a.ContentParts{a2a.FilePart{File: a2a.FileURI{FileMeta: a2a.FileMeta{MimeType: "application/pdf"}}}}}},
 	}))
 	want := []string{"request t6 tasks/get #1", "artifact t6 a [application/pdf]", "status t6 completed"}
-	if got := rec.lines(); !slices.Equal(got, want) {
-		t.Errorf("events = %v, want %v", got, want)
-	}
+	rec.expect(t, want...)
 	if n := ic.Tasks(); n != 0 {
 		t.Errorf("remembers %d tasks after completion, want 0", n)
 	}

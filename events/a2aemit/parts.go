@@ -50,15 +50,11 @@ func fileMediaType(c a2a.FilePartContent) string {
 	case a2a.FileBytes:
 		mt = f.MimeType
 	case *a2a.FileBytes:
-		if f != nil {
-			mt = f.MimeType
-		}
+		mt = deref(f).MimeType
 	case a2a.FileURI:
 		mt = f.MimeType
 	case *a2a.FileURI:
-		if f != nil {
-			mt = f.MimeType
-		}
+		mt = deref(f).MimeType
 	}
 	if mt == "" {
 		return MediaTypeBinary
