@@ -20,17 +20,9 @@ import (
 // what a planner negotiates against changes — a skill's identity or modes, or
 // streaming or push support — whatever the card's version says.
 func Fingerprint(c *Card) string {
-	skills := make([]jcs.Value, 0, len(c.Skills))
-	for _, s := range c.Skills {
-		skills = append(skills, fpObject(
-			fpMember("id", fpStr(s.ID)),
-			fpMember("inputModes", fpStrings(fpSorted(c.InputModes(s)))),
-			fpMember("outputModes", fpStrings(fpSorted(c.OutputModes(s)))),
-		))
-	}
 	v := fpObject(
 		fpMember("pushNotifications", fpBool(c.Capabilities.PushNotifications)),
-		fpMember("skills", jcs.Value{Kind: jcs.Array, Elems: skills}),
+		fpMember("skills", fpArray(c.Skills, func(s Skill) jcs.Value { return fpSkill(c, s) })),
 		fpMember("streaming", fpBool(c.Capabilities.Streaming)),
 	)
 	return fpHash(&v)
@@ -44,105 +36,74 @@ func Fingerprint(c *Card) string {
 // Because it is computed from the normalised model, a v0.3 card and its
 // faithful v1.0 rewrite have the same structural digest.
 func StructuralDigest(c *Card) string {
-	ifaces := make([]jcs.Value, 0, len(c.Interfaces))
-	for _, in := range c.Interfaces {
-		ifaces = append(ifaces, fpObject(
-			fpMember("protocolBinding", fpStr(in.ProtocolBinding)),
-			fpMember("protocolVersion", fpStr(in.ProtocolVersion)),
-			fpMember("tenant", fpStr(in.Tenant)),
-			fpMember("url", fpStr(in.URL)),
-		))
-	}
-	exts := make([]jcs.Value, 0, len(c.Capabilities.Extensions))
-	for _, e := range c.Capabilities.Extensions {
-		exts = append(exts, fpObject(
-			fpMember("params", fpStr(e.Params)),
-			fpMember("required", fpBool(e.Required)),
-			fpMember("uri", fpStr(e.URI)),
-		))
-	}
-	skills := make([]jcs.Value, 0, len(c.Skills))
-	for _, s := range c.Skills {
-		skills = append(skills, fpObject(
-			fpMember("id", fpStr(s.ID)),
-			fpMember("inputModes", fpStrings(fpSorted(c.InputModes(s)))),
-			fpMember("outputModes", fpStrings(fpSorted(c.OutputModes(s)))),
-			fpMember("securityRequirements", fpRequirements(s.SecurityRequirements)),
-		))
-	}
-	names := make([]string, 0, len(c.SecuritySchemes))
-	for name := range c.SecuritySchemes {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	schemes := make([]jcs.Member, 0, len(names))
-	for _, name := range names {
-		s := c.SecuritySchemes[name]
-		flowNames := make([]string, 0, len(s.Flows))
-		for f := range s.Flows {
-			flowNames = append(flowNames, f)
-		}
-		sort.Strings(flowNames)
-		flows := make([]jcs.Member, 0, len(flowNames))
-		for _, fn := range flowNames {
-			f := s.Flows[fn]
-			scopes := make([]string, 0, len(f.Scopes))
-			for sc := range f.Scopes {
-				scopes = append(scopes, sc)
-			}
-			sort.Strings(scopes)
-			flows = append(flows, fpMember(fn, fpObject(
-				fpMember("authorizationUrl", fpStr(f.AuthorizationURL)),
-				fpMember("deviceAuthorizationUrl", fpStr(f.DeviceAuthorizationURL)),
-				fpMember("refreshUrl", fpStr(f.RefreshURL)),
-				fpMember("scopes", fpStrings(scopes)),
-				fpMember("tokenUrl", fpStr(f.TokenURL)),
-			)))
-		}
-		schemes = append(schemes, fpMember(name, fpObject(
-			fpMember("bearerFormat", fpStr(s.BearerFormat)),
-			fpMember("flows", jcs.Value{Kind: jcs.Object, Members: flows}),
-			fpMember("location", fpStr(s.Location)),
-			fpMember("name", fpStr(s.Name)),
-			fpMember("oauth2MetadataUrl", fpStr(s.OAuth2MetadataURL)),
-			fpMember("openIdConnectUrl", fpStr(s.OpenIDConnectURL)),
-			fpMember("scheme", fpStr(s.Scheme)),
-			fpMember("type", fpStr(s.Type)),
-		)))
-	}
 	v := fpObject(
 		fpMember("capabilities", fpObject(
 			fpMember("extendedAgentCard", fpBool(c.Capabilities.ExtendedAgentCard)),
-			fpMember("extensions", jcs.Value{Kind: jcs.Array, Elems: exts}),
+			fpMember("extensions", fpArray(c.Capabilities.Extensions, func(e Extension) jcs.Value {
+				return fpObject(
+					fpMember("params", fpStr(e.Params)),
+					fpMember("required", fpBool(e.Required)),
+					fpMember("uri", fpStr(e.URI)),
+				)
+			})),
 			fpMember("pushNotifications", fpBool(c.Capabilities.PushNotifications)),
 			fpMember("stateTransitionHistory", fpBool(c.Capabilities.StateTransitionHistory)),
 			fpMember("streaming", fpBool(c.Capabilities.Streaming)),
 		)),
 		fpMember("defaultInputModes", fpStrings(fpSorted(c.DefaultInputModes))),
 		fpMember("defaultOutputModes", fpStrings(fpSorted(c.DefaultOutputModes))),
-		fpMember("interfaces", jcs.Value{Kind: jcs.Array, Elems: ifaces}),
+		fpMember("interfaces", fpArray(c.Interfaces, func(in Interface) jcs.Value {
+			return fpObject(
+				fpMember("protocolBinding", fpStr(in.ProtocolBinding)),
+				fpMember("protocolVersion", fpStr(in.ProtocolVersion)),
+				fpMember("tenant", fpStr(in.Tenant)),
+				fpMember("url", fpStr(in.URL)),
+			)
+		})),
 		fpMember("securityRequirements", fpRequirements(c.SecurityRequirements)),
-		fpMember("securitySchemes", jcs.Value{Kind: jcs.Object, Members: schemes}),
-		fpMember("skills", jcs.Value{Kind: jcs.Array, Elems: skills}),
+		fpMember("securitySchemes", fpMap(c.SecuritySchemes, fpScheme)),
+		fpMember("skills", fpArray(c.Skills, func(s Skill) jcs.Value {
+			return fpSkill(c, s, fpMember("securityRequirements", fpRequirements(s.SecurityRequirements)))
+		})),
 	)
 	return fpHash(&v)
 }
 
+// fpSkill is a skill as both digests see it: its id and effective modes, and
+// the members in more.
+func fpSkill(c *Card, s Skill, more ...jcs.Member) jcs.Value {
+	return fpObject(append([]jcs.Member{
+		fpMember("id", fpStr(s.ID)),
+		fpMember("inputModes", fpStrings(fpSorted(c.InputModes(s)))),
+		fpMember("outputModes", fpStrings(fpSorted(c.OutputModes(s)))),
+	}, more...)...)
+}
+
+func fpScheme(s SecurityScheme) jcs.Value {
+	return fpObject(
+		fpMember("bearerFormat", fpStr(s.BearerFormat)),
+		fpMember("flows", fpMap(s.Flows, func(f OAuthFlow) jcs.Value {
+			return fpObject(
+				fpMember("authorizationUrl", fpStr(f.AuthorizationURL)),
+				fpMember("deviceAuthorizationUrl", fpStr(f.DeviceAuthorizationURL)),
+				fpMember("refreshUrl", fpStr(f.RefreshURL)),
+				fpMember("scopes", fpStrings(sortedKeys(f.Scopes))),
+				fpMember("tokenUrl", fpStr(f.TokenURL)),
+			)
+		})),
+		fpMember("location", fpStr(s.Location)),
+		fpMember("name", fpStr(s.Name)),
+		fpMember("oauth2MetadataUrl", fpStr(s.OAuth2MetadataURL)),
+		fpMember("openIdConnectUrl", fpStr(s.OpenIDConnectURL)),
+		fpMember("scheme", fpStr(s.Scheme)),
+		fpMember("type", fpStr(s.Type)),
+	)
+}
+
 func fpRequirements(reqs []SecurityRequirement) jcs.Value {
-	out := make([]jcs.Value, 0, len(reqs))
-	for _, r := range reqs {
-		names := make([]string, 0, len(r))
-		for n := range r {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		ms := make([]jcs.Member, 0, len(names))
-		for _, n := range names {
-			ms = append(ms, fpMember(n, fpStrings(fpSorted(r[n]))))
-		}
-		out = append(out, jcs.Value{Kind: jcs.Object, Members: ms})
-	}
-	return jcs.Value{Kind: jcs.Array, Elems: out}
+	return fpArray(reqs, func(r SecurityRequirement) jcs.Value {
+		return fpMap(r, func(scopes []string) jcs.Value { return fpStrings(fpSorted(scopes)) })
+	})
 }
 
 func fpHash(v *jcs.Value) string {
@@ -163,12 +124,25 @@ func fpBool(b bool) jcs.Value {
 	return jcs.Value{Kind: jcs.False}
 }
 
-func fpStrings(ss []string) jcs.Value {
-	out := make([]jcs.Value, len(ss))
-	for i, s := range ss {
-		out[i] = fpStr(s)
+func fpStrings(ss []string) jcs.Value { return fpArray(ss, fpStr) }
+
+// fpArray is an array of fn of each element of xs.
+func fpArray[T any](xs []T, fn func(T) jcs.Value) jcs.Value {
+	out := make([]jcs.Value, len(xs))
+	for i, x := range xs {
+		out[i] = fn(x)
 	}
 	return jcs.Value{Kind: jcs.Array, Elems: out}
+}
+
+// fpMap is an object with a member per key of m, its value fn of m's (in no
+// order: jcs.Append writes members sorted).
+func fpMap[V any](m map[string]V, fn func(V) jcs.Value) jcs.Value {
+	ms := make([]jcs.Member, 0, len(m))
+	for k, v := range m {
+		ms = append(ms, fpMember(k, fn(v)))
+	}
+	return fpObject(ms...)
 }
 
 // sortedSet returns a sorted copy of ss without duplicates.
