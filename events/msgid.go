@@ -44,27 +44,8 @@ import (
 // For inbound data (a2a.task.*), whose ids are chosen by the client, MsgID
 // returns "": see Emitter, which uses source + "/" + a fresh UUID.
 func MsgID(d Data) string {
-	switch d := d.(type) {
-	case Drift:
-		return driftID(&d)
-	case *Drift:
-		return driftID(d)
-	case Pinned:
-		return pinnedID(&d)
-	case *Pinned:
-		return pinnedID(d)
-	case Observed:
-		return observedID(&d)
-	case *Observed:
-		return observedID(d)
-	case Unreachable:
-		return unreachableID(&d)
-	case *Unreachable:
-		return unreachableID(d)
-	case Inconsistent:
-		return inconsistentID(&d)
-	case *Inconsistent:
-		return inconsistentID(d)
+	if o, ok := d.(interface{ msgID() string }); ok {
+		return o.msgID()
 	}
 	return ""
 }
@@ -87,7 +68,7 @@ func (h idHash) sum(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(h.h.Sum(nil))
 }
 
-func driftID(d *Drift) string {
+func (d Drift) msgID() string {
 	rules := make([]string, 0, len(d.Findings))
 	for _, f := range d.Findings {
 		rules = append(rules, f.Rule)
@@ -114,7 +95,7 @@ func driftID(d *Drift) string {
 	return h.sum("drift")
 }
 
-func pinnedID(d *Pinned) string {
+func (d Pinned) msgID() string {
 	h := newIDHash(TypePinned)
 	h.field(d.TaskID)
 	h.field(d.AgentURL)
@@ -125,7 +106,7 @@ func pinnedID(d *Pinned) string {
 	return h.sum("pinned")
 }
 
-func observedID(d *Observed) string {
+func (d Observed) msgID() string {
 	h := newIDHash(TypeObserved)
 	h.field(d.CardURL)
 	h.field(strconv.Itoa(d.Status))
@@ -135,7 +116,7 @@ func observedID(d *Observed) string {
 	return h.sum("observed")
 }
 
-func unreachableID(d *Unreachable) string {
+func (d Unreachable) msgID() string {
 	h := newIDHash(TypeUnreachable)
 	h.field(d.CardURL)
 	h.field(d.TaskID)
@@ -151,7 +132,7 @@ func unreachableID(d *Unreachable) string {
 	return h.sum("unreachable")
 }
 
-func inconsistentID(d *Inconsistent) string {
+func (d Inconsistent) msgID() string {
 	h := newIDHash(TypeInconsistent)
 	h.field(d.CardURL)
 	if !d.Episode.IsZero() {

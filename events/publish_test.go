@@ -85,11 +85,13 @@ func TestMsgID(t *testing.T) {
 		equal  bool
 	}{
 		{pin, pin2, "pinned-", false},
+		{pin, &pin, "pinned-", true}, // a pointer is its value
 		{obs, obs2, "observed-", false},
 		{obs, func() events.Observed { o := obs; o.FetchedAt = o.FetchedAt.In(time.FixedZone("x", 3600)); return o }(), "observed-", true},
 		{un, un2, "unreachable-", false},
 		{unT, unT2, "unreachable-", true},
 		{un, unT, "unreachable-", false},
+		{un, &un, "unreachable-", true},
 	} {
 		a, b := events.MsgID(tc.a), events.MsgID(tc.b)
 		if !strings.HasPrefix(a, tc.prefix) || (a == b) != tc.equal {
