@@ -12,7 +12,7 @@ import (
 // nor on which worker publishes it.
 func TestInconsistentMsgID(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	a, b := "sha256:"+hex('a'), "sha256:"+hex('b')
+	a, b := digestA, digestB
 	ev := func(episode time.Time, countA int, cardURL string) events.Inconsistent {
 		return events.Inconsistent{AgentURL: "https://agent.example", CardURL: cardURL, Episode: episode, Window: events.Duration(time.Minute),
 			Digests: []events.DigestSeen{{Digest: a, Count: countA, FirstSeen: t0, LastSeen: t0}, {Digest: b, Count: 2, FirstSeen: t0, LastSeen: t0}}}
@@ -34,12 +34,4 @@ func TestInconsistentMsgID(t *testing.T) {
 	if s, err := events.Subject(ev(t0, 2, card)); err != nil || s != "card.inconsistent.agent=2Eexample" {
 		t.Errorf("Subject = %q, %v", s, err)
 	}
-}
-
-func hex(c byte) string {
-	b := make([]byte, 64)
-	for i := range b {
-		b[i] = c
-	}
-	return string(b)
 }
