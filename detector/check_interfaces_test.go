@@ -5,6 +5,16 @@ import "testing"
 func TestCheckInterfaces(t *testing.T) {
 	jsonrpc := map[string]string{"url": "https://planner.example.com/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
 	grpc := map[string]string{"url": "https://planner.example.com/grpc", "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+	// moved is the finding for the preferred (JSONRPC) interface moving from
+	// one URL to another.
+	moved := func(from, to string) []Finding {
+		return []Finding{{
+			Rule: RuleInterfaceChanged, Severity: Breaking, Path: "/supportedInterfaces/0",
+			Before:  map[string]string{"url": from, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+			After:   map[string]string{"url": to, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+			Message: `JSONRPC interface moved from "` + from + `" to "` + to + `"`,
+		}}
+	}
 	runCheck(t, "checkInterfaces(pinned, live)", checkInterfaces, []checkCase{
 		{
 			name:   "interface removed",
@@ -19,12 +29,7 @@ func TestCheckInterfaces(t *testing.T) {
 			name:   "interface moved to another URL",
 			pinned: testCard(),
 			live:   modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com/v2/a2a" }),
-			want: []Finding{{
-				Rule: RuleInterfaceChanged, Severity: Breaking, Path: "/supportedInterfaces/0",
-				Before:  jsonrpc,
-				After:   map[string]string{"url": "https://planner.example.com/v2/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-				Message: `JSONRPC interface moved from "https://planner.example.com/a2a" to "https://planner.example.com/v2/a2a"`,
-			}},
+			want:   moved("https://planner.example.com/a2a", "https://planner.example.com/v2/a2a"),
 		},
 		{
 			name:   "interface added",
@@ -89,34 +94,19 @@ func TestCheckInterfaces(t *testing.T) {
 			name:   "path case is a move",
 			pinned: testCard(),
 			live:   modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com/A2A" }),
-			want: []Finding{{
-				Rule: RuleInterfaceChanged, Severity: Breaking, Path: "/supportedInterfaces/0",
-				Before:  jsonrpc,
-				After:   map[string]string{"url": "https://planner.example.com/A2A", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-				Message: `JSONRPC interface moved from "https://planner.example.com/a2a" to "https://planner.example.com/A2A"`,
-			}},
+			want:   moved("https://planner.example.com/a2a", "https://planner.example.com/A2A"),
 		},
 		{
 			name:   "another port is a move",
 			pinned: testCard(),
 			live:   modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com:8443/a2a" }),
-			want: []Finding{{
-				Rule: RuleInterfaceChanged, Severity: Breaking, Path: "/supportedInterfaces/0",
-				Before:  jsonrpc,
-				After:   map[string]string{"url": "https://planner.example.com:8443/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-				Message: `JSONRPC interface moved from "https://planner.example.com/a2a" to "https://planner.example.com:8443/a2a"`,
-			}},
+			want:   moved("https://planner.example.com/a2a", "https://planner.example.com:8443/a2a"),
 		},
 		{
 			name:   ":443 on http is not a default port",
 			pinned: modified(func(c *Card) { c.Interfaces[0].URL = "http://planner.example.com/a2a" }),
 			live:   modified(func(c *Card) { c.Interfaces[0].URL = "http://planner.example.com:443/a2a" }),
-			want: []Finding{{
-				Rule: RuleInterfaceChanged, Severity: Breaking, Path: "/supportedInterfaces/0",
-				Before:  map[string]string{"url": "http://planner.example.com/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-				After:   map[string]string{"url": "http://planner.example.com:443/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-				Message: `JSONRPC interface moved from "http://planner.example.com/a2a" to "http://planner.example.com:443/a2a"`,
-			}},
+			want:   moved("http://planner.example.com/a2a", "http://planner.example.com:443/a2a"),
 		},
 		{
 			name:   "protocol version only",
@@ -127,7 +117,7 @@ func TestCheckInterfaces(t *testing.T) {
 }
 
 func TestNormalizeURL(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
+	testStringFunc(t, "normalizeURL", normalizeURL, []struct{ in, want string }{
 		{"https://Agent.Example.com:443", "https://agent.example.com/"},
 		{"https://agent.example.com/", "https://agent.example.com/"},
 		{"HTTPS://agent.example.com", "https://agent.example.com/"},
@@ -140,9 +130,5 @@ func TestNormalizeURL(t *testing.T) {
 		{"grpc.example.com:443", "grpc.example.com:443"},
 		{"", ""},
 		{"%zz", "%zz"},
-	} {
-		if got := normalizeURL(tc.in); got != tc.want {
-			t.Errorf("normalizeURL(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
+	})
 }

@@ -3,19 +3,24 @@ package detector
 import "testing"
 
 func TestCheckOAuthScopeRemoved(t *testing.T) {
+	// removed is the finding for scope withdrawn from the clientCredentials
+	// flow of the oauth scheme; path is the scope's path token.
+	removed := func(scope, path string) []Finding {
+		return []Finding{{
+			Rule: RuleOAuthScopeRemoved, Severity: Breaking,
+			Path:    "/securitySchemes/oauth/oauth2SecurityScheme/flows/clientCredentials/scopes/" + path,
+			Before:  scope,
+			Message: `security scheme "oauth" no longer offers scope "` + scope + `" in flow "clientCredentials"`,
+			Scheme:  "oauth",
+			Scope:   scope,
+		}}
+	}
 	runCheck(t, "checkOAuthScopeRemoved(pinned, live)", checkOAuthScopeRemoved, []checkCase{
 		{
 			name:   "scope withdrawn",
 			pinned: testCard(),
 			live:   modified(func(c *Card) { delete(c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes, "translate") }),
-			want: []Finding{{
-				Rule: RuleOAuthScopeRemoved, Severity: Breaking,
-				Path:    "/securitySchemes/oauth/oauth2SecurityScheme/flows/clientCredentials/scopes/translate",
-				Before:  "translate",
-				Message: `security scheme "oauth" no longer offers scope "translate" in flow "clientCredentials"`,
-				Scheme:  "oauth",
-				Scope:   "translate",
-			}},
+			want:   removed("translate", "translate"),
 		},
 		{
 			name: "URL scope, escaped in the path",
@@ -23,14 +28,7 @@ func TestCheckOAuthScopeRemoved(t *testing.T) {
 				c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes["https://www.googleapis.com/auth/maps"] = "Maps"
 			}),
 			live: testCard(),
-			want: []Finding{{
-				Rule: RuleOAuthScopeRemoved, Severity: Breaking,
-				Path:    "/securitySchemes/oauth/oauth2SecurityScheme/flows/clientCredentials/scopes/https:~1~1www.googleapis.com~1auth~1maps",
-				Before:  "https://www.googleapis.com/auth/maps",
-				Message: `security scheme "oauth" no longer offers scope "https://www.googleapis.com/auth/maps" in flow "clientCredentials"`,
-				Scheme:  "oauth",
-				Scope:   "https://www.googleapis.com/auth/maps",
-			}},
+			want: removed("https://www.googleapis.com/auth/maps", "https:~1~1www.googleapis.com~1auth~1maps"),
 		},
 		{
 			name:   "scope added",

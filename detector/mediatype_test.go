@@ -6,7 +6,7 @@ import (
 )
 
 func TestNormalizeMediaType(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
+	testStringFunc(t, "NormalizeMediaType", NormalizeMediaType, []struct{ in, want string }{
 		{"text/plain", "text/plain"},
 		{"Text/Plain", "text/plain"},
 		{"text/plain; charset=utf-8", "text/plain"},
@@ -24,11 +24,7 @@ func TestNormalizeMediaType(t *testing.T) {
 		{"", ""},
 		{"  ", ""},
 		{";charset=utf-8", ""},
-	} {
-		if got := NormalizeMediaType(tc.in); got != tc.want {
-			t.Errorf("NormalizeMediaType(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
+	})
 }
 
 func TestCovers(t *testing.T) {
