@@ -2,7 +2,6 @@ package detector
 
 import (
 	"crypto/sha256"
-	"os"
 	"testing"
 	"time"
 
@@ -16,15 +15,6 @@ var digestBenchCards = []struct{ size, file string }{
 	{"64KiB", "testdata/digest/card-64k.json"},
 }
 
-func loadBenchCard(b *testing.B, path string) []byte {
-	b.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return raw
-}
-
 // gowebpkiDigest is the baseline: an independent RFC 8785 implementation
 // plus SHA-256 over the same bytes. (It does not strip "signatures", which
 // only makes its work larger by the few bytes of that member.)
@@ -36,21 +26,12 @@ func gowebpkiDigest(raw []byte) ([32]byte, error) {
 	return sha256.Sum256(c), nil
 }
 
-func benchCarddrift(b *testing.B, raw []byte) {
+// benchDigest times digest on raw.
+func benchDigest[T any](b *testing.B, raw []byte, digest func([]byte) (T, error)) {
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := digestUncached(raw); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func benchGowebpki(b *testing.B, raw []byte) {
-	b.SetBytes(int64(len(raw)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := gowebpkiDigest(raw); err != nil {
+		if _, err := digest(raw); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -62,21 +43,15 @@ func benchGowebpki(b *testing.B, raw []byte) {
 // 1KiB/memo is Digest on a body it has seen (one SHA-256 + a map lookup).
 func BenchmarkDigest(b *testing.B) {
 	for _, c := range digestBenchCards {
-		raw := loadBenchCard(b, c.file)
-		b.Run(c.size+"/carddrift", func(b *testing.B) { benchCarddrift(b, raw) })
-		b.Run(c.size+"/gowebpki", func(b *testing.B) { benchGowebpki(b, raw) })
+		raw := mustRead(b, c.file)
+		b.Run(c.size+"/carddrift", func(b *testing.B) { benchDigest(b, raw, digestUncached) })
+		b.Run(c.size+"/gowebpki", func(b *testing.B) { benchDigest(b, raw, gowebpkiDigest) })
 		if c.size == "1KiB" {
 			b.Run(c.size+"/memo", func(b *testing.B) {
 				if _, err := Digest(raw); err != nil {
 					b.Fatal(err)
 				}
-				b.SetBytes(int64(len(raw)))
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, err := Digest(raw); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchDigest(b, raw, Digest)
 			})
 		}
 	}
@@ -89,7 +64,7 @@ func BenchmarkDigest(b *testing.B) {
 // wait for the lock the running benchmark holds.)
 func BenchmarkDigestRatio(b *testing.B) {
 	for _, c := range digestBenchCards {
-		raw := loadBenchCard(b, c.file)
+		raw := mustRead(b, c.file)
 		b.Run(c.size, func(b *testing.B) {
 			var ours, theirs time.Duration
 			for b.Loop() {

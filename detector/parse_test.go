@@ -14,11 +14,7 @@ const fixtureCards = "testdata/cards"
 
 func readFixture(t testing.TB, name string) []byte {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(fixtureCards, name))
-	if err != nil {
-		t.Fatalf("read fixture: %v", err)
-	}
-	return raw
+	return mustRead(t, filepath.Join(fixtureCards, name))
 }
 
 func mustParse(t testing.TB, raw []byte) *Card {

@@ -198,11 +198,7 @@ func TestCardForms(t *testing.T) {
 
 func readForm(t testing.TB, name string) []byte {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "forms", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+	return mustRead(t, filepath.Join("testdata", "forms", name))
 }
 
 // mutation edits a card decoded as generic JSON; it reports false when it
