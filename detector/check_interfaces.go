@@ -16,19 +16,22 @@ import (
 func checkInterfaces(pinned, live *Card) []Finding {
 	p, l := groupInterfaces(pinned.Interfaces), groupInterfaces(live.Interfaces)
 	var out []Finding
+	change := func(variant string, sev Severity, path string, before, after any, kv ...string) {
+		out = append(out, Finding{
+			Rule:     RuleInterfaceChanged,
+			Severity: sev,
+			Path:     path,
+			Before:   before,
+			After:    after,
+			Message:  render(RuleInterfaceChanged+"/"+variant, kv...),
+		})
+	}
 	var removed, added []interfaceGroup
 	for _, g := range p.order {
 		if lg, ok := l.byKey[g.key()]; ok {
 			if g.tenant != lg.tenant {
-				out = append(out, Finding{
-					Rule:     RuleInterfaceChanged,
-					Severity: Breaking,
-					Path:     interfacePointer(lg.index, "tenant"),
-					Before:   g.tenant,
-					After:    lg.tenant,
-					Message: render(RuleInterfaceChanged+"/tenant", "binding", lg.binding, "url", quote(lg.url),
-						"before", quote(g.tenant), "after", quote(lg.tenant)),
-				})
+				change("tenant", Breaking, interfacePointer(lg.index, "tenant"), g.tenant, lg.tenant,
+					"binding", lg.binding, "url", quote(lg.url), "before", quote(g.tenant), "after", quote(lg.tenant))
 			}
 			continue
 		}
@@ -48,47 +51,22 @@ func checkInterfaces(pinned, live *Card) []Finding {
 			}
 		}
 		if i < 0 {
-			out = append(out, Finding{
-				Rule:     RuleInterfaceChanged,
-				Severity: Breaking,
-				Path:     interfacePointer(r.index),
-				Before:   r.value(),
-				Message:  render(RuleInterfaceChanged+"/removed", "binding", r.binding, "url", quote(r.url)),
-			})
+			change("removed", Breaking, interfacePointer(r.index), r.value(), nil, "binding", r.binding, "url", quote(r.url))
 			continue
 		}
 		a := added[i]
 		added = slices.Delete(added, i, i+1)
-		out = append(out, Finding{
-			Rule:     RuleInterfaceChanged,
-			Severity: Breaking,
-			Path:     interfacePointer(a.index),
-			Before:   r.value(),
-			After:    a.value(),
-			Message:  render(RuleInterfaceChanged+"/moved", "binding", a.binding, "before", quote(r.url), "after", quote(a.url)),
-		})
+		change("moved", Breaking, interfacePointer(a.index), r.value(), a.value(),
+			"binding", a.binding, "before", quote(r.url), "after", quote(a.url))
 	}
 	for _, a := range added {
-		out = append(out, Finding{
-			Rule:     RuleInterfaceChanged,
-			Severity: Info,
-			Path:     interfacePointer(a.index),
-			After:    a.value(),
-			Message:  render(RuleInterfaceChanged+"/added", "binding", a.binding, "url", quote(a.url)),
-		})
+		change("added", Info, interfacePointer(a.index), nil, a.value(), "binding", a.binding, "url", quote(a.url))
 	}
 	if len(p.order) > 0 && len(l.order) > 0 {
 		pp, lp := p.order[0], l.order[0]
 		if _, retained := l.byKey[pp.key()]; retained && pp.key() != lp.key() {
-			out = append(out, Finding{
-				Rule:     RuleInterfaceChanged,
-				Severity: Warning,
-				Path:     interfacePointer(0),
-				Before:   pp.value(),
-				After:    lp.value(),
-				Message: render(RuleInterfaceChanged+"/preferred",
-					"before", pp.binding+" "+quote(pp.url), "after", lp.binding+" "+quote(lp.url)),
-			})
+			change("preferred", Warning, interfacePointer(0), pp.value(), lp.value(),
+				"before", pp.binding+" "+quote(pp.url), "after", lp.binding+" "+quote(lp.url))
 		}
 	}
 	return out
