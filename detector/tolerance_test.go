@@ -265,27 +265,23 @@ var cardMutations = []mutation{
 		return false
 	}},
 	{"remove a scope from every flow", func(c map[string]any) bool {
-		done := false
-		walk(c["securitySchemes"], func(m map[string]any) {
-			if sc, ok := m["scopes"].(map[string]any); ok {
-				for k := range sc {
-					delete(sc, k)
-					done = true
-					break
-				}
+		return walk(c["securitySchemes"], func(m map[string]any) bool {
+			sc, _ := m["scopes"].(map[string]any)
+			for k := range sc {
+				delete(sc, k)
+				return true
 			}
+			return false
 		})
-		return done
 	}},
 	{"change a scheme's bearer format", func(c map[string]any) bool {
-		done := false
-		walk(c["securitySchemes"], func(m map[string]any) {
-			if _, ok := m["scheme"].(string); ok {
-				m["scheme"] = "Basic"
-				done = true
+		return walk(c["securitySchemes"], func(m map[string]any) bool {
+			if _, ok := m["scheme"].(string); !ok {
+				return false
 			}
+			m["scheme"] = "Basic"
+			return true
 		})
-		return done
 	}},
 	{"drop card-level requirements", func(c map[string]any) bool {
 		for _, k := range []string{"security", "securityRequirements"} {
@@ -311,13 +307,10 @@ var cardMutations = []mutation{
 			done = true
 		}
 		for _, k := range []string{"supportedInterfaces", "additionalInterfaces"} {
-			l, _ := c[k].([]any)
-			for i, e := range l {
-				if m, ok := e.(map[string]any); ok {
-					m["url"] = fmt.Sprintf("https://moved.example.com/%s/%d", k, i)
-					done = true
-				}
-			}
+			moved := eachObject(c[k], func(i int, m map[string]any) {
+				m["url"] = fmt.Sprintf("https://moved.example.com/%s/%d", k, i)
+			})
+			done = moved || done
 		}
 		return done
 	}},
@@ -349,20 +342,13 @@ var cardMutations = []mutation{
 		return true
 	}},
 	{"change protocol versions", func(c map[string]any) bool {
-		done := false
+		top := false
 		if _, ok := c["protocolVersion"].(string); ok {
 			c["protocolVersion"] = "0.2.0"
-			done = true
+			top = true
 		}
-		if l, ok := c["supportedInterfaces"].([]any); ok {
-			for _, e := range l {
-				if m, ok := e.(map[string]any); ok {
-					m["protocolVersion"] = "0.2"
-					done = true
-				}
-			}
-		}
-		return done
+		ifaces := eachObject(c["supportedInterfaces"], func(_ int, m map[string]any) { m["protocolVersion"] = "0.2" })
+		return top || ifaces
 	}},
 	{"examples become objects", func(c map[string]any) bool {
 		s := firstSkill(c)
@@ -383,19 +369,36 @@ func firstSkill(c map[string]any) map[string]any {
 	return s
 }
 
-// walk calls fn for every object under v.
-func walk(v any, fn func(map[string]any)) {
+// walk calls fn for every object under v and reports whether fn edited any
+// (returned true).
+func walk(v any, fn func(map[string]any) bool) bool {
+	edited := false
 	switch x := v.(type) {
 	case map[string]any:
-		fn(x)
+		edited = fn(x)
 		for _, e := range x {
-			walk(e, fn)
+			edited = walk(e, fn) || edited
 		}
 	case []any:
 		for _, e := range x {
-			walk(e, fn)
+			edited = walk(e, fn) || edited
 		}
 	}
+	return edited
+}
+
+// eachObject calls fn for every object in the list l, with its index, and
+// reports whether there was one.
+func eachObject(l any, fn func(i int, m map[string]any)) bool {
+	list, _ := l.([]any)
+	found := false
+	for i, e := range list {
+		if m, ok := e.(map[string]any); ok {
+			fn(i, m)
+			found = true
+		}
+	}
+	return found
 }
 
 // fixtureBodies returns every fixture card and SDK-served form, by name.
@@ -411,11 +414,7 @@ func fixtureBodies(t *testing.T) map[string][]byte {
 			if !strings.HasSuffix(e.Name(), ".json") {
 				continue
 			}
-			raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[e.Name()] = raw
+			out[e.Name()] = mustRead(t, filepath.Join(dir, e.Name()))
 		}
 	}
 	return out
@@ -486,15 +485,9 @@ func TestFindingPathsResolve(t *testing.T) {
 // breaking finding against the original.
 var wildDeviations = []mutation{
 	{"examples as objects", func(c map[string]any) bool {
-		done := false
-		sk, _ := c["skills"].([]any)
-		for _, e := range sk {
-			if s, ok := e.(map[string]any); ok {
-				s["examples"] = []any{map[string]any{"input": "hello", "output": "hi"}}
-				done = true
-			}
-		}
-		return done
+		return eachObject(c["skills"], func(_ int, s map[string]any) {
+			s["examples"] = []any{map[string]any{"input": "hello", "output": "hi"}}
+		})
 	}},
 	{"tags as one string", func(c map[string]any) bool {
 		s := firstSkill(c)
@@ -551,14 +544,13 @@ var wildDeviations = []mutation{
 		return true
 	}},
 	{"scheme description a number", func(c map[string]any) bool {
-		done := false
-		walk(c["securitySchemes"], func(m map[string]any) {
-			if _, ok := m["description"]; ok {
-				m["description"] = 42
-				done = true
+		return walk(c["securitySchemes"], func(m map[string]any) bool {
+			if _, ok := m["description"]; !ok {
+				return false
 			}
+			m["description"] = 42
+			return true
 		})
-		return done
 	}},
 }
 
