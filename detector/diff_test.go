@@ -77,6 +77,19 @@ func modified(f func(c *Card)) *Card {
 	return c
 }
 
+// modifiedPair returns testCard modified by p (the pinned card) and by l
+// (the live card); a nil function leaves its card as testCard.
+func modifiedPair(p, l func(c *Card)) (pinned, live *Card) {
+	pinned, live = testCard(), testCard()
+	if p != nil {
+		pinned = modified(p)
+	}
+	if l != nil {
+		live = modified(l)
+	}
+	return pinned, live
+}
+
 // fixture parses the real card whose file name starts with prefix ("027").
 func fixture(t testing.TB, prefix string) *Card {
 	t.Helper()

@@ -377,13 +377,7 @@ func TestEveryRuleFires(t *testing.T) {
 	}
 	for _, tc := range firingCases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, l := testCard(), testCard()
-			if tc.p != nil {
-				p = modified(tc.p)
-			}
-			if tc.l != nil {
-				l = modified(tc.l)
-			}
+			p, l := modifiedPair(tc.p, tc.l)
 			got := Diff(p, l)
 			ids := map[string]bool{}
 			for _, f := range got {
@@ -676,13 +670,7 @@ func TestRegistryTouches(t *testing.T) {
 			case tc.spares != nil && r.Touches == TouchAll:
 				t.Errorf("rule %q touches all tasks, and its case has one it spares", tc.rule)
 			}
-			pinned, live := testCard(), testCard()
-			if tc.p != nil {
-				pinned = modified(tc.p)
-			}
-			if tc.l != nil {
-				live = modified(tc.l)
-			}
+			pinned, live := modifiedPair(tc.p, tc.l)
 			var f Finding
 			if tc.finding != nil {
 				f = tc.finding(pinned, live)

@@ -459,13 +459,7 @@ func TestTaskRelevance(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pinned, live := testCard(), testCard()
-			if tt.pinned != nil {
-				pinned = modified(tt.pinned)
-			}
-			if tt.live != nil {
-				live = modified(tt.live)
-			}
+			pinned, live := modifiedPair(tt.pinned, tt.live)
 			findings, v := Evaluate(pinned, live, tt.req, FailClosed)
 			if v.Action != tt.wantAction {
 				t.Errorf("Evaluate(%+v).Action = %s, want %s (reason %q)\n%s", tt.req, v.Action, tt.wantAction, v.Reason, dump(findings))
