@@ -241,47 +241,27 @@ var cardMutations = []mutation{
 		return true
 	}},
 	{"streaming off", func(c map[string]any) bool {
-		caps, _ := c["capabilities"].(map[string]any)
-		if caps == nil || caps["streaming"] != true {
-			return false
+		caps, ok := streamingCapabilities(c)
+		if ok {
+			caps["streaming"] = false
 		}
-		caps["streaming"] = false
-		return true
+		return ok
 	}},
 	{"streaming key dropped", func(c map[string]any) bool {
-		caps, _ := c["capabilities"].(map[string]any)
-		if caps == nil || caps["streaming"] != true {
-			return false
+		caps, ok := streamingCapabilities(c)
+		if ok {
+			delete(caps, "streaming")
 		}
-		delete(caps, "streaming")
-		return true
+		return ok
 	}},
 	{"remove a security scheme", func(c map[string]any) bool {
-		ss, _ := c["securitySchemes"].(map[string]any)
-		for k := range ss {
-			delete(ss, k)
-			return true
-		}
-		return false
+		return deleteOne(c["securitySchemes"])
 	}},
 	{"remove a scope from every flow", func(c map[string]any) bool {
-		return walk(c["securitySchemes"], func(m map[string]any) bool {
-			sc, _ := m["scopes"].(map[string]any)
-			for k := range sc {
-				delete(sc, k)
-				return true
-			}
-			return false
-		})
+		return walk(c["securitySchemes"], func(m map[string]any) bool { return deleteOne(m["scopes"]) })
 	}},
 	{"change a scheme's bearer format", func(c map[string]any) bool {
-		return walk(c["securitySchemes"], func(m map[string]any) bool {
-			if _, ok := m["scheme"].(string); !ok {
-				return false
-			}
-			m["scheme"] = "Basic"
-			return true
-		})
+		return walk(c["securitySchemes"], func(m map[string]any) bool { return setString(m, "scheme", "Basic") })
 	}},
 	{"drop card-level requirements", func(c map[string]any) bool {
 		for _, k := range []string{"security", "securityRequirements"} {
@@ -301,11 +281,7 @@ var cardMutations = []mutation{
 		return true
 	}},
 	{"move every interface", func(c map[string]any) bool {
-		done := false
-		if _, ok := c["url"].(string); ok {
-			c["url"] = "https://moved.example.com/a2a"
-			done = true
-		}
+		done := setString(c, "url", "https://moved.example.com/a2a")
 		for _, k := range []string{"supportedInterfaces", "additionalInterfaces"} {
 			moved := eachObject(c[k], func(i int, m map[string]any) {
 				m["url"] = fmt.Sprintf("https://moved.example.com/%s/%d", k, i)
@@ -342,11 +318,7 @@ var cardMutations = []mutation{
 		return true
 	}},
 	{"change protocol versions", func(c map[string]any) bool {
-		top := false
-		if _, ok := c["protocolVersion"].(string); ok {
-			c["protocolVersion"] = "0.2.0"
-			top = true
-		}
+		top := setString(c, "protocolVersion", "0.2.0")
 		ifaces := eachObject(c["supportedInterfaces"], func(_ int, m map[string]any) { m["protocolVersion"] = "0.2" })
 		return top || ifaces
 	}},
@@ -367,6 +339,33 @@ func firstSkill(c map[string]any) map[string]any {
 	}
 	s, _ := sk[0].(map[string]any)
 	return s
+}
+
+// streamingCapabilities returns the card's capabilities object when it
+// declares streaming.
+func streamingCapabilities(c map[string]any) (map[string]any, bool) {
+	caps, _ := c["capabilities"].(map[string]any)
+	return caps, caps != nil && caps["streaming"] == true
+}
+
+// setString sets m's member key to s when it is a string, and reports
+// whether it was.
+func setString(m map[string]any, key, s string) bool {
+	_, ok := m[key].(string)
+	if ok {
+		m[key] = s
+	}
+	return ok
+}
+
+// deleteOne deletes a member of the object v and reports whether it had one.
+func deleteOne(v any) bool {
+	m, _ := v.(map[string]any)
+	for k := range m {
+		delete(m, k)
+		return true
+	}
+	return false
 }
 
 // walk calls fn for every object under v and reports whether fn edited any
@@ -545,11 +544,11 @@ var wildDeviations = []mutation{
 	}},
 	{"scheme description a number", func(c map[string]any) bool {
 		return walk(c["securitySchemes"], func(m map[string]any) bool {
-			if _, ok := m["description"]; !ok {
-				return false
+			_, ok := m["description"]
+			if ok {
+				m["description"] = 42
 			}
-			m["description"] = 42
-			return true
+			return ok
 		})
 	}},
 }
