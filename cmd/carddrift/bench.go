@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -11,9 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/store"
@@ -22,22 +21,17 @@ import (
 // benchFlags are the flags of carddrift bench.
 type benchFlags struct {
 	demo       demoFlags
+	nats       natsFlags
 	events     int
 	rounds     int
 	driftShare float64
-	settle     time.Duration
 	skipFleet  bool
-	minLease   time.Duration
-	defLease   time.Duration
-	maxLease   time.Duration
-	fullFetch  time.Duration
+	deployment deploymentFlags
 }
 
-func benchCommand(e *env) *ffcli.Command {
-	var f benchFlags
-	var nf natsFlags
-	fs := newFlagSet("bench", e)
-	nf.registerClient(fs)
+// register adds bench's flags.
+func (f *benchFlags) register(fs *flag.FlagSet) {
+	f.nats.registerClient(fs)
 	fs.IntVar(&f.events, "events", 50000, "no-fetch lifecycle events per throughput round")
 	fs.IntVar(&f.rounds, "rounds", 2, "throughput rounds (raw and carddrift alternate who goes first)")
 	fs.IntVar(&f.demo.agents, "agents", 40, "agents the detection phase starts on loopback")
@@ -47,39 +41,23 @@ func benchCommand(e *env) *ffcli.Command {
 	fs.Int64Var(&f.demo.seed, "seed", 1, "seed of the fleet, the schedule and the traffic")
 	fs.BoolVar(&f.skipFleet, "throughput-only", false, "skip the detection phase")
 	fs.BoolVar(&f.demo.json, "json", false, "print one JSON object")
-	fs.DurationVar(&f.settle, "settle", 5*time.Second, "after the traffic, wait this long for the last verdicts")
-	fs.DurationVar(&f.minLease, "min-lease", fetcher.DefaultMinLease, "the deployment's --min-lease (for the fetches-per-lease figure)")
-	fs.DurationVar(&f.defLease, "default-lease", fetcher.DefaultDefaultLease, "the deployment's --default-lease")
-	fs.DurationVar(&f.maxLease, "max-lease", fetcher.DefaultMaxLease, "the deployment's --max-lease")
-	fs.DurationVar(&f.fullFetch, "full-fetch-interval", fetcher.DefaultFullFetchInterval, "the deployment's --full-fetch-interval")
-	return &ffcli.Command{
-		Name:       "bench",
-		ShortUsage: "carddrift bench --nats-url URL [flags]",
-		ShortHelp:  "load a deployment and report raw consume+ack vs carddrift, detection latency and fetches per lease",
-		LongHelp: "Measures a running deployment of `carddrift serve` (--nats-url, default nats://127.0.0.1:4222),\n" +
-			"for capacity planning. Throughput: --events no-fetch lifecycle events published to the\n" +
-			"lifecycle stream and drained by carddrift, against the same events consumed and acknowledged\n" +
-			"by one raw durable consumer on a scratch stream of the same server, in the same run (rounds\n" +
-			"alternate who goes first). Detection: the simulated fleet (--agents on loopback; serve needs\n" +
-			"--fetch-allow 127.0.0.0/8) with --drift-share of the agents rotating their cards, client\n" +
-			"traffic for --duration, and carddrift's verdicts watched as a planner would: latency from the\n" +
-			"lifecycle event to its card.drift (p50, p99, max), fetches per agent per lease, verdict counts.",
-		FlagSet: fs,
-		Exec: noArgs("bench", func(ctx context.Context) error {
-			if f.events < 100 || f.rounds < 1 {
-				return usagef("--events must be at least 100 and --rounds at least 1")
-			}
-			if f.driftShare < 0 || f.driftShare > 1 {
-				return usagef("--drift-share must be between 0 and 1")
-			}
-			nc, js, err := nf.jetStream("carddrift-bench")
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			return runBench(ctx, e, js, store.DefaultConfig(), &f)
-		}),
+	f.deployment.register(fs, "the deployment's --default-lease")
+}
+
+// run checks the flags, connects and runs the benchmark.
+func (f *benchFlags) run(ctx context.Context, e *env) error {
+	if f.events < 100 || f.rounds < 1 {
+		return usagef("--events must be at least 100 and --rounds at least 1")
 	}
+	if f.driftShare < 0 || f.driftShare > 1 {
+		return usagef("--drift-share must be between 0 and 1")
+	}
+	nc, js, err := f.nats.jetStream("carddrift-bench")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return runBench(ctx, e, js, store.DefaultConfig(), f)
 }
 
 // BenchReport is carddrift bench's result (its --json document).
@@ -179,12 +157,7 @@ func runBench(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Con
 		f.demo.json = true // driveFleet's own progress lines stay quiet
 		f.demo.driftShare = f.driftShare
 		card, err := driveFleet(ctx, e, js, cfg, &f.demo, nil,
-			leaseFunc(f.minLease, f.defLease, f.maxLease), f.fullFetch, "bench", func() {
-				select {
-				case <-time.After(f.settle):
-				case <-ctx.Done():
-				}
-			})
+			f.deployment.lease(), f.deployment.fullFetch, "bench", f.deployment.settled(ctx))
 		f.demo.json = jsonOut
 		if err != nil {
 			return err

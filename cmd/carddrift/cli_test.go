@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,6 +43,31 @@ const (
 	cardT0  = `{"name":"B","version":"1.0.0","protocolVersion":"1.0.0","url":"https://b.example.com/a2a","capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"securitySchemes":{"bearer":{"type":"http","scheme":"bearer"}},"security":[{"bearer":[]}],"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":[]}]}`
 	cardT40 = `{"name":"B","version":"1.0.0","protocolVersion":"1.0.0","url":"https://b.example.com/a2a","capabilities":{"streaming":false},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"securitySchemes":{"oauth2":{"type":"oauth2","flows":{"clientCredentials":{"tokenUrl":"https://b.example.com/token","scopes":{"tasks":"t"}}}}},"security":[{"oauth2":["tasks"]}],"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":[]},{"id":"translate","name":"Translate","description":"d","tags":[]}]}`
 )
+
+// TestHelp: every help file describes a command (its usage line, one-line
+// help and long help), the root usage lists it, and `carddrift NAME -h`
+// prints it.
+func TestHelp(t *testing.T) {
+	files, err := fs.Glob(helpFiles, "help/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("help files: %v, %v", files, err)
+	}
+	_, _, rootUsage := runCLI(t, "")
+	for _, f := range files {
+		name := strings.TrimSuffix(path.Base(f), ".txt")
+		c := describe(name)
+		if !strings.HasPrefix(c.ShortUsage, "carddrift "+name+" ") || c.ShortHelp == "" || c.LongHelp == "" {
+			t.Errorf("%s: usage %q, help %q, long help %q: want carddrift %s …, a line, then a blank line and text", f, c.ShortUsage, c.ShortHelp, c.LongHelp, name)
+		}
+		if !strings.Contains(rootUsage, c.ShortHelp) {
+			t.Errorf("carddrift usage does not list %s (%q):\n%s", name, c.ShortHelp, rootUsage)
+		}
+		code, _, stderr := runCLI(t, "", name, "-h")
+		if code != exitUsage || !strings.Contains(stderr, c.ShortUsage) || !strings.Contains(stderr, c.LongHelp) {
+			t.Errorf("carddrift %s -h = %d:\n%s\nwant %d with its usage and long help", name, code, stderr, exitUsage)
+		}
+	}
+}
 
 func TestDiffExitCodes(t *testing.T) {
 	old, nu := writeCard(t, cardT0), writeCard(t, cardT40)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/peterbourgon/ff/v3/ffcli"
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector/fetcher"
@@ -37,30 +36,16 @@ type demoFlags struct {
 	driftShare float64
 }
 
-func demoCommand(e *env) *ffcli.Command {
-	var f demoFlags
-	fs := newFlagSet("demo", e)
-	f.register(fs, 30*time.Second)
+// register adds demo's flags.
+func (f *demoFlags) register(fs *flag.FlagSet) {
+	f.registerFleet(fs, 30*time.Second)
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep the JetStream store here for replay (default: a temporary store removed at exit)")
 	fs.StringVar(&f.logLevel, "log-level", "error", "worker log level (logs go to stderr)")
-	return &ffcli.Command{
-		Name:       "demo",
-		ShortUsage: "carddrift demo [flags]",
-		ShortHelp:  "one command, no setup: a simulated fleet drifts, carddrift catches it, a scorecard proves it",
-		LongHelp: "Starts an embedded JetStream server, a simulated fleet of A2A agents on loopback that rotate\n" +
-			"their cards on a seeded schedule, the carddrift workers, and client traffic through the event\n" +
-			"contract; shows each verdict as a planner sees it, and ends with a scorecard.\n" +
-			"Exit status 1 when a drift was missed or a task falsely aborted.",
-		FlagSet: fs,
-		Exec: noArgs("demo", func(ctx context.Context) error {
-			return runDemo(ctx, e, &f)
-		}),
-	}
 }
 
-// register adds the flags demo and simulate share: the fleet, its
+// registerFleet adds the flags demo and simulate share: the fleet, its
 // schedule, the traffic and the output.
-func (f *demoFlags) register(fs *flag.FlagSet, duration time.Duration) {
+func (f *demoFlags) registerFleet(fs *flag.FlagSet, duration time.Duration) {
 	fs.IntVar(&f.agents, "agents", 40, "simulated agents in the fleet")
 	fs.DurationVar(&f.duration, "duration", duration, "how long the fleet drifts and clients send traffic")
 	fs.Int64Var(&f.seed, "seed", 1, "seed of the fleet, the schedule of card changes and the traffic (same seed, same schedule)")
@@ -70,7 +55,7 @@ func (f *demoFlags) register(fs *flag.FlagSet, duration time.Duration) {
 	fs.DurationVar(&f.taskEvery, "task-every", time.Second, "each agent gets a new task this often")
 }
 
-func runDemo(ctx context.Context, e *env, f *demoFlags) error {
+func (f *demoFlags) run(ctx context.Context, e *env) error {
 	if f.agents < 1 {
 		return usagef("--agents must be at least 1")
 	}

@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
@@ -32,9 +31,8 @@ func (f *diffFlags) taskGiven() bool {
 		f.inputModes != "" || f.outputModes != "" || f.security != ""
 }
 
-func diffCommand(e *env) *ffcli.Command {
-	var f diffFlags
-	fs := newFlagSet("diff", e)
+// register adds diff's flags.
+func (f *diffFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, `print {"findings":[…],"verdict":…} as JSON`)
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a finding at or above this severity exists: breaking, warning or info")
 	fs.StringVar(&f.skill, "skill", "", "task: the skill id the task uses (adds a verdict)")
@@ -46,19 +44,6 @@ func diffCommand(e *env) *ffcli.Command {
 	fs.StringVar(&f.outputModes, "output-modes", "", "task: comma-separated media types the task accepts")
 	fs.StringVar(&f.security, "security", "", "task: comma-separated security scheme names the client uses")
 	f.fetch.register(fs)
-	return &ffcli.Command{
-		Name:       "diff",
-		ShortUsage: "carddrift diff [flags] OLD NEW",
-		ShortHelp:  "findings between two cards (files, - for stdin, or http(s) URLs)",
-		LongHelp: "Compares two agent cards and prints what changed, grouped by severity.\n" +
-			"A URL is fetched as a worker fetches it (see pin; --fetch-allow as for pin).\n" +
-			"With task flags (--skill, --requires-streaming, …) it also prints the verdict for that task.\n" +
-			"Exit status: 0, or 1 when --fail-on matched; 2 for usage or parse errors.",
-		FlagSet: fs,
-		Exec: func(ctx context.Context, args []string) error {
-			return runDiff(ctx, e, &f, args)
-		},
-	}
 }
 
 // diffOutput is the --json document.
@@ -85,7 +70,7 @@ type verdictOutput struct {
 	Impacting []detector.Finding `json:"impacting"`
 }
 
-func runDiff(ctx context.Context, e *env, f *diffFlags, args []string) error {
+func (f *diffFlags) run(ctx context.Context, e *env, args []string) error {
 	if len(args) != 2 {
 		return usagef("diff needs exactly two cards (OLD NEW), got %d argument(s)", len(args))
 	}

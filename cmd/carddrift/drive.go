@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/events/service"
@@ -30,6 +32,42 @@ func leaseFunc(minLease, defaultLease, maxLease time.Duration) func(*fleet.Agent
 			l = defaultLease
 		}
 		return min(max(l, minLease), maxLease)
+	}
+}
+
+// deploymentFlags describe the deployment simulate and bench drive the fleet
+// against: its lease clamps and full-fetch interval (for the
+// fetches-per-lease figure), and how long its last verdicts may take.
+type deploymentFlags struct {
+	minLease     time.Duration
+	defaultLease time.Duration
+	maxLease     time.Duration
+	fullFetch    time.Duration
+	settle       time.Duration
+}
+
+// register adds the flags; defaultLeaseHelp describes --default-lease.
+func (d *deploymentFlags) register(fs *flag.FlagSet, defaultLeaseHelp string) {
+	fs.DurationVar(&d.minLease, "min-lease", fetcher.DefaultMinLease, "the deployment's --min-lease (for the fetches-per-lease figure)")
+	fs.DurationVar(&d.defaultLease, "default-lease", fetcher.DefaultDefaultLease, defaultLeaseHelp)
+	fs.DurationVar(&d.maxLease, "max-lease", fetcher.DefaultMaxLease, "the deployment's --max-lease")
+	fs.DurationVar(&d.fullFetch, "full-fetch-interval", fetcher.DefaultFullFetchInterval, "the deployment's --full-fetch-interval")
+	fs.DurationVar(&d.settle, "settle", 5*time.Second, "after the traffic, wait this long for the last verdicts")
+}
+
+// lease is the deployment's lease of an agent (leaseFunc).
+func (d *deploymentFlags) lease() func(*fleet.Agent) time.Duration {
+	return leaseFunc(d.minLease, d.defaultLease, d.maxLease)
+}
+
+// settled is driveFleet's idle for a deployment: it waits --settle, or
+// until ctx ends.
+func (d *deploymentFlags) settled(ctx context.Context) func() {
+	return func() {
+		select {
+		case <-time.After(d.settle):
+		case <-ctx.Done():
+		}
 	}
 }
 

@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events/census"
@@ -23,31 +22,15 @@ type fleetFlags struct {
 	window time.Duration
 }
 
-func fleetCommand(e *env) *ffcli.Command {
-	var f fleetFlags
-	fs := newFlagSet("fleet", e)
+// register adds fleet's flags.
+func (f *fleetFlags) register(fs *flag.FlagSet) {
 	f.stores.register(fs, "read offline")
 	f.output.register(fs, "text, json or html (one self-contained page)")
 	fs.BoolVar(&f.json, "json", false, "same as --format json: {agents[{agentUrl, digest, version, protocolVersions, tasks, splitBrain, unreachableSince}], skills[{id, agents[], consistent, differences[]}]}")
 	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "judge split brain over this window (the workers' --consistency-window)")
-	return &ffcli.Command{
-		Name:       "fleet",
-		ShortUsage: "carddrift fleet [--nats-url URL | --data-dir DIR] [--format text|json|html] [--out FILE]",
-		ShortHelp:  "the fleet now: agents, live cards, pinned tasks per card version, split brain, skills that share an id but not a contract",
-		LongHelp: "Reads the stores (leases, pins, card bodies) and the card event stream, read-only, and reports\n" +
-			"every agent — live digest, version, protocol versions, last change, tasks pinned per card\n" +
-			"version, unreachable since, split brain (its replicas serve different cards: the live card\n" +
-			"alternates within the consistency window) — and every skill id several agents offer with\n" +
-			"different modes, streaming or push needs, or security. carddrift serve shows the same page\n" +
-			"at /fleet and the JSON at /fleet.json on --http-addr.",
-		FlagSet: fs,
-		Exec: noArgs("fleet", func(ctx context.Context) error {
-			return runFleet(ctx, e, &f)
-		}),
-	}
 }
 
-func runFleet(ctx context.Context, e *env, f *fleetFlags) error {
+func (f *fleetFlags) run(ctx context.Context, e *env) error {
 	if f.json {
 		if f.output.format != "text" && f.output.format != "json" {
 			return usagef("--json and --format %s disagree", f.output.format)

@@ -5,12 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -27,34 +26,17 @@ type impactFlags struct {
 	signed bool
 }
 
-func impactCommand(e *env) *ffcli.Command {
-	var f impactFlags
-	fs := newFlagSet("impact", e)
+// register adds impact's flags.
+func (f *impactFlags) register(fs *flag.FlagSet) {
 	f.stores.register(fs, "read the pins offline")
 	fs.StringVar(&f.agent, "agent", "", "the agent about to deploy the card (any URL of its host)")
 	fs.StringVar(&f.card, "card", "", "the proposed card: a file, or - for stdin")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object {agentUrl, card{digest}, tasks[{taskId, action, posture, findings[{rule,severity,touches}]}], counts{abort,replan,continue}}")
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a task would abort (abort) or abort or re-plan (replan)")
 	fs.BoolVar(&f.signed, "require-signed-cards", false, "judge as a deployment that requires signed cards does (the card's signatures are not verified here: a signed card counts as unverified)")
-	return &ffcli.Command{
-		Name:       "impact",
-		ShortUsage: "carddrift impact --agent URL --card FILE|- [--nats-url URL | --data-dir DIR] [--json] [--fail-on abort|replan]",
-		ShortHelp:  "what-if before a deploy: what a proposed card would do to every live task pinned on the agent",
-		LongHelp: "Evaluates the proposed card against every live pin of the agent, through the decision the\n" +
-			"workers make at a capability-dependent transition (the task core: each pin's requirements\n" +
-			"and posture), and prints per task the action, the findings that touch it and the posture,\n" +
-			"then counts. Reads the pins from --nats-url (default nats://127.0.0.1:4222) or offline\n" +
-			"from --data-dir; publishes nothing, changes nothing. A vendor's CI can run it:\n" +
-			"exit 1 with --fail-on abort when a task would abort, --fail-on replan when one would\n" +
-			"abort or re-plan; 2 for usage errors or a card that is not a card.",
-		FlagSet: fs,
-		Exec: noArgs("impact", func(ctx context.Context) error {
-			return runImpact(ctx, e, &f)
-		}),
-	}
 }
 
-func runImpact(ctx context.Context, e *env, f *impactFlags) error {
+func (f *impactFlags) run(ctx context.Context, e *env) error {
 	if f.agent == "" || f.card == "" {
 		return usagef("impact needs --agent URL and --card FILE|-")
 	}

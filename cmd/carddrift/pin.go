@@ -3,40 +3,25 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"strings"
-
-	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector"
 )
 
-func pinCommand(e *env) *ffcli.Command {
-	fs := newFlagSet("pin", e)
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	var trust trustFlags
-	trust.register(fs)
-	var fetch fetchFlags
-	fetch.register(fs)
-	return &ffcli.Command{
-		Name:       "pin",
-		ShortUsage: "carddrift pin [--json] [--jwks FILE|URL] [--jku https|any|off] [--fetch-allow CIDR,…] URL|FILE",
-		ShortHelp:  "fetch a card, print digest, fingerprint, version, ETag, signatures",
-		LongHelp: "Reads one card and prints what a pin records. A URL is fetched as a worker fetches it\n" +
-			"(the workers' fetcher: same headers, timeouts and limits): an agent URL resolves\n" +
-			"<url>/.well-known/agent-card.json, then the legacy /.well-known/agent.json; a URL ending in\n" +
-			".json is the card's own URL. A file path or - reads a file or stdin.\n" +
-			"A signed card's signatures are verified with the keys of --jwks and of the jku each names\n" +
-			"(key sets are fetched like the card). The SSRF guard reaches any address but cloud metadata\n" +
-			"unless --fetch-allow narrows it (serve's value shows what its workers see).",
-		FlagSet: fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) != 1 {
-				return usagef("pin needs exactly one URL or file, got %d argument(s)", len(args))
-			}
-			return runPin(ctx, e, args[0], *asJSON, &trust, &fetch)
-		},
-	}
+// pinFlags are the flags of carddrift pin.
+type pinFlags struct {
+	json  bool
+	trust trustFlags
+	fetch fetchFlags
+}
+
+// register adds pin's flags.
+func (f *pinFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.json, "json", false, "print one JSON object")
+	f.trust.register(fs)
+	f.fetch.register(fs)
 }
 
 // pinOutput is the --json document of carddrift pin.
@@ -61,20 +46,24 @@ type pinOutput struct {
 	Signatures []detector.Signature `json:"signatures"`
 }
 
-func runPin(ctx context.Context, e *env, where string, asJSON bool, trust *trustFlags, fetch *fetchFlags) error {
-	sigOpts, skipped, err := trust.options()
+func (f *pinFlags) run(ctx context.Context, e *env, args []string) error {
+	if len(args) != 1 {
+		return usagef("pin needs exactly one URL or file, got %d argument(s)", len(args))
+	}
+	where := args[0]
+	sigOpts, skipped, err := f.trust.options()
 	if err != nil {
 		return err
 	}
 	for _, err := range skipped {
 		fmt.Fprintf(e.stderr, "carddrift: --jwks: skipped: %v\n", err)
 	}
-	f, err := fetch.fetcher(sigOpts)
+	fe, err := f.fetch.fetcher(sigOpts)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	src, c, digest, err := readCard(ctx, e, where, f)
+	defer fe.Close()
+	src, c, digest, err := readCard(ctx, e, where, fe)
 	if err != nil {
 		return err
 	}
@@ -93,13 +82,13 @@ func runPin(ctx context.Context, e *env, where string, asJSON bool, trust *trust
 	}
 	out.Signatures = []detector.Signature{}
 	if c.HasSignatures {
-		out.Signatures = append(out.Signatures, f.Verify(ctx, src.Raw)...)
+		out.Signatures = append(out.Signatures, fe.Verify(ctx, src.Raw)...)
 	}
 	out.Skills = make([]string, 0, len(c.Skills))
 	for _, s := range c.Skills {
 		out.Skills = append(out.Skills, s.ID)
 	}
-	if asJSON {
+	if f.json {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)

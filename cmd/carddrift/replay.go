@@ -3,12 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"time"
-
-	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -28,9 +27,8 @@ type replayFlags struct {
 	rules      string
 }
 
-func replayCommand(e *env) *ffcli.Command {
-	var f replayFlags
-	fs := newFlagSet("replay", e)
+// register adds replay's flags.
+func (f *replayFlags) register(fs *flag.FlagSet) {
 	f.stores.register(fs, "replay offline")
 	fs.StringVar(&f.task, "task", "", "only this task: its lifecycle, pins, verdicts, and its agent's card while it ran")
 	fs.StringVar(&f.agent, "agent", "", "only this agent (any URL of its host) and its tasks")
@@ -41,27 +39,6 @@ func replayCommand(e *env) *ffcli.Command {
 	fs.BoolVar(&f.reevaluate, "reevaluate", false, "re-run the detector over the recorded verdicts and list those that would differ")
 	fs.StringVar(&f.posture, "posture", "", "with --reevaluate: judge every task under this posture (fail-closed or degrade) instead of its own")
 	fs.StringVar(&f.rules, "rules", "", `with --reevaluate: a JSON rules file {"disable":[rule ids],"severity":{rule id: "info"|"warning"|"breaking"}}`)
-	return &ffcli.Command{
-		Name:       "replay",
-		ShortUsage: "carddrift replay [--nats-url URL | --data-dir DIR] [--task ID] [--agent URL] [--since T] [--until T] [flags]",
-		ShortHelp:  "forensic timeline from stream history; card history; re-evaluation under another posture or rule set",
-		LongHelp: "Reads the lifecycle and card event streams with ordered consumers (never a durable one; the\n" +
-			"workers are not disturbed), up to their last message at the start, and merges them into a\n" +
-			"timeline: lifecycle events, pins, card observations, verdicts and unreachable fetches, with\n" +
-			"their digests and, between card versions, the findings over the recorded card bodies (never\n" +
-			"fetched). The text format ends with each task's story: the card it was planned against, the\n" +
-			"card live when it failed, and what changed.\n\n" +
-			"--format json prints one object per line with time, kind (lifecycle, pin, observation,\n" +
-			"verdict, unreachable), type, taskId, agentUrl, digests, data and change; with --cards one\n" +
-			"object per card version; with --reevaluate one object per differing verdict.\n\n" +
-			"Source: --nats-url for a live deployment (default nats://127.0.0.1:4222), or --data-dir DIR\n" +
-			"offline: DIR is copied to a temporary directory and opened there by an embedded server that\n" +
-			"accepts no network connections.",
-		FlagSet: fs,
-		Exec: noArgs("replay", func(ctx context.Context) error {
-			return runReplay(ctx, e, &f)
-		}),
-	}
 }
 
 // replayPlan is the validated command line.
@@ -131,7 +108,7 @@ func (f *replayFlags) plan(now time.Time) (*replayPlan, error) {
 	return p, nil
 }
 
-func runReplay(ctx context.Context, e *env, f *replayFlags) error {
+func (f *replayFlags) run(ctx context.Context, e *env) error {
 	p, err := f.plan(time.Now())
 	if err != nil {
 		return err

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -41,15 +43,67 @@ type env struct {
 // ffOptions makes every flag settable through CARDDRIFT_<FLAG_NAME>.
 var ffOptions = []ff.Option{ff.WithEnvVarPrefix("CARDDRIFT")}
 
-// noArgs is the Exec of a command that takes no arguments: a usage error
-// for any, else run.
-func noArgs(name string, run func(ctx context.Context) error) func(context.Context, []string) error {
-	return func(ctx context.Context, args []string) error {
+// helpFiles describe the commands: help/<name>.txt holds the usage line,
+// the one-line help, a blank line and the long help.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// describe returns the command name with its usage and help from its help
+// file.
+func describe(name string) *ffcli.Command {
+	b, err := helpFiles.ReadFile("help/" + name + ".txt")
+	if err != nil {
+		panic(err) // every command has a help file: TestHelp
+	}
+	usage, rest, _ := strings.Cut(string(b), "\n")
+	short, long, _ := strings.Cut(rest, "\n\n")
+	return &ffcli.Command{Name: name, ShortUsage: usage, ShortHelp: short, LongHelp: strings.TrimSuffix(long, "\n")}
+}
+
+// commandFlags are the flags of a command that takes no arguments: register
+// adds them to its flag set, run runs the command with what was parsed.
+type commandFlags interface {
+	register(fs *flag.FlagSet)
+	run(ctx context.Context, e *env) error
+}
+
+// noArgsCommand is the command name (described by its help file) that takes
+// no arguments: f's flags on its flag set, and an Exec that runs f.run, or
+// returns a usage error for any argument.
+func noArgsCommand(e *env, name string, f commandFlags) *ffcli.Command {
+	return newCommand(e, name, f.register, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
 			return usagef("%s takes no arguments", name)
 		}
-		return run(ctx)
-	}
+		return f.run(ctx, e)
+	})
+}
+
+// argsFlags are the flags of a command that takes arguments: register adds
+// them to its flag set, run runs the command with what was parsed and the
+// arguments.
+type argsFlags interface {
+	register(fs *flag.FlagSet)
+	run(ctx context.Context, e *env, args []string) error
+}
+
+// argsCommand is the command name (described by its help file) that takes
+// arguments: f's flags on its flag set, f.run as its Exec.
+func argsCommand(e *env, name string, f argsFlags) *ffcli.Command {
+	return newCommand(e, name, f.register, func(ctx context.Context, args []string) error {
+		return f.run(ctx, e, args)
+	})
+}
+
+// newCommand is the command name, described by its help file, with the
+// flags register adds and exec as its Exec.
+func newCommand(e *env, name string, register func(*flag.FlagSet), exec func(context.Context, []string) error) *ffcli.Command {
+	c := describe(name)
+	c.FlagSet = newFlagSet(name, e)
+	register(c.FlagSet)
+	c.Exec = exec
+	return c
 }
 
 func newFlagSet(name string, e *env) *flag.FlagSet {
@@ -90,16 +144,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		LongHelp:   "carddrift detects A2A agent-card drift for in-flight tasks.\nEvery flag can also be set as CARDDRIFT_<FLAG_NAME> (for example CARDDRIFT_NATS_URL).",
 		FlagSet:    newFlagSet("", e),
 		Subcommands: []*ffcli.Command{
-			diffCommand(e),
-			pinCommand(e),
-			serveCommand(e),
-			watchCommand(e),
-			demoCommand(e),
-			simulateCommand(e),
-			replayCommand(e),
-			impactCommand(e),
-			fleetCommand(e),
-			benchCommand(e),
+			argsCommand(e, "diff", &diffFlags{}),
+			argsCommand(e, "pin", &pinFlags{}),
+			noArgsCommand(e, "serve", &serveFlags{}),
+			noArgsCommand(e, "watch", &watchFlags{}),
+			noArgsCommand(e, "demo", &demoFlags{}),
+			noArgsCommand(e, "simulate", &simulateFlags{}),
+			noArgsCommand(e, "replay", &replayFlags{}),
+			noArgsCommand(e, "impact", &impactFlags{}),
+			noArgsCommand(e, "fleet", &fleetFlags{}),
+			noArgsCommand(e, "bench", &benchFlags{}),
 		},
 		Options: ffOptions,
 		Exec: func(context.Context, []string) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
-	"github.com/peterbourgon/ff/v3/ffcli"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -56,9 +56,8 @@ type serveFlags struct {
 	window       time.Duration
 }
 
-func serveCommand(e *env) *ffcli.Command {
-	var f serveFlags
-	fs := newFlagSet("serve", e)
+// register adds serve's flags.
+func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.nats.register(fs)
 	host, _ := os.Hostname()
 	fs.StringVar(&f.dataDir, "data-dir", "carddrift-data", "embedded server: JetStream storage directory")
@@ -90,22 +89,6 @@ func serveCommand(e *env) *ffcli.Command {
 		"(unsigned, unverifiable or invalid) is breaking drift for every task (signature-required)")
 	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "split brain: an agent whose live card alternates "+
 		"between cards (A→B→A→B) within this window has replicas that disagree (card.inconsistent; its tasks' card.drift carry replicas-disagree)")
-	return &ffcli.Command{
-		Name:       "serve",
-		ShortUsage: "carddrift serve [flags]",
-		ShortHelp:  "run workers: consume lifecycle events, publish card.* verdicts",
-		LongHelp: "Without --nats-url, starts an embedded JetStream server on 127.0.0.1 (printed at start)\n" +
-			"so other processes can publish lifecycle events. Creates its streams, consumers and buckets.\n\n" +
-			"Signed cards (A2A §8.4): every signed card is verified, and the pin records its signer (kid,\n" +
-			"alg, JWK thumbprint); a new, removed, invalid or changed signature is a finding. Keys come from\n" +
-			"--jwks FILE|URL (trusted) and from the jku a signature names (--jku https|any|off). With\n" +
-			"--require-signed-cards a live card with no signature that verifies aborts fail-closed tasks\n" +
-			"(signature-required; the verdict's reason says why).",
-		FlagSet: fs,
-		Exec: noArgs("serve", func(ctx context.Context) error {
-			return runServe(ctx, e, &f)
-		}),
-	}
 }
 
 func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
@@ -166,7 +149,7 @@ func (f *serveFlags) fetchOptions() (o fetcher.Options, skipped []error, err err
 	return o, skipped, nil // worker.New applies the defaults and validates
 }
 
-func runServe(ctx context.Context, e *env, f *serveFlags) error {
+func (f *serveFlags) run(ctx context.Context, e *env) error {
 	log, err := newLogger(e.stderr, f.logFormat, f.logLevel)
 	if err != nil {
 		return err

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -29,9 +29,8 @@ type watchFlags struct {
 	limit     int
 }
 
-func watchCommand(e *env) *ffcli.Command {
-	var f watchFlags
-	fs := newFlagSet("watch", e)
+// register adds watch's flags.
+func (f *watchFlags) register(fs *flag.FlagSet) {
 	f.nats.registerClient(fs)
 	fs.StringVar(&f.stream, "stream", store.DefaultEventsStream, "the stream of card.* events")
 	fs.BoolVar(&f.all, "all", false, "every card.* event, not only card.drift")
@@ -42,17 +41,6 @@ func watchCommand(e *env) *ffcli.Command {
 	fs.BoolVar(&f.json, "json", false, "one JSON object per line (the CloudEvent) instead of human lines")
 	fs.BoolVar(&f.fromStart, "from-start", false, "replay the stream's history first, then tail")
 	fs.IntVar(&f.limit, "limit", 0, "stop after this many matching events (0: run until interrupted)")
-	return &ffcli.Command{
-		Name:       "watch",
-		ShortUsage: "carddrift watch [flags]",
-		ShortHelp:  "tail card.drift (and other card events) with filters, as a planner would",
-		LongHelp: "Tails the outbound stream with an ordered consumer (it never disturbs the workers).\n" +
-			"Connects to --nats-url (default nats://127.0.0.1:4222, where `carddrift serve` listens).",
-		FlagSet: fs,
-		Exec: noArgs("watch", func(ctx context.Context) error {
-			return runWatch(ctx, e, &f)
-		}),
-	}
 }
 
 func (f *watchFlags) filters() ([]string, error) {
@@ -98,7 +86,7 @@ func (f *watchFlags) match(ev events.Event) bool {
 	return true
 }
 
-func runWatch(ctx context.Context, e *env, f *watchFlags) error {
+func (f *watchFlags) run(ctx context.Context, e *env) error {
 	switch detector.Action(f.action) {
 	case "", detector.Abort, detector.Replan, detector.Continue:
 	default:
