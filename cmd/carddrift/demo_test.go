@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -51,6 +52,19 @@ func TestDemoScorecard(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("demo left %d file(s) in the temp dir: %v", len(left), left[0].Name())
 	}
+}
+
+// recordDemo runs a 12s demo with args (skipped with -short) that records
+// its store in a new directory; it returns the directory and the demo's exit
+// status and output.
+func recordDemo(t *testing.T, args ...string) (dir string, code int, stdout, stderr string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("records a 12s demo run; skipped with -short")
+	}
+	dir = filepath.Join(t.TempDir(), "store")
+	code, stdout, stderr = runCLI(t, "", append([]string{"demo", "--duration", "12s", "--data-dir", dir, "--json", "--log-level", "error"}, args...)...)
+	return dir, code, stdout, stderr
 }
 
 func TestDemoUsage(t *testing.T) {

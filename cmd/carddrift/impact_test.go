@@ -31,11 +31,7 @@ import (
 // exactly the action and findings (rule, severity, touches) impact said,
 // and a task impact says continues without findings gets no card.drift.
 func TestImpactIsTheWorkersVerdict(t *testing.T) {
-	if testing.Short() {
-		t.Skip("records a 12s demo run; skipped with -short")
-	}
-	dir := filepath.Join(t.TempDir(), "store")
-	code, stdout, stderr := runCLI(t, "", "demo", "--agents", "8", "--duration", "12s", "--seed", "5", "--data-dir", dir, "--json", "--log-level", "error")
+	dir, code, stdout, stderr := recordDemo(t, "--agents", "8", "--seed", "5")
 	if code != exitOK {
 		t.Fatalf("demo exit %d\n%s\n%s", code, stdout, stderr)
 	}

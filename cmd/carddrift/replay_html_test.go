@@ -32,17 +32,16 @@ func hostileHistory(t *testing.T) (*replay.Timeline, *replay.CardHistory) {
 			`"capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],` +
 			`"skills":[{"id":"s1","name":` + quoteJSON(skill) + `,"description":"d","tags":["t"]}]}`)
 	}
-	pinnedRaw, liveRaw := card("Ledger", "Summarise", "1.0"), card(hostileName, "<b>bold</b> & co", `1.1"><script>`)
-	pinned, err := detector.Parse(pinnedRaw)
-	if err != nil {
-		t.Fatal(err)
+	parse := func(raw []byte) (*detector.Card, string) {
+		c, err := detector.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		digest, _ := detector.Digest(raw)
+		return c, digest
 	}
-	live, err := detector.Parse(liveRaw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pd, _ := detector.Digest(pinnedRaw)
-	ld, _ := detector.Digest(liveRaw)
+	pinned, pd := parse(card("Ledger", "Summarise", "1.0"))
+	live, ld := parse(card(hostileName, "<b>bold</b> & co", `1.1"><script>`))
 	findings := detector.Diff(pinned, live)
 	if !strings.Contains(findingMessages(findings), hostileName) {
 		t.Fatalf("no finding quotes the new name: %v", findings)

@@ -170,13 +170,9 @@ func replayCLI(t *testing.T, dir string, args ...string) string {
 // re-evaluation of every recorded verdict, card history, determinism, the
 // HTML page, and that the store directory is never changed.
 func TestReplayDemo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("records a 12s demo run; skipped with -short")
-	}
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	dir := filepath.Join(t.TempDir(), "store")
-	code, stdout, stderr := runCLI(t, "", "demo", "--duration", "12s", "--seed", "3", "--data-dir", dir, "--json", "--log-level", "error")
+	dir, code, stdout, stderr := recordDemo(t, "--seed", "3")
 	var card fleet.Scorecard
 	if err := json.Unmarshal([]byte(stdout), &card); err != nil || (code != exitOK && code != exitFindings) {
 		t.Fatalf("demo exit %d, scorecard %v\n%s\n%s", code, err, stdout, stderr)
