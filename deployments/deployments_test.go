@@ -197,11 +197,7 @@ func TestNATSValuesEmbedAccounts(t *testing.T) {
 		t.Errorf("helm/nats-values.yaml's accounts.conf differs from nats/accounts.conf; regenerate it:\n" +
 			"  sed 's/^/        /; s/^ *$//' deployments/nats/accounts.conf")
 	}
-	for _, want := range []string{"verify_and_map: true", "verify: true", "replicas: 3", "zzz$include: ./accounts.conf"} {
-		if !strings.Contains(string(values), want) {
-			t.Errorf("helm/nats-values.yaml lacks %q", want)
-		}
-	}
+	checkContains(t, "helm/nats-values.yaml", string(values), "verify_and_map: true", "verify: true", "replicas: 3", "zzz$include: ./accounts.conf")
 }
 
 var envRe = regexp.MustCompile(`CARDDRIFT_[A-Z_]+`)
@@ -244,17 +240,13 @@ func TestComposeMountsWhatConfigsName(t *testing.T) {
 	}
 	compose := string(b)
 	for i := 1; i <= 3; i++ {
-		for _, m := range []string{
+		checkContains(t, "compose.yaml's mounts", compose,
 			fmt.Sprintf("./nats/nats-%d.conf:/etc/nats/nats.conf:ro", i),
 			"./nats/accounts.conf:/etc/nats/accounts.conf:ro",
 			"./tls/certs/server.pem:/etc/nats/tls/server.pem:ro",
 			"./tls/certs/server-key.pem:/etc/nats/tls/server-key.pem:ro",
 			"./tls/certs/ca.pem:/etc/nats/tls/ca.pem:ro",
-		} {
-			if !strings.Contains(compose, m) {
-				t.Errorf("compose.yaml does not mount %s", m)
-			}
-		}
+		)
 	}
 	for _, other := range []string{"client-key.pem", "planner-key.pem", "admin-key.pem", "ca-key.pem"} {
 		if strings.Contains(compose, other) {
@@ -326,7 +318,7 @@ func TestHelmChart(t *testing.T) {
 		t.Error("a ServiceMonitor by default (it needs the prometheus-operator CRDs)")
 	}
 	dep := m["Deployment"]
-	for _, want := range []string{
+	checkContains(t, "Deployment", dep,
 		"replicas: 2",
 		`args: ["serve"]`,
 		// NATS: URL, carddrift's own certificate, replicas 3
@@ -346,11 +338,7 @@ func TestHelmChart(t *testing.T) {
 		// resources and a locked-down pod
 		"resources:\n            limits:\n              memory: 512Mi\n            requests:\n              cpu: 100m",
 		"readOnlyRootFilesystem: true", "runAsNonRoot: true", "automountServiceAccountToken: false",
-	} {
-		if !strings.Contains(dep, want) {
-			t.Errorf("Deployment lacks:\n%s", want)
-		}
-	}
+	)
 	if strings.Contains(dep, "CARDDRIFT_CREDS") {
 		t.Error("CARDDRIFT_CREDS without a credentials secret")
 	}
@@ -366,7 +354,7 @@ func TestHelmChart(t *testing.T) {
 	}
 	m = docs(out)
 	dep = m["Deployment"]
-	for _, want := range []string{
+	checkContains(t, "Deployment with values", dep,
 		"replicas: 4",
 		"- name: CARDDRIFT_CREDS\n              value: \"/etc/carddrift/nats-creds/nats.creds\"",
 		"secretName: carddrift-creds",
@@ -374,11 +362,7 @@ func TestHelmChart(t *testing.T) {
 		"- name: CARDDRIFT_REPLICAS\n              value: \"5\"",
 		"- name: CARDDRIFT_FETCH_ALLOW\n              value: \"10.0.0.0/8\"",
 		"memory: 1Gi",
-	} {
-		if !strings.Contains(dep, want) {
-			t.Errorf("Deployment with values lacks:\n%s", want)
-		}
-	}
+	)
 	if strings.Contains(dep, "prometheus.io/scrape") {
 		t.Error("scrape annotations although metrics.scrapeAnnotations=false")
 	}
@@ -409,12 +393,8 @@ func TestNATSValuesRenderWithOfficialChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm := docs(out)["ConfigMap"]
-	for _, want := range []string{`"verify_and_map": true`, `"verify": true`, "include ./accounts.conf;",
-		"tls://nats-2.nats-headless:6222", "accounts.conf: |"} {
-		if !strings.Contains(cm, want) {
-			t.Errorf("rendered ConfigMap lacks %q", want)
-		}
-	}
+	checkContains(t, "rendered ConfigMap", cm, `"verify_and_map": true`, `"verify": true`, "include ./accounts.conf;",
+		"tls://nats-2.nats-headless:6222", "accounts.conf: |")
 	natsBin := os.Getenv("CARDDRIFT_NATS_SERVER_BIN")
 	if natsBin == "" {
 		return
@@ -465,4 +445,14 @@ func literal(doc, key string) string {
 		b.WriteString(l)
 	}
 	return b.String()
+}
+
+// checkContains reports each of wants that text, the what, lacks.
+func checkContains(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks:\n%s", what, want)
+		}
+	}
 }
