@@ -83,13 +83,9 @@ func throughputRound(b *testing.B, workerFirst bool) (workerTook, singleTook, pa
 	agentURL := "http://127.0.0.1:9" // never fetched
 	card := []byte(strings.ReplaceAll(writeupT0, "AGENT", agentURL))
 	parsed, err := detector.Parse(card)
-	if err != nil {
-		b.Fatal(err)
-	}
+	must(b, err)
 	digest, err := detector.Digest(card)
-	if err != nil {
-		b.Fatal(err)
-	}
+	must(b, err)
 	must(b, r.stores.Cards.Put(ctx, digest, card))
 	for i := range throughputTasks {
 		if _, err := r.stores.Pins.Create(ctx, task.Pin{

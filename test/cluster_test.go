@@ -142,17 +142,7 @@ func testClusterLeaderKilled(t *testing.T, cl *natsCluster, r *rig) {
 	// the T0 card while agents serve T+40s; a streaming request, an
 	// input-required status and an undeclared artifact per task; one
 	// card.pinned and two card.drift each.
-	k := &killWorkload{agent: map[string]string{}}
-	for i := range clusterAgents {
-		a := newSlowAgent(t, killFetchDelay)
-		a.set(writeupT40)
-		k.agents = append(k.agents, a)
-		for j := range clusterTasksPerAgent {
-			task := fmt.Sprintf("cluster-%02d-%d", i, j)
-			k.tasks = append(k.tasks, task)
-			k.agent[task] = a.URL()
-		}
-	}
+	k := newKillWorkload(t, clusterAgents, clusterTasksPerAgent, "cluster-%02d-%d")
 	total := 4 * len(k.tasks)
 
 	cnc, _ := cl.connect(t, roleClient)

@@ -59,14 +59,17 @@ type killWorkload struct {
 	agent  map[string]string // task → agent URL
 }
 
-func newKillWorkload(t testing.TB) *killWorkload {
+// newKillWorkload starts the given number of slow agents serving the T+40s
+// card, with tasksPerAgent tasks each, named by the format taskID of the
+// agent's and the task's index.
+func newKillWorkload(t testing.TB, agents, tasksPerAgent int, taskID string) *killWorkload {
 	k := &killWorkload{agent: map[string]string{}}
-	for i := range killAgents {
+	for i := range agents {
 		a := newSlowAgent(t, killFetchDelay)
 		a.set(writeupT40)
 		k.agents = append(k.agents, a)
-		for j := range killTasksPerAgnt {
-			task := fmt.Sprintf("kill-%d-%d", i, j)
+		for j := range tasksPerAgent {
+			task := fmt.Sprintf(taskID, i, j)
 			k.tasks = append(k.tasks, task)
 			k.agent[task] = a.URL()
 		}
@@ -215,7 +218,7 @@ func TestWorkerKilledMidStream(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, testConfig())
 			out := r.collect()
-			k := newKillWorkload(t)
+			k := newKillWorkload(t, killAgents, killTasksPerAgnt, "kill-%d-%d")
 			nc1, stop1 := r.startWorkerOn(t, r.nc.ConnectedUrl(), "w1", tc.tweak)
 
 			k.publish(t, r.emit)
@@ -402,7 +405,7 @@ func TestServeKilledMidStream(t *testing.T) {
 	start := time.Now()
 	r := newRig(t, testConfig())
 	out := r.collect()
-	k := newKillWorkload(t)
+	k := newKillWorkload(t, killAgents, killTasksPerAgnt, "kill-%d-%d")
 	url := r.nc.ConnectedUrl()
 
 	p1 := startServe(t, bin, url, "serve-1")
