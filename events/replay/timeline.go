@@ -90,22 +90,21 @@ type Timeline struct {
 
 // Tasks returns the task ids of the timeline, sorted.
 func (t *Timeline) Tasks() []string {
-	var out []string
-	for _, e := range t.Entries {
-		if e.TaskID != "" {
-			out = append(out, e.TaskID)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return t.distinct(func(e Entry) string { return e.TaskID })
 }
 
 // Agents returns the agent URLs of the timeline, sorted.
 func (t *Timeline) Agents() []string {
+	return t.distinct(func(e Entry) string { return e.AgentURL })
+}
+
+// distinct returns the non-empty values of field over the entries, sorted,
+// each once.
+func (t *Timeline) distinct(field func(Entry) string) []string {
 	var out []string
 	for _, e := range t.Entries {
-		if e.AgentURL != "" {
-			out = append(out, e.AgentURL)
+		if v := field(e); v != "" {
+			out = append(out, v)
 		}
 	}
 	slices.Sort(out)
