@@ -15,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector/fetcher"
-	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/worker"
@@ -138,18 +137,6 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		return err
 	}
 	return reportScorecard(e, f, card)
-}
-
-func ruleList(d events.Drift) string {
-	var rules []string
-	seen := map[string]bool{}
-	for _, f := range d.Findings {
-		if !seen[f.Rule] {
-			seen[f.Rule] = true
-			rules = append(rules, f.Rule)
-		}
-	}
-	return strings.Join(rules, ", ")
 }
 
 // seen prints a card the verdict used: label, short digest and time.

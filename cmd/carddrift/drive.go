@@ -127,7 +127,7 @@ func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 				scenario = as.Scenario
 			}
 			fmt.Fprintf(e.stdout, "  %6.1fs  %-8s %-28s %-34s %s\n", now.Sub(start).Seconds(),
-				strings.ToUpper(string(d.Verdict.Action)), scenario, d.TaskID, ruleList(d))
+				strings.ToUpper(string(d.Verdict.Action)), scenario, d.TaskID, strings.Join(ruleIDs(d.Findings), ", "))
 		}
 	})
 	if err != nil {
