@@ -124,12 +124,7 @@ type Assignment struct {
 
 // Version returns the card with the given label.
 func (as *Assignment) Version(label string) (CardVersion, bool) {
-	for _, c := range as.Cards {
-		if c.Label == label {
-			return c, true
-		}
-	}
-	return CardVersion{}, false
+	return find(as.Cards, func(c CardVersion) bool { return c.Label == label })
 }
 
 // Card returns the body of the card with the given label, or nil.
@@ -140,22 +135,13 @@ func (as *Assignment) Card(label string) []byte {
 
 // LabelOf returns the label of the card with the given digest, or "".
 func (as *Assignment) LabelOf(digest string) string {
-	for _, c := range as.Cards {
-		if c.Digest == digest {
-			return c.Label
-		}
-	}
-	return ""
+	c, _ := find(as.Cards, func(c CardVersion) bool { return c.Digest == digest })
+	return c.Label
 }
 
 // Profile returns the profile with the given name.
 func (as *Assignment) Profile(name string) (Profile, bool) {
-	for _, p := range as.Profiles {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return Profile{}, false
+	return find(as.Profiles, func(p Profile) bool { return p.Name == name })
 }
 
 // Plannable returns the profiles a client could plan against the card with
@@ -179,10 +165,8 @@ func (as *Assignment) Plannable(label string) []Profile {
 // reports false when the scenario does not say (a profile not plannable on
 // from, or a pair of cards the schedule never serves in that order).
 func (as *Assignment) Expect(profile, from, to string) (Expectation, bool) {
-	for _, e := range as.Expectations {
-		if e.Profile == profile && e.From == from && e.To == to {
-			return e, true
-		}
+	if e, ok := find(as.Expectations, func(e Expectation) bool { return e.Profile == profile && e.From == from && e.To == to }); ok {
+		return e, true
 	}
 	if from == to {
 		return Expectation{Profile: profile, From: from, To: to, Outcome: OutcomeNone}, true
@@ -615,12 +599,17 @@ func ScenarioNames() []string {
 
 // LookupScenario returns (a copy of) the scenario with the given name.
 func LookupScenario(name string) (Scenario, bool) {
-	for _, s := range scenarios {
-		if s.Name == name {
-			return s.clone(), true
-		}
+	s, ok := find(scenarios, func(s Scenario) bool { return s.Name == name })
+	return s.clone(), ok
+}
+
+// find returns the first element of s that match accepts.
+func find[T any](s []T, match func(T) bool) (T, bool) {
+	if i := slices.IndexFunc(s, match); i >= 0 {
+		return s[i], true
 	}
-	return Scenario{}, false
+	var zero T
+	return zero, false
 }
 
 // ParseScenarios reads a comma-separated list of scenario names ("" or
