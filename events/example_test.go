@@ -4,51 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/schemas"
 )
 
-// embeddedJetStream starts an in-process JetStream server with its storage
-// in a fresh temporary directory, and a stream named stream over subjects.
-// stop shuts everything down and removes the directory.
+// embeddedJetStream starts an embedded JetStream server
+// (workertest.EmbeddedJetStream) with a stream named stream over subjects.
 func embeddedJetStream(stream, subjects string) (js jetstream.JetStream, stop func()) {
-	dir, err := os.MkdirTemp("", "carddrift-example-")
-	if err != nil {
-		panic(err)
-	}
-	ns, err := server.NewServer(&server.Options{JetStream: true, StoreDir: dir, Host: "127.0.0.1", Port: -1, NoSigs: true})
-	if err != nil {
-		panic(err)
-	}
-	ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		panic("nats-server not ready")
-	}
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		panic(err)
-	}
-	js, err = jetstream.New(nc)
-	if err != nil {
-		panic(err)
-	}
+	js, stop = workertest.EmbeddedJetStream()
 	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: stream, Subjects: []string{subjects}}); err != nil {
 		panic(err)
 	}
-	return js, func() {
-		nc.Close()
-		ns.Shutdown()
-		ns.WaitForShutdown()
-		os.RemoveAll(dir)
-	}
+	return js, stop
 }
 
 // An A2A client reports a task's lifecycle with one Emitter call per event.

@@ -7,17 +7,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
-	"time"
+	"strings"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -75,15 +73,7 @@ func ExampleChecker_Check() {
 	defer chk.Close()
 
 	// The planner read the card when it still streamed.
-	planned := []byte(`{
-  "name": "Travel agent", "description": "books trips", "version": "2.0.0",
-  "protocolVersion": "0.3.0", "url": "https://travel.example/a2a", "preferredTransport": "JSONRPC",
-  "capabilities": {"streaming": true},
-  "defaultInputModes": ["text/plain"], "defaultOutputModes": ["application/json"],
-  "skills": [{"id": "book-flight", "name": "Book a flight", "description": "books one", "tags": ["travel"]}],
-  "securitySchemes": {"oauth": {"type": "oauth2", "flows": {}}},
-  "security": [{"oauth": ["book"]}]
-}`)
+	planned := []byte(strings.Replace(exampleCard, `"streaming": false`, `"streaming": true`, 1))
 	req := detector.Requirements{SkillID: "book-flight", Streaming: true, Security: []string{"oauth"}, Posture: detector.FailClosed}
 	d, err := chk.Check(context.Background(), req, agent.URL, planner.WithPinned(planned))
 	var ue *planner.UnreachableError
@@ -157,38 +147,14 @@ func ExampleSubscribe() {
 	// cancel task-42: fail-closed: streaming-disabled (impact breaking)
 }
 
-// exampleJetStream starts an embedded JetStream server with carddrift's
-// streams and buckets, in a temporary directory that stop removes.
-func exampleJetStream() (jetstream.JetStream, func()) {
-	dir, err := os.MkdirTemp("", "carddrift-planner-example-")
-	if err != nil {
-		panic(err)
-	}
-	ns, err := server.NewServer(&server.Options{JetStream: true, StoreDir: dir, Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
-	if err != nil {
-		panic(err)
-	}
-	ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		panic("nats-server not ready")
-	}
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		panic(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		panic(err)
-	}
+// exampleJetStream starts an embedded JetStream server
+// (workertest.EmbeddedJetStream) with carddrift's streams and buckets.
+func exampleJetStream() (js jetstream.JetStream, stop func()) {
+	js, stop = workertest.EmbeddedJetStream()
 	cfg := store.DefaultConfig()
 	cfg.Storage = jetstream.MemoryStorage
 	if err := store.Provision(context.Background(), js, cfg); err != nil {
 		panic(err)
 	}
-	return js, func() {
-		nc.Close()
-		ns.Shutdown()
-		ns.WaitForShutdown()
-		os.RemoveAll(dir)
-	}
+	return js, stop
 }
