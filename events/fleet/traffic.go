@@ -15,6 +15,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/internal/defaults"
+	"github.com/carddrift/carddrift/events/internal/wait"
 )
 
 // TrafficOptions configure client traffic against a scheduled fleet.
@@ -140,7 +141,7 @@ func (t *Traffic) Run(ctx context.Context) error {
 				if next.Add(time.Duration(t.opts.Steps+1) * t.opts.StepEvery * 3 / 2).After(end) {
 					return
 				}
-				if !sleepUntil(ctx, next) {
+				if wait.Sleep(ctx, time.Until(next)) != nil {
 					return
 				}
 				select {
@@ -161,21 +162,6 @@ func (t *Traffic) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
-}
-
-func sleepUntil(ctx context.Context, at time.Time) bool {
-	d := time.Until(at)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // runTask plans one task against what the agent serves now and drives its
@@ -252,7 +238,7 @@ func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.
 
 	pause := func() bool {
 		d := t.opts.StepEvery/2 + time.Duration(rng.Int64N(int64(t.opts.StepEvery)))
-		return sleepUntil(ctx, time.Now().Add(d))
+		return wait.Sleep(ctx, d) == nil
 	}
 	method := streamMethod(as, label)
 	for step := 0; step < t.opts.Steps; step++ {

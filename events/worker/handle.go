@@ -14,6 +14,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/wait"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
@@ -110,7 +111,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event
 		if err == nil || !errors.As(err, &te) || attempt >= inProcessRetries || ctx.Err() != nil {
 			break
 		}
-		if sleepCtx(ctx, time.Duration(50<<attempt)*time.Millisecond) != nil {
+		if wait.Sleep(ctx, time.Duration(50<<attempt)*time.Millisecond) != nil {
 			break
 		}
 	}
@@ -222,18 +223,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
-}
-
-// sleepCtx waits d, or until ctx is done (then it returns ctx's error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // meta is the core's view of where and when ev was delivered.
