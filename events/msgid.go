@@ -50,18 +50,23 @@ func MsgID(d Data) string {
 	return ""
 }
 
+// idHash hashes the identity of an outbound event: its type, then fields,
+// each length-prefixed so that no bytes can move from one field to the next.
 type idHash struct{ h hash.Hash }
 
-func newIDHash(typ string) idHash {
+func newIDHash(typ string, fields ...string) idHash {
 	h := idHash{sha256.New()}
-	h.field(typ)
+	h.add(typ)
+	h.add(fields...)
 	return h
 }
 
-func (h idHash) field(s string) {
+func (h idHash) add(fields ...string) {
 	var n [binary.MaxVarintLen64]byte
-	h.h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-	h.h.Write([]byte(s))
+	for _, s := range fields {
+		h.h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		h.h.Write([]byte(s))
+	}
 }
 
 func (h idHash) sum(prefix string) string {
@@ -74,75 +79,48 @@ func (d Drift) msgID() string {
 		rules = append(rules, f.Rule)
 	}
 	slices.Sort(rules)
-	rules = slices.Compact(rules)
-	h := newIDHash(TypeDrift)
-	h.field(d.TaskID)
-	h.field(d.Pinned.Digest)
-	h.field(d.Live.Digest)
-	for _, r := range rules {
-		h.field(r)
-	}
+	h := newIDHash(TypeDrift, d.TaskID, d.Pinned.Digest, d.Live.Digest)
+	h.add(slices.Compact(rules)...)
 	if s := d.Live.Signer; s != nil {
 		// Only for signed cards: the ids of every other card.drift stay
 		// what they were before carddrift recorded signers.
-		h.field("signer")
 		if s.Thumbprint != "" {
-			h.field(s.Thumbprint)
+			h.add("signer", s.Thumbprint)
 		} else {
-			h.field("kid:" + s.KeyID)
+			h.add("signer", "kid:"+s.KeyID)
 		}
 	}
 	return h.sum("drift")
 }
 
 func (d Pinned) msgID() string {
-	h := newIDHash(TypePinned)
-	h.field(d.TaskID)
-	h.field(d.AgentURL)
-	h.field(d.Digest)
-	h.field(d.Source)
-	h.field(d.Trigger.Source)
-	h.field(d.Trigger.EventID)
+	h := newIDHash(TypePinned, d.TaskID, d.AgentURL, d.Digest, d.Source, d.Trigger.Source, d.Trigger.EventID)
 	return h.sum("pinned")
 }
 
 func (d Observed) msgID() string {
-	h := newIDHash(TypeObserved)
-	h.field(d.CardURL)
-	h.field(strconv.Itoa(d.Status))
-	h.field(d.Digest)
-	h.field(d.ETag)
-	h.field(stamp(d.FetchedAt))
+	h := newIDHash(TypeObserved, d.CardURL, strconv.Itoa(d.Status), d.Digest, d.ETag, stamp(d.FetchedAt))
 	return h.sum("observed")
 }
 
 func (d Unreachable) msgID() string {
-	h := newIDHash(TypeUnreachable)
-	h.field(d.CardURL)
-	h.field(d.TaskID)
-	h.field(d.Reason)
+	h := newIDHash(TypeUnreachable, d.CardURL, d.TaskID, d.Reason)
 	if d.Trigger.EventID != "" {
-		h.field("trigger")
-		h.field(d.Trigger.Source)
-		h.field(d.Trigger.EventID)
+		h.add("trigger", d.Trigger.Source, d.Trigger.EventID)
 	} else {
-		h.field("at")
-		h.field(stamp(d.AttemptedAt))
+		h.add("at", stamp(d.AttemptedAt))
 	}
 	return h.sum("unreachable")
 }
 
 func (d Inconsistent) msgID() string {
-	h := newIDHash(TypeInconsistent)
-	h.field(d.CardURL)
+	h := newIDHash(TypeInconsistent, d.CardURL)
 	if !d.Episode.IsZero() {
-		h.field("episode")
-		h.field(stamp(d.Episode))
+		h.add("episode", stamp(d.Episode))
 	} else {
-		h.field("digests")
+		h.add("digests")
 		for _, s := range d.Digests {
-			h.field(s.Digest)
-			h.field(stamp(s.FirstSeen))
+			h.add(s.Digest, stamp(s.FirstSeen))
 		}
 	}
 	return h.sum("inconsistent")
