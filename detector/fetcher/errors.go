@@ -261,15 +261,11 @@ func classifyTransport(url string, ctx context.Context, err error) *FetchError {
 		alertErr  tls.AlertError
 		netErr    net.Error
 	)
+	if r, ok := matchReason(err, transportReasons); ok {
+		fe.Reason = r
+		return fe
+	}
 	switch {
-	case errors.Is(err, ErrRefusedAddress):
-		fe.Reason = ReasonRefusedAddress
-	case errors.Is(err, ErrTooManyRedirects):
-		fe.Reason = ReasonTooManyRedirects
-	case errors.Is(err, ErrRedirectRefused):
-		fe.Reason = ReasonRedirectRefused
-	case errors.Is(err, ErrTooLarge):
-		fe.Reason = ReasonTooLarge
 	case ctx.Err() != nil:
 		cause := context.Cause(ctx)
 		if errors.Is(cause, context.DeadlineExceeded) {
@@ -304,20 +300,46 @@ func classifyTransport(url string, ctx context.Context, err error) *FetchError {
 // classifyParse turns an error from detector.Parse or detector.Digest into a
 // *FetchError. A parse failure is an unreachable card, never drift.
 func classifyParse(url string, status int, err error) *FetchError {
-	fe := &FetchError{URL: url, Status: status, Err: err}
-	switch {
-	case errors.Is(err, detector.ErrTooLarge):
-		fe.Reason = ReasonTooLarge
-	case errors.Is(err, detector.ErrTooDeep):
-		fe.Reason = ReasonTooDeep
-	case errors.Is(err, detector.ErrDuplicateKey):
-		fe.Reason = ReasonDuplicateKeys
-	case errors.Is(err, detector.ErrInvalidUTF8):
-		fe.Reason = ReasonInvalidUTF8
-	case errors.Is(err, detector.ErrNotJSON):
-		fe.Reason = ReasonInvalidJSON
-	default:
-		fe.Reason = ReasonNotACard
+	fe := &FetchError{URL: url, Status: status, Err: err, Reason: ReasonNotACard}
+	if r, ok := matchReason(err, parseReasons); ok {
+		fe.Reason = r
 	}
 	return fe
+}
+
+// errorReason pairs an error with the Reason of a fetch that fails with it.
+type errorReason struct {
+	err    error
+	reason Reason
+}
+
+// transportReasons are the errors of the client's own checks (the SSRF
+// guard, the redirect policy, the body limit) that can surface from
+// http.Client.Do or a body read.
+var transportReasons = []errorReason{
+	{ErrRefusedAddress, ReasonRefusedAddress},
+	{ErrTooManyRedirects, ReasonTooManyRedirects},
+	{ErrRedirectRefused, ReasonRedirectRefused},
+	{ErrTooLarge, ReasonTooLarge},
+}
+
+// parseReasons are the errors of detector.Parse and detector.Digest that
+// have a Reason of their own; any other is ReasonNotACard.
+var parseReasons = []errorReason{
+	{detector.ErrTooLarge, ReasonTooLarge},
+	{detector.ErrTooDeep, ReasonTooDeep},
+	{detector.ErrDuplicateKey, ReasonDuplicateKeys},
+	{detector.ErrInvalidUTF8, ReasonInvalidUTF8},
+	{detector.ErrNotJSON, ReasonInvalidJSON},
+}
+
+// matchReason returns the reason of the first entry of table whose error
+// err wraps.
+func matchReason(err error, table []errorReason) (Reason, bool) {
+	for _, m := range table {
+		if errors.Is(err, m.err) {
+			return m.reason, true
+		}
+	}
+	return "", false
 }

@@ -242,34 +242,14 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 // *FetchError. Fetch returns within Options.TotalTimeout.
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (Observation, error) {
 	obs := Observation{CardURL: req.URL}
-	u, err := parseHTTPURL(req.URL)
+	hreq, end, err := f.begin(ctx, req.URL)
 	if err != nil {
 		return obs, err
 	}
-
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(f.base, func() { cancel(ErrClosed) })
-	defer stop()
-	ctx, cancelT := context.WithTimeout(ctx, f.opts.TotalTimeout)
-	defer cancelT()
-	if f.base.Err() != nil {
-		return obs, &FetchError{URL: req.URL, Reason: ReasonCanceled, Err: ErrClosed}
-	}
-
-	release, err := f.hosts.acquire(ctx, strings.ToLower(u.Host))
-	if err != nil {
-		return obs, classifyTransport(req.URL, ctx, fmt.Errorf("waiting for a host slot: %w", err))
-	}
-	defer release()
-
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return obs, &FetchError{URL: req.URL, Reason: ReasonInvalidURL, Err: err}
-	}
+	defer end()
+	ctx = hreq.Context()
 	hreq.Header.Set("Accept", f.opts.Accept)
 	hreq.Header.Set("A2A-Version", f.opts.A2AVersion)
-	hreq.Header.Set("User-Agent", f.opts.UserAgent)
 	conditional := req.ETag != "" && req.Digest != ""
 	if conditional {
 		hreq.Header.Set("If-None-Match", req.ETag)
@@ -309,21 +289,10 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (Observation, error) {
 		return obs, &FetchError{URL: req.URL, Reason: ReasonStatus, Status: resp.StatusCode,
 			Err: fmt.Errorf("HTTP %s", resp.Status)}
 	}
-	if resp.ContentLength > f.opts.MaxBodyBytes {
-		obs.Latency = time.Since(start)
-		return obs, &FetchError{URL: req.URL, Reason: ReasonTooLarge, Status: resp.StatusCode,
-			Err: fmt.Errorf("Content-Length %d exceeds %d", resp.ContentLength, f.opts.MaxBodyBytes)}
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, f.opts.MaxBodyBytes+1))
+	raw, err := readBody(ctx, req.URL, resp, f.opts.MaxBodyBytes)
 	obs.Latency = time.Since(start)
 	if err != nil {
-		fe := classifyTransport(req.URL, ctx, fmt.Errorf("reading body: %w", err))
-		fe.Status = resp.StatusCode
-		return obs, fe
-	}
-	if int64(len(raw)) > f.opts.MaxBodyBytes {
-		return obs, &FetchError{URL: req.URL, Reason: ReasonTooLarge, Status: resp.StatusCode,
-			Err: fmt.Errorf("body exceeds %d bytes", f.opts.MaxBodyBytes)}
+		return obs, err
 	}
 	card, err := f.parse(raw)
 	if err != nil {
@@ -341,6 +310,69 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (Observation, error) {
 	obs.Raw = raw
 	obs.Card = card
 	return obs, nil
+}
+
+// begin starts a fetch of rawURL, a card or key set URL: it checks the URL,
+// bounds the fetch by ctx, Options.TotalTimeout and the Fetcher's Close
+// (cause ErrClosed), and waits for a slot of the URL's host. It returns the
+// GET request to make, with the fetch's context and the User-Agent set, and
+// end, which the caller calls when the fetch is over (the response body
+// read).
+func (f *Fetcher) begin(ctx context.Context, rawURL string) (*http.Request, func(), error) {
+	u, err := parseHTTPURL(rawURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(f.base, func() { cancel(ErrClosed) })
+	ctx, cancelT := context.WithTimeout(ctx, f.opts.TotalTimeout)
+	cancelAll := func() {
+		cancelT()
+		stop()
+		cancel(nil)
+	}
+	if f.base.Err() != nil {
+		cancelAll()
+		return nil, nil, errClosedFetch(rawURL)
+	}
+	release, err := f.hosts.acquire(ctx, strings.ToLower(u.Host))
+	if err != nil {
+		fe := classifyTransport(rawURL, ctx, fmt.Errorf("waiting for a host slot: %w", err))
+		cancelAll()
+		return nil, nil, fe
+	}
+	end := func() {
+		release()
+		cancelAll()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		end()
+		return nil, nil, &FetchError{URL: rawURL, Reason: ReasonInvalidURL, Err: err}
+	}
+	req.Header.Set("User-Agent", f.opts.UserAgent)
+	return req, end, nil
+}
+
+// readBody reads the body of resp, a 2xx response to a fetch of url made
+// with ctx, of at most limit bytes: a longer one, declared or read, is
+// ReasonTooLarge.
+func readBody(ctx context.Context, url string, resp *http.Response, limit int64) ([]byte, error) {
+	if resp.ContentLength > limit {
+		return nil, &FetchError{URL: url, Reason: ReasonTooLarge, Status: resp.StatusCode,
+			Err: fmt.Errorf("Content-Length %d exceeds %d", resp.ContentLength, limit)}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		fe := classifyTransport(url, ctx, fmt.Errorf("reading body: %w", err))
+		fe.Status = resp.StatusCode
+		return nil, fe
+	}
+	if int64(len(body)) > limit {
+		return nil, &FetchError{URL: url, Reason: ReasonTooLarge, Status: resp.StatusCode,
+			Err: fmt.Errorf("body exceeds %d bytes", limit)}
+	}
+	return body, nil
 }
 
 func (f *Fetcher) lease(h http.Header) time.Duration {

@@ -158,6 +158,14 @@ func (a *agent) lastHeaders() http.Header {
 
 func (a *agent) url(path string) string { return a.srv.URL + path }
 
+// wantRequests checks that the agent has been sent want requests.
+func (a *agent) wantRequests(t *testing.T, want int64) {
+	t.Helper()
+	if got := a.requests.Load(); got != want {
+		t.Errorf("requests = %d, want %d", got, want)
+	}
+}
+
 func (a *agent) serve(w http.ResponseWriter, r *http.Request) {
 	n := a.inFlight.Add(1)
 	defer a.inFlight.Add(-1)

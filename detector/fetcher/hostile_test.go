@@ -70,18 +70,65 @@ func rawServer(t *testing.T, fn func(c net.Conn)) string {
 	return "http://" + ln.Addr().String() + "/card"
 }
 
+// serveHostile starts the hostile endpoint of a test case, raw (a TCP server
+// writing its own response) or else handler, and returns the URL to fetch
+// (path on it).
+func serveHostile(t *testing.T, handler http.HandlerFunc, raw func(c net.Conn), path string) string {
+	t.Helper()
+	if raw != nil {
+		return rawServer(t, raw)
+	}
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	return srv.URL + path
+}
+
+// Hostile handlers that any endpoint the Fetcher reads (cards, key sets)
+// may turn out to be.
+
+// hang never answers: it holds the request until the client leaves.
+func hang(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+
+// hugeChunked streams up to 4 MiB without a Content-Length.
+func hugeChunked(w http.ResponseWriter, r *http.Request) {
+	chunk := bytes.Repeat([]byte(" "), 32<<10)
+	for range 128 { // 4 MiB at most
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+	}
+}
+
+// hugeContentLength declares 100 MiB and sends one byte.
+func hugeContentLength(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", "104857600")
+	w.WriteHeader(200)
+	_, _ = w.Write([]byte("{"))
+}
+
+// gzipBomb serves 8 MiB of zeros (128 times the hostile MaxBodyBytes) as
+// about 8 KiB of gzip.
+func gzipBomb() http.HandlerFunc {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	chunk := make([]byte, 1<<20)
+	for range 8 {
+		_, _ = zw.Write(chunk)
+	}
+	_ = zw.Close()
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		_, _ = w.Write(b.Bytes())
+	}
+}
+
+// redirectTo answers every request with a redirect to url.
+func redirectTo(url string, code int) http.HandlerFunc {
+	return http.RedirectHandler(url, code).ServeHTTP
+}
+
 func TestHostileAgents(t *testing.T) {
 	deep := `{"name":"deep","x":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`
-	gzipBomb := func() []byte {
-		var b bytes.Buffer
-		zw := gzip.NewWriter(&b)
-		chunk := make([]byte, 1<<20)
-		for range 8 { // 8 MiB of zeros (128 times MaxBodyBytes), about 8 KiB compressed
-			_, _ = zw.Write(chunk)
-		}
-		_ = zw.Close()
-		return b.Bytes()
-	}()
 
 	tests := []struct {
 		name       string
@@ -91,11 +138,9 @@ func TestHostileAgents(t *testing.T) {
 		wantStatus int
 	}{
 		{
-			name: "slow headers",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				<-r.Context().Done()
-			},
-			want: ReasonTimeout,
+			name:    "slow headers",
+			handler: hang,
+			want:    ReasonTimeout,
 		},
 		{
 			name: "slow body (trickle)",
@@ -106,25 +151,14 @@ func TestHostileAgents(t *testing.T) {
 			wantStatus: 200,
 		},
 		{
-			name: "huge chunked body",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				chunk := bytes.Repeat([]byte(" "), 32<<10)
-				for range 128 { // 4 MiB at most
-					if _, err := w.Write(chunk); err != nil {
-						return
-					}
-				}
-			},
+			name:       "huge chunked body",
+			handler:    hugeChunked,
 			want:       ReasonTooLarge,
 			wantStatus: 200,
 		},
 		{
-			name: "huge declared Content-Length",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Length", "104857600")
-				w.WriteHeader(200)
-				_, _ = w.Write([]byte("{"))
-			},
+			name:       "huge declared Content-Length",
+			handler:    hugeContentLength,
 			want:       ReasonTooLarge,
 			wantStatus: 200,
 		},
@@ -151,11 +185,8 @@ func TestHostileAgents(t *testing.T) {
 			wantStatus: 200,
 		},
 		{
-			name: "gzip bomb",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Encoding", "gzip")
-				_, _ = w.Write(gzipBomb)
-			},
+			name:       "gzip bomb",
+			handler:    gzipBomb(),
 			want:       ReasonTooLarge,
 			wantStatus: 200,
 		},
@@ -171,32 +202,24 @@ func TestHostileAgents(t *testing.T) {
 			want: ReasonTooManyRedirects,
 		},
 		{
-			name: "redirect to cloud metadata",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/iam/", http.StatusFound)
-			},
-			want: ReasonRefusedAddress,
+			name:    "redirect to cloud metadata",
+			handler: redirectTo("http://169.254.169.254/latest/meta-data/iam/", http.StatusFound),
+			want:    ReasonRefusedAddress,
 		},
 		{
-			name: "redirect to IPv6 cloud metadata",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, "http://[fd00:ec2::254]/latest/meta-data/", http.StatusMovedPermanently)
-			},
-			want: ReasonRefusedAddress,
+			name:    "redirect to IPv6 cloud metadata",
+			handler: redirectTo("http://[fd00:ec2::254]/latest/meta-data/", http.StatusMovedPermanently),
+			want:    ReasonRefusedAddress,
 		},
 		{
-			name: "redirect to a private address",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, "http://10.0.0.1:8080/admin", http.StatusTemporaryRedirect)
-			},
-			want: ReasonRefusedAddress,
+			name:    "redirect to a private address",
+			handler: redirectTo("http://10.0.0.1:8080/admin", http.StatusTemporaryRedirect),
+			want:    ReasonRefusedAddress,
 		},
 		{
-			name: "redirect to file:",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
-			},
-			want: ReasonRedirectRefused,
+			name:    "redirect to file:",
+			handler: redirectTo("file:///etc/passwd", http.StatusFound),
+			want:    ReasonRedirectRefused,
 		},
 		{
 			name:       "invalid JSON",
@@ -248,14 +271,7 @@ func TestHostileAgents(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var url string
-			if tc.raw != nil {
-				url = rawServer(t, tc.raw)
-			} else {
-				srv := httptest.NewServer(tc.handler)
-				t.Cleanup(srv.Close)
-				url = srv.URL + "/card"
-			}
+			url := serveHostile(t, tc.handler, tc.raw, "/card")
 			o := hostileOptions()
 			f := newFetcher(t, o)
 			start := time.Now()
@@ -285,9 +301,7 @@ func serveBody(body string) http.HandlerFunc {
 // The metadata redirect is refused by the dialer's Control hook, which runs
 // after the socket is made and before connect(2): no packet leaves.
 func TestRedirectToMetadataNeverConnects(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
-	}))
+	srv := httptest.NewServer(redirectTo("http://169.254.169.254/latest/meta-data/", http.StatusFound))
 	defer srv.Close()
 	f := newFetcher(t, hostileOptions())
 	_, err := f.Fetch(context.Background(), Request{URL: srv.URL})

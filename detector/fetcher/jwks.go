@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -56,21 +54,12 @@ type JWKSOptions struct {
 }
 
 func (o *JWKSOptions) setDefaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&o.MinTTL, DefaultJWKSMinTTL)
-	def(&o.MaxTTL, DefaultJWKSMaxTTL)
-	def(&o.DefaultTTL, DefaultJWKSDefaultTTL)
-	def(&o.FailureTTL, DefaultJWKSFailureTTL)
-	if o.MaxEntries == 0 {
-		o.MaxEntries = DefaultJWKSMaxEntries
-	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = DefaultJWKSMaxBodyBytes
-	}
+	setDefault(&o.MinTTL, DefaultJWKSMinTTL)
+	setDefault(&o.MaxTTL, DefaultJWKSMaxTTL)
+	setDefault(&o.DefaultTTL, DefaultJWKSDefaultTTL)
+	setDefault(&o.FailureTTL, DefaultJWKSFailureTTL)
+	setDefault(&o.MaxEntries, DefaultJWKSMaxEntries)
+	setDefault(&o.MaxBodyBytes, DefaultJWKSMaxBodyBytes)
 }
 
 // Validate reports every invalid setting (joined). NewJWKS calls it after
@@ -291,34 +280,14 @@ func (j *JWKS) fetch(ctx context.Context, url string) *jwksEntry {
 }
 
 func (j *JWKS) fetchSet(ctx context.Context, url string) (*signature.KeySet, time.Duration, error) {
-	f := j.f
-	u, err := parseHTTPURL(url)
+	req, end, err := j.f.begin(ctx, url)
 	if err != nil {
 		return nil, 0, err
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(f.base, func() { cancel(ErrClosed) })
-	defer stop()
-	ctx, cancelT := context.WithTimeout(ctx, f.opts.TotalTimeout)
-	defer cancelT()
-	if f.base.Err() != nil {
-		return nil, 0, &FetchError{URL: url, Reason: ReasonCanceled, Err: ErrClosed}
-	}
-
-	release, err := f.hosts.acquire(ctx, strings.ToLower(u.Host))
-	if err != nil {
-		return nil, 0, classifyTransport(url, ctx, fmt.Errorf("waiting for a host slot: %w", err))
-	}
-	defer release()
-
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, 0, &FetchError{URL: url, Reason: ReasonInvalidURL, Err: err}
-	}
+	defer end()
+	ctx = req.Context()
 	req.Header.Set("Accept", DefaultJWKSAccept)
-	req.Header.Set("User-Agent", f.opts.UserAgent)
-	resp, err := f.client.Do(req)
+	resp, err := j.f.client.Do(req)
 	if err != nil {
 		return nil, 0, classifyTransport(url, ctx, err)
 	}
@@ -326,19 +295,9 @@ func (j *JWKS) fetchSet(ctx context.Context, url string) (*signature.KeySet, tim
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, 0, &FetchError{URL: url, Reason: ReasonStatus, Status: resp.StatusCode, Err: fmt.Errorf("HTTP %s", resp.Status)}
 	}
-	limit := j.opts.MaxBodyBytes
-	if resp.ContentLength > limit {
-		return nil, 0, &FetchError{URL: url, Reason: ReasonTooLarge, Status: resp.StatusCode,
-			Err: fmt.Errorf("Content-Length %d exceeds %d", resp.ContentLength, limit)}
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	body, err := readBody(ctx, url, resp, j.opts.MaxBodyBytes)
 	if err != nil {
-		fe := classifyTransport(url, ctx, fmt.Errorf("reading body: %w", err))
-		fe.Status = resp.StatusCode
-		return nil, 0, fe
-	}
-	if int64(len(body)) > limit {
-		return nil, 0, &FetchError{URL: url, Reason: ReasonTooLarge, Status: resp.StatusCode, Err: fmt.Errorf("body exceeds %d bytes", limit)}
+		return nil, 0, err
 	}
 	set, err := signature.ParseJWKS(body)
 	if err != nil {

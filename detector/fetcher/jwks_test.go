@@ -2,7 +2,6 @@ package fetcher
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -58,6 +57,20 @@ func (s *jwksServer) set(body []byte, cc string) {
 	s.mu.Lock()
 	s.body, s.cc = body, cc
 	s.mu.Unlock()
+}
+
+// hold makes requests wait until the returned func is called.
+func (s *jwksServer) hold() (release func()) {
+	gate := make(chan struct{})
+	s.mu.Lock()
+	s.gate = gate
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.gate = nil
+		s.mu.Unlock()
+		close(gate)
+	}
 }
 
 func (s *jwksServer) url() string { return s.srv.URL + "/.well-known/jwks.json" }
@@ -280,8 +293,7 @@ func TestJWKSFailure(t *testing.T) {
 func TestJWKSCoalesce(t *testing.T) {
 	s := newTestSigner(t, "k")
 	srv := newJWKSServer(t, s.jwks, "max-age=60")
-	gate := make(chan struct{})
-	srv.gate = gate
+	release := srv.hold()
 	j := newJWKS(t, newFetcher(t, testOptions(newClock())), JWKSOptions{})
 
 	const n = 8
@@ -308,7 +320,7 @@ func TestJWKSCoalesce(t *testing.T) {
 	if err := <-left; err == nil {
 		t.Error("a caller whose context was canceled got keys")
 	}
-	close(gate)
+	release()
 	for range n {
 		if err := <-errs; err != nil {
 			t.Error(err)
@@ -324,8 +336,7 @@ func TestJWKSCoalesce(t *testing.T) {
 func TestJWKSCanceledLeader(t *testing.T) {
 	s := newTestSigner(t, "k")
 	srv := newJWKSServer(t, s.jwks, "max-age=60")
-	gate := make(chan struct{})
-	srv.gate = gate
+	release := srv.hold()
 	j := newJWKS(t, newFetcher(t, testOptions(newClock())), JWKSOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -335,10 +346,7 @@ func TestJWKSCanceledLeader(t *testing.T) {
 	}
 	cancel()
 	fetchErr(t, <-done, ReasonCanceled)
-	srv.mu.Lock()
-	srv.gate = nil
-	srv.mu.Unlock()
-	close(gate)
+	release()
 	if keys, err := j.Lookup(context.Background(), "k", srv.url()); len(keys) != 1 || err != nil {
 		t.Errorf("Lookup after a canceled fetch = %v, %v", kids(keys), err)
 	}
@@ -394,16 +402,6 @@ func TestJWKSPolicy(t *testing.T) {
 // point at private addresses are contained like hostile cards: a typed
 // *FetchError within the total timeout.
 func TestHostileJWKS(t *testing.T) {
-	gzipBomb := func() []byte {
-		var b bytes.Buffer
-		zw := gzip.NewWriter(&b)
-		chunk := make([]byte, 1<<20)
-		for range 8 {
-			_, _ = zw.Write(chunk)
-		}
-		_ = zw.Close()
-		return b.Bytes()
-	}()
 	deep := `{"keys":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`
 	tests := []struct {
 		name       string
@@ -414,27 +412,13 @@ func TestHostileJWKS(t *testing.T) {
 		wantStatus int
 		wantErr    error
 	}{
-		{name: "slow headers", handler: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, want: ReasonTimeout},
+		{name: "slow headers", handler: hang, want: ReasonTimeout},
 		{name: "slow body (trickle)", handler: func(w http.ResponseWriter, r *http.Request) {
 			trickle(w, r, 20*time.Millisecond, []byte(`{"keys":[]}`))
 		}, want: ReasonTimeout, wantStatus: 200},
-		{name: "huge chunked body", handler: func(w http.ResponseWriter, r *http.Request) {
-			chunk := bytes.Repeat([]byte(" "), 32<<10)
-			for range 128 {
-				if _, err := w.Write(chunk); err != nil {
-					return
-				}
-			}
-		}, want: ReasonTooLarge, wantStatus: 200},
-		{name: "huge declared Content-Length", handler: func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Length", "104857600")
-			w.WriteHeader(200)
-			_, _ = w.Write([]byte("{"))
-		}, want: ReasonTooLarge, wantStatus: 200},
-		{name: "gzip bomb", handler: func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Encoding", "gzip")
-			_, _ = w.Write(gzipBomb)
-		}, want: ReasonTooLarge, wantStatus: 200},
+		{name: "huge chunked body", handler: hugeChunked, want: ReasonTooLarge, wantStatus: 200},
+		{name: "huge declared Content-Length", handler: hugeContentLength, want: ReasonTooLarge, wantStatus: 200},
+		{name: "gzip bomb", handler: gzipBomb(), want: ReasonTooLarge, wantStatus: 200},
 		{name: "Content-Length lies high, connection closes", raw: func(c net.Conn) {
 			_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 4000\r\n\r\n{\"keys\":"))
 		}, want: ReasonConnect, wantStatus: 200},
@@ -448,28 +432,15 @@ func TestHostileJWKS(t *testing.T) {
 		{name: "redirect loop", handler: func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, r.URL.Path+"x", http.StatusFound)
 		}, want: ReasonTooManyRedirects},
-		{name: "redirect to cloud metadata", handler: func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
-		}, want: ReasonRefusedAddress},
-		{name: "redirect to a private address", handler: func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, "http://10.0.0.1:8080/jwks.json", http.StatusTemporaryRedirect)
-		}, want: ReasonRefusedAddress},
-		{name: "redirect to file:", handler: func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
-		}, want: ReasonRedirectRefused},
+		{name: "redirect to cloud metadata", handler: redirectTo("http://169.254.169.254/latest/meta-data/", http.StatusFound), want: ReasonRefusedAddress},
+		{name: "redirect to a private address", handler: redirectTo("http://10.0.0.1:8080/jwks.json", http.StatusTemporaryRedirect), want: ReasonRefusedAddress},
+		{name: "redirect to file:", handler: redirectTo("file:///etc/passwd", http.StatusFound), want: ReasonRedirectRefused},
 		{name: "private address", handler: serveBody(`{"keys":[]}`), strict: true, want: ReasonRefusedAddress},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var url string
-			if tc.raw != nil {
-				url = rawServer(t, tc.raw)
-			} else {
-				srv := httptest.NewServer(tc.handler)
-				t.Cleanup(srv.Close)
-				url = srv.URL + "/jwks.json"
-			}
+			url := serveHostile(t, tc.handler, tc.raw, "/jwks.json")
 			o := hostileOptions()
 			if tc.strict {
 				o.Allow = nil

@@ -43,9 +43,7 @@ func TestFetchSendsFixedHeaders(t *testing.T) {
 			t.Errorf("request %d: If-None-Match = %q, want %q", i, got, wantINM)
 		}
 	}
-	if got := a.requests.Load(); got != 3 {
-		t.Errorf("requests = %d, want 3", got)
-	}
+	a.wantRequests(t, 3)
 }
 
 func TestObserveFirstFetch(t *testing.T) {
@@ -79,9 +77,7 @@ func TestObserveFirstFetch(t *testing.T) {
 	if !again.FromLease || again.Status != 0 || again.Digest != obs.Digest || again.Card != obs.Card {
 		t.Errorf("within lease: FromLease %t Status %d Digest %q", again.FromLease, again.Status, again.Digest)
 	}
-	if got := a.requests.Load(); got != 1 {
-		t.Errorf("requests = %d, want 1", got)
-	}
+	a.wantRequests(t, 1)
 }
 
 // A 304 reuses the previous digest and body: no parse, no hash.
@@ -311,9 +307,7 @@ func TestObserveForceBypassesLeaseAndETag(t *testing.T) {
 	if _, ok := forced.Card.Skill("translate"); !ok {
 		t.Errorf("forced card lacks the new skill")
 	}
-	if got := a.requests.Load(); got != 2 {
-		t.Errorf("requests = %d, want 2", got)
-	}
+	a.wantRequests(t, 2)
 	// The forced fetch renewed the lease for everyone.
 	after, err := f.Observe(ctx, url, false)
 	if err != nil || after.Digest != forced.Digest || !after.FromLease {
@@ -414,9 +408,7 @@ func TestObserveForceQueuedBehindRevalidation(t *testing.T) {
 	if forced.Status != 200 || forced.Card.Capabilities.Streaming {
 		t.Errorf("forced: Status %d streaming %t; want 200 with the new card", forced.Status, forced.Card.Capabilities.Streaming)
 	}
-	if got := a.requests.Load(); got != 3 {
-		t.Errorf("requests = %d, want 3", got)
-	}
+	a.wantRequests(t, 3)
 }
 
 // A caller whose context ends leaves; the shared fetch completes for others.
@@ -448,9 +440,7 @@ func TestObserveWaiterLeavesOnCancel(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("the shared fetch failed: %v", err)
 	}
-	if got := a.requests.Load(); got != 1 {
-		t.Errorf("requests = %d, want 1", got)
-	}
+	a.wantRequests(t, 1)
 }
 
 // The first caller's context does not bound the shared fetch.
@@ -555,9 +545,7 @@ func TestObservePerHostConcurrency(t *testing.T) {
 	if got := a.maxInFlight.Load(); got > 2 {
 		t.Errorf("max concurrent requests to one host = %d, want <= 2", got)
 	}
-	if got := a.requests.Load(); got != 8 {
-		t.Errorf("requests = %d, want 8", got)
-	}
+	a.wantRequests(t, 8)
 	if n := len(f.hosts.hosts); n != 0 {
 		t.Errorf("host limiter keeps %d idle entries", n)
 	}
@@ -719,9 +707,7 @@ func TestCanonicalURL(t *testing.T) {
 			t.Fatalf("Observe(%q): CardURL %q err %v", u, obs.CardURL, err)
 		}
 	}
-	if got := a.requests.Load(); got != 1 {
-		t.Errorf("requests = %d, want 1", got)
-	}
+	a.wantRequests(t, 1)
 }
 
 // FuzzCanonicalURL: canonicalisation is idempotent and keeps URLs fetchable.

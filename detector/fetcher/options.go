@@ -149,45 +149,34 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&o.ConnectTimeout, DefaultConnectTimeout)
-	def(&o.TotalTimeout, DefaultTotalTimeout)
-	def(&o.MinLease, DefaultMinLease)
+	setDefault(&o.ConnectTimeout, DefaultConnectTimeout)
+	setDefault(&o.TotalTimeout, DefaultTotalTimeout)
+	setDefault(&o.MinLease, DefaultMinLease)
 	if o.MinLease < 0 {
 		o.MinLease = 0
 	}
-	def(&o.MaxLease, DefaultMaxLease)
-	def(&o.DefaultLease, DefaultDefaultLease)
-	def(&o.FullFetchInterval, DefaultFullFetchInterval)
-	def(&o.ConsistencyWindow, DefaultConsistencyWindow)
-	def(&o.StoreTimeout, DefaultStoreTimeout)
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if o.MaxRedirects == 0 {
-		o.MaxRedirects = DefaultMaxRedirects
-	}
-	if o.PerHostConcurrency == 0 {
-		o.PerHostConcurrency = DefaultPerHostConcurrency
-	}
-	if o.CacheBytes == 0 {
-		o.CacheBytes = DefaultCacheBytes
-	}
-	if o.UserAgent == "" {
-		o.UserAgent = DefaultUserAgent
-	}
-	if o.A2AVersion == "" {
-		o.A2AVersion = DefaultA2AVersion
-	}
-	if o.Accept == "" {
-		o.Accept = DefaultAccept
-	}
+	setDefault(&o.MaxLease, DefaultMaxLease)
+	setDefault(&o.DefaultLease, DefaultDefaultLease)
+	setDefault(&o.FullFetchInterval, DefaultFullFetchInterval)
+	setDefault(&o.ConsistencyWindow, DefaultConsistencyWindow)
+	setDefault(&o.StoreTimeout, DefaultStoreTimeout)
+	setDefault(&o.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&o.MaxRedirects, DefaultMaxRedirects)
+	setDefault(&o.PerHostConcurrency, DefaultPerHostConcurrency)
+	setDefault(&o.CacheBytes, DefaultCacheBytes)
+	setDefault(&o.UserAgent, DefaultUserAgent)
+	setDefault(&o.A2AVersion, DefaultA2AVersion)
+	setDefault(&o.Accept, DefaultAccept)
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+}
+
+// setDefault sets *p to v if it is the zero value.
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
 	}
 }
 
