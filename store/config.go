@@ -92,37 +92,25 @@ func DefaultConfig() Config {
 // SetDefaults fills every zero field with its default. It leaves set fields
 // alone, including negative durations that mean "none".
 func (c *Config) SetDefaults() {
-	setInt(&c.Replicas, DefaultReplicas)
+	setDefault(&c.Replicas, DefaultReplicas)
 	c.Topology.setDefaults()
-	setStr(&c.PinsBucket, DefaultPinsBucket)
-	setDur(&c.PinsTTL, DefaultPinsTTL)
-	setDur(&c.PinsMarkerTTL, DefaultPinsMarkerTTL)
-	setStr(&c.CardsBucket, DefaultCardsBucket)
-	setStr(&c.CardsObjectBucket, DefaultCardsObjectBucket)
-	if c.CardsMaxValueSize == 0 {
-		c.CardsMaxValueSize = DefaultCardsMaxValueSize
-	}
+	setDefault(&c.PinsBucket, DefaultPinsBucket)
+	setDefault(&c.PinsTTL, DefaultPinsTTL)
+	setDefault(&c.PinsMarkerTTL, DefaultPinsMarkerTTL)
+	setDefault(&c.CardsBucket, DefaultCardsBucket)
+	setDefault(&c.CardsObjectBucket, DefaultCardsObjectBucket)
+	setDefault(&c.CardsMaxValueSize, DefaultCardsMaxValueSize)
 	if c.CardsInlineMax == 0 {
 		c.CardsInlineMax = max(int(c.CardsMaxValueSize)-InlineHeadroom, 1)
 	}
-	setStr(&c.LeasesBucket, DefaultLeasesBucket)
-	setDur(&c.LeasesTTL, DefaultLeasesTTL)
+	setDefault(&c.LeasesBucket, DefaultLeasesBucket)
+	setDefault(&c.LeasesTTL, DefaultLeasesTTL)
 }
 
-func setStr(p *string, v string) {
-	if *p == "" {
-		*p = v
-	}
-}
-
-func setDur(p *time.Duration, v time.Duration) {
-	if *p == 0 {
-		*p = v
-	}
-}
-
-func setInt(p *int, v int) {
-	if *p == 0 {
+// setDefault sets *p to v if it is the zero value.
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
 		*p = v
 	}
 }

@@ -111,14 +111,24 @@ func (t *table[T]) get(_ context.Context, id string) (T, uint64, error) {
 	return v, e.rev, nil
 }
 
-func (t *table[T]) create(_ context.Context, v *T) (uint64, error) {
+// encode returns the id of v and its JSON, for the write op ("create",
+// "update").
+func (t *table[T]) encode(op string, v *T) (string, []byte, error) {
 	id := t.id(v)
 	if !utf8.ValidString(id) {
-		return 0, fmt.Errorf("memstore: create %s %s: %w", t.what, quote(id), store.ErrInvalidID)
+		return id, nil, fmt.Errorf("memstore: %s %s %s: %w", op, t.what, quote(id), store.ErrInvalidID)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return 0, fmt.Errorf("memstore: create %s %s: %w", t.what, quote(id), err)
+		return id, nil, fmt.Errorf("memstore: %s %s %s: %w", op, t.what, quote(id), err)
+	}
+	return id, b, nil
+}
+
+func (t *table[T]) create(_ context.Context, v *T) (uint64, error) {
+	id, b, err := t.encode("create", v)
+	if err != nil {
+		return 0, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -129,13 +139,9 @@ func (t *table[T]) create(_ context.Context, v *T) (uint64, error) {
 }
 
 func (t *table[T]) update(_ context.Context, v *T, rev uint64) (uint64, error) {
-	id := t.id(v)
-	if !utf8.ValidString(id) {
-		return 0, fmt.Errorf("memstore: update %s %s: %w", t.what, quote(id), store.ErrInvalidID)
-	}
-	b, err := json.Marshal(v)
+	id, b, err := t.encode("update", v)
 	if err != nil {
-		return 0, fmt.Errorf("memstore: update %s %s: %w", t.what, quote(id), err)
+		return 0, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

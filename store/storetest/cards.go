@@ -35,6 +35,19 @@ func Body(seed string, n int) []byte {
 	return b.Bytes()[:n]
 }
 
+// wantBody checks that cs holds want under d; what says when, for the
+// failure.
+func wantBody(t *testing.T, cs store.Cards, d string, want []byte, what string) {
+	t.Helper()
+	got, err := cs.Get(t.Context(), d)
+	if err != nil {
+		t.Fatalf("Get() %s error = %v", what, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Get() %s = %d bytes %.40q, want %d bytes %.40q", what, len(got), got, len(want), want)
+	}
+}
+
 // Cards runs the conformance suite for store.Cards. newCards returns an
 // empty store for each subtest.
 func Cards(t *testing.T, newCards func(t *testing.T) store.Cards) {
@@ -59,13 +72,7 @@ func Cards(t *testing.T, newCards func(t *testing.T) store.Cards) {
 				if err := cs.Put(t.Context(), d, tc.raw); err != nil {
 					t.Fatalf("Put(%d bytes) error = %v", len(tc.raw), err)
 				}
-				got, err := cs.Get(t.Context(), d)
-				if err != nil {
-					t.Fatalf("Get() error = %v", err)
-				}
-				if !bytes.Equal(got, tc.raw) {
-					t.Fatalf("Get() = %d bytes %.40q, want %d bytes %.40q", len(got), got, len(tc.raw), tc.raw)
-				}
+				wantBody(t, cs, d, tc.raw, "of "+tc.name)
 			})
 		}
 	})
@@ -84,13 +91,7 @@ func Cards(t *testing.T, newCards func(t *testing.T) store.Cards) {
 			if err := cs.Put(t.Context(), d, Body("second", size)); err != nil {
 				t.Fatalf("Put(other bytes) error = %v", err)
 			}
-			got, err := cs.Get(t.Context(), d)
-			if err != nil {
-				t.Fatalf("Get() error = %v", err)
-			}
-			if !bytes.Equal(got, first) {
-				t.Fatalf("Get() after re-puts = %.40q, want the first body %.40q", got, first)
-			}
+			wantBody(t, cs, d, first, "after re-puts (want the first body)")
 		}
 	})
 
@@ -107,13 +108,7 @@ func Cards(t *testing.T, newCards func(t *testing.T) store.Cards) {
 			})
 		}
 		wg.Wait()
-		got, err := cs.Get(t.Context(), d)
-		if err != nil {
-			t.Fatalf("Get() error = %v", err)
-		}
-		if !bytes.Equal(got, raw) {
-			t.Fatalf("Get() = %.40q, want %.40q", got, raw)
-		}
+		wantBody(t, cs, d, raw, "after concurrent puts")
 	})
 
 	t.Run("get-missing", func(t *testing.T) {

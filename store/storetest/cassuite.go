@@ -33,34 +33,9 @@ type casValues[V any] struct {
 // conflicted) and concurrent-cas.
 func casSuite[V any](t *testing.T, newStore func(t *testing.T) casStore[V], key string, vs casValues[V]) {
 	missing := key + "/never-written"
-	// get checks that key holds want at revision rev.
-	get := func(t *testing.T, s casStore[V], key string, want V, rev uint64, what string) {
-		t.Helper()
-		got, grev, err := s.Get(t.Context(), key)
-		if err != nil {
-			t.Fatalf("Get() %s error = %v", what, err)
-		}
-		if grev != rev {
-			t.Fatalf("Get() %s rev = %d, want %d", what, grev, rev)
-		}
-		if g, w := jsonOf(t, got), jsonOf(t, want); g != w {
-			t.Fatalf("Get() %s = %.200s, want %.200s", what, g, w)
-		}
-	}
-	create := func(t *testing.T, s casStore[V], v V) uint64 {
-		t.Helper()
-		rev, err := s.Create(t.Context(), v)
-		if err != nil {
-			t.Fatalf("Create() error = %v", err)
-		}
-		if rev == 0 {
-			t.Fatalf("Create() rev = 0, want > 0")
-		}
-		return rev
-	}
 	update := func(t *testing.T, s casStore[V]) (old, cur uint64, want V) {
 		t.Helper()
-		old = create(t, s, vs.value(key, 1))
+		old = mustCreate(t, s, vs.value(key, 1))
 		want = vs.value(key, 2)
 		cur, err := s.Update(t.Context(), want, old)
 		if err != nil {
@@ -75,17 +50,17 @@ func casSuite[V any](t *testing.T, newStore func(t *testing.T) casStore[V], key 
 	t.Run("create-get", func(t *testing.T) {
 		s := newStore(t)
 		want := vs.value(key, 1)
-		get(t, s, key, want, create(t, s, want), "after Create")
+		wantStored(t, s, key, want, mustCreate(t, s, want), "after Create")
 	})
 
 	t.Run("create-twice", func(t *testing.T) {
 		s := newStore(t)
 		first := vs.value(key, 1)
-		rev := create(t, s, first)
+		rev := mustCreate(t, s, first)
 		if _, err := s.Create(t.Context(), vs.value(key, 2)); !errors.Is(err, store.ErrExists) {
 			t.Fatalf("second Create() error = %v, want %v", err, store.ErrExists)
 		}
-		get(t, s, key, first, rev, "(first create)")
+		wantStored(t, s, key, first, rev, "(first create)")
 	})
 
 	t.Run("get-missing", func(t *testing.T) {
@@ -97,7 +72,7 @@ func casSuite[V any](t *testing.T, newStore func(t *testing.T) casStore[V], key 
 	t.Run("update", func(t *testing.T) {
 		s := newStore(t)
 		_, cur, want := update(t, s)
-		get(t, s, key, want, cur, "after Update")
+		wantStored(t, s, key, want, cur, "after Update")
 	})
 
 	t.Run("update-stale", func(t *testing.T) {
@@ -108,7 +83,7 @@ func casSuite[V any](t *testing.T, newStore func(t *testing.T) casStore[V], key 
 				t.Fatalf("Update(rev %d, current %d) error = %v, want %v", stale, cur, err, store.ErrConflict)
 			}
 		}
-		get(t, s, key, want, cur, "after stale Updates")
+		wantStored(t, s, key, want, cur, "after stale Updates")
 	})
 
 	t.Run("update-missing", func(t *testing.T) {
@@ -141,7 +116,7 @@ func casSuite[V any](t *testing.T, newStore func(t *testing.T) casStore[V], key 
 		}
 		for i, name := range names {
 			id := ids[name]
-			get(t, s, id, vs.value(id, i), revs[name], name)
+			wantStored(t, s, id, vs.value(id, i), revs[name], name)
 			nrev, err := s.Update(t.Context(), vs.value(id, i+100), revs[name])
 			if err != nil {
 				t.Fatalf("Update(%s) error = %v", name, err)
@@ -149,13 +124,13 @@ func casSuite[V any](t *testing.T, newStore func(t *testing.T) casStore[V], key 
 			if _, err := s.Update(t.Context(), vs.value(id, i+200), revs[name]); !errors.Is(err, store.ErrConflict) {
 				t.Fatalf("Update(%s, stale) error = %v, want %v", name, err, store.ErrConflict)
 			}
-			get(t, s, id, vs.value(id, i+100), nrev, name+" after Update")
+			wantStored(t, s, id, vs.value(id, i+100), nrev, name+" after Update")
 		}
 	})
 
 	t.Run("concurrent-cas", func(t *testing.T) {
 		s := newStore(t)
-		rev := create(t, s, vs.value(key, 0))
+		rev := mustCreate(t, s, vs.value(key, 0))
 		casRace(t, rev, func(n int, base uint64) (uint64, error) {
 			return s.Update(t.Context(), vs.mark(vs.value(key, n), casHolder(n)), base)
 		}, func() (string, uint64, error) {
@@ -163,4 +138,34 @@ func casSuite[V any](t *testing.T, newStore func(t *testing.T) casStore[V], key 
 			return vs.holder(v), rev, err
 		})
 	})
+}
+
+// wantStored checks that s holds want under key at revision rev; what says
+// when, for the failure.
+func wantStored[V any](t *testing.T, s casStore[V], key string, want V, rev uint64, what string) {
+	t.Helper()
+	got, grev, err := s.Get(t.Context(), key)
+	if err != nil {
+		t.Fatalf("Get() %s error = %v", what, err)
+	}
+	if grev != rev {
+		t.Fatalf("Get() %s rev = %d, want %d", what, grev, rev)
+	}
+	if g, w := jsonOf(t, got), jsonOf(t, want); g != w {
+		t.Fatalf("Get() %s = %.200s, want %.200s", what, g, w)
+	}
+}
+
+// mustCreate creates v in s and returns its revision, which must be
+// positive.
+func mustCreate[V any](t *testing.T, s casStore[V], v V) uint64 {
+	t.Helper()
+	rev, err := s.Create(t.Context(), v)
+	if err != nil {
+		t.Fatalf("Create() error = %v", err)
+	}
+	if rev == 0 {
+		t.Fatalf("Create() rev = 0, want > 0")
+	}
+	return rev
 }

@@ -13,18 +13,11 @@ import (
 func Pins(t *testing.T, newPins func(t *testing.T) store.Pins[Record]) {
 	t.Run("scan", func(t *testing.T) {
 		ps := newPins(t)
-		scanSuite(t, ps, func(i int) (string, uint64) {
-			p := Pin("scan-"+strconv.Itoa(i), i)
-			rev, err := ps.Create(t.Context(), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p.TaskID, rev
-		}, func(id string) {
+		scanSuite(t, ps, func(i int) Record { return Pin("scan-"+strconv.Itoa(i), i) }, Record.Key, func(id string) {
 			if err := ps.Delete(t.Context(), id); err != nil {
 				t.Fatal(err)
 			}
-		}, func(r Record) string { return r.TaskID })
+		})
 	})
 
 	casSuite(t, func(t *testing.T) casStore[Record] { return newPins(t) }, "t1", casValues[Record]{
@@ -35,10 +28,7 @@ func Pins(t *testing.T, newPins func(t *testing.T) store.Pins[Record]) {
 
 	t.Run("delete", func(t *testing.T) {
 		ps := newPins(t)
-		rev, err := ps.Create(t.Context(), Pin("t1", 1))
-		if err != nil {
-			t.Fatalf("Create() error = %v", err)
-		}
+		rev := mustCreate(t, ps, Pin("t1", 1))
 		if err := ps.Delete(t.Context(), "t1"); err != nil {
 			t.Fatalf("Delete() error = %v", err)
 		}
@@ -62,16 +52,7 @@ func Pins(t *testing.T, newPins func(t *testing.T) store.Pins[Record]) {
 		if nrev <= rev {
 			t.Fatalf("Create() after Delete rev = %d, want > %d", nrev, rev)
 		}
-		got, grev, err := ps.Get(t.Context(), "t1")
-		if err != nil {
-			t.Fatalf("Get() after re-Create error = %v", err)
-		}
-		if grev != nrev {
-			t.Fatalf("Get() rev = %d, want %d", grev, nrev)
-		}
-		if g, w := jsonOf(t, got), jsonOf(t, want); g != w {
-			t.Fatalf("Get() = %s, want %s", g, w)
-		}
+		wantStored(t, ps, "t1", want, nrev, "after re-Create")
 	})
 
 	t.Run("revisions-increase", func(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 
 // scanSuite checks a store that implements store.Scanner: every live record
 // once, with its revision, deleted ones not; an error from fn stops the scan.
-// put writes record i and returns its id and revision; del deletes an id
-// (nil: the store cannot delete).
-func scanSuite[T any](t *testing.T, s any, put func(i int) (string, uint64), del func(id string), idOf func(T) string) {
+// value makes record i (created with Create), idOf reads its id; del deletes
+// an id (nil: the store cannot delete).
+func scanSuite[T any](t *testing.T, s casStore[T], value func(i int) T, idOf func(T) string, del func(id string)) {
 	sc, ok := s.(store.Scanner[T])
 	if !ok {
 		t.Skip("the store does not implement store.Scanner")
@@ -23,8 +23,8 @@ func scanSuite[T any](t *testing.T, s any, put func(i int) (string, uint64), del
 	}
 	want := map[string]uint64{}
 	for i := range 300 {
-		id, rev := put(i)
-		want[id] = rev
+		v := value(i)
+		want[idOf(v)] = mustCreate(t, s, v)
 	}
 	if del != nil {
 		for _, id := range []string{idOf(scanFirst(t, sc))} {
