@@ -86,27 +86,26 @@ func Validate(eventType string, data []byte) error {
 // Lookup returns the current (highest) version of the schema of eventType,
 // or an error wrapping ErrUnknownType.
 func Lookup(eventType string) (*Schema, error) {
-	r, err := load()
-	if err != nil {
-		return nil, err
-	}
-	if s, ok := r.byType[eventType]; ok {
-		return s, nil
-	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownType, eventType)
+	return find(func(r *registry) map[string]*Schema { return r.byType }, eventType, ErrUnknownType)
 }
 
 // ByID returns the schema with the given $id, or an error wrapping
 // ErrUnknownSchema.
 func ByID(id string) (*Schema, error) {
+	return find(func(r *registry) map[string]*Schema { return r.byID }, id, ErrUnknownSchema)
+}
+
+// find returns the schema under key in the index of the registry, or an
+// error wrapping unknown.
+func find(index func(*registry) map[string]*Schema, key string, unknown error) (*Schema, error) {
 	r, err := load()
 	if err != nil {
 		return nil, err
 	}
-	if s, ok := r.byID[id]; ok {
+	if s, ok := index(r)[key]; ok {
 		return s, nil
 	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownSchema, id)
+	return nil, fmt.Errorf("%w: %q", unknown, key)
 }
 
 // All returns every embedded schema, every version, sorted by type then
