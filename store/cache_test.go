@@ -218,27 +218,30 @@ func TestCachedPinsOwnWritesNeverStale(t *testing.T) {
 					}
 				})
 			}
+			// readsOwnWrite reports whether the write what of id, which
+			// returned rev and err, succeeded and a Get then sees it.
+			readsOwnWrite := func(id, what string, rev uint64, err error) bool {
+				if err != nil {
+					t.Errorf("%s(%s) error = %v", what, id, err)
+					return false
+				}
+				if _, got, err := c.Get(ctx, id); err != nil || got != rev {
+					t.Errorf("Get(%s) after %s = rev %d, %v; want %d", id, what, got, err, rev)
+					return false
+				}
+				return true
+			}
 			var wwg sync.WaitGroup
 			for w := range writers {
 				id := ids[w]
 				wwg.Go(func() {
 					for i := range tc.iters {
 						rev, err := c.Create(ctx, storetest.Pin(id, i))
-						if err != nil {
-							t.Errorf("Create(%s) error = %v", id, err)
-							return
-						}
-						if _, got, err := c.Get(ctx, id); err != nil || got != rev {
-							t.Errorf("Get(%s) after Create = rev %d, %v; want %d", id, got, err, rev)
+						if !readsOwnWrite(id, "Create", rev, err) {
 							return
 						}
 						rev, err = c.Update(ctx, storetest.Pin(id, i+1), rev)
-						if err != nil {
-							t.Errorf("Update(%s) error = %v", id, err)
-							return
-						}
-						if _, got, err := c.Get(ctx, id); err != nil || got != rev {
-							t.Errorf("Get(%s) after Update = rev %d, %v; want %d", id, got, err, rev)
+						if !readsOwnWrite(id, "Update", rev, err) {
 							return
 						}
 						if err := c.Delete(ctx, id); err != nil {

@@ -33,21 +33,24 @@ func Bind[T Record[T]](ctx context.Context, js jetstream.JetStream, cfg Config) 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	pins, err := js.KeyValue(ctx, cfg.PinsBucket)
-	if err != nil {
-		return nil, fmt.Errorf("store: bind pins bucket %s: %w", cfg.PinsBucket, err)
-	}
-	cards, err := js.KeyValue(ctx, cfg.CardsBucket)
-	if err != nil {
-		return nil, fmt.Errorf("store: bind cards bucket %s: %w", cfg.CardsBucket, err)
+	var pins, cards, leases jetstream.KeyValue
+	for _, b := range []struct {
+		kv           *jetstream.KeyValue
+		what, bucket string
+	}{
+		{&pins, "pins", cfg.PinsBucket},
+		{&cards, "cards", cfg.CardsBucket},
+		{&leases, "leases", cfg.LeasesBucket},
+	} {
+		kv, err := js.KeyValue(ctx, b.bucket)
+		if err != nil {
+			return nil, fmt.Errorf("store: bind %s bucket %s: %w", b.what, b.bucket, err)
+		}
+		*b.kv = kv
 	}
 	obj, err := js.ObjectStore(ctx, cfg.CardsObjectBucket)
 	if err != nil {
 		return nil, fmt.Errorf("store: bind object store %s: %w", cfg.CardsObjectBucket, err)
-	}
-	leases, err := js.KeyValue(ctx, cfg.LeasesBucket)
-	if err != nil {
-		return nil, fmt.Errorf("store: bind leases bucket %s: %w", cfg.LeasesBucket, err)
 	}
 	inline := cfg.CardsInlineMax
 	if mp := int(js.Conn().MaxPayload()) - InlineHeadroom; mp > 0 && mp < inline {

@@ -134,16 +134,21 @@ func (a *agent) setDelay(d time.Duration) {
 }
 
 // hold makes responses wait until the returned func is called.
-func (a *agent) hold() (release func()) {
-	gate := make(chan struct{})
-	a.mu.Lock()
-	a.gate = gate
-	a.mu.Unlock()
+func (a *agent) hold() (release func()) { return holdGate(&a.mu, &a.gate) }
+
+// holdGate sets *gate, which mu guards and a test server's handlers wait on
+// while it is set, to a new channel, and returns the func that clears and
+// closes it.
+func holdGate(mu *sync.Mutex, gate *chan struct{}) (release func()) {
+	ch := make(chan struct{})
+	mu.Lock()
+	*gate = ch
+	mu.Unlock()
 	return func() {
-		a.mu.Lock()
-		a.gate = nil
-		a.mu.Unlock()
-		close(gate)
+		mu.Lock()
+		*gate = nil
+		mu.Unlock()
+		close(ch)
 	}
 }
 
@@ -157,6 +162,16 @@ func (a *agent) lastHeaders() http.Header {
 }
 
 func (a *agent) url(path string) string { return a.srv.URL + path }
+
+// slowFlight returns an agent whose card (max-age=60) takes delay to
+// arrive, a Fetcher on a fake clock and the card's URL: a flight that
+// callers can join and leave while it runs.
+func slowFlight(t *testing.T, delay time.Duration) (*agent, *Fetcher, string) {
+	t.Helper()
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
+	a.setDelay(delay)
+	return a, newFetcher(t, testOptions(newClock())), a.url("/card")
+}
 
 // wantRequests checks that the agent has been sent want requests.
 func (a *agent) wantRequests(t *testing.T, want int64) {

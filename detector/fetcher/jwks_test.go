@@ -60,18 +60,7 @@ func (s *jwksServer) set(body []byte, cc string) {
 }
 
 // hold makes requests wait until the returned func is called.
-func (s *jwksServer) hold() (release func()) {
-	gate := make(chan struct{})
-	s.mu.Lock()
-	s.gate = gate
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		s.gate = nil
-		s.mu.Unlock()
-		close(gate)
-	}
-}
+func (s *jwksServer) hold() (release func()) { return holdGate(&s.mu, &s.gate) }
 
 func (s *jwksServer) url() string { return s.srv.URL + "/.well-known/jwks.json" }
 

@@ -413,10 +413,7 @@ func TestObserveForceQueuedBehindRevalidation(t *testing.T) {
 
 // A caller whose context ends leaves; the shared fetch completes for others.
 func TestObserveWaiterLeavesOnCancel(t *testing.T) {
-	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
-	a.setDelay(300 * time.Millisecond)
-	f := newFetcher(t, testOptions(newClock()))
-	url := a.url("/card")
+	a, f, url := slowFlight(t, 300*time.Millisecond)
 
 	done := make(chan error, 1)
 	go func() {
@@ -445,10 +442,7 @@ func TestObserveWaiterLeavesOnCancel(t *testing.T) {
 
 // The first caller's context does not bound the shared fetch.
 func TestObserveFlightOutlivesFirstCaller(t *testing.T) {
-	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
-	a.setDelay(150 * time.Millisecond)
-	f := newFetcher(t, testOptions(newClock()))
-	url := a.url("/card")
+	a, f, url := slowFlight(t, 150*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := f.Observe(ctx, url, false); err == nil {

@@ -167,9 +167,7 @@ func TestCardSigningVectors(t *testing.T) {
 // the SDK's cleanEmpty (each output was checked against canonicalizeAgentCard
 // of @a2a-js/sdk 1.3.0; TestSDKCanonical checks many more).
 func TestSDKForm(t *testing.T) {
-	tests := []struct {
-		name, card, want string
-	}{
+	tests := []formCase{
 		{"empty card", `{}`, `{}`},
 		{"only unknown members", `{"url":"https://a.example","protocolVersion":"0.3.0"}`, `{}`},
 		{"signatures dropped", `{"name":"a","signatures":[{"protected":"x","signature":"y"}]}`, `{"name":"a"}`},
@@ -222,21 +220,12 @@ func TestSDKForm(t *testing.T) {
 			`{"name":"caf\u00e9 \ud83d\ude00 \u2028 \"q\" \u0001 \/"}`,
 			"{\"name\":\"café 😀 \u2028 \\\"q\\\" \\u0001 /\"}"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := Canonical([]byte(tc.card), FormSDK)
-			if err != nil || string(got) != tc.want {
-				t.Errorf("Canonical(%s, sdk) =\n%s, %v\nwant\n%s", tc.card, got, err, tc.want)
-			}
-		})
-	}
+	runForm(t, FormSDK, tests)
 }
 
 // TestSpecForm pins down the §8.4.1 presence rules.
 func TestSpecForm(t *testing.T) {
-	tests := []struct {
-		name, card, want string
-	}{
+	tests := []formCase{
 		{"REQUIRED kept at their defaults when set",
 			`{"name":"","description":"","version":"","supportedInterfaces":[],"skills":[{"id":"","name":"","description":"","tags":[]}],"defaultInputModes":[],"defaultOutputModes":[]}`,
 			`{"defaultInputModes":[],"defaultOutputModes":[],"description":"","name":"","skills":[{"description":"","id":"","name":"","tags":[]}],"supportedInterfaces":[],"version":""}`},
@@ -258,11 +247,21 @@ func TestSpecForm(t *testing.T) {
 			`{"securityRequirements":[{"schemes":{"bearer":{"list":[]}}}]}`,
 			`{"securityRequirements":[{"schemes":{"bearer":{}}}]}`},
 	}
+	runForm(t, FormSpec, tests)
+}
+
+// formCase is a card and its canonical form under one Form.
+type formCase struct {
+	name, card, want string
+}
+
+// runForm checks that Canonical writes each card in form as wanted.
+func runForm(t *testing.T, form Form, tests []formCase) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Canonical([]byte(tc.card), FormSpec)
+			got, err := Canonical([]byte(tc.card), form)
 			if err != nil || string(got) != tc.want {
-				t.Errorf("Canonical(%s, spec) =\n%s, %v\nwant\n%s", tc.card, got, err, tc.want)
+				t.Errorf("Canonical(%s, %s) =\n%s, %v\nwant\n%s", tc.card, form, got, err, tc.want)
 			}
 		})
 	}
