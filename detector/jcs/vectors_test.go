@@ -14,20 +14,12 @@ import (
 	gowebpki "github.com/gowebpki/jcs"
 
 	"github.com/carddrift/carddrift/detector/jcs"
+	"github.com/carddrift/carddrift/detector/jcs/jcstest"
 )
 
 // The vectors under testdata/ and the cards under ../testdata/cards are
 // copies of the project's published fixtures (see the READMEs there);
 // TestFixturesIntact checks them against their manifests.
-
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func glob(t *testing.T, pattern string) []string {
 	t.Helper()
@@ -57,8 +49,8 @@ func TestCyberphone(t *testing.T) {
 	for _, in := range globN(t, "testdata/cyberphone/input/*.json", 6) {
 		name := filepath.Base(in)
 		t.Run(name, func(t *testing.T) {
-			want := readFile(t, filepath.Join("testdata/cyberphone/output", name))
-			hexText := readFile(t, filepath.Join("testdata/cyberphone/outhex", strings.TrimSuffix(name, ".json")+".txt"))
+			want := jcstest.ReadFile(t, filepath.Join("testdata/cyberphone/output", name))
+			hexText := jcstest.ReadFile(t, filepath.Join("testdata/cyberphone/outhex", strings.TrimSuffix(name, ".json")+".txt"))
 			wantHex, err := hex.DecodeString(strings.Join(strings.Fields(string(hexText)), ""))
 			if err != nil {
 				t.Fatal(err)
@@ -66,7 +58,7 @@ func TestCyberphone(t *testing.T) {
 			if !bytes.Equal(want, wantHex) {
 				t.Fatalf("output/%s and outhex disagree", name)
 			}
-			got, err := jcs.Transform(readFile(t, in))
+			got, err := jcs.Transform(jcstest.ReadFile(t, in))
 			if err != nil {
 				t.Fatalf("Transform(%s) error: %v", name, err)
 			}
@@ -75,36 +67,6 @@ func TestCyberphone(t *testing.T) {
 			}
 		})
 	}
-}
-
-// tckVector is one file of the A2A TCK's a2a-jcs-v01 corpus. Must-accept
-// vectors carry the input as embedded JSON (taken verbatim, as written in
-// the file) and the expected canonical bytes in hex; must-reject vectors
-// carry the input as a JSON string.
-type tckVector struct {
-	ID          string          `json:"id"`
-	Disposition string          `json:"disposition"`
-	Input       json.RawMessage `json:"input"`
-	InputRaw    *string         `json:"input_raw"`
-	Expected    struct {
-		CanonicalUTF8Hex string `json:"canonical_utf8_hex"`
-	} `json:"expected"`
-}
-
-func loadTCK(t *testing.T) []tckVector {
-	t.Helper()
-	var vs []tckVector
-	for _, path := range glob(t, "testdata/a2a-jcs-v01/*/*.json") {
-		var v tckVector
-		if err := json.Unmarshal(readFile(t, path), &v); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		vs = append(vs, v)
-	}
-	if len(vs) != 57 {
-		t.Errorf("found %d TCK vectors, want 57", len(vs))
-	}
-	return vs
 }
 
 // tckRejects names the typed error each must-reject vector gets. The A2
@@ -127,7 +89,7 @@ var tckRejects = map[string]error{
 
 func TestTCKVectors(t *testing.T) {
 	accepted, rejected := 0, 0
-	for _, v := range loadTCK(t) {
+	for _, v := range jcstest.TCK(t, "testdata") {
 		t.Run(v.ID, func(t *testing.T) {
 			switch v.Disposition {
 			case "MUST-ACCEPT":
@@ -182,20 +144,11 @@ func TestTCKVectors(t *testing.T) {
 // TestCardSigningVectors runs the TCK's agent-card signing payloads: the
 // canonical form of the card without its top-level signatures.
 func TestCardSigningVectors(t *testing.T) {
-	var file struct {
-		Cases []struct {
-			ID       string          `json:"id"`
-			Card     json.RawMessage `json:"agent_card"`
-			Expected string          `json:"expected_jcs_payload"`
-		} `json:"cases"`
+	cases := jcstest.SigningCases(t, "testdata")
+	if len(cases) != 3 {
+		t.Errorf("found %d cases, want 3", len(cases))
 	}
-	if err := json.Unmarshal(readFile(t, "testdata/card_signing_canonicalization_vectors.json"), &file); err != nil {
-		t.Fatal(err)
-	}
-	if len(file.Cases) != 3 {
-		t.Errorf("found %d cases, want 3", len(file.Cases))
-	}
-	for _, c := range file.Cases {
+	for _, c := range cases {
 		t.Run(c.ID, func(t *testing.T) {
 			got, err := jcs.AppendCanonical(nil, c.Card, jcs.Options{Omit: "signatures", RequireObject: true})
 			if err != nil {
@@ -215,8 +168,8 @@ func TestCardSigningVectors(t *testing.T) {
 // carddrift digests the card as served, so we keep it; the difference is
 // exactly that one member.
 func TestSpecDefaultValueRemoval(t *testing.T) {
-	in := readFile(t, "testdata/a2a-spec/spec-v1.0.1-sec8.4.1-default-value-removal.input.json")
-	specForm := string(readFile(t, "testdata/a2a-spec/spec-v1.0.1-sec8.4.1-default-value-removal.expected.json"))
+	in := jcstest.ReadFile(t, "testdata/a2a-spec/spec-v1.0.1-sec8.4.1-default-value-removal.input.json")
+	specForm := string(jcstest.ReadFile(t, "testdata/a2a-spec/spec-v1.0.1-sec8.4.1-default-value-removal.expected.json"))
 	got, err := jcs.Transform(in)
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +189,7 @@ func TestCardsAgainstGowebpki(t *testing.T) {
 	for _, path := range globN(t, "../testdata/cards/*.json", 34) {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
-			in := readFile(t, path)
+			in := jcstest.ReadFile(t, path)
 			got, err := jcs.Transform(in)
 			want, wantErr := gowebpki.Transform(in)
 			if err != nil || wantErr != nil {
@@ -247,8 +200,8 @@ func TestCardsAgainstGowebpki(t *testing.T) {
 			}
 		})
 	}
-	a, _ := jcs.Transform(readFile(t, "../testdata/cards/006-docs-v0.3.0-extensions-magic-8-ball.json"))
-	b, _ := jcs.Transform(readFile(t, "../testdata/cards/007-docs-v1.0.1-extensions-magic-8-ball.json"))
+	a, _ := jcs.Transform(jcstest.ReadFile(t, "../testdata/cards/006-docs-v0.3.0-extensions-magic-8-ball.json"))
+	b, _ := jcs.Transform(jcstest.ReadFile(t, "../testdata/cards/007-docs-v1.0.1-extensions-magic-8-ball.json"))
 	if !bytes.Equal(a, b) {
 		t.Errorf("cards 006 and 007 differ only in whitespace but canonicalize differently:\n%s\n%s", a, b)
 	}
@@ -269,7 +222,7 @@ func TestFixturesIntact(t *testing.T) {
 			SHA256 string `json:"sha256"`
 		} `json:"vectors"`
 	}
-	if err := json.Unmarshal(readFile(t, "testdata/a2a-jcs-v01/MANIFEST.json"), &manifest); err != nil {
+	if err := json.Unmarshal(jcstest.ReadFile(t, "testdata/a2a-jcs-v01/MANIFEST.json"), &manifest); err != nil {
 		t.Fatal(err)
 	}
 	if len(manifest.Vectors) != manifest.Counts.Total || len(manifest.Vectors) != 57 {
@@ -278,7 +231,7 @@ func TestFixturesIntact(t *testing.T) {
 	listed := map[string]bool{}
 	for _, v := range manifest.Vectors {
 		listed[v.Path] = true
-		sum := sha256.Sum256(readFile(t, filepath.Join("testdata/a2a-jcs-v01", v.Path)))
+		sum := sha256.Sum256(jcstest.ReadFile(t, filepath.Join("testdata/a2a-jcs-v01", v.Path)))
 		if got := hex.EncodeToString(sum[:]); got != v.SHA256 {
 			t.Errorf("%s: sha256 %s, MANIFEST.json says %s", v.Path, got, v.SHA256)
 		}
@@ -290,7 +243,7 @@ func TestFixturesIntact(t *testing.T) {
 		}
 	}
 
-	rows := strings.Split(strings.TrimSpace(string(readFile(t, "../testdata/cards/MANIFEST.tsv"))), "\n")
+	rows := strings.Split(strings.TrimSpace(string(jcstest.ReadFile(t, "../testdata/cards/MANIFEST.tsv"))), "\n")
 	inManifest := map[string]bool{}
 	for _, row := range rows[1:] {
 		name, _, _ := strings.Cut(row, "\t")

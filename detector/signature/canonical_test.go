@@ -3,7 +3,6 @@ package signature
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/carddrift/carddrift/detector/jcs"
+	"github.com/carddrift/carddrift/detector/jcs/jcstest"
 )
 
 // The vectors are the repository's copies under ../jcs/testdata (see the
@@ -33,27 +33,11 @@ func readFile(t testing.TB, path string) []byte {
 // A2-REJECT-003/004 (canonical JSON that still carries "signatures") must
 // never come out of any form.
 func TestTCKVectors(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join(vectorsDir, "a2a-jcs-v01/*/*.json"))
-	if err != nil || len(paths) != 57 {
-		t.Fatalf("found %d TCK vectors (%v), want 57", len(paths), err)
-	}
-	for _, path := range paths {
-		var v struct {
-			ID          string          `json:"id"`
-			Disposition string          `json:"disposition"`
-			Input       json.RawMessage `json:"input"`
-			InputRaw    *string         `json:"input_raw"`
-			Expected    struct {
-				Hex string `json:"canonical_utf8_hex"`
-			} `json:"expected"`
-		}
-		if err := json.Unmarshal(readFile(t, path), &v); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+	for _, v := range jcstest.TCK(t, vectorsDir) {
 		t.Run(v.ID, func(t *testing.T) {
 			switch v.Disposition {
 			case "MUST-ACCEPT":
-				want, err := hex.DecodeString(v.Expected.Hex)
+				want, err := hex.DecodeString(v.Expected.CanonicalUTF8Hex)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -95,16 +79,6 @@ func TestTCKVectors(t *testing.T) {
 // pins down how the SDK's form differs where it does not (the differences
 // are the SDK's, checked against it in TestSDKCanonical).
 func TestCardSigningVectors(t *testing.T) {
-	var file struct {
-		Cases []struct {
-			ID       string          `json:"id"`
-			Card     json.RawMessage `json:"agent_card"`
-			Expected string          `json:"expected_jcs_payload"`
-		} `json:"cases"`
-	}
-	if err := json.Unmarshal(readFile(t, filepath.Join(vectorsDir, "card_signing_canonicalization_vectors.json")), &file); err != nil {
-		t.Fatal(err)
-	}
 	type vector struct {
 		id, card, expected string
 		// what each form gives: "" means the expected payload.
@@ -123,7 +97,7 @@ func TestCardSigningVectors(t *testing.T) {
 		},
 	}
 	var vectors []vector
-	for _, c := range file.Cases {
+	for _, c := range jcstest.SigningCases(t, vectorsDir) {
 		w, ok := want[c.ID]
 		if !ok {
 			t.Fatalf("vector %s is not in the table", c.ID)
