@@ -34,6 +34,15 @@ func testOptions(clk *fakeClock) Options {
 	return o
 }
 
+// leasedOptions are testOptions on clk with a lease store of their own,
+// which every Fetcher built from them shares, as workers do.
+func leasedOptions(clk *fakeClock) (Options, *memLeases) {
+	leases := newMemLeases(10)
+	o := testOptions(clk)
+	o.Leases = leases
+	return o, leases
+}
+
 // newFetcher builds a Fetcher closed at the end of the test.
 func newFetcher(t *testing.T, o Options) *Fetcher {
 	t.Helper()

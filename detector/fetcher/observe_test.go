@@ -576,9 +576,7 @@ func TestObserveTakesOverExpiredClaim(t *testing.T) {
 func TestObserveFailureReleasesClaimAndKeepsLease(t *testing.T) {
 	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=10")
 	clk := newClock()
-	leases := newMemLeases(10)
-	o := testOptions(clk)
-	o.Leases = leases
+	o, leases := leasedOptions(clk)
 	var failures atomic.Int64
 	o.OnFetch = func(obs Observation, err error) {
 		if err != nil {
@@ -729,9 +727,7 @@ func FuzzCanonicalURL(f *testing.F) {
 func TestObserveFailureIsShared(t *testing.T) {
 	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=10")
 	clk := newClock()
-	leases := newMemLeases(10)
-	o := testOptions(clk)
-	o.Leases = leases
+	o, leases := leasedOptions(clk)
 	w1, w2 := newFetcher(t, o), newFetcher(t, o)
 	url := a.url("/card")
 	if _, err := w1.Observe(context.Background(), url, false); err != nil {
@@ -783,9 +779,8 @@ func TestObserveFailureBackoffGrows(t *testing.T) {
 		http.Error(w, "down", http.StatusBadGateway)
 	})
 	clk := newClock()
-	leases := newMemLeases(10)
-	o := testOptions(clk)
-	o.Leases, o.MinLease, o.MaxLease = leases, 2*time.Second, time.Minute
+	o, leases := leasedOptions(clk)
+	o.MinLease, o.MaxLease = 2*time.Second, time.Minute
 	f := newFetcher(t, o)
 	url := a.url("/card")
 	var waits []time.Duration

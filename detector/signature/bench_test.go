@@ -3,12 +3,14 @@ package signature
 import (
 	"context"
 	"testing"
+
+	"github.com/carddrift/carddrift/detector/jcs/jcstest"
 )
 
 // BenchmarkCanonical measures each form of the JS SDK agent's served card
 // (2.5 KB).
 func BenchmarkCanonical(b *testing.B) {
-	card := readFile(b, "testdata/cards/jssdk-v1.0.json")
+	card := jcstest.ReadFile(b, "testdata/cards/jssdk-v1.0.json")
 	for _, f := range Forms() {
 		b.Run(string(f), func(b *testing.B) {
 			b.SetBytes(int64(len(card)))
@@ -26,7 +28,7 @@ func BenchmarkCanonical(b *testing.B) {
 // canonical form, one signature check. The card is the JS SDK agent's,
 // signed over the SDK form, so the served form is tried (and fails) first.
 func BenchmarkVerify(b *testing.B) {
-	card := readFile(b, "testdata/cards/jssdk-v1.0.json")
+	card := jcstest.ReadFile(b, "testdata/cards/jssdk-v1.0.json")
 	for _, alg := range []string{"ES256", "ES384", "RS256", "PS256", "EdDSA"} {
 		b.Run(alg, func(b *testing.B) {
 			signed, jwk := mustSign(b, card, alg, "bench", SignOptions{})

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,15 +15,6 @@ import (
 // The vectors are the repository's copies under ../jcs/testdata (see the
 // README there for their provenance and licence).
 const vectorsDir = "../jcs/testdata"
-
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // TestTCKVectors runs the A2A TCK's a2a-jcs-v01 corpus (RFC 8785 and the
 // signatures exclusion, layer A of card signing) through FormServed, which is
@@ -111,8 +101,8 @@ func TestCardSigningVectors(t *testing.T) {
 	spec := filepath.Join(vectorsDir, "a2a-spec/spec-v1.0.1-sec8.4.1-default-value-removal")
 	vectors = append(vectors, vector{
 		id:       "spec-v1.0.1-sec8.4.1",
-		card:     string(readFile(t, spec+".input.json")),
-		expected: string(readFile(t, spec+".expected.json")),
+		card:     string(jcstest.ReadFile(t, spec+".input.json")),
+		expected: string(jcstest.ReadFile(t, spec+".expected.json")),
 		// The served form keeps "extensions": [], which the example drops.
 		sdk: sdkMinimal,
 	})
@@ -312,7 +302,7 @@ func fixtureCards(t testing.TB) [][]byte {
 	}
 	var out [][]byte
 	for _, p := range paths {
-		out = append(out, readFile(t, p))
+		out = append(out, jcstest.ReadFile(t, p))
 	}
 	return out
 }

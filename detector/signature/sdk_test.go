@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/carddrift/carddrift/detector/jcs/jcstest"
 )
 
 // The tests here run @a2a-js/sdk 1.3.0 through node, from test/interop (where
@@ -136,8 +138,8 @@ func TestSDKCanonical(t *testing.T) {
 	cards := fixtureCards(t)
 	for _, s := range []string{
 		`{"name":"Example Agent","description":"","capabilities":{"streaming":false,"pushNotifications":false,"extensions":[]},"skills":[]}`,
-		string(readFile(t, "testdata/cards/jssdk-v1.0.json")),
-		string(readFile(t, "testdata/cards/a2ago-v1.0.json")),
+		string(jcstest.ReadFile(t, "testdata/cards/jssdk-v1.0.json")),
+		string(jcstest.ReadFile(t, "testdata/cards/a2ago-v1.0.json")),
 	} {
 		cards = append(cards, []byte(s))
 	}
@@ -189,7 +191,7 @@ func TestSDKCanonical(t *testing.T) {
 // algorithm, verify in Go (and fail once tampered with); cards signed by Sign
 // verify with verifyAgentCardSignature.
 func TestSDKSignatures(t *testing.T) {
-	card := readFile(t, "testdata/cards/jssdk-v1.0.json")
+	card := jcstest.ReadFile(t, "testdata/cards/jssdk-v1.0.json")
 	algs := []string{"ES256", "ES384", "ES512", "RS256", "PS256", "EdDSA", "Ed25519"}
 
 	goSigned := map[string][]byte{} // alg -> card signed in Go
