@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,20 +15,15 @@ import (
 	gowebpki "github.com/gowebpki/jcs"
 
 	"github.com/carddrift/carddrift/detector/jcs"
+	"github.com/carddrift/carddrift/detector/jcs/jcstest"
 )
 
 // The JCS vectors live in jcs/testdata; the cards in testdata/cards
 // (fixtureCards).
 const jcsTestdata = "jcs/testdata"
 
-func mustRead(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+// mustRead returns a test file's content or fails the test.
+var mustRead = jcstest.ReadFile
 
 func sha256Digest(b []byte) string {
 	sum := sha256.Sum256(b)
@@ -41,10 +35,6 @@ func sha256Digest(b []byte) string {
 // Digest) hash to the SHA-256 of the expected canonical bytes; rejected ones
 // get a typed error.
 func TestDigestTCKVectors(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(jcsTestdata, "a2a-jcs-v01/*/*.json"))
-	if err != nil || len(files) != 57 {
-		t.Fatalf("found %d TCK vectors (%v), want 57", len(files), err)
-	}
 	rejects := map[string]error{
 		"A2-REJECT-003": ErrNotSigningPayload, // canonical, but keeps signatures
 		"A2-REJECT-004": ErrNotSigningPayload, // same with an empty array
@@ -57,22 +47,10 @@ func TestDigestTCKVectors(t *testing.T) {
 		"A5-REJECT-017": ErrNotJSON,
 		"A5-REJECT-018": ErrNotJSON,
 	}
-	for _, path := range files {
-		var v struct {
-			ID          string          `json:"id"`
-			Disposition string          `json:"disposition"`
-			Input       json.RawMessage `json:"input"`
-			InputRaw    string          `json:"input_raw"`
-			Expected    struct {
-				Hex string `json:"canonical_utf8_hex"`
-			} `json:"expected"`
-		}
-		if err := json.Unmarshal(mustRead(t, path), &v); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+	for _, v := range jcstest.TCK(t, jcsTestdata) {
 		t.Run(v.ID, func(t *testing.T) {
 			if v.Disposition == "MUST-ACCEPT" {
-				want, err := hex.DecodeString(v.Expected.Hex)
+				want, err := hex.DecodeString(v.Expected.CanonicalUTF8Hex)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -96,7 +74,10 @@ func TestDigestTCKVectors(t *testing.T) {
 			if !ok {
 				t.Fatalf("reject vector %s has no expected error", v.ID)
 			}
-			in := []byte(v.InputRaw)
+			if v.InputRaw == nil {
+				t.Fatalf("reject vector %s has no input_raw", v.ID)
+			}
+			in := []byte(*v.InputRaw)
 			if wantErr == ErrNotSigningPayload {
 				if err := CheckSigningPayload(in); !errors.Is(err, ErrNotSigningPayload) {
 					t.Errorf("CheckSigningPayload(%s) = %v, want %v", in, err, wantErr)
@@ -120,17 +101,7 @@ func TestDigestTCKVectors(t *testing.T) {
 }
 
 func TestDigestCardSigningVectors(t *testing.T) {
-	var file struct {
-		Cases []struct {
-			ID       string          `json:"id"`
-			Card     json.RawMessage `json:"agent_card"`
-			Expected string          `json:"expected_jcs_payload"`
-		} `json:"cases"`
-	}
-	if err := json.Unmarshal(mustRead(t, filepath.Join(jcsTestdata, "card_signing_canonicalization_vectors.json")), &file); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range file.Cases {
+	for _, c := range jcstest.SigningCases(t, jcsTestdata) {
 		got, err := Digest(c.Card)
 		if want := sha256Digest([]byte(c.Expected)); err != nil || got != want {
 			t.Errorf("%s: Digest = %s, %v; want %s", c.ID, got, err, want)
