@@ -46,6 +46,18 @@ func Diff(pinned, live *Card) []Finding {
 // then rule id, path, skill, scheme and message. It is stable.
 func SortFindings(fs []Finding) { sortFindings(fs) }
 
+// RuleIDs returns the rule ids of fs, each once, in the order of their first
+// finding: what a verdict line or an event's summary lists.
+func RuleIDs(fs []Finding) []string {
+	ids := make([]string, 0, len(fs))
+	for _, f := range fs {
+		if !slices.Contains(ids, f.Rule) {
+			ids = append(ids, f.Rule)
+		}
+	}
+	return ids
+}
+
 // sortFindings puts findings in Diff's output order.
 func sortFindings(fs []Finding) {
 	slices.SortStableFunc(fs, func(a, b Finding) int {

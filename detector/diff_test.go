@@ -459,3 +459,13 @@ func BenchmarkDiff(b *testing.B) {
 		}
 	})
 }
+
+func TestRuleIDs(t *testing.T) {
+	fs := []Finding{{Rule: RuleSkillRemoved}, {Rule: RuleStreamingDisabled}, {Rule: RuleSkillRemoved}}
+	if got, want := RuleIDs(fs), []string{RuleSkillRemoved, RuleStreamingDisabled}; !slices.Equal(got, want) {
+		t.Errorf("RuleIDs = %v, want %v (each once, in order of first finding)", got, want)
+	}
+	if got := RuleIDs(nil); got == nil || len(got) != 0 {
+		t.Errorf("RuleIDs(nil) = %#v, want an empty list (JSON [])", got)
+	}
+}

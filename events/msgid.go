@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/carddrift/carddrift/detector"
 )
 
 // MsgID returns the deterministic identity of an outbound event: its
@@ -74,13 +76,10 @@ func (h idHash) sum(prefix string) string {
 }
 
 func (d Drift) msgID() string {
-	rules := make([]string, 0, len(d.Findings))
-	for _, f := range d.Findings {
-		rules = append(rules, f.Rule)
-	}
+	rules := detector.RuleIDs(d.Findings)
 	slices.Sort(rules)
 	h := newIDHash(TypeDrift, d.TaskID, d.Pinned.Digest, d.Live.Digest)
-	h.add(slices.Compact(rules)...)
+	h.add(rules...)
 	if s := d.Live.Signer; s != nil {
 		// Only for signed cards: the ids of every other card.drift stay
 		// what they were before carddrift recorded signers.

@@ -75,7 +75,7 @@ func (p *reference) handle(ctx context.Context, v planner.Verdict) error {
 	}
 	o := outcome{
 		Time: time.Now().UTC(), TaskID: v.TaskID, AgentURL: v.AgentURL, Action: v.Action, Reason: v.Reason,
-		Rules: rules(v.Findings), Pinned: v.Pinned.Digest, Live: v.Live.Digest,
+		Rules: detector.RuleIDs(v.Findings), Pinned: v.Pinned.Digest, Live: v.Live.Digest,
 	}
 	var err error
 	switch v.Action {
@@ -169,18 +169,6 @@ func (p *reference) print(o outcome) {
 		line += " against " + short(o.Resubmitted) + " (was " + short(o.Pinned) + ")"
 	}
 	fmt.Fprintf(p.out, "%s  [%s]  %s\n", line, strings.Join(o.Rules, ","), o.Reason)
-}
-
-func rules(fs []detector.Finding) []string {
-	out := []string{}
-	seen := map[string]bool{}
-	for _, f := range fs {
-		if !seen[f.Rule] {
-			seen[f.Rule] = true
-			out = append(out, f.Rule)
-		}
-	}
-	return out
 }
 
 func short(d string) string {

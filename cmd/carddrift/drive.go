@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
@@ -127,7 +128,7 @@ func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 				scenario = as.Scenario
 			}
 			fmt.Fprintf(e.stdout, "  %6.1fs  %-8s %-28s %-34s %s\n", now.Sub(start).Seconds(),
-				strings.ToUpper(string(d.Verdict.Action)), scenario, d.TaskID, strings.Join(ruleIDs(d.Findings), ", "))
+				strings.ToUpper(string(d.Verdict.Action)), scenario, d.TaskID, strings.Join(detector.RuleIDs(d.Findings), ", "))
 		}
 	})
 	if err != nil {

@@ -186,7 +186,7 @@ func humanLine(ev events.Event) string {
 			signers = fmt.Sprintf("  signer=%s→%s", signerName(d.Pinned.Signer), signerName(d.Live.Signer))
 		}
 		return fmt.Sprintf("%s  %-8s task=%s agent=%s  %s → %s%s  [%s]  %s", ts, strings.ToUpper(string(d.Verdict.Action)),
-			d.TaskID, d.AgentURL, short(d.Pinned.Digest), short(d.Live.Digest), signers, strings.Join(ruleIDs(d.Findings), ","), d.Verdict.Reason)
+			d.TaskID, d.AgentURL, short(d.Pinned.Digest), short(d.Live.Digest), signers, strings.Join(detector.RuleIDs(d.Findings), ","), d.Verdict.Reason)
 	case events.Pinned:
 		signer := ""
 		if d.Signer != nil {
@@ -205,19 +205,6 @@ func humanLine(ev events.Event) string {
 		return fmt.Sprintf("%s  SPLIT    agent=%s  replicas disagree within %s: %s", ts, d.AgentURL, time.Duration(d.Window), strings.Join(cards, " "))
 	}
 	return fmt.Sprintf("%s  %s  %s", ts, ev.Type, ev.Subject)
-}
-
-// ruleIDs lists the rule ids of findings, each once, in order.
-func ruleIDs(fs []detector.Finding) []string {
-	ids := make([]string, 0, len(fs))
-	seen := map[string]bool{}
-	for _, f := range fs {
-		if !seen[f.Rule] {
-			seen[f.Rule] = true
-			ids = append(ids, f.Rule)
-		}
-	}
-	return ids
 }
 
 // signerName names a card's signer on a watch line: its kid, marked when it

@@ -60,16 +60,6 @@ func (in instance) evaluate(t *testing.T, e Expectation) ([]detector.Finding, de
 	return detector.Evaluate(in.cards[e.From], in.cards[e.To], p.Task, p.Task.Posture)
 }
 
-func ruleIDs(fs []detector.Finding) []string {
-	var out []string
-	for _, f := range fs {
-		if !slices.Contains(out, f.Rule) {
-			out = append(out, f.Rule)
-		}
-	}
-	return out
-}
-
 // TestScenarioVerdictTables checks every row of every scenario's verdict
 // table against detector.Evaluate, on every template card and several seeds:
 // the action (or no findings at all for OutcomeNone) and the rule ids.
@@ -91,12 +81,12 @@ func TestScenarioVerdictTables(t *testing.T) {
 					}
 					if got != e.Outcome {
 						t.Errorf("%s seed %d: Evaluate(%s→%s, %s) = %s (%s), want %s; findings %v",
-							in.tmpl.Name, in.seed, e.From, e.To, e.Profile, got, v.Reason, e.Outcome, ruleIDs(findings))
+							in.tmpl.Name, in.seed, e.From, e.To, e.Profile, got, v.Reason, e.Outcome, detector.RuleIDs(findings))
 					}
 					for _, r := range e.Rules {
-						if !slices.Contains(ruleIDs(findings), r) {
+						if !slices.Contains(detector.RuleIDs(findings), r) {
 							t.Errorf("%s seed %d: Evaluate(%s→%s, %s) rules = %v, missing %s",
-								in.tmpl.Name, in.seed, e.From, e.To, e.Profile, ruleIDs(findings), r)
+								in.tmpl.Name, in.seed, e.From, e.To, e.Profile, detector.RuleIDs(findings), r)
 						}
 					}
 				}
@@ -150,7 +140,7 @@ func TestScenarios(t *testing.T) {
 		_, v := in.evaluate(t, e)
 		return v
 	}
-	impacting := func(v detector.Verdict) []string { return ruleIDs(v.Impacting) }
+	impacting := func(v detector.Verdict) []string { return detector.RuleIDs(v.Impacting) }
 
 	tests := []struct {
 		name  string

@@ -259,7 +259,7 @@ func Score(in ScoreInput) Scorecard {
 				}
 				s.FalseAborts++
 				sc.Problems = append(sc.Problems, Problem{Kind: "false-abort", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
-					Pinned: as.LabelOf(d.Pinned.Digest), Live: as.LabelOf(d.Live.Digest), Expected: string(e.Outcome), Got: actions(ds), Rules: driftRules(d),
+					Pinned: as.LabelOf(d.Pinned.Digest), Live: as.LabelOf(d.Live.Digest), Expected: string(e.Outcome), Got: actions(ds), Rules: detector.RuleIDs(d.Findings),
 					PinnedCard:  &CardSeen{Digest: d.Pinned.Digest, Label: as.LabelOf(d.Pinned.Digest), At: d.Pinned.FetchedAt},
 					Observation: &CardSeen{Digest: d.Live.Digest, Label: as.LabelOf(d.Live.Digest), At: d.Live.FetchedAt}})
 				break
@@ -528,16 +528,6 @@ func actions(ds []events.Drift) []string {
 	out := []string{}
 	for _, d := range ds {
 		out = append(out, string(d.Verdict.Action))
-	}
-	return out
-}
-
-func driftRules(d events.Drift) []string {
-	var out []string
-	for _, f := range d.Findings {
-		if !slices.Contains(out, f.Rule) {
-			out = append(out, f.Rule)
-		}
 	}
 	return out
 }
