@@ -29,6 +29,7 @@ import (
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/test/interop"
 )
 
 // Interop with the official A2A SDKs (issue 9, item 8). Agents built on
@@ -55,27 +56,6 @@ const (
 )
 
 func interopUpdate() bool { return os.Getenv("CARDDRIFT_INTEROP_UPDATE") != "" }
-
-// interopNode returns the node binary, or skips the test (fails it under CI)
-// when node or test/interop/node_modules is missing.
-func interopNode(t *testing.T) string {
-	t.Helper()
-	var why string
-	node, err := exec.LookPath("node")
-	if err != nil {
-		why = "node is not on PATH"
-	} else if _, err := os.Stat(filepath.Join(interopDir, "node_modules", "@a2a-js", "sdk", "package.json")); err != nil {
-		why = "test/interop/node_modules is missing (run: npm ci --prefix test/interop)"
-	}
-	if why == "" {
-		return node
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("interop with @a2a-js/sdk cannot run: %s; CI must run it", why)
-	}
-	t.Skipf("interop with @a2a-js/sdk skipped: %s (under CI this fails)", why)
-	return ""
-}
 
 // sdkAgent is a running test/interop/sdkagent.mjs.
 type sdkAgent struct {
@@ -312,7 +292,7 @@ func TestInteropServedForms(t *testing.T) {
 // pinned and one card, `carddrift pin`, and end to end through `carddrift
 // serve`.
 func TestInteropJSSDK(t *testing.T) {
-	node := interopNode(t)
+	node := interop.Node(t, interopDir)
 	var bin string
 	if !testing.Short() {
 		bin = buildCarddrift(t)

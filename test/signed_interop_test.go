@@ -12,6 +12,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/test/interop"
 )
 
 // Signed cards end to end (issue 12): an agent on @a2a-js/sdk signs its card
@@ -29,7 +30,7 @@ import (
 // (a second serve on its own streams) the unsigned card aborts a task, the
 // verdict saying why, and the signed one does not.
 func TestInteropSignedCards(t *testing.T) {
-	node := interopNode(t)
+	node := interop.Node(t, interopDir)
 	if testing.Short() {
 		t.Skip("builds and runs the carddrift binary")
 	}

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/carddrift/carddrift/detector/jcs/jcstest"
+	"github.com/carddrift/carddrift/test/interop"
 )
 
 // The tests here run @a2a-js/sdk 1.3.0 through node, from test/interop (where
@@ -84,31 +83,10 @@ type sdkResponse struct {
 	Verified []bool `json:"verified"`
 }
 
-// sdkNode returns the node binary, or skips the test (fails it under CI)
-// when node or test/interop/node_modules is missing.
-func sdkNode(t testing.TB) string {
-	t.Helper()
-	var why string
-	node, err := exec.LookPath("node")
-	if err != nil {
-		why = "node is not on PATH"
-	} else if _, err := os.Stat(filepath.Join(interopDir, "node_modules", "@a2a-js", "sdk", "package.json")); err != nil {
-		why = "test/interop/node_modules is missing (run: npm ci --prefix test/interop)"
-	}
-	if why == "" {
-		return node
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("@a2a-js/sdk cannot run: %s; CI must run it", why)
-	}
-	t.Skipf("@a2a-js/sdk skipped: %s (under CI this fails)", why)
-	return ""
-}
-
 // runSDK runs sdkScript on req.
 func runSDK(t testing.TB, req sdkRequest) sdkResponse {
 	t.Helper()
-	node := sdkNode(t)
+	node := interop.Node(t, interopDir)
 	in, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)

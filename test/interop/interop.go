@@ -1,0 +1,35 @@
+// Package interop is the @a2a-js/sdk toolchain the interop tests run against:
+// the npm project in this folder (package.json, package-lock.json, the
+// scripts the tests hand to node), installed by `npm ci --prefix
+// test/interop` (.ci/run does). Imported by tests only.
+package interop
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Node returns the node binary that runs the SDK installed under dir (this
+// folder, as a path from the calling test's package). When node or the SDK
+// is missing it skips the test, or fails it when CI is set: CI must run the
+// interop tests.
+func Node(t testing.TB, dir string) string {
+	t.Helper()
+	var why string
+	node, err := exec.LookPath("node")
+	if err != nil {
+		why = "node is not on PATH"
+	} else if _, err := os.Stat(filepath.Join(dir, "node_modules", "@a2a-js", "sdk", "package.json")); err != nil {
+		why = "test/interop/node_modules is missing (run: npm ci --prefix test/interop)"
+	}
+	if why == "" {
+		return node
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("interop with @a2a-js/sdk cannot run: %s; CI must run it", why)
+	}
+	t.Skipf("interop with @a2a-js/sdk skipped: %s (under CI this fails)", why)
+	return ""
+}
