@@ -1,7 +1,6 @@
 package test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -61,7 +60,6 @@ func interopUpdate() bool { return os.Getenv("CARDDRIFT_INTEROP_UPDATE") != "" }
 type sdkAgent struct {
 	base    string // http://127.0.0.1:port
 	cardURL string
-	logs    *syncBuffer
 }
 
 // startSDKAgent starts the JS SDK agent on a random loopback port; its card
@@ -69,58 +67,16 @@ type sdkAgent struct {
 func startSDKAgent(t *testing.T, node string, maxAge int) *sdkAgent {
 	t.Helper()
 	cmd := exec.Command(node, filepath.Join(interopDir, "sdkagent.mjs"), "--port", "0", "--max-age", strconv.Itoa(maxAge))
-	a := &sdkAgent{logs: &syncBuffer{}}
-	cmd.Stderr = a.logs
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	c, line := startChild(t, "sdkagent.mjs", cmd, func(string) bool { return true })
+	t.Cleanup(func() { c.stop(syscall.SIGTERM, 5*time.Second) })
+	var hello struct {
+		Port int    `json:"port"`
+		Card string `json:"card"`
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal([]byte(line), &hello); err != nil || hello.Port == 0 || hello.Card == "" {
+		t.Fatalf("sdkagent.mjs: first line %q is not {\"port\":…,\"card\":…}: %v", line, err)
 	}
-	first := make(chan string, 1)
-	exited := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			first <- sc.Text()
-		}
-		for sc.Scan() {
-			fmt.Fprintln(a.logs, sc.Text())
-		}
-		io.Copy(io.Discard, stdout)
-		cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() && a.logs.String() != "" {
-			t.Logf("sdkagent.mjs output:\n%s", a.logs.String())
-		}
-	})
-	select {
-	case line := <-first:
-		var hello struct {
-			Port int    `json:"port"`
-			Card string `json:"card"`
-		}
-		if err := json.Unmarshal([]byte(line), &hello); err != nil || hello.Port == 0 || hello.Card == "" {
-			t.Fatalf("sdkagent.mjs: first line %q is not {\"port\":…,\"card\":…}: %v", line, err)
-		}
-		a.base = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(hello.Port))
-		a.cardURL = hello.Card
-	case <-exited:
-		t.Fatalf("sdkagent.mjs exited before listening:\n%s", a.logs.String())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("sdkagent.mjs not listening after 20s:\n%s", a.logs.String())
-	}
-	return a
+	return &sdkAgent{base: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(hello.Port)), cardURL: hello.Card}
 }
 
 // control changes the card the agent serves (see sdkagent.mjs).

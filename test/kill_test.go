@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -274,12 +273,8 @@ func buildCarddrift(t *testing.T) string {
 
 // serveProc is a running `carddrift serve`.
 type serveProc struct {
-	cmd      *exec.Cmd
-	name     string
+	*child
 	httpAddr string
-	logs     *syncBuffer
-	exited   chan struct{}
-	err      error
 }
 
 // syncBuffer collects a process's output (workertest.Output).
@@ -316,30 +311,8 @@ func startServe(t *testing.T, bin, natsURL, name string, extra ...string) *serve
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	p := &serveProc{cmd: cmd, name: name, httpAddr: httpAddr, logs: &syncBuffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.logs
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		signaled := false
-		for sc.Scan() {
-			fmt.Fprintln(p.logs, sc.Text())
-			if !signaled && strings.Contains(sc.Text(), "consuming") {
-				signaled = true
-				close(ready)
-			}
-		}
-		io.Copy(io.Discard, stdout)
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
+	p := &serveProc{httpAddr: httpAddr}
+	p.child, _ = startChild(t, name, cmd, func(line string) bool { return strings.Contains(line, "consuming") })
 	t.Cleanup(func() {
 		select {
 		case <-p.exited:
@@ -347,20 +320,9 @@ func startServe(t *testing.T, bin, natsURL, name string, extra ...string) *serve
 			if t.Failed() {
 				t.Logf("%s metrics:\n%s", name, p.metrics("carddrift_"))
 			}
-			cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("%s output:\n%s", name, p.logs.String())
+			p.stop(os.Kill, 0)
 		}
 	})
-	select {
-	case <-ready:
-	case <-p.exited:
-		t.Fatalf("%s exited before it was ready: %v\n%s", name, p.err, p.logs.String())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s not ready after 20s:\n%s", name, p.logs.String())
-	}
 	return p
 }
 
