@@ -42,6 +42,10 @@ func FuzzKey(f *testing.F) {
 	f.Add("a.b", "a_b")
 	f.Add("", "=")
 	f.Add("dGFzay0x", "task-1")
+	// The ids store's TestEncodeKey pins the keys of.
+	f.Add("*.>", "a b")
+	f.Add("é", strings.Repeat("a", MaxReversible))
+	f.Add(strings.Repeat("x", MaxReversible+1), "")
 	f.Fuzz(func(t *testing.T, a, b string) {
 		ka, kb := Encode(a), Encode(b)
 		checkKVSafe(t, a, ka)
