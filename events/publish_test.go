@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -235,4 +236,54 @@ func TestEmitter(t *testing.T) {
 			t.Errorf("Request(attempt 0) = %v, want ErrSchemaViolation", err)
 		}
 	})
+}
+
+// TestMsgIDStable pins the ids of the outbound samples. Ids must not change
+// between versions: during a rolling deploy an old and a new worker publish
+// the same outcome, and the stream's duplicate window drops the second copy
+// only when both compute the same id. (Values computed by carddrift before
+// message ids became methods of the outbound types, and unchanged since.)
+func TestMsgIDStable(t *testing.T) {
+	want := map[string]string{
+		events.TypeDrift:        "drift-27d2c6efe8429d1f4c3385fbed7210b2e06456dd6f85d6b67dafd6ea7c53d017",
+		events.TypePinned:       "pinned-b45cbfd9ce845ec4e948aad17c73582afb84b0b0dc3b6b3b6ef3dcbf17324a8c",
+		events.TypeObserved:     "observed-945b14bb998bc5183317f99c8def77d23bb93edccc080e977d6650be69408175",
+		events.TypeUnreachable:  "unreachable-709e93985891deca277ca2bed2911f566f5b9d7965c08b8dc2da0a26d54d045f",
+		events.TypeInconsistent: "inconsistent-01190890351b27c4bc1fcb86c2fd93b14a8b2e5b857d1cfc69a609c0baa2b317",
+	}
+	var drift events.Drift
+	for _, d := range samples() {
+		if w, ok := want[d.EventType()]; ok {
+			if got := events.MsgID(d); got != w {
+				t.Errorf("MsgID(%s sample) = %s, want %s", d.EventType(), got, w)
+			}
+			delete(want, d.EventType())
+		}
+		if dr, ok := d.(events.Drift); ok {
+			drift = dr
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no sample of %v", want)
+	}
+	signed := []struct {
+		name   string
+		signer *detector.Signature
+		repeat bool // every finding twice: rule ids count once
+		want   string
+	}{
+		{"thumbprint", &detector.Signature{KeyID: "k1", Thumbprint: "tp1"}, false, "drift-910a334fe1f0709bb68b333281b49c2fb48ec37f1fe517b194b548c8f869da2d"},
+		{"kid only", &detector.Signature{KeyID: "k1"}, false, "drift-ee2bc1a38c58b2ec4d1167e523991899d8c54d3a6a11e0f97c9d797e772b04a4"},
+		{"kid only, findings repeated", &detector.Signature{KeyID: "k1"}, true, "drift-ee2bc1a38c58b2ec4d1167e523991899d8c54d3a6a11e0f97c9d797e772b04a4"},
+	}
+	for _, tc := range signed {
+		d := drift
+		d.Live.Signer = tc.signer
+		if tc.repeat {
+			d.Findings = append(slices.Clone(d.Findings), d.Findings...)
+		}
+		if got := events.MsgID(d); got != tc.want {
+			t.Errorf("MsgID(drift signed, %s) = %s, want %s", tc.name, got, tc.want)
+		}
+	}
 }
