@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/carddrift/carddrift/detector/jcs"
 )
@@ -35,21 +36,26 @@ const (
 	// ReasonMalformed: the entry is not a JWS in the A2A shape (see
 	// ErrMalformed), or "signatures" itself is not an array.
 	ReasonMalformed Reason = "malformed"
-	// ReasonNotChecked: the card has more than MaxSignatures signatures; the
-	// ones past the limit are parsed but not checked (no key lookup).
+	// ReasonNotChecked: the card has more signatures than Limits.Signatures
+	// (MaxSignatures by default); the ones past the limit are parsed but not
+	// checked (no key lookup).
 	ReasonNotChecked Reason = "not-checked"
+	// ReasonOverLimit: checking the signature would have gone past one of
+	// the verifier's Limits — more keys under its kid than
+	// Limits.KeysPerSignature, more canonical forms than Limits.Forms, the
+	// card's budget of public-key operations (Limits.Operations) or of time
+	// (Limits.Time) spent — so it was not checked to the end. No real card
+	// comes near the limits: the detector reads this outcome as a signature
+	// that does not verify (signature-invalid), never as a verified one.
+	ReasonOverLimit Reason = "over-limit"
 )
 
 // Reasons returns every Reason, in declaration order (for schemas and
 // tests).
 func Reasons() []Reason {
 	return []Reason{ReasonVerified, ReasonInvalidSignature, ReasonNoKey, ReasonKeysUnavailable,
-		ReasonUnsupportedAlg, ReasonMalformed, ReasonNotChecked}
+		ReasonUnsupportedAlg, ReasonMalformed, ReasonNotChecked, ReasonOverLimit}
 }
-
-// MaxSignatures is how many signatures of one card Verify checks: each may
-// cost a key set fetch. Real cards carry one, or two during a key rotation.
-const MaxSignatures = 16
 
 // Result is what Verify found about one signature.
 type Result struct {
@@ -74,23 +80,44 @@ type Result struct {
 	Detail string
 }
 
-// Verify checks every signature of the agent card raw against keys, and
-// returns one Result per entry of its "signatures" array, in order. A card
-// without signatures (no member, null, or an empty array) yields none.
+// Verify checks every signature of the agent card raw against keys within
+// the default limits (DefaultLimits): it is Limits{}.Verify. Every caller —
+// the fetcher for live cards, the worker for a client's card, carddrift pin
+// — gets the same bounds.
+func Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
+	return Limits{}.Verify(ctx, raw, keys)
+}
+
+// Verify checks every signature of the agent card raw against keys, within
+// l (a zero field at its default), and returns one Result per entry of its
+// "signatures" array, in order. A card without signatures (no member, null,
+// or an empty array) yields none.
 //
 // A signature verifies when its protected header is well-formed (alg, kid
 // and typ set; see ParseJWS), keys.Lookup(kid, jku) returns a key that fits
 // alg, and the signature checks out with go-jose over one of the card's
-// canonical forms (Forms, tried in that order) as RFC 7515 detached payload:
-// the signing input is BASE64URL(protected) "." BASE64URL(canonical form).
+// canonical forms (Forms, tried in that order, each distinct payload once)
+// as RFC 7515 detached payload: the signing input is BASE64URL(protected)
+// "." BASE64URL(canonical form).
+//
+// Whatever the card holds, Verify looks keys up for at most l.Signatures
+// entries and makes at most l.Operations public-key operations; a signature
+// a limit stops is ReasonOverLimit (or ReasonNotChecked past l.Signatures).
+// It checks ctx before every lookup and every operation: once ctx is done,
+// the signatures not yet decided are ReasonKeysUnavailable — unverified,
+// never invalid, since nothing was learnt about them.
 //
 // Verify fails only when raw is not a card: an error wrapping ErrNotCard
 // (and the *jcs.SyntaxError). Everything wrong with a signature is in its
 // Result. Verify does no I/O of its own: keys does any, under ctx, once per
-// signature checked (at most MaxSignatures). keys may be nil: every
-// well-formed signature is then ReasonKeysUnavailable. Verify is safe for
-// concurrent use if keys is.
-func Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
+// signature checked. keys may be nil: every well-formed signature is then
+// ReasonKeysUnavailable. Verify is safe for concurrent use if keys is.
+func (l Limits) Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
+	return l.verify(ctx, raw, keys, time.Now)
+}
+
+// verify is Verify on the clock now (tests pass their own).
+func (l Limits) verify(ctx context.Context, raw []byte, keys Keys, now func() time.Time) ([]Result, error) {
 	card, err := jcs.ParseObject(raw, jcs.Limits{})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotCard, err)
@@ -103,8 +130,7 @@ func Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 		return []Result{{Index: -1, Reason: ReasonMalformed,
 			Detail: fmt.Sprintf("signatures is a JSON %s, not an array", sigs.Kind)}}, nil
 	}
-	forms := Forms()
-	v := verifier{card: &card, keys: keys, forms: forms, payloads: make([][]byte, len(forms))}
+	v := verifier{card: &card, keys: keys, lim: l.withDefaults(), now: now, start: now()}
 	out := make([]Result, len(sigs.Elems))
 	for i := range sigs.Elems {
 		out[i] = v.one(ctx, i, &sigs.Elems[i])
@@ -112,31 +138,60 @@ func Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 	return out, nil
 }
 
-// verifier checks the signatures of one card, computing each canonical form
-// at most once.
+// verifier checks the signatures of one card within its limits, computing
+// each canonical form at most once.
 type verifier struct {
-	card     *jcs.Value
-	keys     Keys
-	forms    []Form
-	payloads [][]byte // by index in forms; nil until computed
+	card *jcs.Value
+	keys Keys
+	lim  Limits
+
+	payloads [][]byte // the distinct payloads of Forms, in order; nil until needed
+	forms    []Form   // the form of each payload
+	ops      int      // public-key operations made
+	now      func() time.Time
+	start    time.Time
+	waited   time.Duration // spent in keys.Lookup
 }
 
-// payload returns the payload of forms[i], and whether it differs from the
-// payloads of every earlier form (an identical one need not be checked
-// twice: for a card already in normal form all three are the same bytes).
-func (v *verifier) payload(i int) ([]byte, bool) {
-	for k := 0; k <= i; k++ {
-		if v.payloads[k] == nil {
-			v.payloads[k] = AppendCanonical(nil, v.card, v.forms[k])
+// distinct returns the distinct payloads of the card's canonical forms, in
+// the order of Forms, and their forms: an identical one need not be checked
+// twice (for a card already in normal form all three are the same bytes).
+func (v *verifier) distinct() ([][]byte, []Form) {
+	if v.payloads == nil {
+	next:
+		for _, f := range Forms() {
+			p := AppendCanonical(nil, v.card, f)
+			for _, q := range v.payloads {
+				if bytes.Equal(p, q) {
+					continue next
+				}
+			}
+			v.payloads, v.forms = append(v.payloads, p), append(v.forms, f)
 		}
 	}
-	for k := range i {
-		if bytes.Equal(v.payloads[k], v.payloads[i]) {
-			return v.payloads[i], false
-		}
-	}
-	return v.payloads[i], true
+	return v.payloads, v.forms
 }
+
+// spend accounts for one public-key operation about to be made. When none
+// may be made it returns false and the outcome of the signature that needed
+// it.
+func (v *verifier) spend(ctx context.Context) (ok bool, reason Reason, detail string) {
+	if err := ctx.Err(); err != nil {
+		return false, ReasonKeysUnavailable, "verification stopped: " + err.Error()
+	}
+	if v.ops >= v.lim.Operations {
+		return false, ReasonOverLimit, fmt.Sprintf("the card's budget of %d public-key operations is spent", v.lim.Operations)
+	}
+	if spent := v.now().Sub(v.start) - v.waited; spent > v.lim.Time {
+		return false, ReasonOverLimit, fmt.Sprintf("checking the card has taken %v, limit %v", spent.Round(time.Millisecond), v.lim.Time)
+	}
+	v.ops++
+	return true, "", ""
+}
+
+// maxMisfits is how many keys that cannot verify a signature's alg its
+// Detail names.
+const maxMisfits = 4
 
 func (v *verifier) one(ctx context.Context, i int, entry *jcs.Value) Result {
 	r := Result{Index: i}
@@ -149,12 +204,17 @@ func (v *verifier) one(ctx context.Context, i int, entry *jcs.Value) Result {
 		return r.fail(ReasonUnsupportedAlg, err.Error())
 	case err != nil:
 		return r.fail(ReasonMalformed, err.Error())
-	case i >= MaxSignatures:
-		return r.fail(ReasonNotChecked, fmt.Sprintf("only the first %d signatures of a card are checked", MaxSignatures))
+	case i >= v.lim.Signatures:
+		return r.fail(ReasonNotChecked, fmt.Sprintf("only the first %d signatures of a card are checked", v.lim.Signatures))
 	case v.keys == nil:
 		return r.fail(ReasonKeysUnavailable, "no key source configured")
 	}
+	if err := ctx.Err(); err != nil {
+		return r.fail(ReasonKeysUnavailable, "verification stopped: "+err.Error())
+	}
+	asked := v.now()
 	keys, err := v.keys.Lookup(ctx, j.KeyID, j.JKU)
+	v.waited += v.now().Sub(asked)
 	if len(keys) == 0 {
 		if err != nil {
 			return r.fail(ReasonKeysUnavailable, err.Error())
@@ -163,30 +223,48 @@ func (v *verifier) one(ctx context.Context, i int, entry *jcs.Value) Result {
 	}
 	r.Thumbprint, r.Source = keys[0].Thumbprint, keys[0].Source
 	var misfits []string
-	usable := 0
+	var usable []Key
 	for _, k := range keys {
 		if err := k.fits(j.Alg); err != nil {
-			misfits = append(misfits, err.Error())
+			if len(misfits) < maxMisfits {
+				misfits = append(misfits, err.Error())
+			}
 			continue
 		}
-		if usable == 0 {
-			r.Thumbprint, r.Source = k.Thumbprint, k.Source
+		usable = append(usable, k)
+	}
+	if len(usable) == 0 {
+		if n := len(keys) - len(misfits); n > 0 {
+			misfits = append(misfits, fmt.Sprintf("and %d more", n))
 		}
-		usable++
-		for i, f := range v.forms {
-			p, distinct := v.payload(i)
-			if distinct && j.verify(p, k.JWK.Key) {
-				r.Thumbprint, r.Source, r.Form = k.Thumbprint, k.Source, f
+		return r.fail(ReasonInvalidSignature, strings.Join(misfits, "; "))
+	}
+	r.Thumbprint, r.Source = usable[0].Thumbprint, usable[0].Source
+	if len(usable) > v.lim.KeysPerSignature {
+		return r.fail(ReasonOverLimit, fmt.Sprintf("kid %q names %d keys that fit %s, limit %d per signature",
+			j.KeyID, len(usable), j.Alg, v.lim.KeysPerSignature))
+	}
+	payloads, forms := v.distinct()
+	tried := min(len(payloads), v.lim.Forms)
+	for _, k := range usable {
+		for f, p := range payloads[:tried] {
+			if ok, reason, detail := v.spend(ctx); !ok {
+				return r.fail(reason, detail)
+			}
+			if j.verify(p, k.JWK.Key) {
+				r.Thumbprint, r.Source, r.Form = k.Thumbprint, k.Source, forms[f]
 				r.Verified, r.Reason = true, ReasonVerified
 				return r
 			}
 		}
 	}
-	if usable == 0 {
-		return r.fail(ReasonInvalidSignature, strings.Join(misfits, "; "))
+	if tried < len(payloads) {
+		return r.fail(ReasonOverLimit, fmt.Sprintf(
+			"the signature does not verify over the first %d of the card's %d distinct canonical forms (limit %d)",
+			tried, len(payloads), v.lim.Forms))
 	}
 	return r.fail(ReasonInvalidSignature, fmt.Sprintf(
-		"the signature does not verify against %d key(s) with kid %q over any canonical form", usable, j.KeyID))
+		"the signature does not verify against %d key(s) with kid %q over any canonical form", len(usable), j.KeyID))
 }
 
 func (r Result) fail(reason Reason, detail string) Result {

@@ -1,0 +1,117 @@
+// Package signaturetest makes hostile signed agent cards for tests: the body
+// that costs a card-signature verifier the most public-key operations (issue
+// 19, row 2), and the key set its signatures name. It does not import package
+// signature, so that package's own tests and benchmarks can use it.
+package signaturetest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+// HostileCard is a v1.0 card whose three canonical forms (served, sdk, spec)
+// are three different byte strings, so that a verifier has a distinct payload
+// to try per form: the served form keeps "x-padding" (outside the v1.0
+// schema), the spec form keeps "streaming": false and the empty
+// "description" of the skill, the sdk form drops all three.
+const HostileCard = `{"name":"Hostile Signer","description":"Signed to be expensive.","version":"1.0.0",` +
+	`"supportedInterfaces":[{"url":"https://hostile.example/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],` +
+	`"capabilities":{"streaming":false},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],` +
+	`"skills":[{"id":"s","name":"S","description":"","tags":["t"]}],"x-padding":"served form only"}`
+
+// Hostile says how to build a hostile card.
+type Hostile struct {
+	// Signatures is how many entries the card's "signatures" array has
+	// (default 16, the most carddrift e91b0a3 checks).
+	Signatures int
+	// Keys is how many P-521 keys the key set holds, all under KeyID
+	// (default 100, the most a key set may list).
+	Keys int
+	// KeyID is the kid every signature and key carries (default "k").
+	KeyID string
+	// JKU, if set, is the jku every signature's protected header names:
+	// where the verifier is to fetch the key set.
+	JKU string
+	// Card is the card to sign (default HostileCard). It must be a JSON
+	// object without "signatures".
+	Card string
+}
+
+// Build returns the card with h.Signatures ES512 signatures that verify
+// under no key and the JWKS of h.Keys fresh P-521 public keys sharing kid:
+// a verifier that tries every key over every canonical form for every
+// signature makes Signatures × Keys × 3 ECDSA P-521 verifications. Each
+// signature is 132 bytes with r and s in [1, n-1], so no length or range
+// check rejects it before the curve arithmetic.
+func (h Hostile) Build() (card, jwks []byte, err error) {
+	if h.Signatures == 0 {
+		h.Signatures = 16
+	}
+	if h.Keys == 0 {
+		h.Keys = 100
+	}
+	if h.KeyID == "" {
+		h.KeyID = "k"
+	}
+	if h.Card == "" {
+		h.Card = HostileCard
+	}
+	base := strings.TrimSpace(h.Card)
+	if !strings.HasPrefix(base, "{") || !strings.HasSuffix(base, "}") || strings.Contains(base, `"signatures"`) {
+		return nil, nil, fmt.Errorf("signaturetest: Card must be a JSON object without signatures")
+	}
+
+	hdr := map[string]string{"alg": "ES512", "kid": h.KeyID, "typ": "JOSE"}
+	if h.JKU != "" {
+		hdr["jku"] = h.JKU
+	}
+	hdrJSON, err := json.Marshal(hdr)
+	if err != nil {
+		return nil, nil, err
+	}
+	protected := base64.RawURLEncoding.EncodeToString(hdrJSON)
+	n := elliptic.P521().Params().N
+	type entry struct {
+		Protected string `json:"protected"`
+		Signature string `json:"signature"`
+	}
+	sigs := make([]entry, h.Signatures)
+	for i := range sigs {
+		raw := make([]byte, 132)
+		for half := range 2 {
+			v, err := rand.Int(rand.Reader, new(big.Int).Sub(n, big.NewInt(1)))
+			if err != nil {
+				return nil, nil, err
+			}
+			v.Add(v, big.NewInt(1)).FillBytes(raw[half*66 : (half+1)*66])
+		}
+		sigs[i] = entry{Protected: protected, Signature: base64.RawURLEncoding.EncodeToString(raw)}
+	}
+	sigJSON, err := json.Marshal(sigs)
+	if err != nil {
+		return nil, nil, err
+	}
+	card = []byte(strings.TrimSuffix(base, "}") + `,"signatures":` + string(sigJSON) + "}")
+
+	keys := make([]jose.JSONWebKey, h.Keys)
+	for i := range keys {
+		priv, err := ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys[i] = jose.JSONWebKey{Key: priv.Public(), KeyID: h.KeyID, Algorithm: "ES512", Use: "sig"}
+	}
+	jwks, err = json.Marshal(jose.JSONWebKeySet{Keys: keys})
+	if err != nil {
+		return nil, nil, err
+	}
+	return card, jwks, nil
+}
