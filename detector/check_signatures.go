@@ -88,7 +88,7 @@ func compareSigners(pinned, live *Card) (Finding, bool) {
 		}
 	}
 	for i, l := range live.Signatures {
-		if p, ok := verifiedPin(l.Thumbprint); ok && l.Reason == SignatureInvalid {
+		if p, ok := verifiedPin(l.Thumbprint); ok && failedSignature(l.Reason) {
 			return Finding{
 				Rule: RuleSignatureInvalid, Severity: Breaking, Path: signaturePointer(i), Before: p, After: l,
 				Message: render(RuleSignatureInvalid, "signer", describeKey(l)),
@@ -143,7 +143,7 @@ func CheckSigned(live *Card) (Finding, bool) {
 		}
 	}
 	for i, s := range live.Signatures {
-		if s.Reason == SignatureInvalid {
+		if failedSignature(s.Reason) {
 			f.Path = signaturePointer(i)
 			f.Message = render(RuleSignatureRequired+"/invalid", "signer", describeKey(s))
 			return f, true
@@ -153,4 +153,18 @@ func CheckSigned(live *Card) (Finding, bool) {
 	f.Path = signaturePointer(i)
 	f.Message = render(RuleSignatureRequired+"/unverified", "signer", describeSigner(s))
 	return f, true
+}
+
+// SignatureOverLimit is package detector/signature's ReasonOverLimit: a
+// verification limit (keys under one kid, canonical forms, the card's budget
+// of public-key operations or time) stopped the signature's check.
+const SignatureOverLimit = "over-limit"
+
+// failedSignature reports an outcome the signature rules read as a
+// signature that does not verify: invalid-signature, or over-limit — a card
+// that costs more to verify than any real card is not taken on trust
+// (signature-invalid against the pinned signer's key, signature-required's
+// "does not verify" under --require-signed-cards).
+func failedSignature(reason string) bool {
+	return reason == SignatureInvalid || reason == SignatureOverLimit
 }
