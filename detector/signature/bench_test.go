@@ -2,9 +2,12 @@ package signature
 
 import (
 	"context"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/carddrift/carddrift/detector/jcs/jcstest"
+	"github.com/carddrift/carddrift/detector/signature/signaturetest"
 )
 
 // BenchmarkCanonical measures each form of the JS SDK agent's served card
@@ -42,6 +45,70 @@ func BenchmarkVerify(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/verify")
+		})
+	}
+}
+
+// cpuTime is the CPU time (user and system) the process has used.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkWorst verifies, in one loop, the dearest card a publisher can
+// write and a normal signed card, and reports both side by side:
+//
+//   - issue-body: issue 19's card, 16 ES512 signatures whose kid names 100
+//     P-521 keys, over three distinct canonical forms (4,800 verifications
+//     and about 17 s of CPU before Limits);
+//   - within-limits: the same with two keys under the kid, the most a
+//     signature may have tried: the card's whole budget of operations is
+//     spent;
+//   - normal: the JS SDK agent's card signed once with ES512 over the SDK
+//     form (two operations: the served form first).
+//
+// Metrics: worst-ns/op and normal-ns/op (wall time of one verification),
+// worst-cpu-ns/op (process CPU during the worst one), worst-ops (public-key
+// operations it made) and worst/normal (the ratio of their times). Run with
+//
+//	go test ./detector/signature -run '^$' -bench Worst -benchtime 20x
+func BenchmarkWorst(b *testing.B) {
+	card := jcstest.ReadFile(b, "testdata/cards/jssdk-v1.0.json")
+	normal, jwk := mustSign(b, card, "ES512", "bench-normal", SignOptions{})
+	normalKeys := keySet(b, jwk)
+	for _, tc := range []struct {
+		name string
+		keys int
+	}{{"issue-body", 100}, {"within-limits", DefaultKeysPerSignature}} {
+		b.Run(tc.name, func(b *testing.B) {
+			worst, worstKeys := hostile(b, signaturetest.Hostile{Keys: tc.keys})
+			ctx := context.Background()
+			var worstWall, worstCPU, normalWall time.Duration
+			var ops int
+			for b.Loop() {
+				c0, t0 := cpuTime(b), time.Now()
+				ops += opsDuring(func() {
+					if res, err := Verify(ctx, worst, worstKeys); err != nil || len(res) != 16 || res[15].Reason != ReasonOverLimit {
+						b.Fatalf("Verify(worst) = %+v, %v", res, err)
+					}
+				})
+				t1 := time.Now()
+				worstWall += t1.Sub(t0)
+				worstCPU += cpuTime(b) - c0
+				if res, err := Verify(ctx, normal, normalKeys); err != nil || !res[0].Verified {
+					b.Fatalf("Verify(normal) = %+v, %v", res, err)
+				}
+				normalWall += time.Since(t1)
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(worstWall.Nanoseconds())/n, "worst-ns/op")
+			b.ReportMetric(float64(worstCPU.Nanoseconds())/n, "worst-cpu-ns/op")
+			b.ReportMetric(float64(normalWall.Nanoseconds())/n, "normal-ns/op")
+			b.ReportMetric(float64(ops)/n, "worst-ops")
+			b.ReportMetric(float64(worstWall)/float64(normalWall), "worst/normal")
 		})
 	}
 }

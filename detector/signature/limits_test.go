@@ -257,14 +257,14 @@ func TestVerifyStops(t *testing.T) {
 
 // TestLimitsRealCards: under the default limits every real card verifies
 // as it did without them — the fixture cards and both SDK agents' cards,
-// signed with each algorithm over each form, once and during a rotation
+// signed over each form, once and during a rotation
 // (two signatures, the old key's first, over the dearest form). The cards
 // the JS SDK signs itself are in TestSDKSignatures, which uses Verify too.
 func TestLimitsRealCards(t *testing.T) {
 	cards := append(fixtureCards(t), jcstest.ReadFile(t, "testdata/cards/jssdk-v1.0.json"),
 		jcstest.ReadFile(t, "testdata/cards/a2ago-v1.0.json"), []byte(signaturetest.HostileCard))
 	for i, card := range cards {
-		for _, alg := range []string{"ES256", "ES512", "RS256", "Ed25519"} {
+		for _, alg := range []string{"ES256", "Ed25519"} { // the count of operations is the same for every alg
 			for _, form := range Forms() {
 				// A fixture card may be signed already (the §8.4 example):
 				// the signature added is the last.
@@ -275,8 +275,8 @@ func TestLimitsRealCards(t *testing.T) {
 				}
 			}
 		}
-		once, oldJWK := mustSign(t, card, "ES512", "real-old", SignOptions{Form: FormSpec})
-		twice, newJWK := mustSign(t, once, "ES512", "real-new", SignOptions{Form: FormSpec})
+		once, oldJWK := mustSign(t, card, "ES256", "real-old", SignOptions{Form: FormSpec})
+		twice, newJWK := mustSign(t, once, "ES256", "real-new", SignOptions{Form: FormSpec})
 		res, err := Verify(context.Background(), twice, keySet(t, oldJWK, newJWK))
 		if n := len(res); err != nil || n < 2 || !res[n-2].Verified || !res[n-1].Verified {
 			t.Errorf("card %d, rotation: %+v, %v", i, res, err)

@@ -37,8 +37,8 @@ const (
 	// ErrMalformed), or "signatures" itself is not an array.
 	ReasonMalformed Reason = "malformed"
 	// ReasonNotChecked: the card has more signatures than Limits.Signatures
-	// (MaxSignatures by default); the ones past the limit are parsed but not
-	// checked (no key lookup).
+	// (MaxSignatures by default); the ones past the limit are neither parsed
+	// nor checked (their Result has only Index, Reason and Detail).
 	ReasonNotChecked Reason = "not-checked"
 	// ReasonOverLimit: checking the signature would have gone past one of
 	// the verifier's Limits — more keys under its kid than
@@ -100,9 +100,10 @@ func Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 // as RFC 7515 detached payload: the signing input is BASE64URL(protected)
 // "." BASE64URL(canonical form).
 //
-// Whatever the card holds, Verify looks keys up for at most l.Signatures
-// entries and makes at most l.Operations public-key operations; a signature
-// a limit stops is ReasonOverLimit (or ReasonNotChecked past l.Signatures).
+// Whatever the card holds, Verify parses and looks keys up for at most
+// l.Signatures entries and makes at most l.Operations public-key
+// operations; a signature a limit stops is ReasonOverLimit (ReasonNotChecked
+// past l.Signatures).
 // It checks ctx before every lookup and every operation: once ctx is done,
 // the signatures not yet decided are ReasonKeysUnavailable — unverified,
 // never invalid, since nothing was learnt about them.
@@ -131,9 +132,17 @@ func (l Limits) verify(ctx context.Context, raw []byte, keys Keys, now func() ti
 			Detail: fmt.Sprintf("signatures is a JSON %s, not an array", sigs.Kind)}}, nil
 	}
 	v := verifier{card: &card, keys: keys, lim: l.withDefaults(), now: now, start: now()}
+	var notChecked string // one Detail for every entry past the limit
 	out := make([]Result, len(sigs.Elems))
 	for i := range sigs.Elems {
-		out[i] = v.one(ctx, i, &sigs.Elems[i])
+		if i < v.lim.Signatures {
+			out[i] = v.one(ctx, i, &sigs.Elems[i])
+			continue
+		}
+		if i == v.lim.Signatures {
+			notChecked = fmt.Sprintf("only the first %d signatures of a card are checked", v.lim.Signatures)
+		}
+		out[i] = Result{Index: i, Reason: ReasonNotChecked, Detail: notChecked}
 	}
 	return out, nil
 }
@@ -204,8 +213,6 @@ func (v *verifier) one(ctx context.Context, i int, entry *jcs.Value) Result {
 		return r.fail(ReasonUnsupportedAlg, err.Error())
 	case err != nil:
 		return r.fail(ReasonMalformed, err.Error())
-	case i >= v.lim.Signatures:
-		return r.fail(ReasonNotChecked, fmt.Sprintf("only the first %d signatures of a card are checked", v.lim.Signatures))
 	case v.keys == nil:
 		return r.fail(ReasonKeysUnavailable, "no key source configured")
 	}

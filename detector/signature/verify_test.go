@@ -354,11 +354,11 @@ func TestMaxSignatures(t *testing.T) {
 		t.Fatalf("Verify: %d results, %v", len(res), err)
 	}
 	for i, r := range res {
-		want := ReasonVerified
+		want, kid := ReasonVerified, "many"
 		if i >= MaxSignatures {
-			want = ReasonNotChecked
+			want, kid = ReasonNotChecked, "" // not even parsed
 		}
-		if r.Reason != want || r.KeyID != "many" {
+		if r.Reason != want || r.KeyID != kid || r.Index != i {
 			t.Errorf("result %d = %+v, want %s", i, r, want)
 		}
 	}
