@@ -122,10 +122,10 @@ func FuzzVerifyBounded(f *testing.F) {
 		sigs, keys, forms, op uint8
 	}{
 		{poolSigned(f, baseCard, FormSDK, "e1 0"), 0, 0, 0, 0},
-		{poolSigned(f, hostileCard, FormSpec, "e2 1"), 0, 0, 0, 0},               // 6 operations
-		{poolSigned(f, hostileCard, FormSpec, "e2 1"), 0, 0, 0, 5},               // over-limit
-		{poolSigned(f, hostileCard, FormSpec, "d1 0", "e1 0"), 0, 0, 2, 0},       // forms
-		{poolSigned(f, hostileCard, FormSpec, "e3 2"), 0, 3, 0, 9},               // keys per signature
+		{poolSigned(f, hostileCard, FormSpec, "e2 1"), 0, 0, 0, 0},                // 6 operations
+		{poolSigned(f, hostileCard, FormSpec, "e2 1"), 0, 0, 0, 5},                // over-limit
+		{poolSigned(f, hostileCard, FormSpec, "d1 0", "e1 0"), 0, 0, 2, 0},        // forms
+		{poolSigned(f, hostileCard, FormSpec, "e3 2"), 0, 3, 0, 9},                // keys per signature
 		{poolSigned(f, baseCard, FormServed, "d4 0", "d4 1", "d4 2"), 2, 4, 1, 3}, // signatures
 		{poolSigned(f, hostileCard, FormServed, "e12 0", "e12 1", "e12 11", "d2 1", "e1 0", "e1 0", "e1 0",
 			"e1 0", "e1 0", "e1 0", "e1 0", "e1 0", "e1 0", "e1 0", "e1 0", "e1 0", "e1 0"), 0, 0, 0, 0},
