@@ -41,6 +41,19 @@
 // not verify makes it ReasonInvalidSignature. A jku key proves only who
 // controls that URL: Result.Source says whether the key was trusted.
 //
+// # Limits
+//
+// A card is written by whoever serves it, or by the client that sends it in
+// a2a.task.submitted, and each signature check is a public-key operation
+// (an ES512 check costs milliseconds). Verify bounds the work per card
+// (Limits, DefaultLimits): at most 16 signatures looked up, at most 2 keys
+// that fit under one kid, the three forms, 8 public-key operations and 2 s
+// of work in all, and it checks its context before every lookup and
+// operation. A signature a limit stops is ReasonOverLimit — the detector
+// reads it as one that does not verify — or ReasonNotChecked past the
+// signatures limit. No real card comes near them: one signature costs at
+// most three operations, a key rotation's two at most six.
+//
 // # Use
 //
 //	keys := signature.Sources{Trusted: trusted, JKU: jwks} // jwks: *fetcher.JWKS

@@ -19,9 +19,9 @@ import (
 
 // HostileCard is a v1.0 card whose three canonical forms (served, sdk, spec)
 // are three different byte strings, so that a verifier has a distinct payload
-// to try per form: the served form keeps "x-padding" (outside the v1.0
-// schema), the spec form keeps "streaming": false and the empty
-// "description" of the skill, the sdk form drops all three.
+// to try per form: only the served form keeps "x-padding" (outside the v1.0
+// schema), the served and spec forms keep the skill's empty "description",
+// the sdk form drops both.
 const HostileCard = `{"name":"Hostile Signer","description":"Signed to be expensive.","version":"1.0.0",` +
 	`"supportedInterfaces":[{"url":"https://hostile.example/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],` +
 	`"capabilities":{"streaming":false},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],` +
