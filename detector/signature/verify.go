@@ -103,10 +103,10 @@ func Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 // Whatever the card holds, Verify parses and looks keys up for at most
 // l.Signatures entries and makes at most l.Operations public-key
 // operations; a signature a limit stops is ReasonOverLimit (ReasonNotChecked
-// past l.Signatures).
-// It checks ctx before every lookup and every operation: once ctx is done,
-// the signatures not yet decided are ReasonKeysUnavailable — unverified,
-// never invalid, since nothing was learnt about them.
+// past l.Signatures). It checks ctx before every lookup and every
+// operation: once ctx is done, the signatures not yet decided are
+// ReasonKeysUnavailable — unverified, never invalid, since nothing was
+// learnt about them.
 //
 // Verify fails only when raw is not a card: an error wrapping ErrNotCard
 // (and the *jcs.SyntaxError). Everything wrong with a signature is in its
