@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime"
 	"net/url"
 	"strings"
@@ -529,4 +530,28 @@ func scalarString(v any) (string, bool) {
 		return string(v), true
 	}
 	return "", false
+}
+
+// CheckSubject reports whether the lifecycle event ev may have been
+// published on the subject whose kind and task tokens are kind and task
+// (a2a.task.<kind>.<task>, read after the stream's prefix, without any
+// partition token the stream appends): kind must be the kind of ev's type
+// and task must be Token of the data's task id, so that ev sits in its own
+// task's partition and under its own task's filter (TaskFilter). The
+// subject attribute, if any, Decode already holds to the data's task id.
+//
+// It returns nil when subject and event agree (exactly when Subject(ev.Data)
+// is a2a.task.<kind>.<task>), and an error wrapping ErrSubjectMismatch
+// otherwise, also for an event that is not a lifecycle event.
+func CheckSubject(ev Event, kind, task string) error {
+	if ev.Data == nil || !isInbound(ev.Type) || ev.Data.EventType() != ev.Type {
+		return fmt.Errorf("%w: type %s is not a lifecycle event's", ErrSubjectMismatch, quote(ev.Type))
+	}
+	if want := ev.Type[len(inboundPrefix):]; kind != want {
+		return fmt.Errorf("%w: kind token %s, type %s", ErrSubjectMismatch, quote(kind), quote(ev.Type))
+	}
+	if id, _ := ev.Data.ids(); Token(id) != task {
+		return fmt.Errorf("%w: task token %s, data.taskId %s", ErrSubjectMismatch, quote(task), quote(id))
+	}
+	return nil
 }
