@@ -66,17 +66,36 @@ const (
 // maxErrorHeader bounds the Carddrift-Error header.
 const maxErrorHeader = 1024
 
-// deadLetterMsg builds the dead-letter copy of msg: its data and the
-// publisher's headers (renamed when they steer JetStream or claim to be
-// carddrift's), carddrift's headers, and a Nats-Msg-Id of the event's
-// stream position, so that dead-lettering the same event twice (a
-// redelivery after a lost termination) stores one copy. The copy fits in
-// maxPayload bytes (headers included): the publisher's headers are dropped,
-// then the data cut, when they would not (HeaderDataTruncated).
-func deadLetterMsg(subject string, msg jetstream.Msg, reason DeadLetterReason, cause error, maxPayload int64) *nats.Msg {
+// original is what a dead letter copies of the event it stands for.
+type original struct {
+	subject string      // as stored
+	header  nats.Header // the publisher's
+	data    []byte
+	stream  string // "" when unknown
+	seq     uint64 // its stream sequence, 0 when unknown
+}
+
+// originalOf reads msg as a dead letter copies it.
+func originalOf(msg jetstream.Msg) original {
+	o := original{subject: msg.Subject(), header: msg.Headers(), data: msg.Data()}
+	if md, err := msg.Metadata(); err == nil {
+		o.stream, o.seq = md.Stream, md.Sequence.Stream
+	}
+	return o
+}
+
+// deadLetterMsg builds the dead-letter copy of o, on subject: its data and
+// the publisher's headers (renamed when they steer JetStream or claim to
+// be carddrift's, see steers), carddrift's headers, and a Nats-Msg-Id of
+// the event's stream position, so that dead-lettering the same event twice
+// (a redelivery after a lost termination) stores one copy. The copy fits
+// in maxPayload bytes (headers included; 0: no bound): the publisher's
+// headers are dropped, then the data cut, when they would not
+// (HeaderDataTruncated says the original size).
+func deadLetterMsg(subject string, o original, reason DeadLetterReason, cause error, maxPayload int64) *nats.Msg {
 	dl := nats.NewMsg(subject)
 	publisher := nats.Header{}
-	for k, v := range msg.Headers() {
+	for k, v := range o.header {
 		if steers(k) {
 			publisher[PublisherHeaderPrefix+k] = v
 		} else {
@@ -86,20 +105,23 @@ func deadLetterMsg(subject string, msg jetstream.Msg, reason DeadLetterReason, c
 	own := nats.Header{}
 	own.Set(HeaderDeadLetterReason, string(reason))
 	own.Set(HeaderError, strings.ToValidUTF8(truncate(cause.Error(), maxErrorHeader), "?"))
-	own.Set(HeaderOriginalSubject, msg.Subject())
-	if md, err := msg.Metadata(); err == nil {
-		own.Set(HeaderStreamSequence, fmt.Sprint(md.Sequence.Stream))
-		own.Set(nats.MsgIdHdr, fmt.Sprintf("%s/%d", md.Stream, md.Sequence.Stream))
+	own.Set(HeaderOriginalSubject, o.subject)
+	if o.stream != "" {
+		own.Set(HeaderStreamSequence, fmt.Sprint(o.seq))
+		own.Set(nats.MsgIdHdr, fmt.Sprintf("%s/%d", o.stream, o.seq))
 	}
-	data := msg.Data()
-	// Headers are sent as "NATS/1.0\r\n", "key: value\r\n" each, "\r\n".
-	room := maxPayload - headerSize(own) - int64(len(HeaderDataTruncated)+24)
-	if maxPayload > 0 && headerSize(publisher)+int64(len(data)) > room {
-		publisher = nil
-	}
-	if maxPayload > 0 && int64(len(data)) > room {
-		own.Set(HeaderDataTruncated, fmt.Sprint(len(data)))
-		data = data[:max(room, 0)]
+	data := o.data
+	if maxPayload > 0 {
+		// Room for the data beside carddrift's headers, one of them
+		// possibly HeaderDataTruncated.
+		room := maxPayload - headerSize(own) - int64(len(HeaderDataTruncated)+len(": \r\n")+20)
+		if headerSize(publisher)+int64(len(data)) > room {
+			publisher = nil
+		}
+		if int64(len(data)) > room {
+			own.Set(HeaderDataTruncated, fmt.Sprint(len(data)))
+			data = data[:max(room, 0)]
+		}
 	}
 	for k, v := range publisher {
 		dl.Header[k] = v
@@ -142,7 +164,7 @@ func headerSize(h nats.Header) int64 {
 // never drops an event the worker could not dead-letter. It reports
 // whether the copy was stored.
 func (w *Worker) deadLetter(ctx context.Context, msg jetstream.Msg, reason DeadLetterReason, cause error) bool {
-	dl := deadLetterMsg(w.dlqPrefix()+"."+string(reason), msg, reason, cause, w.js.Conn().MaxPayload())
+	dl := deadLetterMsg(w.dlqPrefix()+"."+string(reason), originalOf(msg), reason, cause, w.js.Conn().MaxPayload())
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := w.js.PublishMsg(pctx, dl); err != nil {
