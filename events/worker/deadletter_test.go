@@ -232,3 +232,31 @@ func TestCheckSubjectShapes(t *testing.T) {
 		})
 	}
 }
+
+// FuzzCheckSubjectShapes feeds stored subjects and task ids to
+// checkSubject: it accepts exactly <prefix>.status.<Token(id)>, followed
+// by a partition number when the stream is partitioned.
+func FuzzCheckSubjectShapes(f *testing.F) {
+	f.Add("a2a.task.status.t-1", "t-1", uint8(0))
+	f.Add("a2a.task.status.t-1.3", "t-1", uint8(4))
+	f.Add("a2a.task.status.t=2E1.0", "t.1", uint8(4))
+	f.Add("a2a.task.status.t.1", "t.1", uint8(0))
+	f.Add("a2a.task.error.victim.2", "victim", uint8(4))
+	f.Add("a2a.task.status.decoy.0.0", "victim", uint8(4))
+	f.Fuzz(func(t *testing.T, subject, id string, partitions uint8) {
+		cfg := store.DefaultConfig()
+		cfg.Partitions = int(partitions % 8)
+		w := &Worker{cfg: cfg}
+		ev := events.Event{Type: events.TypeStatus, Data: events.Status{TaskID: id, AgentURL: "https://a.example", State: "working"}}
+		err := w.checkSubject(subject, ev)
+		if err != nil && !errors.Is(err, events.ErrSubjectMismatch) {
+			t.Fatalf("checkSubject(%q) = %v", subject, err)
+		}
+		own := "a2a.task.status." + events.Token(id)
+		rest, cut := strings.CutPrefix(subject, own)
+		want := cut && (cfg.Partitions == 0 && rest == "" || cfg.Partitions > 0 && strings.HasPrefix(rest, ".") && isPartition(rest[1:]))
+		if (err == nil) != want {
+			t.Fatalf("checkSubject(%q) for task %q, %d partitions = %v, want accepted %v", subject, id, cfg.Partitions, err, want)
+		}
+	})
+}
