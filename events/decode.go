@@ -555,3 +555,44 @@ func CheckSubject(ev Event, kind, task string) error {
 	}
 	return nil
 }
+
+// CheckStoredSubject is CheckSubject for a lifecycle event as its stream
+// stored it: subject is prefix (the stream's subjects without the final
+// ">", "a2a.task." by default), the kind and task tokens, and, when the
+// stream is partitioned, a partition number. Which number the stream's
+// transform chose is not checked (a stream repartitioned since keeps its
+// old ones). It returns an error wrapping ErrSubjectMismatch for any other
+// shape and for an event that disagrees with its subject.
+func CheckStoredSubject(ev Event, subject, prefix string, partitioned bool) error {
+	rest, ok := strings.CutPrefix(subject, prefix)
+	if !ok {
+		return fmt.Errorf("%w: subject %s is not under %s", ErrSubjectMismatch, quote(subject), quote(prefix))
+	}
+	kind, rest, _ := strings.Cut(rest, ".")
+	task, part, hasPart := strings.Cut(rest, ".")
+	if hasPart != partitioned || hasPart && !isPartition(part) {
+		shape := "<kind>.<task>"
+		if partitioned {
+			shape += ".<partition>"
+		}
+		return fmt.Errorf("%w: subject %s is not %s%s", ErrSubjectMismatch, quote(subject), prefix, shape)
+	}
+	return CheckSubject(ev, kind, task)
+}
+
+// isPartition reports whether s is a partition token as nats-server's
+// partition() writes it: a decimal number without leading zeros, below
+// store.MaxPartitions (1024).
+func isPartition(s string) bool {
+	if s == "" || len(s) > 4 || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n < 1024
+}
