@@ -104,3 +104,31 @@ func TestPinWriteConflict(t *testing.T) {
 			pin.SchemaErrorSeq, pin.SchemaErrorCode, pin.Reported, otherDrift)
 	}
 }
+
+// TestConsumerRedeliversWithoutLimit: a worker updates a lifecycle consumer
+// made by an older release (MaxDeliver 10, the server's give-up) to
+// unlimited deliveries: only the worker gives up on an event, by
+// dead-lettering it.
+func TestConsumerRedeliversWithoutLimit(t *testing.T) {
+	r := workertest.Start(t, workertest.Options{Configure: func(c *store.Config) { c.Partitions = 2 }})
+	ctx := context.Background()
+	for _, cc := range r.Config.LifecycleConsumers() {
+		cc.MaxDeliver = store.DefaultMaxDeliver // as e91b0a3 made it
+		cc.PriorityGroups = []string{"carddrift"}
+		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
+		cc.PinnedTTL = 2 * time.Second
+		if _, err := r.JS.CreateOrUpdateConsumer(ctx, r.Config.LifecycleStream, cc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.StartWorker("upgrade", nil)
+	for _, name := range r.Config.ConsumerNames() {
+		c, err := r.JS.Consumer(ctx, r.Config.LifecycleStream, name)
+		must(t, err)
+		info, err := c.Info(ctx)
+		must(t, err)
+		if info.Config.MaxDeliver != -1 {
+			t.Errorf("consumer %s: MaxDeliver %d after the worker started, want -1", name, info.Config.MaxDeliver)
+		}
+	}
+}
