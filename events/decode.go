@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime"
 	"net/url"
 	"strings"
@@ -529,4 +530,69 @@ func scalarString(v any) (string, bool) {
 		return string(v), true
 	}
 	return "", false
+}
+
+// CheckSubject reports whether the lifecycle event ev may have been
+// published on the subject whose kind and task tokens are kind and task
+// (a2a.task.<kind>.<task>, read after the stream's prefix, without any
+// partition token the stream appends): kind must be the kind of ev's type
+// and task must be Token of the data's task id, so that ev sits in its own
+// task's partition and under its own task's filter (TaskFilter). The
+// subject attribute, if any, Decode already holds to the data's task id.
+//
+// It returns nil when subject and event agree (exactly when Subject(ev.Data)
+// is a2a.task.<kind>.<task>), and an error wrapping ErrSubjectMismatch
+// otherwise, also for an event that is not a lifecycle event.
+func CheckSubject(ev Event, kind, task string) error {
+	if ev.Data == nil || !isInbound(ev.Type) || ev.Data.EventType() != ev.Type {
+		return fmt.Errorf("%w: type %s is not a lifecycle event's", ErrSubjectMismatch, quote(ev.Type))
+	}
+	if want := ev.Type[len(inboundPrefix):]; kind != want {
+		return fmt.Errorf("%w: kind token %s, type %s", ErrSubjectMismatch, quote(kind), quote(ev.Type))
+	}
+	if id, _ := ev.Data.ids(); Token(id) != task {
+		return fmt.Errorf("%w: task token %s, data.taskId %s", ErrSubjectMismatch, quote(task), quote(id))
+	}
+	return nil
+}
+
+// CheckStoredSubject is CheckSubject for a lifecycle event as its stream
+// stored it: subject is prefix (the stream's subjects without the final
+// ">", "a2a.task." by default), the kind and task tokens, and, when the
+// stream is partitioned, a partition number. Which number the stream's
+// transform chose is not checked (a stream repartitioned since keeps its
+// old ones). It returns an error wrapping ErrSubjectMismatch for any other
+// shape and for an event that disagrees with its subject.
+func CheckStoredSubject(ev Event, subject, prefix string, partitioned bool) error {
+	rest, ok := strings.CutPrefix(subject, prefix)
+	if !ok {
+		return fmt.Errorf("%w: subject %s is not under %s", ErrSubjectMismatch, quote(subject), quote(prefix))
+	}
+	kind, rest, _ := strings.Cut(rest, ".")
+	task, part, hasPart := strings.Cut(rest, ".")
+	if hasPart != partitioned || hasPart && !isPartition(part) {
+		shape := "<kind>.<task>"
+		if partitioned {
+			shape += ".<partition>"
+		}
+		return fmt.Errorf("%w: subject %s is not %s%s", ErrSubjectMismatch, quote(subject), prefix, shape)
+	}
+	return CheckSubject(ev, kind, task)
+}
+
+// isPartition reports whether s is a partition token as nats-server's
+// partition() writes it: a decimal number without leading zeros, below
+// store.MaxPartitions (1024).
+func isPartition(s string) bool {
+	if s == "" || len(s) > 4 || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n < 1024
 }

@@ -39,6 +39,10 @@ var (
 	// AgentKey, AgentFilters and ParseSubject for ids, URLs or subjects that
 	// do not map to a carddrift subject.
 	ErrInvalidSubject = errors.New("events: invalid subject")
+	// ErrSubjectMismatch is returned (wrapped) by CheckSubject for a
+	// lifecycle event whose subject names another kind than its type or
+	// another task than its data.
+	ErrSubjectMismatch = errors.New("events: subject disagrees with the event")
 )
 
 // DecodeError is the error Decode returns. Err is ErrMalformedEnvelope,

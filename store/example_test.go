@@ -32,10 +32,10 @@ func ExampleConfig_LifecycleConsumer() {
 		fmt.Println(cc.Durable, cc.FilterSubject, cc.AckWait, cc.MaxDeliver)
 	}
 	// Output:
-	// carddrift-worker-p0 a2a.task.*.*.0 30s 10
-	// carddrift-worker-p1 a2a.task.*.*.1 30s 10
-	// carddrift-worker-p2 a2a.task.*.*.2 30s 10
-	// carddrift-worker-p3 a2a.task.*.*.3 30s 10
+	// carddrift-worker-p0 a2a.task.*.*.0 30s -1
+	// carddrift-worker-p1 a2a.task.*.*.1 30s -1
+	// carddrift-worker-p2 a2a.task.*.*.2 30s -1
+	// carddrift-worker-p3 a2a.task.*.*.3 30s -1
 }
 
 func ExampleConfig_Validate() {

@@ -68,8 +68,8 @@ type Topology struct {
 	ConsumerName string
 	// AckWait before an unacked event is redelivered (default 30s).
 	AckWait time.Duration
-	// MaxDeliver is how often an event is delivered before it is given up
-	// (default 10; negative: unlimited).
+	// MaxDeliver is how often an event is delivered before a worker
+	// dead-letters it (default 10; negative: never).
 	MaxDeliver int
 	// MaxAckPending bounds the unacked events across all workers of one
 	// consumer (default 1000).
@@ -252,7 +252,10 @@ func (t *Topology) PartitionOf(taskToken string) int {
 
 // LifecycleConsumer returns the config of the durable pull consumer that
 // workers share for partition p (0 without partitions): explicit acks,
-// AckWait, MaxDeliver, MaxAckPending and BackOff from c, filtered to the
+// AckWait, MaxAckPending and BackOff from c, unlimited deliveries (the
+// worker dead-letters an event on its c.MaxDeliver-th delivery itself, and
+// only acknowledges it once the dead letter is stored: the server must not
+// drop it first), filtered to the
 // partition, delivering from the start of the stream, with the Config's
 // Replicas and Storage. The worker creates it with
 // js.CreateOrUpdateConsumer(ctx, c.LifecycleStream, cc). It panics if p is
@@ -266,7 +269,7 @@ func (c *Config) LifecycleConsumer(p int) jetstream.ConsumerConfig {
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       c.AckWait,
-		MaxDeliver:    c.MaxDeliver,
+		MaxDeliver:    -1,
 		MaxAckPending: c.MaxAckPending,
 		BackOff:       append([]time.Duration(nil), c.BackOff...),
 		FilterSubject: c.LifecycleFilter(p),

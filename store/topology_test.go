@@ -48,8 +48,8 @@ func TestLifecycleConsumer(t *testing.T) {
 			if cc.AckPolicy != jetstream.AckExplicitPolicy {
 				t.Fatalf("LifecycleConsumer(%d).AckPolicy = %v, want explicit", tc.p, cc.AckPolicy)
 			}
-			if cc.AckWait != 30*time.Second || cc.MaxDeliver != 10 || cc.MaxAckPending != 1000 {
-				t.Fatalf("LifecycleConsumer(%d) = AckWait %v MaxDeliver %d MaxAckPending %d, want 30s 10 1000",
+			if cc.AckWait != 30*time.Second || cc.MaxDeliver != -1 || cc.MaxAckPending != 1000 {
+				t.Fatalf("LifecycleConsumer(%d) = AckWait %v MaxDeliver %d MaxAckPending %d, want 30s -1 1000",
 					tc.p, cc.AckWait, cc.MaxDeliver, cc.MaxAckPending)
 			}
 		})

@@ -67,10 +67,26 @@
 //
 // Each event is acknowledged only after every event it caused is published.
 // Transient failures (store or publish errors) are retried in process a few
-// times, then the event is NAKed with a growing delay; on its last delivery
-// it is dead-lettered instead. Malformed events and events that can never
-// succeed (an unparseable client card) are copied to the dead-letter stream
-// with the reason and terminated: they never block the stream.
+// times, then the event is NAKed with a growing delay; on its MaxDeliver-th
+// delivery (store.Config.MaxDeliver, counted by the worker: the consumer
+// itself redelivers without limit) it is dead-lettered instead. Malformed
+// events, events whose subject disagrees with their data (subject-mismatch:
+// another kind than their type, another task than their taskId; they change
+// no pin) and events that can never succeed (an unparseable client card)
+// are copied to the dead-letter stream with the reason (DeadLetterReasons)
+// and terminated: they never block the stream. An event is terminated only
+// once its dead letter is stored; until then it stays unacknowledged and is
+// redelivered with a growing delay, so that no dead-letter outage loses it.
+// The copy carries the publisher's headers, except that those the server
+// would act on (every Nats- header: Nats-Expected-*, Nats-Msg-Id, Nats-TTL,
+// Nats-Rollup, …) or that look like carddrift's own are renamed under
+// PublisherHeaderPrefix: no publisher decides whether, where or for how
+// long its dead letter is kept.
+//
+// A pin is written back with compare-and-set at the revision the event was
+// judged on. A conflict (another writer, across a partition hand-over) is
+// not success: the event is handled again on the pin as it now is, a few
+// times in process, then by redelivery.
 //
 // Per-task order: the lifecycle stream is partitioned by task id
 // (store.Config.Partitions), each partition has one durable consumer whose

@@ -20,3 +20,6 @@ func HandleAt(ctx context.Context, w *Worker, ev events.Event, seq uint64, store
 	}
 	return false, err
 }
+
+// ErrPinChanged is errPinChanged, for the external tests.
+var ErrPinChanged = errPinChanged

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
@@ -53,11 +52,11 @@ func transient(err error) error { return transientError{err} }
 
 // permanentError marks an event that can never succeed.
 type permanentError struct {
-	reason string
+	reason DeadLetterReason
 	err    error
 }
 
-func (e permanentError) Error() string { return e.reason + ": " + e.err.Error() }
+func (e permanentError) Error() string { return string(e.reason) + ": " + e.err.Error() }
 func (e permanentError) Unwrap() error { return e.err }
 
 const inProcessRetries = 3
@@ -71,8 +70,13 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 	start := time.Now()
 	ev, err := events.Decode(msg)
 	if err != nil {
-		w.deadLetter(ctx, msg, "malformed", err)
-		w.m.event("invalid", outcomeDeadLetter, time.Since(start).Seconds())
+		w.m.event("invalid", w.deadLetterOutcome(ctx, msg, ReasonMalformed, err), time.Since(start).Seconds())
+		return
+	}
+	if err := w.checkSubject(msg.Subject(), ev); err != nil {
+		// Before anything reads or writes a pin: the event names a task
+		// its subject does not, and sits in another task's partition.
+		w.m.event(ev.Type, w.deadLetterOutcome(ctx, msg, ReasonSubjectMismatch, err), time.Since(start).Seconds())
 		return
 	}
 	if !task.NeedsCard(ev) {
@@ -132,19 +136,17 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event
 			w.log.Warn().Err(aerr).Msg("ack failed; the event will be redelivered")
 		}
 	case errors.As(err, &pe):
-		w.deadLetter(ctx, msg, pe.reason, err)
-		outcome = outcomeDeadLetter
+		outcome = w.deadLetterOutcome(ctx, msg, pe.reason, err)
 	default:
+		// The worker, not the server, gives up on an event: the consumer
+		// redelivers without limit, and the event is dead-lettered on its
+		// MaxDeliver-th delivery (or, if that fails, a later one).
 		md, _ := msg.Metadata()
 		if md != nil && w.cfg.MaxDeliver > 0 && int(md.NumDelivered) >= w.cfg.MaxDeliver {
-			w.deadLetter(ctx, msg, "max-deliver", err)
-			outcome = outcomeDeadLetter
+			outcome = w.deadLetterOutcome(ctx, msg, ReasonMaxDeliver, err)
 			break
 		}
-		delay := time.Second
-		if md != nil {
-			delay = min(time.Duration(1<<min(md.NumDelivered, 6))*time.Second, time.Minute)
-		}
+		delay := redeliveryDelay(msg)
 		w.log.Warn().Err(err).Str("type", ev.Type).Str("task", ev.TaskID()).Dur("retryIn", delay).Msg("event failed; will retry")
 		msg.NakWithDelay(delay)
 		outcome = outcomeRetry
@@ -181,48 +183,13 @@ func (w *Worker) keepAlive(msg jetstream.Msg) func() {
 	}
 }
 
-// deadLetter copies msg to the dead-letter stream with the reason, then
-// terminates it so that it is never redelivered.
-func (w *Worker) deadLetter(ctx context.Context, msg jetstream.Msg, reason string, cause error) {
-	w.m.deadLetter(reason)
-	dl := nats.NewMsg(w.dlqPrefix() + "." + reason)
-	for k, v := range msg.Headers() {
-		dl.Header[k] = v
+// deadLetterOutcome dead-letters msg and returns the outcome to count:
+// dead-letter once the copy is stored, retry while it is not.
+func (w *Worker) deadLetterOutcome(ctx context.Context, msg jetstream.Msg, reason DeadLetterReason, cause error) string {
+	if w.deadLetter(ctx, msg, reason, cause) {
+		return outcomeDeadLetter
 	}
-	dl.Header.Set("Carddrift-Dead-Letter-Reason", reason)
-	dl.Header.Set("Carddrift-Error", truncate(cause.Error(), 1024))
-	dl.Header.Set("Carddrift-Original-Subject", msg.Subject())
-	if md, err := msg.Metadata(); err == nil {
-		dl.Header.Set("Carddrift-Stream-Sequence", fmt.Sprint(md.Sequence.Stream))
-		dl.Header.Set(nats.MsgIdHdr, fmt.Sprintf("%s/%d", md.Stream, md.Sequence.Stream))
-	}
-	dl.Data = msg.Data()
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if _, err := w.js.PublishMsg(pctx, dl); err != nil {
-		// Without a dead-letter copy, terminating would lose the event: let it
-		// be redelivered instead.
-		w.log.Error().Err(err).Str("reason", reason).Msg("dead-letter publish failed; event left for redelivery")
-		msg.NakWithDelay(10 * time.Second)
-		return
-	}
-	w.log.Warn().Str("reason", reason).Err(cause).Str("subject", msg.Subject()).Msg("event dead-lettered")
-	msg.TermWithReason(reason)
-}
-
-func (w *Worker) dlqPrefix() string {
-	s := w.cfg.DLQSubjects
-	if len(s) > 2 && s[len(s)-2:] == ".>" {
-		return s[:len(s)-2]
-	}
-	return "carddrift.dlq"
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
+	return outcomeRetry
 }
 
 // meta is the core's view of where and when ev was delivered.
@@ -248,7 +215,7 @@ func (w *Worker) handle(ctx context.Context, ev events.Event, dl delivery) (stri
 		return w.transition(ctx, ev, dl)
 	}
 	// Outbound types on the inbound stream: nothing a worker should act on.
-	return "", permanentError{reason: "unexpected-type", err: fmt.Errorf("event type %s is not a lifecycle event", ev.Type)}
+	return "", permanentError{reason: ReasonUnexpectedType, err: fmt.Errorf("event type %s is not a lifecycle event", ev.Type)}
 }
 
 // transition handles a capability-dependent transition of a task: the core
@@ -404,7 +371,10 @@ func (w *Worker) carryOut(ctx context.Context, res task.Result, rev uint64) (str
 	}
 	if res.Pin != nil && !res.PinFirst {
 		if err := w.savePin(ctx, *res.Pin, rev); err != nil {
-			if res.Outcome != task.OutcomeDrift {
+			if res.Outcome != task.OutcomeDrift || errors.Is(err, errPinChanged) {
+				// A pin that changed meanwhile is re-read and the event
+				// judged again (its drift, if still due, publishes as a
+				// duplicate of this one and is recorded then).
 				return "", err
 			}
 			// The drift is published; failing to record it only means a
@@ -416,14 +386,22 @@ func (w *Worker) carryOut(ctx context.Context, res task.Result, rev uint64) (str
 	return res.Outcome, nil
 }
 
-// savePin writes pin back with compare-and-set at rev. A conflict means
-// another event of the task was handled meanwhile (only possible across a
-// partition hand-over): the next event re-reads the pin.
+// errPinChanged: the pin was written (or removed) by someone else between
+// the read the event was judged on and the write of its result, another
+// event of the task handled meanwhile (possible across a partition
+// hand-over, or by a worker that lost its partition). What the event
+// recorded would be lost: it is handled again on the new pin.
+var errPinChanged = errors.New("pin changed since it was read")
+
+// savePin writes pin back with compare-and-set at rev. A conflict (or a pin
+// removed meanwhile) is never success: it returns a transient errPinChanged,
+// so that process re-reads the pin and applies the event again (a few times
+// in process, then by redelivery).
 func (w *Worker) savePin(ctx context.Context, pin task.Pin, rev uint64) error {
 	_, err := w.opts.Pins.Update(ctx, pin, rev)
 	switch {
 	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotFound):
-		return nil
+		return transient(fmt.Errorf("update pin of task %q at revision %d: %w: %w", pin.TaskID, rev, errPinChanged, err))
 	case err != nil:
 		return transient(fmt.Errorf("update pin: %w", err))
 	}
@@ -446,7 +424,7 @@ func (w *Worker) pinnedCard(ctx context.Context, digest string) (*detector.Card,
 	c, err := detector.Parse(raw)
 	if err != nil {
 		// A stored body always parsed when it was stored: this is corruption.
-		return nil, permanentError{reason: "corrupt-card", err: err}
+		return nil, permanentError{reason: ReasonCorruptCard, err: err}
 	}
 	w.cards.put(digest, c)
 	return c, nil

@@ -19,7 +19,7 @@ import (
 func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submitted, dl delivery) (string, error) {
 	s, err := task.Submit(ev, d, w.meta(ev, dl))
 	if err != nil {
-		return "", permanentError{reason: "invalid-card", err: err}
+		return "", permanentError{reason: ReasonInvalidCard, err: err}
 	}
 	if !s.NeedsObservation() {
 		// The client's card: the pin records who signed it, verified with

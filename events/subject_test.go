@@ -1,0 +1,139 @@
+package events_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/carddrift/carddrift/events"
+)
+
+func TestCheckSubject(t *testing.T) {
+	ev := func(d events.Data) events.Event { return events.Event{Type: d.EventType(), Data: d} }
+	sub := events.Submitted{TaskID: "victim", AgentURL: "https://a.example", SkillID: "s"}
+	dotted := events.Status{TaskID: "a.b *>", AgentURL: "https://a.example", State: "working"}
+	cases := []struct {
+		name       string
+		ev         events.Event
+		kind, task string
+		ok         bool
+	}{
+		{"matching", ev(sub), "submitted", "victim", true},
+		{"escaped id", ev(dotted), "status", events.Token("a.b *>"), true},
+		{"empty id", ev(events.Status{TaskID: "", AgentURL: "https://a.example", State: "working"}), "status", "=", true},
+		{"another task", ev(sub), "submitted", "decoy", false},
+		{"another kind", ev(sub), "error", "victim", false},
+		{"both", ev(sub), "error", "decoy", false},
+		{"raw instead of token", ev(dotted), "status", "a.b *>", false},
+		{"lower-case escape", ev(dotted), "status", strings.ToLower(events.Token("a.b *>")), false},
+		{"type says another kind than data", events.Event{Type: events.TypeError, Data: sub}, "error", "victim", false},
+		{"outbound event", ev(events.Pinned{TaskID: "victim", AgentURL: "https://a.example"}), "pinned", "victim", false},
+		{"no data", events.Event{Type: events.TypeSubmitted}, "submitted", "victim", false},
+		{"empty tokens", ev(sub), "", "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := events.CheckSubject(c.ev, c.kind, c.task)
+			if c.ok && err != nil {
+				t.Fatalf("CheckSubject(%s, %q, %q) = %v, want nil", c.ev.Type, c.kind, c.task, err)
+			}
+			if !c.ok && !errors.Is(err, events.ErrSubjectMismatch) {
+				t.Fatalf("CheckSubject(%s, %q, %q) = %v, want ErrSubjectMismatch", c.ev.Type, c.kind, c.task, err)
+			}
+		})
+	}
+}
+
+// subjectSeeds are subject/data pairs for FuzzCheckSubject: every lifecycle
+// sample on its own subject, on another task's, on another kind's, and
+// with the raw or a non-canonical task token. They are also committed under
+// testdata/fuzz/FuzzCheckSubject (see TestWriteSubjectCorpus).
+func subjectSeeds(t testing.TB) [][4]string {
+	var seeds [][4]string
+	for i, d := range samples() {
+		m, err := events.Encode(events.Event{ID: fmt.Sprintf("seed-%d", i), Source: "urn:fuzz", Time: t0, Data: d}, events.Binary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, body := headerBlob(m.Header), string(m.Data)
+		kind, task, _ := strings.Cut(strings.TrimPrefix(m.Subject, "a2a.task."), ".")
+		seeds = append(seeds,
+			[4]string{kind, task, h, body},
+			[4]string{kind, "decoy", h, body},
+			[4]string{"error", task, h, body},
+			[4]string{kind, strings.ToLower(task), h, body},
+		)
+	}
+	bin := "ce-id: e1\nce-source: urn:test\nce-specversion: 1.0\nce-type: a2a.task.submitted\n"
+	victim := `{"taskId":"victim","agentUrl":"https://a.example","skillId":"s"}`
+	seeds = append(seeds,
+		[4]string{"submitted", "victim", bin, victim},
+		[4]string{"error", "decoy", bin, victim},
+		[4]string{"submitted", "victim", bin + "ce-subject: decoy\n", victim},
+		[4]string{"submitted", "=", bin, `{"taskId":"","agentUrl":"https://a.example","skillId":"s"}`},
+		[4]string{"submitted", "a=2Eb", bin, `{"taskId":"a.b","agentUrl":"https://a.example","skillId":"s"}`},
+		[4]string{"submitted", "a.b", bin, `{"taskId":"a.b","agentUrl":"https://a.example","skillId":"s"}`},
+	)
+	return seeds
+}
+
+// FuzzCheckSubject feeds subject tokens and an event to CheckSubject: it
+// must never panic, it must accept exactly the subject the event's own
+// encoding is published on (Subject), and every refusal must wrap
+// ErrSubjectMismatch.
+func FuzzCheckSubject(f *testing.F) {
+	for _, s := range subjectSeeds(f) {
+		f.Add(s[0], s[1], s[2], []byte(s[3]))
+	}
+	f.Fuzz(func(t *testing.T, kind, task, headers string, data []byte) {
+		subject := "a2a.task." + kind + "." + task
+		ev, err := events.Decode(events.NATSMsg(&nats.Msg{Subject: subject, Header: parseHeaderBlob(headers), Data: data}))
+		if err != nil {
+			return
+		}
+		err = events.CheckSubject(ev, kind, task)
+		own, serr := events.Subject(ev.Data)
+		switch {
+		case err != nil && !errors.Is(err, events.ErrSubjectMismatch):
+			t.Fatalf("CheckSubject = %v, not ErrSubjectMismatch", err)
+		case err == nil && (serr != nil || own != subject):
+			t.Fatalf("CheckSubject accepted %s on %q; its own subject is %q (%v)", ev.Type, subject, own, serr)
+		case err != nil && serr == nil && own == subject && ev.Data.EventType() == ev.Type:
+			t.Fatalf("CheckSubject refused %s on its own subject %q: %v", ev.Type, subject, err)
+		}
+	})
+}
+
+// TestWriteSubjectCorpus rewrites testdata/fuzz/FuzzCheckSubject from
+// subjectSeeds when CARDDRIFT_WRITE_CORPUS=1; otherwise it checks that the
+// committed corpus is there.
+func TestWriteSubjectCorpus(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzCheckSubject")
+	seeds := subjectSeeds(t)
+	if os.Getenv("CARDDRIFT_WRITE_CORPUS") != "1" {
+		files, _ := filepath.Glob(filepath.Join(dir, "seed-*"))
+		if len(files) < len(seeds) {
+			t.Errorf("%s has %d seed files, want %d (CARDDRIFT_WRITE_CORPUS=1 go test -run TestWriteSubjectCorpus)", dir, len(files), len(seeds))
+		}
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range seeds {
+		body := "go test fuzz v1\n"
+		for _, v := range s[:3] {
+			body += "string(" + strconv.Quote(v) + ")\n"
+		}
+		body += "[]byte(" + strconv.Quote(s[3]) + ")\n"
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
