@@ -43,6 +43,7 @@ type streamView struct {
 	name        string
 	last        uint64
 	partitioned bool // stored subjects carry a partition token
+	lifecycle   bool // the lifecycle stream: subjects are checked against the data
 	stream      jetstream.Stream
 }
 
@@ -53,7 +54,7 @@ func (r *Reader) view(ctx context.Context, name string) (*streamView, error) {
 	}
 	info := s.CachedInfo()
 	return &streamView{
-		name: name, last: info.State.LastSeq, stream: s,
+		name: name, last: info.State.LastSeq, stream: s, lifecycle: name == r.cfg.LifecycleStream,
 		partitioned: info.Config.SubjectTransform != nil && info.Config.SubjectTransform.Destination != "",
 	}, nil
 }
@@ -134,6 +135,11 @@ func (r *Reader) read(ctx context.Context, v *streamView, filters []string, w re
 			return recs, skipped, nil
 		}
 		ev, err := events.Decode(msg)
+		if err == nil && v.lifecycle {
+			// A publisher chose the subject: an event filed under another
+			// task's (or kind's) subject is not that task's history.
+			err = events.CheckStoredSubject(ev, msg.Subject(), strings.TrimSuffix(r.cfg.LifecycleSubjects, ">"), v.partitioned)
+		}
 		if err != nil {
 			skipped = append(skipped, Skipped{Stream: v.name, Seq: seq, Subject: msg.Subject(), Reason: err.Error()})
 		} else {
