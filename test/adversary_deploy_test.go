@@ -1,0 +1,531 @@
+package test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/store"
+)
+
+// The adversary suite's deployment rows (issue 19, rows 1 and 10), run
+// against the shipped deployment as the cluster test runs it: the three
+// nats-server processes of deployments/nats/*.conf with the certificates of
+// deployments/tls/make-test-certs.sh.
+//
+//   - TestAdversaryRouteIdentity: every certificate a client, planner,
+//     worker or operator holds tries to join the cluster as a route (a
+//     fourth nats-server whose cluster block presents it) and publishes a
+//     forged card.drift through it; the route identity does the same and
+//     must join, which shows the probe would see a join.
+//   - TestAdversaryMonitoring: NATS monitoring answers on loopback only.
+//   - TestAdversaryPlannerPushConsumer: a planner's push consumers on
+//     CARD_EVENTS aimed at every subject of carddrift's account change
+//     nothing there.
+
+// rogueNode is a nats-server that is not part of the deployment: it
+// solicits a route to node 1 of the cluster with a certificate of its
+// choice, and has a user of its own in an account named CARDDRIFT, through
+// which it publishes whatever it likes.
+type rogueNode struct {
+	*natsNode
+}
+
+const rogueUser, roguePassword = "forger", "forger"
+
+// startRogue starts a rogue node presenting cert/key on its route
+// connection; caFile is what it trusts of the cluster's side (everything
+// public: both CAs), so that its own verification is never why it fails.
+func startRogue(t *testing.T, cl *natsCluster, name, cert, key, caFile string) *rogueNode {
+	t.Helper()
+	n := &natsNode{name: "rogue-" + name, dir: t.TempDir(), client: freePort(t), route: freePort(t), monitor: freePort(t)}
+	n.log = filepath.Join(n.dir, "nats-server.log")
+	conf := fmt.Sprintf(`server_name: %q
+listen: 127.0.0.1:%d
+http: 127.0.0.1:%d
+accounts {
+  CARDDRIFT { users: [{user: %q, password: %q}] }
+}
+cluster {
+  name: carddrift
+  listen: 127.0.0.1:%d
+  tls {
+    cert_file: %q
+    key_file: %q
+    ca_file: %q
+    timeout: 5
+  }
+  routes: [nats-route://127.0.0.1:%d]
+}
+`, n.name, n.client, n.monitor, rogueUser, roguePassword, n.route, cert, key, caFile, cl.nodes[0].route)
+	if err := os.WriteFile(filepath.Join(n.dir, "nats.conf"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.start(n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		n.stop()
+		if t.Failed() {
+			t.Logf("%s log (tail):\n%s", n.name, tail(n.log, 20))
+		}
+	})
+	eventually(t, 20*time.Second, n.name+" monitoring up", func() bool { _, err := n.routes(); return err == nil })
+	return &rogueNode{n}
+}
+
+// routes is the number of routes the node has (monitoring /routez).
+func (n *natsNode) routes() (int, error) {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/routez", n.monitor))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var rz struct {
+		NumRoutes int `json:"num_routes"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&rz); err != nil {
+		return 0, err
+	}
+	return rz.NumRoutes, nil
+}
+
+// routeRefusals counts the lines of a node's log after offset that record
+// a route connection refused (a failed TLS handshake or a failed
+// authorization), and returns the last one's text after the connection id.
+func routeRefusals(path string, offset int) (int, string) {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < offset {
+		return 0, ""
+	}
+	var n int
+	var last string
+	for _, line := range strings.Split(string(b[offset:]), "\n") {
+		if !strings.Contains(line, "rid:") {
+			continue
+		}
+		l := strings.ToLower(line)
+		if strings.Contains(l, "handshake error") || strings.Contains(l, "authorization") || strings.Contains(l, "authentication") {
+			n++
+			_, last, _ = strings.Cut(line, "rid:")
+		}
+	}
+	return n, last
+}
+
+func fileSize(path string) int {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return int(fi.Size())
+}
+
+// routeOutcome is what one identity got when it tried to join.
+type routeOutcome struct {
+	joined    bool   // the rogue node had a route to the cluster
+	delivered int    // forged card.drift the planner received through it
+	refusals  int    // refusals node 1 logged meanwhile
+	why       string // the last of them
+}
+
+// tryJoin starts a rogue node with cert/key, waits until it has a route or
+// node 1 has refused it twice, and then publishes forged card.drift events
+// through it for a while (until one reaches the planner, when it joined).
+func tryJoin(t *testing.T, cl *natsCluster, planner *nats.Subscription, name, cert, key, caFile string) routeOutcome {
+	t.Helper()
+	offset := fileSize(cl.nodes[0].log)
+	r := startRogue(t, cl, name, cert, key, caFile)
+	var out routeOutcome
+	eventually(t, 30*time.Second, name+": a route, or two refusals by nats-1", func() bool {
+		if n, err := r.routes(); err == nil && n > 0 {
+			out.joined = true
+			return true
+		}
+		out.refusals, out.why = routeRefusals(cl.nodes[0].log, offset)
+		return out.refusals >= 2
+	})
+
+	nc, err := nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", r.client), nats.UserInfo(rogueUser, roguePassword))
+	if err != nil {
+		t.Fatalf("%s: connect to the rogue node: %v", name, err)
+	}
+	defer nc.Close()
+	subject := "card.drift.forged." + strings.ReplaceAll(name, " ", "-")
+	// Refused: 3 s of forgeries, none may arrive. Joined: until one does
+	// (interest crosses the new route within a moment).
+	window := 3 * time.Second
+	if out.joined {
+		window = 30 * time.Second
+	}
+	deadline := time.Now().Add(window)
+	for time.Now().Before(deadline) && out.delivered == 0 {
+		must(t, nc.Publish(subject, []byte(`{"specversion":"1.0","type":"card.drift","source":"forged","id":"forged"}`)))
+		must(t, nc.Flush())
+		for {
+			m, err := planner.NextMsg(100 * time.Millisecond)
+			if err != nil {
+				break
+			}
+			if m.Subject == subject {
+				out.delivered++
+			}
+		}
+		if n, err := r.routes(); err == nil && n > 0 {
+			out.joined = true
+		}
+	}
+	if !out.joined {
+		out.refusals, out.why = routeRefusals(cl.nodes[0].log, offset)
+	}
+	return out
+}
+
+// TestAdversaryRouteIdentity (issue 19 row 1): on e91b0a3 the cluster port
+// trusted the clients' CA with no route authorization, so the a2a-client
+// certificate joined as a route and a card.drift forged through it reached
+// a planner. Now the cluster port trusts only the route CA and maps the
+// route certificate's subject to the one route user: every other identity
+// is refused and nothing it publishes reaches the cluster; the route
+// identity still joins.
+func TestAdversaryRouteIdentity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 3-node nats-server cluster and rogue nodes")
+	}
+	natsBin := natsServerBinary(t)
+	certs := makeTestCerts(t)
+	cl := startCluster(t, natsBin, certs)
+
+	pnc, _ := cl.connect(t, rolePlanner)
+	forged, err := pnc.SubscribeSync("card.drift.forged.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, pnc.Flush())
+
+	// The rogue trusts every CA the deployment publishes.
+	var bundle []byte
+	for _, f := range []string{"ca.pem", "route-ca.pem"} {
+		if b, err := os.ReadFile(filepath.Join(certs, f)); err == nil {
+			bundle = append(bundle, b...)
+		}
+	}
+	caFile := filepath.Join(t.TempDir(), "bundle.pem")
+	must(t, os.WriteFile(caFile, bundle, 0o644))
+
+	pem := func(name string) (string, string) {
+		return filepath.Join(certs, name+".pem"), filepath.Join(certs, name+"-key.pem")
+	}
+	for _, id := range []struct{ name, file string }{
+		{"carddrift (CN=carddrift)", roleCarddrift},
+		{"a2a-client (CN=a2a-client)", roleClient},
+		{"planner (CN=planner)", rolePlanner},
+		{"operator (CN=nats-admin)", "admin"},
+		{"client-port server certificate", "server"},
+	} {
+		t.Run(id.file, func(t *testing.T) {
+			cert, key := pem(id.file)
+			out := tryJoin(t, cl, forged, id.file, cert, key, caFile)
+			if out.joined || out.delivered > 0 {
+				t.Errorf("%s joined the cluster as a route: %d forged card.drift reached the planner", id.name, out.delivered)
+				return
+			}
+			t.Logf("%s: refused (%d refusals logged by nats-1, no route, 0 forged card.drift delivered): rid:%s", id.name, out.refusals, out.why)
+		})
+	}
+
+	// A certificate of the route CA with a client's subject (as if the route
+	// CA signed one by mistake): the handshake passes, authorization does not.
+	t.Run("route-ca-other-subject", func(t *testing.T) {
+		cert, key, err := signWithRouteCA(certs, t.TempDir(), "a2a-client")
+		if err != nil {
+			t.Fatalf("no route CA to sign with (make-test-certs.sh makes route-ca.pem): %v", err)
+		}
+		out := tryJoin(t, cl, forged, "route-ca-a2a-client", cert, key, caFile)
+		if out.joined || out.delivered > 0 {
+			t.Errorf("CN=a2a-client from the route CA joined as a route: %d forged card.drift delivered", out.delivered)
+			return
+		}
+		t.Logf("CN=a2a-client from the route CA: refused (%d refusals logged by nats-1): rid:%s", out.refusals, out.why)
+	})
+
+	// The route identity joins: the probe sees a join when there is one.
+	t.Run("route", func(t *testing.T) {
+		cert, key := pem("route")
+		if _, err := os.Stat(cert); err != nil {
+			t.Fatalf("no route certificate: %v", err)
+		}
+		out := tryJoin(t, cl, forged, "route", cert, key, caFile)
+		if !out.joined || out.delivered == 0 {
+			t.Errorf("the route identity did not join: joined %v, %d card.drift delivered", out.joined, out.delivered)
+			return
+		}
+		t.Logf("route identity (CN=nats-route, route CA): joined, its card.drift reached the planner")
+	})
+}
+
+// signWithRouteCA issues a route-CA certificate for CN=<cn>,O=carddrift
+// (serverAuth and clientAuth, SAN 127.0.0.1) into dir.
+func signWithRouteCA(certs, dir, cn string) (string, string, error) {
+	caPEM, err := os.ReadFile(filepath.Join(certs, "route-ca.pem"))
+	if err != nil {
+		return "", "", err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(certs, "route-ca-key.pem"))
+	if err != nil {
+		return "", "", err
+	}
+	cb, _ := pem.Decode(caPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return "", "", errors.New("route CA: no PEM block")
+	}
+	ca, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return "", "", err
+	}
+	caKey, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return "", "", err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: cn, Organization: []string{"carddrift"}},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return "", "", err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return "", "", err
+	}
+	cert, keyFile := filepath.Join(dir, cn+".pem"), filepath.Join(dir, cn+"-key.pem")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		return "", "", err
+	}
+	return cert, keyFile, nil
+}
+
+// nonLoopbackAddrs returns this machine's addresses other than loopback
+// and link-local: what another host of the network would dial.
+func nonLoopbackAddrs() []net.IP {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []net.IP
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() || ipn.IP.IsLinkLocalMulticast() {
+			continue
+		}
+		out = append(out, ipn.IP)
+	}
+	return out
+}
+
+// TestAdversaryMonitoring (issue 19 row 10): on e91b0a3 the nodes served
+// monitoring (/varz, /connz with every client's name and address, /jsz,
+// /accountz) on 0.0.0.0:8222 without any login. The shipped nodes now
+// listen for monitoring on loopback only: from this machine's other
+// addresses the port refuses connections, while loopback still answers
+// /healthz (the container health check).
+func TestAdversaryMonitoring(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 3-node nats-server cluster")
+	}
+	natsBin := natsServerBinary(t)
+	certs := makeTestCerts(t)
+	cl := startCluster(t, natsBin, certs)
+
+	addrs := nonLoopbackAddrs()
+	hc := http.Client{Timeout: 2 * time.Second}
+	for _, n := range cl.nodes {
+		ip := net.ParseIP(n.monitorHost)
+		if n.monitorHost != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			t.Errorf("%s: monitoring listens on %s (no login): reachable beyond loopback", n.name, n.monitorHost)
+		}
+		if !n.healthy() {
+			t.Errorf("%s: /healthz on loopback does not answer", n.name)
+		}
+		for _, a := range addrs {
+			url := fmt.Sprintf("http://%s/varz", net.JoinHostPort(a.String(), fmt.Sprint(n.monitor)))
+			resp, err := hc.Get(url)
+			if err == nil {
+				resp.Body.Close()
+				t.Errorf("%s: %s answered %s without credentials", n.name, url, resp.Status)
+				continue
+			}
+			t.Logf("%s: %s refused: %v", n.name, url, err)
+		}
+	}
+	if len(addrs) == 0 {
+		// Only loopback here: the listener's host above is the check.
+		t.Logf("no non-loopback address on this machine: checked the listener's host only")
+	}
+}
+
+// TestAdversaryPlannerPushConsumer (issue 19 row 10): a planner may create
+// consumers on CARD_EVENTS, and a push consumer's deliver subject is in
+// carddrift's account, where carddrift's streams, buckets and JetStream API
+// listen. The test aims push consumers at each of them and checks that
+// nothing there changes: no message stored in the lifecycle, dead-letter,
+// KV or object streams, no stream purged or deleted. A sentinel consumer
+// delivering to a carddrift inbox shows the deliveries ran meanwhile.
+//
+// Why it is harmless (nats-server 2.15.2; deployments/README.md, "Planners"
+// explains it): a push consumer delivers only while a subscription whose
+// subject is exactly its deliver subject exists (the interest notification
+// compares subjects literally), and carddrift's streams and buckets listen
+// on wildcards; an internal subscriber that does match literally (the
+// JetStream API's $JS.API.INFO, a stream's direct get) receives the message
+// under its original card.… subject, which no handler takes. The account's
+// only literal client subscriptions are its connections' random inboxes.
+func TestAdversaryPlannerPushConsumer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 3-node nats-server cluster")
+	}
+	natsBin := natsServerBinary(t)
+	certs := makeTestCerts(t)
+	cl := startCluster(t, natsBin, certs)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cdnc, _ := cl.connect(t, roleCarddrift)
+	cdjs, err := jetstream.New(cdnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := store.DefaultConfig()
+	cfg.Replicas = 3
+	if err := store.Provision(ctx, cdjs, cfg); err != nil {
+		t.Fatal(err)
+	}
+	// Verdicts on the card stream, as carddrift publishes them.
+	const verdicts = 5
+	for i := range verdicts {
+		if _, err := cdjs.Publish(ctx, fmt.Sprintf("card.drift.probe.t%d", i), []byte(`{"probe":true}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	streams := []string{cfg.LifecycleStream, cfg.EventsStream, cfg.DLQStream,
+		"KV_" + cfg.PinsBucket, "KV_" + cfg.CardsBucket, "KV_" + cfg.LeasesBucket, "OBJ_" + cfg.CardsObjectBucket}
+	count := func() map[string]uint64 {
+		m := map[string]uint64{}
+		for _, s := range streams {
+			if info := streamInfo(cdjs, s); info != nil {
+				m[s] = info.State.Msgs
+			} else {
+				m[s] = ^uint64(0) // gone (or unanswered)
+			}
+		}
+		return m
+	}
+	before := count()
+
+	targets := []string{
+		"a2a.task.submitted.victim", // the lifecycle stream
+		"carddrift.dlq.victim",      // the dead letters
+		"$KV." + cfg.PinsBucket + ".victim", "$KV." + cfg.CardsBucket + ".victim", "$KV." + cfg.LeasesBucket + ".victim",
+		"$O." + cfg.CardsObjectBucket + ".M.victim",
+		"$JS.API.STREAM.PURGE." + cfg.LifecycleStream, "$JS.API.STREAM.DELETE." + cfg.DLQStream,
+		"$JS.API.CONSUMER.DELETE." + cfg.LifecycleStream + "." + cfg.ConsumerNameOf(0),
+		// literal internal subscriptions of the account
+		"$JS.API.INFO", "$JS.API.DIRECT.GET.KV_" + cfg.PinsBucket,
+	}
+	_, pjs, _ := plannerJS(t, cl)
+	created := 0
+	for i, d := range targets {
+		_, err := pjs.CreateOrUpdateConsumer(ctx, cfg.EventsStream, jetstream.ConsumerConfig{
+			Durable: fmt.Sprintf("push-%d", i), DeliverSubject: d, AckPolicy: jetstream.AckNonePolicy})
+		if err != nil {
+			t.Logf("push consumer delivering to %s: refused: %v", d, err)
+			continue
+		}
+		created++
+	}
+
+	// The sentinel: a carddrift connection's own literal inbox, which a push
+	// consumer does reach.
+	inbox := cdnc.NewInbox()
+	sentinel, err := cdnc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, cdnc.Flush())
+	if _, err := pjs.CreateOrUpdateConsumer(ctx, cfg.EventsStream, jetstream.ConsumerConfig{
+		Durable: "push-sentinel", DeliverSubject: inbox, AckPolicy: jetstream.AckNonePolicy}); err == nil {
+		got := 0
+		deadline := time.Now().Add(30 * time.Second)
+		for got < verdicts && time.Now().Before(deadline) {
+			if _, err := sentinel.NextMsg(time.Second); err == nil {
+				got++
+			}
+		}
+		t.Logf("sentinel push consumer: %d of %d verdicts delivered to carddrift's inbox %s", got, verdicts, inbox)
+	} else {
+		t.Logf("sentinel push consumer refused: %v", err)
+	}
+	// What each consumer did meanwhile, as the planner sees it.
+	var report []string
+	for i, d := range targets {
+		c, err := pjs.Consumer(ctx, cfg.EventsStream, fmt.Sprintf("push-%d", i))
+		if err != nil {
+			continue
+		}
+		if info, err := c.Info(ctx); err == nil {
+			report = append(report, fmt.Sprintf("%s: %d delivered, %d pending", d, info.Delivered.Consumer, info.NumPending))
+		}
+	}
+	t.Logf("push consumers:\n  %s", strings.Join(report, "\n  "))
+
+	after := count()
+	for _, s := range streams {
+		if after[s] != before[s] {
+			t.Errorf("stream %s: %d messages before the planner's push consumers, %d after", s, before[s], after[s])
+		}
+	}
+	for _, b := range []string{cfg.PinsBucket, cfg.CardsBucket, cfg.LeasesBucket} {
+		kv, err := cdjs.KeyValue(ctx, b)
+		if err != nil {
+			t.Errorf("bucket %s: %v", b, err)
+			continue
+		}
+		if e, err := kv.Get(ctx, "victim"); err == nil {
+			t.Errorf("bucket %s: key victim written through a push consumer: %q", b, e.Value())
+		}
+	}
+	t.Logf("%d of %d push consumers created; carddrift's streams unchanged: %v", created, len(targets), after)
+}
