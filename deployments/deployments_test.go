@@ -68,6 +68,10 @@ func asList(v any) []string {
 	return out
 }
 
+// routeUser is the route identity: the subject of route.pem
+// (tls/make-test-certs.sh), the cluster block's one user.
+const routeUser = "CN=nats-route,O=carddrift"
+
 // TestAccounts reads deployments/nats/accounts.conf as nats-server parses it
 // and checks it against carddrift's default names (store.DefaultConfig): a
 // renamed stream or bucket must be renamed in the permissions too.
@@ -81,10 +85,32 @@ func TestAccounts(t *testing.T) {
 		if tls["verify_and_map"] != true {
 			t.Errorf("nats-%d.conf: client TLS without verify_and_map", i)
 		}
+		// Routes are their own identity: another CA than the clients', and the
+		// route certificate's subject mapped to the one route user.
 		cluster, _ := cfg["cluster"].(map[string]any)
 		ctls, _ := cluster["tls"].(map[string]any)
-		if ctls["verify"] != true {
-			t.Errorf("nats-%d.conf: routes without mutual TLS", i)
+		if ctls["verify_and_map"] != true {
+			t.Errorf("nats-%d.conf: routes without verify_and_map (any certificate of the CA joins)", i)
+		}
+		if ctls["ca_file"] == tls["ca_file"] || !strings.HasSuffix(fmt.Sprint(ctls["ca_file"]), "/route-ca.pem") {
+			t.Errorf("nats-%d.conf: cluster ca_file %v, want the route CA (route-ca.pem), not the clients' %v", i, ctls["ca_file"], tls["ca_file"])
+		}
+		if !strings.HasSuffix(fmt.Sprint(ctls["cert_file"]), "/route.pem") {
+			t.Errorf("nats-%d.conf: routes present %v, want route.pem", i, ctls["cert_file"])
+		}
+		cauth, _ := cluster["authorization"].(map[string]any)
+		if cauth["user"] != routeUser || cauth["password"] != nil || cauth["users"] != nil {
+			t.Errorf("nats-%d.conf: cluster authorization %v, want only user %q", i, cauth, routeUser)
+		}
+		// No other door: monitoring on loopback, no leafnode, gateway,
+		// websocket or MQTT listener.
+		if h := fmt.Sprint(cfg["http"]); !strings.HasPrefix(h, "127.0.0.1:") {
+			t.Errorf("nats-%d.conf: monitoring on %s, want loopback", i, h)
+		}
+		for _, k := range []string{"leafnodes", "leaf", "gateway", "websocket", "ws", "mqtt", "https", "http_port", "https_port", "monitor_port"} {
+			if _, ok := cfg[k]; ok {
+				t.Errorf("nats-%d.conf: %s listener", i, k)
+			}
 		}
 		for _, k := range []string{"authorization", "no_auth_user", "users"} {
 			if _, ok := cfg[k]; ok {
@@ -197,7 +223,14 @@ func TestNATSValuesEmbedAccounts(t *testing.T) {
 		t.Errorf("helm/nats-values.yaml's accounts.conf differs from nats/accounts.conf; regenerate it:\n" +
 			"  sed 's/^/        /; s/^ *$//' deployments/nats/accounts.conf")
 	}
-	checkContains(t, "helm/nats-values.yaml", string(values), "verify_and_map: true", "verify: true", "replicas: 3", "zzz$include: ./accounts.conf")
+	checkContains(t, "helm/nats-values.yaml", string(values), "verify_and_map: true", "replicas: 3", "zzz$include: ./accounts.conf",
+		"secretName: nats-route-tls", "ca_file: /etc/nats-certs/cluster/ca.crt", `user: "`+routeUser+`"`,
+		"kind: NetworkPolicy", "- ports: [{port: 6222, protocol: TCP}]", "- ports: [{port: 8222, protocol: TCP}]")
+	for _, open := range []string{"leafnodes:", "gateway:", "websocket:", "mqtt:", "promExporter:"} {
+		if strings.Contains(string(values), open) {
+			t.Errorf("helm/nats-values.yaml configures %s: a port the NetworkPolicy does not cover", open)
+		}
+	}
 }
 
 var envRe = regexp.MustCompile(`CARDDRIFT_[A-Z_]+`)
@@ -246,9 +279,20 @@ func TestComposeMountsWhatConfigsName(t *testing.T) {
 			"./tls/certs/server.pem:/etc/nats/tls/server.pem:ro",
 			"./tls/certs/server-key.pem:/etc/nats/tls/server-key.pem:ro",
 			"./tls/certs/ca.pem:/etc/nats/tls/ca.pem:ro",
+			"./tls/certs/route-ca.pem:/etc/nats/tls/route-ca.pem:ro",
+			"./tls/certs/route.pem:/etc/nats/tls/route.pem:ro",
+			"./tls/certs/route-key.pem:/etc/nats/tls/route-key.pem:ro",
 		)
 	}
-	for _, other := range []string{"client-key.pem", "planner-key.pem", "admin-key.pem", "ca-key.pem"} {
+	// Monitoring is read inside the containers, never published; carddrift's
+	// HTTP port (no login) only on the host's loopback.
+	checkContains(t, "compose.yaml", compose, `http://127.0.0.1:8222/healthz`, `ports: ["127.0.0.1::9464"]`)
+	for _, open := range []string{"8222:", `"8222"`, `"9464"`, "9464:9464", "6222:"} {
+		if strings.Contains(compose, open) {
+			t.Errorf("compose.yaml publishes %s", open)
+		}
+	}
+	for _, other := range []string{"client-key.pem", "planner-key.pem", "admin-key.pem", "ca-key.pem", "route-ca-key.pem"} {
 		if strings.Contains(compose, other) {
 			t.Errorf("compose.yaml mounts %s", other)
 		}
@@ -316,6 +360,28 @@ func TestHelmChart(t *testing.T) {
 	}
 	if m["ServiceMonitor"] != "" {
 		t.Error("a ServiceMonitor by default (it needs the prometheus-operator CRDs)")
+	}
+	// The HTTP port has no login: a NetworkPolicy on the workers' pods admits
+	// no peer by default, and the peers of networkPolicy.httpFrom on that
+	// port only.
+	np := m["NetworkPolicy"]
+	checkContains(t, "NetworkPolicy", np,
+		"podSelector:\n    matchLabels:\n      app.kubernetes.io/name: carddrift\n      app.kubernetes.io/instance: cd",
+		"policyTypes: [Ingress]", "ingress: []")
+	checkContains(t, "Deployment's pod labels (what the NetworkPolicy selects)", m["Deployment"],
+		"labels:\n        app.kubernetes.io/name: carddrift\n        app.kubernetes.io/instance: cd")
+	out, err = helm(t, bin, "template", "cd", chart, "--set", "networkPolicy.httpFrom[0].podSelector.matchLabels.app=prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkContains(t, "NetworkPolicy with httpFrom", docs(out)["NetworkPolicy"],
+		"ingress:\n    - ports:\n        - port: http-metrics\n          protocol: TCP\n      from:\n        - podSelector:\n            matchLabels:\n              app: prometheus")
+	out, err = helm(t, bin, "template", "cd", chart, "--set", "networkPolicy.enabled=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if docs(out)["NetworkPolicy"] != "" {
+		t.Error("a NetworkPolicy although networkPolicy.enabled=false")
 	}
 	dep := m["Deployment"]
 	checkContains(t, "Deployment", dep,
@@ -393,8 +459,14 @@ func TestNATSValuesRenderWithOfficialChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm := docs(out)["ConfigMap"]
-	checkContains(t, "rendered ConfigMap", cm, `"verify_and_map": true`, `"verify": true`, "include ./accounts.conf;",
-		"tls://nats-2.nats-headless:6222", "accounts.conf: |")
+	checkContains(t, "rendered ConfigMap", cm, `"verify_and_map": true`, "include ./accounts.conf;",
+		"tls://nats-2.nats-headless:6222", "accounts.conf: |",
+		`"ca_file": "/etc/nats-certs/cluster/ca.crt"`, `"user": "`+routeUser+`"`)
+	if strings.Contains(cm, `"leafnodes"`) || strings.Contains(cm, `"gateway"`) || strings.Contains(cm, `"websocket"`) || strings.Contains(cm, `"mqtt"`) {
+		t.Error("the rendered configuration opens a leafnode, gateway, websocket or MQTT port")
+	}
+	checkContains(t, "rendered NetworkPolicy", docs(out)["NetworkPolicy"], "app.kubernetes.io/component: nats", "port: 6222", "port: 8222",
+		`carddrift.io/nats-monitoring: "true"`)
 	natsBin := os.Getenv("CARDDRIFT_NATS_SERVER_BIN")
 	if natsBin == "" {
 		return
@@ -408,7 +480,8 @@ func TestNATSValuesRenderWithOfficialChart(t *testing.T) {
 	}
 	r := strings.NewReplacer("/etc/nats-ca-cert/ca.crt", certs+"/ca.pem",
 		"/etc/nats-certs/nats/tls.crt", certs+"/server.pem", "/etc/nats-certs/nats/tls.key", certs+"/server-key.pem",
-		"/etc/nats-certs/cluster/tls.crt", certs+"/server.pem", "/etc/nats-certs/cluster/tls.key", certs+"/server-key.pem",
+		"/etc/nats-certs/cluster/tls.crt", certs+"/route.pem", "/etc/nats-certs/cluster/tls.key", certs+"/route-key.pem",
+		"/etc/nats-certs/cluster/ca.crt", certs+"/route-ca.pem",
 		`"/data"`, `"`+dir+`/js"`, "/var/run/nats/nats.pid", dir+"/nats.pid")
 	must := func(err error) {
 		if err != nil {
