@@ -8,6 +8,7 @@ package deployments_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,7 +41,17 @@ func user(t *testing.T, acct map[string]any, name string) (string, map[string][]
 	if len(users) != 1 {
 		t.Fatalf("account %s: %d users, want 1", name, len(users))
 	}
-	u := users[0].(map[string]any)
+	return userAt(t, acct, name, 0)
+}
+
+// userAt returns the permissions of an account's i-th user, and its name.
+func userAt(t *testing.T, acct map[string]any, name string, i int) (string, map[string][]string) {
+	t.Helper()
+	users, _ := acct["users"].([]any)
+	if len(users) <= i {
+		t.Fatalf("account %s: %d users, want %d or more", name, len(users), i+1)
+	}
+	u := users[i].(map[string]any)
 	perms := map[string][]string{}
 	p, _ := u["permissions"].(map[string]any)
 	for _, dir := range []string{"publish", "subscribe"} {
@@ -169,18 +180,75 @@ func TestAccounts(t *testing.T) {
 		t.Error("CLIENTS has JetStream of its own")
 	}
 
+	// Planners consume their own copy of the card stream in their own
+	// account (a push consumer's deliver subject is then a subject of
+	// PLANNERS, never of CARDDRIFT), under the prefix they have always used.
 	planners := account(t, cfg, "PLANNERS")
-	name, perms = user(t, planners, "PLANNERS")
+	if users, _ := planners["users"].([]any); len(users) != 2 {
+		t.Fatalf("PLANNERS: %d users, want the planner and planners-admin", len(users))
+	}
+	name, perms = userAt(t, planners, "PLANNERS", 0)
 	if name != "CN=planner,O=carddrift" || !slices.Equal(perms["subscribe"], []string{c.EventsSubjects, "_INBOX.>"}) {
 		t.Errorf("PLANNERS user %q subscribe %v", name, perms["subscribe"])
 	}
 	for _, p := range perms["publish"] {
-		if !strings.Contains(p, "."+c.EventsStream) {
-			t.Errorf("PLANNERS may publish %s, which is not about %s", p, c.EventsStream)
+		if !strings.Contains(p, "."+c.EventsStream) || strings.Contains(p, "STREAM.CREATE") || strings.Contains(p, "STREAM.UPDATE") ||
+			strings.HasPrefix(p, "JS.") {
+			t.Errorf("PLANNERS user may publish %s: not only consumers of its own %s", p, c.EventsStream)
 		}
 	}
-	if _, ok := planners["jetstream"]; ok {
-		t.Error("PLANNERS has JetStream of its own")
+	name, perms = userAt(t, planners, "PLANNERS", 1)
+	if name != "CN=planners-admin,O=carddrift" || !slices.Equal(perms["subscribe"], []string{"_INBOX.>"}) {
+		t.Errorf("PLANNERS second user %q subscribe %v, want planners-admin, _INBOX.>", name, perms["subscribe"])
+	}
+	for _, p := range perms["publish"] {
+		if p != "$JS.API.INFO" && !strings.HasSuffix(p, "."+c.EventsStream) {
+			t.Errorf("planners-admin may publish %s: more than its one stream", p)
+		}
+	}
+	if js, _ := planners["jetstream"].(map[string]any); js == nil || js["max_streams"] != int64(1) {
+		t.Errorf("PLANNERS jetstream %v, want its own, limited to one stream", planners["jetstream"])
+	}
+	if m, _ := planners["mappings"].(map[string]any); m["JS.carddrift.API.>"] != "$JS.API.>" {
+		t.Errorf("PLANNERS mappings %v: the planners' prefix JS.carddrift.API must map onto their own JetStream", planners["mappings"])
+	}
+	// What PLANNERS imports of carddrift's JetStream is under a prefix the
+	// planner user may not publish on: only the account's JetStream (the
+	// source of its stream) reaches it.
+	for _, im := range planners["imports"].([]any) {
+		svc, _ := im.(map[string]any)["service"].(map[string]any)
+		if svc == nil {
+			continue
+		}
+		to, _ := im.(map[string]any)["to"].(string)
+		if subj, _ := svc["subject"].(string); strings.HasPrefix(subj, "$JS.API.") && !strings.HasPrefix(to, "JS.carddrift-source.API.") {
+			t.Errorf("PLANNERS imports %s as %q: carddrift's JetStream API only under JS.carddrift-source.API", subj, to)
+		}
+	}
+	// The planners' stream sources carddrift's through exactly that prefix.
+	b, err := os.ReadFile("nats/planners-card-events.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps struct {
+		Name     string   `json:"name"`
+		Subjects []string `json:"subjects"`
+		MaxBytes int64    `json:"max_bytes"`
+		Sources  []struct {
+			Name     string `json:"name"`
+			External struct {
+				API     string `json:"api"`
+				Deliver string `json:"deliver"`
+			} `json:"external"`
+		} `json:"sources"`
+	}
+	if err := json.Unmarshal(b, &ps); err != nil {
+		t.Fatal(err)
+	}
+	if ps.Name != c.EventsStream || len(ps.Subjects) != 0 || ps.MaxBytes <= 0 || len(ps.Sources) != 1 ||
+		ps.Sources[0].Name != c.EventsStream || ps.Sources[0].External.API != "JS.carddrift-source.API" ||
+		ps.Sources[0].External.Deliver != "carddrift.planners" {
+		t.Errorf("nats/planners-card-events.json: %+v", ps)
 	}
 	if cfg["system_account"] != "SYS" {
 		t.Errorf("system_account %v", cfg["system_account"])

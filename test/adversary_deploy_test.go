@@ -397,25 +397,23 @@ func TestAdversaryMonitoring(t *testing.T) {
 	}
 }
 
-// TestAdversaryPlannerPushConsumer (issue 19 row 10): a planner may create
-// consumers on CARD_EVENTS, and a push consumer's deliver subject is in
-// carddrift's account, where carddrift's streams, buckets and JetStream API
-// listen. The test aims push consumers at each of them and checks that
-// nothing there changes: no message stored in the lifecycle, dead-letter,
-// KV or object streams, no stream purged or deleted. A sentinel consumer
-// delivering to a carddrift inbox shows the deliveries ran meanwhile.
+// TestAdversaryPlannerPushConsumer (issue 19 row 10): on e91b0a3 a
+// planner created its consumers on carddrift's own CARD_EVENTS (through
+// service imports of carddrift's JetStream API), so a push consumer's
+// deliver subject was a subject of carddrift's account, where carddrift's
+// streams, buckets, JetStream API and connections' inboxes listen. Harmless
+// only because the server delivers to a push consumer's subject only while
+// a subscription with exactly that subject exists (carddrift's streams and
+// buckets listen on wildcards); a carddrift inbox known by name was reached.
 //
-// Why it is harmless (nats-server 2.15.2; deployments/README.md, "Planners",
-// says the same): a push consumer delivers only while a subscription whose
-// subject is exactly its deliver subject exists in the stream's account (the
-// server's interest notification compares subjects literally), and
-// carddrift's streams, buckets and JetStream API listen on wildcards or
-// outside the account's subscriptions: every consumer above stays at 0
-// delivered. The only literal subscriptions in carddrift's account are its
-// connections' inboxes (_INBOX.<22 random characters>), which planners
-// never see; the sentinel shows one would be reached if its name leaked.
-// This is a property of the server, not a permission: the test pins it, so
-// that a nats-server upgrade that changes it fails here.
+// Now planners consume their own copy of CARD_EVENTS in their own account
+// (deployments/nats/planners-card-events.json, sourced by the PLANNERS
+// account's JetStream), under the same API prefix. The test aims push
+// consumers at every subject of carddrift's account, and at a carddrift
+// connection's inbox, and checks that no consumer appears on carddrift's
+// CARD_EVENTS, the inbox receives nothing, nothing changes in carddrift's
+// streams and buckets, and a planner cannot reach carddrift's JetStream API
+// under the prefix its account's JetStream sources through.
 func TestAdversaryPlannerPushConsumer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 3-node nats-server cluster")
@@ -443,9 +441,28 @@ func TestAdversaryPlannerPushConsumer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	pnc, pjs, perrs := plannerJS(t, cl)
+	if _, err := os.Stat(plannersStreamFile); err == nil {
+		cl.provisionPlanners(t)
+		// The planners' copy has every verdict: its source consumer runs.
+		var last *jetstream.StreamInfo
+		t.Cleanup(func() {
+			if t.Failed() && last != nil {
+				b, _ := json.Marshal(last)
+				t.Logf("the planners' %s: %s", cfg.EventsStream, b)
+			}
+		})
+		eventually(t, 30*time.Second, "the planners' CARD_EVENTS to hold every verdict", func() bool {
+			last = streamInfo(pjs, cfg.EventsStream)
+			return last != nil && last.State.Msgs == verdicts
+		})
+	} else {
+		t.Logf("no %s: planners use carddrift's CARD_EVENTS", plannersStreamFile)
+	}
+
 	streams := []string{cfg.LifecycleStream, cfg.EventsStream, cfg.DLQStream,
 		"KV_" + cfg.PinsBucket, "KV_" + cfg.CardsBucket, "KV_" + cfg.LeasesBucket, "OBJ_" + cfg.CardsObjectBucket}
-	count := func() map[string]uint64 {
+	count := func() (map[string]uint64, int) {
 		m := map[string]uint64{}
 		for _, s := range streams {
 			if info := streamInfo(cdjs, s); info != nil {
@@ -454,21 +471,32 @@ func TestAdversaryPlannerPushConsumer(t *testing.T) {
 				m[s] = ^uint64(0) // gone (or unanswered)
 			}
 		}
-		return m
+		consumers := -1
+		if info := streamInfo(cdjs, cfg.EventsStream); info != nil {
+			consumers = info.State.Consumers
+		}
+		return m, consumers
 	}
-	before := count()
+	before, consumersBefore := count()
 
+	// The sentinel: a carddrift connection's own literal inbox, the one
+	// kind of subscription in carddrift's account a push consumer reached.
+	inbox := cdnc.NewInbox()
+	sentinel, err := cdnc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, cdnc.Flush())
 	targets := []string{
+		inbox,
 		"a2a.task.submitted.victim", // the lifecycle stream
 		"carddrift.dlq.victim",      // the dead letters
 		"$KV." + cfg.PinsBucket + ".victim", "$KV." + cfg.CardsBucket + ".victim", "$KV." + cfg.LeasesBucket + ".victim",
 		"$O." + cfg.CardsObjectBucket + ".M.victim",
 		"$JS.API.STREAM.PURGE." + cfg.LifecycleStream, "$JS.API.STREAM.DELETE." + cfg.DLQStream,
 		"$JS.API.CONSUMER.DELETE." + cfg.LifecycleStream + "." + cfg.ConsumerNameOf(0),
-		// literal internal subscriptions of the account
 		"$JS.API.INFO", "$JS.API.DIRECT.GET.KV_" + cfg.PinsBucket,
 	}
-	pnc, pjs, _ := plannerJS(t, cl)
 	created := 0
 	for i, d := range targets {
 		_, err := pjs.CreateOrUpdateConsumer(ctx, cfg.EventsStream, jetstream.ConsumerConfig{
@@ -479,32 +507,23 @@ func TestAdversaryPlannerPushConsumer(t *testing.T) {
 		}
 		created++
 	}
-
-	// The sentinel: a carddrift connection's own literal inbox, which a push
-	// consumer does reach.
-	inbox := cdnc.NewInbox()
-	sentinel, err := cdnc.SubscribeSync(inbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	must(t, cdnc.Flush())
-	if _, err := pjs.CreateOrUpdateConsumer(ctx, cfg.EventsStream, jetstream.ConsumerConfig{
-		Durable: "push-sentinel", DeliverSubject: inbox, AckPolicy: jetstream.AckNonePolicy}); err == nil {
-		got := 0
-		deadline := time.Now().Add(30 * time.Second)
-		for got < verdicts && time.Now().Before(deadline) {
-			if _, err := sentinel.NextMsg(time.Second); err == nil {
-				got++
-			}
+	// The consumers deliver from the stream's start: what reaches the inbox
+	// does within moments. Read for a while, as a worker would.
+	var reached int
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && reached < verdicts {
+		if _, err := sentinel.NextMsg(200 * time.Millisecond); err == nil {
+			reached++
 		}
-		t.Logf("sentinel push consumer: %d of %d verdicts delivered to carddrift's inbox %s", got, verdicts, inbox)
-	} else {
-		t.Logf("sentinel push consumer refused: %v", err)
 	}
-	// What each consumer did meanwhile, as the planner sees it.
+	if reached > 0 {
+		t.Errorf("a planner's push consumer delivered %d of %d verdicts into carddrift's inbox %s", reached, verdicts, inbox)
+	}
+
+	// What each consumer did, as the planner sees it (jetstream.Consumer
+	// refuses to bind a push consumer: ask the API).
 	var report []string
 	for i, d := range targets {
-		// (jetstream.Consumer refuses to bind a push consumer: ask the API.)
 		m, err := pnc.Request(fmt.Sprintf("%s.CONSUMER.INFO.%s.push-%d", plannerAPIPrefix, cfg.EventsStream, i), nil, 5*time.Second)
 		var info jetstream.ConsumerInfo
 		if err != nil || json.Unmarshal(m.Data, &info) != nil {
@@ -513,9 +532,13 @@ func TestAdversaryPlannerPushConsumer(t *testing.T) {
 		}
 		report = append(report, fmt.Sprintf("%s: %d delivered, %d pending", d, info.Delivered.Consumer, info.NumPending))
 	}
-	t.Logf("push consumers:\n  %s", strings.Join(report, "\n  "))
+	t.Logf("push consumers (%d of %d created):\n  %s", created, len(targets), strings.Join(report, "\n  "))
 
-	after := count()
+	after, consumersAfter := count()
+	if consumersAfter > consumersBefore {
+		t.Errorf("carddrift's %s: %d consumers before the planner's push consumers, %d after: they live in carddrift's account",
+			cfg.EventsStream, consumersBefore, consumersAfter)
+	}
 	for _, s := range streams {
 		if after[s] != before[s] {
 			t.Errorf("stream %s: %d messages before the planner's push consumers, %d after", s, before[s], after[s])
@@ -531,5 +554,13 @@ func TestAdversaryPlannerPushConsumer(t *testing.T) {
 			t.Errorf("bucket %s: key victim written through a push consumer: %q", b, e.Value())
 		}
 	}
-	t.Logf("%d of %d push consumers created; carddrift's streams unchanged: %v", created, len(targets), after)
+
+	// carddrift's JetStream API under the prefix the PLANNERS account's
+	// JetStream sources through: refused to a planner.
+	must(t, pnc.Publish("JS.carddrift-source.API.CONSUMER.CREATE."+cfg.EventsStream+".steal", []byte(`{}`)))
+	must(t, pnc.Flush())
+	if err := perrs.waitViolation(t, `"JS.carddrift-source.API.CONSUMER.CREATE.`+cfg.EventsStream+`.steal"`); err != nil {
+		t.Logf("planner on the source prefix: %v", err)
+	}
+	t.Logf("carddrift's %s: %d consumers before, %d after; carddrift's streams: %v", cfg.EventsStream, consumersBefore, consumersAfter, after)
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -41,10 +42,39 @@ const plannerAPIPrefix = "JS.carddrift.API"
 // The users of deployments/nats/accounts.conf, by the certificate the test
 // script makes for each.
 const (
-	roleCarddrift = "carddrift"
-	roleClient    = "client"
-	rolePlanner   = "planner"
+	roleCarddrift     = "carddrift"
+	roleClient        = "client"
+	rolePlanner       = "planner"
+	rolePlannersAdmin = "planners-admin"
 )
+
+// plannersStreamFile is the planners' copy of CARD_EVENTS, which an operator
+// creates once in the PLANNERS account (deployments/README.md, "Planners").
+const plannersStreamFile = "../deployments/nats/planners-card-events.json"
+
+// provisionPlanners creates the planners' CARD_EVENTS from the shipped
+// configuration, as the planners-admin user, as an operator does once.
+func (c *natsCluster) provisionPlanners(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile(plannersStreamFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc jetstream.StreamConfig
+	if err := json.Unmarshal(b, &sc); err != nil {
+		t.Fatalf("%s: %v", plannersStreamFile, err)
+	}
+	nc, _ := c.connect(t, rolePlannersAdmin)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+		t.Fatalf("create the planners' %s as %s: %v", sc.Name, rolePlannersAdmin, err)
+	}
+}
 
 // natsServerBinary returns a nats-server built from the module this
 // repository depends on: CARDDRIFT_NATS_SERVER_BIN (.ci/run builds it once),

@@ -30,6 +30,8 @@
 #   client.pem client-key.pem         CN=a2a-client,O=carddrift   A2A clients: publish a2a.task.> only
 #   planner.pem planner-key.pem       CN=planner,O=carddrift      planners: read card.> only
 #   admin.pem admin-key.pem           CN=nats-admin,O=carddrift   the system account (nats server report, …)
+#   planners-admin.pem planners-admin-key.pem  CN=planners-admin,O=carddrift  creates the planners'
+#                                     copy of CARD_EVENTS (nats/planners-card-events.json), nothing else
 #
 # These are test certificates: for production use your own CA (cert-manager, Vault, …) and
 # keep the subjects above, since they are the user names in deployments/nats/accounts.conf.
@@ -92,9 +94,10 @@ sign carddrift "/O=carddrift/CN=carddrift" "$client_ext"
 sign client "/O=carddrift/CN=a2a-client" "$client_ext"
 sign planner "/O=carddrift/CN=planner" "$client_ext"
 sign admin "/O=carddrift/CN=nats-admin" "$client_ext"
+sign planners-admin "/O=carddrift/CN=planners-admin" "$client_ext"
 rm -f ca.srl route-ca.srl
 # Public parts readable by the containers' non-root users; keys stay 0600 (mount them
 # with the right owner, or as Kubernetes secrets).
 chmod 644 ./*.pem
 chmod "${KEY_MODE:-600}" ./*-key.pem
-echo "test certificates in $(pwd): ca.pem, server.pem, carddrift.pem, client.pem, planner.pem, admin.pem, route-ca.pem, route.pem (+ *-key.pem)"
+echo "test certificates in $(pwd): ca.pem, server.pem, carddrift.pem, client.pem, planner.pem, admin.pem, planners-admin.pem, route-ca.pem, route.pem (+ *-key.pem)"
