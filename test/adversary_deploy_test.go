@@ -1,10 +1,12 @@
 package test
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
@@ -253,6 +255,26 @@ func TestAdversaryRouteIdentity(t *testing.T) {
 		})
 	}
 
+	// nats-server's own TLS client sends no certificate the cluster port's
+	// CA list does not name; a hand-made client sends it anyway, and the
+	// handshake still fails.
+	t.Run("forced-client-certificate", func(t *testing.T) {
+		for _, role := range []string{roleClient, rolePlanner, roleCarddrift, "admin", "server"} {
+			cert, key := pem(role)
+			if err := rawRouteHandshake(cl.nodes[0].route, cert, key, caFile); err == nil {
+				t.Errorf("%s certificate, sent regardless of the CA list: the route port answered PING", role)
+			} else {
+				t.Logf("%s certificate, sent regardless of the CA list: refused: %v", role, err)
+			}
+		}
+		// The same handshake with the route certificate is answered: the
+		// probe tells a refusal from a broken probe.
+		cert, key := pem("route")
+		if err := rawRouteHandshake(cl.nodes[0].route, cert, key, caFile); err != nil {
+			t.Errorf("route certificate by hand: %v, want PONG", err)
+		}
+	})
+
 	// A certificate of the route CA with a client's subject (as if the route
 	// CA signed one by mistake): the handshake passes, authorization does not.
 	t.Run("route-ca-other-subject", func(t *testing.T) {
@@ -281,6 +303,52 @@ func TestAdversaryRouteIdentity(t *testing.T) {
 		}
 		t.Logf("route identity (CN=nats-route, route CA): joined, its card.drift reached the planner")
 	})
+}
+
+// rawRouteHandshake speaks the route protocol to a cluster port by hand:
+// the server's INFO, a TLS handshake that presents cert whatever CAs the
+// server names, CONNECT and PING. It returns nil only if the server answers
+// PONG, that is, accepted the route.
+func rawRouteHandshake(port int, certFile, keyFile, caFile string) error {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if b, err := os.ReadFile(caFile); err != nil || !pool.AppendCertsFromPEM(b) {
+		return fmt.Errorf("ca %s: %v", caFile, err)
+	}
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	// A route port does TLS first, then INFO.
+	tc := tls.Client(conn, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1",
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }})
+	if err := tc.Handshake(); err != nil {
+		return fmt.Errorf("handshake: %w", err)
+	}
+	rd := bufio.NewReader(tc)
+	if _, err := rd.ReadString('\n'); err != nil {
+		return fmt.Errorf("no INFO: %w", err)
+	}
+	if _, err := tc.Write([]byte("CONNECT {\"verbose\":false,\"name\":\"rogue\",\"cluster\":\"carddrift\"}\r\nPING\r\n")); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		if strings.HasPrefix(line, "-ERR") {
+			return errors.New(strings.TrimSpace(line))
+		}
+		if strings.HasPrefix(line, "PONG") {
+			return nil
+		}
+	}
 }
 
 // signWithRouteCA issues a route-CA certificate for CN=<cn>,O=carddrift
