@@ -8,6 +8,7 @@ package deployments_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,7 +41,17 @@ func user(t *testing.T, acct map[string]any, name string) (string, map[string][]
 	if len(users) != 1 {
 		t.Fatalf("account %s: %d users, want 1", name, len(users))
 	}
-	u := users[0].(map[string]any)
+	return userAt(t, acct, name, 0)
+}
+
+// userAt returns the permissions of an account's i-th user, and its name.
+func userAt(t *testing.T, acct map[string]any, name string, i int) (string, map[string][]string) {
+	t.Helper()
+	users, _ := acct["users"].([]any)
+	if len(users) <= i {
+		t.Fatalf("account %s: %d users, want %d or more", name, len(users), i+1)
+	}
+	u := users[i].(map[string]any)
 	perms := map[string][]string{}
 	p, _ := u["permissions"].(map[string]any)
 	for _, dir := range []string{"publish", "subscribe"} {
@@ -68,6 +79,10 @@ func asList(v any) []string {
 	return out
 }
 
+// routeUser is the route identity: the subject of route.pem
+// (tls/make-test-certs.sh), the cluster block's one user.
+const routeUser = "CN=nats-route,O=carddrift"
+
 // TestAccounts reads deployments/nats/accounts.conf as nats-server parses it
 // and checks it against carddrift's default names (store.DefaultConfig): a
 // renamed stream or bucket must be renamed in the permissions too.
@@ -81,10 +96,32 @@ func TestAccounts(t *testing.T) {
 		if tls["verify_and_map"] != true {
 			t.Errorf("nats-%d.conf: client TLS without verify_and_map", i)
 		}
+		// Routes are their own identity: another CA than the clients', and the
+		// route certificate's subject mapped to the one route user.
 		cluster, _ := cfg["cluster"].(map[string]any)
 		ctls, _ := cluster["tls"].(map[string]any)
-		if ctls["verify"] != true {
-			t.Errorf("nats-%d.conf: routes without mutual TLS", i)
+		if ctls["verify_and_map"] != true {
+			t.Errorf("nats-%d.conf: routes without verify_and_map (any certificate of the CA joins)", i)
+		}
+		if ctls["ca_file"] == tls["ca_file"] || !strings.HasSuffix(fmt.Sprint(ctls["ca_file"]), "/route-ca.pem") {
+			t.Errorf("nats-%d.conf: cluster ca_file %v, want the route CA (route-ca.pem), not the clients' %v", i, ctls["ca_file"], tls["ca_file"])
+		}
+		if !strings.HasSuffix(fmt.Sprint(ctls["cert_file"]), "/route.pem") {
+			t.Errorf("nats-%d.conf: routes present %v, want route.pem", i, ctls["cert_file"])
+		}
+		cauth, _ := cluster["authorization"].(map[string]any)
+		if cauth["user"] != routeUser || cauth["password"] != nil || cauth["users"] != nil {
+			t.Errorf("nats-%d.conf: cluster authorization %v, want only user %q", i, cauth, routeUser)
+		}
+		// No other door: monitoring on loopback, no leafnode, gateway,
+		// websocket or MQTT listener.
+		if h := fmt.Sprint(cfg["http"]); !strings.HasPrefix(h, "127.0.0.1:") {
+			t.Errorf("nats-%d.conf: monitoring on %s, want loopback", i, h)
+		}
+		for _, k := range []string{"leafnodes", "leaf", "gateway", "websocket", "ws", "mqtt", "https", "http_port", "https_port", "monitor_port"} {
+			if _, ok := cfg[k]; ok {
+				t.Errorf("nats-%d.conf: %s listener", i, k)
+			}
 		}
 		for _, k := range []string{"authorization", "no_auth_user", "users"} {
 			if _, ok := cfg[k]; ok {
@@ -143,18 +180,75 @@ func TestAccounts(t *testing.T) {
 		t.Error("CLIENTS has JetStream of its own")
 	}
 
+	// Planners consume their own copy of the card stream in their own
+	// account (a push consumer's deliver subject is then a subject of
+	// PLANNERS, never of CARDDRIFT), under the prefix they have always used.
 	planners := account(t, cfg, "PLANNERS")
-	name, perms = user(t, planners, "PLANNERS")
+	if users, _ := planners["users"].([]any); len(users) != 2 {
+		t.Fatalf("PLANNERS: %d users, want the planner and planners-admin", len(users))
+	}
+	name, perms = userAt(t, planners, "PLANNERS", 0)
 	if name != "CN=planner,O=carddrift" || !slices.Equal(perms["subscribe"], []string{c.EventsSubjects, "_INBOX.>"}) {
 		t.Errorf("PLANNERS user %q subscribe %v", name, perms["subscribe"])
 	}
 	for _, p := range perms["publish"] {
-		if !strings.Contains(p, "."+c.EventsStream) {
-			t.Errorf("PLANNERS may publish %s, which is not about %s", p, c.EventsStream)
+		if !strings.Contains(p, "."+c.EventsStream) || strings.Contains(p, "STREAM.CREATE") || strings.Contains(p, "STREAM.UPDATE") ||
+			strings.HasPrefix(p, "JS.") {
+			t.Errorf("PLANNERS user may publish %s: not only consumers of its own %s", p, c.EventsStream)
 		}
 	}
-	if _, ok := planners["jetstream"]; ok {
-		t.Error("PLANNERS has JetStream of its own")
+	name, perms = userAt(t, planners, "PLANNERS", 1)
+	if name != "CN=planners-admin,O=carddrift" || !slices.Equal(perms["subscribe"], []string{"_INBOX.>"}) {
+		t.Errorf("PLANNERS second user %q subscribe %v, want planners-admin, _INBOX.>", name, perms["subscribe"])
+	}
+	for _, p := range perms["publish"] {
+		if p != "$JS.API.INFO" && !strings.HasSuffix(p, "."+c.EventsStream) {
+			t.Errorf("planners-admin may publish %s: more than its one stream", p)
+		}
+	}
+	if js, _ := planners["jetstream"].(map[string]any); js == nil || js["max_streams"] != int64(1) {
+		t.Errorf("PLANNERS jetstream %v, want its own, limited to one stream", planners["jetstream"])
+	}
+	if m, _ := planners["mappings"].(map[string]any); m["JS.carddrift.API.>"] != "$JS.API.>" {
+		t.Errorf("PLANNERS mappings %v: the planners' prefix JS.carddrift.API must map onto their own JetStream", planners["mappings"])
+	}
+	// What PLANNERS imports of carddrift's JetStream is under a prefix the
+	// planner user may not publish on: only the account's JetStream (the
+	// source of its stream) reaches it.
+	for _, im := range planners["imports"].([]any) {
+		svc, _ := im.(map[string]any)["service"].(map[string]any)
+		if svc == nil {
+			continue
+		}
+		to, _ := im.(map[string]any)["to"].(string)
+		if subj, _ := svc["subject"].(string); strings.HasPrefix(subj, "$JS.API.") && !strings.HasPrefix(to, "JS.carddrift-source.API.") {
+			t.Errorf("PLANNERS imports %s as %q: carddrift's JetStream API only under JS.carddrift-source.API", subj, to)
+		}
+	}
+	// The planners' stream sources carddrift's through exactly that prefix.
+	b, err := os.ReadFile("nats/planners-card-events.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps struct {
+		Name     string   `json:"name"`
+		Subjects []string `json:"subjects"`
+		MaxBytes int64    `json:"max_bytes"`
+		Sources  []struct {
+			Name     string `json:"name"`
+			External struct {
+				API     string `json:"api"`
+				Deliver string `json:"deliver"`
+			} `json:"external"`
+		} `json:"sources"`
+	}
+	if err := json.Unmarshal(b, &ps); err != nil {
+		t.Fatal(err)
+	}
+	if ps.Name != c.EventsStream || len(ps.Subjects) != 0 || ps.MaxBytes <= 0 || len(ps.Sources) != 1 ||
+		ps.Sources[0].Name != c.EventsStream || ps.Sources[0].External.API != "JS.carddrift-source.API" ||
+		ps.Sources[0].External.Deliver != "carddrift.planners" {
+		t.Errorf("nats/planners-card-events.json: %+v", ps)
 	}
 	if cfg["system_account"] != "SYS" {
 		t.Errorf("system_account %v", cfg["system_account"])
@@ -197,7 +291,14 @@ func TestNATSValuesEmbedAccounts(t *testing.T) {
 		t.Errorf("helm/nats-values.yaml's accounts.conf differs from nats/accounts.conf; regenerate it:\n" +
 			"  sed 's/^/        /; s/^ *$//' deployments/nats/accounts.conf")
 	}
-	checkContains(t, "helm/nats-values.yaml", string(values), "verify_and_map: true", "verify: true", "replicas: 3", "zzz$include: ./accounts.conf")
+	checkContains(t, "helm/nats-values.yaml", string(values), "verify_and_map: true", "replicas: 3", "zzz$include: ./accounts.conf",
+		"secretName: nats-route-tls", "ca_file: /etc/nats-certs/cluster/ca.crt", `user: "`+routeUser+`"`,
+		"kind: NetworkPolicy", "- ports: [{port: 6222, protocol: TCP}]", "- ports: [{port: 8222, protocol: TCP}]")
+	for _, open := range []string{"leafnodes:", "gateway:", "websocket:", "mqtt:", "promExporter:"} {
+		if strings.Contains(string(values), open) {
+			t.Errorf("helm/nats-values.yaml configures %s: a port the NetworkPolicy does not cover", open)
+		}
+	}
 }
 
 var envRe = regexp.MustCompile(`CARDDRIFT_[A-Z_]+`)
@@ -246,9 +347,20 @@ func TestComposeMountsWhatConfigsName(t *testing.T) {
 			"./tls/certs/server.pem:/etc/nats/tls/server.pem:ro",
 			"./tls/certs/server-key.pem:/etc/nats/tls/server-key.pem:ro",
 			"./tls/certs/ca.pem:/etc/nats/tls/ca.pem:ro",
+			"./tls/certs/route-ca.pem:/etc/nats/tls/route-ca.pem:ro",
+			"./tls/certs/route.pem:/etc/nats/tls/route.pem:ro",
+			"./tls/certs/route-key.pem:/etc/nats/tls/route-key.pem:ro",
 		)
 	}
-	for _, other := range []string{"client-key.pem", "planner-key.pem", "admin-key.pem", "ca-key.pem"} {
+	// Monitoring is read inside the containers, never published; carddrift's
+	// HTTP port (no login) only on the host's loopback.
+	checkContains(t, "compose.yaml", compose, `http://127.0.0.1:8222/healthz`, `ports: ["127.0.0.1::9464"]`)
+	for _, open := range []string{"8222:", `"8222"`, `"9464"`, "9464:9464", "6222:"} {
+		if strings.Contains(compose, open) {
+			t.Errorf("compose.yaml publishes %s", open)
+		}
+	}
+	for _, other := range []string{"client-key.pem", "planner-key.pem", "admin-key.pem", "ca-key.pem", "route-ca-key.pem"} {
 		if strings.Contains(compose, other) {
 			t.Errorf("compose.yaml mounts %s", other)
 		}
@@ -316,6 +428,28 @@ func TestHelmChart(t *testing.T) {
 	}
 	if m["ServiceMonitor"] != "" {
 		t.Error("a ServiceMonitor by default (it needs the prometheus-operator CRDs)")
+	}
+	// The HTTP port has no login: a NetworkPolicy on the workers' pods admits
+	// no peer by default, and the peers of networkPolicy.httpFrom on that
+	// port only.
+	np := m["NetworkPolicy"]
+	checkContains(t, "NetworkPolicy", np,
+		"podSelector:\n    matchLabels:\n      app.kubernetes.io/name: carddrift\n      app.kubernetes.io/instance: cd",
+		"policyTypes: [Ingress]", "ingress: []")
+	checkContains(t, "Deployment's pod labels (what the NetworkPolicy selects)", m["Deployment"],
+		"labels:\n        app.kubernetes.io/name: carddrift\n        app.kubernetes.io/instance: cd")
+	out, err = helm(t, bin, "template", "cd", chart, "--set", "networkPolicy.httpFrom[0].podSelector.matchLabels.app=prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkContains(t, "NetworkPolicy with httpFrom", docs(out)["NetworkPolicy"],
+		"ingress:\n    - ports:\n        - port: http-metrics\n          protocol: TCP\n      from:\n        - podSelector:\n            matchLabels:\n              app: prometheus")
+	out, err = helm(t, bin, "template", "cd", chart, "--set", "networkPolicy.enabled=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if docs(out)["NetworkPolicy"] != "" {
+		t.Error("a NetworkPolicy although networkPolicy.enabled=false")
 	}
 	dep := m["Deployment"]
 	checkContains(t, "Deployment", dep,
@@ -393,8 +527,14 @@ func TestNATSValuesRenderWithOfficialChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm := docs(out)["ConfigMap"]
-	checkContains(t, "rendered ConfigMap", cm, `"verify_and_map": true`, `"verify": true`, "include ./accounts.conf;",
-		"tls://nats-2.nats-headless:6222", "accounts.conf: |")
+	checkContains(t, "rendered ConfigMap", cm, `"verify_and_map": true`, "include ./accounts.conf;",
+		"tls://nats-2.nats-headless:6222", "accounts.conf: |",
+		`"ca_file": "/etc/nats-certs/cluster/ca.crt"`, `"user": "`+routeUser+`"`)
+	if strings.Contains(cm, `"leafnodes"`) || strings.Contains(cm, `"gateway"`) || strings.Contains(cm, `"websocket"`) || strings.Contains(cm, `"mqtt"`) {
+		t.Error("the rendered configuration opens a leafnode, gateway, websocket or MQTT port")
+	}
+	checkContains(t, "rendered NetworkPolicy", docs(out)["NetworkPolicy"], "app.kubernetes.io/component: nats", "port: 6222", "port: 8222",
+		`carddrift.io/nats-monitoring: "true"`)
 	natsBin := os.Getenv("CARDDRIFT_NATS_SERVER_BIN")
 	if natsBin == "" {
 		return
@@ -408,7 +548,8 @@ func TestNATSValuesRenderWithOfficialChart(t *testing.T) {
 	}
 	r := strings.NewReplacer("/etc/nats-ca-cert/ca.crt", certs+"/ca.pem",
 		"/etc/nats-certs/nats/tls.crt", certs+"/server.pem", "/etc/nats-certs/nats/tls.key", certs+"/server-key.pem",
-		"/etc/nats-certs/cluster/tls.crt", certs+"/server.pem", "/etc/nats-certs/cluster/tls.key", certs+"/server-key.pem",
+		"/etc/nats-certs/cluster/tls.crt", certs+"/route.pem", "/etc/nats-certs/cluster/tls.key", certs+"/route-key.pem",
+		"/etc/nats-certs/cluster/ca.crt", certs+"/route-ca.pem",
 		`"/data"`, `"`+dir+`/js"`, "/var/run/nats/nats.pid", dir+"/nats.pid")
 	must := func(err error) {
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -40,10 +42,39 @@ const plannerAPIPrefix = "JS.carddrift.API"
 // The users of deployments/nats/accounts.conf, by the certificate the test
 // script makes for each.
 const (
-	roleCarddrift = "carddrift"
-	roleClient    = "client"
-	rolePlanner   = "planner"
+	roleCarddrift     = "carddrift"
+	roleClient        = "client"
+	rolePlanner       = "planner"
+	rolePlannersAdmin = "planners-admin"
 )
+
+// plannersStreamFile is the planners' copy of CARD_EVENTS, which an operator
+// creates once in the PLANNERS account (deployments/README.md, "Planners").
+const plannersStreamFile = "../deployments/nats/planners-card-events.json"
+
+// provisionPlanners creates the planners' CARD_EVENTS from the shipped
+// configuration, as the planners-admin user, as an operator does once.
+func (c *natsCluster) provisionPlanners(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile(plannersStreamFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc jetstream.StreamConfig
+	if err := json.Unmarshal(b, &sc); err != nil {
+		t.Fatalf("%s: %v", plannersStreamFile, err)
+	}
+	nc, _ := c.connect(t, rolePlannersAdmin)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+		t.Fatalf("create the planners' %s as %s: %v", sc.Name, rolePlannersAdmin, err)
+	}
+}
 
 // natsServerBinary returns a nats-server built from the module this
 // repository depends on: CARDDRIFT_NATS_SERVER_BIN (.ci/run builds it once),
@@ -108,6 +139,7 @@ type natsNode struct {
 	name                   string // server_name: nats-1, nats-2, nats-3
 	dir                    string // its configuration, accounts.conf and store
 	client, route, monitor int
+	monitorHost            string // the shipped monitoring host (http: HOST:8222)
 	log                    string
 
 	mu     sync.Mutex
@@ -121,6 +153,9 @@ type natsCluster struct {
 	certs string
 	nodes []*natsNode
 }
+
+// monitorListenRe is the monitoring listener of a shipped node configuration.
+var monitorListenRe = regexp.MustCompile(`(?m)^http: (\S+):8222$`)
 
 // startCluster runs deployments/nats/nats-{1,2,3}.conf as three processes,
 // rewritten for the test: loopback ports, a temporary store, the test
@@ -192,7 +227,14 @@ func (c *natsCluster) rewrite(n *natsNode) string {
 		s = strings.ReplaceAll(s, old, new)
 	}
 	repl("listen: 0.0.0.0:4222", fmt.Sprintf("listen: 127.0.0.1:%d", n.client))
-	repl("http: 0.0.0.0:8222", fmt.Sprintf("http: 127.0.0.1:%d", n.monitor))
+	// Monitoring keeps the host it is shipped with (only the port changes):
+	// the adversary suite checks who can reach it.
+	m := monitorListenRe.FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("%s has no monitoring listener %q: update the cluster test with it", src, monitorListenRe)
+	}
+	n.monitorHost = m[1]
+	s = monitorListenRe.ReplaceAllString(s, fmt.Sprintf("http: %s:%d", m[1], n.monitor))
 	repl("listen: 0.0.0.0:6222", fmt.Sprintf("listen: 127.0.0.1:%d", n.route))
 	repl("store_dir: /data/jetstream", fmt.Sprintf("store_dir: %q", filepath.Join(n.dir, "jetstream")))
 	repl("/etc/nats/tls/", c.certs+"/")
@@ -202,12 +244,15 @@ func (c *natsCluster) rewrite(n *natsNode) string {
 	for _, line := range strings.Split(s, "\n") {
 		line, _, _ = strings.Cut(line, "#") // comments may name the container layout
 		for _, left := range []string{"0.0.0.0", "/data/", "/etc/nats", ":4222", ":6222", ":8222"} {
+			if left == "0.0.0.0" && strings.HasPrefix(strings.TrimSpace(line), "http:") {
+				continue // the monitoring host stays as shipped
+			}
 			if strings.Contains(line, left) {
 				t.Fatalf("%s: %q is left after rewriting it for the test: %s", src, left, line)
 			}
 		}
 	}
-	for _, want := range []string{"verify_and_map: true", "verify: true", "include ./accounts.conf"} {
+	for _, want := range []string{"verify_and_map: true", "include ./accounts.conf"} {
 		if !strings.Contains(s, want) {
 			t.Fatalf("%s lacks %q", src, want)
 		}

@@ -67,6 +67,9 @@ func TestCluster(t *testing.T) {
 	bin := serveWithIdentity(t, buildCarddrift(t), certs)
 	cl := startCluster(t, natsBin, certs)
 	t.Logf("3-node cluster healthy %v after the test started (builds included)", time.Since(start).Round(time.Millisecond))
+	// The planners' own CARD_EVENTS, sourced from carddrift's once serve
+	// creates it.
+	cl.provisionPlanners(t)
 
 	// startServe's stream layout (4 partitions, AckWait 2s), with the
 	// wrapper's --replicas 3.
@@ -329,13 +332,20 @@ func testClusterPermissions(t *testing.T, cl *natsCluster, r *rig) {
 		t.Error("a planner created a consumer on the lifecycle stream")
 	}
 	cancel()
-	perrs.waitViolation(t, `"`+plannerAPIPrefix+`.CONSUMER.CREATE.`+r.cfg.LifecycleStream+`.steal"`)
+	// (The server names the subject after the account's mapping of the
+	// prefix: $JS.API.…)
+	perrs.waitViolation(t, `.CONSUMER.CREATE.`+r.cfg.LifecycleStream+`.steal"`)
 	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
 	if _, err := pjs.KeyValue(ctx, r.cfg.PinsBucket); err == nil {
 		t.Error("a planner bound the pins bucket")
 	}
 	cancel()
-	perrs.waitViolation(t, `"`+plannerAPIPrefix+`.STREAM.INFO.KV_`+r.cfg.PinsBucket+`"`)
+	perrs.waitViolation(t, `.STREAM.INFO.KV_`+r.cfg.PinsBucket+`"`)
+	// Nor reach carddrift's JetStream under the prefix its own account's
+	// JetStream sources the card stream through.
+	must(t, pnc.Publish("JS.carddrift-source.API.CONSUMER.CREATE."+r.cfg.EventsStream+".steal", []byte(`{}`)))
+	flush(pnc)
+	perrs.waitViolation(t, `"JS.carddrift-source.API.CONSUMER.CREATE.`+r.cfg.EventsStream+`.steal"`)
 
 	// A reply subject cannot smuggle a message onto the card stream: the
 	// lifecycle stream's ack to a client, and a JetStream API response to a
