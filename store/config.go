@@ -168,8 +168,13 @@ func (c *Config) SetDefaults() {
 		}
 	}
 	if c.StorageLimit > 0 {
+		unit := c.StorageLimit / 24
 		for _, sh := range StorageShares {
-			setDefault(c.maxBytesField(sh.Field), c.StorageLimit/24*sh.Of24)
+			share := unit * sh.Of24
+			if sh.Field == "LifecycleMaxBytes" {
+				share += c.StorageLimit - 24*unit // the rounding remainder
+			}
+			setDefault(c.maxBytesField(sh.Field), share)
 		}
 	}
 }

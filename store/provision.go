@@ -110,11 +110,12 @@ func provisionError(what, name string, err error) error {
 	return fmt.Errorf("store: provision %s %s: %w", what, name, err)
 }
 
-// nats-server's JSStorageResourcesExceededErr and JSMemoryResourcesExceededErr,
-// which nats.go does not name.
+// nats-server's JSStorageResourcesExceededErr, JSMemoryResourcesExceededErr
+// and JSMessageTTLDisabledErr, which nats.go does not name.
 const (
 	jsErrCodeStorageResourcesExceeded jetstream.ErrorCode = 10047
 	jsErrCodeMemoryResourcesExceeded  jetstream.ErrorCode = 10028
+	jsErrCodeMessageTTLDisabled       jetstream.ErrorCode = 10166
 )
 
 // provisionBucket creates the KV bucket if it is missing (nats.go makes
