@@ -76,10 +76,13 @@ type Config struct {
 	Storage jetstream.StorageType
 
 	// StorageLimit is the sum of the byte limits of every stream and
-	// bucket (default DefaultStorageLimit, DefaultMemoryStorageLimit with
-	// memory storage). Each limit left zero takes its share of it
-	// (StorageShares); one set explicitly is used as it is, and StorageLimit
-	// then only sizes the others. At a limit the oldest messages go first
+	// bucket (zero: DefaultStorageLimit, or DefaultMemoryStorageLimit with
+	// memory storage; StorageLimitOf says which). Each limit left zero
+	// takes its share of it (StorageShares), decided when it is used, so
+	// that a Config whose Storage is changed after SetDefaults gets the
+	// default of its storage; a limit set explicitly is used as it is, and
+	// StorageLimit then only sizes the others. Limits says what is in
+	// effect. At a limit the oldest messages go first
 	// (JetStream's DiscardOld): a full stream or bucket forgets its oldest
 	// history and never refuses a write.
 	StorageLimit int64
@@ -97,7 +100,7 @@ type Config struct {
 	// that watches (and so CachedPins) see expiries (default 15m; negative:
 	// no markers, expiries are silent). Needs nats-server 2.11 or later.
 	PinsMarkerTTL time.Duration
-	// PinsMaxBytes bounds the pins bucket (default: its share of
+	// PinsMaxBytes bounds the pins bucket (zero: its share of
 	// StorageLimit). At the bound the least recently written pins are
 	// dropped: their tasks are judged as tasks without a pin.
 	PinsMaxBytes int64
@@ -161,22 +164,39 @@ func (c *Config) SetDefaults() {
 	}
 	setDefault(&c.LeasesBucket, DefaultLeasesBucket)
 	setDefault(&c.LeasesTTL, DefaultLeasesTTL)
-	if c.StorageLimit == 0 {
-		c.StorageLimit = DefaultStorageLimit
-		if c.Storage == jetstream.MemoryStorage {
-			c.StorageLimit = DefaultMemoryStorageLimit
-		}
+}
+
+// StorageLimitOf is the StorageLimit in effect: StorageLimit, or when zero
+// DefaultStorageLimit (DefaultMemoryStorageLimit with memory storage).
+func (c *Config) StorageLimitOf() int64 {
+	switch {
+	case c.StorageLimit != 0:
+		return c.StorageLimit
+	case c.Storage == jetstream.MemoryStorage:
+		return DefaultMemoryStorageLimit
 	}
-	if c.StorageLimit > 0 {
-		unit := c.StorageLimit / 24
-		for _, sh := range StorageShares {
+	return DefaultStorageLimit
+}
+
+// maxBytes is the byte limit in effect of a StorageShares field: the
+// field, or when zero its share of StorageLimitOf (the lifecycle stream
+// takes the rounding remainder too).
+func (c *Config) maxBytes(field string) int64 {
+	if v := *c.maxBytesField(field); v != 0 {
+		return v
+	}
+	total := c.StorageLimitOf()
+	unit := total / 24
+	for _, sh := range StorageShares {
+		if sh.Field == field {
 			share := unit * sh.Of24
-			if sh.Field == "LifecycleMaxBytes" {
-				share += c.StorageLimit - 24*unit // the rounding remainder
+			if field == "LifecycleMaxBytes" {
+				share += total - 24*unit
 			}
-			setDefault(c.maxBytesField(sh.Field), share)
+			return share
 		}
 	}
+	panic("store: no byte limit " + field)
 }
 
 // maxBytesField returns the byte-limit field named by a StorageShares entry.
@@ -200,18 +220,19 @@ func (c *Config) maxBytesField(name string) *int64 {
 	panic("store: no byte limit " + name)
 }
 
-// Limits returns the byte limit of every stream carddrift creates, by
-// stream name (buckets under their streams' names, KV_<bucket> and
-// OBJ_<bucket>), of a defaulted Config.
+// Limits returns the byte limit in effect of every stream carddrift
+// creates, by stream name (buckets under their streams' names, KV_<bucket>
+// and OBJ_<bucket>), of a defaulted Config: each limit set, or its share of
+// StorageLimitOf.
 func (c *Config) Limits() map[string]int64 {
 	return map[string]int64{
-		c.LifecycleStream:            c.LifecycleMaxBytes,
-		c.EventsStream:               c.EventsMaxBytes,
-		c.DLQStream:                  c.DLQMaxBytes,
-		"KV_" + c.PinsBucket:         c.PinsMaxBytes,
-		"KV_" + c.CardsBucket:        c.CardsMaxBytes,
-		"KV_" + c.LeasesBucket:       c.LeasesMaxBytes,
-		"OBJ_" + c.CardsObjectBucket: c.CardsObjectMaxBytes,
+		c.LifecycleStream:            c.maxBytes("LifecycleMaxBytes"),
+		c.EventsStream:               c.maxBytes("EventsMaxBytes"),
+		c.DLQStream:                  c.maxBytes("DLQMaxBytes"),
+		"KV_" + c.PinsBucket:         c.maxBytes("PinsMaxBytes"),
+		"KV_" + c.CardsBucket:        c.maxBytes("CardsMaxBytes"),
+		"KV_" + c.LeasesBucket:       c.maxBytes("LeasesMaxBytes"),
+		"OBJ_" + c.CardsObjectBucket: c.maxBytes("CardsObjectMaxBytes"),
 	}
 }
 
@@ -252,8 +273,16 @@ func (c *Config) Validate() error {
 	if c.Storage != jetstream.FileStorage && c.Storage != jetstream.MemoryStorage {
 		return invalid("Storage", int(c.Storage), "must be file or memory")
 	}
-	if c.StorageLimit < 24*MinMaxBytes/2 {
-		return invalid("StorageLimit", c.StorageLimit, "must be at least "+FormatSize(24*MinMaxBytes/2))
+	if c.StorageLimit != 0 && c.StorageLimit < 24*MinMaxBytes/2 {
+		return invalid("StorageLimit", c.StorageLimit, "must be 0 (the default) or at least "+FormatSize(24*MinMaxBytes/2))
+	}
+	for _, sh := range StorageShares {
+		if err := checkMaxBytes(sh.Field, c.maxBytes(sh.Field)); err != nil {
+			return err
+		}
+	}
+	if lc := c.maxBytes("LifecycleMaxBytes"); c.LifecycleMaxMsgSize < 1<<10 || int64(c.LifecycleMaxMsgSize) > lc {
+		return invalid("LifecycleMaxMsgSize", c.LifecycleMaxMsgSize, "must be at least 1KiB and at most the lifecycle stream's byte limit")
 	}
 	if err := c.Topology.validate(); err != nil {
 		return err
@@ -288,16 +317,8 @@ func (c *Config) Validate() error {
 	if c.CardsInlineMax < 1 || c.CardsInlineMax > int(c.CardsMaxValueSize)-InlineHeadroom {
 		return invalid("CardsInlineMax", c.CardsInlineMax, fmt.Sprintf("must be 1 to CardsMaxValueSize-%d", InlineHeadroom))
 	}
-	for _, b := range []struct {
-		field string
-		v     int64
-	}{{"PinsMaxBytes", c.PinsMaxBytes}, {"CardsMaxBytes", c.CardsMaxBytes}, {"CardsObjectMaxBytes", c.CardsObjectMaxBytes}, {"LeasesMaxBytes", c.LeasesMaxBytes}} {
-		if err := checkMaxBytes(b.field, b.v); err != nil {
-			return err
-		}
-	}
-	if c.CardsMaxBytes < int64(c.CardsMaxValueSize) {
-		return invalid("CardsMaxBytes", c.CardsMaxBytes, "must be at least CardsMaxValueSize")
+	if v := c.maxBytes("CardsMaxBytes"); v < int64(c.CardsMaxValueSize) {
+		return invalid("CardsMaxBytes", v, "must be at least CardsMaxValueSize")
 	}
 	return nil
 }

@@ -53,16 +53,22 @@ func TestStorageSharesSplitTheLimit(t *testing.T) {
 				}
 				total += v
 			}
-			if total != tc.want || cfg.StorageLimit != tc.want {
-				t.Fatalf("limits add up to %d (StorageLimit %d), want %d", total, cfg.StorageLimit, tc.want)
+			if total != tc.want || cfg.StorageLimitOf() != tc.want {
+				t.Fatalf("limits add up to %d (StorageLimitOf %d), want %d", total, cfg.StorageLimitOf(), tc.want)
 			}
 		})
 	}
 	// An explicit limit is kept; the others keep their shares.
 	cfg := store.Config{Topology: store.Topology{LifecycleMaxBytes: 3 << 30}}
 	cfg.SetDefaults()
-	if cfg.LifecycleMaxBytes != 3<<30 || cfg.EventsMaxBytes != store.DefaultStorageLimit/6 {
-		t.Fatalf("LifecycleMaxBytes, EventsMaxBytes = %d, %d, want %d, %d", cfg.LifecycleMaxBytes, cfg.EventsMaxBytes, int64(3<<30), int64(store.DefaultStorageLimit/6))
+	if l := cfg.Limits(); l["A2A_TASKS"] != 3<<30 || l["CARD_EVENTS"] != store.DefaultStorageLimit/6 {
+		t.Fatalf("limits of A2A_TASKS, CARD_EVENTS = %d, %d, want %d, %d", l["A2A_TASKS"], l["CARD_EVENTS"], int64(3<<30), int64(store.DefaultStorageLimit/6))
+	}
+	// Storage changed after the defaults: the memory default applies.
+	cfg = store.DefaultConfig()
+	cfg.Storage = jetstream.MemoryStorage
+	if got := cfg.StorageLimitOf(); got != store.DefaultMemoryStorageLimit {
+		t.Fatalf("StorageLimitOf() of DefaultConfig with memory storage = %d, want %d", got, store.DefaultMemoryStorageLimit)
 	}
 }
 

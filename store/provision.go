@@ -206,10 +206,10 @@ func (c *Config) bucketConfigs() []jetstream.KeyValueConfig {
 	if c.PinsTTL > 0 && c.PinsMarkerTTL > 0 {
 		pins.LimitMarkerTTL = c.PinsMarkerTTL
 	}
-	pins.MaxBytes = c.PinsMaxBytes
+	pins.MaxBytes = c.maxBytes("PinsMaxBytes")
 	return []jetstream.KeyValueConfig{pins, {
 		Bucket:       c.CardsBucket,
-		MaxBytes:     c.CardsMaxBytes,
+		MaxBytes:     c.maxBytes("CardsMaxBytes"),
 		Description:  "carddrift: card bodies by digest",
 		History:      1,
 		TTL:          c.CardsTTL,
@@ -219,7 +219,7 @@ func (c *Config) bucketConfigs() []jetstream.KeyValueConfig {
 	}, {
 		Bucket:      c.LeasesBucket,
 		Description: "carddrift: live-card lease per card URL",
-		MaxBytes:    c.LeasesMaxBytes,
+		MaxBytes:    c.maxBytes("LeasesMaxBytes"),
 		History:     1,
 		TTL:         none(c.LeasesTTL),
 		Storage:     c.Storage,
@@ -231,7 +231,7 @@ func (c *Config) objectStoreConfig() jetstream.ObjectStoreConfig {
 	return jetstream.ObjectStoreConfig{
 		Bucket:      c.CardsObjectBucket,
 		Description: "carddrift: card bodies too large for the cards bucket",
-		MaxBytes:    c.CardsObjectMaxBytes,
+		MaxBytes:    c.maxBytes("CardsObjectMaxBytes"),
 		TTL:         c.CardsTTL,
 		Storage:     c.Storage,
 		Replicas:    c.Replicas,

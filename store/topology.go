@@ -60,7 +60,7 @@ type Topology struct {
 	LifecycleMaxAge time.Duration
 	// LifecycleDuplicates is the Nats-Msg-Id dedup window (default 2m).
 	LifecycleDuplicates time.Duration
-	// LifecycleMaxBytes bounds the stream's size (default: its share of
+	// LifecycleMaxBytes bounds the stream's size (zero: its share of
 	// Config.StorageLimit, see StorageShares); when it is reached the oldest
 	// events are discarded, never a publish refused.
 	LifecycleMaxBytes int64
@@ -103,7 +103,7 @@ type Topology struct {
 	// EventsDuplicates is the Nats-Msg-Id window that makes card.drift
 	// publish-once (default 2m).
 	EventsDuplicates time.Duration
-	// EventsMaxBytes bounds the stream's size (default: its share of
+	// EventsMaxBytes bounds the stream's size (zero: its share of
 	// Config.StorageLimit); the oldest events go first.
 	EventsMaxBytes int64
 
@@ -113,7 +113,7 @@ type Topology struct {
 	DLQSubjects string
 	// DLQMaxAge (default 30 days; negative: forever).
 	DLQMaxAge time.Duration
-	// DLQMaxBytes bounds the stream's size (default: its share of
+	// DLQMaxBytes bounds the stream's size (zero: its share of
 	// Config.StorageLimit); the oldest dead letters go first.
 	DLQMaxBytes int64
 }
@@ -193,17 +193,6 @@ func (t *Topology) validate() error {
 		if d.maxAge > 0 && d.dup > d.maxAge {
 			return invalid(d.field+"Duplicates", d.dup, "must not exceed the stream's max age")
 		}
-	}
-	for _, b := range []struct {
-		field string
-		v     int64
-	}{{"LifecycleMaxBytes", t.LifecycleMaxBytes}, {"EventsMaxBytes", t.EventsMaxBytes}, {"DLQMaxBytes", t.DLQMaxBytes}} {
-		if err := checkMaxBytes(b.field, b.v); err != nil {
-			return err
-		}
-	}
-	if t.LifecycleMaxMsgSize < 1<<10 || int64(t.LifecycleMaxMsgSize) > t.LifecycleMaxBytes {
-		return invalid("LifecycleMaxMsgSize", t.LifecycleMaxMsgSize, "must be at least 1KiB and at most LifecycleMaxBytes")
 	}
 	if t.Partitions < 0 || t.Partitions > MaxPartitions {
 		return invalid("Partitions", t.Partitions, "must be 0 (none) to "+strconv.Itoa(MaxPartitions))
@@ -340,7 +329,7 @@ func (c *Config) streamConfigs() []jetstream.StreamConfig {
 		}
 	}
 	lc := stream(c.LifecycleStream, "carddrift: A2A task lifecycle CloudEvents from clients",
-		c.LifecycleSubjects, c.LifecycleMaxAge, c.LifecycleDuplicates, c.LifecycleMaxBytes)
+		c.LifecycleSubjects, c.LifecycleMaxAge, c.LifecycleDuplicates, c.maxBytes("LifecycleMaxBytes"))
 	lc.MaxMsgSize = c.LifecycleMaxMsgSize
 	if c.Partitions > 0 {
 		p := c.lifecyclePrefix()
@@ -352,8 +341,8 @@ func (c *Config) streamConfigs() []jetstream.StreamConfig {
 	}
 	return []jetstream.StreamConfig{lc,
 		stream(c.EventsStream, "carddrift: card.drift, card.pinned, card.observed, card.unreachable",
-			c.EventsSubjects, c.EventsMaxAge, c.EventsDuplicates, c.EventsMaxBytes),
+			c.EventsSubjects, c.EventsMaxAge, c.EventsDuplicates, c.maxBytes("EventsMaxBytes")),
 		stream(c.DLQStream, "carddrift: lifecycle events workers gave up on",
-			c.DLQSubjects, c.DLQMaxAge, 0, c.DLQMaxBytes),
+			c.DLQSubjects, c.DLQMaxAge, 0, c.maxBytes("DLQMaxBytes")),
 	}
 }
