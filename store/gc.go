@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -98,6 +101,7 @@ type GCOptions struct {
 // metadata of at most Batch bodies; memory is O(Batch). Run owns its one
 // goroutine; Sweep may be called directly (not concurrently with Run).
 type CardsGC struct {
+	js      jetstream.JetStream
 	cards   *KVCards
 	opts    GCOptions
 	log     zerolog.Logger
@@ -115,10 +119,11 @@ type SweepResult struct {
 	Examined, Candidates, Removed int
 }
 
-// NewCardsGC returns a CardsGC of cards. It does no I/O.
-func NewCardsGC(cards *KVCards, opts GCOptions) (*CardsGC, error) {
-	if cards == nil || opts.References == nil {
-		return nil, invalid("GCOptions.References", nil, "a KVCards and References are required")
+// NewCardsGC returns a CardsGC of cards, which js reaches (Bind's). It does
+// no I/O.
+func NewCardsGC(js jetstream.JetStream, cards *KVCards, opts GCOptions) (*CardsGC, error) {
+	if js == nil || cards == nil || opts.References == nil {
+		return nil, invalid("GCOptions.References", nil, "a JetStream, a KVCards and References are required")
 	}
 	setDefault(&opts.Interval, DefaultGCInterval)
 	setDefault(&opts.Grace, DefaultGCGrace)
@@ -135,7 +140,7 @@ func NewCardsGC(cards *KVCards, opts GCOptions) (*CardsGC, error) {
 	if opts.Batch < 1 {
 		return nil, invalid("GCOptions.Batch", opts.Batch, "must be positive")
 	}
-	g := &CardsGC{cards: cards, opts: opts, log: zerolog.Nop(), suspects: map[string]uint64{}}
+	g := &CardsGC{js: js, cards: cards, opts: opts, log: zerolog.Nop(), suspects: map[string]uint64{}}
 	if opts.Logger != nil {
 		g.log = *opts.Logger
 	}
@@ -282,9 +287,54 @@ func (g *CardsGC) remove(ctx context.Context, key string, rev uint64) (bool, err
 		return false, fmt.Errorf("store: remove card body %s: %w", key, err)
 	}
 	if g.cards.obj != nil {
-		if err := g.cards.obj.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		if err := g.removeObject(ctx, key); err != nil {
 			return true, fmt.Errorf("store: remove card body %s from the object store: %w", key, err)
 		}
 	}
 	return true, nil
+}
+
+// removeObject deletes an object the way ObjectStore.Delete does, without
+// the STREAM.PURGE request it ends with (carddrift's account may not purge
+// streams): it publishes the object's metadata marked deleted (a rollup of
+// its meta subject), then rolls its chunk subject up to one empty message
+// that expires (or, on a stream without message TTLs, stays: a few bytes).
+// These are the Object Store's own subjects, $O.<bucket>.M.<base64url
+// name> and $O.<bucket>.C.<nuid>, which carddrift may publish to.
+func (g *CardsGC) removeObject(ctx context.Context, name string) error {
+	info, err := g.cards.obj.GetInfo(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if info.NUID == "" {
+		return jetstream.ErrBadObjectMeta
+	}
+	deleted := *info
+	deleted.Deleted = true
+	deleted.Size, deleted.Chunks, deleted.Digest = 0, 0, ""
+	deleted.ModTime = time.Time{}
+	meta, err := json.Marshal(&deleted)
+	if err != nil {
+		return err
+	}
+	m := nats.NewMsg("$O." + info.Bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(info.Name)))
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	m.Data = meta
+	if _, err := g.js.PublishMsg(ctx, m); err != nil {
+		return err
+	}
+	chunks := func(opts ...jetstream.PublishOpt) error {
+		c := nats.NewMsg("$O." + info.Bucket + ".C." + info.NUID)
+		c.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+		_, err := g.js.PublishMsg(ctx, c, opts...)
+		return err
+	}
+	err = chunks(jetstream.WithMsgTTL(gcMarkerTTL))
+	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTTLDisabled {
+		err = chunks()
+	}
+	return err
 }

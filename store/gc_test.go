@@ -58,7 +58,7 @@ func TestCardsGC(t *testing.T) {
 
 		now := time.Now()
 		reg := prometheus.NewPedanticRegistry()
-		gc, err := store.NewCardsGC(st.Cards, store.GCOptions{
+		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{
 			References: store.PinLeaseReferences(st.Pins, func(r storetest.Record) []string { return []string{r.Digest} }, st.Leases),
 			Grace:      time.Hour, Now: func() time.Time { return now }, Registerer: reg,
 		})
@@ -103,6 +103,10 @@ func TestCardsGC(t *testing.T) {
 		if _, err := obj.GetInfo(ctx, key); !errors.Is(err, jetstream.ErrObjectNotFound) {
 			t.Fatalf("object of the large body: GetInfo error = %v, want ErrObjectNotFound", err)
 		}
+		// Its chunks are gone too (no STREAM.PURGE: a rollup), not just its name.
+		if info := streamInfo(t, js, "OBJ_"+store.DefaultCardsObjectBucket); info.State.Bytes >= uint64(len(large)) {
+			t.Fatalf("object store holds %d bytes after the removal, want less than the %d-byte body", info.State.Bytes, len(large))
+		}
 
 		// The pin and the lease go: their bodies follow.
 		if err := st.Pins.Delete(ctx, "task-1"); err != nil {
@@ -144,7 +148,7 @@ func TestCardsGCBatch(t *testing.T) {
 			}
 		}
 		now := time.Now().Add(2 * time.Hour)
-		gc, err := store.NewCardsGC(st.Cards, store.GCOptions{
+		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{
 			References: func(_ context.Context, mark func(string)) error { return nil },
 			Batch:      2, Now: func() time.Time { return now },
 		})
@@ -182,7 +186,7 @@ func TestCardsGCKeepsOnError(t *testing.T) {
 		}
 		now := time.Now().Add(2 * time.Hour)
 		boom := errors.New("scan failed")
-		gc, err := store.NewCardsGC(st.Cards, store.GCOptions{
+		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{
 			References: func(_ context.Context, mark func(string)) error { return boom },
 			Now:        func() time.Time { return now },
 		})

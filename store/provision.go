@@ -186,6 +186,7 @@ func provisionObjectStore(ctx context.Context, js jetstream.JetStream, oc jetstr
 	want.Storage = oc.Storage
 	want.Replicas = max(oc.Replicas, 1)
 	want.Discard = jetstream.DiscardOld
+	want.AllowMsgTTL = true // CardsGC's rolled-up chunk subjects expire
 	if reflect.DeepEqual(want, have) {
 		return nil
 	}

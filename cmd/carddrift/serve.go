@@ -152,7 +152,7 @@ func (f *storageFlags) start(ctx context.Context, svc *service.Service, log zero
 		return nil, usageError{fmt.Errorf("--store-check-interval: %w", err)}
 	}
 	st := svc.Stores()
-	gc, err := store.NewCardsGC(st.Cards, store.GCOptions{
+	gc, err := store.NewCardsGC(svc.JetStream(), st.Cards, store.GCOptions{
 		References: store.PinLeaseReferences(st.Pins, func(p task.Pin) []string { return []string{p.Digest, p.LiveDigest} }, st.Leases),
 		Interval:   f.gcInterval, Grace: f.gcGrace, Logger: &log, Registerer: reg,
 	})
