@@ -111,7 +111,7 @@ type Config struct {
 	CardsBucket       string
 	CardsObjectBucket string
 	// CardsTTL expires card bodies (default and zero: never; cards are the
-	// evidence replay reads and are few).
+	// evidence replay reads, and CardsGC removes those nothing references).
 	CardsTTL time.Duration
 	// CardsMaxValueSize is the KV bucket's max value size in bytes (default
 	// 1 MiB).
