@@ -98,7 +98,16 @@ type GCOptions struct {
 // pinned by digest alone, as when the bucket's byte limit dropped it.
 //
 // Each sweep costs one scan of the pins and leases (References) and the
-// metadata of at most Batch bodies; memory is O(Batch). Run owns its one
+// metadata of at most Batch bodies; memory is O(Batch).
+//
+// Why a sweep and not per-key TTLs (Nats-TTL, nats.go's KeyTTL): a TTL is
+// fixed when a key is written, so keeping a referenced body alive means
+// rewriting it (up to 1 MiB) whenever a pin or lease naming it is written,
+// and pins are written at every transition; the Object Store has no
+// per-object TTL at all; and the store's Pins are generic, so the pin
+// writer cannot see which digest a pin names. A sweep reads what pins and
+// leases name, costs nothing on the hot path, and removes only what is
+// unreferenced twice. Run owns its one
 // goroutine; Sweep may be called directly (not concurrently with Run).
 type CardsGC struct {
 	js      jetstream.JetStream
