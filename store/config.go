@@ -26,7 +26,39 @@ const (
 	// InlineHeadroom is what DefaultConfig keeps free below CardsMaxValueSize
 	// for the message headers a KV write carries.
 	InlineHeadroom = 1 << 10
+
+	// DefaultStorageLimit is the default Config.StorageLimit with file
+	// storage: 6 GiB, which leaves a quarter of the shipped cluster's
+	// max_file_store (8GB, that is 8 GiB, per server) for the server's own
+	// files and for the planners' consumers.
+	DefaultStorageLimit = 6 << 30
+	// DefaultMemoryStorageLimit is the default Config.StorageLimit with
+	// memory storage (1 GiB: tests, the demo and small machines, where the
+	// server reserves every byte limit against its max_memory_store).
+	DefaultMemoryStorageLimit = 1 << 30
+	// MinMaxBytes is the smallest byte limit of a stream or bucket: one
+	// message of the server's default max payload must fit.
+	MinMaxBytes = 1 << 20
 )
+
+// StorageShares says how Config.StorageLimit is split, in 24ths, among
+// the streams and buckets whose own limit is left zero. The shares add up
+// to 24: the limit is the sum of every byte limit, which is what the
+// server reserves of its storage (per server, whatever the replicas).
+var StorageShares = []struct {
+	// Field is the Config field the share sets.
+	Field string
+	// Of24 is the share, in 24ths of StorageLimit.
+	Of24 int64
+}{
+	{"LifecycleMaxBytes", 8},   // A2A_TASKS: 1/3, the history replay reads
+	{"EventsMaxBytes", 4},      // CARD_EVENTS: 1/6
+	{"DLQMaxBytes", 2},         // CARDDRIFT_DLQ: 1/12
+	{"PinsMaxBytes", 4},        // KV pins: 1/6
+	{"CardsMaxBytes", 2},       // KV cards: 1/12
+	{"CardsObjectMaxBytes", 2}, // OBJ cards-large: 1/12
+	{"LeasesMaxBytes", 2},      // KV leases: 1/12
+}
 
 // Config names and sizes every stream, consumer and bucket carddrift uses:
 // the Topology that clients, planners and workers share (streams, subjects,
@@ -43,6 +75,18 @@ type Config struct {
 	// value, default) or jetstream.MemoryStorage. See ParseStorage.
 	Storage jetstream.StorageType
 
+	// StorageLimit is the sum of the byte limits of every stream and
+	// bucket (zero: DefaultStorageLimit, or DefaultMemoryStorageLimit with
+	// memory storage; StorageLimitOf says which). Each limit left zero
+	// takes its share of it (StorageShares), decided when it is used, so
+	// that a Config whose Storage is changed after SetDefaults gets the
+	// default of its storage; a limit set explicitly is used as it is, and
+	// StorageLimit then only sizes the others. Limits says what is in
+	// effect. At a limit the oldest messages go first
+	// (JetStream's DiscardOld): a full stream or bucket forgets its oldest
+	// history and never refuses a write.
+	StorageLimit int64
+
 	// Topology: the lifecycle, outbound-events and dead-letter streams, the
 	// partitions and the workers' consumers (topology.go).
 	Topology
@@ -56,6 +100,10 @@ type Config struct {
 	// that watches (and so CachedPins) see expiries (default 15m; negative:
 	// no markers, expiries are silent). Needs nats-server 2.11 or later.
 	PinsMarkerTTL time.Duration
+	// PinsMaxBytes bounds the pins bucket (zero: its share of
+	// StorageLimit). At the bound the least recently written pins are
+	// dropped: their tasks are judged as tasks without a pin.
+	PinsMaxBytes int64
 
 	// CardsBucket is the KV bucket of card bodies by digest (default
 	// "carddrift-cards"); CardsObjectBucket the Object Store for bodies
@@ -63,7 +111,7 @@ type Config struct {
 	CardsBucket       string
 	CardsObjectBucket string
 	// CardsTTL expires card bodies (default and zero: never; cards are the
-	// evidence replay reads and are few).
+	// evidence replay reads, and CardsGC removes those nothing references).
 	CardsTTL time.Duration
 	// CardsMaxValueSize is the KV bucket's max value size in bytes (default
 	// 1 MiB).
@@ -73,6 +121,13 @@ type Config struct {
 	// InlineHeadroom; tests set it small). The connection's max payload
 	// lowers it further at run time.
 	CardsInlineMax int
+	// CardsMaxBytes and CardsObjectMaxBytes bound the cards bucket and the
+	// large-cards Object Store (default: their shares of StorageLimit). At
+	// the bound the oldest bodies are dropped (a pin whose body is gone is
+	// judged as one pinned by digest alone: pinned-card-unknown); CardsGC
+	// removes the bodies nothing references long before.
+	CardsMaxBytes       int64
+	CardsObjectMaxBytes int64
 
 	// LeasesBucket is the KV bucket of leases by card URL (default
 	// "carddrift-leases").
@@ -80,6 +135,10 @@ type Config struct {
 	// LeasesTTL expires a lease this long after its last write (default 24h;
 	// negative: never).
 	LeasesTTL time.Duration
+	// LeasesMaxBytes bounds the leases bucket (default: its share of
+	// StorageLimit); the least recently written leases go first (their
+	// cards are fetched again).
+	LeasesMaxBytes int64
 }
 
 // DefaultConfig returns a Config with every default applied.
@@ -105,6 +164,84 @@ func (c *Config) SetDefaults() {
 	}
 	setDefault(&c.LeasesBucket, DefaultLeasesBucket)
 	setDefault(&c.LeasesTTL, DefaultLeasesTTL)
+}
+
+// StorageLimitOf is the StorageLimit in effect: StorageLimit, or when zero
+// DefaultStorageLimit (DefaultMemoryStorageLimit with memory storage).
+func (c *Config) StorageLimitOf() int64 {
+	switch {
+	case c.StorageLimit != 0:
+		return c.StorageLimit
+	case c.Storage == jetstream.MemoryStorage:
+		return DefaultMemoryStorageLimit
+	}
+	return DefaultStorageLimit
+}
+
+// maxBytes is the byte limit in effect of a StorageShares field: the
+// field, or when zero its share of StorageLimitOf (the lifecycle stream
+// takes the rounding remainder too).
+func (c *Config) maxBytes(field string) int64 {
+	if v := *c.maxBytesField(field); v != 0 {
+		return v
+	}
+	total := c.StorageLimitOf()
+	unit := total / 24
+	for _, sh := range StorageShares {
+		if sh.Field == field {
+			share := unit * sh.Of24
+			if field == "LifecycleMaxBytes" {
+				share += total - 24*unit
+			}
+			return share
+		}
+	}
+	panic("store: no byte limit " + field)
+}
+
+// maxBytesField returns the byte-limit field named by a StorageShares entry.
+func (c *Config) maxBytesField(name string) *int64 {
+	switch name {
+	case "LifecycleMaxBytes":
+		return &c.LifecycleMaxBytes
+	case "EventsMaxBytes":
+		return &c.EventsMaxBytes
+	case "DLQMaxBytes":
+		return &c.DLQMaxBytes
+	case "PinsMaxBytes":
+		return &c.PinsMaxBytes
+	case "CardsMaxBytes":
+		return &c.CardsMaxBytes
+	case "CardsObjectMaxBytes":
+		return &c.CardsObjectMaxBytes
+	case "LeasesMaxBytes":
+		return &c.LeasesMaxBytes
+	}
+	panic("store: no byte limit " + name)
+}
+
+// Limits returns the byte limit in effect of every stream carddrift
+// creates, by stream name (buckets under their streams' names, KV_<bucket>
+// and OBJ_<bucket>), of a defaulted Config: each limit set, or its share of
+// StorageLimitOf.
+func (c *Config) Limits() map[string]int64 {
+	return map[string]int64{
+		c.LifecycleStream:            c.maxBytes("LifecycleMaxBytes"),
+		c.EventsStream:               c.maxBytes("EventsMaxBytes"),
+		c.DLQStream:                  c.maxBytes("DLQMaxBytes"),
+		"KV_" + c.PinsBucket:         c.maxBytes("PinsMaxBytes"),
+		"KV_" + c.CardsBucket:        c.maxBytes("CardsMaxBytes"),
+		"KV_" + c.LeasesBucket:       c.maxBytes("LeasesMaxBytes"),
+		"OBJ_" + c.CardsObjectBucket: c.maxBytes("CardsObjectMaxBytes"),
+	}
+}
+
+// checkMaxBytes reports a byte limit below MinMaxBytes.
+func checkMaxBytes(field string, v int64) error {
+	if v < MinMaxBytes {
+		return invalid(field, v, "must be at least "+FormatSize(MinMaxBytes))
+	}
+	return nil
 }
 
 // setDefault sets *p to v if it is the zero value.
@@ -135,6 +272,17 @@ func (c *Config) Validate() error {
 	}
 	if c.Storage != jetstream.FileStorage && c.Storage != jetstream.MemoryStorage {
 		return invalid("Storage", int(c.Storage), "must be file or memory")
+	}
+	if c.StorageLimit != 0 && c.StorageLimit < 24*MinMaxBytes/2 {
+		return invalid("StorageLimit", c.StorageLimit, "must be 0 (the default) or at least "+FormatSize(24*MinMaxBytes/2))
+	}
+	for _, sh := range StorageShares {
+		if err := checkMaxBytes(sh.Field, c.maxBytes(sh.Field)); err != nil {
+			return err
+		}
+	}
+	if lc := c.maxBytes("LifecycleMaxBytes"); c.LifecycleMaxMsgSize < 1<<10 || int64(c.LifecycleMaxMsgSize) > lc {
+		return invalid("LifecycleMaxMsgSize", c.LifecycleMaxMsgSize, "must be at least 1KiB and at most the lifecycle stream's byte limit")
 	}
 	if err := c.Topology.validate(); err != nil {
 		return err
@@ -168,6 +316,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CardsInlineMax < 1 || c.CardsInlineMax > int(c.CardsMaxValueSize)-InlineHeadroom {
 		return invalid("CardsInlineMax", c.CardsInlineMax, fmt.Sprintf("must be 1 to CardsMaxValueSize-%d", InlineHeadroom))
+	}
+	if v := c.maxBytes("CardsMaxBytes"); v < int64(c.CardsMaxValueSize) {
+		return invalid("CardsMaxBytes", v, "must be at least CardsMaxValueSize")
 	}
 	return nil
 }

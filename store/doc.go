@@ -14,6 +14,16 @@
 // so cfg.LifecycleStream and cfg.LifecycleConsumer(p) read as before;
 // Provision creates the streams and buckets, the worker the consumers.
 //
+// # Bounded storage
+//
+// Every stream and bucket Provision makes has a byte limit (their sum is
+// Config.StorageLimit, split by StorageShares unless a limit is set) and
+// discards its oldest messages at the limit, so a flood of lifecycle
+// events or of distinct card bodies makes carddrift forget history, never
+// refuse its own writes. Monitor reports each stream's bytes against its
+// limit (Prometheus gauges, one log line per crossing); CardsGC removes the
+// card bodies no pin or lease references. ParseSize reads sizes for flags.
+//
 // # Interfaces and implementations
 //
 // Pins, Cards and Leases are small interfaces with one contract, checked by

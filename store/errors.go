@@ -29,6 +29,12 @@ var (
 	// ErrCorrupt is returned by Get when a stored value cannot be decoded or does
 	// not belong to the key it is stored under.
 	ErrCorrupt = errors.New("store: corrupt value")
+	// ErrStorageExceeded is returned (wrapped with the server's error) by
+	// Provision and Open when the server refuses to reserve the byte limits:
+	// their sum (Config.StorageLimit) is more than its max_file_store (or
+	// max_memory_store) has left, or than the account may use. Lower
+	// StorageLimit or raise the server's.
+	ErrStorageExceeded = errors.New("store: byte limits exceed the server's storage")
 )
 
 // ConfigError reports an invalid Config field. Validate returns it; test with

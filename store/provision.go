@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -66,10 +69,13 @@ func Bind[T Record[T]](ctx context.Context, js jetstream.JetStream, cfg Config) 
 // Provision creates or updates every stream and bucket of cfg (zero fields
 // take their defaults): the lifecycle, outbound-events and dead-letter
 // streams, the pins, cards and leases KV buckets and the large-cards Object
-// Store. It is idempotent: running it again with the same cfg changes
-// nothing. Consumers are the worker's (see Config.LifecycleConsumer).
+// Store. Every one of them is bounded in bytes (Config.StorageLimit) and
+// discards its oldest messages at the bound. It is idempotent: running it
+// again with the same cfg changes nothing. Consumers are the worker's (see
+// Config.LifecycleConsumer).
 // A change the server cannot apply in place (say, Storage) fails with the
-// server's error.
+// server's error; limits that do not fit the server's storage fail with
+// ErrStorageExceeded.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -77,19 +83,115 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	}
 	for _, sc := range cfg.streamConfigs() {
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
-			return fmt.Errorf("store: provision stream %s: %w", sc.Name, err)
+			return provisionError("stream", sc.Name, err)
 		}
 	}
+	limits := cfg.Limits()
 	for _, kc := range cfg.bucketConfigs() {
-		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
-			return fmt.Errorf("store: provision bucket %s: %w", kc.Bucket, err)
+		if err := provisionBucket(ctx, js, kc, limits["KV_"+kc.Bucket], kc.Bucket == cfg.CardsBucket); err != nil {
+			return provisionError("bucket", kc.Bucket, err)
 		}
 	}
 	oc := cfg.objectStoreConfig()
-	if _, err := js.CreateOrUpdateObjectStore(ctx, oc); err != nil {
-		return fmt.Errorf("store: provision object store %s: %w", oc.Bucket, err)
+	if err := provisionObjectStore(ctx, js, oc); err != nil {
+		return provisionError("object store", oc.Bucket, err)
 	}
 	return nil
+}
+
+// provisionError wraps a failed create or update, marking the server's
+// refusal to reserve the byte limits.
+func provisionError(what, name string, err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrCodeStorageResourcesExceeded ||
+		apiErr.ErrorCode == jsErrCodeMemoryResourcesExceeded) {
+		return fmt.Errorf("store: provision %s %s: %w: %w", what, name, ErrStorageExceeded, err)
+	}
+	return fmt.Errorf("store: provision %s %s: %w", what, name, err)
+}
+
+// nats-server's JSStorageResourcesExceededErr, JSMemoryResourcesExceededErr
+// and JSMessageTTLDisabledErr, which nats.go does not name.
+const (
+	jsErrCodeStorageResourcesExceeded jetstream.ErrorCode = 10047
+	jsErrCodeMemoryResourcesExceeded  jetstream.ErrorCode = 10028
+	jsErrCodeMessageTTLDisabled       jetstream.ErrorCode = 10166
+)
+
+// provisionBucket creates the KV bucket if it is missing (nats.go makes
+// the stream a bucket needs), then brings its stream to what kc says, plus
+// what nats.go's KV config cannot say: the byte limit with DiscardOld (a
+// full bucket drops its least recently written keys instead of refusing
+// writes), and, when ttl is set, per-message TTLs (CardsGC's delete
+// markers expire). It updates the stream only when something differs.
+func provisionBucket(ctx context.Context, js jetstream.JetStream, kc jetstream.KeyValueConfig, maxBytes int64, ttl bool) error {
+	kc.MaxBytes = maxBytes
+	name := "KV_" + kc.Bucket
+	s, err := js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := js.CreateKeyValue(ctx, kc); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+			return err
+		}
+		s, err = js.Stream(ctx, name)
+	}
+	if err != nil {
+		return err
+	}
+	have := s.CachedInfo().Config
+	want := have
+	want.Description = kc.Description
+	want.MaxMsgsPerSubject = int64(max(kc.History, 1))
+	want.MaxAge = kc.TTL
+	want.MaxBytes = maxBytes
+	want.MaxMsgSize = kc.MaxValueSize
+	if want.MaxMsgSize == 0 {
+		want.MaxMsgSize = -1
+	}
+	want.Storage = kc.Storage
+	want.Replicas = max(kc.Replicas, 1)
+	want.Discard = jetstream.DiscardOld
+	// nats.go's duplicate window for a bucket: 2m, or the TTL if shorter.
+	want.Duplicates = 2 * time.Minute
+	if kc.TTL > 0 && kc.TTL < want.Duplicates {
+		want.Duplicates = kc.TTL
+	}
+	want.SubjectDeleteMarkerTTL = kc.LimitMarkerTTL
+	// The server cannot turn message TTLs off once on: leave them on.
+	want.AllowMsgTTL = have.AllowMsgTTL || ttl || kc.LimitMarkerTTL > 0
+	if reflect.DeepEqual(want, have) {
+		return nil
+	}
+	_, err = js.UpdateStream(ctx, want)
+	return err
+}
+
+// provisionObjectStore is provisionBucket for the Object Store.
+func provisionObjectStore(ctx context.Context, js jetstream.JetStream, oc jetstream.ObjectStoreConfig) error {
+	name := "OBJ_" + oc.Bucket
+	s, err := js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := js.CreateObjectStore(ctx, oc); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+			return err
+		}
+		s, err = js.Stream(ctx, name)
+	}
+	if err != nil {
+		return err
+	}
+	have := s.CachedInfo().Config
+	want := have
+	want.Description = oc.Description
+	want.MaxAge = oc.TTL
+	want.MaxBytes = oc.MaxBytes
+	want.Storage = oc.Storage
+	want.Replicas = max(oc.Replicas, 1)
+	want.Discard = jetstream.DiscardOld
+	want.AllowMsgTTL = true // CardsGC's rolled-up chunk subjects expire
+	if reflect.DeepEqual(want, have) {
+		return nil
+	}
+	_, err = js.UpdateStream(ctx, want)
+	return err
 }
 
 // bucketConfigs returns the KV buckets' configs of a defaulted cfg.
@@ -105,8 +207,10 @@ func (c *Config) bucketConfigs() []jetstream.KeyValueConfig {
 	if c.PinsTTL > 0 && c.PinsMarkerTTL > 0 {
 		pins.LimitMarkerTTL = c.PinsMarkerTTL
 	}
+	pins.MaxBytes = c.maxBytes("PinsMaxBytes")
 	return []jetstream.KeyValueConfig{pins, {
 		Bucket:       c.CardsBucket,
+		MaxBytes:     c.maxBytes("CardsMaxBytes"),
 		Description:  "carddrift: card bodies by digest",
 		History:      1,
 		TTL:          c.CardsTTL,
@@ -116,6 +220,7 @@ func (c *Config) bucketConfigs() []jetstream.KeyValueConfig {
 	}, {
 		Bucket:      c.LeasesBucket,
 		Description: "carddrift: live-card lease per card URL",
+		MaxBytes:    c.maxBytes("LeasesMaxBytes"),
 		History:     1,
 		TTL:         none(c.LeasesTTL),
 		Storage:     c.Storage,
@@ -127,6 +232,7 @@ func (c *Config) objectStoreConfig() jetstream.ObjectStoreConfig {
 	return jetstream.ObjectStoreConfig{
 		Bucket:      c.CardsObjectBucket,
 		Description: "carddrift: card bodies too large for the cards bucket",
+		MaxBytes:    c.maxBytes("CardsObjectMaxBytes"),
 		TTL:         c.CardsTTL,
 		Storage:     c.Storage,
 		Replicas:    c.Replicas,

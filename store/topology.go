@@ -33,6 +33,13 @@ const (
 
 	// MaxPartitions bounds Topology.Partitions.
 	MaxPartitions = 1024
+
+	// DeadLetterHeadroom is what a dead letter may add to the event it
+	// copies (the worker's Carddrift-* headers: reason, error text of at
+	// most 1 KiB, original subject, sequence, message id).
+	DeadLetterHeadroom = 4 << 10
+	// DefaultLifecycleMaxMsgSize is the default Topology.LifecycleMaxMsgSize.
+	DefaultLifecycleMaxMsgSize = 1<<20 - DeadLetterHeadroom
 )
 
 // Topology is what clients, planners and workers agree on: the three
@@ -53,6 +60,15 @@ type Topology struct {
 	LifecycleMaxAge time.Duration
 	// LifecycleDuplicates is the Nats-Msg-Id dedup window (default 2m).
 	LifecycleDuplicates time.Duration
+	// LifecycleMaxBytes bounds the stream's size (zero: its share of
+	// Config.StorageLimit, see StorageShares); when it is reached the oldest
+	// events are discarded, never a publish refused.
+	LifecycleMaxBytes int64
+	// LifecycleMaxMsgSize is the largest lifecycle event the stream stores,
+	// headers included (default DefaultLifecycleMaxMsgSize: the server's
+	// default max payload less DeadLetterHeadroom, so that the dead-letter
+	// copy of any stored event, which carries more headers, still fits).
+	LifecycleMaxMsgSize int32
 	// Partitions, when > 0, adds a subject transform so that the stored
 	// subject of <prefix>.<kind>.<taskId> is <prefix>.<kind>.<taskId>.<p>,
 	// p = PartitionOf(taskId token) in [0, Partitions): every event of a
@@ -87,6 +103,9 @@ type Topology struct {
 	// EventsDuplicates is the Nats-Msg-Id window that makes card.drift
 	// publish-once (default 2m).
 	EventsDuplicates time.Duration
+	// EventsMaxBytes bounds the stream's size (zero: its share of
+	// Config.StorageLimit); the oldest events go first.
+	EventsMaxBytes int64
 
 	// DLQStream holds events a worker gave up on (default "CARDDRIFT_DLQ") on
 	// DLQSubjects (default "carddrift.dlq.>").
@@ -94,6 +113,9 @@ type Topology struct {
 	DLQSubjects string
 	// DLQMaxAge (default 30 days; negative: forever).
 	DLQMaxAge time.Duration
+	// DLQMaxBytes bounds the stream's size (zero: its share of
+	// Config.StorageLimit); the oldest dead letters go first.
+	DLQMaxBytes int64
 }
 
 func (t *Topology) setDefaults() {
@@ -101,6 +123,7 @@ func (t *Topology) setDefaults() {
 	setDefault(&t.LifecycleSubjects, DefaultLifecycleSubjects)
 	setDefault(&t.LifecycleMaxAge, DefaultLifecycleMaxAge)
 	setDefault(&t.LifecycleDuplicates, DefaultDuplicates)
+	setDefault(&t.LifecycleMaxMsgSize, DefaultLifecycleMaxMsgSize)
 	setDefault(&t.ConsumerName, DefaultConsumer)
 	setDefault(&t.AckWait, DefaultAckWait)
 	setDefault(&t.MaxDeliver, DefaultMaxDeliver)
@@ -291,7 +314,10 @@ func (c *Config) LifecycleConsumers() []jetstream.ConsumerConfig {
 
 // streamConfigs returns the three streams' configs of a defaulted cfg.
 func (c *Config) streamConfigs() []jetstream.StreamConfig {
-	stream := func(name, description, subjects string, maxAge, dup time.Duration) jetstream.StreamConfig {
+	// Every stream is bounded in bytes and discards its oldest messages at
+	// the bound: a full stream never refuses a publish (a verdict, a dead
+	// letter), it forgets history.
+	stream := func(name, description, subjects string, maxAge, dup time.Duration, maxBytes int64) jetstream.StreamConfig {
 		return jetstream.StreamConfig{
 			Name:        name,
 			Description: description,
@@ -299,13 +325,15 @@ func (c *Config) streamConfigs() []jetstream.StreamConfig {
 			Retention:   jetstream.LimitsPolicy,
 			Discard:     jetstream.DiscardOld,
 			MaxAge:      none(maxAge),
+			MaxBytes:    maxBytes,
 			Duplicates:  dup,
 			Storage:     c.Storage,
 			Replicas:    c.Replicas,
 		}
 	}
 	lc := stream(c.LifecycleStream, "carddrift: A2A task lifecycle CloudEvents from clients",
-		c.LifecycleSubjects, c.LifecycleMaxAge, c.LifecycleDuplicates)
+		c.LifecycleSubjects, c.LifecycleMaxAge, c.LifecycleDuplicates, c.maxBytes("LifecycleMaxBytes"))
+	lc.MaxMsgSize = c.LifecycleMaxMsgSize
 	if c.Partitions > 0 {
 		p := c.lifecyclePrefix()
 		lc.Subjects = []string{p + ".*.*"}
@@ -316,8 +344,8 @@ func (c *Config) streamConfigs() []jetstream.StreamConfig {
 	}
 	return []jetstream.StreamConfig{lc,
 		stream(c.EventsStream, "carddrift: card.drift, card.pinned, card.observed, card.unreachable",
-			c.EventsSubjects, c.EventsMaxAge, c.EventsDuplicates),
+			c.EventsSubjects, c.EventsMaxAge, c.EventsDuplicates, c.maxBytes("EventsMaxBytes")),
 		stream(c.DLQStream, "carddrift: lifecycle events workers gave up on",
-			c.DLQSubjects, c.DLQMaxAge, 0),
+			c.DLQSubjects, c.DLQMaxAge, 0, c.maxBytes("DLQMaxBytes")),
 	}
 }

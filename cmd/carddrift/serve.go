@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events/service"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 )
@@ -54,6 +56,116 @@ type serveFlags struct {
 	trust        trustFlags
 	requireSig   bool
 	window       time.Duration
+	storageFlags
+}
+
+// storageFlags are serve's byte limits and the jobs that watch and trim
+// the store (store.Monitor, store.CardsGC).
+type storageFlags struct {
+	storageLimit  sizeFlag
+	maxBytes      [7]sizeFlag // in the order of maxBytesFlags
+	checkInterval time.Duration
+	gcInterval    time.Duration
+	gcGrace       time.Duration
+}
+
+// maxBytesFlags name the per-store limits: flag suffix, store.Config
+// field (a StorageShares entry), and what it bounds.
+var maxBytesFlags = [7]struct{ flag, field, what string }{
+	{"tasks", "LifecycleMaxBytes", "the lifecycle stream (A2A_TASKS)"},
+	{"card-events", "EventsMaxBytes", "the outbound events stream (CARD_EVENTS)"},
+	{"dlq", "DLQMaxBytes", "the dead-letter stream (CARDDRIFT_DLQ)"},
+	{"pins", "PinsMaxBytes", "the pins bucket (at the limit the least recently written pins are dropped)"},
+	{"cards", "CardsMaxBytes", "the card bodies bucket"},
+	{"cards-large", "CardsObjectMaxBytes", "the object store of large card bodies"},
+	{"leases", "LeasesMaxBytes", "the leases bucket"},
+}
+
+// sizeFlag is a byte size flag read by store.ParseSize; zero means unset.
+type sizeFlag int64
+
+func (s *sizeFlag) String() string {
+	if *s == 0 {
+		return ""
+	}
+	return store.FormatSize(int64(*s))
+}
+
+func (s *sizeFlag) Set(v string) error {
+	n, err := store.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = sizeFlag(n)
+	return nil
+}
+
+func (f *storageFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.storageLimit, "storage-limit", "`SIZE` of every stream and bucket together, e.g. 6GiB (default "+
+		store.FormatSize(store.DefaultStorageLimit)+", "+store.FormatSize(store.DefaultMemoryStorageLimit)+
+		" with --storage memory); split 8:4:2:4:2:2:2 (24ths) among tasks, card-events, dlq, pins, cards, cards-large, leases. "+
+		"At a limit the oldest history is discarded, never a write refused")
+	for i, m := range maxBytesFlags {
+		fs.Var(&f.maxBytes[i], "max-bytes-"+m.flag, "`SIZE` limit of "+m.what+" (default: its share of --storage-limit)")
+	}
+	fs.DurationVar(&f.checkInterval, "store-check-interval", store.DefaultMonitorInterval, "read every stream's size this often "+
+		"(carddrift_store_bytes, carddrift_store_limit_bytes; a log line when one reaches its limit)")
+	fs.DurationVar(&f.gcInterval, "cards-gc-interval", store.DefaultGCInterval, "sweep card bodies no pin or lease references this often")
+	fs.DurationVar(&f.gcGrace, "cards-gc-grace", store.DefaultGCGrace, "keep every card body at least this long after it was stored")
+}
+
+// apply sets the byte limits of cfg (those left unset take their share of
+// the storage limit in effect).
+func (f *storageFlags) apply(cfg *store.Config) {
+	cfg.StorageLimit = int64(f.storageLimit)
+	for i, m := range maxBytesFlags {
+		if v := int64(f.maxBytes[i]); v != 0 {
+			setMaxBytes(cfg, m.field, v)
+		}
+	}
+}
+
+func setMaxBytes(cfg *store.Config, field string, v int64) {
+	switch field {
+	case "LifecycleMaxBytes":
+		cfg.LifecycleMaxBytes = v
+	case "EventsMaxBytes":
+		cfg.EventsMaxBytes = v
+	case "DLQMaxBytes":
+		cfg.DLQMaxBytes = v
+	case "PinsMaxBytes":
+		cfg.PinsMaxBytes = v
+	case "CardsMaxBytes":
+		cfg.CardsMaxBytes = v
+	case "CardsObjectMaxBytes":
+		cfg.CardsObjectMaxBytes = v
+	case "LeasesMaxBytes":
+		cfg.LeasesMaxBytes = v
+	}
+}
+
+// start runs the store's monitor and card-body sweep until the returned
+// stop is called (it waits for both to return).
+func (f *storageFlags) start(ctx context.Context, svc *service.Service, log zerolog.Logger, reg prometheus.Registerer) (stop func(), err error) {
+	mon, err := store.NewMonitor(svc.JetStream(), svc.Config(), store.MonitorOptions{Interval: f.checkInterval, Logger: &log, Registerer: reg})
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--store-check-interval: %w", err)}
+	}
+	st := svc.Stores()
+	gc, err := store.NewCardsGC(svc.JetStream(), st.Cards, store.GCOptions{
+		References: store.PinLeaseReferences(st.Pins, func(p task.Pin) []string { return []string{p.Digest, p.LiveDigest} }, st.Leases),
+		Interval:   f.gcInterval, Grace: f.gcGrace, Logger: &log, Registerer: reg,
+	})
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--cards-gc-interval, --cards-gc-grace: %w", err)}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context) error{mon.Run, gc.Run} {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(ctx) }()
+	}
+	return func() { cancel(); wg.Wait() }, nil
 }
 
 // register adds serve's flags.
@@ -85,6 +197,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "auto", "json, console, or auto (console on a terminal)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.trust.register(fs)
+	f.storageFlags.register(fs)
 	fs.BoolVar(&f.requireSig, "require-signed-cards", false, "signed fleets: a live card none of whose signatures verifies "+
 		"(unsigned, unverifiable or invalid) is breaking drift for every task (signature-required)")
 	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "split brain: an agent whose live card alternates "+
@@ -122,6 +235,7 @@ func (f *serveFlags) storeConfig() (store.Config, error) {
 	cfg.AckWait = f.ackWait
 	cfg.MaxDeliver = f.maxDeliver
 	cfg.PinsTTL = f.pinsTTL
+	f.storageFlags.apply(&cfg)
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
 	}
@@ -202,6 +316,12 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 	if svc.Embedded() {
 		fmt.Fprintf(e.stdout, "carddrift: embedded NATS JetStream listening on %s (data in %s)\n", svc.URL(), f.dataDir)
 	}
+
+	stopStorage, err := f.storageFlags.start(ctx, svc, log, reg)
+	if err != nil {
+		return err
+	}
+	defer stopStorage()
 
 	// The fleet now: gauges on /metrics, the page at /fleet.
 	fleet := fleetCollector(svc, f.window)

@@ -1,0 +1,349 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// CardsGC defaults.
+const (
+	// DefaultGCInterval is how often CardsGC sweeps.
+	DefaultGCInterval = 10 * time.Minute
+	// DefaultGCGrace is how old a body must be before CardsGC may remove
+	// it: more than the time between storing a body and writing the pin or
+	// lease that names it.
+	DefaultGCGrace = time.Hour
+	// DefaultGCBatch is how many bodies one sweep examines.
+	DefaultGCBatch = 10_000
+	// gcMarkerTTL is how long the purge marker of a removed body stays.
+	gcMarkerTTL = time.Minute
+)
+
+// References calls mark with every card digest something still needs;
+// CardsGC keeps those bodies. An error aborts the sweep: nothing is removed
+// on an incomplete view.
+type References func(ctx context.Context, mark func(digest string)) error
+
+// PinLeaseReferences is the References of carddrift's stores: the digests
+// digests(pin) returns for every pin (the task core's pin names its pinned
+// and its last live digest), and every lease's digest and the digests of
+// its split-brain window. A pin or lease that does not decode aborts the
+// sweep (ErrCorrupt), so that a body it may name is not removed.
+func PinLeaseReferences[T any](pins Scanner[T], digests func(T) []string, leases Scanner[Lease]) References {
+	return func(ctx context.Context, mark func(string)) error {
+		if err := pins.Scan(ctx, func(p T, _ uint64) error {
+			for _, d := range digests(p) {
+				mark(d)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("scan pins: %w", err)
+		}
+		if err := leases.Scan(ctx, func(l Lease, _ uint64) error {
+			mark(l.Digest)
+			for _, s := range l.Replicas.Seen {
+				mark(s.Digest)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("scan leases: %w", err)
+		}
+		return nil
+	}
+}
+
+// GCOptions configure CardsGC. Zero fields take their defaults.
+type GCOptions struct {
+	// References names the digests to keep (required; see
+	// PinLeaseReferences).
+	References References
+	// Interval between sweeps (default DefaultGCInterval; at least 1s).
+	Interval time.Duration
+	// Grace: a body stored less than this long ago is kept (default
+	// DefaultGCGrace; at least 1s).
+	Grace time.Duration
+	// Batch is how many bodies a sweep examines (default DefaultGCBatch).
+	Batch int
+	// Logger receives a line per sweep that removed something and per
+	// failed sweep (default: no logging).
+	Logger *zerolog.Logger
+	// Registerer registers carddrift_store_cards_removed_total (nil: not
+	// registered).
+	Registerer prometheus.Registerer
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// CardsGC removes the card bodies that no pin or lease references, from a
+// KVCards' bucket and its Object Store, a bounded batch at a time.
+//
+// A sweep reads the metadata (no values) of the next Batch bodies of the
+// bucket, in revision order from where the last sweep stopped (wrapping
+// round at the end), and keeps those older than Grace as candidates; it
+// then marks every digest References names. A body is removed when it was
+// a candidate left unmarked by two sweeps in a row, Interval apart, and is
+// still at the revision the first one saw (the purge is conditional on it):
+// a reference written while a sweep scans is seen by the next one. A
+// removed body that is needed again is stored again by the next fetch or
+// client card that brings it, and meanwhile a pin naming it is judged as
+// pinned by digest alone, as when the bucket's byte limit dropped it.
+//
+// Each sweep costs one scan of the pins and leases (References) and the
+// metadata of at most Batch bodies; memory is O(Batch).
+//
+// Why a sweep and not per-key TTLs (Nats-TTL, nats.go's KeyTTL): a TTL is
+// fixed when a key is written, so keeping a referenced body alive means
+// rewriting it (up to 1 MiB) whenever a pin or lease naming it is written,
+// and pins are written at every transition; the Object Store has no
+// per-object TTL at all; and the store's Pins are generic, so the pin
+// writer cannot see which digest a pin names. A sweep reads what pins and
+// leases name, costs nothing on the hot path, and removes only what is
+// unreferenced twice. Run owns its one
+// goroutine; Sweep may be called directly (not concurrently with Run).
+type CardsGC struct {
+	js      jetstream.JetStream
+	cards   *KVCards
+	opts    GCOptions
+	log     zerolog.Logger
+	removed prometheus.Counter
+
+	cursor   uint64            // revision the next batch starts at (0: the start)
+	suspects map[string]uint64 // key → revision: unmarked candidates of the last sweep
+}
+
+// SweepResult is what one sweep did.
+type SweepResult struct {
+	// Examined is how many bodies the batch read; Candidates how many of
+	// them (and of the last sweep's suspects) were older than Grace and
+	// unreferenced; Removed how many were removed.
+	Examined, Candidates, Removed int
+}
+
+// NewCardsGC returns a CardsGC of cards, which js reaches (Bind's). It does
+// no I/O.
+func NewCardsGC(js jetstream.JetStream, cards *KVCards, opts GCOptions) (*CardsGC, error) {
+	if js == nil || cards == nil || opts.References == nil {
+		return nil, invalid("GCOptions.References", nil, "a JetStream, a KVCards and References are required")
+	}
+	setDefault(&opts.Interval, DefaultGCInterval)
+	setDefault(&opts.Grace, DefaultGCGrace)
+	setDefault(&opts.Batch, DefaultGCBatch)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Interval < time.Second {
+		return nil, invalid("GCOptions.Interval", opts.Interval, "must be at least 1s")
+	}
+	if opts.Grace < time.Second {
+		return nil, invalid("GCOptions.Grace", opts.Grace, "must be at least 1s")
+	}
+	if opts.Batch < 1 {
+		return nil, invalid("GCOptions.Batch", opts.Batch, "must be positive")
+	}
+	g := &CardsGC{js: js, cards: cards, opts: opts, log: zerolog.Nop(), suspects: map[string]uint64{}}
+	if opts.Logger != nil {
+		g.log = *opts.Logger
+	}
+	g.removed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "carddrift_store_cards_removed_total",
+		Help: "Card bodies removed because no pin or lease referenced them.",
+	})
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(g.removed); err != nil {
+			return nil, fmt.Errorf("store: register cards GC metrics: %w", err)
+		}
+	}
+	return g, nil
+}
+
+// Run sweeps every Interval until ctx is done, then returns nil. A failed
+// sweep is logged and the next one tries again.
+func (g *CardsGC) Run(ctx context.Context) error {
+	t := time.NewTicker(g.opts.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		res, err := g.Sweep(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			g.log.Warn().Err(err).Msg("store: card body sweep failed; nothing removed by it")
+		case res.Removed > 0:
+			g.log.Info().Int("removed", res.Removed).Int("examined", res.Examined).
+				Msg("store: removed card bodies no pin or lease references")
+		}
+	}
+}
+
+// candidate is a body a sweep may remove.
+type candidate struct{ rev uint64 }
+
+// Sweep runs one sweep (see CardsGC).
+func (g *CardsGC) Sweep(ctx context.Context) (SweepResult, error) {
+	var res SweepResult
+	batch, next, err := g.batch(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Examined = len(batch)
+	cutoff := g.opts.Now().Add(-g.opts.Grace)
+	cands := map[string]candidate{}
+	for k, rev := range g.suspects {
+		cands[k] = candidate{rev: rev}
+	}
+	for _, e := range batch {
+		// A suspect written again since has the batch's newer revision:
+		// its first strike starts over.
+		if e.Created().Before(cutoff) {
+			cands[e.Key()] = candidate{rev: e.Revision()}
+		}
+	}
+	if len(cands) > 0 {
+		if err := g.opts.References(ctx, func(digest string) {
+			if k, err := DigestKey(digest); err == nil {
+				delete(cands, k)
+			}
+		}); err != nil {
+			return res, fmt.Errorf("store: sweep card bodies: %w", err)
+		}
+	}
+	res.Candidates = len(cands)
+	suspects := map[string]uint64{}
+	var errs []error
+	for k, c := range cands {
+		if rev, ok := g.suspects[k]; ok && rev == c.rev {
+			removed, err := g.remove(ctx, k, c.rev)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if removed {
+				res.Removed++
+				g.removed.Inc()
+			}
+			continue
+		}
+		suspects[k] = c.rev
+	}
+	g.suspects, g.cursor = suspects, next
+	return res, errors.Join(errs...)
+}
+
+// batch reads the metadata of up to Batch bodies from the cursor and
+// returns them with the cursor of the next batch (0 once the end is
+// reached).
+func (g *CardsGC) batch(ctx context.Context) ([]jetstream.KeyValueEntry, uint64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	opts := []jetstream.WatchOpt{jetstream.MetaOnly(), jetstream.IgnoreDeletes()}
+	if g.cursor > 0 {
+		opts = append(opts, jetstream.ResumeFromRevision(g.cursor))
+	}
+	w, err := g.cards.kv.WatchAll(ctx, opts...)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return nil, 0, nil
+		}
+		return nil, 0, fmt.Errorf("store: sweep card bodies: %w", err)
+	}
+	defer w.Stop()
+	var out []jetstream.KeyValueEntry
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, 0, fmt.Errorf("store: sweep card bodies: %w", ErrWatchClosed)
+			}
+			if e == nil { // the end of the bucket: wrap round next time
+				return out, 0, nil
+			}
+			out = append(out, e)
+			if len(out) >= g.opts.Batch {
+				return out, e.Revision() + 1, nil
+			}
+		}
+	}
+}
+
+// remove purges key at rev (conditionally: a body written again since is
+// kept) and then its object, if it has one. It reports whether the body
+// was removed.
+func (g *CardsGC) remove(ctx context.Context, key string, rev uint64) (bool, error) {
+	err := g.cards.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(gcMarkerTTL))
+	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTTLDisabled {
+		// A bucket Provision did not make: no expiring markers, a marker
+		// per removed body stays.
+		err = g.cards.kv.Purge(ctx, key, jetstream.LastRevision(rev))
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) { // revision mismatch: written again
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: remove card body %s: %w", key, err)
+	}
+	if g.cards.obj != nil {
+		if err := g.removeObject(ctx, key); err != nil {
+			return true, fmt.Errorf("store: remove card body %s from the object store: %w", key, err)
+		}
+	}
+	return true, nil
+}
+
+// removeObject deletes an object the way ObjectStore.Delete does, without
+// the STREAM.PURGE request it ends with (carddrift's account may not purge
+// streams): it publishes the object's metadata marked deleted (a rollup of
+// its meta subject), then rolls its chunk subject up to one empty message
+// that expires (or, on a stream without message TTLs, stays: a few bytes).
+// These are the Object Store's own subjects, $O.<bucket>.M.<base64url
+// name> and $O.<bucket>.C.<nuid>, which carddrift may publish to.
+func (g *CardsGC) removeObject(ctx context.Context, name string) error {
+	info, err := g.cards.obj.GetInfo(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if info.NUID == "" {
+		return jetstream.ErrBadObjectMeta
+	}
+	deleted := *info
+	deleted.Deleted = true
+	deleted.Size, deleted.Chunks, deleted.Digest = 0, 0, ""
+	deleted.ModTime = time.Time{}
+	meta, err := json.Marshal(&deleted)
+	if err != nil {
+		return err
+	}
+	m := nats.NewMsg("$O." + info.Bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(info.Name)))
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	m.Data = meta
+	if _, err := g.js.PublishMsg(ctx, m); err != nil {
+		return err
+	}
+	chunks := func(opts ...jetstream.PublishOpt) error {
+		c := nats.NewMsg("$O." + info.Bucket + ".C." + info.NUID)
+		c.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+		_, err := g.js.PublishMsg(ctx, c, opts...)
+		return err
+	}
+	err = chunks(jetstream.WithMsgTTL(gcMarkerTTL))
+	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTTLDisabled {
+		err = chunks()
+	}
+	return err
+}

@@ -1,0 +1,225 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/storetest"
+)
+
+func digestOf(b []byte) string {
+	h := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// TestCardsGC: bodies no pin or lease references are removed after two
+// sweeps (the large one from the Object Store too); referenced ones stay
+// until their pin and lease are gone; a removed body can be stored again.
+func TestCardsGC(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		ctx := t.Context()
+		cfg := store.Config{StorageLimit: 24 << 20, CardsInlineMax: 1 << 10}
+		st, err := store.Open[storetest.Record](ctx, js, cfg)
+		if err != nil {
+			t.Fatalf("Open() error = %v", err)
+		}
+		body := func(s string) ([]byte, string) { b := []byte(`{"name":"` + s + `"}`); return b, digestOf(b) }
+		pinned, pinnedD := body("pinned")
+		leased, leasedD := body("leased")
+		orphan, orphanD := body("orphan")
+		large := []byte(`{"name":"large","description":"` + strings.Repeat("L", 4<<10) + `"}`)
+		largeD := digestOf(large)
+		for _, c := range []struct {
+			raw    []byte
+			digest string
+		}{{pinned, pinnedD}, {leased, leasedD}, {orphan, orphanD}, {large, largeD}} {
+			if err := st.Cards.Put(ctx, c.digest, c.raw); err != nil {
+				t.Fatalf("Put(%s) error = %v", c.digest, err)
+			}
+		}
+		pin := storetest.Pin("task-1", 0)
+		pin.Digest = pinnedD
+		if _, err := st.Pins.Create(ctx, pin); err != nil {
+			t.Fatalf("Create(pin) error = %v", err)
+		}
+		lease := store.Lease{CardURL: "https://agent.example.com/.well-known/agent-card.json", Digest: leasedD, FetchedAt: time.Now()}
+		if _, err := st.Leases.Create(ctx, lease); err != nil {
+			t.Fatalf("Create(lease) error = %v", err)
+		}
+
+		now := time.Now()
+		reg := prometheus.NewPedanticRegistry()
+		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{
+			References: store.PinLeaseReferences(st.Pins, func(r storetest.Record) []string { return []string{r.Digest} }, st.Leases),
+			Grace:      time.Hour, Now: func() time.Time { return now }, Registerer: reg,
+		})
+		if err != nil {
+			t.Fatalf("NewCardsGC() error = %v", err)
+		}
+		sweep := func(wantRemoved int) store.SweepResult {
+			t.Helper()
+			res, err := gc.Sweep(ctx)
+			if err != nil || res.Removed != wantRemoved {
+				t.Fatalf("Sweep() = %+v, %v, want %d removed", res, err, wantRemoved)
+			}
+			return res
+		}
+		has := func(digest string) bool {
+			t.Helper()
+			_, err := st.Cards.Get(ctx, digest)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("Get(%s) error = %v", digest, err)
+			}
+			return err == nil
+		}
+
+		// Within the grace period nothing is a candidate.
+		sweep(0)
+		sweep(0)
+		now = now.Add(2 * time.Hour)
+		if res := sweep(0); res.Candidates != 2 { // first strike: orphan, large
+			t.Fatalf("first sweep past grace: %+v, want 2 candidates", res)
+		}
+		sweep(2)
+		for d, want := range map[string]bool{pinnedD: true, leasedD: true, orphanD: false, largeD: false} {
+			if got := has(d); got != want {
+				t.Fatalf("after two sweeps, body %s present = %v, want %v", d, got, want)
+			}
+		}
+		key, _ := store.DigestKey(largeD)
+		obj, err := js.ObjectStore(ctx, store.DefaultCardsObjectBucket)
+		if err != nil {
+			t.Fatalf("ObjectStore() error = %v", err)
+		}
+		if _, err := obj.GetInfo(ctx, key); !errors.Is(err, jetstream.ErrObjectNotFound) {
+			t.Fatalf("object of the large body: GetInfo error = %v, want ErrObjectNotFound", err)
+		}
+		// Its chunks are gone too (no STREAM.PURGE: a rollup), not just its name.
+		if info := streamInfo(t, js, "OBJ_"+store.DefaultCardsObjectBucket); info.State.Bytes >= uint64(len(large)) {
+			t.Fatalf("object store holds %d bytes after the removal, want less than the %d-byte body", info.State.Bytes, len(large))
+		}
+
+		// The pin and the lease go: their bodies follow.
+		if err := st.Pins.Delete(ctx, "task-1"); err != nil {
+			t.Fatalf("Delete(pin) error = %v", err)
+		}
+		if err := st.Leases.KV().Delete(ctx, store.EncodeKey(lease.CardURL)); err != nil {
+			t.Fatalf("delete lease error = %v", err)
+		}
+		sweep(0)
+		sweep(2)
+		if has(pinnedD) || has(leasedD) {
+			t.Fatalf("bodies of a deleted pin and lease still present")
+		}
+		if got := valueOfPlain(t, reg, "carddrift_store_cards_removed_total"); got != 4 {
+			t.Fatalf("carddrift_store_cards_removed_total = %v, want 4", got)
+		}
+
+		// A removed body is stored again when it comes back.
+		if err := st.Cards.Put(ctx, orphanD, orphan); err != nil || !has(orphanD) {
+			t.Fatalf("Put(removed body) = %v, present %v", err, has(orphanD))
+		}
+	})
+}
+
+// TestCardsGCBatch: a sweep reads at most Batch bodies, and successive
+// sweeps walk the whole bucket.
+func TestCardsGCBatch(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		ctx := t.Context()
+		st, err := store.Open[storetest.Record](ctx, js, store.Config{StorageLimit: 24 << 20})
+		if err != nil {
+			t.Fatalf("Open() error = %v", err)
+		}
+		const n = 5
+		for i := range n {
+			b := []byte(`{"n":` + string(rune('0'+i)) + `}`)
+			if err := st.Cards.Put(ctx, digestOf(b), b); err != nil {
+				t.Fatalf("Put() error = %v", err)
+			}
+		}
+		now := time.Now().Add(2 * time.Hour)
+		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{
+			References: func(_ context.Context, mark func(string)) error { return nil },
+			Batch:      2, Now: func() time.Time { return now },
+		})
+		if err != nil {
+			t.Fatalf("NewCardsGC() error = %v", err)
+		}
+		removed := 0
+		for i := range 8 {
+			res, err := gc.Sweep(ctx)
+			if err != nil {
+				t.Fatalf("Sweep(%d) error = %v", i, err)
+			}
+			if res.Examined > 2 {
+				t.Fatalf("Sweep(%d) examined %d bodies, want ≤ 2", i, res.Examined)
+			}
+			removed += res.Removed
+		}
+		if removed != n {
+			t.Fatalf("8 sweeps of batch 2 removed %d of %d unreferenced bodies", removed, n)
+		}
+	})
+}
+
+// TestCardsGCKeepsOnError: a References that fails removes nothing.
+func TestCardsGCKeepsOnError(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		ctx := t.Context()
+		st, err := store.Open[storetest.Record](ctx, js, store.Config{StorageLimit: 24 << 20})
+		if err != nil {
+			t.Fatalf("Open() error = %v", err)
+		}
+		b := []byte(`{"name":"x"}`)
+		if err := st.Cards.Put(ctx, digestOf(b), b); err != nil {
+			t.Fatalf("Put() error = %v", err)
+		}
+		now := time.Now().Add(2 * time.Hour)
+		boom := errors.New("scan failed")
+		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{
+			References: func(_ context.Context, mark func(string)) error { return boom },
+			Now:        func() time.Time { return now },
+		})
+		if err != nil {
+			t.Fatalf("NewCardsGC() error = %v", err)
+		}
+		for range 3 {
+			if _, err := gc.Sweep(ctx); !errors.Is(err, boom) {
+				t.Fatalf("Sweep() error = %v, want %v", err, boom)
+			}
+		}
+		if _, err := st.Cards.Get(ctx, digestOf(b)); err != nil {
+			t.Fatalf("Get() after failed sweeps error = %v, want the body kept", err)
+		}
+	})
+}
+
+// valueOfPlain returns the value of an unlabelled counter or gauge in reg.
+func valueOfPlain(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather() error = %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			m := mf.GetMetric()[0]
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no %s in the registry", name)
+	return 0
+}
