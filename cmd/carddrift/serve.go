@@ -163,7 +163,7 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 		return err
 	}
 	for _, err := range skipped {
-		log.Warn().Err(err).Msg("--jwks: a key that cannot verify signatures is skipped")
+		log.Warn().Err(err).Msg("--jwks/--trust: a key that cannot verify signatures is skipped")
 	}
 
 	reg := prometheus.NewRegistry()
