@@ -338,8 +338,12 @@ var firingCases = []struct {
 	{
 		name:  "signature fails against the pinned card's signer, which never verified it",
 		rules: []string{RuleSignatureInvalid},
-		p:     func(c *Card) { c.Signatures, c.Raw = []Signature{invalid(testSigA)}, []byte(`{"a":1,"signatures":[{}]}`) },
-		l:     func(c *Card) { c.Signatures, c.Raw = []Signature{invalid(testSigA)}, []byte(`{"a":2,"signatures":[{}]}`) },
+		p: func(c *Card) {
+			c.Signatures, c.Raw = []Signature{invalid(testSigA)}, []byte(`{"a":1,"signatures":[{}]}`)
+		},
+		l: func(c *Card) {
+			c.Signatures, c.Raw = []Signature{invalid(testSigA)}, []byte(`{"a":2,"signatures":[{}]}`)
+		},
 	},
 	{
 		name:  "signature fails against a key trusted for the agent",

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -332,31 +331,55 @@ func (v *verifier) remove(el *list.Element) {
 }
 
 // Retained sizes of a kept outcome: its entry, list element and map slot,
-// and per signature its value and the bytes of its strings.
+// and per signature its value; the bytes of its strings come on top.
 const (
 	entryOverhead = int64(unsafe.Sizeof(verifyEntry{})) + int64(unsafe.Sizeof(list.Element{})) +
 		sha256.Size + 8 + 16 // map slot: key, value pointer, bucket share
 	signatureSize = int64(unsafe.Sizeof(detector.Signature{}))
 )
 
-// entrySize is the memory an outcome of sigs retains once kept (its strings
-// cloned: cloneSignatures).
+// entrySize is the memory an outcome of sigs retains once kept (made by
+// cloneSignatures: the slice and one buffer of strings, each counted with
+// what the allocator may round it up to).
 func entrySize(sigs []detector.Signature) int64 {
-	n := entryOverhead + int64(cap(sigs))*signatureSize
+	return entryOverhead + allocSize(int64(cap(sigs))*signatureSize) + allocSize(stringBytes(sigs))
+}
+
+// allocSize bounds what an allocation of n bytes takes from the heap: small
+// objects are rounded up to a size class (at most 1/8 more), large ones to
+// whole 8 KiB pages.
+func allocSize(n int64) int64 {
+	if n <= 32<<10 {
+		return n + n/8
+	}
+	return (n + 8<<10 - 1) &^ (8<<10 - 1)
+}
+
+func stringBytes(sigs []detector.Signature) int64 {
+	var n int64
 	for _, s := range sigs {
 		n += int64(len(s.KeyID) + len(s.Alg) + len(s.JKU) + len(s.Thumbprint) + len(s.Source) + len(s.Reason))
 	}
 	return n
 }
 
-// cloneSignatures copies sigs and their strings out of whatever they share
-// memory with (a header decoded from the card), so that a kept outcome
-// retains what entrySize counts and nothing of the card.
+// cloneSignatures copies sigs and their strings, into one buffer, out of
+// whatever they share memory with (a header decoded from the card), so that
+// a kept outcome retains what entrySize counts and nothing of the card.
 func cloneSignatures(sigs []detector.Signature) []detector.Signature {
+	buf := make([]byte, 0, stringBytes(sigs))
+	str := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		start := len(buf)
+		buf = append(buf, s...)
+		return unsafe.String(&buf[start], len(s))
+	}
 	out := make([]detector.Signature, len(sigs))
 	for i, s := range sigs {
-		s.KeyID, s.Alg, s.JKU, s.Thumbprint = strings.Clone(s.KeyID), strings.Clone(s.Alg), strings.Clone(s.JKU), strings.Clone(s.Thumbprint)
-		s.Source, s.Reason = strings.Clone(s.Source), strings.Clone(s.Reason)
+		s.KeyID, s.Alg, s.JKU, s.Thumbprint = str(s.KeyID), str(s.Alg), str(s.JKU), str(s.Thumbprint)
+		s.Source, s.Reason = str(s.Source), str(s.Reason)
 		out[i] = s
 	}
 	return out
