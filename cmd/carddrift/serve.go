@@ -85,8 +85,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "auto", "json, console, or auto (console on a terminal)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.trust.register(fs)
-	fs.BoolVar(&f.requireSig, "require-signed-cards", false, "signed fleets: a live card none of whose signatures verifies "+
-		"(unsigned, unverifiable or invalid) is breaking drift for every task (signature-required)")
+	fs.BoolVar(&f.requireSig, "require-signed-cards", false, "signed fleets: a live card none of whose signatures verifies with a key "+
+		"trusted for its agent (--jwks, --trust) is breaking drift for every task (signature-required): unsigned, unverifiable, "+
+		"invalid, or signed with a key only its own jku vouches for")
 	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "split brain: an agent whose live card alternates "+
 		"between cards (A→B→A→B) within this window has replicas that disagree (card.inconsistent; its tasks' card.drift carry replicas-disagree)")
 }
