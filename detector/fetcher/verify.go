@@ -82,9 +82,9 @@ type SignatureOptions struct {
 	Scoped map[string]TrustedKeys
 	// JKU says which jku URLs are followed (default JKUHTTPS).
 	JKU JKUPolicy
-	// JWKS configures the key set cache; its AllowHTTP is set from JKU, and
-	// a MaxEntries of zero makes room for every Scoped URL besides the
-	// default.
+	// JWKS configures the key set cache; its AllowHTTP is set from JKU.
+	// The sets of TrustedURL and Scoped URLs are cached apart from the jku
+	// sets (see JWKS.URL).
 	JWKS JWKSOptions
 	// ResultTTL is how long the outcome of verifying one body is reused
 	// (default the key set cache's MaxTTL, so that a key revoked from a set
@@ -168,14 +168,6 @@ func newVerifier(f *Fetcher, o SignatureOptions) (*verifier, error) {
 	}
 	jo := o.JWKS
 	jo.AllowHTTP = policy == JKUAny
-	if jo.MaxEntries == 0 {
-		jo.MaxEntries = DefaultJWKSMaxEntries
-		for _, k := range o.Scoped {
-			if k.URL != "" {
-				jo.MaxEntries++
-			}
-		}
-	}
 	j, err := NewJWKS(f, jo)
 	if err != nil {
 		return nil, err

@@ -144,3 +144,47 @@ func TestVerifyCacheBytes(t *testing.T) {
 		t.Error("a negative CacheBytes validates")
 	}
 }
+
+// FuzzSignatureCacheBytes: whatever sequence of outcomes of whatever sizes
+// is kept, looked up or expired, the signature-result cache stays within
+// CacheBytes and MaxResults, and its byte count is the sum of its entries.
+// Each pair of input bytes is one step: op (put, get, advance the clock)
+// and key or size.
+func FuzzSignatureCacheBytes(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 2, 0, 3, 1, 1, 0, 200, 2, 9, 1, 2})
+	f.Add([]byte{0, 255, 0, 255, 0, 255, 0, 255})
+	f.Add([]byte{0, 7, 0, 7, 0, 7, 2, 255, 1, 7})
+	f.Fuzz(func(t *testing.T, steps []byte) {
+		clk := newClock()
+		o := testOptions(clk)
+		o.Signatures = SignatureOptions{CacheBytes: 64 << 10, MaxResults: 8}
+		fe, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fe.Close()
+		v := fe.verify
+		for i := 0; i+1 < len(steps); i += 2 {
+			op, arg := steps[i]%3, int(steps[i+1])
+			key := resultKey("", []byte{byte(arg % 16)})
+			switch op {
+			case 0:
+				sigs := []detector.Signature{{KeyID: strings.Repeat("k", arg*300), Alg: "ES256", Reason: "no-key"}}
+				v.put(key, cloneSignatures(sigs), time.Duration(arg)*time.Second)
+			case 1:
+				v.get(key)
+			case 2:
+				clk.Advance(time.Duration(arg) * time.Second)
+			}
+			n, b := v.Len()
+			var sum int64
+			for el := v.lru.Front(); el != nil; el = el.Next() {
+				sum += el.Value.(*verifyEntry).size
+			}
+			if b != sum || b > v.maxBytes || n > v.max || n != len(v.entries) {
+				t.Fatalf("step %d: %d outcomes (%d in the map) of %d bytes (entries sum to %d); bounds %d outcomes, %d bytes",
+					i/2, n, len(v.entries), b, sum, v.max, v.maxBytes)
+			}
+		}
+	})
+}
