@@ -1,5 +1,7 @@
 package detector
 
+import "bytes"
+
 // The signature rules compare who signed the pinned card with who signs the
 // live one (Card.Signatures, set by whoever verified them; see Signature).
 // Signatures never change a card's digest, so these are the only findings
@@ -33,67 +35,157 @@ func checkSignatureRemoved(pinned, live *Card) []Finding {
 }
 
 // checkSignatureInvalid reports a live card whose signature fails against a
-// key that verified the pinned card: the card was changed after it was
-// signed, or someone else wrote the signature under that key's name.
+// key that vouches for it: the card was changed after it was signed, or
+// someone else wrote the signature under that key's name (see
+// invalidSignature).
 func checkSignatureInvalid(pinned, live *Card) []Finding {
-	return signerFinding(pinned, live, RuleSignatureInvalid)
+	if f, ok := invalidSignature(pinned, live); ok {
+		return []Finding{f}
+	}
+	return nil
 }
 
 // checkSignerChanged reports a live card signed by another key than the
 // pinned card (another thumbprint; another kid when a key could not be
 // found), and not by the pinned card's key as well: it may not be the same
-// vendor any more.
+// vendor any more. A signature-invalid finding stands in for it.
 func checkSignerChanged(pinned, live *Card) []Finding {
-	return signerFinding(pinned, live, RuleSignerChanged)
-}
-
-// signerFinding returns compareSigners' finding when it is of rule.
-func signerFinding(pinned, live *Card, rule string) []Finding {
-	f, ok := compareSigners(pinned, live)
-	if !ok || f.Rule != rule {
+	if _, ok := invalidSignature(pinned, live); ok {
 		return nil
 	}
-	return []Finding{f}
+	if f, ok := signerChanged(pinned, live); ok {
+		return []Finding{f}
+	}
+	return nil
 }
 
-// compareSigners decides between signature-invalid and signer-changed for
-// two signed cards whose signatures were verified, and returns that finding.
-// In order:
-//
-//   - a live signature verifies with a key that verified the pinned card:
-//     the pinned signer still vouches for the card, nothing to report (a
-//     co-signer added during a key rotation included);
-//   - a live signature fails (invalid-signature) against a key that
-//     verified the pinned card: signature-invalid;
-//   - the signer of the live card (Signer) is not the pinned card's
-//     (sameSigner): signer-changed.
-//
-// A signature that could not be checked (keys unavailable) with the pinned
-// signer's kid is no change: a key set outage is not a new vendor.
-func compareSigners(pinned, live *Card) (Finding, bool) {
-	if !signed(pinned) || !signed(live) || len(pinned.Signatures) == 0 || len(live.Signatures) == 0 {
-		return Finding{}, false
-	}
-	verifiedPin := func(thumbprint string) (Signature, bool) {
-		for _, p := range pinned.Signatures {
-			if p.Verified && thumbprint != "" && p.Thumbprint == thumbprint {
-				return p, true
-			}
+// vouched reports that a live signature verifies with a key that verified
+// the pinned card: the pinned signer still vouches for the card (a co-signer
+// added during a key rotation included), whatever else it carries.
+func vouched(pinned, live *Card) bool {
+	for _, l := range live.Signatures {
+		if _, ok := pinnedSignature(pinned, l.Thumbprint, true); ok && l.Verified {
+			return true
 		}
+	}
+	return false
+}
+
+// pinnedSignature returns the pinned card's signature by the key with
+// thumbprint (one that verified, when verified is set).
+func pinnedSignature(pinned *Card, thumbprint string, verified bool) (Signature, bool) {
+	if pinned == nil || thumbprint == "" {
 		return Signature{}, false
 	}
+	for _, p := range pinned.Signatures {
+		if p.Thumbprint == thumbprint && (p.Verified || !verified) {
+			return p, true
+		}
+	}
+	return Signature{}, false
+}
+
+// invalidSignature returns the signature-invalid finding of a live card one
+// of whose signatures fails (invalid-signature) against a key found for its
+// kid, when that key vouches for the card. In order:
+//
+//   - a live signature verifies with a key that verified the pinned card
+//     (vouched): nothing to report;
+//   - a live signature fails against a key that verified the pinned card:
+//     signature-invalid;
+//   - a live signature verifies with a key trusted for the agent: that key
+//     vouches for the card, nothing to report;
+//   - a live signature fails against the key the pinned card's signature
+//     was checked with (the pin never verified: a client's card in another
+//     form than the one signed), or against a key trusted for the agent:
+//     signature-invalid, unless the pinned card is the same content and
+//     failed against that key too (nothing changed).
+//
+// A signature whose key could not be found or fetched is never invalid: a
+// key set outage is not a forgery.
+func invalidSignature(pinned, live *Card) (Finding, bool) {
+	if live == nil || len(live.Signatures) == 0 || vouched(pinned, live) {
+		return Finding{}, false
+	}
+	for i, l := range live.Signatures {
+		if p, ok := pinnedSignature(pinned, l.Thumbprint, true); ok && failedSignature(l.Reason) {
+			return Finding{
+				Rule: RuleSignatureInvalid, Severity: Breaking, Path: signaturePointer(i), Before: p, After: l,
+				Message: render(RuleSignatureInvalid+"/pinned", "signer", describeKey(l)),
+			}, true
+		}
+	}
 	for _, l := range live.Signatures {
-		if _, ok := verifiedPin(l.Thumbprint); ok && l.Verified {
+		if l.Trusted() {
 			return Finding{}, false
 		}
 	}
 	for i, l := range live.Signatures {
-		if p, ok := verifiedPin(l.Thumbprint); ok && failedSignature(l.Reason) {
-			return Finding{
-				Rule: RuleSignatureInvalid, Severity: Breaking, Path: signaturePointer(i), Before: p, After: l,
-				Message: render(RuleSignatureInvalid, "signer", describeKey(l)),
-			}, true
+		if !failedSignature(l.Reason) || l.Thumbprint == "" {
+			continue
 		}
+		p, byPinnedKey := pinnedSignature(pinned, l.Thumbprint, false)
+		if !byPinnedKey && l.Source != SourceTrusted {
+			continue
+		}
+		if byPinnedKey && failedSignature(p.Reason) && (sameContent(pinned, live) || p.Reason == SignatureOverLimit && l.Reason == SignatureOverLimit) {
+			// Nothing changed; or a limit stopped both checks, which says
+			// nothing about the content (the pin was as hostile).
+			continue
+		}
+		f := Finding{Rule: RuleSignatureInvalid, Severity: Breaking, Path: signaturePointer(i), Before: nil, After: l}
+		if byPinnedKey {
+			f.Before = p
+			f.Message = render(RuleSignatureInvalid+"/pinned-signer", "signer", describeKey(l))
+		} else {
+			if s, _, ok := Signer(pinnedSignatures(pinned)); ok {
+				f.Before = s
+			}
+			f.Message = render(RuleSignatureInvalid+"/trusted", "signer", describeKey(l))
+		}
+		return f, true
+	}
+	return Finding{}, false
+}
+
+func pinnedSignatures(pinned *Card) []Signature {
+	if pinned == nil {
+		return nil
+	}
+	return pinned.Signatures
+}
+
+// sameContent reports that two cards have one digest (signatures left out),
+// as far as their served bytes are known.
+func sameContent(a, b *Card) bool {
+	if a == b {
+		return a != nil
+	}
+	if a == nil || b == nil || len(a.Raw) == 0 || len(b.Raw) == 0 {
+		return false
+	}
+	if bytes.Equal(a.Raw, b.Raw) {
+		return true
+	}
+	da, err := Digest(a.Raw)
+	if err != nil {
+		return false
+	}
+	db, err := Digest(b.Raw)
+	return err == nil && da == db
+}
+
+// signerChanged returns the signer-changed finding of two signed cards
+// whose signatures were verified: the signer of the live card (Signer) is
+// not the pinned card's (sameSigner), and the pinned signer does not vouch
+// for the live card too (vouched). A signature that could not be checked
+// (keys unavailable) with the pinned signer's kid is no change: a key set
+// outage is not a new vendor. A move from a key trusted for the agent to
+// one that is not (a jku's) is a change of signer like any other; under
+// --require-signed-cards it is signature-required as well (CheckSigned).
+func signerChanged(pinned, live *Card) (Finding, bool) {
+	if !signed(pinned) || !signed(live) || len(pinned.Signatures) == 0 || len(live.Signatures) == 0 || vouched(pinned, live) {
+		return Finding{}, false
 	}
 	p, _, _ := Signer(pinned.Signatures)
 	l, i, _ := Signer(live.Signatures)
@@ -118,11 +210,13 @@ func signerOf(c *Card) string {
 // CheckSigned is the posture for signed fleets (carddrift serve
 // --require-signed-cards): it returns a signature-required finding
 // (breaking, touching every task) unless a signature of the live card
-// verifies. The message says why: the card is unsigned, its signature is
-// invalid, or none could be verified (no key, keys unavailable, an
-// algorithm or entry carddrift does not accept, or not checked at all).
-// Whether a key is trusted or comes from a jku is not judged here; an
-// operator who trusts only its own keys turns jku off.
+// verifies with a key trusted for its agent (Signature.Trusted). A key
+// fetched from the jku a signature names is the signer's own claim: a card
+// re-signed by anyone who can publish a key set is not signed by anyone the
+// operator trusts. The message says why: the card is unsigned, its
+// signature is invalid, it verifies only with an untrusted key, or none
+// could be verified (no key, keys unavailable, an algorithm or entry
+// carddrift does not accept, or not checked at all).
 func CheckSigned(live *Card) (Finding, bool) {
 	if live == nil {
 		live = &Card{}
@@ -138,7 +232,7 @@ func CheckSigned(live *Card) (Finding, bool) {
 		return f, true
 	}
 	for _, s := range live.Signatures {
-		if s.Verified {
+		if s.Trusted() {
 			return Finding{}, false
 		}
 	}
@@ -151,6 +245,10 @@ func CheckSigned(live *Card) (Finding, bool) {
 	}
 	s, i, _ := Signer(live.Signatures)
 	f.Path = signaturePointer(i)
+	if s.Verified {
+		f.Message = render(RuleSignatureRequired+"/untrusted", "signer", describeSigner(s))
+		return f, true
+	}
 	f.Message = render(RuleSignatureRequired+"/unverified", "signer", describeSigner(s))
 	return f, true
 }

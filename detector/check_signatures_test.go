@@ -97,11 +97,69 @@ func TestCheckSignatureInvalid(t *testing.T) {
 			}},
 		},
 		{name: "the pinned key still verifies another signature", pinned: signedBy(testSigA), live: signedBy(invalid(testSigA), testSigA)},
-		{name: "a key that never verified the pin", pinned: signedBy(testSigA), live: signedBy(invalid(testSigB))},
-		{name: "the pin was never verified", pinned: signedBy(unverified(testSigA, "keys-unavailable")), live: signedBy(invalid(testSigA))},
+		{name: "a jku key that never verified the pin", pinned: signedBy(testSigA), live: signedBy(fromJKU(invalid(testSigB)))},
+		{name: "a trusted key vouches for the live card", pinned: signedBy(testSigA), live: signedBy(invalid(rekeyedB), testSigA2)},
+		{
+			// Row 5 of issue 19: a client's card in another form than the
+			// one signed (its signature fails), then the agent changes the
+			// card: its signature fails against that key over new content.
+			name: "the pinned card's signer, never verified (a client card in another form)", pinned: withRaw(signedBy(invalid(testSigA)), `{"a":1,"signatures":[{}]}`),
+			live: withRaw(signedBy(invalid(testSigA)), `{"a":2,"signatures":[{}]}`),
+			want: []Finding{{
+				Rule: RuleSignatureInvalid, Severity: Breaking, Path: "/signatures/0", Before: invalid(testSigA), After: invalid(testSigA),
+				Message: `the live card's signature by kid "a" (ES256, key tpA), the key the pinned card's signature names, does not verify ` +
+					`over the live card: the card was changed after it was signed`,
+			}},
+		},
+		{
+			name:   "the pinned card's signer failed on the same content",
+			pinned: withRaw(signedBy(invalid(testSigA)), `{"a":1,"signatures":[1]}`), live: withRaw(signedBy(invalid(testSigA)), `{"a":1,"signatures":[2]}`),
+		},
+		{
+			name: "a trusted key, the pin never verified", pinned: signedBy(unverified(testSigA, "keys-unavailable")), live: signedBy(invalid(testSigA)),
+			want: []Finding{{
+				Rule: RuleSignatureInvalid, Severity: Breaking, Path: "/signatures/0", Before: unverified(testSigA, "keys-unavailable"), After: invalid(testSigA),
+				Message: `the live card's signature by kid "a" (ES256, key tpA) does not verify, and that key is trusted for this agent: ` +
+					`the card was changed after it was signed, or someone else signed it in that key's name`,
+			}},
+		},
+		{
+			name: "a trusted key, the pin unsigned", pinned: testCard(), live: signedBy(invalid(testSigA)),
+			want: []Finding{{
+				Rule: RuleSignatureInvalid, Severity: Breaking, Path: "/signatures/0", Before: nil, After: invalid(testSigA),
+				Message: `the live card's signature by kid "a" (ES256, key tpA) does not verify, and that key is trusted for this agent: ` +
+					`the card was changed after it was signed, or someone else signed it in that key's name`,
+			}},
+		},
+		{name: "a jku key, the pin never verified", pinned: signedBy(unverified(testSigA, "keys-unavailable")), live: signedBy(fromJKU(invalid(testSigA)))},
 		{name: "live not verified at all", pinned: signedBy(testSigA), live: servedSigned()},
 		{name: "a new signature by the same key", pinned: signedBy(testSigA), live: signedBy(testSigA)},
 	})
+}
+
+// testSigA2 is another key trusted for the agent; rekeyedB a trusted key
+// under kid "b".
+var (
+	testSigA2 = Signature{KeyID: "a2", Alg: "ES256", Thumbprint: "tpA2", Source: "trusted", Verified: true, Reason: SignatureVerified}
+	rekeyedB  = Signature{KeyID: "b", Alg: "ES256", Thumbprint: "tpB", Source: "trusted", Verified: true, Reason: SignatureVerified}
+)
+
+// fromJKU is s with a key from its jku.
+func fromJKU(s Signature) Signature {
+	s.Source = "jku"
+	return s
+}
+
+// noSource is s verified by a key whose source is not said.
+func noSource(s Signature) Signature {
+	s.Source = ""
+	return s
+}
+
+// withRaw is c served as raw (its digest is that of raw).
+func withRaw(c *Card, raw string) *Card {
+	c.Raw = []byte(raw)
+	return c
 }
 
 func TestCheckSignerChanged(t *testing.T) {
@@ -159,7 +217,19 @@ func TestCheckSigned(t *testing.T) {
 		message string
 	}{
 		{name: "verified", live: signedBy(unverified(testSigB, "no-key"), testSigA)},
-		{name: "verified by a jku key", live: signedBy(testSigB)},
+		{name: "verified by a trusted key beside a jku key", live: signedBy(testSigB, testSigA)},
+		{
+			// Row 4 of issue 19: re-signed with the attacker's own key, named
+			// at the attacker's own jku.
+			name: "verified by a jku key only", live: signedBy(testSigB), ok: true, path: "/signatures/0",
+			message: `no signature of the live card verifies with a key trusted for this agent (kid "b" (ES256, key tpB), verified by a jku key: ` +
+				`a key the signature's own jku names is the signer's claim, not trust), and signed cards are required`,
+		},
+		{
+			name: "verified by a key of unknown source", live: signedBy(noSource(testSigA)), ok: true, path: "/signatures/0",
+			message: `no signature of the live card verifies with a key trusted for this agent (kid "a" (ES256, key tpA), verified: ` +
+				`a key the signature's own jku names is the signer's claim, not trust), and signed cards are required`,
+		},
 		{name: "unsigned", live: testCard(), ok: true, path: "", message: "the live card is not signed, and signed cards are required"},
 		{name: "nil", live: nil, ok: true, path: "", message: "the live card is not signed, and signed cards are required"},
 		{
@@ -215,6 +285,14 @@ func TestEvaluateSignatures(t *testing.T) {
 			reason: "fail-closed: breaking drift touches this task: signature-required (the live card is not signed, and signed cards are required); re-negotiate against the live card"},
 		{name: "signed now", pinned: testCard(), live: signedBy(testSigB), rules: []string{RuleSignatureAdded}, action: Continue,
 			reason: "only info-level drift touches this task: signature-added"},
+		{name: "re-signed by a jku key, signed cards required", pinned: signedBy(testSigA), live: signedBy(testSigB), posture: true,
+			rules: []string{RuleSignatureRequired, RuleSignerChanged}, action: Abort,
+			reason: `fail-closed: breaking drift touches this task: signature-required (no signature of the live card verifies with a key trusted ` +
+				`for this agent (kid "b" (ES256, key tpB), verified by a jku key: a key the signature's own jku names is the signer's claim, ` +
+				`not trust), and signed cards are required); re-negotiate against the live card`},
+		{name: "changed after a client card in another form was pinned", pinned: withRaw(signedBy(invalid(testSigA)), `{"a":1,"signatures":[{}]}`),
+			live: withRaw(signedBy(invalid(testSigA)), `{"a":2,"signatures":[{}]}`), rules: []string{RuleSignatureInvalid}, action: Abort,
+			reason: "fail-closed: breaking drift touches this task: signature-invalid; re-negotiate against the live card"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var task []Finding

@@ -92,15 +92,18 @@ var messages = map[string]string{
 
 	RuleCardNonconformant: "{reason}",
 
-	RuleSignatureAdded:   "the card is now signed ({signer})",
-	RuleSignatureRemoved: "the card is no longer signed; the pinned card was ({signer})",
-	RuleSignatureInvalid: "the live card's signature by {signer} does not verify, yet that key verified the pinned card: the card was changed after it was signed",
-	RuleSignerChanged:    "the card is now signed by {after}, no longer by the pinned card's signer {before}: it may not be the same vendor any more",
+	RuleSignatureAdded:                      "the card is now signed ({signer})",
+	RuleSignatureRemoved:                    "the card is no longer signed; the pinned card was ({signer})",
+	RuleSignatureInvalid + "/pinned":        "the live card's signature by {signer} does not verify, yet that key verified the pinned card: the card was changed after it was signed",
+	RuleSignatureInvalid + "/pinned-signer": "the live card's signature by {signer}, the key the pinned card's signature names, does not verify over the live card: the card was changed after it was signed",
+	RuleSignatureInvalid + "/trusted":       "the live card's signature by {signer} does not verify, and that key is trusted for this agent: the card was changed after it was signed, or someone else signed it in that key's name",
+	RuleSignerChanged:                       "the card is now signed by {after}, no longer by the pinned card's signer {before}: it may not be the same vendor any more",
 
 	RuleSignatureRequired + "/unsigned":   "the live card is not signed, and signed cards are required",
 	RuleSignatureRequired + "/unchecked":  "the live card's signatures were not checked, and signed cards are required",
 	RuleSignatureRequired + "/invalid":    "the live card's signature by {signer} does not verify, and signed cards are required",
 	RuleSignatureRequired + "/unverified": "no signature of the live card could be verified ({signer}), and signed cards are required",
+	RuleSignatureRequired + "/untrusted":  "no signature of the live card verifies with a key trusted for this agent ({signer}: a key the signature's own jku names is the signer's claim, not trust), and signed cards are required",
 }
 
 // render returns the message for key (a rule id or "rule-id/variant") with

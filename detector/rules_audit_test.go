@@ -336,6 +336,21 @@ var firingCases = []struct {
 		l:     func(c *Card) { c.Signatures = []Signature{invalid(testSigA)} },
 	},
 	{
+		name:  "signature fails against the pinned card's signer, which never verified it",
+		rules: []string{RuleSignatureInvalid},
+		p: func(c *Card) {
+			c.Signatures, c.Raw = []Signature{invalid(testSigA)}, []byte(`{"a":1,"signatures":[{}]}`)
+		},
+		l: func(c *Card) {
+			c.Signatures, c.Raw = []Signature{invalid(testSigA)}, []byte(`{"a":2,"signatures":[{}]}`)
+		},
+	},
+	{
+		name:  "signature fails against a key trusted for the agent",
+		rules: []string{RuleSignatureInvalid},
+		l:     func(c *Card) { c.Signatures = []Signature{invalid(testSigA)} },
+	},
+	{
 		name:  "signed by another key",
 		rules: []string{RuleSignerChanged},
 		p:     func(c *Card) { c.Signatures = []Signature{testSigA} },

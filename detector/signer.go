@@ -22,8 +22,9 @@ type Signature struct {
 	// did; "" when no key was found. It identifies the signer whatever kid
 	// the key is published under.
 	Thumbprint string `json:"thumbprint,omitempty"`
-	// Source is where that key came from: "trusted" (the operator's --jwks)
-	// or "jku" (the key set the signature names).
+	// Source is where that key came from: "trusted" (SourceTrusted: a key
+	// the operator trusts for this agent, --jwks or --trust) or "jku"
+	// (SourceJKU: the key set the signature names, the signer's own claim).
 	Source string `json:"source,omitempty"`
 	// Verified reports that the signature verifies against that key over
 	// the card's canonical form.
@@ -41,9 +42,29 @@ const (
 	SignatureInvalid  = "invalid-signature"
 )
 
+// Sources of a signature's key (Signature.Source).
+const (
+	// SourceTrusted: a key the operator trusts for the card's agent.
+	SourceTrusted = "trusted"
+	// SourceJKU: a key from the key set the signature itself names (jku):
+	// it proves who controls that URL, not who the operator trusts.
+	SourceJKU = "jku"
+)
+
+// Trusted reports a signature that verifies with a key the operator trusts
+// for the card's agent: the only kind that vouches for a card under
+// carddrift serve --require-signed-cards.
+func (s Signature) Trusted() bool { return s.Verified && s.Source == SourceTrusted }
+
 // Signer returns the signature that speaks for the card: the first that
-// verified, else the first. ok is false when there is none.
+// verified with a trusted key, else the first that verified, else the
+// first. ok is false when there is none.
 func Signer(sigs []Signature) (s Signature, index int, ok bool) {
+	for i, s := range sigs {
+		if s.Trusted() {
+			return s, i, true
+		}
+	}
 	for i, s := range sigs {
 		if s.Verified {
 			return s, i, true

@@ -3,7 +3,9 @@ package test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,9 +28,12 @@ import (
 //	a field changed after signing      signature-invalid   (breaking) abort
 //	the agent stops signing            signature-removed   (warning)  continue
 //
-// and `carddrift pin --json` shows the signer. Under --require-signed-cards
-// (a second serve on its own streams) the unsigned card aborts a task, the
-// verdict saying why, and the signed one does not.
+// and `carddrift pin --json` shows the signer. Those keys come from the jku
+// (source "jku"): the signer's claim. Under --require-signed-cards (a second
+// serve on its own streams, trusting k1 and k2 for the agent with --trust)
+// the unsigned card aborts a task, the verdict saying why, the card signed
+// by k1 does not, and one signed by k3 — a key only its jku vouches for —
+// aborts (signature-required).
 func TestInteropSignedCards(t *testing.T) {
 	node := interop.Node(t, interopDir)
 	if testing.Short() {
@@ -126,15 +131,27 @@ func TestInteropSignedCards(t *testing.T) {
 	a.control(t, `{"unsign":true}`)
 	check(stream("stopped"), detector.Continue, detector.RuleSignatureRemoved)
 
-	// Signed fleets: a deployment that requires signed cards.
+	// Signed fleets: a deployment that requires signed cards, and trusts
+	// the agent's keys k1 and k2 for it (--trust, keys inline). A key the
+	// agent publishes later at its jku is its own claim until the operator
+	// trusts it too.
+	keyset, _ := getCard(t, a.base+"/jwks.json", "")
+	trust, err := json.Marshal(map[string]json.RawMessage{a.base: keyset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trustFile := filepath.Join(t.TempDir(), "trust.json")
+	must(t, os.WriteFile(trustFile, trust, 0o600))
 	strict := workertest.Start(t, workertest.Options{})
 	strictOut := strict.Out()
-	startServe(t, bin, strict.URL(), "serve-strict", "--jku", "any", "--require-signed-cards")
+	startServe(t, bin, strict.URL(), "serve-strict", "--jku", "any", "--trust", trustFile, "--require-signed-cards")
 	for _, step := range []struct {
 		task, control, reason string
 	}{
 		{task: "strict-unsigned", reason: "signature-required (the live card is not signed, and signed cards are required)"},
 		{task: "strict-signed", control: `{"sign":{"kid":"k1"}}`},
+		{task: "strict-untrusted", control: `{"sign":{"kid":"k3"}}`,
+			reason: `signature-required (no signature of the live card verifies with a key trusted for this agent (kid "k3"`},
 	} {
 		if step.control != "" {
 			a.control(t, step.control)

@@ -56,7 +56,7 @@ func (f *pinFlags) run(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	for _, err := range skipped {
-		fmt.Fprintf(e.stderr, "carddrift: --jwks: skipped: %v\n", err)
+		fmt.Fprintf(e.stderr, "carddrift: a trusted key that cannot verify signatures is skipped: %v\n", err)
 	}
 	fe, err := f.fetch.fetcher(sigOpts)
 	if err != nil {
@@ -82,7 +82,7 @@ func (f *pinFlags) run(ctx context.Context, e *env, args []string) error {
 	}
 	out.Signatures = []detector.Signature{}
 	if c.HasSignatures {
-		out.Signatures = append(out.Signatures, fe.Verify(ctx, src.Raw)...)
+		out.Signatures = append(out.Signatures, fe.VerifyAt(ctx, src.Where, src.Raw)...)
 	}
 	out.Skills = make([]string, 0, len(c.Skills))
 	for _, s := range c.Skills {

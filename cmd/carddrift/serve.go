@@ -198,8 +198,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.trust.register(fs)
 	f.storageFlags.register(fs)
-	fs.BoolVar(&f.requireSig, "require-signed-cards", false, "signed fleets: a live card none of whose signatures verifies "+
-		"(unsigned, unverifiable or invalid) is breaking drift for every task (signature-required)")
+	fs.BoolVar(&f.requireSig, "require-signed-cards", false, "signed fleets: a live card none of whose signatures verifies with a key "+
+		"trusted for its agent (--jwks, --trust) is breaking drift for every task (signature-required): unsigned, unverifiable, "+
+		"invalid, or signed with a key only its own jku vouches for")
 	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "split brain: an agent whose live card alternates "+
 		"between cards (A→B→A→B) within this window has replicas that disagree (card.inconsistent; its tasks' card.drift carry replicas-disagree)")
 }
@@ -277,7 +278,7 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 		return err
 	}
 	for _, err := range skipped {
-		log.Warn().Err(err).Msg("--jwks: a key that cannot verify signatures is skipped")
+		log.Warn().Err(err).Msg("--jwks/--trust: a key that cannot verify signatures is skipped")
 	}
 
 	reg := prometheus.NewRegistry()

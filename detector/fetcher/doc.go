@@ -60,16 +60,20 @@
 //
 // # Signed cards
 //
-// ObserveAgent verifies the signatures of a signed card (Verify: A2A v1.0.1
-// §8.4, through package detector/signature) and puts what it found in
+// ObserveAgent verifies the signatures of a signed card (VerifyAt: A2A
+// v1.0.1 §8.4, through package detector/signature) and puts what it found in
 // Observation.Signatures, so that the task core can record and compare who
-// signed a card. Keys come from Options.Signatures: the operator's key set
-// (a file, or a URL fetched through this Fetcher) and the key set a
-// signature names in its jku (https only unless JKUAny), fetched by a JWKS
-// — the same SSRF guard, timeouts and per-host limit as card fetches, its
-// own size limit, cached by Cache-Control. The outcome is kept per body,
-// so a card observed again from a lease or after a 304 costs a hash. A key
-// set that cannot be fetched makes a signature unverified, never invalid.
+// signed a card. Keys come from Options.Signatures, and trust is scoped: the
+// key sets trusted for every agent (a file, or a URL fetched through this
+// Fetcher), those trusted for the origin the card is served from
+// (SignatureOptions.Scoped), and the key set a signature names in its jku
+// (https only unless JKUAny) — the signer's own claim, recorded with source
+// "jku", never trust. Key sets at URLs are fetched by a JWKS — the same SSRF
+// guard, timeouts and per-host limit as card fetches, its own size limit,
+// cached by Cache-Control. The outcome is kept per body and trust scope
+// (bounded in count and bytes), so a card observed again from a lease or
+// after a 304 costs a hash. A key set that cannot be fetched makes a
+// signature unverified, never invalid.
 // Signatures are not part of the digest: the parsed-card cache keeps the
 // newest body seen under a digest, so a card re-signed with the same content
 // is observed with its new signatures.

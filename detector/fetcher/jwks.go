@@ -19,6 +19,7 @@ const (
 	DefaultJWKSDefaultTTL   = 5 * time.Minute
 	DefaultJWKSFailureTTL   = 30 * time.Second
 	DefaultJWKSMaxEntries   = 256
+	DefaultJWKSMaxBytes     = 16 << 20
 	DefaultJWKSMaxBodyBytes = 256 << 10
 	DefaultJWKSAccept       = "application/jwk-set+json, application/json"
 )
@@ -43,6 +44,14 @@ type JWKSOptions struct {
 	// MaxEntries bounds how many key set URLs are cached (least recently
 	// used evicted first). Default 256.
 	MaxEntries int
+	// MaxBytes bounds the memory the cached key sets retain, each counted at
+	// jwksEntrySize (twice its body, which covers what a parsed set keeps,
+	// x5c certificates included, plus a fixed overhead); the least recently
+	// used are evicted first. Default 16 MiB: a jku is chosen by whoever
+	// wrote the card, and 256 sets of MaxBodyBytes each would otherwise
+	// retain about 100 MiB. The key sets of URL (the operator's) are kept
+	// apart: never evicted, not counted here.
+	MaxBytes int64
 	// MaxBodyBytes is the largest key set read; a declared or actual body
 	// over it is ReasonTooLarge. Default 256 KiB, at most 1 MiB.
 	MaxBodyBytes int64
@@ -59,6 +68,7 @@ func (o *JWKSOptions) setDefaults() {
 	setDefault(&o.DefaultTTL, DefaultJWKSDefaultTTL)
 	setDefault(&o.FailureTTL, DefaultJWKSFailureTTL)
 	setDefault(&o.MaxEntries, DefaultJWKSMaxEntries)
+	setDefault(&o.MaxBytes, DefaultJWKSMaxBytes)
 	setDefault(&o.MaxBodyBytes, DefaultJWKSMaxBodyBytes)
 }
 
@@ -75,6 +85,9 @@ func (o JWKSOptions) Validate() error {
 	}
 	if o.MaxEntries < 1 {
 		bad("MaxEntries %d must be at least 1", o.MaxEntries)
+	}
+	if o.MaxBytes < 1 {
+		bad("MaxBytes %d must be at least 1", o.MaxBytes)
 	}
 	if o.MaxBodyBytes <= 0 || o.MaxBodyBytes > maxBodyBytesCap {
 		bad("MaxBodyBytes %d must be in (0, %d]", o.MaxBodyBytes, maxBodyBytesCap)
@@ -102,6 +115,8 @@ type JWKS struct {
 	mu      sync.Mutex
 	entries map[string]*list.Element // canonical URL → *jwksEntry in lru
 	lru     *list.List               // front: most recently used
+	bytes   int64                    // sum of the lru entries' size
+	fixed   map[string]*jwksEntry    // the sets of URL, by canonical URL (nil until fetched)
 	flights map[string]*jwksFlight
 }
 
@@ -112,7 +127,13 @@ type jwksEntry struct {
 	err     error
 	fetched time.Time
 	expires time.Time
+	size    int64 // jwksEntrySize
 }
+
+// jwksEntrySize is what a cached key set of a body of n bytes is counted
+// at: a parsed set retains up to about 1.6 times its JSON (measured with
+// x5c certificate chains), a failure little more than its error.
+func jwksEntrySize(n int) int64 { return 2*int64(n) + 1<<10 }
 
 // jwksFlight is a fetch in progress; entry is set before done is closed (nil
 // when the fetch was canceled and is not worth sharing).
@@ -136,6 +157,7 @@ func NewJWKS(f *Fetcher, opts JWKSOptions) (*JWKS, error) {
 		opts:    opts,
 		entries: make(map[string]*list.Element),
 		lru:     list.New(),
+		fixed:   make(map[string]*jwksEntry),
 		flights: make(map[string]*jwksFlight),
 	}, nil
 }
@@ -155,8 +177,20 @@ func (j *JWKS) Lookup(ctx context.Context, kid, jku string) ([]signature.Key, er
 }
 
 // URL returns the signature.Keys of the one key set at url (http or https),
-// whatever jku a signature names: the operator's --jwks URL.
-func (j *JWKS) URL(url string) signature.Keys { return fixedJWKS{j: j, url: url} }
+// whatever jku a signature names: the operator's --jwks URL, or a --trust
+// file's. Its set is cached apart from the jku sets: however many jku URLs
+// cards name, it is never evicted (it is refreshed by Cache-Control as they
+// are).
+func (j *JWKS) URL(url string) signature.Keys {
+	if key, err := CanonicalURL(url); err == nil {
+		j.mu.Lock()
+		if _, ok := j.fixed[key]; !ok {
+			j.fixed[key] = nil
+		}
+		j.mu.Unlock()
+	}
+	return fixedJWKS{j: j, url: url}
+}
 
 type fixedJWKS struct {
 	j   *JWKS
@@ -203,11 +237,9 @@ func (j *JWKS) get(ctx context.Context, url string, refresh bool) (*jwksEntry, e
 	for {
 		j.mu.Lock()
 		now := j.f.opts.Now()
-		if el, ok := j.entries[key]; ok {
-			e := el.Value.(*jwksEntry)
+		if e := j.cached(key); e != nil {
 			fresh := now.Before(e.expires)
 			if fresh && (!refresh || e.err != nil || now.Sub(e.fetched) < j.opts.MinTTL) {
-				j.lru.MoveToFront(el)
 				j.mu.Unlock()
 				return e, e.err
 			}
@@ -242,36 +274,76 @@ func (j *JWKS) get(ctx context.Context, url string, refresh bool) (*jwksEntry, e
 	}
 }
 
-// store caches e, evicting the least recently used entry beyond MaxEntries.
-// j.mu is held.
-func (j *JWKS) store(e *jwksEntry) {
-	if el, ok := j.entries[e.url]; ok {
-		el.Value = e
+// cached returns the entry for key (a canonical URL), marking it recently
+// used, or nil. j.mu is held.
+func (j *JWKS) cached(key string) *jwksEntry {
+	if e, ok := j.fixed[key]; ok && e != nil {
+		return e
+	}
+	if el, ok := j.entries[key]; ok {
 		j.lru.MoveToFront(el)
+		return el.Value.(*jwksEntry)
+	}
+	return nil
+}
+
+// store caches e: the set of a URL apart, any other evicting the least
+// recently used beyond MaxEntries and MaxBytes (one larger than MaxBytes is
+// not kept). j.mu is held.
+func (j *JWKS) store(e *jwksEntry) {
+	if _, ok := j.fixed[e.url]; ok {
+		j.fixed[e.url] = e
+		return
+	}
+	if el, ok := j.entries[e.url]; ok {
+		j.remove(el)
+	}
+	if e.size > j.opts.MaxBytes {
 		return
 	}
 	j.entries[e.url] = j.lru.PushFront(e)
-	for j.lru.Len() > j.opts.MaxEntries {
-		old := j.lru.Back()
-		j.lru.Remove(old)
-		delete(j.entries, old.Value.(*jwksEntry).url)
+	j.bytes += e.size
+	for j.lru.Len() > j.opts.MaxEntries || j.bytes > j.opts.MaxBytes {
+		j.remove(j.lru.Back())
 	}
+}
+
+// remove drops el from the jku sets. j.mu is held.
+func (j *JWKS) remove(el *list.Element) {
+	e := el.Value.(*jwksEntry)
+	j.lru.Remove(el)
+	delete(j.entries, e.url)
+	j.bytes -= e.size
 }
 
 // Len returns the number of key set URLs cached (sets and failures).
 func (j *JWKS) Len() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.lru.Len()
+	n := j.lru.Len()
+	for _, e := range j.fixed {
+		if e != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Bytes returns what the cached jku key sets are counted at against
+// MaxBytes.
+func (j *JWKS) Bytes() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.bytes
 }
 
 // fetch makes one request for the key set at url (a CanonicalURL) and
 // returns the entry to cache: the set and its TTL, or the error and
 // FailureTTL. It returns within the Fetcher's TotalTimeout.
 func (j *JWKS) fetch(ctx context.Context, url string) *jwksEntry {
-	set, ttl, err := j.fetchSet(ctx, url)
+	set, n, ttl, err := j.fetchSet(ctx, url)
 	now := j.f.opts.Now()
-	e := &jwksEntry{url: url, set: set, err: err, fetched: now}
+	e := &jwksEntry{url: url, set: set, err: err, fetched: now, size: jwksEntrySize(n)}
 	if err != nil {
 		e.set, ttl = nil, j.opts.FailureTTL
 	}
@@ -279,31 +351,32 @@ func (j *JWKS) fetch(ctx context.Context, url string) *jwksEntry {
 	return e
 }
 
-func (j *JWKS) fetchSet(ctx context.Context, url string) (*signature.KeySet, time.Duration, error) {
+// fetchSet fetches the key set at url; n is the length of its body.
+func (j *JWKS) fetchSet(ctx context.Context, url string) (set *signature.KeySet, n int, ttl time.Duration, err error) {
 	req, end, err := j.f.begin(ctx, url)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	defer end()
 	ctx = req.Context()
 	req.Header.Set("Accept", DefaultJWKSAccept)
 	resp, err := j.f.client.Do(req)
 	if err != nil {
-		return nil, 0, classifyTransport(url, ctx, err)
+		return nil, 0, 0, classifyTransport(url, ctx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, 0, &FetchError{URL: url, Reason: ReasonStatus, Status: resp.StatusCode, Err: fmt.Errorf("HTTP %s", resp.Status)}
+		return nil, 0, 0, &FetchError{URL: url, Reason: ReasonStatus, Status: resp.StatusCode, Err: fmt.Errorf("HTTP %s", resp.Status)}
 	}
 	body, err := readBody(ctx, url, resp, j.opts.MaxBodyBytes)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	set, err := signature.ParseJWKS(body)
+	set, err = signature.ParseJWKS(body)
 	if err != nil {
 		// JSON-level failures get their own reasons; JSON that is not a key
 		// set is "not-a-card" (not the document expected).
-		return nil, 0, classifyParse(url, resp.StatusCode, err)
+		return nil, 0, 0, classifyParse(url, resp.StatusCode, err)
 	}
-	return set, leaseFor(resp.Header, j.opts.DefaultTTL, j.opts.MinTTL, j.opts.MaxTTL), nil
+	return set, len(body), leaseFor(resp.Header, j.opts.DefaultTTL, j.opts.MinTTL, j.opts.MaxTTL), nil
 }

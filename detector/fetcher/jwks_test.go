@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -352,6 +353,66 @@ func TestJWKSBounded(t *testing.T) {
 	}
 	if j.Len() != 2 {
 		t.Errorf("Len = %d, want 2", j.Len())
+	}
+}
+
+// TestJWKSMaxBytes: the jku key sets cached are bounded in bytes (each
+// counted at jwksEntrySize of its body), least recently used evicted first,
+// one larger than the bound not kept; the operator's set (URL) is kept
+// apart and survives any churn of jku URLs.
+func TestJWKSMaxBytes(t *testing.T) {
+	s := newTestSigner(t, "k")
+	var set map[string]any
+	if err := json.Unmarshal(s.jwks, &set); err != nil {
+		t.Fatal(err)
+	}
+	set["pad"] = strings.Repeat("p", 100<<10) // a key set of about 100 KiB
+	big, err := json.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests sync.Map // path → *atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := requests.LoadOrStore(r.URL.Path, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+		w.Header().Set("Cache-Control", "max-age=600")
+		w.Write(big)
+	}))
+	t.Cleanup(srv.Close)
+	const maxBytes = 1 << 20
+	j := newJWKS(t, newFetcher(t, testOptions(newClock())), JWKSOptions{MaxBytes: maxBytes})
+	ctx := context.Background()
+	operator := j.URL(srv.URL + "/operator.json")
+	if keys, err := operator.Lookup(ctx, "k", ""); err != nil || len(keys) != 1 {
+		t.Fatalf("operator Lookup = %v, %v", keys, err)
+	}
+	per := jwksEntrySize(len(big))
+	for i := range 40 {
+		if keys, err := j.Lookup(ctx, "k", fmt.Sprintf("%s/jku-%d.json", srv.URL, i)); err != nil || len(keys) != 1 {
+			t.Fatalf("jku %d: Lookup = %v, %v", i, keys, err)
+		}
+		if b := j.Bytes(); b > maxBytes {
+			t.Fatalf("after %d jku sets: %d bytes cached, bound %d", i+1, b, maxBytes)
+		}
+	}
+	if got, want := j.Len(), int(maxBytes/per)+1; got != want {
+		t.Errorf("Len = %d, want %d jku sets of %d bytes within %d, and the operator's", got, want, per, maxBytes)
+	}
+	if _, err := operator.Lookup(ctx, "k", ""); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := requests.Load("/operator.json"); n.(*atomic.Int64).Load() != 1 {
+		t.Errorf("the operator's key set was fetched %d times, want once: jku churn evicted it", n.(*atomic.Int64).Load())
+	}
+	if _, err := j.Lookup(ctx, "k", srv.URL+"/jku-0.json"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := requests.Load("/jku-0.json"); n.(*atomic.Int64).Load() != 2 {
+		t.Errorf("the least recently used jku set was fetched %d times, want again after its eviction", n.(*atomic.Int64).Load())
+	}
+	tiny := newJWKS(t, newFetcher(t, testOptions(newClock())), JWKSOptions{MaxBytes: per - 1})
+	if _, err := tiny.Lookup(ctx, "k", srv.URL+"/x.json"); err != nil || tiny.Len() != 0 || tiny.Bytes() != 0 {
+		t.Errorf("a set larger than MaxBytes: %v, Len %d, Bytes %d; want used, not kept", err, tiny.Len(), tiny.Bytes())
 	}
 }
 

@@ -7,10 +7,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/signature"
@@ -43,24 +44,47 @@ func ParseJKUPolicy(s string) (JKUPolicy, error) {
 }
 
 // Defaults of SignatureOptions.
-const DefaultMaxSignatureResults = 4096
+const (
+	// DefaultMaxSignatureResults is SignatureOptions.MaxResults' default.
+	DefaultMaxSignatureResults = 4096
+	// DefaultSignatureCacheBytes is SignatureOptions.CacheBytes' default:
+	// with the Fetcher's card cache (DefaultCacheBytes) and the worker's, it
+	// leaves most of a 512 MiB pod to the rest.
+	DefaultSignatureCacheBytes = 32 << 20
+)
 
 // SignatureOptions configure how a Fetcher verifies the signatures of the
-// cards it observes (A2A v1.0.1 §8.4; see Verify). The zero value follows
+// cards it observes (A2A v1.0.1 §8.4; see VerifyAt). The zero value follows
 // https jku URLs and trusts no key of its own.
+//
+// Trust is scoped: Trusted and TrustedURL are trusted for every agent,
+// Scoped for one agent origin each. A kid that a set trusted for the agent
+// holds is answered by those sets alone — a signature cannot bring its own
+// key for a kid the operator vouched for — and the key that verifies it has
+// source "trusted". Otherwise the jku a signature names is followed (JKU):
+// a key found there proves who controls that URL, not who the operator
+// trusts, and has source "jku". Keys trusted for another agent are never
+// asked.
 type SignatureOptions struct {
-	// Trusted is the operator's key set (carddrift serve --jwks FILE:
-	// signature.ParseJWKS), nil for none. A kid it holds is answered by it
-	// alone: a signature cannot bring its own key for a kid the operator
-	// vouched for.
+	// Trusted is the key set trusted for every agent (carddrift --jwks
+	// FILE: signature.ParseJWKS), nil for none.
 	Trusted signature.Keys
-	// TrustedURL is the URL of the operator's key set (--jwks URL), fetched
-	// through this Fetcher — SSRF guard, timeouts, per-host limit — and
-	// cached by Cache-Control like a jku's; http or https. "" for none.
+	// TrustedURL is the URL of a key set trusted for every agent (--jwks
+	// URL), fetched through this Fetcher — SSRF guard, timeouts, per-host
+	// limit — and cached by Cache-Control like a jku's; http or https. ""
+	// for none.
 	TrustedURL string
+	// Scoped holds the keys trusted for one agent each (carddrift --trust
+	// FILE), by origin in the normal form of ParseOrigin
+	// ("https://agent.example", "http://127.0.0.1:41241"): a card served
+	// from that origin is verified with these keys and the ones trusted for
+	// every agent.
+	Scoped map[string]TrustedKeys
 	// JKU says which jku URLs are followed (default JKUHTTPS).
 	JKU JKUPolicy
 	// JWKS configures the key set cache; its AllowHTTP is set from JKU.
+	// The sets of TrustedURL and Scoped URLs are cached apart from the jku
+	// sets (see JWKS.URL).
 	JWKS JWKSOptions
 	// ResultTTL is how long the outcome of verifying one body is reused
 	// (default the key set cache's MaxTTL, so that a key revoked from a set
@@ -68,9 +92,17 @@ type SignatureOptions struct {
 	// not be obtained, or held no key for a kid, is reused for the key set
 	// cache's FailureTTL only.
 	ResultTTL time.Duration
-	// MaxResults bounds the bodies whose outcomes are kept (default
-	// DefaultMaxSignatureResults; least recently used evicted first).
+	// MaxResults bounds how many outcomes (one per body and trust scope) are
+	// kept (default DefaultMaxSignatureResults; least recently used evicted
+	// first).
 	MaxResults int
+	// CacheBytes bounds the memory the kept outcomes retain: each is counted
+	// at its size in memory (the entry, one detector.Signature per
+	// signature and the bytes of its strings, which are copied out of the
+	// card), and the least recently used are evicted until the total is
+	// within the bound; an outcome larger than the bound is not kept.
+	// Default DefaultSignatureCacheBytes.
+	CacheBytes int64
 }
 
 // validate reports what is wrong with o (Options.Validate calls it).
@@ -84,25 +116,38 @@ func (o SignatureOptions) validate() error {
 			errs = append(errs, fmt.Errorf("fetcher: TrustedURL: %w", err))
 		}
 	}
-	if o.ResultTTL < 0 || o.MaxResults < 0 {
-		errs = append(errs, fmt.Errorf("fetcher: ResultTTL %v and MaxResults %d must not be negative", o.ResultTTL, o.MaxResults))
+	for origin, k := range o.Scoped {
+		if n, err := ParseOrigin(origin); err != nil || n != origin {
+			errs = append(errs, fmt.Errorf("fetcher: Scoped %q: %w in normal form (%q)", origin, ErrNotOrigin, n))
+			continue
+		}
+		if err := k.validate(fmt.Sprintf("Scoped %q", origin)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.ResultTTL < 0 || o.MaxResults < 0 || o.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("fetcher: ResultTTL %v, MaxResults %d and CacheBytes %d must not be negative",
+			o.ResultTTL, o.MaxResults, o.CacheBytes))
 	}
 	return errors.Join(errs...)
 }
 
 // verifier verifies card signatures for a Fetcher and keeps the outcome per
-// body.
+// body and trust scope.
 type verifier struct {
-	keys       signature.Keys
+	keys       signature.Keys            // for an agent with no keys of its own
+	scoped     map[string]signature.Keys // for an agent that has, by origin
 	jwks       *JWKS
 	ttl        time.Duration
 	failureTTL time.Duration
 	now        func() time.Time
 
-	mu      sync.Mutex
-	max     int
-	entries map[[sha256.Size]byte]*list.Element // → *verifyEntry in lru
-	lru     *list.List
+	mu       sync.Mutex
+	max      int
+	maxBytes int64
+	bytes    int64                               // sum of the entries' size
+	entries  map[[sha256.Size]byte]*list.Element // → *verifyEntry in lru
+	lru      *list.List
 
 	verified atomic.Int64 // bodies verified (tests)
 }
@@ -110,6 +155,7 @@ type verifier struct {
 type verifyEntry struct {
 	key     [sha256.Size]byte
 	sigs    []detector.Signature
+	size    int64
 	expires time.Time
 }
 
@@ -126,31 +172,16 @@ func newVerifier(f *Fetcher, o SignatureOptions) (*verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	var trusted []signature.Keys
-	if o.Trusted != nil {
-		trusted = append(trusted, o.Trusted)
-	}
-	if o.TrustedURL != "" {
-		trusted = append(trusted, j.URL(o.TrustedURL))
-	}
-	src := signature.Sources{}
-	switch len(trusted) {
-	case 0:
-	case 1:
-		src.Trusted = trusted[0]
-	default:
-		src.Trusted = firstKeys(trusted)
-	}
-	if policy != JKUOff {
-		src.JKU = j
-		src.AllowJKU = func(jku string) bool {
-			l := strings.ToLower(jku)
-			return strings.HasPrefix(l, "https://") || policy == JKUAny && strings.HasPrefix(l, "http://")
-		}
-	}
+	every := TrustedKeys{Keys: o.Trusted, URL: o.TrustedURL}.asKeys(j)
 	v := &verifier{
-		keys: src, jwks: j, ttl: o.ResultTTL, failureTTL: j.opts.FailureTTL, now: f.opts.Now,
-		max: o.MaxResults, entries: make(map[[sha256.Size]byte]*list.Element), lru: list.New(),
+		keys: keySources(j, policy, every), jwks: j, ttl: o.ResultTTL, failureTTL: j.opts.FailureTTL, now: f.opts.Now,
+		max: o.MaxResults, maxBytes: o.CacheBytes, entries: make(map[[sha256.Size]byte]*list.Element), lru: list.New(),
+	}
+	if len(o.Scoped) > 0 {
+		v.scoped = make(map[string]signature.Keys, len(o.Scoped))
+		for origin, k := range o.Scoped {
+			v.scoped[origin] = keySources(j, policy, append(slices.Clip(every), k.asKeys(j)...))
+		}
 	}
 	if v.ttl == 0 {
 		v.ttl = j.opts.MaxTTL
@@ -158,52 +189,48 @@ func newVerifier(f *Fetcher, o SignatureOptions) (*verifier, error) {
 	if v.max == 0 {
 		v.max = DefaultMaxSignatureResults
 	}
+	if v.maxBytes == 0 {
+		v.maxBytes = DefaultSignatureCacheBytes
+	}
 	return v, nil
 }
 
-// firstKeys asks each Keys in turn; the first that has keys for the kid
-// answers.
-type firstKeys []signature.Keys
-
-func (ks firstKeys) Lookup(ctx context.Context, kid, jku string) ([]signature.Key, error) {
-	var errs []error
-	for _, k := range ks {
-		keys, err := k.Lookup(ctx, kid, jku)
-		if len(keys) > 0 {
-			return keys, nil
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return nil, errors.Join(errs...)
+// Verify is VerifyAt for a card served from no agent in particular (a file):
+// only the keys trusted for every agent are trusted.
+func (f *Fetcher) Verify(ctx context.Context, raw []byte) []detector.Signature {
+	return f.VerifyAt(ctx, "", raw)
 }
 
-// Verify checks the signatures of the card raw against the keys the Fetcher
-// was configured with (Options.Signatures: the operator's key set, the key
-// sets the signatures name in jku) and returns one detector.Signature per
-// entry of the card's "signatures" array, in order; nil for an unsigned card
-// or bytes that are not a card.
+// VerifyAt checks the signatures of the card raw, served at cardURL (or
+// submitted by a client for the agent there), against the keys the Fetcher
+// was configured with — the keys trusted for that agent's origin and for
+// every agent (SignatureOptions), and the key sets the signatures name in
+// jku — and returns one detector.Signature per entry of the card's
+// "signatures" array, in order; nil for an unsigned card or bytes that are
+// not a card. A cardURL that is not an http or https URL gets the keys
+// trusted for every agent only.
 //
-// The outcome is kept per body (by its SHA-256) for SignatureOptions
-// ResultTTL, or for the key set cache's FailureTTL when some key set could
-// not be obtained or lacked a kid: a card observed again — a 304, a fresh lease, another
-// task — costs a hash, not a verification. Key sets are fetched through the
-// Fetcher under ctx (each within TotalTimeout, failures remembered for
-// FailureTTL); a key set that cannot be fetched makes a signature
-// unverified ("keys-unavailable"), never invalid. An outcome reached after
-// ctx ended is returned but not kept. Safe for concurrent use.
-func (f *Fetcher) Verify(ctx context.Context, raw []byte) []detector.Signature {
+// The outcome is kept per body (by its SHA-256) and trust scope for
+// SignatureOptions ResultTTL, or for the key set cache's FailureTTL when
+// some key set could not be obtained or lacked a kid: a card observed again
+// — a 304, a fresh lease, another task — costs a hash, not a verification.
+// Key sets are fetched through the Fetcher under ctx (each within
+// TotalTimeout, failures remembered for FailureTTL); a key set that cannot
+// be fetched makes a signature unverified ("keys-unavailable"), never
+// invalid. An outcome reached after ctx ended is returned but not kept.
+// Safe for concurrent use.
+func (f *Fetcher) VerifyAt(ctx context.Context, cardURL string, raw []byte) []detector.Signature {
 	if !bytes.Contains(raw, []byte(`"signatures"`)) {
 		return nil // unsigned, without a parse
 	}
 	v := f.verify
-	key := sha256.Sum256(raw)
+	scope, keys := v.scope(cardURL)
+	key := resultKey(scope, raw)
 	if sigs, ok := v.get(key); ok {
 		return sigs
 	}
 	v.verified.Add(1)
-	results, err := signature.Verify(ctx, raw, v.keys)
+	results, err := signature.Verify(ctx, raw, keys)
 	if err != nil {
 		return nil // not a card: Parse refused it before anyone asks
 	}
@@ -217,9 +244,38 @@ func (f *Fetcher) Verify(ctx context.Context, raw []byte) []detector.Signature {
 				ttl = min(ttl, v.failureTTL)
 			}
 		}
+		sigs = cloneSignatures(sigs)
 		v.put(key, sigs, ttl)
 	}
 	return sigs
+}
+
+// scope returns the trust scope of a card served at cardURL — its origin
+// when keys are trusted for that origin, else "" (every agent's keys only) —
+// and the keys that verify it.
+func (v *verifier) scope(cardURL string) (string, signature.Keys) {
+	if len(v.scoped) == 0 || cardURL == "" {
+		return "", v.keys
+	}
+	origin, err := Origin(cardURL)
+	if err != nil {
+		return "", v.keys
+	}
+	if keys, ok := v.scoped[origin]; ok {
+		return origin, keys
+	}
+	return "", v.keys
+}
+
+// resultKey is the cache key of the outcome of verifying raw in scope.
+func resultKey(scope string, raw []byte) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write(raw)
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k
 }
 
 // JWKS returns the key set cache Verify fetches through.
@@ -234,8 +290,7 @@ func (v *verifier) get(key [sha256.Size]byte) ([]detector.Signature, bool) {
 	}
 	e := el.Value.(*verifyEntry)
 	if !v.now().Before(e.expires) {
-		v.lru.Remove(el)
-		delete(v.entries, key)
+		v.remove(el)
 		return nil, false
 	}
 	v.lru.MoveToFront(el)
@@ -245,18 +300,89 @@ func (v *verifier) get(key [sha256.Size]byte) ([]detector.Signature, bool) {
 func (v *verifier) put(key [sha256.Size]byte, sigs []detector.Signature, ttl time.Duration) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	e := &verifyEntry{key: key, sigs: sigs, expires: v.now().Add(ttl)}
 	if el, ok := v.entries[key]; ok {
-		el.Value = e
-		v.lru.MoveToFront(el)
-		return
+		v.remove(el)
+	}
+	e := &verifyEntry{key: key, sigs: sigs, size: entrySize(sigs), expires: v.now().Add(ttl)}
+	if e.size > v.maxBytes {
+		return // would evict everything and still not fit
 	}
 	v.entries[key] = v.lru.PushFront(e)
-	for v.lru.Len() > v.max {
-		old := v.lru.Back()
-		v.lru.Remove(old)
-		delete(v.entries, old.Value.(*verifyEntry).key)
+	v.bytes += e.size
+	for v.lru.Len() > v.max || v.bytes > v.maxBytes {
+		v.remove(v.lru.Back())
 	}
+}
+
+// remove drops el from the cache. v.mu is held.
+func (v *verifier) remove(el *list.Element) {
+	e := el.Value.(*verifyEntry)
+	v.lru.Remove(el)
+	delete(v.entries, e.key)
+	v.bytes -= e.size
+}
+
+// Retained sizes of a kept outcome: its entry, list element and map slot,
+// and per signature its value; the bytes of its strings come on top.
+const (
+	entryOverhead = int64(unsafe.Sizeof(verifyEntry{})) + int64(unsafe.Sizeof(list.Element{})) +
+		sha256.Size + 8 + 16 // map slot: key, value pointer, bucket share
+	signatureSize = int64(unsafe.Sizeof(detector.Signature{}))
+)
+
+// entrySize is the memory an outcome of sigs retains once kept (made by
+// cloneSignatures: the slice and one buffer of strings, each counted with
+// what the allocator may round it up to).
+func entrySize(sigs []detector.Signature) int64 {
+	return entryOverhead + allocSize(int64(cap(sigs))*signatureSize) + allocSize(stringBytes(sigs))
+}
+
+// allocSize bounds what an allocation of n bytes takes from the heap: small
+// objects are rounded up to a size class (at most 1/8 more), large ones to
+// whole 8 KiB pages.
+func allocSize(n int64) int64 {
+	if n <= 32<<10 {
+		return n + n/8
+	}
+	return (n + 8<<10 - 1) &^ (8<<10 - 1)
+}
+
+func stringBytes(sigs []detector.Signature) int64 {
+	var n int64
+	for _, s := range sigs {
+		n += int64(len(s.KeyID) + len(s.Alg) + len(s.JKU) + len(s.Thumbprint) + len(s.Source) + len(s.Reason))
+	}
+	return n
+}
+
+// cloneSignatures copies sigs and their strings, into one buffer, out of
+// whatever they share memory with (a header decoded from the card), so that
+// a kept outcome retains what entrySize counts and nothing of the card.
+func cloneSignatures(sigs []detector.Signature) []detector.Signature {
+	buf := make([]byte, 0, stringBytes(sigs))
+	str := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		start := len(buf)
+		buf = append(buf, s...)
+		return unsafe.String(&buf[start], len(s))
+	}
+	out := make([]detector.Signature, len(sigs))
+	for i, s := range sigs {
+		s.KeyID, s.Alg, s.JKU, s.Thumbprint = str(s.KeyID), str(s.Alg), str(s.JKU), str(s.Thumbprint)
+		s.Source, s.Reason = str(s.Source), str(s.Reason)
+		out[i] = s
+	}
+	return out
+}
+
+// Len returns how many verification outcomes are kept, and the bytes they
+// retain (as SignatureOptions.CacheBytes counts them).
+func (v *verifier) Len() (n int, bytes int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.lru.Len(), v.bytes
 }
 
 // Signatures converts what signature.Verify found into the detector's

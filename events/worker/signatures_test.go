@@ -27,7 +27,8 @@ func signedCard(url, description string) string {
 // pinned card (first fetch and client card), and judges the live card's
 // signer at every streaming request: re-signed by another key
 // (signer-changed, continue), changed after signing (signature-invalid,
-// abort), no longer signed (signature-removed, continue).
+// abort, for a task pinned on either key), no longer signed
+// (signature-removed, continue).
 func TestSignedCards(t *testing.T) {
 	a, b := workertest.NewSigningKey(t, "a"), workertest.NewSigningKey(t, "b")
 	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
@@ -92,7 +93,10 @@ func TestSignedCards(t *testing.T) {
 	tampered := strings.Replace(b.Sign(t, card), "Reads invoices.", "Reads invoices and pays them.", 1)
 	agent.Set(tampered)
 	check(stream("on-b"), detector.Abort, detector.RuleSignatureInvalid, detector.RuleDescriptiveTextChanged)
-	check(stream("client-card"), detector.Continue, detector.RuleSignerChanged, detector.RuleDescriptiveTextChanged)
+	// b is trusted for the agent too: its signature failing on the live
+	// card is signature-invalid, whoever signed the pin (before contract
+	// v1.2 this was only signer-changed).
+	check(stream("client-card"), detector.Abort, detector.RuleSignatureInvalid, detector.RuleDescriptiveTextChanged)
 
 	agent.Set(b.Sign(t, card))
 	submit("still-b", "")

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,8 +24,9 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 	}
 	if !s.NeedsObservation() {
 		// The client's card: the pin records who signed it, verified with
-		// the keys live cards are verified with.
-		s.ClientSignatures(w.fetch.Verify(ctx, s.ClientCard()))
+		// the keys live cards of that agent are verified with.
+		p := s.Pin()
+		s.ClientSignatures(w.fetch.VerifyAt(ctx, cmp.Or(p.CardURL, p.AgentURL), s.ClientCard()))
 		return w.carryOut(ctx, s.Pinned(), 0)
 	}
 	pin := s.Pin()
