@@ -31,13 +31,17 @@ import (
 )
 
 // Source is what a census reads. JS (with Config's events stream) is
-// optional: without it, agents are those with a lease or a pin.
+// optional: without it, agents are those with a lease or a pin. Tally, when
+// set, counts the pins instead of a scan of Pins (which is then not read):
+// a census that is taken again and again (serve's /metrics and /fleet)
+// then reads only the pins written since the last.
 type Source struct {
 	Pins   store.Scanner[task.Pin]
 	Leases store.Scanner[store.Lease]
 	Cards  store.Cards
 	JS     jetstream.JetStream
 	Config store.Config
+	Tally  *Tally
 }
 
 // Options adjust a census.
@@ -227,15 +231,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		}
 	}
 
-	type key struct{ host, digest string }
-	pins := map[key]int{}
-	err = src.Pins.Scan(ctx, func(p task.Pin, _ uint64) error {
-		if a := agent(p.AgentURL); a != nil {
-			h, _ := events.AgentHost(p.AgentURL)
-			pins[key{h, p.Digest}]++
-		}
-		return nil
-	})
+	pins, err := countPins(ctx, src, agent)
 	if errors.Is(err, store.ErrCorrupt) {
 		problem(err)
 	} else if err != nil {
@@ -298,6 +294,37 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		f.Skills = []detector.SharedSkill{}
 	}
 	return f, nil
+}
+
+// countPins counts the pins per agent host and digest, from src.Tally if
+// set, else by a scan of src.Pins; agent registers the agent of a pin's URL
+// (nil: the URL has no host, the pin is not counted). Corrupt records are
+// reported as an error wrapping store.ErrCorrupt after the others are
+// counted.
+func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[groupKey]int, error) {
+	pins := map[groupKey]int{}
+	if t := src.Tally; t != nil {
+		if err := t.Refresh(ctx); err != nil {
+			return nil, err
+		}
+		corrupt := t.each(func(host, digest, agentURL string, n int) {
+			if agent(agentURL) != nil {
+				pins[groupKey{host, digest}] += n
+			}
+		})
+		if corrupt > 0 {
+			return pins, fmt.Errorf("census: %d pin value(s) skipped: %w", corrupt, store.ErrCorrupt)
+		}
+		return pins, nil
+	}
+	err := src.Pins.Scan(ctx, func(p task.Pin, _ uint64) error {
+		if a := agent(p.AgentURL); a != nil {
+			h, _ := events.AgentHost(p.AgentURL)
+			pins[groupKey{h, p.Digest}]++
+		}
+		return nil
+	})
+	return pins, err
 }
 
 // agentOf returns scheme://host of a URL.

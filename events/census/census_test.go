@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -101,14 +102,30 @@ func TestTake(t *testing.T) {
 	mfs, err := reg.Gather()
 	must(t, err)
 	got := map[string][]float64{}
+	var perAgent *dto.Histogram
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) > 0 {
+				t.Errorf("%s has labels %v", mf.GetName(), m.GetLabel())
+			}
 			got[mf.GetName()] = append(got[mf.GetName()], m.GetGauge().GetValue())
+			if mf.GetName() == "carddrift_pins_per_agent" {
+				perAgent = m.GetHistogram()
+			}
 		}
 	}
 	if !slices.Equal(got["carddrift_agents_inconsistent"], []float64{1}) || !slices.Equal(got["carddrift_skills_inconsistent"], []float64{1}) ||
-		len(got["carddrift_agent_pins"]) != 3 || !slices.Equal(got["carddrift_census_errors"], []float64{0}) {
+		!slices.Equal(got["carddrift_pins"], []float64{4}) || !slices.Equal(got["carddrift_agents"], []float64{3}) ||
+		!slices.Equal(got["carddrift_census_errors"], []float64{0}) {
 		t.Errorf("gauges = %v", got)
+	}
+	// a has 2 pins, b and c one each: 2 agents ≤ 1, 3 ≤ 10 and above.
+	var cum []uint64
+	for _, b := range perAgent.GetBucket() {
+		cum = append(cum, b.GetCumulativeCount())
+	}
+	if perAgent.GetSampleCount() != 3 || perAgent.GetSampleSum() != 4 || !slices.Equal(cum, []uint64{2, 3, 3, 3, 3, 3}) {
+		t.Errorf("carddrift_pins_per_agent = count %d, sum %v, buckets %v", perAgent.GetSampleCount(), perAgent.GetSampleSum(), cum)
 	}
 }
 
