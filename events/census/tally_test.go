@@ -1,0 +1,217 @@
+package census_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events/census"
+	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/storetest"
+)
+
+// countingScanner counts the records a census reads from a Scanner.
+type countingScanner[T any] struct {
+	store.Scanner[T]
+	read atomic.Int64
+}
+
+func (c *countingScanner[T]) Scan(ctx context.Context, fn func(T, uint64) error) error {
+	return c.Scanner.Scan(ctx, func(v T, rev uint64) error {
+		c.read.Add(1)
+		return fn(v, rev)
+	})
+}
+
+func pinOn(id string, agent int, digest string) task.Pin {
+	return task.Pin{TaskID: id, AgentURL: fmt.Sprintf("https://agent-%02d.example", agent), Digest: digest}
+}
+
+// TestTallyReadsChanges: with 2,000 pins on 20 agents, the scan census
+// reads all 2,000 pins at every census; the Tally reads them once, then
+// only what changed — nothing when nothing did, one pin for one re-pin to
+// another agent (its count moves) or one delete — and the census it gives
+// is the scan's, byte for byte.
+func TestTallyReadsChanges(t *testing.T) {
+	_, _, js := storetest.StartJetStream(t)
+	ctx := context.Background()
+	cfg := store.DefaultConfig()
+	st, err := store.Open[task.Pin](ctx, js, cfg)
+	must(t, err)
+	const pins, agents = 2000, 20
+	for i := range pins {
+		digest := "sha256:aa"
+		if i%3 == 0 {
+			digest = "sha256:bb"
+		}
+		_, err := st.Pins.Create(ctx, pinOn(fmt.Sprintf("t%04d", i), i%agents, digest))
+		must(t, err)
+	}
+	scanned := &countingScanner[task.Pin]{Scanner: st.Pins}
+	tallied := &countingScanner[task.Pin]{Scanner: st.Pins}
+	tally := census.NewTally(js, st.Pins.KV(), census.TallyOptions{})
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	opts := census.Options{Now: func() time.Time { return now }}
+	scan := census.Source{Pins: scanned, Leases: st.Leases, Cards: st.Cards, JS: js, Config: cfg}
+	incr := census.Source{Pins: tallied, Leases: st.Leases, Cards: st.Cards, JS: js, Config: cfg, Tally: tally}
+
+	// take takes both censuses, checks they agree, and returns the pins
+	// the scan and the Tally read, and the agent's count.
+	take := func(step string, agent string) (scanRead, tallyRead int64, count int) {
+		t.Helper()
+		s0 := scanned.read.Load()
+		fs, err := census.Take(ctx, scan, opts)
+		must(t, err)
+		fi, err := census.Take(ctx, incr, opts)
+		must(t, err)
+		js1, _ := json.Marshal(fs)
+		js2, _ := json.Marshal(fi)
+		if !bytes.Equal(js1, js2) {
+			t.Errorf("%s: the Tally's census differs from the scan's:\n%s\n%s", step, js2, js1)
+		}
+		for _, a := range fi.Agents {
+			if a.AgentURL == agent {
+				count = a.Pins()
+			}
+		}
+		return scanned.read.Load() - s0, int64(tally.Stats().LastRead), count
+	}
+	agent0, agent1 := "https://agent-00.example", "https://agent-01.example"
+
+	s, n, c := take("initial", agent0)
+	t.Logf("initial census: scan read %d pins, Tally %d", s, n)
+	if s != pins || n != pins || c != pins/agents {
+		t.Errorf("initial census: scan read %d, Tally %d, want %d each; agent 0 has %d pins, want %d", s, n, pins, c, pins/agents)
+	}
+	s, n, _ = take("unchanged", agent0)
+	t.Logf("census with no change: scan read %d pins, Tally %d", s, n)
+	if s != pins || n != 0 {
+		t.Errorf("census with no change: scan read %d (want %d), Tally %d (want 0)", s, pins, n)
+	}
+
+	// Re-pin t0000 (agent 0) on agent 1.
+	p, rev, err := st.Pins.Get(ctx, "t0000")
+	must(t, err)
+	p.AgentURL = agent1
+	_, err = st.Pins.Update(ctx, p, rev)
+	must(t, err)
+	s, n, c = take("re-pin", agent0)
+	_, _, c1 := take("re-pin (again)", agent1)
+	t.Logf("census after one re-pin: scan read %d pins, Tally %d", s, n)
+	if s != pins || n != 1 || c != pins/agents-1 || c1 != pins/agents+1 {
+		t.Errorf("re-pin: scan read %d, Tally %d (want 1); agent 0 has %d, agent 1 %d", s, n, c, c1)
+	}
+
+	must(t, st.Pins.Delete(ctx, "t0001"))
+	s, n, c = take("delete", agent1)
+	if s != pins-1 || n != 1 || c != pins/agents {
+		t.Errorf("delete: scan read %d, Tally %d (want 1); agent 1 has %d, want %d", s, n, c, pins/agents)
+	}
+	if tallied.read.Load() != 0 {
+		t.Errorf("a census with a Tally scanned %d pins", tallied.read.Load())
+	}
+	if st := tally.Stats(); st.Loads != 1 || st.Pins != pins-1 || st.Groups != 2*agents {
+		t.Errorf("stats = %+v", st)
+	}
+}
+
+// TestTallyDroppedByLimit: a bucket that drops its oldest pins for a limit
+// (here MaxMsgs; a byte limit drops the same way) writes no marker, yet the
+// Tally uncounts them.
+func TestTallyDroppedByLimit(t *testing.T) {
+	_, _, js := storetest.StartJetStream(t)
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins-limited", History: 1})
+	must(t, err)
+	// Limit the stream behind the bucket to 10 messages, oldest dropped.
+	s, err := js.Stream(ctx, "KV_pins-limited")
+	must(t, err)
+	sc := s.CachedInfo().Config
+	sc.MaxMsgs, sc.Discard = 10, jetstream.DiscardOld
+	_, err = js.UpdateStream(ctx, sc)
+	must(t, err)
+	pins := store.NewKVPins[task.Pin](kv)
+	put := func(from, to int) {
+		for i := from; i < to; i++ {
+			_, err := pins.Create(ctx, pinOn(fmt.Sprintf("t%02d", i), i%2, "sha256:aa"))
+			must(t, err)
+		}
+	}
+	tally := census.NewTally(js, kv, census.TallyOptions{})
+	put(0, 8)
+	must(t, tally.Refresh(ctx))
+	if st := tally.Stats(); st.Pins != 8 {
+		t.Fatalf("stats = %+v, want 8 pins", st)
+	}
+	put(8, 15) // 15 written, the 5 oldest dropped
+	must(t, tally.Refresh(ctx))
+	st := tally.Stats()
+	n := 0
+	must(t, pins.Scan(ctx, func(task.Pin, uint64) error { n++; return nil }))
+	if st.Pins != n || n != 10 || st.Dropped != 5 || st.Loads != 1 {
+		t.Errorf("stats = %+v; the bucket holds %d pins", st, n)
+	}
+}
+
+// TestTallyExpiry: a pin the bucket's TTL expires is uncounted from the
+// expiry's marker.
+func TestTallyExpiry(t *testing.T) {
+	_, _, js := storetest.StartJetStream(t)
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins-ttl", History: 1, TTL: time.Second, LimitMarkerTTL: time.Minute})
+	must(t, err)
+	pins := store.NewKVPins[task.Pin](kv)
+	tally := census.NewTally(js, kv, census.TallyOptions{})
+	_, err = pins.Create(ctx, pinOn("t1", 0, "sha256:aa"))
+	must(t, err)
+	must(t, tally.Refresh(ctx))
+	if st := tally.Stats(); st.Pins != 1 {
+		t.Fatalf("stats = %+v, want 1 pin", st)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		must(t, tally.Refresh(ctx))
+		if tally.Stats().Pins == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the expired pin is still counted: %+v", tally.Stats())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st := tally.Stats(); st.Dropped != 0 || st.Loads != 1 || st.Read < 2 {
+		t.Errorf("stats = %+v: the marker, not a limit, should have uncounted it", st)
+	}
+}
+
+// TestTallyResync: after Resync the whole bucket is read again.
+func TestTallyResync(t *testing.T) {
+	_, _, js := storetest.StartJetStream(t)
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins-resync", History: 1})
+	must(t, err)
+	pins := store.NewKVPins[task.Pin](kv)
+	for i := range 3 {
+		_, err := pins.Create(ctx, pinOn(fmt.Sprintf("t%d", i), 0, "sha256:aa"))
+		must(t, err)
+	}
+	var now atomic.Int64
+	tally := census.NewTally(js, kv, census.TallyOptions{Resync: time.Minute, Now: func() time.Time { return time.Unix(now.Load(), 0) }})
+	must(t, tally.Refresh(ctx))
+	must(t, tally.Refresh(ctx))
+	if st := tally.Stats(); st.Loads != 1 || st.LastRead != 0 || st.Pins != 3 {
+		t.Fatalf("stats = %+v", st)
+	}
+	now.Add(61)
+	must(t, tally.Refresh(ctx))
+	if st := tally.Stats(); st.Loads != 2 || st.LastRead != 3 || st.Pins != 3 {
+		t.Errorf("after Resync: stats = %+v", st)
+	}
+}
