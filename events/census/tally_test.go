@@ -215,3 +215,54 @@ func TestTallyResync(t *testing.T) {
 		t.Errorf("after Resync: stats = %+v", st)
 	}
 }
+
+// BenchmarkTake takes serve's census of 10,000 pins on 1,000 agents, one
+// pin re-pinned between censuses: by a scan of the pins (carddrift fleet,
+// and serve before the Tally) and with a Tally. pins-read/op is what one
+// census read of the bucket.
+func BenchmarkTake(b *testing.B) {
+	_, _, js := storetest.StartJetStream(b)
+	ctx := context.Background()
+	cfg := store.DefaultConfig()
+	st, err := store.Open[task.Pin](ctx, js, cfg)
+	must(b, err)
+	const pins = 10_000
+	for i := range pins {
+		_, err := st.Pins.Create(ctx, pinOn(fmt.Sprintf("t%05d", i), i%1000, "sha256:aa"))
+		must(b, err)
+	}
+	for _, tc := range []struct {
+		name  string
+		tally bool
+	}{{"scan", false}, {"tally", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			scanned := &countingScanner[task.Pin]{Scanner: st.Pins}
+			src := census.Source{Pins: scanned, Leases: st.Leases, Cards: st.Cards, JS: js, Config: cfg}
+			if tc.tally {
+				src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{})
+				_, err := census.Take(ctx, src, census.Options{}) // the initial load
+				must(b, err)
+			}
+			read0 := uint64(0)
+			if src.Tally != nil {
+				read0 = src.Tally.Stats().Read
+			}
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				p, rev, err := st.Pins.Get(ctx, fmt.Sprintf("t%05d", i%pins))
+				must(b, err)
+				p.AgentURL = fmt.Sprintf("https://agent-%02d.example", (i+1)%1000)
+				_, err = st.Pins.Update(ctx, p, rev)
+				must(b, err)
+				if _, err := census.Take(ctx, src, census.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			read := uint64(scanned.read.Load())
+			if src.Tally != nil {
+				read = src.Tally.Stats().Read - read0
+			}
+			b.ReportMetric(float64(read)/float64(b.N), "pins-read/op")
+		})
+	}
+}
