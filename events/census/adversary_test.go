@@ -3,14 +3,18 @@ package census_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/census"
 	"github.com/carddrift/carddrift/events/task"
@@ -112,4 +116,59 @@ func series(t *testing.T, reg *prometheus.Registry) (int, float64) {
 		}
 	}
 	return n, pins
+}
+
+// TestAdversaryFetchStatusLabels: an agent's card endpoint is the
+// attacker's too. One that answers every fetch with another 2xx status
+// (200, 201, … 229), card and all (but 204's body is dropped), must not mint a series of
+// carddrift_fetches_total per status: result is 200 or 304 (or an
+// unreachable reason), whatever the agent says.
+func TestAdversaryFetchStatusLabels(t *testing.T) {
+	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}})
+	ctx := context.Background()
+	var requests atomic.Int64
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path != fetcher.WellKnownPath {
+			http.NotFound(w, req)
+			return
+		}
+		n := requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(200 + int(n-1)%30)
+		w.Write([]byte(strings.ReplaceAll(workertest.WriteupT0, "AGENT", srv.URL)))
+	}))
+	t.Cleanup(srv.Close)
+	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "t1", AgentURL: srv.URL, SkillID: "summarize"}))
+	r.Eventually("the pin", func() bool { return requests.Load() >= 1 })
+	r.Drained(t, workertest.WaitTimeout)
+	for i := range 30 {
+		n := requests.Load()
+		must(t, r.Emit.Request(ctx, events.Request{TaskID: "t1", AgentURL: srv.URL, Method: "message/stream", Attempt: 1}))
+		r.Eventually(fmt.Sprintf("fetch %d", i+2), func() bool { return requests.Load() > n })
+		r.Drained(t, workertest.WaitTimeout)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(r.Metrics.Fetches)
+	mfs, err := reg.Gather()
+	must(t, err)
+	var results []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				results = append(results, l.GetValue())
+			}
+		}
+	}
+	t.Logf("%d fetches with %d statuses; carddrift_fetches_total results %v", requests.Load(), min(requests.Load(), 30), results)
+	allowed := map[string]bool{"200": true, "304": true, "error": true}
+	for _, reason := range fetcher.Reasons() {
+		allowed[string(reason)] = true
+	}
+	for _, res := range results {
+		if !allowed[res] {
+			t.Errorf("carddrift_fetches_total{result=%q}: the agent's status became a label value", res)
+		}
+	}
 }
