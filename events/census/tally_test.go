@@ -14,6 +14,7 @@ import (
 	"github.com/carddrift/carddrift/events/census"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/memstore"
 	"github.com/carddrift/carddrift/store/storetest"
 )
 
@@ -265,4 +266,71 @@ func BenchmarkTake(b *testing.B) {
 			b.ReportMetric(float64(read)/float64(b.N), "pins-read/op")
 		})
 	}
+}
+
+// FuzzTally drives one pins bucket with the writes a byte string encodes —
+// pins created, re-pinned to another agent or card, deleted, purged, and
+// values that are not pins — refreshing a Tally between some of them: after
+// every Refresh the Tally's census equals a scan's, and it counts the same
+// undecodable values.
+//
+// Each op is 2 bytes: op%5 (0 put, 1 re-pin, 2 delete, 3 purge, 4 garbage
+// value), then the key (b%16), agent (b/16%4) and digest (b/64%2); op/5%2
+// refreshes after it.
+func FuzzTally(f *testing.F) {
+	_, _, js := storetest.StartJetStream(f)
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins-fuzz", History: 1})
+	must(f, err)
+	pins := store.NewKVPins[task.Pin](kv)
+	tally := census.NewTally(js, kv, census.TallyOptions{Resync: -1})
+	leases, cards := memstore.NewLeases(), memstore.NewCards()
+	f.Add([]byte{0, 0x11, 5, 0x11, 1, 0x52, 5, 0})
+	f.Add([]byte{0, 1, 0, 2, 7, 1, 3, 2, 9, 1, 4, 3, 5, 0})
+	f.Add([]byte{4, 5, 5, 5, 0, 5, 6, 5, 9, 9})
+	opts := census.Options{Now: func() time.Time { return time.Unix(0, 0) }}
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 64 {
+			ops = ops[:64]
+		}
+		check := func() {
+			t.Helper()
+			must(t, tally.Refresh(ctx))
+			scan, serr := census.Take(ctx, census.Source{Pins: pins, Leases: leases, Cards: cards}, opts)
+			incr, ierr := census.Take(ctx, census.Source{Pins: pins, Leases: leases, Cards: cards, Tally: tally}, opts)
+			if scan == nil || incr == nil {
+				t.Fatalf("census: %v, %v", serr, ierr)
+			}
+			a, _ := json.Marshal(scan)
+			b, _ := json.Marshal(incr)
+			if !bytes.Equal(a, b) || len(scan.Problems) != len(incr.Problems) {
+				t.Fatalf("Tally's census %s (problems %q), scan's %s (problems %q)", b, incr.Problems, a, scan.Problems)
+			}
+		}
+		for i := 0; i+1 < len(ops); i += 2 {
+			op, arg := ops[i], ops[i+1]
+			id := fmt.Sprintf("t%d", arg%16)
+			key := store.EncodeKey(id)
+			p := pinOn(id, int(arg/16%4), fmt.Sprintf("sha256:%d", arg/64%2))
+			switch op % 5 {
+			case 0, 1:
+				if op%5 == 1 {
+					p.AgentURL = fmt.Sprintf("https://agent-%02d.example", (arg/16+1)%4)
+				}
+				raw, _ := json.Marshal(p)
+				_, err = kv.Put(ctx, key, raw)
+			case 2:
+				err = kv.Delete(ctx, key)
+			case 3:
+				err = kv.Purge(ctx, key)
+			case 4:
+				_, err = kv.Put(ctx, key, []byte(`{"agentUrl":`))
+			}
+			must(t, err)
+			if op/5%2 == 1 {
+				check()
+			}
+		}
+		check()
+	})
 }
