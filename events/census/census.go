@@ -260,9 +260,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	for k, n := range pins {
 		a := byHost[k.host]
 		ct := CardTasks{Digest: k.digest, Count: n, Live: k.digest != "" && k.digest == a.Digest}
-		if c := card(k.digest); c != nil {
-			ct.Version = c.Version
-		}
+		ct.Version = pinnedVersion(src.Tally, k.digest, card)
 		a.Tasks = append(a.Tasks, ct)
 	}
 	liveCards := map[string]*detector.Card{}
@@ -325,6 +323,30 @@ func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[
 		return nil
 	})
 	return pins, err
+}
+
+// pinnedVersion is the card version of a pinned digest: the Tally's memo
+// if it has one (a body never changes under its digest; a body carddrift
+// lacks is looked for again after bodyRetry), else the body's (card), which
+// the memo then keeps.
+func pinnedVersion(t *Tally, digest string, card func(string) *detector.Card) string {
+	if t != nil {
+		if v, ok := t.version(digest); ok {
+			return v
+		}
+	}
+	c := card(digest)
+	if t != nil && digest != "" {
+		t.setVersion(digest, cardVersion(c), c != nil)
+	}
+	return cardVersion(c)
+}
+
+func cardVersion(c *detector.Card) string {
+	if c == nil {
+		return ""
+	}
+	return c.Version
 }
 
 // agentOf returns scheme://host of a URL.

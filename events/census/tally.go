@@ -39,9 +39,12 @@ var ErrTallyGap = errors.New("census: the pins bucket's changes arrived with a g
 // first sequence; anything else (a message deleted by hand) is corrected by
 // the full read every Resync.
 //
-// Memory: per pin, about 40 bytes (a 64-bit hash of its key, the
-// sequence of its last message, its group) plus at most two 16-byte queue
-// entries; per (agent, card version) its host, digest and count. The key
+// Memory: per pin, a map entry (a 64-bit hash of its key, the sequence of
+// its last message, its group) and one or two 16-byte queue entries; per
+// (agent, card version) its host, agent URL, digest and count, and per
+// digest its card version: about 130 bytes per pin in all with 10 pins per
+// agent (BenchmarkTake's tally-B/pin), bounded by the pins bucket, whose
+// records are larger. The key
 // hash is seeded per Tally, so a publisher cannot aim two task ids at one
 // slot; an accidental collision (p ≈ n²/2⁶⁵) miscounts one pin until the
 // next full read.
@@ -64,8 +67,29 @@ type Tally struct {
 	groups  map[groupKey]*group
 	queue   []queued // the slots' sequences in the order they were written
 	corrupt int
-	stats   TallyStats
+	// undecodable is the group of the values that are not pins (never in
+	// groups, never counted in a census).
+	undecodable group
+	// versions memoizes the card version of the digests the groups hold
+	// (a body never changes under its digest): a census reads and parses
+	// the body of a pinned card once, not at every census.
+	versions map[string]*version
+	stats    TallyStats
 }
+
+// version is a digest's card version (known once a census read the body;
+// checked: when a census last found no body) and how many groups hold the
+// digest.
+type version struct {
+	v       string
+	known   bool
+	checked time.Time
+	refs    int
+}
+
+// bodyRetry is how long a census trusts that carddrift has no body for a
+// pinned digest (a pin by digest alone) before it looks again.
+const bodyRetry = time.Minute
 
 // TallyOptions adjust a Tally.
 type TallyOptions struct {
@@ -106,11 +130,11 @@ type group struct {
 }
 
 // slot is a pin: the stream sequence of its last message and its group
-// (nil when it is not counted: corrupt, or an agent URL without a host).
+// (nil when it is not counted, an agent URL without a host; the Tally's
+// undecodable group for a value that is not a pin).
 type slot struct {
-	seq     uint64
-	g       *group
-	corrupt bool
+	seq uint64
+	g   *group
 }
 
 type queued struct{ seq, hash uint64 }
@@ -172,6 +196,7 @@ func (t *Tally) Refresh(ctx context.Context) error {
 func (t *Tally) reset() {
 	t.next, t.loaded = 0, t.now()
 	t.slots, t.groups, t.queue, t.corrupt = map[uint64]slot{}, map[groupKey]*group{}, nil, 0
+	t.versions = map[string]*version{}
 	t.stats.Loads++
 }
 
@@ -260,7 +285,7 @@ func (t *Tally) apply(m jetstream.Msg, seq uint64) {
 	s := slot{seq: seq}
 	var p task.Pin
 	if err := json.Unmarshal(m.Data(), &p); err != nil {
-		s.corrupt = true
+		s.g = &t.undecodable
 		t.corrupt++
 	} else if host, err := events.AgentHost(p.AgentURL); err == nil {
 		k := groupKey{host, p.Digest}
@@ -268,6 +293,12 @@ func (t *Tally) apply(m jetstream.Msg, seq uint64) {
 		if g == nil {
 			g = &group{key: k, agentURL: p.AgentURL}
 			t.groups[k] = g
+			v := t.versions[k.digest]
+			if v == nil {
+				v = &version{}
+				t.versions[k.digest] = v
+			}
+			v.refs++
 		}
 		g.n++
 		s.g = g
@@ -296,12 +327,18 @@ func (t *Tally) remove(h uint64) {
 		return
 	}
 	delete(t.slots, h)
-	if s.corrupt {
+	if s.g == &t.undecodable {
 		t.corrupt--
+		return
 	}
 	if g := s.g; g != nil {
 		if g.n--; g.n == 0 {
 			delete(t.groups, g.key)
+			if v := t.versions[g.key.digest]; v != nil {
+				if v.refs--; v.refs == 0 {
+					delete(t.versions, g.key.digest)
+				}
+			}
 		}
 	}
 }
@@ -344,6 +381,37 @@ func (t *Tally) each(fn func(host, digest, agentURL string, n int)) (corrupt int
 		fn(g.key.host, g.key.digest, g.agentURL, g.n)
 	}
 	return t.corrupt
+}
+
+// version returns the memoized card version of digest ("" while a census
+// found no body, for bodyRetry), if a census recorded it.
+func (t *Tally) version(digest string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v := t.versions[digest]
+	switch {
+	case v == nil:
+		return "", false
+	case v.known:
+		return v.v, true
+	case !v.checked.IsZero() && t.now().Sub(v.checked) < bodyRetry:
+		return "", true
+	}
+	return "", false
+}
+
+// setVersion records the card version of digest (found: a census read its
+// body), if a group holds it.
+func (t *Tally) setVersion(digest, ver string, found bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v := t.versions[digest]; v != nil {
+		if found {
+			v.v, v.known = ver, true
+		} else {
+			v.checked = t.now()
+		}
+	}
 }
 
 // Stats returns the counters.

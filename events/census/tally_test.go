@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,6 +33,24 @@ func (c *countingScanner[T]) Scan(ctx context.Context, fn func(T, uint64) error)
 	})
 }
 
+// digestA and digestB are two card digests; TestTallyReadsChanges stores
+// bodies under them, the other tests pin them without bodies.
+var (
+	digestA = "sha256:" + strings.Repeat("a", 64)
+	digestB = "sha256:" + strings.Repeat("b", 64)
+)
+
+// countingCards counts the bodies a census reads.
+type countingCards struct {
+	store.Cards
+	read atomic.Int64
+}
+
+func (c *countingCards) Get(ctx context.Context, digest string) ([]byte, error) {
+	c.read.Add(1)
+	return c.Cards.Get(ctx, digest)
+}
+
 func pinOn(id string, agent int, digest string) task.Pin {
 	return task.Pin{TaskID: id, AgentURL: fmt.Sprintf("https://agent-%02d.example", agent), Digest: digest}
 }
@@ -48,20 +68,23 @@ func TestTallyReadsChanges(t *testing.T) {
 	must(t, err)
 	const pins, agents = 2000, 20
 	for i := range pins {
-		digest := "sha256:aa"
+		digest := digestA
 		if i%3 == 0 {
-			digest = "sha256:bb"
+			digest = digestB
 		}
 		_, err := st.Pins.Create(ctx, pinOn(fmt.Sprintf("t%04d", i), i%agents, digest))
 		must(t, err)
 	}
+	must(t, st.Cards.Put(ctx, digestA, []byte(`{"name":"A","version":"1.0.0","skills":[]}`)))
+	must(t, st.Cards.Put(ctx, digestB, []byte(`{"name":"A","version":"2.0.0","skills":[]}`)))
 	scanned := &countingScanner[task.Pin]{Scanner: st.Pins}
 	tallied := &countingScanner[task.Pin]{Scanner: st.Pins}
+	cards := &countingCards{Cards: st.Cards}
 	tally := census.NewTally(js, st.Pins.KV(), census.TallyOptions{})
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	opts := census.Options{Now: func() time.Time { return now }}
 	scan := census.Source{Pins: scanned, Leases: st.Leases, Cards: st.Cards, JS: js, Config: cfg}
-	incr := census.Source{Pins: tallied, Leases: st.Leases, Cards: st.Cards, JS: js, Config: cfg, Tally: tally}
+	incr := census.Source{Pins: tallied, Leases: st.Leases, Cards: cards, JS: js, Config: cfg, Tally: tally}
 
 	// take takes both censuses, checks they agree, and returns the pins
 	// the scan and the Tally read, and the agent's count.
@@ -118,6 +141,11 @@ func TestTallyReadsChanges(t *testing.T) {
 	if tallied.read.Load() != 0 {
 		t.Errorf("a census with a Tally scanned %d pins", tallied.read.Load())
 	}
+	// The bodies of the two pinned cards were read by the first census
+	// only: the versions are memoized.
+	if n := cards.read.Load(); n != 2 {
+		t.Errorf("the censuses with a Tally read %d card bodies, want 2 (once each)", n)
+	}
 	if st := tally.Stats(); st.Loads != 1 || st.Pins != pins-1 || st.Groups != 2*agents {
 		t.Errorf("stats = %+v", st)
 	}
@@ -141,7 +169,7 @@ func TestTallyDroppedByLimit(t *testing.T) {
 	pins := store.NewKVPins[task.Pin](kv)
 	put := func(from, to int) {
 		for i := from; i < to; i++ {
-			_, err := pins.Create(ctx, pinOn(fmt.Sprintf("t%02d", i), i%2, "sha256:aa"))
+			_, err := pins.Create(ctx, pinOn(fmt.Sprintf("t%02d", i), i%2, digestA))
 			must(t, err)
 		}
 	}
@@ -170,7 +198,7 @@ func TestTallyExpiry(t *testing.T) {
 	must(t, err)
 	pins := store.NewKVPins[task.Pin](kv)
 	tally := census.NewTally(js, kv, census.TallyOptions{})
-	_, err = pins.Create(ctx, pinOn("t1", 0, "sha256:aa"))
+	_, err = pins.Create(ctx, pinOn("t1", 0, digestA))
 	must(t, err)
 	must(t, tally.Refresh(ctx))
 	if st := tally.Stats(); st.Pins != 1 {
@@ -200,7 +228,7 @@ func TestTallyResync(t *testing.T) {
 	must(t, err)
 	pins := store.NewKVPins[task.Pin](kv)
 	for i := range 3 {
-		_, err := pins.Create(ctx, pinOn(fmt.Sprintf("t%d", i), 0, "sha256:aa"))
+		_, err := pins.Create(ctx, pinOn(fmt.Sprintf("t%d", i), 0, digestA))
 		must(t, err)
 	}
 	var now atomic.Int64
@@ -217,19 +245,25 @@ func TestTallyResync(t *testing.T) {
 	}
 }
 
-// BenchmarkTake takes serve's census of 10,000 pins on 1,000 agents, one
-// pin re-pinned between censuses: by a scan of the pins (carddrift fleet,
-// and serve before the Tally) and with a Tally. pins-read/op is what one
-// census read of the bucket.
+// BenchmarkTake takes serve's census of 10,000 pins on 1,000 agents (each
+// on a card of its own), one pin re-pinned between censuses: by a scan of
+// the pins (carddrift fleet, and serve before the Tally) and with a Tally.
+// pins-read/op and bodies-read/op are what one census read of the pins
+// bucket and of the card bodies; tally-B/pin is the heap the Tally keeps
+// per pin (all of it, groups and memo included, divided by the pins).
 func BenchmarkTake(b *testing.B) {
 	_, _, js := storetest.StartJetStream(b)
 	ctx := context.Background()
 	cfg := store.DefaultConfig()
 	st, err := store.Open[task.Pin](ctx, js, cfg)
 	must(b, err)
-	const pins = 10_000
+	const pins, agents = 10_000, 1000
+	digest := func(agent int) string { return fmt.Sprintf("sha256:%064x", agent) }
+	for i := range agents {
+		must(b, st.Cards.Put(ctx, digest(i), []byte(fmt.Sprintf(`{"name":"A","version":"1.%d","skills":[]}`, i))))
+	}
 	for i := range pins {
-		_, err := st.Pins.Create(ctx, pinOn(fmt.Sprintf("t%05d", i), i%1000, "sha256:aa"))
+		_, err := st.Pins.Create(ctx, pinOn(fmt.Sprintf("t%05d", i), i%agents, digest(i%agents)))
 		must(b, err)
 	}
 	for _, tc := range []struct {
@@ -238,13 +272,21 @@ func BenchmarkTake(b *testing.B) {
 	}{{"scan", false}, {"tally", true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			scanned := &countingScanner[task.Pin]{Scanner: st.Pins}
-			src := census.Source{Pins: scanned, Leases: st.Leases, Cards: st.Cards, JS: js, Config: cfg}
+			cards := &countingCards{Cards: st.Cards}
+			src := census.Source{Pins: scanned, Leases: st.Leases, Cards: cards, JS: js, Config: cfg}
+			var heap uint64
 			if tc.tally {
+				var m0, m1 runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&m0)
 				src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{})
 				_, err := census.Take(ctx, src, census.Options{}) // the initial load
 				must(b, err)
+				runtime.GC()
+				runtime.ReadMemStats(&m1)
+				heap = m1.HeapAlloc - min(m0.HeapAlloc, m1.HeapAlloc)
 			}
-			read0 := uint64(0)
+			read0, cards0 := uint64(0), cards.read.Load()
 			if src.Tally != nil {
 				read0 = src.Tally.Stats().Read
 			}
@@ -252,7 +294,7 @@ func BenchmarkTake(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				p, rev, err := st.Pins.Get(ctx, fmt.Sprintf("t%05d", i%pins))
 				must(b, err)
-				p.AgentURL = fmt.Sprintf("https://agent-%02d.example", (i+1)%1000)
+				p.AgentURL = fmt.Sprintf("https://agent-%02d.example", (i+1)%agents)
 				_, err = st.Pins.Update(ctx, p, rev)
 				must(b, err)
 				if _, err := census.Take(ctx, src, census.Options{}); err != nil {
@@ -264,6 +306,10 @@ func BenchmarkTake(b *testing.B) {
 				read = src.Tally.Stats().Read - read0
 			}
 			b.ReportMetric(float64(read)/float64(b.N), "pins-read/op")
+			b.ReportMetric(float64(cards.read.Load()-cards0)/float64(b.N), "bodies-read/op")
+			if tc.tally {
+				b.ReportMetric(float64(heap)/pins, "tally-B/pin")
+			}
 		})
 	}
 }
@@ -311,7 +357,7 @@ func FuzzTally(f *testing.F) {
 			op, arg := ops[i], ops[i+1]
 			id := fmt.Sprintf("t%d", arg%16)
 			key := store.EncodeKey(id)
-			p := pinOn(id, int(arg/16%4), fmt.Sprintf("sha256:%d", arg/64%2))
+			p := pinOn(id, int(arg/16%4), []string{digestA, digestB}[arg/64%2])
 			switch op % 5 {
 			case 0, 1:
 				if op%5 == 1 {
