@@ -63,6 +63,7 @@ type Tally struct {
 	prefix  string // "$KV.<bucket>."
 	next    uint64 // next stream sequence to read; 0: read everything
 	loaded  time.Time
+	created time.Time // of the stream the counts were read from
 	slots   map[uint64]slot
 	groups  map[groupKey]*group
 	queue   []queued // the slots' sequences in the order they were written
@@ -152,9 +153,9 @@ func NewTally(js jetstream.JetStream, kv jetstream.KeyValue, opts TallyOptions) 
 }
 
 // Refresh brings the counts up to date: everything at the first call (and
-// after a gap, or once Resync has passed), otherwise the bucket's messages
-// written since the last call. On an error the counts stay as they were and
-// the next Refresh tries again.
+// after a gap, once Resync has passed, or when the bucket was made again),
+// otherwise the bucket's messages written since the last call. On an error
+// the next Refresh carries on from what was read.
 func (t *Tally) Refresh(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -173,9 +174,15 @@ func (t *Tally) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("census: pins bucket: %w", err)
 	}
-	state := stream.CachedInfo().State
-	if t.next == 0 || (t.resync > 0 && t.now().Sub(t.loaded) >= t.resync) {
+	info := stream.CachedInfo()
+	state := info.State
+	// Read from scratch the first time, every Resync, and when the stream
+	// is another (the bucket was deleted and made again) or behind what was
+	// read.
+	if t.next == 0 || (t.resync > 0 && t.now().Sub(t.loaded) >= t.resync) ||
+		!info.Created.Equal(t.created) || state.LastSeq+1 < t.next {
 		t.reset()
+		t.created = info.Created
 	}
 	read, err := t.pull(ctx, state.LastSeq)
 	t.stats.Read += read

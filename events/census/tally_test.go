@@ -380,3 +380,33 @@ func FuzzTally(f *testing.F) {
 		check()
 	})
 }
+
+// TestTallyBucketRecreated: a pins bucket deleted and made again starts
+// its sequences over; the Tally reads it from scratch instead of waiting
+// for sequences it has already read.
+func TestTallyBucketRecreated(t *testing.T) {
+	_, _, js := storetest.StartJetStream(t)
+	ctx := context.Background()
+	kvc := jetstream.KeyValueConfig{Bucket: "pins-again", History: 1}
+	kv, err := js.CreateKeyValue(ctx, kvc)
+	must(t, err)
+	tally := census.NewTally(js, kv, census.TallyOptions{})
+	for i := range 3 {
+		_, err := store.NewKVPins[task.Pin](kv).Create(ctx, pinOn(fmt.Sprintf("t%d", i), 0, digestA))
+		must(t, err)
+	}
+	must(t, tally.Refresh(ctx))
+	must(t, js.DeleteKeyValue(ctx, kvc.Bucket))
+	kv, err = js.CreateKeyValue(ctx, kvc)
+	must(t, err)
+	// More writes than the first bucket had: its sequences overtake.
+	for i := range 5 {
+		_, err = store.NewKVPins[task.Pin](kv).Create(ctx, pinOn(fmt.Sprintf("u%d", i), 1, digestA))
+		must(t, err)
+	}
+	must(t, store.NewKVPins[task.Pin](kv).Delete(ctx, "u0"))
+	must(t, tally.Refresh(ctx))
+	if st := tally.Stats(); st.Pins != 4 || st.Loads != 2 {
+		t.Errorf("after the bucket was made again: stats = %+v, want 4 pins from a second load", st)
+	}
+}
