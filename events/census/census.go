@@ -9,7 +9,12 @@
 //	f, err := census.Take(ctx, census.Source{Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: js}, census.Options{})
 //
 // carddrift fleet prints it; carddrift serve shows it at /fleet and
-// /fleet.json and exports its gauges (Collector).
+// /fleet.json and exports its gauges (Collector), taking it again and again
+// with a Tally, which keeps the pins per agent and card version from the
+// pins bucket's changes: each census reads only the pins written since the
+// last, not every pin.
+//
+//	src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{})
 package census
 
 import (
