@@ -10,11 +10,11 @@
 //
 // carddrift fleet prints it; carddrift serve shows it at /fleet and
 // /fleet.json and exports its gauges (Collector), taking it again and again
-// with a Tally, which keeps the pins per agent and card version from the
-// pins bucket's changes: each census reads only the pins written since the
-// last, not every pin.
+// with a Tally, which keeps the pins per agent and card version and the
+// leases from the buckets' changes: each census reads only the pins and
+// leases written since the last, not every one.
 //
-//	src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{})
+//	src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV()})
 package census
 
 import (
@@ -37,9 +37,10 @@ import (
 
 // Source is what a census reads. JS (with Config's events stream) is
 // optional: without it, agents are those with a lease or a pin. Tally, when
-// set, counts the pins instead of a scan of Pins (which is then not read):
-// a census that is taken again and again (serve's /metrics and /fleet)
-// then reads only the pins written since the last.
+// set, counts the pins instead of a scan of Pins (which is then not read),
+// and keeps the leases instead of a scan of Leases if it follows them: a
+// census that is taken again and again (serve's /metrics and /fleet) then
+// reads only the pins and leases written since the last.
 type Source struct {
 	Pins   store.Scanner[task.Pin]
 	Leases store.Scanner[store.Lease]
@@ -146,6 +147,11 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	opts.Window = defaults.Positive(opts.Window, fetcher.DefaultConsistencyWindow)
 	opts.Now = defaults.Clock(opts.Now)
 	src.Config.SetDefaults()
+	if src.Tally != nil {
+		if err := src.Tally.Refresh(ctx); err != nil {
+			return nil, err
+		}
+	}
 	now := opts.Now()
 	f := &Fleet{Taken: now, Window: opts.Window, Agents: []Agent{}}
 	byHost := map[string]*Agent{}
@@ -191,7 +197,11 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		}
 		return l.FetchedAt
 	}
-	err := src.Leases.Scan(ctx, func(l store.Lease, _ uint64) error {
+	scanLeases := src.Leases.Scan
+	if src.Tally != nil && src.Tally.followsLeases() {
+		scanLeases = src.Tally.scanLeases
+	}
+	err := scanLeases(ctx, func(l store.Lease, _ uint64) error {
 		if l.Digest == "" && l.FailReason == "" {
 			return nil // a claim, never fetched
 		}
@@ -244,6 +254,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	}
 
 	cards := map[string]*detector.Card{}
+	sizes := map[string]int{} // of the bodies read and parsed
 	card := func(digest string) *detector.Card {
 		if digest == "" {
 			return nil
@@ -251,10 +262,16 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		if c, ok := cards[digest]; ok {
 			return c
 		}
+		if c, size, ok := src.Tally.parsedCard(digest); ok {
+			cards[digest], sizes[digest] = c, size
+			return c
+		}
 		raw, err := src.Cards.Get(ctx, digest)
 		var c *detector.Card
 		if err == nil {
-			c, err = detector.Parse(raw)
+			if c, err = detector.Parse(raw); err == nil {
+				sizes[digest] = len(raw)
+			}
 		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			problem(fmt.Errorf("card %s: %w", digest, err))
@@ -269,6 +286,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		a.Tasks = append(a.Tasks, ct)
 	}
 	liveCards := map[string]*detector.Card{}
+	live := map[string]int{} // digest → body size, of the live cards parsed
 	for _, a := range byHost {
 		slices.SortFunc(a.Tasks, func(x, y CardTasks) int {
 			if x.Live != y.Live {
@@ -288,9 +306,11 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 				a.Skills = append(a.Skills, s.ID)
 			}
 			liveCards[a.AgentURL] = c
+			live[a.Digest] = sizes[a.Digest]
 		}
 		f.Agents = append(f.Agents, *a)
 	}
+	src.Tally.keepParsed(cards, live)
 	slices.SortFunc(f.Agents, func(x, y Agent) int { return cmp.Compare(x.AgentURL, y.AgentURL) })
 	f.Skills = detector.CompareSkills(liveCards)
 	if f.Skills == nil {
@@ -300,16 +320,13 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 }
 
 // countPins counts the pins per agent host and digest, from src.Tally if
-// set, else by a scan of src.Pins; agent registers the agent of a pin's URL
+// set (refreshed), else by a scan of src.Pins; agent registers the agent of a pin's URL
 // (nil: the URL has no host, the pin is not counted). Corrupt records are
 // reported as an error wrapping store.ErrCorrupt after the others are
 // counted.
 func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[groupKey]int, error) {
 	pins := map[groupKey]int{}
 	if t := src.Tally; t != nil {
-		if err := t.Refresh(ctx); err != nil {
-			return nil, err
-		}
 		corrupt := t.each(func(host, digest, agentURL string, n int) {
 			if agent(agentURL) != nil {
 				pins[groupKey{host, digest}] += n

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -77,6 +78,25 @@ func TestTake(t *testing.T) {
 	}
 	if !slices.Equal(fields, []string{"streaming", "security"}) {
 		t.Errorf("differences = %v", fields)
+	}
+
+	// serve's census, with a Tally that keeps the pins and the leases, is
+	// the same, the first time and again, and reads neither by a scan.
+	scanned := &countingScanner[task.Pin]{Scanner: r.Stores.Pins}
+	leases := &countingScanner[store.Lease]{Scanner: r.Stores.Leases}
+	tally := census.NewTally(r.JS, r.Stores.Pins.KV(), census.TallyOptions{Leases: r.Stores.Leases.KV()})
+	fixed := census.Options{Now: func() time.Time { return f.Taken }}
+	want, err := census.Take(ctx, src, fixed)
+	must(t, err)
+	for i := range 2 {
+		got, err := census.Take(ctx, census.Source{Pins: scanned, Leases: leases, Cards: r.Stores.Cards, JS: r.JS, Config: r.Config, Tally: tally}, fixed)
+		must(t, err)
+		if !reflect.DeepEqual(got.Agents, want.Agents) || !reflect.DeepEqual(got.Skills, want.Skills) {
+			t.Errorf("census %d with a Tally:\n%+v\nwant\n%+v", i+1, got.Agents, want.Agents)
+		}
+	}
+	if st := tally.Stats(); scanned.read.Load() != 0 || leases.read.Load() != 0 || st.Leases == 0 || st.LeasesLastRead != 0 || st.LastRead != 0 {
+		t.Errorf("with a Tally: %d pins and %d leases scanned, stats %+v", scanned.read.Load(), leases.read.Load(), st)
 	}
 
 	// The JSON is carddrift fleet --json's contract, key for key.

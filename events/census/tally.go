@@ -5,14 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/store"
 )
 
 // DefaultResync is how often a Tally reads the whole pins bucket again by
@@ -22,16 +23,19 @@ import (
 const DefaultResync = 15 * time.Minute
 
 // ErrTallyGap is wrapped by Tally.Refresh when the consumer's sequence
-// skipped a message: the counts are read again from scratch at the next
+// skipped a message: the bucket is read again from scratch at the next
 // Refresh.
-var ErrTallyGap = errors.New("census: the pins bucket's changes arrived with a gap")
+var ErrTallyGap = errors.New("census: a bucket's changes arrived with a gap")
 
 // Tally counts the tasks pinned per agent and card version, kept up to date
 // from the pins bucket's stream: the first Refresh reads every pin, each
 // later one only what was written since the last (puts, deletes, purges
 // and the markers of TTL expiries; a re-pin to another agent or card moves
-// its count). A census taken with a Tally (Source.Tally) therefore costs
-// O(changes) of pin reads, not O(pins).
+// its count). With TallyOptions.Leases it keeps the leases the same way. A
+// census taken with a Tally (Source.Tally) therefore costs O(changes) of
+// reads, not O(pins + leases); it also reads the body of a pinned card
+// once, not at every census (the versions are memoized by digest), and
+// keeps the live cards it parsed (up to 32 MiB of bodies).
 //
 // Removals the stream does not announce are found too: a pin whose last
 // message the bucket dropped for a limit (a byte limit, an age without
@@ -43,40 +47,50 @@ var ErrTallyGap = errors.New("census: the pins bucket's changes arrived with a g
 // its last message, its group) and one or two 16-byte queue entries; per
 // (agent, card version) its host, agent URL, digest and count, and per
 // digest its card version: about 130 bytes per pin in all with 10 pins per
-// agent (BenchmarkTake's tally-B/pin), bounded by the pins bucket, whose
-// records are larger. The key
-// hash is seeded per Tally, so a publisher cannot aim two task ids at one
-// slot; an accidental collision (p ≈ n²/2⁶⁵) miscounts one pin until the
-// next full read.
+// agent, bounded by the pins bucket, whose records are larger. Per lease,
+// the decoded lease; and the parsed live cards. BenchmarkTake's
+// tally-B/pin (10 pins, one lease and one live card per agent) is about
+// 260 bytes per pin, all of it. The key hash is seeded
+// per Tally, so a publisher cannot aim two task ids at one entry; an
+// accidental collision (p ≈ n²/2⁶⁵) miscounts one pin until the next full
+// read.
 //
 // Safe for concurrent use; Refresh calls are serialized. The zero value is
 // not usable: call NewTally.
 type Tally struct {
-	js     jetstream.JetStream
-	kv     jetstream.KeyValue
 	resync time.Duration
 	now    func() time.Time
-	seed   maphash.Seed
 
 	mu      sync.Mutex
-	stream  string
-	prefix  string // "$KV.<bucket>."
-	next    uint64 // next stream sequence to read; 0: read everything
-	loaded  time.Time
-	created time.Time // of the stream the counts were read from
-	slots   map[uint64]slot
+	pins    *follower[*group]
+	leases  *follower[*store.Lease] // nil: not followed
 	groups  map[groupKey]*group
-	queue   []queued // the slots' sequences in the order they were written
-	corrupt int
+	corrupt int // pins that do not decode
 	// undecodable is the group of the values that are not pins (never in
 	// groups, never counted in a census).
 	undecodable group
+	// corruptLeases counts the leases that do not decode.
+	corruptLeases int
 	// versions memoizes the card version of the digests the groups hold
 	// (a body never changes under its digest): a census reads and parses
 	// the body of a pinned card once, not at every census.
 	versions map[string]*version
-	stats    TallyStats
+	// parsed keeps the live cards of the last census, parsed, by digest
+	// (at most parsedBudget bytes of bodies): the next census parses only
+	// the live cards that changed.
+	parsed    map[string]parsedCard
+	refreshes uint64
 }
+
+// parsedCard is a parsed live card and the size of its body.
+type parsedCard struct {
+	card *detector.Card
+	size int
+}
+
+// parsedBudget bounds the bodies whose parsed cards a Tally keeps, in
+// bytes of the bodies; the live cards beyond it are parsed at every census.
+const parsedBudget = 32 << 20
 
 // version is a digest's card version (known once a census read the body;
 // checked: when a census last found no body) and how many groups hold the
@@ -94,8 +108,13 @@ const bodyRetry = time.Minute
 
 // TallyOptions adjust a Tally.
 type TallyOptions struct {
-	// Resync is how often the whole bucket is read again (default
-	// DefaultResync; negative: never, beyond the first Refresh and gaps).
+	// Leases, when set, is the leases bucket (store.KVLeases.KV): the
+	// Tally keeps the leases too, and a census with it reads no lease it
+	// read before.
+	Leases jetstream.KeyValue
+	// Resync is how often the buckets are read again from scratch (default
+	// DefaultResync; negative: never, beyond the first Refresh, gaps and a
+	// bucket made again).
 	Resync time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -103,20 +122,23 @@ type TallyOptions struct {
 
 // TallyStats counts what a Tally read: for metrics and tests.
 type TallyStats struct {
-	// Loads counts the full reads of the bucket (the first Refresh, gaps,
-	// Resync).
+	// Loads counts the full reads of the pins bucket (the first Refresh,
+	// gaps, Resync, a bucket made again).
 	Loads uint64
 	// Refreshes counts the Refresh calls that succeeded.
 	Refreshes uint64
-	// Read counts the bucket's messages read in all, LastRead those of the
-	// last Refresh.
+	// Read counts the pins bucket's messages read in all, LastRead those of
+	// the last Refresh.
 	Read, LastRead uint64
+	// LeasesRead and LeasesLastRead are the same for the leases bucket.
+	LeasesRead, LeasesLastRead uint64
 	// Dropped counts the pins uncounted because the bucket dropped their
 	// last message without a marker (a limit).
 	Dropped uint64
-	// Pins is the number of pins counted now, Groups of (agent, card
-	// version) pairs.
-	Pins, Groups int
+	// Pins is the number of pin records held now (those without an agent
+	// host or that do not decode included), Groups of (agent, card
+	// version) pairs, Leases of leases.
+	Pins, Groups, Leases int
 }
 
 type groupKey struct{ host, digest string }
@@ -130,16 +152,6 @@ type group struct {
 	n        int
 }
 
-// slot is a pin: the stream sequence of its last message and its group
-// (nil when it is not counted, an agent URL without a host; the Tally's
-// undecodable group for a value that is not a pin).
-type slot struct {
-	seq uint64
-	g   *group
-}
-
-type queued struct{ seq, hash uint64 }
-
 // NewTally returns a Tally over the pins bucket kv (store.KVPins.KV) of the
 // JetStream context js. It does no I/O.
 func NewTally(js jetstream.JetStream, kv jetstream.KeyValue, opts TallyOptions) *Tally {
@@ -149,196 +161,71 @@ func NewTally(js jetstream.JetStream, kv jetstream.KeyValue, opts TallyOptions) 
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Tally{js: js, kv: kv, resync: opts.Resync, now: opts.Now, seed: maphash.MakeSeed()}
+	t := &Tally{resync: opts.Resync, now: opts.Now}
+	t.pins = newFollower(js, kv, t.putPin, t.dropPin)
+	if opts.Leases != nil {
+		t.leases = newFollower(js, opts.Leases, t.putLease, t.dropLease)
+	}
+	return t
 }
 
 // Refresh brings the counts up to date: everything at the first call (and
-// after a gap, once Resync has passed, or when the bucket was made again),
-// otherwise the bucket's messages written since the last call. On an error
-// the next Refresh carries on from what was read.
+// after a gap, once Resync has passed, or when a bucket was made again),
+// otherwise the messages written since the last call. On an error the next
+// Refresh carries on from what was read.
 func (t *Tally) Refresh(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stream == "" {
-		st, err := t.kv.Status(ctx)
-		if err != nil {
-			return fmt.Errorf("census: pins bucket: %w", err)
-		}
-		bs, ok := st.(*jetstream.KeyValueBucketStatus)
-		if !ok || bs.StreamInfo() == nil {
-			return fmt.Errorf("census: pins bucket %s: no stream behind it", t.kv.Bucket())
-		}
-		t.stream, t.prefix = bs.StreamInfo().Config.Name, "$KV."+t.kv.Bucket()+"."
-	}
-	stream, err := t.js.Stream(ctx, t.stream)
+	now := t.now()
+	err := t.pins.refresh(ctx, t.resync, now, func() {
+		t.groups, t.corrupt, t.versions = map[groupKey]*group{}, 0, map[string]*version{}
+	})
 	if err != nil {
-		return fmt.Errorf("census: pins bucket: %w", err)
-	}
-	info := stream.CachedInfo()
-	state := info.State
-	// Read from scratch the first time, every Resync, and when the stream
-	// is another (the bucket was deleted and made again) or behind what was
-	// read.
-	if t.next == 0 || (t.resync > 0 && t.now().Sub(t.loaded) >= t.resync) ||
-		!info.Created.Equal(t.created) || state.LastSeq+1 < t.next {
-		t.reset()
-		t.created = info.Created
-	}
-	read, err := t.pull(ctx, state.LastSeq)
-	t.stats.Read += read
-	t.stats.LastRead = read
-	if err != nil {
-		if errors.Is(err, ErrTallyGap) {
-			t.next = 0
-		}
 		return err
 	}
-	t.expire(state.FirstSeq)
-	t.compact()
-	t.stats.Refreshes++
+	if t.leases != nil {
+		if err := t.leases.refresh(ctx, t.resync, now, func() { t.corruptLeases = 0 }); err != nil {
+			return err
+		}
+	}
+	t.refreshes++
 	return nil
 }
 
-// reset forgets every count, so that the next pull reads the whole bucket.
-func (t *Tally) reset() {
-	t.next, t.loaded = 0, t.now()
-	t.slots, t.groups, t.queue, t.corrupt = map[uint64]slot{}, map[groupKey]*group{}, nil, 0
-	t.versions = map[string]*version{}
-	t.stats.Loads++
-}
-
-// pull applies the bucket's messages from t.next on, up to at least last
-// (the stream's last sequence when the Refresh began), and returns how many
-// it read.
-func (t *Tally) pull(ctx context.Context, last uint64) (uint64, error) {
-	if t.next > last {
-		return 0, nil // nothing written since
-	}
-	cfg := jetstream.ConsumerConfig{
-		AckPolicy: jetstream.AckNonePolicy, MemoryStorage: true, Replicas: 1,
-		InactiveThreshold: time.Minute, FilterSubject: t.prefix + ">",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	}
-	if t.next > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, t.next
-	}
-	cons, err := t.js.CreateConsumer(ctx, t.stream, cfg)
-	if err != nil {
-		return 0, fmt.Errorf("census: read the pins bucket: %w", err)
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = t.js.DeleteConsumer(dctx, t.stream, cons.CachedInfo().Name)
-	}()
-	// A batch holds at most maxBytes: two of the largest messages the
-	// server accepts, at least 4 MiB.
-	maxBytes := max(4<<20, 2*int(t.js.Conn().MaxPayload()))
-	pending := cons.CachedInfo().NumPending
-	var read, want uint64 = 0, 1 // want: the next consumer sequence
-	for pending > 0 {
-		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		batch, err := cons.Fetch(int(min(pending, 1000)), jetstream.FetchMaxBytes(maxBytes), jetstream.FetchContext(fctx))
-		if err != nil {
-			cancel()
-			return read, fmt.Errorf("census: read the pins bucket: %w", err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			md, err := m.Metadata()
-			if err != nil {
-				continue
-			}
-			if md.Sequence.Consumer != want {
-				cancel()
-				return read, fmt.Errorf("census: consumer sequence %d, want %d: %w", md.Sequence.Consumer, want, ErrTallyGap)
-			}
-			want++
-			read++
-			t.apply(m, md.Sequence.Stream)
-			t.next, pending = md.Sequence.Stream+1, md.NumPending
-		}
-		err = batch.Error()
-		cancel()
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrNoMessages) {
-			return read, fmt.Errorf("census: read the pins bucket: %w", err)
-		}
-		if n == 0 {
-			// The rest was removed meanwhile (superseded, expired): what is
-			// left is read at the next Refresh.
-			return read, nil
-		}
-	}
-	// Everything up to the last sequence at the start is read (the
-	// consumer had nothing pending): a bucket whose last messages were
-	// removed does not make the next Refresh read from scratch.
-	t.next = max(t.next, last+1)
-	return read, nil
-}
-
-// apply counts one message of the bucket: a put moves its pin to the
-// pin's group, a delete, purge or expiry marker removes it.
-func (t *Tally) apply(m jetstream.Msg, seq uint64) {
-	subj := m.Subject()
-	if len(subj) <= len(t.prefix) {
-		return
-	}
-	h := maphash.String(t.seed, subj[len(t.prefix):])
-	t.remove(h)
-	if removal(m) {
-		return
-	}
-	s := slot{seq: seq}
+// putPin counts a pin's value in its group.
+func (t *Tally) putPin(data []byte) *group {
 	var p task.Pin
-	if err := json.Unmarshal(m.Data(), &p); err != nil {
-		s.g = &t.undecodable
+	if err := json.Unmarshal(data, &p); err != nil {
 		t.corrupt++
-	} else if host, err := events.AgentHost(p.AgentURL); err == nil {
-		k := groupKey{host, p.Digest}
-		g := t.groups[k]
-		if g == nil {
-			g = &group{key: k, agentURL: p.AgentURL}
-			t.groups[k] = g
-			v := t.versions[k.digest]
-			if v == nil {
-				v = &version{}
-				t.versions[k.digest] = v
-			}
-			v.refs++
+		return &t.undecodable
+	}
+	host, err := events.AgentHost(p.AgentURL)
+	if err != nil {
+		return nil // not counted, as a scan does not
+	}
+	k := groupKey{host, p.Digest}
+	g := t.groups[k]
+	if g == nil {
+		g = &group{key: k, agentURL: p.AgentURL}
+		t.groups[k] = g
+		v := t.versions[k.digest]
+		if v == nil {
+			v = &version{}
+			t.versions[k.digest] = v
 		}
-		g.n++
-		s.g = g
+		v.refs++
 	}
-	t.slots[h] = s
-	t.queue = append(t.queue, queued{seq, h})
+	g.n++
+	return g
 }
 
-// removal reports whether m removes its key: a KV delete or purge, or a
-// marker the server left for an expiry or a removal.
-func removal(m jetstream.Msg) bool {
-	hdr := m.Headers()
-	if len(hdr) == 0 {
-		return false
-	}
-	if op := hdr.Get("KV-Operation"); op != "" {
-		return op == "DEL" || op == "PURGE"
-	}
-	return hdr.Get(jetstream.MarkerReasonHeader) != ""
-}
-
-// remove uncounts the pin of key hash h, if it is counted.
-func (t *Tally) remove(h uint64) {
-	s, ok := t.slots[h]
-	if !ok {
-		return
-	}
-	delete(t.slots, h)
-	if s.g == &t.undecodable {
+// dropPin uncounts a pin.
+func (t *Tally) dropPin(g *group) {
+	switch {
+	case g == nil:
+	case g == &t.undecodable:
 		t.corrupt--
-		return
-	}
-	if g := s.g; g != nil {
+	default:
 		if g.n--; g.n == 0 {
 			delete(t.groups, g.key)
 			if v := t.versions[g.key.digest]; v != nil {
@@ -350,33 +237,43 @@ func (t *Tally) remove(h uint64) {
 	}
 }
 
-// expire uncounts the pins whose last message the stream no longer holds
-// (first: its first sequence): the bucket dropped them for a limit.
-func (t *Tally) expire(first uint64) {
-	i := 0
-	for ; i < len(t.queue) && t.queue[i].seq < first; i++ {
-		q := t.queue[i]
-		if s, ok := t.slots[q.hash]; ok && s.seq == q.seq {
-			t.remove(q.hash)
-			t.stats.Dropped++
-		}
+// putLease decodes a lease (nil: it does not decode).
+func (t *Tally) putLease(data []byte) *store.Lease {
+	var l store.Lease
+	if err := json.Unmarshal(data, &l); err != nil {
+		t.corruptLeases++
+		return nil
 	}
-	t.queue = t.queue[i:]
+	return &l
 }
 
-// compact drops the queue entries of superseded messages once they
-// outnumber the pins, so that the queue stays under twice the pins.
-func (t *Tally) compact() {
-	if len(t.queue) <= 2*len(t.slots)+64 {
-		return
+func (t *Tally) dropLease(l *store.Lease) {
+	if l == nil {
+		t.corruptLeases--
 	}
-	q := make([]queued, 0, len(t.slots))
-	for _, e := range t.queue {
-		if s, ok := t.slots[e.hash]; ok && s.seq == e.seq {
-			q = append(q, e)
+}
+
+// followsLeases reports whether the Tally keeps the leases.
+func (t *Tally) followsLeases() bool { return t.leases != nil }
+
+// scanLeases is store.Scanner's Scan over the leases the Tally keeps, as of
+// the last Refresh, in the order of a scan of the bucket.
+func (t *Tally) scanLeases(_ context.Context, fn func(store.Lease, uint64) error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var err error
+	t.leases.each(func(l *store.Lease) {
+		if err == nil && l != nil {
+			err = fn(*l, 0)
 		}
+	})
+	if err != nil {
+		return err
 	}
-	t.queue = q
+	if t.corruptLeases > 0 {
+		return fmt.Errorf("census: %d lease value(s) skipped: %w", t.corruptLeases, store.ErrCorrupt)
+	}
+	return nil
 }
 
 // each calls fn for every (agent, card version) with pins, and returns how
@@ -421,11 +318,48 @@ func (t *Tally) setVersion(digest, ver string, found bool) {
 	}
 }
 
+// parsedCard returns the parsed card of digest and its body's size if the
+// last census kept it. A nil Tally keeps nothing.
+func (t *Tally) parsedCard(digest string) (*detector.Card, int, bool) {
+	if t == nil {
+		return nil, 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.parsed[digest]
+	return p.card, p.size, ok
+}
+
+// keepParsed keeps the cards of a census whose digests are in live (digest
+// → body size), up to parsedBudget bytes of bodies, and forgets the others.
+// A nil Tally keeps nothing.
+func (t *Tally) keepParsed(cards map[string]*detector.Card, live map[string]int) {
+	if t == nil {
+		return
+	}
+	keep := make(map[string]parsedCard, len(live))
+	total := 0
+	for digest, size := range live {
+		if c := cards[digest]; c != nil && total+size <= parsedBudget {
+			keep[digest] = parsedCard{c, size}
+			total += size
+		}
+	}
+	t.mu.Lock()
+	t.parsed = keep
+	t.mu.Unlock()
+}
+
 // Stats returns the counters.
 func (t *Tally) Stats() TallyStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := t.stats
-	s.Pins, s.Groups = len(t.slots), len(t.groups)
+	s := TallyStats{
+		Loads: t.pins.loads, Refreshes: t.refreshes, Read: t.pins.read, LastRead: t.pins.lastRead,
+		Dropped: t.pins.dropped, Pins: len(t.pins.entries), Groups: len(t.groups),
+	}
+	if t.leases != nil {
+		s.LeasesRead, s.LeasesLastRead, s.Leases = t.leases.read, t.leases.lastRead, len(t.leases.entries)
+	}
 	return s
 }

@@ -246,10 +246,11 @@ func TestTallyResync(t *testing.T) {
 }
 
 // BenchmarkTake takes serve's census of 10,000 pins on 1,000 agents (each
-// on a card of its own), one pin re-pinned between censuses: by a scan of
-// the pins (carddrift fleet, and serve before the Tally) and with a Tally.
-// pins-read/op and bodies-read/op are what one census read of the pins
-// bucket and of the card bodies; tally-B/pin is the heap the Tally keeps
+// on a card of its own, with a lease), one pin re-pinned between censuses:
+// by scans (carddrift fleet, and serve before the Tally) and with a Tally.
+// pins-read/op, leases-read/op and bodies-read/op are what one census read
+// of the pins and leases buckets and of the card bodies (the live cards'
+// are read at every census); tally-B/pin is the heap the Tally keeps
 // per pin (all of it, groups and memo included, divided by the pins).
 func BenchmarkTake(b *testing.B) {
 	_, _, js := storetest.StartJetStream(b)
@@ -266,6 +267,12 @@ func BenchmarkTake(b *testing.B) {
 		_, err := st.Pins.Create(ctx, pinOn(fmt.Sprintf("t%05d", i), i%agents, digest(i%agents)))
 		must(b, err)
 	}
+	fetched := time.Now().UTC()
+	for i := range agents {
+		_, err := st.Leases.Create(ctx, store.Lease{CardURL: fmt.Sprintf("https://agent-%02d.example/.well-known/agent-card.json", i),
+			Digest: digest(i), FetchedAt: fetched, ChangedAt: fetched, MaxAge: time.Minute})
+		must(b, err)
+	}
 	for _, tc := range []struct {
 		name  string
 		tally bool
@@ -273,22 +280,23 @@ func BenchmarkTake(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			scanned := &countingScanner[task.Pin]{Scanner: st.Pins}
 			cards := &countingCards{Cards: st.Cards}
-			src := census.Source{Pins: scanned, Leases: st.Leases, Cards: cards, JS: js, Config: cfg}
+			leases := &countingScanner[store.Lease]{Scanner: st.Leases}
+			src := census.Source{Pins: scanned, Leases: leases, Cards: cards, JS: js, Config: cfg}
 			var heap uint64
 			if tc.tally {
 				var m0, m1 runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&m0)
-				src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{})
+				src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV()})
 				_, err := census.Take(ctx, src, census.Options{}) // the initial load
 				must(b, err)
 				runtime.GC()
 				runtime.ReadMemStats(&m1)
 				heap = m1.HeapAlloc - min(m0.HeapAlloc, m1.HeapAlloc)
 			}
-			read0, cards0 := uint64(0), cards.read.Load()
+			read0, cards0, leases0 := uint64(0), cards.read.Load(), uint64(0)
 			if src.Tally != nil {
-				read0 = src.Tally.Stats().Read
+				read0, leases0 = src.Tally.Stats().Read, src.Tally.Stats().LeasesRead
 			}
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
@@ -301,10 +309,11 @@ func BenchmarkTake(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			read := uint64(scanned.read.Load())
+			read, leaseRead := uint64(scanned.read.Load()), uint64(leases.read.Load())
 			if src.Tally != nil {
-				read = src.Tally.Stats().Read - read0
+				read, leaseRead = src.Tally.Stats().Read-read0, src.Tally.Stats().LeasesRead-leases0
 			}
+			b.ReportMetric(float64(leaseRead)/float64(b.N), "leases-read/op")
 			b.ReportMetric(float64(read)/float64(b.N), "pins-read/op")
 			b.ReportMetric(float64(cards.read.Load()-cards0)/float64(b.N), "bodies-read/op")
 			if tc.tally {
