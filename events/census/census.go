@@ -10,11 +10,11 @@
 //
 // carddrift fleet prints it; carddrift serve shows it at /fleet and
 // /fleet.json and exports its gauges (Collector), taking it again and again
-// with a Tally, which keeps the pins per agent and card version and the
-// leases from the buckets' changes: each census reads only the pins and
-// leases written since the last, not every one.
+// with a Tally, which keeps the pins per agent and card version, the
+// leases and the last observations from the buckets' and the card stream's
+// changes: each census reads only what was written since the last.
 //
-//	src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV()})
+//	src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV(), Events: cfg.EventsStream})
 package census
 
 import (
@@ -38,9 +38,9 @@ import (
 // Source is what a census reads. JS (with Config's events stream) is
 // optional: without it, agents are those with a lease or a pin. Tally, when
 // set, counts the pins instead of a scan of Pins (which is then not read),
-// and keeps the leases instead of a scan of Leases if it follows them: a
-// census that is taken again and again (serve's /metrics and /fleet) then
-// reads only the pins and leases written since the last.
+// and keeps the leases and the last observations instead of reading them
+// if it follows them: a census that is taken again and again (serve's
+// /metrics and /fleet) then reads only what was written since the last.
 type Source struct {
 	Pins   store.Scanner[task.Pin]
 	Leases store.Scanner[store.Lease]
@@ -176,9 +176,12 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	// The card stream first: every agent's last observation; leases, which
 	// are fresher, override it.
 	if src.JS != nil {
-		last, err := lastObserved(ctx, src.JS, src.Config.EventsStream)
-		if err != nil {
-			return nil, err
+		last, ok := src.Tally.lastObserved()
+		if !ok {
+			var err error
+			if last, err = lastObserved(ctx, src.JS, src.Config.EventsStream); err != nil {
+				return nil, err
+			}
 		}
 		for _, o := range last {
 			if a := agent(o.CardURL); a != nil {

@@ -80,11 +80,12 @@ func TestTake(t *testing.T) {
 		t.Errorf("differences = %v", fields)
 	}
 
-	// serve's census, with a Tally that keeps the pins and the leases, is
-	// the same, the first time and again, and reads neither by a scan.
+	// serve's census, with a Tally that keeps the pins, the leases and the
+	// last observations, is the same, the first time and again, and reads
+	// none of them again.
 	scanned := &countingScanner[task.Pin]{Scanner: r.Stores.Pins}
 	leases := &countingScanner[store.Lease]{Scanner: r.Stores.Leases}
-	tally := census.NewTally(r.JS, r.Stores.Pins.KV(), census.TallyOptions{Leases: r.Stores.Leases.KV()})
+	tally := census.NewTally(r.JS, r.Stores.Pins.KV(), census.TallyOptions{Leases: r.Stores.Leases.KV(), Events: r.Config.EventsStream})
 	fixed := census.Options{Now: func() time.Time { return f.Taken }}
 	want, err := census.Take(ctx, src, fixed)
 	must(t, err)
@@ -95,7 +96,8 @@ func TestTake(t *testing.T) {
 			t.Errorf("census %d with a Tally:\n%+v\nwant\n%+v", i+1, got.Agents, want.Agents)
 		}
 	}
-	if st := tally.Stats(); scanned.read.Load() != 0 || leases.read.Load() != 0 || st.Leases == 0 || st.LeasesLastRead != 0 || st.LastRead != 0 {
+	if st := tally.Stats(); scanned.read.Load() != 0 || leases.read.Load() != 0 || st.Leases == 0 || st.LeasesLastRead != 0 || st.LastRead != 0 ||
+		st.ObservedRead == 0 || st.ObservedLastRead != 0 {
 		t.Errorf("with a Tally: %d pins and %d leases scanned, stats %+v", scanned.read.Load(), leases.read.Load(), st)
 	}
 

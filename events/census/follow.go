@@ -10,24 +10,27 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// follower keeps what a census needs of every key of a KV bucket, from the
-// bucket's stream: a full read first (and whenever reset), then the
-// messages written since the last refresh. put turns a value into what is
-// kept (and counts it), drop uncounts it. Removals the stream announces
+// follower keeps what a census needs of every key of a KV bucket (or every
+// subject of a stream), from the stream: a full read first (and whenever
+// reset; the last message of each subject only when lastPerSubject), then
+// the messages written since the last refresh. put turns a message into
+// what is kept (and counts it), drop uncounts it. Removals the stream announces
 // (deletes, purges, expiry markers) drop the key; a key whose last message
 // the stream dropped without a marker (a limit, an age without markers) is
 // dropped from the stream's first sequence (expire).
 //
 // Not safe for concurrent use: the Tally serializes.
 type follower[V any] struct {
-	js   jetstream.JetStream
-	kv   jetstream.KeyValue
-	seed maphash.Seed
-	put  func(data []byte) V
-	drop func(V)
+	js             jetstream.JetStream
+	kv             jetstream.KeyValue // nil: a stream, named by stream and prefix
+	name           string             // for errors: "pins bucket", "card stream"
+	lastPerSubject bool
+	seed           maphash.Seed
+	put            func(jetstream.Msg) V
+	drop           func(V)
 
 	stream  string
-	prefix  string // "$KV.<bucket>."
+	prefix  string // of the subjects followed: $KV.<bucket>. or card.observed.
 	next    uint64 // next stream sequence to read; 0: read everything
 	loaded  time.Time
 	created time.Time // of the stream the entries were read from
@@ -46,8 +49,16 @@ type entry[V any] struct {
 
 type queued struct{ seq, hash uint64 }
 
-func newFollower[V any](js jetstream.JetStream, kv jetstream.KeyValue, put func([]byte) V, drop func(V)) *follower[V] {
-	return &follower[V]{js: js, kv: kv, seed: maphash.MakeSeed(), put: put, drop: drop}
+// newFollower follows the KV bucket kv.
+func newFollower[V any](js jetstream.JetStream, kv jetstream.KeyValue, put func(jetstream.Msg) V, drop func(V)) *follower[V] {
+	return &follower[V]{js: js, kv: kv, name: kv.Bucket() + " bucket", seed: maphash.MakeSeed(), put: put, drop: drop}
+}
+
+// newStreamFollower follows the subjects prefix+">" of stream, from the
+// last message of each.
+func newStreamFollower[V any](js jetstream.JetStream, stream, prefix string, put func(jetstream.Msg) V, drop func(V)) *follower[V] {
+	return &follower[V]{js: js, stream: stream, prefix: prefix, name: stream + " stream", lastPerSubject: true,
+		seed: maphash.MakeSeed(), put: put, drop: drop}
 }
 
 // refresh brings the entries up to date. reset is called (and the entries
@@ -59,17 +70,17 @@ func (f *follower[V]) refresh(ctx context.Context, resync time.Duration, now tim
 	if f.stream == "" {
 		st, err := f.kv.Status(ctx)
 		if err != nil {
-			return fmt.Errorf("census: %s bucket: %w", f.kv.Bucket(), err)
+			return fmt.Errorf("census: %s: %w", f.name, err)
 		}
 		bs, ok := st.(*jetstream.KeyValueBucketStatus)
 		if !ok || bs.StreamInfo() == nil {
-			return fmt.Errorf("census: %s bucket: no stream behind it", f.kv.Bucket())
+			return fmt.Errorf("census: %s: no stream behind it", f.name)
 		}
 		f.stream, f.prefix = bs.StreamInfo().Config.Name, "$KV."+f.kv.Bucket()+"."
 	}
 	stream, err := f.js.Stream(ctx, f.stream)
 	if err != nil {
-		return fmt.Errorf("census: %s bucket: %w", f.kv.Bucket(), err)
+		return fmt.Errorf("census: %s: %w", f.name, err)
 	}
 	info := stream.CachedInfo()
 	state := info.State
@@ -106,12 +117,17 @@ func (f *follower[V]) pull(ctx context.Context, last uint64) (uint64, error) {
 		InactiveThreshold: time.Minute, FilterSubject: f.prefix + ">",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
-	if f.next > 0 {
+	switch {
+	case f.next > 0:
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, f.next
+	case f.lastPerSubject:
+		// The server delivers the last message of each subject in stream
+		// order; what follows comes from the highest of them on.
+		cfg.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
 	}
 	cons, err := f.js.CreateConsumer(ctx, f.stream, cfg)
 	if err != nil {
-		return 0, fmt.Errorf("census: read the %s bucket: %w", f.kv.Bucket(), err)
+		return 0, fmt.Errorf("census: read the %s: %w", f.name, err)
 	}
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -128,7 +144,7 @@ func (f *follower[V]) pull(ctx context.Context, last uint64) (uint64, error) {
 		batch, err := cons.Fetch(int(min(pending, 1000)), jetstream.FetchMaxBytes(maxBytes), jetstream.FetchContext(fctx))
 		if err != nil {
 			cancel()
-			return read, fmt.Errorf("census: read the %s bucket: %w", f.kv.Bucket(), err)
+			return read, fmt.Errorf("census: read the %s: %w", f.name, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
@@ -139,7 +155,7 @@ func (f *follower[V]) pull(ctx context.Context, last uint64) (uint64, error) {
 			}
 			if md.Sequence.Consumer != want {
 				cancel()
-				return read, fmt.Errorf("census: %s bucket: consumer sequence %d, want %d: %w", f.kv.Bucket(), md.Sequence.Consumer, want, ErrTallyGap)
+				return read, fmt.Errorf("census: %s: consumer sequence %d, want %d: %w", f.name, md.Sequence.Consumer, want, ErrTallyGap)
 			}
 			want++
 			read++
@@ -149,7 +165,7 @@ func (f *follower[V]) pull(ctx context.Context, last uint64) (uint64, error) {
 		err = batch.Error()
 		cancel()
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrNoMessages) {
-			return read, fmt.Errorf("census: read the %s bucket: %w", f.kv.Bucket(), err)
+			return read, fmt.Errorf("census: read the %s: %w", f.name, err)
 		}
 		if n == 0 {
 			// The rest was removed meanwhile (superseded, expired): what is
@@ -176,7 +192,7 @@ func (f *follower[V]) apply(m jetstream.Msg, seq uint64) {
 	if removal(m) {
 		return
 	}
-	f.entries[h] = entry[V]{seq: seq, v: f.put(m.Data())}
+	f.entries[h] = entry[V]{seq: seq, v: f.put(m)}
 	f.queue = append(f.queue, queued{seq, h})
 }
 

@@ -31,9 +31,10 @@ var ErrTallyGap = errors.New("census: a bucket's changes arrived with a gap")
 // from the pins bucket's stream: the first Refresh reads every pin, each
 // later one only what was written since the last (puts, deletes, purges
 // and the markers of TTL expiries; a re-pin to another agent or card moves
-// its count). With TallyOptions.Leases it keeps the leases the same way. A
-// census taken with a Tally (Source.Tally) therefore costs O(changes) of
-// reads, not O(pins + leases); it also reads the body of a pinned card
+// its count). With TallyOptions.Leases and Events it keeps the leases and
+// the last card.observed of every agent the same way. A census taken with
+// a Tally (Source.Tally) therefore costs O(changes) of reads, not
+// O(pins + leases + agents); it also reads the body of a pinned card
 // once, not at every census (the versions are memoized by digest), and
 // keeps the live cards it parsed (up to 32 MiB of bodies).
 //
@@ -61,11 +62,14 @@ type Tally struct {
 	resync time.Duration
 	now    func() time.Time
 
-	mu      sync.Mutex
-	pins    *follower[*group]
-	leases  *follower[*store.Lease] // nil: not followed
-	groups  map[groupKey]*group
-	corrupt int // pins that do not decode
+	mu     sync.Mutex
+	pins   *follower[*group]
+	leases *follower[*store.Lease] // nil: not followed
+	// observed is the last card.observed of each agent subject of the
+	// card stream (nil: not followed).
+	observed *follower[*events.Observed]
+	groups   map[groupKey]*group
+	corrupt  int // pins that do not decode
 	// undecodable is the group of the values that are not pins (never in
 	// groups, never counted in a census).
 	undecodable group
@@ -112,6 +116,10 @@ type TallyOptions struct {
 	// Tally keeps the leases too, and a census with it reads no lease it
 	// read before.
 	Leases jetstream.KeyValue
+	// Events, when set, is the card stream (store.Config.EventsStream): the
+	// Tally keeps the last card.observed of every agent too, and a census
+	// with it reads only the observations published since the last.
+	Events string
 	// Resync is how often the buckets are read again from scratch (default
 	// DefaultResync; negative: never, beyond the first Refresh, gaps and a
 	// bucket made again).
@@ -130,8 +138,11 @@ type TallyStats struct {
 	// Read counts the pins bucket's messages read in all, LastRead those of
 	// the last Refresh.
 	Read, LastRead uint64
-	// LeasesRead and LeasesLastRead are the same for the leases bucket.
-	LeasesRead, LeasesLastRead uint64
+	// LeasesRead and LeasesLastRead are the same for the leases bucket,
+	// ObservedRead and ObservedLastRead for the card stream's
+	// card.observed.
+	LeasesRead, LeasesLastRead     uint64
+	ObservedRead, ObservedLastRead uint64
 	// Dropped counts the pins uncounted because the bucket dropped their
 	// last message without a marker (a limit).
 	Dropped uint64
@@ -166,7 +177,41 @@ func NewTally(js jetstream.JetStream, kv jetstream.KeyValue, opts TallyOptions) 
 	if opts.Leases != nil {
 		t.leases = newFollower(js, opts.Leases, t.putLease, t.dropLease)
 	}
+	if opts.Events != "" {
+		t.observed = newStreamFollower(js, opts.Events, "card.observed.", putObserved, func(*events.Observed) {})
+	}
 	return t
+}
+
+// putObserved decodes a card.observed (nil: it does not decode, or is
+// something else).
+func putObserved(m jetstream.Msg) *events.Observed {
+	ev, err := events.Decode(m)
+	if err != nil {
+		return nil
+	}
+	o, ok := ev.Data.(events.Observed)
+	if !ok {
+		return nil
+	}
+	return &o
+}
+
+// lastObserved returns the last card.observed of every agent subject, in
+// stream order, as of the last Refresh; ok is false when the Tally does not
+// follow the card stream.
+func (t *Tally) lastObserved() (out []events.Observed, ok bool) {
+	if t == nil || t.observed == nil {
+		return nil, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.observed.each(func(o *events.Observed) {
+		if o != nil {
+			out = append(out, *o)
+		}
+	})
+	return out, true
 }
 
 // Refresh brings the counts up to date: everything at the first call (and
@@ -188,14 +233,20 @@ func (t *Tally) Refresh(ctx context.Context) error {
 			return err
 		}
 	}
+	if t.observed != nil {
+		// A card stream that does not exist yet has nothing to say.
+		if err := t.observed.refresh(ctx, t.resync, now, func() {}); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return err
+		}
+	}
 	t.refreshes++
 	return nil
 }
 
 // putPin counts a pin's value in its group.
-func (t *Tally) putPin(data []byte) *group {
+func (t *Tally) putPin(m jetstream.Msg) *group {
 	var p task.Pin
-	if err := json.Unmarshal(data, &p); err != nil {
+	if err := json.Unmarshal(m.Data(), &p); err != nil {
 		t.corrupt++
 		return &t.undecodable
 	}
@@ -238,9 +289,9 @@ func (t *Tally) dropPin(g *group) {
 }
 
 // putLease decodes a lease (nil: it does not decode).
-func (t *Tally) putLease(data []byte) *store.Lease {
+func (t *Tally) putLease(m jetstream.Msg) *store.Lease {
 	var l store.Lease
-	if err := json.Unmarshal(data, &l); err != nil {
+	if err := json.Unmarshal(m.Data(), &l); err != nil {
 		t.corruptLeases++
 		return nil
 	}
@@ -360,6 +411,9 @@ func (t *Tally) Stats() TallyStats {
 	}
 	if t.leases != nil {
 		s.LeasesRead, s.LeasesLastRead, s.Leases = t.leases.read, t.leases.lastRead, len(t.leases.entries)
+	}
+	if t.observed != nil {
+		s.ObservedRead, s.ObservedLastRead = t.observed.read, t.observed.lastRead
 	}
 	return s
 }

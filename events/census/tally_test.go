@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/census"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
@@ -287,7 +289,7 @@ func BenchmarkTake(b *testing.B) {
 				var m0, m1 runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&m0)
-				src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV()})
+				src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV(), Events: cfg.EventsStream})
 				_, err := census.Take(ctx, src, census.Options{}) // the initial load
 				must(b, err)
 				runtime.GC()
@@ -418,4 +420,53 @@ func TestTallyBucketRecreated(t *testing.T) {
 	if st := tally.Stats(); st.Pins != 4 || st.Loads != 2 {
 		t.Errorf("after the bucket was made again: stats = %+v, want 4 pins from a second load", st)
 	}
+}
+
+// TestTallyObserved: with the card stream followed, a census reads each
+// agent's last card.observed once, then only the observations published
+// since, and names the agents they show as the scan of the stream does.
+func TestTallyObserved(t *testing.T) {
+	_, _, js := storetest.StartJetStream(t)
+	ctx := context.Background()
+	cfg := store.DefaultConfig()
+	st, err := store.Open[task.Pin](ctx, js, cfg)
+	must(t, err)
+	pub, err := events.NewPublisher(js, "urn:carddrift:test")
+	must(t, err)
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	observe := func(agent int, digest string) {
+		t.Helper()
+		url := fmt.Sprintf("https://agent-%02d.example", agent)
+		_, err := pub.Publish(ctx, events.Event{Data: events.Observed{AgentURL: url, CardURL: url + "/.well-known/agent-card.json",
+			Digest: digest, Status: 200, FetchedAt: at}})
+		must(t, err)
+		at = at.Add(time.Second)
+	}
+	for i := range 5 {
+		observe(i, digestA)
+		observe(i, digestB) // the last of each agent
+	}
+	tally := census.NewTally(js, st.Pins.KV(), census.TallyOptions{Events: cfg.EventsStream})
+	scan := census.Source{Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: js, Config: cfg}
+	incr := scan
+	incr.Tally = tally
+	opts := census.Options{Now: func() time.Time { return at }}
+	take := func(step string, wantRead uint64) {
+		t.Helper()
+		want, err := census.Take(ctx, scan, opts)
+		must(t, err)
+		got, err := census.Take(ctx, incr, opts)
+		must(t, err)
+		if !reflect.DeepEqual(got.Agents, want.Agents) {
+			t.Errorf("%s: census with a Tally\n%+v\nwant\n%+v", step, got.Agents, want.Agents)
+		}
+		if n := tally.Stats().ObservedLastRead; n != wantRead {
+			t.Errorf("%s: the Tally read %d observations, want %d", step, n, wantRead)
+		}
+	}
+	take("first", 5)
+	take("nothing new", 0)
+	observe(2, digestA)
+	observe(7, digestA)
+	take("two observations", 2)
 }
