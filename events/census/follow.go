@@ -168,9 +168,9 @@ func (f *follower[V]) pull(ctx context.Context, last uint64) (uint64, error) {
 			return read, fmt.Errorf("census: read the %s: %w", f.name, err)
 		}
 		if n == 0 {
-			// The rest was removed meanwhile (superseded, expired): what is
-			// left is read at the next refresh.
-			return read, nil
+			// Nothing came within the wait: the next refresh carries on
+			// from here; this one shows no half-read counts.
+			return read, fmt.Errorf("census: read the %s: %d message(s) pending, none delivered: %w", f.name, pending, ErrTallyStalled)
 		}
 	}
 	// Everything up to the last sequence at the start is read (the

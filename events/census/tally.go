@@ -27,6 +27,11 @@ const DefaultResync = 15 * time.Minute
 // Refresh.
 var ErrTallyGap = errors.New("census: a bucket's changes arrived with a gap")
 
+// ErrTallyStalled is wrapped by Tally.Refresh when messages were pending
+// but none arrived within the wait: the next Refresh carries on from what
+// was read.
+var ErrTallyStalled = errors.New("census: a bucket's changes stalled")
+
 // Tally counts the tasks pinned per agent and card version, kept up to date
 // from the pins bucket's stream: the first Refresh reads every pin, each
 // later one only what was written since the last (puts, deletes, purges
