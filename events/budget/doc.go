@@ -1,0 +1,20 @@
+// Package budget is carddrift's memory budget: one number of bytes
+// (carddrift serve --memory-budget, CARDDRIFT_MEMORY_BUDGET) that bounds what
+// a serve process keeps in memory for the events it is given, split across
+// its caches in fixed shares.
+//
+// Parse reads a size as an operator writes it ("256MiB", "1Gi", "512MB",
+// "1048576"); Split divides a total into Shares:
+//
+//	Pins        30%  the pin cache (store.CachedPins, WithCacheBytes)
+//	Cards       25%  the worker's parsed pinned cards (worker.Options.CardCacheBytes)
+//	Pull        20%  the lifecycle consumers' pull buffers, across partitions
+//	                 (worker.Options.PullBufferBytes)
+//	Signatures  25%  the signature-result cache of the fetcher
+//
+// Each cache evicts by the bytes its entries retain, estimated from their
+// content (string and slice lengths, map sizes) plus a fixed overhead per
+// entry; see the caches for the estimate. What the budget does not cover is
+// the program itself, the NATS connection's own buffers and the events being
+// handled at the moment.
+package budget
