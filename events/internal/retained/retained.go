@@ -3,7 +3,9 @@
 // plus everything its strings, slices, maps, pointers and interfaces reach,
 // each backing array and pointee counted once.
 //
-// It is an estimate, not a measurement: a string's bytes count even when it
+// Every separately allocated block (a string's bytes, a backing array, a
+// pointee) is rounded up to the allocator's size class, as the heap holds
+// it. It is an estimate, not a measurement: a string's bytes count even when it
 // shares memory with another (an over-estimate, which only evicts earlier),
 // a map counts twice its entries' size (Go's buckets run at most about
 // half empty past their growth), and time.Time's location, funcs and
@@ -51,7 +53,7 @@ func (s *sizer) once(p unsafe.Pointer) bool {
 func (s *sizer) reach(v reflect.Value) int64 {
 	switch v.Kind() {
 	case reflect.String:
-		return int64(v.Len())
+		return alloc(int64(v.Len()))
 	case reflect.Slice:
 		if v.IsNil() || v.Cap() == 0 {
 			return 0
@@ -59,7 +61,7 @@ func (s *sizer) reach(v reflect.Value) int64 {
 		if !s.once(v.UnsafePointer()) {
 			return 0
 		}
-		n := int64(v.Cap()) * int64(v.Type().Elem().Size())
+		n := alloc(int64(v.Cap()) * int64(v.Type().Elem().Size()))
 		if flat(v.Type().Elem()) {
 			return n
 		}
@@ -80,7 +82,7 @@ func (s *sizer) reach(v reflect.Value) int64 {
 		if v.IsNil() || !s.once(v.UnsafePointer()) {
 			return 0
 		}
-		return int64(v.Type().Elem().Size()) + s.reach(v.Elem())
+		return alloc(int64(v.Type().Elem().Size())) + s.reach(v.Elem())
 	case reflect.Interface:
 		if v.IsNil() {
 			return 0
@@ -88,7 +90,7 @@ func (s *sizer) reach(v reflect.Value) int64 {
 		e := v.Elem()
 		n := s.reach(e)
 		if e.Kind() != reflect.Pointer && e.Kind() != reflect.Map {
-			n += int64(e.Type().Size()) // boxed
+			n += alloc(int64(e.Type().Size())) // boxed
 		}
 		return n
 	case reflect.Map:
@@ -117,6 +119,33 @@ func (s *sizer) reach(v reflect.Value) int64 {
 	default:
 		return 0 // numbers, bools; funcs, channels and unsafe pointers are not followed
 	}
+}
+
+// sizeClasses are the Go allocator's small object sizes (runtime/sizeclasses.go).
+var sizeClasses = [...]int64{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256,
+	288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048,
+	2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728, 10240, 10880,
+	12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576, 27264, 28672, 32768}
+
+// alloc is what the heap holds for an allocation of n bytes: its size
+// class, or whole 8 KiB pages above 32 KiB.
+func alloc(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	if n > sizeClasses[len(sizeClasses)-1] {
+		return (n + 8191) &^ 8191
+	}
+	lo, hi := 0, len(sizeClasses)-1
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if sizeClasses[mid] < n {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return sizeClasses[lo]
 }
 
 // flat reports whether values of t reach nothing beyond their own size.

@@ -29,14 +29,14 @@ func TestSize(t *testing.T) {
 		{"nil", nil, 0},
 		{"int", 7, 8},
 		{"empty", record{}, self},
-		{"string", record{Name: "abcd"}, self + 4},
-		{"bytes by capacity", record{Raw: make([]byte, 3, 100)}, self + 100},
-		{"strings", record{Tags: []string{"ab", "cde"}}, self + 2*16 + 5},
-		{"pointer", record{Next: &record{Name: "xy"}}, 2*self + 2},
-		{"shared pointer counted once", []*record{shared, shared}, 24 + 2*8 + self + 6},
-		{"cycle", func() any { r := &record{}; r.Next = r; return r }(), 8 + self},
-		{"interface", record{Any: "abc"}, self + 16 + 3},
-		{"map", record{Attrs: map[string][]string{"k": {"v"}}}, self + MapOverhead + 2*(16+24) + 1 + 16 + 1},
+		{"string", record{Name: "abcd"}, self + 8},
+		{"bytes by capacity", record{Raw: make([]byte, 3, 100)}, self + 112},
+		{"strings", record{Tags: []string{"ab", "cde"}}, self + 32 + 8 + 8},
+		{"pointer", record{Next: &record{Name: "xy"}}, self + alloc(self) + 8},
+		{"shared pointer counted once", []*record{shared, shared}, 24 + 16 + alloc(self) + 8},
+		{"cycle", func() any { r := &record{}; r.Next = r; return r }(), 8 + alloc(self)},
+		{"interface", record{Any: "abc"}, self + 16 + 8},
+		{"map", record{Attrs: map[string][]string{"k": {"v"}}}, self + MapOverhead + 2*(16+24) + 8 + 16 + 8},
 		{"time not followed", record{At: time.Now()}, self},
 	} {
 		if got := Size(tc.v); got != tc.want {
@@ -48,6 +48,14 @@ func TestSize(t *testing.T) {
 // TestSizeCoversHeap checks the estimate against the heap: what a batch of
 // values keeps live (runtime.MemStats after GC) is not more than Size says,
 // give or take allocation rounding.
+func TestAlloc(t *testing.T) {
+	for _, tc := range []struct{ n, want int64 }{{0, 0}, {1, 8}, {8, 8}, {9, 16}, {33, 48}, {32768, 32768}, {32769, 40960}, {1 << 20, 1 << 20}} {
+		if got := alloc(tc.n); got != tc.want {
+			t.Errorf("alloc(%d) = %d, want %d", tc.n, got, tc.want)
+		}
+	}
+}
+
 func TestSizeCoversHeap(t *testing.T) {
 	const n = 2000
 	build := func(i int) *record {
