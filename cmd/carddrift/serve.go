@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/events/budget"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
@@ -54,6 +56,7 @@ type serveFlags struct {
 	trust        trustFlags
 	requireSig   bool
 	window       time.Duration
+	memBudget    budget.Bytes
 }
 
 // register adds serve's flags.
@@ -87,6 +90,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.trust.register(fs)
 	fs.BoolVar(&f.requireSig, "require-signed-cards", false, "signed fleets: a live card none of whose signatures verifies "+
 		"(unsigned, unverifiable or invalid) is breaking drift for every task (signature-required)")
+	f.memBudget = budget.Default
+	fs.Var(&f.memBudget, "memory-budget", "bytes the caches may hold (256MiB, 1GiB, …; at least 16MiB), split: "+
+		"pins 30%, parsed cards 25%, pull buffers 20%, signature results 25%; Go's soft memory limit is 1.5× it unless GOMEMLIMIT is set")
 	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "split brain: an agent whose live card alternates "+
 		"between cards (A→B→A→B) within this window has replicas that disagree (card.inconsistent; its tasks' card.drift carry replicas-disagree)")
 }
@@ -165,6 +171,19 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 	for _, err := range skipped {
 		log.Warn().Err(err).Msg("--jwks: a key that cannot verify signatures is skipped")
 	}
+	if err := f.memBudget.Validate(); err != nil {
+		return usageError{fmt.Errorf("--memory-budget: %w", err)}
+	}
+	// shares.Signatures is the signature-result cache's: the lead wires it to
+	// the fetcher's byte bound (fetcher.SignatureOptions.CacheBytes, trust).
+	shares := budget.Split(f.memBudget)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The collector runs before a full budget's heap doubles; restored on
+		// return (serve runs in-process in tests).
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(f.memBudget.GoMemoryLimit()))
+	}
+	log.Info().Stringer("budget", f.memBudget).Stringer("pins", shares.Pins).Stringer("cards", shares.Cards).
+		Stringer("pull", shares.Pull).Stringer("signatures", shares.Signatures).Msg("memory budget")
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -177,6 +196,9 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 		// The watch that keeps the cache fresh can miss a change made in the
 		// moment it starts; a bounded entry age caps what that could cost.
 		PinCache: 100_000, PinCacheMaxAge: 10 * time.Second,
+		// The caches and pull buffers share --memory-budget (service.Open
+		// splits it: budget.Split).
+		MemoryBudget: f.memBudget,
 	}
 	if f.nats.url == "" {
 		if err := os.MkdirAll(f.dataDir, 0o750); err != nil {

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/carddrift/carddrift/events/budget"
 	"github.com/carddrift/carddrift/events/internal/defaults"
+	"github.com/carddrift/carddrift/events/internal/retained"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
@@ -61,6 +64,15 @@ type Options struct {
 	// PinCacheMaxAge, when set, are read again); Run keeps it fresh.
 	PinCache       int
 	PinCacheMaxAge time.Duration
+	// PinCacheBytes, when positive, also bounds that cache by the bytes its
+	// pins retain (store.WithCacheBytes, sized with PinSize).
+	PinCacheBytes int64
+	// MemoryBudget, when positive, is split (budget.Split) across what it
+	// bounds unless set otherwise: PinCacheBytes, and in every worker's
+	// options CardCacheBytes and PullBufferBytes, each left at zero. Its
+	// Signatures share is the fetcher's to take (see Options.Signatures of
+	// worker.Options.Fetch); Open does not set it.
+	MemoryBudget budget.Bytes
 	// Registerer registers the shared metrics (nil: not registered).
 	Registerer prometheus.Registerer
 
@@ -136,6 +148,18 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		}
 	}
 
+	if opts.MemoryBudget > 0 {
+		sh := budget.Split(opts.MemoryBudget)
+		if opts.PinCacheBytes == 0 {
+			opts.PinCacheBytes = int64(sh.Pins)
+		}
+		if opts.Worker.CardCacheBytes == 0 {
+			opts.Worker.CardCacheBytes = int64(sh.Cards)
+		}
+		if opts.Worker.PullBufferBytes == 0 {
+			opts.Worker.PullBufferBytes = int64(sh.Pull)
+		}
+	}
 	wo := opts.Worker
 	wo.Config = cfg
 	if wo.Pins == nil {
@@ -144,6 +168,9 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 			var co []store.CacheOption
 			if opts.PinCacheMaxAge > 0 {
 				co = append(co, store.WithCacheMaxAge(opts.PinCacheMaxAge))
+			}
+			if opts.PinCacheBytes > 0 {
+				co = append(co, store.WithCacheBytes(opts.PinCacheBytes, PinSize))
 			}
 			s.pins = store.NewCachedPins(s.stores.Pins, opts.PinCache, co...)
 			wo.Pins = s.pins
@@ -171,6 +198,21 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		s.workers = append(s.workers, w)
 	}
 	return s, nil
+}
+
+// PinSize estimates the bytes a cached pin retains: its struct and every
+// string, slice and map it reaches (the client's requirements, signatures,
+// reported message ids), each allocation rounded to the allocator's size
+// class. The pin cache adds its own per-entry overhead
+// (store.CacheEntryOverhead).
+func PinSize(p task.Pin) int64 { return retained.Size(&p) - int64(unsafe.Sizeof(&p)) }
+
+// PinCacheStats returns the pin cache's counters (zero without a cache).
+func (s *Service) PinCacheStats() store.CacheStats {
+	if s.pins == nil {
+		return store.CacheStats{}
+	}
+	return s.pins.Stats()
 }
 
 // StartEmbedded starts an in-process JetStream server with storage in dir,
