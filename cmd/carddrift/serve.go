@@ -92,7 +92,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"(unsigned, unverifiable or invalid) is breaking drift for every task (signature-required)")
 	f.memBudget = budget.Default
 	fs.Var(&f.memBudget, "memory-budget", "bytes the caches may hold (256MiB, 1GiB, …; at least 16MiB), split: "+
-		"pins 30%, parsed cards 25%, pull buffers 20%, signature results 25%; Go's soft memory limit is 1.5× it unless GOMEMLIMIT is set")
+		"pins 25%, pinned cards 20%, live cards 10%, pull buffers 20%, signature results 25%; Go's soft memory limit is 1.5× it unless GOMEMLIMIT is set")
 	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "split brain: an agent whose live card alternates "+
 		"between cards (A→B→A→B) within this window has replicas that disagree (card.inconsistent; its tasks' card.drift carry replicas-disagree)")
 }
@@ -182,7 +182,7 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 		// return (serve runs in-process in tests).
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(f.memBudget.GoMemoryLimit()))
 	}
-	log.Info().Stringer("budget", f.memBudget).Stringer("pins", shares.Pins).Stringer("cards", shares.Cards).
+	log.Info().Stringer("budget", f.memBudget).Stringer("pins", shares.Pins).Stringer("cards", shares.Cards).Stringer("liveCards", shares.LiveCards).
 		Stringer("pull", shares.Pull).Stringer("signatures", shares.Signatures).Msg("memory budget")
 
 	reg := prometheus.NewRegistry()

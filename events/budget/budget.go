@@ -30,6 +30,11 @@ type Shares struct {
 	// Cards bounds the worker's parsed pinned cards
 	// (worker.Options.CardCacheBytes).
 	Cards Bytes
+	// LiveCards bounds the fetcher's cache of parsed live cards
+	// (fetcher.Options.CacheBytes). The fetcher counts a card's body
+	// bytes, and a parsed card retains about twice its body, so the fetcher
+	// is given half of this share (LiveCardsOption).
+	LiveCards Bytes
 	// Pull bounds the lifecycle consumers' pull buffers, summed over the
 	// worker's partitions (worker.Options.PullBufferBytes). Each partition
 	// gets at least one message of the server's maximum payload, so a
@@ -43,24 +48,29 @@ type Shares struct {
 
 // The shares of Split, in percent of the total; they add up to 100.
 const (
-	PinsPercent       = 30
-	CardsPercent      = 25
+	PinsPercent       = 25
+	CardsPercent      = 20
+	LiveCardsPercent  = 10
 	PullPercent       = 20
 	SignaturesPercent = 25
 )
 
-// Split divides total into Shares (PinsPercent, CardsPercent, PullPercent,
-// SignaturesPercent). The shares add up to total: rounding goes to
-// Signatures.
+// Split divides total into Shares (PinsPercent, CardsPercent,
+// LiveCardsPercent, PullPercent, SignaturesPercent). The shares add up to
+// total: rounding goes to Signatures.
 func Split(total Bytes) Shares {
 	part := func(pct int64) Bytes { return Bytes(int64(total) / 100 * pct) }
-	s := Shares{Pins: part(PinsPercent), Cards: part(CardsPercent), Pull: part(PullPercent)}
-	s.Signatures = total - s.Pins - s.Cards - s.Pull
+	s := Shares{Pins: part(PinsPercent), Cards: part(CardsPercent), LiveCards: part(LiveCardsPercent), Pull: part(PullPercent)}
+	s.Signatures = total - s.Pins - s.Cards - s.LiveCards - s.Pull
 	return s
 }
 
 // Total is the sum of the shares.
-func (s Shares) Total() Bytes { return s.Pins + s.Cards + s.Pull + s.Signatures }
+func (s Shares) Total() Bytes { return s.Pins + s.Cards + s.LiveCards + s.Pull + s.Signatures }
+
+// LiveCardsOption is the value for fetcher.Options.CacheBytes: half the
+// LiveCards share, since the fetcher counts body bytes only (see LiveCards).
+func (s Shares) LiveCardsOption() int64 { return int64(s.LiveCards) / 2 }
 
 // ErrSyntax, ErrUnit and ErrRange are the reasons a ParseError gives.
 var (

@@ -92,7 +92,7 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 func TestSplit(t *testing.T) {
-	if got := budget.PinsPercent + budget.CardsPercent + budget.PullPercent + budget.SignaturesPercent; got != 100 {
+	if got := budget.PinsPercent + budget.CardsPercent + budget.LiveCardsPercent + budget.PullPercent + budget.SignaturesPercent; got != 100 {
 		t.Fatalf("shares add up to %d%%, want 100%%", got)
 	}
 	for _, total := range []budget.Bytes{budget.Minimum, budget.Default, 1<<30 + 7, 1<<63 - 1} {
@@ -100,15 +100,18 @@ func TestSplit(t *testing.T) {
 		if s.Total() != total {
 			t.Errorf("Split(%v).Total() = %v, want %v", total, s.Total(), total)
 		}
-		for name, v := range map[string]budget.Bytes{"Pins": s.Pins, "Cards": s.Cards, "Pull": s.Pull, "Signatures": s.Signatures} {
+		for name, v := range map[string]budget.Bytes{"Pins": s.Pins, "Cards": s.Cards, "LiveCards": s.LiveCards, "Pull": s.Pull, "Signatures": s.Signatures} {
 			if v <= 0 {
 				t.Errorf("Split(%v).%s = %v, want positive", total, name, v)
 			}
 		}
 	}
 	s := budget.Split(budget.Default)
-	if want := budget.Bytes(256<<20) / 100 * 30; s.Pins != want {
+	if want := budget.Bytes(256<<20) / 100 * 25; s.Pins != want {
 		t.Errorf("Split(Default).Pins = %d, want %d", s.Pins, want)
+	}
+	if got, want := s.LiveCardsOption(), int64(s.LiveCards)/2; got != want {
+		t.Errorf("LiveCardsOption() = %d, want %d", got, want)
 	}
 }
 

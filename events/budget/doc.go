@@ -6,8 +6,10 @@
 // Parse reads a size as an operator writes it ("256MiB", "1Gi", "512MB",
 // "1048576"); Split divides a total into Shares:
 //
-//	Pins        30%  the pin cache (store.CachedPins, WithCacheBytes)
-//	Cards       25%  the worker's parsed pinned cards (worker.Options.CardCacheBytes)
+//	Pins        25%  the pin cache (store.CachedPins, WithCacheBytes)
+//	Cards       20%  the worker's parsed pinned cards (worker.Options.CardCacheBytes)
+//	LiveCards   10%  the fetcher's parsed live cards (fetcher.Options.CacheBytes,
+//	                 which counts body bytes: given half the share)
 //	Pull        20%  the lifecycle consumers' pull buffers, across partitions
 //	                 (worker.Options.PullBufferBytes)
 //	Signatures  25%  the signature-result cache of the fetcher

@@ -69,7 +69,8 @@ type Options struct {
 	PinCacheBytes int64
 	// MemoryBudget, when positive, is split (budget.Split) across what it
 	// bounds unless set otherwise: PinCacheBytes, and in every worker's
-	// options CardCacheBytes and PullBufferBytes, each left at zero. Its
+	// options CardCacheBytes, PullBufferBytes and Fetch.CacheBytes, each
+	// left at zero. Its
 	// Signatures share is the fetcher's to take (see Options.Signatures of
 	// worker.Options.Fetch); Open does not set it.
 	MemoryBudget budget.Bytes
@@ -158,6 +159,9 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		}
 		if opts.Worker.PullBufferBytes == 0 {
 			opts.Worker.PullBufferBytes = int64(sh.Pull)
+		}
+		if opts.Worker.Fetch.CacheBytes == 0 {
+			opts.Worker.Fetch.CacheBytes = sh.LiveCardsOption()
 		}
 	}
 	wo := opts.Worker
