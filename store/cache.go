@@ -31,6 +31,24 @@ type cacheOptions struct {
 	now      func() time.Time
 	maxBytes int64
 	sizeOf   any // func(T) int64 of the cache's T
+	detach   any // func(T) T of the cache's T
+}
+
+// WithCacheDetach makes the cache keep detach(pin) of the pins it is
+// written (Create, Update) instead of a Clone: a copy that shares no memory
+// at all with the caller's, strings included. Pins read from the inner
+// store are fresh already. Use it when a pin's strings may be slices of a
+// much larger buffer (a parsed card's), which a cached pin would otherwise
+// keep alive beyond what WithCacheBytes counts; a JSON round trip is such a
+// copy. NewCachedPins panics if T is not the cache's record type.
+func WithCacheDetach[T any](detach func(T) T) CacheOption {
+	return func(o *cacheOptions) {
+		if detach == nil {
+			o.detach = nil
+			return
+		}
+		o.detach = detach
+	}
 }
 
 // CacheEntryOverhead is what WithCacheBytes adds to the size of every cached
@@ -113,6 +131,7 @@ type CachedPins[T Record[T]] struct {
 	// maxBytes and sizeOf: WithCacheBytes (0, nil: no byte bound).
 	maxBytes int64
 	sizeOf   func(T) int64
+	detach   func(T) T // WithCacheDetach (nil: Clone)
 
 	mu      sync.Mutex
 	bytes   int64 // sum of the entries' sizes
@@ -193,6 +212,13 @@ func NewCachedPins[T Record[T]](inner Pins[T], size int, opts ...CacheOption) *C
 			panic(fmt.Sprintf("store: WithCacheBytes size is a %T, want a func(%T) int64", o.sizeOf, *new(T)))
 		}
 		c.sizeOf = f
+	}
+	if o.detach != nil {
+		f, ok := o.detach.(func(T) T)
+		if !ok {
+			panic(fmt.Sprintf("store: WithCacheDetach detach is a %T, want a func(%T) %T", o.detach, *new(T), *new(T)))
+		}
+		c.detach = f
 	}
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
 	return c
@@ -350,6 +376,9 @@ func (c *CachedPins[T]) lockedToken(id string) cacheToken {
 // revision, so that none of them can cache it, even once the new entry has
 // been evicted.
 func (c *CachedPins[T]) store(id string, tok cacheToken, pin T, rev uint64, written bool) {
+	if written && c.detach != nil {
+		pin = c.detach(pin)
+	}
 	var size int64
 	if c.sizeOf != nil {
 		size = c.sizeOf(pin) + int64(len(id)) + CacheEntryOverhead

@@ -3,7 +3,9 @@ package store_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
@@ -143,4 +145,48 @@ func TestWithCacheBytesWrongType(t *testing.T) {
 		}
 	}()
 	store.NewCachedPins(memstore.NewPins[storetest.Record](), 10, store.WithCacheBytes(1<<20, func(string) int64 { return 0 }))
+}
+
+func TestCachedPinsDetachesWrites(t *testing.T) {
+	var detached atomic.Int64
+	detach := func(r storetest.Record) storetest.Record {
+		detached.Add(1)
+		r.ETag = strings.Clone(r.ETag)
+		return r
+	}
+	inner := memstore.NewPins[storetest.Record]()
+	c := store.NewCachedPins(inner, 10, store.WithCacheDetach(detach))
+	runCache(t, c)
+	ctx := t.Context()
+	big := strings.Repeat("b", 1<<20)
+	p := storetest.Pin("t", 1)
+	p.ETag = big[:8] // a slice of a much larger string
+	rev, err := c.Create(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := c.Get(ctx, "t")
+	if err != nil || got.ETag != p.ETag {
+		t.Fatalf("Get(t) = %+v, %v", got, err)
+	}
+	if unsafe.StringData(got.ETag) == unsafe.StringData(big) {
+		t.Fatal("the cached pin shares the written pin's string")
+	}
+	if _, err := c.Update(ctx, p, rev); err != nil {
+		t.Fatal(err)
+	}
+	if got := detached.Load(); got != 2 {
+		t.Fatalf("detach calls after Create and Update = %d, want 2", got)
+	}
+	// Reads through the inner store are not detached again.
+	other := storetest.Pin("u", 2)
+	if _, err := inner.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Get(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if got := detached.Load(); got != 2 {
+		t.Fatalf("detach calls after a read-through = %d, want 2", got)
+	}
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -174,7 +175,7 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 				co = append(co, store.WithCacheMaxAge(opts.PinCacheMaxAge))
 			}
 			if opts.PinCacheBytes > 0 {
-				co = append(co, store.WithCacheBytes(opts.PinCacheBytes, PinSize))
+				co = append(co, store.WithCacheBytes(opts.PinCacheBytes, PinSize), store.WithCacheDetach(DetachPin))
 			}
 			s.pins = store.NewCachedPins(s.stores.Pins, opts.PinCache, co...)
 			wo.Pins = s.pins
@@ -211,12 +212,45 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 // (store.CacheEntryOverhead).
 func PinSize(p task.Pin) int64 { return retained.Size(&p) - int64(unsafe.Sizeof(&p)) }
 
-// PinCacheStats returns the pin cache's counters (zero without a cache).
-func (s *Service) PinCacheStats() store.CacheStats {
-	if s.pins == nil {
-		return store.CacheStats{}
+// DetachPin returns a copy of p that shares no memory with it: a pin made
+// from a parsed card holds strings (its version, signers) that are slices of
+// the card's whole parsed body, which a cached pin would keep alive. The
+// copy is a JSON round trip, as the pins store does; p is returned as it is
+// if it does not encode (the store's write would have failed first).
+func DetachPin(p task.Pin) task.Pin {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return p
 	}
-	return s.pins.Stats()
+	var c task.Pin
+	if err := json.Unmarshal(b, &c); err != nil {
+		return p
+	}
+	return c
+}
+
+// MemoryStats is what the caches the memory budget bounds hold now.
+type MemoryStats struct {
+	// Pins are the pin cache's counters (zero without a cache).
+	Pins store.CacheStats
+	// Cards and CardBytes are the parsed pinned cards the workers cache
+	// and the bytes they count for them, summed over the workers.
+	Cards     int
+	CardBytes int64
+}
+
+// MemoryStats returns what the caches hold (for metrics and tests).
+func (s *Service) MemoryStats() MemoryStats {
+	var m MemoryStats
+	if s.pins != nil {
+		m.Pins = s.pins.Stats()
+	}
+	for _, w := range s.workers {
+		n, b := w.CardCacheStats()
+		m.Cards += n
+		m.CardBytes += b
+	}
+	return m
 }
 
 // StartEmbedded starts an in-process JetStream server with storage in dir,

@@ -84,8 +84,8 @@ func TestCardCacheEvictsByBytes(t *testing.T) {
 }
 
 // TestCardSizeCoversHeap checks the card cache's estimate against the heap:
-// the parsed cards of both shapes keep live no more than cardSize says
-// (give or take allocation rounding), so a full cache stays in its bound.
+// the parsed cards of both shapes keep live no more than cardSize says, so
+// a full cache stays in its bound.
 func TestCardSizeCoversHeap(t *testing.T) {
 	for _, many := range []bool{false, true} {
 		const n = 20
@@ -103,8 +103,8 @@ func TestCardSizeCoversHeap(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		live := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 		runtime.KeepAlive(keep)
-		if live > est+est/4 {
-			t.Errorf("many skills %v: %d cards keep %d bytes live, cardSize estimates %d: under by more than a quarter", many, n, live, est)
+		if live > est {
+			t.Errorf("many skills %v: %d cards keep %d bytes live, cardSize estimates %d: under", many, n, live, est)
 		}
 		t.Logf("many skills %v: %d parsed 256 KiB cards: live %d bytes, estimated %d (%.2f)", many, n, live, est, float64(est)/float64(live))
 	}

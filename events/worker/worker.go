@@ -93,9 +93,10 @@ type Options struct {
 	CardCache int
 	// CardCacheBytes bounds the bytes they retain (default
 	// DefaultCardCacheBytes, the cards share of budget.Default): a card
-	// counts its retained size (raw body, parsed model: every string, slice
-	// and map it reaches) plus CardEntryOverhead; the oldest go first, and a
-	// card larger than the whole bound is not cached.
+	// counts its retained size (raw body, the parser's copy of it, parsed
+	// model: every string, slice and map it reaches) plus CardEntryOverhead;
+	// the oldest go first, and a card larger than the whole bound is not
+	// cached.
 	CardCacheBytes int64
 	// RequireSignedCards is the posture for signed fleets (carddrift serve
 	// --require-signed-cards): a live card none of whose signatures
@@ -337,10 +338,12 @@ func newCardCache(max int, maxBytes int64) *cardCache {
 	return &cardCache{max: max, maxBytes: maxBytes, m: make(map[string]cachedCard, min(max, 1024))}
 }
 
-// cardSize is what a parsed card counts in the cache: its retained size
-// and CardEntryOverhead.
+// cardSize is what a parsed card counts in the cache: its retained size,
+// once more its body (the parser reads a copy of the body, which the
+// card's strings are slices of: any of them keeps all of it alive), and
+// CardEntryOverhead. The strings are then counted twice, an over-estimate.
 func cardSize(digest string, card *detector.Card) int64 {
-	return retained.Size(card) + int64(len(digest)) + CardEntryOverhead
+	return retained.Size(card) + int64(len(card.Raw)) + int64(len(digest)) + CardEntryOverhead
 }
 
 func (c *cardCache) get(digest string) (*detector.Card, bool) {
@@ -380,6 +383,10 @@ func (c *cardCache) has(digest string) bool {
 	_, ok := c.m[digest]
 	return ok
 }
+
+// CardCacheStats returns how many parsed pinned cards the worker caches and
+// the bytes it counts for them (see Options.CardCacheBytes).
+func (w *Worker) CardCacheStats() (cards int, bytes int64) { return w.cards.stats() }
 
 // stats returns how many cards the cache holds and their bytes.
 func (c *cardCache) stats() (n int, bytes int64) {
