@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,8 +21,9 @@ import (
 
 // Issue 19, row 3: caches bounded by count, not bytes. A publisher allowed
 // to publish lifecycle events submits tasks on distinct ids, each with a
-// client card as large as a message may be (about 1 MiB), and then tasks
-// whose pins carry requirements of several hundred KiB. carddrift serve keeps
+// client card as large as a message may be (about 1 MiB), then tasks whose
+// pins carry requirements of several hundred KiB, then tasks on agents
+// whose card endpoint serves a new card of the maximum size at every fetch. carddrift serve keeps
 // the parsed cards and the pins in its caches; counted in entries (1,024
 // cards, 100,000 pins) that is gigabytes against the chart's 512 Mi limit.
 // With --memory-budget (here CARDDRIFT_MEMORY_BUDGET, which the base commit
@@ -38,7 +40,18 @@ func TestAdversaryMemoryBudget(t *testing.T) {
 		allowance = 48 << 20
 		cards     = 110 // 1 MiB client cards, distinct tasks and digests
 		bigPins   = 60  // pins of ~700 KiB requirements (OAuth scopes)
+		liveCards = 40  // 1 MiB live cards, fetched for first-fetch pins
 	)
+	// An agent endpoint that serves a new maximum-size card at every fetch,
+	// under as many agent URLs (paths) as there are tasks: one fetch each.
+	var served atomic.Int64
+	agentSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := served.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Write(maxSizeCard(int(1_000_000+n), "http://"+r.Host))
+	}))
+	t.Cleanup(agentSrv.Close)
 	r := newRig(t, testConfig())
 	bin := buildCarddrift(t)
 	p := startBudgetServe(t, bin, r.wt.URL(), "membudget", "64MiB")
@@ -83,18 +96,26 @@ func TestAdversaryMemoryBudget(t *testing.T) {
 			t.Fatalf("publish pin %d: %v", i, err)
 		}
 	}
+	for i := range liveCards {
+		if err := r.emit.Submitted(ctx, events.Submitted{
+			TaskID: fmt.Sprintf("live-card-%d", i), AgentURL: fmt.Sprintf("%s/agents/%d", agentSrv.URL, i), SkillID: "s",
+		}); err != nil {
+			t.Fatalf("publish live %d: %v", i, err)
+		}
+	}
 	r.drained(t, 3*time.Minute)
-	pinned := 0
-	for _, id := range []string{"big-card-0", fmt.Sprintf("big-card-%d", cards-1), fmt.Sprintf("big-pin-%d", bigPins-1)} {
-		if _, _, err := r.stores.Pins.Get(ctx, id); err == nil {
-			pinned++
-		} else {
+	for _, id := range []string{"big-card-0", fmt.Sprintf("big-card-%d", cards-1), fmt.Sprintf("big-pin-%d", bigPins-1),
+		fmt.Sprintf("live-card-%d", liveCards-1)} {
+		if _, _, err := r.stores.Pins.Get(ctx, id); err != nil {
 			t.Errorf("task %s not pinned: %v", id, err)
 		}
 	}
+	if got := served.Load(); got < liveCards {
+		t.Errorf("the agent served %d cards, want at least %d", got, liveCards)
+	}
 	after := liveHeap(t, p)
-	t.Logf("serve live heap after %d × ~1 MiB client cards and %d × ~700 KiB pins: %.1f MiB (budget %d MiB + allowance %d MiB)",
-		cards, bigPins, mib(after), budget>>20, allowance>>20)
+	t.Logf("serve live heap after %d × ~1 MiB client cards, %d × ~700 KiB pins and %d × ~1 MiB live cards: %.1f MiB (budget %d MiB + allowance %d MiB)",
+		cards, bigPins, liveCards, mib(after), budget>>20, allowance>>20)
 	if after > budget+allowance {
 		t.Errorf("serve live heap = %.1f MiB after the flood, want ≤ %d MiB (budget) + %d MiB (allowance)",
 			mib(after), budget>>20, allowance>>20)
@@ -129,6 +150,7 @@ func startBudgetServe(t *testing.T, bin, natsURL, name, budget string) *servePro
 		"--data-dir", t.TempDir(),
 		"--http-addr", httpAddr,
 		"--pprof",
+		"--fetch-allow", "127.0.0.0/8",
 		"--ack-wait", "30s",
 		"--partitions", "4",
 		"--drain-timeout", "3s",
@@ -146,34 +168,31 @@ func startBudgetServe(t *testing.T, bin, natsURL, name, budget string) *servePro
 	return p
 }
 
-// liveHeap forces a GC in the serve process (the profiler's heap endpoint
-// with gc=1) and returns go_memstats_heap_alloc_bytes read just after: the
-// bytes of live objects.
+// liveHeap forces a GC in the serve process and returns the bytes of live
+// objects just after it: the profiler's heap endpoint with gc=1 collects
+// first, and with debug=1 its text ends with runtime.MemStats (HeapAlloc).
+// (Not /metrics: a scrape runs the fleet census, whose own allocations
+// would be counted.)
 func liveHeap(t *testing.T, p *serveProc) float64 {
 	t.Helper()
 	c := http.Client{Timeout: 30 * time.Second}
-	resp, err := c.Get("http://" + p.httpAddr + "/debug/pprof/heap?gc=1")
+	resp, err := c.Get("http://" + p.httpAddr + "/debug/pprof/heap?gc=1&debug=1")
 	if err != nil {
-		t.Fatalf("force GC: %v", err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	resp, err = c.Get("http://" + p.httpAddr + "/metrics")
-	if err != nil {
-		t.Fatalf("metrics: %v", err)
+		t.Fatalf("heap profile: %v", err)
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_alloc_bytes "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), "# HeapAlloc = "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				t.Fatalf("go_memstats_heap_alloc_bytes %q: %v", v, err)
+				t.Fatalf("HeapAlloc %q: %v", v, err)
 			}
 			return f
 		}
 	}
-	t.Fatal("no go_memstats_heap_alloc_bytes on /metrics")
+	t.Fatalf("no HeapAlloc in the heap profile (%v)", sc.Err())
 	return 0
 }
 

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,35 @@ func TestPinSizeAndDetach(t *testing.T) {
 	}
 	if unsafe.StringData(d.CardVersion) == unsafe.StringData(p.CardVersion) {
 		t.Error("DetachPin(p).CardVersion shares the parsed card's memory")
+	}
+}
+
+// TestPinSizeCoversHeap checks PinSize against the heap for pins as the
+// cache keeps them (detached) with requirements near the payload limit.
+func TestPinSizeCoversHeap(t *testing.T) {
+	scopes := map[string][]string{}
+	for s := range 7 {
+		for j := range 256 {
+			scopes[fmt.Sprint("scheme-", s)] = append(scopes[fmt.Sprint("scheme-", s)], fmt.Sprintf("scope-%d-%s", j, strings.Repeat("s", 384)))
+		}
+	}
+	const n = 20
+	var est int64
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	keep := make([]task.Pin, n)
+	for i := range keep {
+		keep[i] = service.DetachPin(task.Pin{TaskID: fmt.Sprint("t", i), Requirements: detector.Requirements{Scopes: scopes}})
+		est += service.PinSize(keep[i])
+	}
+	runtime.GC()
+	runtime.GC() // and the encoder's pooled buffer, which survives one
+	runtime.ReadMemStats(&after)
+	live := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	runtime.KeepAlive(keep)
+	t.Logf("%d pins of ~700 KiB requirements: live %d bytes, PinSize %d (%.2f)", n, live, est, float64(est)/float64(live))
+	if live > est+est/20 {
+		t.Errorf("%d pins keep %d bytes live, PinSize estimates %d: under by more than 5%%", n, live, est)
 	}
 }
