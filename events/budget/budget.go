@@ -59,7 +59,9 @@ const (
 // LiveCardsPercent, PullPercent, SignaturesPercent). The shares add up to
 // total: rounding goes to Signatures.
 func Split(total Bytes) Shares {
-	part := func(pct int64) Bytes { return Bytes(int64(total) / 100 * pct) }
+	// total·pct/100 without overflowing: exact whenever total·pct is a
+	// multiple of 100.
+	part := func(pct int64) Bytes { return Bytes(int64(total)/100*pct + int64(total)%100*pct/100) }
 	s := Shares{Pins: part(PinsPercent), Cards: part(CardsPercent), LiveCards: part(LiveCardsPercent), Pull: part(PullPercent)}
 	s.Signatures = total - s.Pins - s.Cards - s.LiveCards - s.Pull
 	return s

@@ -107,7 +107,7 @@ func TestSplit(t *testing.T) {
 		}
 	}
 	s := budget.Split(budget.Default)
-	if want := budget.Bytes(256<<20) / 100 * 25; s.Pins != want {
+	if want := budget.Bytes(64 << 20); s.Pins != want {
 		t.Errorf("Split(Default).Pins = %d, want %d", s.Pins, want)
 	}
 	if got, want := s.LiveCardsOption(), int64(s.LiveCards)/2; got != want {
