@@ -35,10 +35,12 @@ type Shares struct {
 	// bytes, and a parsed card retains about twice its body, so the fetcher
 	// is given half of this share (LiveCardsOption).
 	LiveCards Bytes
-	// Pull bounds the lifecycle consumers' pull buffers, summed over the
-	// worker's partitions (worker.Options.PullBufferBytes). Each partition
-	// gets at least one message of the server's maximum payload, so a
-	// single message larger than its part is still delivered.
+	// Pull bounds the lifecycle events a worker holds: half for its
+	// consumers' pull buffers, summed over its partitions
+	// (worker.Options.PullBufferBytes; each partition gets at least one
+	// message of the server's maximum payload, so a single message larger
+	// than its part is still delivered), half for the events handed on and
+	// not yet finished (worker.Options.InflightBytes).
 	Pull Bytes
 	// Signatures is reserved for the fetcher's signature-result cache
 	// (fetcher.SignatureOptions.CacheBytes, bounded in bytes by the

@@ -10,8 +10,9 @@
 //	Cards       20%  the worker's parsed pinned cards (worker.Options.CardCacheBytes)
 //	LiveCards   10%  the fetcher's parsed live cards (fetcher.Options.CacheBytes,
 //	                 which counts body bytes: given half the share)
-//	Pull        20%  the lifecycle consumers' pull buffers, across partitions
-//	                 (worker.Options.PullBufferBytes)
+//	Pull        20%  lifecycle events held: half in the consumers' pull buffers,
+//	                 across partitions (worker.Options.PullBufferBytes), half
+//	                 handed on and not yet finished (worker.Options.InflightBytes)
 //	Signatures  25%  the signature-result cache of the fetcher
 //
 // Each cache evicts by the bytes its entries retain, estimated from their

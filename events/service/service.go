@@ -70,8 +70,8 @@ type Options struct {
 	PinCacheBytes int64
 	// MemoryBudget, when positive, is split (budget.Split) across what it
 	// bounds unless set otherwise: PinCacheBytes, and in every worker's
-	// options CardCacheBytes, PullBufferBytes and Fetch.CacheBytes, each
-	// left at zero. Its
+	// options CardCacheBytes, Fetch.CacheBytes, and PullBufferBytes and
+	// InflightBytes (half the Pull share each), each left at zero. Its
 	// Signatures share is the fetcher's to take (see Options.Signatures of
 	// worker.Options.Fetch); Open does not set it.
 	MemoryBudget budget.Bytes
@@ -159,7 +159,10 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 			opts.Worker.CardCacheBytes = int64(sh.Cards)
 		}
 		if opts.Worker.PullBufferBytes == 0 {
-			opts.Worker.PullBufferBytes = int64(sh.Pull)
+			opts.Worker.PullBufferBytes = int64(sh.Pull) / 2
+		}
+		if opts.Worker.InflightBytes == 0 {
+			opts.Worker.InflightBytes = int64(sh.Pull) / 2
 		}
 		if opts.Worker.Fetch.CacheBytes == 0 {
 			opts.Worker.Fetch.CacheBytes = sh.LiveCardsOption()

@@ -34,7 +34,8 @@ const (
 // Defaults of the byte bounds of Options: the shares of budget.Default.
 var (
 	DefaultCardCacheBytes  = int64(budget.Split(budget.Default).Cards)
-	DefaultPullBufferBytes = int64(budget.Split(budget.Default).Pull)
+	DefaultPullBufferBytes = int64(budget.Split(budget.Default).Pull) / 2
+	DefaultInflightBytes   = int64(budget.Split(budget.Default).Pull) / 2
 )
 
 // PullSlack is what a partition's pull buffer holds beyond the server's
@@ -74,12 +75,20 @@ type Options struct {
 	Batch int
 	// PullBufferBytes bounds the bytes the worker's consumers buffer (pulled
 	// from the server, not yet handed to a handler), summed over its
-	// partitions (default DefaultPullBufferBytes, the pull share of
+	// partitions (default DefaultPullBufferBytes, half the pull share of
 	// budget.Default): each partition buffers at most an equal part, and at
 	// least the server's maximum payload + PullSlack, so that one message
 	// larger than its part is still delivered (the stream's maximum
 	// message size bounds it). Negative: bounded by Batch messages only.
 	PullBufferBytes int64
+	// InflightBytes bounds the bytes of the events handed on and not yet
+	// finished (queued behind their task's earlier events or being
+	// handled), across partitions (default DefaultInflightBytes, the other
+	// half of the pull share): a partition waits while they are taken. An
+	// event gives its bytes back when it is acknowledged, NAKed or
+	// terminated, or once AckWait passes without InProgress. One event
+	// larger than the bound is still handled, alone. Negative: no bound.
+	InflightBytes int64
 	// Concurrency bounds the tasks whose events are handled at once, across
 	// the worker's partitions (default 128). Events of one task are handled
 	// in stream order; events of different tasks do not wait for each other,
@@ -123,6 +132,7 @@ type Worker struct {
 	m        *Metrics
 	cards    *cardCache
 	dispatch *dispatcher
+	inflight *inflight // nil: no byte bound (Options.InflightBytes)
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -154,6 +164,9 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	if opts.PullBufferBytes == 0 {
 		opts.PullBufferBytes = DefaultPullBufferBytes
 	}
+	if opts.InflightBytes == 0 {
+		opts.InflightBytes = DefaultInflightBytes
+	}
 	opts.Concurrency = defaults.Positive(opts.Concurrency, DefaultConcurrency)
 	opts.Now = defaults.Clock(opts.Now)
 	pub, err := events.NewPublisher(js, "carddrift/"+opts.Name, events.WithClock(opts.Now))
@@ -165,6 +178,9 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 		cards:    newCardCache(opts.CardCache, opts.CardCacheBytes),
 		dispatch: newDispatcher(opts.Concurrency),
 		ready:    make(chan struct{}),
+	}
+	if opts.InflightBytes > 0 {
+		w.inflight = newInflight(opts.InflightBytes, cfg.AckWait)
 	}
 	fo := opts.Fetch
 	fo.Leases, fo.Cards, fo.WorkerID = opts.Leases, opts.Cards, opts.Name
@@ -210,7 +226,15 @@ func (w *Worker) Run(ctx context.Context) error {
 			stopAll()
 			return fmt.Errorf("worker: consumer %s: %w", cc.Durable, err)
 		}
-		consCtx, err := cons.Consume(func(msg jetstream.Msg) { w.handleMsg(hctx, msg) },
+		consCtx, err := cons.Consume(func(msg jetstream.Msg) {
+			if w.inflight != nil {
+				var ok bool
+				if msg, ok = w.inflight.take(hctx, msg); !ok {
+					return // shutting down: redelivered
+				}
+			}
+			w.handleMsg(hctx, msg)
+		},
 			buffer,
 			jetstream.PullPriorityGroup(priorityGroup),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -382,6 +406,15 @@ func (c *cardCache) has(digest string) bool {
 	defer c.mu.Unlock()
 	_, ok := c.m[digest]
 	return ok
+}
+
+// Inflight returns the bytes of the events the worker has handed on and not
+// finished (see Options.InflightBytes); 0 without the bound.
+func (w *Worker) Inflight() int64 {
+	if w.inflight == nil {
+		return 0
+	}
+	return w.inflight.held()
 }
 
 // CardCacheStats returns how many parsed pinned cards the worker caches and
