@@ -92,7 +92,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"(unsigned, unverifiable or invalid) is breaking drift for every task (signature-required)")
 	f.memBudget = budget.Default
 	fs.Var(&f.memBudget, "memory-budget", "bytes the caches may hold (256MiB, 1GiB, …; at least 16MiB), split: "+
-		"pins 25%, pinned cards 20%, live cards 10%, pull buffers 20%, signature results 25%; Go's soft memory limit is 1.5× it unless GOMEMLIMIT is set")
+		"pins 25%, pinned cards 20%, live cards 10%, lifecycle events pulled or in flight 20%, signature results 25%; Go's soft memory limit is 1.5× it unless GOMEMLIMIT is set")
 	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "split brain: an agent whose live card alternates "+
 		"between cards (A→B→A→B) within this window has replicas that disagree (card.inconsistent; its tasks' card.drift carry replicas-disagree)")
 }
