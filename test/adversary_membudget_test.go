@@ -113,6 +113,15 @@ func TestAdversaryMemoryBudget(t *testing.T) {
 	if got := served.Load(); got < liveCards {
 		t.Errorf("the agent served %d cards, want at least %d", got, liveCards)
 	}
+	// As deployed, Prometheus scrapes /metrics, which takes the fleet
+	// census (every pinned card's version, the live cards' names and
+	// skills): what it keeps counts too.
+	scrape := http.Client{Timeout: 30 * time.Second}
+	if resp, err := scrape.Get("http://" + p.httpAddr + "/metrics"); err != nil {
+		t.Fatalf("scrape /metrics: %v", err)
+	} else {
+		resp.Body.Close()
+	}
 	after := liveHeap(t, p)
 	t.Logf("serve live heap after %d × ~1 MiB client cards, %d × ~700 KiB pins and %d × ~1 MiB live cards: %.1f MiB (budget %d MiB + allowance %d MiB)",
 		cards, bigPins, liveCards, mib(after), budget>>20, allowance>>20)
@@ -172,7 +181,7 @@ func startBudgetServe(t *testing.T, bin, natsURL, name, budget string) *servePro
 // objects just after it: the profiler's heap endpoint with gc=1 collects
 // first, and with debug=1 its text ends with runtime.MemStats (HeapAlloc).
 // (Not /metrics: a scrape runs the fleet census, whose own allocations
-// would be counted.)
+// would be counted at the moment of reading: the test scrapes first.)
 func liveHeap(t *testing.T, p *serveProc) float64 {
 	t.Helper()
 	c := http.Client{Timeout: 30 * time.Second}
