@@ -13,13 +13,16 @@ type Bytes int64
 
 // Default is the memory budget of carddrift serve: half the Helm chart's
 // 512Mi container limit, leaving the other half to what the budget does not
-// cover (the program, connections, events in flight) and to the garbage
-// collector's headroom (serve sets Go's soft memory limit to GoMemoryLimit).
+// cover (the program, connections, the fetches and handlers running) and to
+// the garbage collector's headroom (serve sets Go's soft memory limit to
+// GoMemoryLimit).
 const Default Bytes = 256 << 20
 
-// Minimum is the smallest budget Validate accepts: below it the pull
-// buffers' share cannot hold one message of the default 1 MiB payload per
-// partition and caching stops being useful.
+// Minimum is the smallest budget Validate accepts: below it a share cannot
+// hold one card of the default 1 MiB body limit with its parsed copy, and
+// caching stops being useful. (The pull buffers hold at least one message of
+// the server's maximum payload per partition whatever their share: with a
+// small budget and many partitions they take more than it.)
 const Minimum Bytes = 16 << 20
 
 // Shares is a budget split across the caches it bounds. Every field is a

@@ -16,8 +16,10 @@
 //	Signatures  25%  the signature-result cache of the fetcher
 //
 // Each cache evicts by the bytes its entries retain, estimated from their
-// content (string and slice lengths, map sizes) plus a fixed overhead per
-// entry; see the caches for the estimate. What the budget does not cover is
-// the program itself, the NATS connection's own buffers and the events being
-// handled at the moment.
+// content (the strings, slices and maps they reach, each allocation rounded
+// up to the allocator's size class) plus a fixed overhead per entry; see the
+// caches for the estimate. What the budget does not cover is the program
+// itself, the NATS connection's own buffers, and the fetches and handlers
+// running at the moment (bounded by the fetch body limit and the worker's
+// concurrency).
 package budget
