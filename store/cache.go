@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -25,9 +26,52 @@ var ErrNotWatchable = errors.New("store: inner pins store cannot be watched")
 type CacheOption func(*cacheOptions)
 
 type cacheOptions struct {
-	maxAge time.Duration
-	onErr  func(error)
-	now    func() time.Time
+	maxAge   time.Duration
+	onErr    func(error)
+	now      func() time.Time
+	maxBytes int64
+	sizeOf   any // func(T) int64 of the cache's T
+	detach   any // func(T) T of the cache's T
+}
+
+// WithCacheDetach makes the cache keep detach(pin) of the pins it is
+// written (Create, Update) instead of a Clone: a copy that shares no memory
+// at all with the caller's, strings included. Pins read from the inner
+// store are fresh already. Use it when a pin's strings may be slices of a
+// much larger buffer (a parsed card's), which a cached pin would otherwise
+// keep alive beyond what WithCacheBytes counts; a JSON round trip is such a
+// copy. NewCachedPins panics if T is not the cache's record type.
+func WithCacheDetach[T any](detach func(T) T) CacheOption {
+	return func(o *cacheOptions) {
+		if detach == nil {
+			o.detach = nil
+			return
+		}
+		o.detach = detach
+	}
+}
+
+// CacheEntryOverhead is what WithCacheBytes adds to the size of every cached
+// pin for the entry that holds it: the entry (its links, revision and time),
+// its map slot and the id's header; the id's bytes are counted on top.
+const CacheEntryOverhead = 160
+
+// WithCacheBytes bounds the cache by the bytes its entries retain as well
+// as by count: an entry counts size(pin) + len(id) + CacheEntryOverhead,
+// and the least recently used entries are evicted until the total is at
+// most maxBytes. A pin whose entry alone exceeds maxBytes is not cached
+// (it is read through). size estimates what a pin keeps alive (its struct
+// and the strings, slices and maps it reaches); it is called once per
+// pin cached, outside the cache's lock. maxBytes <= 0 or a nil size: no byte
+// bound. NewCachedPins panics if T is not the cache's record type.
+func WithCacheBytes[T any](maxBytes int64, size func(T) int64) CacheOption {
+	return func(o *cacheOptions) {
+		if maxBytes <= 0 || size == nil {
+			o.maxBytes, o.sizeOf = 0, nil
+			return
+		}
+		o.maxBytes, o.sizeOf = maxBytes, size
+	}
 }
 
 // WithCacheMaxAge makes a cached pin older than d (since it was cached) a
@@ -49,7 +93,7 @@ func withCacheClock(now func() time.Time) CacheOption {
 }
 
 // CachedPins is a bounded, in-process, read-through LRU cache in front of a
-// Pins store. It implements Pins; reads of cached pins cost no I/O.
+// Pins store, bounded by count and, with WithCacheBytes, by bytes. It implements Pins; reads of cached pins cost no I/O.
 //
 // Consistency:
 //
@@ -84,8 +128,13 @@ type CachedPins[T Record[T]] struct {
 	now    func() time.Time
 	onErr  func(error)
 	seed   maphash.Seed
+	// maxBytes and sizeOf: WithCacheBytes (0, nil: no byte bound).
+	maxBytes int64
+	sizeOf   func(T) int64
+	detach   func(T) T // WithCacheDetach (nil: Clone)
 
 	mu      sync.Mutex
+	bytes   int64 // sum of the entries' sizes
 	live    bool
 	session uint64
 	stripes [cacheStripes]fence
@@ -104,6 +153,7 @@ type cacheEntry[T any] struct {
 	pin        T
 	rev        uint64
 	at         time.Time // when cached; only with maxAge
+	size       int64     // retained bytes; only with WithCacheBytes
 	prev, next *cacheEntry[T]
 }
 
@@ -153,6 +203,22 @@ func NewCachedPins[T Record[T]](inner Pins[T], size int, opts ...CacheOption) *C
 		seed:   maphash.MakeSeed(),
 		items:  make(map[string]*cacheEntry[T]),
 		ready:  make(chan struct{}),
+
+		maxBytes: o.maxBytes,
+	}
+	if o.sizeOf != nil {
+		f, ok := o.sizeOf.(func(T) int64)
+		if !ok {
+			panic(fmt.Sprintf("store: WithCacheBytes size is a %T, want a func(%T) int64", o.sizeOf, *new(T)))
+		}
+		c.sizeOf = f
+	}
+	if o.detach != nil {
+		f, ok := o.detach.(func(T) T)
+		if !ok {
+			panic(fmt.Sprintf("store: WithCacheDetach detach is a %T, want a func(%T) %T", o.detach, *new(T), *new(T)))
+		}
+		c.detach = f
 	}
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
 	return c
@@ -244,6 +310,7 @@ func (c *CachedPins[T]) goDead() {
 	c.session++
 	c.live = false
 	clear(c.items)
+	c.bytes = 0
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
 }
 
@@ -309,6 +376,13 @@ func (c *CachedPins[T]) lockedToken(id string) cacheToken {
 // revision, so that none of them can cache it, even once the new entry has
 // been evicted.
 func (c *CachedPins[T]) store(id string, tok cacheToken, pin T, rev uint64, written bool) {
+	if written && c.detach != nil {
+		pin = c.detach(pin)
+	}
+	var size int64
+	if c.sizeOf != nil {
+		size = c.sizeOf(pin) + int64(len(id)) + CacheEntryOverhead
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	valid := c.valid(id, tok, rev)
@@ -325,7 +399,7 @@ func (c *CachedPins[T]) store(id string, tok cacheToken, pin T, rev uint64, writ
 			e.at = c.now() // re-read after WithCacheMaxAge: still current
 		}
 		return
-	case !valid:
+	case !valid || (c.maxBytes > 0 && size > c.maxBytes):
 		if e != nil {
 			c.unlink(e)
 		}
@@ -339,10 +413,18 @@ func (c *CachedPins[T]) store(id string, tok cacheToken, pin T, rev uint64, writ
 		}
 	default:
 		e.prev.next, e.next.prev = e.next, e.prev
+		c.bytes -= e.size
 	}
-	e.pin, e.rev = pin.Clone(), rev
+	e.pin, e.rev, e.size = pin.Clone(), rev, size
+	c.bytes += size
 	if c.maxAge > 0 {
 		e.at = c.now()
+	}
+	// Evict by bytes, least recently used first; e is not linked yet, so
+	// it stays (its size is at most maxBytes).
+	for c.maxBytes > 0 && c.bytes > c.maxBytes && c.lru.prev != &c.lru {
+		c.unlink(c.lru.prev)
+		c.evictions.Add(1)
 	}
 	c.pushFront(e)
 	c.fills.Add(1)
@@ -370,6 +452,7 @@ func (c *CachedPins[T]) pushFront(e *cacheEntry[T]) {
 func (c *CachedPins[T]) unlink(e *cacheEntry[T]) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
+	c.bytes -= e.size
 	delete(c.items, e.id)
 }
 
@@ -443,20 +526,21 @@ type CacheStats struct {
 	Misses        uint64 // Gets that read through
 	Fills         uint64 // pins cached (by reads and own writes)
 	Invalidations uint64 // entries dropped because the watch reported a newer write
-	Evictions     uint64 // entries dropped for the size bound
+	Evictions     uint64 // entries dropped for the count or byte bound
 	Changes       uint64 // changes the watch reported
 	Restarts      uint64 // watches that ended and were restarted
 	Len           int    // pins cached now
+	Bytes         int64  // their retained bytes (WithCacheBytes; 0 without)
 }
 
 // Stats returns the counters (for metrics and tests).
 func (c *CachedPins[T]) Stats() CacheStats {
 	c.mu.Lock()
-	n := len(c.items)
+	n, b := len(c.items), c.bytes
 	c.mu.Unlock()
 	return CacheStats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Fills: c.fills.Load(),
 		Invalidations: c.invalidations.Load(), Evictions: c.evictions.Load(),
-		Changes: c.changes.Load(), Restarts: c.restarts.Load(), Len: n,
+		Changes: c.changes.Load(), Restarts: c.restarts.Load(), Len: n, Bytes: b,
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/events/budget"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
@@ -57,6 +59,7 @@ type serveFlags struct {
 	requireSig   bool
 	window       time.Duration
 	storageFlags
+	memBudget budget.Bytes
 }
 
 // storageFlags are serve's byte limits and the jobs that watch and trim
@@ -201,6 +204,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.requireSig, "require-signed-cards", false, "signed fleets: a live card none of whose signatures verifies with a key "+
 		"trusted for its agent (--jwks, --trust) is breaking drift for every task (signature-required): unsigned, unverifiable, "+
 		"invalid, or signed with a key only its own jku vouches for")
+	f.memBudget = budget.Default
+	fs.Var(&f.memBudget, "memory-budget", "bytes the caches may hold (256MiB, 1GiB, …; at least 16MiB), split: "+
+		"pins 25%, pinned cards 20%, live cards 10%, lifecycle events pulled or in flight 20%, signature results 25%; Go's soft memory limit is 1.5× it unless GOMEMLIMIT is set")
 	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "split brain: an agent whose live card alternates "+
 		"between cards (A→B→A→B) within this window has replicas that disagree (card.inconsistent; its tasks' card.drift carry replicas-disagree)")
 }
@@ -280,6 +286,24 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 	for _, err := range skipped {
 		log.Warn().Err(err).Msg("--jwks/--trust: a key that cannot verify signatures is skipped")
 	}
+	if err := f.memBudget.Validate(); err != nil {
+		return usageError{fmt.Errorf("--memory-budget: %w", err)}
+	}
+	shares := budget.Split(f.memBudget)
+	// The signatures share: two thirds for the verified outcomes, a third
+	// for the key sets fetched from signatures' jku (both counted at the
+	// memory they keep).
+	fo.Signatures.CacheBytes = int64(shares.Signatures) * 2 / 3
+	fo.Signatures.JWKS.MaxBytes = int64(shares.Signatures) / 3
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The collector runs before a full budget's heap doubles; restored on
+		// return (serve runs in-process in tests).
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(f.memBudget.GoMemoryLimit()))
+	}
+	log.Info().Stringer("budget", f.memBudget).Stringer("pins", shares.Pins).Stringer("cards", shares.Cards).Stringer("liveCards", shares.LiveCards).
+		Stringer("pull", shares.Pull).Stringer("signatures", shares.Signatures).
+		Stringer("signatureResults", budget.Bytes(fo.Signatures.CacheBytes)).Stringer("jkuKeySets", budget.Bytes(fo.Signatures.JWKS.MaxBytes)).
+		Msg("memory budget")
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -292,6 +316,9 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 		// The watch that keeps the cache fresh can miss a change made in the
 		// moment it starts; a bounded entry age caps what that could cost.
 		PinCache: 100_000, PinCacheMaxAge: 10 * time.Second,
+		// The caches and pull buffers share --memory-budget (service.Open
+		// splits it: budget.Split).
+		MemoryBudget: f.memBudget,
 	}
 	if f.nats.url == "" {
 		if err := os.MkdirAll(f.dataDir, 0o750); err != nil {

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -301,12 +302,15 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 			return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Digest, y.Digest))
 		})
 		if c := card(a.Digest); c != nil {
-			a.Version, a.Name = c.Version, c.Name
+			a.Version, a.Name = strings.Clone(c.Version), strings.Clone(c.Name)
 			if vs := c.ProtocolVersions(); len(vs) > 0 {
-				a.ProtocolVersions = vs
+				a.ProtocolVersions = make([]string, len(vs))
+				for i, v := range vs {
+					a.ProtocolVersions[i] = strings.Clone(v)
+				}
 			}
 			for _, s := range c.Skills {
-				a.Skills = append(a.Skills, s.ID)
+				a.Skills = append(a.Skills, strings.Clone(s.ID))
 			}
 			liveCards[a.AgentURL] = c
 			live[a.Digest] = sizes[a.Digest]
@@ -371,7 +375,7 @@ func cardVersion(c *detector.Card) string {
 	if c == nil {
 		return ""
 	}
-	return c.Version
+	return strings.Clone(c.Version) // not a slice of the card's whole body (the Tally keeps it)
 }
 
 // agentOf returns scheme://host of a URL.

@@ -2,17 +2,21 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/carddrift/carddrift/events/budget"
 	"github.com/carddrift/carddrift/events/internal/defaults"
+	"github.com/carddrift/carddrift/events/internal/retained"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
@@ -61,6 +65,16 @@ type Options struct {
 	// PinCacheMaxAge, when set, are read again); Run keeps it fresh.
 	PinCache       int
 	PinCacheMaxAge time.Duration
+	// PinCacheBytes, when positive, also bounds that cache by the bytes its
+	// pins retain (store.WithCacheBytes, sized with PinSize).
+	PinCacheBytes int64
+	// MemoryBudget, when positive, is split (budget.Split) across what it
+	// bounds unless set otherwise: PinCacheBytes, and in every worker's
+	// options CardCacheBytes, Fetch.CacheBytes, and PullBufferBytes and
+	// InflightBytes (half the Pull share each), each left at zero. Its
+	// Signatures share is the fetcher's to take (see Options.Signatures of
+	// worker.Options.Fetch); Open does not set it.
+	MemoryBudget budget.Bytes
 	// Registerer registers the shared metrics (nil: not registered).
 	Registerer prometheus.Registerer
 
@@ -136,6 +150,24 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		}
 	}
 
+	if opts.MemoryBudget > 0 {
+		sh := budget.Split(opts.MemoryBudget)
+		if opts.PinCacheBytes == 0 {
+			opts.PinCacheBytes = int64(sh.Pins)
+		}
+		if opts.Worker.CardCacheBytes == 0 {
+			opts.Worker.CardCacheBytes = int64(sh.Cards)
+		}
+		if opts.Worker.PullBufferBytes == 0 {
+			opts.Worker.PullBufferBytes = int64(sh.Pull) / 2
+		}
+		if opts.Worker.InflightBytes == 0 {
+			opts.Worker.InflightBytes = int64(sh.Pull) / 2
+		}
+		if opts.Worker.Fetch.CacheBytes == 0 {
+			opts.Worker.Fetch.CacheBytes = sh.LiveCardsOption()
+		}
+	}
 	wo := opts.Worker
 	wo.Config = cfg
 	if wo.Pins == nil {
@@ -144,6 +176,9 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 			var co []store.CacheOption
 			if opts.PinCacheMaxAge > 0 {
 				co = append(co, store.WithCacheMaxAge(opts.PinCacheMaxAge))
+			}
+			if opts.PinCacheBytes > 0 {
+				co = append(co, store.WithCacheBytes(opts.PinCacheBytes, PinSize), store.WithCacheDetach(DetachPin))
 			}
 			s.pins = store.NewCachedPins(s.stores.Pins, opts.PinCache, co...)
 			wo.Pins = s.pins
@@ -171,6 +206,54 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		s.workers = append(s.workers, w)
 	}
 	return s, nil
+}
+
+// PinSize estimates the bytes a cached pin retains: its struct and every
+// string, slice and map it reaches (the client's requirements, signatures,
+// reported message ids), each allocation rounded to the allocator's size
+// class. The pin cache adds its own per-entry overhead
+// (store.CacheEntryOverhead).
+func PinSize(p task.Pin) int64 { return retained.Size(&p) - int64(unsafe.Sizeof(&p)) }
+
+// DetachPin returns a copy of p that shares no memory with it: a pin made
+// from a parsed card holds strings (its version, signers) that are slices of
+// the card's whole parsed body, which a cached pin would keep alive. The
+// copy is a JSON round trip, as the pins store does; p is returned as it is
+// if it does not encode (the store's write would have failed first).
+func DetachPin(p task.Pin) task.Pin {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return p
+	}
+	var c task.Pin
+	if err := json.Unmarshal(b, &c); err != nil {
+		return p
+	}
+	return c
+}
+
+// MemoryStats is what the caches the memory budget bounds hold now.
+type MemoryStats struct {
+	// Pins are the pin cache's counters (zero without a cache).
+	Pins store.CacheStats
+	// Cards and CardBytes are the parsed pinned cards the workers cache
+	// and the bytes they count for them, summed over the workers.
+	Cards     int
+	CardBytes int64
+}
+
+// MemoryStats returns what the caches hold (for metrics and tests).
+func (s *Service) MemoryStats() MemoryStats {
+	var m MemoryStats
+	if s.pins != nil {
+		m.Pins = s.pins.Stats()
+	}
+	for _, w := range s.workers {
+		n, b := w.CardCacheStats()
+		m.Cards += n
+		m.CardBytes += b
+	}
+	return m
 }
 
 // StartEmbedded starts an in-process JetStream server with storage in dir,

@@ -14,7 +14,9 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/budget"
 	"github.com/carddrift/carddrift/events/internal/defaults"
+	"github.com/carddrift/carddrift/events/internal/retained"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
@@ -29,6 +31,22 @@ const (
 	DefaultConcurrency   = 128
 	priorityGroup        = "carddrift"
 )
+
+// Defaults of the byte bounds of Options: the shares of budget.Default.
+var (
+	DefaultCardCacheBytes  = int64(budget.Split(budget.Default).Cards)
+	DefaultPullBufferBytes = int64(budget.Split(budget.Default).Pull) / 2
+	DefaultInflightBytes   = int64(budget.Split(budget.Default).Pull) / 2
+)
+
+// PullSlack is what a partition's pull buffer holds beyond the server's
+// maximum payload at least (subject, reply and headers of one message), so
+// that any message the stream accepts can be delivered.
+const PullSlack = 64 << 10
+
+// CardEntryOverhead is what the parsed-card cache counts per card beyond
+// the card's retained size: its digest key, map slot and FIFO slot.
+const CardEntryOverhead = 128
 
 // Options configure a Worker. Zero fields take their defaults.
 type Options struct {
@@ -52,8 +70,26 @@ type Options struct {
 	HandleTimeout time.Duration
 	// DrainTimeout bounds the shutdown drain of in-flight events (default 10s).
 	DrainTimeout time.Duration
-	// Batch is how many events each partition's consumer buffers (default 500).
+	// Batch is how many events each partition's consumer buffers when
+	// PullBufferBytes is negative (default 500). Otherwise the buffers are
+	// bounded in bytes and Batch is not used.
 	Batch int
+	// PullBufferBytes bounds the bytes the worker's consumers buffer (pulled
+	// from the server, not yet handed to a handler), summed over its
+	// partitions (default DefaultPullBufferBytes, half the pull share of
+	// budget.Default): each partition buffers at most an equal part, and at
+	// least the server's maximum payload + PullSlack, so that one message
+	// larger than its part is still delivered (the stream's maximum
+	// message size bounds it). Negative: bounded by Batch messages only.
+	PullBufferBytes int64
+	// InflightBytes bounds the bytes of the events handed on and not yet
+	// finished (queued behind their task's earlier events or being
+	// handled), across partitions (default DefaultInflightBytes, the other
+	// half of the pull share): a partition waits while they are taken. An
+	// event gives its bytes back when it is acknowledged, NAKed or
+	// terminated, or once AckWait passes without InProgress. One event
+	// larger than the bound is still handled, alone. Negative: no bound.
+	InflightBytes int64
 	// Concurrency bounds the tasks whose events are handled at once, across
 	// the worker's partitions (default 128). Events of one task are handled
 	// in stream order; events of different tasks do not wait for each other,
@@ -65,6 +101,13 @@ type Options struct {
 	PinnedTTL time.Duration
 	// CardCache bounds the parsed pinned cards kept in memory (default 1024).
 	CardCache int
+	// CardCacheBytes bounds the bytes they retain (default
+	// DefaultCardCacheBytes, the cards share of budget.Default): a card
+	// counts its retained size (raw body, the parser's copy of it, parsed
+	// model: every string, slice and map it reaches) plus CardEntryOverhead;
+	// the oldest go first, and a card larger than the whole bound is not
+	// cached.
+	CardCacheBytes int64
 	// RequireSignedCards is the posture for signed fleets (carddrift serve
 	// --require-signed-cards): a live card none of whose signatures
 	// verifies (unsigned, unverifiable or invalid) is breaking drift for
@@ -90,6 +133,7 @@ type Worker struct {
 	m        *Metrics
 	cards    *cardCache
 	dispatch *dispatcher
+	inflight *inflight // nil: no byte bound (Options.InflightBytes)
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -117,6 +161,13 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	opts.Batch = defaults.Positive(opts.Batch, DefaultBatch)
 	opts.PinnedTTL = defaults.Positive(opts.PinnedTTL, DefaultPinnedTTL)
 	opts.CardCache = defaults.Positive(opts.CardCache, DefaultCardCache)
+	opts.CardCacheBytes = defaults.Positive(opts.CardCacheBytes, DefaultCardCacheBytes)
+	if opts.PullBufferBytes == 0 {
+		opts.PullBufferBytes = DefaultPullBufferBytes
+	}
+	if opts.InflightBytes == 0 {
+		opts.InflightBytes = DefaultInflightBytes
+	}
 	opts.Concurrency = defaults.Positive(opts.Concurrency, DefaultConcurrency)
 	opts.Now = defaults.Clock(opts.Now)
 	pub, err := events.NewPublisher(js, "carddrift/"+opts.Name, events.WithClock(opts.Now))
@@ -125,9 +176,12 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	}
 	w := &Worker{
 		js: js, opts: opts, cfg: cfg, pub: pub, log: opts.Logger, m: opts.Metrics,
-		cards:    newCardCache(opts.CardCache),
+		cards:    newCardCache(opts.CardCache, opts.CardCacheBytes),
 		dispatch: newDispatcher(opts.Concurrency),
 		ready:    make(chan struct{}),
+	}
+	if opts.InflightBytes > 0 {
+		w.inflight = newInflight(opts.InflightBytes, cfg.AckWait)
 	}
 	fo := opts.Fetch
 	fo.Leases, fo.Cards, fo.WorkerID = opts.Leases, opts.Cards, opts.Name
@@ -162,7 +216,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			cc.Stop()
 		}
 	}
-	for _, cc := range w.cfg.LifecycleConsumers() {
+	consumers := w.cfg.LifecycleConsumers()
+	buffer := w.pullBuffer(len(consumers))
+	for _, cc := range consumers {
 		cc.PriorityGroups = []string{priorityGroup}
 		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
 		cc.PinnedTTL = w.opts.PinnedTTL
@@ -171,8 +227,16 @@ func (w *Worker) Run(ctx context.Context) error {
 			stopAll()
 			return fmt.Errorf("worker: consumer %s: %w", cc.Durable, err)
 		}
-		consCtx, err := cons.Consume(func(msg jetstream.Msg) { w.handleMsg(hctx, msg) },
-			jetstream.PullMaxMessages(w.opts.Batch),
+		consCtx, err := cons.Consume(func(msg jetstream.Msg) {
+			if w.inflight != nil {
+				var ok bool
+				if msg, ok = w.inflight.take(hctx, msg); !ok {
+					return // shutting down: redelivered
+				}
+			}
+			w.handleMsg(hctx, msg)
+		},
+			buffer,
 			jetstream.PullPriorityGroup(priorityGroup),
 			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 				if !errors.Is(err, jetstream.ErrNoHeartbeat) {
@@ -215,6 +279,24 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info().Msg("worker drained")
 	return nil
+}
+
+// pullBuffer is the consume option that bounds each of n partitions'
+// buffer: PullBufferBytes / n bytes, at least the server's maximum payload
+// + PullSlack; Batch messages when PullBufferBytes is negative.
+func (w *Worker) pullBuffer(n int) jetstream.PullConsumeOpt {
+	if w.opts.PullBufferBytes < 0 {
+		return jetstream.PullMaxMessages(w.opts.Batch)
+	}
+	return jetstream.PullMaxBytes(PartitionBuffer(w.opts.PullBufferBytes, n, w.js.Conn().MaxPayload()))
+}
+
+// PartitionBuffer is the byte bound of each of n partitions' pull buffers
+// under a total of total bytes, for a server whose maximum payload is
+// maxPayload: an equal part, at least maxPayload + PullSlack.
+func PartitionBuffer(total int64, n int, maxPayload int64) int {
+	part := total / int64(max(n, 1))
+	return int(min(max(part, maxPayload+PullSlack), 1<<31-1))
 }
 
 // onFetch publishes card.observed for every completed fetch and counts it.
@@ -267,35 +349,88 @@ func (w *Worker) publish(ctx context.Context, d events.Data, subject string) err
 	return nil
 }
 
-// cardCache keeps parsed pinned cards by digest, bounded by count (FIFO).
+// cardCache keeps parsed pinned cards by digest, bounded by count and by
+// the bytes they retain (FIFO: the oldest card goes first).
 type cardCache struct {
-	mu    sync.Mutex
-	max   int
-	m     map[string]*detector.Card
-	order []string
+	mu       sync.Mutex
+	max      int
+	maxBytes int64
+	bytes    int64
+	m        map[string]cachedCard
+	order    []string
 }
 
-func newCardCache(max int) *cardCache {
-	return &cardCache{max: max, m: make(map[string]*detector.Card, max)}
+type cachedCard struct {
+	card *detector.Card
+	size int64
+}
+
+func newCardCache(max int, maxBytes int64) *cardCache {
+	return &cardCache{max: max, maxBytes: maxBytes, m: make(map[string]cachedCard, min(max, 1024))}
+}
+
+// cardSize is what a parsed card counts in the cache: its retained size,
+// once more its body (the parser reads a copy of the body, which the
+// card's strings are slices of: any of them keeps all of it alive), and
+// CardEntryOverhead. The strings are then counted twice, an over-estimate.
+func cardSize(digest string, card *detector.Card) int64 {
+	return retained.Size(card) + int64(len(card.Raw)) + int64(len(digest)) + CardEntryOverhead
 }
 
 func (c *cardCache) get(digest string) (*detector.Card, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	card, ok := c.m[digest]
-	return card, ok
+	e, ok := c.m[digest]
+	return e.card, ok
 }
 
 func (c *cardCache) put(digest string, card *detector.Card) {
+	if c.has(digest) {
+		return
+	}
+	size := cardSize(digest, card) // outside the lock: linear in the card
+	if size > c.maxBytes {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[digest]; ok {
 		return
 	}
-	if len(c.order) >= c.max {
+	for len(c.order) > 0 && (len(c.order) >= c.max || c.bytes+size > c.maxBytes) {
+		c.bytes -= c.m[c.order[0]].size
 		delete(c.m, c.order[0])
+		c.order[0] = ""
 		c.order = c.order[1:]
 	}
-	c.m[digest] = card
+	c.m[digest] = cachedCard{card: card, size: size}
+	c.bytes += size
 	c.order = append(c.order, digest)
+}
+
+func (c *cardCache) has(digest string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.m[digest]
+	return ok
+}
+
+// Inflight returns the bytes of the events the worker has handed on and not
+// finished (see Options.InflightBytes); 0 without the bound.
+func (w *Worker) Inflight() int64 {
+	if w.inflight == nil {
+		return 0
+	}
+	return w.inflight.held()
+}
+
+// CardCacheStats returns how many parsed pinned cards the worker caches and
+// the bytes it counts for them (see Options.CardCacheBytes).
+func (w *Worker) CardCacheStats() (cards int, bytes int64) { return w.cards.stats() }
+
+// stats returns how many cards the cache holds and their bytes.
+func (c *cardCache) stats() (n int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m), c.bytes
 }

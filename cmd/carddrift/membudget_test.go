@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestServeMemoryBudgetUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"not a size", []string{"--memory-budget", "lots"}, "", "lots"},
+		{"fraction", []string{"--memory-budget", "1.5GiB"}, "", "1.5GiB"},
+		{"below the minimum", []string{"--memory-budget", "1MiB"}, "", "minimum"},
+		{"environment", nil, "12XB", "12XB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("CARDDRIFT_MEMORY_BUDGET", tc.env)
+			}
+			args := append([]string{"serve", "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", ""}, tc.args...)
+			code, _, stderr := runCLI(t, "", args...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("carddrift %s = %d:\n%s\nwant %d naming %q", strings.Join(args, " "), code, stderr, exitUsage, tc.want)
+			}
+		})
+	}
+}
+
+// serve with a budget logs how it is split, sets Go's soft memory limit to
+// 1.5× it while it runs, and restores the limit it found when it returns.
+func TestServeMemoryBudgetApplied(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "",
+			"--partitions", "2", "--log-format", "json", "--memory-budget", "64MiB"},
+			strings.NewReader(""), &out, &errOut)
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("stdout:\n%s", out.String())
+		}
+	})
+	waitMatch(t, &errOut, regexp.MustCompile(`"budget":"64MiB","pins":"16MiB","cards":"[0-9]+[KMi]*B","liveCards":"[0-9]+[KMi]*B","pull":"[0-9]+[KMi]*B","signatures":"[0-9]+[KMi]*B","signatureResults":"1118481[0-9]B","jkuKeySets":"559240[0-9]B".*"memory budget"`))
+	waitMatch(t, &out, regexp.MustCompile(`consuming`))
+	if got := debug.SetMemoryLimit(-1); got != 96<<20 {
+		t.Errorf("Go memory limit while serving = %d, want %d (1.5 × 64 MiB)", got, 96<<20)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exited %d: %s", code, errOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop within 20s of cancel")
+	}
+	if got := debug.SetMemoryLimit(-1); got != prev {
+		t.Errorf("Go memory limit after serve = %d, want the previous %d", got, prev)
+	}
+}
