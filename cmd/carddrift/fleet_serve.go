@@ -15,10 +15,13 @@ import (
 const fleetRefresh = 10
 
 // fleetCollector is the census of a running service's stores and card
-// stream: the gauges of /metrics and the data of /fleet and /fleet.json.
+// stream: the gauges of /metrics and the data of /fleet and /fleet.json. Its
+// pin counts, leases and last observations are a census.Tally's, so that
+// each census reads only what was written since the last one.
 func fleetCollector(svc *service.Service, window time.Duration) *census.Collector {
 	st := svc.Stores()
-	src := census.Source{Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: svc.JetStream(), Config: svc.Config()}
+	src := census.Source{Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: svc.JetStream(), Config: svc.Config(),
+		Tally: census.NewTally(svc.JetStream(), st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV(), Events: svc.Config().EventsStream})}
 	return census.NewCollector(func(ctx context.Context) (*census.Fleet, error) {
 		return census.Take(ctx, src, census.Options{Window: window})
 	}, fleetRefresh*time.Second)

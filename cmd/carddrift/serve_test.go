@@ -127,7 +127,7 @@ func TestServeWatch(t *testing.T) {
 	metrics.ReadFrom(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{`carddrift_drift_total{action="abort",rule="streaming-disabled"} 1`, `carddrift_events_total{outcome="pinned",type="a2a.task.submitted"} 1`, "carddrift_fetches_total",
-		`carddrift_agent_pins{agent="` + agent.URL() + `"} 1`, "carddrift_agents_inconsistent 0", "carddrift_skills_inconsistent 0"} {
+		"carddrift_pins 1\n", `carddrift_pins_per_agent_bucket{le="1"} 1`, "carddrift_agents_inconsistent 0", "carddrift_skills_inconsistent 0"} {
 		if !strings.Contains(metrics.String(), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -9,7 +9,12 @@
 //	f, err := census.Take(ctx, census.Source{Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: js}, census.Options{})
 //
 // carddrift fleet prints it; carddrift serve shows it at /fleet and
-// /fleet.json and exports its gauges (Collector).
+// /fleet.json and exports its gauges (Collector), taking it again and again
+// with a Tally, which keeps the pins per agent and card version, the
+// leases and the last observations from the buckets' and the card stream's
+// changes: each census reads only what was written since the last.
+//
+//	src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV(), Events: cfg.EventsStream})
 package census
 
 import (
@@ -31,13 +36,18 @@ import (
 )
 
 // Source is what a census reads. JS (with Config's events stream) is
-// optional: without it, agents are those with a lease or a pin.
+// optional: without it, agents are those with a lease or a pin. Tally, when
+// set, counts the pins instead of a scan of Pins (which is then not read),
+// and keeps the leases and the last observations instead of reading them
+// if it follows them: a census that is taken again and again (serve's
+// /metrics and /fleet) then reads only what was written since the last.
 type Source struct {
 	Pins   store.Scanner[task.Pin]
 	Leases store.Scanner[store.Lease]
 	Cards  store.Cards
 	JS     jetstream.JetStream
 	Config store.Config
+	Tally  *Tally
 }
 
 // Options adjust a census.
@@ -137,6 +147,11 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	opts.Window = defaults.Positive(opts.Window, fetcher.DefaultConsistencyWindow)
 	opts.Now = defaults.Clock(opts.Now)
 	src.Config.SetDefaults()
+	if src.Tally != nil {
+		if err := src.Tally.Refresh(ctx); err != nil {
+			return nil, err
+		}
+	}
 	now := opts.Now()
 	f := &Fleet{Taken: now, Window: opts.Window, Agents: []Agent{}}
 	byHost := map[string]*Agent{}
@@ -161,9 +176,12 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	// The card stream first: every agent's last observation; leases, which
 	// are fresher, override it.
 	if src.JS != nil {
-		last, err := lastObserved(ctx, src.JS, src.Config.EventsStream)
-		if err != nil {
-			return nil, err
+		last, ok := src.Tally.lastObserved()
+		if !ok {
+			var err error
+			if last, err = lastObserved(ctx, src.JS, src.Config.EventsStream); err != nil {
+				return nil, err
+			}
 		}
 		for _, o := range last {
 			if a := agent(o.CardURL); a != nil {
@@ -182,7 +200,11 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		}
 		return l.FetchedAt
 	}
-	err := src.Leases.Scan(ctx, func(l store.Lease, _ uint64) error {
+	scanLeases := src.Leases.Scan
+	if src.Tally != nil && src.Tally.followsLeases() {
+		scanLeases = src.Tally.scanLeases
+	}
+	err := scanLeases(ctx, func(l store.Lease, _ uint64) error {
 		if l.Digest == "" && l.FailReason == "" {
 			return nil // a claim, never fetched
 		}
@@ -227,15 +249,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		}
 	}
 
-	type key struct{ host, digest string }
-	pins := map[key]int{}
-	err = src.Pins.Scan(ctx, func(p task.Pin, _ uint64) error {
-		if a := agent(p.AgentURL); a != nil {
-			h, _ := events.AgentHost(p.AgentURL)
-			pins[key{h, p.Digest}]++
-		}
-		return nil
-	})
+	pins, err := countPins(ctx, src, agent)
 	if errors.Is(err, store.ErrCorrupt) {
 		problem(err)
 	} else if err != nil {
@@ -243,6 +257,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	}
 
 	cards := map[string]*detector.Card{}
+	sizes := map[string]int{} // of the bodies read and parsed
 	card := func(digest string) *detector.Card {
 		if digest == "" {
 			return nil
@@ -250,10 +265,16 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		if c, ok := cards[digest]; ok {
 			return c
 		}
+		if c, size, ok := src.Tally.parsedCard(digest); ok {
+			cards[digest], sizes[digest] = c, size
+			return c
+		}
 		raw, err := src.Cards.Get(ctx, digest)
 		var c *detector.Card
 		if err == nil {
-			c, err = detector.Parse(raw)
+			if c, err = detector.Parse(raw); err == nil {
+				sizes[digest] = len(raw)
+			}
 		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			problem(fmt.Errorf("card %s: %w", digest, err))
@@ -264,12 +285,11 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	for k, n := range pins {
 		a := byHost[k.host]
 		ct := CardTasks{Digest: k.digest, Count: n, Live: k.digest != "" && k.digest == a.Digest}
-		if c := card(k.digest); c != nil {
-			ct.Version = c.Version
-		}
+		ct.Version = pinnedVersion(src.Tally, k.digest, card)
 		a.Tasks = append(a.Tasks, ct)
 	}
 	liveCards := map[string]*detector.Card{}
+	live := map[string]int{} // digest → body size, of the live cards parsed
 	for _, a := range byHost {
 		slices.SortFunc(a.Tasks, func(x, y CardTasks) int {
 			if x.Live != y.Live {
@@ -289,15 +309,69 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 				a.Skills = append(a.Skills, s.ID)
 			}
 			liveCards[a.AgentURL] = c
+			live[a.Digest] = sizes[a.Digest]
 		}
 		f.Agents = append(f.Agents, *a)
 	}
+	src.Tally.keepParsed(cards, live)
 	slices.SortFunc(f.Agents, func(x, y Agent) int { return cmp.Compare(x.AgentURL, y.AgentURL) })
 	f.Skills = detector.CompareSkills(liveCards)
 	if f.Skills == nil {
 		f.Skills = []detector.SharedSkill{}
 	}
 	return f, nil
+}
+
+// countPins counts the pins per agent host and digest, from src.Tally if
+// set (refreshed), else by a scan of src.Pins; agent registers the agent of a pin's URL
+// (nil: the URL has no host, the pin is not counted). Corrupt records are
+// reported as an error wrapping store.ErrCorrupt after the others are
+// counted.
+func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[groupKey]int, error) {
+	pins := map[groupKey]int{}
+	if t := src.Tally; t != nil {
+		corrupt := t.each(func(host, digest, agentURL string, n int) {
+			if agent(agentURL) != nil {
+				pins[groupKey{host, digest}] += n
+			}
+		})
+		if corrupt > 0 {
+			return pins, fmt.Errorf("census: %d pin value(s) skipped: %w", corrupt, store.ErrCorrupt)
+		}
+		return pins, nil
+	}
+	err := src.Pins.Scan(ctx, func(p task.Pin, _ uint64) error {
+		if a := agent(p.AgentURL); a != nil {
+			h, _ := events.AgentHost(p.AgentURL)
+			pins[groupKey{h, p.Digest}]++
+		}
+		return nil
+	})
+	return pins, err
+}
+
+// pinnedVersion is the card version of a pinned digest: the Tally's memo
+// if it has one (a body never changes under its digest; a body carddrift
+// lacks is looked for again after bodyRetry), else the body's (card), which
+// the memo then keeps.
+func pinnedVersion(t *Tally, digest string, card func(string) *detector.Card) string {
+	if t != nil {
+		if v, ok := t.version(digest); ok {
+			return v
+		}
+	}
+	c := card(digest)
+	if t != nil && digest != "" {
+		t.setVersion(digest, cardVersion(c), c != nil)
+	}
+	return cardVersion(c)
+}
+
+func cardVersion(c *detector.Card) string {
+	if c == nil {
+		return ""
+	}
+	return c.Version
 }
 
 // agentOf returns scheme://host of a URL.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -78,6 +80,27 @@ func TestTake(t *testing.T) {
 		t.Errorf("differences = %v", fields)
 	}
 
+	// serve's census, with a Tally that keeps the pins, the leases and the
+	// last observations, is the same, the first time and again, and reads
+	// none of them again.
+	scanned := &countingScanner[task.Pin]{Scanner: r.Stores.Pins}
+	leases := &countingScanner[store.Lease]{Scanner: r.Stores.Leases}
+	tally := census.NewTally(r.JS, r.Stores.Pins.KV(), census.TallyOptions{Leases: r.Stores.Leases.KV(), Events: r.Config.EventsStream})
+	fixed := census.Options{Now: func() time.Time { return f.Taken }}
+	want, err := census.Take(ctx, src, fixed)
+	must(t, err)
+	for i := range 2 {
+		got, err := census.Take(ctx, census.Source{Pins: scanned, Leases: leases, Cards: r.Stores.Cards, JS: r.JS, Config: r.Config, Tally: tally}, fixed)
+		must(t, err)
+		if !reflect.DeepEqual(got.Agents, want.Agents) || !reflect.DeepEqual(got.Skills, want.Skills) {
+			t.Errorf("census %d with a Tally:\n%+v\nwant\n%+v", i+1, got.Agents, want.Agents)
+		}
+	}
+	if st := tally.Stats(); scanned.read.Load() != 0 || leases.read.Load() != 0 || st.Leases == 0 || st.LeasesLastRead != 0 || st.LastRead != 0 ||
+		st.ObservedRead == 0 || st.ObservedLastRead != 0 {
+		t.Errorf("with a Tally: %d pins and %d leases scanned, stats %+v", scanned.read.Load(), leases.read.Load(), st)
+	}
+
 	// The JSON is carddrift fleet --json's contract, key for key.
 	raw, err := json.Marshal(f)
 	must(t, err)
@@ -101,14 +124,30 @@ func TestTake(t *testing.T) {
 	mfs, err := reg.Gather()
 	must(t, err)
 	got := map[string][]float64{}
+	var perAgent *dto.Histogram
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) > 0 {
+				t.Errorf("%s has labels %v", mf.GetName(), m.GetLabel())
+			}
 			got[mf.GetName()] = append(got[mf.GetName()], m.GetGauge().GetValue())
+			if mf.GetName() == "carddrift_pins_per_agent" {
+				perAgent = m.GetHistogram()
+			}
 		}
 	}
 	if !slices.Equal(got["carddrift_agents_inconsistent"], []float64{1}) || !slices.Equal(got["carddrift_skills_inconsistent"], []float64{1}) ||
-		len(got["carddrift_agent_pins"]) != 3 || !slices.Equal(got["carddrift_census_errors"], []float64{0}) {
+		!slices.Equal(got["carddrift_pins"], []float64{4}) || !slices.Equal(got["carddrift_agents"], []float64{3}) ||
+		!slices.Equal(got["carddrift_census_errors"], []float64{0}) {
 		t.Errorf("gauges = %v", got)
+	}
+	// a has 2 pins, b and c one each: 2 agents ≤ 1, 3 ≤ 10 and above.
+	var cum []uint64
+	for _, b := range perAgent.GetBucket() {
+		cum = append(cum, b.GetCumulativeCount())
+	}
+	if perAgent.GetSampleCount() != 3 || perAgent.GetSampleSum() != 4 || !slices.Equal(cum, []uint64{2, 3, 3, 3, 3, 3}) {
+		t.Errorf("carddrift_pins_per_agent = count %d, sum %v, buckets %v", perAgent.GetSampleCount(), perAgent.GetSampleSum(), cum)
 	}
 }
 

@@ -10,8 +10,15 @@ import (
 
 // Collector exports a census as Prometheus gauges, taking one at most every
 // MaxAge (a scrape in between reuses the last): agents whose replicas
-// disagree, shared skills whose contracts differ, and the tasks pinned on
-// each agent. Register it with the registry of the workers' metrics.
+// disagree, shared skills whose contracts differ, the tasks pinned and how
+// they spread over the agents. Register it with the registry of the
+// workers' metrics.
+//
+// No series is labelled with a value a publisher chose: agent URLs come
+// from lifecycle events, so the pins per agent are a histogram (agents by
+// their number of pinned tasks, le 1, 10, 100, … 100000), and the count of
+// each agent is on /fleet and in carddrift fleet. A scrape exports the same
+// series however many agents publishers name.
 type Collector struct {
 	take    func(ctx context.Context) (*Fleet, error)
 	maxAge  time.Duration
@@ -23,7 +30,8 @@ type Collector struct {
 
 	inconsistentAgents *prometheus.Desc
 	inconsistentSkills *prometheus.Desc
-	agentPins          *prometheus.Desc
+	pins               *prometheus.Desc
+	pinsPerAgent       *prometheus.Desc
 	agents             *prometheus.Desc
 	failed             *prometheus.Desc
 }
@@ -40,8 +48,10 @@ func NewCollector(take func(ctx context.Context) (*Fleet, error), maxAge time.Du
 			"Agents whose replicas disagree now (split brain: the live card alternates within the consistency window).", nil, nil),
 		inconsistentSkills: prometheus.NewDesc("carddrift_skills_inconsistent",
 			"Skill ids several agents offer with different contracts (modes, streaming, push or security).", nil, nil),
-		agentPins: prometheus.NewDesc("carddrift_agent_pins",
-			"Tasks pinned on each agent.", []string{"agent"}, nil),
+		pins: prometheus.NewDesc("carddrift_pins",
+			"Tasks pinned now.", nil, nil),
+		pinsPerAgent: prometheus.NewDesc("carddrift_pins_per_agent",
+			"Agents by the number of tasks pinned on them (agents with no pinned task are not observed; the count of each agent is on /fleet).", nil, nil),
 		agents: prometheus.NewDesc("carddrift_agents",
 			"Agents carddrift knows (a lease, a pin or an observation).", nil, nil),
 		failed: prometheus.NewDesc("carddrift_census_errors",
@@ -51,7 +61,7 @@ func NewCollector(take func(ctx context.Context) (*Fleet, error), maxAge time.Du
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.inconsistentAgents, c.inconsistentSkills, c.agentPins, c.agents, c.failed} {
+	for _, d := range []*prometheus.Desc{c.inconsistentAgents, c.inconsistentSkills, c.pins, c.pinsPerAgent, c.agents, c.failed} {
 		ch <- d
 	}
 }
@@ -88,7 +98,25 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.inconsistentAgents, prometheus.GaugeValue, float64(f.SplitBrains()))
 	ch <- prometheus.MustNewConstMetric(c.inconsistentSkills, prometheus.GaugeValue, float64(f.InconsistentSkills()))
 	ch <- prometheus.MustNewConstMetric(c.agents, prometheus.GaugeValue, float64(len(f.Agents)))
+	total, pinned := 0, 0
+	buckets := make(map[float64]uint64, len(pinBuckets))
 	for _, a := range f.Agents {
-		ch <- prometheus.MustNewConstMetric(c.agentPins, prometheus.GaugeValue, float64(a.Pins()), a.AgentURL)
+		n := a.Pins()
+		if n == 0 {
+			continue
+		}
+		total += n
+		pinned++
+		for _, b := range pinBuckets {
+			if float64(n) <= b {
+				buckets[b]++
+			}
+		}
 	}
+	ch <- prometheus.MustNewConstMetric(c.pins, prometheus.GaugeValue, float64(total))
+	ch <- prometheus.MustNewConstHistogram(c.pinsPerAgent, uint64(pinned), float64(total), buckets)
 }
+
+// pinBuckets are the upper bounds (le) of carddrift_pins_per_agent; never
+// modified.
+var pinBuckets = []float64{1, 10, 100, 1000, 10000, 100000}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -227,7 +228,13 @@ func (w *Worker) onFetch(obs fetcher.Observation, err error) {
 		w.m.fetch(reason, obs.Latency.Seconds())
 		return
 	}
-	w.m.fetch(fmt.Sprint(obs.Status), obs.Latency.Seconds())
+	// The label is 304 or 200, never the agent's own 2xx: an agent's status
+	// codes do not mint series.
+	result := "200"
+	if obs.Status == http.StatusNotModified {
+		result = "304"
+	}
+	w.m.fetch(result, obs.Latency.Seconds())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	w.publish(ctx, events.Observed{

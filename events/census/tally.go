@@ -1,0 +1,424 @@
+package census
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/store"
+)
+
+// DefaultResync is how often a Tally reads the whole pins bucket again by
+// default, whatever the changes said: the bound on how long a removal the
+// bucket's stream does not announce (an operator's message delete) can
+// leave a pin counted.
+const DefaultResync = 15 * time.Minute
+
+// ErrTallyGap is wrapped by Tally.Refresh when the consumer's sequence
+// skipped a message: the bucket is read again from scratch at the next
+// Refresh.
+var ErrTallyGap = errors.New("census: a bucket's changes arrived with a gap")
+
+// ErrTallyStalled is wrapped by Tally.Refresh when messages were pending
+// but none arrived within the wait: the next Refresh carries on from what
+// was read.
+var ErrTallyStalled = errors.New("census: a bucket's changes stalled")
+
+// Tally counts the tasks pinned per agent and card version, kept up to date
+// from the pins bucket's stream: the first Refresh reads every pin, each
+// later one only what was written since the last (puts, deletes, purges
+// and the markers of TTL expiries; a re-pin to another agent or card moves
+// its count). With TallyOptions.Leases and Events it keeps the leases and
+// the last card.observed of every agent the same way. A census taken with
+// a Tally (Source.Tally) therefore costs O(changes) of reads, not
+// O(pins + leases + agents); it also reads the body of a pinned card
+// once, not at every census (the versions are memoized by digest), and
+// keeps the live cards it parsed (up to 32 MiB of bodies).
+//
+// Removals the stream does not announce are found too: a pin whose last
+// message the bucket dropped for a limit (a byte limit, an age without
+// expiry markers) is uncounted at the next Refresh, from the stream's
+// first sequence; anything else (a message deleted by hand) is corrected by
+// the full read every Resync.
+//
+// Memory: per pin, a map entry (a 64-bit hash of its key, the sequence of
+// its last message, its group) and one or two 16-byte queue entries; per
+// (agent, card version) its host, agent URL, digest and count, and per
+// digest its card version: about 130 bytes per pin in all with 10 pins per
+// agent, bounded by the pins bucket, whose records are larger. Per lease,
+// the decoded lease; and the parsed live cards. BenchmarkTake's
+// tally-B/pin (10 pins, one lease and one live card per agent) is about
+// 260 bytes per pin, all of it. The key hash is seeded
+// per Tally, so a publisher cannot aim two task ids at one entry; an
+// accidental collision (p ≈ n²/2⁶⁵) miscounts one pin until the next full
+// read.
+//
+// Safe for concurrent use; Refresh calls are serialized. The zero value is
+// not usable: call NewTally.
+type Tally struct {
+	resync time.Duration
+	now    func() time.Time
+
+	mu     sync.Mutex
+	pins   *follower[*group]
+	leases *follower[*store.Lease] // nil: not followed
+	// observed is the last card.observed of each agent subject of the
+	// card stream (nil: not followed).
+	observed *follower[*events.Observed]
+	groups   map[groupKey]*group
+	corrupt  int // pins that do not decode
+	// undecodable is the group of the values that are not pins (never in
+	// groups, never counted in a census).
+	undecodable group
+	// corruptLeases counts the leases that do not decode.
+	corruptLeases int
+	// versions memoizes the card version of the digests the groups hold
+	// (a body never changes under its digest): a census reads and parses
+	// the body of a pinned card once, not at every census.
+	versions map[string]*version
+	// parsed keeps the live cards of the last census, parsed, by digest
+	// (at most parsedBudget bytes of bodies): the next census parses only
+	// the live cards that changed.
+	parsed    map[string]parsedCard
+	refreshes uint64
+}
+
+// parsedCard is a parsed live card and the size of its body.
+type parsedCard struct {
+	card *detector.Card
+	size int
+}
+
+// parsedBudget bounds the bodies whose parsed cards a Tally keeps, in
+// bytes of the bodies; the live cards beyond it are parsed at every census.
+const parsedBudget = 32 << 20
+
+// version is a digest's card version (known once a census read the body;
+// checked: when a census last found no body) and how many groups hold the
+// digest.
+type version struct {
+	v       string
+	known   bool
+	checked time.Time
+	refs    int
+}
+
+// bodyRetry is how long a census trusts that carddrift has no body for a
+// pinned digest (a pin by digest alone) before it looks again.
+const bodyRetry = time.Minute
+
+// TallyOptions adjust a Tally.
+type TallyOptions struct {
+	// Leases, when set, is the leases bucket (store.KVLeases.KV): the
+	// Tally keeps the leases too, and a census with it reads no lease it
+	// read before.
+	Leases jetstream.KeyValue
+	// Events, when set, is the card stream (store.Config.EventsStream): the
+	// Tally keeps the last card.observed of every agent too, and a census
+	// with it reads only the observations published since the last.
+	Events string
+	// Resync is how often the buckets are read again from scratch (default
+	// DefaultResync; negative: never, beyond the first Refresh, gaps and a
+	// bucket made again).
+	Resync time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// TallyStats counts what a Tally read: for metrics and tests.
+type TallyStats struct {
+	// Loads counts the full reads of the pins bucket (the first Refresh,
+	// gaps, Resync, a bucket made again).
+	Loads uint64
+	// Refreshes counts the Refresh calls that succeeded.
+	Refreshes uint64
+	// Read counts the pins bucket's messages read in all, LastRead those of
+	// the last Refresh.
+	Read, LastRead uint64
+	// LeasesRead and LeasesLastRead are the same for the leases bucket,
+	// ObservedRead and ObservedLastRead for the card stream's
+	// card.observed.
+	LeasesRead, LeasesLastRead     uint64
+	ObservedRead, ObservedLastRead uint64
+	// Dropped counts the pins uncounted because the bucket dropped their
+	// last message without a marker (a limit).
+	Dropped uint64
+	// Pins is the number of pin records held now (those without an agent
+	// host or that do not decode included), Groups of (agent, card
+	// version) pairs, Leases of leases.
+	Pins, Groups, Leases int
+}
+
+type groupKey struct{ host, digest string }
+
+// group is the pins of one agent host on one digest. agentURL is the agent
+// URL of a pin of the group (the census names an agent seen only through
+// its pins after it).
+type group struct {
+	key      groupKey
+	agentURL string
+	n        int
+}
+
+// NewTally returns a Tally over the pins bucket kv (store.KVPins.KV) of the
+// JetStream context js. It does no I/O.
+func NewTally(js jetstream.JetStream, kv jetstream.KeyValue, opts TallyOptions) *Tally {
+	if opts.Resync == 0 {
+		opts.Resync = DefaultResync
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	t := &Tally{resync: opts.Resync, now: opts.Now}
+	t.pins = newFollower(js, kv, t.putPin, t.dropPin)
+	if opts.Leases != nil {
+		t.leases = newFollower(js, opts.Leases, t.putLease, t.dropLease)
+	}
+	if opts.Events != "" {
+		t.observed = newStreamFollower(js, opts.Events, "card.observed.", putObserved, func(*events.Observed) {})
+	}
+	return t
+}
+
+// putObserved decodes a card.observed (nil: it does not decode, or is
+// something else).
+func putObserved(m jetstream.Msg) *events.Observed {
+	ev, err := events.Decode(m)
+	if err != nil {
+		return nil
+	}
+	o, ok := ev.Data.(events.Observed)
+	if !ok {
+		return nil
+	}
+	return &o
+}
+
+// lastObserved returns the last card.observed of every agent subject, in
+// stream order, as of the last Refresh; ok is false when the Tally does not
+// follow the card stream.
+func (t *Tally) lastObserved() (out []events.Observed, ok bool) {
+	if t == nil || t.observed == nil {
+		return nil, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.observed.each(func(o *events.Observed) {
+		if o != nil {
+			out = append(out, *o)
+		}
+	})
+	return out, true
+}
+
+// Refresh brings the counts up to date: everything at the first call (and
+// after a gap, once Resync has passed, or when a bucket was made again),
+// otherwise the messages written since the last call. On an error the next
+// Refresh carries on from what was read.
+func (t *Tally) Refresh(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	err := t.pins.refresh(ctx, t.resync, now, func() {
+		t.groups, t.corrupt, t.versions = map[groupKey]*group{}, 0, map[string]*version{}
+	})
+	if err != nil {
+		return err
+	}
+	if t.leases != nil {
+		if err := t.leases.refresh(ctx, t.resync, now, func() { t.corruptLeases = 0 }); err != nil {
+			return err
+		}
+	}
+	if t.observed != nil {
+		// A card stream that does not exist yet has nothing to say.
+		if err := t.observed.refresh(ctx, t.resync, now, func() {}); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return err
+		}
+	}
+	t.refreshes++
+	return nil
+}
+
+// putPin counts a pin's value in its group.
+func (t *Tally) putPin(m jetstream.Msg) *group {
+	var p task.Pin
+	if err := json.Unmarshal(m.Data(), &p); err != nil {
+		t.corrupt++
+		return &t.undecodable
+	}
+	host, err := events.AgentHost(p.AgentURL)
+	if err != nil {
+		return nil // not counted, as a scan does not
+	}
+	k := groupKey{host, p.Digest}
+	g := t.groups[k]
+	if g == nil {
+		g = &group{key: k, agentURL: p.AgentURL}
+		t.groups[k] = g
+		v := t.versions[k.digest]
+		if v == nil {
+			v = &version{}
+			t.versions[k.digest] = v
+		}
+		v.refs++
+	}
+	g.n++
+	return g
+}
+
+// dropPin uncounts a pin.
+func (t *Tally) dropPin(g *group) {
+	switch {
+	case g == nil:
+	case g == &t.undecodable:
+		t.corrupt--
+	default:
+		if g.n--; g.n == 0 {
+			delete(t.groups, g.key)
+			if v := t.versions[g.key.digest]; v != nil {
+				if v.refs--; v.refs == 0 {
+					delete(t.versions, g.key.digest)
+				}
+			}
+		}
+	}
+}
+
+// putLease decodes a lease (nil: it does not decode).
+func (t *Tally) putLease(m jetstream.Msg) *store.Lease {
+	var l store.Lease
+	if err := json.Unmarshal(m.Data(), &l); err != nil {
+		t.corruptLeases++
+		return nil
+	}
+	return &l
+}
+
+func (t *Tally) dropLease(l *store.Lease) {
+	if l == nil {
+		t.corruptLeases--
+	}
+}
+
+// followsLeases reports whether the Tally keeps the leases.
+func (t *Tally) followsLeases() bool { return t.leases != nil }
+
+// scanLeases is store.Scanner's Scan over the leases the Tally keeps, as of
+// the last Refresh, in the order of a scan of the bucket.
+func (t *Tally) scanLeases(_ context.Context, fn func(store.Lease, uint64) error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var err error
+	t.leases.each(func(l *store.Lease) {
+		if err == nil && l != nil {
+			err = fn(*l, 0)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if t.corruptLeases > 0 {
+		return fmt.Errorf("census: %d lease value(s) skipped: %w", t.corruptLeases, store.ErrCorrupt)
+	}
+	return nil
+}
+
+// each calls fn for every (agent, card version) with pins, and returns how
+// many pins could not be decoded.
+func (t *Tally) each(fn func(host, digest, agentURL string, n int)) (corrupt int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, g := range t.groups {
+		fn(g.key.host, g.key.digest, g.agentURL, g.n)
+	}
+	return t.corrupt
+}
+
+// version returns the memoized card version of digest ("" while a census
+// found no body, for bodyRetry), if a census recorded it.
+func (t *Tally) version(digest string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v := t.versions[digest]
+	switch {
+	case v == nil:
+		return "", false
+	case v.known:
+		return v.v, true
+	case !v.checked.IsZero() && t.now().Sub(v.checked) < bodyRetry:
+		return "", true
+	}
+	return "", false
+}
+
+// setVersion records the card version of digest (found: a census read its
+// body), if a group holds it.
+func (t *Tally) setVersion(digest, ver string, found bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v := t.versions[digest]; v != nil {
+		if found {
+			v.v, v.known = ver, true
+		} else {
+			v.checked = t.now()
+		}
+	}
+}
+
+// parsedCard returns the parsed card of digest and its body's size if the
+// last census kept it. A nil Tally keeps nothing.
+func (t *Tally) parsedCard(digest string) (*detector.Card, int, bool) {
+	if t == nil {
+		return nil, 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.parsed[digest]
+	return p.card, p.size, ok
+}
+
+// keepParsed keeps the cards of a census whose digests are in live (digest
+// → body size), up to parsedBudget bytes of bodies, and forgets the others.
+// A nil Tally keeps nothing.
+func (t *Tally) keepParsed(cards map[string]*detector.Card, live map[string]int) {
+	if t == nil {
+		return
+	}
+	keep := make(map[string]parsedCard, len(live))
+	total := 0
+	for digest, size := range live {
+		if c := cards[digest]; c != nil && total+size <= parsedBudget {
+			keep[digest] = parsedCard{c, size}
+			total += size
+		}
+	}
+	t.mu.Lock()
+	t.parsed = keep
+	t.mu.Unlock()
+}
+
+// Stats returns the counters.
+func (t *Tally) Stats() TallyStats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := TallyStats{
+		Loads: t.pins.loads, Refreshes: t.refreshes, Read: t.pins.read, LastRead: t.pins.lastRead,
+		Dropped: t.pins.dropped, Pins: len(t.pins.entries), Groups: len(t.groups),
+	}
+	if t.leases != nil {
+		s.LeasesRead, s.LeasesLastRead, s.Leases = t.leases.read, t.leases.lastRead, len(t.leases.entries)
+	}
+	if t.observed != nil {
+		s.ObservedRead, s.ObservedLastRead = t.observed.read, t.observed.lastRead
+	}
+	return s
+}
