@@ -39,7 +39,7 @@ func (n *natsFlags) registerClient(fs interface {
 	StringVar(*string, string, string, string)
 }) {
 	n.register(fs)
-	fs.StringVar(&n.apiPrefix, "js-api-prefix", "", "JetStream API prefix of an account that imports carddrift's JetStream (the shipped planner role: JS.carddrift.API); empty: $JS.API")
+	fs.StringVar(&n.apiPrefix, "js-api-prefix", "", "JetStream API prefix to use (the shipped planner role: JS.carddrift.API, which its account maps onto its own JetStream and its copy of the card stream; or the prefix under which an account imports carddrift's JetStream); empty: $JS.API")
 }
 
 // options are the flags as service.ConnectOptions.
