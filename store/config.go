@@ -28,9 +28,9 @@ const (
 	InlineHeadroom = 1 << 10
 
 	// DefaultStorageLimit is the default Config.StorageLimit with file
-	// storage: 6 GiB, which leaves a quarter of the shipped cluster's
-	// max_file_store (8GB, that is 8 GiB, per server) for the server's own
-	// files and for the planners' consumers.
+	// storage: 6 GiB, which leaves 4 GiB of the shipped cluster's
+	// max_file_store (10GB, that is 10 GiB, per server) for the planners'
+	// copy of the card stream (2 GiB) and headroom.
 	DefaultStorageLimit = 6 << 30
 	// DefaultMemoryStorageLimit is the default Config.StorageLimit with
 	// memory storage (1 GiB: tests, the demo and small machines, where the
