@@ -31,7 +31,7 @@ type Signature struct {
 	Verified bool `json:"verified"`
 	// Reason is the outcome, one of package detector/signature's Reason
 	// values: "verified", "invalid-signature", "no-key", "keys-unavailable",
-	// "unsupported-alg", "malformed", "not-checked".
+	// "unsupported-alg", "malformed", "not-checked", "over-limit".
 	Reason string `json:"reason"`
 }
 

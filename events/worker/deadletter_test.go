@@ -3,6 +3,9 @@ package worker
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,6 +191,32 @@ func TestDeadLetterReasons(t *testing.T) {
 	}
 	if !seen[ReasonSubjectMismatch] {
 		t.Errorf("%s missing from DeadLetterReasons", ReasonSubjectMismatch)
+	}
+
+	// The README's table lists the same reasons, in order.
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "### Dead-letter reasons\n")
+	if !ok {
+		t.Fatal("README.md has no section \"### Dead-letter reasons\"")
+	}
+	var got, want []string
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, "#") {
+			break
+		}
+		if id, ok := strings.CutPrefix(line, "| `"); ok {
+			id, _, _ = strings.Cut(id, "`")
+			got = append(got, id)
+		}
+	}
+	for _, r := range DeadLetterReasons() {
+		want = append(want, string(r))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("README's dead-letter reasons = %v\nDeadLetterReasons() = %v", got, want)
 	}
 }
 

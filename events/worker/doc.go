@@ -41,8 +41,10 @@
 // card with the same keys; the pin records who signed the pinned card
 // (card.pinned and card.drift carry the signer), and the task core reports
 // signature-added, signature-removed, signature-invalid and signer-changed.
-// With RequireSignedCards a live card none of whose signatures verifies is
-// a breaking signature-required finding for every task that observes it.
+// With RequireSignedCards a live card none of whose signatures verifies
+// with a key trusted for its agent (--jwks, --trust; never a key only the
+// signature's own jku names) is a breaking signature-required finding for
+// every task that observes it.
 //
 // Split brain: every fetch (200 or 304), by any worker, puts the live
 // digest in the agent's lease window (store.Replicas, over the fetcher's

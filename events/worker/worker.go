@@ -110,9 +110,10 @@ type Options struct {
 	CardCacheBytes int64
 	// RequireSignedCards is the posture for signed fleets (carddrift serve
 	// --require-signed-cards): a live card none of whose signatures
-	// verifies (unsigned, unverifiable or invalid) is breaking drift for
-	// every task that observes it (signature-required). Which keys verify
-	// is Fetch.Signatures.
+	// verifies with a key trusted for its agent (unsigned, unverifiable,
+	// invalid, over the limits, or signed with a key only its own jku
+	// vouches for) is breaking drift for every task that observes it
+	// (signature-required). Which keys are trusted is Fetch.Signatures.
 	RequireSignedCards bool
 	// Logger and Metrics (nil: none).
 	Logger  zerolog.Logger
