@@ -158,8 +158,21 @@ func tryJoin(t *testing.T, cl *natsCluster, planner *nats.Subscription, name, ce
 	offset := fileSize(cl.nodes[0].log)
 	r := startRogue(t, cl, name, cert, key, caFile)
 	var out routeOutcome
+	// A refused route is up for a moment (created, then closed on the
+	// authorization violation): a join is a route still up 1.5 s later
+	// with no refusal logged in between.
+	joined := func() bool {
+		if n, err := r.routes(); err != nil || n == 0 {
+			return false
+		}
+		before, _ := routeRefusals(cl.nodes[0].log, offset)
+		time.Sleep(1500 * time.Millisecond)
+		n, err := r.routes()
+		after, _ := routeRefusals(cl.nodes[0].log, offset)
+		return err == nil && n > 0 && after == before
+	}
 	eventually(t, 30*time.Second, name+": a route, or two refusals by nats-1", func() bool {
-		if n, err := r.routes(); err == nil && n > 0 {
+		if joined() {
 			out.joined = true
 			return true
 		}
@@ -192,7 +205,7 @@ func tryJoin(t *testing.T, cl *natsCluster, planner *nats.Subscription, name, ce
 				out.delivered++
 			}
 		}
-		if n, err := r.routes(); err == nil && n > 0 {
+		if !out.joined && joined() {
 			out.joined = true
 		}
 	}
