@@ -17,7 +17,7 @@ func TestServeMemoryBudgetUsage(t *testing.T) {
 		want string
 	}{
 		{"not a size", []string{"--memory-budget", "lots"}, "", "lots"},
-		{"fraction", []string{"--memory-budget", "1.5GiB"}, "", "1.5GiB"},
+		{"fraction", []string{"--memory-budget", "15.5MiB"}, "", "minimum"}, // read (store.ParseSize), then below 16MiB
 		{"below the minimum", []string{"--memory-budget", "1MiB"}, "", "minimum"},
 		{"environment", nil, "12XB", "12XB"},
 	} {
