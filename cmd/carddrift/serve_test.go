@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"net/http"
 	"regexp"
 	"strings"
@@ -181,5 +182,45 @@ func TestWatchUsage(t *testing.T) {
 		if code, _, _ := runCLI(t, "", args...); code != exitUsage {
 			t.Errorf("carddrift %v = %d, want %d", args, code, exitUsage)
 		}
+	}
+}
+
+// Each --max-bytes-* flag sets the limit of its own stream or bucket, and
+// only that one: the others keep their share of --storage-limit.
+func TestServeMaxBytesFlags(t *testing.T) {
+	for _, tc := range []struct{ flag, stream string }{
+		{"tasks", "A2A_TASKS"},
+		{"card-events", "CARD_EVENTS"},
+		{"dlq", "CARDDRIFT_DLQ"},
+		{"pins", "KV_carddrift-pins"},
+		{"cards", "KV_carddrift-cards"},
+		{"cards-large", "OBJ_carddrift-cards-large"},
+		{"leases", "KV_carddrift-leases"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			var f serveFlags
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			f.register(fs)
+			if err := fs.Parse([]string{"--storage-limit", "24GiB", "--max-bytes-" + tc.flag, "3MiB"}); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := f.storeConfig()
+			if err != nil {
+				t.Fatalf("storeConfig() error = %v", err)
+			}
+			limits := cfg.Limits()
+			for stream, got := range limits {
+				if stream == tc.stream {
+					if got != 3<<20 {
+						t.Errorf("--max-bytes-%s 3MiB: limit of %s = %d, want %d", tc.flag, stream, got, 3<<20)
+					}
+				} else if got < 1<<30 {
+					t.Errorf("--max-bytes-%s 3MiB: limit of %s = %d, want its share of 24GiB", tc.flag, stream, got)
+				}
+			}
+			if _, ok := limits[tc.stream]; !ok {
+				t.Errorf("Limits() has no %s: %v", tc.stream, limits)
+			}
+		})
 	}
 }
