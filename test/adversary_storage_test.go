@@ -19,6 +19,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/store/storetest"
 )
 
 // Row 8 of issue 19: storage is unbounded. A publisher allowed to publish
@@ -33,33 +34,7 @@ import (
 // it, and connects to it.
 func startStorageServer(t *testing.T, maxStore int64) (*server.Server, *nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	srv, err := server.NewServer(&server.Options{
-		JetStream: true, StoreDir: t.TempDir(), JetStreamMaxStore: maxStore,
-		Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-	})
-	if err != nil {
-		t.Fatalf("server.NewServer: %v", err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		srv.Shutdown()
-		t.Fatal("nats-server not ready within 10s")
-	}
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		srv.Shutdown()
-		t.Fatalf("nats.Connect: %v", err)
-	}
-	t.Cleanup(func() {
-		nc.Close()
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv, nc, js
+	return storetest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = maxStore })
 }
 
 // startServeEnv is startServe with CARDDRIFT_* settings in the child's
