@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,33 +38,9 @@ func startStorageServer(t *testing.T, maxStore int64) (*server.Server, *nats.Con
 // environment (env: "NAME=value" without the prefix).
 func startServeEnv(t *testing.T, bin, natsURL, name string, env ...string) *serveProc {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpAddr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "serve",
-		"--nats-url", natsURL, "--name", name, "--data-dir", t.TempDir(), "--http-addr", httpAddr,
-		"--fetch-allow", "127.0.0.0/8", "--ack-wait", "2s", "--partitions", "4", "--drain-timeout", "3s",
+	return launchServe(t, bin, name, "carddrift_store", env,
+		"--nats-url", natsURL, "--fetch-allow", "127.0.0.0/8", "--ack-wait", "2s", "--partitions", "4", "--drain-timeout", "3s",
 		"--log-format", "json", "--log-level", "info")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CARDDRIFT_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	for _, kv := range env {
-		cmd.Env = append(cmd.Env, "CARDDRIFT_"+kv)
-	}
-	p := &serveProc{httpAddr: httpAddr}
-	p.child, _ = startChild(t, name, cmd, func(line string) bool { return strings.Contains(line, "consuming") })
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s metrics:\n%s", name, p.metrics("carddrift_store"))
-		}
-		p.stop(os.Kill, 0)
-	})
-	return p
 }
 
 // floodEvent is a well-formed lifecycle event of a task nobody pinned,
