@@ -232,23 +232,7 @@ func TestFullStoresNeverRefuse(t *testing.T) {
 // TestProvisionStorageExceeded: limits the server cannot reserve are
 // ErrStorageExceeded, not a bare server error.
 func TestProvisionStorageExceeded(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{
-		JetStream: true, StoreDir: t.TempDir(), JetStreamMaxStore: 64 << 20, Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-	})
-	if err != nil {
-		t.Fatalf("NewServer() error = %v", err)
-	}
-	srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatalf("Connect() error = %v", err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	_, _, js := storetest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = 64 << 20 })
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := store.Provision(ctx, js, store.DefaultConfig()); !errors.Is(err, store.ErrStorageExceeded) {

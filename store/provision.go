@@ -126,51 +126,51 @@ const (
 // markers expire). It updates the stream only when something differs.
 func provisionBucket(ctx context.Context, js jetstream.JetStream, kc jetstream.KeyValueConfig, maxBytes int64, ttl bool) error {
 	kc.MaxBytes = maxBytes
-	name := "KV_" + kc.Bucket
-	s, err := js.Stream(ctx, name)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		if _, err := js.CreateKeyValue(ctx, kc); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
-			return err
+	create := func() error { _, err := js.CreateKeyValue(ctx, kc); return err }
+	return provisionBucketStream(ctx, js, "KV_"+kc.Bucket, create, func(want *jetstream.StreamConfig) {
+		want.Description = kc.Description
+		want.MaxMsgsPerSubject = int64(max(kc.History, 1))
+		want.MaxAge = kc.TTL
+		want.MaxBytes = maxBytes
+		want.MaxMsgSize = kc.MaxValueSize
+		if want.MaxMsgSize == 0 {
+			want.MaxMsgSize = -1
 		}
-		s, err = js.Stream(ctx, name)
-	}
-	if err != nil {
-		return err
-	}
-	have := s.CachedInfo().Config
-	want := have
-	want.Description = kc.Description
-	want.MaxMsgsPerSubject = int64(max(kc.History, 1))
-	want.MaxAge = kc.TTL
-	want.MaxBytes = maxBytes
-	want.MaxMsgSize = kc.MaxValueSize
-	if want.MaxMsgSize == 0 {
-		want.MaxMsgSize = -1
-	}
-	want.Storage = kc.Storage
-	want.Replicas = max(kc.Replicas, 1)
-	want.Discard = jetstream.DiscardOld
-	// nats.go's duplicate window for a bucket: 2m, or the TTL if shorter.
-	want.Duplicates = 2 * time.Minute
-	if kc.TTL > 0 && kc.TTL < want.Duplicates {
-		want.Duplicates = kc.TTL
-	}
-	want.SubjectDeleteMarkerTTL = kc.LimitMarkerTTL
-	// The server cannot turn message TTLs off once on: leave them on.
-	want.AllowMsgTTL = have.AllowMsgTTL || ttl || kc.LimitMarkerTTL > 0
-	if reflect.DeepEqual(want, have) {
-		return nil
-	}
-	_, err = js.UpdateStream(ctx, want)
-	return err
+		want.Storage = kc.Storage
+		want.Replicas = max(kc.Replicas, 1)
+		want.Discard = jetstream.DiscardOld
+		// nats.go's duplicate window for a bucket: 2m, or the TTL if shorter.
+		want.Duplicates = 2 * time.Minute
+		if kc.TTL > 0 && kc.TTL < want.Duplicates {
+			want.Duplicates = kc.TTL
+		}
+		want.SubjectDeleteMarkerTTL = kc.LimitMarkerTTL
+		// The server cannot turn message TTLs off once on: leave them on.
+		want.AllowMsgTTL = want.AllowMsgTTL || ttl || kc.LimitMarkerTTL > 0
+	})
 }
 
 // provisionObjectStore is provisionBucket for the Object Store.
 func provisionObjectStore(ctx context.Context, js jetstream.JetStream, oc jetstream.ObjectStoreConfig) error {
-	name := "OBJ_" + oc.Bucket
+	create := func() error { _, err := js.CreateObjectStore(ctx, oc); return err }
+	return provisionBucketStream(ctx, js, "OBJ_"+oc.Bucket, create, func(want *jetstream.StreamConfig) {
+		want.Description = oc.Description
+		want.MaxAge = oc.TTL
+		want.MaxBytes = oc.MaxBytes
+		want.Storage = oc.Storage
+		want.Replicas = max(oc.Replicas, 1)
+		want.Discard = jetstream.DiscardOld
+		want.AllowMsgTTL = true // CardsGC's rolled-up chunk subjects expire
+	})
+}
+
+// provisionBucketStream creates a bucket whose stream name is missing
+// (create; nats.go makes the stream), then updates the stream to what adjust
+// makes of its config, only when something differs.
+func provisionBucketStream(ctx context.Context, js jetstream.JetStream, name string, create func() error, adjust func(want *jetstream.StreamConfig)) error {
 	s, err := js.Stream(ctx, name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		if _, err := js.CreateObjectStore(ctx, oc); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+		if err := create(); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
 			return err
 		}
 		s, err = js.Stream(ctx, name)
@@ -180,13 +180,7 @@ func provisionObjectStore(ctx context.Context, js jetstream.JetStream, oc jetstr
 	}
 	have := s.CachedInfo().Config
 	want := have
-	want.Description = oc.Description
-	want.MaxAge = oc.TTL
-	want.MaxBytes = oc.MaxBytes
-	want.Storage = oc.Storage
-	want.Replicas = max(oc.Replicas, 1)
-	want.Discard = jetstream.DiscardOld
-	want.AllowMsgTTL = true // CardsGC's rolled-up chunk subjects expire
+	adjust(&want)
 	if reflect.DeepEqual(want, have) {
 		return nil
 	}

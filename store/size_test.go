@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/carddrift/carddrift/store"
@@ -22,6 +23,11 @@ func TestParseSize(t *testing.T) {
 		{"8Gi", 8 << 30},
 		{"8GB", 8 << 30}, // as nats-server reads max_file_store
 		{"8G", 8e9},
+		{"1KB", 1 << 10},
+		{"2MB", 2 << 20},
+		{"64M", 64e6},
+		{"1 gib", 1 << 30},
+		{"7B", 7},
 		{"512MiB", 512 << 20},
 		{"1.5GiB", 3 << 29},
 		{" 2 MiB ", 2 << 20},
@@ -43,7 +49,7 @@ func TestParseSizeInvalid(t *testing.T) {
 	for _, in := range []string{
 		"", " ", "GiB", "-1GiB", "1..2GiB", "1.GiB", ".", "1.2.3B", "8 gigabytes", "8XB", "0x10",
 		"9223372036854775808", "8388608TiB", "9223372036854775807.9KiB", "1e9", "+1B",
-		"123456789012345678901234567890123B",
+		"123456789012345678901234567890123B", "1 G iB", "1MiB!", "1PiB", "99999999999999999999",
 	} {
 		got, err := store.ParseSize(in)
 		var se *store.SizeError
@@ -64,9 +70,9 @@ func TestFormatSize(t *testing.T) {
 	}
 }
 
-// FuzzParseSize: ParseSize never panics, rejects with a *SizeError only,
-// accepts only non-negative sizes, and FormatSize of what it accepts reads
-// back the same.
+// FuzzParseSize: ParseSize never panics, rejects with a *SizeError for its
+// input only, rejects a blank input, accepts only non-negative sizes, and
+// FormatSize of what it accepts reads back the same.
 func FuzzParseSize(f *testing.F) {
 	for _, s := range []string{"8GiB", "1.5GiB", "512MiB", "100", "8GB", "8G", " 2 MiB ", ".5KiB", "-1", "1e9", "9223372036854775807"} {
 		f.Add(s)
@@ -75,10 +81,13 @@ func FuzzParseSize(f *testing.F) {
 		n, err := store.ParseSize(s)
 		if err != nil {
 			var se *store.SizeError
-			if !errors.As(err, &se) || !errors.Is(err, store.ErrInvalidSize) {
-				t.Fatalf("ParseSize(%q) error = %v, want a *SizeError", s, err)
+			if !errors.As(err, &se) || !errors.Is(err, store.ErrInvalidSize) || se.Input != s {
+				t.Fatalf("ParseSize(%q) error = %v, want a *SizeError for it", s, err)
 			}
 			return
+		}
+		if strings.TrimSpace(s) == "" {
+			t.Fatalf("ParseSize(%q) = %d, want an error", s, n)
 		}
 		if n < 0 {
 			t.Fatalf("ParseSize(%q) = %d, want ≥ 0", s, n)

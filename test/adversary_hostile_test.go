@@ -13,7 +13,6 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
@@ -287,34 +286,8 @@ func TestAdversarySubjectMismatch(t *testing.T) {
 	}
 }
 
-// racingPins is the task store of a worker with a second writer: the first
-// time the worker writes back task race's pin, another writer (its own
-// connection and store handles on the same KV bucket) updates the pin just
-// before, as another worker would during a partition hand-over.
-type racingPins struct {
-	store.Pins[task.Pin]
-	other store.Pins[task.Pin]
-	armed atomic.Bool
-	raced atomic.Int64
-}
-
 // otherWrite is what the second writer records.
 const otherWrite = "card.drift-written-by-another-worker"
-
-func (p *racingPins) Update(ctx context.Context, pin task.Pin, rev uint64) (uint64, error) {
-	if pin.TaskID == "race" && p.armed.CompareAndSwap(true, false) {
-		cur, crev, err := p.other.Get(ctx, pin.TaskID)
-		if err != nil {
-			return 0, err
-		}
-		cur.AddReported(otherWrite)
-		if _, err := p.other.Update(ctx, cur, crev); err != nil {
-			return 0, err
-		}
-		p.raced.Add(1)
-	}
-	return p.Pins.Update(ctx, pin, rev)
-}
 
 // A pin written by someone else while an event was handled is re-read and
 // the event applied again: neither write is lost. On e91b0a3 the worker's
@@ -324,21 +297,10 @@ func (p *racingPins) Update(ctx context.Context, pin task.Pin, rev uint64) (uint
 func TestAdversaryPinConflict(t *testing.T) {
 	r := newRig(t, testConfig())
 	out := r.collect()
-	nc2, err := nats.Connect(r.wt.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc2.Close)
-	js2, err := jetstream.New(nc2)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	other, err := store.Bind[task.Pin](ctx, js2, r.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pins := &racingPins{other: other.Pins}
+	// The first time the worker writes back task race's pin, another writer
+	// updates it just before.
+	pins := r.wt.SecondWriter(nil, "race", otherWrite)
 	r.startWorker("racer", func(o *worker.Options) {
 		pins.Pins = o.Pins
 		o.Pins = pins
@@ -348,11 +310,11 @@ func TestAdversaryPinConflict(t *testing.T) {
 		Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed}))
 	out.waitFor(t, "the pin", func(o *outbound) bool { return countBy(o, events.TypePinned)["race"] == 1 })
 
-	pins.armed.Store(true)
+	pins.Arm()
 	must(t, r.emit.Error(ctx, events.Error{TaskID: "race", AgentURL: a.URL(), Method: "message/send", Code: -32602, Message: "Invalid params"}))
 	r.drained(t, 20*time.Second)
-	if pins.raced.Load() != 1 {
-		t.Fatalf("the second writer wrote %d times, want 1: the error's pin update never came", pins.raced.Load())
+	if pins.Writes() != 1 {
+		t.Fatalf("the second writer wrote %d times, want 1: the error's pin update never came", pins.Writes())
 	}
 	pin, _, err := r.stores.Pins.Get(ctx, "race")
 	if err != nil {

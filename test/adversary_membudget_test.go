@@ -4,11 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -147,17 +144,8 @@ func maxSizeCard(i int, agent string) []byte {
 // forces a GC through it).
 func startBudgetServe(t *testing.T, bin, natsURL, name, budget string) *serveProc {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpAddr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "serve",
+	return launchServe(t, bin, name, "", []string{"MEMORY_BUDGET=" + budget},
 		"--nats-url", natsURL,
-		"--name", name,
-		"--data-dir", t.TempDir(),
-		"--http-addr", httpAddr,
 		"--pprof",
 		"--fetch-allow", "127.0.0.0/8",
 		"--ack-wait", "30s",
@@ -166,15 +154,6 @@ func startBudgetServe(t *testing.T, bin, natsURL, name, budget string) *servePro
 		"--log-format", "json",
 		"--log-level", "warn",
 	)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CARDDRIFT_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "CARDDRIFT_MEMORY_BUDGET="+budget)
-	p := &serveProc{httpAddr: httpAddr}
-	p.child, _ = startChild(t, name, cmd, func(line string) bool { return strings.Contains(line, "consuming") })
-	return p
 }
 
 // liveHeap forces a GC in the serve process and returns the bytes of live

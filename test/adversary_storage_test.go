@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/store/storetest"
 )
 
 // Row 8 of issue 19: storage is unbounded. A publisher allowed to publish
@@ -33,66 +31,16 @@ import (
 // it, and connects to it.
 func startStorageServer(t *testing.T, maxStore int64) (*server.Server, *nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	srv, err := server.NewServer(&server.Options{
-		JetStream: true, StoreDir: t.TempDir(), JetStreamMaxStore: maxStore,
-		Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-	})
-	if err != nil {
-		t.Fatalf("server.NewServer: %v", err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		srv.Shutdown()
-		t.Fatal("nats-server not ready within 10s")
-	}
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		srv.Shutdown()
-		t.Fatalf("nats.Connect: %v", err)
-	}
-	t.Cleanup(func() {
-		nc.Close()
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv, nc, js
+	return storetest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = maxStore })
 }
 
 // startServeEnv is startServe with CARDDRIFT_* settings in the child's
 // environment (env: "NAME=value" without the prefix).
 func startServeEnv(t *testing.T, bin, natsURL, name string, env ...string) *serveProc {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpAddr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "serve",
-		"--nats-url", natsURL, "--name", name, "--data-dir", t.TempDir(), "--http-addr", httpAddr,
-		"--fetch-allow", "127.0.0.0/8", "--ack-wait", "2s", "--partitions", "4", "--drain-timeout", "3s",
+	return launchServe(t, bin, name, "carddrift_store", env,
+		"--nats-url", natsURL, "--fetch-allow", "127.0.0.0/8", "--ack-wait", "2s", "--partitions", "4", "--drain-timeout", "3s",
 		"--log-format", "json", "--log-level", "info")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CARDDRIFT_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	for _, kv := range env {
-		cmd.Env = append(cmd.Env, "CARDDRIFT_"+kv)
-	}
-	p := &serveProc{httpAddr: httpAddr}
-	p.child, _ = startChild(t, name, cmd, func(line string) bool { return strings.Contains(line, "consuming") })
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s metrics:\n%s", name, p.metrics("carddrift_store"))
-		}
-		p.stop(os.Kill, 0)
-	})
-	return p
 }
 
 // floodEvent is a well-formed lifecycle event of a task nobody pinned,

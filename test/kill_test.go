@@ -285,18 +285,8 @@ type syncBuffer = workertest.Output
 // extra flags follow the defaults (a repeated flag takes its last value).
 func startServe(t *testing.T, bin, natsURL, name string, extra ...string) *serveProc {
 	t.Helper()
-	// A free port for /metrics, read when the test fails.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpAddr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, append([]string{"serve",
+	return launchServe(t, bin, name, "carddrift_", nil, append([]string{
 		"--nats-url", natsURL,
-		"--name", name,
-		"--data-dir", t.TempDir(),
-		"--http-addr", httpAddr,
 		"--fetch-allow", "127.0.0.0/8",
 		"--ack-wait", "2s",
 		"--min-lease", "0",
@@ -305,11 +295,30 @@ func startServe(t *testing.T, bin, natsURL, name string, extra ...string) *serve
 		"--log-format", "json",
 		"--log-level", "warn",
 	}, extra...)...)
-	// The test's own CARDDRIFT_* variables must not leak into the child.
+}
+
+// launchServe starts `carddrift serve --name name` with its own data
+// directory, /metrics on a free port (read when the test fails: the lines
+// starting with metricsPrefix, none if it is empty), then args, and waits
+// until its worker consumes. The child's environment is the test's without
+// its CARDDRIFT_* variables, which must not leak into it, plus env
+// ("NAME=value", set as CARDDRIFT_NAME).
+func launchServe(t *testing.T, bin, name, metricsPrefix string, env []string, args ...string) *serveProc {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, append([]string{"serve", "--name", name, "--data-dir", t.TempDir(), "--http-addr", httpAddr}, args...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CARDDRIFT_") {
 			cmd.Env = append(cmd.Env, kv)
 		}
+	}
+	for _, kv := range env {
+		cmd.Env = append(cmd.Env, "CARDDRIFT_"+kv)
 	}
 	p := &serveProc{httpAddr: httpAddr}
 	p.child, _ = startChild(t, name, cmd, func(line string) bool { return strings.Contains(line, "consuming") })
@@ -317,8 +326,8 @@ func startServe(t *testing.T, bin, natsURL, name string, extra ...string) *serve
 		select {
 		case <-p.exited:
 		default:
-			if t.Failed() {
-				t.Logf("%s metrics:\n%s", name, p.metrics("carddrift_"))
+			if t.Failed() && metricsPrefix != "" {
+				t.Logf("%s metrics:\n%s", name, p.metrics(metricsPrefix))
 			}
 			p.stop(os.Kill, 0)
 		}

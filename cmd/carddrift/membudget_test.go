@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestServeMemoryBudgetUsage(t *testing.T) {
@@ -17,7 +15,7 @@ func TestServeMemoryBudgetUsage(t *testing.T) {
 		want string
 	}{
 		{"not a size", []string{"--memory-budget", "lots"}, "", "lots"},
-		{"fraction", []string{"--memory-budget", "1.5GiB"}, "", "1.5GiB"},
+		{"fraction", []string{"--memory-budget", "15.5MiB"}, "", "minimum"}, // read (store.ParseSize), then below 16MiB
 		{"below the minimum", []string{"--memory-budget", "1MiB"}, "", "minimum"},
 		{"environment", nil, "12XB", "12XB"},
 	} {
@@ -38,32 +36,20 @@ func TestServeMemoryBudgetUsage(t *testing.T) {
 // 1.5× it while it runs, and restores the limit it found when it returns.
 func TestServeMemoryBudgetApplied(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "",
-			"--partitions", "2", "--log-format", "json", "--memory-budget", "64MiB"},
-			strings.NewReader(""), &out, &errOut)
-	}()
+	out, errOut, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "",
+		"--partitions", "2", "--log-format", "json", "--memory-budget", "64MiB")
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("stdout:\n%s", out.String())
 		}
 	})
-	waitMatch(t, &errOut, regexp.MustCompile(`"budget":"64MiB","pins":"16MiB","cards":"[0-9]+[KMi]*B","liveCards":"[0-9]+[KMi]*B","pull":"[0-9]+[KMi]*B","signatures":"[0-9]+[KMi]*B","signatureResults":"1118481[0-9]B","jkuKeySets":"559240[0-9]B".*"memory budget"`))
-	waitMatch(t, &out, regexp.MustCompile(`consuming`))
+	waitMatch(t, errOut, regexp.MustCompile(`"budget":"64MiB","pins":"16MiB","cards":"[0-9]+[KMi]*B","liveCards":"[0-9]+[KMi]*B","pull":"[0-9]+[KMi]*B","signatures":"[0-9]+[KMi]*B","signatureResults":"1118481[0-9]B","jkuKeySets":"559240[0-9]B".*"memory budget"`))
+	waitMatch(t, out, regexp.MustCompile(`consuming`))
 	if got := debug.SetMemoryLimit(-1); got != 96<<20 {
 		t.Errorf("Go memory limit while serving = %d, want %d (1.5 × 64 MiB)", got, 96<<20)
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("serve exited %d: %s", code, errOut.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop within 20s of cancel")
+	if !stop() {
+		t.FailNow()
 	}
 	if got := debug.SetMemoryLimit(-1); got != prev {
 		t.Errorf("Go memory limit after serve = %d, want the previous %d", got, prev)

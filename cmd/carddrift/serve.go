@@ -72,16 +72,19 @@ type storageFlags struct {
 	gcGrace       time.Duration
 }
 
-// maxBytesFlags name the per-store limits: flag suffix, store.Config
-// field (a StorageShares entry), and what it bounds.
-var maxBytesFlags = [7]struct{ flag, field, what string }{
-	{"tasks", "LifecycleMaxBytes", "the lifecycle stream (A2A_TASKS)"},
-	{"card-events", "EventsMaxBytes", "the outbound events stream (CARD_EVENTS)"},
-	{"dlq", "DLQMaxBytes", "the dead-letter stream (CARDDRIFT_DLQ)"},
-	{"pins", "PinsMaxBytes", "the pins bucket (at the limit the least recently written pins are dropped)"},
-	{"cards", "CardsMaxBytes", "the card bodies bucket"},
-	{"cards-large", "CardsObjectMaxBytes", "the object store of large card bodies"},
-	{"leases", "LeasesMaxBytes", "the leases bucket"},
+// maxBytesFlags name the per-store limits: flag suffix, what it bounds,
+// and the store.Config field it sets (a StorageShares entry).
+var maxBytesFlags = [7]struct {
+	flag, what string
+	field      func(*store.Config) *int64
+}{
+	{"tasks", "the lifecycle stream (A2A_TASKS)", func(c *store.Config) *int64 { return &c.LifecycleMaxBytes }},
+	{"card-events", "the outbound events stream (CARD_EVENTS)", func(c *store.Config) *int64 { return &c.EventsMaxBytes }},
+	{"dlq", "the dead-letter stream (CARDDRIFT_DLQ)", func(c *store.Config) *int64 { return &c.DLQMaxBytes }},
+	{"pins", "the pins bucket (at the limit the least recently written pins are dropped)", func(c *store.Config) *int64 { return &c.PinsMaxBytes }},
+	{"cards", "the card bodies bucket", func(c *store.Config) *int64 { return &c.CardsMaxBytes }},
+	{"cards-large", "the object store of large card bodies", func(c *store.Config) *int64 { return &c.CardsObjectMaxBytes }},
+	{"leases", "the leases bucket", func(c *store.Config) *int64 { return &c.LeasesMaxBytes }},
 }
 
 // sizeFlag is a byte size flag read by store.ParseSize; zero means unset.
@@ -123,27 +126,8 @@ func (f *storageFlags) apply(cfg *store.Config) {
 	cfg.StorageLimit = int64(f.storageLimit)
 	for i, m := range maxBytesFlags {
 		if v := int64(f.maxBytes[i]); v != 0 {
-			setMaxBytes(cfg, m.field, v)
+			*m.field(cfg) = v
 		}
-	}
-}
-
-func setMaxBytes(cfg *store.Config, field string, v int64) {
-	switch field {
-	case "LifecycleMaxBytes":
-		cfg.LifecycleMaxBytes = v
-	case "EventsMaxBytes":
-		cfg.EventsMaxBytes = v
-	case "DLQMaxBytes":
-		cfg.DLQMaxBytes = v
-	case "PinsMaxBytes":
-		cfg.PinsMaxBytes = v
-	case "CardsMaxBytes":
-		cfg.CardsMaxBytes = v
-	case "CardsObjectMaxBytes":
-		cfg.CardsObjectMaxBytes = v
-	case "LeasesMaxBytes":
-		cfg.LeasesMaxBytes = v
 	}
 }
 

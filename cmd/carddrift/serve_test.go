@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"net/http"
 	"regexp"
 	"strings"
@@ -33,34 +34,44 @@ func waitMatch(t *testing.T, buf *syncBuffer, re *regexp.Regexp) []string {
 	return nil
 }
 
-// TestServeWatch runs `carddrift serve` on its embedded server, feeds it with
-// the Emitter as a client would, and tails the verdict with `carddrift watch`.
-func TestServeWatch(t *testing.T) {
-	card := strings.ReplaceAll(cardT0, "https://b.example.com/a2a", "http://placeholder")
-	agent := workertest.NewAgent(t, card)
-
+// serveInProcess runs `carddrift serve args...` in this process, its
+// output in out and errOut. stop cancels it and waits up to 20s for it to
+// return, failing the test unless it returns 0; it reports whether serve
+// returned.
+func serveInProcess(t *testing.T, args ...string) (out, errOut *syncBuffer, stop func() bool) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
+	out, errOut = &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
-			"--fetch-allow", "127.0.0.0/8", "--min-lease", "0", "--partitions", "2", "--log-format", "json"},
-			strings.NewReader(""), &out, &errOut)
-	}()
-	defer func() {
+	go func() { done <- run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), out, errOut) }()
+	return out, errOut, func() bool {
 		cancel()
 		select {
 		case code := <-done:
 			if code != 0 {
 				t.Errorf("serve exited %d: %s", code, errOut.String())
 			}
+			return true
 		case <-time.After(20 * time.Second):
 			t.Errorf("serve did not stop within 20s of cancel")
+			return false
 		}
-	}()
-	natsURL := waitMatch(t, &out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
-	httpAddr := waitMatch(t, &out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
-	waitMatch(t, &out, regexp.MustCompile(`consuming A2A_TASKS`))
+	}
+}
+
+// TestServeWatch runs `carddrift serve` on its embedded server, feeds it with
+// the Emitter as a client would, and tails the verdict with `carddrift watch`.
+func TestServeWatch(t *testing.T) {
+	card := strings.ReplaceAll(cardT0, "https://b.example.com/a2a", "http://placeholder")
+	agent := workertest.NewAgent(t, card)
+
+	out, _, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
+		"--fetch-allow", "127.0.0.0/8", "--min-lease", "0", "--partitions", "2", "--log-format", "json")
+	defer stop()
+	ctx := context.Background()
+	natsURL := waitMatch(t, out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
+	httpAddr := waitMatch(t, out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
+	waitMatch(t, out, regexp.MustCompile(`consuming A2A_TASKS`))
 
 	resp, err := http.Get(httpAddr + "/readyz")
 	if err != nil || resp.StatusCode != 200 {
@@ -181,5 +192,45 @@ func TestWatchUsage(t *testing.T) {
 		if code, _, _ := runCLI(t, "", args...); code != exitUsage {
 			t.Errorf("carddrift %v = %d, want %d", args, code, exitUsage)
 		}
+	}
+}
+
+// Each --max-bytes-* flag sets the limit of its own stream or bucket, and
+// only that one: the others keep their share of --storage-limit.
+func TestServeMaxBytesFlags(t *testing.T) {
+	for _, tc := range []struct{ flag, stream string }{
+		{"tasks", "A2A_TASKS"},
+		{"card-events", "CARD_EVENTS"},
+		{"dlq", "CARDDRIFT_DLQ"},
+		{"pins", "KV_carddrift-pins"},
+		{"cards", "KV_carddrift-cards"},
+		{"cards-large", "OBJ_carddrift-cards-large"},
+		{"leases", "KV_carddrift-leases"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			var f serveFlags
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			f.register(fs)
+			if err := fs.Parse([]string{"--storage-limit", "24GiB", "--max-bytes-" + tc.flag, "3MiB"}); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := f.storeConfig()
+			if err != nil {
+				t.Fatalf("storeConfig() error = %v", err)
+			}
+			limits := cfg.Limits()
+			for stream, got := range limits {
+				if stream == tc.stream {
+					if got != 3<<20 {
+						t.Errorf("--max-bytes-%s 3MiB: limit of %s = %d, want %d", tc.flag, stream, got, 3<<20)
+					}
+				} else if got < 1<<30 {
+					t.Errorf("--max-bytes-%s 3MiB: limit of %s = %d, want its share of 24GiB", tc.flag, stream, got)
+				}
+			}
+			if _, ok := limits[tc.stream]; !ok {
+				t.Errorf("Limits() has no %s: %v", tc.stream, limits)
+			}
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package fetcher
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -113,9 +112,7 @@ type JWKS struct {
 	opts JWKSOptions
 
 	mu      sync.Mutex
-	entries map[string]*list.Element // canonical URL → *jwksEntry in lru
-	lru     *list.List               // front: most recently used
-	bytes   int64                    // sum of the lru entries' size
+	sets    *lru[string, *jwksEntry] // the jku sets by canonical URL, counted at their size
 	fixed   map[string]*jwksEntry    // the sets of URL, by canonical URL (nil until fetched)
 	flights map[string]*jwksFlight
 }
@@ -155,8 +152,7 @@ func NewJWKS(f *Fetcher, opts JWKSOptions) (*JWKS, error) {
 	return &JWKS{
 		f:       f,
 		opts:    opts,
-		entries: make(map[string]*list.Element),
-		lru:     list.New(),
+		sets:    newLRU[string, *jwksEntry](opts.MaxEntries, opts.MaxBytes),
 		fixed:   make(map[string]*jwksEntry),
 		flights: make(map[string]*jwksFlight),
 	}, nil
@@ -280,11 +276,8 @@ func (j *JWKS) cached(key string) *jwksEntry {
 	if e, ok := j.fixed[key]; ok && e != nil {
 		return e
 	}
-	if el, ok := j.entries[key]; ok {
-		j.lru.MoveToFront(el)
-		return el.Value.(*jwksEntry)
-	}
-	return nil
+	e, _ := j.sets.get(key)
+	return e
 }
 
 // store caches e: the set of a URL apart, any other evicting the least
@@ -295,32 +288,14 @@ func (j *JWKS) store(e *jwksEntry) {
 		j.fixed[e.url] = e
 		return
 	}
-	if el, ok := j.entries[e.url]; ok {
-		j.remove(el)
-	}
-	if e.size > j.opts.MaxBytes {
-		return
-	}
-	j.entries[e.url] = j.lru.PushFront(e)
-	j.bytes += e.size
-	for j.lru.Len() > j.opts.MaxEntries || j.bytes > j.opts.MaxBytes {
-		j.remove(j.lru.Back())
-	}
-}
-
-// remove drops el from the jku sets. j.mu is held.
-func (j *JWKS) remove(el *list.Element) {
-	e := el.Value.(*jwksEntry)
-	j.lru.Remove(el)
-	delete(j.entries, e.url)
-	j.bytes -= e.size
+	j.sets.put(e.url, e, e.size)
 }
 
 // Len returns the number of key set URLs cached (sets and failures).
 func (j *JWKS) Len() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	n := j.lru.Len()
+	n := j.sets.len()
 	for _, e := range j.fixed {
 		if e != nil {
 			n++
@@ -334,7 +309,7 @@ func (j *JWKS) Len() int {
 func (j *JWKS) Bytes() int64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.bytes
+	return j.sets.size()
 }
 
 // fetch makes one request for the key set at url (a CanonicalURL) and

@@ -144,6 +144,18 @@ func CanonicalURL(raw string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	u.Host = canonicalHost(u)
+	u.Fragment, u.RawFragment = "", ""
+	if u.Path == "" {
+		u.Path, u.RawPath = "/", ""
+	}
+	return u.String(), nil
+}
+
+// canonicalHost is the host[:port] of u (parsed by parseHTTPURL) as
+// CanonicalURL and Origin write it: the host lower-cased, an IPv6 host in
+// brackets, the scheme's default port (80 for http, 443 for https) left out.
+func canonicalHost(u *url.URL) string {
 	host, port := strings.ToLower(u.Hostname()), u.Port()
 	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
 		port = ""
@@ -154,12 +166,7 @@ func CanonicalURL(raw string) (string, error) {
 	if port != "" {
 		host += ":" + port
 	}
-	u.Host = host
-	u.Fragment, u.RawFragment = "", ""
-	if u.Path == "" {
-		u.Path, u.RawPath = "/", ""
-	}
-	return u.String(), nil
+	return host
 }
 
 // parseHTTPURL parses an absolute http or https URL with a host, or fails

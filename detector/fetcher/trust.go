@@ -42,17 +42,7 @@ func Origin(raw string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	host, port := strings.ToLower(u.Hostname()), u.Port()
-	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
-		port = ""
-	}
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	if port != "" {
-		host += ":" + port
-	}
-	return u.Scheme + "://" + host, nil
+	return u.Scheme + "://" + canonicalHost(u), nil
 }
 
 // ParseOrigin reads an agent origin as an operator writes one

@@ -142,20 +142,14 @@ type verifier struct {
 	failureTTL time.Duration
 	now        func() time.Time
 
-	mu       sync.Mutex
-	max      int
-	maxBytes int64
-	bytes    int64                               // sum of the entries' size
-	entries  map[[sha256.Size]byte]*list.Element // → *verifyEntry in lru
-	lru      *list.List
+	mu      sync.Mutex
+	results *lru[[sha256.Size]byte, verifyEntry] // by resultKey, counted at entrySize
 
 	verified atomic.Int64 // bodies verified (tests)
 }
 
 type verifyEntry struct {
-	key     [sha256.Size]byte
 	sigs    []detector.Signature
-	size    int64
 	expires time.Time
 }
 
@@ -175,7 +169,6 @@ func newVerifier(f *Fetcher, o SignatureOptions) (*verifier, error) {
 	every := TrustedKeys{Keys: o.Trusted, URL: o.TrustedURL}.asKeys(j)
 	v := &verifier{
 		keys: keySources(j, policy, every), jwks: j, ttl: o.ResultTTL, failureTTL: j.opts.FailureTTL, now: f.opts.Now,
-		max: o.MaxResults, maxBytes: o.CacheBytes, entries: make(map[[sha256.Size]byte]*list.Element), lru: list.New(),
 	}
 	if len(o.Scoped) > 0 {
 		v.scoped = make(map[string]signature.Keys, len(o.Scoped))
@@ -186,12 +179,13 @@ func newVerifier(f *Fetcher, o SignatureOptions) (*verifier, error) {
 	if v.ttl == 0 {
 		v.ttl = j.opts.MaxTTL
 	}
-	if v.max == 0 {
-		v.max = DefaultMaxSignatureResults
+	if o.MaxResults == 0 {
+		o.MaxResults = DefaultMaxSignatureResults
 	}
-	if v.maxBytes == 0 {
-		v.maxBytes = DefaultSignatureCacheBytes
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultSignatureCacheBytes
 	}
+	v.results = newLRU[[sha256.Size]byte, verifyEntry](o.MaxResults, o.CacheBytes)
 	return v, nil
 }
 
@@ -284,48 +278,27 @@ func (f *Fetcher) JWKS() *JWKS { return f.verify.jwks }
 func (v *verifier) get(key [sha256.Size]byte) ([]detector.Signature, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	el, ok := v.entries[key]
+	e, ok := v.results.get(key)
 	if !ok {
 		return nil, false
 	}
-	e := el.Value.(*verifyEntry)
 	if !v.now().Before(e.expires) {
-		v.remove(el)
+		v.results.remove(key)
 		return nil, false
 	}
-	v.lru.MoveToFront(el)
 	return e.sigs, true
 }
 
 func (v *verifier) put(key [sha256.Size]byte, sigs []detector.Signature, ttl time.Duration) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if el, ok := v.entries[key]; ok {
-		v.remove(el)
-	}
-	e := &verifyEntry{key: key, sigs: sigs, size: entrySize(sigs), expires: v.now().Add(ttl)}
-	if e.size > v.maxBytes {
-		return // would evict everything and still not fit
-	}
-	v.entries[key] = v.lru.PushFront(e)
-	v.bytes += e.size
-	for v.lru.Len() > v.max || v.bytes > v.maxBytes {
-		v.remove(v.lru.Back())
-	}
-}
-
-// remove drops el from the cache. v.mu is held.
-func (v *verifier) remove(el *list.Element) {
-	e := el.Value.(*verifyEntry)
-	v.lru.Remove(el)
-	delete(v.entries, e.key)
-	v.bytes -= e.size
+	v.results.put(key, verifyEntry{sigs: sigs, expires: v.now().Add(ttl)}, entrySize(sigs))
 }
 
 // Retained sizes of a kept outcome: its entry, list element and map slot,
 // and per signature its value; the bytes of its strings come on top.
 const (
-	entryOverhead = int64(unsafe.Sizeof(verifyEntry{})) + int64(unsafe.Sizeof(list.Element{})) +
+	entryOverhead = int64(unsafe.Sizeof(lruEntry[[sha256.Size]byte, verifyEntry]{})) + int64(unsafe.Sizeof(list.Element{})) +
 		sha256.Size + 8 + 16 // map slot: key, value pointer, bucket share
 	signatureSize = int64(unsafe.Sizeof(detector.Signature{}))
 )
@@ -382,7 +355,7 @@ func cloneSignatures(sigs []detector.Signature) []detector.Signature {
 func (v *verifier) Len() (n int, bytes int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.lru.Len(), v.bytes
+	return v.results.len(), v.results.size()
 }
 
 // Signatures converts what signature.Verify found into the detector's

@@ -103,13 +103,11 @@ func TestVerifyCacheBytes(t *testing.T) {
 	key := func(i int) [32]byte { return resultKey("", []byte(fmt.Sprint(i))) }
 	check := func(what string, wantN int) {
 		t.Helper()
-		n, b := v.Len()
-		var sum int64
-		for el := v.lru.Front(); el != nil; el = el.Next() {
-			sum += el.Value.(*verifyEntry).size
+		if n, b := v.Len(); n != wantN || b > o.Signatures.CacheBytes {
+			t.Errorf("%s: %d outcomes of %d bytes, want %d within %d", what, n, b, wantN, o.Signatures.CacheBytes)
 		}
-		if n != wantN || b != sum || b > v.maxBytes {
-			t.Errorf("%s: %d outcomes of %d bytes (entries sum to %d), want %d within %d", what, n, b, sum, wantN, v.maxBytes)
+		if err := v.results.check(); err != nil {
+			t.Errorf("%s: %v", what, err)
 		}
 	}
 	for i := range 3 {
@@ -176,14 +174,11 @@ func FuzzSignatureCacheBytes(f *testing.F) {
 			case 2:
 				clk.Advance(time.Duration(arg) * time.Second)
 			}
-			n, b := v.Len()
-			var sum int64
-			for el := v.lru.Front(); el != nil; el = el.Next() {
-				sum += el.Value.(*verifyEntry).size
+			if n, b := v.Len(); n > o.Signatures.MaxResults || b > o.Signatures.CacheBytes {
+				t.Fatalf("step %d: %d outcomes of %d bytes; bounds %d outcomes, %d bytes", i/2, n, b, o.Signatures.MaxResults, o.Signatures.CacheBytes)
 			}
-			if b != sum || b > v.maxBytes || n > v.max || n != len(v.entries) {
-				t.Fatalf("step %d: %d outcomes (%d in the map) of %d bytes (entries sum to %d); bounds %d outcomes, %d bytes",
-					i/2, n, len(v.entries), b, sum, v.max, v.maxBytes)
+			if err := v.results.check(); err != nil {
+				t.Fatalf("step %d: %v", i/2, err)
 			}
 		}
 	})

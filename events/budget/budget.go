@@ -3,12 +3,12 @@ package budget
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/carddrift/carddrift/store"
 )
 
-// Bytes is a size in bytes. It implements flag.Value: Set parses as Parse,
-// String formats in the largest binary unit that divides it.
+// Bytes is a size in bytes. It implements flag.Value: Set reads as
+// store.ParseSize, String formats as store.FormatSize.
 type Bytes int64
 
 // Default is the memory budget of carddrift serve: half the Helm chart's
@@ -80,75 +80,8 @@ func (s Shares) Total() Bytes { return s.Pins + s.Cards + s.LiveCards + s.Pull +
 // LiveCards share, since the fetcher counts body bytes only (see LiveCards).
 func (s Shares) LiveCardsOption() int64 { return int64(s.LiveCards) / 2 }
 
-// ErrSyntax, ErrUnit and ErrRange are the reasons a ParseError gives.
-var (
-	// ErrSyntax: not a whole number of units (empty, a sign, a fraction,
-	// stray characters).
-	ErrSyntax = errors.New("want a whole number of bytes with an optional unit (B, KiB, MiB, GiB, TiB, Ki, Mi, Gi, Ti, KB, MB, GB, TB)")
-	// ErrUnit: a unit Parse does not know.
-	ErrUnit = errors.New("unknown unit")
-	// ErrRange: more bytes than an int64 holds.
-	ErrRange = errors.New("out of range")
-	// ErrTooSmall: a budget below Minimum (Validate).
-	ErrTooSmall = errors.New("below the minimum budget")
-)
-
-// ParseError is returned by Parse: the input and why it is not a size
-// (ErrSyntax, ErrUnit or ErrRange; test with errors.Is).
-type ParseError struct {
-	Input string
-	Err   error
-}
-
-func (e *ParseError) Error() string { return fmt.Sprintf("size %q: %v", e.Input, e.Err) }
-
-// Unwrap returns the reason.
-func (e *ParseError) Unwrap() error { return e.Err }
-
-var units = map[string]int64{
-	"": 1, "b": 1,
-	"k": 1 << 10, "ki": 1 << 10, "kib": 1 << 10, "kb": 1e3,
-	"m": 1 << 20, "mi": 1 << 20, "mib": 1 << 20, "mb": 1e6,
-	"g": 1 << 30, "gi": 1 << 30, "gib": 1 << 30, "gb": 1e9,
-	"t": 1 << 40, "ti": 1 << 40, "tib": 1 << 40, "tb": 1e12,
-}
-
-// Parse reads a size: decimal digits, optionally followed (after optional
-// spaces) by a unit, case-insensitive: B; binary KiB, MiB, GiB, TiB (also
-// written Ki, Mi, Gi, Ti as Kubernetes does, or K, M, G, T); decimal KB, MB,
-// GB, TB. Any error is a *ParseError.
-func Parse(s string) (Bytes, error) {
-	in := s
-	s = strings.TrimSpace(s)
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	if i == 0 || i > 19 {
-		if i > 19 {
-			return 0, &ParseError{Input: in, Err: ErrRange}
-		}
-		return 0, &ParseError{Input: in, Err: ErrSyntax}
-	}
-	n, err := strconv.ParseInt(s[:i], 10, 64)
-	if err != nil {
-		return 0, &ParseError{Input: in, Err: ErrRange}
-	}
-	u := strings.ToLower(strings.TrimLeft(s[i:], " "))
-	for _, c := range []byte(u) {
-		if c < 'a' || c > 'z' {
-			return 0, &ParseError{Input: in, Err: ErrSyntax}
-		}
-	}
-	mul, ok := units[u]
-	if !ok {
-		return 0, &ParseError{Input: in, Err: ErrUnit}
-	}
-	if n > (1<<63-1)/mul {
-		return 0, &ParseError{Input: in, Err: ErrRange}
-	}
-	return Bytes(n * mul), nil
-}
+// ErrTooSmall is the reason Validate gives for a budget below Minimum.
+var ErrTooSmall = errors.New("below the minimum budget")
 
 // GoMemoryLimit is the soft memory limit carddrift serve gives the Go
 // runtime (runtime/debug.SetMemoryLimit) for a budget b, unless GOMEMLIMIT
@@ -164,26 +97,19 @@ func (b Bytes) Validate() error {
 	return nil
 }
 
-// String formats b in the largest binary unit that divides it ("256MiB",
-// "1536KiB", "1000B").
-func (b Bytes) String() string {
-	for _, u := range []struct {
-		name string
-		n    int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if b != 0 && int64(b)%u.n == 0 {
-			return strconv.FormatInt(int64(b)/u.n, 10) + u.name
-		}
-	}
-	return strconv.FormatInt(int64(b), 10) + "B"
-}
+// String formats b as store.FormatSize does: in the largest binary unit
+// that divides it ("256MiB", "1536KiB", "1000B").
+func (b Bytes) String() string { return store.FormatSize(int64(b)) }
 
-// Set implements flag.Value.
+// Set implements flag.Value: it reads s as store.ParseSize does (so
+// --memory-budget 256MB means what --storage-limit 256MB means: 256 MiB, as
+// nats-server reads its configuration; 256M is 256·10⁶ bytes). An error is
+// a *store.SizeError.
 func (b *Bytes) Set(s string) error {
-	v, err := Parse(s)
+	n, err := store.ParseSize(s)
 	if err != nil {
 		return err
 	}
-	*b = v
+	*b = Bytes(n)
 	return nil
 }

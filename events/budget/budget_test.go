@@ -6,67 +6,15 @@ import (
 	"testing"
 
 	"github.com/carddrift/carddrift/events/budget"
+	"github.com/carddrift/carddrift/store"
 )
 
-func TestParse(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want budget.Bytes
-	}{
-		{"0", 0},
-		{"1048576", 1 << 20},
-		{"256MiB", 256 << 20},
-		{"256 MiB", 256 << 20},
-		{" 1GiB ", 1 << 30},
-		{"1gib", 1 << 30},
-		{"512Mi", 512 << 20},
-		{"64M", 64 << 20},
-		{"1KB", 1000},
-		{"2MB", 2_000_000},
-		{"3GB", 3_000_000_000},
-		{"1TiB", 1 << 40},
-		{"7B", 7},
-		{"8388607TiB", 8388607 << 40},
-		{"9223372036854775807", 1<<63 - 1},
-	} {
-		got, err := budget.Parse(tc.in)
-		if err != nil || got != tc.want {
-			t.Errorf("Parse(%q) = %d, %v, want %d, nil", tc.in, got, err, tc.want)
-		}
-	}
-}
-
-func TestParseErrors(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want error
-	}{
-		{"", budget.ErrSyntax},
-		{"MiB", budget.ErrSyntax},
-		{"-1MiB", budget.ErrSyntax},
-		{"+1", budget.ErrSyntax},
-		{"1.5GiB", budget.ErrSyntax},
-		{"1 G iB", budget.ErrSyntax},
-		{"1MiB!", budget.ErrSyntax},
-		{"12XB", budget.ErrUnit},
-		{"1PiB", budget.ErrUnit},
-		{"8388608TiB", budget.ErrRange},
-		{"9223372036854775808", budget.ErrRange},
-		{"99999999999999999999", budget.ErrRange},
-	} {
-		_, err := budget.Parse(tc.in)
-		var pe *budget.ParseError
-		if !errors.As(err, &pe) || pe.Input != tc.in || !errors.Is(err, tc.want) {
-			t.Errorf("Parse(%q) error = %v, want a *ParseError for %q that is %v", tc.in, err, tc.in, tc.want)
-		}
-	}
-}
-
+// TestStringRoundTrips: what String writes, Set reads back.
 func TestStringRoundTrips(t *testing.T) {
 	for _, b := range []budget.Bytes{0, 1, 1000, 1 << 10, 1536 << 10, 256 << 20, 3 << 30, 5 << 40, 1<<63 - 1} {
-		got, err := budget.Parse(b.String())
-		if err != nil || got != b {
-			t.Errorf("Parse(%d.String() = %q) = %d, %v, want %d", int64(b), b.String(), got, err, int64(b))
+		var got budget.Bytes
+		if err := got.Set(b.String()); err != nil || got != b {
+			t.Errorf("Set(%d.String() = %q) = %d, %v, want %d", int64(b), b.String(), got, err, int64(b))
 		}
 	}
 	if got := budget.Default.String(); got != "256MiB" {
@@ -81,9 +29,24 @@ func TestFlag(t *testing.T) {
 	if err := fs.Parse([]string{"--memory-budget", "1GiB"}); err != nil || b != 1<<30 {
 		t.Fatalf("--memory-budget 1GiB = %v, %v, want 1GiB", b, err)
 	}
+	// A unit means what it means to every size flag (store.ParseSize):
+	// 256MB is 256 MiB, as nats-server reads it; 256M is 256·10⁶ bytes.
+	for _, in := range []string{"256MB", "256M", "256Mi", "1.5GiB", " 64 mib "} {
+		want, err := store.ParseSize(in)
+		if err != nil {
+			t.Fatalf("store.ParseSize(%q): %v", in, err)
+		}
+		if err := fs.Parse([]string{"--memory-budget", in}); err != nil || int64(b) != want {
+			t.Errorf("--memory-budget %q = %d, %v, want %d as store.ParseSize reads it", in, int64(b), err, want)
+		}
+	}
 	fs.SetOutput(discard{})
 	if err := fs.Parse([]string{"--memory-budget", "lots"}); err == nil {
 		t.Fatal("--memory-budget lots: no error")
+	}
+	var se *store.SizeError
+	if err := b.Set("lots"); !errors.As(err, &se) || se.Input != "lots" {
+		t.Fatalf("Set(%q) error = %v, want a *store.SizeError for it", "lots", err)
 	}
 }
 

@@ -3,8 +3,10 @@
 // a serve process keeps in memory for the events it is given, split across
 // its caches in fixed shares.
 //
-// Parse reads a size as an operator writes it ("256MiB", "1Gi", "512MB",
-// "1048576"); Split divides a total into Shares:
+// Bytes is the budget as a flag.Value: it reads a size as an operator
+// writes it ("256MiB", "1Gi", "1048576") with store.ParseSize, so every size
+// flag of carddrift means the same by the same unit; Split divides a total
+// into Shares:
 //
 //	Pins        25%  the pin cache (store.CachedPins, WithCacheBytes)
 //	Cards       20%  the worker's parsed pinned cards (worker.Options.CardCacheBytes)

@@ -4,48 +4,19 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 )
 
-// secondWriter is a pin store whose next Update of a task is preceded by
-// another writer's: its own connection and store handles on the same KV
-// bucket read the pin and record a drift id, as another worker would
-// during a partition hand-over.
-type secondWriter struct {
-	store.Pins[task.Pin]
-	other  store.Pins[task.Pin]
-	armed  atomic.Bool
-	writes atomic.Int64
-}
-
 const otherDrift = "card.drift-of-another-worker"
-
-func (p *secondWriter) Update(ctx context.Context, pin task.Pin, rev uint64) (uint64, error) {
-	if p.armed.CompareAndSwap(true, false) {
-		cur, crev, err := p.other.Get(ctx, pin.TaskID)
-		if err != nil {
-			return 0, err
-		}
-		cur.AddReported(otherDrift)
-		if _, err := p.other.Update(ctx, cur, crev); err != nil {
-			return 0, err
-		}
-		p.writes.Add(1)
-	}
-	return p.Pins.Update(ctx, pin, rev)
-}
 
 // TestPinWriteConflict: a worker whose pin write-back conflicts with
 // another writer's does not report success; handled again, it re-reads the
@@ -54,20 +25,7 @@ func (p *secondWriter) Update(ctx context.Context, pin task.Pin, rev uint64) (ui
 func TestPinWriteConflict(t *testing.T) {
 	r := workertest.Start(t, workertest.Options{Configure: func(c *store.Config) { c.Partitions = 0 }})
 	ctx := context.Background()
-	nc, err := nats.Connect(r.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := store.Bind[task.Pin](ctx, js, r.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pins := &secondWriter{Pins: r.Stores.Pins, other: other.Pins}
+	pins := r.SecondWriter(r.Stores.Pins, "", otherDrift)
 	w := r.NewWorker("conflict", func(o *worker.Options) { o.Pins = pins })
 	agent := workertest.NewAgent(t, workertest.WriteupT0)
 	ev := func(seq int, d events.Data) events.Event {
@@ -81,13 +39,13 @@ func TestPinWriteConflict(t *testing.T) {
 		Requires: events.Requires{Streaming: true}, Card: agent.Served(workertest.WriteupT0)}))
 
 	schemaError := events.Error{TaskID: "c", AgentURL: agent.URL(), Method: "tasks/send", Code: -32602, Message: "Invalid params"}
-	pins.armed.Store(true)
-	err = handle(2, schemaError)
+	pins.Arm()
+	err := handle(2, schemaError)
 	if !errors.Is(err, worker.ErrPinChanged) {
 		t.Fatalf("handle with a conflicting pin write = %v, want ErrPinChanged", err)
 	}
-	if pins.writes.Load() != 1 {
-		t.Fatalf("second writer wrote %d times, want 1", pins.writes.Load())
+	if pins.Writes() != 1 {
+		t.Fatalf("second writer wrote %d times, want 1", pins.Writes())
 	}
 	pin, _, err := r.Stores.Pins.Get(ctx, "c")
 	must(t, err)

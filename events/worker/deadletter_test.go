@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/store"
@@ -46,21 +47,30 @@ var steeringHeaders = map[string]string{
 	"Carddrift-Stream-Sequence":                   "1",
 }
 
+// startDLQ starts an embedded JetStream with carddrift's default streams
+// provisioned, and returns the connection, its cfg and the dead-letter
+// stream.
+func startDLQ(t *testing.T) (*nats.Conn, jetstream.JetStream, store.Config, jetstream.Stream) {
+	t.Helper()
+	_, nc, js := storetest.StartJetStream(t)
+	cfg := store.DefaultConfig()
+	if err := store.Provision(context.Background(), js, cfg); err != nil {
+		t.Fatal(err)
+	}
+	dlq, err := js.Stream(context.Background(), cfg.DLQStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js, cfg, dlq
+}
+
 // TestDeadLetterCopyIsStored publishes the dead-letter copy of events
 // carrying each steering header, and all of them at once, to a real
 // dead-letter stream: every copy is stored, with the publisher's steering
 // headers renamed and its other headers kept, and carddrift's own.
 func TestDeadLetterCopyIsStored(t *testing.T) {
-	_, nc, js := storetest.StartJetStream(t)
 	ctx := context.Background()
-	cfg := store.DefaultConfig()
-	if err := store.Provision(ctx, js, cfg); err != nil {
-		t.Fatal(err)
-	}
-	dlq, err := js.Stream(ctx, cfg.DLQStream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js, cfg, dlq := startDLQ(t)
 	type tc struct {
 		name   string
 		header nats.Header
@@ -122,16 +132,8 @@ func TestDeadLetterCopyIsStored(t *testing.T) {
 // publisher's headers when that is enough, else with its data cut and its
 // original size recorded.
 func TestDeadLetterCopyFitsMaxPayload(t *testing.T) {
-	_, nc, js := storetest.StartJetStream(t)
 	ctx := context.Background()
-	cfg := store.DefaultConfig()
-	if err := store.Provision(ctx, js, cfg); err != nil {
-		t.Fatal(err)
-	}
-	dlq, err := js.Stream(ctx, cfg.DLQStream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js, cfg, dlq := startDLQ(t)
 	maxPayload := nc.MaxPayload()
 	steer := nats.Header{"Nats-Expected-Stream": {cfg.LifecycleStream}}
 	padded := nats.Header{"X-Padding": {strings.Repeat("p", 8192)}, "Nats-Expected-Stream": {cfg.LifecycleStream}}

@@ -15,9 +15,21 @@ import (
 // tests that need a real JetStream use it.
 func StartJetStream(t testing.TB) (*server.Server, *nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	srv, err := server.NewServer(&server.Options{
+	return StartJetStreamWith(t, nil)
+}
+
+// StartJetStreamWith is StartJetStream with the server's options first
+// changed by set, when not nil (for one, JetStreamMaxStore: a server whose
+// storage is capped as a deployment's max_file_store caps it).
+func StartJetStreamWith(t testing.TB, set func(*server.Options)) (*server.Server, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	opts := &server.Options{
 		JetStream: true, StoreDir: t.TempDir(), Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-	})
+	}
+	if set != nil {
+		set(opts)
+	}
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatalf("server.NewServer: %v", err)
 	}
