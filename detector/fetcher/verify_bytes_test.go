@@ -50,12 +50,12 @@ func retained() uint64 {
 	return m.HeapAlloc
 }
 
-// TestVerifyCacheRetainsBounded: verification outcomes of maximum-size
+// TestAdversarySignatureCacheBytes: verification outcomes of maximum-size
 // signed cards (106 signatures with 7,100-byte kids each) fill the
 // signature-result cache of a Fetcher with default options; the heap it
 // retains stays within DefaultSignatureCacheBytes (32 MiB), where a cache
 // bounded by count only (4,096 entries) keeps every one of them.
-func TestVerifyCacheRetainsBounded(t *testing.T) {
+func TestAdversarySignatureCacheBytes(t *testing.T) {
 	s := newTestSigner(t, "a")
 	o := testOptions(newClock())
 	o.Signatures = SignatureOptions{JKU: JKUOff, Trusted: signature.NewKeySet()} // no key: "no-key", no crypto
