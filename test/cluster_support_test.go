@@ -203,8 +203,10 @@ func startCluster(t *testing.T, bin, certs string) *natsCluster {
 			t.Fatal(err)
 		}
 	}
+	// A loaded machine (CI runs every package's tests at once) has seen a
+	// fresh cluster take over 30 s to elect its meta leader.
 	for _, n := range c.nodes {
-		c.waitHealthy(n, 30*time.Second)
+		c.waitHealthy(n, 90*time.Second)
 	}
 	return c
 }
