@@ -91,14 +91,21 @@ type GCOptions struct {
 // round at the end), and keeps those older than Grace as candidates; it
 // then marks every digest References names. A body is removed when it was
 // a candidate left unmarked by two sweeps in a row, Interval apart, and is
-// still at the revision the first one saw (the purge is conditional on it):
-// a reference written while a sweep scans is seen by the next one. A
+// still at the revision the first one saw (the purge is conditional on it).
+// A sweep that purged something reads the references again afterwards and
+// restores each purged body one names (a pin written between the first
+// read and the purges, by a writer that found the body there), then
+// removes the objects of the rest. A body whose writer found it there
+// before the purge and writes its pin only after the second read is still
+// removed. A
 // removed body that is needed again is stored again by the next fetch or
 // client card that brings it, and meanwhile a pin naming it is judged as
 // pinned by digest alone, as when the bucket's byte limit dropped it.
 //
-// Each sweep costs one scan of the pins and leases (References) and the
-// metadata of at most Batch bodies; memory is O(Batch).
+// Each sweep costs one scan of the pins and leases (References; two when
+// it purges something) and the metadata of at most Batch bodies; memory is
+// O(Batch) plus the purged values it holds until the second scan (at most
+// 16 MiB and one body; the rest wait for the next sweep).
 //
 // Why a sweep and not per-key TTLs (Nats-TTL, nats.go's KeyTTL): a TTL is
 // fixed when a key is written, so keeping a referenced body alive means
@@ -222,23 +229,82 @@ func (g *CardsGC) Sweep(ctx context.Context) (SweepResult, error) {
 	res.Candidates = len(cands)
 	suspects := map[string]uint64{}
 	var errs []error
+	var purged []purgedBody
+	held := 0
 	for k, c := range cands {
-		if rev, ok := g.suspects[k]; ok && rev == c.rev {
-			removed, err := g.remove(ctx, k, c.rev)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if removed {
-				res.Removed++
-				g.removed.Inc()
+		rev, ok := g.suspects[k]
+		if !ok || rev != c.rev {
+			suspects[k] = c.rev
+			continue
+		}
+		if held >= gcHoldBytes { // the rest wait for the next sweep
+			suspects[k] = c.rev
+			continue
+		}
+		p, removed, err := g.purge(ctx, k, c.rev)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if removed {
+			held += len(p.value)
+			purged = append(purged, p)
+		}
+	}
+	g.suspects, g.cursor = suspects, next
+	if len(purged) > 0 {
+		res.Removed = g.settle(ctx, purged, &errs)
+	}
+	return res, errors.Join(errs...)
+}
+
+// gcHoldBytes bounds the values of the bodies one sweep purges and holds
+// until settle has checked the references again.
+const gcHoldBytes = 16 << 20
+
+// purgedBody is a body a sweep purged and may restore: its key and the
+// value it had (a large body's object marker: its object is deleted only
+// once settle has found no reference).
+type purgedBody struct {
+	key   string
+	value []byte
+}
+
+// settle closes the window between a sweep's reference scan and its
+// purges: a pin or lease written in between (the writer found the body
+// there, so did not store it again) names a body the scan did not see
+// referenced. It reads the references again, after the purges, restores
+// every purged body one names, removes the objects of the others and
+// returns how many were removed. A failed read restores them all.
+func (g *CardsGC) settle(ctx context.Context, purged []purgedBody, errs *[]error) int {
+	needed := map[string]bool{}
+	if err := g.opts.References(ctx, func(digest string) {
+		if k, err := DigestKey(digest); err == nil {
+			needed[k] = true
+		}
+	}); err != nil {
+		*errs = append(*errs, fmt.Errorf("store: sweep card bodies: check references after removing: %w", err))
+		for _, p := range purged {
+			needed[p.key] = true
+		}
+	}
+	removed := 0
+	for _, p := range purged {
+		if needed[p.key] {
+			if _, err := g.cards.kv.Create(ctx, p.key, p.value); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+				*errs = append(*errs, fmt.Errorf("store: restore card body %s: %w", p.key, err))
 			}
 			continue
 		}
-		suspects[k] = c.rev
+		removed++
+		g.removed.Inc()
+		if g.cards.obj != nil {
+			if err := g.removeObject(ctx, p.key); err != nil {
+				*errs = append(*errs, fmt.Errorf("store: remove card body %s from the object store: %w", p.key, err))
+			}
+		}
 	}
-	g.suspects, g.cursor = suspects, next
-	return res, errors.Join(errs...)
+	return removed
 }
 
 // batch reads the metadata of up to Batch bodies from the cursor and
@@ -279,28 +345,33 @@ func (g *CardsGC) batch(ctx context.Context) ([]jetstream.KeyValueEntry, uint64,
 	}
 }
 
-// remove purges key at rev (conditionally: a body written again since is
-// kept) and then its object, if it has one. It reports whether the body
-// was removed.
-func (g *CardsGC) remove(ctx context.Context, key string, rev uint64) (bool, error) {
-	err := g.cards.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(gcMarkerTTL))
+// purge reads key's value and purges key at rev (conditionally: a body
+// written again since is kept). It reports whether the body was purged,
+// with the value it had; its object, if it has one, is settle's to remove.
+func (g *CardsGC) purge(ctx context.Context, key string, rev uint64) (purgedBody, bool, error) {
+	e, err := g.cards.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return purgedBody{}, false, nil
+	}
+	if err != nil {
+		return purgedBody{}, false, fmt.Errorf("store: remove card body %s: %w", key, err)
+	}
+	if e.Revision() != rev { // written again
+		return purgedBody{}, false, nil
+	}
+	err = g.cards.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(gcMarkerTTL))
 	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTTLDisabled {
 		// A bucket Provision did not make: no expiring markers, a marker
 		// per removed body stays.
 		err = g.cards.kv.Purge(ctx, key, jetstream.LastRevision(rev))
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) { // revision mismatch: written again
-		return false, nil
+		return purgedBody{}, false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("store: remove card body %s: %w", key, err)
+		return purgedBody{}, false, fmt.Errorf("store: remove card body %s: %w", key, err)
 	}
-	if g.cards.obj != nil {
-		if err := g.removeObject(ctx, key); err != nil {
-			return true, fmt.Errorf("store: remove card body %s from the object store: %w", key, err)
-		}
-	}
-	return true, nil
+	return purgedBody{key: key, value: e.Value()}, true, nil
 }
 
 // removeObject deletes an object the way ObjectStore.Delete does, without

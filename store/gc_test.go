@@ -223,3 +223,82 @@ func valueOfPlain(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no %s in the registry", name)
 	return 0
 }
+
+// TestCardsGCPinWrittenAfterScan: a pin written between a sweep's
+// reference scan and its removals (the worker stores a body that is
+// already there, a no-op, then writes the pin naming it) keeps its body,
+// inline or in the Object Store. The scan cannot see the pin; the sweep
+// must not leave it naming a removed body.
+func TestCardsGCPinWrittenAfterScan(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		ctx := t.Context()
+		st, err := store.Open[storetest.Record](ctx, js, store.Config{StorageLimit: 24 << 20, CardsInlineMax: 1 << 10})
+		if err != nil {
+			t.Fatalf("Open() error = %v", err)
+		}
+		small := []byte(`{"name":"client card"}`)
+		large := []byte(`{"name":"large","description":"` + strings.Repeat("L", 4<<10) + `"}`)
+		smallD, largeD := digestOf(small), digestOf(large)
+		for _, b := range [][]byte{small, large} {
+			if err := st.Cards.Put(ctx, digestOf(b), b); err != nil {
+				t.Fatalf("Put() error = %v", err)
+			}
+		}
+		now := time.Now().Add(2 * time.Hour)
+		scans := 0
+		scan := store.PinLeaseReferences(st.Pins, func(r storetest.Record) []string { return []string{r.Digest} }, st.Leases)
+		refs := func(ctx context.Context, mark func(string)) error {
+			err := scan(ctx, mark)
+			scans++
+			if scans == 2 { // the second sweep: after its scan, before it removes
+				for i, d := range []string{smallD, largeD} {
+					// What the worker does: the body is there (Put is a no-op), then the pin.
+					if err := st.Cards.Put(ctx, d, map[string][]byte{smallD: small, largeD: large}[d]); err != nil {
+						t.Errorf("Put() error = %v", err)
+					}
+					pin := storetest.Pin("task-late-"+string(rune('a'+i)), 0)
+					pin.Digest = d
+					if _, err := st.Pins.Create(ctx, pin); err != nil {
+						t.Errorf("Create(pin) error = %v", err)
+					}
+				}
+			}
+			return err
+		}
+		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{References: refs, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatalf("NewCardsGC() error = %v", err)
+		}
+		for i := range 2 {
+			if _, err := gc.Sweep(ctx); err != nil {
+				t.Fatalf("Sweep(%d) error = %v", i, err)
+			}
+		}
+		for _, c := range []struct {
+			d    string
+			want []byte
+		}{{smallD, small}, {largeD, large}} {
+			got, err := st.Cards.Get(ctx, c.d)
+			if err != nil || string(got) != string(c.want) {
+				t.Errorf("body %s named by a pin written during the sweep: Get() = %d bytes, %v; want it kept", c.d, len(got), err)
+			}
+		}
+		// Nothing references them after the pins go: they are removed then.
+		for _, k := range []string{"task-late-a", "task-late-b"} {
+			if err := st.Pins.Delete(ctx, k); err != nil {
+				t.Fatalf("Delete(pin) error = %v", err)
+			}
+		}
+		removed := 0
+		for i := range 2 {
+			res, err := gc.Sweep(ctx)
+			if err != nil {
+				t.Fatalf("Sweep(%d) error = %v", i+2, err)
+			}
+			removed += res.Removed
+		}
+		if removed != 2 {
+			t.Fatalf("two sweeps after the pins went removed %d bodies, want 2", removed)
+		}
+	})
+}
