@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -301,10 +302,42 @@ func (g *CardsGC) settle(ctx context.Context, purged []purgedBody, errs *[]error
 		if g.cards.obj != nil {
 			if err := g.removeObject(ctx, p.key); err != nil {
 				*errs = append(*errs, fmt.Errorf("store: remove card body %s from the object store: %w", p.key, err))
+				continue
+			}
+			if err := g.dropDangling(ctx, p.key); err != nil {
+				*errs = append(*errs, err)
 			}
 		}
 	}
 	return removed
+}
+
+// dropDangling purges key's object marker if one was written since the
+// purge (a writer stored the body again, found the object still there and
+// wrote only the marker) and its object is gone: left, every later Put
+// would take it for the body stored, and no Get would find the body.
+func (g *CardsGC) dropDangling(ctx context.Context, key string) error {
+	e, err := g.cards.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: check card body %s after removing its object: %w", key, err)
+	}
+	if !bytes.HasPrefix(e.Value(), []byte(objectMarker)) {
+		return nil
+	}
+	if _, err := g.cards.obj.GetInfo(ctx, key); !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return err // there (uploaded again), or unknown
+	}
+	err = g.cards.kv.Purge(ctx, key, jetstream.LastRevision(e.Revision()), jetstream.PurgeTTL(gcMarkerTTL))
+	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTTLDisabled {
+		err = g.cards.kv.Purge(ctx, key, jetstream.LastRevision(e.Revision()))
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("store: purge card body %s's marker of a removed object: %w", key, err)
+	}
+	return nil
 }
 
 // batch reads the metadata of up to Batch bodies from the cursor and

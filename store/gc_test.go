@@ -302,3 +302,52 @@ func TestCardsGCPinWrittenAfterScan(t *testing.T) {
 		}
 	})
 }
+
+// TestCardsGCLargeBodyStoredDuringRemoval: a large body stored again while
+// a sweep removes it (the writer finds no marker but the object still
+// there, so it writes only the marker) is not left as a marker naming a
+// deleted object, which every later Put would take for the body stored.
+func TestCardsGCLargeBodyStoredDuringRemoval(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		ctx := t.Context()
+		st, err := store.Open[storetest.Record](ctx, js, store.Config{StorageLimit: 24 << 20, CardsInlineMax: 1 << 10})
+		if err != nil {
+			t.Fatalf("Open() error = %v", err)
+		}
+		large := []byte(`{"name":"large","description":"` + strings.Repeat("L", 4<<10) + `"}`)
+		largeD := digestOf(large)
+		if err := st.Cards.Put(ctx, largeD, large); err != nil {
+			t.Fatalf("Put() error = %v", err)
+		}
+		now := time.Now().Add(2 * time.Hour)
+		scans := 0
+		refs := func(ctx context.Context, mark func(string)) error {
+			scans++
+			if scans == 3 { // the second sweep, after its purge: a writer brings the body
+				if err := st.Cards.Put(ctx, largeD, large); err != nil {
+					t.Errorf("Put() during the sweep error = %v", err)
+				}
+			}
+			return nil
+		}
+		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{References: refs, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatalf("NewCardsGC() error = %v", err)
+		}
+		for i := range 2 {
+			if _, err := gc.Sweep(ctx); err != nil {
+				t.Fatalf("Sweep(%d) error = %v", i, err)
+			}
+		}
+		if scans < 3 {
+			t.Fatalf("References called %d times, want the second sweep to check again after purging", scans)
+		}
+		// Whatever the sweep did, storing the body now must leave it readable.
+		if err := st.Cards.Put(ctx, largeD, large); err != nil {
+			t.Fatalf("Put() after the sweep error = %v", err)
+		}
+		if got, err := st.Cards.Get(ctx, largeD); err != nil || string(got) != string(large) {
+			t.Fatalf("Get() after Put() = %d bytes, %v; want the body", len(got), err)
+		}
+	})
+}

@@ -95,6 +95,13 @@ func (c *KVCards) putObject(ctx context.Context, digest, key string, raw []byte)
 	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("store: put card %s: %w", digest, err)
 	}
+	// CardsGC may have deleted the object between the look above and the
+	// marker: upload it again under the marker.
+	if _, err := c.obj.GetInfo(ctx, key); errors.Is(err, jetstream.ErrObjectNotFound) {
+		if _, err := c.obj.PutBytes(ctx, key, raw); err != nil {
+			return fmt.Errorf("store: put card %s in object store: %w", digest, err)
+		}
+	}
 	return nil
 }
 
