@@ -351,3 +351,42 @@ func TestCardsGCLargeBodyStoredDuringRemoval(t *testing.T) {
 		}
 	})
 }
+
+// TestCardsLargeBodyDroppedByLimit: the large-cards Object Store at its
+// byte limit discards its oldest chunks first, which leaves objects whose
+// name is still there and some or all of whose chunks are gone. Get of
+// every body is then the body or ErrNotFound (as Config.CardsObjectMaxBytes
+// promises: judged as pinned by digest alone), never a read that waits for
+// chunks that will not come.
+func TestCardsLargeBodyDroppedByLimit(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		ctx := t.Context()
+		st, err := store.Open[storetest.Record](ctx, js, store.Config{StorageLimit: 24 << 20, CardsInlineMax: 1 << 10, CardsObjectMaxBytes: store.MinMaxBytes})
+		if err != nil {
+			t.Fatalf("Open() error = %v", err)
+		}
+		var ds []string
+		for i := range 40 { // 40 bodies of 2 chunks each, 8 MiB into 1 MiB
+			b := []byte(`{"n":` + strings.Repeat("1", i+1) + `,"d":"` + strings.Repeat("x", 200<<10) + `"}`)
+			ds = append(ds, digestOf(b))
+			if err := st.Cards.Put(ctx, ds[i], b); err != nil {
+				t.Fatalf("Put(%d) error = %v", i, err)
+			}
+		}
+		found := 0
+		for i, d := range ds {
+			gctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			_, err := st.Cards.Get(gctx, d)
+			cancel()
+			switch {
+			case err == nil:
+				found++
+			case !errors.Is(err, store.ErrNotFound):
+				t.Errorf("Get(body %d) error = %v, want the body or ErrNotFound", i, err)
+			}
+		}
+		if found == 0 || found == len(ds) {
+			t.Fatalf("%d of %d bodies readable, want the newest only", found, len(ds))
+		}
+	})
+}

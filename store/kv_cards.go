@@ -32,6 +32,11 @@ type KVCards struct {
 	kv        jetstream.KeyValue
 	obj       jetstream.ObjectStore
 	inlineMax int
+	// objStream is obj's stream (Bind sets it; nil: not checked): Get
+	// counts an object's chunks before reading it, because a stream at its
+	// byte limit discards the oldest chunks and keeps the object's name,
+	// and a read of such an object waits for its missing chunks forever.
+	objStream jetstream.Stream
 }
 
 var _ Cards = (*KVCards)(nil)
@@ -130,6 +135,9 @@ func (c *KVCards) Get(ctx context.Context, digest string) ([]byte, error) {
 	if c.obj == nil {
 		return nil, fmt.Errorf("store: get card %s: stored in an object store and none is configured", digest)
 	}
+	if err := c.checkChunks(ctx, m.Object); err != nil {
+		return nil, fmt.Errorf("store: get card %s: %w", digest, err)
+	}
 	b, err := c.obj.GetBytes(ctx, m.Object)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrObjectNotFound) {
@@ -141,4 +149,28 @@ func (c *KVCards) Get(ctx context.Context, digest string) ([]byte, error) {
 		return nil, fmt.Errorf("store: get card %s: %w: object has %d bytes, marker says %d", digest, ErrCorrupt, len(b), m.Size)
 	}
 	return b, nil
+}
+
+// checkChunks reports ErrNotFound for an object whose chunks are not all in
+// its stream any more (the stream's byte limit discarded the oldest).
+func (c *KVCards) checkChunks(ctx context.Context, name string) error {
+	if c.objStream == nil {
+		return nil
+	}
+	info, err := c.obj.GetInfo(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fmt.Errorf("object %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	subj := "$O." + info.Bucket + ".C." + info.NUID
+	si, err := c.objStream.Info(ctx, jetstream.WithSubjectFilter(subj))
+	if err != nil {
+		return err
+	}
+	if have := si.State.Subjects[subj]; have < uint64(info.Chunks) {
+		return fmt.Errorf("object %s: %d of its %d chunks discarded: %w", name, uint64(info.Chunks)-have, info.Chunks, ErrNotFound)
+	}
+	return nil
 }

@@ -59,9 +59,15 @@ func Bind[T Record[T]](ctx context.Context, js jetstream.JetStream, cfg Config) 
 	if mp := int(js.Conn().MaxPayload()) - InlineHeadroom; mp > 0 && mp < inline {
 		inline = mp
 	}
+	objStream, err := js.Stream(ctx, "OBJ_"+cfg.CardsObjectBucket)
+	if err != nil {
+		return nil, fmt.Errorf("store: bind object store %s: %w", cfg.CardsObjectBucket, err)
+	}
+	kvCards := NewKVCards(cards, obj, inline)
+	kvCards.objStream = objStream
 	return &Stores[T]{
 		Pins:   NewKVPins[T](pins),
-		Cards:  NewKVCards(cards, obj, inline),
+		Cards:  kvCards,
 		Leases: NewKVLeases(leases),
 	}, nil
 }
