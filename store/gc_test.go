@@ -388,5 +388,19 @@ func TestCardsLargeBodyDroppedByLimit(t *testing.T) {
 		if found == 0 || found == len(ds) {
 			t.Fatalf("%d of %d bodies readable, want the newest only", found, len(ds))
 		}
+		// A dropped body stored again (its marker is still there) is read
+		// back: the oldest, and the one whose chunks went only in part.
+		for _, i := range []int{0, len(ds) - found - 1} {
+			b := []byte(`{"n":` + strings.Repeat("1", i+1) + `,"d":"` + strings.Repeat("x", 200<<10) + `"}`)
+			if err := st.Cards.Put(ctx, ds[i], b); err != nil {
+				t.Fatalf("Put(body %d) again error = %v", i, err)
+			}
+			gctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			got, err := st.Cards.Get(gctx, ds[i])
+			cancel()
+			if err != nil || string(got) != string(b) {
+				t.Errorf("Get(body %d) after storing it again = %d bytes, %v; want the body", i, len(got), err)
+			}
+		}
 	})
 }

@@ -81,11 +81,15 @@ func (c *KVCards) putObject(ctx context.Context, digest, key string, raw []byte)
 	}
 	// Skip the upload when the marker is already there (the common case for
 	// a card seen before) or the object is.
+	// A marker or object whose chunks the store's byte limit discarded
+	// (checkChunks) is not the body stored: upload it again.
 	if _, err := c.kv.Get(ctx, key); err == nil {
-		return nil
+		if err := c.checkChunks(ctx, key); !errors.Is(err, ErrNotFound) {
+			return nil
+		}
 	}
-	if _, err := c.obj.GetInfo(ctx, key); err != nil {
-		if !errors.Is(err, jetstream.ErrObjectNotFound) {
+	if _, err := c.obj.GetInfo(ctx, key); err != nil || errors.Is(c.checkChunks(ctx, key), ErrNotFound) {
+		if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 			return fmt.Errorf("store: put card %s: %w", digest, err)
 		}
 		if _, err := c.obj.PutBytes(ctx, key, raw); err != nil {
