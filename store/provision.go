@@ -88,7 +88,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 		return err
 	}
 	for _, sc := range cfg.streamConfigs() {
-		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+		if err := provisionStream(ctx, js, sc); err != nil {
 			return provisionError("stream", sc.Name, err)
 		}
 	}
@@ -123,6 +123,38 @@ const (
 	jsErrCodeMemoryResourcesExceeded  jetstream.ErrorCode = 10028
 	jsErrCodeMessageTTLDisabled       jetstream.ErrorCode = 10166
 )
+
+// provisionStream creates the stream sc names if it is missing, or brings
+// the fields sc sets to sc's values, updating the stream only when one
+// differs (a restart with the same Config sends no update). Fields sc leaves
+// zero keep what the server has (its defaults, or an operator's change).
+func provisionStream(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) error {
+	create := func() error {
+		_, err := js.CreateStream(ctx, sc)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil
+		}
+		return err
+	}
+	return provisionBucketStream(ctx, js, sc.Name, create, func(want *jetstream.StreamConfig) {
+		want.Description = sc.Description
+		want.Subjects = sc.Subjects
+		want.Retention = sc.Retention
+		want.Discard = sc.Discard
+		want.MaxAge = sc.MaxAge
+		want.MaxBytes = sc.MaxBytes
+		if sc.Duplicates != 0 {
+			want.Duplicates = sc.Duplicates
+		}
+		want.MaxMsgSize = sc.MaxMsgSize
+		if want.MaxMsgSize == 0 {
+			want.MaxMsgSize = -1
+		}
+		want.Storage = sc.Storage
+		want.Replicas = sc.Replicas
+		want.SubjectTransform = sc.SubjectTransform
+	})
+}
 
 // provisionBucket creates the KV bucket if it is missing (nats.go makes
 // the stream a bucket needs), then brings its stream to what kc says, plus

@@ -315,3 +315,48 @@ func TestPinsTTLExpiryIsWatched(t *testing.T) {
 		}
 	})
 }
+
+// TestProvisionRestartUpdatesNothing: Provision again with the same Config
+// (every restart of serve) sends no stream update: each would be a meta
+// proposal and an advisory in a cluster. The one update made afterwards,
+// with a changed knob, is the first advisory to arrive.
+func TestProvisionRestartUpdatesNothing(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		for _, partitions := range []int{0, 4} {
+			cfg := store.DefaultConfig()
+			cfg.Partitions = partitions
+			if err := store.Provision(t.Context(), js, cfg); err != nil {
+				t.Fatalf("Provision() error = %v", err)
+			}
+			updates := make(chan string, 64)
+			sub, err := js.Conn().Subscribe("$JS.EVENT.ADVISORY.STREAM.UPDATED.>", func(m *nats.Msg) { updates <- m.Subject })
+			if err != nil {
+				t.Fatalf("Subscribe() error = %v", err)
+			}
+			if err := js.Conn().Flush(); err != nil {
+				t.Fatalf("Flush() error = %v", err)
+			}
+			if err := store.Provision(t.Context(), js, cfg); err != nil {
+				t.Fatalf("Provision() again error = %v", err)
+			}
+			cfg.DLQMaxAge = 40 * 24 * time.Hour
+			if err := store.Provision(t.Context(), js, cfg); err != nil {
+				t.Fatalf("Provision(changed) error = %v", err)
+			}
+			select {
+			case got := <-updates:
+				if want := "$JS.EVENT.ADVISORY.STREAM.UPDATED." + cfg.DLQStream; got != want {
+					t.Errorf("partitions %d: first update advisory %s, want %s (a Provision with the same Config updated a stream)", partitions, got, want)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("partitions %d: no update advisory for the changed DLQ max age", partitions)
+			}
+			_ = sub.Unsubscribe()
+			for _, s := range []string{cfg.LifecycleStream, cfg.EventsStream, cfg.DLQStream} {
+				if err := js.DeleteStream(t.Context(), s); err != nil {
+					t.Fatalf("DeleteStream(%s) error = %v", s, err)
+				}
+			}
+		}
+	})
+}
