@@ -360,3 +360,53 @@ func TestProvisionRestartUpdatesNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestProvisionUpgradesStreams: streams as e91b0a3 made them (no byte
+// limit, no message size limit, 8 partitions) are brought to their limits
+// in place, keeping their messages.
+func TestProvisionUpgradesStreams(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		ctx := t.Context()
+		cfg := store.DefaultConfig()
+		cfg.Partitions = 8
+		old := []jetstream.StreamConfig{{
+			Name: cfg.LifecycleStream, Description: "carddrift: A2A task lifecycle CloudEvents from clients",
+			Subjects: []string{"a2a.task.*.*"}, Retention: jetstream.LimitsPolicy, Discard: jetstream.DiscardOld,
+			MaxAge: cfg.LifecycleMaxAge, Duplicates: cfg.LifecycleDuplicates,
+			SubjectTransform: &jetstream.SubjectTransformConfig{Source: "a2a.task.*.*", Destination: "a2a.task.{{wildcard(1)}}.{{wildcard(2)}}.{{partition(8,2)}}"},
+		}, {
+			Name: cfg.EventsStream, Description: "carddrift: card.drift, card.pinned, card.observed, card.unreachable",
+			Subjects: []string{cfg.EventsSubjects}, Retention: jetstream.LimitsPolicy, Discard: jetstream.DiscardOld,
+			MaxAge: cfg.EventsMaxAge, Duplicates: cfg.EventsDuplicates,
+		}, {
+			Name: cfg.DLQStream, Description: "carddrift: lifecycle events workers gave up on",
+			Subjects: []string{cfg.DLQSubjects}, Retention: jetstream.LimitsPolicy, Discard: jetstream.DiscardOld,
+			MaxAge: cfg.DLQMaxAge,
+		}}
+		for _, sc := range old {
+			if _, err := js.CreateStream(ctx, sc); err != nil {
+				t.Fatalf("CreateStream(%s) error = %v", sc.Name, err)
+			}
+		}
+		if _, err := js.Publish(ctx, "a2a.task.status.t1", []byte(`{}`)); err != nil {
+			t.Fatalf("Publish() error = %v", err)
+		}
+		if err := store.Provision(ctx, js, cfg); err != nil {
+			t.Fatalf("Provision() over e91b0a3's streams error = %v", err)
+		}
+		limits := cfg.Limits()
+		for _, sc := range old {
+			s, err := js.Stream(ctx, sc.Name)
+			if err != nil {
+				t.Fatalf("Stream(%s) error = %v", sc.Name, err)
+			}
+			info := s.CachedInfo()
+			if info.Config.MaxBytes != limits[sc.Name] {
+				t.Errorf("%s MaxBytes = %d, want %d", sc.Name, info.Config.MaxBytes, limits[sc.Name])
+			}
+			if sc.Name == cfg.LifecycleStream && (info.State.Msgs != 1 || info.Config.MaxMsgSize != cfg.LifecycleMaxMsgSize) {
+				t.Errorf("%s after the upgrade: %d messages, MaxMsgSize %d; want 1, %d", sc.Name, info.State.Msgs, info.Config.MaxMsgSize, cfg.LifecycleMaxMsgSize)
+			}
+		}
+	})
+}
