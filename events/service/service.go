@@ -120,7 +120,7 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		}
 	}()
 	if s.nc == nil {
-		if s.srv, err = StartEmbedded(opts.DataDir, opts.Port); err != nil {
+		if s.srv, err = startEmbedded(opts.DataDir, opts.Port, embeddedReserve(&cfg)); err != nil {
 			return nil, err
 		}
 		name := opts.ConnName
@@ -260,6 +260,34 @@ func (s *Service) MemoryStats() MemoryStats {
 // listening on 127.0.0.1:port (0: a free port), without logging or signal
 // handlers. The caller shuts it down (Shutdown, WaitForShutdown).
 func StartEmbedded(dir string, port int) (*server.Server, error) {
+	return startEmbedded(dir, port, reserve{})
+}
+
+// reserve is what an embedded server lets its streams reserve, per
+// storage kind (zero: nats-server's default, 75% of the free disk or of
+// the memory).
+type reserve struct{ file, memory int64 }
+
+// embeddedReserve is what carddrift's own embedded server must let cfg's
+// streams and buckets reserve: their byte limits and a quarter more. The
+// server reserves every byte limit against its maximum store when a stream
+// is created, and its default maximum is 75% of the disk free at start:
+// without this, a machine with less than 8 GiB free could not start serve
+// on its default 6 GiB of limits, though the streams hold only what is
+// written (the disk fills as it did before the limits, only later).
+func embeddedReserve(cfg *store.Config) reserve {
+	var total int64
+	for _, n := range cfg.Limits() {
+		total += n
+	}
+	total += total / 4
+	if cfg.Storage == jetstream.MemoryStorage {
+		return reserve{memory: total}
+	}
+	return reserve{file: total}
+}
+
+func startEmbedded(dir string, port int, r reserve) (*server.Server, error) {
 	if dir == "" {
 		return nil, errors.New("embedded NATS: no storage directory")
 	}
@@ -268,6 +296,7 @@ func StartEmbedded(dir string, port int) (*server.Server, error) {
 	}
 	srv, err := server.NewServer(&server.Options{
 		ServerName: "carddrift-embedded", JetStream: true, StoreDir: dir,
+		JetStreamMaxStore: r.file, JetStreamMaxMemory: r.memory,
 		Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true,
 	})
 	if err != nil {
