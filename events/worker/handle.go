@@ -61,22 +61,31 @@ func (e permanentError) Unwrap() error { return e.err }
 
 const inProcessRetries = 3
 
-// handleMsg takes one message of a partition, in stream order: malformed
-// events are dead-lettered and events that need no live card acknowledged
-// at once; the others go to the dispatcher, which handles events of
-// different tasks concurrently and those of one task in stream order
+// handleMsg takes one message of a partition, in stream order: events that
+// need no live card are acknowledged at once; malformed events and those
+// whose subject disagrees with them are dead-lettered through the
+// dispatcher (by subject), the others go to it by task: it handles events
+// of different tasks concurrently and those of one task in stream order
 // (process).
 func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 	start := time.Now()
+	// Dead letters go through the dispatcher, keyed by the subject: a
+	// dead-letter stream that does not answer holds back the events of
+	// that subject only, not every task of the partition behind them
+	// (each publish waits up to its timeout).
 	ev, err := events.Decode(msg)
 	if err != nil {
-		w.m.event("invalid", w.deadLetterOutcome(ctx, msg, ReasonMalformed, err), time.Since(start).Seconds())
+		w.dispatch.submit(deadLetterKey(msg), func() {
+			w.m.event("invalid", w.deadLetterOutcome(ctx, msg, ReasonMalformed, err), time.Since(start).Seconds())
+		})
 		return
 	}
 	if err := w.checkSubject(msg.Subject(), ev); err != nil {
 		// Before anything reads or writes a pin: the event names a task
 		// its subject does not, and sits in another task's partition.
-		w.m.event(ev.Type, w.deadLetterOutcome(ctx, msg, ReasonSubjectMismatch, err), time.Since(start).Seconds())
+		w.dispatch.submit(deadLetterKey(msg), func() {
+			w.m.event(ev.Type, w.deadLetterOutcome(ctx, msg, ReasonSubjectMismatch, err), time.Since(start).Seconds())
+		})
 		return
 	}
 	if !task.NeedsCard(ev) {
@@ -182,6 +191,11 @@ func (w *Worker) keepAlive(msg jetstream.Msg) func() {
 		t.Stop()
 	}
 }
+
+// deadLetterKey is the dispatcher's key of an event dead-lettered before
+// it reaches its task: its subject, so that dead letters of one subject keep
+// their order. (A task id equal to it only shares the queue.)
+func deadLetterKey(msg jetstream.Msg) string { return "\x00dead-letter\x00" + msg.Subject() }
 
 // deadLetterOutcome dead-letters msg and returns the outcome to count:
 // dead-letter once the copy is stored, retry while it is not.
