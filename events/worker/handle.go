@@ -97,16 +97,21 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 		w.m.event(ev.Type, task.OutcomeNoFetch, time.Since(start).Seconds())
 		return
 	}
-	w.dispatch.submit(ev.TaskID(), func() { w.process(ctx, msg, ev, start) })
+	// Kept in progress from now, not from when its turn comes: an event
+	// queued behind its task's earlier ones is not redelivered meanwhile
+	// (and queued a second time, its bytes no longer counted in flight).
+	stop := w.keepAlive(msg)
+	w.dispatch.submit(ev.TaskID(), func() { w.process(ctx, msg, ev, start, stop) })
 }
 
 // process handles one event that needs the task's pin or a live card, and
 // acknowledges, NAKs or dead-letters it. The dispatcher runs it after the
-// task's earlier events.
-func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event, start time.Time) {
+// task's earlier events; stop ends the event's keepAlive.
+func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event, start time.Time, stop func()) {
 	if w.js.Conn().IsClosed() {
 		// The connection is gone (a shutdown or a crash): nothing can be
 		// acknowledged, the event will be redelivered. Do not try.
+		stop()
 		return
 	}
 	var err error
@@ -114,7 +119,6 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event
 	if md, err := msg.Metadata(); err == nil {
 		dl = delivery{seq: md.Sequence.Stream, delivered: md.NumDelivered, stored: md.Timestamp}
 	}
-	stop := w.keepAlive(msg)
 	var outcome string
 	for attempt := 0; ; attempt++ {
 		hctx, cancel := context.WithTimeout(ctx, w.opts.HandleTimeout)
@@ -163,10 +167,11 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event
 	w.m.event(ev.Type, outcome, time.Since(start).Seconds())
 }
 
-// keepAlive tells the server the event is in progress while a slow fetch runs,
-// so that it is not redelivered to another worker meanwhile. It costs nothing
-// for fast events: a timer, no goroutine, until the first tick. The returned
-// func stops it.
+// keepAlive tells the server the event is in progress while it waits for
+// its turn and while a slow fetch runs, so that it is not redelivered
+// meanwhile. It costs nothing for fast events: a timer, no goroutine, until
+// the first tick. The returned func stops it; so does the dispatcher's
+// abandon (work dropped at a drain timeout is redelivered).
 func (w *Worker) keepAlive(msg jetstream.Msg) func() {
 	every := w.cfg.AckWait / 3
 	if every <= 0 {
@@ -178,7 +183,7 @@ func (w *Worker) keepAlive(msg jetstream.Msg) func() {
 	t = time.AfterFunc(every, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		if stopped {
+		if stopped || w.dispatch.isAbandoned() {
 			return
 		}
 		msg.InProgress()
