@@ -72,10 +72,13 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 	// Dead letters go through the dispatcher, keyed by the subject: a
 	// dead-letter stream that does not answer holds back the events of
 	// that subject only, not every task of the partition behind them
-	// (each publish waits up to its timeout).
+	// (each publish waits up to its timeout). They are kept in progress
+	// while queued, as process's events are.
 	ev, err := events.Decode(msg)
 	if err != nil {
+		stop := w.keepAlive(msg)
 		w.dispatch.submit(deadLetterKey(msg), func() {
+			defer stop()
 			w.m.event("invalid", w.deadLetterOutcome(ctx, msg, ReasonMalformed, err), time.Since(start).Seconds())
 		})
 		return
@@ -83,7 +86,9 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 	if err := w.checkSubject(msg.Subject(), ev); err != nil {
 		// Before anything reads or writes a pin: the event names a task
 		// its subject does not, and sits in another task's partition.
+		stop := w.keepAlive(msg)
 		w.dispatch.submit(deadLetterKey(msg), func() {
+			defer stop()
 			w.m.event(ev.Type, w.deadLetterOutcome(ctx, msg, ReasonSubjectMismatch, err), time.Since(start).Seconds())
 		})
 		return
