@@ -76,6 +76,13 @@ func (d *dispatcher) abandon() {
 	d.mu.Unlock()
 }
 
+// isAbandoned reports whether abandon was called.
+func (d *dispatcher) isAbandoned() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.abandoned
+}
+
 // inFlight returns how many tasks have work queued or running.
 func (d *dispatcher) inFlight() int {
 	d.mu.Lock()

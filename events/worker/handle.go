@@ -61,22 +61,36 @@ func (e permanentError) Unwrap() error { return e.err }
 
 const inProcessRetries = 3
 
-// handleMsg takes one message of a partition, in stream order: malformed
-// events are dead-lettered and events that need no live card acknowledged
-// at once; the others go to the dispatcher, which handles events of
-// different tasks concurrently and those of one task in stream order
+// handleMsg takes one message of a partition, in stream order: events that
+// need no live card are acknowledged at once; malformed events and those
+// whose subject disagrees with them are dead-lettered through the
+// dispatcher (by subject), the others go to it by task: it handles events
+// of different tasks concurrently and those of one task in stream order
 // (process).
 func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 	start := time.Now()
+	// Dead letters go through the dispatcher, keyed by the subject: a
+	// dead-letter stream that does not answer holds back the events of
+	// that subject only, not every task of the partition behind them
+	// (each publish waits up to its timeout). They are kept in progress
+	// while queued, as process's events are.
 	ev, err := events.Decode(msg)
 	if err != nil {
-		w.m.event("invalid", w.deadLetterOutcome(ctx, msg, ReasonMalformed, err), time.Since(start).Seconds())
+		stop := w.keepAlive(msg)
+		w.dispatch.submit(deadLetterKey(msg), func() {
+			defer stop()
+			w.m.event("invalid", w.deadLetterOutcome(ctx, msg, ReasonMalformed, err), time.Since(start).Seconds())
+		})
 		return
 	}
 	if err := w.checkSubject(msg.Subject(), ev); err != nil {
 		// Before anything reads or writes a pin: the event names a task
 		// its subject does not, and sits in another task's partition.
-		w.m.event(ev.Type, w.deadLetterOutcome(ctx, msg, ReasonSubjectMismatch, err), time.Since(start).Seconds())
+		stop := w.keepAlive(msg)
+		w.dispatch.submit(deadLetterKey(msg), func() {
+			defer stop()
+			w.m.event(ev.Type, w.deadLetterOutcome(ctx, msg, ReasonSubjectMismatch, err), time.Since(start).Seconds())
+		})
 		return
 	}
 	if !task.NeedsCard(ev) {
@@ -88,16 +102,21 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 		w.m.event(ev.Type, task.OutcomeNoFetch, time.Since(start).Seconds())
 		return
 	}
-	w.dispatch.submit(ev.TaskID(), func() { w.process(ctx, msg, ev, start) })
+	// Kept in progress from now, not from when its turn comes: an event
+	// queued behind its task's earlier ones is not redelivered meanwhile
+	// (and queued a second time, its bytes no longer counted in flight).
+	stop := w.keepAlive(msg)
+	w.dispatch.submit(ev.TaskID(), func() { w.process(ctx, msg, ev, start, stop) })
 }
 
 // process handles one event that needs the task's pin or a live card, and
 // acknowledges, NAKs or dead-letters it. The dispatcher runs it after the
-// task's earlier events.
-func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event, start time.Time) {
+// task's earlier events; stop ends the event's keepAlive.
+func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event, start time.Time, stop func()) {
 	if w.js.Conn().IsClosed() {
 		// The connection is gone (a shutdown or a crash): nothing can be
 		// acknowledged, the event will be redelivered. Do not try.
+		stop()
 		return
 	}
 	var err error
@@ -105,7 +124,6 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event
 	if md, err := msg.Metadata(); err == nil {
 		dl = delivery{seq: md.Sequence.Stream, delivered: md.NumDelivered, stored: md.Timestamp}
 	}
-	stop := w.keepAlive(msg)
 	var outcome string
 	for attempt := 0; ; attempt++ {
 		hctx, cancel := context.WithTimeout(ctx, w.opts.HandleTimeout)
@@ -154,10 +172,11 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event
 	w.m.event(ev.Type, outcome, time.Since(start).Seconds())
 }
 
-// keepAlive tells the server the event is in progress while a slow fetch runs,
-// so that it is not redelivered to another worker meanwhile. It costs nothing
-// for fast events: a timer, no goroutine, until the first tick. The returned
-// func stops it.
+// keepAlive tells the server the event is in progress while it waits for
+// its turn and while a slow fetch runs, so that it is not redelivered
+// meanwhile. It costs nothing for fast events: a timer, no goroutine, until
+// the first tick. The returned func stops it; so does the dispatcher's
+// abandon (work dropped at a drain timeout is redelivered).
 func (w *Worker) keepAlive(msg jetstream.Msg) func() {
 	every := w.cfg.AckWait / 3
 	if every <= 0 {
@@ -169,7 +188,7 @@ func (w *Worker) keepAlive(msg jetstream.Msg) func() {
 	t = time.AfterFunc(every, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		if stopped {
+		if stopped || w.dispatch.isAbandoned() {
 			return
 		}
 		msg.InProgress()
@@ -182,6 +201,11 @@ func (w *Worker) keepAlive(msg jetstream.Msg) func() {
 		t.Stop()
 	}
 }
+
+// deadLetterKey is the dispatcher's key of an event dead-lettered before
+// it reaches its task: its subject, so that dead letters of one subject keep
+// their order. (A task id equal to it only shares the queue.)
+func deadLetterKey(msg jetstream.Msg) string { return "\x00dead-letter\x00" + msg.Subject() }
 
 // deadLetterOutcome dead-letters msg and returns the outcome to count:
 // dead-letter once the copy is stored, retry while it is not.
