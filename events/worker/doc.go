@@ -71,7 +71,9 @@
 // Transient failures (store or publish errors) are retried in process a few
 // times, then the event is NAKed with a growing delay; on its MaxDeliver-th
 // delivery (store.Config.MaxDeliver, counted by the worker: the consumer
-// itself redelivers without limit) it is dead-lettered instead. Malformed
+// itself redelivers without limit) it is dead-lettered instead, and on any
+// later delivery (the dead letter failed, or handling it ended the process)
+// it is dead-lettered without being handled again. Malformed
 // events, events whose subject disagrees with their data (subject-mismatch:
 // another kind than their type, another task than their taskId; they change
 // no pin) and events that can never succeed (an unparseable client card)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/carddrift/carddrift/events"
 )
 
@@ -23,3 +25,9 @@ func HandleAt(ctx context.Context, w *Worker, ev events.Event, seq uint64, store
 
 // ErrPinChanged is errPinChanged, for the external tests.
 var ErrPinChanged = errPinChanged
+
+// Process runs the worker's handling of msg (decoded as ev) as the
+// dispatcher would, for the external tests that deliver a message by hand.
+func Process(ctx context.Context, w *Worker, msg jetstream.Msg, ev events.Event) {
+	w.process(ctx, msg, ev, time.Now(), func() {})
+}

@@ -61,6 +61,10 @@ func (e permanentError) Unwrap() error { return e.err }
 
 const inProcessRetries = 3
 
+// errPastMaxDeliver is the cause of an event dead-lettered on a delivery
+// past MaxDeliver, without being handled again.
+var errPastMaxDeliver = errors.New("delivered more often than MaxDeliver; dead-lettered without handling it again")
+
 // handleMsg takes one message of a partition, in stream order: events that
 // need no live card are acknowledged at once; malformed events and those
 // whose subject disagrees with them are dead-lettered through the
@@ -123,6 +127,16 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event
 	var dl delivery
 	if md, err := msg.Metadata(); err == nil {
 		dl = delivery{seq: md.Sequence.Stream, delivered: md.NumDelivered, stored: md.Timestamp}
+	}
+	if w.cfg.MaxDeliver > 0 && int(dl.delivered) > w.cfg.MaxDeliver {
+		// Past the delivery it was to be dead-lettered on: that dead letter
+		// failed, or handling it ended the process (an event that crashes
+		// every worker that handles it). The consumer redelivers without
+		// limit, so it is dead-lettered without being handled again.
+		stop()
+		cause := fmt.Errorf("%w: delivered %d times", errPastMaxDeliver, dl.delivered)
+		w.m.event(ev.Type, w.deadLetterOutcome(ctx, msg, ReasonMaxDeliver, cause), time.Since(start).Seconds())
+		return
 	}
 	var outcome string
 	for attempt := 0; ; attempt++ {
