@@ -2,7 +2,9 @@ package fetcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
@@ -63,4 +65,49 @@ func keySetOf(t *testing.T, signers ...testSigner) signature.Keys {
 		t.Fatal(err)
 	}
 	return set
+}
+
+// recordKeys answers every kid with no key, recording the jku URLs asked.
+type recordKeys struct{ asked []string }
+
+func (r *recordKeys) Lookup(_ context.Context, _, jku string) ([]signature.Key, error) {
+	r.asked = append(r.asked, jku)
+	return nil, nil
+}
+
+// FuzzJKUBudget: whatever jku URLs a card's signatures name, in whatever
+// order, the keys behind one VerifyAt are asked about at most
+// maxJKUsPerCard distinct ones, the first ones named, each as often as
+// named; a refused one is still asked about without its jku (the trusted
+// keys answer every kid) and fails with signature.ErrJKURefused.
+func FuzzJKUBudget(f *testing.F) {
+	f.Add("a\nb\nc")
+	f.Add("a\na\na\nb\nb\nc\na")
+	f.Add("\n\nx\n\ny\nz\nx")
+	f.Fuzz(func(t *testing.T, list string) {
+		inner := &recordKeys{}
+		b := &jkuBudget{keys: inner}
+		allowed := map[string]bool{}
+		for _, jku := range strings.Split(list, "\n") {
+			n := len(inner.asked)
+			_, err := b.Lookup(context.Background(), "k", jku)
+			if len(inner.asked) != n+1 {
+				t.Fatalf("jku %q: the keys were asked %d times, want once", jku, len(inner.asked)-n)
+			}
+			got := inner.asked[n]
+			switch {
+			case jku == "" || allowed[jku] || len(allowed) < maxJKUsPerCard:
+				if jku != "" {
+					allowed[jku] = true
+				}
+				if got != jku || err != nil {
+					t.Fatalf("jku %q within the budget: asked %q, err %v", jku, got, err)
+				}
+			default:
+				if got != "" || !errors.Is(err, signature.ErrJKURefused) {
+					t.Fatalf("jku %q past the budget: asked %q, err %v", jku, got, err)
+				}
+			}
+		}
+	})
 }
