@@ -202,6 +202,16 @@ func TestCheckSignerChanged(t *testing.T) {
 		{name: "a new signature by the same key", pinned: signedBy(testSigA), live: signedBy(testSigA)},
 		{name: "a co-signer added during a rotation", pinned: signedBy(testSigA), live: signedBy(testSigB, testSigA)},
 		{name: "the key set is down", pinned: signedBy(testSigA), live: signedBy(unverified(testSigA, "keys-unavailable"))},
+		{
+			name: "an entry no key was looked up for, under the pinned kid", pinned: signedBy(testSigA),
+			live: signedBy(unverified(Signature{KeyID: "a", Alg: "HS256"}, "unsupported-alg")),
+			want: []Finding{{
+				Rule: RuleSignerChanged, Severity: Warning, Path: "/signatures/0", Before: testSigA,
+				After: unverified(Signature{KeyID: "a", Alg: "HS256"}, "unsupported-alg"),
+				Message: `the card is now signed by kid "a" (HS256), unverified: unsupported-alg, no longer by the pinned card's signer ` +
+					`kid "a" (ES256, key tpA), verified by a trusted key: it may not be the same vendor any more`,
+			}},
+		},
 		{name: "the signature fails: signature-invalid instead", pinned: signedBy(testSigA), live: signedBy(invalid(testSigA))},
 		{name: "not verified", pinned: servedSigned(), live: signedBy(testSigB)},
 		{name: "unsigned", pinned: testCard(), live: signedBy(testSigB)},

@@ -81,14 +81,27 @@ func Signer(sigs []Signature) (s Signature, index int, ok bool) {
 func signed(c *Card) bool { return len(c.Signatures) > 0 || c.HasSignatures }
 
 // sameSigner reports that two signatures name the same signer: the same key
-// thumbprint when both keys are known, else the same kid. A key set that
-// could not be fetched (no thumbprint) is then not mistaken for a new
-// signer.
+// thumbprint when both keys are known, else the same kid, both looked up
+// among the keys or neither (lookedUp). A key set that could not be fetched
+// (no thumbprint) is then not mistaken for a new signer, and an entry no
+// key was ever looked up for (a kid anyone can write under an algorithm
+// carddrift refuses, say) is not mistaken for a signer whose key was.
 func sameSigner(a, b Signature) bool {
 	if a.Thumbprint != "" && b.Thumbprint != "" {
 		return a.Thumbprint == b.Thumbprint
 	}
-	return a.KeyID == b.KeyID
+	return a.KeyID == b.KeyID && lookedUp(a) == lookedUp(b)
+}
+
+// lookedUp reports a signature whose kid was looked up among the keys:
+// not one refused before that (package detector/signature's
+// "unsupported-alg", "malformed", "not-checked").
+func lookedUp(s Signature) bool {
+	switch s.Reason {
+	case "unsupported-alg", "malformed", "not-checked":
+		return false
+	}
+	return true
 }
 
 // describeKey names the key of a signature in a message: kid, alg and

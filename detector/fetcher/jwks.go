@@ -38,7 +38,8 @@ type JWKSOptions struct {
 	// FailureTTL is how long a failed fetch is remembered: lookups meanwhile
 	// fail at once with the same error, so a dead or hostile key set URL
 	// costs one fetch per FailureTTL however many cards name it. A fetch
-	// canceled by its caller is not remembered. Default 30s.
+	// that fails once its caller is done (canceled, or past the caller's own
+	// deadline) is not remembered. Default 30s.
 	FailureTTL time.Duration
 	// MaxEntries bounds how many key set URLs are cached (least recently
 	// used evicted first). Default 256.
@@ -259,8 +260,11 @@ func (j *JWKS) get(ctx context.Context, url string, refresh bool) (*jwksEntry, e
 		e := j.fetch(ctx, key)
 		j.mu.Lock()
 		delete(j.flights, key)
+		// A failure is remembered only when it says something about the
+		// URL: not when the caller left or its own deadline ended (a
+		// card's earlier lookups can spend the handler's time on purpose).
 		var fe *FetchError
-		if !errors.As(e.err, &fe) || fe.Reason != ReasonCanceled {
+		if e.err == nil || ctx.Err() == nil && (!errors.As(e.err, &fe) || fe.Reason != ReasonCanceled) {
 			j.store(e)
 			fl.entry = e
 		}

@@ -132,6 +132,48 @@ func (o SignatureOptions) validate() error {
 	return errors.Join(errs...)
 }
 
+// maxJKUsPerCard is how many distinct jku URLs the signatures of one card
+// may send the Fetcher to (each a key set fetch of up to TotalTimeout,
+// chosen by whoever wrote the card); a signature naming another is
+// keys-unavailable unless a key trusted for the agent answers its kid. A
+// real card names one, two during a key rotation.
+const maxJKUsPerCard = 2
+
+// jkuBudget is the keys of one VerifyAt: keys, asked about at most
+// maxJKUsPerCard distinct jku URLs. A signature naming another is answered
+// by the trusted keys alone (keys asked without its jku), and when they
+// hold none for its kid the jku is refused (signature.ErrJKURefused:
+// keys-unavailable).
+type jkuBudget struct {
+	keys signature.Keys
+	mu   sync.Mutex
+	jkus []string // the distinct jku URLs asked about
+}
+
+func (b *jkuBudget) Lookup(ctx context.Context, kid, jku string) ([]signature.Key, error) {
+	if jku == "" || b.allow(jku) {
+		return b.keys.Lookup(ctx, kid, jku)
+	}
+	keys, err := b.keys.Lookup(ctx, kid, "")
+	if len(keys) > 0 || err != nil {
+		return keys, err
+	}
+	return nil, fmt.Errorf("%w: %s: the card's signatures name more than %d jku URLs", signature.ErrJKURefused, jku, maxJKUsPerCard)
+}
+
+func (b *jkuBudget) allow(jku string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if slices.Contains(b.jkus, jku) {
+		return true
+	}
+	if len(b.jkus) >= maxJKUsPerCard {
+		return false
+	}
+	b.jkus = append(b.jkus, jku)
+	return true
+}
+
 // verifier verifies card signatures for a Fetcher and keeps the outcome per
 // body and trust scope.
 type verifier struct {
@@ -214,8 +256,10 @@ func (f *Fetcher) Verify(ctx context.Context, raw []byte) []detector.Signature {
 // invalid. An outcome reached after ctx ended is returned but not kept.
 // Safe for concurrent use.
 func (f *Fetcher) VerifyAt(ctx context.Context, cardURL string, raw []byte) []detector.Signature {
-	if !bytes.Contains(raw, []byte(`"signatures"`)) {
-		return nil // unsigned, without a parse
+	if !bytes.Contains(raw, []byte(`"signatures"`)) && bytes.IndexByte(raw, '\\') < 0 {
+		// Unsigned, without a parse. Only a card with no escape at all:
+		// "signatur\u0065s" is the same member to every parser.
+		return nil
 	}
 	v := f.verify
 	scope, keys := v.scope(cardURL)
@@ -224,7 +268,7 @@ func (f *Fetcher) VerifyAt(ctx context.Context, cardURL string, raw []byte) []de
 		return sigs
 	}
 	v.verified.Add(1)
-	results, err := signature.Verify(ctx, raw, keys)
+	results, err := signature.Verify(ctx, raw, &jkuBudget{keys: keys})
 	if err != nil {
 		return nil // not a card: Parse refused it before anyone asks
 	}

@@ -14,16 +14,16 @@ import (
 // or two during a key rotation, each under a kid that names one key — needs
 // at most six, so every real card verifies as before.
 //
-// What a limit stops is in the Result: signatures past Signatures are
-// ReasonNotChecked; a signature that the other limits keep from being
+// What a limit stops is in the Result: signatures past Signatures are one
+// ReasonNotChecked Result together; a signature that the other limits keep from being
 // checked to the end is ReasonOverLimit, which the detector reports as
 // signature-invalid. A zero field takes its default (DefaultLimits); there
 // is no "unlimited".
 type Limits struct {
 	// Signatures is how many entries of "signatures" are checked, in order:
 	// each costs a key lookup (perhaps a key set fetch). Default
-	// MaxSignatures (16). Further entries are parsed, not looked up:
-	// ReasonNotChecked.
+	// MaxSignatures (16). Further entries are neither parsed nor looked
+	// up: one ReasonNotChecked Result stands for them all.
 	Signatures int
 	// KeysPerSignature is how many keys that fit a signature's alg its kid
 	// may name (default DefaultKeysPerSignature, 2). A kid names one key

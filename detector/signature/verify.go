@@ -38,7 +38,8 @@ const (
 	ReasonMalformed Reason = "malformed"
 	// ReasonNotChecked: the card has more signatures than Limits.Signatures
 	// (MaxSignatures by default); the ones past the limit are neither parsed
-	// nor checked (their Result has only Index, Reason and Detail).
+	// nor checked, and one Result stands for them all (it has only Index,
+	// the first of them, Reason and Detail).
 	ReasonNotChecked Reason = "not-checked"
 	// ReasonOverLimit: checking the signature would have gone past one of
 	// the verifier's Limits — more keys under its kid than
@@ -90,8 +91,10 @@ func Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 
 // Verify checks every signature of the agent card raw against keys, within
 // l (a zero field at its default), and returns one Result per entry of its
-// "signatures" array, in order. A card without signatures (no member, null,
-// or an empty array) yields none.
+// "signatures" array, in order, up to l.Signatures; past them, one
+// ReasonNotChecked Result (Index l.Signatures) stands for all the rest. A
+// card without signatures (no member, null, or an empty array) yields
+// none.
 //
 // A signature verifies when its protected header is well-formed (alg, kid
 // and typ set; see ParseJWS), keys.Lookup(kid, jku) returns a key that fits
@@ -132,17 +135,16 @@ func (l Limits) verify(ctx context.Context, raw []byte, keys Keys, now func() ti
 			Detail: fmt.Sprintf("signatures is a JSON %s, not an array", sigs.Kind)}}, nil
 	}
 	v := verifier{card: &card, keys: keys, lim: l.withDefaults(), now: now, start: now()}
-	var notChecked string // one Detail for every entry past the limit
-	out := make([]Result, len(sigs.Elems))
-	for i := range sigs.Elems {
-		if i < v.lim.Signatures {
-			out[i] = v.one(ctx, i, &sigs.Elems[i])
-			continue
-		}
-		if i == v.lim.Signatures {
-			notChecked = fmt.Sprintf("only the first %d signatures of a card are checked", v.lim.Signatures)
-		}
-		out[i] = Result{Index: i, Reason: ReasonNotChecked, Detail: notChecked}
+	n := len(sigs.Elems)
+	out := make([]Result, 0, min(n, v.lim.Signatures+1))
+	for i := range min(n, v.lim.Signatures) {
+		out = append(out, v.one(ctx, i, &sigs.Elems[i]))
+	}
+	if n > v.lim.Signatures {
+		// One Result for every entry past the limit: a 1 MiB body holds
+		// half a million entries.
+		out = append(out, Result{Index: v.lim.Signatures, Reason: ReasonNotChecked, Detail: fmt.Sprintf(
+			"only the first %d signatures of a card are checked: entries %d to %d are not", v.lim.Signatures, v.lim.Signatures, n-1)})
 	}
 	return out, nil
 }
