@@ -1,7 +1,6 @@
 package worker_test
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -11,11 +10,7 @@ import (
 	"testing"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/detector/signature"
-	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // hmacSigned returns card with one signature under kid made with HS256, the
@@ -46,28 +41,8 @@ func hmacSigned(t *testing.T, card, kid string, pub signature.Key) string {
 // they do for a key set outage, and the edited card had no signature
 // finding at all.)
 func TestAdversaryUncheckedSignatureUnderPinnedKid(t *testing.T) {
-	a := workertest.NewSigningKey(t, "a")
-	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
-		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(a.Pub), JKU: fetcher.JKUOff}
-	}})
-	out := r.Out()
-	agent := workertest.NewAgent(t, "")
-	base := agent.URL()
-	card := signedCard(base, "Reads invoices.")
-	ctx := context.Background()
-
-	agent.Set(a.Sign(t, card))
-	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "victim", AgentURL: base, SkillID: "summarize", Requires: events.Requires{Streaming: true}}))
-	out.WaitFor(t, "victim pinned", func(c *workertest.Collector) bool { return len(c.Events(events.TypePinned, "victim")) == 1 })
-
-	agent.Set(hmacSigned(t, signedCard(base, "Reads invoices and pays them."), "a", a.Pub))
-	must(t, r.Emit.Request(ctx, events.Request{TaskID: "victim", AgentURL: base, Method: "message/stream", Attempt: 1}))
-	out.WaitFor(t, "victim: card.drift", func(c *workertest.Collector) bool { return len(c.Drifts("victim")) == 1 })
-	d := out.Drifts("victim")[0]
-	var rules []string
-	for _, f := range d.Findings {
-		rules = append(rules, f.Rule)
-	}
+	p := newTrustedPin(t)
+	d, rules := p.stream(t, hmacSigned(t, signedCard(p.base, "Reads invoices and pays them."), "a", p.a.Pub))
 	if d.Live.Signer == nil || d.Live.Signer.Reason != "unsupported-alg" {
 		t.Fatalf("live signer %+v, want the HS256 signature, unsupported-alg", d.Live.Signer)
 	}
