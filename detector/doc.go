@@ -2,7 +2,7 @@
 // in, findings and verdicts out. It is pure — no network, no NATS, no clock
 // of its own — so that the worker, replay's re-evaluation, the planner's
 // pre-dispatch check and `carddrift diff` all reach the same answer from the
-// same inputs. Fetching cards is package detector/fetcher's; strict JSON and
+// same inputs. Fetching cards is package store/fetcher's; strict JSON and
 // its canonical form are package detector/jcs's.
 //
 // # From bytes to a verdict

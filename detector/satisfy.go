@@ -62,7 +62,7 @@ type Unmet struct {
 // security requirements); nil when the card satisfies the task. It is pure.
 //
 // These are the requirements Touches uses to judge drift, checked against one
-// card (a planner's pre-dispatch check, events/planner.Checker):
+// card (a planner's pre-dispatch check, events/client/planner.Checker):
 //
 //   - the skill (req.SkillID, when set) must be offered;
 //   - streaming and push notifications must be declared when the task needs

@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/detector/signature"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/schemas"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // schemaEnum returns the enum of $defs/<def> in the schema of typ.

@@ -10,14 +10,14 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/schemas"
 )
 
 // embeddedJetStream starts an embedded JetStream server
-// (workertest.EmbeddedJetStream) with a stream named stream over subjects.
+// (servicetest.EmbeddedJetStream) with a stream named stream over subjects.
 func embeddedJetStream(stream, subjects string) (js jetstream.JetStream, stop func()) {
-	js, stop = workertest.EmbeddedJetStream()
+	js, stop = servicetest.EmbeddedJetStream()
 	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: stream, Subjects: []string{subjects}}); err != nil {
 		panic(err)
 	}

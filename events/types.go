@@ -183,7 +183,7 @@ type Drift struct {
 	// so Finding.Touches says whether it affects the task. Decode sets it.
 	// carddrift writes touches with every finding (Encode always does);
 	// only a card.drift written before contract v1.1 lacks it, and its
-	// Touches are all false and mean nothing (events/planner then recomputes
+	// Touches are all false and mean nothing (events/client/planner then recomputes
 	// them). Not part of the event data.
 	TouchesKnown bool `json:"-"`
 }
@@ -261,7 +261,7 @@ type Observed struct {
 // not drift; the pin stays as it was. TaskID is "" for agent-level fetches.
 //
 // Reason is one of the fetcher's reasons, the one list of the contract
-// (fetcher.UnreachableReasons in package detector/fetcher: compare with
+// (fetcher.UnreachableReasons in package store/fetcher: compare with
 // string(fetcher.ReasonTimeout) and so on); a later carddrift may add
 // reasons, never rename them.
 type Unreachable struct {

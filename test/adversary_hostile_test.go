@@ -13,8 +13,8 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -305,7 +305,7 @@ func TestAdversaryPinConflict(t *testing.T) {
 		pins.Pins = o.Pins
 		o.Pins = pins
 	})
-	a := workertest.NewAgent(t, writeupT0)
+	a := servicetest.NewAgent(t, writeupT0)
 	must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: "race", AgentURL: a.URL(), SkillID: "summarize",
 		Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed}))
 	out.waitFor(t, "the pin", func(o *outbound) bool { return countBy(o, events.TypePinned)["race"] == 1 })

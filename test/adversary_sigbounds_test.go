@@ -17,11 +17,11 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/detector/signature"
 	"github.com/carddrift/carddrift/detector/signature/signaturetest"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // sigOverLimit is the signer reason of a signature a verification limit

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/store/storetest"
 )
 
@@ -168,7 +168,7 @@ func TestAdversaryStorageFloodLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	card := strings.ReplaceAll(workertest.WriteupT0, "AGENT", "https://agent.example.com/a2a")
+	card := strings.ReplaceAll(servicetest.WriteupT0, "AGENT", "https://agent.example.com/a2a")
 	if err := emit.Submitted(ctx, events.Submitted{TaskID: "victim", AgentURL: "https://agent.example.com", SkillID: "summarize", Card: json.RawMessage(card)}); err != nil {
 		t.Fatalf("publish the victim's submission: %v", err)
 	}
@@ -215,7 +215,7 @@ func TestAdversaryStorageOrphanCardBodies(t *testing.T) {
 	}
 	const n = 20
 	for i := range n {
-		card := strings.ReplaceAll(workertest.WriteupT0, "AGENT", "https://agent.example.com/a2a")
+		card := strings.ReplaceAll(servicetest.WriteupT0, "AGENT", "https://agent.example.com/a2a")
 		card = strings.Replace(card, "Summarizes text", "Summarizes text, variant "+strconv.Itoa(i), 1)
 		if err := emit.Submitted(ctx, events.Submitted{TaskID: "orphan-" + strconv.Itoa(i), AgentURL: "https://agent.example.com",
 			SkillID: "summarize", Card: json.RawMessage(card)}); err != nil {

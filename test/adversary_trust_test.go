@@ -19,7 +19,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/signature"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/test/interop"
 )
 
@@ -27,7 +27,7 @@ import (
 // the attack through a real `carddrift serve` against a real card endpoint,
 // and fails on e91b0a3.
 
-// adversaryCard is the card of the agent at AGENT (workertest.Agent fills
+// adversaryCard is the card of the agent at AGENT (servicetest.Agent fills
 // its URL in).
 const adversaryCard = `{"name":"Ledger","description":"Reads invoices.","version":"1.0.0",` +
 	`"supportedInterfaces":[{"url":"AGENT/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],` +
@@ -35,7 +35,7 @@ const adversaryCard = `{"name":"Ledger","description":"Reads invoices.","version
 	`"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":["t"]}]}`
 
 // jwksFile writes the public keys of keys as a JWKS file and returns its path.
-func jwksFile(t *testing.T, keys ...workertest.SigningKey) string {
+func jwksFile(t *testing.T, keys ...servicetest.SigningKey) string {
 	t.Helper()
 	var set struct {
 		Keys []jose.JSONWebKey `json:"keys"`
@@ -65,8 +65,8 @@ func TestAdversaryAttackerSignature(t *testing.T) {
 		t.Skip("builds and runs the carddrift binary")
 	}
 	bin := buildCarddrift(t)
-	operator := workertest.NewSigningKey(t, "operator-2026")
-	attacker := workertest.NewSigningKey(t, "attacker")
+	operator := servicetest.NewSigningKey(t, "operator-2026")
+	attacker := servicetest.NewSigningKey(t, "attacker")
 
 	// The attacker's key set, on its own https host; the child trusts its
 	// certificate as it would a public CA's.
@@ -81,7 +81,7 @@ func TestAdversaryAttackerSignature(t *testing.T) {
 	must(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: evil.Certificate().Raw}), 0o600))
 	t.Setenv("SSL_CERT_FILE", ca)
 
-	agent := workertest.NewAgent(t, "")
+	agent := servicetest.NewAgent(t, "")
 	card := strings.ReplaceAll(adversaryCard, "AGENT", agent.URL())
 	agent.Set(operator.Sign(t, card))
 	resigned, err := signature.Sign([]byte(card), attacker.Priv, signature.SignOptions{KeyID: attacker.KeyID, JKU: evil.URL + "/jwks.json"})
@@ -105,20 +105,20 @@ func TestAdversaryAttackerSignature(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			agent.Set(operator.Sign(t, card))
-			r := workertest.Start(t, workertest.Options{})
+			r := servicetest.Start(t, servicetest.Options{})
 			out := r.Out()
 			startServe(t, bin, r.URL(), "serve-attacker", append([]string{"--jwks", keys}, tc.flags...)...)
 			task := "victim"
 			must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: task, AgentURL: agent.URL(), SkillID: "summarize",
 				Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed}))
-			out.WaitFor(t, "pinned", func(c *workertest.Collector) bool { return len(c.Events(events.TypePinned, task)) == 1 })
+			out.WaitFor(t, "pinned", func(c *servicetest.Collector) bool { return len(c.Events(events.TypePinned, task)) == 1 })
 			if s := out.Events(events.TypePinned, task)[0].Data.(events.Pinned).Signer; s == nil || !s.Verified || s.Source != "trusted" || s.KeyID != operator.KeyID {
 				t.Fatalf("card.pinned signer %+v, want the operator's key, trusted", s)
 			}
 
 			agent.Set(string(resigned))
 			must(t, r.Emit.Request(ctx, events.Request{TaskID: task, AgentURL: agent.URL(), Method: "message/stream", Attempt: 1}))
-			out.WaitFor(t, "card.drift", func(c *workertest.Collector) bool { return len(c.Drifts(task)) == 1 })
+			out.WaitFor(t, "card.drift", func(c *servicetest.Collector) bool { return len(c.Drifts(task)) == 1 })
 			d := out.Drifts(task)[0]
 			t.Logf("card.drift %s %v (%s); live signer %+v", d.Verdict.Action, ruleList(d), d.Verdict.Reason, d.Live.Signer)
 			// The attack as intended: the attacker's key set was fetched and
@@ -161,12 +161,12 @@ func TestAdversaryTamperedAfterSigning(t *testing.T) {
 
 	ctx := context.Background()
 	type run struct {
-		r   *workertest.Rig
-		out *workertest.Collector
+		r   *servicetest.Rig
+		out *servicetest.Collector
 	}
 	runs := map[string]run{}
 	for _, name := range []string{"default", "strict"} {
-		r := workertest.Start(t, workertest.Options{})
+		r := servicetest.Start(t, servicetest.Options{})
 		flags := []string{"--jwks", keys}
 		if name == "strict" {
 			flags = append(flags, "--require-signed-cards")
@@ -175,7 +175,7 @@ func TestAdversaryTamperedAfterSigning(t *testing.T) {
 		runs[name] = run{r: r, out: r.Out()}
 		must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "client-" + name, AgentURL: a.base, SkillID: "summarize-invoice",
 			Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed, Card: clientCard}))
-		runs[name].out.WaitFor(t, name+": pinned", func(c *workertest.Collector) bool {
+		runs[name].out.WaitFor(t, name+": pinned", func(c *servicetest.Collector) bool {
 			return len(c.Events(events.TypePinned, "client-"+name)) == 1
 		})
 		p := runs[name].out.Events(events.TypePinned, "client-"+name)[0].Data.(events.Pinned)
@@ -198,7 +198,7 @@ func TestAdversaryTamperedAfterSigning(t *testing.T) {
 	} {
 		task, rn := "client-"+name, runs[name]
 		must(t, rn.r.Emit.Request(ctx, events.Request{TaskID: task, AgentURL: a.base, Method: "message/stream", Attempt: 1}))
-		rn.out.WaitFor(t, task+": card.drift", func(c *workertest.Collector) bool { return len(c.Drifts(task)) == 1 })
+		rn.out.WaitFor(t, task+": card.drift", func(c *servicetest.Collector) bool { return len(c.Drifts(task)) == 1 })
 		d := rn.out.Drifts(task)[0]
 		t.Logf("%s: card.drift %s %v (%s)", name, d.Verdict.Action, ruleList(d), d.Verdict.Reason)
 		if got := ruleList(d); d.Verdict.Action != detector.Abort || !slices.Equal(got, want) {

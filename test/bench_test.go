@@ -18,9 +18,9 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // Performance of the worker (the quality bars: README, figures): throughput of events
@@ -283,8 +283,8 @@ const (
 
 // newLeaseAgent starts an agent that serves its card with Cache-Control
 // max-age (TakeArrivals: when each request arrived).
-func newLeaseAgent(tb testing.TB, maxAge time.Duration) *workertest.Agent {
-	a := workertest.NewAgent(tb, "")
+func newLeaseAgent(tb testing.TB, maxAge time.Duration) *servicetest.Agent {
+	a := servicetest.NewAgent(tb, "")
 	a.SetCacheControl(fmt.Sprintf("max-age=%d", int(maxAge.Seconds())))
 	return a
 }
@@ -308,7 +308,7 @@ func BenchmarkDetectionLatency(b *testing.B) {
 	for iter := range b.N {
 		b.StopTimer()
 		r := newRig(b, testConfig())
-		agents := make([]*workertest.Agent, latencyAgents)
+		agents := make([]*servicetest.Agent, latencyAgents)
 		for i := range agents {
 			agents[i] = newLeaseAgent(b, latencyLease)
 		}
@@ -339,13 +339,13 @@ func BenchmarkDetectionLatency(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-func latencyWaveRun(b *testing.B, r *rig, agents []*workertest.Agent, iter int) (lat []time.Duration, fetches, leases, early int64, maxRatio float64, took time.Duration) {
+func latencyWaveRun(b *testing.B, r *rig, agents []*servicetest.Agent, iter int) (lat []time.Duration, fetches, leases, early int64, maxRatio float64, took time.Duration) {
 	ctx := context.Background()
 	version := fmt.Sprintf(`"version":"%d.0.0"`, iter+1)
 	before := strings.ReplaceAll(writeupT0, `"version":"1.0.0"`, version)
 	after := strings.ReplaceAll(writeupT40, `"version":"1.0.0"`, version)
 	n := latencyAgents * latencyTasksPerAgent
-	task := func(i int) (string, *workertest.Agent) {
+	task := func(i int) (string, *servicetest.Agent) {
 		return fmt.Sprintf("lat-%d-%d", iter, i), agents[i%latencyAgents]
 	}
 

@@ -20,7 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/store"
 )
 

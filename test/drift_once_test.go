@@ -8,7 +8,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 )
 
 // card.drift for one (task, pinned digest, live digest, rule ids) is
@@ -24,7 +24,7 @@ func TestDriftOnceBeyondDedupWindow(t *testing.T) {
 	cfg.EventsDuplicates = time.Second // the default is 2m; the effect is the same after it
 	r := newRig(t, cfg)
 	out := r.collect()
-	a := workertest.NewAgent(t, writeupT40)
+	a := servicetest.NewAgent(t, writeupT40)
 	r.startWorker("w", nil)
 	ctx := context.Background()
 	must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: "once", AgentURL: a.URL(), SkillID: "summarize",

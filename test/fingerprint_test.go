@@ -9,8 +9,8 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // The fingerprint write-up: a fleet of 40 A2A v1.0 agents whose cards say
@@ -58,8 +58,8 @@ func fpCard(agentURL string, i int, summarizeOut string) string {
 // newVersionAgent starts an agent whose ETag is derived from its card's
 // version only and that honours If-None-Match, as the write-up's servers
 // did.
-func newVersionAgent(t testing.TB, cacheControl string) *workertest.Agent {
-	a := workertest.NewAgent(t, "")
+func newVersionAgent(t testing.TB, cacheControl string) *servicetest.Agent {
+	a := servicetest.NewAgent(t, "")
 	a.SetCacheControl(cacheControl)
 	a.SetETag(`"v` + fpCardVersion + `"`) // the version, not the content
 	return a
@@ -67,7 +67,7 @@ func newVersionAgent(t testing.TB, cacheControl string) *workertest.Agent {
 
 // fpFleet is the 40 agents and their two tasks each.
 type fpFleet struct {
-	agents []*workertest.Agent
+	agents []*servicetest.Agent
 }
 
 func fpSumTask(i int) string { return fmt.Sprintf("fp-%02d-sum", i) }
@@ -200,7 +200,7 @@ func (f *fpFleet) checkVerdicts(t *testing.T, out *outbound, wantRules ...string
 		ids[ev.ID] = true
 	}
 	if u := out.all(events.TypeUnreachable); len(u) > 0 {
-		t.Errorf("card.unreachable: %v", workertest.Summary(u))
+		t.Errorf("card.unreachable: %v", servicetest.Summary(u))
 	}
 }
 
@@ -237,7 +237,7 @@ func TestFingerprintFleetEvidenceForcedFetch(t *testing.T) {
 	fleet.transitionAll(t, r)
 	r.drained(t, 20*time.Second)
 	if d := out.all(events.TypeDrift); len(d) > 0 {
-		t.Fatalf("drift before any evidence (the lease still holds): %v", workertest.Summary(d))
+		t.Fatalf("drift before any evidence (the lease still holds): %v", servicetest.Summary(d))
 	}
 
 	// Artifacts: the mutated agents' summarize tasks receive JSON, which
@@ -289,7 +289,7 @@ func TestFingerprintFleetPeriodicFullFetch(t *testing.T) {
 	r := newRig(t, testConfig())
 	fleet := newFPFleet(t, "max-age=60")
 	out := r.collect()
-	clock := workertest.NewClock()
+	clock := servicetest.NewClock()
 	r.startWorker("fp-full", func(o *worker.Options) {
 		o.Now = clock.Now
 		o.Fetch.FullFetchInterval = fullEvery
@@ -309,7 +309,7 @@ func TestFingerprintFleetPeriodicFullFetch(t *testing.T) {
 		}
 	}
 	if d := out.all(events.TypeDrift); len(d) > 0 {
-		t.Fatalf("drift behind a 304 (the body was never read): %v", workertest.Summary(d))
+		t.Fatalf("drift behind a 304 (the body was never read): %v", servicetest.Summary(d))
 	}
 
 	// The periodic unconditional fetch is due.

@@ -8,19 +8,19 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
 )
 
-// The suites of this package run on the workertest rig, under the short
+// The suites of this package run on the servicetest rig, under the short
 // names below. cluster_test.go builds a rig without stores around a real
 // deployment's connection (&rig{t, js, nc, cfg}); the methods it calls work
 // on that too.
 
-// rig is carddrift running in-process (workertest.Rig): embedded
+// rig is carddrift running in-process (servicetest.Rig): embedded
 // JetStream, the stores, and the workers a test starts.
 type rig struct {
 	t      testing.TB
@@ -29,15 +29,15 @@ type rig struct {
 	cfg    store.Config
 	stores *store.Stores[task.Pin]
 	emit   *events.Emitter
-	wt     *workertest.Rig
+	wt     *servicetest.Rig
 }
 
-// testConfig is the rig's stream layout (workertest.DefaultConfig).
-func testConfig() store.Config { return workertest.DefaultConfig() }
+// testConfig is the rig's stream layout (servicetest.DefaultConfig).
+func testConfig() store.Config { return servicetest.DefaultConfig() }
 
 func newRig(t testing.TB, cfg store.Config) *rig {
 	t.Helper()
-	wt := workertest.Start(t, workertest.Options{Configure: func(c *store.Config) { *c = cfg }, Source: "test-client"})
+	wt := servicetest.Start(t, servicetest.Options{Configure: func(c *store.Config) { *c = cfg }, Source: "test-client"})
 	return &rig{t: t, js: wt.JS, nc: wt.Conn, cfg: wt.Config, stores: wt.Stores, emit: wt.Emit, wt: wt}
 }
 
@@ -57,20 +57,20 @@ func (r *rig) startWorkerOn(t testing.TB, url, name string, tweak func(*worker.O
 // acknowledged (or terminated) by the workers.
 func (r *rig) drained(t testing.TB, timeout time.Duration) {
 	t.Helper()
-	workertest.Drained(t, r.js, r.cfg, timeout)
+	servicetest.Drained(t, r.js, r.cfg, timeout)
 }
 
 // dumpLifecycle logs the lifecycle consumers' state, for failure reports.
-func (r *rig) dumpLifecycle(t testing.TB) { workertest.DumpLifecycle(t, r.js, r.cfg) }
+func (r *rig) dumpLifecycle(t testing.TB) { servicetest.DumpLifecycle(t, r.js, r.cfg) }
 
 // collect starts collecting every card.* event stored in the events stream.
 func (r *rig) collect() *outbound {
 	r.t.Helper()
-	return &outbound{workertest.Collect(r.t, r.js, r.cfg)}
+	return &outbound{servicetest.Collect(r.t, r.js, r.cfg)}
 }
 
-// outbound is a workertest.Collector.
-type outbound struct{ *workertest.Collector }
+// outbound is a servicetest.Collector.
+type outbound struct{ *servicetest.Collector }
 
 func (o *outbound) all(typ string) []events.Event                    { return o.All(typ) }
 func (o *outbound) drifts(taskID string) []events.Drift              { return o.Drifts(taskID) }
@@ -79,7 +79,7 @@ func (o *outbound) unreachableOf(taskID string) []events.Unreachable { return o.
 // waitFor waits until cond holds for the collected events, or fails.
 func (o *outbound) waitFor(t testing.TB, what string, cond func(*outbound) bool) {
 	t.Helper()
-	o.WaitFor(t, what, func(*workertest.Collector) bool { return cond(o) })
+	o.WaitFor(t, what, func(*servicetest.Collector) bool { return cond(o) })
 }
 
 // countBy returns how many events of typ each task has.
@@ -91,8 +91,8 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	storetest.Eventually(t, timeout, what, cond)
 }
 
-// The pinning write-up's cards (workertest.WriteupT0, WriteupT40).
+// The pinning write-up's cards (servicetest.WriteupT0, WriteupT40).
 const (
-	writeupT0  = workertest.WriteupT0
-	writeupT40 = workertest.WriteupT40
+	writeupT0  = servicetest.WriteupT0
+	writeupT40 = servicetest.WriteupT40
 )

@@ -14,10 +14,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // Hostile card endpoints against the real worker: every capability-dependent
@@ -199,7 +199,7 @@ func TestHostileAgentsAgainstWorker(t *testing.T) {
 	}
 
 	// All of them at once, then a healthy agent's task: it is still handled.
-	healthy := workertest.NewAgent(t, writeupT0)
+	healthy := servicetest.NewAgent(t, writeupT0)
 	start := time.Now()
 	for _, c := range cases {
 		must(t, r.emit.Request(ctx, events.Request{TaskID: "h-" + c.name, AgentURL: c.url, Method: "SubscribeToTask", Attempt: 1}))
@@ -292,7 +292,7 @@ func TestMalformedEventsDeadLettered(t *testing.T) {
 	}
 
 	// Healthy events right behind them, same task, same partition.
-	healthy := workertest.NewAgent(t, writeupT0)
+	healthy := servicetest.NewAgent(t, writeupT0)
 	must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: "x", AgentURL: healthy.URL(), SkillID: "summarize",
 		Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed}))
 	out.waitFor(t, "the healthy pin behind the malformed events", func(o *outbound) bool {
@@ -341,6 +341,6 @@ func TestMalformedEventsDeadLettered(t *testing.T) {
 		}
 	}
 	if d := out.all(events.TypeDrift); len(d) > 0 {
-		t.Errorf("card.drift from malformed events: %v", workertest.Summary(d))
+		t.Errorf("card.drift from malformed events: %v", servicetest.Summary(d))
 	}
 }

@@ -25,9 +25,9 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/service/servicetest"
+	"github.com/carddrift/carddrift/store/fetcher"
 	"github.com/carddrift/carddrift/test/interop"
 )
 
@@ -154,7 +154,7 @@ type form struct {
 // A2A-Version: 1.0.
 func pinV1(t *testing.T, cardURL string) (form, bool) {
 	t.Helper()
-	f, err := fetcher.New(workertest.LoopbackFetch())
+	f, err := fetcher.New(servicetest.LoopbackFetch())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // A worker killed mid-stream loses no event and duplicates no card.drift:
@@ -36,10 +36,10 @@ const (
 
 // slowAgent serves a card with no-cache after a delay, so that a worker is
 // always in the middle of something.
-type slowAgent struct{ *workertest.Agent }
+type slowAgent struct{ *servicetest.Agent }
 
 func newSlowAgent(t testing.TB, delay time.Duration) *slowAgent {
-	a := workertest.NewAgent(t, "")
+	a := servicetest.NewAgent(t, "")
 	a.SetDelay(delay)
 	return &slowAgent{a}
 }
@@ -277,8 +277,8 @@ type serveProc struct {
 	httpAddr string
 }
 
-// syncBuffer collects a process's output (workertest.Output).
-type syncBuffer = workertest.Output
+// syncBuffer collects a process's output (servicetest.Output).
+type syncBuffer = servicetest.Output
 
 // startServe starts `carddrift serve` against natsURL with the rig's stream
 // layout (4 partitions, AckWait 2s) and waits until its worker consumes.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 )
 
 func rulesOf(d events.Drift) map[string]bool {
@@ -32,7 +32,7 @@ func driftWith(o *outbound, task, rule string, action detector.Action) bool {
 
 func TestPinningWriteUpEndToEnd(t *testing.T) {
 	r := newRig(t, testConfig())
-	a := workertest.NewAgent(t, writeupT0)
+	a := servicetest.NewAgent(t, writeupT0)
 	out := r.collect()
 	r.startWorker("w1", nil)
 	ctx := context.Background()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/test/interop"
 )
 
@@ -44,7 +44,7 @@ func TestInteropSignedCards(t *testing.T) {
 	// k2 is published from the start, as the next key of a rotation is.
 	a.control(t, `{"addKey":{"kid":"k2"}}`)
 
-	r := workertest.Start(t, workertest.Options{})
+	r := servicetest.Start(t, servicetest.Options{})
 	out := r.Out()
 	startServe(t, bin, r.URL(), "serve-signed", "--jku", "any")
 	ctx := context.Background()
@@ -53,13 +53,13 @@ func TestInteropSignedCards(t *testing.T) {
 		t.Helper()
 		must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: task, AgentURL: a.base, SkillID: "summarize-invoice",
 			Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed}))
-		out.WaitFor(t, task+" pinned", func(c *workertest.Collector) bool { return len(c.Events(events.TypePinned, task)) == 1 })
+		out.WaitFor(t, task+" pinned", func(c *servicetest.Collector) bool { return len(c.Events(events.TypePinned, task)) == 1 })
 		return out.Events(events.TypePinned, task)[0].Data.(events.Pinned)
 	}
 	stream := func(task string) events.Drift {
 		t.Helper()
 		must(t, r.Emit.Request(ctx, events.Request{TaskID: task, AgentURL: a.base, Method: "message/stream", Attempt: 1}))
-		out.WaitFor(t, task+": card.drift", func(c *workertest.Collector) bool { return len(c.Drifts(task)) == 1 })
+		out.WaitFor(t, task+": card.drift", func(c *servicetest.Collector) bool { return len(c.Drifts(task)) == 1 })
 		d := out.Drifts(task)[0]
 		t.Logf("%s: card.drift %s %v (%s)", task, d.Verdict.Action, ruleList(d), d.Verdict.Reason)
 		return d
@@ -142,7 +142,7 @@ func TestInteropSignedCards(t *testing.T) {
 	}
 	trustFile := filepath.Join(t.TempDir(), "trust.json")
 	must(t, os.WriteFile(trustFile, trust, 0o600))
-	strict := workertest.Start(t, workertest.Options{})
+	strict := servicetest.Start(t, servicetest.Options{})
 	strictOut := strict.Out()
 	startServe(t, bin, strict.URL(), "serve-strict", "--jku", "any", "--trust", trustFile, "--require-signed-cards")
 	for _, step := range []struct {
@@ -157,7 +157,7 @@ func TestInteropSignedCards(t *testing.T) {
 			a.control(t, step.control)
 		}
 		must(t, strict.Emit.Submitted(ctx, events.Submitted{TaskID: step.task, AgentURL: a.base, SkillID: "summarize-invoice"}))
-		strictOut.WaitFor(t, step.task+" pinned", func(c *workertest.Collector) bool { return len(c.Events(events.TypePinned, step.task)) == 1 })
+		strictOut.WaitFor(t, step.task+" pinned", func(c *servicetest.Collector) bool { return len(c.Events(events.TypePinned, step.task)) == 1 })
 		must(t, strict.Emit.Request(ctx, events.Request{TaskID: step.task, AgentURL: a.base, Method: "message/stream", Attempt: 1}))
 		if step.reason == "" {
 			strict.Drained(t, 20*time.Second)
@@ -167,7 +167,7 @@ func TestInteropSignedCards(t *testing.T) {
 			}
 			continue
 		}
-		strictOut.WaitFor(t, step.task+": card.drift", func(c *workertest.Collector) bool { return len(c.Drifts(step.task)) == 1 })
+		strictOut.WaitFor(t, step.task+": card.drift", func(c *servicetest.Collector) bool { return len(c.Drifts(step.task)) == 1 })
 		d := strictOut.Drifts(step.task)[0]
 		t.Logf("%s: card.drift %s %v (%s)", step.task, d.Verdict.Action, ruleList(d), d.Verdict.Reason)
 		if d.Verdict.Action != detector.Abort || !strings.Contains(d.Verdict.Reason, step.reason) {

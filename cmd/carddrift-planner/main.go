@@ -1,5 +1,5 @@
 // Command carddrift-planner is the reference planner: it subscribes to
-// card.drift through a durable consumer it names (package events/planner)
+// card.drift through a durable consumer it names (package events/client/planner)
 // and acts on each verdict as a planner service would:
 //
 //   - abort: cancel the task (this reference prints the cancellation; a real

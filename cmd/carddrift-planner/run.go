@@ -13,12 +13,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/planner"
+	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // Exit codes.

@@ -13,17 +13,17 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
 )
 
-// newRig is the workertest rig with one worker, its streams in memory; its
+// newRig is the servicetest rig with one worker, its streams in memory; its
 // URL is what the planner is given.
-func newRig(t *testing.T) *workertest.Rig {
+func newRig(t *testing.T) *servicetest.Rig {
 	t.Helper()
-	return workertest.Start(t, workertest.Options{
+	return servicetest.Start(t, servicetest.Options{
 		Configure: func(c *store.Config) {
 			c.Partitions, c.Storage, c.AckWait = 2, jetstream.MemoryStorage, 5*time.Second
 		},
@@ -60,7 +60,7 @@ func TestPlannerActsOnVerdicts(t *testing.T) {
 	r := newRig(t)
 	v1 := card("1.0.0", true, `"text/plain","application/json"`)
 	v2 := card("1.1.0", false, `"text/plain"`)
-	a := workertest.NewAgent(t, string(v1))
+	a := servicetest.NewAgent(t, string(v1))
 	ctx := context.Background()
 	tasks := map[string]events.Submitted{
 		"abort-me":      {SkillID: "echo", Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed},
@@ -144,7 +144,7 @@ func TestPlannerActsOnVerdicts(t *testing.T) {
 	}
 }
 
-func driftCount(t *testing.T, r *workertest.Rig, taskID string) int {
+func driftCount(t *testing.T, r *servicetest.Rig, taskID string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -164,7 +164,7 @@ func driftCount(t *testing.T, r *workertest.Rig, taskID string) int {
 func TestPlannerFiltersAndDryRun(t *testing.T) {
 	r := newRig(t)
 	v1 := card("1.0.0", true, `"text/plain","application/json"`)
-	a := workertest.NewAgent(t, string(v1))
+	a := servicetest.NewAgent(t, string(v1))
 	ctx := context.Background()
 	for id, s := range map[string]events.Submitted{
 		"abort-me":  {SkillID: "echo", Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed},

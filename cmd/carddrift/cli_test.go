@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // fixtures holds the real cards (the repository's one copy, shared with the

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 type diffFlags struct {

@@ -12,11 +12,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // leaseFunc returns the lease carddrift runs for an agent, given the

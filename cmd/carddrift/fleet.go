@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/carddrift/carddrift/detector/fetcher"
-	"github.com/carddrift/carddrift/events/census"
+	"github.com/carddrift/carddrift/events/inspect/census"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 type fleetFlags struct {

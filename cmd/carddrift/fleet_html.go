@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/events/census"
+	"github.com/carddrift/carddrift/events/inspect/census"
 )
 
 // The fleet page is one self-contained document, like the replay page (its

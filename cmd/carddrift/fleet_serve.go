@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/carddrift/carddrift/events/census"
+	"github.com/carddrift/carddrift/events/inspect/census"
 	"github.com/carddrift/carddrift/events/service"
 )
 

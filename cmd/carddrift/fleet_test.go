@@ -9,31 +9,31 @@ import (
 	"testing"
 
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/census"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/inspect/census"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 )
 
 // fleetRig runs a worker over agents that make every part of the fleet
 // view show: one whose card is named "<script>" and whose replicas come to
 // disagree, one offering the same skill under another contract, one down.
-func fleetRig(t *testing.T) *workertest.Rig {
+func fleetRig(t *testing.T) *servicetest.Rig {
 	t.Helper()
-	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}})
+	r := servicetest.Start(t, servicetest.Options{Workers: []string{"w1"}})
 	ctx := context.Background()
-	hostile := strings.Replace(workertest.WriteupT0, `"name":"Vendor B"`, `"name":"<script>document.title='owned'</script>"`, 1)
-	hostile2 := strings.Replace(workertest.WriteupT40, `"name":"Vendor B"`, `"name":"<script>document.title='owned'</script>"`, 1)
-	a, b, c := workertest.NewAgent(t, hostile), workertest.NewAgent(t, workertest.WriteupT40), workertest.NewAgent(t, workertest.WriteupT0)
+	hostile := strings.Replace(servicetest.WriteupT0, `"name":"Vendor B"`, `"name":"<script>document.title='owned'</script>"`, 1)
+	hostile2 := strings.Replace(servicetest.WriteupT40, `"name":"Vendor B"`, `"name":"<script>document.title='owned'</script>"`, 1)
+	a, b, c := servicetest.NewAgent(t, hostile), servicetest.NewAgent(t, servicetest.WriteupT40), servicetest.NewAgent(t, servicetest.WriteupT0)
 	c.SetStatus(503)
-	for i, ag := range []*workertest.Agent{a, a, b, c} {
+	for i, ag := range []*servicetest.Agent{a, a, b, c} {
 		must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "t" + string(rune('0'+i)), AgentURL: ag.URL(), SkillID: "summarize"}))
 	}
-	r.Drained(t, workertest.WaitTimeout)
+	r.Drained(t, servicetest.WaitTimeout)
 	for _, card := range []string{hostile2, hostile, hostile2, hostile} {
 		a.Set(card)
 		n := a.Requests()
 		must(t, r.Emit.Request(ctx, events.Request{TaskID: "t0", AgentURL: a.URL(), Method: "message/stream", Attempt: 1}))
 		r.Eventually("the fetch", func() bool { return a.Requests() > n })
-		r.Drained(t, workertest.WaitTimeout)
+		r.Drained(t, servicetest.WaitTimeout)
 	}
 	return r
 }

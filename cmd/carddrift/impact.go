@@ -13,7 +13,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/impact"
+	"github.com/carddrift/carddrift/events/inspect/impact"
 	"github.com/carddrift/carddrift/store"
 )
 

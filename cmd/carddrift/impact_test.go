@@ -17,10 +17,10 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/impact"
+	"github.com/carddrift/carddrift/events/inspect/impact"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -123,9 +123,9 @@ func TestImpactIsTheWorkersVerdict(t *testing.T) {
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	out := workertest.Collect(t, js, cfg)
+	out := servicetest.Collect(t, js, cfg)
 	w, err := worker.New(js, worker.Options{Name: "deploy", Config: cfg, Pins: st.Pins, Cards: st.Cards, Leases: st.Leases,
-		Fetch: workertest.LoopbackFetch(), DrainTimeout: 5 * time.Second})
+		Fetch: servicetest.LoopbackFetch(), DrainTimeout: 5 * time.Second})
 	must(t, err)
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -136,7 +136,7 @@ func TestImpactIsTheWorkersVerdict(t *testing.T) {
 	for _, tk := range rep.Tasks {
 		must(t, emit.Request(ctx, events.Request{TaskID: tk.TaskID, AgentURL: agent, Method: "tasks/resubscribe", Attempt: 1}))
 	}
-	workertest.Drained(t, js, cfg, 30*time.Second)
+	servicetest.Drained(t, js, cfg, 30*time.Second)
 
 	verdicts := map[string]events.Drift{}
 	for _, ev := range out.All(events.TypeDrift) {

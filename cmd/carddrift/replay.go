@@ -11,7 +11,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/replay"
+	"github.com/carddrift/carddrift/events/inspect/replay"
 )
 
 type replayFlags struct {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/replay"
+	"github.com/carddrift/carddrift/events/inspect/replay"
 )
 
 // The HTML pages are html/template templates (replay.html.tmpl, which also

@@ -14,7 +14,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/replay"
+	"github.com/carddrift/carddrift/events/inspect/replay"
 )
 
 // hostileName is the name of a card that tries to break out of the page:

@@ -420,7 +420,7 @@ func TestReplayDemo(t *testing.T) {
 		// degrade: exactly the aborts of idempotent fail-closed tasks whose
 		// skill is still offered become re-plans; nothing else changes. (The
 		// demo's idempotent tasks already run under degrade, so this history
-		// may hold none; events/replay's tests drive one that does.)
+		// may hold none; events/inspect/replay's tests drive one that does.)
 		got := diffs("degrade")
 		for k, ch := range got {
 			if ch != [2]string{"abort", "replan"} || !wantReplan[k] {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/replay"
+	"github.com/carddrift/carddrift/events/inspect/replay"
 )
 
 // replayTime is how replay prints times: UTC, milliseconds.

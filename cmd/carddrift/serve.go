@@ -21,12 +21,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
-	"github.com/carddrift/carddrift/detector/fetcher"
-	"github.com/carddrift/carddrift/events/budget"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/budget"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 type serveFlags struct {

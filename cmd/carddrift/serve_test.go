@@ -15,11 +15,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 )
 
 // syncBuffer collects a command's output while the test reads it.
-type syncBuffer = workertest.Output
+type syncBuffer = servicetest.Output
 
 func waitMatch(t *testing.T, buf *syncBuffer, re *regexp.Regexp) []string {
 	t.Helper()
@@ -63,7 +63,7 @@ func serveInProcess(t *testing.T, args ...string) (out, errOut *syncBuffer, stop
 // the Emitter as a client would, and tails the verdict with `carddrift watch`.
 func TestServeWatch(t *testing.T) {
 	card := strings.ReplaceAll(cardT0, "https://b.example.com/a2a", "http://placeholder")
-	agent := workertest.NewAgent(t, card)
+	agent := servicetest.NewAgent(t, card)
 
 	out, _, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
 		"--fetch-allow", "127.0.0.0/8", "--min-lease", "0", "--partitions", "2", "--log-format", "json")

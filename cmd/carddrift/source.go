@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // cardSource is a card as read by the CLI, with the HTTP facts pin reports.

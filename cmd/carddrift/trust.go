@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/detector/jcs"
 	"github.com/carddrift/carddrift/detector/signature"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // trustFlags say which keys verify card signatures, and for which agents:

@@ -18,8 +18,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/detector/signature"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // signedFixture signs cardT0 with a fresh P-256 key (kid "k1", jku when

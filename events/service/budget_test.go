@@ -11,11 +11,11 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/budget"
 	"github.com/carddrift/carddrift/events/service"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/worker/budget"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -30,7 +30,7 @@ func TestServiceMemoryBudget(t *testing.T) {
 	cfg.Partitions = 2
 	svc, err := service.Open(ctx, service.Options{
 		DataDir: t.TempDir(), Config: cfg, PinCache: 100_000, MemoryBudget: budget.Minimum,
-		Worker: worker.Options{Name: "budget", Fetch: workertest.LoopbackFetch(), DrainTimeout: 2 * time.Second},
+		Worker: worker.Options{Name: "budget", Fetch: servicetest.LoopbackFetch(), DrainTimeout: 2 * time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@
 // share one set of metrics and, optionally, a pin cache, and a shutdown
 // that drains in-flight events within each worker's DrainTimeout.
 // `carddrift serve` and `carddrift demo` run one; the test rig
-// (events/worker/workertest) runs its workers through it.
+// (events/service/servicetest) runs its workers through it.
 //
 //	svc, err := service.Open(ctx, service.Options{
 //		DataDir: dir,                 // no Conn: an embedded server

@@ -7,8 +7,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events/service"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -25,7 +25,7 @@ func TestEmbeddedReservesTheLimits(t *testing.T) {
 		cfg.Storage = storage
 		cfg.StorageLimit = 64 << 40 // 64 TiB
 		svc, err := service.Open(ctx, service.Options{DataDir: t.TempDir(), Config: cfg,
-			Worker: worker.Options{Name: "reserve", Fetch: workertest.LoopbackFetch()}})
+			Worker: worker.Options{Name: "reserve", Fetch: servicetest.LoopbackFetch()}})
 		if err != nil {
 			t.Fatalf("%v storage, limits of 64 TiB: Open() = %v", storage, err)
 		}

@@ -14,11 +14,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/carddrift/carddrift/events/budget"
 	"github.com/carddrift/carddrift/events/internal/defaults"
 	"github.com/carddrift/carddrift/events/internal/retained"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/budget"
 	"github.com/carddrift/carddrift/store"
 )
 

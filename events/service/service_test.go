@@ -8,8 +8,8 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/service"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -21,7 +21,7 @@ func TestServiceEmbedded(t *testing.T) {
 	cfg.Partitions = 2
 	svc, err := service.Open(ctx, service.Options{
 		DataDir: t.TempDir(), Config: cfg, Workers: 2,
-		Worker: worker.Options{Name: "svc", Fetch: workertest.LoopbackFetch(), DrainTimeout: 2 * time.Second},
+		Worker: worker.Options{Name: "svc", Fetch: servicetest.LoopbackFetch(), DrainTimeout: 2 * time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestServiceEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := workertest.NewAgent(t, workertest.WriteupT0)
+	agent := servicetest.NewAgent(t, servicetest.WriteupT0)
 	emit, err := events.NewEmitter(svc.JetStream(), "urn:test:service")
 	if err != nil {
 		t.Fatal(err)
@@ -41,8 +41,8 @@ func TestServiceEmbedded(t *testing.T) {
 	if err := emit.Submitted(ctx, events.Submitted{TaskID: "t1", AgentURL: agent.URL(), SkillID: "summarize"}); err != nil {
 		t.Fatal(err)
 	}
-	out := workertest.Collect(t, svc.JetStream(), svc.Config())
-	out.WaitFor(t, "card.pinned", func(c *workertest.Collector) bool { return len(c.Events(events.TypePinned, "t1")) == 1 })
+	out := servicetest.Collect(t, svc.JetStream(), svc.Config())
+	out.WaitFor(t, "card.pinned", func(c *servicetest.Collector) bool { return len(c.Events(events.TypePinned, "t1")) == 1 })
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := svc.WaitDrained(wctx); err != nil {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -23,11 +23,11 @@ const otherDrift = "card.drift-of-another-worker"
 // pin and applies the event on top of the other write, and neither is
 // lost.
 func TestPinWriteConflict(t *testing.T) {
-	r := workertest.Start(t, workertest.Options{Configure: func(c *store.Config) { c.Partitions = 0 }})
+	r := servicetest.Start(t, servicetest.Options{Configure: func(c *store.Config) { c.Partitions = 0 }})
 	ctx := context.Background()
 	pins := r.SecondWriter(r.Stores.Pins, "", otherDrift)
 	w := r.NewWorker("conflict", func(o *worker.Options) { o.Pins = pins })
-	agent := workertest.NewAgent(t, workertest.WriteupT0)
+	agent := servicetest.NewAgent(t, servicetest.WriteupT0)
 	ev := func(seq int, d events.Data) events.Event {
 		return events.Event{ID: "e" + string(rune('0'+seq)), Source: "urn:test", Type: d.EventType(), Time: time.Unix(int64(100+seq), 0), Data: d}
 	}
@@ -36,7 +36,7 @@ func TestPinWriteConflict(t *testing.T) {
 		return err
 	}
 	must(t, handle(1, events.Submitted{TaskID: "c", AgentURL: agent.URL(), SkillID: "summarize", Posture: detector.FailClosed,
-		Requires: events.Requires{Streaming: true}, Card: agent.Served(workertest.WriteupT0)}))
+		Requires: events.Requires{Streaming: true}, Card: agent.Served(servicetest.WriteupT0)}))
 
 	schemaError := events.Error{TaskID: "c", AgentURL: agent.URL(), Method: "tasks/send", Code: -32602, Message: "Invalid params"}
 	pins.Arm()
@@ -68,7 +68,7 @@ func TestPinWriteConflict(t *testing.T) {
 // unlimited deliveries: only the worker gives up on an event, by
 // dead-lettering it.
 func TestConsumerRedeliversWithoutLimit(t *testing.T) {
-	r := workertest.Start(t, workertest.Options{Configure: func(c *store.Config) { c.Partitions = 2 }})
+	r := servicetest.Start(t, servicetest.Options{Configure: func(c *store.Config) { c.Partitions = 2 }})
 	ctx := context.Background()
 	for _, cc := range r.Config.LifecycleConsumers() {
 		cc.MaxDeliver = store.DefaultMaxDeliver // as e91b0a3 made it

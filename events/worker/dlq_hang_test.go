@@ -9,8 +9,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // TestDeadLetterHangHoldsBackNoOtherTask: the dead-letter stream does not
@@ -21,12 +21,12 @@ import (
 // dead-letter attempts do not run one after the other in the partition's
 // consume callback, 5 s each, in front of every other task.
 func TestDeadLetterHangHoldsBackNoOtherTask(t *testing.T) {
-	var logs workertest.Output
+	var logs servicetest.Output
 	r := newRig(t, func(o *worker.Options) { o.Logger = zerolog.New(&logs) })
 	ctx := context.Background()
-	agent := workertest.NewAgent(t, workertest.WriteupT0)
+	agent := servicetest.NewAgent(t, servicetest.WriteupT0)
 	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "ok", AgentURL: agent.URL(), SkillID: "summarize",
-		Requires: events.Requires{Streaming: true}, Card: agent.Served(workertest.WriteupT0)}))
+		Requires: events.Requires{Streaming: true}, Card: agent.Served(servicetest.WriteupT0)}))
 	r.Eventually("the pin", func() bool { return r.Handled(events.TypeSubmitted, "pinned") == 1 })
 
 	// The dead-letter stream goes away; a silent subscriber takes its
@@ -49,7 +49,7 @@ func TestDeadLetterHangHoldsBackNoOtherTask(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	agent.Set(workertest.WriteupT40)
+	agent.Set(servicetest.WriteupT40)
 	must(t, r.Emit.Request(ctx, events.Request{TaskID: "ok", AgentURL: agent.URL(), Method: "message/stream", Attempt: 1}))
 
 	const failed = "dead-letter publish failed"

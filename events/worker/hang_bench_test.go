@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -50,7 +50,7 @@ func BenchmarkHealthyWhileAgentHangs(b *testing.B) {
 // returns each healthy task's verdict latency.
 func healthyLatencies(b *testing.B, hang bool) []time.Duration {
 	b.Helper()
-	r := workertest.Start(b, workertest.Options{
+	r := servicetest.Start(b, servicetest.Options{
 		Configure: func(c *store.Config) { c.Partitions = 8 },
 		Workers:   []string{"w1"},
 		Worker:    func(o *worker.Options) { o.Fetch.TotalTimeout = 3 * time.Second },
@@ -88,18 +88,18 @@ func healthyLatencies(b *testing.B, hang bool) []time.Duration {
 		case <-req.Context().Done():
 			return
 		}
-		fmt.Fprint(w, strings.ReplaceAll(workertest.WriteupT0, "AGENT", "http://"+req.Host))
+		fmt.Fprint(w, strings.ReplaceAll(servicetest.WriteupT0, "AGENT", "http://"+req.Host))
 	}))
 	defer hanging.Close()
-	agents := make([]*workertest.Agent, nAgents)
+	agents := make([]*servicetest.Agent, nAgents)
 	for i := range agents {
-		agents[i] = workertest.NewAgent(b, workertest.WriteupT0)
+		agents[i] = servicetest.NewAgent(b, servicetest.WriteupT0)
 	}
 	total := nAgents * perAgent
 	if hang {
 		total += nHang
 		for i := range nHang {
-			card := strings.ReplaceAll(workertest.WriteupT0, "AGENT", hanging.URL)
+			card := strings.ReplaceAll(servicetest.WriteupT0, "AGENT", hanging.URL)
 			must(b, r.Emit.Submitted(ctx, events.Submitted{TaskID: fmt.Sprint("hang-", i), AgentURL: hanging.URL, SkillID: "summarize",
 				Requires: events.Requires{Streaming: true}, Card: []byte(card)}))
 		}
@@ -107,12 +107,12 @@ func healthyLatencies(b *testing.B, hang bool) []time.Duration {
 	for i := range nAgents * perAgent {
 		a := agents[i%nAgents]
 		must(b, r.Emit.Submitted(ctx, events.Submitted{TaskID: fmt.Sprint("ok-", i), AgentURL: a.URL(), SkillID: "summarize",
-			Requires: events.Requires{Streaming: true}, Card: a.Served(workertest.WriteupT0)}))
+			Requires: events.Requires{Streaming: true}, Card: a.Served(servicetest.WriteupT0)}))
 	}
 	r.Eventually("every pin", func() bool { return r.Handled(events.TypeSubmitted, "pinned") == total })
 
 	for _, a := range agents {
-		a.Set(workertest.WriteupT40)
+		a.Set(servicetest.WriteupT40)
 	}
 	if hang {
 		for i := range nHang {

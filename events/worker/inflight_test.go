@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
 )
@@ -19,8 +19,8 @@ import (
 // InflightBytes: the partition waits instead of taking more, every event is
 // handled in the end, and the bytes all come back.
 func TestInflightBytesBound(t *testing.T) {
-	r := workertest.Start(t, workertest.Options{Configure: func(c *store.Config) { c.Partitions = 1 }})
-	agent := workertest.NewAgent(t, workertest.WriteupT0)
+	r := servicetest.Start(t, servicetest.Options{Configure: func(c *store.Config) { c.Partitions = 1 }})
+	agent := servicetest.NewAgent(t, servicetest.WriteupT0)
 	agent.SetDelay(1500 * time.Millisecond)
 	const bound = 2 << 20
 	w, err := worker.New(r.JS, r.WorkerOptions("inflight", func(o *worker.Options) { o.InflightBytes = bound }))

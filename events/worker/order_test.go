@@ -13,8 +13,8 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -25,13 +25,13 @@ import (
 // events before the submission wait for it, and a retry handled before the
 // -32602 that precedes it in the stream is still judged a blind retry.
 func TestShuffledDeliveryGivesSameVerdicts(t *testing.T) {
-	r := workertest.Start(t, workertest.Options{Configure: func(c *store.Config) {
+	r := servicetest.Start(t, servicetest.Options{Configure: func(c *store.Config) {
 		c.Partitions, c.AckWait = 0, time.Second
 	}})
 	js, cfg := r.JS, r.Config
 	ctx := context.Background()
-	agent := workertest.NewAgent(t, workertest.WriteupT40) // live since before the events
-	pinned := agent.Served(workertest.WriteupT0)
+	agent := servicetest.NewAgent(t, servicetest.WriteupT40) // live since before the events
+	pinned := agent.Served(servicetest.WriteupT0)
 	w := r.NewWorker("order", func(o *worker.Options) { o.PinnedTTL = 0 })
 
 	lifecycle := func(task string) []events.Event {

@@ -9,8 +9,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -45,7 +45,7 @@ func (m *deliveredMsg) TermWithReason(reason string) error { m.settled = "term "
 // MaxDeliver-th delivery it is still handled (here: its task has no pin,
 // so it is acknowledged as no-pin).
 func TestPastMaxDeliverIsNotHandled(t *testing.T) {
-	r := workertest.Start(t, workertest.Options{Configure: func(c *store.Config) { c.MaxDeliver = 3 }})
+	r := servicetest.Start(t, servicetest.Options{Configure: func(c *store.Config) { c.MaxDeliver = 3 }})
 	w := r.NewWorker("past-max-deliver", nil)
 	ev := events.Event{ID: "e1", Source: "urn:test", Data: events.Request{TaskID: "t1", AgentURL: "https://a.example", Method: "message/stream", Attempt: 1}}
 	m, err := events.Encode(ev, events.Binary)

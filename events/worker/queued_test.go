@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 )
 
 // TestQueuedEventsAreNotRedelivered: one task's transitions each wait for a
@@ -20,10 +20,10 @@ import (
 func TestQueuedEventsAreNotRedelivered(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	agent := workertest.NewAgent(t, workertest.WriteupT0)
+	agent := servicetest.NewAgent(t, servicetest.WriteupT0)
 	agent.SetCacheControl("no-cache")
 	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "queued", AgentURL: agent.URL(), SkillID: "summarize",
-		Requires: events.Requires{Streaming: true}, Card: agent.Served(workertest.WriteupT0)}))
+		Requires: events.Requires{Streaming: true}, Card: agent.Served(servicetest.WriteupT0)}))
 	r.Eventually("the pin", func() bool { return r.Handled(events.TypeSubmitted, "pinned") == 1 })
 	before := deliveries(t, r)
 
@@ -42,7 +42,7 @@ func TestQueuedEventsAreNotRedelivered(t *testing.T) {
 
 // deliveries is how many deliveries the rig's lifecycle consumers made,
 // redeliveries included.
-func deliveries(t *testing.T, r *workertest.Rig) uint64 {
+func deliveries(t *testing.T, r *servicetest.Rig) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

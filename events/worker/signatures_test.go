@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/detector/signature"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // signedCard is a card on the agent at url, with a description to tamper
@@ -30,12 +30,12 @@ func signedCard(url, description string) string {
 // abort, for a task pinned on either key), no longer signed
 // (signature-removed, continue).
 func TestSignedCards(t *testing.T) {
-	a, b := workertest.NewSigningKey(t, "a"), workertest.NewSigningKey(t, "b")
-	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
+	a, b := servicetest.NewSigningKey(t, "a"), servicetest.NewSigningKey(t, "b")
+	r := servicetest.Start(t, servicetest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
 		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(a.Pub, b.Pub), JKU: fetcher.JKUOff}
 	}})
 	out := r.Out()
-	agent := workertest.NewAgent(t, "")
+	agent := servicetest.NewAgent(t, "")
 	base := agent.URL()
 	card := signedCard(base, "Reads invoices.")
 	ctx := context.Background()
@@ -48,7 +48,7 @@ func TestSignedCards(t *testing.T) {
 		if err := r.Emit.Submitted(ctx, d); err != nil {
 			t.Fatal(err)
 		}
-		out.WaitFor(t, task+" pinned", func(c *workertest.Collector) bool { return len(c.Events(events.TypePinned, task)) == 1 })
+		out.WaitFor(t, task+" pinned", func(c *servicetest.Collector) bool { return len(c.Events(events.TypePinned, task)) == 1 })
 	}
 	pinnedSigner := func(task string) *detector.Signature {
 		return out.Events(events.TypePinned, task)[0].Data.(events.Pinned).Signer
@@ -58,7 +58,7 @@ func TestSignedCards(t *testing.T) {
 		if err := r.Emit.Request(ctx, events.Request{TaskID: task, AgentURL: base, Method: "message/stream", Attempt: 1}); err != nil {
 			t.Fatal(err)
 		}
-		out.WaitFor(t, task+": card.drift", func(c *workertest.Collector) bool { return len(c.Drifts(task)) == 1 })
+		out.WaitFor(t, task+": card.drift", func(c *servicetest.Collector) bool { return len(c.Drifts(task)) == 1 })
 		return out.Drifts(task)[0]
 	}
 	check := func(d events.Drift, action detector.Action, rules ...string) {
@@ -108,8 +108,8 @@ func TestSignedCards(t *testing.T) {
 // none of whose signatures verifies aborts every task that observes it, and
 // the verdict says why.
 func TestRequireSignedCards(t *testing.T) {
-	a, stranger := workertest.NewSigningKey(t, "a"), workertest.NewSigningKey(t, "stranger")
-	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
+	a, stranger := servicetest.NewSigningKey(t, "a"), servicetest.NewSigningKey(t, "stranger")
+	r := servicetest.Start(t, servicetest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
 		o.RequireSignedCards = true
 		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(a.Pub), JKU: fetcher.JKUOff}
 	}})
@@ -127,19 +127,19 @@ func TestRequireSignedCards(t *testing.T) {
 			card: func(c string) string { return strings.Replace(a.Sign(t, c), "Reads invoices.", "Tampered.", 1) }},
 	} {
 		t.Run(tc.task, func(t *testing.T) {
-			agent := workertest.NewAgent(t, "")
+			agent := servicetest.NewAgent(t, "")
 			agent.Set(tc.card(signedCard(agent.URL(), "Reads invoices.")))
 			must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: tc.task, AgentURL: agent.URL(), SkillID: "summarize"}))
-			out.WaitFor(t, "pinned", func(c *workertest.Collector) bool { return len(c.Events(events.TypePinned, tc.task)) == 1 })
+			out.WaitFor(t, "pinned", func(c *servicetest.Collector) bool { return len(c.Events(events.TypePinned, tc.task)) == 1 })
 			must(t, r.Emit.Request(ctx, events.Request{TaskID: tc.task, AgentURL: agent.URL(), Method: "message/stream", Attempt: 1}))
 			if tc.reason == "" {
-				r.Drained(t, workertest.WaitTimeout)
+				r.Drained(t, servicetest.WaitTimeout)
 				if ds := out.Drifts(tc.task); len(ds) > 0 {
 					t.Fatalf("card.drift for a card signed by a trusted key: %s", ds[0].Verdict.Reason)
 				}
 				return
 			}
-			out.WaitFor(t, "card.drift", func(c *workertest.Collector) bool { return len(c.Drifts(tc.task)) == 1 })
+			out.WaitFor(t, "card.drift", func(c *servicetest.Collector) bool { return len(c.Drifts(tc.task)) == 1 })
 			d := out.Drifts(tc.task)[0]
 			if d.Verdict.Action != detector.Abort || !strings.Contains(d.Verdict.Reason, "signature-required ("+tc.reason) {
 				t.Errorf("card.drift %s %q; want abort saying signature-required (%s…", d.Verdict.Action, d.Verdict.Reason, tc.reason)

@@ -4,35 +4,35 @@ import (
 	"context"
 	"testing"
 
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/detector/signature"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // trustedPin is a worker that trusts key a alone (no jku), an agent whose
 // card a signed, and a task "victim" pinned on it by first fetch.
 type trustedPin struct {
-	r     *workertest.Rig
-	out   *workertest.Collector
-	agent *workertest.Agent
+	r     *servicetest.Rig
+	out   *servicetest.Collector
+	agent *servicetest.Agent
 	base  string
-	a     workertest.SigningKey
+	a     servicetest.SigningKey
 }
 
 func newTrustedPin(t *testing.T) *trustedPin {
 	t.Helper()
-	a := workertest.NewSigningKey(t, "a")
-	r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
+	a := servicetest.NewSigningKey(t, "a")
+	r := servicetest.Start(t, servicetest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
 		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(a.Pub), JKU: fetcher.JKUOff}
 	}})
-	p := &trustedPin{r: r, out: r.Out(), agent: workertest.NewAgent(t, ""), a: a}
+	p := &trustedPin{r: r, out: r.Out(), agent: servicetest.NewAgent(t, ""), a: a}
 	p.base = p.agent.URL()
 	p.agent.Set(a.Sign(t, signedCard(p.base, "Reads invoices.")))
 	must(t, r.Emit.Submitted(context.Background(), events.Submitted{TaskID: "victim", AgentURL: p.base, SkillID: "summarize",
 		Requires: events.Requires{Streaming: true}}))
-	p.out.WaitFor(t, "victim pinned", func(c *workertest.Collector) bool { return len(c.Events(events.TypePinned, "victim")) == 1 })
+	p.out.WaitFor(t, "victim pinned", func(c *servicetest.Collector) bool { return len(c.Events(events.TypePinned, "victim")) == 1 })
 	return p
 }
 
@@ -42,7 +42,7 @@ func (p *trustedPin) stream(t *testing.T, card string) (events.Drift, []string) 
 	t.Helper()
 	p.agent.Set(card)
 	must(t, p.r.Emit.Request(context.Background(), events.Request{TaskID: "victim", AgentURL: p.base, Method: "message/stream", Attempt: 1}))
-	p.out.WaitFor(t, "victim: card.drift", func(c *workertest.Collector) bool { return len(c.Drifts("victim")) == 1 })
+	p.out.WaitFor(t, "victim: card.drift", func(c *servicetest.Collector) bool { return len(c.Drifts("victim")) == 1 })
 	d := p.out.Drifts("victim")[0]
 	var rules []string
 	for _, f := range d.Findings {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 )
 
 // TestSlowAgentHoldsBackNoOtherTask: one agent's card endpoint answers after
@@ -33,28 +33,28 @@ func TestSlowAgentHoldsBackNoOtherTask(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-cache")
-		fmt.Fprint(w, strings.ReplaceAll(workertest.WriteupT0, "AGENT", "http://"+req.Host))
+		fmt.Fprint(w, strings.ReplaceAll(servicetest.WriteupT0, "AGENT", "http://"+req.Host))
 	}))
 	t.Cleanup(slow.Close)
-	healthy := workertest.NewAgent(t, workertest.WriteupT0)
+	healthy := servicetest.NewAgent(t, servicetest.WriteupT0)
 
 	// Every task is pinned on the card its client sent (no fetch at
 	// submission).
 	const nSlow, nHealthy = 20, 8
 	for i := range nSlow {
-		card := strings.ReplaceAll(workertest.WriteupT0, "AGENT", slow.URL)
+		card := strings.ReplaceAll(servicetest.WriteupT0, "AGENT", slow.URL)
 		must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: fmt.Sprint("slow-", i), AgentURL: slow.URL, SkillID: "summarize",
 			Requires: events.Requires{Streaming: true}, Card: []byte(card)}))
 	}
 	for i := range nHealthy {
 		must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: fmt.Sprint("ok-", i), AgentURL: healthy.URL(), SkillID: "summarize",
-			Requires: events.Requires{Streaming: true}, Card: healthy.Served(workertest.WriteupT0)}))
+			Requires: events.Requires{Streaming: true}, Card: healthy.Served(servicetest.WriteupT0)}))
 	}
 	r.Eventually("every pin", func() bool { return r.Handled(events.TypeSubmitted, "pinned") == nSlow+nHealthy })
 
 	// The healthy agent turns streaming off; the slow agent's tasks
 	// transition first, the healthy ones right behind them.
-	healthy.Set(workertest.WriteupT40)
+	healthy.Set(servicetest.WriteupT40)
 	for i := range nSlow {
 		must(t, r.Emit.Request(ctx, events.Request{TaskID: fmt.Sprint("slow-", i), AgentURL: slow.URL, Method: "message/stream", Attempt: 1}))
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // TestSplitBrain drives a streaming task through capability-dependent
@@ -21,10 +21,10 @@ import (
 // replicas-disagree; a rolling deploy (A→B, never back) and a single flip
 // and back publish none.
 func TestSplitBrain(t *testing.T) {
-	r := workertest.Start(t, workertest.Options{Workers: []string{"w1", "w2"}})
+	r := servicetest.Start(t, servicetest.Options{Workers: []string{"w1", "w2"}})
 	ctx := context.Background()
-	a, b := workertest.WriteupT0, workertest.WriteupT40
-	run := func(t *testing.T, task string, agent *workertest.Agent, seq []string) {
+	a, b := servicetest.WriteupT0, servicetest.WriteupT40
+	run := func(t *testing.T, task string, agent *servicetest.Agent, seq []string) {
 		t.Helper()
 		must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: task, AgentURL: agent.URL(), SkillID: "summarize",
 			Requires: events.Requires{Streaming: true}, Card: agent.Served(a)}))
@@ -34,10 +34,10 @@ func TestSplitBrain(t *testing.T) {
 			before := agent.Requests()
 			must(t, r.Emit.Request(ctx, events.Request{TaskID: task, AgentURL: agent.URL(), Method: "message/stream", Attempt: 1}))
 			r.Eventually("the transition's fetch and verdict", func() bool { return agent.Requests() > before })
-			r.Drained(t, workertest.WaitTimeout)
+			r.Drained(t, servicetest.WaitTimeout)
 		}
 	}
-	inconsistent := func(agent *workertest.Agent) []events.Inconsistent {
+	inconsistent := func(agent *servicetest.Agent) []events.Inconsistent {
 		var out []events.Inconsistent
 		for _, ev := range r.Out().All(events.TypeInconsistent) {
 			if d := ev.Data.(events.Inconsistent); d.AgentURL == agent.URL() {
@@ -51,9 +51,9 @@ func TestSplitBrain(t *testing.T) {
 	}
 
 	t.Run("alternation is split brain", func(t *testing.T) {
-		agent := workertest.NewAgent(t, a)
+		agent := servicetest.NewAgent(t, a)
 		run(t, "split", agent, []string{b, a, b, a, b})
-		r.Out().WaitFor(t, "one card.inconsistent", func(c *workertest.Collector) bool { return len(inconsistent(agent)) == 1 })
+		r.Out().WaitFor(t, "one card.inconsistent", func(c *servicetest.Collector) bool { return len(inconsistent(agent)) == 1 })
 		got := inconsistent(agent)[0]
 		if len(got.Digests) != 2 || got.Window != events.Duration(2*60e9) || got.CardURL != agent.URL()+"/.well-known/agent-card.json" {
 			t.Errorf("card.inconsistent = %+v", got)
@@ -86,7 +86,7 @@ func TestSplitBrain(t *testing.T) {
 		}
 	})
 	t.Run("rolling deploy is not", func(t *testing.T) {
-		agent := workertest.NewAgent(t, a)
+		agent := servicetest.NewAgent(t, a)
 		run(t, "rolling", agent, []string{a, a, b, b, b})
 		drifts := r.Out().Drifts("rolling")
 		if len(drifts) != 1 || carries(drifts[0]) {
@@ -97,7 +97,7 @@ func TestSplitBrain(t *testing.T) {
 		}
 	})
 	t.Run("single flip and back is not", func(t *testing.T) {
-		agent := workertest.NewAgent(t, a)
+		agent := servicetest.NewAgent(t, a)
 		run(t, "flip", agent, []string{a, b, b, a, a})
 		if n := len(inconsistent(agent)); n != 0 {
 			t.Errorf("%d card.inconsistent for a single flip", n)

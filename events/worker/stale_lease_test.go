@@ -7,8 +7,8 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 )
 
 // TestStaleLeaseCannotContradictPin reproduces, deterministically, the race
@@ -28,7 +28,7 @@ func TestStaleLeaseCannotContradictPin(t *testing.T) {
 	// the card's version only (as some servers do): after a rotation that
 	// keeps the version, a revalidation answers 304 although the content
 	// changed.
-	agent := workertest.NewAgent(t, workertest.WriteupT0)
+	agent := servicetest.NewAgent(t, servicetest.WriteupT0)
 	agent.SetCacheControl("max-age=60")
 	agent.SetETag(`"v1.0.0"`)
 	url := agent.URL()
@@ -40,8 +40,8 @@ func TestStaleLeaseCannotContradictPin(t *testing.T) {
 
 	// The vendor rotates (same version, so the same ETag); the client reads
 	// the new card and plans a streaming-free task against it.
-	agent.Set(workertest.WriteupT40)
-	newCard := string(agent.Served(workertest.WriteupT40))
+	agent.Set(servicetest.WriteupT40)
+	newCard := string(agent.Served(servicetest.WriteupT40))
 	newDigest, err := detector.Digest([]byte(newCard))
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/worker/workertest"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 )
 
 // TestTraceContextCarried: the W3C trace context of a lifecycle event
@@ -17,9 +17,9 @@ import (
 func TestTraceContextCarried(t *testing.T) {
 	for _, mode := range []events.Mode{events.Binary, events.Structured} {
 		t.Run(mode.String(), func(t *testing.T) {
-			r := workertest.Start(t, workertest.Options{Workers: []string{"w1"}})
+			r := servicetest.Start(t, servicetest.Options{Workers: []string{"w1"}})
 			out := r.Out()
-			agent := workertest.NewAgent(t, workertest.WriteupT0)
+			agent := servicetest.NewAgent(t, servicetest.WriteupT0)
 			task := "traced-" + mode.String()
 			publish := func(id, parent string, d events.Data) {
 				t.Helper()
@@ -36,10 +36,10 @@ func TestTraceContextCarried(t *testing.T) {
 			const reqParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01"
 			publish("sub-"+task, subParent, events.Submitted{TaskID: task, AgentURL: agent.URL(), SkillID: "summarize",
 				Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed})
-			out.WaitFor(t, "card.pinned", func(c *workertest.Collector) bool { return len(c.Events(events.TypePinned, task)) == 1 })
-			agent.Set(workertest.WriteupT40)
+			out.WaitFor(t, "card.pinned", func(c *servicetest.Collector) bool { return len(c.Events(events.TypePinned, task)) == 1 })
+			agent.Set(servicetest.WriteupT40)
 			publish("req-"+task, reqParent, events.Request{TaskID: task, AgentURL: agent.URL(), Method: "message/stream", Attempt: 1})
-			out.WaitFor(t, "card.drift", func(c *workertest.Collector) bool { return len(c.Events(events.TypeDrift, task)) == 1 })
+			out.WaitFor(t, "card.drift", func(c *servicetest.Collector) bool { return len(c.Events(events.TypeDrift, task)) == 1 })
 
 			for _, c := range []struct {
 				ev     events.Event

@@ -11,16 +11,16 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/events/worker/workertest"
 	"github.com/carddrift/carddrift/store"
 )
 
-// newRig is the workertest rig as this suite runs it: two partitions, one
+// newRig is the servicetest rig as this suite runs it: two partitions, one
 // worker w1 (adjusted by configure), a client emitting as vendor A.
-func newRig(t *testing.T, configure ...func(*worker.Options)) *workertest.Rig {
+func newRig(t *testing.T, configure ...func(*worker.Options)) *servicetest.Rig {
 	t.Helper()
-	return workertest.Start(t, workertest.Options{
+	return servicetest.Start(t, servicetest.Options{
 		Configure: func(c *store.Config) { c.Partitions = 2 },
 		Source:    "urn:client:vendor-a",
 		Workers:   []string{"w1"},
@@ -60,13 +60,13 @@ func publishRaw(t *testing.T, js jetstream.JetStream, typ, id, taskID, data stri
 func TestClientDigestOfUnseenCard(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	agent := workertest.NewAgent(t, "")
-	pinnedDigest, err := detector.Digest(agent.Served(workertest.WriteupT0)) // what the client read at T0
+	agent := servicetest.NewAgent(t, "")
+	pinnedDigest, err := detector.Digest(agent.Served(servicetest.WriteupT0)) // what the client read at T0
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent.Set(workertest.WriteupT40) // T0+40s: the vendor rotates its card
-	liveDigest, err := detector.Digest(agent.Served(workertest.WriteupT40))
+	agent.Set(servicetest.WriteupT40) // T0+40s: the vendor rotates its card
+	liveDigest, err := detector.Digest(agent.Served(servicetest.WriteupT40))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,9 +120,9 @@ func TestClientDigestOfUnseenCard(t *testing.T) {
 func TestClientDigestUnknownAtTransition(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	agent := workertest.NewAgent(t, workertest.WriteupT0)
-	pinnedDigest, _ := detector.Digest(agent.Served(workertest.WriteupT0))
-	liveDigest, _ := detector.Digest(agent.Served(workertest.WriteupT40))
+	agent := servicetest.NewAgent(t, servicetest.WriteupT0)
+	pinnedDigest, _ := detector.Digest(agent.Served(servicetest.WriteupT0))
+	liveDigest, _ := detector.Digest(agent.Served(servicetest.WriteupT40))
 	url := agent.URL()
 	agent.SetStatus(http.StatusServiceUnavailable)
 
@@ -138,7 +138,7 @@ func TestClientDigestUnknownAtTransition(t *testing.T) {
 		t.Fatal("card.drift while the agent is unreachable: unreachable is not drift")
 	}
 
-	agent.Set(workertest.WriteupT40)
+	agent.Set(servicetest.WriteupT40)
 	agent.SetStatus(http.StatusOK)
 	must(t, r.Emit.Request(ctx, events.Request{TaskID: "down", AgentURL: url, Method: "message/send", Attempt: 1})) // needs no card
 	must(t, r.Emit.Request(ctx, events.Request{TaskID: "down", AgentURL: url, Method: "message/stream", Attempt: 1}))
@@ -167,7 +167,7 @@ func checkUnknownDrift(t *testing.T, task string, d events.Drift, pinned, live s
 
 // noDeadLetters checks that the dead-letter stream is empty and the worker
 // counted no dead letter.
-func noDeadLetters(t *testing.T, r *workertest.Rig) {
+func noDeadLetters(t *testing.T, r *servicetest.Rig) {
 	t.Helper()
 	s, err := r.JS.Stream(context.Background(), r.Config.DLQStream)
 	if err != nil {

@@ -12,13 +12,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/detector/fetcher"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/budget"
 	"github.com/carddrift/carddrift/events/internal/defaults"
 	"github.com/carddrift/carddrift/events/internal/retained"
 	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/events/worker/budget"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // Defaults of Options.

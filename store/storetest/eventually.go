@@ -9,7 +9,7 @@ import (
 // what once timeout has passed without it holding. It is the one wait helper
 // of carddrift's tests: suites that wait for a store, a consumer or a
 // worker's verdict call it (or a helper built on it, such as
-// workertest.Collector.WaitFor) rather than sleeping.
+// servicetest.Collector.WaitFor) rather than sleeping.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)

@@ -1,5 +1,5 @@
 // Package retained estimates the bytes a value keeps alive on the heap, for
-// caches that are bounded in bytes (events/budget): the value's own size
+// caches that are bounded in bytes (events/worker/budget): the value's own size
 // plus everything its strings, slices, maps, pointers and interfaces reach,
 // each backing array and pointee counted once.
 //

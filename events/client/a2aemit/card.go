@@ -1,0 +1,74 @@
+package a2aemit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/carddrift/carddrift/store/fetcher"
+)
+
+// Well-known card paths, current first: the fetcher's, which carddrift's
+// workers and the a2a-go resolver use.
+const (
+	WellKnownPath       = fetcher.WellKnownPath
+	LegacyWellKnownPath = fetcher.LegacyWellKnownPath
+)
+
+// MaxCardBytes bounds a card body ResolveCard reads (the fetcher's limit,
+// Options.MaxBodyBytes).
+const MaxCardBytes = fetcher.DefaultMaxBodyBytes
+
+// Card is an agent card as a client discovered it: the a2a-go struct to
+// build the client from, and the body as served, which the struct cannot
+// reproduce.
+type Card struct {
+	AgentCard *a2a.AgentCard
+	// Raw is the body as served: pass it as Options.RawCard.
+	Raw []byte
+	// URL is the card URL that answered: pass it as Options.CardURL.
+	URL string
+}
+
+// ErrCardStatus is wrapped by ResolveCard when no card URL answered with a
+// 2xx status (the error also matches fetcher.ErrStatus and is a
+// *fetcher.FetchError holding the status).
+var ErrCardStatus = errors.New("a2aemit: card request failed")
+
+// ResolveCard fetches the public card of the agent at agentURL through f, as
+// carddrift's workers fetch it (fetcher.Fetcher.FetchAgent): agentURL +
+// WellKnownPath, falling back to LegacyWellKnownPath on 404, 405 or 410, with
+// the workers' headers (A2A-Version and all), timeouts, size limit and SSRF
+// guard. The guard is the caller's to set: f's Options.Allow (an agent on
+// loopback or a private network needs it widened). A nil f is a Fetcher with
+// the default Options, whose guard refuses loopback and private addresses;
+// it is made and closed for this call.
+//
+// It returns the parsed struct and the raw bytes. The error of a failed
+// fetch holds the *fetcher.FetchError (errors.As; errors.Is matches its
+// reason's sentinel, and ErrCardStatus for a status other than 2xx); a body
+// that does not decode into a2a.AgentCard is an error too.
+func ResolveCard(ctx context.Context, f *fetcher.Fetcher, agentURL string) (*Card, error) {
+	if f == nil {
+		var err error
+		if f, err = fetcher.New(fetcher.Options{}); err != nil {
+			return nil, fmt.Errorf("a2aemit: %w", err)
+		}
+		defer f.Close()
+	}
+	obs, err := f.FetchAgent(ctx, agentURL, "")
+	if errors.Is(err, fetcher.ErrStatus) {
+		return nil, fmt.Errorf("%w: %w", ErrCardStatus, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("a2aemit: %w", err)
+	}
+	var card a2a.AgentCard
+	if err := json.Unmarshal(obs.Raw, &card); err != nil {
+		return nil, fmt.Errorf("a2aemit: card %s: %w", obs.CardURL, err)
+	}
+	return &Card{AgentCard: &card, Raw: obs.Raw, URL: obs.CardURL}, nil
+}

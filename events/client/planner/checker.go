@@ -1,0 +1,262 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/fetcher"
+)
+
+// CheckerOptions configure a Checker. Give it what the workers use — the
+// same lease and card stores, the same fetch settings — so that a check costs
+// no extra fetch while the agent's lease is fresh and sees the card the
+// workers see.
+type CheckerOptions struct {
+	// Fetcher, if set, is used as is; the caller owns it (Close does not
+	// close it).
+	Fetcher *fetcher.Fetcher
+	// Fetch configures the Checker's own fetcher when Fetcher is nil (Close
+	// closes it). Set Fetch.Leases and Fetch.Cards to the workers' stores
+	// (store.Bind) to share their leases; Fetch.Allow widens the SSRF guard
+	// as the workers' --fetch-allow does.
+	Fetch fetcher.Options
+	// Cards resolves WithPinnedDigest to a card body. Default Fetch.Cards.
+	Cards store.Cards
+}
+
+// Checker answers, before a planner submits (or re-submits) a task, whether
+// the live card of an agent still satisfies it. Safe for concurrent use;
+// Close it when done.
+type Checker struct {
+	f     *fetcher.Fetcher
+	own   bool
+	cards store.Cards
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewChecker builds a Checker. It does not touch the network. Errors wrap
+// ErrInvalidOptions (with the fetcher's validation error).
+func NewChecker(opts CheckerOptions) (*Checker, error) {
+	c := &Checker{f: opts.Fetcher, cards: opts.Cards}
+	if c.cards == nil {
+		c.cards = opts.Fetch.Cards
+	}
+	if c.f == nil {
+		f, err := fetcher.New(opts.Fetch)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+		c.f, c.own = f, true
+	}
+	return c, nil
+}
+
+// Close closes the Checker's own fetcher (not one passed in
+// CheckerOptions.Fetcher). Safe to call twice.
+func (c *Checker) Close() error {
+	c.closeOnce.Do(func() {
+		if c.own {
+			c.closeErr = c.f.Close()
+		}
+	})
+	return c.closeErr
+}
+
+// CheckOption adds to one Check.
+type CheckOption func(*checkConfig)
+
+type checkConfig struct {
+	cardURL      string
+	force        bool
+	pinnedRaw    []byte
+	pinnedCard   *detector.Card
+	pinnedDigest string
+	posture      detector.Posture
+}
+
+// WithPinned gives the card the planner planned against, as the JSON it
+// read: Check then also diffs it against the live card and judges the task
+// (Decision.Verdict).
+func WithPinned(raw []byte) CheckOption {
+	return func(c *checkConfig) { c.pinnedRaw = raw }
+}
+
+// WithPinnedCard is WithPinned for a card already parsed with
+// detector.Parse.
+func WithPinnedCard(card *detector.Card) CheckOption {
+	return func(c *checkConfig) { c.pinnedCard = card }
+}
+
+// WithPinnedDigest names the planned-against card by digest; its body is
+// read from CheckerOptions.Cards (where workers store every card they pin or
+// fetch). ErrUnknownPinned if it is not there.
+func WithPinnedDigest(digest string) CheckOption {
+	return func(c *checkConfig) { c.pinnedDigest = digest }
+}
+
+// WithCardURL checks the card at this URL instead of the agent's well-known
+// card URL (the cardUrl a task was submitted with).
+func WithCardURL(cardURL string) CheckOption {
+	return func(c *checkConfig) { c.cardURL = cardURL }
+}
+
+// WithForce makes the check fetch the card unconditionally, bypassing the
+// shared lease and the ETag — for when the planner has evidence of drift. A
+// full fetch by any worker that completes meanwhile satisfies it.
+func WithForce() CheckOption {
+	return func(c *checkConfig) { c.force = true }
+}
+
+// WithPosture judges the verdict with this posture instead of
+// requirements.Posture.
+func WithPosture(p detector.Posture) CheckOption {
+	return func(c *checkConfig) { c.posture = p }
+}
+
+// Decision is the answer of Check.
+type Decision struct {
+	// AgentURL is the agent asked about; CardURL the card URL that answered.
+	AgentURL, CardURL string
+	// Live identifies the live card; FromLease is set when no request was
+	// made (a fresh shared lease answered).
+	Live      events.CardRef
+	FromLease bool
+	// Card is the live card (read-only: it is shared with the fetcher's
+	// cache). Card.Raw is the body as served: submit it as
+	// events.Submitted.Card when (re-)planning against it.
+	Card *detector.Card
+	// Unmet lists what of the task's requirements the live card does not
+	// satisfy (see Unsatisfied); empty when it satisfies them all.
+	Unmet []Unmet
+
+	// Pinned, Findings and Verdict are set only when a pinned card was given
+	// (WithPinned, WithPinnedCard, WithPinnedDigest): the pinned card's
+	// identity, every finding between it and the live card, and the task's
+	// verdict exactly as a worker would judge it (detector.Evaluate).
+	Pinned   *events.CardRef
+	Findings []detector.Finding
+	Verdict  *detector.Verdict
+}
+
+// Satisfied reports whether the live card satisfies every requirement.
+func (d Decision) Satisfied() bool { return len(d.Unmet) == 0 }
+
+// OK reports whether the planner may submit (or go on with) the task as
+// planned: the live card satisfies it and, when a pinned card was given,
+// the verdict is continue.
+func (d Decision) OK() bool {
+	return d.Satisfied() && (d.Verdict == nil || d.Verdict.Action == detector.Continue)
+}
+
+// Check reads the live card of agentURL through the Checker's fetcher —
+// the shared lease when fresh, else a revalidation or fetch, exactly as a
+// worker does on a capability-dependent transition — and tells whether it
+// satisfies requirements (Decision.Unmet, see Unsatisfied). With a pinned
+// card (WithPinned, WithPinnedCard, WithPinnedDigest) it also runs
+// detector.Evaluate for the verdict, with requirements.Posture (or
+// WithPosture).
+//
+// Errors: *UnreachableError (matches ErrUnreachable) when the live card
+// cannot be read — never a satisfied Decision; ErrInvalidPinned,
+// ErrUnknownPinned for a pinned card that cannot be used; ErrStore for a
+// failing store (transient). The Decision is zero on error.
+func (c *Checker) Check(ctx context.Context, requirements detector.Requirements, agentURL string, opts ...CheckOption) (Decision, error) {
+	var cfg checkConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	pinned, pinnedRef, err := c.pinned(ctx, &cfg)
+	if err != nil {
+		return Decision{}, err
+	}
+	obs, err := c.f.ObserveAgent(ctx, agentURL, cfg.cardURL, cfg.force)
+	if err != nil {
+		return Decision{}, c.fetchError(agentURL, cfg.cardURL, obs, err)
+	}
+	d := Decision{
+		AgentURL: agentURL, CardURL: obs.CardURL, FromLease: obs.FromLease, Card: obs.Card,
+		Live:  events.CardRef{Digest: obs.Digest, Fingerprint: obs.Fingerprint, ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC()},
+		Unmet: Unsatisfied(obs.Card, requirements),
+	}
+	if pinned != nil {
+		posture := cfg.posture
+		if posture == "" {
+			posture = requirements.Posture
+		}
+		findings, v := detector.Evaluate(pinned, obs.Card, requirements, posture)
+		if findings == nil {
+			findings = []detector.Finding{}
+		}
+		d.Pinned, d.Findings, d.Verdict = pinnedRef, findings, &v
+	}
+	return d, nil
+}
+
+func (c *Checker) fetchError(agentURL, cardURL string, obs fetcher.Observation, err error) error {
+	if errors.Is(err, fetcher.ErrStore) {
+		return fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	ue := &UnreachableError{AgentURL: agentURL, CardURL: cardURL, Reason: fetcher.ReasonConnect, Err: err}
+	if obs.CardURL != "" {
+		ue.CardURL = obs.CardURL
+	}
+	var fe *fetcher.FetchError
+	if errors.As(err, &fe) {
+		ue.Reason, ue.Status = fe.Reason, fe.Status
+		if fe.URL != "" {
+			ue.CardURL = fe.URL
+		}
+	} else if errors.Is(err, fetcher.ErrInvalidURL) {
+		ue.Reason = fetcher.ReasonInvalidURL
+	}
+	return ue
+}
+
+// pinned resolves the pinned card of cfg, nil when none was given.
+func (c *Checker) pinned(ctx context.Context, cfg *checkConfig) (*detector.Card, *events.CardRef, error) {
+	card := cfg.pinnedCard
+	switch {
+	case card != nil:
+	case cfg.pinnedRaw != nil:
+		parsed, err := detector.Parse(cfg.pinnedRaw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrInvalidPinned, err)
+		}
+		card = parsed
+	case cfg.pinnedDigest != "":
+		if c.cards == nil {
+			return nil, nil, fmt.Errorf("%w: %s (no card store configured)", ErrUnknownPinned, cfg.pinnedDigest)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		raw, err := c.cards.Get(sctx, cfg.pinnedDigest)
+		cancel()
+		switch {
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalidDigest):
+			return nil, nil, fmt.Errorf("%w: %s: %w", ErrUnknownPinned, cfg.pinnedDigest, err)
+		case err != nil:
+			return nil, nil, fmt.Errorf("%w: %w", ErrStore, err)
+		}
+		parsed, err := detector.Parse(raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: stored body of %s: %w", ErrInvalidPinned, cfg.pinnedDigest, err)
+		}
+		card = parsed
+	default:
+		return nil, nil, nil
+	}
+	digest, err := detector.Digest(card.Raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidPinned, err)
+	}
+	return card, &events.CardRef{Digest: digest, Fingerprint: detector.Fingerprint(card)}, nil
+}

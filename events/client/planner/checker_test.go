@@ -1,0 +1,263 @@
+package planner_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events/client/planner"
+	"github.com/carddrift/carddrift/events/service/servicetest"
+	"github.com/carddrift/carddrift/store/fetcher"
+	"github.com/carddrift/carddrift/store/memstore"
+)
+
+func kinds(us []planner.Unmet) []planner.UnmetKind {
+	var out []planner.UnmetKind
+	for _, u := range us {
+		out = append(out, u.Kind)
+	}
+	return out
+}
+
+func TestUnsatisfied(t *testing.T) {
+	secured := cardSpec{Skills: []skillSpec{{ID: "echo"}}, Schemes: []string{"bearer", "oauth"}, Security: []string{"oauth"}}
+	cases := []struct {
+		name string
+		card cardSpec
+		req  detector.Requirements
+		want []planner.UnmetKind
+	}{
+		{"satisfied", v1, detector.Requirements{SkillID: "echo", Streaming: true, InputModes: []string{"text/plain"}}, nil},
+		{"no requirements", v1, detector.Requirements{}, nil},
+		{"skill gone", v1, detector.Requirements{SkillID: "summarize"}, []planner.UnmetKind{planner.UnmetSkill}},
+		{"streaming off", noStream, streamEcho, []planner.UnmetKind{planner.UnmetStreaming}},
+		{"push off", v1, detector.Requirements{PushNotifications: true}, []planner.UnmetKind{planner.UnmetPushNotifications}},
+		{"input mode", v1, detector.Requirements{SkillID: "echo", InputModes: []string{"image/png", "text/plain"}}, []planner.UnmetKind{planner.UnmetInputMode}},
+		{"output mode of the skill", narrowedTr, detector.Requirements{SkillID: "translate", OutputModes: []string{"text/plain"}}, []planner.UnmetKind{planner.UnmetOutputMode}},
+		{"output mode wildcard covers", cardSpec{OutputModes: []string{"image/*"}}, detector.Requirements{OutputModes: []string{"image/png"}}, nil},
+		{"no modes declared constrain nothing", cardSpec{InputModes: []string{}, OutputModes: []string{}}, detector.Requirements{InputModes: []string{"x/y"}}, nil},
+		{"scheme present and required", secured, detector.Requirements{SkillID: "echo", Security: []string{"OAuth"}}, nil},
+		{"scheme missing", secured, detector.Requirements{SkillID: "echo", Security: []string{"apikey"}},
+			[]planner.UnmetKind{planner.UnmetSecurityScheme, planner.UnmetSecurityRequirements}},
+		{"scheme present but not the required one", secured, detector.Requirements{SkillID: "echo", Security: []string{"bearer"}},
+			[]planner.UnmetKind{planner.UnmetSecurityRequirements}},
+		{"everything", noStream, detector.Requirements{SkillID: "gone", Streaming: true, PushNotifications: true, Security: []string{"bearer"}},
+			[]planner.UnmetKind{planner.UnmetSkill, planner.UnmetStreaming, planner.UnmetPushNotifications, planner.UnmetSecurityScheme}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := planner.Unsatisfied(c.card.Card(t), c.req)
+			if !slices.Equal(kinds(got), c.want) {
+				t.Errorf("Unsatisfied = %v, want %v", got, c.want)
+			}
+			for _, u := range got {
+				if u.Value == "" || u.Message == "" {
+					t.Errorf("unmet %+v lacks a value or message", u)
+				}
+			}
+		})
+	}
+	if got := planner.Unsatisfied(nil, streamEcho); got != nil {
+		t.Errorf("Unsatisfied(nil) = %v, want nil", got)
+	}
+}
+
+func hasRule(fs []detector.Finding, rule string) bool {
+	return slices.ContainsFunc(fs, func(f detector.Finding) bool { return f.Rule == rule })
+}
+
+func newChecker(t *testing.T, opts planner.CheckerOptions) *planner.Checker {
+	t.Helper()
+	c, err := planner.NewChecker(opts)
+	if err != nil {
+		t.Fatalf("NewChecker: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		c.Close() // safe twice
+	})
+	return c
+}
+
+func check(t *testing.T, c *planner.Checker, req detector.Requirements, agentURL string, opts ...planner.CheckOption) planner.Decision {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := c.Check(ctx, req, agentURL, opts...)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	return d
+}
+
+func TestCheckLiveCard(t *testing.T) {
+	a := servicetest.NewAgent(t, v1.String())
+	c := newChecker(t, planner.CheckerOptions{Fetch: servicetest.LoopbackFetch()})
+
+	d := check(t, c, streamEcho, a.URL())
+	if !d.OK() || !d.Satisfied() || d.Verdict != nil || d.Pinned != nil {
+		t.Fatalf("decision = %+v, want OK without verdict", d)
+	}
+	if d.Live.Digest != digest(t, v1.JSON()) || d.CardURL != a.URL()+fetcher.WellKnownPath || string(d.Card.Raw) != string(v1.JSON()) {
+		t.Errorf("live = %+v card url %s, want v1 from the well-known URL", d.Live, d.CardURL)
+	}
+
+	a.Set(noStream.String())
+	d = check(t, c, streamEcho, a.URL())
+	if d.OK() || !slices.Equal(kinds(d.Unmet), []planner.UnmetKind{planner.UnmetStreaming}) {
+		t.Errorf("after streaming was disabled: OK %v unmet %v, want streaming-not-supported", d.OK(), d.Unmet)
+	}
+}
+
+func TestCheckAgainstPinned(t *testing.T) {
+	a := servicetest.NewAgent(t, noStream.String())
+	cards := memstore.NewCards()
+	raw := v1.JSON()
+	if err := cards.Put(context.Background(), digest(t, raw), raw); err != nil {
+		t.Fatal(err)
+	}
+	c := newChecker(t, planner.CheckerOptions{Fetch: servicetest.LoopbackFetch(), Cards: cards})
+	for name, opt := range map[string]planner.CheckOption{
+		"raw":    planner.WithPinned(raw),
+		"card":   planner.WithPinnedCard(v1.Card(t)),
+		"digest": planner.WithPinnedDigest(digest(t, raw)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := check(t, c, streamEcho, a.URL(), opt)
+			if d.Verdict == nil || d.Verdict.Action != detector.Abort || d.OK() {
+				t.Fatalf("verdict = %+v, want abort", d.Verdict)
+			}
+			if d.Pinned == nil || d.Pinned.Digest != digest(t, raw) || d.Pinned.Fingerprint == d.Live.Fingerprint {
+				t.Errorf("pinned = %+v live %+v", d.Pinned, d.Live)
+			}
+			if !hasRule(d.Findings, detector.RuleStreamingDisabled) {
+				t.Errorf("findings = %+v, want streaming-disabled", d.Findings)
+			}
+		})
+	}
+	// The same drift under degrade, idempotent: re-plan.
+	d := check(t, c, streamEcho, a.URL(), planner.WithPinned(raw), planner.WithPosture(detector.Degrade))
+	if d.Verdict.Action != detector.Abort {
+		t.Errorf("degrade without idempotent = %s, want abort", d.Verdict.Action)
+	}
+	req := streamEcho
+	req.Posture, req.Idempotent = detector.Degrade, true
+	if d := check(t, c, req, a.URL(), planner.WithPinned(raw)); d.Verdict.Action != detector.Replan {
+		t.Errorf("degrade, idempotent = %s, want replan", d.Verdict.Action)
+	}
+	// Pinned equal to live: continue, no findings.
+	a.Set(string(raw))
+	if d := check(t, c, streamEcho, a.URL(), planner.WithPinned(raw)); !d.OK() || d.Verdict.Action != detector.Continue || len(d.Findings) != 0 {
+		t.Errorf("unchanged card: verdict %+v findings %v, want continue, none", d.Verdict, d.Findings)
+	}
+}
+
+func TestCheckPinnedErrors(t *testing.T) {
+	a := servicetest.NewAgent(t, v1.String())
+	ctx := context.Background()
+	withCards := newChecker(t, planner.CheckerOptions{Fetch: servicetest.LoopbackFetch(), Cards: memstore.NewCards()})
+	without := newChecker(t, planner.CheckerOptions{Fetch: servicetest.LoopbackFetch()})
+	cases := []struct {
+		name string
+		c    *planner.Checker
+		opt  planner.CheckOption
+		want error
+	}{
+		{"not a card", withCards, planner.WithPinned([]byte(`{"nope":`)), planner.ErrInvalidPinned},
+		{"unknown digest", withCards, planner.WithPinnedDigest("sha256:0000000000000000000000000000000000000000000000000000000000000000"), planner.ErrUnknownPinned},
+		{"malformed digest", withCards, planner.WithPinnedDigest("md5:x"), planner.ErrUnknownPinned},
+		{"no card store", without, planner.WithPinnedDigest(digest(t, v1.JSON())), planner.ErrUnknownPinned},
+	}
+	for _, c := range cases {
+		if _, err := c.c.Check(ctx, streamEcho, a.URL(), c.opt); !errors.Is(err, c.want) {
+			t.Errorf("%s: Check = %v, want %v", c.name, err, c.want)
+		}
+	}
+	if n := a.Requests(); n != 0 {
+		t.Errorf("a bad pinned card still fetched the live card (%d requests)", n)
+	}
+}
+
+// An unreachable card is a typed error, never a satisfied decision.
+func TestCheckUnreachable(t *testing.T) {
+	a := servicetest.NewAgent(t, v1.String())
+	ctx := context.Background()
+	c := newChecker(t, planner.CheckerOptions{Fetch: servicetest.LoopbackFetch()})
+
+	a.SetStatus(http.StatusInternalServerError)
+	_, err := c.Check(ctx, streamEcho, a.URL())
+	var ue *planner.UnreachableError
+	if !errors.As(err, &ue) || !errors.Is(err, planner.ErrUnreachable) || !errors.Is(err, fetcher.ErrStatus) {
+		t.Fatalf("500: Check = %v, want *UnreachableError matching ErrUnreachable and fetcher.ErrStatus", err)
+	}
+	if ue.Reason != fetcher.ReasonStatus || ue.Status != http.StatusInternalServerError || ue.AgentURL != a.URL() || ue.CardURL == "" {
+		t.Errorf("unreachable = %+v", ue)
+	}
+
+	// A failure is shared for the agent's backoff, like a success for its
+	// lease: another agent shows the next kind of failure.
+	b := servicetest.NewAgent(t, v1.String())
+	b.Set(`{"name": "x", "name": "y"}`)
+	if _, err := c.Check(ctx, streamEcho, b.URL()); !errors.Is(err, fetcher.ErrDuplicateKeys) || !errors.Is(err, planner.ErrUnreachable) {
+		t.Errorf("duplicate keys: Check = %v, want unreachable, duplicate-keys", err)
+	}
+
+	// The SSRF guard of the workers applies: loopback is refused by default.
+	guarded := newChecker(t, planner.CheckerOptions{})
+	if _, err := guarded.Check(ctx, streamEcho, a.URL()); !errors.As(err, &ue) || ue.Reason != fetcher.ReasonRefusedAddress {
+		t.Errorf("guarded: Check = %v, want refused-address", err)
+	}
+	if _, err := c.Check(ctx, streamEcho, "ftp://agent.example"); !errors.As(err, &ue) || ue.Reason != fetcher.ReasonInvalidURL {
+		t.Errorf("bad URL: Check = %v, want invalid-url", err)
+	}
+}
+
+// A check inside a fresh lease costs no request; WithForce always fetches.
+func TestCheckSharesLease(t *testing.T) {
+	a := servicetest.NewAgent(t, v1.String())
+	a.SetCacheControl("max-age=60")
+	leases, cards := memstore.NewLeases(), memstore.NewCards()
+	opts := servicetest.LoopbackFetch()
+	opts.MinLease, opts.Leases, opts.Cards = time.Second, leases, cards
+	first := newChecker(t, planner.CheckerOptions{Fetch: opts})
+	second := newChecker(t, planner.CheckerOptions{Fetch: opts}) // another process, same stores
+
+	if d := check(t, first, streamEcho, a.URL()); d.FromLease {
+		t.Error("first check came from a lease")
+	}
+	if d := check(t, second, streamEcho, a.URL()); !d.FromLease || d.Card == nil {
+		t.Errorf("second check: FromLease %v card %v, want the shared lease's card", d.FromLease, d.Card != nil)
+	}
+	if n := a.Requests(); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+	a.Set(noStream.String())
+	if d := check(t, second, streamEcho, a.URL(), planner.WithForce()); d.FromLease || d.Satisfied() {
+		t.Errorf("forced check: FromLease %v satisfied %v, want a fetch of the new card", d.FromLease, d.Satisfied())
+	}
+}
+
+func TestNewCheckerInvalid(t *testing.T) {
+	_, err := planner.NewChecker(planner.CheckerOptions{Fetch: fetcher.Options{MaxBodyBytes: -1}})
+	if !errors.Is(err, planner.ErrInvalidOptions) {
+		t.Errorf("NewChecker = %v, want ErrInvalidOptions", err)
+	}
+	// A shared fetcher is not closed by the Checker.
+	f, err := fetcher.New(servicetest.LoopbackFetch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := newChecker(t, planner.CheckerOptions{Fetcher: f})
+	c.Close()
+	a := servicetest.NewAgent(t, v1.String())
+	if _, err := f.Observe(context.Background(), a.URL()+fetcher.WellKnownPath, false); err != nil {
+		t.Errorf("shared fetcher closed by Checker.Close: %v", err)
+	}
+}

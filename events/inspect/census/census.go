@@ -1,0 +1,440 @@
+// Package census takes the fleet's census: every agent carddrift watches
+// (its live card, version and protocol versions, when it last changed, the
+// tasks pinned per card version, whether it is unreachable, whether its
+// replicas disagree) and the skills several agents offer under one id but
+// not under one contract. It reads the stores (leases, pins, card bodies)
+// and the card event stream (the last card.observed of every agent, for
+// agents whose lease expired), and changes nothing.
+//
+//	f, err := census.Take(ctx, census.Source{Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: js}, census.Options{})
+//
+// carddrift fleet prints it; carddrift serve shows it at /fleet and
+// /fleet.json and exports its gauges (Collector), taking it again and again
+// with a Tally, which keeps the pins per agent and card version, the
+// leases and the last observations from the buckets' and the card stream's
+// changes: each census reads only what was written since the last.
+//
+//	src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV(), Events: cfg.EventsStream})
+package census
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/defaults"
+	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/fetcher"
+)
+
+// Source is what a census reads. JS (with Config's events stream) is
+// optional: without it, agents are those with a lease or a pin. Tally, when
+// set, counts the pins instead of a scan of Pins (which is then not read),
+// and keeps the leases and the last observations instead of reading them
+// if it follows them: a census that is taken again and again (serve's
+// /metrics and /fleet) then reads only what was written since the last.
+type Source struct {
+	Pins   store.Scanner[task.Pin]
+	Leases store.Scanner[store.Lease]
+	Cards  store.Cards
+	JS     jetstream.JetStream
+	Config store.Config
+	Tally  *Tally
+}
+
+// Options adjust a census.
+type Options struct {
+	// Window is the consistency window split brain is judged with (the
+	// workers' --consistency-window; default fetcher.DefaultConsistencyWindow).
+	Window time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Fleet is a census. Its JSON is carddrift fleet --json's, exactly.
+type Fleet struct {
+	Agents []Agent                `json:"agents"`
+	Skills []detector.SharedSkill `json:"skills"`
+
+	// Taken is when the census was taken, Window the consistency window.
+	Taken  time.Time     `json:"-"`
+	Window time.Duration `json:"-"`
+	// Problems are what could not be read (a corrupt record, a body
+	// carddrift does not have), for people.
+	Problems []string `json:"-"`
+}
+
+// Agent is one agent. Digest, Version and ProtocolVersions describe its
+// live card ("" and none when carddrift never fetched it); Tasks counts its
+// pins per card version; SplitBrain is set while its replicas disagree;
+// UnreachableSince while its last fetch failed.
+type Agent struct {
+	AgentURL         string        `json:"agentUrl"`
+	Digest           string        `json:"digest"`
+	Version          string        `json:"version"`
+	ProtocolVersions []string      `json:"protocolVersions"`
+	Tasks            []CardTasks   `json:"tasks"`
+	SplitBrain       *SplitBrain   `json:"splitBrain"`
+	UnreachableSince *time.Time    `json:"unreachableSince"`
+	CardURL          string        `json:"-"`
+	Name             string        `json:"-"`
+	LastChange       time.Time     `json:"-"` // when a fetch first saw the live digest
+	LastFetch        time.Time     `json:"-"`
+	Unreachable      string        `json:"-"` // the reason of the failing fetch
+	Skills           []string      `json:"-"`
+	Lease            time.Duration `json:"-"`
+}
+
+// Pins returns how many tasks are pinned on the agent.
+func (a Agent) Pins() int {
+	n := 0
+	for _, t := range a.Tasks {
+		n += t.Count
+	}
+	return n
+}
+
+// CardTasks counts the tasks pinned on one card version of an agent
+// (Digest "" for pins whose first fetch failed). Live marks the live card,
+// which comes first; the others by count.
+type CardTasks struct {
+	Digest  string `json:"digest"`
+	Version string `json:"version"`
+	Count   int    `json:"count"`
+	Live    bool   `json:"live"`
+}
+
+// SplitBrain is an agent whose replicas disagree: since when (the episode's
+// start) and the digests served within the window.
+type SplitBrain struct {
+	Since   time.Time        `json:"since"`
+	Digests []store.Sighting `json:"digests"`
+}
+
+// InconsistentSkills counts the shared skills whose contracts differ.
+func (f *Fleet) InconsistentSkills() int {
+	n := 0
+	for _, s := range f.Skills {
+		if !s.Consistent {
+			n++
+		}
+	}
+	return n
+}
+
+// SplitBrains counts the agents whose replicas disagree.
+func (f *Fleet) SplitBrains() int {
+	n := 0
+	for _, a := range f.Agents {
+		if a.SplitBrain != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Take takes a census. Errors are the stores' and the stream's; records
+// that do not decode and bodies carddrift lacks are listed in Problems.
+func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
+	opts.Window = defaults.Positive(opts.Window, fetcher.DefaultConsistencyWindow)
+	opts.Now = defaults.Clock(opts.Now)
+	src.Config.SetDefaults()
+	if src.Tally != nil {
+		if err := src.Tally.Refresh(ctx); err != nil {
+			return nil, err
+		}
+	}
+	now := opts.Now()
+	f := &Fleet{Taken: now, Window: opts.Window, Agents: []Agent{}}
+	byHost := map[string]*Agent{}
+	agent := func(rawURL string) *Agent {
+		host, err := events.AgentHost(rawURL)
+		if err != nil {
+			return nil
+		}
+		a := byHost[host]
+		if a == nil {
+			a = &Agent{AgentURL: agentOf(rawURL), ProtocolVersions: []string{}, Tasks: []CardTasks{}}
+			byHost[host] = a
+		}
+		return a
+	}
+	problem := func(err error) {
+		if err != nil {
+			f.Problems = append(f.Problems, err.Error())
+		}
+	}
+
+	// The card stream first: every agent's last observation; leases, which
+	// are fresher, override it.
+	if src.JS != nil {
+		last, ok := src.Tally.lastObserved()
+		if !ok {
+			var err error
+			if last, err = lastObserved(ctx, src.JS, src.Config.EventsStream); err != nil {
+				return nil, err
+			}
+		}
+		for _, o := range last {
+			if a := agent(o.CardURL); a != nil {
+				a.CardURL, a.Digest, a.LastFetch = o.CardURL, o.Digest, o.FetchedAt
+			}
+		}
+	}
+	// An agent may have several card URLs (a v0.2 agent answers 404 at
+	// agent-card.json before agent.json): its state is the lease that saw
+	// it last, its card the lease that fetched it last.
+	type leases struct{ current, fetched *store.Lease }
+	byAgent := map[*Agent]*leases{}
+	last := func(l *store.Lease) time.Time {
+		if l.FailedAt.After(l.FetchedAt) {
+			return l.FailedAt
+		}
+		return l.FetchedAt
+	}
+	scanLeases := src.Leases.Scan
+	if src.Tally != nil && src.Tally.followsLeases() {
+		scanLeases = src.Tally.scanLeases
+	}
+	err := scanLeases(ctx, func(l store.Lease, _ uint64) error {
+		if l.Digest == "" && l.FailReason == "" {
+			return nil // a claim, never fetched
+		}
+		a := agent(l.CardURL)
+		if a == nil {
+			return nil
+		}
+		ls := byAgent[a]
+		if ls == nil {
+			ls = &leases{}
+			byAgent[a] = ls
+		}
+		if ls.current == nil || last(&l).After(last(ls.current)) {
+			ls.current = &l
+		}
+		if l.Digest != "" && (ls.fetched == nil || l.FetchedAt.After(ls.fetched.FetchedAt)) {
+			ls.fetched = &l
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrCorrupt) {
+		problem(err)
+	} else if err != nil {
+		return nil, err
+	}
+	for a, ls := range byAgent {
+		if l := ls.fetched; l != nil {
+			a.CardURL, a.Digest, a.LastFetch, a.LastChange, a.Lease = l.CardURL, l.Digest, l.FetchedAt, l.ChangedAt, l.MaxAge
+			if l.Replicas.Disagree(now, opts.Window) {
+				a.SplitBrain = &SplitBrain{Since: l.Replicas.Since, Digests: l.Replicas.Window(now, opts.Window)}
+			}
+		}
+		if l := ls.current; l.FailReason != "" {
+			since := l.FailingSince
+			if since.IsZero() {
+				since = l.FailedAt
+			}
+			a.UnreachableSince, a.Unreachable = &since, l.FailReason
+			if a.CardURL == "" {
+				a.CardURL = l.CardURL
+			}
+		}
+	}
+
+	pins, err := countPins(ctx, src, agent)
+	if errors.Is(err, store.ErrCorrupt) {
+		problem(err)
+	} else if err != nil {
+		return nil, err
+	}
+
+	cards := map[string]*detector.Card{}
+	sizes := map[string]int{} // of the bodies read and parsed
+	card := func(digest string) *detector.Card {
+		if digest == "" {
+			return nil
+		}
+		if c, ok := cards[digest]; ok {
+			return c
+		}
+		if c, size, ok := src.Tally.parsedCard(digest); ok {
+			cards[digest], sizes[digest] = c, size
+			return c
+		}
+		raw, err := src.Cards.Get(ctx, digest)
+		var c *detector.Card
+		if err == nil {
+			if c, err = detector.Parse(raw); err == nil {
+				sizes[digest] = len(raw)
+			}
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			problem(fmt.Errorf("card %s: %w", digest, err))
+		}
+		cards[digest] = c
+		return c
+	}
+	for k, n := range pins {
+		a := byHost[k.host]
+		ct := CardTasks{Digest: k.digest, Count: n, Live: k.digest != "" && k.digest == a.Digest}
+		ct.Version = pinnedVersion(src.Tally, k.digest, card)
+		a.Tasks = append(a.Tasks, ct)
+	}
+	liveCards := map[string]*detector.Card{}
+	live := map[string]int{} // digest → body size, of the live cards parsed
+	for _, a := range byHost {
+		slices.SortFunc(a.Tasks, func(x, y CardTasks) int {
+			if x.Live != y.Live {
+				if x.Live {
+					return -1
+				}
+				return 1
+			}
+			return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Digest, y.Digest))
+		})
+		if c := card(a.Digest); c != nil {
+			a.Version, a.Name = strings.Clone(c.Version), strings.Clone(c.Name)
+			if vs := c.ProtocolVersions(); len(vs) > 0 {
+				a.ProtocolVersions = make([]string, len(vs))
+				for i, v := range vs {
+					a.ProtocolVersions[i] = strings.Clone(v)
+				}
+			}
+			for _, s := range c.Skills {
+				a.Skills = append(a.Skills, strings.Clone(s.ID))
+			}
+			liveCards[a.AgentURL] = c
+			live[a.Digest] = sizes[a.Digest]
+		}
+		f.Agents = append(f.Agents, *a)
+	}
+	src.Tally.keepParsed(cards, live)
+	slices.SortFunc(f.Agents, func(x, y Agent) int { return cmp.Compare(x.AgentURL, y.AgentURL) })
+	f.Skills = detector.CompareSkills(liveCards)
+	if f.Skills == nil {
+		f.Skills = []detector.SharedSkill{}
+	}
+	return f, nil
+}
+
+// countPins counts the pins per agent host and digest, from src.Tally if
+// set (refreshed), else by a scan of src.Pins; agent registers the agent of a pin's URL
+// (nil: the URL has no host, the pin is not counted). Corrupt records are
+// reported as an error wrapping store.ErrCorrupt after the others are
+// counted.
+func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[groupKey]int, error) {
+	pins := map[groupKey]int{}
+	if t := src.Tally; t != nil {
+		corrupt := t.each(func(host, digest, agentURL string, n int) {
+			if agent(agentURL) != nil {
+				pins[groupKey{host, digest}] += n
+			}
+		})
+		if corrupt > 0 {
+			return pins, fmt.Errorf("census: %d pin value(s) skipped: %w", corrupt, store.ErrCorrupt)
+		}
+		return pins, nil
+	}
+	err := src.Pins.Scan(ctx, func(p task.Pin, _ uint64) error {
+		if a := agent(p.AgentURL); a != nil {
+			h, _ := events.AgentHost(p.AgentURL)
+			pins[groupKey{h, p.Digest}]++
+		}
+		return nil
+	})
+	return pins, err
+}
+
+// pinnedVersion is the card version of a pinned digest: the Tally's memo
+// if it has one (a body never changes under its digest; a body carddrift
+// lacks is looked for again after bodyRetry), else the body's (card), which
+// the memo then keeps.
+func pinnedVersion(t *Tally, digest string, card func(string) *detector.Card) string {
+	if t != nil {
+		if v, ok := t.version(digest); ok {
+			return v
+		}
+	}
+	c := card(digest)
+	if t != nil && digest != "" {
+		t.setVersion(digest, cardVersion(c), c != nil)
+	}
+	return cardVersion(c)
+}
+
+func cardVersion(c *detector.Card) string {
+	if c == nil {
+		return ""
+	}
+	return strings.Clone(c.Version) // not a slice of the card's whole body (the Tally keeps it)
+}
+
+// agentOf returns scheme://host of a URL.
+func agentOf(raw string) string {
+	host, err := events.AgentHost(raw)
+	if err != nil {
+		return raw
+	}
+	scheme := "https"
+	if len(raw) >= 7 && (raw[:7] == "http://" || raw[:7] == "HTTP://") {
+		scheme = "http"
+	}
+	return scheme + "://" + host
+}
+
+// lastObserved reads the last card.observed of every agent subject of the
+// events stream (one message per agent, not the history).
+func lastObserved(ctx context.Context, js jetstream.JetStream, stream string) ([]events.Observed, error) {
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cons, err := js.OrderedConsumer(cctx, stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{"card.observed.>"}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("census: read %s: %w", stream, err)
+	}
+	info, err := cons.Info(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("census: read %s: %w", stream, err)
+	}
+	pending := info.NumPending
+	var out []events.Observed
+	for pending > 0 {
+		batch, err := cons.Fetch(int(min(pending, 500)), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("census: read %s: %w", stream, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, _ := m.Metadata()
+			if ev, err := events.Decode(m); err == nil {
+				if o, ok := ev.Data.(events.Observed); ok {
+					out = append(out, o)
+				}
+			}
+			if md != nil {
+				pending = md.NumPending
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("census: read %s: %w", stream, err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return out, nil
+}

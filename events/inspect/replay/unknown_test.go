@@ -1,0 +1,100 @@
+package replay_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/inspect/replay"
+)
+
+// TestReevaluateUnknownPinnedBody re-evaluates verdicts on tasks pinned by a
+// client digest of a card carddrift never saw (card v1; the agent serves
+// v2): the worker's decision (detector.EvaluateUnknown) is reproduced,
+// another posture or rule set changes it, and the recorded
+// pinned-card-unknown finding is not counted twice.
+func TestReevaluateUnknownPinnedBody(t *testing.T) {
+	r := newRig(t, cardV2)
+	ctx := context.Background()
+	url := r.agent.URL()
+	unseen := digest(t, cardV1)
+	type tk struct {
+		id         string
+		posture    detector.Posture
+		idempotent bool
+		want       detector.Action
+	}
+	tks := []tk{
+		{"u-fc", detector.FailClosed, true, detector.Abort},
+		{"u-deg", detector.Degrade, true, detector.Replan},
+		{"u-deg-once", detector.Degrade, false, detector.Abort},
+	}
+	for _, k := range tks {
+		if err := r.Emit.Submitted(ctx, events.Submitted{TaskID: k.id, AgentURL: url, SkillID: "summarize",
+			Posture: k.posture, Idempotent: k.idempotent, CardDigest: unseen}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Emit.Request(ctx, events.Request{TaskID: k.id, AgentURL: url, Method: "message/stream", Attempt: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.waitCardEvents(events.TypeDrift, len(tks))
+	rd := r.reader()
+
+	reevaluate := func(t *testing.T, re replay.Reevaluation) []change {
+		t.Helper()
+		rep, out := reevaluate(t, rd, re, len(tks))
+		for _, d := range rep.Differences {
+			var rules []string
+			for _, f := range d.Findings {
+				rules = append(rules, f.Rule)
+			}
+			if re.Rules == nil && !slices.Equal(rules, []string{detector.RulePinnedCardUnknown}) {
+				t.Errorf("%s: re-evaluated findings %v, want one pinned-card-unknown", d.TaskID, rules)
+			}
+		}
+		return out
+	}
+
+	// What the worker published.
+	tl, err := rd.Timeline(ctx, replay.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]detector.Action{}
+	for _, e := range tl.Entries {
+		if d, ok := e.Data.(events.Drift); ok {
+			got[d.TaskID] = d.Verdict.Action
+		}
+	}
+	for _, k := range tks {
+		if got[k.id] != k.want {
+			t.Errorf("%s: published %q, want %s", k.id, got[k.id], k.want)
+		}
+	}
+
+	disable, err := replay.ParseRules(strings.NewReader(`{"disable":["pinned-card-unknown"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		re   replay.Reevaluation
+		want []change
+	}{
+		{"as recorded", replay.Reevaluation{}, nil},
+		{"fail-closed", replay.Reevaluation{Posture: detector.FailClosed}, []change{{"u-deg", detector.Replan, detector.Abort}}},
+		{"degrade", replay.Reevaluation{Posture: detector.Degrade}, []change{{"u-fc", detector.Abort, detector.Replan}}},
+		{"pinned-card-unknown disabled", replay.Reevaluation{Rules: disable}, []change{
+			{"u-deg", detector.Replan, detector.Continue}, {"u-deg-once", detector.Abort, detector.Continue}, {"u-fc", detector.Abort, detector.Continue}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := reevaluate(t, tc.re); !slices.Equal(got, tc.want) {
+				t.Errorf("Reevaluate = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,69 @@
+package servicetest
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/store"
+)
+
+// SecondWriter is a worker's pin store with a second writer: once armed,
+// the next Update of its task is preceded by another writer's, whose own
+// connection and store handles on the same KV bucket read the pin and
+// record a drift id as reported, as another worker would during a
+// partition hand-over. Set Pins to the store it wraps before use.
+type SecondWriter struct {
+	store.Pins[task.Pin]
+	other  store.Pins[task.Pin]
+	taskID string
+	drift  string
+	armed  atomic.Bool
+	writes atomic.Int64
+}
+
+// SecondWriter returns a SecondWriter around pins (nil: set Pins later)
+// whose other writer, on its own connection to the rig's server (closed
+// when the test ends), records drift on task taskID (any task when empty).
+func (r *Rig) SecondWriter(pins store.Pins[task.Pin], taskID, drift string) *SecondWriter {
+	r.T.Helper()
+	nc, err := nats.Connect(r.URL())
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	r.T.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	other, err := store.Bind[task.Pin](context.Background(), js, r.Config)
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	return &SecondWriter{Pins: pins, other: other.Pins, taskID: taskID, drift: drift}
+}
+
+// Arm makes the next Update of the task race with the other writer's.
+func (p *SecondWriter) Arm() { p.armed.Store(true) }
+
+// Writes is how many times the other writer has written.
+func (p *SecondWriter) Writes() int64 { return p.writes.Load() }
+
+// Update writes pin, after the other writer's update if armed.
+func (p *SecondWriter) Update(ctx context.Context, pin task.Pin, rev uint64) (uint64, error) {
+	if (p.taskID == "" || pin.TaskID == p.taskID) && p.armed.CompareAndSwap(true, false) {
+		cur, crev, err := p.other.Get(ctx, pin.TaskID)
+		if err != nil {
+			return 0, err
+		}
+		cur.AddReported(p.drift)
+		if _, err := p.other.Update(ctx, cur, crev); err != nil {
+			return 0, err
+		}
+		p.writes.Add(1)
+	}
+	return p.Pins.Update(ctx, pin, rev)
+}

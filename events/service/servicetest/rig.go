@@ -1,0 +1,298 @@
+package servicetest
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/service"
+	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/fetcher"
+	"github.com/carddrift/carddrift/store/storetest"
+)
+
+// Options configure a Rig. Zero fields take the defaults noted.
+type Options struct {
+	// Configure adjusts the store.Config (DefaultConfig: 4 partitions,
+	// AckWait 2s) before the streams and buckets are provisioned.
+	Configure func(*store.Config)
+	// Workers names the workers Start runs (none by default; StartWorker
+	// adds more at any time).
+	Workers []string
+	// Worker adjusts the options of every worker the rig starts, before the
+	// adjustment StartWorker is given.
+	Worker func(*worker.Options)
+	// Source is the CloudEvents source of the rig's Emitter (default
+	// "urn:client:servicetest").
+	Source string
+}
+
+// Rig is carddrift in process against an embedded JetStream server with
+// t.TempDir() storage: the provisioned stores, workers run through
+// events/service, an Emitter for client traffic and metrics shared by the
+// workers. Everything it starts stops when the test ends.
+type Rig struct {
+	T       testing.TB
+	Server  *server.Server
+	Conn    *nats.Conn
+	JS      jetstream.JetStream
+	Config  store.Config
+	Stores  *store.Stores[task.Pin]
+	Emit    *events.Emitter
+	Metrics *worker.Metrics // every rig worker's, unless an adjustment sets its own
+
+	opts    Options
+	outOnce sync.Once
+	out     *Collector
+}
+
+// DefaultConfig is the rig's store.Config: store.DefaultConfig with 4
+// lifecycle partitions and a 2s AckWait (redeliveries within a test).
+func DefaultConfig() store.Config {
+	cfg := store.DefaultConfig()
+	cfg.Partitions = 4
+	cfg.AckWait = 2 * time.Second
+	return cfg
+}
+
+// Start starts the embedded server, provisions the stores and starts the
+// workers opts names.
+func Start(t testing.TB, opts Options) *Rig {
+	t.Helper()
+	srv, nc, js := storetest.StartJetStream(t)
+	cfg := DefaultConfig()
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	cfg.SetDefaults()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := store.Open[task.Pin](ctx, js, cfg)
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	if opts.Source == "" {
+		opts.Source = "urn:client:servicetest"
+	}
+	emit, err := events.NewEmitter(js, opts.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Rig{T: t, Server: srv, Conn: nc, JS: js, Config: cfg, Stores: st, Emit: emit,
+		Metrics: worker.NewMetrics(nil), opts: opts}
+	for _, name := range opts.Workers {
+		r.StartWorker(name, nil)
+	}
+	return r
+}
+
+// URL is the embedded server's client URL, for processes and commands
+// under test.
+func (r *Rig) URL() string { return r.Server.ClientURL() }
+
+// LoopbackFetch is the fetcher configuration of the rig's workers: agents on
+// loopback allowed, short timeouts, and no lower lease clamp, so that an
+// agent's no-cache makes every transition revalidate.
+func LoopbackFetch() fetcher.Options {
+	return fetcher.Options{
+		Allow:          []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		TotalTimeout:   3 * time.Second,
+		ConnectTimeout: time.Second,
+		MinLease:       -1,
+	}
+}
+
+// WorkerOptions returns the options of a rig worker named name: the rig's
+// stores and metrics, LoopbackFetch, a 5s drain and a 2s PinnedTTL (so a
+// partition moves on within a test), adjusted by Options.Worker and then by
+// tweak (nil: none).
+func (r *Rig) WorkerOptions(name string, tweak func(*worker.Options)) worker.Options {
+	o := worker.Options{
+		Name: name, Config: r.Config,
+		Pins: r.Stores.Pins, Cards: r.Stores.Cards, Leases: r.Stores.Leases,
+		Metrics:      r.Metrics,
+		Fetch:        LoopbackFetch(),
+		DrainTimeout: 5 * time.Second,
+		PinnedTTL:    2 * time.Second,
+	}
+	for _, f := range []func(*worker.Options){r.opts.Worker, tweak} {
+		if f != nil {
+			f(&o)
+		}
+	}
+	return o
+}
+
+// NewWorker builds a rig worker without running it, for tests that drive
+// it directly; it is closed when the test ends.
+func (r *Rig) NewWorker(name string, tweak func(*worker.Options)) *worker.Worker {
+	r.T.Helper()
+	w, err := worker.New(r.JS, r.WorkerOptions(name, tweak))
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	r.T.Cleanup(func() { w.Close() })
+	return w
+}
+
+// StartWorker runs a worker on the rig's connection until the test ends or
+// stop is called (which waits for its drain; safe to call twice). A worker
+// that fails fails the test.
+func (r *Rig) StartWorker(name string, tweak func(*worker.Options)) (stop func()) {
+	r.T.Helper()
+	svc, running := r.run(r.T, service.Options{Conn: r.Conn, Stores: r.Stores}, name, tweak)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			if err := running.Stop(); err != nil {
+				r.T.Errorf("worker %s: Run = %v", name, err)
+			}
+			svc.Close()
+		})
+	}
+	r.T.Cleanup(stop)
+	return stop
+}
+
+// StartWorkerOn runs a worker over a connection of its own to url, bound to
+// the rig's streams and buckets, so that closing that connection cuts the
+// worker off entirely, as a kill would. stop cancels it and fails t if Run
+// does not return within its drain timeout and 10s; an error from a
+// cut-off worker is expected and ignored. Both are closed when t ends.
+func (r *Rig) StartWorkerOn(t testing.TB, url, name string, tweak func(*worker.Options)) (*nats.Conn, func()) {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, running := r.run(t, service.Options{Conn: nc, Bind: true}, name, tweak)
+	drain := r.WorkerOptions(name, tweak).DrainTimeout
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			running.Cancel()
+			select {
+			case <-running.Done():
+			case <-time.After(drain + 10*time.Second):
+				t.Errorf("worker %s: Run did not return after its drain timeout", name)
+			}
+			svc.Close()
+			nc.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return nc, stop
+}
+
+// run opens a one-worker service with the rig's config and starts it.
+func (r *Rig) run(t testing.TB, so service.Options, name string, tweak func(*worker.Options)) (*service.Service, *service.Running) {
+	t.Helper()
+	so.Config, so.Worker = r.Config, r.WorkerOptions(name, tweak)
+	if so.Stores == nil {
+		// Bound on the service's own connection, not the rig's.
+		so.Worker.Pins, so.Worker.Cards, so.Worker.Leases = nil, nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	svc, err := service.Open(ctx, so)
+	if err != nil {
+		t.Fatalf("worker %s: %v", name, err)
+	}
+	running, err := svc.Start(context.Background(), 10*time.Second)
+	if err != nil {
+		svc.Close()
+		t.Fatalf("worker %s: %v", name, err)
+	}
+	return svc, running
+}
+
+// Out is the rig's Collector, started on first use.
+func (r *Rig) Out() *Collector {
+	r.outOnce.Do(func() { r.out = Collect(r.T, r.JS, r.Config) })
+	return r.out
+}
+
+// Handled returns how many events of type typ the rig's workers finished
+// with outcome (the carddrift_events_total counter).
+func (r *Rig) Handled(typ, outcome string) int {
+	var m dto.Metric
+	if err := r.Metrics.Events.WithLabelValues(typ, outcome).Write(&m); err != nil {
+		r.T.Fatal(err)
+	}
+	return int(m.GetCounter().GetValue())
+}
+
+// Drained waits until the workers have acknowledged (or terminated) every
+// lifecycle event published so far, or fails t after timeout.
+func (r *Rig) Drained(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	Drained(t, r.JS, r.Config, timeout)
+}
+
+// Drained is Rig.Drained for any connection to a deployment's streams.
+func Drained(t testing.TB, js jetstream.JetStream, cfg store.Config, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := service.WaitDrained(ctx, js, cfg.LifecycleStream, cfg.ConsumerNames(), 20*time.Millisecond); err != nil {
+		t.Fatalf("lifecycle stream not drained after %v: %v", timeout, err)
+	}
+}
+
+// DumpLifecycle logs the state of the lifecycle consumers, for failure
+// reports.
+func DumpLifecycle(t testing.TB, js jetstream.JetStream, cfg store.Config) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, name := range cfg.ConsumerNames() {
+		cons, err := js.Consumer(ctx, cfg.LifecycleStream, name)
+		if err != nil {
+			t.Logf("consumer %s: %v", name, err)
+			continue
+		}
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Logf("consumer %s: %v", name, err)
+			continue
+		}
+		t.Logf("consumer %s: pending %d, ack pending %d, redelivered %d, waiting pulls %d, delivered %d, ack floor %d, priority groups %+v",
+			info.Name, info.NumPending, info.NumAckPending, info.NumRedelivered, info.NumWaiting,
+			info.Delivered.Stream, info.AckFloor.Stream, info.PriorityGroups)
+	}
+}
+
+// Eventually waits up to WaitTimeout until cond holds, or fails the rig's
+// test naming what (storetest.Eventually).
+func (r *Rig) Eventually(what string, cond func() bool) {
+	r.T.Helper()
+	storetest.Eventually(r.T, WaitTimeout, what, cond)
+}
+
+// Clock is a settable clock for leases and full-fetch intervals
+// (worker.Options.Now: o.Now = clock.Now). Timeouts keep the real clock.
+type Clock struct{ ns atomic.Int64 }
+
+// NewClock returns a Clock at the current time.
+func NewClock() *Clock {
+	c := &Clock{}
+	c.ns.Store(time.Now().UnixNano())
+	return c
+}
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
