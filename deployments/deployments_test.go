@@ -1,9 +1,3 @@
-// Package deployments_test checks the shipped deployment files: the NATS
-// configurations against carddrift's stream and bucket names, the official
-// chart's values against deployments/nats/accounts.conf, the environment
-// of compose, Kubernetes and Helm against serve's flags, and the Helm chart
-// with helm lint and helm template. test/cluster_test.go runs the NATS
-// configurations for real.
 package deployments_test
 
 import (

@@ -1,0 +1,45 @@
+// Command carddrift-planner is the reference planner: it subscribes to
+// card.drift through a durable consumer it names (package events/client/planner)
+// and acts on each verdict as a planner service would:
+//
+//   - abort: cancel the task (this reference prints the cancellation; a real
+//     planner calls tasks/cancel on its A2A client);
+//   - replan: re-read the live card with the planner Checker (the workers'
+//     fetcher, leases and SSRF guard), and, when it still satisfies the
+//     task's requirements (read from the task's pin), publish a new
+//     a2a.task.submitted for the same task with the new card through the
+//     Emitter, which replaces the pin; when it no longer satisfies them, or
+//     cannot be read, abort instead;
+//   - continue: log it.
+//
+// Every flag can be set as CARDDRIFT_<FLAG> (upper case, dashes as
+// underscores): --nats-url is CARDDRIFT_NATS_URL.
+//
+// # With carddrift serve and simulate
+//
+//	carddrift serve --fetch-allow 127.0.0.0/8 &                  # embedded NATS on 127.0.0.1:4222
+//	carddrift-planner --fetch-allow 127.0.0.0/8 &                # acts on every verdict
+//	carddrift simulate --agents 20 --duration 60s
+//
+// # With carddrift demo
+//
+// The demo's embedded NATS listens on a random loopback port, printed at the
+// start ("embedded NATS at nats://127.0.0.1:PORT"); point the planner at it
+// while the demo runs:
+//
+//	carddrift demo --duration 120s &
+//	carddrift-planner --nats-url nats://127.0.0.1:PORT --fetch-allow 127.0.0.0/8 --from-start
+//
+// The simulated fleet lives on loopback, which the SSRF guard refuses unless
+// --fetch-allow names it, exactly as for `carddrift serve`. Re-plans publish
+// a2a.task.submitted into the demo's own stream, so the demo's scorecard
+// then also sees the re-submissions.
+//
+// Output: one line per verdict on stdout (--json: one JSON object per
+// line, with time, taskId, agentUrl, action, did, reason and digests);
+// errors are logged to stderr. Exit status 0 after a clean stop (SIGINT,
+// SIGTERM or --limit), 1 on a runtime error, 2 on a usage error.
+//
+// main only wires signals; run holds the whole command so tests drive it
+// in-process.
+package main
