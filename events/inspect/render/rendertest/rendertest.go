@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
 	"image/png"
 	"io"
 	"os"
@@ -228,3 +229,13 @@ func Golden(t testing.TB, path string, got []byte) {
 		}
 	}
 }
+
+// ErrWrite is the error of FailingWriter's every Write.
+var ErrWrite = errors.New("rendertest: the writer failed")
+
+// FailingWriter is an io.Writer whose every Write fails with ErrWrite: a
+// renderer given it must return an error that matches ErrWrite.
+type FailingWriter struct{}
+
+// Write returns 0 and ErrWrite.
+func (FailingWriter) Write([]byte) (int, error) { return 0, ErrWrite }
