@@ -2,6 +2,7 @@ package census_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events/inspect/census"
 	"github.com/carddrift/carddrift/events/inspect/render/rendertest"
-	"github.com/carddrift/carddrift/store"
 )
 
 // hostileFleet is a census that makes every part of the fleet view show:
@@ -22,15 +22,22 @@ import (
 // older one and pending; an agent down; one never fetched; a skill two of
 // them offer under different contracts (a list, a flag, a missing value)
 // and one they agree on.
-func hostileFleet() *census.Fleet {
+func hostileFleet(t testing.TB) *census.Fleet {
+	t.Helper()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	down := t0.Add(time.Minute)
 	a, b := "https://a.example/<x>", "https://b.example"
+	// The split brain as fleet --json shows it: two fetches of one digest.
+	var split census.SplitBrain
+	if err := json.Unmarshal([]byte(`{"since":"2026-03-01T12:00:00Z","digests":[`+
+		`{"digest":"sha256:aa","count":2,"firstSeen":"2026-03-01T12:00:00Z","lastSeen":"2026-03-01T12:01:00Z"}]}`), &split); err != nil {
+		t.Fatal(err)
+	}
 	return &census.Fleet{Taken: t0.Add(time.Hour), Window: 5 * time.Minute,
 		Agents: []census.Agent{
 			{AgentURL: a, Digest: "sha256:0123456789abcdef0123", Version: "1.0", ProtocolVersions: []string{"0.3", "1.0"}, Name: rendertest.HostileName,
 				Tasks:      []census.CardTasks{{Digest: "sha256:0123456789abcdef0123", Version: "1.0", Count: 3, Live: true}, {Digest: "sha256:fedcba", Version: "0.9", Count: 2}, {Count: 1}},
-				SplitBrain: &census.SplitBrain{Since: t0, Digests: []store.Sighting{{Digest: "sha256:aa", Count: 2, FirstSeen: t0, LastSeen: down}}},
+				SplitBrain: &split,
 				LastChange: t0, Skills: []string{"s1"}},
 			{AgentURL: b, UnreachableSince: &down, Unreachable: "timeout", Skills: []string{"s1"}},
 			{AgentURL: "https://c.example", Version: "2", Digest: "sha256:cc"},
@@ -49,7 +56,7 @@ func hostileFleet() *census.Fleet {
 // serve's refresh) are, byte for byte, what carddrift fleet printed before
 // the renderers moved out of the command (testdata/render).
 func TestRenderGolden(t *testing.T) {
-	fl, empty := hostileFleet(), &census.Fleet{}
+	fl, empty := hostileFleet(t), &census.Fleet{}
 	for _, c := range []struct {
 		file  string
 		write func(io.Writer) error
@@ -75,7 +82,7 @@ func TestRenderGolden(t *testing.T) {
 // an XML parser and in headless Chromium; the page is one self-contained
 // document; it refreshes itself only when asked to.
 func TestRenderHTMLEscapes(t *testing.T) {
-	fl := hostileFleet()
+	fl := hostileFleet(t)
 	for _, refresh := range []time.Duration{0, 10 * time.Second} {
 		var b bytes.Buffer
 		if err := fl.WriteHTML(&b, refresh); err != nil {
@@ -104,7 +111,7 @@ func TestRenderHTMLEscapes(t *testing.T) {
 
 // TestRenderWriteError: the renderers return the writer's error.
 func TestRenderWriteError(t *testing.T) {
-	fl := hostileFleet()
+	fl := hostileFleet(t)
 	for name, write := range map[string]func(io.Writer) error{
 		"WriteText": fl.WriteText, "WriteJSON": fl.WriteJSON,
 		"WriteHTML": func(w io.Writer) error { return fl.WriteHTML(w, 0) },
