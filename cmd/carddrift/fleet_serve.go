@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"time"
 
@@ -10,9 +11,9 @@ import (
 	"github.com/carddrift/carddrift/events/service"
 )
 
-// fleetRefresh is how often serve's /fleet page reloads itself, in seconds;
-// the census behind it and the fleet gauges is taken at most this often.
-const fleetRefresh = 10
+// fleetRefresh is how often serve's /fleet page reloads itself; the census
+// behind it and the fleet gauges is taken at most this often.
+const fleetRefresh = 10 * time.Second
 
 // fleetCollector is the census of a running service's stores and card
 // stream: the gauges of /metrics and the data of /fleet and /fleet.json. Its
@@ -24,13 +25,13 @@ func fleetCollector(svc *service.Service, window time.Duration) *census.Collecto
 		Tally: census.NewTally(svc.JetStream(), st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV(), Events: svc.Config().EventsStream})}
 	return census.NewCollector(func(ctx context.Context) (*census.Fleet, error) {
 		return census.Take(ctx, src, census.Options{Window: window})
-	}, fleetRefresh*time.Second)
+	}, fleetRefresh)
 }
 
 // mountFleet serves the fleet page at /fleet (refreshing itself) and its
 // JSON at /fleet.json; both read-only (GET and HEAD).
 func mountFleet(mux *http.ServeMux, col *census.Collector) {
-	serve := func(contentType string, render func(*bytes.Buffer, *census.Fleet) error) http.HandlerFunc {
+	serve := func(contentType string, render func(*census.Fleet, io.Writer) error) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
 				w.Header().Set("Allow", "GET, HEAD")
@@ -43,7 +44,7 @@ func mountFleet(mux *http.ServeMux, col *census.Collector) {
 				return
 			}
 			var buf bytes.Buffer
-			if err := render(&buf, fl); err != nil {
+			if err := render(fl, &buf); err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
 			}
@@ -52,10 +53,8 @@ func mountFleet(mux *http.ServeMux, col *census.Collector) {
 			w.Write(buf.Bytes())
 		}
 	}
-	mux.HandleFunc("/fleet", serve("text/html; charset=utf-8", func(b *bytes.Buffer, fl *census.Fleet) error {
-		return writeFleetHTML(b, fl, fleetRefresh)
+	mux.HandleFunc("/fleet", serve("text/html; charset=utf-8", func(fl *census.Fleet, w io.Writer) error {
+		return fl.WriteHTML(w, fleetRefresh)
 	}))
-	mux.HandleFunc("/fleet.json", serve("application/json", func(b *bytes.Buffer, fl *census.Fleet) error {
-		return writeFleetJSON(b, fl)
-	}))
+	mux.HandleFunc("/fleet.json", serve("application/json", (*census.Fleet).WriteJSON))
 }

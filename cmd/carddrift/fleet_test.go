@@ -10,6 +10,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/census"
+	"github.com/carddrift/carddrift/events/inspect/render/rendertest"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 )
 
@@ -70,7 +71,7 @@ func TestFleetCommand(t *testing.T) {
 	if code, _, stderr := runCLI(t, "", "fleet", "--nats-url", r.URL(), "--format", "html", "--out", page); code != exitOK {
 		t.Fatalf("fleet --format html exit %d: %s", code, stderr)
 	}
-	checkPage(t, page, 1)
+	rendertest.CheckPage(t, page, 1)
 	checkFleetPage(t, page)
 }
 
@@ -86,5 +87,5 @@ func checkFleetPage(t *testing.T, page string) {
 	if strings.Count(src, "<script") != 1 || !strings.Contains(src, "&lt;script&gt;document.title=") {
 		t.Errorf("the card name is not escaped:\n%s", src)
 	}
-	renderHostile(t, page, "fleet")
+	rendertest.RenderHostile(t, page, "fleet")
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
 // outputFlags are --format and --out of the commands that write a report as
@@ -30,25 +32,28 @@ func (o *outputFlags) check() error {
 	return usagef("--format %q: want text, json or html", o.format)
 }
 
-// writeReport renders v in o's format with asJSON, asHTML or asText (any
-// other format) and writes it to stdout, or to the file --out. asHTML may be
-// nil where the command refuses --format html.
-func writeReport[T any](e *env, o *outputFlags, v T, asJSON, asHTML func(io.Writer, T) error, asText func(io.Writer, T)) error {
-	var buf bytes.Buffer
-	var err error
+// writeReport renders a report in o's format with asJSON, asHTML or asText
+// (any other format) — the inspection packages' WriteJSON, WriteHTML and
+// WriteText — and writes it to stdout, or to the file --out, once whole.
+// asHTML may be nil where the command refuses --format html.
+func writeReport(e *env, o *outputFlags, asJSON, asHTML, asText func(io.Writer) error) error {
+	write := asText
 	switch o.format {
 	case "json":
-		err = asJSON(&buf, v)
+		write = asJSON
 	case "html":
-		err = asHTML(&buf, v)
-	default:
-		asText(&buf, v)
+		write = asHTML
 	}
-	if err != nil {
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
 		return err
 	}
 	return o.writeOut(e, buf.Bytes())
 }
+
+// orDash is an empty table cell, as the inspection tables write it
+// (impact's table).
+func orDash(s string) string { return render.OrDash(s) }
 
 // writeOut writes b to stdout, or to the file --out.
 func (o *outputFlags) writeOut(e *env, b []byte) error {

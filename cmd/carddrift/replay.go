@@ -130,20 +130,20 @@ func (f *replayFlags) run(ctx context.Context, e *env) error {
 			return replayErr(err)
 		}
 		warnSkipped(e.stderr, h.Skipped)
-		return writeReport(e, &f.output, h, writeCardsJSON, writeCardsHTML, writeCardsText)
+		return writeReport(e, &f.output, h.WriteJSON, h.WriteHTML, h.WriteText)
 	case f.reevaluate:
 		rep, err := rd.Reevaluate(ctx, p.query, p.re)
 		if err != nil {
 			return replayErr(err)
 		}
-		return writeReport(e, &f.output, rep, writeReevalJSON, nil, writeReevalText) // plan refuses html
+		return writeReport(e, &f.output, rep.WriteJSON, nil, rep.WriteText) // plan refuses html
 	default:
 		tl, err := rd.Timeline(ctx, p.query)
 		if err != nil {
 			return replayErr(err)
 		}
 		warnSkipped(e.stderr, tl.Skipped)
-		return writeReport(e, &f.output, tl, writeTimelineJSON, writeTimelineHTML, writeTimelineText)
+		return writeReport(e, &f.output, tl.WriteJSON, tl.WriteHTML, tl.WriteText)
 	}
 }
 

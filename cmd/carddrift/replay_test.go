@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
-	"image/png"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -20,6 +16,7 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/events/fleet"
+	"github.com/carddrift/carddrift/events/inspect/render/rendertest"
 	"github.com/carddrift/carddrift/events/service"
 )
 
@@ -520,7 +517,7 @@ func TestReplayDemo(t *testing.T) {
 		}
 		page := filepath.Join(t.TempDir(), "agent.html")
 		replayCLI(t, dir, "--agent", agent, "--format", "html", "--out", page)
-		checkPage(t, page, 1)
+		rendertest.CheckPage(t, page, 1)
 		// A window of every agent: 1.5s from the first verdict on.
 		var since time.Time
 		for _, l := range all {
@@ -532,7 +529,7 @@ func TestReplayDemo(t *testing.T) {
 		until := since.Add(1500 * time.Millisecond)
 		window := filepath.Join(t.TempDir(), "window.html")
 		replayCLI(t, dir, "--since", since.Format(time.RFC3339Nano), "--until", until.Format(time.RFC3339Nano), "--format", "html", "--out", window)
-		checkPage(t, window, 2)
+		rendertest.CheckPage(t, window, 2)
 		out := parseReplayJSON(t, replayCLI(t, dir, "--since", since.Format(time.RFC3339Nano), "--until", until.Format(time.RFC3339Nano), "--format", "json"))
 		inWindow := 0
 		for _, l := range all {
@@ -545,8 +542,8 @@ func TestReplayDemo(t *testing.T) {
 		}
 		cards := filepath.Join(t.TempDir(), "cards.html")
 		replayCLI(t, dir, "--agent", agent, "--cards", "--format", "html", "--out", cards)
-		checkPage(t, cards, 1)
-		renderInChromium(t, page)
+		rendertest.CheckPage(t, cards, 1)
+		rendertest.RenderInChromium(t, page)
 	})
 
 	if after := treeHash(t, dir); after != before {
@@ -555,117 +552,6 @@ func TestReplayDemo(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("replay left %d file(s) in the temp dir: %v", len(left), left[0].Name())
 	}
-}
-
-// checkPage parses an HTML page as XML and checks it is one self-contained
-// document with at least minSVG timelines, marks with tooltips and
-// expandable details.
-func checkPage(t *testing.T, path string, minSVG int) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := xml.NewDecoder(bytes.NewReader(b))
-	dec.Strict = true
-	count := map[string]int{}
-	var stack []string
-	titled := 0
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s is not well-formed: %v", filepath.Base(path), err)
-		}
-		switch el := tok.(type) {
-		case xml.StartElement:
-			name := el.Name.Local
-			count[name]++
-			if name == "title" && len(stack) > 0 && (stack[len(stack)-1] == "g" || stack[len(stack)-1] == "rect") {
-				titled++
-			}
-			for _, a := range el.Attr {
-				switch {
-				case a.Name.Local == "src":
-					t.Errorf("%s: <%s src=%q>: external asset", filepath.Base(path), name, a.Value)
-				case a.Name.Local == "href" && !strings.HasPrefix(a.Value, "#"):
-					t.Errorf("%s: <%s href=%q>: external link", filepath.Base(path), name, a.Value)
-				}
-			}
-			stack = append(stack, name)
-		case xml.EndElement:
-			stack = stack[:len(stack)-1]
-		}
-	}
-	if len(stack) != 0 {
-		t.Errorf("%s: unclosed elements %v", filepath.Base(path), stack)
-	}
-	if count["html"] != 1 || count["style"] != 1 || count["link"] != 0 || count["svg"] < minSVG || count["details"] == 0 || titled == 0 {
-		t.Errorf("%s: elements %v, %d tooltips", filepath.Base(path), count, titled)
-	}
-}
-
-// renderInChromium takes a screenshot of the page with headless Chromium
-// and checks the picture: the right size, many colours, and the red of
-// abort marks.
-func renderInChromium(t *testing.T, page string) {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (Debian package chromium): the headless render check is skipped")
-	}
-	shot := filepath.Join(t.TempDir(), "page.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--screenshot="+shot, "--window-size=1400,900", "file://"+page)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatalf("no screenshot: %v", err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bounds := img.Bounds()
-	if bounds.Dx() != 1400 || bounds.Dy() != 900 {
-		t.Errorf("screenshot is %v, want 1400x900", bounds)
-	}
-	colors := map[[3]uint32]bool{}
-	red := 0
-	for y := bounds.Min.Y; y < bounds.Max.Y; y += 2 {
-		for x := bounds.Min.X; x < bounds.Max.X; x += 2 {
-			r, g, b, _ := img.At(x, y).RGBA()
-			c := [3]uint32{r >> 8, g >> 8, b >> 8}
-			colors[c] = true
-			if near(c, [3]uint32{0xd6, 0x27, 0x28}) {
-				red++
-			}
-		}
-	}
-	if len(colors) < 50 {
-		t.Errorf("screenshot has %d colours: the page did not render", len(colors))
-	}
-	if red < 10 {
-		t.Errorf("screenshot has %d abort-red pixels, want the abort marks", red)
-	}
-}
-
-func near(a, b [3]uint32) bool {
-	for i := range a {
-		d := int(a[i]) - int(b[i])
-		if d < -12 || d > 12 {
-			return false
-		}
-	}
-	return true
 }
 
 func TestReplayUsage(t *testing.T) {

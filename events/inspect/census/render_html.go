@@ -1,4 +1,4 @@
-package main
+package census
 
 import (
 	"fmt"
@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/events/inspect/census"
+	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
-// The fleet page is one self-contained document, like the replay page (its
-// CSS and script, no external asset) and XHTML-compatible, made with
+// The fleet page (carddrift fleet --format html, serve's /fleet) is one
+// self-contained document, like the replay pages (package render's style
+// and script, no external asset) and XHTML-compatible, made with
 // html/template: every value read from a card (names, skill ids) is
 // escaped as text. serve shows it at /fleet with a refresh.
 
@@ -25,9 +26,9 @@ td.num{text-align:right}
 `
 
 var fleetPage = template.Must(template.New("fleet").Funcs(template.FuncMap{
-	"short": shortDigest,
-	"clock": fmtClock,
-	"when":  func(t time.Time) string { return fmtTime(t) },
+	"short": render.ShortDigest,
+	"clock": render.Clock,
+	"when":  render.Time,
 	"value": valueText,
 }).Parse(`<!DOCTYPE html>
 <html xmlns="http://www.w3.org/1999/xhtml" lang="en">
@@ -96,7 +97,7 @@ var fleetPage = template.Must(template.New("fleet").Funcs(template.FuncMap{
 
 // fleetView is what the page template reads.
 type fleetView struct {
-	F           *census.Fleet
+	F           *Fleet
 	Agents      []agentView
 	Skills      []skillView
 	Unreachable int
@@ -106,7 +107,7 @@ type fleetView struct {
 }
 
 type agentView struct {
-	A      census.Agent
+	A      Agent
 	Search string
 	Tasks  string
 	State  string
@@ -127,10 +128,18 @@ type skillView struct {
 	Rows   [][]string
 }
 
-// writeFleetHTML renders the fleet page; refresh > 0 makes it reload
-// itself every refresh seconds (serve's /fleet).
-func writeFleetHTML(w io.Writer, fl *census.Fleet, refresh int) error {
-	v := fleetView{F: fl, Refresh: refresh, CSS: template.CSS(replayCSS + fleetCSS), JS: template.JS(replayJS)}
+// WriteHTML writes the fleet view as one self-contained page: the agents
+// (a bar of their tasks per card version, their state), the details of
+// every split brain, and the skills several agents offer with how their
+// contracts differ. A refresh of a second or more makes the page reload
+// itself that often, in whole seconds (serve's /fleet); 0 never. It returns
+// the template's or w's error.
+func (f *Fleet) WriteHTML(w io.Writer, refresh time.Duration) error {
+	return writeFleetHTML(w, f, refresh)
+}
+
+func writeFleetHTML(w io.Writer, fl *Fleet, refresh time.Duration) error {
+	v := fleetView{F: fl, Refresh: int(refresh / time.Second), CSS: render.CSS() + fleetCSS, JS: render.JS()}
 	for _, a := range fl.Agents {
 		av := agentView{A: a, Tasks: tasksText(a), State: agentState(a), OK: a.SplitBrain == nil && a.UnreachableSince == nil}
 		av.Search = strings.ToLower(a.AgentURL + " " + a.Name + " " + strings.Join(a.Skills, " "))
@@ -143,12 +152,12 @@ func writeFleetHTML(w io.Writer, fl *census.Fleet, refresh int) error {
 			w := max(2, t.Count*120/max(total, 1))
 			label := "live card"
 			if !t.Live {
-				label = "card " + orDash(t.Version) + " " + shortDigest(t.Digest)
+				label = "card " + render.OrDash(t.Version) + " " + render.ShortDigest(t.Digest)
 				if t.Digest == "" {
 					label = "no card yet (first fetch failed)"
 				}
 			}
-			av.Bars = append(av.Bars, bar{X: x, W: w, Color: palette[i%len(palette)], Title: fmt.Sprintf("%d task(s) on %s", t.Count, label)})
+			av.Bars = append(av.Bars, bar{X: x, W: w, Color: render.Color(i), Title: fmt.Sprintf("%d task(s) on %s", t.Count, label)})
 			x += w
 		}
 		av.Width = max(x, 1)

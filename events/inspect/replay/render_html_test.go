@@ -1,12 +1,9 @@
-package main
+package replay_test
 
 import (
 	"bytes"
-	"context"
-	"encoding/xml"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,16 +11,13 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/inspect/render/rendertest"
 	"github.com/carddrift/carddrift/events/inspect/replay"
 )
 
-// hostileName is the name of a card that tries to break out of the page:
-// if it ran, it would rename the page.
-const hostileName = `<script>document.title='owned'</script>`
-
 // hostileHistory is a timeline and a card history in which an agent's card
-// changed its name to hostileName (and a skill name and version to markup),
-// with an agent URL and a task id that hold markup as well.
+// changed its name to rendertest.HostileName (and a skill name and version
+// to markup), with an agent URL and a task id that hold markup as well.
 func hostileHistory(t *testing.T) (*replay.Timeline, *replay.CardHistory) {
 	t.Helper()
 	card := func(name, skill, version string) []byte {
@@ -41,9 +35,9 @@ func hostileHistory(t *testing.T) (*replay.Timeline, *replay.CardHistory) {
 		return c, digest
 	}
 	pinned, pd := parse(card("Ledger", "Summarise", "1.0"))
-	live, ld := parse(card(hostileName, "<b>bold</b> & co", `1.1"><script>`))
+	live, ld := parse(card(rendertest.HostileName, "<b>bold</b> & co", `1.1"><script>`))
 	findings := detector.Diff(pinned, live)
-	if !strings.Contains(findingMessages(findings), hostileName) {
+	if !strings.Contains(findingMessages(findings), rendertest.HostileName) {
 		t.Fatalf("no finding quotes the new name: %v", findings)
 	}
 	findings = append(findings, detector.Finding{Rule: "skill-removed", Severity: detector.Breaking, Path: `/skills/<i>`, Message: `skill "<img src=x>" removed`})
@@ -54,7 +48,7 @@ func hostileHistory(t *testing.T) (*replay.Timeline, *replay.CardHistory) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	req := detector.Requirements{SkillID: "s1", Posture: detector.FailClosed, Streaming: true}
-	verdict := detector.Verdict{Action: detector.Abort, Posture: detector.FailClosed, Reason: "card name is now " + hostileName}
+	verdict := detector.Verdict{Action: detector.Abort, Posture: detector.FailClosed, Reason: "card name is now " + rendertest.HostileName}
 	drift := events.Drift{TaskID: task, AgentURL: agent, CardURL: agent + "/card", Pinned: events.CardRef{Digest: pd}, Live: events.CardRef{Digest: ld},
 		Findings: findings, Verdict: verdict, Trigger: events.Trigger{EventID: `<e1>`, Type: "a2a.task.request"}}
 	tl := &replay.Timeline{
@@ -74,7 +68,7 @@ func hostileHistory(t *testing.T) (*replay.Timeline, *replay.CardHistory) {
 		},
 		Stories: []replay.Story{{
 			TaskID: task, AgentURL: agent, Requirements: &req, Planned: pd, PinSource: "client-card", PinnedAt: at(10),
-			Moment: &replay.Moment{Time: at(50), Type: events.TypeDrift, Action: detector.Abort, What: "abort: " + hostileName},
+			Moment: &replay.Moment{Time: at(50), Type: events.TypeDrift, Action: detector.Abort, What: "abort: " + rendertest.HostileName},
 			Live:   ld, LiveAt: at(30), Change: change, Verdicts: replay.VerdictCounts{Abort: 1}, State: "<working>",
 		}},
 	}
@@ -119,8 +113,8 @@ func TestReplayHTMLEscapes(t *testing.T) {
 		write func(io.Writer) error
 		svg   int
 	}{
-		{"timeline", func(w io.Writer) error { return writeTimelineHTML(w, tl) }, 1},
-		{"cards", func(w io.Writer) error { return writeCardsHTML(w, h) }, 1},
+		{"timeline", func(w io.Writer) error { return tl.WriteHTML(w) }, 1},
+		{"cards", func(w io.Writer) error { return h.WriteHTML(w) }, 1},
 	} {
 		t.Run(page.name, func(t *testing.T) {
 			var b bytes.Buffer
@@ -131,8 +125,8 @@ func TestReplayHTMLEscapes(t *testing.T) {
 			if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			checkPage(t, path, page.svg)
-			text, scripts, elements := pageText(t, b.Bytes())
+			rendertest.CheckPage(t, path, page.svg)
+			text, scripts, elements := rendertest.PageText(t, b.Bytes())
 			if scripts != 1 {
 				t.Errorf("%d <script> elements, want only the page's own", scripts)
 			}
@@ -141,8 +135,8 @@ func TestReplayHTMLEscapes(t *testing.T) {
 					t.Errorf("a <%s> element came out of the data", el)
 				}
 			}
-			if !strings.Contains(text, hostileName) {
-				t.Errorf("the page text does not show the card name %q", hostileName)
+			if !strings.Contains(text, rendertest.HostileName) {
+				t.Errorf("the page text does not show the card name %q", rendertest.HostileName)
 			}
 			if page.name == "cards" && !strings.Contains(text, `1.1"><script>`) {
 				t.Errorf("the page text does not show the card version")
@@ -151,63 +145,8 @@ func TestReplayHTMLEscapes(t *testing.T) {
 				t.Errorf("the page text does not show the task id")
 			}
 			if page.name == "timeline" {
-				renderHostile(t, path, "replay")
+				rendertest.RenderHostile(t, path, "replay")
 			}
 		})
 	}
-}
-
-// renderHostile opens the page in headless Chromium: the title must stay
-// the page's ("carddrift " + title), the card name must show as text, and
-// the page must render (renderInChromium). The replay and the fleet pages
-// share it.
-func renderHostile(t *testing.T, page, title string) {
-	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (Debian package chromium): the headless render check is skipped")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	dom, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+page).Output()
-	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
-	}
-	if !strings.Contains(string(dom), "<title>carddrift "+title+"</title>") || strings.Contains(string(dom), "owned</title>") ||
-		!strings.Contains(string(dom), "&lt;script&gt;document.title='owned'&lt;/script&gt;") {
-		t.Errorf("in the browser the card's name ran or vanished:\n%s", dom)
-	}
-	renderInChromium(t, page)
-}
-
-// pageText parses a page as XML and returns its character data (tooltips
-// and attribute values included), the number of script elements and the
-// count of every element name.
-func pageText(t *testing.T, page []byte) (string, int, map[string]int) {
-	t.Helper()
-	dec := xml.NewDecoder(bytes.NewReader(page))
-	dec.Strict = true
-	var text strings.Builder
-	elements := map[string]int{}
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("not well-formed: %v", err)
-		}
-		switch tok := tok.(type) {
-		case xml.StartElement:
-			elements[tok.Name.Local]++
-			for _, a := range tok.Attr {
-				text.WriteString(a.Value + "\n")
-			}
-		case xml.CharData:
-			text.Write(tok)
-		}
-	}
-	return text.String(), elements["script"], elements
 }

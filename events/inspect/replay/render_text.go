@@ -1,41 +1,57 @@
-package main
+package replay
+
+// The text and JSON renderings of a Timeline, a CardHistory and a Report:
+// what carddrift replay prints with --format text (a table and each task's
+// story) and --format json (one object per line). render_html.go makes the
+// pages.
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/inspect/replay"
+	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
-// replayTime is how replay prints times: UTC, milliseconds.
-const replayTime = "2006-01-02T15:04:05.000Z07:00"
-
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(replayTime)
+// WriteText writes the timeline as carddrift replay prints it: a line on
+// what the query selected, a table of the entries (each card change listed
+// in full once) and every task's story. It returns w's error.
+func (t *Timeline) WriteText(w io.Writer) error {
+	return render.Buffered(w, func(w io.Writer) { writeTimelineText(w, t) })
 }
 
-// shortDigest is the first 12 hex digits of a digest, "-" for none.
-func shortDigest(d string) string {
-	if d == "" {
-		return "-"
-	}
-	h := strings.TrimPrefix(d, "sha256:")
-	if len(h) > 12 {
-		h = h[:12]
-	}
-	return h
+// WriteJSON writes the timeline's entries as JSON, one object per line (an
+// Entry's JSON).
+func (t *Timeline) WriteJSON(w io.Writer) error { return writeTimelineJSON(w, t) }
+
+// WriteText writes the card history as carddrift replay --cards prints it:
+// a table of the versions and the changelog between consecutive ones. It
+// returns w's error.
+func (h *CardHistory) WriteText(w io.Writer) error {
+	return render.Buffered(w, func(w io.Writer) { writeCardsText(w, h) })
 }
+
+// WriteJSON writes the card history's versions as JSON, one object per line:
+// a Version's JSON with the agentUrl.
+func (h *CardHistory) WriteJSON(w io.Writer) error { return writeCardsJSON(w, h) }
+
+// WriteText writes the re-evaluation as carddrift replay --reevaluate
+// prints it: what was re-evaluated under which posture and rules, the
+// verdicts not re-evaluated, and a table of the differences. It returns
+// w's error.
+func (r *Report) WriteText(w io.Writer) error {
+	return render.Buffered(w, func(w io.Writer) { writeReevalText(w, r) })
+}
+
+// WriteJSON writes the re-evaluation's differences as JSON, one object per
+// line (a Difference's JSON).
+func (r *Report) WriteJSON(w io.Writer) error { return writeReevalJSON(w, r) }
 
 // describeQuery says what a query selected, in words.
-func describeQuery(q replay.Query) string {
+func describeQuery(q Query) string {
 	var parts []string
 	if q.TaskID != "" {
 		parts = append(parts, "task "+q.TaskID)
@@ -44,10 +60,10 @@ func describeQuery(q replay.Query) string {
 		parts = append(parts, "agent "+q.AgentURL)
 	}
 	if !q.Since.IsZero() {
-		parts = append(parts, "since "+fmtTime(q.Since))
+		parts = append(parts, "since "+render.Time(q.Since))
 	}
 	if !q.Until.IsZero() {
-		parts = append(parts, "until "+fmtTime(q.Until))
+		parts = append(parts, "until "+render.Time(q.Until))
 	}
 	if len(parts) == 0 {
 		return "all history"
@@ -56,24 +72,24 @@ func describeQuery(q replay.Query) string {
 }
 
 // entryDigests renders an entry's digests: pinned → live for a verdict.
-func entryDigests(e *replay.Entry) string {
+func entryDigests(e *Entry) string {
 	switch {
 	case e.Digests.Pinned != "" && e.Digests.Live != "":
-		return shortDigest(e.Digests.Pinned) + " → " + shortDigest(e.Digests.Live)
+		return render.ShortDigest(e.Digests.Pinned) + " → " + render.ShortDigest(e.Digests.Live)
 	case e.Digests.Pinned != "":
-		return "pin " + shortDigest(e.Digests.Pinned)
+		return "pin " + render.ShortDigest(e.Digests.Pinned)
 	case e.Digests.Live != "":
-		return "live " + shortDigest(e.Digests.Live)
+		return "live " + render.ShortDigest(e.Digests.Live)
 	}
 	return ""
 }
 
 // entryDetail renders what an entry's data says, in one line.
-func entryDetail(e *replay.Entry) string {
+func entryDetail(e *Entry) string {
 	switch d := e.Data.(type) {
 	case events.Submitted:
 		var b strings.Builder
-		fmt.Fprintf(&b, "skill %s, %s", orDash(d.SkillID), d.Posture)
+		fmt.Fprintf(&b, "skill %s, %s", render.OrDash(d.SkillID), d.Posture)
 		if d.Idempotent {
 			b.WriteString(", idempotent")
 		}
@@ -137,26 +153,19 @@ func entryDetail(e *replay.Entry) string {
 	return ""
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // writeFindings prints findings one per line with indent.
 func writeFindings(w io.Writer, indent string, fs []detector.Finding) {
 	rw, pw := 0, 0
 	for _, f := range fs {
-		rw, pw = max(rw, len(f.Rule)), max(pw, len(orDash(f.Path)))
+		rw, pw = max(rw, len(f.Rule)), max(pw, len(render.OrDash(f.Path)))
 	}
 	for _, f := range fs {
-		fmt.Fprintf(w, "%s%-8s  %-*s  %-*s  %s\n", indent, f.Severity, rw, f.Rule, pw, orDash(f.Path), f.Message)
+		fmt.Fprintf(w, "%s%-8s  %-*s  %-*s  %s\n", indent, f.Severity, rw, f.Rule, pw, render.OrDash(f.Path), f.Message)
 	}
 }
 
 // writeChange prints what changed between two card versions.
-func writeChange(w io.Writer, indent string, c *replay.Change) {
+func writeChange(w io.Writer, indent string, c *Change) {
 	switch {
 	case c == nil:
 		return
@@ -171,7 +180,7 @@ func writeChange(w io.Writer, indent string, c *replay.Change) {
 	}
 }
 
-func writeTimelineText(w io.Writer, tl *replay.Timeline) {
+func writeTimelineText(w io.Writer, tl *Timeline) {
 	agents, tasks := tl.Agents(), tl.Tasks()
 	fmt.Fprintf(w, "carddrift replay: %s: %d entries, %d task(s), %d agent(s)\n", describeQuery(tl.Query), len(tl.Entries), len(tasks), len(agents))
 	if len(tl.Entries) == 0 {
@@ -200,15 +209,15 @@ func writeTimelineText(w io.Writer, tl *replay.Timeline) {
 	shown := map[[2]string]bool{} // changes already listed in full
 	for i := range tl.Entries {
 		e := &tl.Entries[i]
-		row(fmtTime(e.Time), string(e.Kind), e.Type, orDash(e.TaskID), e.AgentURL, entryDigests(e), entryDetail(e))
+		row(render.Time(e.Time), string(e.Kind), e.Type, render.OrDash(e.TaskID), e.AgentURL, entryDigests(e), entryDetail(e))
 		if c := e.Change; c != nil {
 			key := [2]string{c.From, c.To}
 			if shown[key] {
-				fmt.Fprintf(w, "%24s  changed %s → %s: as listed above (%d finding(s))\n", "", shortDigest(c.From), shortDigest(c.To), len(c.Findings))
+				fmt.Fprintf(w, "%24s  changed %s → %s: as listed above (%d finding(s))\n", "", render.ShortDigest(c.From), render.ShortDigest(c.To), len(c.Findings))
 				continue
 			}
 			shown[key] = true
-			fmt.Fprintf(w, "%24s  changed %s → %s:\n", "", shortDigest(c.From), shortDigest(c.To))
+			fmt.Fprintf(w, "%24s  changed %s → %s:\n", "", render.ShortDigest(c.From), render.ShortDigest(c.To))
 			writeChange(w, strings.Repeat(" ", 28), c)
 		}
 	}
@@ -220,28 +229,28 @@ func writeTimelineText(w io.Writer, tl *replay.Timeline) {
 
 // writeStory answers, for one task: which card was it planned against,
 // which card was live when it failed, what changed.
-func writeStory(w io.Writer, s *replay.Story) {
-	fmt.Fprintf(w, "task %s  (agent %s)\n", s.TaskID, orDash(s.AgentURL))
+func writeStory(w io.Writer, s *Story) {
+	fmt.Fprintf(w, "task %s  (agent %s)\n", s.TaskID, render.OrDash(s.AgentURL))
 	if s.Requirements != nil {
 		r := s.Requirements
 		fmt.Fprintf(w, "  planned           skill %s, %s, idempotent %v, streaming %v, push %v\n",
-			orDash(r.SkillID), r.Posture, r.Idempotent, r.Streaming, r.PushNotifications)
+			render.OrDash(r.SkillID), r.Posture, r.Idempotent, r.Streaming, r.PushNotifications)
 	}
 	if s.Planned != "" {
-		fmt.Fprintf(w, "  planned against   %s  (%s, pinned %s)\n", s.Planned, orDash(s.PinSource), fmtTime(s.PinnedAt))
+		fmt.Fprintf(w, "  planned against   %s  (%s, pinned %s)\n", s.Planned, render.OrDash(s.PinSource), render.Time(s.PinnedAt))
 	} else {
 		fmt.Fprintln(w, "  planned against   unknown: no pin recorded")
 	}
 	label := "live at the end   "
 	if s.Moment != nil {
-		fmt.Fprintf(w, "  decisive event    %s  %s: %s\n", fmtTime(s.Moment.Time), s.Moment.Type, s.Moment.What)
+		fmt.Fprintf(w, "  decisive event    %s  %s: %s\n", render.Time(s.Moment.Time), s.Moment.Type, s.Moment.What)
 		label = "live then         "
 		if s.Moment.Action == "" || s.Moment.Action == detector.Abort {
 			label = "live when failed  "
 		}
 	}
 	if s.Live != "" {
-		fmt.Fprintf(w, "  %s%s  (fetched %s)\n", label, s.Live, fmtTime(s.LiveAt))
+		fmt.Fprintf(w, "  %s%s  (fetched %s)\n", label, s.Live, render.Time(s.LiveAt))
 	} else {
 		fmt.Fprintf(w, "  %sunknown: no observation recorded\n", label)
 	}
@@ -253,7 +262,7 @@ func writeStory(w io.Writer, s *replay.Story) {
 		fmt.Fprintln(w, "  what changed      nothing: the live card is the pinned card")
 	}
 	fmt.Fprintf(w, "  verdicts          abort %d, replan %d, continue %d; last state %s\n",
-		s.Verdicts.Abort, s.Verdicts.Replan, s.Verdicts.Continue, orDash(s.State))
+		s.Verdicts.Abort, s.Verdicts.Replan, s.Verdicts.Continue, render.OrDash(s.State))
 }
 
 func writeJSONLine(w io.Writer, v any) error {
@@ -266,7 +275,7 @@ func writeJSONLine(w io.Writer, v any) error {
 	return err
 }
 
-func writeTimelineJSON(w io.Writer, tl *replay.Timeline) error {
+func writeTimelineJSON(w io.Writer, tl *Timeline) error {
 	for i := range tl.Entries {
 		if err := writeJSONLine(w, &tl.Entries[i]); err != nil {
 			return err
@@ -275,7 +284,7 @@ func writeTimelineJSON(w io.Writer, tl *replay.Timeline) error {
 	return nil
 }
 
-func writeCardsText(w io.Writer, h *replay.CardHistory) {
+func writeCardsText(w io.Writer, h *CardHistory) {
 	fmt.Fprintf(w, "agent %s: %d card version(s)\n\n", h.AgentURL, len(h.Versions))
 	if len(h.Versions) == 0 {
 		return
@@ -290,8 +299,8 @@ func writeCardsText(w io.Writer, h *replay.CardHistory) {
 		if !v.Recorded {
 			cv = "(no body)"
 		}
-		fmt.Fprintf(w, "  %3d  %-12s  %-*s  %-24s  %-24s  %8d  %6d  %5d\n", i+1, shortDigest(v.Digest), vw, orDash(cv),
-			fmtTime(v.FirstSeen), fmtTime(v.LastSeen), v.Observed, v.Pinned, v.Drift)
+		fmt.Fprintf(w, "  %3d  %-12s  %-*s  %-24s  %-24s  %8d  %6d  %5d\n", i+1, render.ShortDigest(v.Digest), vw, render.OrDash(cv),
+			render.Time(v.FirstSeen), render.Time(v.LastSeen), v.Observed, v.Pinned, v.Drift)
 	}
 	if len(h.Versions) < 2 {
 		return
@@ -303,11 +312,11 @@ func writeCardsText(w io.Writer, h *replay.CardHistory) {
 	}
 }
 
-func writeCardsJSON(w io.Writer, h *replay.CardHistory) error {
+func writeCardsJSON(w io.Writer, h *CardHistory) error {
 	for _, v := range h.Versions {
 		line := struct {
 			AgentURL string `json:"agentUrl"`
-			replay.Version
+			Version
 		}{h.AgentURL, v}
 		if err := writeJSONLine(w, line); err != nil {
 			return err
@@ -317,7 +326,7 @@ func writeCardsJSON(w io.Writer, h *replay.CardHistory) error {
 }
 
 // describeRules says what a rules file changes, in words.
-func describeRules(r *replay.Rules) string {
+func describeRules(r *Rules) string {
 	if r == nil {
 		return "the detector's rules"
 	}
@@ -344,7 +353,7 @@ func sortedRuleIDs(m map[string]detector.Severity) []string {
 	return out
 }
 
-func writeReevalText(w io.Writer, rep *replay.Report) {
+func writeReevalText(w io.Writer, rep *Report) {
 	posture := "each task's own posture"
 	if rep.Posture != "" {
 		posture = "posture " + string(rep.Posture) + " for every task"
@@ -353,7 +362,7 @@ func writeReevalText(w io.Writer, rep *replay.Report) {
 		describeQuery(rep.Query), rep.Evaluated, posture, describeRules(rep.Rules))
 	fmt.Fprintf(w, "%d would differ\n", len(rep.Differences))
 	for _, s := range rep.Skipped {
-		fmt.Fprintf(w, "  not re-evaluated: %s task %s (event %s): %s\n", fmtTime(s.Time), s.TaskID, s.EventID, s.Reason)
+		fmt.Fprintf(w, "  not re-evaluated: %s task %s (event %s): %s\n", render.Time(s.Time), s.TaskID, s.EventID, s.Reason)
 	}
 	if len(rep.Differences) == 0 {
 		return
@@ -365,12 +374,12 @@ func writeReevalText(w io.Writer, rep *replay.Report) {
 	fmt.Fprintf(w, "\n%-24s  %-*s  %-36s  %-20s  %s\n", "TIME", taskW, "TASK", "TRIGGER", "OLD → NEW", "REASON")
 	for _, d := range rep.Differences {
 		trigger := strings.TrimPrefix(d.Trigger.Type, "a2a.task.") + " " + d.Trigger.EventID
-		fmt.Fprintf(w, "%-24s  %-*s  %-36s  %-20s  %s\n", fmtTime(d.Time), taskW, d.TaskID, trigger,
+		fmt.Fprintf(w, "%-24s  %-*s  %-36s  %-20s  %s\n", render.Time(d.Time), taskW, d.TaskID, trigger,
 			string(d.Old.Action)+" → "+string(d.New.Action), d.New.Reason)
 	}
 }
 
-func writeReevalJSON(w io.Writer, rep *replay.Report) error {
+func writeReevalJSON(w io.Writer, rep *Report) error {
 	for _, d := range rep.Differences {
 		if err := writeJSONLine(w, d); err != nil {
 			return err

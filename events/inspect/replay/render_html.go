@@ -1,4 +1,4 @@
-package main
+package replay
 
 import (
 	_ "embed"
@@ -12,25 +12,17 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/inspect/replay"
+	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
-// The HTML pages are html/template templates (replay.html.tmpl, which also
-// says what the documents are made of); this file works out what they
+// The HTML pages of carddrift replay --format html are html/template
+// templates (replay.html.tmpl, which also says what the documents are made
+// of) with package render's style and script; this file works out what they
 // show: the colours, the geometry of the timelines and the words of the
 // tooltips. html/template escapes every value for where it stands.
 
 //go:embed replay.html.tmpl
 var replayTemplateText string
-
-// replayCSS and replayJS are the style and the script of the replay pages
-// (and of the fleet page, fleet_html.go).
-var (
-	//go:embed replay.css
-	replayCSS string
-	//go:embed replay.js
-	replayJS string
-)
 
 var replayTemplate = template.Must(template.New("replay").Parse(replayTemplateText))
 
@@ -40,13 +32,6 @@ var actionColor = map[detector.Action]string{
 }
 
 const unreachableColor = "#7f7f7f"
-
-// palette colours card versions in order of first sight within a section,
-// so that consecutive versions of one agent never look alike.
-var palette = []string{
-	"#8ecae6", "#ffb703", "#90be6d", "#f28482", "#b497d6",
-	"#f9c74f", "#43aa8b", "#e76f51", "#a3c4f3", "#cdb4db",
-}
 
 // Geometry of a timeline SVG.
 const (
@@ -207,7 +192,7 @@ type (
 )
 
 func writePage(w io.Writer, p *pageView) error {
-	p.CSS, p.JS = template.CSS(replayCSS), template.JS(replayJS)
+	p.CSS, p.JS = render.CSS(), render.JS()
 	return replayTemplate.ExecuteTemplate(w, "page", p)
 }
 
@@ -226,7 +211,7 @@ func (c colors) of(d string) string {
 	if col, ok := c[d]; ok {
 		return col
 	}
-	col := palette[len(c)%len(palette)]
+	col := render.Color(len(c))
 	c[d] = col
 	return col
 }
@@ -241,12 +226,12 @@ func (c colors) digest(d, note string) digestView {
 func findingViews(fs []detector.Finding) []findingView {
 	out := make([]findingView, len(fs))
 	for i, f := range fs {
-		out[i] = findingView{Severity: f.Severity.String(), Rule: f.Rule, Path: orDash(f.Path), Message: f.Message}
+		out[i] = findingView{Severity: f.Severity.String(), Rule: f.Rule, Path: render.OrDash(f.Path), Message: f.Message}
 	}
 	return out
 }
 
-func changeOf(c *replay.Change) *changeView {
+func changeOf(c *Change) *changeView {
 	switch {
 	case c == nil:
 		return nil
@@ -271,7 +256,7 @@ func findingsTitle(fs []detector.Finding) string {
 	return b.String()
 }
 
-func changeTitle(c *replay.Change) string {
+func changeTitle(c *Change) string {
 	switch {
 	case c == nil:
 		return ""
@@ -282,7 +267,7 @@ func changeTitle(c *replay.Change) string {
 	case len(c.Findings) == 0:
 		return "\nno findings"
 	}
-	return "\nchanged from " + shortDigest(c.From) + ":" + findingsTitle(c.Findings)
+	return "\nchanged from " + render.ShortDigest(c.From) + ":" + findingsTitle(c.Findings)
 }
 
 // agentGroup is the part of a timeline about one agent host.
@@ -291,7 +276,7 @@ type agentGroup struct {
 	entries  []int // indexes into the timeline
 }
 
-func groupByAgent(tl *replay.Timeline) []*agentGroup {
+func groupByAgent(tl *Timeline) []*agentGroup {
 	byKey := map[string]*agentGroup{}
 	var groups []*agentGroup
 	for i, e := range tl.Entries {
@@ -314,16 +299,24 @@ func groupByAgent(tl *replay.Timeline) []*agentGroup {
 	return groups
 }
 
-func writeTimelineHTML(w io.Writer, tl *replay.Timeline) error {
+// WriteHTML writes the timeline as one self-contained page (carddrift replay
+// --format html): for each agent an SVG timeline of its live card and its
+// tasks (pins, lifecycle, verdicts, unreachable fetches, with tooltips) and
+// each task's story, entries and verdicts in expandable details; an index
+// of the agents when there are several. It returns the template's or w's
+// error.
+func (t *Timeline) WriteHTML(w io.Writer) error { return writeTimelineHTML(w, t) }
+
+func writeTimelineHTML(w io.Writer, tl *Timeline) error {
 	sub := fmt.Sprintf("%s — %d entries, %d task(s), %d agent(s)", describeQuery(tl.Query), len(tl.Entries), len(tl.Tasks()), len(tl.Agents()))
 	if n := len(tl.Entries); n > 0 {
-		sub += fmt.Sprintf("; %s to %s (UTC)", fmtTime(tl.Entries[0].Time), fmtTime(tl.Entries[n-1].Time))
+		sub += fmt.Sprintf("; %s to %s (UTC)", render.Time(tl.Entries[0].Time), render.Time(tl.Entries[n-1].Time))
 	}
 	p := &pageView{Title: "carddrift replay", Subtitle: sub, UnreachableColor: unreachableColor, Timeline: &timelineView{Empty: len(tl.Entries) == 0}}
 	for _, a := range []detector.Action{detector.Abort, detector.Replan, detector.Continue} {
 		p.Legend = append(p.Legend, legendMark{Action: string(a), Color: actionColor[a]})
 	}
-	stories := map[string]*replay.Story{}
+	stories := map[string]*Story{}
 	for i := range tl.Stories {
 		stories[tl.Stories[i].TaskID] = &tl.Stories[i]
 	}
@@ -341,7 +334,7 @@ func agentAnchor(gi int) string { return "agent-" + strconv.Itoa(gi) }
 
 // agentDigests returns the card versions an agent's entries name, in order
 // of first sight.
-func agentDigests(tl *replay.Timeline, g *agentGroup) []string {
+func agentDigests(tl *Timeline, g *agentGroup) []string {
 	var digests []string
 	for _, i := range g.entries {
 		e := &tl.Entries[i]
@@ -356,7 +349,7 @@ func agentDigests(tl *replay.Timeline, g *agentGroup) []string {
 
 // agentIndex lists the agents with their verdicts, linking to their
 // sections.
-func agentIndex(tl *replay.Timeline, groups []*agentGroup) []indexRow {
+func agentIndex(tl *Timeline, groups []*agentGroup) []indexRow {
 	var rows []indexRow
 	for gi, g := range groups {
 		var tasks []string
@@ -392,7 +385,7 @@ type lane struct {
 	entries []int
 }
 
-func agentSection(tl *replay.Timeline, g *agentGroup, gi int, stories map[string]*replay.Story) sectionView {
+func agentSection(tl *Timeline, g *agentGroup, gi int, stories map[string]*Story) sectionView {
 	es := tl.Entries
 	sc := scale{t0: es[g.entries[0]].Time, t1: es[g.entries[len(g.entries)-1]].Time}
 	if !sc.t1.After(sc.t0) {
@@ -425,7 +418,7 @@ func agentSection(tl *replay.Timeline, g *agentGroup, gi int, stories map[string
 	digests := agentDigests(tl, g)
 	col := newColors(digests)
 	for _, d := range digests {
-		v.Versions = append(v.Versions, swatchView{Digest: d, Short: shortDigest(d), Color: col.of(d)})
+		v.Versions = append(v.Versions, swatchView{Digest: d, Short: render.ShortDigest(d), Color: col.of(d)})
 	}
 
 	height := axisH + laneH*(1+len(tasks)) + 8
@@ -462,11 +455,11 @@ func laneLabel(y int, label, title string) labelView {
 }
 
 // liveLane draws the agent's live card as bands between observations.
-func liveLane(tl *replay.Timeline, l *lane, sc scale, y int, col colors) laneView {
+func liveLane(tl *Timeline, l *lane, sc scale, y int, col colors) laneView {
 	v := laneView{Label: laneLabel(y, "live card", "the card the agent served, from card.observed")}
 	var obs []int
 	for _, i := range l.entries {
-		if tl.Entries[i].Kind == replay.KindObservation {
+		if tl.Entries[i].Kind == KindObservation {
 			obs = append(obs, i)
 		}
 	}
@@ -482,13 +475,13 @@ func liveLane(tl *replay.Timeline, l *lane, sc scale, y int, col colors) laneVie
 		}
 		x0, x1 := sc.x(e.Time), sc.x(end)
 		v.Bands = append(v.Bands, bandView{X: x0, Y: y + 5, W: max(x1-x0, 1.5), H: laneH - 10, Color: col.of(e.Digests.Live),
-			Title: fmt.Sprintf("live %s\n%s to %s\n%d observation(s)%s", e.Digests.Live, fmtTime(e.Time), fmtTime(end), j-k, changeTitle(e.Change))})
+			Title: fmt.Sprintf("live %s\n%s to %s\n%d observation(s)%s", e.Digests.Live, render.Time(e.Time), render.Time(end), j-k, changeTitle(e.Change))})
 		k = j
 	}
 	for _, i := range l.entries {
 		e := &tl.Entries[i]
-		if e.Kind == replay.KindUnreachable {
-			v.Marks = append(v.Marks, cross(sc.x(e.Time), y+laneH/2, fmt.Sprintf("%s %s\n%s", e.Type, fmtTime(e.Time), entryDetail(e))))
+		if e.Kind == KindUnreachable {
+			v.Marks = append(v.Marks, cross(sc.x(e.Time), y+laneH/2, fmt.Sprintf("%s %s\n%s", e.Type, render.Time(e.Time), entryDetail(e))))
 		}
 	}
 	return v
@@ -506,7 +499,7 @@ func taskID(gi int, task string) string {
 
 // taskLane draws a task: its span, pinned card bands, lifecycle ticks,
 // verdicts and unreachable fetches.
-func taskLane(tl *replay.Timeline, l *lane, sc scale, y, gi int, col colors) laneView {
+func taskLane(tl *Timeline, l *lane, sc scale, y, gi int, col colors) laneView {
 	es := tl.Entries
 	first, last := es[l.entries[0]].Time, es[l.entries[len(l.entries)-1]].Time
 	mid := y + laneH/2
@@ -518,7 +511,7 @@ func taskLane(tl *replay.Timeline, l *lane, sc scale, y, gi int, col colors) lan
 	// Pinned bands: from each pin to the next one (or the task's end).
 	var pins []int
 	for _, i := range l.entries {
-		if es[i].Kind == replay.KindPin {
+		if es[i].Kind == KindPin {
 			pins = append(pins, i)
 		}
 	}
@@ -530,17 +523,17 @@ func taskLane(tl *replay.Timeline, l *lane, sc scale, y, gi int, col colors) lan
 		d := es[i].Data.(events.Pinned)
 		x0, x1 := sc.x(es[i].Time), sc.x(end)
 		v.Bands = append(v.Bands, bandView{X: x0, Y: y + 7, W: max(x1-x0, 2), H: laneH - 14, Color: col.of(d.Digest), Opacity: "0.9",
-			Title: fmt.Sprintf("pinned %s (%s)\n%s to %s%s", d.Digest, d.Source, fmtTime(es[i].Time), fmtTime(end), changeTitle(es[i].Change))})
+			Title: fmt.Sprintf("pinned %s (%s)\n%s to %s%s", d.Digest, d.Source, render.Time(es[i].Time), render.Time(end), changeTitle(es[i].Change))})
 	}
 	target := taskID(gi, l.task)
 	for _, i := range l.entries {
 		e := &es[i]
 		x := sc.x(e.Time)
 		switch e.Kind {
-		case replay.KindLifecycle:
-			v.Marks = append(v.Marks, markView{Target: target, Title: fmt.Sprintf("%s %s\n%s", e.Type, fmtTime(e.Time), entryDetail(e)), X: x, Y1: y + 4, Y2: y + laneH - 4})
-		case replay.KindUnreachable:
-			v.Marks = append(v.Marks, cross(x, mid, fmt.Sprintf("%s %s\n%s", e.Type, fmtTime(e.Time), entryDetail(e))))
+		case KindLifecycle:
+			v.Marks = append(v.Marks, markView{Target: target, Title: fmt.Sprintf("%s %s\n%s", e.Type, render.Time(e.Time), entryDetail(e)), X: x, Y1: y + 4, Y2: y + laneH - 4})
+		case KindUnreachable:
+			v.Marks = append(v.Marks, cross(x, mid, fmt.Sprintf("%s %s\n%s", e.Type, render.Time(e.Time), entryDetail(e))))
 		}
 	}
 	// Verdicts last, on top.
@@ -554,7 +547,7 @@ func taskLane(tl *replay.Timeline, l *lane, sc scale, y, gi int, col colors) lan
 		v.Verdicts = append(v.Verdicts, verdictMark{
 			Target: verdictID(gi, i),
 			Title: fmt.Sprintf("%s %s\n%s\npinned %s → live %s%s", strings.ToUpper(string(d.Verdict.Action)),
-				fmtTime(e.Time), d.Verdict.Reason, shortDigest(d.Pinned.Digest), shortDigest(d.Live.Digest), findingsTitle(d.Findings)),
+				render.Time(e.Time), d.Verdict.Reason, render.ShortDigest(d.Pinned.Digest), render.ShortDigest(d.Live.Digest), findingsTitle(d.Findings)),
 			Points: fmt.Sprintf("%v,%d %v,%d %v,%d %v,%d", x, mid-8, x+8, mid, x, mid+8, x-8, mid),
 			Color:  actionColor[d.Verdict.Action],
 		})
@@ -563,7 +556,7 @@ func taskLane(tl *replay.Timeline, l *lane, sc scale, y, gi int, col colors) lan
 }
 
 // taskDetails is the expandable account of one task.
-func taskDetails(tl *replay.Timeline, l *lane, gi int, s *replay.Story, col colors) taskView {
+func taskDetails(tl *Timeline, l *lane, gi int, s *Story, col colors) taskView {
 	es := tl.Entries
 	v := taskView{Anchor: taskID(gi, l.task), Search: strings.ToLower(l.task), Task: l.task, Summary: "no verdict"}
 	if s != nil && s.Moment != nil {
@@ -572,23 +565,23 @@ func taskDetails(tl *replay.Timeline, l *lane, gi int, s *replay.Story, col colo
 	}
 	if s != nil {
 		st := &storyView{
-			PlannedAgainst: col.digest(s.Planned, fmt.Sprintf("%s, pinned %s", orDash(s.PinSource), fmtTime(s.PinnedAt))),
-			LiveThen:       col.digest(s.Live, "fetched "+fmtTime(s.LiveAt)),
+			PlannedAgainst: col.digest(s.Planned, fmt.Sprintf("%s, pinned %s", render.OrDash(s.PinSource), render.Time(s.PinnedAt))),
+			LiveThen:       col.digest(s.Live, "fetched "+render.Time(s.LiveAt)),
 			Abort:          s.Verdicts.Abort, Replan: s.Verdicts.Replan, Continue: s.Verdicts.Continue,
-			State:  orDash(s.State),
+			State:  render.OrDash(s.State),
 			Change: changeOf(s.Change),
 		}
 		if r := s.Requirements; r != nil {
-			st.Planned = &plannedView{SkillID: orDash(r.SkillID), Posture: string(r.Posture), Idempotent: r.Idempotent, Streaming: r.Streaming, Push: r.PushNotifications}
+			st.Planned = &plannedView{SkillID: render.OrDash(r.SkillID), Posture: string(r.Posture), Idempotent: r.Idempotent, Streaming: r.Streaming, Push: r.PushNotifications}
 		}
 		if m := s.Moment; m != nil {
-			st.Moment = &momentView{Time: fmtTime(m.Time), Type: m.Type, What: m.What}
+			st.Moment = &momentView{Time: render.Time(m.Time), Type: m.Type, What: m.What}
 		}
 		v.Story = st
 	}
 	for _, i := range l.entries {
 		e := &es[i]
-		v.Entries = append(v.Entries, entryRow{Time: fmtTime(e.Time), Kind: string(e.Kind), Type: e.Type, Digests: entryDigests(e), Detail: entryDetail(e)})
+		v.Entries = append(v.Entries, entryRow{Time: render.Time(e.Time), Kind: string(e.Kind), Type: e.Type, Digests: entryDigests(e), Detail: entryDetail(e)})
 	}
 	for _, i := range l.entries {
 		e := &es[i]
@@ -598,7 +591,7 @@ func taskDetails(tl *replay.Timeline, l *lane, gi int, s *replay.Story, col colo
 		}
 		v.Verdicts = append(v.Verdicts, verdictView{
 			Anchor: verdictID(gi, i), Action: string(d.Verdict.Action), Upper: strings.ToUpper(string(d.Verdict.Action)),
-			Time: fmtTime(e.Time), Reason: d.Verdict.Reason,
+			Time: render.Time(e.Time), Reason: d.Verdict.Reason,
 			Pinned: col.digest(d.Pinned.Digest, ""), Live: col.digest(d.Live.Digest, ""),
 			TriggerType: d.Trigger.Type, TriggerID: d.Trigger.EventID,
 			Findings: findingViews(d.Findings),
@@ -607,7 +600,13 @@ func taskDetails(tl *replay.Timeline, l *lane, gi int, s *replay.Story, col colo
 	return v
 }
 
-func writeCardsHTML(w io.Writer, h *replay.CardHistory) error {
+// WriteHTML writes the card history as one self-contained page (carddrift
+// replay --cards --format html): an SVG of when each version was seen, the
+// table of versions and the changelog. It returns the template's or w's
+// error.
+func (h *CardHistory) WriteHTML(w io.Writer) error { return writeCardsHTML(w, h) }
+
+func writeCardsHTML(w io.Writer, h *CardHistory) error {
 	p := &pageView{
 		Title:    "carddrift replay: card history",
 		Subtitle: fmt.Sprintf("agent %s — %d card version(s)", h.AgentURL, len(h.Versions)),
@@ -632,17 +631,17 @@ func writeCardsHTML(w io.Writer, h *replay.CardHistory) error {
 		sc.t1 = sc.t0.Add(time.Second)
 	}
 	v.SVG = svgView{W: svgW, H: axisH + laneH*len(h.Versions) + 8, Axis: axisView{X1: labelW, X2: svgW - padR, Y: axisH - 6}}
-	v.TextY, v.From, v.To = axisH-12, fmtTime(sc.t0), fmtTime(sc.t1)
+	v.TextY, v.From, v.To = axisH-12, render.Time(sc.t0), render.Time(sc.t1)
 	for i, ver := range h.Versions {
 		y := axisH + laneH*i
 		x0, x1 := sc.x(ver.FirstSeen), sc.x(ver.LastSeen)
 		v.SVG.Lanes = append(v.SVG.Lanes, laneView{
-			Label: laneLabel(y, fmt.Sprintf("%d  %s %s", i+1, shortDigest(ver.Digest), ver.CardVersion), ver.Digest),
+			Label: laneLabel(y, fmt.Sprintf("%d  %s %s", i+1, render.ShortDigest(ver.Digest), ver.CardVersion), ver.Digest),
 			Bands: []bandView{{X: x0, Y: y + 6, W: max(x1-x0, 3), H: laneH - 12, Color: col.of(ver.Digest),
-				Title: fmt.Sprintf("%s\nfirst seen %s\nlast seen %s\nobserved %d, pinned %d, drift %d%s", ver.Digest, fmtTime(ver.FirstSeen), fmtTime(ver.LastSeen), ver.Observed, ver.Pinned, ver.Drift, changeTitle(ver.Change))}},
+				Title: fmt.Sprintf("%s\nfirst seen %s\nlast seen %s\nobserved %d, pinned %d, drift %d%s", ver.Digest, render.Time(ver.FirstSeen), render.Time(ver.LastSeen), ver.Observed, ver.Pinned, ver.Drift, changeTitle(ver.Change))}},
 		})
-		v.Rows = append(v.Rows, cardRow{N: i + 1, Digest: col.digest(ver.Digest, ""), Version: orDash(ver.CardVersion),
-			FirstSeen: fmtTime(ver.FirstSeen), LastSeen: fmtTime(ver.LastSeen), Observed: ver.Observed, Pinned: ver.Pinned, Drift: ver.Drift})
+		v.Rows = append(v.Rows, cardRow{N: i + 1, Digest: col.digest(ver.Digest, ""), Version: render.OrDash(ver.CardVersion),
+			FirstSeen: render.Time(ver.FirstSeen), LastSeen: render.Time(ver.LastSeen), Observed: ver.Observed, Pinned: ver.Pinned, Drift: ver.Drift})
 	}
 	for i, ver := range h.Versions[1:] {
 		v.Changelogs = append(v.Changelogs, changelogView{From: i + 1, To: i + 2, Change: changeOf(ver.Change)})

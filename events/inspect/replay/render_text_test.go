@@ -1,0 +1,77 @@
+package replay_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/inspect/render/rendertest"
+	"github.com/carddrift/carddrift/events/inspect/replay"
+)
+
+// reevaluated is a re-evaluation under a posture and a rules file (one of
+// whose severities names a rule the detector does not have, which the
+// description leaves out), with a verdict not re-evaluated and one that
+// would differ.
+func reevaluated() *replay.Report {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	return &replay.Report{Query: replay.Query{AgentURL: "https://a.example", Since: t0}, Posture: detector.Degrade,
+		Rules:     &replay.Rules{Disable: []string{"skill-removed"}, Severity: map[string]detector.Severity{"no-such-rule": detector.Info}},
+		Evaluated: 4, Skipped: []replay.SkippedVerdict{{Time: t0, TaskID: "t1", EventID: "e1", Reason: "no body"}},
+		Differences: []replay.Difference{{Time: t0, TaskID: "task-long-1", Trigger: events.Trigger{EventID: "e2", Type: "a2a.task.request"},
+			Old: detector.Verdict{Action: detector.Abort}, New: detector.Verdict{Action: detector.Continue, Reason: "fine"}}}}
+}
+
+// TestRenderGolden: every rendering of a timeline, a card history and a
+// re-evaluation is, byte for byte, what carddrift replay printed before the
+// renderers moved out of the command (testdata/render; the hostile history
+// of render_html_test.go, and empty ones).
+func TestRenderGolden(t *testing.T) {
+	tl, h := hostileHistory(t)
+	rep := reevaluated()
+	empty, emptyCards, emptyReport := &replay.Timeline{}, &replay.CardHistory{AgentURL: "x"}, &replay.Report{}
+	for _, c := range []struct {
+		file  string
+		write func(io.Writer) error
+	}{
+		{"timeline.txt", tl.WriteText},
+		{"timeline.jsonl", tl.WriteJSON},
+		{"timeline.html", tl.WriteHTML},
+		{"timeline-empty.txt", empty.WriteText},
+		{"cards.txt", h.WriteText},
+		{"cards.jsonl", h.WriteJSON},
+		{"cards.html", h.WriteHTML},
+		{"cards-empty.txt", emptyCards.WriteText},
+		{"reevaluate.txt", rep.WriteText},
+		{"reevaluate.jsonl", rep.WriteJSON},
+		{"reevaluate-empty.txt", emptyReport.WriteText},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := c.write(&b); err != nil {
+				t.Fatal(err)
+			}
+			rendertest.Golden(t, filepath.Join("testdata", "render", c.file), b.Bytes())
+		})
+	}
+}
+
+// TestRenderWriteError: a renderer returns the writer's error.
+func TestRenderWriteError(t *testing.T) {
+	tl, h := hostileHistory(t)
+	rep := reevaluated()
+	for name, write := range map[string]func(io.Writer) error{
+		"Timeline.WriteText": tl.WriteText, "Timeline.WriteJSON": tl.WriteJSON, "Timeline.WriteHTML": tl.WriteHTML,
+		"CardHistory.WriteText": h.WriteText, "CardHistory.WriteJSON": h.WriteJSON, "CardHistory.WriteHTML": h.WriteHTML,
+		"Report.WriteText": rep.WriteText, "Report.WriteJSON": rep.WriteJSON,
+	} {
+		if err := write(rendertest.FailingWriter{}); !errors.Is(err, rendertest.ErrWrite) {
+			t.Errorf("%s(a failing writer) = %v, want %v", name, err, rendertest.ErrWrite)
+		}
+	}
+}
