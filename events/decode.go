@@ -582,7 +582,7 @@ func CheckStoredSubject(ev Event, subject, prefix string, partitioned bool) erro
 
 // isPartition reports whether s is a partition token as nats-server's
 // partition() writes it: a decimal number without leading zeros, below
-// store.MaxPartitions (1024).
+// MaxPartitions.
 func isPartition(s string) bool {
 	if s == "" || len(s) > 4 || len(s) > 1 && s[0] == '0' {
 		return false
@@ -594,5 +594,5 @@ func isPartition(s string) bool {
 		}
 		n = n*10 + int(s[i]-'0')
 	}
-	return n < 1024
+	return n < MaxPartitions
 }

@@ -180,7 +180,7 @@ func consumerIdle(t testing.TB, js jetstream.JetStream, durable string) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, err := service.Backlog(ctx, js, store.DefaultEventsStream, durable)
+	n, err := service.Backlog(ctx, js, events.DefaultEventsStream, durable)
 	if err != nil {
 		t.Fatal(err)
 	}
