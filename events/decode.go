@@ -274,6 +274,17 @@ func validURIReference(s string) bool {
 	return true
 }
 
+// CheckSource reports a source attribute that is empty or not a
+// URI-reference in the form Encode writes (see Encode), as an error
+// wrapping ErrInvalidEvent. Publishers check their default source with it
+// before they publish.
+func CheckSource(source string) error {
+	if source == "" || !validURIReference(source) {
+		return fmt.Errorf("%w: source %q is not a URI-reference", ErrInvalidEvent, source)
+	}
+	return nil
+}
+
 // validSources remembers up to maxValidSources sources that passed
 // validURIReference: a stream has few producers, and url.Parse is a
 // noticeable part of decoding a small event.

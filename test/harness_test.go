@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
@@ -28,7 +29,7 @@ type rig struct {
 	nc     *nats.Conn
 	cfg    store.Config
 	stores *store.Stores[task.Pin]
-	emit   *events.Emitter
+	emit   *client.Emitter
 	wt     *servicetest.Rig
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
@@ -167,7 +168,7 @@ func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger
 		return err
 	}
 	defer chk.Close()
-	em, err := events.NewEmitter(js, o.source)
+	em, err := client.NewEmitter(js, o.source)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/a2aemit"
 	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/service/servicetest"
@@ -209,7 +210,7 @@ func (a *a2aAgent) setCard(card []byte) {
 // interceptor: the one option an existing client adds.
 func newClient(t *testing.T, ctx context.Context, r *rig, a *a2aAgent) *a2aclient.Client {
 	t.Helper()
-	em, err := events.NewEmitter(r.JS, "urn:test:a2a-go-client")
+	em, err := client.NewEmitter(r.JS, "urn:test:a2a-go-client")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/census"
+	"github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/storetest"
@@ -38,7 +39,7 @@ func TestCensusUnderShippedPermissions(t *testing.T) {
 	}
 	_, err = st.Leases.Create(ctx, store.Lease{CardURL: agent + "/.well-known/agent-card.json", Digest: digest})
 	must(t, err)
-	pub, err := events.NewPublisher(sh.JS, "urn:carddrift:test")
+	pub, err := publish.New(sh.JS, "urn:carddrift:test")
 	must(t, err)
 	_, err = pub.Publish(ctx, events.Event{Data: events.Observed{AgentURL: agent, CardURL: agent + "/.well-known/agent-card.json",
 		Digest: digest, Status: 200, FetchedAt: time.Now()}})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/census"
+	"github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
@@ -431,7 +432,7 @@ func TestTallyObserved(t *testing.T) {
 	cfg := store.DefaultConfig()
 	st, err := store.Open[task.Pin](ctx, js, cfg)
 	must(t, err)
-	pub, err := events.NewPublisher(js, "urn:carddrift:test")
+	pub, err := publish.New(js, "urn:carddrift:test")
 	must(t, err)
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	observe := func(agent int, digest string) {

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
@@ -49,7 +49,7 @@ type Rig struct {
 	JS      jetstream.JetStream
 	Config  store.Config
 	Stores  *store.Stores[task.Pin]
-	Emit    *events.Emitter
+	Emit    *client.Emitter
 	Metrics *worker.Metrics // every rig worker's, unless an adjustment sets its own
 
 	opts    Options
@@ -85,7 +85,7 @@ func Start(t testing.TB, opts Options) *Rig {
 	if opts.Source == "" {
 		opts.Source = "urn:client:servicetest"
 	}
-	emit, err := events.NewEmitter(js, opts.Source)
+	emit, err := client.NewEmitter(js, opts.Source)
 	if err != nil {
 		t.Fatal(err)
 	}
