@@ -14,6 +14,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/natstest"
 	"github.com/carddrift/carddrift/store/storetest"
 )
 
@@ -233,7 +234,7 @@ func TestFullStoresNeverRefuse(t *testing.T) {
 // TestProvisionStorageExceeded: limits the server cannot reserve are
 // ErrStorageExceeded, not a bare server error.
 func TestProvisionStorageExceeded(t *testing.T) {
-	_, _, js := storetest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = 64 << 20 })
+	_, _, js := natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = 64 << 20 })
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := store.Provision(ctx, js, store.DefaultConfig()); !errors.Is(err, store.ErrStorageExceeded) {

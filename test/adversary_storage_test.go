@@ -17,7 +17,7 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/service/servicetest"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // Row 8 of issue 19: storage is unbounded. A publisher allowed to publish
@@ -32,7 +32,7 @@ import (
 // it, and connects to it.
 func startStorageServer(t *testing.T, maxStore int64) (*server.Server, *nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	return storetest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = maxStore })
+	return natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = maxStore })
 }
 
 // startServeEnv is startServe with CARDDRIFT_* settings in the child's

@@ -14,14 +14,14 @@ import (
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/schemas"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestEmitter publishes one event of each lifecycle kind, concurrently, with
 // ids that are hard on subjects and headers, and checks ids, sources,
 // subjects, Nats-Msg-Ids, the default posture and the trace context.
 func TestEmitter(t *testing.T) {
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "A2A", Subjects: []string{events.InboundSubjects}, Storage: jetstream.MemoryStorage}); err != nil {
 		t.Fatal(err)
 	}

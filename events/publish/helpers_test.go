@@ -9,14 +9,14 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // startJS starts a fresh embedded JetStream server with the streams A2A
 // (events.InboundSubjects) and CARD (events.OutboundSubjects).
 func startJS(t testing.TB) jetstream.JetStream {
 	t.Helper()
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	for name, subj := range map[string]string{"A2A": events.InboundSubjects, "CARD": events.OutboundSubjects} {
 		if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: name, Subjects: []string{subj}, Storage: jetstream.MemoryStorage}); err != nil {
 			t.Fatalf("CreateStream %s: %v", name, err)

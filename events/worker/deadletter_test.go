@@ -16,7 +16,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // steeringHeaders are the publish headers nats-server v2.15.2 acts on
@@ -52,7 +52,7 @@ var steeringHeaders = map[string]string{
 // stream.
 func startDLQ(t *testing.T) (*nats.Conn, jetstream.JetStream, store.Config, jetstream.Stream) {
 	t.Helper()
-	_, nc, js := storetest.StartJetStream(t)
+	_, nc, js := natstest.StartJetStream(t)
 	cfg := store.DefaultConfig()
 	if err := store.Provision(context.Background(), js, cfg); err != nil {
 		t.Fatal(err)

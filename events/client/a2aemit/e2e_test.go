@@ -27,7 +27,7 @@ import (
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // rig is the servicetest rig with one worker, its streams in memory.
@@ -103,7 +103,7 @@ func (r *rig) lifecycle(t *testing.T, taskID string) []events.Event {
 func (r *rig) waitPin(t *testing.T, taskID string) task.Pin {
 	t.Helper()
 	var pin task.Pin
-	storetest.Eventually(t, 15*time.Second, "pin of "+taskID, func() bool {
+	natstest.Eventually(t, 15*time.Second, "pin of "+taskID, func() bool {
 		p, _, err := r.Stores.Pins.Get(context.Background(), taskID)
 		pin = p
 		return err == nil && p.Digest != ""
@@ -315,7 +315,7 @@ func TestEndToEndStreamingDisabledUnderRunningClient(t *testing.T) {
 		t.Errorf("second stream ended in %q, want completed", state)
 	}
 
-	storetest.Eventually(t, 20*time.Second, "card.drift for the task", func() bool { return len(verdicts(string(taskID))) > 0 })
+	natstest.Eventually(t, 20*time.Second, "card.drift for the task", func() bool { return len(verdicts(string(taskID))) > 0 })
 	v := verdicts(string(taskID))[0]
 	if v.Action != detector.Abort || v.Posture != detector.FailClosed || v.Pinned.Digest != pin.Digest || v.Live.Digest == pin.Digest {
 		t.Errorf("verdict = %s/%s pinned %s live %s", v.Action, v.Posture, v.Pinned.Digest, v.Live.Digest)
@@ -364,7 +364,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 		}
 	}
 
-	storetest.Eventually(t, 20*time.Second, "two card.drift for the task", func() bool { return len(verdicts(string(task.ID))) >= 2 })
+	natstest.Eventually(t, 20*time.Second, "two card.drift for the task", func() bool { return len(verdicts(string(task.ID))) >= 2 })
 	vs := verdicts(string(task.ID))
 	rules := func(v planner.Verdict) []string {
 		var out []string

@@ -12,7 +12,7 @@ import (
 	"github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestCensusUnderShippedPermissions: serve's census (a Tally following the
@@ -21,7 +21,7 @@ import (
 // ran into a permission violation would leave /fleet and the census metrics
 // of a deployed serve empty.
 func TestCensusUnderShippedPermissions(t *testing.T) {
-	sh := storetest.StartShipped(t, filepath.Join("..", "..", "..", "deployments", "nats", "accounts.conf"))
+	sh := natstest.StartShipped(t, filepath.Join("..", "..", "..", "deployments", "nats", "accounts.conf"))
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cfg := store.DefaultConfig()

@@ -19,7 +19,7 @@ import (
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // Options configure a Rig. Zero fields take the defaults noted.
@@ -70,7 +70,7 @@ func DefaultConfig() store.Config {
 // workers opts names.
 func Start(t testing.TB, opts Options) *Rig {
 	t.Helper()
-	srv, nc, js := storetest.StartJetStream(t)
+	srv, nc, js := natstest.StartJetStream(t)
 	cfg := DefaultConfig()
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
@@ -274,10 +274,10 @@ func DumpLifecycle(t testing.TB, js jetstream.JetStream, cfg store.Config) {
 }
 
 // Eventually waits up to WaitTimeout until cond holds, or fails the rig's
-// test naming what (storetest.Eventually).
+// test naming what (natstest.Eventually).
 func (r *Rig) Eventually(what string, cond func() bool) {
 	r.T.Helper()
-	storetest.Eventually(r.T, WaitTimeout, what, cond)
+	natstest.Eventually(r.T, WaitTimeout, what, cond)
 }
 
 // Clock is a settable clock for leases and full-fetch intervals
