@@ -274,6 +274,17 @@ func validURIReference(s string) bool {
 	return true
 }
 
+// CheckSource reports a source attribute that is empty or not a
+// URI-reference in the form Encode writes (see Encode), as an error
+// wrapping ErrInvalidEvent. Publishers check their default source with it
+// before they publish.
+func CheckSource(source string) error {
+	if source == "" || !validURIReference(source) {
+		return fmt.Errorf("%w: source %q is not a URI-reference", ErrInvalidEvent, source)
+	}
+	return nil
+}
+
 // validSources remembers up to maxValidSources sources that passed
 // validURIReference: a stream has few producers, and url.Parse is a
 // noticeable part of decoding a small event.
@@ -582,7 +593,7 @@ func CheckStoredSubject(ev Event, subject, prefix string, partitioned bool) erro
 
 // isPartition reports whether s is a partition token as nats-server's
 // partition() writes it: a decimal number without leading zeros, below
-// store.MaxPartitions (1024).
+// MaxPartitions.
 func isPartition(s string) bool {
 	if s == "" || len(s) > 4 || len(s) > 1 && s[0] == '0' {
 		return false
@@ -594,5 +605,5 @@ func isPartition(s string) bool {
 		}
 		n = n*10 + int(s[i]-'0')
 	}
-	return n < 1024
+	return n < MaxPartitions
 }

@@ -32,15 +32,19 @@
 //
 // # Publishing
 //
-// An A2A client publishes with an Emitter, one call per lifecycle event:
+// Publishing is not the contract's: an A2A client publishes lifecycle
+// events with a client.Emitter (package events/client), one call per
+// event; carddrift workers publish outcomes with a publish.Publisher
+// (package events/publish), whose Publish sets the deterministic
+// Nats-Msg-Id (MsgID) so that the same drift is stored once however often
+// it is published.
 //
-//	em, err := events.NewEmitter(js, "urn:client:planner-7")
-//	...
-//	err = em.Request(ctx, events.Request{TaskID: id, AgentURL: url, Method: "message/stream", Attempt: 1})
+// # Topology
 //
-// carddrift workers publish outcomes with a Publisher, whose Publish
-// derives a deterministic Nats-Msg-Id (MsgID) so that the same drift is
-// stored once however often it is published.
+// Topology names the streams, subjects, partitions and consumers clients,
+// planners and workers share, with their defaults (InboundSubjects and
+// OutboundSubjects are its default subjects); store.Config embeds it and
+// provisions it.
 //
 // # Consuming
 //

@@ -23,8 +23,8 @@ import (
 // current schema id of the type) when they are empty and returns an error
 // wrapping ErrInvalidEvent when they contradict the data, or wrapping
 // ErrSchemaViolation and a *schemas.ValidationError when the data does not
-// conform to its schema. Encode sets no Nats-Msg-Id; Emitter and Publisher
-// do.
+// conform to its schema. Encode sets no Nats-Msg-Id; publish.Publisher
+// (and so client.Emitter) does.
 //
 // Binary mode writes the attributes as lower-case ce- headers, each value
 // percent-encoded like the CloudEvents HTTP binding (space, '"', '%' and
@@ -87,8 +87,8 @@ func cloudEvent(e *Event) (*event.Event, string, error) {
 	if !utf8.ValidString(e.ID) || !utf8.ValidString(e.Subject) {
 		return nil, "", fmt.Errorf("%w: id or task id is not UTF-8", ErrInvalidEvent)
 	}
-	if e.Source == "" || !validURIReference(e.Source) {
-		return nil, "", fmt.Errorf("%w: source %q is not a URI-reference", ErrInvalidEvent, e.Source)
+	if err := CheckSource(e.Source); err != nil {
+		return nil, "", err
 	}
 	var s *schemas.Schema
 	var err error

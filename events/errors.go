@@ -27,10 +27,11 @@ var (
 )
 
 var (
-	// ErrInvalidEvent is returned (wrapped) by Encode, Publish and the
-	// Emitter methods for an event they cannot encode: no data, a missing id
-	// or source, a type, subject or dataschema that contradicts the data, or
-	// a bad extension; and by NewPublisher and NewEmitter for a bad source.
+	// ErrInvalidEvent is returned (wrapped) by Encode, publish.Publisher's
+	// Publish and client.Emitter's methods for an event they cannot encode:
+	// no data, a missing id or source, a type, subject or dataschema that
+	// contradicts the data, or a bad extension; and by CheckSource,
+	// publish.New and client.NewEmitter for a bad source.
 	ErrInvalidEvent = errors.New("events: invalid event")
 	// ErrInvalidToken is returned (wrapped) by ParseToken for a string that
 	// Token cannot have produced.

@@ -11,7 +11,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/store/fetcher"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // withJS runs fn against a fresh embedded JetStream server (storage in a
@@ -19,7 +19,7 @@ import (
 // (card.>), and shuts everything down when the test ends.
 func withJS(t testing.TB, fn func(js jetstream.JetStream)) {
 	t.Helper()
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for name, subj := range map[string]string{"A2A": events.InboundSubjects, "CARD": events.OutboundSubjects} {

@@ -44,7 +44,8 @@ import (
 //     decoded event), the digests and their first sightings stand in.
 //
 // For inbound data (a2a.task.*), whose ids are chosen by the client, MsgID
-// returns "": see Emitter, which uses source + "/" + a fresh UUID.
+// returns "": see publish.Publisher, which uses source + "/" + the id (for
+// client.Emitter a fresh UUID).
 func MsgID(d Data) string {
 	if o, ok := d.(interface{ msgID() string }); ok {
 		return o.msgID()

@@ -147,18 +147,6 @@ func AgentKey(agentURL string) (string, error) {
 	return Token(host), nil
 }
 
-// Subject prefixes and the stream filters that cover every event.
-const (
-	// InboundSubjects covers every lifecycle event: a2a.task.<kind>.<taskId>.
-	InboundSubjects = "a2a.task.>"
-	// OutboundSubjects covers every carddrift event:
-	// card.<event>.<agentKey>[.<taskId>].
-	OutboundSubjects = "card.>"
-
-	inboundPrefix  = "a2a.task."
-	outboundPrefix = "card."
-)
-
 // Subject returns the NATS subject an event with data d is published on:
 // a2a.task.<kind>.<Token(taskId)> for lifecycle events (kind is submitted,
 // request, status, artifact or error) and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
+	"github.com/carddrift/carddrift/store/natstest"
 	"github.com/carddrift/carddrift/store/storetest"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -284,14 +285,14 @@ func TestCachedPinsOtherWriter(t *testing.T) {
 		if err != nil {
 			t.Fatalf("other.Update() error = %v", err)
 		}
-		storetest.Eventually(t, 5*time.Second, "cache to see the other writer's update", func() bool {
+		natstest.Eventually(t, 5*time.Second, "cache to see the other writer's update", func() bool {
 			_, got, err := c.Get(ctx, "t1")
 			return err == nil && got == nrev
 		})
 		if err := other.Delete(ctx, "t1"); err != nil {
 			t.Fatalf("other.Delete() error = %v", err)
 		}
-		storetest.Eventually(t, 5*time.Second, "cache to see the other writer's delete", func() bool {
+		natstest.Eventually(t, 5*time.Second, "cache to see the other writer's delete", func() bool {
 			_, _, err := c.Get(ctx, "t1")
 			return errors.Is(err, store.ErrNotFound)
 		})
@@ -336,11 +337,11 @@ func TestCachedPinsWatchRestart(t *testing.T) {
 		t.Fatalf("Create() error = %v", err)
 	}
 	inner.kill()
-	storetest.Eventually(t, 5*time.Second, "restart", func() bool { return c.Stats().Restarts == 1 })
+	natstest.Eventually(t, 5*time.Second, "restart", func() bool { return c.Stats().Restarts == 1 })
 	if st := c.Stats(); st.Len != 0 {
 		t.Fatalf("Stats().Len after the watch ended = %d, want 0 (flushed)", st.Len)
 	}
-	storetest.Eventually(t, 5*time.Second, "live again", c.Live)
+	natstest.Eventually(t, 5*time.Second, "live again", c.Live)
 	if got := errs.Load(); got != 1 {
 		t.Fatalf("errors reported = %d, want 1", got)
 	}
@@ -455,7 +456,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Update() error = %v", err)
 			}
-			storetest.Eventually(t, 5*time.Second, "the watch to report the update", func() bool { return c.Stats().Changes > before })
+			natstest.Eventually(t, 5*time.Second, "the watch to report the update", func() bool { return c.Stats().Changes > before })
 			return n
 		}},
 		{"other-delete", false, 0, func(t *testing.T, c *store.CachedPins[storetest.Record], inner *gatedPins, _ uint64) uint64 {
@@ -463,7 +464,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 			if err := inner.Pins.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
 			}
-			storetest.Eventually(t, 5*time.Second, "the watch to report the delete", func() bool { return c.Stats().Changes > before })
+			natstest.Eventually(t, 5*time.Second, "the watch to report the delete", func() bool { return c.Stats().Changes > before })
 			return 0
 		}},
 	} {
@@ -479,7 +480,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Create() error = %v", err)
 			}
-			storetest.Eventually(t, 5*time.Second, "the watch to report the create", func() bool { return c.Stats().Changes == 1 })
+			natstest.Eventually(t, 5*time.Second, "the watch to report the create", func() bool { return c.Stats().Changes == 1 })
 
 			inner.armed.Store(true)
 			done := make(chan struct{})
@@ -531,7 +532,7 @@ type reportedFirstPins struct {
 }
 
 func (p *reportedFirstPins) waitReported(before uint64) {
-	storetest.Eventually(p.t, 5*time.Second, "the watch to report the own write", func() bool { return p.c.Stats().Changes > before })
+	natstest.Eventually(p.t, 5*time.Second, "the watch to report the own write", func() bool { return p.c.Stats().Changes > before })
 }
 
 func (p *reportedFirstPins) Create(ctx context.Context, pin storetest.Record) (uint64, error) {

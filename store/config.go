@@ -2,15 +2,16 @@ package store
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events"
 )
 
 // Default bucket names and knobs; DefaultConfig and SetDefaults apply them
-// (the stream and consumer defaults are in topology.go).
+// (the stream and consumer defaults are the topology's, events.Topology).
 const (
 	DefaultPinsBucket        = "carddrift-pins"
 	DefaultCardsBucket       = "carddrift-cards"
@@ -88,8 +89,9 @@ type Config struct {
 	StorageLimit int64
 
 	// Topology: the lifecycle, outbound-events and dead-letter streams, the
-	// partitions and the workers' consumers (topology.go).
-	Topology
+	// partitions and the workers' consumers (events.Topology; topology.go
+	// places them).
+	events.Topology
 
 	// PinsBucket is the KV bucket of pins (default "carddrift-pins").
 	PinsBucket string
@@ -152,7 +154,7 @@ func DefaultConfig() Config {
 // alone, including negative durations that mean "none".
 func (c *Config) SetDefaults() {
 	setDefault(&c.Replicas, DefaultReplicas)
-	c.Topology.setDefaults()
+	c.Topology.SetDefaults()
 	setDefault(&c.PinsBucket, DefaultPinsBucket)
 	setDefault(&c.PinsTTL, DefaultPinsTTL)
 	setDefault(&c.PinsMarkerTTL, DefaultPinsMarkerTTL)
@@ -252,19 +254,17 @@ func setDefault[T comparable](p *T, v T) {
 	}
 }
 
-// nameRe is what stream, consumer and bucket names may be.
-var nameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
-
 // checkName reports a stream, consumer or bucket name other than letters,
-// digits, '-' and '_'.
+// digits, '-' and '_' (events.CheckName).
 func checkName(field, v string) error {
-	if !nameRe.MatchString(v) {
-		return invalid(field, v, "must be letters, digits, '-' or '_'")
+	if err := events.CheckName(field, v); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
 	return nil
 }
 
-// Validate reports the first invalid field as a *ConfigError. Call it after
+// Validate reports the first invalid field, the Topology's included, as a
+// *ConfigError (wrapped, its message prefixed "store: "). Call it after
 // SetDefaults: a zero name or size is invalid.
 func (c *Config) Validate() error {
 	if c.Replicas < 1 || c.Replicas > 5 {
@@ -284,8 +284,8 @@ func (c *Config) Validate() error {
 	if lc := c.maxBytes("LifecycleMaxBytes"); c.LifecycleMaxMsgSize < 1<<10 || int64(c.LifecycleMaxMsgSize) > lc {
 		return invalid("LifecycleMaxMsgSize", c.LifecycleMaxMsgSize, "must be at least 1KiB and at most the lifecycle stream's byte limit")
 	}
-	if err := c.Topology.validate(); err != nil {
-		return err
+	if err := c.Topology.Validate(); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
 	for _, d := range []struct {
 		field string
@@ -323,8 +323,9 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// invalid returns a *ConfigError, its message prefixed "store: ".
 func invalid(field string, v any, reason string) error {
-	return &ConfigError{Field: field, Value: v, Reason: reason}
+	return fmt.Errorf("store: %w", &ConfigError{Field: field, Value: v, Reason: reason})
 }
 
 // unique checks each name with check, then that no two are the same
@@ -355,5 +356,5 @@ func ParseStorage(s string) (jetstream.StorageType, error) {
 	case "memory", "mem":
 		return jetstream.MemoryStorage, nil
 	}
-	return 0, &ConfigError{Field: "Storage", Value: s, Reason: `must be "file" or "memory"`}
+	return 0, invalid("Storage", s, `must be "file" or "memory"`)
 }

@@ -2,7 +2,8 @@ package store
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/carddrift/carddrift/events"
 )
 
 // Errors returned by every store implementation. Implementations convert their
@@ -37,14 +38,8 @@ var (
 	ErrStorageExceeded = errors.New("store: byte limits exceed the server's storage")
 )
 
-// ConfigError reports an invalid Config field. Validate returns it; test with
-// errors.As.
-type ConfigError struct {
-	Field  string // Go name of the field, e.g. "PinsBucket"
-	Value  any    // the offending value
-	Reason string // what is wrong with it
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("store: invalid config %s=%v: %s", e.Field, e.Value, e.Reason)
-}
+// ConfigError reports an invalid Config field. Validate returns it (wrapped:
+// "store: invalid config <Field>=<Value>: <Reason>"); test with errors.As.
+// It is the topology's error type, events.ConfigError: a Config's fields
+// are the Topology's and the buckets', one concept.
+type ConfigError = events.ConfigError

@@ -7,11 +7,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // withJS runs fn with a JetStream client of a fresh embedded server
-// (storetest.StartJetStream), shut down when the test ends.
+// (natstest.StartJetStream), shut down when the test ends.
 func withJS(tb testing.TB, fn func(js jetstream.JetStream)) {
 	tb.Helper()
 	fn(startJS(tb))
@@ -20,7 +20,7 @@ func withJS(tb testing.TB, fn func(js jetstream.JetStream)) {
 // startJS is withJS for tests that need the client outside a closure.
 func startJS(tb testing.TB) jetstream.JetStream {
 	tb.Helper()
-	_, _, js := storetest.StartJetStream(tb)
+	_, _, js := natstest.StartJetStream(tb)
 	return js
 }
 

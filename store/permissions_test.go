@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/natstest"
 	"github.com/carddrift/carddrift/store/storetest"
 )
 
@@ -16,7 +17,7 @@ import (
 // the Monitor and CardsGC (a large body included) need nothing the
 // shipped CARDDRIFT user may not publish.
 func TestStorageJobsUnderShippedPermissions(t *testing.T) {
-	sh := storetest.StartShipped(t, filepath.Join("..", "deployments", "nats", "accounts.conf"))
+	sh := natstest.StartShipped(t, filepath.Join("..", "deployments", "nats", "accounts.conf"))
 	js := sh.JS
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

@@ -1,27 +1,13 @@
 package store_test
 
 import (
-	"hash/fnv"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/store"
 )
-
-// The default subjects are the public contract's: clients publish where the
-// lifecycle stream listens, planners read where the events stream stores.
-func TestTopologySubjectsAreTheContract(t *testing.T) {
-	c := store.DefaultConfig()
-	if c.LifecycleSubjects != events.InboundSubjects {
-		t.Errorf("DefaultConfig().LifecycleSubjects = %q, want events.InboundSubjects %q", c.LifecycleSubjects, events.InboundSubjects)
-	}
-	if c.EventsSubjects != events.OutboundSubjects {
-		t.Errorf("DefaultConfig().EventsSubjects = %q, want events.OutboundSubjects %q", c.EventsSubjects, events.OutboundSubjects)
-	}
-}
 
 func TestLifecycleConsumer(t *testing.T) {
 	for _, tc := range []struct {
@@ -64,6 +50,14 @@ func TestLifecycleConsumer(t *testing.T) {
 		}()
 		c.LifecycleConsumer(2)
 	})
+	t.Run("placed", func(t *testing.T) {
+		c := store.DefaultConfig()
+		c.Replicas = 3
+		c.Storage = jetstream.MemoryStorage
+		if cc := c.LifecycleConsumer(0); cc.Replicas != 3 || !cc.MemoryStorage {
+			t.Fatalf("LifecycleConsumer(0) = replicas %d memory %v, want the Config's 3, memory", cc.Replicas, cc.MemoryStorage)
+		}
+	})
 	t.Run("all", func(t *testing.T) {
 		c := store.DefaultConfig()
 		c.Partitions = 3
@@ -71,21 +65,4 @@ func TestLifecycleConsumer(t *testing.T) {
 			t.Fatalf("len(LifecycleConsumers()) = %d, want 3", got)
 		}
 	})
-}
-
-func TestPartitionOf(t *testing.T) {
-	c := store.DefaultConfig()
-	c.Partitions = 8
-	for _, tok := range []string{"task-1", "dGFzay0x", "x"} {
-		h := fnv.New32a()
-		h.Write([]byte(tok))
-		want := int(h.Sum32() % 8)
-		if got := c.PartitionOf(tok); got != want {
-			t.Fatalf("PartitionOf(%q) = %d, want %d", tok, got, want)
-		}
-	}
-	c.Partitions = 0
-	if got := c.PartitionOf("task-1"); got != 0 {
-		t.Fatalf("PartitionOf() without partitions = %d, want 0", got)
-	}
 }

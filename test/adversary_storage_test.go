@@ -15,8 +15,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/service/servicetest"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // Row 8 of issue 19: storage is unbounded. A publisher allowed to publish
@@ -31,7 +32,7 @@ import (
 // it, and connects to it.
 func startStorageServer(t *testing.T, maxStore int64) (*server.Server, *nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	return storetest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = maxStore })
+	return natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = maxStore })
 }
 
 // startServeEnv is startServe with CARDDRIFT_* settings in the child's
@@ -164,7 +165,7 @@ func TestAdversaryStorageFloodLifecycle(t *testing.T) {
 	}
 
 	// A verdict-side publish still succeeds: a submitted task is pinned.
-	emit, err := events.NewEmitter(js, "victim-client")
+	emit, err := client.NewEmitter(js, "victim-client")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestAdversaryStorageOrphanCardBodies(t *testing.T) {
 		"STORAGE_LIMIT=96MiB", "CARDS_GC_INTERVAL=1s", "CARDS_GC_GRACE=1s")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	emit, err := events.NewEmitter(js, "attacker")
+	emit, err := client.NewEmitter(js, "attacker")
 	if err != nil {
 		t.Fatal(err)
 	}

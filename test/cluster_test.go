@@ -20,7 +20,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/planner"
+	"github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -154,7 +156,7 @@ func testClusterLeaderKilled(t *testing.T, cl *natsCluster, r *rig) {
 		t.Fatal(err)
 	}
 	pub := &retryingPublisher{JetStream: cjs, attempt: 2 * time.Second}
-	emit, err := events.NewEmitter(pub, "urn:carddrift-test:cluster-client", events.WithTimeout(60*time.Second))
+	emit, err := client.NewEmitter(pub, "urn:carddrift-test:cluster-client", publish.WithTimeout(60*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

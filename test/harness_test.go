@@ -8,11 +8,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // The suites of this package run on the servicetest rig, under the short
@@ -28,7 +29,7 @@ type rig struct {
 	nc     *nats.Conn
 	cfg    store.Config
 	stores *store.Stores[task.Pin]
-	emit   *events.Emitter
+	emit   *client.Emitter
 	wt     *servicetest.Rig
 }
 
@@ -85,10 +86,10 @@ func (o *outbound) waitFor(t testing.TB, what string, cond func(*outbound) bool)
 // countBy returns how many events of typ each task has.
 func countBy(o *outbound, typ string) map[string]int { return o.CountBy(typ) }
 
-// eventually is storetest.Eventually.
+// eventually is natstest.Eventually.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	storetest.Eventually(t, timeout, what, cond)
+	natstest.Eventually(t, timeout, what, cond)
 }
 
 // The pinning write-up's cards (servicetest.WriteupT0, WriteupT40).

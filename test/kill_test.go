@@ -17,6 +17,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
 )
@@ -77,7 +78,7 @@ func newKillWorkload(t testing.TB, agents, tasksPerAgent int, taskID string) *ki
 }
 
 // publishPins submits every task, with the card its client planned against.
-func (k *killWorkload) publishPins(t testing.TB, emit *events.Emitter) {
+func (k *killWorkload) publishPins(t testing.TB, emit *client.Emitter) {
 	ctx := context.Background()
 	for _, task := range k.tasks {
 		url := k.agent[task]
@@ -99,7 +100,7 @@ func (k *killWorkload) pinned(o *outbound) bool {
 }
 
 // publishTransitions emits every task's transitions, task by task.
-func (k *killWorkload) publishTransitions(t testing.TB, emit *events.Emitter) {
+func (k *killWorkload) publishTransitions(t testing.TB, emit *client.Emitter) {
 	ctx := context.Background()
 	for _, task := range k.tasks {
 		url := k.agent[task]
@@ -113,7 +114,7 @@ func (k *killWorkload) publishTransitions(t testing.TB, emit *events.Emitter) {
 // a worker may die with submissions and later transitions of the same tasks
 // in flight: a redelivery can then bring transitions ahead of their
 // submission, which the worker must wait for (TestRedeliveryReorderKeepsTransitions).
-func (k *killWorkload) publish(t testing.TB, emit *events.Emitter) {
+func (k *killWorkload) publish(t testing.TB, emit *client.Emitter) {
 	k.publishPins(t, emit)
 	k.publishTransitions(t, emit)
 }

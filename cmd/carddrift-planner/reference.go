@@ -14,6 +14,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
@@ -37,7 +38,7 @@ var errLimit = errors.New("limit reached")
 // with. The subscription calls it for one verdict at a time.
 type reference struct {
 	checker *planner.Checker
-	emitter *events.Emitter
+	emitter *client.Emitter
 	pins    store.Pins[task.Pin]
 	out     io.Writer
 	json    bool

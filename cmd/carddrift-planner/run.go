@@ -14,6 +14,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
@@ -72,7 +73,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&f.actions, "actions", "", "only these verdict actions, comma-separated: abort, replan, continue (default all)")
 	fs.StringVar(&f.minSeverity, "min-severity", "", "only verdicts whose findings touching the task reach this severity: info, warning, breaking")
 	fs.BoolVar(&f.fromStart, "from-start", false, "a new durable starts at the beginning of the stream (default: verdicts from now on)")
-	fs.StringVar(&f.stream, "stream", store.DefaultEventsStream, "the stream of card.* events")
+	fs.StringVar(&f.stream, "stream", events.DefaultEventsStream, "the stream of card.* events")
 	fs.StringVar(&f.source, "source", "urn:carddrift:planner", "CloudEvents source of the a2a.task.submitted events the planner publishes")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "decide and print, but publish nothing")
 	fs.BoolVar(&f.json, "json", false, "one JSON object per line instead of human lines")
@@ -167,7 +168,7 @@ func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger
 		return err
 	}
 	defer chk.Close()
-	em, err := events.NewEmitter(js, o.source)
+	em, err := client.NewEmitter(js, o.source)
 	if err != nil {
 		return err
 	}

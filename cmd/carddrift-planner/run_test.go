@@ -16,7 +16,7 @@ import (
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // newRig is the servicetest rig with one worker, its streams in memory; its
@@ -117,7 +117,7 @@ func TestPlannerActsOnVerdicts(t *testing.T) {
 
 	// The re-submission replaced the pin with the live card, keeping the
 	// task's requirements; the others' pins are untouched.
-	storetest.Eventually(t, 15*time.Second, "re-planned pin", func() bool {
+	natstest.Eventually(t, 15*time.Second, "re-planned pin", func() bool {
 		p, _, err := r.Stores.Pins.Get(ctx, "replan-me")
 		return err == nil && p.Digest == liveDigest
 	})
@@ -225,7 +225,7 @@ func TestPlannerUsage(t *testing.T) {
 
 func TestPlannerNoDeployment(t *testing.T) {
 	// A NATS server without the carddrift stores: a runtime error, not a hang.
-	ns, _, _ := storetest.StartJetStream(t)
+	ns, _, _ := natstest.StartJetStream(t)
 	code, _, stderr := runPlanner(t, "--nats-url", ns.ClientURL())
 	if code != exitError || !strings.Contains(stderr, "carddrift serve") {
 		t.Errorf("exit %d, stderr %q", code, stderr)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/inspect/impact"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
@@ -131,7 +132,7 @@ func TestImpactIsTheWorkersVerdict(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	t.Cleanup(func() { stop(); <-done; w.Close() })
-	emit, err := events.NewEmitter(js, "urn:client:impact-test")
+	emit, err := client.NewEmitter(js, "urn:client:impact-test")
 	must(t, err)
 	for _, tk := range rep.Tasks {
 		must(t, emit.Request(ctx, events.Request{TaskID: tk.TaskID, AgentURL: agent, Method: "tasks/resubscribe", Attempt: 1}))

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 )
 
@@ -85,7 +86,7 @@ func TestServeWatch(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	emit, err := events.NewEmitter(js, "cli-test")
+	emit, err := client.NewEmitter(js, "cli-test")
 	if err != nil {
 		t.Fatal(err)
 	}

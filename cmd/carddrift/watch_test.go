@@ -11,8 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestWatchLimitStops runs `watch --limit` to its end while the command's
@@ -20,9 +19,9 @@ import (
 // `watch` until its context ends: each must print its events, return, and
 // leave no goroutine behind.
 func TestWatchLimitStops(t *testing.T) {
-	srv, _, js := storetest.StartJetStream(t)
+	srv, _, js := natstest.StartJetStream(t)
 	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: store.DefaultEventsStream, Subjects: []string{"card.>"}}); err != nil {
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: events.DefaultEventsStream, Subjects: []string{"card.>"}}); err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -14,8 +14,10 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/internal/defaults"
 	"github.com/carddrift/carddrift/events/internal/wait"
+	"github.com/carddrift/carddrift/events/publish"
 )
 
 // TrafficOptions configure client traffic against a scheduled fleet.
@@ -83,7 +85,7 @@ type Task struct {
 }
 
 // Traffic drives concurrent task lifecycles against a fleet through the
-// contract's events, with events.Emitter. Run it once.
+// contract's events, with client.Emitter. Run it once.
 type Traffic struct {
 	opts  TrafficOptions
 	mu    sync.Mutex
@@ -182,8 +184,8 @@ func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.
 		AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: p, PlannedLabel: label,
 	}
 	var seq atomic.Int64
-	emit, err := events.NewEmitter(t.opts.JetStream, t.opts.Source,
-		events.WithIDs(func() string { return fmt.Sprintf("%s/%d", task.ID, seq.Add(1)) }))
+	emit, err := client.NewEmitter(t.opts.JetStream, t.opts.Source,
+		publish.WithIDs(func() string { return fmt.Sprintf("%s/%d", task.ID, seq.Add(1)) }))
 	if err != nil {
 		t.errs.Add(1)
 		return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
@@ -41,7 +42,7 @@ func TestServiceMemoryBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { running.Stop() })
-	emit, err := events.NewEmitter(svc.JetStream(), "urn:test:budget")
+	emit, err := client.NewEmitter(svc.JetStream(), "urn:test:budget")
 	if err != nil {
 		t.Fatal(err)
 	}

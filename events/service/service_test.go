@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
@@ -34,7 +35,7 @@ func TestServiceEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent := servicetest.NewAgent(t, servicetest.WriteupT0)
-	emit, err := events.NewEmitter(svc.JetStream(), "urn:test:service")
+	emit, err := client.NewEmitter(svc.JetStream(), "urn:test:service")
 	if err != nil {
 		t.Fatal(err)
 	}

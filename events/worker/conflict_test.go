@@ -71,7 +71,7 @@ func TestConsumerRedeliversWithoutLimit(t *testing.T) {
 	r := servicetest.Start(t, servicetest.Options{Configure: func(c *store.Config) { c.Partitions = 2 }})
 	ctx := context.Background()
 	for _, cc := range r.Config.LifecycleConsumers() {
-		cc.MaxDeliver = store.DefaultMaxDeliver // as e91b0a3 made it
+		cc.MaxDeliver = events.DefaultMaxDeliver // as e91b0a3 made it
 		cc.PriorityGroups = []string{"carddrift"}
 		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
 		cc.PinnedTTL = 2 * time.Second

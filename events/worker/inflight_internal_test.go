@@ -8,14 +8,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // realMsgs publishes n messages of size bytes to a fresh stream of an
 // embedded JetStream and returns them as a pull consumer delivers them.
 func realMsgs(t *testing.T, n, size int) []jetstream.Msg {
 	t.Helper()
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
@@ -104,5 +104,5 @@ func TestInflightAckWaitReturnsBytes(t *testing.T) {
 	if _, ok := f.take(context.Background(), msgs[0]); !ok {
 		t.Fatal("take failed")
 	}
-	storetest.Eventually(t, 10*time.Second, "bytes of an unfinished event back after AckWait", func() bool { return f.held() == 0 })
+	natstest.Eventually(t, 10*time.Second, "bytes of an unfinished event back after AckWait", func() bool { return f.held() == 0 })
 }

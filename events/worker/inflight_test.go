@@ -12,7 +12,7 @@ import (
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // Events queued behind a slow one of their task hold no more bytes than
@@ -78,6 +78,6 @@ func TestInflightBytesBound(t *testing.T) {
 	if p := peak.Load(); p > bound || p < 1<<20 {
 		t.Errorf("peak in-flight bytes = %d, want between 1 MiB (the large events queued) and the bound %d", p, bound)
 	}
-	storetest.Eventually(t, 5*time.Second, "in-flight bytes back to 0", func() bool { return w.Inflight() == 0 })
+	natstest.Eventually(t, 5*time.Second, "in-flight bytes back to 0", func() bool { return w.Inflight() == 0 })
 	t.Logf("peak in-flight bytes %d (bound %d)", peak.Load(), bound)
 }

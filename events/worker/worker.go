@@ -15,6 +15,7 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/internal/defaults"
 	"github.com/carddrift/carddrift/events/internal/retained"
+	"github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker/budget"
 	"github.com/carddrift/carddrift/store"
@@ -129,7 +130,7 @@ type Worker struct {
 	opts     Options
 	cfg      store.Config
 	fetch    *fetcher.Fetcher
-	pub      *events.Publisher
+	pub      *publish.Publisher
 	log      zerolog.Logger
 	m        *Metrics
 	cards    *cardCache
@@ -171,7 +172,7 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	}
 	opts.Concurrency = defaults.Positive(opts.Concurrency, DefaultConcurrency)
 	opts.Now = defaults.Clock(opts.Now)
-	pub, err := events.NewPublisher(js, "carddrift/"+opts.Name, events.WithClock(opts.Now))
+	pub, err := publish.New(js, "carddrift/"+opts.Name, publish.WithClock(opts.Now))
 	if err != nil {
 		return nil, err
 	}
@@ -330,13 +331,13 @@ func (w *Worker) onFetch(obs fetcher.Observation, err error) {
 // distributed-tracing extension: traceparent and tracestate), so that every
 // event its handling publishes continues the client's trace.
 func withTrace(ctx context.Context, ev events.Event) context.Context {
-	return events.WithTraceContext(ctx, ev.Extensions[events.ExtTraceParent], ev.Extensions[events.ExtTraceState])
+	return publish.WithTraceContext(ctx, ev.Extensions[events.ExtTraceParent], ev.Extensions[events.ExtTraceState])
 }
 
 // publish publishes one outbound event, with the trace context of the
 // lifecycle event that caused it (withTrace), and counts it.
 func (w *Worker) publish(ctx context.Context, d events.Data, subject string) error {
-	dup, err := w.pub.Publish(ctx, events.Event{Data: d, Subject: subject, Extensions: events.TraceContext(ctx)})
+	dup, err := w.pub.Publish(ctx, events.Event{Data: d, Subject: subject, Extensions: publish.TraceContext(ctx)})
 	switch {
 	case err != nil:
 		w.m.published(d.EventType(), "error")

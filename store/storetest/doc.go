@@ -15,4 +15,8 @@
 // caller's memory; compare-and-set from many goroutines with exactly one
 // winner per revision; idempotent card puts and bodies from empty to larger
 // than a default KV value.
+//
+// Its fixtures (Record, Pin, Lease, Digest, Body) serve every package's
+// store tests. The JetStream harness — embedded servers, the shipped
+// deployment's permissions, Eventually — is package natstest, beside it.
 package storetest

@@ -1,10 +1,10 @@
 // Package a2aemit connects an a2a-go client (github.com/a2aproject/a2a-go
 // v0.3) to carddrift: an a2aclient.CallInterceptor that publishes the task
 // lifecycle events carddrift workers judge — a2a.task.submitted, request,
-// status, artifact and error — through an events.Emitter, so that an
+// status, artifact and error — through an client.Emitter, so that an
 // existing Go A2A client gets card-drift detection by adding one option:
 //
-//	em, _ := events.NewEmitter(js, "urn:client:billing")
+//	em, _ := client.NewEmitter(js, "urn:client:billing")
 //	f, _ := fetcher.New(fetcher.Options{}) // Allow: what the SSRF guard may reach
 //	card, _ := a2aemit.ResolveCard(ctx, f, agentURL)
 //	client, _ := a2aclient.NewFromCard(ctx, card.AgentCard,

@@ -20,13 +20,14 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/a2aemit"
 	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // rig is the servicetest rig with one worker, its streams in memory.
@@ -102,7 +103,7 @@ func (r *rig) lifecycle(t *testing.T, taskID string) []events.Event {
 func (r *rig) waitPin(t *testing.T, taskID string) task.Pin {
 	t.Helper()
 	var pin task.Pin
-	storetest.Eventually(t, 15*time.Second, "pin of "+taskID, func() bool {
+	natstest.Eventually(t, 15*time.Second, "pin of "+taskID, func() bool {
 		p, _, err := r.Stores.Pins.Get(context.Background(), taskID)
 		pin = p
 		return err == nil && p.Digest != ""
@@ -209,7 +210,7 @@ func (a *a2aAgent) setCard(card []byte) {
 // interceptor: the one option an existing client adds.
 func newClient(t *testing.T, ctx context.Context, r *rig, a *a2aAgent) *a2aclient.Client {
 	t.Helper()
-	em, err := events.NewEmitter(r.JS, "urn:test:a2a-go-client")
+	em, err := client.NewEmitter(r.JS, "urn:test:a2a-go-client")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +315,7 @@ func TestEndToEndStreamingDisabledUnderRunningClient(t *testing.T) {
 		t.Errorf("second stream ended in %q, want completed", state)
 	}
 
-	storetest.Eventually(t, 20*time.Second, "card.drift for the task", func() bool { return len(verdicts(string(taskID))) > 0 })
+	natstest.Eventually(t, 20*time.Second, "card.drift for the task", func() bool { return len(verdicts(string(taskID))) > 0 })
 	v := verdicts(string(taskID))[0]
 	if v.Action != detector.Abort || v.Posture != detector.FailClosed || v.Pinned.Digest != pin.Digest || v.Live.Digest == pin.Digest {
 		t.Errorf("verdict = %s/%s pinned %s live %s", v.Action, v.Posture, v.Pinned.Digest, v.Live.Digest)
@@ -363,7 +364,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 		}
 	}
 
-	storetest.Eventually(t, 20*time.Second, "two card.drift for the task", func() bool { return len(verdicts(string(task.ID))) >= 2 })
+	natstest.Eventually(t, 20*time.Second, "two card.drift for the task", func() bool { return len(verdicts(string(task.ID))) >= 2 })
 	vs := verdicts(string(task.ID))
 	rules := func(v planner.Verdict) []string {
 		var out []string

@@ -18,7 +18,7 @@ import (
 )
 
 // printer is an Emitter that prints instead of publishing; a real client
-// passes an *events.Emitter (events.NewEmitter(js, source)).
+// passes an *client.Emitter (client.NewEmitter(js, source)).
 type printer struct{}
 
 func (printer) Submitted(_ context.Context, d events.Submitted) error {

@@ -13,10 +13,12 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/internal/defaults"
+	"github.com/carddrift/carddrift/events/publish"
 )
 
-// Emitter publishes lifecycle events; *events.Emitter implements it.
+// Emitter publishes lifecycle events; *client.Emitter implements it.
 type Emitter interface {
 	Submitted(ctx context.Context, d events.Submitted) error
 	Request(ctx context.Context, d events.Request) error
@@ -25,7 +27,7 @@ type Emitter interface {
 	Error(ctx context.Context, d events.Error) error
 }
 
-var _ Emitter = (*events.Emitter)(nil)
+var _ Emitter = (*client.Emitter)(nil)
 
 // DefaultMaxTasks bounds the tasks an Interceptor remembers.
 const DefaultMaxTasks = 10_000
@@ -371,12 +373,12 @@ func (ic *Interceptor) agentURL(baseURL string) string {
 // carddrift carries it on to the verdicts they cause.
 func emitCtx(ctx context.Context) context.Context {
 	ctx = context.WithoutCancel(ctx)
-	if events.TraceContext(ctx) != nil {
+	if publish.TraceContext(ctx) != nil {
 		return ctx // the caller set it explicitly
 	}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		tp := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
-		ctx = events.WithTraceContext(ctx, tp, sc.TraceState().String())
+		ctx = publish.WithTraceContext(ctx, tp, sc.TraceState().String())
 	}
 	return ctx
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client/a2aemit"
+	"github.com/carddrift/carddrift/events/publish"
 )
 
 // tracing records the trace context each event is published with.
@@ -21,7 +22,7 @@ type tracing struct {
 
 func (r *tracing) keep(ctx context.Context) {
 	r.mu.Lock()
-	r.traces = append(r.traces, events.TraceContext(ctx))
+	r.traces = append(r.traces, publish.TraceContext(ctx))
 	r.mu.Unlock()
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client/planner"
+	eventpub "github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
@@ -126,7 +127,7 @@ func ExampleSubscribe() {
 		panic(err)
 	}
 
-	pub, _ := events.NewPublisher(js, "carddrift/worker-1")
+	pub, _ := eventpub.New(js, "carddrift/worker-1")
 	_, err = pub.Publish(ctx, events.Event{Data: events.Drift{
 		TaskID: "task-42", AgentURL: "https://travel.example/a2a", CardURL: "https://travel.example/.well-known/agent-card.json",
 		Pinned: events.CardRef{Digest: "sha256:1111111111111111111111111111111111111111111111111111111111111111", Fingerprint: "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	eventpub "github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
@@ -135,7 +136,7 @@ func drift(t testing.TB, taskID, agentURL string, pinned, live cardSpec, req det
 
 func publish(t testing.TB, js jetstream.JetStream, ds ...events.Drift) {
 	t.Helper()
-	pub, err := events.NewPublisher(js, "carddrift/test-worker")
+	pub, err := eventpub.New(js, "carddrift/test-worker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func consumerIdle(t testing.TB, js jetstream.JetStream, durable string) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, err := service.Backlog(ctx, js, store.DefaultEventsStream, durable)
+	n, err := service.Backlog(ctx, js, events.DefaultEventsStream, durable)
 	if err != nil {
 		t.Fatal(err)
 	}

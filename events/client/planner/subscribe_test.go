@@ -17,7 +17,7 @@ import (
 	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store/memstore"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // recorder is a Handler that records the verdicts it is given.
@@ -109,7 +109,7 @@ func TestSubscribeFilters(t *testing.T) {
 	publish(t, js, abortA, replanB, contA, warnB)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			storetest.Eventually(t, 10*time.Second, "durable idle", func() bool { return consumerIdle(t, js, "filters-"+c.name) })
+			natstest.Eventually(t, 10*time.Second, "durable idle", func() bool { return consumerIdle(t, js, "filters-"+c.name) })
 			if got := recs[i].tasks(); !slices.Equal(got, c.want) {
 				t.Errorf("delivered %v, want %v", got, c.want)
 			}
@@ -123,7 +123,7 @@ func TestSubscribeVerdictFields(t *testing.T) {
 	subscribe(t, js, planner.Options{Durable: "fields"}, rec.handle)
 	d := drift(t, "task-1", "https://a.example", v1, noStream, streamEcho)
 	publish(t, js, d)
-	storetest.Eventually(t, 10*time.Second, "verdict", func() bool { return rec.len() == 1 })
+	natstest.Eventually(t, 10*time.Second, "verdict", func() bool { return rec.len() == 1 })
 	v := rec.got[0]
 	if v.TaskID != "task-1" || v.AgentURL != d.AgentURL || v.CardURL != d.CardURL || v.Action != detector.Abort ||
 		v.Posture != detector.FailClosed || v.Reason != d.Verdict.Reason || v.Pinned != d.Pinned || v.Live != d.Live || v.Trigger != d.Trigger {
@@ -173,7 +173,7 @@ func TestSubscribeExactImpact(t *testing.T) {
 		drift(t, "streams", agentURL, v1, noStream, streamEcho),
 		drift(t, "no-pin", agentURL, v1, narrowedTr, streamEcho), // falls back to the implied impact
 	)
-	storetest.Eventually(t, 10*time.Second, "verdicts delivered, durables idle", func() bool {
+	natstest.Eventually(t, 10*time.Second, "verdicts delivered, durables idle", func() bool {
 		return all.len() == 3 && rec.len() == 2 && consumerIdle(t, js, "exact") && consumerIdle(t, js, "exact-all")
 	})
 	if got, want := rec.tasks(), []string{"no-pin", "streams"}; !slices.Equal(got, want) {
@@ -216,7 +216,7 @@ func TestSubscribeNakAndRedeliver(t *testing.T) {
 		return nil
 	})
 	publish(t, js, drift(t, "task-1", "https://a.example", v1, noStream, streamEcho))
-	storetest.Eventually(t, 15*time.Second, "third delivery acked", func() bool {
+	natstest.Eventually(t, 15*time.Second, "third delivery acked", func() bool {
 		return calls.Load() >= 3 && consumerIdle(t, js, "nak")
 	})
 	time.Sleep(300 * time.Millisecond) // an ack would stop any further delivery
@@ -250,7 +250,7 @@ func TestSubscribeTerminatesUndecodable(t *testing.T) {
 		t.Fatal(err)
 	}
 	publish(t, js, drift(t, "task-2", "https://a.example", v1, noStream, streamEcho))
-	storetest.Eventually(t, 10*time.Second, "durable idle", func() bool { return consumerIdle(t, js, "term") && rec.len() == 1 })
+	natstest.Eventually(t, 10*time.Second, "durable idle", func() bool { return consumerIdle(t, js, "term") && rec.len() == 1 })
 	if reported.Load() != 1 {
 		t.Errorf("OnError saw %d malformed envelopes, want 1", reported.Load())
 	}
@@ -298,7 +298,7 @@ func TestSubscribeStopAndResume(t *testing.T) {
 	rec := &recorder{}
 	subscribe(t, js, planner.Options{Durable: "resume", AckWait: 2 * time.Second}, rec.handle)
 	publish(t, js, drift(t, "task-3", "https://a.example", v1, noStream, streamEcho))
-	storetest.Eventually(t, 15*time.Second, "all verdicts handled after resume", func() bool { return rec.len() >= 3 })
+	natstest.Eventually(t, 15*time.Second, "all verdicts handled after resume", func() bool { return rec.len() >= 3 })
 	if got := rec.tasks(); !slices.Equal(got, []string{"task-1", "task-2", "task-3"}) {
 		t.Errorf("resumed durable handled %v, want every verdict", got)
 	}

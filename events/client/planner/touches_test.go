@@ -10,7 +10,7 @@ import (
 	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store/memstore"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestSubscribeUsesTouches: the impact comes from the touches the card.drift
@@ -50,7 +50,7 @@ func TestSubscribeUsesTouches(t *testing.T) {
 	subscribe(t, js, planner.Options{Durable: "touches-warning", MinSeverity: detector.Warning}, warn.handle)
 	publish(t, js, streams, contradicts)
 	publishLegacy(t, js, legacyWarn)
-	storetest.Eventually(t, 10*time.Second, "three verdicts to each, durables idle", func() bool {
+	natstest.Eventually(t, 10*time.Second, "three verdicts to each, durables idle", func() bool {
 		return all.len() == 3 && warn.len() == 3 && consumerIdle(t, js, "touches") && consumerIdle(t, js, "touches-warning")
 	})
 

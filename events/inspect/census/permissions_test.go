@@ -9,9 +9,10 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/census"
+	"github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestCensusUnderShippedPermissions: serve's census (a Tally following the
@@ -20,7 +21,7 @@ import (
 // ran into a permission violation would leave /fleet and the census metrics
 // of a deployed serve empty.
 func TestCensusUnderShippedPermissions(t *testing.T) {
-	sh := storetest.StartShipped(t, filepath.Join("..", "..", "..", "deployments", "nats", "accounts.conf"))
+	sh := natstest.StartShipped(t, filepath.Join("..", "..", "..", "deployments", "nats", "accounts.conf"))
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cfg := store.DefaultConfig()
@@ -38,7 +39,7 @@ func TestCensusUnderShippedPermissions(t *testing.T) {
 	}
 	_, err = st.Leases.Create(ctx, store.Lease{CardURL: agent + "/.well-known/agent-card.json", Digest: digest})
 	must(t, err)
-	pub, err := events.NewPublisher(sh.JS, "urn:carddrift:test")
+	pub, err := publish.New(sh.JS, "urn:carddrift:test")
 	must(t, err)
 	_, err = pub.Publish(ctx, events.Event{Data: events.Observed{AgentURL: agent, CardURL: agent + "/.well-known/agent-card.json",
 		Digest: digest, Status: 200, FetchedAt: time.Now()}})

@@ -16,10 +16,11 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/census"
+	"github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // countingScanner counts the records a census reads from a Scanner.
@@ -63,7 +64,7 @@ func pinOn(id string, agent int, digest string) task.Pin {
 // another agent (its count moves) or one delete — and the census it gives
 // is the scan's, byte for byte.
 func TestTallyReadsChanges(t *testing.T) {
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	ctx := context.Background()
 	cfg := store.DefaultConfig()
 	st, err := store.Open[task.Pin](ctx, js, cfg)
@@ -157,7 +158,7 @@ func TestTallyReadsChanges(t *testing.T) {
 // (here MaxMsgs; a byte limit drops the same way) writes no marker, yet the
 // Tally uncounts them.
 func TestTallyDroppedByLimit(t *testing.T) {
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	ctx := context.Background()
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins-limited", History: 1})
 	must(t, err)
@@ -194,7 +195,7 @@ func TestTallyDroppedByLimit(t *testing.T) {
 // TestTallyExpiry: a pin the bucket's TTL expires is uncounted from the
 // expiry's marker.
 func TestTallyExpiry(t *testing.T) {
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	ctx := context.Background()
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins-ttl", History: 1, TTL: time.Second, LimitMarkerTTL: time.Minute})
 	must(t, err)
@@ -224,7 +225,7 @@ func TestTallyExpiry(t *testing.T) {
 
 // TestTallyResync: after Resync the whole bucket is read again.
 func TestTallyResync(t *testing.T) {
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	ctx := context.Background()
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins-resync", History: 1})
 	must(t, err)
@@ -255,7 +256,7 @@ func TestTallyResync(t *testing.T) {
 // are read at every census); tally-B/pin is the heap the Tally keeps
 // per pin (all of it, groups and memo included, divided by the pins).
 func BenchmarkTake(b *testing.B) {
-	_, _, js := storetest.StartJetStream(b)
+	_, _, js := natstest.StartJetStream(b)
 	ctx := context.Background()
 	cfg := store.DefaultConfig()
 	st, err := store.Open[task.Pin](ctx, js, cfg)
@@ -335,7 +336,7 @@ func BenchmarkTake(b *testing.B) {
 // value), then the key (b%16), agent (b/16%4) and digest (b/64%2); op/5%2
 // refreshes after it.
 func FuzzTally(f *testing.F) {
-	_, _, js := storetest.StartJetStream(f)
+	_, _, js := natstest.StartJetStream(f)
 	ctx := context.Background()
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins-fuzz", History: 1})
 	must(f, err)
@@ -396,7 +397,7 @@ func FuzzTally(f *testing.F) {
 // its sequences over; the Tally reads it from scratch instead of waiting
 // for sequences it has already read.
 func TestTallyBucketRecreated(t *testing.T) {
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	ctx := context.Background()
 	kvc := jetstream.KeyValueConfig{Bucket: "pins-again", History: 1}
 	kv, err := js.CreateKeyValue(ctx, kvc)
@@ -426,12 +427,12 @@ func TestTallyBucketRecreated(t *testing.T) {
 // agent's last card.observed once, then only the observations published
 // since, and names the agents they show as the scan of the stream does.
 func TestTallyObserved(t *testing.T) {
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	ctx := context.Background()
 	cfg := store.DefaultConfig()
 	st, err := store.Open[task.Pin](ctx, js, cfg)
 	must(t, err)
-	pub, err := events.NewPublisher(js, "urn:carddrift:test")
+	pub, err := publish.New(js, "urn:carddrift:test")
 	must(t, err)
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	observe := func(agent int, digest string) {

@@ -16,7 +16,7 @@ import (
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 const agentURL = "https://vendor-b.example"
@@ -91,7 +91,7 @@ func TestAssess10000Pins(t *testing.T) {
 		t.Skip("writes 12,000 pins")
 	}
 	ctx := context.Background()
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	st, err := store.Open[task.Pin](ctx, js, store.DefaultConfig())
 	must(t, err)
 	t0, t40 := card(servicetest.WriteupT0), card(servicetest.WriteupT40)

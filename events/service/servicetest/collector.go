@@ -10,7 +10,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // WaitTimeout bounds Collector.WaitFor.
@@ -111,7 +111,7 @@ func (c *Collector) WaitFor(t testing.TB, what string, cond func(*Collector) boo
 			t.Logf("collected %d events: %v", len(all), Summary(all))
 		}
 	}()
-	storetest.Eventually(t, WaitTimeout, what, func() bool { return cond(c) })
+	natstest.Eventually(t, WaitTimeout, what, func() bool { return cond(c) })
 	held = true
 }
 

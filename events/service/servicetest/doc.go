@@ -16,6 +16,6 @@
 //
 // The worker's, replay's, the planner's, the a2a-go interceptor's, the
 // reference planner's and the end-to-end suites all use it. Waits poll with
-// storetest.Eventually. Example functions, which have no test, get their
+// natstest.Eventually. Example functions, which have no test, get their
 // server from EmbeddedJetStream.
 package servicetest

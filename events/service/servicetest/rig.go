@@ -13,13 +13,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // Options configure a Rig. Zero fields take the defaults noted.
@@ -49,7 +49,7 @@ type Rig struct {
 	JS      jetstream.JetStream
 	Config  store.Config
 	Stores  *store.Stores[task.Pin]
-	Emit    *events.Emitter
+	Emit    *client.Emitter
 	Metrics *worker.Metrics // every rig worker's, unless an adjustment sets its own
 
 	opts    Options
@@ -70,7 +70,7 @@ func DefaultConfig() store.Config {
 // workers opts names.
 func Start(t testing.TB, opts Options) *Rig {
 	t.Helper()
-	srv, nc, js := storetest.StartJetStream(t)
+	srv, nc, js := natstest.StartJetStream(t)
 	cfg := DefaultConfig()
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
@@ -85,7 +85,7 @@ func Start(t testing.TB, opts Options) *Rig {
 	if opts.Source == "" {
 		opts.Source = "urn:client:servicetest"
 	}
-	emit, err := events.NewEmitter(js, opts.Source)
+	emit, err := client.NewEmitter(js, opts.Source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,10 +274,10 @@ func DumpLifecycle(t testing.TB, js jetstream.JetStream, cfg store.Config) {
 }
 
 // Eventually waits up to WaitTimeout until cond holds, or fails the rig's
-// test naming what (storetest.Eventually).
+// test naming what (natstest.Eventually).
 func (r *Rig) Eventually(what string, cond func() bool) {
 	r.T.Helper()
-	storetest.Eventually(r.T, WaitTimeout, what, cond)
+	natstest.Eventually(r.T, WaitTimeout, what, cond)
 }
 
 // Clock is a settable clock for leases and full-fetch intervals

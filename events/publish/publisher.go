@@ -1,33 +1,35 @@
-package events
+package publish
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events"
 )
 
 // Publisher publishes events to JetStream with deduplication: every message
 // carries a Nats-Msg-Id, and Publish waits for the stream's ack. It is what
-// carddrift workers use for card.* events; Emitter wraps it for A2A clients.
-// Safe for concurrent use. It owns no goroutines and holds nothing to close;
-// the caller owns the JetStream connection.
+// carddrift workers use for card.* events; client.Emitter wraps it for A2A
+// clients. Safe for concurrent use. It owns no goroutines and holds nothing
+// to close; the caller owns the JetStream connection.
 type Publisher struct {
 	js     jetstream.Publisher
 	source string
 	opts   options
 }
 
-// NewPublisher returns a Publisher that stamps source (a URI-reference, for
-// example the worker name) on events that have none. js is usually a
-// jetstream.JetStream. It returns an error for an invalid source or option;
-// it does not touch the network.
-func NewPublisher(js jetstream.Publisher, source string, opts ...Option) (*Publisher, error) {
+// New returns a Publisher that stamps source (a URI-reference, for example
+// the worker name) on events that have none. js is usually a
+// jetstream.JetStream. It returns an error for an invalid source
+// (events.ErrInvalidEvent) or option; it does not touch the network.
+func New(js jetstream.Publisher, source string, opts ...Option) (*Publisher, error) {
 	if js == nil {
-		return nil, fmt.Errorf("%w: nil JetStream publisher", ErrInvalidEvent)
+		return nil, fmt.Errorf("%w: nil JetStream publisher", events.ErrInvalidEvent)
 	}
-	if source == "" || !validURIReference(source) {
-		return nil, fmt.Errorf("%w: source %q is not a URI-reference", ErrInvalidEvent, source)
+	if err := events.CheckSource(source); err != nil {
+		return nil, err
 	}
 	o := defaultOptions()
 	if err := o.apply(opts); err != nil {
@@ -36,27 +38,29 @@ func NewPublisher(js jetstream.Publisher, source string, opts ...Option) (*Publi
 	return &Publisher{js: js, source: source, opts: o}, nil
 }
 
-// Publish encodes e (see Encode) and publishes it, waiting for the
+// Publish encodes e (see events.Encode) and publishes it, waiting for the
 // JetStream ack within the publisher's timeout. It fills what e leaves
 // empty: Source (the publisher's source), Time (now), and ID — for outbound
-// card.* data the deterministic MsgID(e.Data), for inbound data a fresh id.
+// card.* data the deterministic events.MsgID(e.Data), for inbound data a
+// fresh id.
 //
 // The Nats-Msg-Id is MsgID(e.Data) for outbound data, whatever e.ID is, and
 // Source + "/" + ID for inbound data. dup is true when the stream already
 // held a message with that id within its duplicate window: the event was
 // published before (by this or another worker) and was not stored again.
 //
-// Errors: those of Encode (ErrInvalidEvent, ErrSchemaViolation), and
-// JetStream publish errors (wrapped; context.DeadlineExceeded on timeout,
-// jetstream.ErrNoStreamResponse when no stream covers the subject).
-func (p *Publisher) Publish(ctx context.Context, e Event) (dup bool, err error) {
+// Errors: those of Encode (events.ErrInvalidEvent,
+// events.ErrSchemaViolation), and JetStream publish errors (wrapped;
+// context.DeadlineExceeded on timeout, jetstream.ErrNoStreamResponse when
+// no stream covers the subject).
+func (p *Publisher) Publish(ctx context.Context, e events.Event) (dup bool, err error) {
 	if e.Source == "" {
 		e.Source = p.source
 	}
 	if e.Time.IsZero() {
 		e.Time = p.opts.now()
 	}
-	msgID := MsgID(e.Data)
+	msgID := events.MsgID(e.Data)
 	if e.ID == "" {
 		e.ID = msgID
 		if e.ID == "" {
@@ -66,7 +70,7 @@ func (p *Publisher) Publish(ctx context.Context, e Event) (dup bool, err error) 
 	if msgID == "" {
 		msgID = e.Source + "/" + e.ID
 	}
-	msg, err := Encode(e, p.opts.mode)
+	msg, err := events.Encode(e, p.opts.mode)
 	if err != nil {
 		return false, err
 	}
@@ -74,6 +78,8 @@ func (p *Publisher) Publish(ctx context.Context, e Event) (dup bool, err error) 
 	defer cancel()
 	ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID))
 	if err != nil {
+		// The "events:" prefix is the message's as it was when Publisher
+		// lived in package events: logs and alerts match on it.
 		return false, fmt.Errorf("events: publish %s on %s: %w", e.Type, msg.Subject, err)
 	}
 	return ack.Duplicate, nil

@@ -1,19 +1,13 @@
 package events_test
 
 import (
-	"context"
-	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/schemas"
 )
 
 func drift(rules ...string) events.Drift {
@@ -105,137 +99,6 @@ func TestMsgID(t *testing.T) {
 			t.Errorf("MsgID(%T) = %q: want \"\" exactly for inbound data (an outbound type needs a msgID method)", d, id)
 		}
 	}
-}
-
-// TestPublisherDedup publishes the same drift from two workers and checks
-// that the stream stores it once and the second publish reports dup.
-func TestPublisherDedup(t *testing.T) {
-	withJS(t, func(js jetstream.JetStream) {
-		ctx := context.Background()
-		w1, err := events.NewPublisher(js, "carddrift/worker-1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		w2, err := events.NewPublisher(js, "carddrift/worker-2", events.WithMode(events.Structured))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := drift("streaming-disabled")
-		dup, err := w1.Publish(ctx, events.Event{Data: d})
-		if err != nil || dup {
-			t.Fatalf("first Publish = %v, %v", dup, err)
-		}
-		dup, err = w2.Publish(ctx, events.Event{Data: drift("streaming-disabled")})
-		if err != nil || !dup {
-			t.Fatalf("second Publish = %v, %v; want dup", dup, err)
-		}
-		dup, err = w2.Publish(ctx, events.Event{Data: drift("streaming-disabled", "blind-retry")})
-		if err != nil || dup {
-			t.Fatalf("Publish with a new finding = %v, %v; want stored", dup, err)
-		}
-		msgs := fetchAll(t, js, "CARD", 2)
-		ev, err := events.Decode(msgs[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.ID != events.MsgID(d) || ev.Source != "carddrift/worker-1" || ev.Subject != d.TaskID || ev.Time.IsZero() {
-			t.Errorf("stored event = %+v", ev)
-		}
-		if got := msgs[0].Headers().Get(jetstream.MsgIDHeader); got != events.MsgID(d) {
-			t.Errorf("Nats-Msg-Id = %q, want %q", got, events.MsgID(d))
-		}
-	})
-}
-
-func TestPublisherErrors(t *testing.T) {
-	if _, err := events.NewPublisher(nil, "x"); err == nil {
-		t.Error("NewPublisher(nil) succeeded")
-	}
-	withJS(t, func(js jetstream.JetStream) {
-		for _, bad := range []string{"", "a b", "ü"} {
-			if _, err := events.NewPublisher(js, bad); !errors.Is(err, events.ErrInvalidEvent) {
-				t.Errorf("NewPublisher(source %q) = %v, want ErrInvalidEvent", bad, err)
-			}
-		}
-		for _, opt := range []events.Option{events.WithTimeout(0), events.WithMode(9), events.WithClock(nil), events.WithIDs(nil)} {
-			if _, err := events.NewPublisher(js, "w", opt); err == nil {
-				t.Error("NewPublisher with a bad option succeeded")
-			}
-		}
-		p, err := events.NewPublisher(js, "w", events.WithTimeout(200*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := context.Background()
-		if _, err := p.Publish(ctx, events.Event{Data: events.Request{TaskID: "t"}}); !errors.Is(err, events.ErrSchemaViolation) {
-			t.Errorf("Publish(invalid) = %v, want ErrSchemaViolation", err)
-		}
-		// No stream covers the subject: the publish fails within the timeout.
-		ctx2, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if err := js.DeleteStream(ctx2, "A2A"); err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		if _, err := p.Publish(ctx, events.Event{Data: samples()[1]}); err == nil {
-			t.Error("Publish without a stream succeeded")
-		}
-		if d := time.Since(start); d > 3*time.Second {
-			t.Errorf("Publish without a stream took %v", d)
-		}
-	})
-}
-
-// TestEmitter publishes one event of each lifecycle kind, concurrently, and
-// checks ids, sources, subjects and Nats-Msg-Ids.
-func TestEmitter(t *testing.T) {
-	withJS(t, func(js jetstream.JetStream) {
-		em, err := events.NewEmitter(js, "urn:client:test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := context.Background()
-		s := samples()
-		calls := []func() error{
-			func() error { return em.Submitted(ctx, s[0].(events.Submitted)) },
-			func() error { return em.Request(ctx, s[1].(events.Request)) },
-			func() error { return em.Status(ctx, s[2].(events.Status)) },
-			func() error { return em.Artifact(ctx, s[3].(events.Artifact)) },
-			func() error { return em.Error(ctx, s[4].(events.Error)) },
-		}
-		var wg sync.WaitGroup
-		errs := make([]error, len(calls))
-		for i, call := range calls {
-			wg.Go(func() { errs[i] = call() })
-		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Errorf("call %d: %v", i, err)
-			}
-		}
-		ids := map[string]bool{}
-		for _, m := range fetchAll(t, js, "A2A", len(calls)) {
-			ev, err := events.Decode(m)
-			if err != nil {
-				t.Fatalf("Decode: %v", err)
-			}
-			if ev.Source != "urn:client:test" || len(ev.ID) != 36 || ids[ev.ID] || ev.Time.IsZero() {
-				t.Errorf("event %+v: want source urn:client:test, a fresh UUID and a time", ev)
-			}
-			ids[ev.ID] = true
-			if got, want := m.Headers().Get(jetstream.MsgIDHeader), "urn:client:test/"+ev.ID; got != want {
-				t.Errorf("Nats-Msg-Id = %q, want %q", got, want)
-			}
-			if s, _ := schemas.Lookup(ev.Type); ev.DataSchema != s.ID {
-				t.Errorf("dataschema = %q, want %q", ev.DataSchema, s.ID)
-			}
-		}
-		err = em.Request(ctx, events.Request{TaskID: "t", AgentURL: "https://a.example", Method: "m"})
-		if !errors.Is(err, events.ErrSchemaViolation) {
-			t.Errorf("Request(attempt 0) = %v, want ErrSchemaViolation", err)
-		}
-	})
 }
 
 // TestMsgIDStable pins the ids of the outbound samples. Ids must not change

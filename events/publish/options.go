@@ -1,4 +1,4 @@
-package events
+package publish
 
 import (
 	"errors"
@@ -6,17 +6,22 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/carddrift/carddrift/events"
 )
 
 // DefaultTimeout bounds each publish (send and wait for the JetStream ack)
-// of an Emitter or Publisher unless WithTimeout says otherwise.
+// of a Publisher (and so of a client.Emitter) unless WithTimeout says
+// otherwise.
 const DefaultTimeout = 5 * time.Second
 
-// Option configures an Emitter or a Publisher.
+// Option configures a Publisher, or a client.Emitter (which publishes
+// with one). The error messages keep the "events:" prefix they had when
+// both lived in package events.
 type Option func(*options) error
 
 type options struct {
-	mode    Mode
+	mode    events.Mode
 	timeout time.Duration
 	now     func() time.Time
 	newID   func() string
@@ -24,7 +29,7 @@ type options struct {
 
 func defaultOptions() options {
 	return options{
-		mode:    Binary,
+		mode:    events.Binary,
 		timeout: DefaultTimeout,
 		now:     time.Now,
 		newID:   uuid.NewString,
@@ -43,10 +48,11 @@ func (o *options) apply(opts []Option) error {
 	return nil
 }
 
-// WithMode sets the content mode of published events (Binary by default).
-func WithMode(m Mode) Option {
+// WithMode sets the content mode of published events (events.Binary by
+// default).
+func WithMode(m events.Mode) Option {
 	return func(o *options) error {
-		if m != Binary && m != Structured {
+		if m != events.Binary && m != events.Structured {
 			return fmt.Errorf("events: invalid mode %d", m)
 		}
 		o.mode = m

@@ -1,0 +1,19 @@
+// Package client is carddrift's client side: what an A2A client or a
+// planner links to take part in drift detection.
+//
+// An A2A client reports its tasks' lifecycle with an Emitter, one call per
+// event (Submitted, Request, Status, Artifact, Error), published on
+// a2a.task.<kind>.<taskId> for carddrift's workers to judge:
+//
+//	em, err := client.NewEmitter(js, "urn:client:planner-7")
+//	...
+//	err = em.Request(ctx, events.Request{TaskID: id, AgentURL: url, Method: "message/stream", Attempt: 1})
+//
+// Its options are package publish's (publish.WithTimeout, publish.WithIDs,
+// ...), and publish.WithTraceContext puts a W3C trace context on the
+// events of a call.
+//
+// Below it: package a2aemit wires an Emitter into an a2a-go client as a
+// CallInterceptor, and package planner receives the card.drift verdicts
+// and checks a live card before a task is submitted.
+package client

@@ -1,0 +1,79 @@
+package publish_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store/natstest"
+)
+
+// startJS starts a fresh embedded JetStream server with the streams A2A
+// (events.InboundSubjects) and CARD (events.OutboundSubjects).
+func startJS(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	_, _, js := natstest.StartJetStream(t)
+	for name, subj := range map[string]string{"A2A": events.InboundSubjects, "CARD": events.OutboundSubjects} {
+		if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: name, Subjects: []string{subj}, Storage: jetstream.MemoryStorage}); err != nil {
+			t.Fatalf("CreateStream %s: %v", name, err)
+		}
+	}
+	return js
+}
+
+// fetchAll reads the first n messages of a stream with an ordered consumer.
+func fetchAll(t testing.TB, js jetstream.JetStream, stream string, n int) []jetstream.Msg {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatalf("OrderedConsumer: %v", err)
+	}
+	var out []jetstream.Msg
+	for len(out) < n {
+		batch, err := c.Fetch(n-len(out), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatalf("Fetch: %v", err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			out = append(out, m)
+			got++
+		}
+		if err := batch.Error(); err != nil {
+			t.Fatalf("Fetch: %v", err)
+		}
+		if got == 0 {
+			t.Fatalf("Fetch: got %d of %d messages", len(out), n)
+		}
+	}
+	return out
+}
+
+// drift is a card.drift with one finding per rule.
+func drift(rules ...string) events.Drift {
+	d := events.Drift{
+		TaskID: "task.1 *>", AgentURL: "https://agent.example", CardURL: "https://agent.example/.well-known/agent-card.json",
+		Pinned:  events.CardRef{Digest: "sha256:" + hex64('1'), Fingerprint: "sha256:" + hex64('a')},
+		Live:    events.CardRef{Digest: "sha256:" + hex64('2'), Fingerprint: "sha256:" + hex64('b')},
+		Verdict: detector.Verdict{Action: detector.Abort, Posture: detector.FailClosed, Reason: "the task streams"},
+		Trigger: events.Trigger{EventID: "e-1", Type: events.TypeRequest, Source: "urn:client:7"},
+	}
+	for _, r := range rules {
+		d.Findings = append(d.Findings, detector.Finding{Rule: r, Severity: detector.Breaking, Path: "/x", Message: r})
+	}
+	return d
+}
+
+func hex64(c byte) string {
+	b := make([]byte, 64)
+	for i := range b {
+		b[i] = c
+	}
+	return string(b)
+}

@@ -1,0 +1,129 @@
+package events_test
+
+import (
+	"errors"
+	"hash/fnv"
+	"strings"
+	"testing"
+
+	"github.com/carddrift/carddrift/events"
+)
+
+func defaultTopology() events.Topology {
+	var t events.Topology
+	t.SetDefaults()
+	return t
+}
+
+// The default topology's streams take every event the contract publishes:
+// each event's Subject is covered by the stream of its direction, lifecycle
+// or outbound, and by no other, partitioned or not.
+func TestTopologyDefaultsCoverSubjects(t *testing.T) {
+	for _, partitions := range []int{0, 4} {
+		top := defaultTopology()
+		top.Partitions = partitions
+		if err := top.Validate(); err != nil {
+			t.Fatalf("default topology (partitions %d): Validate() = %v", partitions, err)
+		}
+		streams := top.StreamConfigs()
+		for _, d := range samples() {
+			subj, err := events.Subject(d)
+			if err != nil {
+				t.Fatalf("Subject(%T) = %v", d, err)
+			}
+			want := top.EventsStream
+			if strings.HasPrefix(d.EventType(), "a2a.task.") {
+				want = top.LifecycleStream
+			}
+			var got []string
+			for _, sc := range streams {
+				for _, filter := range sc.Subjects {
+					if subjectMatches(filter, subj) {
+						got = append(got, sc.Name)
+					}
+				}
+			}
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("partitions %d: %s (%s) is stored by %v, want [%s]", partitions, subj, d.EventType(), got, want)
+			}
+		}
+	}
+}
+
+// subjectMatches reports whether a NATS subject filter (tokens, '*', a
+// final '>') matches subject.
+func subjectMatches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, tok := range f {
+		switch {
+		case tok == ">":
+			return len(s) > i
+		case i >= len(s):
+			return false
+		case tok != "*" && tok != s[i]:
+			return false
+		}
+	}
+	return len(f) == len(s)
+}
+
+func TestTopologyPlacementIsTheProvisioners(t *testing.T) {
+	top := defaultTopology()
+	top.Partitions = 2
+	top.EventsMaxBytes = 5 << 20
+	cc := top.ConsumerConfig(1)
+	if cc.Durable != "carddrift-worker-p1" || cc.FilterSubject != "a2a.task.*.*.1" || cc.MaxDeliver != -1 {
+		t.Errorf("ConsumerConfig(1) = durable %q filter %q max deliver %d, want carddrift-worker-p1 a2a.task.*.*.1 -1",
+			cc.Durable, cc.FilterSubject, cc.MaxDeliver)
+	}
+	if cc.Replicas != 0 || cc.MemoryStorage {
+		t.Errorf("ConsumerConfig(1) placed: replicas %d memory %v, want none", cc.Replicas, cc.MemoryStorage)
+	}
+	sc := top.StreamConfigs()
+	if len(sc) != 3 || sc[0].Name != "A2A_TASKS" || sc[1].Name != "CARD_EVENTS" || sc[2].Name != "CARDDRIFT_DLQ" {
+		t.Fatalf("StreamConfigs() = %d streams %+v, want A2A_TASKS, CARD_EVENTS, CARDDRIFT_DLQ", len(sc), sc)
+	}
+	if sc[0].MaxBytes != 0 || sc[1].MaxBytes != 5<<20 || sc[0].Replicas != 0 {
+		t.Errorf("StreamConfigs() max bytes %d %d replicas %d, want 0 (the provisioner's), 5MiB as set, 0", sc[0].MaxBytes, sc[1].MaxBytes, sc[0].Replicas)
+	}
+	if sc[0].SubjectTransform == nil || sc[0].SubjectTransform.Destination != "a2a.task.{{wildcard(1)}}.{{wildcard(2)}}.{{partition(2,2)}}" {
+		t.Errorf("StreamConfigs()[0].SubjectTransform = %+v, want the partition(2,2) transform", sc[0].SubjectTransform)
+	}
+}
+
+func TestTopologyValidate(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		edit  func(*events.Topology)
+	}{
+		{"DLQStream", func(t *events.Topology) { t.DLQStream = t.LifecycleStream }},
+		{"EventsStream", func(t *events.Topology) { t.EventsStream = "KV_x" }},
+		{"EventsSubjects", func(t *events.Topology) { t.EventsSubjects = "a2a.task.x.>" }},
+		{"Partitions", func(t *events.Topology) { t.Partitions = events.MaxPartitions + 1 }},
+		{"ConsumerName", func(t *events.Topology) { t.ConsumerName = "a.b" }},
+	} {
+		top := defaultTopology()
+		tc.edit(&top)
+		var ce *events.ConfigError
+		if err := top.Validate(); !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("Validate() with a bad %s = %v, want a *ConfigError on it", tc.field, err)
+		}
+	}
+}
+
+func TestPartitionOf(t *testing.T) {
+	top := defaultTopology()
+	top.Partitions = 8
+	for _, tok := range []string{"task-1", "dGFzay0x", "x"} {
+		h := fnv.New32a()
+		h.Write([]byte(tok))
+		want := int(h.Sum32() % 8)
+		if got := top.PartitionOf(tok); got != want {
+			t.Fatalf("PartitionOf(%q) = %d, want %d", tok, got, want)
+		}
+	}
+	top.Partitions = 0
+	if got := top.PartitionOf("task-1"); got != 0 {
+		t.Fatalf("PartitionOf() without partitions = %d, want 0", got)
+	}
+}
