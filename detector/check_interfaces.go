@@ -1,7 +1,6 @@
 package detector
 
 import (
-	"net/url"
 	"slices"
 	"strings"
 )
@@ -87,33 +86,6 @@ type interfaceGroup struct {
 type interfaceKey struct{ url, binding string }
 
 func (g interfaceGroup) key() interfaceKey { return interfaceKey{g.norm, g.binding} }
-
-// normalizeURL returns the form of an interface url under which two
-// spellings of one endpoint are equal: scheme and host in lower case, the
-// scheme's default port (443 for https, 80 for http) and an empty port
-// dropped, and an empty path written "/". So "https://Agent.Example.com:443"
-// equals "https://agent.example.com/". Path, query and fragment are kept as
-// they are (paths are case-sensitive). A url without a host (a gRPC
-// "host:port" target, say) is compared as written.
-func normalizeURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || u.Opaque != "" {
-		return s
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	host := strings.ToLower(u.Host)
-	switch port := u.Port(); {
-	case port == "" && strings.HasSuffix(host, ":"):
-		host = strings.TrimSuffix(host, ":")
-	case u.Scheme == "https" && port == "443", u.Scheme == "http" && port == "80":
-		host = strings.TrimSuffix(host, ":"+port)
-	}
-	u.Host = host
-	if u.Path == "" && u.RawPath == "" {
-		u.Path = "/"
-	}
-	return u.String()
-}
 
 // value is the Before/After value of an interface.
 func (g interfaceGroup) value() map[string]string {

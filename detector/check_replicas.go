@@ -9,7 +9,7 @@ import (
 // task on the agent) when replicas behind one agent URL serve different
 // cards at once: the live card alternated between digests within the
 // consistency window (split brain; the fetcher keeps that window on the
-// shared lease, store.Replicas decides). digests are the digests the agent
+// shared lease, Replicas decides). digests are the digests the agent
 // served within window, in any order; fewer than two say nothing.
 //
 // It is a task-level rule: the finding comes from the agent's recent

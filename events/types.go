@@ -276,7 +276,7 @@ type Unreachable struct {
 
 // Inconsistent is the data of card.inconsistent: replicas behind one agent
 // URL serve different cards at once (split brain) — within Window, the live
-// digest carddrift's fetches saw alternated (A→B→A→B; store.Replicas
+// digest carddrift's fetches saw alternated (A→B→A→B; detector.Replicas
 // decides). It is published once per episode; while the episode lasts,
 // card.drift events of tasks on the agent carry a replicas-disagree finding.
 // Agent-level: it has no task.

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/carddrift/carddrift/detector"
 )
 
 // Record is what Pins holds: a JSON-encodable value that names the key it is
@@ -87,8 +89,8 @@ type Lease struct {
 	// none): the live card's last change.
 	ChangedAt time.Time `json:"changedAt,omitzero"`
 	// Replicas is the window of the live digests recent fetches saw, which
-	// split brain is decided on (see Replicas).
-	Replicas Replicas `json:"replicas,omitzero"`
+	// split brain is decided on (see detector.Replicas).
+	Replicas detector.Replicas `json:"replicas,omitzero"`
 }
 
 // Fresh reports whether the lease's observation is still valid at now.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/store"
 )
 
 // Outcome is what carddrift should report for one task: a card.drift verdict
@@ -243,12 +242,12 @@ func (as *Assignment) Drifts() []time.Duration {
 }
 
 // Alternates reports whether what the schedule serves can be split brain
-// as carddrift decides it (store.Replicas): replicas serving several cards
+// as carddrift decides it (detector.Replicas): replicas serving several cards
 // at once, or single cards that alternate (A→B→A→B) within window. A
 // scorecard holds card.inconsistent for an agent whose schedule does not
 // alternate to be false.
 func (as *Assignment) Alternates(window time.Duration) bool {
-	var r store.Replicas
+	var r detector.Replicas
 	for _, s := range as.Steps {
 		cur := as.LiveAt(s.At)
 		if len(cur) > 1 {

@@ -56,7 +56,7 @@ type Observation struct {
 	Signatures []detector.Signature
 	// Replicas are the digests the agent served within the consistency
 	// Window while its replicas disagree (split brain: the shell reads it
-	// from the shared lease, store.Replicas decides); nil otherwise. While
+	// from the shared lease, detector.Replicas decides); nil otherwise. While
 	// set, every card.drift of a task on the agent carries a
 	// replicas-disagree finding.
 	Replicas []string
@@ -64,7 +64,7 @@ type Observation struct {
 	// Seen are the digests the agent served within the consistency window,
 	// with when each was first and last seen (from the shared lease):
 	// Recheck uses them to tell a stale observation from a newer one.
-	Seen []Sighting
+	Seen []detector.Sighting
 }
 
 // card returns the live card with its verified signatures (Card is shared
@@ -76,12 +76,6 @@ func (o Observation) card() *detector.Card {
 	c := *o.Card
 	c.Signatures = o.Signatures
 	return &c
-}
-
-// Sighting is one digest an agent served, first and last seen.
-type Sighting struct {
-	Digest              string
-	FirstSeen, LastSeen time.Time
 }
 
 // Failure is a fetch that failed: Reason is one of the fetcher's reasons.
@@ -257,7 +251,7 @@ func (t *Transition) Recheck(obs Observation) (bool, string) {
 // another fetch. A pinned card carddrift never saw (within the window) is
 // not known to be replaced.
 func replaced(obs Observation, pinned string) bool {
-	var p, l *Sighting
+	var p, l *detector.Sighting
 	for i := range obs.Seen {
 		switch obs.Seen[i].Digest {
 		case pinned:

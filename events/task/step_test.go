@@ -248,7 +248,7 @@ func TestRecheck(t *testing.T) {
 	oldPin := pinOn(oldCard, detector.Requirements{SkillID: "summarize"})
 	tr2 := Begin(request("message/stream", 1), Meta{Time: t0.Add(time.Second)}, oldPin, oldCard.c)
 	seenNew := newCard.obs(t0.Add(-time.Second))
-	seenNew.Seen = []Sighting{
+	seenNew.Seen = []detector.Sighting{
 		{Digest: oldCard.digest, FirstSeen: t0.Add(-time.Hour), LastSeen: t0.Add(-2 * time.Second)},
 		{Digest: newCard.digest, FirstSeen: t0.Add(-2 * time.Second), LastSeen: t0.Add(-time.Second)},
 	}

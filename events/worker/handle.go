@@ -311,7 +311,7 @@ func (w *Worker) observation(o fetcher.Observation) task.Observation {
 	}
 	now := w.opts.Now()
 	for _, s := range o.Replicas.Window(now, o.Window) {
-		to.Seen = append(to.Seen, task.Sighting{Digest: s.Digest, FirstSeen: s.FirstSeen, LastSeen: s.LastSeen})
+		to.Seen = append(to.Seen, s)
 	}
 	if o.Replicas.Disagree(now, o.Window) {
 		for _, s := range o.Replicas.Window(now, o.Window) {

@@ -69,10 +69,10 @@ type Observation struct {
 	Signatures []detector.Signature
 	// Replicas is the agent's window of recent live digests as the shared
 	// lease holds it with this observation (Observe fills it; see
-	// store.Replicas), and Window the consistency window it is judged with
+	// detector.Replicas), and Window the consistency window it is judged with
 	// (Options.ConsistencyWindow): Replicas.Disagree(now, Window) is split
 	// brain.
-	Replicas store.Replicas
+	Replicas detector.Replicas
 	Window   time.Duration
 }
 

@@ -288,7 +288,7 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, lease store.Le
 
 // advance carries over to next, the lease a fetch records, what the lease
 // before it knew: when the live card last changed, and the window of live
-// digests with this fetch in it (store.Replicas: every 200 and 304 counts).
+// digests with this fetch in it (detector.Replicas: every 200 and 304 counts).
 func (f *Fetcher) advance(prev store.Lease, next *store.Lease) {
 	next.ChangedAt = prev.ChangedAt
 	if prev.Digest != next.Digest || next.ChangedAt.IsZero() {
@@ -328,7 +328,7 @@ func (f *Fetcher) recordLease(ctx context.Context, next store.Lease, rev uint64)
 
 // MarkInconsistent records on the lease of cardURL that card.inconsistent
 // was published for the split-brain episode that began at since
-// (store.Replicas.Reported), so that no worker publishes it again. It does
+// (detector.Replicas.Reported), so that no worker publishes it again. It does
 // nothing when the lease's episode is another one or already marked.
 // Errors wrap ErrStore.
 func (f *Fetcher) MarkInconsistent(ctx context.Context, cardURL string, since time.Time) error {

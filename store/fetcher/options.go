@@ -77,7 +77,7 @@ type Options struct {
 	FullFetchInterval time.Duration
 
 	// ConsistencyWindow is how far back the lease's window of live digests
-	// reaches (store.Replicas): within it, an agent whose fetches alternate
+	// reaches (detector.Replicas): within it, an agent whose fetches alternate
 	// between cards (A→B→A→B) has replicas that disagree — split brain.
 	// Every worker sharing Leases should use the same. Default 2m.
 	ConsistencyWindow time.Duration

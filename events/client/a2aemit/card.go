@@ -22,10 +22,12 @@ const (
 // Options.MaxBodyBytes).
 const MaxCardBytes = fetcher.DefaultMaxBodyBytes
 
-// Card is an agent card as a client discovered it: the a2a-go struct to
-// build the client from, and the body as served, which the struct cannot
-// reproduce.
-type Card struct {
+// ResolvedCard is what ResolveCard found: the a2a-go struct to build the
+// client from, and the body as served, which the struct cannot reproduce,
+// with the URL that served it. It is not a card model (that is
+// detector.Card, which carddrift judges): it is the SDK's view of a card
+// paired with the bytes carddrift needs in every a2a.task.submitted.
+type ResolvedCard struct {
 	AgentCard *a2a.AgentCard
 	// Raw is the body as served: pass it as Options.RawCard.
 	Raw []byte
@@ -51,7 +53,7 @@ var ErrCardStatus = errors.New("a2aemit: card request failed")
 // fetch holds the *fetcher.FetchError (errors.As; errors.Is matches its
 // reason's sentinel, and ErrCardStatus for a status other than 2xx); a body
 // that does not decode into a2a.AgentCard is an error too.
-func ResolveCard(ctx context.Context, f *fetcher.Fetcher, agentURL string) (*Card, error) {
+func ResolveCard(ctx context.Context, f *fetcher.Fetcher, agentURL string) (*ResolvedCard, error) {
 	if f == nil {
 		var err error
 		if f, err = fetcher.New(fetcher.Options{}); err != nil {
@@ -70,5 +72,5 @@ func ResolveCard(ctx context.Context, f *fetcher.Fetcher, agentURL string) (*Car
 	if err := json.Unmarshal(obs.Raw, &card); err != nil {
 		return nil, fmt.Errorf("a2aemit: card %s: %w", obs.CardURL, err)
 	}
-	return &Card{AgentCard: &card, Raw: obs.Raw, URL: obs.CardURL}, nil
+	return &ResolvedCard{AgentCard: &card, Raw: obs.Raw, URL: obs.CardURL}, nil
 }

@@ -116,8 +116,8 @@ type CardTasks struct {
 // SplitBrain is an agent whose replicas disagree: since when (the episode's
 // start) and the digests served within the window.
 type SplitBrain struct {
-	Since   time.Time        `json:"since"`
-	Digests []store.Sighting `json:"digests"`
+	Since   time.Time           `json:"since"`
+	Digests []detector.Sighting `json:"digests"`
 }
 
 // InconsistentSkills counts the shared skills whose contracts differ.

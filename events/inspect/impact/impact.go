@@ -80,15 +80,16 @@ type Counts struct {
 	Continue int `json:"continue"`
 }
 
-// Card names the proposed card.
-type Card struct {
+// Proposed names the proposed card by its digest (the card itself, parsed,
+// is a detector.Card).
+type Proposed struct {
 	Digest string `json:"digest"`
 }
 
 // Report is the answer: carddrift impact --json prints it as it is.
 type Report struct {
-	AgentURL string `json:"agentUrl"`
-	Card     Card   `json:"card"`
+	AgentURL string   `json:"agentUrl"`
+	Card     Proposed `json:"card"`
 	// Tasks are the agent's live pins, sorted by task id.
 	Tasks  []Task `json:"tasks"`
 	Counts Counts `json:"counts"`
@@ -138,7 +139,7 @@ func Assess(ctx context.Context, src Source, agentURL string, raw []byte, opts O
 		return nil, err
 	}
 
-	rep := &Report{AgentURL: agentURL, Card: Card{Digest: digest}, Tasks: make([]Task, len(pins))}
+	rep := &Report{AgentURL: agentURL, Card: Proposed{Digest: digest}, Tasks: make([]Task, len(pins))}
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range min(opts.Workers, max(len(pins), 1)) {

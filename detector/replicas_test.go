@@ -1,4 +1,4 @@
-package store_test
+package detector_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/detector"
 )
 
 // TestReplicasSplitBrain is the consistency table: which sequences of live
@@ -35,7 +35,7 @@ func TestReplicasSplitBrain(t *testing.T) {
 		{"deploy after a rollback: A→B→A→C", "ABAC", time.Second, false, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var r store.Replicas
+			var r detector.Replicas
 			since := -1
 			at := t0
 			for i, c := range tc.seq {
@@ -55,7 +55,7 @@ func TestReplicasSplitBrain(t *testing.T) {
 			if !tc.want && !r.Since.IsZero() {
 				t.Errorf("Since = %v after %s, want none", r.Since, tc.seq)
 			}
-			if len(r.Seen) > store.MaxSightings || len(r.Returns) > store.MaxReturns {
+			if len(r.Seen) > detector.MaxSightings || len(r.Returns) > detector.MaxReturns {
 				t.Errorf("window over its bounds: %+v", r)
 			}
 		})
@@ -67,7 +67,7 @@ func TestReplicasSplitBrain(t *testing.T) {
 func TestReplicasEpisode(t *testing.T) {
 	const window = 10 * time.Second
 	t0 := time.Unix(1_700_000_000, 0).UTC()
-	var r store.Replicas
+	var r detector.Replicas
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	for i, d := range []string{"a", "b", "a", "b"} {
 		r = r.Observe(d, at(i), window)
@@ -111,15 +111,15 @@ func TestReplicasMemory(t *testing.T) {
 		}
 		return string(b)
 	}
-	var stable, split store.Replicas
+	var stable, split detector.Replicas
 	for i := range 1000 {
 		at := t0.Add(time.Duration(i) * time.Second)
 		stable = stable.Observe(digest('a'), at, 2*time.Minute)
-		split = split.Observe(digest(byte('a'+i%store.MaxSightings)), at, 2*time.Minute)
+		split = split.Observe(digest(byte('a'+i%detector.MaxSightings)), at, 2*time.Minute)
 	}
 	s1, _ := json.Marshal(stable)
 	s2, _ := json.Marshal(split)
-	if len(split.Seen) != store.MaxSightings || len(split.Returns) != store.MaxReturns {
+	if len(split.Seen) != detector.MaxSightings || len(split.Returns) != detector.MaxReturns {
 		t.Fatalf("split window not at its bounds: %d sightings, %d returns", len(split.Seen), len(split.Returns))
 	}
 	t.Logf("digest window per lease: stable agent %d bytes, split brain at its bound %d bytes (JSON); per 1,000 agents %.0f KB to %.0f KB",

@@ -1,4 +1,4 @@
-package store
+package detector
 
 import (
 	"slices"
@@ -6,11 +6,13 @@ import (
 )
 
 // Split brain: replicas behind one agent URL that serve different cards at
-// once. The fetcher keeps, on each agent's lease, a window of the live
-// digests its fetches saw (Replicas); every worker reads the same window, so
-// one decision (Disagree) holds across them. These are the lease's own
-// bookkeeping over its own fields, like Fresh and Failing: pure and
-// deterministic, the clock passed in.
+// once. The fetcher keeps, on each agent's lease (store.Lease.Replicas), a
+// window of the live digests its fetches saw (Replicas); every worker reads
+// the same window, so one decision (Disagree) holds across them. Deciding is
+// judgement, not storage: it lives here, pure and deterministic, the clock
+// passed in; the store only keeps the window, the fetcher only records
+// observations into it, and CheckReplicas turns a disagreeing window into a
+// finding.
 
 // Bounds of a Replicas window, whatever its duration: a lease stays small.
 const (
@@ -29,7 +31,9 @@ const (
 )
 
 // Sighting is one card digest an agent served within the window: how many
-// fetches (200 or 304) saw it, first and last.
+// fetches (200 or 304) saw it, first and last. It is the one type for a
+// sighting: the lease's window holds them, a task's observation carries them
+// (to tell a stale observation from a newer one), census reports them.
 type Sighting struct {
 	Digest    string    `json:"digest"`
 	Count     int       `json:"count"`
