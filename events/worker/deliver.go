@@ -53,14 +53,6 @@ func compose(h handlerFunc, mw ...middleware) handlerFunc {
 	return h
 }
 
-// inProcessRetries is how often a transient failure is retried in process
-// before the event is NAKed; retryBackoff the first wait between attempts
-// (doubling).
-const (
-	inProcessRetries = 3
-	retryBackoff     = 50 * time.Millisecond
-)
-
 // chain is the worker's delivery policy around h, outermost first: each
 // wrapper decides one thing, in a file of its own.
 func (w *Worker) chain(h handlerFunc) handlerFunc {

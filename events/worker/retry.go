@@ -16,6 +16,14 @@ func (e transientError) Unwrap() error { return e.err }
 
 func transient(err error) error { return transientError{err} }
 
+// inProcessRetries is how often a transient failure is retried in process
+// before the event is NAKed; retryBackoff the first wait between attempts
+// (doubling).
+const (
+	inProcessRetries = 3
+	retryBackoff     = 50 * time.Millisecond
+)
+
 // retry calls the handler again while it fails with a transientError, up to
 // retries more times, after base, then twice as long before each next
 // attempt (50, 100, 200 ms in the worker) — unless ctx ends. What is still
