@@ -137,6 +137,8 @@ type Worker struct {
 	dispatch *dispatcher
 	inflight *inflight // nil: no byte bound (Options.InflightBytes)
 
+	deliver handlerFunc // the handler inside its delivery policy (chain)
+
 	ready     chan struct{}
 	readyOnce sync.Once
 }
@@ -185,6 +187,7 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	if opts.InflightBytes > 0 {
 		w.inflight = newInflight(opts.InflightBytes, cfg.AckWait)
 	}
+	w.deliver = w.chain(w.handler)
 	fo := opts.Fetch
 	fo.Leases, fo.Cards, fo.WorkerID = opts.Leases, opts.Cards, opts.Name
 	fo.OnFetch = w.onFetch
