@@ -11,14 +11,14 @@ import (
 
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestAcknowledge: a handled event is acknowledged, with the handler's
 // outcome, and a failed acknowledgement is logged; a failure is not
 // acknowledged, and passes through.
 func TestAcknowledge(t *testing.T) {
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	cfg := store.DefaultConfig()
 	if err := store.Provision(context.Background(), js, cfg); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestKeepAlive: a kept-alive event is reported in progress every third of
@@ -16,7 +16,7 @@ import (
 // then no more. (Another event kept alive throughout shows the time that
 // passed: three more of its reports, at least two periods.)
 func TestKeepAlive(t *testing.T) {
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	cfg := store.DefaultConfig()
 	if err := store.Provision(context.Background(), js, cfg); err != nil {
 		t.Fatal(err)
@@ -38,10 +38,10 @@ func TestKeepAlive(t *testing.T) {
 			stop := w.keepAlive(kept)
 			other := &Worker{cfg: w.cfg, dispatch: newDispatcher(1)}
 			defer other.keepAlive(clock)()
-			storetest.Eventually(t, 10*time.Second, "two reports in progress", func() bool { return kept.inProgress() >= 2 })
+			natstest.Eventually(t, 10*time.Second, "two reports in progress", func() bool { return kept.inProgress() >= 2 })
 			c.end(w, stop)
 			n, from := kept.inProgress(), clock.inProgress()
-			storetest.Eventually(t, 10*time.Second, "three periods", func() bool { return clock.inProgress() >= from+3 })
+			natstest.Eventually(t, 10*time.Second, "three periods", func() bool { return clock.inProgress() >= from+3 })
 			if got := kept.inProgress(); got > n+1 {
 				t.Fatalf("%d reports in progress after it ended (%d before), want at most one in flight", got-n, n)
 			}
@@ -52,7 +52,7 @@ func TestKeepAlive(t *testing.T) {
 // TestInProgress: the keepAlive ends once, when the handling returns,
 // failed or not, and before anything settles the event.
 func TestInProgress(t *testing.T) {
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	cfg := store.DefaultConfig()
 	if err := store.Provision(context.Background(), js, cfg); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestRedeliver: any failure that reaches redeliver is NAKed with the
@@ -19,7 +19,7 @@ import (
 // as retry; a settled event passes through untouched. Nothing leaves it
 // with an error.
 func TestRedeliver(t *testing.T) {
-	_, _, js := storetest.StartJetStream(t)
+	_, _, js := natstest.StartJetStream(t)
 	cfg := store.DefaultConfig()
 	if err := store.Provision(context.Background(), js, cfg); err != nil {
 		t.Fatal(err)
