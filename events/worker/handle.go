@@ -233,7 +233,7 @@ func (w *Worker) deadLetterOutcome(ctx context.Context, msg jetstream.Msg, reaso
 // meta is the core's view of where and when ev was delivered.
 func (w *Worker) meta(ev events.Event, dl delivery) task.Meta {
 	now := w.opts.Now()
-	m := task.Meta{Seq: dl.seq, Time: ev.Time, Now: now, RequireSigned: w.opts.RequireSignedCards}
+	m := task.Meta{Seq: dl.seq, Time: ev.Time, Now: now, Policy: task.Policy{RequireSigned: w.opts.RequireSignedCards}}
 	if m.Time.IsZero() {
 		m.Time = now
 	}

@@ -121,7 +121,7 @@ func Assess(ctx context.Context, src Source, agentURL string, raw []byte, opts O
 	now := opts.Now()
 	obs := task.Observation{Digest: digest, Fingerprint: detector.Fingerprint(live), Card: live,
 		FetchedAt: now, VerifiedAt: now, Signatures: opts.Signatures}
-	meta := task.Meta{Time: now, Now: now, RequireSigned: opts.RequireSigned}
+	meta := task.Meta{Time: now, Now: now, Policy: task.Policy{RequireSigned: opts.RequireSigned}}
 
 	var pins []task.Pin
 	scanErr := src.Pins.Scan(ctx, func(p task.Pin, _ uint64) error {
