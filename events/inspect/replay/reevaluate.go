@@ -10,6 +10,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 )
 
 // Reevaluation is what Reader.Reevaluate changes.
@@ -88,10 +89,6 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 			continue
 		}
 		req := sub.Requirements() // with the defaults: fail-closed unless the client said degrade
-		posture := req.Posture
-		if re.Posture != "" {
-			posture = re.Posture
-		}
 		live, err := r.body(ctx, d.Live.Digest)
 		if err != nil {
 			return nil, err
@@ -104,36 +101,25 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 		if err != nil {
 			return nil, err
 		}
-		pinnedCard, liveCard := signedAs(pinned.card, d.Pinned.Signer), signedAs(live.card, d.Live.Signer)
-		if d.Pinned.Signer == nil && d.Live.Signer == nil {
-			// No signer recorded (unsigned cards, or a card.drift written
-			// before signers were): the bodies say what they say.
-			pinnedCard, liveCard = pinned.card, live.card
-		}
+		pin, obs := recorded(d, req, live.card)
 		var taskFindings []detector.Finding
 		for _, f := range d.Findings {
-			// pinned-card-unknown is a task-level rule, but not an
-			// observation of the task: EvaluateUnknown makes it again from
+			// What the worker's inputs beyond the two cards made, as it
+			// recorded them: the task's own events (unmodeled-skill,
+			// artifact-type-undeclared, blind-retry) and the shell's facts
+			// history keeps no other trace of — the lease's split-brain
+			// window (replicas-disagree) and --require-signed-cards
+			// (signature-required). pinned-card-unknown is a task-level
+			// rule, but not an observation: the core makes it again from
 			// the digests.
 			if rule, ok := detector.RuleByID(f.Rule); ok && rule.TaskLevel && f.Rule != detector.RulePinnedCardUnknown {
 				taskFindings = append(taskFindings, f)
 			}
 		}
-		var findings []detector.Finding
-		var v detector.Verdict
-		if pinnedCard != nil {
-			findings, v = detector.Assess(re.Rules.Apply(append(detector.Diff(pinnedCard, liveCard), taskFindings...)),
-				pinnedCard, liveCard, req, posture)
-		} else {
-			// The worker's decision for a pin whose body carddrift never
-			// saw; the rules then filter and re-grade its findings, and the
-			// verdict is judged again as EvaluateUnknown judges (against the
-			// live card, the only one known).
-			findings, v = detector.EvaluateUnknown(d.Pinned.Digest, d.Live.Digest, liveCard, req, posture, taskFindings...)
-			if re.Rules != nil {
-				findings, v = detector.Assess(re.Rules.Apply(findings), liveCard, liveCard, req, posture)
-			}
-		}
+		// The worker's own decision (task.Decide), on the recorded bodies,
+		// with re's posture and rules.
+		dec := task.Decide(pin, pinned.card, obs, taskFindings, task.Policy{Posture: re.Posture, Rules: re.Rules})
+		findings, v := dec.Findings, dec.Verdict
 		rep.Evaluated++
 		if v.Action == d.Verdict.Action {
 			continue
@@ -226,11 +212,30 @@ func submissionAt(subs []Entry, e Entry) (events.Submitted, bool) {
 	return s, ok
 }
 
+// recorded returns the pin (the pinned digest, the submission's
+// requirements, the recorded pinned signer) and the live observation a
+// card.drift was judged on, from what it recorded and the bodies stored
+// under its digests (nil when not stored). Signatures never change a digest, so the body stored
+// under one may be another signing of the same content: the recorded
+// signers (the signatures that spoke for the cards) are what the signature
+// rules compared. With no signer recorded (unsigned cards, or a card.drift
+// written before signers were), the bodies say what they say.
+func recorded(d events.Drift, req detector.Requirements, liveBody *detector.Card) (task.Pin, task.Observation) {
+	p := task.Pin{TaskID: d.TaskID, AgentURL: d.AgentURL, Digest: d.Pinned.Digest, Requirements: req}
+	obs := task.Observation{CardURL: d.CardURL, Digest: d.Live.Digest, Card: liveBody}
+	if d.Pinned.Signer == nil && d.Live.Signer == nil {
+		return p, obs
+	}
+	p.SignaturesKnown = true
+	if s := d.Pinned.Signer; s != nil {
+		p.Signatures = []detector.Signature{*s}
+	}
+	obs.Card = signedAs(liveBody, d.Live.Signer)
+	return p, obs
+}
+
 // signedAs returns body as the worker judged it: signed by the signer the
-// card.drift recorded (nil: unsigned). Signatures never change a digest, so
-// the body stored under one may be another signing of the same content; the
-// recorded signer (the signature that spoke for the card) is what the
-// signature rules compared.
+// card.drift recorded (nil: unsigned).
 func signedAs(body *detector.Card, s *detector.Signature) *detector.Card {
 	if body == nil {
 		return nil
