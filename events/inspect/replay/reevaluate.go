@@ -65,23 +65,67 @@ type SkippedVerdict struct {
 // reports every verdict whose action would change. See the package
 // documentation for what it can and cannot reproduce.
 func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Report, error) {
-	if re.Posture != "" {
-		if _, err := detector.ParsePosture(string(re.Posture)); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
-		}
-	}
-	if err := q.validate(); err != nil {
-		return nil, err
-	}
-	drifts, subs, err := r.verdicts(ctx, q)
+	judged, skipped, err := r.Rejudge(ctx, q, re)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Query: q, Posture: re.Posture, Rules: re.Rules, Differences: []Difference{}}
+	rep := &Report{Query: q, Posture: re.Posture, Rules: re.Rules, Differences: []Difference{}, Skipped: skipped}
+	for _, j := range judged {
+		rep.Evaluated++
+		d := j.Recorded
+		if j.Verdict.Action == d.Verdict.Action {
+			continue
+		}
+		rep.Differences = append(rep.Differences, Difference{
+			Time: j.Time, TaskID: d.TaskID, AgentURL: d.AgentURL, Trigger: d.Trigger,
+			Pinned: d.Pinned.Digest, Live: d.Live.Digest, SkillID: j.Requirements.SkillID, Idempotent: j.Requirements.Idempotent,
+			Old: d.Verdict, New: j.Verdict, Findings: j.Findings,
+		})
+	}
+	slices.SortStableFunc(rep.Differences, func(a, b Difference) int {
+		return cmp.Or(a.Time.Compare(b.Time), strings.Compare(a.TaskID, b.TaskID), strings.Compare(a.Trigger.EventID, b.Trigger.EventID))
+	})
+	return rep, nil
+}
+
+// Rejudged is one recorded verdict judged again (Reader.Rejudge).
+type Rejudged struct {
+	// Time and EventID are the recorded card.drift's, Recorded its data.
+	Time     time.Time
+	EventID  string
+	Recorded events.Drift
+	// Requirements are the task's, from its submission (with the defaults).
+	Requirements detector.Requirements
+	// Findings and Verdict are the worker's decision (task.Decide) on the
+	// recorded pin, bodies and signers, with the Reevaluation's posture and
+	// rules.
+	Findings []detector.Finding
+	Verdict  detector.Verdict
+}
+
+// Rejudge judges every card.drift q selects again, as Reevaluate does, and
+// returns every verdict it could judge, in timeline order, with those it
+// could not. Reevaluate is Rejudge keeping only the verdicts whose action
+// changed.
+func (r *Reader) Rejudge(ctx context.Context, q Query, re Reevaluation) ([]Rejudged, []SkippedVerdict, error) {
+	if re.Posture != "" {
+		if _, err := detector.ParsePosture(string(re.Posture)); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+		}
+	}
+	if err := q.validate(); err != nil {
+		return nil, nil, err
+	}
+	drifts, subs, err := r.verdicts(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	var judged []Rejudged
+	var skipped []SkippedVerdict
 	for _, e := range drifts {
 		d := e.Data.(events.Drift)
 		skip := func(reason string) {
-			rep.Skipped = append(rep.Skipped, SkippedVerdict{Time: e.Time, TaskID: d.TaskID, EventID: e.ID, Reason: reason})
+			skipped = append(skipped, SkippedVerdict{Time: e.Time, TaskID: d.TaskID, EventID: e.ID, Reason: reason})
 		}
 		sub, ok := submissionAt(subs[d.TaskID], e)
 		if !ok {
@@ -91,7 +135,7 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 		req := sub.Requirements() // with the defaults: fail-closed unless the client said degrade
 		live, err := r.body(ctx, d.Live.Digest)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if live.card == nil {
 			skip("the live card " + d.Live.Digest + " was not recorded")
@@ -99,7 +143,7 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 		}
 		pinned, err := r.body(ctx, d.Pinned.Digest)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		pin, obs := recorded(d, req, live.card)
 		var taskFindings []detector.Finding
@@ -116,24 +160,13 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 				taskFindings = append(taskFindings, f)
 			}
 		}
-		// The worker's own decision (task.Decide), on the recorded bodies,
-		// with re's posture and rules.
+		// The worker's own decision, on the recorded bodies, with re's
+		// posture and rules.
 		dec := task.Decide(pin, pinned.card, obs, taskFindings, task.Policy{Posture: re.Posture, Rules: re.Rules})
-		findings, v := dec.Findings, dec.Verdict
-		rep.Evaluated++
-		if v.Action == d.Verdict.Action {
-			continue
-		}
-		rep.Differences = append(rep.Differences, Difference{
-			Time: e.Time, TaskID: d.TaskID, AgentURL: d.AgentURL, Trigger: d.Trigger,
-			Pinned: d.Pinned.Digest, Live: d.Live.Digest, SkillID: req.SkillID, Idempotent: req.Idempotent,
-			Old: d.Verdict, New: v, Findings: findings,
-		})
+		judged = append(judged, Rejudged{Time: e.Time, EventID: e.ID, Recorded: d, Requirements: req,
+			Findings: dec.Findings, Verdict: dec.Verdict})
 	}
-	slices.SortStableFunc(rep.Differences, func(a, b Difference) int {
-		return cmp.Or(a.Time.Compare(b.Time), strings.Compare(a.TaskID, b.TaskID), strings.Compare(a.Trigger.EventID, b.Trigger.EventID))
-	})
-	return rep, nil
+	return judged, skipped, nil
 }
 
 // verdicts reads the card.drift entries q selects, in timeline order, and
