@@ -52,31 +52,19 @@ type Policy struct {
 	Rules *detector.RuleSet
 }
 
-// Observation is a live card observation the shell made for the core.
+// Observation is a live card observation (detector.Observation, as the
+// fetcher made it) with what the shared lease says of the agent's replicas
+// when it was made: the core's view of it. observation.Of (under
+// events/internal) makes it from a fetcher observation for the worker and
+// the planner's Checker.
 type Observation struct {
-	CardURL     string
-	Digest      string
-	Fingerprint string
-	ETag        string
-	Card        *detector.Card
-	// FetchedAt is when the fetch or revalidation behind it completed.
-	FetchedAt time.Time
-	// VerifiedAt is when an unconditional (full) fetch last confirmed the
-	// card's content: a 304 refreshes FetchedAt but proves nothing about
-	// content behind an ETag derived from the version only.
-	VerifiedAt time.Time
-	// Signatures are what verifying the live card's signatures found (the
-	// fetcher does it once per body), one per entry of its "signatures"
-	// array; nil for an unsigned card. A signed card with nil Signatures
-	// was not verified: its signer is then unknown.
-	Signatures []detector.Signature
+	detector.Observation
 	// Replicas are the digests the agent served within the consistency
 	// Window while its replicas disagree (split brain: the shell reads it
 	// from the shared lease, store.Replicas decides); nil otherwise. While
 	// set, every card.drift of a task on the agent carries a
 	// replicas-disagree finding.
 	Replicas []string
-	Window   time.Duration
 	// Seen are the digests the agent served within the consistency window,
 	// with when each was first and last seen (from the shared lease):
 	// Recheck uses them to tell a stale observation from a newer one.

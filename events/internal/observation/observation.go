@@ -12,15 +12,12 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// Of is the core's view of a fetcher observation at now: the card, its
-// verified signatures, and the digests the agent served within the lease's
+// Of is the core's view of a fetcher observation at now: the observation
+// itself (detector.Observation, shared, not copied field by field), and the digests the agent served within the lease's
 // consistency window (Seen), with those of its replicas while they disagree
 // (split brain, as store.Replicas decides at now).
 func Of(o fetcher.Observation, now time.Time) task.Observation {
-	to := task.Observation{
-		CardURL: o.CardURL, Digest: o.Digest, Fingerprint: o.Fingerprint, ETag: o.ETag,
-		Card: o.Card, FetchedAt: o.FetchedAt, VerifiedAt: o.VerifiedAt, Signatures: o.Signatures,
-	}
+	to := task.Observation{Observation: o.Observation}
 	window := o.Replicas.Window(now, o.Window)
 	for _, s := range window {
 		to.Seen = append(to.Seen, task.Sighting{Digest: s.Digest, FirstSeen: s.FirstSeen, LastSeen: s.LastSeen})
@@ -29,7 +26,6 @@ func Of(o fetcher.Observation, now time.Time) task.Observation {
 		for _, s := range window {
 			to.Replicas = append(to.Replicas, s.Digest)
 		}
-		to.Window = o.Window
 	}
 	return to
 }
