@@ -47,39 +47,37 @@ type diffHistory struct {
 }
 
 // verdictOf is what one door decided, normalised for comparison: the
-// verdict and every finding (rule, severity, path, touches). Impact reports
-// no paths, so withPaths is false for it.
+// verdict and every finding's rule, severity, path and touches.
 type verdictOf struct {
 	door     string
 	action   detector.Action
 	posture  detector.Posture
 	reason   string
-	findings []string
+	findings []findingOf
 }
 
-func normalise(door string, v detector.Verdict, fs []detector.Finding, withPaths bool) verdictOf {
-	out := verdictOf{door: door, action: v.Action, posture: v.Posture, reason: v.Reason, findings: []string{}}
+type findingOf struct {
+	rule     string
+	severity detector.Severity
+	path     string
+	touches  bool
+}
+
+func normalise(door string, v detector.Verdict, fs []detector.Finding) verdictOf {
+	out := verdictOf{door: door, action: v.Action, posture: v.Posture, reason: v.Reason, findings: []findingOf{}}
 	for _, f := range fs {
-		out.findings = append(out.findings, findingKey(f.Rule, f.Severity, f.Path, f.Touches, withPaths))
+		out.findings = append(out.findings, findingOf{f.Rule, f.Severity, f.Path, f.Touches})
 	}
 	return out
 }
 
-func findingKey(rule string, sev detector.Severity, path string, touches, withPath bool) string {
-	if !withPath {
-		path = "-"
-	}
-	return fmt.Sprintf("%s/%s/%s/%t", rule, sev, path, touches)
-}
-
-// withoutPaths is v as impact reports it.
+// withoutPaths is v as carddrift impact reports it: findings without paths.
 func (v verdictOf) withoutPaths() verdictOf {
 	out := v
 	out.findings = nil
 	for _, f := range v.findings {
-		parts := strings.SplitN(f, "/", 3) // rule/severity/path.../touches
-		touches := f[strings.LastIndex(f, "/")+1:]
-		out.findings = append(out.findings, parts[0]+"/"+parts[1]+"/-/"+touches)
+		f.path = ""
+		out.findings = append(out.findings, f)
 	}
 	return out
 }
@@ -89,7 +87,7 @@ func (v verdictOf) same(w verdictOf) bool {
 }
 
 func (v verdictOf) String() string {
-	return fmt.Sprintf("%s: %s (%s) %q %v", v.door, v.action, v.posture, v.reason, v.findings)
+	return fmt.Sprintf("%s: %s (%s) %q %+v", v.door, v.action, v.posture, v.reason, v.findings)
 }
 
 // TestVerdictDifferential feeds the same histories to the four doors of the
@@ -212,7 +210,7 @@ func TestVerdictDifferential(t *testing.T) {
 			}
 			last := drifts[len(drifts)-1]
 			wd := last.Data.(events.Drift)
-			doors := []verdictOf{normalise("worker", wd.Verdict, wd.Findings, true)}
+			doors := []verdictOf{normalise("worker", wd.Verdict, wd.Findings)}
 			if wd.Verdict.Action != h.want || !slices.Contains(detector.RuleIDs(wd.Findings), h.wantRule) {
 				t.Fatalf("worker: %v, want %s with %s: not the history meant", doors[0], h.want, h.wantRule)
 			}
@@ -224,7 +222,7 @@ func TestVerdictDifferential(t *testing.T) {
 			if i < 0 {
 				t.Fatalf("replay did not re-judge card.drift %s (skipped: %+v)", last.ID, skipped)
 			}
-			doors = append(doors, normalise("replay", judged[i].Verdict, judged[i].Findings, true))
+			doors = append(doors, normalise("replay", judged[i].Verdict, judged[i].Findings))
 
 			// The planner's Checker, with the task's pinned card.
 			dec, err := checker.Check(ctx, req, agent.URL(), planner.WithPinnedDigest(pin.Digest))
@@ -238,7 +236,7 @@ func TestVerdictDifferential(t *testing.T) {
 			case err != nil:
 				t.Fatalf("planner: Check = %v", err)
 			default:
-				doors = append(doors, normalise("planner", *dec.Verdict, dec.Findings, true))
+				doors = append(doors, normalise("planner", *dec.Verdict, dec.Findings))
 			}
 
 			for _, d := range doors[1:] {
@@ -264,9 +262,9 @@ func TestVerdictDifferential(t *testing.T) {
 				t.Fatalf("impact: no task %s in %+v", taskID, rep.Tasks)
 			}
 			it := rep.Tasks[j]
-			iv := verdictOf{door: "impact", action: it.Action, posture: it.Posture, reason: it.Reason, findings: []string{}}
+			iv := verdictOf{door: "impact", action: it.Action, posture: it.Posture, reason: it.Reason, findings: []findingOf{}}
 			for _, f := range it.Findings {
-				iv.findings = append(iv.findings, findingKey(f.Rule, f.Severity, "", f.Touches, false))
+				iv.findings = append(iv.findings, findingOf{rule: f.Rule, severity: f.Severity, touches: f.Touches})
 			}
 			if want := doors[0].withoutPaths(); !iv.same(want) {
 				t.Errorf("the doors disagree:\n  %v\n  %v", want, iv)
