@@ -21,10 +21,17 @@
 //
 // Each returns a Result: the card body to store, the pin to write (before
 // publishing for submissions, after for transitions) and the events to
-// publish (card.pinned, card.drift, card.unreachable), and the outcome. The
-// verdict itself is the detector's (detector.Evaluate and EvaluateUnknown);
-// what the core adds is which findings the task's own events show, when a
-// fetch is needed and how, and what is published once.
+// publish (card.pinned, card.drift, card.unreachable), and the outcome.
+//
+// One verdict: Decide decides a task's findings and verdict from its pin,
+// the pinned body, the live observation, the task-level findings and the
+// shell's Policy (posture for signed fleets, a posture that replaces the
+// task's own, the rule set: detector.RuleSet). The worker (through Judge and
+// Observed), carddrift impact (Assess), replay --reevaluate and the
+// planner's Checker all call it, so that they cannot judge one history two
+// ways (test/verdict_differential_test.go holds them to it). What the core
+// adds to the detector's rules is which findings the task's own events show,
+// when a fetch is needed and how, and what is published once.
 //
 // Signed cards: verifying a signature takes keys, and keys take I/O, so the
 // shell verifies (the fetcher, once per body) and hands the results in:
@@ -32,7 +39,7 @@
 // the client's card. The pin records them (Pin.Signatures; card.pinned and
 // card.drift carry the signer), and since signatures never change a digest,
 // a live card with the pinned digest is still compared when either is
-// signed. Meta.RequireSigned is the posture for signed fleets.
+// signed. Policy.RequireSigned is the posture for signed fleets.
 //
 // Everything here is deterministic: the shell passes the clock in Meta.
 package task

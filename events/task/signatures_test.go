@@ -106,7 +106,7 @@ func TestSignatureTransitions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := Meta{Seq: 5, Time: t0.Add(2), Now: t0.Add(2), RequireSigned: tt.requireSigned}
+			m := Meta{Seq: 5, Time: t0.Add(2), Now: t0.Add(2), Policy: Policy{RequireSigned: tt.requireSigned}}
 			tr := Begin(request("message/stream", 1), m, tt.pin, signed.c)
 			r := tr.Judge(tt.live)
 			if r.Outcome != tt.wantOutcome {

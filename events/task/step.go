@@ -29,38 +29,42 @@ type Meta struct {
 	Time time.Time
 	// Now is the shell's clock when it handles the event.
 	Now time.Time
+	// Policy is how the shell judges every task (carddrift serve:
+	// RequireSigned from --require-signed-cards, the registry's rules).
+	Policy
+}
+
+// Policy is how a shell judges every task, beside the task's own
+// requirements. The zero value judges as carddrift serve does with its
+// defaults: the task's posture, the registry's rules, signatures not
+// required.
+type Policy struct {
 	// RequireSigned is the shell's posture for signed fleets (carddrift
 	// serve --require-signed-cards): a live card none of whose signatures
 	// verifies is a breaking signature-required finding for every task
 	// (detector.CheckSigned), judged at every transition that observes it.
 	RequireSigned bool
+	// Posture, if set, replaces every task's own (Requirements.Posture):
+	// carddrift replay --reevaluate --posture, the planner's WithPosture.
+	Posture detector.Posture
+	// Rules is the rule set the findings are judged with (nil: the
+	// registry as it is, what carddrift serve runs).
+	Rules *detector.RuleSet
 }
 
-// Observation is a live card observation the shell made for the core.
+// Observation is a live card observation (detector.Observation, as the
+// fetcher made it) with what the shared lease says of the agent's replicas
+// when it was made: the core's view of it. observation.Of (under
+// events/internal) makes it from a fetcher observation for the worker and
+// the planner's Checker.
 type Observation struct {
-	CardURL     string
-	Digest      string
-	Fingerprint string
-	ETag        string
-	Card        *detector.Card
-	// FetchedAt is when the fetch or revalidation behind it completed.
-	FetchedAt time.Time
-	// VerifiedAt is when an unconditional (full) fetch last confirmed the
-	// card's content: a 304 refreshes FetchedAt but proves nothing about
-	// content behind an ETag derived from the version only.
-	VerifiedAt time.Time
-	// Signatures are what verifying the live card's signatures found (the
-	// fetcher does it once per body), one per entry of its "signatures"
-	// array; nil for an unsigned card. A signed card with nil Signatures
-	// was not verified: its signer is then unknown.
-	Signatures []detector.Signature
+	detector.Observation
 	// Replicas are the digests the agent served within the consistency
 	// Window while its replicas disagree (split brain: the shell reads it
 	// from the shared lease, detector.Replicas decides); nil otherwise. While
 	// set, every card.drift of a task on the agent carries a
 	// replicas-disagree finding.
 	Replicas []string
-	Window   time.Duration
 	// Seen are the digests the agent served within the consistency window,
 	// with when each was first and last seen (from the shared lease):
 	// Recheck uses them to tell a stale observation from a newer one.
@@ -306,11 +310,11 @@ func evaluate(ev events.Event, m Meta, pin *Pin, dirty bool, pinnedCard *detecto
 		}
 		return r
 	}
-	findings, v, compared := judge(m, *pin, pinnedCard, obs, taskFindings)
-	if !compared {
+	d := Decide(*pin, pinnedCard, obs, taskFindings, m.Policy)
+	if !d.Compared {
 		return keep(OutcomeUnchanged)
 	}
-	if len(findings) == 0 {
+	if len(d.Findings) == 0 {
 		// Another form of the same card (an SDK answering by A2A-Version),
 		// or a change no rule sees: nothing to tell a planner.
 		if pin.LiveDigest != obs.Digest {
@@ -325,7 +329,7 @@ func evaluate(ev events.Event, m Meta, pin *Pin, dirty bool, pinnedCard *detecto
 			Signer: pin.Signer()},
 		Live: events.CardRef{Digest: obs.Digest, Fingerprint: obs.Fingerprint, ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC(),
 			Signer: signer(obs.Signatures)},
-		Findings: findings, Verdict: v, Trigger: trigger(ev),
+		Findings: d.Findings, Verdict: d.Verdict, Trigger: trigger(ev),
 	}
 	id := events.MsgID(drift)
 	if pin.HasReported(id) {
@@ -336,47 +340,83 @@ func evaluate(ev events.Event, m Meta, pin *Pin, dirty bool, pinnedCard *detecto
 	return Result{Pin: pin, Publish: []events.Data{drift}, Outcome: OutcomeDrift}
 }
 
-// judge is the decision of evaluate: the findings between the pin and the
-// live observation with the task-level findings, and the verdict. compared
-// is false when the live card is the pinned one and nothing else is to be
-// judged (no task finding, neither card signed). Signatures never change a
-// digest: a live card with the pinned digest is still compared when either
-// card is signed (who signed it may have changed), and under RequireSigned
-// the live card must carry a signature that verifies. While the agent's
-// replicas disagree (Observation.Replicas), findings carry replicas-disagree.
-func judge(m Meta, pin Pin, pinnedCard *detector.Card, obs Observation, taskFindings []detector.Finding) (findings []detector.Finding, v detector.Verdict, compared bool) {
+// Decision is the task core's verdict on a task: what Decide found.
+type Decision struct {
+	// Findings are every finding between the pinned and the live card with
+	// the task-level ones, after the rule set, sorted as Diff sorts them,
+	// each with Touches set for the task. Empty when the cards are the same
+	// or no rule tells them apart.
+	Findings []detector.Finding
+	// Verdict is the task's verdict on Findings (continue, "no drift", when
+	// there are none).
+	Verdict detector.Verdict
+	// Compared is false when the live card is the pinned one and nothing
+	// else was to be judged (no task finding, neither card signed): the
+	// worker then publishes nothing and does not even diff.
+	Compared bool
+}
+
+// Drift reports whether the worker would publish a card.drift for this
+// decision: the cards were compared and some finding remains.
+func (d Decision) Drift() bool { return d.Compared && len(d.Findings) > 0 }
+
+// Decide is the task core's one verdict, the decision every shell takes (the
+// worker at each capability-dependent transition and when a client digest is
+// not the live card; carddrift impact; replay --reevaluate; the planner's
+// Checker): the findings and verdict of a task whose state is pin (pinned is
+// its stored body, nil when carddrift never saw it) against the live
+// observation obs, with the task-level findings the task's own events showed
+// (unmodeled-skill, artifact-type-undeclared, blind-retry), under the shell's
+// policy p. It is pure and deterministic; the shells do the I/O.
+//
+// Signatures never change a digest: a live card with the pinned digest is
+// still compared when either card is signed (who signed it may have
+// changed), with the signatures the pin recorded for the pinned card
+// (Pin.Signatures) and the observation's for the live one. Under
+// p.RequireSigned the live card must carry a signature that verifies with a
+// trusted key (signature-required). A pin by a digest whose body is unknown
+// is judged with pinned-card-unknown (detector.EvaluateUnknown). While the
+// agent's replicas disagree (Observation.Replicas), the findings, if any,
+// carry replicas-disagree. Then p.Rules drops and re-grades findings, and
+// the verdict is judged with p.Posture, else the task's own.
+func Decide(pin Pin, pinned *detector.Card, obs Observation, taskFindings []detector.Finding, p Policy) Decision {
+	req := pin.Requirements
+	posture := req.Posture
+	if p.Posture != "" {
+		posture = p.Posture
+	}
 	live := obs.card()
 	taskFindings = slices.Clip(taskFindings)
-	if m.RequireSigned {
+	if p.RequireSigned {
 		if f, ok := detector.CheckSigned(live); ok {
 			taskFindings = append(taskFindings, f)
 		}
 	}
-	if pinnedCard == nil && obs.Digest == pin.Digest {
-		pinnedCard = obs.Card // the same content
+	if pinned == nil && obs.Digest == pin.Digest {
+		pinned = obs.Card // the same content
 	}
-	pinnedCard = pin.card(pinnedCard)
-	if obs.Digest == pin.Digest && len(taskFindings) == 0 && !signedEither(pinnedCard, live) {
-		return nil, v, false
+	pinned = pin.card(pinned)
+	against := pinned
+	if obs.Digest == pin.Digest && len(taskFindings) == 0 && !signedEither(pinned, live) {
+		return Decision{Findings: []detector.Finding{}, Verdict: detector.Judge(nil, pinned, live, req, posture)}
 	}
-	req := pin.Requirements
-	if pinnedCard != nil {
-		findings, v = detector.Evaluate(pinnedCard, live, req, req.Posture, taskFindings...)
+	var findings []detector.Finding
+	if pinned != nil {
+		findings = append(detector.Diff(pinned, live), taskFindings...)
 	} else {
-		findings, v = detector.EvaluateUnknown(pin.Digest, obs.Digest, live, req, req.Posture, taskFindings...)
+		findings, _ = detector.EvaluateUnknown(pin.Digest, obs.Digest, live, req, posture, taskFindings...)
+		against = live // the only card known
 	}
 	if len(findings) > 0 {
 		// The cause of drift that comes and goes rides along with it; on
 		// its own it is the agent's news (card.inconsistent), not the
 		// task's.
 		if f, ok := detector.CheckReplicas(obs.Replicas, obs.Window); ok {
-			if pinnedCard == nil {
-				pinnedCard = live
-			}
-			findings, v = detector.Assess(append(findings, f), pinnedCard, live, req, req.Posture)
+			findings = append(findings, f)
 		}
 	}
-	return findings, v, true
+	findings, v := detector.Assess(p.Rules.Apply(findings), against, live, req, posture)
+	return Decision{Findings: findings, Verdict: v, Compared: true}
 }
 
 // Assess is what the core would judge of a live card for the task whose
@@ -385,17 +425,17 @@ func judge(m Meta, pin Pin, pinnedCard *detector.Card, obs Observation, taskFind
 // findings and verdict of the card.drift it would publish, and false when
 // it would publish none (the pinned card, or a card no rule tells apart).
 // A pending pin would be completed, not judged: false. carddrift impact
-// asks it of a proposed card for every live pin of an agent; it is the
-// worker's decision, without the bookkeeping of what was published.
+// asks it of a proposed card for every live pin of an agent; it is Decide,
+// without the bookkeeping of what was published.
 func Assess(pin Pin, pinned *detector.Card, obs Observation, m Meta) ([]detector.Finding, detector.Verdict, bool) {
 	if pin.Pending() {
 		return nil, detector.Verdict{}, false
 	}
-	findings, v, compared := judge(m, pin, pinned, obs, nil)
-	if !compared || len(findings) == 0 {
-		return nil, v, false
+	d := Decide(pin, pinned, obs, nil, m.Policy)
+	if !d.Drift() {
+		return nil, d.Verdict, false
 	}
-	return findings, v, true
+	return d.Findings, d.Verdict, true
 }
 
 // signedEither reports that the pinned or the live card is signed, so that

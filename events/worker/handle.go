@@ -9,6 +9,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/observation"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
@@ -26,7 +27,7 @@ type delivery struct {
 // meta is the core's view of where and when ev was delivered.
 func (w *Worker) meta(ev events.Event, dl delivery) task.Meta {
 	now := w.opts.Now()
-	m := task.Meta{Seq: dl.seq, Time: ev.Time, Now: now, RequireSigned: w.opts.RequireSignedCards}
+	m := task.Meta{Seq: dl.seq, Time: ev.Time, Now: now, Policy: task.Policy{RequireSigned: w.opts.RequireSignedCards}}
 	if m.Time.IsZero() {
 		m.Time = now
 	}
@@ -94,25 +95,11 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 	return w.carryOut(ctx, res, rev)
 }
 
-// observation is the core's view of a fetcher observation: with the
-// digests the agent's replicas serve while they disagree (split brain, as
-// the shared lease's window says now).
+// observation is the core's view of a fetcher observation
+// (observation.Of, as the planner's Checker makes it), at the worker's
+// clock.
 func (w *Worker) observation(o fetcher.Observation) task.Observation {
-	to := task.Observation{
-		CardURL: o.CardURL, Digest: o.Digest, Fingerprint: o.Fingerprint, ETag: o.ETag,
-		Card: o.Card, FetchedAt: o.FetchedAt, VerifiedAt: o.VerifiedAt, Signatures: o.Signatures,
-	}
-	now := w.opts.Now()
-	for _, s := range o.Replicas.Window(now, o.Window) {
-		to.Seen = append(to.Seen, s)
-	}
-	if o.Replicas.Disagree(now, o.Window) {
-		for _, s := range o.Replicas.Window(now, o.Window) {
-			to.Replicas = append(to.Replicas, s.Digest)
-		}
-		to.Window = o.Window
-	}
-	return to
+	return observation.Of(o, w.opts.Now())
 }
 
 // reportInconsistent publishes card.inconsistent for a split-brain episode

@@ -18,23 +18,21 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// Observation is one look at a live card.
+// Observation is one look at a live card: the observation itself
+// (detector.Observation, the one type the task core judges: card URL,
+// digest, fingerprint, ETag, card, when fetched and verified, signatures,
+// consistency window) and what the fetch was. Fetch leaves Fingerprint,
+// Raw and Card empty after a 304 (the digest is then the one already known
+// for the ETag; the body is not rehashed); Observe always fills them (from
+// its cache or Cards) and sets VerifiedAt, Replicas and Window;
+// ObserveAgent also fills Signatures (Verify). For a lease, FetchedAt is
+// when the fetch behind it completed.
 type Observation struct {
-	// CardURL is the URL requested (redirects are followed but not recorded).
-	CardURL string
+	detector.Observation
 	// Status is 200 for a full response, 304 for a successful revalidation,
 	// and 0 when Observe served the observation from a fresh lease without a
 	// request (FromLease).
 	Status int
-	// Digest is the card's canonical digest ("sha256:<hex>"). After a 304 it is
-	// the digest already known for the ETag; the body is not rehashed.
-	Digest string
-	// Fingerprint is the card's skill fingerprint (detector.Fingerprint).
-	// Fetch leaves it empty after a 304; Observe always fills it.
-	Fingerprint string
-	// ETag is the entity tag to revalidate with ("" when the server sent none
-	// or an unusable one).
-	ETag string
 	// CacheControl is the response's Cache-Control as served (its lines
 	// joined by ", "), which MaxAge comes from. Fetch fills it; an
 	// observation served from a lease has none.
@@ -42,38 +40,21 @@ type Observation struct {
 	// MaxAge is the lease: Cache-Control max-age minus Age, or the default,
 	// clamped to [MinLease, MaxLease].
 	MaxAge time.Duration
-	// FetchedAt is when the fetch or revalidation completed (for a lease, when
-	// the fetch behind it completed).
-	FetchedAt time.Time
 	// Latency is the time from sending the request to the end of the body (0
 	// for a lease).
 	Latency time.Duration
-	// Raw is the body as served, and Card the parsed card. Fetch leaves both
-	// nil after a 304; Observe always fills them (from its cache or Cards).
-	// Both are shared between callers: read-only.
-	Raw  []byte
-	Card *detector.Card
+	// Raw is the body as served (shared between callers: read-only).
+	Raw []byte
 	// Full is set when the request was unconditional (no If-None-Match).
 	Full bool
 	// FromLease is set when Observe made no request: the observation is the
 	// shared lease's, fetched earlier by this or another worker.
 	FromLease bool
-	// VerifiedAt is when an unconditional (200) fetch last confirmed this
-	// digest (Observe sets it): a 304 behind an ETag derived from the card's
-	// version refreshes FetchedAt without looking at the content, so only
-	// VerifiedAt says the content was current at a given time.
-	VerifiedAt time.Time
-	// Signatures are what verifying the card's signatures found (Verify),
-	// one per entry of its "signatures" array; nil for an unsigned card.
-	// ObserveAgent fills them; Fetch and Observe leave them nil.
-	Signatures []detector.Signature
 	// Replicas is the agent's window of recent live digests as the shared
 	// lease holds it with this observation (Observe fills it; see
-	// detector.Replicas), and Window the consistency window it is judged with
-	// (Options.ConsistencyWindow): Replicas.Disagree(now, Window) is split
-	// brain.
+	// detector.Replicas), judged with Window (Options.ConsistencyWindow):
+	// Replicas.Disagree(now, Window) is split brain.
 	Replicas detector.Replicas
-	Window   time.Duration
 }
 
 // Request is one low-level fetch.
@@ -241,7 +222,7 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 // conditional request) yields req.Digest and no body. Every failure is a
 // *FetchError. Fetch returns within Options.TotalTimeout.
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (Observation, error) {
-	obs := Observation{CardURL: req.URL}
+	obs := observationAt(req.URL)
 	hreq, end, err := f.begin(ctx, req.URL)
 	if err != nil {
 		return obs, err
@@ -382,4 +363,11 @@ func (f *Fetcher) lease(h http.Header) time.Duration {
 // errClosedFetch is the error of a call made after Close.
 func errClosedFetch(url string) error {
 	return &FetchError{URL: url, Reason: ReasonCanceled, Err: ErrClosed}
+}
+
+// observationAt is the Observation of cardURL before anything was read.
+func observationAt(cardURL string) Observation {
+	var o Observation
+	o.CardURL = cardURL
+	return o
 }

@@ -62,24 +62,24 @@ func (f *Fetcher) Observe(ctx context.Context, cardURL string, force bool) (Obse
 	requested := f.opts.Now()
 	canon, err := CanonicalURL(cardURL)
 	if err != nil {
-		return Observation{CardURL: cardURL}, err
+		return observationAt(cardURL), err
 	}
 	cardURL = canon
 	if ctx.Err() != nil {
-		return Observation{CardURL: cardURL}, ctxError(cardURL, ctx)
+		return observationAt(cardURL), ctxError(cardURL, ctx)
 	}
 	for {
 		fl, err := f.join(cardURL, force, requested)
 		if err != nil {
-			return Observation{CardURL: cardURL}, err
+			return observationAt(cardURL), err
 		}
 		select {
 		case <-fl.done:
 		case <-ctx.Done():
-			return Observation{CardURL: cardURL}, ctxError(cardURL, ctx)
+			return observationAt(cardURL), ctxError(cardURL, ctx)
 		}
 		if fl.err != nil {
-			return Observation{CardURL: cardURL}, fl.err
+			return observationAt(cardURL), fl.err
 		}
 		// A forced caller that joined a flight begun before it asked must not
 		// get a full fetch older than its request; it then takes the next one.
@@ -160,7 +160,7 @@ func (f *Fetcher) run(url string, fl *flight) {
 
 // observe is the cross-worker lease protocol for one flight.
 func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested time.Time) (Observation, time.Time, error) {
-	obs := Observation{CardURL: url}
+	obs := observationAt(url)
 	waitUntil := time.Now().Add(f.opts.TotalTimeout)
 	backoff := pollMin
 	for {
@@ -247,7 +247,7 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, lease store.Le
 		} else {
 			f.releaseClaim(ctx, lease, claimRev)
 		}
-		return Observation{CardURL: url}, time.Time{}, err
+		return observationAt(url), time.Time{}, err
 	}
 
 	fullAt := lease.LastFullFetch
@@ -483,16 +483,18 @@ func (f *Fetcher) loadCard(ctx context.Context, digest string) (*cardEntry, erro
 
 func leaseObservation(l store.Lease, e *cardEntry) Observation {
 	return Observation{
-		CardURL:     l.CardURL,
-		Digest:      l.Digest,
-		Fingerprint: e.fingerprint,
-		ETag:        l.ETag,
-		MaxAge:      l.MaxAge,
-		FetchedAt:   l.FetchedAt,
-		Raw:         e.card.Raw,
-		Card:        e.card,
-		FromLease:   true,
-		Replicas:    l.Replicas,
+		Observation: detector.Observation{
+			CardURL:     l.CardURL,
+			Digest:      l.Digest,
+			Fingerprint: e.fingerprint,
+			ETag:        l.ETag,
+			FetchedAt:   l.FetchedAt,
+			Card:        e.card,
+		},
+		MaxAge:    l.MaxAge,
+		Raw:       e.card.Raw,
+		FromLease: true,
+		Replicas:  l.Replicas,
 	}
 }
 

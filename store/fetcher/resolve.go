@@ -62,7 +62,7 @@ func (f *Fetcher) observeAgent(ctx context.Context, agentURL, cardURL string, fo
 	}
 	urls, err := CardURLs(agentURL)
 	if err != nil {
-		return Observation{CardURL: agentURL}, err
+		return observationAt(agentURL), err
 	}
 	if len(urls) == 1 {
 		return observe(urls[0])
@@ -98,7 +98,7 @@ func (f *Fetcher) FetchAgent(ctx context.Context, agentURL, cardURL string) (Obs
 	}
 	urls, err := CardURLs(agentURL)
 	if err != nil {
-		return Observation{CardURL: agentURL}, err
+		return observationAt(agentURL), err
 	}
 	obs, _, err := firstCard(urls, fetch)
 	return obs, err
@@ -113,7 +113,7 @@ func firstCard(urls []string, get func(string) (Observation, error)) (obs Observ
 		return obs, false, firstErr
 	}
 	if obs, err = get(urls[1]); err != nil {
-		return Observation{CardURL: urls[0]}, false, fmt.Errorf("%w (then %s: %w)", firstErr, urls[1], err)
+		return observationAt(urls[0]), false, fmt.Errorf("%w (then %s: %w)", firstErr, urls[1], err)
 	}
 	return obs, true, nil
 }

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/defaults"
+	"github.com/carddrift/carddrift/events/internal/observation"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
@@ -28,15 +32,25 @@ type CheckerOptions struct {
 	Fetch fetcher.Options
 	// Cards resolves WithPinnedDigest to a card body. Default Fetch.Cards.
 	Cards store.Cards
+	// RequireSigned judges as carddrift serve --require-signed-cards does:
+	// a live card none of whose signatures verifies with a trusted key is
+	// a breaking signature-required finding for every task. Set it as the
+	// workers run.
+	RequireSigned bool
+	// Now is the clock split brain is judged at (default time.Now), as the
+	// workers' is.
+	Now func() time.Time
 }
 
 // Checker answers, before a planner submits (or re-submits) a task, whether
 // the live card of an agent still satisfies it. Safe for concurrent use;
 // Close it when done.
 type Checker struct {
-	f     *fetcher.Fetcher
-	own   bool
-	cards store.Cards
+	f      *fetcher.Fetcher
+	own    bool
+	cards  store.Cards
+	signed bool
+	now    func() time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -45,7 +59,7 @@ type Checker struct {
 // NewChecker builds a Checker. It does not touch the network. Errors wrap
 // ErrInvalidOptions (with the fetcher's validation error).
 func NewChecker(opts CheckerOptions) (*Checker, error) {
-	c := &Checker{f: opts.Fetcher, cards: opts.Cards}
+	c := &Checker{f: opts.Fetcher, cards: opts.Cards, signed: opts.RequireSigned, now: defaults.Clock(opts.Now)}
 	if c.cards == nil {
 		c.cards = opts.Fetch.Cards
 	}
@@ -140,7 +154,9 @@ type Decision struct {
 	// Pinned, Findings and Verdict are set only when a pinned card was given
 	// (WithPinned, WithPinnedCard, WithPinnedDigest): the pinned card's
 	// identity, every finding between it and the live card, and the task's
-	// verdict exactly as a worker would judge it (detector.Evaluate).
+	// verdict exactly as a worker would judge it (task.Decide, the worker's
+	// own decision: with the signers of both cards, the agent's split-brain
+	// window from the shared lease and CheckerOptions.RequireSigned).
 	Pinned   *events.CardRef
 	Findings []detector.Finding
 	Verdict  *detector.Verdict
@@ -160,9 +176,15 @@ func (d Decision) OK() bool {
 // the shared lease when fresh, else a revalidation or fetch, exactly as a
 // worker does on a capability-dependent transition — and tells whether it
 // satisfies requirements (Decision.Unmet, see Unsatisfied). With a pinned
-// card (WithPinned, WithPinnedCard, WithPinnedDigest) it also runs
-// detector.Evaluate for the verdict, with requirements.Posture (or
-// WithPosture).
+// card (WithPinned, WithPinnedCard, WithPinnedDigest) it also judges the
+// task as a worker would (task.Decide), with requirements.Posture (or
+// WithPosture): the pinned card's signatures are verified as a worker
+// verifies a client's card (with the keys of the agent's live cards), the
+// live card's are the fetcher's, and the shared lease's split-brain window
+// adds replicas-disagree. A pinned digest whose body is not stored is
+// ErrUnknownPinned, where a worker would judge pinned-card-unknown: the
+// planner asks about a card it names, and a digest nobody stored names
+// none it can be told about.
 //
 // Errors: *UnreachableError (matches ErrUnreachable) when the live card
 // cannot be read — never a satisfied Decision; ErrInvalidPinned,
@@ -189,15 +211,15 @@ func (c *Checker) Check(ctx context.Context, requirements detector.Requirements,
 		Unmet: Unsatisfied(obs.Card, requirements),
 	}
 	if pinned != nil {
-		posture := cfg.posture
-		if posture == "" {
-			posture = requirements.Posture
+		pin := task.Pin{
+			AgentURL: agentURL, CardURL: cfg.cardURL, Digest: pinnedRef.Digest, Fingerprint: pinnedRef.Fingerprint,
+			Requirements: requirements,
+			// Verified as a worker verifies a client's card.
+			Signatures: c.f.VerifyAt(ctx, cmp.Or(cfg.cardURL, agentURL), pinned.Raw), SignaturesKnown: true,
 		}
-		findings, v := detector.Evaluate(pinned, obs.Card, requirements, posture)
-		if findings == nil {
-			findings = []detector.Finding{}
-		}
-		d.Pinned, d.Findings, d.Verdict = pinnedRef, findings, &v
+		dec := task.Decide(pin, pinned, observation.Of(obs, c.now()), nil,
+			task.Policy{RequireSigned: c.signed, Posture: cfg.posture})
+		d.Pinned, d.Findings, d.Verdict = pinnedRef, dec.Findings, &dec.Verdict
 	}
 	return d, nil
 }

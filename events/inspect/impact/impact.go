@@ -4,9 +4,9 @@
 // Assess reads every pin of the agent from the pin store (a Scanner: one
 // pass over the bucket), loads each pinned card body once, and asks the task
 // core what it would decide of the proposed card at a capability-dependent
-// transition (task.Assess: the worker's own decision, detector.Evaluate or
-// EvaluateUnknown under each pin's requirements and posture). It publishes
-// nothing and changes nothing.
+// transition (task.Assess: the worker's own decision, task.Decide, under
+// each pin's requirements and posture). It publishes nothing and changes
+// nothing.
 //
 //	rep, err := impact.Assess(ctx, impact.Source{Pins: st.Pins, Cards: st.Cards}, agentURL, raw, impact.Options{})
 //	…
@@ -120,9 +120,9 @@ func Assess(ctx context.Context, src Source, agentURL string, raw []byte, opts O
 	opts.Now = defaults.Clock(opts.Now)
 	opts.Workers = defaults.Positive(opts.Workers, runtime.GOMAXPROCS(0))
 	now := opts.Now()
-	obs := task.Observation{Digest: digest, Fingerprint: detector.Fingerprint(live), Card: live,
-		FetchedAt: now, VerifiedAt: now, Signatures: opts.Signatures}
-	meta := task.Meta{Time: now, Now: now, RequireSigned: opts.RequireSigned}
+	obs := task.Observation{Observation: detector.Observation{Digest: digest, Fingerprint: detector.Fingerprint(live), Card: live,
+		FetchedAt: now, VerifiedAt: now, Signatures: opts.Signatures}}
+	meta := task.Meta{Time: now, Now: now, Policy: task.Policy{RequireSigned: opts.RequireSigned}}
 
 	var pins []task.Pin
 	scanErr := src.Pins.Scan(ctx, func(p task.Pin, _ uint64) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 )
 
 // Reevaluation is what Reader.Reevaluate changes.
@@ -64,23 +65,67 @@ type SkippedVerdict struct {
 // reports every verdict whose action would change. See the package
 // documentation for what it can and cannot reproduce.
 func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Report, error) {
-	if re.Posture != "" {
-		if _, err := detector.ParsePosture(string(re.Posture)); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
-		}
-	}
-	if err := q.validate(); err != nil {
-		return nil, err
-	}
-	drifts, subs, err := r.verdicts(ctx, q)
+	judged, skipped, err := r.Rejudge(ctx, q, re)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Query: q, Posture: re.Posture, Rules: re.Rules, Differences: []Difference{}}
+	rep := &Report{Query: q, Posture: re.Posture, Rules: re.Rules, Differences: []Difference{}, Skipped: skipped}
+	for _, j := range judged {
+		rep.Evaluated++
+		d := j.Recorded
+		if j.Verdict.Action == d.Verdict.Action {
+			continue
+		}
+		rep.Differences = append(rep.Differences, Difference{
+			Time: j.Time, TaskID: d.TaskID, AgentURL: d.AgentURL, Trigger: d.Trigger,
+			Pinned: d.Pinned.Digest, Live: d.Live.Digest, SkillID: j.Requirements.SkillID, Idempotent: j.Requirements.Idempotent,
+			Old: d.Verdict, New: j.Verdict, Findings: j.Findings,
+		})
+	}
+	slices.SortStableFunc(rep.Differences, func(a, b Difference) int {
+		return cmp.Or(a.Time.Compare(b.Time), strings.Compare(a.TaskID, b.TaskID), strings.Compare(a.Trigger.EventID, b.Trigger.EventID))
+	})
+	return rep, nil
+}
+
+// Rejudged is one recorded verdict judged again (Reader.Rejudge).
+type Rejudged struct {
+	// Time and EventID are the recorded card.drift's, Recorded its data.
+	Time     time.Time
+	EventID  string
+	Recorded events.Drift
+	// Requirements are the task's, from its submission (with the defaults).
+	Requirements detector.Requirements
+	// Findings and Verdict are the worker's decision (task.Decide) on the
+	// recorded pin, bodies and signers, with the Reevaluation's posture and
+	// rules.
+	Findings []detector.Finding
+	Verdict  detector.Verdict
+}
+
+// Rejudge judges every card.drift q selects again, as Reevaluate does, and
+// returns every verdict it could judge, in timeline order, with those it
+// could not. Reevaluate is Rejudge keeping only the verdicts whose action
+// changed.
+func (r *Reader) Rejudge(ctx context.Context, q Query, re Reevaluation) ([]Rejudged, []SkippedVerdict, error) {
+	if re.Posture != "" {
+		if _, err := detector.ParsePosture(string(re.Posture)); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+		}
+	}
+	if err := q.validate(); err != nil {
+		return nil, nil, err
+	}
+	drifts, subs, err := r.verdicts(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	var judged []Rejudged
+	var skipped []SkippedVerdict
 	for _, e := range drifts {
 		d := e.Data.(events.Drift)
 		skip := func(reason string) {
-			rep.Skipped = append(rep.Skipped, SkippedVerdict{Time: e.Time, TaskID: d.TaskID, EventID: e.ID, Reason: reason})
+			skipped = append(skipped, SkippedVerdict{Time: e.Time, TaskID: d.TaskID, EventID: e.ID, Reason: reason})
 		}
 		sub, ok := submissionAt(subs[d.TaskID], e)
 		if !ok {
@@ -88,13 +133,9 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 			continue
 		}
 		req := sub.Requirements() // with the defaults: fail-closed unless the client said degrade
-		posture := req.Posture
-		if re.Posture != "" {
-			posture = re.Posture
-		}
 		live, err := r.body(ctx, d.Live.Digest)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if live.card == nil {
 			skip("the live card " + d.Live.Digest + " was not recorded")
@@ -102,52 +143,30 @@ func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Rep
 		}
 		pinned, err := r.body(ctx, d.Pinned.Digest)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		pinnedCard, liveCard := signedAs(pinned.card, d.Pinned.Signer), signedAs(live.card, d.Live.Signer)
-		if d.Pinned.Signer == nil && d.Live.Signer == nil {
-			// No signer recorded (unsigned cards, or a card.drift written
-			// before signers were): the bodies say what they say.
-			pinnedCard, liveCard = pinned.card, live.card
-		}
+		pin, obs := recorded(d, req, live.card)
 		var taskFindings []detector.Finding
 		for _, f := range d.Findings {
-			// pinned-card-unknown is a task-level rule, but not an
-			// observation of the task: EvaluateUnknown makes it again from
+			// What the worker's inputs beyond the two cards made, as it
+			// recorded them: the task's own events (unmodeled-skill,
+			// artifact-type-undeclared, blind-retry) and the shell's facts
+			// history keeps no other trace of — the lease's split-brain
+			// window (replicas-disagree) and --require-signed-cards
+			// (signature-required). pinned-card-unknown is a task-level
+			// rule, but not an observation: the core makes it again from
 			// the digests.
 			if rule, ok := detector.RuleByID(f.Rule); ok && rule.TaskLevel && f.Rule != detector.RulePinnedCardUnknown {
 				taskFindings = append(taskFindings, f)
 			}
 		}
-		var findings []detector.Finding
-		var v detector.Verdict
-		if pinnedCard != nil {
-			findings, v = detector.Assess(re.Rules.Apply(append(detector.Diff(pinnedCard, liveCard), taskFindings...)),
-				pinnedCard, liveCard, req, posture)
-		} else {
-			// The worker's decision for a pin whose body carddrift never
-			// saw; the rules then filter and re-grade its findings, and the
-			// verdict is judged again as EvaluateUnknown judges (against the
-			// live card, the only one known).
-			findings, v = detector.EvaluateUnknown(d.Pinned.Digest, d.Live.Digest, liveCard, req, posture, taskFindings...)
-			if re.Rules != nil {
-				findings, v = detector.Assess(re.Rules.Apply(findings), liveCard, liveCard, req, posture)
-			}
-		}
-		rep.Evaluated++
-		if v.Action == d.Verdict.Action {
-			continue
-		}
-		rep.Differences = append(rep.Differences, Difference{
-			Time: e.Time, TaskID: d.TaskID, AgentURL: d.AgentURL, Trigger: d.Trigger,
-			Pinned: d.Pinned.Digest, Live: d.Live.Digest, SkillID: req.SkillID, Idempotent: req.Idempotent,
-			Old: d.Verdict, New: v, Findings: findings,
-		})
+		// The worker's own decision, on the recorded bodies, with re's
+		// posture and rules.
+		dec := task.Decide(pin, pinned.card, obs, taskFindings, task.Policy{Posture: re.Posture, Rules: re.Rules})
+		judged = append(judged, Rejudged{Time: e.Time, EventID: e.ID, Recorded: d, Requirements: req,
+			Findings: dec.Findings, Verdict: dec.Verdict})
 	}
-	slices.SortStableFunc(rep.Differences, func(a, b Difference) int {
-		return cmp.Or(a.Time.Compare(b.Time), strings.Compare(a.TaskID, b.TaskID), strings.Compare(a.Trigger.EventID, b.Trigger.EventID))
-	})
-	return rep, nil
+	return judged, skipped, nil
 }
 
 // verdicts reads the card.drift entries q selects, in timeline order, and
@@ -226,11 +245,30 @@ func submissionAt(subs []Entry, e Entry) (events.Submitted, bool) {
 	return s, ok
 }
 
+// recorded returns the pin (the pinned digest, the submission's
+// requirements, the recorded pinned signer) and the live observation a
+// card.drift was judged on, from what it recorded and the bodies stored
+// under its digests (nil when not stored). Signatures never change a digest, so the body stored
+// under one may be another signing of the same content: the recorded
+// signers (the signatures that spoke for the cards) are what the signature
+// rules compared. With no signer recorded (unsigned cards, or a card.drift
+// written before signers were), the bodies say what they say.
+func recorded(d events.Drift, req detector.Requirements, liveBody *detector.Card) (task.Pin, task.Observation) {
+	p := task.Pin{TaskID: d.TaskID, AgentURL: d.AgentURL, Digest: d.Pinned.Digest, Requirements: req}
+	obs := task.Observation{Observation: detector.Observation{CardURL: d.CardURL, Digest: d.Live.Digest, Card: liveBody}}
+	if d.Pinned.Signer == nil && d.Live.Signer == nil {
+		return p, obs
+	}
+	p.SignaturesKnown = true
+	if s := d.Pinned.Signer; s != nil {
+		p.Signatures = []detector.Signature{*s}
+	}
+	obs.Card = signedAs(liveBody, d.Live.Signer)
+	return p, obs
+}
+
 // signedAs returns body as the worker judged it: signed by the signer the
-// card.drift recorded (nil: unsigned). Signatures never change a digest, so
-// the body stored under one may be another signing of the same content; the
-// recorded signer (the signature that spoke for the card) is what the
-// signature rules compared.
+// card.drift recorded (nil: unsigned).
 func signedAs(body *detector.Card, s *detector.Signature) *detector.Card {
 	if body == nil {
 		return nil

@@ -1,0 +1,29 @@
+// Package observation turns a fetcher observation into the task core's
+// (task.Observation), for every shell that reads live cards through the
+// fetcher and judges them through the core: the worker and the planner's
+// Checker. One conversion, so that both hand the core the same split-brain
+// facts from the shared lease.
+package observation
+
+import (
+	"time"
+
+	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/store/fetcher"
+)
+
+// Of is the core's view of a fetcher observation at now: the observation
+// itself (detector.Observation, shared, not copied field by field), and the
+// digests the agent served within the lease's consistency window (Seen), with those of its replicas while they disagree
+// (split brain, as detector.Replicas decides at now).
+func Of(o fetcher.Observation, now time.Time) task.Observation {
+	to := task.Observation{Observation: o.Observation}
+	window := o.Replicas.Window(now, o.Window)
+	to.Seen = append(to.Seen, window...)
+	if o.Replicas.Disagree(now, o.Window) {
+		for _, s := range window {
+			to.Replicas = append(to.Replicas, s.Digest)
+		}
+	}
+	return to
+}
