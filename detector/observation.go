@@ -37,4 +37,13 @@ type Observation struct {
 	// Window is the consistency window split brain is judged over (the
 	// fetcher's ConsistencyWindow).
 	Window time.Duration
+	// Seen are the digests the agent served within the consistency window,
+	// with when each was first and last seen (from the shared lease): the
+	// task core tells a stale observation from a newer one with them.
+	Seen []Sighting
+	// Disagreeing are the digests the agent served within Window while its
+	// replicas disagree (split brain, as Replicas.Disagree decides); nil
+	// otherwise. While set, every card.drift of a task on the agent carries
+	// a replicas-disagree finding.
+	Disagreeing []string
 }

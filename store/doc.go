@@ -5,8 +5,9 @@
 //
 // # Topology and buckets
 //
-// A Config is two things. Its Topology (topology.go) is what clients,
-// planners and workers agree on: the lifecycle, outbound-events and
+// A Config is two things. Its Topology (events.Topology, placed by
+// topology.go: replicas, storage, byte limits) is what clients, planners and
+// workers agree on: the lifecycle, outbound-events and
 // dead-letter streams, their subjects (the public contract's), the
 // lifecycle stream's partitions (PartitionOf, LifecycleFilter) and the
 // durable consumers workers share (LifecycleConsumer). The rest, the pins,

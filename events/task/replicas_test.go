@@ -15,7 +15,7 @@ func TestReplicasDisagreeRidesWithDrift(t *testing.T) {
 	a, b := mk(t, cardStreaming), mk(t, cardNoStream)
 	req := detector.Requirements{SkillID: "summarize", Streaming: true, Posture: detector.FailClosed}
 	split := func(o Observation) Observation {
-		o.Replicas, o.Window = []string{a.digest, b.digest}, 2*time.Minute
+		o.Disagreeing, o.Window = []string{a.digest, b.digest}, 2*time.Minute
 		return o
 	}
 	for _, tc := range []struct {

@@ -52,28 +52,16 @@ type Policy struct {
 	Rules *detector.RuleSet
 }
 
-// Observation is a live card observation (detector.Observation, as the
-// fetcher made it) with what the shared lease says of the agent's replicas
-// when it was made: the core's view of it. observation.Of (under
-// events/internal) makes it from a fetcher observation for the worker and
-// the planner's Checker.
-type Observation struct {
-	detector.Observation
-	// Replicas are the digests the agent served within the consistency
-	// Window while its replicas disagree (split brain: the shell reads it
-	// from the shared lease, detector.Replicas decides); nil otherwise. While
-	// set, every card.drift of a task on the agent carries a
-	// replicas-disagree finding.
-	Replicas []string
-	// Seen are the digests the agent served within the consistency window,
-	// with when each was first and last seen (from the shared lease):
-	// Recheck uses them to tell a stale observation from a newer one.
-	Seen []detector.Sighting
-}
+// Observation is the core's name for a live card observation: one type,
+// detector.Observation, whose Seen and Disagreeing say what the shared
+// lease held of the agent's replicas when it was made. observation.Of
+// (under events/internal) makes it from a fetcher observation, for the
+// worker and the planner's Checker.
+type Observation = detector.Observation
 
-// card returns the live card with its verified signatures (Card is shared
-// and never changed).
-func (o Observation) card() *detector.Card {
+// liveCard returns the observed card with its verified signatures (Card is
+// shared and never changed).
+func liveCard(o Observation) *detector.Card {
 	if len(o.Signatures) == 0 || o.Card == nil {
 		return o.Card
 	}
@@ -376,7 +364,7 @@ func (d Decision) Drift() bool { return d.Compared && len(d.Findings) > 0 }
 // p.RequireSigned the live card must carry a signature that verifies with a
 // trusted key (signature-required). A pin by a digest whose body is unknown
 // is judged with pinned-card-unknown (detector.EvaluateUnknown). While the
-// agent's replicas disagree (Observation.Replicas), the findings, if any,
+// agent's replicas disagree (Observation.Disagreeing), the findings, if any,
 // carry replicas-disagree. Then p.Rules drops and re-grades findings, and
 // the verdict is judged with p.Posture, else the task's own.
 func Decide(pin Pin, pinned *detector.Card, obs Observation, taskFindings []detector.Finding, p Policy) Decision {
@@ -385,7 +373,7 @@ func Decide(pin Pin, pinned *detector.Card, obs Observation, taskFindings []dete
 	if p.Posture != "" {
 		posture = p.Posture
 	}
-	live := obs.card()
+	live := liveCard(obs)
 	taskFindings = slices.Clip(taskFindings)
 	if p.RequireSigned {
 		if f, ok := detector.CheckSigned(live); ok {
@@ -411,7 +399,7 @@ func Decide(pin Pin, pinned *detector.Card, obs Observation, taskFindings []dete
 		// The cause of drift that comes and goes rides along with it; on
 		// its own it is the agent's news (card.inconsistent), not the
 		// task's.
-		if f, ok := detector.CheckReplicas(obs.Replicas, obs.Window); ok {
+		if f, ok := detector.CheckReplicas(obs.Disagreeing, obs.Window); ok {
 			findings = append(findings, f)
 		}
 	}

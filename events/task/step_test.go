@@ -39,8 +39,8 @@ func mk(t *testing.T, raw string) card {
 }
 
 func (c card) obs(verified time.Time) Observation {
-	return Observation{Observation: detector.Observation{CardURL: "https://a.example.com/.well-known/agent-card.json", Digest: c.digest,
-		Fingerprint: detector.Fingerprint(c.c), Card: c.c, FetchedAt: verified, VerifiedAt: verified}}
+	return Observation{CardURL: "https://a.example.com/.well-known/agent-card.json", Digest: c.digest,
+		Fingerprint: detector.Fingerprint(c.c), Card: c.c, FetchedAt: verified, VerifiedAt: verified}
 }
 
 func ev(typ string, d events.Data) events.Event {

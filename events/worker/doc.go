@@ -47,7 +47,7 @@
 // every task that observes it.
 //
 // Split brain: every fetch (200 or 304), by any worker, puts the live
-// digest in the agent's lease window (store.Replicas, over the fetcher's
+// digest in the agent's lease window (detector.Replicas, over the fetcher's
 // ConsistencyWindow). When the live card alternates between cards within it
 // (A→B→A→B: replicas behind one URL serve different cards at once), the
 // first worker to observe the episode publishes card.inconsistent with the

@@ -120,8 +120,8 @@ func Assess(ctx context.Context, src Source, agentURL string, raw []byte, opts O
 	opts.Now = defaults.Clock(opts.Now)
 	opts.Workers = defaults.Positive(opts.Workers, runtime.GOMAXPROCS(0))
 	now := opts.Now()
-	obs := task.Observation{Observation: detector.Observation{Digest: digest, Fingerprint: detector.Fingerprint(live), Card: live,
-		FetchedAt: now, VerifiedAt: now, Signatures: opts.Signatures}}
+	obs := task.Observation{Digest: digest, Fingerprint: detector.Fingerprint(live), Card: live,
+		FetchedAt: now, VerifiedAt: now, Signatures: opts.Signatures}
 	meta := task.Meta{Time: now, Now: now, Policy: task.Policy{RequireSigned: opts.RequireSigned}}
 
 	var pins []task.Pin

@@ -255,7 +255,7 @@ func submissionAt(subs []Entry, e Entry) (events.Submitted, bool) {
 // written before signers were), the bodies say what they say.
 func recorded(d events.Drift, req detector.Requirements, liveBody *detector.Card) (task.Pin, task.Observation) {
 	p := task.Pin{TaskID: d.TaskID, AgentURL: d.AgentURL, Digest: d.Pinned.Digest, Requirements: req}
-	obs := task.Observation{Observation: detector.Observation{CardURL: d.CardURL, Digest: d.Live.Digest, Card: liveBody}}
+	obs := task.Observation{CardURL: d.CardURL, Digest: d.Live.Digest, Card: liveBody}
 	if d.Pinned.Signer == nil && d.Live.Signer == nil {
 		return p, obs
 	}

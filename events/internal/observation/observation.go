@@ -17,12 +17,12 @@ import (
 // digests the agent served within the lease's consistency window (Seen), with those of its replicas while they disagree
 // (split brain, as detector.Replicas decides at now).
 func Of(o fetcher.Observation, now time.Time) task.Observation {
-	to := task.Observation{Observation: o.Observation}
+	to := o.Observation
 	window := o.Replicas.Window(now, o.Window)
 	to.Seen = append(to.Seen, window...)
 	if o.Replicas.Disagree(now, o.Window) {
 		for _, s := range window {
-			to.Replicas = append(to.Replicas, s.Digest)
+			to.Disagreeing = append(to.Disagreeing, s.Digest)
 		}
 	}
 	return to
