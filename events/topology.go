@@ -332,7 +332,7 @@ func (t *Topology) PartitionOf(taskToken string) int {
 	return int(h.Sum32() % uint32(t.Partitions))
 }
 
-// ConsumerConfig returns what the topology declares of the durable pull
+// DeclaredConsumer returns what the topology declares of the durable pull
 // consumer that workers share for partition p (0 without partitions):
 // explicit acks, AckWait, MaxAckPending and BackOff, unlimited deliveries
 // (the worker dead-letters an event on its MaxDeliver-th delivery itself,
@@ -341,7 +341,7 @@ func (t *Topology) PartitionOf(taskToken string) int {
 // of the stream. Placement (replicas, storage) is left zero:
 // store.Config.LifecycleConsumer adds it. It panics if p is out of range,
 // as LifecycleFilter does.
-func (t *Topology) ConsumerConfig(p int) jetstream.ConsumerConfig {
+func (t *Topology) DeclaredConsumer(p int) jetstream.ConsumerConfig {
 	name := t.ConsumerNameOf(p)
 	return jetstream.ConsumerConfig{
 		Name:          name,
@@ -357,7 +357,7 @@ func (t *Topology) ConsumerConfig(p int) jetstream.ConsumerConfig {
 	}
 }
 
-// StreamConfigs returns what the topology declares of its three streams,
+// DeclaredStreams returns what the topology declares of its three streams,
 // lifecycle, events and dead letters in that order: names, descriptions,
 // subjects (with the partitions' subject transform), max ages, dedup
 // windows, the lifecycle stream's max message size, and retention by
@@ -365,7 +365,7 @@ func (t *Topology) ConsumerConfig(p int) jetstream.ConsumerConfig {
 // publish (a verdict, a dead letter), it forgets history. MaxBytes is each
 // stream's field as set (zero when left to the provisioner); storage and
 // replicas are left zero. store.Provision places them.
-func (t *Topology) StreamConfigs() []jetstream.StreamConfig {
+func (t *Topology) DeclaredStreams() []jetstream.StreamConfig {
 	stream := func(name, description, subjects string, maxAge, dup time.Duration, maxBytes int64) jetstream.StreamConfig {
 		return jetstream.StreamConfig{
 			Name:        name,

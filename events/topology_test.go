@@ -25,7 +25,7 @@ func TestTopologyDefaultsCoverSubjects(t *testing.T) {
 		if err := top.Validate(); err != nil {
 			t.Fatalf("default topology (partitions %d): Validate() = %v", partitions, err)
 		}
-		streams := top.StreamConfigs()
+		streams := top.DeclaredStreams()
 		for _, d := range samples() {
 			subj, err := events.Subject(d)
 			if err != nil {
@@ -71,23 +71,23 @@ func TestTopologyPlacementIsTheProvisioners(t *testing.T) {
 	top := defaultTopology()
 	top.Partitions = 2
 	top.EventsMaxBytes = 5 << 20
-	cc := top.ConsumerConfig(1)
+	cc := top.DeclaredConsumer(1)
 	if cc.Durable != "carddrift-worker-p1" || cc.FilterSubject != "a2a.task.*.*.1" || cc.MaxDeliver != -1 {
-		t.Errorf("ConsumerConfig(1) = durable %q filter %q max deliver %d, want carddrift-worker-p1 a2a.task.*.*.1 -1",
+		t.Errorf("DeclaredConsumer(1) = durable %q filter %q max deliver %d, want carddrift-worker-p1 a2a.task.*.*.1 -1",
 			cc.Durable, cc.FilterSubject, cc.MaxDeliver)
 	}
 	if cc.Replicas != 0 || cc.MemoryStorage {
-		t.Errorf("ConsumerConfig(1) placed: replicas %d memory %v, want none", cc.Replicas, cc.MemoryStorage)
+		t.Errorf("DeclaredConsumer(1) placed: replicas %d memory %v, want none", cc.Replicas, cc.MemoryStorage)
 	}
-	sc := top.StreamConfigs()
+	sc := top.DeclaredStreams()
 	if len(sc) != 3 || sc[0].Name != "A2A_TASKS" || sc[1].Name != "CARD_EVENTS" || sc[2].Name != "CARDDRIFT_DLQ" {
-		t.Fatalf("StreamConfigs() = %d streams %+v, want A2A_TASKS, CARD_EVENTS, CARDDRIFT_DLQ", len(sc), sc)
+		t.Fatalf("DeclaredStreams() = %d streams %+v, want A2A_TASKS, CARD_EVENTS, CARDDRIFT_DLQ", len(sc), sc)
 	}
 	if sc[0].MaxBytes != 0 || sc[1].MaxBytes != 5<<20 || sc[0].Replicas != 0 {
-		t.Errorf("StreamConfigs() max bytes %d %d replicas %d, want 0 (the provisioner's), 5MiB as set, 0", sc[0].MaxBytes, sc[1].MaxBytes, sc[0].Replicas)
+		t.Errorf("DeclaredStreams() max bytes %d %d replicas %d, want 0 (the provisioner's), 5MiB as set, 0", sc[0].MaxBytes, sc[1].MaxBytes, sc[0].Replicas)
 	}
 	if sc[0].SubjectTransform == nil || sc[0].SubjectTransform.Destination != "a2a.task.{{wildcard(1)}}.{{wildcard(2)}}.{{partition(2,2)}}" {
-		t.Errorf("StreamConfigs()[0].SubjectTransform = %+v, want the partition(2,2) transform", sc[0].SubjectTransform)
+		t.Errorf("DeclaredStreams()[0].SubjectTransform = %+v, want the partition(2,2) transform", sc[0].SubjectTransform)
 	}
 }
 

@@ -10,14 +10,14 @@ import (
 
 // LifecycleConsumer returns the config of the durable pull consumer that
 // workers share for partition p (0 without partitions): what the topology
-// declares of it (events.Topology.ConsumerConfig: explicit acks, AckWait,
+// declares of it (events.Topology.DeclaredConsumer: explicit acks, AckWait,
 // MaxAckPending and BackOff from c, unlimited deliveries, filtered to the
 // partition, delivering from the start of the stream) with the Config's
 // Replicas and Storage. The worker creates it with
 // js.CreateOrUpdateConsumer(ctx, c.LifecycleStream, cc). It panics if p is
 // out of range, as LifecycleFilter does.
 func (c *Config) LifecycleConsumer(p int) jetstream.ConsumerConfig {
-	cc := c.ConsumerConfig(p)
+	cc := c.DeclaredConsumer(p)
 	cc.Replicas = c.Replicas
 	cc.MemoryStorage = c.Storage == jetstream.MemoryStorage
 	return cc
@@ -35,10 +35,10 @@ func (c *Config) LifecycleConsumers() []jetstream.ConsumerConfig {
 }
 
 // streamConfigs returns the three streams' configs of a defaulted cfg: the
-// topology's (events.Topology.StreamConfigs) with the Config's storage,
+// topology's (events.Topology.DeclaredStreams) with the Config's storage,
 // replicas and byte limits in effect.
 func (c *Config) streamConfigs() []jetstream.StreamConfig {
-	sc := c.StreamConfigs()
+	sc := c.DeclaredStreams()
 	for i, field := range []string{"LifecycleMaxBytes", "EventsMaxBytes", "DLQMaxBytes"} {
 		sc[i].MaxBytes = c.maxBytes(field)
 		sc[i].Storage = c.Storage
