@@ -375,3 +375,22 @@ func checkContract(t *testing.T, p *listedPkg) {
 		})
 	}
 }
+
+// TestPackageDocs fails when a package of the module has no doc.go, or one
+// without a package comment: every package says what it is for in one place.
+func TestPackageDocs(t *testing.T) {
+	for path, p := range listPackages(t) {
+		r, mine := modRel(path)
+		if !mine || p.DepOnly {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, "doc.go"), nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Errorf("%s: no doc.go (%v): say what the package is for in its doc.go", r, err)
+			continue
+		}
+		if file.Doc == nil || len(strings.TrimSpace(file.Doc.Text())) == 0 {
+			t.Errorf("%s/doc.go has no package comment", r)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -298,4 +299,54 @@ func TestPin(t *testing.T) {
 			t.Errorf("diff --fetch-allow= of a loopback agent = %d %q, want refused-address", code, stderr)
 		}
 	})
+}
+
+// TestDiffTaskVerdict: with a task, diff judges the second card as the
+// worker would for a task pinned on the first (task.Decide): the breaking
+// findings that touch the task make a fail-closed task abort; the same card
+// twice is nothing to judge.
+func TestDiffTaskVerdict(t *testing.T) {
+	old, nu := writeCard(t, cardT0), writeCard(t, cardT40)
+	type verdict struct {
+		Findings []struct {
+			Rule string `json:"rule"`
+		} `json:"findings"`
+		Verdict struct {
+			Action    string `json:"action"`
+			Impacting []struct {
+				Rule string `json:"rule"`
+			} `json:"impacting"`
+		} `json:"verdict"`
+	}
+	tests := []struct {
+		name          string
+		a, b          string
+		wantAction    string
+		wantImpacting []string
+		wantFindings  int
+	}{
+		{"streaming off and bearer swapped for OAuth2", old, nu, "abort",
+			[]string{"security-requirements-changed", "security-scheme-removed", "streaming-disabled"}, 6},
+		{"the same card", old, old, "continue", nil, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "", "diff", "--json", "--skill", "summarize", "--requires-streaming", "--security", "bearer", tc.a, tc.b)
+			if code != exitOK {
+				t.Fatalf("diff = %d: %s", code, stderr)
+			}
+			var v verdict
+			if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+				t.Fatalf("diff --json: %v\n%s", err, stdout)
+			}
+			var impacting []string
+			for _, f := range v.Verdict.Impacting {
+				impacting = append(impacting, f.Rule)
+			}
+			if v.Verdict.Action != tc.wantAction || !slices.Equal(impacting, tc.wantImpacting) || len(v.Findings) != tc.wantFindings {
+				t.Errorf("diff verdict = %s impacting %v with %d findings, want %s impacting %v with %d",
+					v.Verdict.Action, impacting, len(v.Findings), tc.wantAction, tc.wantImpacting, tc.wantFindings)
+			}
+		})
+	}
 }

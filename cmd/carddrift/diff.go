@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
@@ -109,8 +110,12 @@ func (f *diffFlags) run(ctx context.Context, e *env, args []string) error {
 			InputModes: splitList(f.inputModes), OutputModes: splitList(f.outputModes),
 			Security: splitList(f.security), Posture: posture, Idempotent: f.idempotent,
 		}
-		findings, v := detector.Evaluate(cards[0], cards[1], req, posture)
-		out.Findings = findings
+		// The task's verdict is the core's (task.Decide), as a worker
+		// would judge the second card for a task pinned on the first.
+		d := task.Decide(task.Pin{Digest: sums[0].Digest, Requirements: req}, cards[0],
+			task.Observation{Digest: sums[1].Digest, Card: cards[1]}, nil, task.Policy{})
+		v := d.Verdict
+		out.Findings = d.Findings
 		out.Task = &req
 		out.Verdict = &verdictOutput{Action: v.Action, Posture: v.Posture, Reason: v.Reason, Impacting: nonNil(v.Impacting)}
 	} else {
