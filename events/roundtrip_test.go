@@ -16,6 +16,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/schemas"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestRoundTrip encodes every event type in both modes, publishes it to a
@@ -52,7 +53,7 @@ func TestRoundTrip(t *testing.T) {
 						outbound++
 					}
 				}
-				got := append(fetchAll(t, js, "A2A", inbound), fetchAll(t, js, "CARD", outbound)...)
+				got := append(natstest.ReadStream(t, js, "A2A", inbound), natstest.ReadStream(t, js, "CARD", outbound)...)
 				for i, m := range got {
 					ev, err := events.Decode(m)
 					if err != nil {

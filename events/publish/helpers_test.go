@@ -1,9 +1,7 @@
 package publish_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -23,36 +21,6 @@ func startJS(t testing.TB) jetstream.JetStream {
 		}
 	}
 	return js
-}
-
-// fetchAll reads the first n messages of a stream with an ordered consumer.
-func fetchAll(t testing.TB, js jetstream.JetStream, stream string, n int) []jetstream.Msg {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatalf("OrderedConsumer: %v", err)
-	}
-	var out []jetstream.Msg
-	for len(out) < n {
-		batch, err := c.Fetch(n-len(out), jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			t.Fatalf("Fetch: %v", err)
-		}
-		got := 0
-		for m := range batch.Messages() {
-			out = append(out, m)
-			got++
-		}
-		if err := batch.Error(); err != nil {
-			t.Fatalf("Fetch: %v", err)
-		}
-		if got == 0 {
-			t.Fatalf("Fetch: got %d of %d messages", len(out), n)
-		}
-	}
-	return out
 }
 
 // drift is a card.drift with one finding per rule.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/publish"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestPublisherDedup publishes the same drift from two workers and checks
@@ -38,7 +39,7 @@ func TestPublisherDedup(t *testing.T) {
 	if err != nil || dup {
 		t.Fatalf("Publish with a new finding = %v, %v; want stored", dup, err)
 	}
-	msgs := fetchAll(t, js, "CARD", 2)
+	msgs := natstest.ReadStream(t, js, "CARD", 2)
 	ev, err := events.Decode(msgs[0])
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestPublisherInbound(t *testing.T) {
 	if _, err := p.Publish(ctx, events.Event{Data: req, Extensions: publish.TraceContext(ctx)}); err != nil {
 		t.Fatal(err)
 	}
-	m := fetchAll(t, js, "A2A", 1)[0]
+	m := natstest.ReadStream(t, js, "A2A", 1)[0]
 	ev, err := events.Decode(m)
 	if err != nil {
 		t.Fatal(err)

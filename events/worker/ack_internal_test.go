@@ -10,19 +10,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/events/task"
-	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestAcknowledge: a handled event is acknowledged, with the handler's
 // outcome, and a failed acknowledgement is logged; a failure is not
 // acknowledged, and passes through.
 func TestAcknowledge(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
-	cfg := store.DefaultConfig()
-	if err := store.Provision(context.Background(), js, cfg); err != nil {
-		t.Fatal(err)
-	}
+	js, cfg := provisioned(t)
 	cases := []struct {
 		name    string
 		acked   bool // acknowledged before: the ack fails

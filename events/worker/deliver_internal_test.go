@@ -17,7 +17,20 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/natstest"
 )
+
+// provisioned starts an embedded JetStream server with carddrift's
+// default streams and buckets.
+func provisioned(t *testing.T) (jetstream.JetStream, store.Config) {
+	t.Helper()
+	_, _, js := natstest.StartJetStream(t)
+	cfg := store.DefaultConfig()
+	if err := store.Provision(context.Background(), js, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return js, cfg
+}
 
 // recordedMsg is a real message, delivered by a JetStream consumer, that
 // records in order how the wrappers settle it (and, through its delivered's

@@ -22,6 +22,8 @@ func (w *Worker) keepAlive(msg jetstream.Msg) func() {
 	var mu sync.Mutex
 	stopped := false
 	var t *time.Timer
+	mu.Lock() // the first tick reads t: not before it is set
+	defer mu.Unlock()
 	t = time.AfterFunc(every, func() {
 		mu.Lock()
 		defer mu.Unlock()

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/events/task"
-	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/natstest"
 )
 
@@ -16,11 +15,7 @@ import (
 // then no more. (Another event kept alive throughout shows the time that
 // passed: three more of its reports, at least two periods.)
 func TestKeepAlive(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
-	cfg := store.DefaultConfig()
-	if err := store.Provision(context.Background(), js, cfg); err != nil {
-		t.Fatal(err)
-	}
+	js, cfg := provisioned(t)
 	cases := []struct {
 		name string
 		end  func(w *Worker, stop func())
@@ -52,11 +47,7 @@ func TestKeepAlive(t *testing.T) {
 // TestInProgress: the keepAlive ends once, when the handling returns,
 // failed or not, and before anything settles the event.
 func TestInProgress(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
-	cfg := store.DefaultConfig()
-	if err := store.Provision(context.Background(), js, cfg); err != nil {
-		t.Fatal(err)
-	}
+	js, cfg := provisioned(t)
 	cases := []struct {
 		name string
 		h    *results

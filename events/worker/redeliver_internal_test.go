@@ -10,8 +10,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/events/task"
-	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestRedeliver: any failure that reaches redeliver is NAKed with the
@@ -19,11 +17,7 @@ import (
 // as retry; a settled event passes through untouched. Nothing leaves it
 // with an error.
 func TestRedeliver(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
-	cfg := store.DefaultConfig()
-	if err := store.Provision(context.Background(), js, cfg); err != nil {
-		t.Fatal(err)
-	}
+	js, cfg := provisioned(t)
 	nak := "nak " + (2 * time.Second).String()
 	cases := []struct {
 		name    string

@@ -8,19 +8,13 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/events/task"
-	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestAwaitPin: an event that waits for its task's pin is NAKed with the
 // wait's delay, and acknowledged as no-pin from the delivery before the
 // MaxDeliver-th on (never dead-lettered); anything else passes through.
 func TestAwaitPin(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
-	cfg := store.DefaultConfig()
-	if err := store.Provision(context.Background(), js, cfg); err != nil {
-		t.Fatal(err)
-	}
+	js, cfg := provisioned(t)
 	wait := waitError{delay: 4 * time.Second}
 	cases := []struct {
 		name       string
