@@ -9,6 +9,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 )
 
 // Received is one card.* event as a planner received it.
@@ -473,9 +474,9 @@ func percentile(sorted []float64, q float64) float64 {
 // task was pinned by a client digest of a card carddrift never saw (no
 // fingerprint), so any other live card is drift whose findings cannot be
 // listed (pinned-card-unknown), and carddrift judged it as the worker's own
-// code does (detector.EvaluateUnknown on the live body). Under a backlog a
-// client's digest often names a card that was gone before carddrift first
-// looked.
+// code does (task.Decide with no pinned body: pinned-card-unknown on the live
+// body). Under a backlog a client's digest often names a card that was gone
+// before carddrift first looked.
 func unknownPinVerdict(as *Assignment, t *Task, d events.Drift) bool {
 	if d.Pinned.Fingerprint != "" || !slices.ContainsFunc(d.Findings, func(f detector.Finding) bool { return f.Rule == detector.RulePinnedCardUnknown }) {
 		return false
@@ -488,9 +489,9 @@ func unknownPinVerdict(as *Assignment, t *Task, d events.Drift) bool {
 	if err != nil {
 		return false
 	}
-	req := t.Profile.Task
-	_, verdict := detector.EvaluateUnknown(d.Pinned.Digest, d.Live.Digest, live, req, req.Posture)
-	return verdict.Action == d.Verdict.Action
+	dec := task.Decide(task.Pin{TaskID: t.ID, AgentURL: t.AgentURL, Digest: d.Pinned.Digest, Requirements: t.Profile.Task}, nil,
+		task.Observation{Digest: d.Live.Digest, Card: live}, nil, task.Policy{})
+	return dec.Verdict.Action == d.Verdict.Action
 }
 
 // fetchesPerLease is the mean (over agents that got tasks) and the maximum of

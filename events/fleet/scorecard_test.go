@@ -58,12 +58,34 @@ func TestScoreNamesTheObservation(t *testing.T) {
 // and fail-closed aborts it (the contract), although the scenario's table —
 // which knows both bodies — would continue: not a false abort.
 func TestScoreUnknownPinAbort(t *testing.T) {
+	sc := scoreUnknownPin(t, detector.Requirements{SkillID: "s", Posture: detector.FailClosed})
+	if sc.FalseAborts != 0 {
+		t.Fatalf("false aborts = %d (%+v), want 0: the abort is the contract's for an unknown pinned body", sc.FalseAborts, sc.Problems)
+	}
+}
+
+// TestScoreUnknownPinNotTheCoresVerdict: the unknown pin excuses only the
+// verdict the core gives (task.Decide): an idempotent degrade task whose
+// skill the live card offers is re-planned, not aborted, so an abort of it
+// is a false abort.
+func TestScoreUnknownPinNotTheCoresVerdict(t *testing.T) {
+	sc := scoreUnknownPin(t, detector.Requirements{SkillID: "s", Posture: detector.Degrade, Idempotent: true})
+	if sc.FalseAborts != 1 {
+		t.Fatalf("false aborts = %d (%+v), want 1: the core re-plans this task", sc.FalseAborts, sc.Problems)
+	}
+}
+
+// scoreUnknownPin scores one abort of a task with requirements req, pinned
+// by a client digest of a card carddrift never saw, while the agent serves
+// its base card (which the scenario's table says continues the task).
+func scoreUnknownPin(t *testing.T, req detector.Requirements) Scorecard {
+	t.Helper()
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	base := []byte(`{"name":"a","url":"http://127.0.0.1:1/a2a","capabilities":{"streaming":true},"skills":[{"id":"s","name":"S"}]}`)
 	as := Assignment{
 		AgentURL: "http://127.0.0.1:1", Scenario: "flapping",
 		Cards:        []CardVersion{{Label: LabelBase, Digest: "sha256:base", Raw: base}, {Label: "flipped", Digest: "sha256:flipped"}},
-		Profiles:     []Profile{{Name: "plain", Task: detector.Requirements{SkillID: "s", Posture: detector.FailClosed}}},
+		Profiles:     []Profile{{Name: "plain", Task: req}},
 		Expectations: []Expectation{{Profile: "plain", From: "flipped", To: LabelBase, Outcome: OutcomeContinue}},
 	}
 	drift := events.Drift{
@@ -73,14 +95,11 @@ func TestScoreUnknownPinAbort(t *testing.T) {
 		Findings: []detector.Finding{{Rule: detector.RulePinnedCardUnknown, Severity: detector.Breaking, Touches: true}},
 		Verdict:  detector.Verdict{Action: detector.Abort},
 	}
-	sc := Score(ScoreInput{
+	return Score(ScoreInput{
 		Schedule: []Assignment{as}, Start: start, Duration: time.Minute,
 		Tasks: map[string]*Task{"t1": {ID: "t1", AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: as.Profiles[0],
 			PlannedLabel: "flipped", PinSource: events.PinClientDigest}},
 		Received: []Received{{Event: events.Event{Data: drift}, At: start.Add(time.Second)}},
 		Lease:    func(*Agent) time.Duration { return time.Second },
 	})
-	if sc.FalseAborts != 0 {
-		t.Fatalf("false aborts = %d (%+v), want 0: the abort is the contract's for an unknown pinned body", sc.FalseAborts, sc.Problems)
-	}
 }
