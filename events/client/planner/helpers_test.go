@@ -117,19 +117,19 @@ func digest(t testing.TB, raw []byte) string {
 }
 
 // drift builds the card.drift a worker would publish for a task planned
-// against pinned with requirements req, when the agent now serves live.
+// against pinned with requirements req, when the agent now serves live: its
+// findings and verdict are the worker's decision (task.Decide).
 func drift(t testing.TB, taskID, agentURL string, pinned, live cardSpec, req detector.Requirements) events.Drift {
 	t.Helper()
 	p, l := pinned.Card(t), live.Card(t)
-	findings, v := detector.Evaluate(p, l, req, req.Posture)
-	if findings == nil {
-		findings = []detector.Finding{}
-	}
+	pd, ld := digest(t, p.Raw), digest(t, l.Raw)
+	d := task.Decide(task.Pin{TaskID: taskID, AgentURL: agentURL, Digest: pd, Requirements: req}, p,
+		task.Observation{Digest: ld, Card: l}, nil, task.Policy{})
 	return events.Drift{
 		TaskID: taskID, AgentURL: agentURL, CardURL: agentURL + fetcher.WellKnownPath,
-		Pinned:   events.CardRef{Digest: digest(t, p.Raw), Fingerprint: detector.Fingerprint(p)},
-		Live:     events.CardRef{Digest: digest(t, l.Raw), Fingerprint: detector.Fingerprint(l), FetchedAt: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)},
-		Findings: findings, Verdict: v,
+		Pinned:   events.CardRef{Digest: pd, Fingerprint: detector.Fingerprint(p)},
+		Live:     events.CardRef{Digest: ld, Fingerprint: detector.Fingerprint(l), FetchedAt: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)},
+		Findings: d.Findings, Verdict: d.Verdict,
 		Trigger: events.Trigger{EventID: "evt-" + taskID, Type: events.TypeRequest, Source: "urn:test:client"},
 	}
 }
