@@ -40,14 +40,17 @@ type diffHistory struct {
 	unreachable   bool // the agent then answers 503
 	want          detector.Action
 	wantRule      string
-	// noImpact says why carddrift impact cannot be asked (""): it judges
-	// a proposed card against the pins, so it has no split-brain window
-	// (no replica serves a card not yet deployed) and fetches nothing.
-	noImpact string
+	// impactBlind is a rule carddrift impact cannot see, and why: it
+	// judges a proposed card against the pins, so it has no split-brain
+	// window (no replica serves a card not yet deployed) and fetches
+	// nothing. Impact must give the worker's decision without that rule's
+	// findings.
+	impactBlind, impactBlindWhy string
 }
 
 // verdictOf is what one door decided, normalised for comparison: the
-// verdict and every finding's rule, severity, path and touches.
+// verdict and every finding's rule, severity, path and touches (which say
+// the verdict's impacting findings: a card.drift does not list them apart).
 type verdictOf struct {
 	door     string
 	action   detector.Action
@@ -71,13 +74,16 @@ func normalise(door string, v detector.Verdict, fs []detector.Finding) verdictOf
 	return out
 }
 
-// withoutPaths is v as carddrift impact reports it: findings without paths.
-func (v verdictOf) withoutPaths() verdictOf {
+// asImpactSees is v as carddrift impact reports it: findings without paths,
+// and none of rule blind ("": every rule).
+func (v verdictOf) asImpactSees(blind string) verdictOf {
 	out := v
-	out.findings = nil
+	out.findings = []findingOf{}
 	for _, f := range v.findings {
-		f.path = ""
-		out.findings = append(out.findings, f)
+		if f.rule != blind {
+			f.path = ""
+			out.findings = append(out.findings, f)
+		}
 	}
 	return out
 }
@@ -123,7 +129,7 @@ func TestVerdictDifferential(t *testing.T) {
 			want: detector.Abort, wantRule: detector.RuleSignatureRequired},
 		{name: "split brain", pinned: plain, live: []func(*testing.T) string{noStream, plain, noStream, plain, noStream},
 			want: detector.Abort, wantRule: detector.RuleReplicasDisagree,
-			noImpact: "impact judges a proposed card, which no replica serves yet: it has no split-brain window"},
+			impactBlind: detector.RuleReplicasDisagree, impactBlindWhy: "impact judges a proposed card, which no replica serves yet: it has no split-brain window"},
 		{name: "pin by unknown digest", pinned: plain, unknownDigest: true,
 			want: detector.Abort, wantRule: detector.RulePinnedCardUnknown},
 		{name: "renamed skill", pinned: plain, live: []func(*testing.T) string{card(`"id":"summarize"`, `"id":"condense"`)},
@@ -203,26 +209,41 @@ func TestVerdictDifferential(t *testing.T) {
 				return
 			}
 
-			// The worker: its last card.drift.
+			// replay --reevaluate: every recorded verdict of the task (a
+			// history may have made several: the split brain's first one
+			// before its replicas were seen to disagree), re-judged. What
+			// replay read is in the stream; the worker's card.drift are
+			// those the collector received of it.
+			judged, skipped, err := replayReader(t, r).Rejudge(ctx, replay.Query{TaskID: taskID}, replay.Reevaluation{})
+			must(t, err)
+			out.WaitFor(t, "the card.drift replay read", func(c *servicetest.Collector) bool {
+				return len(c.Events(events.TypeDrift, taskID)) >= len(judged)
+			})
 			drifts := out.Events(events.TypeDrift, taskID)
 			if len(drifts) == 0 {
 				t.Fatal("the worker published no card.drift")
 			}
+			if len(judged) != len(drifts) || len(skipped) != 0 {
+				t.Fatalf("replay re-judged %d of the worker's %d card.drift (skipped: %+v)", len(judged), len(drifts), skipped)
+			}
+			for _, e := range drifts {
+				i := slices.IndexFunc(judged, func(j replay.Rejudged) bool { return j.EventID == e.ID })
+				if i < 0 {
+					t.Fatalf("replay did not re-judge card.drift %s", e.ID)
+				}
+				d := e.Data.(events.Drift)
+				if w, rj := normalise("worker", d.Verdict, d.Findings), normalise("replay", judged[i].Verdict, judged[i].Findings); !rj.same(w) {
+					t.Errorf("the doors disagree on card.drift %s:\n  %v\n  %v", e.ID, w, rj)
+				}
+			}
+
+			// The worker: its last card.drift, the task's verdict now.
 			last := drifts[len(drifts)-1]
 			wd := last.Data.(events.Drift)
 			doors := []verdictOf{normalise("worker", wd.Verdict, wd.Findings)}
 			if wd.Verdict.Action != h.want || !slices.Contains(detector.RuleIDs(wd.Findings), h.wantRule) {
 				t.Fatalf("worker: %v, want %s with %s: not the history meant", doors[0], h.want, h.wantRule)
 			}
-
-			// replay --reevaluate: the recorded verdict, re-judged.
-			judged, skipped, err := replayReader(t, r).Rejudge(ctx, replay.Query{TaskID: taskID}, replay.Reevaluation{})
-			must(t, err)
-			i := slices.IndexFunc(judged, func(j replay.Rejudged) bool { return j.EventID == last.ID })
-			if i < 0 {
-				t.Fatalf("replay did not re-judge card.drift %s (skipped: %+v)", last.ID, skipped)
-			}
-			doors = append(doors, normalise("replay", judged[i].Verdict, judged[i].Findings))
 
 			// The planner's Checker, with the task's pinned card.
 			dec, err := checker.Check(ctx, req, agent.URL(), planner.WithPinnedDigest(pin.Digest))
@@ -247,9 +268,6 @@ func TestVerdictDifferential(t *testing.T) {
 
 			// carddrift impact: the live card proposed against the stored
 			// pins, its signatures verified as the worker verifies it.
-			if h.noImpact != "" {
-				return
-			}
 			raw := agent.Served(served)
 			f, err := fetcher.New(fo)
 			must(t, err)
@@ -266,8 +284,8 @@ func TestVerdictDifferential(t *testing.T) {
 			for _, f := range it.Findings {
 				iv.findings = append(iv.findings, findingOf{rule: f.Rule, severity: f.Severity, touches: f.Touches})
 			}
-			if want := doors[0].withoutPaths(); !iv.same(want) {
-				t.Errorf("the doors disagree:\n  %v\n  %v", want, iv)
+			if want := doors[0].asImpactSees(h.impactBlind); !iv.same(want) {
+				t.Errorf("the doors disagree (impact blind to %q: %s):\n  %v\n  %v", h.impactBlind, h.impactBlindWhy, want, iv)
 			}
 		})
 	}
