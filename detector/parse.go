@@ -8,24 +8,13 @@ import (
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// Limits bound what Parse accepts. The zero value means the defaults.
-type Limits struct {
-	MaxBytes int // default 1 MiB
-	MaxDepth int // default 64
-}
+// Limits bound what Parse accepts: the bounds of the JSON parse under it
+// (jcs.Limits, the one type of the concept). A zero or negative field means
+// its default (1 MiB, depth 64).
+type Limits = jcs.Limits
 
 // DefaultLimits are the limits Parse applies.
-var DefaultLimits = Limits{MaxBytes: 1 << 20, MaxDepth: 64}
-
-func (l Limits) withDefaults() Limits {
-	if l.MaxBytes <= 0 {
-		l.MaxBytes = DefaultLimits.MaxBytes
-	}
-	if l.MaxDepth <= 0 {
-		l.MaxDepth = DefaultLimits.MaxDepth
-	}
-	return l
-}
+var DefaultLimits = Limits{MaxBytes: jcs.DefaultMaxBytes, MaxDepth: jcs.DefaultMaxDepth}
 
 // Parse reads an agent card of any supported generation from raw bytes, under
 // DefaultLimits. See ParseLimits.
@@ -54,8 +43,7 @@ func Parse(raw []byte) (*Card, error) { return ParseLimits(raw, DefaultLimits) }
 // strings mean unset (proto3): a skill with "inputModes": [] takes the card's
 // defaults, one with "securityRequirements": [] the card's requirements.
 func ParseLimits(raw []byte, lim Limits) (*Card, error) {
-	lim = lim.withDefaults()
-	v, err := jcs.Parse(raw, jcs.Limits{MaxBytes: lim.MaxBytes, MaxDepth: lim.MaxDepth})
+	v, err := jcs.Parse(raw, lim)
 	if err != nil {
 		return nil, err
 	}

@@ -144,6 +144,32 @@ func TestParseTooLarge(t *testing.T) {
 	}
 }
 
+// TestParseLimitsDefaults: a zero or negative limit is its default
+// (DefaultLimits): a card just within both is read, one a byte longer or a
+// level deeper is not.
+func TestParseLimitsDefaults(t *testing.T) {
+	card := func(n int) []byte { return []byte(`{"name":"` + strings.Repeat("a", n-len(`{"name":""}`)) + `"}`) }
+	nested := func(depth int) []byte { // an object at depth 1, arrays below it
+		return []byte(`{"x":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `}`)
+	}
+	for _, lim := range []Limits{{}, {MaxBytes: -1, MaxDepth: -1}, DefaultLimits} {
+		for _, c := range []struct {
+			name string
+			raw  []byte
+			want error
+		}{
+			{"the longest", card(DefaultLimits.MaxBytes), nil},
+			{"a byte longer", card(DefaultLimits.MaxBytes + 1), ErrTooLarge},
+			{"the deepest", nested(DefaultLimits.MaxDepth), nil},
+			{"a level deeper", nested(DefaultLimits.MaxDepth + 1), ErrTooDeep},
+		} {
+			if _, err := ParseLimits(c.raw, lim); !errors.Is(err, c.want) || (err == nil) != (c.want == nil) {
+				t.Errorf("ParseLimits(%s, %+v) error = %v, want %v", c.name, lim, err, c.want)
+			}
+		}
+	}
+}
+
 func TestParseNormalises(t *testing.T) {
 	t.Run("v0.3 interfaces keep order, preferred first", func(t *testing.T) {
 		c := mustParse(t, readFixture(t, "031-java-magic-8-ball-oauth2.json"))
