@@ -7,8 +7,9 @@ import "time"
 // data, the one type of the concept: the fetcher makes it
 // (store/fetcher.Observation carries it, with what the fetch itself was:
 // status, cache headers, latency, the shared lease's window of the agent's
-// digests), and the task core judges it (events/task.Observation carries it,
-// with what that window says of split brain).
+// digests), and the task core judges it (events/task.Observation is this
+// type; Seen and Disagreeing say what the lease's window showed of split
+// brain, filled by events/internal/observation.Of).
 type Observation struct {
 	// CardURL is the URL requested (redirects are followed but not
 	// recorded).
