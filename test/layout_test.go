@@ -189,9 +189,9 @@ func isRig(r string) bool {
 
 // TestLayout fails when an import arrow points up the layer table, when a
 // package is not in the table, when a package under detector/ reaches
-// net/*, NATS or the store, when anything imports cmd/ or test/ or (outside
-// tests and rigs) a test rig, and when the contract (package events) uses
-// NATS client behaviour.
+// net/*, NATS or the store (or its tests reach NATS or the store), when
+// anything imports cmd/ or test/ or (outside tests and rigs) a test rig,
+// and when the contract (package events) uses NATS client behaviour.
 func TestLayout(t *testing.T) {
 	pkgs := listPackages(t)
 	level := map[string]int{}
@@ -258,6 +258,23 @@ func TestLayout(t *testing.T) {
 		if r == "detector" || strings.HasPrefix(r, "detector/") {
 			for _, path := range reachForbidden(pkgs, p.ImportPath) {
 				t.Errorf("%s reaches %s (%s): the pure tree imports no net/*, NATS or store", r, path[len(path)-1], strings.Join(path, " → "))
+			}
+			// Its tests run without a server too: no NATS or store, by any
+			// path (net/url is allowed: the reference FuzzNormalizeURL holds
+			// the net/url-free normalisation to).
+			isNet := func(p string) bool { return p == "net" || strings.HasPrefix(p, "net/") }
+			for _, imp := range slices.Concat(p.TestImports, p.XTestImports) {
+				if forbiddenInDetector(imp) {
+					if !isNet(imp) {
+						t.Errorf("%s's tests import %s: the pure tree's tests need no NATS or store", r, imp)
+					}
+					continue
+				}
+				for _, path := range reachForbidden(pkgs, imp) {
+					if last := path[len(path)-1]; !isNet(last) {
+						t.Errorf("%s's tests reach %s (%s): the pure tree's tests need no NATS or store", r, last, strings.Join(path, " → "))
+					}
+				}
 			}
 		}
 	}
