@@ -297,13 +297,10 @@ type Inconsistent struct {
 }
 
 // DigestSeen is one card digest an agent served within a window: how many
-// fetches (200 or 304) saw it, first and last.
-type DigestSeen struct {
-	Digest    string    `json:"digest"`
-	Count     int       `json:"count"`
-	FirstSeen time.Time `json:"firstSeen"`
-	LastSeen  time.Time `json:"lastSeen"`
-}
+// fetches (200 or 304) saw it, first and last. It is detector.Sighting, the
+// one type of the concept (the lease's window holds them, census reports
+// them); card.inconsistent carries it as it is.
+type DigestSeen = detector.Sighting
 
 // Duration is a time.Duration written as its Go string ("2m0s").
 type Duration time.Duration
