@@ -18,9 +18,9 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/detector/signature"
+	"github.com/carddrift/carddrift/detector/signature/signaturetest"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/service/servicetest"
-	"github.com/carddrift/carddrift/test/interop"
 )
 
 // The adversary suite, trust rows (issue 19, rows 4 and 5): each test runs
@@ -147,7 +147,7 @@ func TestAdversaryAttackerSignature(t *testing.T) {
 // well. On e91b0a3 the pin's signature, never verified, was not compared:
 // the only card.drift was continue [descriptive-text-changed].
 func TestAdversaryTamperedAfterSigning(t *testing.T) {
-	node := interop.Node(t, interopDir)
+	node := signaturetest.SDKNode(t, interopDir)
 	if testing.Short() {
 		t.Skip("builds and runs the carddrift binary")
 	}

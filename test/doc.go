@@ -4,7 +4,7 @@
 // (kill, redelivery_order, cluster: three nats-server processes with the
 // shipped configuration), the adversary suite of the trust boundary
 // (adversary_*), interop against the official A2A SDKs (interop,
-// signed_interop; test/interop holds the @a2a-js/sdk project), the import
+// signed_interop; test/interop holds the @a2a-js/sdk npm project, no Go), the import
 // test of the layout (layout), and the benchmarks measured as deployed
 // (bench). They run on events/service/servicetest; this package has no code
 // of its own outside its tests, and nothing imports it.

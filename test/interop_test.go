@@ -25,10 +25,10 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/signature/signaturetest"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/store/fetcher"
-	"github.com/carddrift/carddrift/test/interop"
 )
 
 // Interop with the official A2A SDKs (issue 9, item 8). Agents built on
@@ -248,7 +248,7 @@ func TestInteropServedForms(t *testing.T) {
 // pinned and one card, `carddrift pin`, and end to end through `carddrift
 // serve`.
 func TestInteropJSSDK(t *testing.T) {
-	node := interop.Node(t, interopDir)
+	node := signaturetest.SDKNode(t, interopDir)
 	var bin string
 	if !testing.Short() {
 		bin = buildCarddrift(t)

@@ -81,18 +81,12 @@ var layoutLayers = []layoutLayer{
 	// The commands.
 	{"commands", []string{"cmd/carddrift", "cmd/carddrift-planner"}},
 	// Packages of tests only: deployment files, end-to-end and interop.
-	{"tests", []string{"deployments", "test", "test/interop"}},
+	{"tests", []string{"deployments", "test"}},
 }
 
 // plannedPkgs are table entries for packages not written yet: they may be
 // missing. Drop an entry once its package exists.
 var plannedPkgs = []string{}
-
-// testRigs are the packages under test/ that other packages' tests may
-// import: test/interop locates the @a2a-js/sdk toolchain for the interop
-// tests (detector/signature's among them). Nothing else imports test/, and
-// no non-test file imports these.
-var testRigs = []string{"test/interop"}
 
 // harnesses are test rigs not named for what they test: store/natstest
 // starts the embedded JetStream servers every package's tests run on. Like
@@ -248,9 +242,6 @@ func TestLayout(t *testing.T) {
 				under := func(x string) bool { return x == top || strings.HasPrefix(x, top+"/") }
 				if !under(ir) || under(r) {
 					continue
-				}
-				if slices.Contains(testRigs, ir) && !slices.Contains(p.Imports, imp) {
-					continue // a test file's import of a rig under test/
 				}
 				t.Errorf("%s imports %s: nothing imports %s/", r, ir, top)
 			}

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/signature/signaturetest"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/service/servicetest"
-	"github.com/carddrift/carddrift/test/interop"
 )
 
 // Signed cards end to end (issue 12): an agent on @a2a-js/sdk signs its card
@@ -35,7 +35,7 @@ import (
 // by k1 does not, and one signed by k3 — a key only its jku vouches for —
 // aborts (signature-required).
 func TestInteropSignedCards(t *testing.T) {
-	node := interop.Node(t, interopDir)
+	node := signaturetest.SDKNode(t, interopDir)
 	if testing.Short() {
 		t.Skip("builds and runs the carddrift binary")
 	}

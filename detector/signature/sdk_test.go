@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/carddrift/carddrift/detector/jcs/jcstest"
-	"github.com/carddrift/carddrift/test/interop"
+	"github.com/carddrift/carddrift/detector/signature/signaturetest"
 )
 
 // The tests here run @a2a-js/sdk 1.3.0 through node, from test/interop (where
@@ -86,7 +86,7 @@ type sdkResponse struct {
 // runSDK runs sdkScript on req.
 func runSDK(t testing.TB, req sdkRequest) sdkResponse {
 	t.Helper()
-	node := interop.Node(t, interopDir)
+	node := signaturetest.SDKNode(t, interopDir)
 	in, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)

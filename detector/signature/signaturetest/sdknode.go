@@ -1,4 +1,4 @@
-package interop
+package signaturetest
 
 import (
 	"os"
@@ -7,11 +7,14 @@ import (
 	"testing"
 )
 
-// Node returns the node binary that runs the SDK installed under dir (this
-// folder, as a path from the calling test's package). When node or the SDK
+// SDKNode returns the node binary that runs @a2a-js/sdk as installed under
+// dir, the npm project test/interop (package.json pins the SDK; `npm ci
+// --prefix test/interop` installs it), given as a path from the calling
+// test's package. The signature tests cross-check canonical forms and
+// signatures with it; the interop suites in test/ run its agent. When node or the SDK
 // is missing it skips the test, or fails it when CI is set: CI must run the
 // interop tests.
-func Node(t testing.TB, dir string) string {
+func SDKNode(t testing.TB, dir string) string {
 	t.Helper()
 	var why string
 	node, err := exec.LookPath("node")
