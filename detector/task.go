@@ -34,6 +34,27 @@ const (
 	Continue Action = "continue"
 )
 
+// Counts counts verdicts by action: the summaries of carddrift impact and
+// of a replayed task's story.
+type Counts struct {
+	Abort    int `json:"abort"`
+	Replan   int `json:"replan"`
+	Continue int `json:"continue"`
+}
+
+// Add counts one verdict's action (an action that is none of the three is
+// not counted).
+func (c *Counts) Add(a Action) {
+	switch a {
+	case Abort:
+		c.Abort++
+	case Replan:
+		c.Replan++
+	case Continue:
+		c.Continue++
+	}
+}
+
 // Requirements is what a task needs of the agent, as the client planned it.
 type Requirements struct {
 	SkillID           string   `json:"skillId,omitempty"`

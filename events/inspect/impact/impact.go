@@ -60,12 +60,8 @@ type Task struct {
 	Skill  string `json:"-"`
 }
 
-// Counts are the tasks by action.
-type Counts struct {
-	Abort    int `json:"abort"`
-	Replan   int `json:"replan"`
-	Continue int `json:"continue"`
-}
+// Counts are the tasks by action (detector.Counts, the one type of it).
+type Counts = detector.Counts
 
 // Proposed names the proposed card by its digest (the card itself, parsed,
 // is a detector.Card).
@@ -146,14 +142,7 @@ func Assess(ctx context.Context, src Source, agentURL string, raw []byte, opts O
 	wg.Wait()
 	slices.SortFunc(rep.Tasks, func(a, b Task) int { return cmp.Compare(a.TaskID, b.TaskID) })
 	for _, t := range rep.Tasks {
-		switch t.Action {
-		case detector.Abort:
-			rep.Counts.Abort++
-		case detector.Replan:
-			rep.Counts.Replan++
-		default:
-			rep.Counts.Continue++
-		}
+		rep.Counts.Add(t.Action)
 	}
 	return rep, scanErr
 }

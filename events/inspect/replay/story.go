@@ -53,12 +53,9 @@ type Moment struct {
 	What string `json:"what"`
 }
 
-// VerdictCounts counts verdicts by action.
-type VerdictCounts struct {
-	Abort    int `json:"abort"`
-	Replan   int `json:"replan"`
-	Continue int `json:"continue"`
-}
+// VerdictCounts counts a task's verdicts by action (detector.Counts, the
+// one type of it).
+type VerdictCounts = detector.Counts
 
 // stories builds the story of every task in es (sorted entries), by task id.
 func (r *Reader) stories(ctx context.Context, es []Entry) ([]Story, error) {
@@ -114,19 +111,16 @@ func (r *Reader) story(ctx context.Context, es []Entry, idx []int) (Story, error
 		switch d := e.Data.(type) {
 		case events.Drift:
 			lastVerdict = i
+			s.Verdicts.Add(d.Verdict.Action)
 			switch d.Verdict.Action {
 			case detector.Abort:
-				s.Verdicts.Abort++
 				if abort < 0 {
 					abort = i
 				}
 			case detector.Replan:
-				s.Verdicts.Replan++
 				if replan < 0 {
 					replan = i
 				}
-			case detector.Continue:
-				s.Verdicts.Continue++
 			}
 		case events.Status:
 			s.State = d.State
