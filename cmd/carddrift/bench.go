@@ -6,15 +6,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"slices"
-	"sync/atomic"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
+	"github.com/carddrift/carddrift/events/service"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -27,6 +31,7 @@ type benchFlags struct {
 	driftShare float64
 	skipFleet  bool
 	deployment deploymentFlags
+	cost       costFlags
 }
 
 // register adds bench's flags.
@@ -42,6 +47,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.skipFleet, "throughput-only", false, "skip the detection phase")
 	fs.BoolVar(&f.demo.json, "json", false, "print one JSON object")
 	f.deployment.register(fs, "the deployment's --default-lease")
+	f.cost.register(fs)
 }
 
 // run checks the flags, connects and runs the benchmark.
@@ -57,7 +63,7 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer nc.Close()
-	return runBench(ctx, e, js, store.DefaultConfig(), f)
+	return runBench(ctx, e, nc, js, store.DefaultConfig(), f)
 }
 
 // BenchReport is carddrift bench's result (its --json document).
@@ -77,13 +83,48 @@ type BenchThroughput struct {
 	RawPerSecond       float64 `json:"rawPerSecond"`
 	CarddriftPerSecond float64 `json:"carddriftPerSecond"`
 	Ratio              float64 `json:"ratio"`
+	// RawConsumer is where the raw consumer ran: "own-process".
+	RawConsumer string `json:"rawConsumer"`
+	// EmbeddedServer: the server is serve's embedded one, so serve's
+	// workers reached it inside serve's process (and serve's CPU includes
+	// the server's).
+	EmbeddedServer bool `json:"embeddedServer"`
+	// CPU is what each side cost, medians of the rounds.
+	CPU BenchCPU `json:"cpu"`
 }
 
-// BenchRound is one side-by-side measurement.
+// rawOwnProcess: the raw consumer ran as a process of its own.
+const rawOwnProcess = "own-process"
+
+// BenchRound is one side-by-side measurement. The CPU figures are absent
+// where they were not read.
 type BenchRound struct {
 	RawFirst           bool    `json:"rawFirst"`
 	RawPerSecond       float64 `json:"rawPerSecond"`
 	CarddriftPerSecond float64 `json:"carddriftPerSecond"`
+	// ServeCPUMsPer1000 is serve's CPU while carddrift drained the round's
+	// events; RawCPUMsPer1000 the raw consumer process's.
+	ServeCPUMsPer1000 *float64 `json:"serveCpuMsPer1000Events,omitempty"`
+	RawCPUMsPer1000   *float64 `json:"rawCpuMsPer1000Events,omitempty"`
+	// ServerCPUMsPer1000Carddrift and ServerCPUMsPer1000Raw are the
+	// standalone NATS server's, while each side drained.
+	ServerCPUMsPer1000Carddrift *float64 `json:"serverCpuMsPer1000EventsCarddrift,omitempty"`
+	ServerCPUMsPer1000Raw       *float64 `json:"serverCpuMsPer1000EventsRaw,omitempty"`
+}
+
+// BenchCPU is the throughput phase's CPU per 1,000 events, medians of the
+// rounds (BenchRound), with where each was read, why one was not, and the
+// machine's load before and after the phase.
+type BenchCPU struct {
+	ServeCPUMsPer1000           *float64          `json:"serveCpuMsPer1000Events,omitempty"`
+	RawCPUMsPer1000             *float64          `json:"rawCpuMsPer1000Events,omitempty"`
+	ServerCPUMsPer1000Carddrift *float64          `json:"serverCpuMsPer1000EventsCarddrift,omitempty"`
+	ServerCPUMsPer1000Raw       *float64          `json:"serverCpuMsPer1000EventsRaw,omitempty"`
+	ServeSource                 string            `json:"serveSource,omitempty"`
+	ServerSource                string            `json:"serverSource,omitempty"`
+	NotRead                     map[string]string `json:"notRead,omitempty"`
+	LoadBefore                  *[3]float64       `json:"loadBefore,omitempty"`
+	LoadAfter                   *[3]float64       `json:"loadAfter,omitempty"`
 }
 
 // BenchDetection is the detection phase's figures.
@@ -102,9 +143,12 @@ type BenchDetection struct {
 	Late                    int            `json:"late"`
 	Missed                  int            `json:"missed"`
 	FalseAborts             int            `json:"falseAborts"`
+	// Cost is serve's CPU (and a standalone server's) per 1,000 lifecycle
+	// events of the fleet's mix.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
-func runBench(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
+func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
 	say := func(format string, args ...any) {
 		if !f.demo.json {
 			fmt.Fprintf(e.stdout, format, args...)
@@ -118,37 +162,64 @@ func runBench(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Con
 	if err != nil {
 		return err
 	}
+	embedded := embeddedServer(nc)
 	var rep BenchReport
 	rep.Throughput.Events = f.events
+	rep.Throughput.EmbeddedServer = embedded
+	rep.Throughput.RawConsumer = rawOwnProcess
 	say("throughput: %d no-fetch events per round, %d round(s), raw consume+ack vs carddrift, same server\n", f.events, f.rounds)
+	say("  the raw durable consumer runs as a process of its own, as serve's workers do (both cross a process boundary to the server)\n")
+	if embedded {
+		say("  the server is serve's embedded one (%s): serve's workers reach it inside serve's process, the raw consumer crosses a process boundary,\n"+
+			"  so the ratio flatters carddrift; as deployed, measure `carddrift serve --nats-url` against a standalone nats-server\n", service.EmbeddedServerName)
+	}
+	pins, err := benchPins(ctx, js, cfg)
+	if err != nil {
+		return err
+	}
+	// Untimed: one event per pinned task, so that no round pays for the
+	// first reads of the pins.
+	if _, err := benchCarddrift(ctx, js, &f.cost, cfg, pins, len(pins.tasks)); err != nil {
+		return fmt.Errorf("bench: warm-up: %w", err)
+	}
+	before := f.cost.read(ctx)
 	for round := range f.rounds {
 		rawFirst := round%2 == 1
 		var r BenchRound
 		r.RawFirst = rawFirst
 		for _, raw := range []bool{rawFirst, !rawFirst} {
-			var took time.Duration
+			var s benchSide
 			if raw {
-				took, err = benchRaw(ctx, js, info.Config.Storage, f.events)
+				s, err = benchRaw(ctx, js, &f.nats, &f.cost, info.Config.Storage, pins, f.events)
 			} else {
-				took, err = benchCarddrift(ctx, js, cfg, f.events)
+				s, err = benchCarddrift(ctx, js, &f.cost, cfg, pins, f.events)
 			}
 			if err != nil {
 				return err
 			}
-			rate := float64(f.events) / took.Seconds()
+			rate := float64(f.events) / s.took.Seconds()
 			if raw {
 				r.RawPerSecond = rate
+				r.RawCPUMsPer1000 = s.cpuMsPer1000(f.events)
+				r.ServerCPUMsPer1000Raw = s.serverMsPer1000(f.events)
 			} else {
 				r.CarddriftPerSecond = rate
+				r.ServeCPUMsPer1000 = s.cpuMsPer1000(f.events)
+				r.ServerCPUMsPer1000Carddrift = s.serverMsPer1000(f.events)
 			}
 		}
 		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f\n", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
 		rep.Throughput.Rounds = append(rep.Throughput.Rounds, r)
 	}
+	after := f.cost.read(ctx)
 	rep.Throughput.RawPerSecond = median(rep.Throughput.Rounds, func(r BenchRound) float64 { return r.RawPerSecond })
 	rep.Throughput.CarddriftPerSecond = median(rep.Throughput.Rounds, func(r BenchRound) float64 { return r.CarddriftPerSecond })
 	rep.Throughput.Ratio = rep.Throughput.CarddriftPerSecond / rep.Throughput.RawPerSecond
 	say("  median: raw %.0f events/s, carddrift %.0f events/s, ratio %.2f\n", rep.Throughput.RawPerSecond, rep.Throughput.CarddriftPerSecond, rep.Throughput.Ratio)
+	rep.Throughput.CPU = throughputCPU(rep.Throughput.Rounds, &f.cost, before, after, embedded)
+	if !f.demo.json {
+		rep.Throughput.CPU.write(e.stdout, embedded)
+	}
 
 	if !f.skipFleet {
 		f.demo.quiet = true
@@ -156,12 +227,14 @@ func runBench(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Con
 		jsonOut := f.demo.json
 		f.demo.json = true // driveFleet's own progress lines stay quiet
 		f.demo.driftShare = f.driftShare
+		before := f.cost.read(ctx)
 		card, err := driveFleet(ctx, e, js, cfg, &f.demo, nil,
 			f.deployment.lease(), f.deployment.fullFetch, "bench", f.deployment.settled(ctx))
 		f.demo.json = jsonOut
 		if err != nil {
 			return err
 		}
+		after := f.cost.read(ctx)
 		drifting := 0
 		for name, s := range card.Scenarios {
 			if name != fleet.Control {
@@ -174,6 +247,7 @@ func runBench(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Con
 			FetchesPerAgentPerLease: card.FetchesPerAgentPerLease, MaxFetchesPerLease: card.MaxFetchesPerLease,
 			Verdicts: card.Verdicts, Injected: card.Injected, Detected: card.Detected, Late: card.Late,
 			Missed: card.Missed, FalseAborts: card.FalseAborts,
+			Cost: f.cost.cost(before, after, card.Events, embedded),
 		}
 		d := rep.Detection
 		say("  %d tasks, %d lifecycle events (%.0f/s)\n", d.Tasks, d.LifecycleEvents, d.EventsPerSecond)
@@ -181,6 +255,9 @@ func runBench(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Con
 		say("  fetches per agent per lease: mean %.2f, max %.2f\n", d.FetchesPerAgentPerLease, d.MaxFetchesPerLease)
 		say("  verdicts: abort %d, replan %d, continue %d; injected %d, detected %d (late %d), missed %d, false aborts %d\n",
 			d.Verdicts["abort"], d.Verdicts["replan"], d.Verdicts["continue"], d.Injected, d.Detected, d.Late, d.Missed, d.FalseAborts)
+		if !f.demo.json {
+			d.Cost.write(e.stdout, "lifecycle events of the fleet's mix")
+		}
 	}
 	if f.demo.json {
 		return json.NewEncoder(e.stdout).Encode(rep)
@@ -201,18 +278,18 @@ func median(rs []BenchRound, v func(BenchRound) float64) float64 {
 	}
 }
 
-// benchMessages returns n no-fetch lifecycle events (status working and
-// first attempts of tasks/get, binary mode, as the Emitter sends them) on
-// subjects under prefix ("" keeps the lifecycle subjects).
-func benchMessages(n int, run string) ([]*nats.Msg, error) {
+// benchMessages returns n no-fetch lifecycle events: a2a.task.status
+// working (in both spellings, v0.3 and v1) of the pinned tasks (benchPins),
+// binary mode, as the Emitter sends them.
+func benchMessages(n int, run string, p *benchPinned) ([]*nats.Msg, error) {
 	msgs := make([]*nats.Msg, n)
 	now := time.Now()
 	for i := range msgs {
-		taskID := fmt.Sprintf("bench-%s-%d", run, i%1024)
-		var d events.Data = events.Status{TaskID: taskID, AgentURL: "http://127.0.0.1:9", State: "working"}
+		state := "working"
 		if i%2 == 1 {
-			d = events.Request{TaskID: taskID, AgentURL: "http://127.0.0.1:9", Method: "tasks/get", Attempt: 1}
+			state = "TASK_STATE_WORKING"
 		}
+		d := events.Status{TaskID: p.tasks[i%len(p.tasks)], AgentURL: p.agentURL, State: state}
 		m, err := events.Encode(events.Event{ID: fmt.Sprintf("bench-%s-ev-%d", run, i), Source: "urn:carddrift:bench", Time: now, Data: d}, events.Binary)
 		if err != nil {
 			return nil, err
@@ -243,59 +320,6 @@ func publishAll(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg) e
 	return nil
 }
 
-// benchRaw measures one durable pull consumer consuming and acknowledging n
-// events on a scratch stream (the lifecycle stream's storage), published as
-// carddrift's are: from the first publish to the last ack.
-func benchRaw(ctx context.Context, js jetstream.JetStream, storage jetstream.StorageType, n int) (time.Duration, error) {
-	run := fmt.Sprint(time.Now().UnixNano())
-	name := "CARDDRIFT_BENCH_" + run
-	subject := "carddrift.bench." + run
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject + ".>"}, Storage: storage})
-	if err != nil {
-		return 0, fmt.Errorf("scratch stream: %w", err)
-	}
-	defer js.DeleteStream(context.WithoutCancel(ctx), name)
-	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000})
-	if err != nil {
-		return 0, err
-	}
-	msgs, err := benchMessages(n, run)
-	if err != nil {
-		return 0, err
-	}
-	for _, m := range msgs {
-		m.Subject = subject + m.Subject[len("a2a.task"):]
-	}
-	var acked atomic.Int64
-	done := make(chan struct{})
-	start := time.Now()
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		m.Ack()
-		if acked.Add(1) == int64(n) {
-			close(done)
-		}
-	}, jetstream.PullMaxMessages(500))
-	if err != nil {
-		return 0, err
-	}
-	defer cc.Stop()
-	if err := publishAll(ctx, js, msgs); err != nil {
-		return 0, err
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-time.After(5 * time.Minute):
-		return 0, errors.New("raw consumer did not finish within 5m")
-	}
-	// The last acks are on their way; the consumer's ack floor confirms them.
-	if err := waitDrained(ctx, js, name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
-		return 0, err
-	}
-	return time.Since(start), nil
-}
-
 // streamConsumers lists the durable consumers of a stream: the deployment's
 // workers' (their number depends on its partitions, which bench does not
 // know).
@@ -318,24 +342,227 @@ func streamConsumers(ctx context.Context, js jetstream.JetStream, stream string)
 	return out, nil
 }
 
-// benchCarddrift measures the deployment's workers draining n no-fetch
-// events from the lifecycle stream: from the first publish until every
-// lifecycle consumer has acknowledged everything.
-func benchCarddrift(ctx context.Context, js jetstream.JetStream, cfg store.Config, n int) (time.Duration, error) {
-	msgs, err := benchMessages(n, fmt.Sprint(time.Now().UnixNano()))
+// benchTasks is how many tasks the throughput events are spread over.
+const benchTasks = 1024
+
+// benchCard is the card the bench tasks are pinned on; its agent is
+// never fetched (status working of a pinned task needs no live card).
+const benchCard = `{"name":"bench","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT","capabilities":{"streaming":true},` +
+	`"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":[]}]}`
+
+// benchPinned are the tasks bench pinned for its throughput phase.
+type benchPinned struct {
+	agentURL string
+	tasks    []string
+}
+
+// benchPins pins benchTasks tasks beforehand, straight into the
+// deployment's pin store (with their card body), so that the throughput
+// events are transitions of pinned tasks that need no fetch, not events
+// waiting for a pin. The pins expire with the store's --pins-ttl.
+func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) (*benchPinned, error) {
+	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	st, err := store.Bind[task.Pin](bctx, js, cfg)
 	if err != nil {
-		return 0, err
+		return nil, fmt.Errorf("bench: open the stores: %w (is `carddrift serve` running against this server?)", err)
 	}
+	p := &benchPinned{agentURL: "http://127.0.0.1:9"}
+	body := []byte(strings.ReplaceAll(benchCard, "AGENT", p.agentURL))
+	card, err := detector.Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	digest, err := detector.Digest(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Cards.Put(bctx, digest, body); err != nil {
+		return nil, fmt.Errorf("bench: store the pinned card: %w", err)
+	}
+	run := fmt.Sprint(time.Now().UnixNano())
+	now := time.Now().UTC()
+	for i := range benchTasks {
+		id := fmt.Sprintf("bench-%s-%d", run, i)
+		if _, err := st.Pins.Create(bctx, task.Pin{
+			TaskID: id, AgentURL: p.agentURL, Digest: digest, Fingerprint: detector.Fingerprint(card),
+			CardVersion: card.Version, PinnedAt: now, Source: events.PinClientCard,
+			Requirements: detector.Requirements{SkillID: "summarize", Posture: detector.FailClosed},
+		}); err != nil {
+			return nil, fmt.Errorf("bench: pin %s: %w", id, err)
+		}
+		p.tasks = append(p.tasks, id)
+	}
+	return p, nil
+}
+
+// benchSide is one side of a round: how long it took from the first
+// publish to the last acknowledgement, and the CPU the consuming process
+// (serve, or the raw consumer) and the standalone server used meanwhile
+// (nil: not read).
+type benchSide struct {
+	took        time.Duration
+	cpu, server *time.Duration
+}
+
+func msPer1000(d *time.Duration, n int) *float64 {
+	if d == nil {
+		return nil
+	}
+	ms := 1e6 * d.Seconds() / float64(n)
+	return &ms
+}
+
+func (s benchSide) cpuMsPer1000(n int) *float64    { return msPer1000(s.cpu, n) }
+func (s benchSide) serverMsPer1000(n int) *float64 { return msPer1000(s.server, n) }
+
+// serverSpent is the standalone server's CPU between readings a and b.
+func serverSpent(a, b cpuReading) *time.Duration {
+	if a.serverErr != nil || b.serverErr != nil {
+		return nil
+	}
+	d := b.server - a.server
+	return &d
+}
+
+// benchRaw measures one durable pull consumer, in a process of its own
+// (rawConsumerCommand), consuming and acknowledging n events on a scratch
+// stream (the lifecycle stream's storage), published as carddrift's are:
+// from the first publish to the last ack.
+func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *costFlags, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
+	run := fmt.Sprint(time.Now().UnixNano())
+	name := "CARDDRIFT_BENCH_" + run
+	subject := "carddrift.bench." + run
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject + ".>"}, Storage: storage})
+	if err != nil {
+		return benchSide{}, fmt.Errorf("scratch stream: %w", err)
+	}
+	defer js.DeleteStream(context.WithoutCancel(ctx), name)
+	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
+		return benchSide{}, err
+	}
+	msgs, err := benchMessages(n, run, p)
+	if err != nil {
+		return benchSide{}, err
+	}
+	for _, m := range msgs {
+		m.Subject = subject + m.Subject[len("a2a.task"):]
+	}
+	proc, err := startRawConsumer(ctx, nf, name, "raw", n, 5*time.Minute)
+	if err != nil {
+		return benchSide{}, err
+	}
+	defer proc.kill()
+	a := cf.readServer()
 	start := time.Now()
 	if err := publishAll(ctx, js, msgs); err != nil {
-		return 0, err
+		return benchSide{}, err
+	}
+	cpu, err := proc.wait(ctx, n)
+	if err != nil {
+		return benchSide{}, err
+	}
+	// The consumer flushed its acks before it said done; the consumer's
+	// ack floor confirms the server has them.
+	if err := waitDrained(ctx, js, name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
+		return benchSide{}, err
+	}
+	took := time.Since(start)
+	return benchSide{took: took, cpu: &cpu, server: serverSpent(a, cf.readServer())}, nil
+}
+
+// benchCarddrift measures the deployment's workers draining n no-fetch
+// events from the lifecycle stream: from the first publish until every
+// lifecycle consumer has acknowledged everything; serve's CPU is read from
+// its /metrics before and after.
+func benchCarddrift(ctx context.Context, js jetstream.JetStream, cf *costFlags, cfg store.Config, p *benchPinned, n int) (benchSide, error) {
+	msgs, err := benchMessages(n, fmt.Sprint(time.Now().UnixNano()), p)
+	if err != nil {
+		return benchSide{}, err
 	}
 	durables, err := streamConsumers(ctx, js, cfg.LifecycleStream)
 	if err != nil {
-		return 0, err
+		return benchSide{}, err
+	}
+	a := cf.read(ctx)
+	start := time.Now()
+	if err := publishAll(ctx, js, msgs); err != nil {
+		return benchSide{}, err
 	}
 	if err := waitDrained(ctx, js, cfg.LifecycleStream, durables, 10*time.Millisecond, 5*time.Minute); err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
-	return time.Since(start), nil
+	took := time.Since(start)
+	b := cf.read(ctx)
+	s := benchSide{took: took, server: serverSpent(a, b)}
+	if a.serveErr == nil && b.serveErr == nil {
+		d := b.serve - a.serve
+		s.cpu = &d
+	}
+	return s, nil
+}
+
+// throughputCPU is the medians of the rounds' CPU figures, with where
+// they were read and why one was not (readings before and after the phase).
+func throughputCPU(rs []BenchRound, cf *costFlags, before, after cpuReading, embedded bool) BenchCPU {
+	med := func(v func(BenchRound) *float64) *float64 {
+		var xs []float64
+		for _, r := range rs {
+			if p := v(r); p != nil {
+				xs = append(xs, *p)
+			}
+		}
+		if len(xs) == 0 {
+			return nil
+		}
+		slices.Sort(xs)
+		m := xs[len(xs)/2]
+		if len(xs)%2 == 0 {
+			m = (xs[len(xs)/2-1] + m) / 2
+		}
+		return &m
+	}
+	c := BenchCPU{
+		ServeCPUMsPer1000:           med(func(r BenchRound) *float64 { return r.ServeCPUMsPer1000 }),
+		RawCPUMsPer1000:             med(func(r BenchRound) *float64 { return r.RawCPUMsPer1000 }),
+		ServerCPUMsPer1000Carddrift: med(func(r BenchRound) *float64 { return r.ServerCPUMsPer1000Carddrift }),
+		ServerCPUMsPer1000Raw:       med(func(r BenchRound) *float64 { return r.ServerCPUMsPer1000Raw }),
+		NotRead:                     map[string]string{},
+	}
+	cost := cf.cost(before, after, 1, embedded) // the sources and reasons, the same for every round
+	c.ServeSource, c.ServerSource, c.LoadBefore, c.LoadAfter = cost.ServeSource, cost.ServerSource, cost.LoadBefore, cost.LoadAfter
+	for k, v := range cost.NotRead {
+		c.NotRead[k] = v
+	}
+	if len(c.NotRead) == 0 {
+		c.NotRead = nil
+	}
+	return c
+}
+
+// write prints the throughput phase's CPU lines.
+func (c *BenchCPU) write(w io.Writer, embedded bool) {
+	serve := "not read (" + c.NotRead["serve"] + ")"
+	if c.ServeCPUMsPer1000 != nil {
+		serve = fmt.Sprintf("%.0f ms", *c.ServeCPUMsPer1000)
+		if embedded {
+			serve += " (its embedded NATS server's included)"
+		}
+	}
+	raw := "not read"
+	if c.RawCPUMsPer1000 != nil {
+		raw = fmt.Sprintf("%.0f ms", *c.RawCPUMsPer1000)
+	}
+	fmt.Fprintf(w, "  CPU per 1,000 events (medians): serve %s, raw consumer process %s\n", serve, raw)
+	switch {
+	case c.ServerCPUMsPer1000Carddrift != nil && c.ServerCPUMsPer1000Raw != nil:
+		fmt.Fprintf(w, "  NATS server's CPU per 1,000 events (%s): %.0f ms while carddrift drained, %.0f ms while the raw consumer did\n",
+			c.ServerSource, *c.ServerCPUMsPer1000Carddrift, *c.ServerCPUMsPer1000Raw)
+	case c.NotRead["server"] != "":
+		fmt.Fprintf(w, "  NATS server's CPU: not read (%s)\n", c.NotRead["server"])
+	}
+	if c.LoadBefore != nil && c.LoadAfter != nil {
+		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n",
+			c.LoadBefore[0], c.LoadBefore[1], c.LoadBefore[2], c.LoadAfter[0], c.LoadAfter[1], c.LoadAfter[2])
+	}
 }
