@@ -234,7 +234,7 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 		if err != nil {
 			return err
 		}
-		after := f.cost.read(ctx)
+		cost := f.cost.afterDrained(ctx, js, cfg.LifecycleStream, before, card.Events, embedded)
 		drifting := 0
 		for name, s := range card.Scenarios {
 			if name != fleet.Control {
@@ -247,7 +247,7 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 			FetchesPerAgentPerLease: card.FetchesPerAgentPerLease, MaxFetchesPerLease: card.MaxFetchesPerLease,
 			Verdicts: card.Verdicts, Injected: card.Injected, Detected: card.Detected, Late: card.Late,
 			Missed: card.Missed, FalseAborts: card.FalseAborts,
-			Cost: f.cost.cost(before, after, card.Events, embedded),
+			Cost: cost,
 		}
 		d := rep.Detection
 		say("  %d tasks, %d lifecycle events (%.0f/s)\n", d.Tasks, d.LifecycleEvents, d.EventsPerSecond)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events/service"
 )
@@ -84,8 +85,11 @@ func parseProcStat(s string) (time.Duration, error) {
 
 // metricsCPU reads process_cpu_seconds_total from a Prometheus text
 // exposition at url (serve's /metrics).
+//
+// A busy serve can take seconds to render its page (the fleet's gauges
+// are read at every scrape), hence the generous bound.
 func metricsCPU(ctx context.Context, url string) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -215,6 +219,34 @@ type Cost struct {
 	// averages.
 	LoadBefore *[3]float64 `json:"loadBefore,omitempty"`
 	LoadAfter  *[3]float64 `json:"loadAfter,omitempty"`
+	// DrainWaitSeconds is how long serve still worked through its backlog
+	// after the run (the second reading waits until its lifecycle
+	// consumers have nothing pending, so that the CPU figure covers every
+	// event).
+	DrainWaitSeconds *float64 `json:"drainWaitSeconds,omitempty"`
+}
+
+// afterDrained waits, for at most 5 minutes, until the lifecycle
+// stream's consumers have handled everything (serve has worked through its
+// backlog), then takes the second reading and returns the cost of events
+// since before.
+func (c *costFlags) afterDrained(ctx context.Context, js jetstream.JetStream, stream string, before cpuReading, events int64, embedded bool) *Cost {
+	start := time.Now()
+	durables, err := streamConsumers(ctx, js, stream)
+	if err == nil {
+		err = waitDrained(ctx, js, stream, durables, 100*time.Millisecond, 5*time.Minute)
+	}
+	waited := time.Since(start).Seconds()
+	out := c.cost(before, c.read(ctx), events, embedded)
+	if err != nil {
+		if out.NotRead == nil {
+			out.NotRead = map[string]string{}
+		}
+		out.NotRead["drained"] = fmt.Sprintf("serve's backlog: %v (the CPU figures may miss its last events)", err)
+	} else {
+		out.DrainWaitSeconds = &waited
+	}
+	return out
 }
 
 // cost is the cost of events between readings a and b.
@@ -275,6 +307,11 @@ func (c *Cost) write(w io.Writer, what string) {
 		fmt.Fprintf(w, "  NATS server's CPU (%s): %.1f s, %.0f ms per 1,000\n", c.ServerSource, *c.ServerCPUSeconds, *c.ServerCPUMsPer1000)
 	case c.NotRead["server"] != "":
 		fmt.Fprintf(w, "  NATS server's CPU: not read (%s)\n", c.NotRead["server"])
+	}
+	if c.DrainWaitSeconds != nil {
+		fmt.Fprintf(w, "  (read once serve had worked through its backlog, %.1f s after the run)\n", *c.DrainWaitSeconds)
+	} else if r := c.NotRead["drained"]; r != "" {
+		fmt.Fprintf(w, "  (%s)\n", r)
 	}
 	if c.LoadBefore != nil && c.LoadAfter != nil {
 		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n",

@@ -47,6 +47,6 @@ func (f *simulateFlags) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	after := f.cost.read(ctx)
-	return reportScorecard(e, &f.demo, card, f.cost.cost(before, after, card.Events, embeddedServer(nc)))
+	cost := f.cost.afterDrained(ctx, js, cfg.LifecycleStream, before, card.Events, embeddedServer(nc))
+	return reportScorecard(e, &f.demo, card, cost)
 }
