@@ -7,18 +7,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -32,6 +36,11 @@ type benchFlags struct {
 	skipFleet  bool
 	deployment deploymentFlags
 	cost       costFlags
+	embedded   bool
+	// inProcess, with --embedded, is the in-process connection to the
+	// embedded server (the workers'), for the raw consumer inside the
+	// server's process.
+	inProcess jetstream.JetStream
 }
 
 // register adds bench's flags.
@@ -48,6 +57,9 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.demo.json, "json", false, "print one JSON object")
 	f.deployment.register(fs, "the deployment's --default-lease")
 	f.cost.register(fs)
+	fs.BoolVar(&f.embedded, "embedded", false, "measure serve's embedded arrangement here: an embedded NATS server and serve's workers "+
+		"(its defaults, fetches to loopback, the lease flags above) in this process, the raw consumer both as a process of its own and "+
+		"inside the server's process (exclusive with --nats-url)")
 }
 
 // run checks the flags, connects and runs the benchmark.
@@ -58,12 +70,70 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 	if f.driftShare < 0 || f.driftShare > 1 {
 		return usagef("--drift-share must be between 0 and 1")
 	}
+	if f.embedded {
+		if f.nats.url != "" {
+			return usagef("--embedded and --nats-url are exclusive: bench runs its own server, or loads a deployment's")
+		}
+		return f.runEmbedded(ctx, e)
+	}
 	nc, js, err := f.nats.jetStream("carddrift-bench")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	return runBench(ctx, e, nc, js, store.DefaultConfig(), f)
+}
+
+// runEmbedded runs the benchmark on serve's embedded arrangement, built
+// here: an embedded server with serve's workers on its in-process
+// connection (serve's defaults, as `carddrift serve` with --fetch-allow
+// 127.0.0.0/8 and bench's lease flags would run them). bench publishes, as
+// a client would, over its own connection; the raw consumer runs as a
+// process of its own and on the workers' in-process connection. serve's
+// CPU is this process's here (beside the publisher): not read.
+func (f *benchFlags) runEmbedded(ctx context.Context, e *env) error {
+	var sf serveFlags
+	sf.register(flag.NewFlagSet("serve", flag.ContinueOnError)) // serve's defaults
+	sf.fetchAllow = "127.0.0.0/8"
+	sf.minLease, sf.defaultLease, sf.maxLease, sf.fullFetch = f.deployment.minLease, f.deployment.defaultLease, f.deployment.maxLease, f.deployment.fullFetch
+	cfg, err := sf.storeConfig()
+	if err != nil {
+		return err
+	}
+	fo, _, err := sf.fetchOptions()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "carddrift-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	svc, err := service.Open(ctx, service.Options{
+		DataDir: dir, ConnName: "carddrift-bench-embedded", Config: cfg,
+		Worker: worker.Options{Name: "bench-embedded", Fetch: fo, DrainTimeout: sf.drainTimeout, PinnedTTL: sf.pinnedTTL, Logger: zerolog.Nop()},
+		// As serve sets them.
+		PinCache: 100_000, PinCacheMaxAge: 10 * time.Second, MemoryBudget: sf.memBudget,
+	})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	running, err := svc.Start(ctx, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	defer running.Stop()
+	f.inProcess = svc.JetStream()
+	f.cost.serverPID = 0
+	f.cost.unread = "--embedded: serve's workers and the server run in bench's own process, beside its publisher"
+	f.nats.url = svc.URL()
+	nc, js, err := f.nats.jetStream("carddrift-bench")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return runBench(ctx, e, nc, js, cfg, f)
 }
 
 // BenchReport is carddrift bench's result (its --json document).
@@ -91,7 +161,21 @@ type BenchThroughput struct {
 	EmbeddedServer bool `json:"embeddedServer"`
 	// CPU is what each side cost, medians of the rounds.
 	CPU BenchCPU `json:"cpu"`
+	// RawInProcessPerSecond and RatioInProcess (--embedded only): the raw
+	// consumer inside the server's process, on the workers' in-process
+	// connection, and CarddriftPerSecond / RawInProcessPerSecond.
+	RawInProcessPerSecond float64 `json:"rawInProcessPerSecond,omitempty"`
+	RatioInProcess        float64 `json:"ratioInProcess,omitempty"`
 }
+
+// benchSideKind is who drains a round's events.
+type benchSideKind int
+
+const (
+	sideRaw          benchSideKind = iota // the raw consumer, a process of its own
+	sideCarddrift                         // the deployment's workers
+	sideRawInProcess                      // the raw consumer inside the server's process (--embedded)
+)
 
 // rawOwnProcess: the raw consumer ran as a process of its own.
 const rawOwnProcess = "own-process"
@@ -102,6 +186,9 @@ type BenchRound struct {
 	RawFirst           bool    `json:"rawFirst"`
 	RawPerSecond       float64 `json:"rawPerSecond"`
 	CarddriftPerSecond float64 `json:"carddriftPerSecond"`
+	// RawInProcessPerSecond: the raw consumer inside the server's process
+	// (--embedded only).
+	RawInProcessPerSecond float64 `json:"rawInProcessPerSecond,omitempty"`
 	// ServeCPUMsPer1000 is serve's CPU while carddrift drained the round's
 	// events; RawCPUMsPer1000 the raw consumer process's.
 	ServeCPUMsPer1000 *float64 `json:"serveCpuMsPer1000Events,omitempty"`
@@ -168,10 +255,17 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 	rep.Throughput.EmbeddedServer = embedded
 	rep.Throughput.RawConsumer = rawOwnProcess
 	say("throughput: %d no-fetch events per round, %d round(s), raw consume+ack vs carddrift, same server\n", f.events, f.rounds)
-	say("  the raw durable consumer runs as a process of its own, as serve's workers do (both cross a process boundary to the server)\n")
-	if embedded {
-		say("  the server is serve's embedded one (%s): serve's workers reach it inside serve's process, the raw consumer crosses a process boundary,\n"+
-			"  so the ratio flatters carddrift; as deployed, measure `carddrift serve --nats-url` against a standalone nats-server\n", service.EmbeddedServerName)
+	switch {
+	case !embedded:
+		say("  the raw durable consumer runs as a process of its own, as serve's workers do (both cross a process boundary to the server)\n")
+	case f.inProcess != nil:
+		say("  --embedded: an embedded server and serve's workers in this process (serve's defaults); the raw consumer both as a process of its own\n" +
+			"  and inside the server's process (its in-process connection, as the workers'): the second ratio compares like with like\n")
+	case embedded:
+		say("  the raw durable consumer runs as a process of its own; the server is serve's embedded one (%s):\n"+
+			"  serve's workers reach it inside serve's process, the raw consumer crosses a process boundary,\n"+
+			"  so the ratio flatters carddrift; as deployed, measure `carddrift serve --nats-url` against a standalone nats-server\n"+
+			"  (`carddrift bench --embedded` measures the raw consumer inside the server's process too)\n", service.EmbeddedServerName)
 	}
 	pins, err := benchPins(ctx, js, cfg)
 	if err != nil {
@@ -183,32 +277,54 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 		return fmt.Errorf("bench: warm-up: %w", err)
 	}
 	before := f.cost.read(ctx)
+	sides := []benchSideKind{sideRaw, sideCarddrift}
+	if f.inProcess != nil {
+		sides = append(sides, sideRawInProcess)
+	}
 	for round := range f.rounds {
-		rawFirst := round%2 == 1
+		// Each round starts with another side, so that none always gets the
+		// warmest server (two sides: they alternate).
+		order := append(slices.Clone(sides[round%len(sides):]), sides[:round%len(sides)]...)
+		if len(sides) == 2 {
+			order = []benchSideKind{sideCarddrift, sideRaw}
+			if round%2 == 1 {
+				order = sides
+			}
+		}
 		var r BenchRound
-		r.RawFirst = rawFirst
-		for _, raw := range []bool{rawFirst, !rawFirst} {
+		r.RawFirst = order[0] == sideRaw
+		for _, side := range order {
 			var s benchSide
-			if raw {
+			switch side {
+			case sideRaw:
 				s, err = benchRaw(ctx, js, &f.nats, &f.cost, info.Config.Storage, pins, f.events)
-			} else {
+			case sideCarddrift:
 				s, err = benchCarddrift(ctx, js, &f.cost, cfg, pins, f.events)
+			case sideRawInProcess:
+				s, err = benchRawInProcess(ctx, js, f.inProcess, info.Config.Storage, pins, f.events)
 			}
 			if err != nil {
 				return err
 			}
 			rate := float64(f.events) / s.took.Seconds()
-			if raw {
+			switch side {
+			case sideRaw:
 				r.RawPerSecond = rate
 				r.RawCPUMsPer1000 = s.cpuMsPer1000(f.events)
 				r.ServerCPUMsPer1000Raw = s.serverMsPer1000(f.events)
-			} else {
+			case sideCarddrift:
 				r.CarddriftPerSecond = rate
 				r.ServeCPUMsPer1000 = s.cpuMsPer1000(f.events)
 				r.ServerCPUMsPer1000Carddrift = s.serverMsPer1000(f.events)
+			case sideRawInProcess:
+				r.RawInProcessPerSecond = rate
 			}
 		}
-		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f\n", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
+		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
+		if f.inProcess != nil {
+			say("; raw inside the server's process %8.0f events/s, ratio %.2f", r.RawInProcessPerSecond, r.CarddriftPerSecond/r.RawInProcessPerSecond)
+		}
+		say("\n")
 		rep.Throughput.Rounds = append(rep.Throughput.Rounds, r)
 	}
 	after := f.cost.read(ctx)
@@ -216,6 +332,11 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 	rep.Throughput.CarddriftPerSecond = median(rep.Throughput.Rounds, func(r BenchRound) float64 { return r.CarddriftPerSecond })
 	rep.Throughput.Ratio = rep.Throughput.CarddriftPerSecond / rep.Throughput.RawPerSecond
 	say("  median: raw %.0f events/s, carddrift %.0f events/s, ratio %.2f\n", rep.Throughput.RawPerSecond, rep.Throughput.CarddriftPerSecond, rep.Throughput.Ratio)
+	if f.inProcess != nil {
+		rep.Throughput.RawInProcessPerSecond = median(rep.Throughput.Rounds, func(r BenchRound) float64 { return r.RawInProcessPerSecond })
+		rep.Throughput.RatioInProcess = rep.Throughput.CarddriftPerSecond / rep.Throughput.RawInProcessPerSecond
+		say("  median, raw inside the server's process: %.0f events/s, ratio %.2f\n", rep.Throughput.RawInProcessPerSecond, rep.Throughput.RatioInProcess)
+	}
 	rep.Throughput.CPU = throughputCPU(rep.Throughput.Rounds, &f.cost, before, after, embedded)
 	if !f.demo.json {
 		rep.Throughput.CPU.write(e.stdout, embedded)
@@ -469,6 +590,62 @@ func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *co
 	}
 	took := time.Since(start)
 	return benchSide{took: took, cpu: &cpu, server: serverSpent(a, cf.readServer())}, nil
+}
+
+// benchRawInProcess measures one durable pull consumer on consumeJS (the
+// embedded server's in-process connection) consuming and acknowledging n
+// events that js publishes on a scratch stream: from the first publish to
+// the last ack.
+func benchRawInProcess(ctx context.Context, js, consumeJS jetstream.JetStream, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
+	run := fmt.Sprint(time.Now().UnixNano())
+	name := "CARDDRIFT_BENCH_" + run
+	subject := "carddrift.bench." + run
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject + ".>"}, Storage: storage})
+	if err != nil {
+		return benchSide{}, fmt.Errorf("scratch stream: %w", err)
+	}
+	defer js.DeleteStream(context.WithoutCancel(ctx), name)
+	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
+		return benchSide{}, err
+	}
+	cons, err := consumeJS.Consumer(ctx, name, "raw")
+	if err != nil {
+		return benchSide{}, err
+	}
+	msgs, err := benchMessages(n, run, p)
+	if err != nil {
+		return benchSide{}, err
+	}
+	for _, m := range msgs {
+		m.Subject = subject + m.Subject[len("a2a.task"):]
+	}
+	var acked atomic.Int64
+	done := make(chan struct{})
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		m.Ack()
+		if acked.Add(1) == int64(n) {
+			close(done)
+		}
+	}, jetstream.PullMaxMessages(500))
+	if err != nil {
+		return benchSide{}, err
+	}
+	defer cc.Stop()
+	start := time.Now()
+	if err := publishAll(ctx, js, msgs); err != nil {
+		return benchSide{}, err
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return benchSide{}, ctx.Err()
+	case <-time.After(5 * time.Minute):
+		return benchSide{}, errors.New("raw consumer did not finish within 5m")
+	}
+	if err := waitDrained(ctx, js, name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
+		return benchSide{}, err
+	}
+	return benchSide{took: time.Since(start)}, nil
 }
 
 // benchCarddrift measures the deployment's workers draining n no-fetch

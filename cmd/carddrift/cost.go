@@ -26,6 +26,8 @@ import (
 type costFlags struct {
 	metricsURL string
 	serverPID  int
+	// unread, when set, is why serve's CPU is not read (bench --embedded).
+	unread string
 }
 
 // defaultMetricsURL is serve's /metrics at its default --http-addr.
@@ -174,9 +176,12 @@ type cpuReading struct {
 // read takes a reading.
 func (c *costFlags) read(ctx context.Context) cpuReading {
 	r := c.readServer()
-	if c.metricsURL == "" {
+	switch {
+	case c.unread != "":
+		r.serveErr = errors.New(c.unread)
+	case c.metricsURL == "":
 		r.serveErr = errors.New("--metrics-url is empty")
-	} else {
+	default:
 		r.serve, r.serveErr = metricsCPU(ctx, c.metricsURL)
 	}
 	r.load, r.loadErr = loadAvg()
