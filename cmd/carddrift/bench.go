@@ -546,29 +546,44 @@ func serverSpent(a, b cpuReading) *time.Duration {
 	return &d
 }
 
-// benchRaw measures one durable pull consumer, in a process of its own
-// (rawConsumerCommand), consuming and acknowledging n events on a scratch
-// stream (the lifecycle stream's storage), published as carddrift's are:
-// from the first publish to the last ack.
-func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *costFlags, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
+// scratchStream creates the raw side's scratch stream (storage: the
+// lifecycle stream's) with its durable "raw", and returns its name, the n
+// events to publish on it (benchMessages under its subject) and drop, which
+// deletes it.
+func scratchStream(ctx context.Context, js jetstream.JetStream, storage jetstream.StorageType, p *benchPinned, n int) (string, []*nats.Msg, func(), error) {
 	run := fmt.Sprint(time.Now().UnixNano())
 	name := "CARDDRIFT_BENCH_" + run
 	subject := "carddrift.bench." + run
 	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject + ".>"}, Storage: storage})
 	if err != nil {
-		return benchSide{}, fmt.Errorf("scratch stream: %w", err)
+		return "", nil, nil, fmt.Errorf("scratch stream: %w", err)
 	}
-	defer js.DeleteStream(context.WithoutCancel(ctx), name)
+	drop := func() { js.DeleteStream(context.WithoutCancel(ctx), name) }
 	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
-		return benchSide{}, err
+		drop()
+		return "", nil, nil, err
 	}
 	msgs, err := benchMessages(n, run, p)
 	if err != nil {
-		return benchSide{}, err
+		drop()
+		return "", nil, nil, err
 	}
 	for _, m := range msgs {
 		m.Subject = subject + m.Subject[len("a2a.task"):]
 	}
+	return name, msgs, drop, nil
+}
+
+// benchRaw measures one durable pull consumer, in a process of its own
+// (rawConsumerCommand), consuming and acknowledging n events on a scratch
+// stream (the lifecycle stream's storage), published as carddrift's are:
+// from the first publish to the last ack.
+func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *costFlags, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
+	name, msgs, drop, err := scratchStream(ctx, js, storage, p, n)
+	if err != nil {
+		return benchSide{}, err
+	}
+	defer drop()
 	proc, err := startRawConsumer(ctx, nf, name, "raw", n, 5*time.Minute)
 	if err != nil {
 		return benchSide{}, err
@@ -597,27 +612,14 @@ func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *co
 // events that js publishes on a scratch stream: from the first publish to
 // the last ack.
 func benchRawInProcess(ctx context.Context, js, consumeJS jetstream.JetStream, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
-	run := fmt.Sprint(time.Now().UnixNano())
-	name := "CARDDRIFT_BENCH_" + run
-	subject := "carddrift.bench." + run
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject + ".>"}, Storage: storage})
+	name, msgs, drop, err := scratchStream(ctx, js, storage, p, n)
 	if err != nil {
-		return benchSide{}, fmt.Errorf("scratch stream: %w", err)
-	}
-	defer js.DeleteStream(context.WithoutCancel(ctx), name)
-	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
 		return benchSide{}, err
 	}
+	defer drop()
 	cons, err := consumeJS.Consumer(ctx, name, "raw")
 	if err != nil {
 		return benchSide{}, err
-	}
-	msgs, err := benchMessages(n, run, p)
-	if err != nil {
-		return benchSide{}, err
-	}
-	for _, m := range msgs {
-		m.Subject = subject + m.Subject[len("a2a.task"):]
 	}
 	var acked atomic.Int64
 	done := make(chan struct{})
@@ -719,7 +721,10 @@ func throughputCPU(rs []BenchRound, cf *costFlags, before, after cpuReading, emb
 
 // write prints the throughput phase's CPU lines.
 func (c *BenchCPU) write(w io.Writer, embedded bool) {
-	serve := "not read (" + c.NotRead["serve"] + ")"
+	serve := "not read"
+	if r := c.NotRead["serve"]; r != "" {
+		serve += " (" + r + ")"
+	}
 	if c.ServeCPUMsPer1000 != nil {
 		serve = fmt.Sprintf("%.0f ms", *c.ServeCPUMsPer1000)
 		if embedded {
