@@ -72,6 +72,16 @@ func (f *rawConsumerFlags) run(ctx context.Context, stdin io.Reader, stdout io.W
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("--timeout %s passed", f.timeout))
 	defer cancel()
+	err := f.consume(ctx, stdin, stdout)
+	if err != nil && ctx.Err() != nil {
+		return context.Cause(ctx) // whichever step it interrupted
+	}
+	return err
+}
+
+// consume connects, consumes and acknowledges --events messages, and
+// reports on stdout.
+func (f *rawConsumerFlags) consume(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	parentGone := make(chan struct{})
 	go func() {
 		io.Copy(io.Discard, stdin)
