@@ -2,8 +2,12 @@ package test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +25,7 @@ import (
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // Performance of the worker (the quality bars: README, figures): throughput of events
@@ -438,4 +443,93 @@ func latencyWaveRun(b *testing.B, r *rig, agents []*servicetest.Agent, iter int)
 		maxRatio = max(maxRatio, float64(f)/float64(l))
 	}
 	return lat, fetches, leases, early, maxRatio, took
+}
+
+// TestBenchAsDeployed: the arrangement an operator deploys, every part its
+// own process — a standalone nats-server, `carddrift serve --nats-url`, and
+// `carddrift bench --nats-url`, whose raw consumer is a process of its own
+// too. bench reads serve's CPU from its /metrics and the server's from
+// /proc (a real other process), and its JSON says where the raw consumer
+// ran and that the server is not serve's.
+func TestBenchAsDeployed(t *testing.T) {
+	bin := buildCarddrift(t)
+	nsBin := natsServerBinary(t)
+	port, mport := freePort(t), freePort(t)
+	logs := &syncBuffer{}
+	ns := exec.Command(nsBin, "-js", "-sd", t.TempDir(), "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-m", fmt.Sprint(mport))
+	ns.Stdout, ns.Stderr = logs, logs
+	if err := ns.Start(); err != nil {
+		t.Fatal(err)
+	}
+	nsExited := make(chan struct{})
+	go func() { ns.Wait(); close(nsExited) }()
+	t.Cleanup(func() {
+		ns.Process.Kill()
+		<-nsExited
+		if t.Failed() {
+			t.Logf("nats-server output:\n%s", logs.String())
+		}
+	})
+	natstest.Eventually(t, 20*time.Second, "nats-server healthy", func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz?js-enabled-only=true", mport))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	sp := startServe(t, bin, natsURL, "bench-deployed")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "bench", "--nats-url", natsURL, "--throughput-only", "--events", "1000", "--rounds", "2", "--json",
+		"--metrics-url", "http://"+sp.httpAddr+"/metrics", "--nats-server-pid", fmt.Sprint(ns.Process.Pid))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CARDDRIFT_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("carddrift bench: %v\n%s", err, stderr.String())
+	}
+	type perK = *float64
+	var rep struct {
+		Throughput struct {
+			Rounds []struct {
+				RawPerSecond, CarddriftPerSecond float64
+				Serve                            perK `json:"serveCpuMsPer1000Events"`
+				Raw                              perK `json:"rawCpuMsPer1000Events"`
+				ServerCarddrift                  perK `json:"serverCpuMsPer1000EventsCarddrift"`
+				ServerRaw                        perK `json:"serverCpuMsPer1000EventsRaw"`
+			} `json:"rounds"`
+			Ratio          float64 `json:"ratio"`
+			RawConsumer    string  `json:"rawConsumer"`
+			EmbeddedServer bool    `json:"embeddedServer"`
+			CPU            struct {
+				Serve        perK              `json:"serveCpuMsPer1000Events"`
+				ServerSource string            `json:"serverSource"`
+				NotRead      map[string]string `json:"notRead"`
+			} `json:"cpu"`
+		} `json:"throughput"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	tp := rep.Throughput
+	if tp.RawConsumer != "own-process" || tp.EmbeddedServer || tp.Ratio <= 0 || len(tp.Rounds) != 2 {
+		t.Fatalf("throughput %+v: want the raw consumer in its own process, a standalone server, a ratio, 2 rounds", tp)
+	}
+	for i, r := range tp.Rounds {
+		if r.Serve == nil || r.Raw == nil || *r.Raw <= 0 || r.ServerCarddrift == nil || *r.ServerCarddrift <= 0 || r.ServerRaw == nil || *r.ServerRaw <= 0 {
+			t.Errorf("round %d: CPU per 1,000 events serve %v, raw %v, server %v / %v: want every one read, the processes' above zero",
+				i, r.Serve, r.Raw, r.ServerCarddrift, r.ServerRaw)
+		}
+	}
+	if want := fmt.Sprintf("/proc/%d/stat", ns.Process.Pid); tp.CPU.ServerSource != want || len(tp.CPU.NotRead) != 0 {
+		t.Errorf("cpu: server source %q, not read %v; want %q, nothing missing", tp.CPU.ServerSource, tp.CPU.NotRead, want)
+	}
 }

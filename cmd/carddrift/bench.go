@@ -6,15 +6,23 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
+	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
+	"github.com/carddrift/carddrift/events/service"
+	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -27,6 +35,12 @@ type benchFlags struct {
 	driftShare float64
 	skipFleet  bool
 	deployment deploymentFlags
+	cost       costFlags
+	embedded   bool
+	// inProcess, with --embedded, is the in-process connection to the
+	// embedded server (the workers'), for the raw consumer inside the
+	// server's process.
+	inProcess jetstream.JetStream
 }
 
 // register adds bench's flags.
@@ -42,6 +56,10 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.skipFleet, "throughput-only", false, "skip the detection phase")
 	fs.BoolVar(&f.demo.json, "json", false, "print one JSON object")
 	f.deployment.register(fs, "the deployment's --default-lease")
+	f.cost.register(fs)
+	fs.BoolVar(&f.embedded, "embedded", false, "measure serve's embedded arrangement here: an embedded NATS server and serve's workers "+
+		"(its defaults, fetches to loopback, the lease flags above) in this process, the raw consumer both as a process of its own and "+
+		"inside the server's process (exclusive with --nats-url)")
 }
 
 // run checks the flags, connects and runs the benchmark.
@@ -52,12 +70,70 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 	if f.driftShare < 0 || f.driftShare > 1 {
 		return usagef("--drift-share must be between 0 and 1")
 	}
+	if f.embedded {
+		if f.nats.url != "" {
+			return usagef("--embedded and --nats-url are exclusive: bench runs its own server, or loads a deployment's")
+		}
+		return f.runEmbedded(ctx, e)
+	}
 	nc, js, err := f.nats.jetStream("carddrift-bench")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	return runBench(ctx, e, js, store.DefaultConfig(), f)
+	return runBench(ctx, e, nc, js, store.DefaultConfig(), f)
+}
+
+// runEmbedded runs the benchmark on serve's embedded arrangement, built
+// here: an embedded server with serve's workers on its in-process
+// connection (serve's defaults, as `carddrift serve` with --fetch-allow
+// 127.0.0.0/8 and bench's lease flags would run them). bench publishes, as
+// a client would, over its own connection; the raw consumer runs as a
+// process of its own and on the workers' in-process connection. serve's
+// CPU is this process's here (beside the publisher): not read.
+func (f *benchFlags) runEmbedded(ctx context.Context, e *env) error {
+	var sf serveFlags
+	sf.register(flag.NewFlagSet("serve", flag.ContinueOnError)) // serve's defaults
+	sf.fetchAllow = "127.0.0.0/8"
+	sf.minLease, sf.defaultLease, sf.maxLease, sf.fullFetch = f.deployment.minLease, f.deployment.defaultLease, f.deployment.maxLease, f.deployment.fullFetch
+	cfg, err := sf.storeConfig()
+	if err != nil {
+		return err
+	}
+	fo, _, err := sf.fetchOptions()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "carddrift-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	svc, err := service.Open(ctx, service.Options{
+		DataDir: dir, ConnName: "carddrift-bench-embedded", Config: cfg,
+		Worker: worker.Options{Name: "bench-embedded", Fetch: fo, DrainTimeout: sf.drainTimeout, PinnedTTL: sf.pinnedTTL, Logger: zerolog.Nop()},
+		// As serve sets them.
+		PinCache: 100_000, PinCacheMaxAge: 10 * time.Second, MemoryBudget: sf.memBudget,
+	})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	running, err := svc.Start(ctx, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	defer running.Stop()
+	f.inProcess = svc.JetStream()
+	f.cost.serverPID = 0
+	f.cost.unread = "--embedded: serve's workers and the server run in bench's own process, beside its publisher"
+	f.nats.url = svc.URL()
+	nc, js, err := f.nats.jetStream("carddrift-bench")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return runBench(ctx, e, nc, js, cfg, f)
 }
 
 // BenchReport is carddrift bench's result (its --json document).
@@ -77,13 +153,65 @@ type BenchThroughput struct {
 	RawPerSecond       float64 `json:"rawPerSecond"`
 	CarddriftPerSecond float64 `json:"carddriftPerSecond"`
 	Ratio              float64 `json:"ratio"`
+	// RawConsumer is where the raw consumer ran: "own-process".
+	RawConsumer string `json:"rawConsumer"`
+	// EmbeddedServer: the server is serve's embedded one, so serve's
+	// workers reached it inside serve's process (and serve's CPU includes
+	// the server's).
+	EmbeddedServer bool `json:"embeddedServer"`
+	// CPU is what each side cost, medians of the rounds.
+	CPU BenchCPU `json:"cpu"`
+	// RawInProcessPerSecond and RatioInProcess (--embedded only): the raw
+	// consumer inside the server's process, on the workers' in-process
+	// connection, and CarddriftPerSecond / RawInProcessPerSecond.
+	RawInProcessPerSecond float64 `json:"rawInProcessPerSecond,omitempty"`
+	RatioInProcess        float64 `json:"ratioInProcess,omitempty"`
 }
 
-// BenchRound is one side-by-side measurement.
+// benchSideKind is who drains a round's events.
+type benchSideKind int
+
+const (
+	sideRaw          benchSideKind = iota // the raw consumer, a process of its own
+	sideCarddrift                         // the deployment's workers
+	sideRawInProcess                      // the raw consumer inside the server's process (--embedded)
+)
+
+// rawOwnProcess: the raw consumer ran as a process of its own.
+const rawOwnProcess = "own-process"
+
+// BenchRound is one side-by-side measurement. The CPU figures are absent
+// where they were not read.
 type BenchRound struct {
 	RawFirst           bool    `json:"rawFirst"`
 	RawPerSecond       float64 `json:"rawPerSecond"`
 	CarddriftPerSecond float64 `json:"carddriftPerSecond"`
+	// RawInProcessPerSecond: the raw consumer inside the server's process
+	// (--embedded only).
+	RawInProcessPerSecond float64 `json:"rawInProcessPerSecond,omitempty"`
+	// ServeCPUMsPer1000 is serve's CPU while carddrift drained the round's
+	// events; RawCPUMsPer1000 the raw consumer process's.
+	ServeCPUMsPer1000 *float64 `json:"serveCpuMsPer1000Events,omitempty"`
+	RawCPUMsPer1000   *float64 `json:"rawCpuMsPer1000Events,omitempty"`
+	// ServerCPUMsPer1000Carddrift and ServerCPUMsPer1000Raw are the
+	// standalone NATS server's, while each side drained.
+	ServerCPUMsPer1000Carddrift *float64 `json:"serverCpuMsPer1000EventsCarddrift,omitempty"`
+	ServerCPUMsPer1000Raw       *float64 `json:"serverCpuMsPer1000EventsRaw,omitempty"`
+}
+
+// BenchCPU is the throughput phase's CPU per 1,000 events, medians of the
+// rounds (BenchRound), with where each was read, why one was not, and the
+// machine's load before and after the phase.
+type BenchCPU struct {
+	ServeCPUMsPer1000           *float64          `json:"serveCpuMsPer1000Events,omitempty"`
+	RawCPUMsPer1000             *float64          `json:"rawCpuMsPer1000Events,omitempty"`
+	ServerCPUMsPer1000Carddrift *float64          `json:"serverCpuMsPer1000EventsCarddrift,omitempty"`
+	ServerCPUMsPer1000Raw       *float64          `json:"serverCpuMsPer1000EventsRaw,omitempty"`
+	ServeSource                 string            `json:"serveSource,omitempty"`
+	ServerSource                string            `json:"serverSource,omitempty"`
+	NotRead                     map[string]string `json:"notRead,omitempty"`
+	LoadBefore                  *[3]float64       `json:"loadBefore,omitempty"`
+	LoadAfter                   *[3]float64       `json:"loadAfter,omitempty"`
 }
 
 // BenchDetection is the detection phase's figures.
@@ -102,9 +230,12 @@ type BenchDetection struct {
 	Late                    int            `json:"late"`
 	Missed                  int            `json:"missed"`
 	FalseAborts             int            `json:"falseAborts"`
+	// Cost is serve's CPU (and a standalone server's) per 1,000 lifecycle
+	// events of the fleet's mix.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
-func runBench(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
+func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
 	say := func(format string, args ...any) {
 		if !f.demo.json {
 			fmt.Fprintf(e.stdout, format, args...)
@@ -118,37 +249,98 @@ func runBench(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Con
 	if err != nil {
 		return err
 	}
+	embedded := embeddedServer(nc)
 	var rep BenchReport
 	rep.Throughput.Events = f.events
+	rep.Throughput.EmbeddedServer = embedded
+	rep.Throughput.RawConsumer = rawOwnProcess
 	say("throughput: %d no-fetch events per round, %d round(s), raw consume+ack vs carddrift, same server\n", f.events, f.rounds)
+	switch {
+	case !embedded:
+		say("  the raw durable consumer runs as a process of its own, as serve's workers do (both cross a process boundary to the server)\n")
+	case f.inProcess != nil:
+		say("  --embedded: an embedded server and serve's workers in this process (serve's defaults); the raw consumer both as a process of its own\n" +
+			"  and inside the server's process (its in-process connection, as the workers'): the second ratio compares like with like\n")
+	case embedded:
+		say("  the raw durable consumer runs as a process of its own; the server is serve's embedded one (%s):\n"+
+			"  serve's workers reach it inside serve's process, the raw consumer crosses a process boundary,\n"+
+			"  so the ratio flatters carddrift; as deployed, measure `carddrift serve --nats-url` against a standalone nats-server\n"+
+			"  (`carddrift bench --embedded` measures the raw consumer inside the server's process too)\n", service.EmbeddedServerName)
+	}
+	pins, err := benchPins(ctx, js, cfg)
+	if err != nil {
+		return err
+	}
+	// Untimed: one event per pinned task, so that no round pays for the
+	// first reads of the pins.
+	if _, err := benchCarddrift(ctx, js, &f.cost, cfg, pins, len(pins.tasks)); err != nil {
+		return fmt.Errorf("bench: warm-up: %w", err)
+	}
+	before := f.cost.read(ctx)
+	sides := []benchSideKind{sideRaw, sideCarddrift}
+	if f.inProcess != nil {
+		sides = append(sides, sideRawInProcess)
+	}
 	for round := range f.rounds {
-		rawFirst := round%2 == 1
+		// Each round starts with another side, so that none always gets the
+		// warmest server (two sides: they alternate).
+		order := append(slices.Clone(sides[round%len(sides):]), sides[:round%len(sides)]...)
+		if len(sides) == 2 {
+			order = []benchSideKind{sideCarddrift, sideRaw}
+			if round%2 == 1 {
+				order = sides
+			}
+		}
 		var r BenchRound
-		r.RawFirst = rawFirst
-		for _, raw := range []bool{rawFirst, !rawFirst} {
-			var took time.Duration
-			if raw {
-				took, err = benchRaw(ctx, js, info.Config.Storage, f.events)
-			} else {
-				took, err = benchCarddrift(ctx, js, cfg, f.events)
+		r.RawFirst = order[0] == sideRaw
+		for _, side := range order {
+			var s benchSide
+			switch side {
+			case sideRaw:
+				s, err = benchRaw(ctx, js, &f.nats, &f.cost, info.Config.Storage, pins, f.events)
+			case sideCarddrift:
+				s, err = benchCarddrift(ctx, js, &f.cost, cfg, pins, f.events)
+			case sideRawInProcess:
+				s, err = benchRawInProcess(ctx, js, f.inProcess, info.Config.Storage, pins, f.events)
 			}
 			if err != nil {
 				return err
 			}
-			rate := float64(f.events) / took.Seconds()
-			if raw {
+			rate := float64(f.events) / s.took.Seconds()
+			switch side {
+			case sideRaw:
 				r.RawPerSecond = rate
-			} else {
+				r.RawCPUMsPer1000 = s.cpuMsPer1000(f.events)
+				r.ServerCPUMsPer1000Raw = s.serverMsPer1000(f.events)
+			case sideCarddrift:
 				r.CarddriftPerSecond = rate
+				r.ServeCPUMsPer1000 = s.cpuMsPer1000(f.events)
+				r.ServerCPUMsPer1000Carddrift = s.serverMsPer1000(f.events)
+			case sideRawInProcess:
+				r.RawInProcessPerSecond = rate
 			}
 		}
-		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f\n", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
+		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
+		if f.inProcess != nil {
+			say("; raw inside the server's process %8.0f events/s, ratio %.2f", r.RawInProcessPerSecond, r.CarddriftPerSecond/r.RawInProcessPerSecond)
+		}
+		say("\n")
 		rep.Throughput.Rounds = append(rep.Throughput.Rounds, r)
 	}
+	after := f.cost.read(ctx)
 	rep.Throughput.RawPerSecond = median(rep.Throughput.Rounds, func(r BenchRound) float64 { return r.RawPerSecond })
 	rep.Throughput.CarddriftPerSecond = median(rep.Throughput.Rounds, func(r BenchRound) float64 { return r.CarddriftPerSecond })
 	rep.Throughput.Ratio = rep.Throughput.CarddriftPerSecond / rep.Throughput.RawPerSecond
 	say("  median: raw %.0f events/s, carddrift %.0f events/s, ratio %.2f\n", rep.Throughput.RawPerSecond, rep.Throughput.CarddriftPerSecond, rep.Throughput.Ratio)
+	if f.inProcess != nil {
+		rep.Throughput.RawInProcessPerSecond = median(rep.Throughput.Rounds, func(r BenchRound) float64 { return r.RawInProcessPerSecond })
+		rep.Throughput.RatioInProcess = rep.Throughput.CarddriftPerSecond / rep.Throughput.RawInProcessPerSecond
+		say("  median, raw inside the server's process: %.0f events/s, ratio %.2f\n", rep.Throughput.RawInProcessPerSecond, rep.Throughput.RatioInProcess)
+	}
+	rep.Throughput.CPU = throughputCPU(rep.Throughput.Rounds, &f.cost, before, after, embedded)
+	if !f.demo.json {
+		rep.Throughput.CPU.write(e.stdout, embedded)
+	}
 
 	if !f.skipFleet {
 		f.demo.quiet = true
@@ -156,12 +348,14 @@ func runBench(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Con
 		jsonOut := f.demo.json
 		f.demo.json = true // driveFleet's own progress lines stay quiet
 		f.demo.driftShare = f.driftShare
+		before := f.cost.read(ctx)
 		card, err := driveFleet(ctx, e, js, cfg, &f.demo, nil,
 			f.deployment.lease(), f.deployment.fullFetch, "bench", f.deployment.settled(ctx))
 		f.demo.json = jsonOut
 		if err != nil {
 			return err
 		}
+		cost := f.cost.afterDrained(ctx, js, cfg.LifecycleStream, before, card.Events, embedded)
 		drifting := 0
 		for name, s := range card.Scenarios {
 			if name != fleet.Control {
@@ -174,6 +368,7 @@ func runBench(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Con
 			FetchesPerAgentPerLease: card.FetchesPerAgentPerLease, MaxFetchesPerLease: card.MaxFetchesPerLease,
 			Verdicts: card.Verdicts, Injected: card.Injected, Detected: card.Detected, Late: card.Late,
 			Missed: card.Missed, FalseAborts: card.FalseAborts,
+			Cost: cost,
 		}
 		d := rep.Detection
 		say("  %d tasks, %d lifecycle events (%.0f/s)\n", d.Tasks, d.LifecycleEvents, d.EventsPerSecond)
@@ -181,6 +376,9 @@ func runBench(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Con
 		say("  fetches per agent per lease: mean %.2f, max %.2f\n", d.FetchesPerAgentPerLease, d.MaxFetchesPerLease)
 		say("  verdicts: abort %d, replan %d, continue %d; injected %d, detected %d (late %d), missed %d, false aborts %d\n",
 			d.Verdicts["abort"], d.Verdicts["replan"], d.Verdicts["continue"], d.Injected, d.Detected, d.Late, d.Missed, d.FalseAborts)
+		if !f.demo.json {
+			d.Cost.write(e.stdout, "lifecycle events of the fleet's mix")
+		}
 	}
 	if f.demo.json {
 		return json.NewEncoder(e.stdout).Encode(rep)
@@ -201,18 +399,18 @@ func median(rs []BenchRound, v func(BenchRound) float64) float64 {
 	}
 }
 
-// benchMessages returns n no-fetch lifecycle events (status working and
-// first attempts of tasks/get, binary mode, as the Emitter sends them) on
-// subjects under prefix ("" keeps the lifecycle subjects).
-func benchMessages(n int, run string) ([]*nats.Msg, error) {
+// benchMessages returns n no-fetch lifecycle events: a2a.task.status
+// working (in both spellings, v0.3 and v1) of the pinned tasks (benchPins),
+// binary mode, as the Emitter sends them.
+func benchMessages(n int, run string, p *benchPinned) ([]*nats.Msg, error) {
 	msgs := make([]*nats.Msg, n)
 	now := time.Now()
 	for i := range msgs {
-		taskID := fmt.Sprintf("bench-%s-%d", run, i%1024)
-		var d events.Data = events.Status{TaskID: taskID, AgentURL: "http://127.0.0.1:9", State: "working"}
+		state := "working"
 		if i%2 == 1 {
-			d = events.Request{TaskID: taskID, AgentURL: "http://127.0.0.1:9", Method: "tasks/get", Attempt: 1}
+			state = "TASK_STATE_WORKING"
 		}
+		d := events.Status{TaskID: p.tasks[i%len(p.tasks)], AgentURL: p.agentURL, State: state}
 		m, err := events.Encode(events.Event{ID: fmt.Sprintf("bench-%s-ev-%d", run, i), Source: "urn:carddrift:bench", Time: now, Data: d}, events.Binary)
 		if err != nil {
 			return nil, err
@@ -243,59 +441,6 @@ func publishAll(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg) e
 	return nil
 }
 
-// benchRaw measures one durable pull consumer consuming and acknowledging n
-// events on a scratch stream (the lifecycle stream's storage), published as
-// carddrift's are: from the first publish to the last ack.
-func benchRaw(ctx context.Context, js jetstream.JetStream, storage jetstream.StorageType, n int) (time.Duration, error) {
-	run := fmt.Sprint(time.Now().UnixNano())
-	name := "CARDDRIFT_BENCH_" + run
-	subject := "carddrift.bench." + run
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject + ".>"}, Storage: storage})
-	if err != nil {
-		return 0, fmt.Errorf("scratch stream: %w", err)
-	}
-	defer js.DeleteStream(context.WithoutCancel(ctx), name)
-	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000})
-	if err != nil {
-		return 0, err
-	}
-	msgs, err := benchMessages(n, run)
-	if err != nil {
-		return 0, err
-	}
-	for _, m := range msgs {
-		m.Subject = subject + m.Subject[len("a2a.task"):]
-	}
-	var acked atomic.Int64
-	done := make(chan struct{})
-	start := time.Now()
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		m.Ack()
-		if acked.Add(1) == int64(n) {
-			close(done)
-		}
-	}, jetstream.PullMaxMessages(500))
-	if err != nil {
-		return 0, err
-	}
-	defer cc.Stop()
-	if err := publishAll(ctx, js, msgs); err != nil {
-		return 0, err
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-time.After(5 * time.Minute):
-		return 0, errors.New("raw consumer did not finish within 5m")
-	}
-	// The last acks are on their way; the consumer's ack floor confirms them.
-	if err := waitDrained(ctx, js, name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
-		return 0, err
-	}
-	return time.Since(start), nil
-}
-
 // streamConsumers lists the durable consumers of a stream: the deployment's
 // workers' (their number depends on its partitions, which bench does not
 // know).
@@ -318,24 +463,288 @@ func streamConsumers(ctx context.Context, js jetstream.JetStream, stream string)
 	return out, nil
 }
 
-// benchCarddrift measures the deployment's workers draining n no-fetch
-// events from the lifecycle stream: from the first publish until every
-// lifecycle consumer has acknowledged everything.
-func benchCarddrift(ctx context.Context, js jetstream.JetStream, cfg store.Config, n int) (time.Duration, error) {
-	msgs, err := benchMessages(n, fmt.Sprint(time.Now().UnixNano()))
+// benchTasks is how many tasks the throughput events are spread over.
+const benchTasks = 1024
+
+// benchCard is the card the bench tasks are pinned on; its agent is
+// never fetched (status working of a pinned task needs no live card).
+const benchCard = `{"name":"bench","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT","capabilities":{"streaming":true},` +
+	`"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":[]}]}`
+
+// benchPinned are the tasks bench pinned for its throughput phase.
+type benchPinned struct {
+	agentURL string
+	tasks    []string
+}
+
+// benchPins pins benchTasks tasks beforehand, straight into the
+// deployment's pin store (with their card body), so that the throughput
+// events are transitions of pinned tasks that need no fetch, not events
+// waiting for a pin. The pins expire with the store's --pins-ttl.
+func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) (*benchPinned, error) {
+	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	st, err := store.Bind[task.Pin](bctx, js, cfg)
 	if err != nil {
-		return 0, err
+		return nil, fmt.Errorf("bench: open the stores: %w (is `carddrift serve` running against this server?)", err)
 	}
+	p := &benchPinned{agentURL: "http://127.0.0.1:9"}
+	body := []byte(strings.ReplaceAll(benchCard, "AGENT", p.agentURL))
+	card, err := detector.Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	digest, err := detector.Digest(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Cards.Put(bctx, digest, body); err != nil {
+		return nil, fmt.Errorf("bench: store the pinned card: %w", err)
+	}
+	run := fmt.Sprint(time.Now().UnixNano())
+	now := time.Now().UTC()
+	for i := range benchTasks {
+		id := fmt.Sprintf("bench-%s-%d", run, i)
+		if _, err := st.Pins.Create(bctx, task.Pin{
+			TaskID: id, AgentURL: p.agentURL, Digest: digest, Fingerprint: detector.Fingerprint(card),
+			CardVersion: card.Version, PinnedAt: now, Source: events.PinClientCard,
+			Requirements: detector.Requirements{SkillID: "summarize", Posture: detector.FailClosed},
+		}); err != nil {
+			return nil, fmt.Errorf("bench: pin %s: %w", id, err)
+		}
+		p.tasks = append(p.tasks, id)
+	}
+	return p, nil
+}
+
+// benchSide is one side of a round: how long it took from the first
+// publish to the last acknowledgement, and the CPU the consuming process
+// (serve, or the raw consumer) and the standalone server used meanwhile
+// (nil: not read).
+type benchSide struct {
+	took        time.Duration
+	cpu, server *time.Duration
+}
+
+func msPer1000(d *time.Duration, n int) *float64 {
+	if d == nil {
+		return nil
+	}
+	ms := 1e6 * d.Seconds() / float64(n)
+	return &ms
+}
+
+func (s benchSide) cpuMsPer1000(n int) *float64    { return msPer1000(s.cpu, n) }
+func (s benchSide) serverMsPer1000(n int) *float64 { return msPer1000(s.server, n) }
+
+// serverSpent is the standalone server's CPU between readings a and b.
+func serverSpent(a, b cpuReading) *time.Duration {
+	if a.serverErr != nil || b.serverErr != nil {
+		return nil
+	}
+	d := b.server - a.server
+	return &d
+}
+
+// scratchStream creates the raw side's scratch stream (storage: the
+// lifecycle stream's) with its durable "raw", and returns its name, the n
+// events to publish on it (benchMessages under its subject) and drop, which
+// deletes it.
+func scratchStream(ctx context.Context, js jetstream.JetStream, storage jetstream.StorageType, p *benchPinned, n int) (string, []*nats.Msg, func(), error) {
+	run := fmt.Sprint(time.Now().UnixNano())
+	name := "CARDDRIFT_BENCH_" + run
+	subject := "carddrift.bench." + run
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject + ".>"}, Storage: storage})
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("scratch stream: %w", err)
+	}
+	drop := func() { js.DeleteStream(context.WithoutCancel(ctx), name) }
+	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
+		drop()
+		return "", nil, nil, err
+	}
+	msgs, err := benchMessages(n, run, p)
+	if err != nil {
+		drop()
+		return "", nil, nil, err
+	}
+	for _, m := range msgs {
+		m.Subject = subject + m.Subject[len("a2a.task"):]
+	}
+	return name, msgs, drop, nil
+}
+
+// benchRaw measures one durable pull consumer, in a process of its own
+// (rawConsumerCommand), consuming and acknowledging n events on a scratch
+// stream (the lifecycle stream's storage), published as carddrift's are:
+// from the first publish to the last ack.
+func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *costFlags, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
+	name, msgs, drop, err := scratchStream(ctx, js, storage, p, n)
+	if err != nil {
+		return benchSide{}, err
+	}
+	defer drop()
+	proc, err := startRawConsumer(ctx, nf, name, "raw", n, 5*time.Minute)
+	if err != nil {
+		return benchSide{}, err
+	}
+	defer proc.kill()
+	a := cf.readServer()
 	start := time.Now()
 	if err := publishAll(ctx, js, msgs); err != nil {
-		return 0, err
+		return benchSide{}, err
+	}
+	cpu, err := proc.wait(ctx, n)
+	if err != nil {
+		return benchSide{}, err
+	}
+	// The consumer flushed its acks before it said done; the consumer's
+	// ack floor confirms the server has them.
+	if err := waitDrained(ctx, js, name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
+		return benchSide{}, err
+	}
+	took := time.Since(start)
+	return benchSide{took: took, cpu: &cpu, server: serverSpent(a, cf.readServer())}, nil
+}
+
+// benchRawInProcess measures one durable pull consumer on consumeJS (the
+// embedded server's in-process connection) consuming and acknowledging n
+// events that js publishes on a scratch stream: from the first publish to
+// the last ack.
+func benchRawInProcess(ctx context.Context, js, consumeJS jetstream.JetStream, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
+	name, msgs, drop, err := scratchStream(ctx, js, storage, p, n)
+	if err != nil {
+		return benchSide{}, err
+	}
+	defer drop()
+	cons, err := consumeJS.Consumer(ctx, name, "raw")
+	if err != nil {
+		return benchSide{}, err
+	}
+	var acked atomic.Int64
+	done := make(chan struct{})
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		m.Ack()
+		if acked.Add(1) == int64(n) {
+			close(done)
+		}
+	}, jetstream.PullMaxMessages(500))
+	if err != nil {
+		return benchSide{}, err
+	}
+	defer cc.Stop()
+	start := time.Now()
+	if err := publishAll(ctx, js, msgs); err != nil {
+		return benchSide{}, err
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return benchSide{}, ctx.Err()
+	case <-time.After(5 * time.Minute):
+		return benchSide{}, errors.New("raw consumer did not finish within 5m")
+	}
+	if err := waitDrained(ctx, js, name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
+		return benchSide{}, err
+	}
+	return benchSide{took: time.Since(start)}, nil
+}
+
+// benchCarddrift measures the deployment's workers draining n no-fetch
+// events from the lifecycle stream: from the first publish until every
+// lifecycle consumer has acknowledged everything; serve's CPU is read from
+// its /metrics before and after.
+func benchCarddrift(ctx context.Context, js jetstream.JetStream, cf *costFlags, cfg store.Config, p *benchPinned, n int) (benchSide, error) {
+	msgs, err := benchMessages(n, fmt.Sprint(time.Now().UnixNano()), p)
+	if err != nil {
+		return benchSide{}, err
 	}
 	durables, err := streamConsumers(ctx, js, cfg.LifecycleStream)
 	if err != nil {
-		return 0, err
+		return benchSide{}, err
+	}
+	a := cf.read(ctx)
+	start := time.Now()
+	if err := publishAll(ctx, js, msgs); err != nil {
+		return benchSide{}, err
 	}
 	if err := waitDrained(ctx, js, cfg.LifecycleStream, durables, 10*time.Millisecond, 5*time.Minute); err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
-	return time.Since(start), nil
+	took := time.Since(start)
+	b := cf.read(ctx)
+	s := benchSide{took: took, server: serverSpent(a, b)}
+	if a.serveErr == nil && b.serveErr == nil {
+		d := b.serve - a.serve
+		s.cpu = &d
+	}
+	return s, nil
+}
+
+// throughputCPU is the medians of the rounds' CPU figures, with where
+// they were read and why one was not (readings before and after the phase).
+func throughputCPU(rs []BenchRound, cf *costFlags, before, after cpuReading, embedded bool) BenchCPU {
+	med := func(v func(BenchRound) *float64) *float64 {
+		var xs []float64
+		for _, r := range rs {
+			if p := v(r); p != nil {
+				xs = append(xs, *p)
+			}
+		}
+		if len(xs) == 0 {
+			return nil
+		}
+		slices.Sort(xs)
+		m := xs[len(xs)/2]
+		if len(xs)%2 == 0 {
+			m = (xs[len(xs)/2-1] + m) / 2
+		}
+		return &m
+	}
+	c := BenchCPU{
+		ServeCPUMsPer1000:           med(func(r BenchRound) *float64 { return r.ServeCPUMsPer1000 }),
+		RawCPUMsPer1000:             med(func(r BenchRound) *float64 { return r.RawCPUMsPer1000 }),
+		ServerCPUMsPer1000Carddrift: med(func(r BenchRound) *float64 { return r.ServerCPUMsPer1000Carddrift }),
+		ServerCPUMsPer1000Raw:       med(func(r BenchRound) *float64 { return r.ServerCPUMsPer1000Raw }),
+		NotRead:                     map[string]string{},
+	}
+	cost := cf.cost(before, after, 1, embedded) // the sources and reasons, the same for every round
+	c.ServeSource, c.ServerSource, c.LoadBefore, c.LoadAfter = cost.ServeSource, cost.ServerSource, cost.LoadBefore, cost.LoadAfter
+	for k, v := range cost.NotRead {
+		c.NotRead[k] = v
+	}
+	if len(c.NotRead) == 0 {
+		c.NotRead = nil
+	}
+	return c
+}
+
+// write prints the throughput phase's CPU lines.
+func (c *BenchCPU) write(w io.Writer, embedded bool) {
+	serve := "not read"
+	if r := c.NotRead["serve"]; r != "" {
+		serve += " (" + r + ")"
+	}
+	if c.ServeCPUMsPer1000 != nil {
+		serve = fmt.Sprintf("%.0f ms", *c.ServeCPUMsPer1000)
+		if embedded {
+			serve += " (its embedded NATS server's included)"
+		}
+	}
+	raw := "not read"
+	if c.RawCPUMsPer1000 != nil {
+		raw = fmt.Sprintf("%.0f ms", *c.RawCPUMsPer1000)
+	}
+	fmt.Fprintf(w, "  CPU per 1,000 events (medians): serve %s, raw consumer process %s\n", serve, raw)
+	switch {
+	case c.ServerCPUMsPer1000Carddrift != nil && c.ServerCPUMsPer1000Raw != nil:
+		fmt.Fprintf(w, "  NATS server's CPU per 1,000 events (%s): %.0f ms while carddrift drained, %.0f ms while the raw consumer did\n",
+			c.ServerSource, *c.ServerCPUMsPer1000Carddrift, *c.ServerCPUMsPer1000Raw)
+	case c.NotRead["server"] != "":
+		fmt.Fprintf(w, "  NATS server's CPU: not read (%s)\n", c.NotRead["server"])
+	}
+	if c.LoadBefore != nil && c.LoadAfter != nil {
+		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n",
+			c.LoadBefore[0], c.LoadBefore[1], c.LoadBefore[2], c.LoadAfter[0], c.LoadAfter[1], c.LoadAfter[2])
+	}
 }

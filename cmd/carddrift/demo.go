@@ -136,7 +136,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return reportScorecard(e, f, card)
+	return reportScorecard(e, f, card, nil)
 }
 
 // seen prints a card the verdict used: label, short digest and time.

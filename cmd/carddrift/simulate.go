@@ -15,6 +15,7 @@ type simulateFlags struct {
 	demo       demoFlags
 	nats       natsFlags
 	deployment deploymentFlags
+	cost       costFlags
 }
 
 // register adds simulate's flags.
@@ -22,6 +23,7 @@ func (f *simulateFlags) register(fs *flag.FlagSet) {
 	f.nats.registerClient(fs)
 	f.demo.registerFleet(fs, 60*time.Second)
 	f.deployment.register(fs, "the deployment's lease for cards without max-age")
+	f.cost.register(fs)
 }
 
 // run checks the flags, connects and drives the fleet against the deployment.
@@ -39,10 +41,12 @@ func (f *simulateFlags) run(ctx context.Context, e *env) error {
 	}
 	defer nc.Close()
 	cfg := store.DefaultConfig()
+	before := f.cost.read(ctx)
 	card, err := driveFleet(ctx, e, js, cfg, &f.demo, names, f.deployment.lease(), f.deployment.fullFetch,
 		fmt.Sprintf("publishing to %s", f.nats.url), f.deployment.settled(ctx))
 	if err != nil {
 		return err
 	}
-	return reportScorecard(e, &f.demo, card)
+	cost := f.cost.afterDrained(ctx, js, cfg.LifecycleStream, before, card.Events, embeddedServer(nc))
+	return reportScorecard(e, &f.demo, card, cost)
 }

@@ -287,6 +287,11 @@ func embeddedReserve(cfg *store.Config) reserve {
 	return reserve{file: total}
 }
 
+// EmbeddedServerName is the server name of every embedded server
+// (StartEmbedded, Open without a connection): a client tells it apart from
+// a standalone server by it (nats.Conn.ConnectedServerName).
+const EmbeddedServerName = "carddrift-embedded"
+
 func startEmbedded(dir string, port int, r reserve) (*server.Server, error) {
 	if dir == "" {
 		return nil, errors.New("embedded NATS: no storage directory")
@@ -295,7 +300,7 @@ func startEmbedded(dir string, port int, r reserve) (*server.Server, error) {
 		port = server.RANDOM_PORT
 	}
 	srv, err := server.NewServer(&server.Options{
-		ServerName: "carddrift-embedded", JetStream: true, StoreDir: dir,
+		ServerName: EmbeddedServerName, JetStream: true, StoreDir: dir,
 		JetStreamMaxStore: r.file, JetStreamMaxMemory: r.memory,
 		Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true,
 	})

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/carddrift/carddrift/store/natstest"
+)
+
+// TestMain lets this test binary stand in for carddrift when bench
+// re-executes itself (os.Executable) for its raw consumer.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == rawConsumerCommand {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// burn spends some CPU.
+func burn() {
+	x := 0
+	for i := range 50_000_000 {
+		x ^= i * i
+	}
+	runtime.KeepAlive(x)
+}
+
+func TestParseProcStat(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       time.Duration
+		wantErr    bool
+	}{
+		{"plain", "42 (nats-server) S 1 42 42 0 -1 4194560 1 0 0 0 250 130 0 0 20 0 12 0 100 0 0", 3800 * time.Millisecond, false},
+		{"parentheses and spaces in the name", "7 (a) (b c) R 1 7 7 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 1 0 0", 30 * time.Millisecond, false},
+		{"no name", "7 a R 1", 0, true},
+		{"too short", "7 (a) R 1 2 3", 0, true},
+		{"not a number", "7 (a) R 1 7 7 0 -1 0 0 0 0 0 x 2 0", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseProcStat(tt.line)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Fatalf("parseProcStat(%q) = %v, %v; want %v, error %v", tt.line, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestProcessCPU: this process's CPU read from /proc and from a real
+// /metrics page (the process collector serve registers) grow as it works
+// and agree; the load average reads.
+func TestProcessCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		_, err := procCPU(os.Getpid())
+		if !errors.Is(err, errNoProc) {
+			t.Fatalf("procCPU off Linux = %v, want errNoProc", err)
+		}
+		return
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	ctx := context.Background()
+
+	p0, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, err := metricsCPU(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	burn()
+	p1, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, err := metricsCPU(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p1 <= p0 || m1 <= m0 {
+		t.Fatalf("CPU did not grow: /proc %v → %v, /metrics %v → %v", p0, p1, m0, m1)
+	}
+	// Both read the same counters of the same process, a little apart.
+	if d := (m1 - p1).Abs(); d > 200*time.Millisecond {
+		t.Errorf("/metrics says %v, /proc %v: want them within 200ms", m1, p1)
+	}
+	if _, err := procCPU(1 << 30); err == nil {
+		t.Error("procCPU of a pid that does not exist: no error")
+	}
+	if _, err := metricsCPU(ctx, srv.URL+"/nope"); err != nil {
+		// promhttp serves any path; a page without the metric is the case below.
+		t.Logf("metricsCPU(/nope) = %v", err)
+	}
+	if _, err := parseMetricsCPU(strings.NewReader("# no metrics\ngo_goroutines 7\n")); !errors.Is(err, errNoCPUMetric) {
+		t.Errorf("parseMetricsCPU of a page without it = %v, want errNoCPUMetric", err)
+	}
+	l, err := loadAvg()
+	if err != nil || l[0] < 0 {
+		t.Errorf("loadAvg() = %v, %v", l, err)
+	}
+}
+
+// TestRawConsumerParentGone: the raw consumer exits when its stdin closes
+// (its parent went away), and on its own --timeout.
+func TestRawConsumerParentGone(t *testing.T) {
+	_, _, js := natstest.StartJetStream(t)
+	ctx := context.Background()
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RAWGONE", Subjects: []string{"rawgone.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	url := js.Conn().ConnectedUrl()
+	for _, tt := range []struct {
+		name    string
+		timeout string
+		close   bool
+		want    string
+	}{
+		{"stdin closed", "1m", true, errParentGone.Error()},
+		{"timeout", "1s", false, "--timeout 1s passed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stdinR, stdinW := io.Pipe()
+			defer stdinW.Close()
+			out, errOut := &syncBuffer{}, &syncBuffer{}
+			done := make(chan int, 1)
+			go func() {
+				done <- run(ctx, []string{rawConsumerCommand, "--nats-url", url, "--stream", "RAWGONE", "--durable", "raw",
+					"--events", "10", "--timeout", tt.timeout}, stdinR, out, errOut)
+			}()
+			if tt.close {
+				waitMatch(t, out, regexp.MustCompile(`ready`))
+				stdinW.Close()
+			}
+			select {
+			case code := <-done:
+				if code != 1 || !strings.Contains(errOut.String(), tt.want) {
+					t.Fatalf("raw consumer = %d, stderr %q; want 1 with %q", code, errOut.String(), tt.want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("raw consumer still running 20s later")
+			}
+		})
+	}
+}
+
+// benchJSON runs bench with args and decodes its report.
+func benchJSON(t *testing.T, args ...string) BenchReport {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	if code := run(ctx, append([]string{"bench", "--json"}, args...), strings.NewReader(""), out, errOut); code != 0 {
+		t.Fatalf("bench %v = %d:\n%s", args, code, errOut.String())
+	}
+	var rep BenchReport
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out.String())
+	}
+	return rep
+}
+
+// TestBenchEmbeddedServe: bench against serve's embedded server says so,
+// runs its raw consumer as a process of its own and reads serve's CPU
+// from its /metrics.
+func TestBenchEmbeddedServe(t *testing.T) {
+	out, _, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
+		"--partitions", "2", "--log-format", "json", "--log-level", "warn")
+	defer stop()
+	natsURL := waitMatch(t, out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
+	httpAddr := waitMatch(t, out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
+	waitMatch(t, out, regexp.MustCompile(`consuming A2A_TASKS`))
+
+	rep := benchJSON(t, "--nats-url", natsURL, "--metrics-url", httpAddr+"/metrics", "--throughput-only", "--events", "600", "--rounds", "2")
+	tp := rep.Throughput
+	if !tp.EmbeddedServer || tp.RawConsumer != rawOwnProcess {
+		t.Errorf("embeddedServer %v, rawConsumer %q; want true, %q", tp.EmbeddedServer, tp.RawConsumer, rawOwnProcess)
+	}
+	if len(tp.Rounds) != 2 || tp.RawPerSecond <= 0 || tp.CarddriftPerSecond <= 0 {
+		t.Errorf("rounds %+v, raw %v/s, carddrift %v/s", tp.Rounds, tp.RawPerSecond, tp.CarddriftPerSecond)
+	}
+	for i, r := range tp.Rounds {
+		if r.ServeCPUMsPer1000 == nil || r.RawCPUMsPer1000 == nil || *r.RawCPUMsPer1000 <= 0 {
+			t.Errorf("round %d: serve CPU %v, raw CPU %v; want both read, the raw consumer's above zero", i, r.ServeCPUMsPer1000, r.RawCPUMsPer1000)
+		}
+		if r.ServerCPUMsPer1000Carddrift != nil {
+			t.Errorf("round %d: a server CPU figure without --nats-server-pid", i)
+		}
+	}
+	c := tp.CPU
+	if c.ServeCPUMsPer1000 == nil || c.RawCPUMsPer1000 == nil || c.ServeSource != httpAddr+"/metrics process_cpu_seconds_total" {
+		t.Errorf("cpu %+v: want the medians and serve's source", c)
+	}
+	if _, ok := c.NotRead["server"]; ok {
+		t.Errorf("cpu.notRead %v: the embedded server's CPU is serve's, nothing is missing", c.NotRead)
+	}
+	if runtime.GOOS == "linux" && (c.LoadBefore == nil || c.LoadAfter == nil) {
+		t.Errorf("cpu: no load average: %+v", c)
+	}
+}
+
+// TestBenchStandaloneServer: against a server that is not serve's, bench
+// says nothing of an embedded server and reports the server's CPU beside
+// serve's (the server runs in this test's process, so its pid is ours);
+// text output.
+func TestBenchStandaloneServer(t *testing.T) {
+	srv, _, _ := natstest.StartJetStream(t)
+	out, _, stop := serveInProcess(t, "--nats-url", srv.ClientURL(), "--http-addr", "127.0.0.1:0",
+		"--partitions", "2", "--log-format", "json", "--log-level", "warn")
+	defer stop()
+	httpAddr := waitMatch(t, out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
+	waitMatch(t, out, regexp.MustCompile(`consuming A2A_TASKS`))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bout, berr := &syncBuffer{}, &syncBuffer{}
+	if code := run(ctx, []string{"bench", "--nats-url", srv.ClientURL(), "--metrics-url", httpAddr + "/metrics",
+		"--nats-server-pid", fmt.Sprint(os.Getpid()), "--throughput-only", "--events", "600", "--rounds", "1"},
+		strings.NewReader(""), bout, berr); code != 0 {
+		t.Fatalf("bench = %d:\n%s", code, berr.String())
+	}
+	text := bout.String()
+	want := []string{
+		"the raw durable consumer runs as a process of its own",
+		"round 1: raw",
+		"CPU per 1,000 events (medians): serve ",
+		"raw consumer process ",
+	}
+	if runtime.GOOS == "linux" {
+		want = append(want, fmt.Sprintf("NATS server's CPU per 1,000 events (/proc/%d/stat): ", os.Getpid()), "load average (1, 5, 15 min): before ")
+	}
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("bench output lacks %q:\n%s", w, text)
+		}
+	}
+	if strings.Contains(text, "embedded") {
+		t.Errorf("bench says embedded against a standalone server:\n%s", text)
+	}
+}
+
+// TestSimulateCost: simulate against serve prints serve's CPU per 1,000
+// lifecycle events after its scorecard, and adds "cost" to its JSON.
+func TestSimulateCost(t *testing.T) {
+	out, _, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
+		"--fetch-allow", "127.0.0.0/8", "--partitions", "2", "--min-lease", "1s", "--default-lease", "2s", "--max-lease", "10s",
+		"--full-fetch-interval", "10s", "--log-format", "json", "--log-level", "error")
+	defer stop()
+	natsURL := waitMatch(t, out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
+	httpAddr := waitMatch(t, out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
+	waitMatch(t, out, regexp.MustCompile(`consuming A2A_TASKS`))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sout, serr := &syncBuffer{}, &syncBuffer{}
+	code := run(ctx, []string{"simulate", "--nats-url", natsURL, "--metrics-url", httpAddr + "/metrics", "--agents", "6",
+		"--duration", "12s", "--settle", "2s", "--min-lease", "1s", "--default-lease", "2s", "--max-lease", "10s",
+		"--full-fetch-interval", "10s", "--json"}, strings.NewReader(""), sout, serr)
+	if code != exitOK && code != exitFindings {
+		t.Fatalf("simulate = %d:\n%s", code, serr.String())
+	}
+	var doc struct {
+		Events int64 `json:"events"`
+		Cost   *Cost `json:"cost"`
+	}
+	if err := json.Unmarshal([]byte(sout.String()), &doc); err != nil {
+		t.Fatalf("simulate --json: %v\n%s", err, sout.String())
+	}
+	c := doc.Cost
+	if doc.Events == 0 || c == nil || c.Events != doc.Events || !c.Embedded {
+		t.Fatalf("events %d, cost %+v: want the scorecard's events, an embedded server", doc.Events, c)
+	}
+	if c.ServeCPUMsPer1000 == nil || *c.ServeCPUMsPer1000 <= 0 || c.ServeCPUSeconds == nil {
+		t.Errorf("cost %+v: want serve's CPU read, above zero", c)
+	}
+	if c.ServerCPUMsPer1000 != nil || c.NotRead["server"] != "" {
+		t.Errorf("cost %+v: an embedded server's CPU is serve's; nothing else to read", c)
+	}
+	var buf strings.Builder
+	c.write(&buf, "lifecycle events")
+	if !strings.Contains(buf.String(), "ms per 1,000 (its embedded NATS server's included)") {
+		t.Errorf("cost lines:\n%s", buf.String())
+	}
+}
+
+// TestBenchEmbeddedMode: --embedded builds serve's embedded arrangement in
+// bench's process and measures the raw consumer both as a process of its
+// own and inside the server's process, every round; it excludes
+// --nats-url.
+func TestBenchEmbeddedMode(t *testing.T) {
+	rep := benchJSON(t, "--embedded", "--throughput-only", "--events", "500", "--rounds", "3")
+	tp := rep.Throughput
+	if !tp.EmbeddedServer || tp.RawPerSecond <= 0 || tp.CarddriftPerSecond <= 0 || tp.RawInProcessPerSecond <= 0 || tp.RatioInProcess <= 0 {
+		t.Fatalf("throughput %+v: want an embedded server and every rate and both ratios", tp)
+	}
+	firsts := map[bool]int{}
+	for i, r := range tp.Rounds {
+		if r.RawInProcessPerSecond <= 0 || r.RawCPUMsPer1000 == nil {
+			t.Errorf("round %d: %+v: want the in-process rate and the raw process's CPU", i, r)
+		}
+		firsts[r.RawFirst]++
+	}
+	if firsts[true] != 1 || firsts[false] != 2 {
+		t.Errorf("raw first in %d of 3 rounds, want 1 (the three sides take turns)", firsts[true])
+	}
+	if tp.CPU.ServeCPUMsPer1000 != nil || !strings.Contains(tp.CPU.NotRead["serve"], "--embedded") {
+		t.Errorf("cpu %+v: serve's CPU is bench's own with --embedded: not read, and said why", tp.CPU)
+	}
+	if code, _, stderr := runCLI(t, "", "bench", "--embedded", "--nats-url", "nats://127.0.0.1:1"); code != exitUsage || !strings.Contains(stderr, "exclusive") {
+		t.Errorf("bench --embedded --nats-url = %d, %q; want a usage error", code, stderr)
+	}
+}

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events/service"
+)
+
+// costFlags say where bench and simulate read the deployment's CPU: serve's
+// /metrics (the process collector's process_cpu_seconds_total) and, when
+// the NATS server is a process of its own on this machine, its pid (its
+// CPU from /proc/<pid>/stat).
+type costFlags struct {
+	metricsURL string
+	serverPID  int
+	// unread, when set, is why serve's CPU is not read (bench --embedded).
+	unread string
+}
+
+// defaultMetricsURL is serve's /metrics at its default --http-addr.
+const defaultMetricsURL = "http://127.0.0.1:9464/metrics"
+
+func (c *costFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.metricsURL, "metrics-url", defaultMetricsURL, "serve's /metrics, read before and after for its CPU "+
+		"(process_cpu_seconds_total): the cost figure, CPU per 1,000 events (empty: not read)")
+	fs.IntVar(&c.serverPID, "nats-server-pid", 0, "pid of the NATS server process when it runs on this machine apart from serve: "+
+		"its CPU (/proc/PID/stat) is reported beside serve's (0: not read)")
+}
+
+// errNoProc is returned where /proc cannot be read (not Linux).
+var errNoProc = errors.New("/proc is not available on this system")
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every
+// Linux architecture Go supports.
+const clockTicks = 100
+
+// procCPU returns the CPU time (user + system) process pid has used, from
+// /proc/<pid>/stat.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, os.ErrNotExist) {
+		if _, serr := os.Stat("/proc/self/stat"); serr != nil {
+			return 0, errNoProc
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return parseProcStat(string(b))
+}
+
+// parseProcStat reads utime and stime (fields 14 and 15) of a
+// /proc/<pid>/stat line; the command name (field 2, in parentheses) may
+// hold spaces and parentheses, so fields are counted after its last ')'.
+func parseProcStat(s string) (time.Duration, error) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc stat %q: no command name", s)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc stat: %d fields after the command name, want at least 13", len(f))
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc stat: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// metricsCPU reads process_cpu_seconds_total from a Prometheus text
+// exposition at url (serve's /metrics).
+//
+// A busy serve can take seconds to render its page (the fleet's gauges
+// are read at every scrape), hence the generous bound.
+func metricsCPU(ctx context.Context, url string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "text/plain")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return parseMetricsCPU(resp.Body)
+}
+
+// errNoCPUMetric is returned when a /metrics page has no
+// process_cpu_seconds_total.
+var errNoCPUMetric = errors.New("no process_cpu_seconds_total on the page")
+
+func parseMetricsCPU(r io.Reader) (time.Duration, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		v, ok := strings.CutPrefix(sc.Text(), "process_cpu_seconds_total ")
+		if !ok {
+			continue
+		}
+		sec, err := strconv.ParseFloat(strings.Fields(v)[0], 64)
+		if err != nil {
+			return 0, fmt.Errorf("process_cpu_seconds_total: %w", err)
+		}
+		return time.Duration(sec * float64(time.Second)), nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errNoCPUMetric
+}
+
+// loadAvg returns the machine's load averages over 1, 5 and 15 minutes
+// (/proc/loadavg).
+func loadAvg() ([3]float64, error) {
+	var l [3]float64
+	b, err := os.ReadFile("/proc/loadavg")
+	if errors.Is(err, os.ErrNotExist) {
+		return l, errNoProc
+	}
+	if err != nil {
+		return l, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return l, fmt.Errorf("/proc/loadavg %q: want three averages", b)
+	}
+	for i := range l {
+		if l[i], err = strconv.ParseFloat(f[i], 64); err != nil {
+			return l, fmt.Errorf("/proc/loadavg: %w", err)
+		}
+	}
+	return l, nil
+}
+
+// embeddedServer reports whether nc is connected to carddrift's embedded
+// server (serve without --nats-url, the demo): the server runs in serve's
+// process, so serve's CPU includes the server's, and serve's workers reach
+// it without crossing a process boundary.
+func embeddedServer(nc *nats.Conn) bool {
+	return nc.ConnectedServerName() == service.EmbeddedServerName
+}
+
+// cpuReading is one reading of serve's and the server's CPU and of the
+// machine's load; an error says why a figure was not read.
+type cpuReading struct {
+	serve, server       time.Duration
+	serveErr, serverErr error
+	load                [3]float64
+	loadErr             error
+}
+
+// read takes a reading.
+func (c *costFlags) read(ctx context.Context) cpuReading {
+	r := c.readServer()
+	switch {
+	case c.unread != "":
+		r.serveErr = errors.New(c.unread)
+	case c.metricsURL == "":
+		r.serveErr = errors.New("--metrics-url is empty")
+	default:
+		r.serve, r.serveErr = metricsCPU(ctx, c.metricsURL)
+	}
+	r.load, r.loadErr = loadAvg()
+	return r
+}
+
+// readServer reads only the standalone server's CPU (cheap: a file read).
+func (c *costFlags) readServer() cpuReading {
+	var r cpuReading
+	if c.serverPID == 0 {
+		r.serverErr = errors.New("pass --nats-server-pid")
+	} else {
+		r.server, r.serverErr = procCPU(c.serverPID)
+	}
+	return r
+}
+
+// Cost is what the deployment's processes spent on a number of lifecycle
+// events, between two readings: serve's CPU (its embedded server's
+// included when it has one) and the NATS server's when it is a process of
+// its own, per 1,000 events, with the machine's load before and after.
+// A figure that could not be read is absent, and the reason is in NotRead.
+type Cost struct {
+	Events int64 `json:"events"`
+	// Embedded: serve runs the NATS server in its own process, so its CPU
+	// includes the server's.
+	Embedded bool `json:"embeddedServer"`
+	// ServeCPUSeconds and ServeCPUMsPer1000 are serve's CPU, read from
+	// ServeSource.
+	ServeCPUSeconds   *float64 `json:"serveCpuSeconds,omitempty"`
+	ServeCPUMsPer1000 *float64 `json:"serveCpuMsPer1000Events,omitempty"`
+	ServeSource       string   `json:"serveSource,omitempty"`
+	// ServerCPUSeconds and ServerCPUMsPer1000 are the standalone NATS
+	// server's CPU, read from ServerSource.
+	ServerCPUSeconds   *float64          `json:"serverCpuSeconds,omitempty"`
+	ServerCPUMsPer1000 *float64          `json:"serverCpuMsPer1000Events,omitempty"`
+	ServerSource       string            `json:"serverSource,omitempty"`
+	NotRead            map[string]string `json:"notRead,omitempty"`
+	// LoadBefore and LoadAfter are /proc/loadavg's 1, 5 and 15 minute
+	// averages.
+	LoadBefore *[3]float64 `json:"loadBefore,omitempty"`
+	LoadAfter  *[3]float64 `json:"loadAfter,omitempty"`
+	// DrainWaitSeconds is how long serve still worked through its backlog
+	// after the run (the second reading waits until its lifecycle
+	// consumers have nothing pending, so that the CPU figure covers every
+	// event).
+	DrainWaitSeconds *float64 `json:"drainWaitSeconds,omitempty"`
+}
+
+// afterDrained waits, for at most 5 minutes, until the lifecycle
+// stream's consumers have handled everything (serve has worked through its
+// backlog), then takes the second reading and returns the cost of events
+// since before.
+func (c *costFlags) afterDrained(ctx context.Context, js jetstream.JetStream, stream string, before cpuReading, events int64, embedded bool) *Cost {
+	start := time.Now()
+	durables, err := streamConsumers(ctx, js, stream)
+	if err == nil {
+		err = waitDrained(ctx, js, stream, durables, 100*time.Millisecond, 5*time.Minute)
+	}
+	waited := time.Since(start).Seconds()
+	out := c.cost(before, c.read(ctx), events, embedded)
+	if err != nil {
+		if out.NotRead == nil {
+			out.NotRead = map[string]string{}
+		}
+		out.NotRead["drained"] = fmt.Sprintf("serve's backlog: %v (the CPU figures may miss its last events)", err)
+	} else {
+		out.DrainWaitSeconds = &waited
+	}
+	return out
+}
+
+// cost is the cost of events between readings a and b.
+func (c *costFlags) cost(a, b cpuReading, events int64, embedded bool) *Cost {
+	out := &Cost{Events: events, Embedded: embedded, NotRead: map[string]string{}}
+	per := func(d time.Duration) (*float64, *float64) {
+		s := d.Seconds()
+		ms := 1e6 * s / float64(max(events, 1))
+		return &s, &ms
+	}
+	switch {
+	case a.serveErr != nil:
+		out.NotRead["serve"] = a.serveErr.Error()
+	case b.serveErr != nil:
+		out.NotRead["serve"] = b.serveErr.Error()
+	default:
+		out.ServeCPUSeconds, out.ServeCPUMsPer1000 = per(b.serve - a.serve)
+		out.ServeSource = c.metricsURL + " process_cpu_seconds_total"
+	}
+	switch {
+	case embedded && c.serverPID == 0:
+		// serve's CPU is the server's too.
+	case a.serverErr != nil:
+		out.NotRead["server"] = a.serverErr.Error()
+	case b.serverErr != nil:
+		out.NotRead["server"] = b.serverErr.Error()
+	default:
+		out.ServerCPUSeconds, out.ServerCPUMsPer1000 = per(b.server - a.server)
+		out.ServerSource = fmt.Sprintf("/proc/%d/stat", c.serverPID)
+	}
+	if a.loadErr == nil {
+		out.LoadBefore = &a.load
+	} else {
+		out.NotRead["load"] = a.loadErr.Error()
+	}
+	if b.loadErr == nil {
+		out.LoadAfter = &b.load
+	}
+	if len(out.NotRead) == 0 {
+		out.NotRead = nil
+	}
+	return out
+}
+
+// write prints the cost lines, indented.
+func (c *Cost) write(w io.Writer, what string) {
+	if c.ServeCPUMsPer1000 != nil {
+		incl := ""
+		if c.Embedded {
+			incl = " (its embedded NATS server's included)"
+		}
+		fmt.Fprintf(w, "  serve's CPU: %.1f s for %d %s, %.0f ms per 1,000%s\n", *c.ServeCPUSeconds, c.Events, what, *c.ServeCPUMsPer1000, incl)
+	} else {
+		fmt.Fprintf(w, "  serve's CPU: not read (%s)\n", c.NotRead["serve"])
+	}
+	switch {
+	case c.ServerCPUMsPer1000 != nil:
+		fmt.Fprintf(w, "  NATS server's CPU (%s): %.1f s, %.0f ms per 1,000\n", c.ServerSource, *c.ServerCPUSeconds, *c.ServerCPUMsPer1000)
+	case c.NotRead["server"] != "":
+		fmt.Fprintf(w, "  NATS server's CPU: not read (%s)\n", c.NotRead["server"])
+	}
+	if c.DrainWaitSeconds != nil {
+		fmt.Fprintf(w, "  (read once serve had worked through its backlog, %.1f s after the run)\n", *c.DrainWaitSeconds)
+	} else if r := c.NotRead["drained"]; r != "" {
+		fmt.Fprintf(w, "  (%s)\n", r)
+	}
+	if c.LoadBefore != nil && c.LoadAfter != nil {
+		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n",
+			c.LoadBefore[0], c.LoadBefore[1], c.LoadBefore[2], c.LoadAfter[0], c.LoadAfter[1], c.LoadAfter[2])
+	}
+}
