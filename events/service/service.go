@@ -167,6 +167,9 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		if opts.Worker.Fetch.CacheBytes == 0 {
 			opts.Worker.Fetch.CacheBytes = sh.LiveCardsOption()
 		}
+		if opts.Worker.Fetch.LeaseCopyBytes == 0 {
+			opts.Worker.Fetch.LeaseCopyBytes = sh.LeaseCopyOption()
+		}
 	}
 	wo := opts.Worker
 	wo.Config = cfg
