@@ -30,8 +30,10 @@ const Minimum Bytes = 16 << 20
 type Shares struct {
 	// Pins bounds the pin cache (store.WithCacheBytes).
 	Pins Bytes
-	// Cards bounds the worker's parsed pinned cards
-	// (worker.Options.CardCacheBytes).
+	// Cards bounds what the worker keeps of the pinned cards: a
+	// sixteenth for its memo of the diffs between pinned and live cards
+	// (worker.Options.DiffMemoBytes, DiffMemoOption), the rest for its
+	// parsed pinned cards (worker.Options.CardCacheBytes, CardsOption).
 	Cards Bytes
 	// LiveCards bounds what the fetcher keeps of the live agents: an
 	// eighth for its local copy of the shared leases
@@ -82,6 +84,14 @@ func (s Shares) Total() Bytes { return s.Pins + s.Cards + s.LiveCards + s.Pull +
 // LiveCards share left beside the lease copy, since the fetcher counts body
 // bytes only (see LiveCards).
 func (s Shares) LiveCardsOption() int64 { return (int64(s.LiveCards) - s.LeaseCopyOption()) / 2 }
+
+// CardsOption is the value for worker.Options.CardCacheBytes: the Cards
+// share less the diff memo's.
+func (s Shares) CardsOption() int64 { return int64(s.Cards) - s.DiffMemoOption() }
+
+// DiffMemoOption is the value for worker.Options.DiffMemoBytes: a sixteenth
+// of the Cards share.
+func (s Shares) DiffMemoOption() int64 { return int64(s.Cards) / 16 }
 
 // LeaseCopyOption is the value for fetcher.Options.LeaseCopyBytes: an
 // eighth of the LiveCards share.
