@@ -67,8 +67,6 @@ type leaseCopy struct {
 	// every write committed before it is in the copy.
 	confirmed time.Time
 	pending   []probe // heads read, not yet reached, oldest first
-	hits      uint64
-	misses    uint64
 }
 
 // copyEntry is one key of the copy.
@@ -96,15 +94,12 @@ func (c *leaseCopy) get(key string) (store.Lease, uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.trusted(time.Now()) {
-		c.misses++
 		return store.Lease{}, 0, false
 	}
 	el, ok := c.m[key]
 	if !ok || el.Value.(*copyEntry).removed {
-		c.misses++
 		return store.Lease{}, 0, false
 	}
-	c.hits++
 	c.lru.MoveToFront(el)
 	e := el.Value.(*copyEntry)
 	return e.lease, e.rev, true
@@ -229,13 +224,6 @@ func (c *leaseCopy) stuck(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.pending) > 0 && now.Sub(c.pending[0].at) > copyStuckAfter*c.lag
-}
-
-// stats returns the reads answered and not answered.
-func (c *leaseCopy) stats() (hits, misses uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.hits, c.misses
 }
 
 // run keeps the copy current until ctx ends: it starts a watch, applies its
