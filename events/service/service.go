@@ -156,7 +156,10 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 			opts.PinCacheBytes = int64(sh.Pins)
 		}
 		if opts.Worker.CardCacheBytes == 0 {
-			opts.Worker.CardCacheBytes = int64(sh.Cards)
+			opts.Worker.CardCacheBytes = sh.CardsOption()
+		}
+		if opts.Worker.DiffMemoBytes == 0 {
+			opts.Worker.DiffMemoBytes = sh.DiffMemoOption()
 		}
 		if opts.Worker.PullBufferBytes == 0 {
 			opts.Worker.PullBufferBytes = int64(sh.Pull) / 2
@@ -166,6 +169,9 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		}
 		if opts.Worker.Fetch.CacheBytes == 0 {
 			opts.Worker.Fetch.CacheBytes = sh.LiveCardsOption()
+		}
+		if opts.Worker.Fetch.LeaseCopyBytes == 0 {
+			opts.Worker.Fetch.LeaseCopyBytes = sh.LeaseCopyOption()
 		}
 	}
 	wo := opts.Worker

@@ -50,6 +50,11 @@ type Policy struct {
 	// Rules is the rule set the findings are judged with (nil: the
 	// registry as it is, what carddrift serve runs).
 	Rules *detector.RuleSet
+	// Diffs, if set, remembers the diff of each pair of pinned and live
+	// digests (the worker's, shared by its tasks); it never changes a
+	// decision, only how often the two cards are diffed. nil diffs every
+	// time.
+	Diffs *detector.DiffMemo
 }
 
 // Observation is the core's name for a live card observation: one type,
@@ -390,7 +395,9 @@ func Decide(pin Pin, pinned *detector.Card, obs Observation, taskFindings []dete
 	}
 	var findings []detector.Finding
 	if pinned != nil {
-		findings = append(detector.Diff(pinned, live), taskFindings...)
+		// The memo's findings are shared: appending copies them (their
+		// capacity is their length), and Rules.Apply below copies again.
+		findings = append(p.Diffs.Diff(pin.Digest, obs.Digest, pinned, live), taskFindings...)
 	} else {
 		findings, _ = detector.EvaluateUnknown(pin.Digest, obs.Digest, live, req, posture, taskFindings...)
 		against = live // the only card known

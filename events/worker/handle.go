@@ -27,7 +27,7 @@ type delivery struct {
 // meta is the core's view of where and when ev was delivered.
 func (w *Worker) meta(ev events.Event, dl delivery) task.Meta {
 	now := w.opts.Now()
-	m := task.Meta{Seq: dl.seq, Time: ev.Time, Now: now, Policy: task.Policy{RequireSigned: w.opts.RequireSignedCards}}
+	m := task.Meta{Seq: dl.seq, Time: ev.Time, Now: now, Policy: task.Policy{RequireSigned: w.opts.RequireSignedCards, Diffs: w.diffs}}
 	if m.Time.IsZero() {
 		m.Time = now
 	}

@@ -35,7 +35,8 @@ const (
 
 // Defaults of the byte bounds of Options: the shares of budget.Default.
 var (
-	DefaultCardCacheBytes  = int64(budget.Split(budget.Default).Cards)
+	DefaultCardCacheBytes  = budget.Split(budget.Default).CardsOption()
+	DefaultDiffMemoBytes   = budget.Split(budget.Default).DiffMemoOption()
 	DefaultPullBufferBytes = int64(budget.Split(budget.Default).Pull) / 2
 	DefaultInflightBytes   = int64(budget.Split(budget.Default).Pull) / 2
 )
@@ -109,6 +110,11 @@ type Options struct {
 	// the oldest go first, and a card larger than the whole bound is not
 	// cached.
 	CardCacheBytes int64
+	// DiffMemoBytes bounds the memo of diffs between a pinned and a live
+	// card (detector.DiffMemo: a drifted task's pair is diffed once, not
+	// at every transition). Default DefaultDiffMemoBytes (a sixteenth of
+	// the cards share of budget.Default); negative disables it.
+	DiffMemoBytes int64
 	// RequireSignedCards is the posture for signed fleets (carddrift serve
 	// --require-signed-cards): a live card none of whose signatures
 	// verifies with a key trusted for its agent (unsigned, unverifiable,
@@ -134,6 +140,7 @@ type Worker struct {
 	log      zerolog.Logger
 	m        *Metrics
 	cards    *cardCache
+	diffs    *detector.DiffMemo // nil: Options.DiffMemoBytes < 0
 	dispatch *dispatcher
 	inflight *inflight // nil: no byte bound (Options.InflightBytes)
 
@@ -166,6 +173,9 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	opts.PinnedTTL = defaults.Positive(opts.PinnedTTL, DefaultPinnedTTL)
 	opts.CardCache = defaults.Positive(opts.CardCache, DefaultCardCache)
 	opts.CardCacheBytes = defaults.Positive(opts.CardCacheBytes, DefaultCardCacheBytes)
+	if opts.DiffMemoBytes == 0 {
+		opts.DiffMemoBytes = DefaultDiffMemoBytes
+	}
 	if opts.PullBufferBytes == 0 {
 		opts.PullBufferBytes = DefaultPullBufferBytes
 	}
@@ -181,6 +191,7 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	w := &Worker{
 		js: js, opts: opts, cfg: cfg, pub: pub, log: opts.Logger, m: opts.Metrics,
 		cards:    newCardCache(opts.CardCache, opts.CardCacheBytes),
+		diffs:    detector.NewDiffMemo(opts.DiffMemoBytes),
 		dispatch: newDispatcher(opts.Concurrency),
 		ready:    make(chan struct{}),
 	}

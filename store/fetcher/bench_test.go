@@ -4,6 +4,11 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // BenchmarkObserveLeaseHit is the cost of an Observe answered by a fresh lease
@@ -42,4 +47,59 @@ func benchObserve(b *testing.B, a *agent, o Options) time.Duration {
 		}
 	}
 	return time.Since(start)
+}
+
+// BenchmarkObserveSharedLease is an Observe answered by a fresh lease in a
+// JetStream bucket, through the lease copy ("copy") and with a store read
+// ("store", LeaseCopyBytes negative: what every one cost before), the two
+// Fetchers taking turns so that machine noise hits both alike: ns per
+// Observe of each and their ratio.
+//
+//	go test ./store/fetcher -run '^$' -bench ObserveSharedLease -benchtime 5000x
+func BenchmarkObserveSharedLease(b *testing.B) {
+	_, _, js := natstest.StartJetStream(b)
+	kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "leases", History: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	leases := store.NewKVLeases(kv)
+	a := newAgentB(b)
+	a.set(cardJSON("1", true), `"v1"`, "max-age=3600")
+	url := a.url("/card")
+	ctx := context.Background()
+	mk := func(copyBytes int64) *Fetcher {
+		f, err := New(Options{Allow: loopback, Leases: leases, LeaseCopyBytes: copyBytes})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = f.Close() })
+		if _, err := f.Observe(ctx, url, false); err != nil {
+			b.Fatal(err)
+		}
+		return f
+	}
+	local, remote := mk(0), mk(-1)
+	natstest.Eventually(b, 10*time.Second, "the copy answers", func() bool {
+		_, _, ok := local.copy.get(store.EncodeKey(url))
+		return ok
+	})
+	var tl, tr time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := local.Observe(ctx, url, false); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := remote.Observe(ctx, url, false); err != nil {
+			b.Fatal(err)
+		}
+		tl += t1.Sub(t0)
+		tr += time.Since(t1)
+		n++
+	}
+	b.ReportMetric(float64(tl.Nanoseconds())/float64(n), "copy-ns/observe")
+	b.ReportMetric(float64(tr.Nanoseconds())/float64(n), "store-ns/observe")
+	b.ReportMetric(float64(tr)/float64(tl), "store/copy")
+	b.ReportMetric(0, "ns/op")
 }

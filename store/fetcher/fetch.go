@@ -86,6 +86,7 @@ type Fetcher struct {
 	hosts  *hostLimiter
 	cache  *cardCache
 	leases store.Leases
+	copy   *leaseCopy // nil: every lease read goes to leases
 	cards  store.Cards
 	id     string
 	verify *verifier
@@ -102,7 +103,8 @@ type Fetcher struct {
 	closed  bool
 	flights map[string]*flight
 	legacy  map[string]bool // agent base URL → legacy agent.json worked
-	wg      sync.WaitGroup  // running flights
+	wg      sync.WaitGroup  // running flights and the lease copy's watch
+	copying bool            // the lease copy's watch was started
 
 	closeOnce sync.Once
 }
@@ -141,6 +143,9 @@ func New(opts Options) (*Fetcher, error) {
 	f.leases, f.cards = opts.Leases, opts.Cards
 	if f.leases == nil {
 		f.leases = newMemLeases(maxLocalLeases)
+	}
+	if lf, ok := f.leases.(LeaseFollower); ok && opts.LeaseCopyBytes > 0 {
+		f.copy = newLeaseCopy(lf, opts.LeaseCopyBytes, opts.LeaseCopyLag, opts.StoreTimeout)
 	}
 	f.base, f.cancelBase = context.WithCancelCause(context.Background())
 

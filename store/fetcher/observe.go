@@ -121,8 +121,14 @@ func newFlight(force bool, requested time.Time) *flight {
 	return &flight{force: force, requested: requested, done: make(chan struct{})}
 }
 
-// start runs fl on its own goroutine. Called with f.mu held and f not closed.
+// start runs fl on its own goroutine, and with the first flight the lease
+// copy's watch (which then runs until Close). Called with f.mu held and f
+// not closed.
 func (f *Fetcher) start(url string, fl *flight) {
+	if f.copy != nil && !f.copying {
+		f.copying = true
+		f.wg.Go(func() { f.copy.run(f.base) })
+	}
 	f.wg.Add(1)
 	go f.run(url, fl)
 }
@@ -163,21 +169,29 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 	obs := observationAt(url)
 	waitUntil := time.Now().Add(f.opts.TotalTimeout)
 	backoff := pollMin
+	useCopy := true // the lease copy may answer the next read
 	for {
 		if ctx.Err() != nil {
 			return obs, time.Time{}, ctxError(url, ctx)
 		}
-		lease, rev, found, err := f.getLease(ctx, url)
+		lease, rev, found, copied, err := f.readLease(ctx, url, useCopy)
 		if err != nil {
 			return obs, time.Time{}, f.storeFailure(ctx, url, "get lease", err)
 		}
+		useCopy = true
 		now := f.opts.Now()
 		fullDue := f.fullDue(lease, now)
 
 		// 0. A failure another worker (or this one) recorded is still being
 		// backed off: report it without fetching. Evidence does not bring an
-		// agent back faster, so forced requests share it too.
+		// agent back faster, so forced requests share it too. A failure the
+		// copy shows is read again from the store first: the copy may trail
+		// the success that ended it.
 		if lease.Failing(now) {
+			if copied {
+				useCopy = false
+				continue
+			}
 			return obs, time.Time{}, recordedFailure(url, lease)
 		}
 
@@ -212,13 +226,18 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 			}
 		}
 
-		// 4. Claim the lease; on a lost race, read it again.
+		// 4. Claim the lease; on a lost race (or a revision of the copy that
+		// trailed the store), read it again from the store.
 		claim := lease
 		claim.CardURL = url
 		claim.Holder = f.id
 		claim.HeldUntil = now.Add(f.opts.TotalTimeout)
 		claimRev, err := f.putLease(ctx, claim, rev, found)
 		if isConflict(err) {
+			useCopy = false
+			if copied {
+				continue // the copy trailed: no race to back off from
+			}
 			if err := sleepCtx(ctx, jitter(pollMin/2)); err != nil {
 				return obs, time.Time{}, ctxError(url, ctx)
 			}
@@ -336,6 +355,7 @@ func (f *Fetcher) MarkInconsistent(ctx context.Context, cardURL string, since ti
 		cardURL = canon
 	}
 	for range 8 {
+		// From the store: a copy that trailed it could show another episode.
 		lease, rev, found, err := f.getLease(ctx, cardURL)
 		if err != nil {
 			return f.storeFailure(ctx, cardURL, "get lease", err)
@@ -424,6 +444,20 @@ func (f *Fetcher) storeCtx(ctx context.Context) (context.Context, context.Cancel
 	return context.WithTimeout(ctx, f.opts.StoreTimeout)
 }
 
+// readLease reads the lease of url: from the lease copy when useCopy is set
+// and the copy holds it (copied), else from the store.
+func (f *Fetcher) readLease(ctx context.Context, url string, useCopy bool) (l store.Lease, rev uint64, found, copied bool, err error) {
+	if useCopy && f.copy != nil {
+		if l, rev, ok := f.copy.get(store.EncodeKey(url)); ok {
+			return l, rev, true, true, nil
+		}
+	}
+	l, rev, found, err = f.getLease(ctx, url)
+	return l, rev, found, false, err
+}
+
+// getLease reads the lease of url from the store (and records it in the
+// copy).
 func (f *Fetcher) getLease(ctx context.Context, url string) (l store.Lease, rev uint64, found bool, err error) {
 	sctx, cancel := f.storeCtx(ctx)
 	defer cancel()
@@ -434,16 +468,34 @@ func (f *Fetcher) getLease(ctx context.Context, url string) (l store.Lease, rev 
 	case err != nil:
 		return store.Lease{}, 0, false, err
 	}
+	if f.copy != nil {
+		f.copy.put(store.EncodeKey(url), l, rev)
+	}
 	return l, rev, true, nil
 }
 
+// putLease writes l with compare-and-set at rev (a create when !found), and
+// records the write in the copy; a lost compare-and-set drops the copy's
+// revision.
 func (f *Fetcher) putLease(ctx context.Context, l store.Lease, rev uint64, found bool) (uint64, error) {
 	sctx, cancel := f.storeCtx(ctx)
 	defer cancel()
+	var n uint64
+	var err error
 	if !found {
-		return f.leases.Create(sctx, l)
+		n, err = f.leases.Create(sctx, l)
+	} else {
+		n, err = f.leases.Update(sctx, l, rev)
 	}
-	return f.leases.Update(sctx, l, rev)
+	if f.copy != nil {
+		switch key := store.EncodeKey(l.CardURL); {
+		case err == nil:
+			f.copy.put(key, l, n)
+		case isConflict(err):
+			f.copy.forget(key, rev)
+		}
+	}
+	return n, err
 }
 
 // isConflict reports a lost compare-and-set: someone else wrote first.

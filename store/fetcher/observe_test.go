@@ -13,6 +13,7 @@ import (
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 func TestFetchSendsFixedHeaders(t *testing.T) {
@@ -127,11 +128,16 @@ func TestObserveOneRequestPerLeaseAcrossWorkers(t *testing.T) {
 }
 
 // sharedStores are the Leases and Cards implementations the cross-worker
-// tests run against: this package's own, and package memstore's (which has
-// the JetStream stores' semantics, JSON round trip included).
+// tests run against: this package's own, package memstore's (which has
+// the JetStream stores' semantics, JSON round trip included), and a
+// JetStream bucket, which every Fetcher reads through its lease copy.
 func forEachStore(t *testing.T, fn func(t *testing.T, leases store.Leases, cards store.Cards)) {
 	t.Run("local", func(t *testing.T) { fn(t, newMemLeases(100), newMemCards()) })
 	t.Run("memstore", func(t *testing.T) { fn(t, memstore.NewLeases(), memstore.NewCards()) })
+	t.Run("jetstream", func(t *testing.T) {
+		_, _, js := natstest.StartJetStream(t)
+		fn(t, kvLeases(t, js), memstore.NewCards())
+	})
 }
 
 func testOneRequestPerLease(t *testing.T, leases store.Leases, cards store.Cards) {

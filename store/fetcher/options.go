@@ -26,6 +26,8 @@ const (
 	DefaultConsistencyWindow  = 2 * time.Minute
 	DefaultStoreTimeout       = 2 * time.Second
 	DefaultCacheBytes         = 32 << 20
+	DefaultLeaseCopyBytes     = 4 << 20
+	DefaultLeaseCopyLag       = 200 * time.Millisecond
 	DefaultUserAgent          = "carddrift/1 (+https://github.com/carddrift/carddrift)"
 	DefaultA2AVersion         = "1.0"
 	DefaultAccept             = "application/json"
@@ -123,6 +125,23 @@ type Options struct {
 	// counted as body bytes). Default 32 MiB; it always holds at least the
 	// card being returned.
 	CacheBytes int64
+	// LeaseCopyBytes bounds the local copy of the shared leases that a
+	// Fetcher keeps when Leases can be followed (a LeaseFollower, such as
+	// store.KVLeases): lease reads are then served from the copy, kept
+	// current by a watch of the bucket, instead of one store read per
+	// observation; writes stay compare-and-set on the store. Leases over the
+	// bound (least recently read first) are read from the store. Default 4
+	// MiB; negative disables the copy.
+	LeaseCopyBytes int64
+	// LeaseCopyLag is how stale the copy may be: it serves reads only while
+	// it holds every lease write committed up to LeaseCopyLag ago (checked
+	// against the bucket's head every LeaseCopyLag/4), and reads go to the
+	// store otherwise (the watch broke, lags, or the store is unreachable).
+	// A lease from the copy is used as one from the store would be, except
+	// that a recorded failure is read again from the store before it is
+	// reported, and a claim made on a stale revision loses its
+	// compare-and-set and re-reads. Default 200ms.
+	LeaseCopyLag time.Duration
 
 	// OnFetch, if set, is called once for every HTTP fetch this Fetcher
 	// completes (not once per caller: coalesced callers share one fetch). err
@@ -164,6 +183,8 @@ func (o *Options) setDefaults() {
 	setDefault(&o.MaxRedirects, DefaultMaxRedirects)
 	setDefault(&o.PerHostConcurrency, DefaultPerHostConcurrency)
 	setDefault(&o.CacheBytes, DefaultCacheBytes)
+	setDefault(&o.LeaseCopyBytes, DefaultLeaseCopyBytes)
+	setDefault(&o.LeaseCopyLag, DefaultLeaseCopyLag)
 	setDefault(&o.UserAgent, DefaultUserAgent)
 	setDefault(&o.A2AVersion, DefaultA2AVersion)
 	setDefault(&o.Accept, DefaultAccept)
@@ -214,6 +235,9 @@ func (o Options) Validate() error {
 	}
 	if o.CacheBytes < 0 {
 		bad("CacheBytes %d must not be negative", o.CacheBytes)
+	}
+	if o.LeaseCopyLag <= 0 {
+		bad("LeaseCopyLag %v must be positive", o.LeaseCopyLag)
 	}
 	for _, p := range o.Allow {
 		if !p.IsValid() {

@@ -30,13 +30,17 @@ const Minimum Bytes = 16 << 20
 type Shares struct {
 	// Pins bounds the pin cache (store.WithCacheBytes).
 	Pins Bytes
-	// Cards bounds the worker's parsed pinned cards
-	// (worker.Options.CardCacheBytes).
+	// Cards bounds what the worker keeps of the pinned cards: a
+	// sixteenth for its memo of the diffs between pinned and live cards
+	// (worker.Options.DiffMemoBytes, DiffMemoOption), the rest for its
+	// parsed pinned cards (worker.Options.CardCacheBytes, CardsOption).
 	Cards Bytes
-	// LiveCards bounds the fetcher's cache of parsed live cards
-	// (fetcher.Options.CacheBytes). The fetcher counts a card's body
-	// bytes, and a parsed card retains about twice its body, so the fetcher
-	// is given half of this share (LiveCardsOption).
+	// LiveCards bounds what the fetcher keeps of the live agents: an
+	// eighth for its local copy of the shared leases
+	// (fetcher.Options.LeaseCopyBytes, LeaseCopyOption), the rest for its
+	// cache of parsed live cards (fetcher.Options.CacheBytes). The fetcher
+	// counts a card's body bytes, and a parsed card retains about twice its
+	// body, so the cache is given half of the rest (LiveCardsOption).
 	LiveCards Bytes
 	// Pull bounds the lifecycle events a worker holds: half for its
 	// consumers' pull buffers, summed over its partitions
@@ -77,8 +81,21 @@ func Split(total Bytes) Shares {
 func (s Shares) Total() Bytes { return s.Pins + s.Cards + s.LiveCards + s.Pull + s.Signatures }
 
 // LiveCardsOption is the value for fetcher.Options.CacheBytes: half the
-// LiveCards share, since the fetcher counts body bytes only (see LiveCards).
-func (s Shares) LiveCardsOption() int64 { return int64(s.LiveCards) / 2 }
+// LiveCards share left beside the lease copy, since the fetcher counts body
+// bytes only (see LiveCards).
+func (s Shares) LiveCardsOption() int64 { return (int64(s.LiveCards) - s.LeaseCopyOption()) / 2 }
+
+// CardsOption is the value for worker.Options.CardCacheBytes: the Cards
+// share less the diff memo's.
+func (s Shares) CardsOption() int64 { return int64(s.Cards) - s.DiffMemoOption() }
+
+// DiffMemoOption is the value for worker.Options.DiffMemoBytes: a sixteenth
+// of the Cards share.
+func (s Shares) DiffMemoOption() int64 { return int64(s.Cards) / 16 }
+
+// LeaseCopyOption is the value for fetcher.Options.LeaseCopyBytes: an
+// eighth of the LiveCards share.
+func (s Shares) LeaseCopyOption() int64 { return int64(s.LiveCards) / 8 }
 
 // ErrTooSmall is the reason Validate gives for a budget below Minimum.
 var ErrTooSmall = errors.New("below the minimum budget")

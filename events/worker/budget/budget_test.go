@@ -73,8 +73,21 @@ func TestSplit(t *testing.T) {
 	if want := budget.Bytes(64 << 20); s.Pins != want {
 		t.Errorf("Split(Default).Pins = %d, want %d", s.Pins, want)
 	}
-	if got, want := s.LiveCardsOption(), int64(s.LiveCards)/2; got != want {
+	if got, want := s.DiffMemoOption(), int64(s.Cards)/16; got != want {
+		t.Errorf("DiffMemoOption() = %d, want %d", got, want)
+	}
+	if got := s.CardsOption() + s.DiffMemoOption(); got != int64(s.Cards) {
+		t.Errorf("CardsOption + DiffMemoOption = %d, want the Cards share %d", got, int64(s.Cards))
+	}
+	if got, want := s.LeaseCopyOption(), int64(s.LiveCards)/8; got != want {
+		t.Errorf("LeaseCopyOption() = %d, want %d", got, want)
+	}
+	if got, want := s.LiveCardsOption(), (int64(s.LiveCards)-s.LeaseCopyOption())/2; got != want {
 		t.Errorf("LiveCardsOption() = %d, want %d", got, want)
+	}
+	// The cache's bytes count double (parsed cards): with the copy, within the share.
+	if got := 2*s.LiveCardsOption() + s.LeaseCopyOption(); got > int64(s.LiveCards) {
+		t.Errorf("2·LiveCardsOption + LeaseCopyOption = %d, over the LiveCards share %d", got, int64(s.LiveCards))
 	}
 }
 

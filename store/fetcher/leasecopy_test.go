@@ -1,0 +1,451 @@
+package fetcher
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/memstore"
+	"github.com/carddrift/carddrift/store/natstest"
+)
+
+// kvLeases is a leases bucket on a fresh embedded JetStream.
+func kvLeases(t *testing.T, js jetstream.JetStream) *store.KVLeases {
+	t.Helper()
+	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "leases", History: 1})
+	if err != nil {
+		t.Fatalf("CreateKeyValue: %v", err)
+	}
+	return store.NewKVLeases(kv)
+}
+
+// countedLeases counts the reads that reach the store.
+type countedLeases struct {
+	*store.KVLeases
+	gets atomic.Int64
+}
+
+func (c *countedLeases) Get(ctx context.Context, url string) (store.Lease, uint64, error) {
+	c.gets.Add(1)
+	return c.KVLeases.Get(ctx, url)
+}
+
+// copyHolds waits until f's copy is trusted and holds url at rev ≥ minRev.
+func copyHolds(t *testing.T, f *Fetcher, url string, minRev uint64) {
+	t.Helper()
+	natstest.Eventually(t, 10*time.Second, "the copy holds "+url, func() bool {
+		_, rev, ok := f.copy.get(store.EncodeKey(url))
+		return ok && rev >= minRev
+	})
+}
+
+// A lease another worker recorded reaches this worker's copy by the watch,
+// and answers from there: no HTTP request and no store read.
+func TestLeaseCopySeesOtherWorkersLease(t *testing.T) {
+	_, _, js := natstest.StartJetStream(t)
+	leases := &countedLeases{KVLeases: kvLeases(t, js)}
+	cards := memstore.NewCards()
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
+	url := a.url("/.well-known/agent-card.json")
+	clk := newClock()
+	mk := func() *Fetcher {
+		o := testOptions(clk)
+		o.Leases, o.Cards = leases, cards
+		return newFetcher(t, o)
+	}
+	w1, w2 := mk(), mk()
+	// w2's watch starts with its first flight: an agent of its own.
+	b := newAgent(t, cardJSON("2", true), `"v2"`, "max-age=60")
+	if _, err := w2.Observe(t.Context(), b.url("/card.json"), false); err != nil {
+		t.Fatal(err)
+	}
+
+	first, err := w1.Observe(t.Context(), url, false)
+	if err != nil || first.Status != 200 {
+		t.Fatalf("w1.Observe = status %d, %v; want a 200", first.Status, err)
+	}
+	_, rev, err := leases.KVLeases.Get(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyHolds(t, w2, url, rev)
+	gets := leases.gets.Load()
+	got, err := w2.Observe(t.Context(), url, false)
+	if err != nil || !got.FromLease || got.Digest != first.Digest {
+		t.Fatalf("w2.Observe = FromLease %v digest %s, %v; want w1's lease %s", got.FromLease, got.Digest, err, first.Digest)
+	}
+	a.wantRequests(t, 1)
+	if n := leases.gets.Load() - gets; n != 0 {
+		t.Errorf("store reads for a copied fresh lease = %d, want 0", n)
+	}
+}
+
+// heldFeed is a LeaseFollower over a real bucket whose watch can be paused
+// (it delivers nothing) while Head reports what was delivered: a copy that
+// trails the store yet believes itself current, the worst a lagging watch
+// can do within LeaseCopyLag.
+type heldFeed struct {
+	*countedLeases
+	mu       sync.Mutex
+	paused   bool
+	resume   chan struct{}
+	lastRev  atomic.Uint64
+	breakNow chan struct{}
+	follows  atomic.Int64
+}
+
+func newHeldFeed(l *countedLeases) *heldFeed {
+	return &heldFeed{countedLeases: l, resume: make(chan struct{}), breakNow: make(chan struct{}, 1)}
+}
+
+func (h *heldFeed) pause() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.paused {
+		h.paused, h.resume = true, make(chan struct{})
+	}
+}
+
+func (h *heldFeed) unpause() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.paused {
+		h.paused = false
+		close(h.resume)
+	}
+}
+
+func (h *heldFeed) gate() (bool, chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.paused, h.resume
+}
+
+func (h *heldFeed) Follow(ctx context.Context) (store.LeaseFeed, error) {
+	h.follows.Add(1)
+	f, err := h.KVLeases.Follow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &gatedFeed{h: h, f: f}, nil
+}
+
+func (h *heldFeed) Head(ctx context.Context) (uint64, error) {
+	if paused, _ := h.gate(); paused {
+		return h.lastRev.Load(), nil
+	}
+	return h.KVLeases.Head(ctx)
+}
+
+type gatedFeed struct {
+	h *heldFeed
+	f store.LeaseFeed
+}
+
+func (g *gatedFeed) Next(ctx context.Context) (store.LeaseUpdate, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var broke atomic.Bool
+	go func() {
+		select {
+		case <-g.h.breakNow:
+			broke.Store(true)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	u, err := g.f.Next(ctx)
+	if broke.Load() {
+		return store.LeaseUpdate{}, store.ErrWatchClosed
+	}
+	for err == nil {
+		paused, resume := g.h.gate()
+		if !paused {
+			break
+		}
+		select {
+		case <-resume:
+		case <-g.h.breakNow:
+			return store.LeaseUpdate{}, store.ErrWatchClosed
+		case <-ctx.Done():
+			return store.LeaseUpdate{}, ctx.Err()
+		}
+	}
+	if err == nil && u.Rev > 0 {
+		g.h.lastRev.Store(max(g.h.lastRev.Load(), u.Rev))
+	}
+	select {
+	case <-g.h.breakNow:
+		return store.LeaseUpdate{}, store.ErrWatchClosed
+	default:
+	}
+	return u, err
+}
+
+func (g *gatedFeed) Stop() error { return g.f.Stop() }
+
+// A copy that trails the store makes a claim on a revision that is no
+// longer current: it loses its compare-and-set, re-reads the store, and
+// uses the lease another worker recorded meanwhile — no second fetch.
+func TestLeaseCopyStaleLosesCASAndRecovers(t *testing.T) {
+	_, _, js := natstest.StartJetStream(t)
+	leases := &countedLeases{KVLeases: kvLeases(t, js)}
+	held := newHeldFeed(leases)
+	cards := memstore.NewCards()
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=30")
+	url := a.url("/.well-known/agent-card.json")
+	clk := newClock()
+	o1 := testOptions(clk)
+	o1.Leases, o1.Cards = leases, cards
+	w1 := newFetcher(t, o1)
+	o2 := testOptions(clk)
+	o2.Leases, o2.Cards = held, cards
+	o2.LeaseCopyLag = time.Hour // the paused copy stays trusted
+	w2 := newFetcher(t, o2)
+
+	if _, err := w2.Observe(t.Context(), url, false); err != nil {
+		t.Fatal(err)
+	}
+	a.wantRequests(t, 1)
+	_, rev, err := leases.KVLeases.Get(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyHolds(t, w2, url, rev)
+
+	// The lease expires; w1 renews it while w2's watch is paused.
+	held.pause()
+	clk.Advance(31 * time.Second)
+	renewed, err := w1.Observe(t.Context(), url, false)
+	if err != nil || renewed.Status != 304 {
+		t.Fatalf("w1.Observe = status %d, %v; want a 304", renewed.Status, err)
+	}
+	a.wantRequests(t, 2)
+	if _, stale, ok := w2.copy.get(store.EncodeKey(url)); !ok || stale != rev {
+		t.Fatalf("w2's copy = rev %d, %v; want the stale rev %d", stale, ok, rev)
+	}
+
+	gets := leases.gets.Load()
+	got, err := w2.Observe(t.Context(), url, false)
+	if err != nil || !got.FromLease {
+		t.Fatalf("w2.Observe on a stale copy = FromLease %v, %v; want w1's renewed lease", got.FromLease, err)
+	}
+	a.wantRequests(t, 2)
+	if n := leases.gets.Load() - gets; n != 1 {
+		t.Errorf("store reads after the lost compare-and-set = %d, want 1", n)
+	}
+	held.unpause()
+}
+
+// A failure the copy shows is confirmed by the store before it is reported:
+// a copy that trails the recovery reports no failure.
+func TestLeaseCopyFailureIsReadFromTheStore(t *testing.T) {
+	_, _, js := natstest.StartJetStream(t)
+	leases := &countedLeases{KVLeases: kvLeases(t, js)}
+	held := newHeldFeed(leases)
+	cards := memstore.NewCards()
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=30")
+	url := a.url("/.well-known/agent-card.json")
+	clk := newClock()
+	o2 := testOptions(clk)
+	o2.Leases, o2.Cards = held, cards
+	o2.LeaseCopyLag = time.Hour
+	w2 := newFetcher(t, o2)
+
+	if _, err := w2.Observe(t.Context(), url, false); err != nil {
+		t.Fatal(err)
+	}
+	// A recorded failure, copied.
+	l, rev, err := leases.KVLeases.Get(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.FailReason, l.FailedAt, l.RetryAt, l.FailCount = string(ReasonStatus), clk.Now(), clk.Now().Add(time.Minute), 1
+	l.MaxAge = 0
+	if rev, err = leases.KVLeases.Update(t.Context(), l, rev); err != nil {
+		t.Fatal(err)
+	}
+	copyHolds(t, w2, url, rev)
+	held.pause()
+	// The store moves on: the agent is back (another worker's fetch cleared it).
+	l.FailReason, l.RetryAt, l.FailCount = "", time.Time{}, 0
+	l.FetchedAt, l.MaxAge = clk.Now(), time.Minute
+	if _, err = leases.KVLeases.Update(t.Context(), l, rev); err != nil {
+		t.Fatal(err)
+	}
+	got, err := w2.Observe(t.Context(), url, false)
+	if err != nil || !got.FromLease {
+		t.Fatalf("w2.Observe with a copied failure the store cleared = FromLease %v, %v; want the lease", got.FromLease, err)
+	}
+	held.unpause()
+}
+
+// A watch that breaks empties the copy — reads go to the store — and a new
+// one is started; once it has caught up, the copy answers again.
+func TestLeaseCopyWatchBreaksAndRecovers(t *testing.T) {
+	_, _, js := natstest.StartJetStream(t)
+	leases := &countedLeases{KVLeases: kvLeases(t, js)}
+	held := newHeldFeed(leases)
+	cards := memstore.NewCards()
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
+	url := a.url("/.well-known/agent-card.json")
+	o := testOptions(newClock())
+	o.Leases, o.Cards = held, cards
+	w := newFetcher(t, o)
+	if _, err := w.Observe(t.Context(), url, false); err != nil {
+		t.Fatal(err)
+	}
+	_, rev, err := leases.KVLeases.Get(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyHolds(t, w, url, rev)
+
+	held.breakNow <- struct{}{}
+	natstest.Eventually(t, 10*time.Second, "a broken watch empties the copy", func() bool {
+		_, _, ok := w.copy.get(store.EncodeKey(url))
+		return !ok
+	})
+	gets := leases.gets.Load()
+	if _, err := w.Observe(t.Context(), url, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := leases.gets.Load() - gets; n == 0 {
+		// The new watch may already have caught up; then it answered.
+		if _, _, ok := w.copy.get(store.EncodeKey(url)); !ok {
+			t.Error("no store read while the copy was broken")
+		}
+	}
+	copyHolds(t, w, url, rev)
+	if n := held.follows.Load(); n < 2 {
+		t.Errorf("watches started = %d, want a second after the break", n)
+	}
+	a.wantRequests(t, 1)
+}
+
+// A server restart: while the server is down the copy stops answering
+// (its head cannot be read), and after it the copy catches up again,
+// lease written by another worker after the restart included.
+func TestLeaseCopyServerRestart(t *testing.T) {
+	var sopts server.Options
+	srv, _, js := natstest.StartJetStreamWith(t, func(o *server.Options) { sopts = *o })
+	sopts.Port = srv.Addr().(*net.TCPAddr).Port
+	leases := kvLeases(t, js)
+	cards := memstore.NewCards()
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
+	url := a.url("/.well-known/agent-card.json")
+	b := newAgent(t, cardJSON("2", true), `"v2"`, "max-age=60")
+	urlB := b.url("/.well-known/agent-card.json")
+	clk := newClock()
+	mk := func() *Fetcher {
+		o := testOptions(clk)
+		o.Leases, o.Cards = leases, cards
+		return newFetcher(t, o)
+	}
+	w1, w2 := mk(), mk()
+	if _, err := w2.Observe(t.Context(), url, false); err != nil {
+		t.Fatal(err)
+	}
+	_, rev, err := leases.Get(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyHolds(t, w2, url, rev)
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	natstest.Eventually(t, 10*time.Second, "the copy stops answering while the server is down", func() bool {
+		_, _, ok := w2.copy.get(store.EncodeKey(url))
+		return !ok
+	})
+	srv2, err := server.NewServer(&sopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2.Start()
+	t.Cleanup(func() { srv2.Shutdown(); srv2.WaitForShutdown() })
+	if !srv2.ReadyForConnections(10 * time.Second) {
+		t.Fatal("restarted server not ready")
+	}
+	copyHolds(t, w2, url, rev)
+
+	// Written by w1 after the restart (once the connection is back).
+	natstest.Eventually(t, 30*time.Second, "w1 observes after the restart", func() bool {
+		_, err := w1.Observe(t.Context(), urlB, false)
+		return err == nil
+	})
+	_, revB, err := leases.Get(t.Context(), urlB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyHolds(t, w2, urlB, revB)
+	got, err := w2.Observe(t.Context(), urlB, false)
+	if err != nil || !got.FromLease {
+		t.Fatalf("w2.Observe after the restart = FromLease %v, %v; want w1's lease", got.FromLease, err)
+	}
+	b.wantRequests(t, 1)
+}
+
+// The copy is bounded in bytes: it evicts the least recently read leases,
+// never stores one larger than its bound, and an evicted lease is a miss
+// (read from the store), not "not found".
+func TestLeaseCopyBound(t *testing.T) {
+	l := func(i int) store.Lease {
+		return store.Lease{CardURL: fmt.Sprintf("https://agent-%03d.example/card.json", i), Digest: "sha256:" + fmt.Sprintf("%064d", i)}
+	}
+	size := leaseSize(store.EncodeKey(l(0).CardURL), l(0))
+	c := newLeaseCopy(nil, 10*size, time.Hour, time.Second)
+	c.current, c.confirmed = true, time.Now()
+	for i := range 30 {
+		c.put(store.EncodeKey(l(i).CardURL), l(i), uint64(i+1))
+		// Read the first after every put, so that it stays.
+		if _, _, ok := c.get(store.EncodeKey(l(0).CardURL)); !ok {
+			t.Fatalf("after %d puts lease 0 is not held", i+1)
+		}
+		if c.bytes > c.maxBytes {
+			t.Fatalf("after %d puts bytes = %d, over the bound %d", i+1, c.bytes, c.maxBytes)
+		}
+	}
+	if got := len(c.m); got != 10 {
+		t.Errorf("entries = %d, want 10", got)
+	}
+	if _, _, ok := c.get(store.EncodeKey(l(1).CardURL)); ok {
+		t.Error("lease 1 still held: the least recently used is not the one evicted")
+	}
+	for _, i := range []int{0, 29} {
+		if _, rev, ok := c.get(store.EncodeKey(l(i).CardURL)); !ok || rev != uint64(i+1) {
+			t.Errorf("lease %d = rev %d, %v; want rev %d", i, rev, ok, i+1)
+		}
+	}
+	// A later revision replaces, an earlier one does not.
+	key := store.EncodeKey(l(29).CardURL)
+	c.put(key, l(29), 7)
+	if _, rev, _ := c.get(key); rev != 30 {
+		t.Errorf("after an older put rev = %d, want 30", rev)
+	}
+	c.remove(key, 31)
+	c.put(key, l(29), 30)
+	if _, _, ok := c.get(key); ok {
+		t.Error("a put older than the removal brought the lease back")
+	}
+	// Too large to hold at all.
+	big := l(99)
+	big.FailDetail = string(make([]byte, 20*size))
+	c.put(store.EncodeKey(big.CardURL), big, 100)
+	if _, _, ok := c.get(store.EncodeKey(big.CardURL)); ok || c.bytes > c.maxBytes {
+		t.Errorf("a lease over the bound is held (%v) or bytes %d over %d", ok, c.bytes, c.maxBytes)
+	}
+	// Untrusted: no answers.
+	c.confirmed = time.Now().Add(-2 * time.Hour)
+	if _, _, ok := c.get(store.EncodeKey(l(0).CardURL)); ok {
+		t.Error("an unconfirmed copy answered")
+	}
+}

@@ -1,0 +1,96 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/store"
+)
+
+// Follow reports the bucket's current leases, the Current marker, then
+// every write as it commits — puts with their leases, removals, values that
+// do not decode — and Head is the last revision, which the feed reaches.
+func TestKVLeasesFollow(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		kv := newKV(t, js, "leases", jetstream.KeyValueConfig{})
+		ls := store.NewKVLeases(kv)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		if h, err := ls.Head(ctx); err != nil || h != 0 {
+			t.Fatalf("Head(empty) = %d, %v; want 0", h, err)
+		}
+		a, b := "https://a.example/card.json", "https://b.example/card.json"
+		revA, err := ls.Create(ctx, store.Lease{CardURL: a, Digest: "sha256:" + hex64('a')})
+		if err != nil {
+			t.Fatal(err)
+		}
+		feed, err := ls.Follow(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = feed.Stop() }()
+		next := func(what string) store.LeaseUpdate {
+			t.Helper()
+			u, err := feed.Next(ctx)
+			if err != nil {
+				t.Fatalf("%s: Next = %v", what, err)
+			}
+			return u
+		}
+		if u := next("current value"); u.Key != store.EncodeKey(a) || u.Rev != revA || u.Lease.CardURL != a || u.Deleted || u.Corrupt {
+			t.Fatalf("current value = %+v, want a's lease at %d", u, revA)
+		}
+		if u := next("marker"); !u.Current {
+			t.Fatalf("after the current values = %+v, want the Current marker", u)
+		}
+		revB, err := ls.Create(ctx, store.Lease{CardURL: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := next("create"); u.Rev != revB || u.Lease.CardURL != b {
+			t.Fatalf("create = %+v, want b's lease at %d", u, revB)
+		}
+		if err := kv.Delete(ctx, store.EncodeKey(a)); err != nil {
+			t.Fatal(err)
+		}
+		if u := next("delete"); !u.Deleted || u.Key != store.EncodeKey(a) {
+			t.Fatalf("delete = %+v, want a removed", u)
+		}
+		// A value stored under another lease's key, and one that is not JSON.
+		if _, err := kv.Put(ctx, store.EncodeKey(a), []byte(`{"cardUrl":"`+b+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if u := next("misplaced"); !u.Corrupt || u.Key != store.EncodeKey(a) {
+			t.Fatalf("a lease under another key = %+v, want Corrupt", u)
+		}
+		last, err := kv.Put(ctx, store.EncodeKey(b), []byte(`not json`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := next("not JSON")
+		if !u.Corrupt {
+			t.Fatalf("a value that is not JSON = %+v, want Corrupt", u)
+		}
+		if h, err := ls.Head(ctx); err != nil || h != last || u.Rev != h {
+			t.Fatalf("Head = %d, %v; want %d, the feed's last revision %d", h, err, last, u.Rev)
+		}
+		if err := feed.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := feed.Next(ctx); !errors.Is(err, store.ErrWatchClosed) {
+			t.Fatalf("Next after Stop = %v, want ErrWatchClosed", err)
+		}
+	})
+}
+
+func hex64(c byte) string {
+	b := make([]byte, 64)
+	for i := range b {
+		b[i] = c
+	}
+	return string(b)
+}
