@@ -105,7 +105,7 @@ func cloudEvent(e *Event) (*event.Event, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
-	tree, _, err := parseTree(data, "")
+	tree, _, err := parseTree(data, "", true) // data is json.Marshal's, the tree is dropped
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: data: %v", ErrInvalidEvent, err)
 	}
