@@ -62,3 +62,23 @@ func BenchmarkDecodeStatus(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEncodeOutbound measures Encode (binary, validation included) of
+// the events carddrift publishes: one of each outbound sample type.
+func BenchmarkEncodeOutbound(b *testing.B) {
+	for _, d := range samples() {
+		typ := d.EventType()
+		if typ[:5] != "card." {
+			continue
+		}
+		e := events.Event{ID: "id", Source: "urn:carddrift:test", Time: t0, Data: d}
+		b.Run(typ, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := events.Encode(e, events.Binary); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -5,15 +5,16 @@ import (
 	"math/big"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 )
 
-// The inbound schemas (the events A2A clients publish, which every
-// lifecycle event carddrift consumes is) are also compiled by hand into
+// The schemas are also compiled by hand into
 // the checks below: the same keywords, applied as the JSON Schema
 // validator applies them, without its run-time interpretation (scopes,
 // error trees, regular expressions, big.Rat arithmetic). They decide
@@ -24,11 +25,12 @@ import (
 // TestCompiledSchemasPinned, and proven equal to the JSON Schema validator
 // by TestCompiledDifferential and FuzzCompiled (both decision and field).
 
-// nodeKind is the JSON type a node demands.
+// nodeKind is the JSON type a node demands (kAny: none, the schema {}).
 type nodeKind uint8
 
 const (
-	kString nodeKind = iota + 1
+	kAny nodeKind = iota
+	kString
 	kInteger
 	kBoolean
 	kObject
@@ -44,9 +46,12 @@ type node struct {
 	min, max int
 	// strings: the pattern and the uri format; enum (also for a string
 	// "enum" without "type", since every enum here is of strings).
-	pattern func(string) bool
-	uri     bool
-	enum    []string
+	pattern  func(string) bool
+	uri      bool
+	dateTime bool
+	enum     []string
+	// numbers: an enum of integers (without type).
+	nums []int64
 
 	// integers: minimum (hasLo) and maximum (hasHi), both inclusive.
 	lo, hi       int64
@@ -62,10 +67,15 @@ type node struct {
 	extra     *node
 	maxProps  int
 	exclusive [][2]string
+	// orRequire: "if": {"properties": {name: {"const": value}}}, "else":
+	// {"required": [missing]}, when set.
+	orRequire *ifElse
 
 	// arrays: items.
 	items *node
 }
+
+type ifElse struct{ name, value, missing string }
 
 type prop struct {
 	name string
@@ -173,14 +183,6 @@ var compiled = map[string]*node{
 	},
 }
 
-func init() {
-	for id, n := range compiled {
-		if d := n.depth(); d > maxPath {
-			panic("schemas: compiled " + id + " is " + strconv.Itoa(d) + " levels deep, more than maxPath")
-		}
-	}
-}
-
 // depth is the longest path below n (0 for a scalar).
 func (n *node) depth() int {
 	d := 0
@@ -193,6 +195,247 @@ func (n *node) depth() int {
 		}
 	}
 	return d
+}
+
+// The outbound schemas' shared definitions.
+var (
+	// $defs/trigger.
+	trigger = &node{
+		kind: kObject, closed: true, maxProps: -1,
+		required: []string{"eventId", "type"},
+		props: []prop{
+			{"eventId", str(1, -1)},
+			{"type", str(1, -1)},
+			{"source", str(1, -1)},
+		},
+	}
+	// $defs/signer.
+	signer = &node{
+		kind: kObject, closed: true, maxProps: -1,
+		required: []string{"kid", "alg", "verified", "reason"},
+		props: []prop{
+			{"kid", str(-1, -1)},
+			{"alg", str(-1, -1)},
+			{"jku", str(-1, -1)},
+			{"thumbprint", &node{kind: kString, min: -1, max: -1, pattern: regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`).MatchString}},
+			{"source", &node{enum: []string{"trusted", "jku"}}},
+			{"verified", boolean},
+			{"reason", ruleID},
+		},
+	}
+	// $defs/ruleId (and signer reason, unreachable reason): pattern
+	// ^[a-z][a-z0-9]*(-[a-z0-9]+)*$, maxLength 64.
+	ruleID = &node{kind: kString, min: -1, max: 64, pattern: regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`).MatchString}
+	// $defs/cardRef (card.drift).
+	cardRef = &node{
+		kind: kObject, closed: true, maxProps: -1,
+		required: []string{"digest"},
+		props: []prop{
+			{"digest", digest},
+			{"fingerprint", digest},
+			{"etag", str(-1, -1)},
+			{"fetchedAt", dateTime},
+			{"signer", signer},
+		},
+	}
+	// string, format date-time.
+	dateTime = &node{kind: kString, min: -1, max: -1, dateTime: true}
+	// $defs/finding (card.drift).
+	finding = &node{
+		kind: kObject, closed: true, maxProps: -1,
+		required: []string{"rule", "severity", "path", "message"},
+		props: []prop{
+			{"rule", ruleID},
+			{"severity", &node{enum: []string{"breaking", "warning", "info"}}},
+			{"path", &node{kind: kString, min: -1, max: -1, pattern: regexp.MustCompile(`^(/([^~/]|~[01])*)*$`).MatchString}},
+			{"before", &node{kind: kAny}},
+			{"after", &node{kind: kAny}},
+			{"message", str(-1, -1)},
+			{"skill", str(-1, -1)},
+			{"scheme", str(-1, -1)},
+			{"scope", str(-1, -1)},
+			{"extension", str(-1, -1)},
+			{"touches", boolean},
+		},
+	}
+)
+
+func init() {
+	// card.drift.v1.json
+	compiled[ID("card.drift", 1)] = &node{
+		kind: kObject, closed: true, maxProps: -1,
+		required: []string{"taskId", "agentUrl", "cardUrl", "pinned", "live", "findings", "verdict", "trigger"},
+		props: []prop{
+			{"taskId", taskID},
+			{"agentUrl", httpURL},
+			{"cardUrl", httpURL},
+			{"pinned", cardRef},
+			{"live", cardRef},
+			{"findings", &node{kind: kArray, min: -1, max: -1, items: finding}},
+			{"verdict", &node{
+				kind: kObject, closed: true, maxProps: -1,
+				required: []string{"action", "posture", "reason"},
+				props: []prop{
+					{"action", &node{enum: []string{"abort", "replan", "continue"}}},
+					{"posture", &node{enum: []string{"fail-closed", "degrade"}}},
+					{"reason", str(-1, -1)},
+				},
+			}},
+			{"trigger", trigger},
+		},
+	}
+	// card.inconsistent.v1.json
+	compiled[ID("card.inconsistent", 1)] = &node{
+		kind: kObject, closed: true, maxProps: -1,
+		required: []string{"agentUrl", "cardUrl", "digests", "window"},
+		props: []prop{
+			{"agentUrl", httpURL},
+			{"cardUrl", httpURL},
+			{"digests", &node{kind: kArray, min: 2, max: -1, items: &node{
+				kind: kObject, closed: true, maxProps: -1,
+				required: []string{"digest", "count", "firstSeen", "lastSeen"},
+				props: []prop{
+					{"digest", digest},
+					{"count", &node{kind: kInteger, lo: 1, hasLo: true}},
+					{"firstSeen", dateTime},
+					{"lastSeen", dateTime},
+				},
+			}}},
+			{"window", &node{kind: kString, min: -1, max: -1, pattern: regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`).MatchString}},
+		},
+	}
+	// card.observed.v1.json
+	compiled[ID("card.observed", 1)] = &node{
+		kind: kObject, closed: true, maxProps: -1,
+		required: []string{"agentUrl", "cardUrl", "digest", "status", "fetchedAt", "latencyMs"},
+		props: []prop{
+			{"agentUrl", httpURL},
+			{"cardUrl", httpURL},
+			{"digest", digest},
+			{"status", &node{nums: []int64{200, 304}}},
+			{"etag", str(-1, -1)},
+			{"fetchedAt", dateTime},
+			{"latencyMs", &node{kind: kInteger, lo: 0, hasLo: true}},
+		},
+	}
+	// card.pinned.v1.json
+	compiled[ID("card.pinned", 1)] = &node{
+		kind: kObject, closed: true, maxProps: -1,
+		required: []string{"taskId", "agentUrl", "digest", "source"},
+		props: []prop{
+			{"taskId", taskID},
+			{"agentUrl", httpURL},
+			{"cardUrl", httpURL},
+			{"digest", digest},
+			{"fingerprint", digest},
+			{"source", &node{enum: []string{"client-card", "client-digest", "first-fetch"}}},
+			{"trigger", trigger},
+			{"signer", signer},
+		},
+		// "if": {"properties": {"source": {"const": "client-digest"}}},
+		// "else": {"required": ["fingerprint"]}
+		orRequire: &ifElse{name: "source", value: "client-digest", missing: "fingerprint"},
+	}
+	// card.unreachable.v1.json
+	compiled[ID("card.unreachable", 1)] = &node{
+		kind: kObject, closed: true, maxProps: -1,
+		required: []string{"agentUrl", "cardUrl", "reason"},
+		props: []prop{
+			{"agentUrl", httpURL},
+			{"cardUrl", httpURL},
+			{"reason", ruleID},
+			{"detail", str(-1, 4096)},
+			{"taskId", taskID},
+			{"attemptedAt", dateTime},
+			{"trigger", trigger},
+		},
+	}
+	for id, n := range compiled {
+		if d := n.depth(); d > maxPath {
+			panic("schemas: compiled " + id + " is " + strconv.Itoa(d) + " levels deep, more than maxPath")
+		}
+	}
+}
+
+// isDateTime is the date-time format as the JSON Schema validator asserts
+// it (its validateDateTime, RFC 3339 §5.6 with a leap second allowed only
+// at 23:59 UTC).
+func isDateTime(s string) bool {
+	if len(s) < 20 || s[10] != 't' && s[10] != 'T' {
+		return false
+	}
+	if _, err := time.Parse("2006-01-02", s[:10]); err != nil {
+		return false
+	}
+	return isTime(s[11:])
+}
+
+// isTime is the validator's validateTime.
+func isTime(str string) bool {
+	if len(str) < 9 || str[2] != ':' || str[5] != ':' {
+		return false
+	}
+	var hms [3]int
+	for i, tok := range strings.SplitN(str[:8], ":", 3) {
+		n, err := strconv.Atoi(tok)
+		if err != nil || n < 0 {
+			return false
+		}
+		hms[i] = n
+	}
+	h, m, sec := hms[0], hms[1], hms[2]
+	if h > 23 || m > 59 || sec > 60 {
+		return false
+	}
+	str = str[8:]
+	if rem, ok := strings.CutPrefix(str, "."); ok {
+		digits := 0
+		for _, ch := range rem {
+			if ch < '0' || ch > '9' {
+				break
+			}
+			digits++
+		}
+		if digits == 0 {
+			return false
+		}
+		str = rem[digits:]
+	}
+	if str != "z" && str != "Z" {
+		if len(str) != 6 {
+			return false
+		}
+		var sign int
+		switch str[0] {
+		case '+':
+			sign = -1
+		case '-':
+			sign = +1
+		default:
+			return false
+		}
+		str = str[1:]
+		if str[2] != ':' {
+			return false
+		}
+		var zhm [2]int
+		for i, tok := range strings.SplitN(str, ":", 2) {
+			n, err := strconv.Atoi(tok)
+			if err != nil || n < 0 {
+				return false
+			}
+			zhm[i] = n
+		}
+		if zhm[0] > 23 || zhm[1] > 59 {
+			return false
+		}
+		hm := (h*60 + m) + sign*(zhm[0]*60+zhm[1])
+		if hm < 0 {
+			hm += 24 * 60
+		}
+		h, m = hm/60, hm%60
+	}
+	return sec < 60 || h == 23 && m == 59
 }
 
 // httpURLPattern is ^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\s]+ (unanchored at the
@@ -335,6 +578,12 @@ func (w *walker) check(n *node, v any) {
 		}
 		return
 	}
+	if n.nums != nil {
+		if !numIn(v, n.nums) {
+			w.fail("", false)
+		}
+		return
+	}
 	switch n.kind {
 	case kString:
 		s, ok := v.(string)
@@ -410,6 +659,13 @@ func (w *walker) object(n *node, m map[string]any) {
 			w.pop()
 		}
 	}
+	if c := n.orRequire; c != nil {
+		if x, ok := m[c.name]; ok && x != c.value {
+			if _, ok := m[c.missing]; !ok {
+				w.fail(c.missing, true)
+			}
+		}
+	}
 	for _, e := range n.exclusive {
 		if _, ok := m[e[0]]; ok {
 			if _, ok := m[e[1]]; ok {
@@ -452,7 +708,33 @@ func (n *node) str(s string) bool {
 	if n.pattern != nil && !n.pattern(s) {
 		return false
 	}
+	if n.dateTime && !isDateTime(s) {
+		return false
+	}
 	return !n.uri || isURI(s)
+}
+
+// numIn reports whether v is a JSON number equal to one of nums (200.0
+// and 2e2 equal 200, as JSON Schema compares numbers).
+func numIn(v any, nums []int64) bool {
+	num, ok := v.(json.Number)
+	if !ok {
+		return false
+	}
+	i, err := strconv.ParseInt(string(num), 10, 64)
+	if err != nil {
+		r, ok := new(big.Rat).SetString(string(num))
+		if !ok || !r.IsInt() || !r.Num().IsInt64() {
+			return false
+		}
+		i = r.Num().Int64()
+	}
+	for _, x := range nums {
+		if x == i {
+			return true
+		}
+	}
+	return false
 }
 
 // integer applies an integer node: a JSON number with an integral value

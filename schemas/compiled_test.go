@@ -19,8 +19,7 @@ import (
 	"github.com/carddrift/carddrift/schemas"
 )
 
-// compiledTypes are the types whose schemas have compiled checks (the
-// inbound events), with the SHA-256 of the schema file the checks were
+// compiledTypes are the types whose schemas have compiled checks (all), with the SHA-256 of the schema file the checks were
 // derived from.
 var compiledTypes = map[string]string{
 	"a2a.task.artifact":  "4efa0546ea4d11b09852023d51e9cddc13787a147893849cc99337edcb72808d",
@@ -28,6 +27,11 @@ var compiledTypes = map[string]string{
 	"a2a.task.request":   "d8d0a83f2615a5b83898f8ce801b084e904c9dde82a40525b5c53b889d5ed164",
 	"a2a.task.status":    "5f21b8ed4570c1660758fa1423ac67ef6e008e7842d5fa264e51c2c58961ae4e",
 	"a2a.task.submitted": "e265d4479f854e06e862538e3d8adebd6d3542dd416259ebe109159b4d2a4dca",
+	"card.drift":         "d57df8d2e12a8fc2ba3e58c23667a2e278a7edf836489d932fc7fdc6e1f17e2d",
+	"card.inconsistent":  "9f768f7377c6d0bfb104cb3a18b379ec34ca88f491a6357d95d46b1e7cfe36c5",
+	"card.observed":      "152ae41636971ea512a01ed9972ce609c0df5a58ff2430d2741ec9468d3929e7",
+	"card.pinned":        "dca8c6459cff2b802c5c7ccd446f42c2342c73fa7562f029c572951353deaac7",
+	"card.unreachable":   "de103e3ab310669ff23e458afcc519309a9e8c1f049e2031b9516d82ce96c4e8",
 }
 
 // TestCompiledSchemasPinned fails when a schema with compiled checks
@@ -146,6 +150,20 @@ var replacements = func() []any {
 		"working", "input-required", "TASK_STATE_WORKING", "9lives", "a" + strings.Repeat("b", 63),
 		"a" + strings.Repeat("b", 64), "a b", "a\n", "é",
 		"fail-closed", "degrade", "Degrade",
+		"2026-05-01T10:00:00Z", "2026-05-01t10:00:00.123+02:00", "2026-05-01T23:59:60Z", "2026-05-01T10:00:60Z",
+		"2026-02-30T10:00:00Z", "2026-05-01T10:00:00", "2026-05-01T10:00:00.Z", "2026-05-01T24:00:00Z",
+		"2026-05-01T10:00:00+24:00", "2026-05-01T00:59:60+01:00", "2026-05-01T23:59:60-00:00", "2026-05-01 10:00:00Z",
+		"2026-05-01T10:00:00z", "2026-05-01T10:00:00+0200", "2026-05-01T1a:00:00Z", "2026-05-01T10:00:00.5é",
+		"2m0s", "1.5h", "5µs", "1h2m3s", "1.s", "3ns4us", "10", "m",
+		json.Number("200"), json.Number("304"), json.Number("200.0"), json.Number("2e2"), json.Number("3.04e2"),
+		json.Number("200.5"), json.Number("99999999999999999999999"), "200",
+		"/a/b", "/a~2", "a", "/~1x~0", "/", "//",
+		strings.Repeat("A", 43), strings.Repeat("_", 42) + "-", strings.Repeat("a", 44), strings.Repeat("a", 42) + "=",
+		"skill-removed", "Skill-removed", "skill--removed", "skill-", "a1-b2", strings.Repeat("a", 65),
+		"trusted", "jku", "abort", "replan", "continue", "breaking", "info", "client-card", "client-digest", "first-fetch",
+		map[string]any{"eventId": "e", "type": "t"}, map[string]any{"eventId": "", "type": "t"},
+		map[string]any{"kid": "k", "alg": "ES256", "verified": true, "reason": "verified"},
+		map[string]any{"digest": "sha256:" + strings.Repeat("a", 64)},
 		[]any{}, []any{"x"}, []any{""}, []any{json.Number("1")}, []any{"a", "b"},
 		[]any{strings.Repeat("a", 257)}, make([]any, 65),
 		map[string]any{}, map[string]any{"x": "y"}, map[string]any{"oauth": []any{"read"}},
@@ -165,9 +183,30 @@ var replacements = func() []any {
 }()
 
 // mutations returns v (an object tree) with every member, at every depth,
-// removed, and set to every replacement, plus an unknown member added at
-// every object.
-func mutations(v any) []any {
+// removed, and set to every replacement (below four levels, to the first
+// nestedReplacements of them: one of each JSON type), plus an unknown
+// member added at every object; of an array, the first and the last item.
+func mutations(v any) []any { return mutate(v, 0) }
+
+// fullDifferential (CARDDRIFT_FULL_DIFFERENTIAL=1) mutates the invalid
+// examples too and tries every replacement down to four levels (about a
+// million values, minutes); by default the valid examples are mutated,
+// with every replacement at the top two levels, one of each JSON type at
+// the next two.
+var fullDifferential = os.Getenv("CARDDRIFT_FULL_DIFFERENTIAL") == "1"
+
+// nestedReplacements is how many of replacements are tried below four
+// levels of an example.
+const nestedReplacements = 24
+
+func mutate(v any, depth int) []any {
+	if !fullDifferential && depth > 3 {
+		return nil
+	}
+	repl := replacements
+	if depth >= 4 || !fullDifferential && depth >= 2 {
+		repl = replacements[:nestedReplacements]
+	}
 	var out []any
 	switch v := v.(type) {
 	case map[string]any:
@@ -191,25 +230,42 @@ func mutations(v any) []any {
 		out = append(out, with("zz~unknown/x", "u", false), with("", "u", false))
 		for _, k := range keys {
 			out = append(out, with(k, nil, true))
-			for _, r := range replacements {
+			for _, r := range repl {
 				out = append(out, with(k, r, false))
 			}
-			for _, sub := range mutations(v[k]) {
+			for _, sub := range mutate(v[k], depth+1) {
 				out = append(out, with(k, sub, false))
 			}
 		}
-		for _, k := range []string{"card", "cardDigest", "skillId", "requires", "posture", "idempotent", "cardUrl", "scopes", "security"} {
+		if !fullDifferential && depth >= 2 {
+			break // the optional members below two levels are covered by the full run
+		}
+		added := repl
+		if !fullDifferential && depth >= 1 {
+			added = replacements[:nestedReplacements]
+		}
+		for _, k := range []string{"card", "cardDigest", "skillId", "requires", "posture", "idempotent", "cardUrl", "scopes", "security",
+			"fingerprint", "etag", "signer", "trigger", "detail", "taskId", "attemptedAt", "source", "thumbprint", "jku",
+			"skill", "touches", "before", "fetchedAt"} {
 			if _, ok := v[k]; !ok {
-				for _, r := range replacements {
+				for _, r := range added {
 					out = append(out, with(k, r, false))
 				}
 			}
 		}
 	case []any:
 		for i := range v {
-			for _, r := range replacements {
+			if i > 0 && i < len(v)-1 {
+				continue // the items are alike: the first and the last stand for them
+			}
+			for _, r := range repl {
 				a := slices.Clone(v)
 				a[i] = r
+				out = append(out, a)
+			}
+			for _, sub := range mutate(v[i], depth+1) {
+				a := slices.Clone(v)
+				a[i] = sub
 				out = append(out, a)
 			}
 		}
@@ -224,8 +280,14 @@ func mutations(v any) []any {
 // values, near misses of the patterns and of the uri format), an unknown
 // member added. Same decision, same field.
 func TestCompiledDifferential(t *testing.T) {
-	n := 0
 	for typ := range compiledTypes {
+		t.Run(typ, func(t *testing.T) { differential(t, typ) })
+	}
+}
+
+func differential(t *testing.T, typ string) {
+	n := 0
+	{
 		for f, data := range examples(t, typ) {
 			v, ok := parse(t, data)
 			if !ok {
@@ -233,6 +295,9 @@ func TestCompiledDifferential(t *testing.T) {
 			}
 			agree(t, typ, v, filepath.Base(f))
 			n++
+			if !fullDifferential && strings.Contains(f, string(filepath.Separator)+"invalid"+string(filepath.Separator)) {
+				continue
+			}
 			for i, m := range mutations(v) {
 				agree(t, typ, m, fmt.Sprintf("%s mutation %d", filepath.Base(f), i))
 				n++
