@@ -14,10 +14,10 @@ import (
 	"unicode/utf8"
 )
 
-// The schemas are also compiled by hand into
-// the checks below: the same keywords, applied as the JSON Schema
-// validator applies them, without its run-time interpretation (scopes,
-// error trees, regular expressions, big.Rat arithmetic). They decide
+// The schemas are also compiled by hand into the checks below: the same
+// keywords, applied as the JSON Schema validator applies them, without its
+// run-time interpretation (scopes, error trees, big.Rat arithmetic, and
+// regular expressions where a loop says the same). They decide
 // acceptance on the hot path; a value they reject is handed to the JSON
 // Schema validator, which stays the one source of every error text (and
 // of the decision: a value it accepts is accepted). The checks are

@@ -64,9 +64,9 @@ func (s *Schema) Validate(data []byte) error {
 // json.Number, float64 or an integer type, []any and map[string]any, as
 // encoding/json produces with UseNumber. It returns a *ValidationError or nil.
 //
-// Inbound schemas decide with checks compiled from the schema (see
-// compiled.go); what they reject, and every other schema, is validated by
-// the JSON Schema validator, which gives every error.
+// The schema's checks compiled into Go (see compiled.go) decide first;
+// what they reject goes to the JSON Schema validator, whose decision and
+// error are returned.
 func (s *Schema) ValidateValue(v any) error {
 	if s.fast != nil {
 		if _, ok := checkCompiled(s.fast, v); ok {
