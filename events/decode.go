@@ -164,7 +164,8 @@ func (d *decoder) binary(h headerMap, data []byte) (Event, error) {
 	if len(data) == 0 {
 		return Event{}, d.noData()
 	}
-	tree, card, err := parseTree(data, "card")
+	data, owned := ownCopy(data)
+	tree, card, err := parseTree(data, "card", owned)
 	if err != nil {
 		return Event{}, d.errorf(ErrMalformedEnvelope, "data", err.Error(), err)
 	}
@@ -348,6 +349,7 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 	if i := jsonStart(b); i >= len(b) || b[i] != '{' {
 		return Event{}, d.malformed("", "structured event is not a JSON object")
 	}
+	b, owned := ownCopy(b)
 	sc := getScanner(b)
 	defer putScanner(sc)
 	syntax := func(err error) (Event, error) {
@@ -356,7 +358,7 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 	if _, _, err := sc.Value(); err != nil { // the '{'
 		return syntax(err)
 	}
-	p := tree{sc: sc, capDepth: 2}
+	p := tree{sc: sc, owned: owned, capDepth: 2}
 	var (
 		seen       uint16
 		data       any
@@ -465,7 +467,7 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 		if len(raw) == 0 {
 			return Event{}, d.noData()
 		}
-		if data, card, err = parseTree(raw, "card"); err != nil {
+		if data, card, err = parseTree(raw, "card", true); err != nil {
 			return Event{}, d.errorf(ErrMalformedEnvelope, "data_base64", err.Error(), err)
 		}
 	case !haveData:

@@ -37,20 +37,18 @@ func Encode(e Event, mode Mode) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg := &nats.Msg{Subject: subject, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: subject}
 	switch mode {
 	case Binary:
-		w := &headerWriter{h: msg.Header}
-		if _, err := binding.Write(binding.WithForceBinary(context.Background()), binding.ToMessage(ce), nil, w); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
-		}
-		msg.Data = w.data
+		msg.Header = make(nats.Header, 10+len(e.Extensions))
+		writeBinary(&e, ce, &headerWriter{h: msg.Header})
+		msg.Data = ce.DataEncoded
 	case Structured:
 		b, err := format.JSON.Marshal(ce)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 		}
-		msg.Header[headerContentType] = []string{ContentTypeStructured}
+		msg.Header = nats.Header{headerContentType: []string{ContentTypeStructured}}
 		msg.Data = b
 	default:
 		return nil, fmt.Errorf("%w: unknown mode %d", ErrInvalidEvent, mode)
@@ -105,7 +103,7 @@ func cloudEvent(e *Event) (*event.Event, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
-	tree, _, err := parseTree(data, "")
+	tree, _, err := parseTree(data, "", true) // data is json.Marshal's, the tree is dropped
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: data: %v", ErrInvalidEvent, err)
 	}
@@ -173,10 +171,38 @@ func isAttributeName(name string) bool {
 	return false
 }
 
+// writeBinary writes the binary-mode headers of e, whose sdk-go event
+// cloudEvent built as ce, as the sdk-go binding writes them
+// (binding.Write with WithForceBinary onto a headerWriter: every context
+// attribute that is set, formatted by types.Format, then the extensions),
+// without the binding's boxing of every value and copying of the data.
+// The attribute values are e's own: cloudEvent checked that source and
+// dataschema survive the sdk's URI parsing unchanged, and the extensions
+// are strings, which types.Format leaves as they are.
+// TestEncodeBinaryIsSDKBinding and FuzzDecode hold it to the binding.
+func writeBinary(e *Event, ce *event.Event, w *headerWriter) {
+	w.setString("specversion", ce.SpecVersion())
+	w.setString("id", e.ID)
+	w.setString("source", e.Source)
+	w.setString("type", e.Type)
+	if e.Subject != "" {
+		w.setString("subject", e.Subject)
+	}
+	if !e.Time.IsZero() {
+		w.setString("time", types.FormatTime(e.Time))
+	}
+	w.setString("dataschema", e.DataSchema)
+	w.setString("datacontenttype", event.ApplicationJSON)
+	for name, v := range e.Extensions {
+		w.setString(name, v)
+	}
+}
+
 // headerWriter is a binding.BinaryWriter onto NATS headers: lower-case ce-
 // names, percent-encoded values.
 type headerWriter struct {
 	h    nats.Header
+	vals []string // backing of the headers' one-value slices
 	data []byte
 }
 
@@ -206,8 +232,46 @@ func (w *headerWriter) set(name string, v any) error {
 	if err != nil {
 		return err
 	}
-	w.h[headerPrefix+name] = []string{escapeHeader(s)}
+	w.setString(name, s)
 	return nil
+}
+
+// setString sets the header of attribute name to s, percent-encoded.
+func (w *headerWriter) setString(name, s string) {
+	if len(w.vals) == cap(w.vals) {
+		w.vals = make([]string, 0, 12)
+	}
+	n := len(w.vals)
+	w.vals = append(w.vals, escapeHeader(s))
+	w.h[headerName(name)] = w.vals[n : n+1 : n+1] // capped: an Add to one header cannot write into the next
+}
+
+// headerName returns headerPrefix+name, without building the string for
+// the attributes and the trace-context extensions.
+func headerName(name string) string {
+	switch name {
+	case "specversion":
+		return headerPrefix + "specversion"
+	case "id":
+		return headerPrefix + "id"
+	case "source":
+		return headerPrefix + "source"
+	case "type":
+		return headerPrefix + "type"
+	case "subject":
+		return headerPrefix + "subject"
+	case "time":
+		return headerPrefix + "time"
+	case "dataschema":
+		return headerPrefix + "dataschema"
+	case "datacontenttype":
+		return headerPrefix + "datacontenttype"
+	case "traceparent":
+		return headerPrefix + "traceparent"
+	case "tracestate":
+		return headerPrefix + "tracestate"
+	}
+	return headerPrefix + name
 }
 
 // escapeHeader percent-encodes a header value like the CloudEvents HTTP

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"sync"
@@ -39,9 +40,13 @@ func putScanner(sc *jcs.Scanner) {
 // (map[string]any, []any, string, json.Number, bool, nil). It can record
 // the byte span of one member of the object at a given depth, so that the
 // card of a submitted event is handed on byte for byte without parsing
-// twice. The strings of the tree share no memory with the message.
+// twice. The strings of the tree share no memory with the message: either
+// the scanner reads a copy the tree owns (owned: a small message is copied
+// once, and its strings are substrings of the copy) or each string is
+// copied out on its own.
 type tree struct {
-	sc *jcs.Scanner
+	sc    *jcs.Scanner
+	owned bool // the scanner's input is the tree's own copy
 
 	capKey   string // member to capture ("" for none)
 	capDepth int    // depth of the object whose member is captured
@@ -51,11 +56,13 @@ type tree struct {
 
 // parseTree parses data, one JSON value and nothing else, into a tree and
 // returns the bytes of the member capKey of the top-level object ("" for
-// none; nil if it is absent).
-func parseTree(data []byte, capKey string) (any, []byte, error) {
+// none; nil if it is absent). owned says that data is the caller's to give
+// away (nothing else holds or writes it): the tree's strings may then be
+// substrings of it.
+func parseTree(data []byte, capKey string, owned bool) (any, []byte, error) {
 	sc := getScanner(data)
 	defer putScanner(sc)
-	t := tree{sc: sc, capKey: capKey, capDepth: 1}
+	t := tree{sc: sc, owned: owned, capKey: capKey, capDepth: 1}
 	v, err := t.value()
 	if err == nil {
 		err = sc.End()
@@ -64,6 +71,22 @@ func parseTree(data []byte, capKey string) (any, []byte, error) {
 		return nil, nil, err
 	}
 	return v, t.captured(data), nil
+}
+
+// maxOwnedCopy is the largest message Decode copies whole, so that the
+// strings of its tree are substrings of one copy instead of one allocation
+// each. A string of the event keeps the copy alive, which for a message
+// this small costs less than the allocations it saves; larger messages
+// (a submitted event with its card) copy each string out.
+const maxOwnedCopy = 2048
+
+// ownCopy returns a copy of b that the caller owns and true when b is small
+// enough to copy whole (see maxOwnedCopy), b and false otherwise.
+func ownCopy(b []byte) ([]byte, bool) {
+	if len(b) > maxOwnedCopy {
+		return b, false
+	}
+	return bytes.Clone(b), true
 }
 
 // captured returns the bytes of the captured member in data, nil if none
@@ -86,8 +109,16 @@ func (t *tree) value() (any, error) {
 	case jcs.Array:
 		return t.array()
 	case jcs.String:
+		if !t.sc.Escaped() && len(s) <= maxKnownValue {
+			if v, ok := knownValues()[s]; ok {
+				return v, nil // boxed once, so that returning it allocates nothing
+			}
+		}
 		return t.str(s), nil
 	case jcs.Number:
+		if t.owned {
+			return json.Number(s), nil
+		}
 		return json.Number(clone(s)), nil
 	case jcs.True:
 		return true, nil
@@ -166,6 +197,9 @@ func (t *tree) key(k string) string {
 	if v, ok := knownKeys[k]; ok {
 		return v
 	}
+	if t.owned {
+		return k
+	}
 	return clone(k)
 }
 
@@ -173,8 +207,10 @@ func (t *tree) key(k string) string {
 // values, enums, common media types), for the same reason as knownKeys. It
 // is built on first use, not at init, because it asks package schemas for
 // the schema ids (which compiles the schemas).
-var knownValues = sync.OnceValue(func() map[string]string {
-	m := map[string]string{}
+// The values are held boxed (as the any the tree holds), so that a known
+// value costs neither a copy nor a box.
+var knownValues = sync.OnceValue(func() map[string]any {
+	m := map[string]any{}
 	for _, v := range append([]string{
 		"1.0", "application/json", "degrade", "fail-closed", "abort", "replan", "continue",
 		"breaking", "warning", "info", "client-card", "client-digest", "first-fetch",
@@ -190,16 +226,15 @@ var knownValues = sync.OnceValue(func() map[string]string {
 	return m
 })
 
+// maxKnownValue is the length of the longest string worth looking up in
+// knownValues.
+const maxKnownValue = 64
+
 // str returns the string value s the scanner just read as a string of the
-// tree, interned like key.
+// tree (not interned: value looks known values up).
 func (t *tree) str(s string) string {
-	if t.sc.Escaped() {
+	if t.sc.Escaped() || t.owned {
 		return s
-	}
-	if len(s) <= 64 {
-		if v, ok := knownValues()[s]; ok {
-			return v
-		}
 	}
 	return clone(s)
 }

@@ -25,5 +25,9 @@
 // Schemas are compiled once, on first use, and are safe for concurrent use.
 // Validation uses github.com/santhosh-tekuri/jsonschema/v6 with format
 // assertions on (uri, date-time) and never loads anything from the network or
-// the file system.
+// the file system. The schemas are also compiled into Go checks
+// (compiled.go), which decide what they accept without the validator's
+// run-time interpretation; what they reject goes to the validator, which
+// words every error, so decisions and errors are the validator's
+// (TestCompiledDifferential and FuzzCompiled hold the two equal).
 package schemas

@@ -42,6 +42,9 @@ type Schema struct {
 
 	raw      []byte
 	compiled *jsonschema.Schema
+	// fast is the schema compiled into Go checks (compiled.go), nil for
+	// a schema without them.
+	fast *node
 }
 
 // Source returns a copy of the schema file's bytes.
@@ -60,7 +63,21 @@ func (s *Schema) Validate(data []byte) error {
 // ValidateValue validates an already-parsed JSON value: nil, bool, string,
 // json.Number, float64 or an integer type, []any and map[string]any, as
 // encoding/json produces with UseNumber. It returns a *ValidationError or nil.
+//
+// The schema's checks compiled into Go (see compiled.go) decide first;
+// what they reject goes to the JSON Schema validator, whose decision and
+// error are returned.
 func (s *Schema) ValidateValue(v any) error {
+	if s.fast != nil {
+		if _, ok := checkCompiled(s.fast, v); ok {
+			return nil
+		}
+	}
+	return s.validateGeneral(v)
+}
+
+// validateGeneral validates v with the JSON Schema validator.
+func (s *Schema) validateGeneral(v any) error {
 	err := s.compiled.Validate(v)
 	if err == nil {
 		return nil
@@ -172,7 +189,7 @@ func compileAll() (*registry, error) {
 		if err := c.AddResource(id, inlineRefs(doc, doc)); err != nil {
 			return nil, fmt.Errorf("schemas: file %s: %w", name, err)
 		}
-		s := &Schema{ID: id, Type: typ, Version: version, File: name, raw: raw}
+		s := &Schema{ID: id, Type: typ, Version: version, File: name, raw: raw, fast: compiled[id]}
 		r.byID[id] = s
 		r.all = append(r.all, s)
 	}
