@@ -213,15 +213,32 @@ func AppendCanonical(dst, data []byte, opt Options) ([]byte, error) {
 	if err := checkSize(data, opt.Limits); err != nil {
 		return dst, err
 	}
-	// Strings are only used until release and data is not written during
-	// the call, so they may alias data rather than copy it.
-	p := getParser(unsafe.String(unsafe.SliceData(data), len(data)), opt.Limits.maxDepth(), true)
+	// Strings are only used during the call and data is not written
+	// during it, so they may alias data rather than copy it.
+	src := unsafe.String(unsafe.SliceData(data), len(data))
+	if out, ok := appendFast(dst, src, opt.Limits.maxDepth(), opt.Omit); ok {
+		return requireObject(dst, out, data, opt)
+	}
+	return appendStreaming(dst, src, data, opt)
+}
+
+// appendStreaming is AppendCanonical through the streaming canonicalizer of
+// canon.go, after the fast path gave up: it writes the output, or finds the
+// error.
+func appendStreaming(dst []byte, src string, data []byte, opt Options) ([]byte, error) {
+	p := getParser(src, opt.Limits.maxDepth(), true)
 	defer p.release()
 	p.omit, p.omitting = opt.Omit, opt.Omit != ""
 	out, err := p.canonical(dst)
 	if err != nil {
 		return dst, err
 	}
+	return requireObject(dst, out, data, opt)
+}
+
+// requireObject returns out, the canonical form of data appended to dst,
+// or the error for a value other than an object if opt requires one.
+func requireObject(dst, out, data []byte, opt Options) ([]byte, error) {
 	if opt.RequireObject && (len(out) == len(dst) || out[len(dst)] != '{') {
 		return dst, notObject(data, kindOf(out[len(dst)]))
 	}

@@ -450,10 +450,13 @@ func (s *Scanner) space() {
 	}
 }
 
-// skipSpace advances past whitespace. Indented documents have long runs of
+// skipSpace advances past whitespace.
+func (s *Scanner) skipSpace() { s.pos = skipSpaceAt(s.src, s.pos) }
+
+// skipSpaceAt returns the index of the first byte of src at or after i that
+// is not whitespace, or len(src). Indented documents have long runs of
 // spaces, which are skipped eight at a time.
-func (s *Scanner) skipSpace() {
-	src, i := s.src, s.pos
+func skipSpaceAt(src string, i int) int {
 	for i < len(src) {
 		switch src[i] {
 		case ' ':
@@ -469,11 +472,10 @@ func (s *Scanner) skipSpace() {
 		case '\n', '\r', '\t':
 			i++
 		default:
-			s.pos = i
-			return
+			return i
 		}
 	}
-	s.pos = i
+	return i
 }
 
 func (s *Scanner) literal(word string) error {
