@@ -6,15 +6,20 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// DigestMemoSize is the number of entries in the memo behind Digest. An entry
-// is a 32-byte key and a 71-byte digest plus map and slot overhead, about
-// 200 bytes, so the memo holds at most roughly 1 MiB.
-const DigestMemoSize = 4096
+// DigestMemoSize is the number of entries in the memo behind Digest, and
+// DigestMemoBytes the most it holds of the card bodies it keeps to verify a
+// hit against. Beside the bodies an entry costs about 200 bytes (a 71-byte
+// digest, a slot and map overhead), so the memo holds at most about 9 MiB.
+const (
+	DigestMemoSize  = 4096
+	DigestMemoBytes = 8 << 20
+)
 
 // signaturesKey is the top-level card member that card digests and signing
 // payloads leave out (A2A v1.0 §8.4.1).
@@ -38,9 +43,9 @@ var defaultMemo = NewDigestMemo(DigestMemoSize)
 // with its top-level "signatures" member removed. Whitespace, key order and
 // number spelling do not change it; any other edit does.
 //
-// Results are memoised by the SHA-256 of raw in a process-wide DigestMemo of
-// DigestMemoSize entries, so an unchanged body costs one SHA-256 and a map
-// lookup. Errors are not memoised.
+// Results are memoised by the bytes of raw in a process-wide DigestMemo of
+// DigestMemoSize entries, so an unchanged body costs a seeded hash of it, a
+// map lookup and a comparison. Errors are not memoised.
 //
 // Digest does not check that raw is an A2A card, only that it is a JSON
 // object. It returns a *SyntaxError wrapping ErrNotJSON, ErrNotObject,
@@ -126,42 +131,59 @@ func putBuf(bp *[]byte, b []byte) {
 	bufPool.Put(bp)
 }
 
-// DigestMemo memoises card digests by the SHA-256 of the raw bytes. It holds
-// at most its size entries and evicts with the CLOCK (second-chance) policy:
-// an entry read since the hand last passed it survives one more round. It is
-// safe for concurrent use; the zero value is not usable, use NewDigestMemo.
+// DigestMemo memoises card digests by the bytes of the card: a hit is a
+// seeded hash of raw (hash/maphash), a map lookup and a comparison with the
+// body held, so it can never return the digest of another body, and costs
+// far less than the SHA-256 of raw. It holds at most its size entries and
+// DigestMemoBytes of bodies, and evicts with the CLOCK (second-chance)
+// policy: an entry read since the hand last passed it survives one more
+// round. A body longer than DigestMemoBytes is not memoised. It is safe for
+// concurrent use; the zero value is not usable, use NewDigestMemo.
 type DigestMemo struct {
-	mu    sync.Mutex
-	index map[[sha256.Size]byte]int // key -> slot
-	slots []memoSlot
-	hand  int
+	seed maphash.Seed
+
+	mu       sync.Mutex
+	index    map[uint64]int // hash of the body -> slot
+	slots    []memoSlot
+	used     int // slots in use
+	bytes    int // length of the bodies held
+	maxBytes int
+	hand     int
 }
 
 type memoSlot struct {
-	key    [sha256.Size]byte
-	digest string
+	used   bool
 	ref    bool // read since the hand last passed
+	hash   uint64
+	raw    []byte // the body, a copy owned by the memo and never written
+	digest string
 }
 
-// NewDigestMemo returns a memo of at most size entries (at least 1).
+// NewDigestMemo returns a memo of at most size entries (at least 1) and
+// DigestMemoBytes of bodies.
 func NewDigestMemo(size int) *DigestMemo {
 	size = max(size, 1)
-	return &DigestMemo{index: make(map[[sha256.Size]byte]int, size), slots: make([]memoSlot, 0, size)}
+	return &DigestMemo{
+		seed:     maphash.MakeSeed(),
+		index:    make(map[uint64]int, size),
+		slots:    make([]memoSlot, size),
+		maxBytes: DigestMemoBytes,
+	}
 }
 
 // Digest is the package-level Digest with this memo: it returns the memoised
 // digest of raw, or computes and remembers it. It returns the errors of the
 // package-level Digest, which are not remembered.
 func (m *DigestMemo) Digest(raw []byte) (string, error) {
-	key := sha256.Sum256(raw)
-	if d, ok := m.lookup(&key); ok {
+	h := maphash.Bytes(m.seed, raw)
+	if d, ok := m.lookup(h, raw); ok {
 		return d, nil
 	}
 	d, err := digestUncached(raw)
 	if err != nil {
 		return "", err
 	}
-	m.store(&key, d)
+	m.store(h, raw, d)
 	return d, nil
 }
 
@@ -169,38 +191,60 @@ func (m *DigestMemo) Digest(raw []byte) (string, error) {
 func (m *DigestMemo) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.index)
+	return m.used
 }
 
-func (m *DigestMemo) lookup(key *[sha256.Size]byte) (string, bool) {
+func (m *DigestMemo) lookup(h uint64, raw []byte) (string, bool) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	i, ok := m.index[*key]
+	i, ok := m.index[h]
 	if !ok {
+		m.mu.Unlock()
 		return "", false
 	}
-	m.slots[i].ref = true
-	return m.slots[i].digest, true
+	s := &m.slots[i]
+	held, digest := s.raw, s.digest
+	s.ref = true
+	m.mu.Unlock()
+	// held is never written, so it is compared outside the lock.
+	return digest, bytes.Equal(held, raw)
 }
 
-func (m *DigestMemo) store(key *[sha256.Size]byte, digest string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.index[*key]; ok {
-		return // a concurrent caller stored it first
-	}
-	if len(m.slots) < cap(m.slots) {
-		m.index[*key] = len(m.slots)
-		m.slots = append(m.slots, memoSlot{key: *key, digest: digest})
+func (m *DigestMemo) store(h uint64, raw []byte, digest string) {
+	if len(raw) > m.maxBytes {
 		return
 	}
-	for m.slots[m.hand].ref {
-		m.slots[m.hand].ref = false
+	body := bytes.Clone(raw)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i, ok := m.index[h]; ok {
+		if bytes.Equal(m.slots[i].raw, raw) {
+			return // a concurrent caller stored it first
+		}
+		m.drop(i) // another body of the same hash: the newer one stays
+	}
+	for m.used == len(m.slots) || m.bytes+len(body) > m.maxBytes {
+		if s := &m.slots[m.hand]; s.used && s.ref {
+			s.ref = false
+		} else if s.used {
+			m.drop(m.hand)
+		}
 		m.hand = (m.hand + 1) % len(m.slots)
 	}
-	victim := &m.slots[m.hand]
-	delete(m.index, victim.key)
-	*victim = memoSlot{key: *key, digest: digest}
-	m.index[*key] = m.hand
+	for m.slots[m.hand].used {
+		m.hand = (m.hand + 1) % len(m.slots)
+	}
+	m.slots[m.hand] = memoSlot{used: true, hash: h, raw: body, digest: digest}
+	m.index[h] = m.hand
+	m.used++
+	m.bytes += len(body)
 	m.hand = (m.hand + 1) % len(m.slots)
+}
+
+// drop empties slot i.
+func (m *DigestMemo) drop(i int) {
+	s := &m.slots[i]
+	delete(m.index, s.hash)
+	m.used--
+	m.bytes -= len(s.raw)
+	*s = memoSlot{}
 }
