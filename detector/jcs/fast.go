@@ -1,6 +1,7 @@
 package jcs
 
 import (
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +56,22 @@ func keyRank(key string) uint64 {
 		r |= uint64(c) << (56 - 8*i)
 	}
 	return r
+}
+
+// rankAt is keyRank of the key s[i:i+n] read as one word when s has eight
+// bytes from i and the key's first eight bytes are ASCII (in UTF-8 a byte
+// below 0x80 is a character of its own, and needs no moving).
+func rankAt(s string, i, n int) uint64 {
+	if i+8 <= len(s) {
+		w := load8(s, i)
+		if n < 8 {
+			w &= 1<<(8*n) - 1
+		}
+		if w&msb == 0 {
+			return bits.ReverseBytes64(w)
+		}
+	}
+	return keyRank(s[i : i+n])
 }
 
 // compareRanked orders two keys of ranks ra and rb as compareKeys does.
@@ -338,7 +355,7 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 			return dst, end, false
 		}
 		key := s[i+1 : end]
-		rank := keyRank(key)
+		rank := rankAt(s, i+1, len(key))
 		for k := base; k < len(f.spans); k++ {
 			if sp := &f.spans[k]; sp.rank == rank && int(sp.keyLen) == len(key) && f.keyOf(sp) == key {
 				return dst, i, false
@@ -406,10 +423,18 @@ func (f *fastCanon) order(dst []byte, body int, spans []fastSpan, kept int) []by
 		}
 	}
 	if len(idx) <= sortInPlaceMax {
+		// An insertion sort on the ranks, held beside the indices.
+		var ranks [sortInPlaceMax]uint64
+		for n, i := range idx {
+			ranks[n] = spans[i].rank
+		}
 		for i := 1; i < len(idx); i++ {
-			for j := i; j > 0 && f.less(&spans[idx[j]], &spans[idx[j-1]]); j-- {
-				idx[j], idx[j-1] = idx[j-1], idx[j]
+			r, x := ranks[i], idx[i]
+			j := i
+			for ; j > 0 && (r < ranks[j-1] || r == ranks[j-1] && f.less(&spans[x], &spans[idx[j-1]])); j-- {
+				ranks[j], idx[j] = ranks[j-1], idx[j-1]
 			}
+			ranks[j], idx[j] = r, x
 		}
 	} else {
 		f.sortSpans(spans, idx)

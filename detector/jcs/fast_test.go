@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -155,4 +156,66 @@ func FuzzFastCanonical(f *testing.F) {
 			compareFast(t, data, opt)
 		}
 	})
+}
+
+// BenchmarkFastCanonical times the fast path and the streaming path
+// alternately on the digest benchmark cards, so that machine noise hits both
+// alike, and reports the streaming path's time over the fast path's.
+func BenchmarkFastCanonical(b *testing.B) {
+	for _, size := range []string{"1k", "4k", "64k"} {
+		data, err := os.ReadFile("../testdata/digest/card-" + size + ".json")
+		if err != nil {
+			b.Fatal(err)
+		}
+		src := unsafe.String(unsafe.SliceData(data), len(data))
+		opt := Options{Omit: "signatures", RequireObject: true}
+		b.Run(size, func(b *testing.B) {
+			buf := make([]byte, 0, 2*len(data))
+			var fast, slow time.Duration
+			for i := 0; b.Loop(); i++ {
+				// Each goes first every other time: the second one finds
+				// the caches warm.
+				t0 := time.Now()
+				if i%2 == 0 {
+					if _, ok := appendFast(buf, src, DefaultMaxDepth, opt.Omit); !ok {
+						b.Fatal("fast path gave up")
+					}
+				} else if _, err := appendStreaming(buf, src, data, opt); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if i%2 != 0 {
+					if _, ok := appendFast(buf, src, DefaultMaxDepth, opt.Omit); !ok {
+						b.Fatal("fast path gave up")
+					}
+				} else if _, err := appendStreaming(buf, src, data, opt); err != nil {
+					b.Fatal(err)
+				}
+				t2 := time.Now()
+				if i%2 == 0 {
+					fast, slow = fast+t1.Sub(t0), slow+t2.Sub(t1)
+				} else {
+					slow, fast = slow+t1.Sub(t0), fast+t2.Sub(t1)
+				}
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(fast.Nanoseconds())/n, "fast-ns/op")
+			b.ReportMetric(float64(slow.Nanoseconds())/n, "streaming-ns/op")
+			b.ReportMetric(float64(slow)/float64(fast), "speedup")
+		})
+	}
+}
+
+// TestRankAt checks the one-word rank against keyRank at every key length
+// and at the end of the input.
+func TestRankAt(t *testing.T) {
+	for _, s := range []string{`"abcdefghij"`, `"ab"`, `"é😀\ue000x"`, `"~~~~~~~~~~"`} {
+		for i := 1; i < len(s); i++ {
+			for n := 0; i+n <= len(s); n++ {
+				if got, want := rankAt(s, i, n), keyRank(s[i:i+n]); got != want {
+					t.Errorf("rankAt(%q, %d, %d) = %#x, keyRank %#x", s, i, n, got, want)
+				}
+			}
+		}
+	}
 }
