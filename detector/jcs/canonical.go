@@ -216,10 +216,16 @@ func AppendCanonical(dst, data []byte, opt Options) ([]byte, error) {
 	// Strings are only used during the call and data is not written
 	// during it, so they may alias data rather than copy it.
 	src := unsafe.String(unsafe.SliceData(data), len(data))
-	if out, ok := appendFast(dst, src, opt.Limits.maxDepth(), opt.Omit); ok {
+	out, ok := appendFast(dst, src, opt.Limits.maxDepth(), opt.Omit)
+	if ok {
 		return requireObject(dst, out, data, opt)
 	}
-	return appendStreaming(dst, src, data, opt)
+	// out[:len(dst)] is dst, perhaps moved to a larger buffer.
+	out, err := appendStreaming(out[:len(dst)], src, data, opt)
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
 }
 
 // appendStreaming is AppendCanonical through the streaming canonicalizer of

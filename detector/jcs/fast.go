@@ -1,6 +1,7 @@
 package jcs
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -108,6 +109,10 @@ func appendFast(dst []byte, src string, maxDepth int, omit string) ([]byte, bool
 	f := fastPool.Get().(*fastCanon)
 	f.src, f.maxDepth, f.depth = src, maxDepth, 0
 	f.omit, f.omitting = omit, omit != ""
+	// The output is no longer than the input but for numbers whose
+	// canonical form is longer than their literal ("1e20"), which append
+	// makes room for.
+	dst = slices.Grow(dst, len(src)+8)
 	out, i, ok := f.value(dst, skipWS(src, 0))
 	ok = ok && skipWS(src, i) == len(src)
 	f.spans = reuse(f.spans, maxPooledStack)
@@ -182,42 +187,64 @@ func (f *fastCanon) value(dst []byte, i int) ([]byte, int, bool) {
 	return dst, i, false
 }
 
-// stringEnd checks the string whose opening quote is at s[i] up to its end
-// or its first escape. It returns the index of the closing quote or of the
-// first '\\', or false if the string is not valid up to there.
-func stringEnd(s string, i int) (int, bool) {
-	j := i + 1
-	for {
-		if j = skipPlain(s, j); j >= len(s) {
-			return j, false
-		}
-		c := s[j]
-		if c == '"' || c == '\\' {
-			return j, true
-		}
-		if c < 0x20 {
-			return j, false
-		}
-		r, size := utf8.DecodeRuneInString(s[j:])
-		if r == utf8.RuneError && size == 1 {
-			return j, false
-		}
-		j += size
-	}
-}
-
 // str writes the string whose opening quote is at s[i]. A string without
 // escapes is its own canonical form.
 func (f *fastCanon) str(dst []byte, i int) ([]byte, int, bool) {
 	s := f.src
-	j, ok := stringEnd(s, i)
+	dst, j, ok := copyString(dst, s, i)
 	if !ok {
 		return dst, j, false
 	}
 	if s[j] == '"' {
-		return append(dst, s[i:j+1]...), j + 1, true
+		return append(dst, '"'), j + 1, true
 	}
-	return appendEscaped(append(dst, s[i:j]...), s, j)
+	return appendEscaped(dst, s, j)
+}
+
+// copyString appends the string whose opening quote is at s[i], checked as
+// the Scanner checks it, up to its closing quote or its first '\\' (both left
+// out), and returns the index of that byte, or false if the string is not
+// valid up to there. It checks and copies eight bytes at a time while dst
+// has room for them (appendFast makes room for the whole input): the bytes
+// of a word past the end of the plain run are stored too, past the length
+// of dst, where they are not part of it.
+func copyString(dst []byte, s string, i int) ([]byte, int, bool) {
+	dst = append(dst, '"')
+	j := i + 1
+	for {
+		if n := len(dst); j+8 <= len(s) && n+8 <= cap(dst) {
+			w := load8(s, j)
+			binary.LittleEndian.PutUint64(dst[n:n+8], w)
+			m := specialBytes(w)
+			if m == 0 {
+				dst, j = dst[:n+8], j+8
+				continue
+			}
+			k := bits.TrailingZeros64(m) >> 3
+			dst, j = dst[:n+k], j+k
+		} else {
+			for j < len(s) && plain[s[j]] {
+				dst = append(dst, s[j])
+				j++
+			}
+			if j >= len(s) {
+				return dst, j, false
+			}
+		}
+		c := s[j]
+		if c == '"' || c == '\\' {
+			return dst, j, true
+		}
+		if c < 0x20 {
+			return dst, j, false
+		}
+		r, size := utf8.DecodeRuneInString(s[j:])
+		if r == utf8.RuneError && size == 1 {
+			return dst, j, false
+		}
+		dst = append(dst, s[j:j+size]...)
+		j += size
+	}
 }
 
 // appendEscaped writes the rest of a string from its first escape at s[j]:
@@ -350,10 +377,17 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 		if i >= len(s) || s[i] != '"' || len(f.spans)-base >= dupMapAt-1 {
 			return dst, i, false
 		}
-		end, ok := stringEnd(s, i)
-		if !ok || s[end] != '"' { // keys with escapes are left to canon.go
+		comma := len(dst)
+		if kept > 0 {
+			dst = append(dst, ',')
+		}
+		start := len(dst)
+		var end int
+		var ok bool
+		if dst, end, ok = copyString(dst, s, i); !ok || s[end] != '"' { // keys with escapes are left to canon.go
 			return dst, end, false
 		}
+		dst = append(dst, '"', ':')
 		key := s[i+1 : end]
 		rank := rankAt(s, i+1, len(key))
 		for k := base; k < len(f.spans); k++ {
@@ -366,13 +400,6 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 			return dst, i, false
 		}
 		i = skipWS(s, i+1)
-		comma := len(dst)
-		if kept > 0 {
-			dst = append(dst, ',')
-		}
-		start := len(dst)
-		dst = append(dst, s[keyStart:end+1]...)
-		dst = append(dst, ':')
 		if dst, i, ok = f.value(dst, i); !ok {
 			return dst, i, false
 		}

@@ -95,6 +95,9 @@ func fastSeeds(t testing.TB) [][]byte {
 		`[1e400]`, `[-0,0.0,1E2,1.5e-7,123456789012345678,0.1]`, `[01]`, `[1.]`, `[-]`,
 		`{"a":truex}`, `{"a":nul}`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{a:1}`, `[1 2]`, `  {"z" : [ true , false , null ] , "y" : "x" }  `,
 		"{\"a\":1}\x00", `"just a string"`, `12`, ``, ` `,
+		// numbers that grow leave dst little room: strings are then
+		// copied byte by byte
+		`[1e20,"abcdefghij"]`, `[1e20,"abcdefgh\u00e9ij"]`, `[1e20,{"abcdefghij":1,"abc":"éééééééé"}]`, `[1e20,"abc` + "\x7f" + `defghij"]`,
 		many.String(),
 	} {
 		seeds = append(seeds, []byte(s))
