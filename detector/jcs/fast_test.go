@@ -2,6 +2,7 @@ package jcs
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,6 +77,15 @@ func fastSeeds(t testing.TB) [][]byte {
 		many.WriteString(`"k` + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `":1`)
 	}
 	many.WriteString("}")
+	wide := new(strings.Builder) // 40 members in reverse order
+	wide.WriteString("{")
+	for i := 40; i > 0; i-- {
+		fmt.Fprintf(wide, `"m%02d":%d`, i, i)
+		if i > 1 {
+			wide.WriteString(",")
+		}
+	}
+	wide.WriteString("}")
 	for _, s := range []string{
 		`{"abcdefgh2":1,"abcdefgh1":2,"abcdefgh":3,"abcdefg":4,"b":5,"":6}`,
 		`{"b😀key":1,"b！key":2,"x𐀀end":3,"x` + "\ue000" + `end":4,"é":5,"e":6}`,
@@ -98,6 +108,8 @@ func fastSeeds(t testing.TB) [][]byte {
 		// numbers that grow leave dst little room: strings are then
 		// copied byte by byte
 		`[1e20,"abcdefghij"]`, `[1e20,"abcdefgh\u00e9ij"]`, `[1e20,{"abcdefghij":1,"abc":"éééééééé"}]`, `[1e20,"abc` + "\x7f" + `defghij"]`,
+		"{\"a\":\"tab\tx\"}", "[\"\x01\"]", `["\n` + "\x01" + `"]`, `["\n` + "\xff" + `"]`, `["\né😀x"]`, `["\x"]`, `["\u12"]`, `["\u12x4"]`, `["ab\`, `["ab\n`, `[1`, `{"a":1`, `{"a"`,
+		wide.String(),
 		many.String(),
 	} {
 		seeds = append(seeds, []byte(s))
@@ -212,6 +224,15 @@ func BenchmarkFastCanonical(b *testing.B) {
 // TestRankAt checks the one-word rank against keyRank at every key length
 // and at the end of the input.
 func TestRankAt(t *testing.T) {
+	wide := new(strings.Builder) // 40 members in reverse order
+	wide.WriteString("{")
+	for i := 40; i > 0; i-- {
+		fmt.Fprintf(wide, `"m%02d":%d`, i, i)
+		if i > 1 {
+			wide.WriteString(",")
+		}
+	}
+	wide.WriteString("}")
 	for _, s := range []string{`"abcdefghij"`, `"ab"`, `"é😀\ue000x"`, `"~~~~~~~~~~"`} {
 		for i := 1; i < len(s); i++ {
 			for n := 0; i+n <= len(s); n++ {
