@@ -13,12 +13,15 @@ import (
 )
 
 // DigestMemoSize is the number of entries in the memo behind Digest, and
-// DigestMemoBytes the most it holds of the card bodies it keeps to verify a
-// hit against. Beside the bodies an entry costs about 200 bytes (a 71-byte
-// digest, a slot and map overhead), so the memo holds at most about 9 MiB.
+// DigestMemoBytes the most it holds of the card bodies it keeps to verify
+// hits against (bodies of up to DigestMemoBody bytes; longer ones are
+// memoised by their SHA-256 and not kept). Beside the bodies an entry costs
+// about 250 bytes (a 71-byte digest, a slot and map overhead), so the memo
+// holds at most about 5 MiB.
 const (
 	DigestMemoSize  = 4096
-	DigestMemoBytes = 8 << 20
+	DigestMemoBytes = 4 << 20
+	DigestMemoBody  = 64 << 10
 )
 
 // signaturesKey is the top-level card member that card digests and signing
@@ -45,7 +48,8 @@ var defaultMemo = NewDigestMemo(DigestMemoSize)
 //
 // Results are memoised by the bytes of raw in a process-wide DigestMemo of
 // DigestMemoSize entries, so an unchanged body costs a seeded hash of it, a
-// map lookup and a comparison. Errors are not memoised.
+// map lookup and a comparison (a SHA-256 and a lookup for a body over
+// DigestMemoBody bytes). Errors are not memoised.
 //
 // Digest does not check that raw is an A2A card, only that it is a JSON
 // object. It returns a *SyntaxError wrapping ErrNotJSON, ErrNotObject,
@@ -131,19 +135,20 @@ func putBuf(bp *[]byte, b []byte) {
 	bufPool.Put(bp)
 }
 
-// DigestMemo memoises card digests by the bytes of the card: a hit is a
-// seeded hash of raw (hash/maphash), a map lookup and a comparison with the
-// body held, so it can never return the digest of another body, and costs
-// far less than the SHA-256 of raw. It holds at most its size entries and
-// DigestMemoBytes of bodies, and evicts with the CLOCK (second-chance)
-// policy: an entry read since the hand last passed it survives one more
-// round. A body longer than DigestMemoBytes is not memoised. It is safe for
-// concurrent use; the zero value is not usable, use NewDigestMemo.
+// DigestMemo memoises card digests by the bytes of the card. For a body of
+// up to DigestMemoBody bytes a hit is a seeded hash of it (hash/maphash), a
+// map lookup and a comparison with the body held, so it can never return the
+// digest of another body, and costs far less than the SHA-256 of the body; a
+// longer body is looked up by its SHA-256 and not kept. It holds at most its
+// size entries and DigestMemoBytes of bodies, and evicts with the CLOCK
+// (second-chance) policy: an entry read since the hand last passed it
+// survives one more round. It is safe for concurrent use; the zero value is
+// not usable, use NewDigestMemo.
 type DigestMemo struct {
 	seed maphash.Seed
 
 	mu       sync.Mutex
-	index    map[uint64]int // hash of the body -> slot
+	index    map[memoKey]int
 	slots    []memoSlot
 	used     int // slots in use
 	bytes    int // length of the bodies held
@@ -151,11 +156,18 @@ type DigestMemo struct {
 	hand     int
 }
 
+// memoKey identifies a body: a short one by its seeded hash (sum zero), a
+// long one by its SHA-256 (hash zero).
+type memoKey struct {
+	hash uint64
+	sum  [sha256.Size]byte
+}
+
 type memoSlot struct {
 	used   bool
 	ref    bool // read since the hand last passed
-	hash   uint64
-	raw    []byte // the body, a copy owned by the memo and never written
+	key    memoKey
+	raw    []byte // a short body, a copy owned by the memo and never written
 	digest string
 }
 
@@ -165,7 +177,7 @@ func NewDigestMemo(size int) *DigestMemo {
 	size = max(size, 1)
 	return &DigestMemo{
 		seed:     maphash.MakeSeed(),
-		index:    make(map[uint64]int, size),
+		index:    make(map[memoKey]int, size),
 		slots:    make([]memoSlot, size),
 		maxBytes: DigestMemoBytes,
 	}
@@ -175,17 +187,27 @@ func NewDigestMemo(size int) *DigestMemo {
 // digest of raw, or computes and remembers it. It returns the errors of the
 // package-level Digest, which are not remembered.
 func (m *DigestMemo) Digest(raw []byte) (string, error) {
-	h := maphash.Bytes(m.seed, raw)
-	if d, ok := m.lookup(h, raw); ok {
+	k := m.key(raw)
+	if d, ok := m.lookup(k, raw); ok {
 		return d, nil
 	}
 	d, err := digestUncached(raw)
 	if err != nil {
 		return "", err
 	}
-	m.store(h, raw, d)
+	m.store(k, raw, d)
 	return d, nil
 }
+
+func (m *DigestMemo) key(raw []byte) memoKey {
+	if keeps(len(raw)) {
+		return memoKey{hash: maphash.Bytes(m.seed, raw)}
+	}
+	return memoKey{sum: sha256.Sum256(raw)}
+}
+
+// keeps reports whether the memo keeps bodies of n bytes to compare.
+func keeps(n int) bool { return n <= DigestMemoBody }
 
 // Len returns the number of digests held.
 func (m *DigestMemo) Len() int {
@@ -194,9 +216,9 @@ func (m *DigestMemo) Len() int {
 	return m.used
 }
 
-func (m *DigestMemo) lookup(h uint64, raw []byte) (string, bool) {
+func (m *DigestMemo) lookup(k memoKey, raw []byte) (string, bool) {
 	m.mu.Lock()
-	i, ok := m.index[h]
+	i, ok := m.index[k]
 	if !ok {
 		m.mu.Unlock()
 		return "", false
@@ -206,18 +228,21 @@ func (m *DigestMemo) lookup(h uint64, raw []byte) (string, bool) {
 	s.ref = true
 	m.mu.Unlock()
 	// held is never written, so it is compared outside the lock.
-	return digest, bytes.Equal(held, raw)
+	return digest, !keeps(len(raw)) || bytes.Equal(held, raw)
 }
 
-func (m *DigestMemo) store(h uint64, raw []byte, digest string) {
-	if len(raw) > m.maxBytes {
-		return
+func (m *DigestMemo) store(k memoKey, raw []byte, digest string) {
+	var body []byte
+	if keeps(len(raw)) {
+		if len(raw) > m.maxBytes {
+			return
+		}
+		body = bytes.Clone(raw)
 	}
-	body := bytes.Clone(raw)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if i, ok := m.index[h]; ok {
-		if bytes.Equal(m.slots[i].raw, raw) {
+	if i, ok := m.index[k]; ok {
+		if !keeps(len(raw)) || bytes.Equal(m.slots[i].raw, raw) {
 			return // a concurrent caller stored it first
 		}
 		m.drop(i) // another body of the same hash: the newer one stays
@@ -233,8 +258,8 @@ func (m *DigestMemo) store(h uint64, raw []byte, digest string) {
 	for m.slots[m.hand].used {
 		m.hand = (m.hand + 1) % len(m.slots)
 	}
-	m.slots[m.hand] = memoSlot{used: true, hash: h, raw: body, digest: digest}
-	m.index[h] = m.hand
+	m.slots[m.hand] = memoSlot{used: true, key: k, raw: body, digest: digest}
+	m.index[k] = m.hand
 	m.used++
 	m.bytes += len(body)
 	m.hand = (m.hand + 1) % len(m.slots)
@@ -243,7 +268,7 @@ func (m *DigestMemo) store(h uint64, raw []byte, digest string) {
 // drop empties slot i.
 func (m *DigestMemo) drop(i int) {
 	s := &m.slots[i]
-	delete(m.index, s.hash)
+	delete(m.index, s.key)
 	m.used--
 	m.bytes -= len(s.raw)
 	*s = memoSlot{}

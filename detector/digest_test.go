@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -304,8 +303,8 @@ func TestDigestMemoEviction(t *testing.T) {
 func (m *DigestMemo) holds(raw []byte) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	i, ok := m.index[maphash.Bytes(m.seed, raw)]
-	return ok && bytes.Equal(m.slots[i].raw, raw)
+	i, ok := m.index[m.key(raw)]
+	return ok && (!keeps(len(raw)) || bytes.Equal(m.slots[i].raw, raw))
 }
 
 // TestDigestMemoVerifies checks that a hit is a body equal to the one held,
@@ -317,11 +316,11 @@ func TestDigestMemoVerifies(t *testing.T) {
 	if _, err := m.Digest(a); err != nil {
 		t.Fatal(err)
 	}
-	hb := maphash.Bytes(m.seed, b)
+	kb := m.key(b)
 	m.mu.Lock()
-	i := m.index[maphash.Bytes(m.seed, a)]
-	delete(m.index, m.slots[i].hash)
-	m.slots[i].hash, m.index[hb] = hb, i // a now sits where b's hash leads
+	i := m.index[m.key(a)]
+	delete(m.index, m.slots[i].key)
+	m.slots[i].key, m.index[kb] = kb, i // a now sits where b's hash leads
 	m.mu.Unlock()
 	want, _ := digestUncached(b)
 	if got, err := m.Digest(b); err != nil || got != want {
@@ -350,6 +349,14 @@ func TestDigestMemoBytes(t *testing.T) {
 	want, _ := digestUncached(big)
 	if got, err := m.Digest(big); err != nil || got != want || m.holds(big) || !m.holds(body(4)) {
 		t.Errorf("a body over the bound: Digest = %s, %v (want %s); held %v", got, err, want, m.holds(big))
+	}
+	// A body over DigestMemoBody is memoised by its SHA-256, not kept.
+	long := fmt.Appendf(nil, `{"k":"%0*d"}`, DigestMemoBody, 0)
+	want, _ = digestUncached(long)
+	for range 2 {
+		if got, err := m.Digest(long); err != nil || got != want || !m.holds(long) || m.bytes > m.maxBytes {
+			t.Fatalf("a long body: Digest = %s, %v (want %s); held %v, %d bytes held", got, err, want, m.holds(long), m.bytes)
+		}
 	}
 }
 
