@@ -408,7 +408,7 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 			dst = dst[:comma]
 		} else {
 			sp.start, sp.end = int32(start), int32(len(dst))
-			if last >= 0 && sorted && f.less(&sp, &f.spans[last]) {
+			if last >= 0 && sorted && sp.rank <= f.spans[last].rank && f.less(&sp, &f.spans[last]) {
 				sorted = false
 			}
 			last = len(f.spans)

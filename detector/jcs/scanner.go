@@ -458,6 +458,9 @@ func (s *Scanner) skipSpace() { s.pos = skipSpaceAt(s.src, s.pos) }
 // other than ' ' and '\n' (indentation is a newline and a run of spaces),
 // and passes over '\r' and '\t' one by one.
 func skipSpaceAt(src string, i int) int {
+	if i+1 < len(src) && src[i] == ' ' && src[i+1] > ' ' { // after a colon
+		return i + 1
+	}
 	for i+8 <= len(src) {
 		w := load8(src, i)
 		m := nonZeroBytes(w^(lsb*' ')) & nonZeroBytes(w^(lsb*'\n'))
