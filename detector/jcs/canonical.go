@@ -194,7 +194,7 @@ type Options struct {
 // Transform returns the RFC 8785 canonical form of the JSON text data, parsed
 // under the default Limits. It returns the errors of Parse.
 func Transform(data []byte) ([]byte, error) {
-	return AppendCanonical(make([]byte, 0, len(data)), data, Options{})
+	return AppendCanonical(make([]byte, 0, len(data)+8), data, Options{}) // the room appendFast makes
 }
 
 // AppendCanonical parses data as Parse does and appends its canonical form to
