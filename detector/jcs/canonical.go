@@ -216,7 +216,10 @@ func AppendCanonical(dst, data []byte, opt Options) ([]byte, error) {
 	// Strings are only used during the call and data is not written
 	// during it, so they may alias data rather than copy it.
 	src := unsafe.String(unsafe.SliceData(data), len(data))
-	out, ok := appendFast(dst, src, opt.Limits.maxDepth(), opt.Omit)
+	out, ok := dst, false
+	if len(dst)+len(data) <= fastMaxBytes {
+		out, ok = appendFast(dst, src, opt.Limits.maxDepth(), opt.Omit)
+	}
 	if ok {
 		return requireObject(dst, out, data, opt)
 	}

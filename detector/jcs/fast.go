@@ -2,6 +2,7 @@ package jcs
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -101,6 +102,11 @@ type fastCanon struct {
 }
 
 var fastPool = sync.Pool{New: func() any { return new(fastCanon) }}
+
+// fastMaxBytes bounds the output buffer and input the fast path takes, so
+// that its int32 offsets cannot overflow (Limits.MaxBytes may be raised
+// past 2 GiB; such documents take the streaming path).
+const fastMaxBytes = math.MaxInt32 - 64
 
 // appendFast appends the canonical form of src, as AppendCanonical would
 // (without its RequireObject check), and reports whether it could. src has
