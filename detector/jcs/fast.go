@@ -2,7 +2,6 @@ package jcs
 
 import (
 	"encoding/binary"
-	"math"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -104,9 +103,10 @@ type fastCanon struct {
 var fastPool = sync.Pool{New: func() any { return new(fastCanon) }}
 
 // fastMaxBytes bounds the output buffer and input the fast path takes, so
-// that its int32 offsets cannot overflow (Limits.MaxBytes may be raised
-// past 2 GiB; such documents take the streaming path).
-const fastMaxBytes = math.MaxInt32 - 64
+// that its int32 offsets cannot overflow: a canonical number is at most
+// about five times its literal ("1e20"), so the output stays below 2 GiB.
+// Larger documents (Limits.MaxBytes may be raised) take the streaming path.
+const fastMaxBytes = 1 << 28
 
 // appendFast appends the canonical form of src, as AppendCanonical would
 // (without its RequireObject check), and reports whether it could. src has
