@@ -406,7 +406,12 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 			return dst, i, false
 		}
 		i = skipWS(s, i+1)
-		if dst, i, ok = f.value(dst, i); !ok {
+		if i < len(s) && s[i] == '"' { // most values are strings
+			dst, i, ok = f.str(dst, i)
+		} else {
+			dst, i, ok = f.value(dst, i)
+		}
+		if !ok {
 			return dst, i, false
 		}
 		sp := fastSpan{rank: rank, key: int32(keyStart + 1), keyLen: int32(len(key)), start: -1}
