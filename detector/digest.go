@@ -6,15 +6,23 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// DigestMemoSize is the number of entries in the memo behind Digest. An entry
-// is a 32-byte key and a 71-byte digest plus map and slot overhead, about
-// 200 bytes, so the memo holds at most roughly 1 MiB.
-const DigestMemoSize = 4096
+// DigestMemoSize is the number of entries in the memo behind Digest, and
+// DigestMemoBytes the most it holds of the card bodies it keeps to verify
+// hits against (bodies of up to DigestMemoBody bytes; longer ones are
+// memoised by their SHA-256 and not kept). Beside the bodies an entry costs
+// about 250 bytes (a 71-byte digest, a slot and map overhead), so the memo
+// holds at most about 5 MiB.
+const (
+	DigestMemoSize  = 4096
+	DigestMemoBytes = 4 << 20
+	DigestMemoBody  = 64 << 10
+)
 
 // signaturesKey is the top-level card member that card digests and signing
 // payloads leave out (A2A v1.0 §8.4.1).
@@ -38,9 +46,10 @@ var defaultMemo = NewDigestMemo(DigestMemoSize)
 // with its top-level "signatures" member removed. Whitespace, key order and
 // number spelling do not change it; any other edit does.
 //
-// Results are memoised by the SHA-256 of raw in a process-wide DigestMemo of
-// DigestMemoSize entries, so an unchanged body costs one SHA-256 and a map
-// lookup. Errors are not memoised.
+// Results are memoised by the bytes of raw in a process-wide DigestMemo of
+// DigestMemoSize entries, so an unchanged body costs a seeded hash of it, a
+// map lookup and a comparison (a SHA-256 and a lookup for a body over
+// DigestMemoBody bytes). Errors are not memoised.
 //
 // Digest does not check that raw is an A2A card, only that it is a JSON
 // object. It returns a *SyntaxError wrapping ErrNotJSON, ErrNotObject,
@@ -126,81 +135,141 @@ func putBuf(bp *[]byte, b []byte) {
 	bufPool.Put(bp)
 }
 
-// DigestMemo memoises card digests by the SHA-256 of the raw bytes. It holds
-// at most its size entries and evicts with the CLOCK (second-chance) policy:
-// an entry read since the hand last passed it survives one more round. It is
-// safe for concurrent use; the zero value is not usable, use NewDigestMemo.
+// DigestMemo memoises card digests by the bytes of the card. For a body of
+// up to DigestMemoBody bytes a hit is a seeded hash of it (hash/maphash), a
+// map lookup and a comparison with the body held, so it can never return the
+// digest of another body, and costs far less than the SHA-256 of the body; a
+// longer body is looked up by its SHA-256 and not kept. It holds at most its
+// size entries and DigestMemoBytes of bodies, and evicts with the CLOCK
+// (second-chance) policy: an entry read since the hand last passed it
+// survives one more round. It is safe for concurrent use; the zero value is
+// not usable, use NewDigestMemo.
 type DigestMemo struct {
-	mu    sync.Mutex
-	index map[[sha256.Size]byte]int // key -> slot
-	slots []memoSlot
-	hand  int
+	seed maphash.Seed
+
+	mu       sync.Mutex
+	index    map[memoKey]int
+	slots    []memoSlot
+	used     int // slots in use
+	bytes    int // length of the bodies held
+	maxBytes int
+	hand     int
+}
+
+// memoKey identifies a body: a short one by its seeded hash (sum zero), a
+// long one by its SHA-256 (hash zero).
+type memoKey struct {
+	hash uint64
+	sum  [sha256.Size]byte
 }
 
 type memoSlot struct {
-	key    [sha256.Size]byte
-	digest string
+	used   bool
 	ref    bool // read since the hand last passed
+	key    memoKey
+	raw    []byte // a short body, a copy owned by the memo and never written
+	digest string
 }
 
-// NewDigestMemo returns a memo of at most size entries (at least 1).
+// NewDigestMemo returns a memo of at most size entries (at least 1) and
+// DigestMemoBytes of bodies.
 func NewDigestMemo(size int) *DigestMemo {
 	size = max(size, 1)
-	return &DigestMemo{index: make(map[[sha256.Size]byte]int, size), slots: make([]memoSlot, 0, size)}
+	return &DigestMemo{
+		seed:     maphash.MakeSeed(),
+		index:    make(map[memoKey]int, size),
+		slots:    make([]memoSlot, size),
+		maxBytes: DigestMemoBytes,
+	}
 }
 
 // Digest is the package-level Digest with this memo: it returns the memoised
 // digest of raw, or computes and remembers it. It returns the errors of the
 // package-level Digest, which are not remembered.
 func (m *DigestMemo) Digest(raw []byte) (string, error) {
-	key := sha256.Sum256(raw)
-	if d, ok := m.lookup(&key); ok {
+	k := m.key(raw)
+	if d, ok := m.lookup(k, raw); ok {
 		return d, nil
 	}
 	d, err := digestUncached(raw)
 	if err != nil {
 		return "", err
 	}
-	m.store(&key, d)
+	m.store(k, raw, d)
 	return d, nil
 }
+
+func (m *DigestMemo) key(raw []byte) memoKey {
+	if keeps(len(raw)) {
+		return memoKey{hash: maphash.Bytes(m.seed, raw)}
+	}
+	return memoKey{sum: sha256.Sum256(raw)}
+}
+
+// keeps reports whether the memo keeps bodies of n bytes to compare.
+func keeps(n int) bool { return n <= DigestMemoBody }
 
 // Len returns the number of digests held.
 func (m *DigestMemo) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.index)
+	return m.used
 }
 
-func (m *DigestMemo) lookup(key *[sha256.Size]byte) (string, bool) {
+func (m *DigestMemo) lookup(k memoKey, raw []byte) (string, bool) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	i, ok := m.index[*key]
+	i, ok := m.index[k]
 	if !ok {
+		m.mu.Unlock()
 		return "", false
 	}
-	m.slots[i].ref = true
-	return m.slots[i].digest, true
+	s := &m.slots[i]
+	held, digest := s.raw, s.digest
+	s.ref = true
+	m.mu.Unlock()
+	// held is never written, so it is compared outside the lock.
+	return digest, !keeps(len(raw)) || bytes.Equal(held, raw)
 }
 
-func (m *DigestMemo) store(key *[sha256.Size]byte, digest string) {
+func (m *DigestMemo) store(k memoKey, raw []byte, digest string) {
+	var body []byte
+	if keeps(len(raw)) {
+		if len(raw) > m.maxBytes {
+			return
+		}
+		body = bytes.Clone(raw)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.index[*key]; ok {
-		return // a concurrent caller stored it first
+	if i, ok := m.index[k]; ok {
+		if !keeps(len(raw)) || bytes.Equal(m.slots[i].raw, raw) {
+			return // a concurrent caller stored it first
+		}
+		m.drop(i) // another body of the same hash: the newer one stays
 	}
-	if len(m.slots) < cap(m.slots) {
-		m.index[*key] = len(m.slots)
-		m.slots = append(m.slots, memoSlot{key: *key, digest: digest})
-		return
-	}
-	for m.slots[m.hand].ref {
-		m.slots[m.hand].ref = false
+	for m.used == len(m.slots) || m.bytes+len(body) > m.maxBytes {
+		if s := &m.slots[m.hand]; s.used && s.ref {
+			s.ref = false
+		} else if s.used {
+			m.drop(m.hand)
+		}
 		m.hand = (m.hand + 1) % len(m.slots)
 	}
-	victim := &m.slots[m.hand]
-	delete(m.index, victim.key)
-	*victim = memoSlot{key: *key, digest: digest}
-	m.index[*key] = m.hand
+	for m.slots[m.hand].used {
+		m.hand = (m.hand + 1) % len(m.slots)
+	}
+	m.slots[m.hand] = memoSlot{used: true, key: k, raw: body, digest: digest}
+	m.index[k] = m.hand
+	m.used++
+	m.bytes += len(body)
 	m.hand = (m.hand + 1) % len(m.slots)
+}
+
+// drop empties slot i.
+func (m *DigestMemo) drop(i int) {
+	s := &m.slots[i]
+	delete(m.index, s.key)
+	m.used--
+	m.bytes -= len(s.raw)
+	*s = memoSlot{}
 }

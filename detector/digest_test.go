@@ -287,8 +287,7 @@ func TestDigestMemoEviction(t *testing.T) {
 		t.Errorf("Len() = %d, want 2", m.Len())
 	}
 	for i, wantHeld := range []bool{true, false, true} {
-		_, held := m.index[sha256.Sum256([]byte(docs[i]))]
-		if held != wantHeld {
+		if held := m.holds([]byte(docs[i])); held != wantHeld {
 			t.Errorf("memo holds %s = %v, want %v", docs[i], held, wantHeld)
 		}
 	}
@@ -297,6 +296,67 @@ func TestDigestMemoEviction(t *testing.T) {
 	}
 	if NewDigestMemo(0).slots == nil {
 		t.Error("NewDigestMemo(0) has no room")
+	}
+}
+
+// holds reports whether m holds the digest of raw.
+func (m *DigestMemo) holds(raw []byte) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, ok := m.index[m.key(raw)]
+	return ok && (!keeps(len(raw)) || bytes.Equal(m.slots[i].raw, raw))
+}
+
+// TestDigestMemoVerifies checks that a hit is a body equal to the one held,
+// not only one of the same hash: a body filed under another body's hash
+// (as a hash collision would) gets its own digest and takes the slot.
+func TestDigestMemoVerifies(t *testing.T) {
+	m := NewDigestMemo(4)
+	a, b := []byte(`{"a":1}`), []byte(`{"b":2}`)
+	if _, err := m.Digest(a); err != nil {
+		t.Fatal(err)
+	}
+	kb := m.key(b)
+	m.mu.Lock()
+	i := m.index[m.key(a)]
+	delete(m.index, m.slots[i].key)
+	m.slots[i].key, m.index[kb] = kb, i // a now sits where b's hash leads
+	m.mu.Unlock()
+	want, _ := digestUncached(b)
+	if got, err := m.Digest(b); err != nil || got != want {
+		t.Fatalf("Digest(%s) = %s, %v; want %s", b, got, err, want)
+	}
+	if !m.holds(b) || m.Len() != 1 {
+		t.Errorf("after the collision the memo holds b = %v, Len() = %d; want true, 1", m.holds(b), m.Len())
+	}
+}
+
+// TestDigestMemoBytes checks the bound on the bodies held: older bodies are
+// evicted to make room, and a body over the bound is not memoised.
+func TestDigestMemoBytes(t *testing.T) {
+	m := NewDigestMemo(100)
+	m.maxBytes = 64
+	body := func(i int) []byte { return fmt.Appendf(nil, `{"k":"%030d"}`, i) } // 38 bytes
+	for i := range 5 {
+		if _, err := m.Digest(body(i)); err != nil {
+			t.Fatal(err)
+		}
+		if m.bytes > m.maxBytes || m.Len() != 1 || !m.holds(body(i)) {
+			t.Fatalf("after body %d: %d bytes held in %d entries, holds it %v", i, m.bytes, m.Len(), m.holds(body(i)))
+		}
+	}
+	big := fmt.Appendf(nil, `{"k":"%070d"}`, 0)
+	want, _ := digestUncached(big)
+	if got, err := m.Digest(big); err != nil || got != want || m.holds(big) || !m.holds(body(4)) {
+		t.Errorf("a body over the bound: Digest = %s, %v (want %s); held %v", got, err, want, m.holds(big))
+	}
+	// A body over DigestMemoBody is memoised by its SHA-256, not kept.
+	long := fmt.Appendf(nil, `{"k":"%0*d"}`, DigestMemoBody, 0)
+	want, _ = digestUncached(long)
+	for range 2 {
+		if got, err := m.Digest(long); err != nil || got != want || !m.holds(long) || m.bytes > m.maxBytes {
+			t.Fatalf("a long body: Digest = %s, %v (want %s); held %v, %d bytes held", got, err, want, m.holds(long), m.bytes)
+		}
 	}
 }
 

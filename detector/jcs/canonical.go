@@ -194,7 +194,7 @@ type Options struct {
 // Transform returns the RFC 8785 canonical form of the JSON text data, parsed
 // under the default Limits. It returns the errors of Parse.
 func Transform(data []byte) ([]byte, error) {
-	return AppendCanonical(make([]byte, 0, len(data)), data, Options{})
+	return AppendCanonical(make([]byte, 0, len(data)+8), data, Options{}) // the room appendFast makes
 }
 
 // AppendCanonical parses data as Parse does and appends its canonical form to
@@ -213,15 +213,41 @@ func AppendCanonical(dst, data []byte, opt Options) ([]byte, error) {
 	if err := checkSize(data, opt.Limits); err != nil {
 		return dst, err
 	}
-	// Strings are only used until release and data is not written during
-	// the call, so they may alias data rather than copy it.
-	p := getParser(unsafe.String(unsafe.SliceData(data), len(data)), opt.Limits.maxDepth(), true)
+	// Strings are only used during the call and data is not written
+	// during it, so they may alias data rather than copy it.
+	src := unsafe.String(unsafe.SliceData(data), len(data))
+	out, ok := dst, false
+	if len(dst)+len(data) <= fastMaxBytes {
+		out, ok = appendFast(dst, src, opt.Limits.maxDepth(), opt.Omit)
+	}
+	if ok {
+		return requireObject(dst, out, data, opt)
+	}
+	// out[:len(dst)] is dst, perhaps moved to a larger buffer.
+	out, err := appendStreaming(out[:len(dst)], src, data, opt)
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
+}
+
+// appendStreaming is AppendCanonical through the streaming canonicalizer of
+// canon.go, after the fast path gave up: it writes the output, or finds the
+// error.
+func appendStreaming(dst []byte, src string, data []byte, opt Options) ([]byte, error) {
+	p := getParser(src, opt.Limits.maxDepth(), true)
 	defer p.release()
 	p.omit, p.omitting = opt.Omit, opt.Omit != ""
 	out, err := p.canonical(dst)
 	if err != nil {
 		return dst, err
 	}
+	return requireObject(dst, out, data, opt)
+}
+
+// requireObject returns out, the canonical form of data appended to dst,
+// or the error for a value other than an object if opt requires one.
+func requireObject(dst, out, data []byte, opt Options) ([]byte, error) {
 	if opt.RequireObject && (len(out) == len(dst) || out[len(dst)] != '{') {
 		return dst, notObject(data, kindOf(out[len(dst)]))
 	}

@@ -43,7 +43,12 @@
 // objects that are not already in canonical order. AppendCanonical allocates
 // nothing in the steady state when dst has room, which is what makes a card
 // digest cheap, and Options let it leave out a top-level member and require
-// an object.
+// an object. It first tries a fast canonicalizer (fast.go) that keeps no
+// Scanner state and reports no errors; on anything it does not handle (every
+// error, keys with escapes, objects of 64 members or more) the streaming
+// canonicalizer built on the Scanner (canon.go) writes the output or reports
+// the error, and stays the oracle the fast one is tested against
+// (FuzzFastCanonical).
 //
 // All functions are safe for concurrent use; a Value is not modified by
 // anything in this package after Parse returns it.

@@ -450,30 +450,34 @@ func (s *Scanner) space() {
 	}
 }
 
-// skipSpace advances past whitespace. Indented documents have long runs of
-// spaces, which are skipped eight at a time.
-func (s *Scanner) skipSpace() {
-	src, i := s.src, s.pos
-	for i < len(src) {
-		switch src[i] {
-		case ' ':
-			if i+8 <= len(src) {
-				if m := nonZeroBytes(load8(src, i) ^ (lsb * ' ')); m != 0 {
-					i += bits.TrailingZeros64(m) >> 3
-				} else {
-					i += 8
-				}
-				continue
-			}
-			i++
-		case '\n', '\r', '\t':
-			i++
-		default:
-			s.pos = i
-			return
-		}
+// skipSpace advances past whitespace.
+func (s *Scanner) skipSpace() { s.pos = skipSpaceAt(s.src, s.pos) }
+
+// skipSpaceAt returns the index of the first byte of src at or after i that
+// is not whitespace, or len(src). It tests eight bytes at a time for bytes
+// other than ' ' and '\n' (indentation is a newline and a run of spaces),
+// and passes over '\r' and '\t' one by one.
+func skipSpaceAt(src string, i int) int {
+	if i+1 < len(src) && src[i] == ' ' && src[i+1] > ' ' { // after a colon
+		return i + 1
 	}
-	s.pos = i
+	for i+8 <= len(src) {
+		w := load8(src, i)
+		m := nonZeroBytes(w^(lsb*' ')) & nonZeroBytes(w^(lsb*'\n'))
+		if m == 0 {
+			i += 8
+			continue
+		}
+		i += bits.TrailingZeros64(m) >> 3
+		if c := src[i]; c != '\r' && c != '\t' {
+			return i
+		}
+		i++
+	}
+	for i < len(src) && isSpace(src[i]) {
+		i++
+	}
+	return i
 }
 
 func (s *Scanner) literal(word string) error {

@@ -1,0 +1,501 @@
+package jcs
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// The fast canonicalizer, tried first by AppendCanonical. It reads the same
+// grammar as the Scanner under the same limits and writes the same canonical
+// bytes as canon.go, but it reports no errors: it only says whether it
+// succeeded. It keeps no Scanner state (no frames, no key stack apart from
+// the members of the open objects, no arena): the position is a local index,
+// and every check is inline. Whenever it meets something it does not handle
+// (any error, a key with escapes, an object of dupMapAt members or more) it
+// gives up and AppendCanonical runs the streaming canonicalizer of canon.go,
+// which writes the output or finds the error Parse would report. So the
+// fast path must never accept what the streaming one rejects, nor write
+// anything else when both accept: FuzzFastCanonical checks both against
+// the streaming path, which stays as the oracle.
+
+// fastSpan is one written member of an open object: dst[start:end] holds
+// `"key":value`; its key (which has no escapes) is src[key:key+keyLen], and
+// rank is keyRank of it. An omitted member has start < 0. It holds no
+// pointers, so that pushing one costs no write barrier.
+type fastSpan struct {
+	rank       uint64
+	key        int32
+	keyLen     int32
+	start, end int32
+}
+
+// keyRank returns a number whose order is the canonical order (compareKeys)
+// of the first eight bytes of key, zero-padded: the bytes read big-endian,
+// with the lead bytes 0xF0..0xF4 of supplementary characters, whose UTF-16
+// surrogates sort first, moved below the lead bytes 0xEE and 0xEF. Keys of
+// different ranks are ordered by their ranks; keys of the same rank share
+// their first eight bytes (no key has a 0 byte, which JSON escapes), so
+// they are equal if both are that short, and compareKeys orders them
+// otherwise.
+func keyRank(key string) uint64 {
+	var r uint64
+	n := min(len(key), 8)
+	for i := 0; i < n; i++ {
+		c := key[i]
+		switch {
+		case c >= 0xF0:
+			c -= 2
+		case c >= 0xEE:
+			c += 5
+		}
+		r |= uint64(c) << (56 - 8*i)
+	}
+	return r
+}
+
+// rankAt is keyRank of the key s[i:i+n] read as one word when s has eight
+// bytes from i and the key's first eight bytes are ASCII (in UTF-8 a byte
+// below 0x80 is a character of its own, and needs no moving).
+func rankAt(s string, i, n int) uint64 {
+	if i+8 <= len(s) {
+		w := load8(s, i)
+		if n < 8 {
+			w &= 1<<(8*n) - 1
+		}
+		if w&msb == 0 {
+			return bits.ReverseBytes64(w)
+		}
+	}
+	return keyRank(s[i : i+n])
+}
+
+// compareRanked orders two keys of ranks ra and rb as compareKeys does.
+func compareRanked(ra, rb uint64, a, b string) int {
+	switch {
+	case ra < rb:
+		return -1
+	case ra > rb:
+		return 1
+	case len(a) <= 8 && len(b) <= 8:
+		return 0
+	}
+	return compareKeys(a, b)
+}
+
+// fastCanon is the state of one fast canonicalization. Pooled: spans and
+// tmp are reused.
+type fastCanon struct {
+	src      string
+	maxDepth int
+	depth    int
+	omit     string
+	omitting bool
+	spans    []fastSpan // the members of the open objects, innermost last
+	tmp      []byte     // scratch for reordering members
+}
+
+var fastPool = sync.Pool{New: func() any { return new(fastCanon) }}
+
+// fastMaxBytes bounds the output buffer and input the fast path takes, so
+// that its int32 offsets cannot overflow: a canonical number is at most
+// about five times its literal ("1e20"), so the output stays below 2 GiB.
+// Larger documents (Limits.MaxBytes may be raised) take the streaming path.
+const fastMaxBytes = 1 << 28
+
+// appendFast appends the canonical form of src, as AppendCanonical would
+// (without its RequireObject check), and reports whether it could. src has
+// been checked against the size limit.
+func appendFast(dst []byte, src string, maxDepth int, omit string) ([]byte, bool) {
+	f := fastPool.Get().(*fastCanon)
+	f.src, f.maxDepth, f.depth = src, maxDepth, 0
+	f.omit, f.omitting = omit, omit != ""
+	// The output is no longer than the input but for numbers whose
+	// canonical form is longer than their literal ("1e20"), which append
+	// makes room for.
+	dst = slices.Grow(dst, len(src)+8)
+	out, i, ok := f.value(dst, skipWS(src, 0))
+	ok = ok && skipWS(src, i) == len(src)
+	f.spans = reuse(f.spans, maxPooledStack)
+	f.tmp = reuse(f.tmp, maxPooledBuf)
+	f.src, f.omit = "", ""
+	fastPool.Put(f)
+	return out, ok
+}
+
+// keyOf returns the key of sp.
+func (f *fastCanon) keyOf(sp *fastSpan) string { return f.src[sp.key : sp.key+sp.keyLen] }
+
+// less reports whether the key of a sorts before the key of b.
+func (f *fastCanon) less(a, b *fastSpan) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	return compareRanked(a.rank, b.rank, f.keyOf(a), f.keyOf(b)) < 0
+}
+
+// skipWS returns the index of the first byte at or after i that is not JSON
+// whitespace, or len(s). It inlines for the common case of no whitespace.
+func skipWS(s string, i int) int {
+	if i < len(s) && s[i] > ' ' {
+		return i
+	}
+	return skipSpaceAt(s, i)
+}
+
+// value writes the value at s[i] and returns the index past it.
+func (f *fastCanon) value(dst []byte, i int) ([]byte, int, bool) {
+	s := f.src
+	if i >= len(s) {
+		return dst, i, false
+	}
+	switch c := s[i]; c {
+	case '"':
+		return f.str(dst, i)
+	case '{':
+		return f.object(dst, i)
+	case '[':
+		return f.array(dst, i)
+	case 't':
+		if strings.HasPrefix(s[i:], "true") {
+			return append(dst, "true"...), i + 4, true
+		}
+	case 'f':
+		if strings.HasPrefix(s[i:], "false") {
+			return append(dst, "false"...), i + 5, true
+		}
+	case 'n':
+		if strings.HasPrefix(s[i:], "null") {
+			return append(dst, "null"...), i + 4, true
+		}
+	default:
+		if c == '-' || isDigit(c) {
+			end, detail := scanNumber(s, i)
+			if detail != "" {
+				return dst, end, false
+			}
+			lit := s[i:end]
+			if isShortInt(lit) {
+				return append(dst, lit...), end, true
+			}
+			v, err := strconv.ParseFloat(lit, 64)
+			if err != nil {
+				return dst, end, false
+			}
+			return AppendFloat(dst, v), end, true
+		}
+	}
+	return dst, i, false
+}
+
+// str writes the string whose opening quote is at s[i]. A string without
+// escapes is its own canonical form.
+func (f *fastCanon) str(dst []byte, i int) ([]byte, int, bool) {
+	s := f.src
+	dst, j, ok := copyString(dst, s, i)
+	if !ok {
+		return dst, j, false
+	}
+	if s[j] == '"' {
+		return append(dst, '"'), j + 1, true
+	}
+	return appendEscaped(dst, s, j)
+}
+
+// copyString appends the string whose opening quote is at s[i], checked as
+// the Scanner checks it, up to its closing quote or its first '\\' (both left
+// out), and returns the index of that byte, or false if the string is not
+// valid up to there. It checks and copies eight bytes at a time while dst
+// has room for them (appendFast makes room for the whole input): the bytes
+// of a word past the end of the plain run are stored too, past the length
+// of dst, where they are not part of it.
+func copyString(dst []byte, s string, i int) ([]byte, int, bool) {
+	dst = append(dst, '"')
+	j := i + 1
+	for {
+		if n := len(dst); j+8 <= len(s) && n+8 <= cap(dst) {
+			w := load8(s, j)
+			binary.LittleEndian.PutUint64(dst[n:n+8], w)
+			m := specialBytes(w)
+			if m == 0 {
+				dst, j = dst[:n+8], j+8
+				continue
+			}
+			k := bits.TrailingZeros64(m) >> 3
+			dst, j = dst[:n+k], j+k
+		} else {
+			for j < len(s) && plain[s[j]] {
+				dst = append(dst, s[j])
+				j++
+			}
+			if j >= len(s) {
+				return dst, j, false
+			}
+		}
+		c := s[j]
+		if c == '"' || c == '\\' {
+			return dst, j, true
+		}
+		if c < 0x20 {
+			return dst, j, false
+		}
+		r, size := utf8.DecodeRuneInString(s[j:])
+		if r == utf8.RuneError && size == 1 {
+			return dst, j, false
+		}
+		dst = append(dst, s[j:j+size]...)
+		j += size
+	}
+}
+
+// appendEscaped writes the rest of a string from its first escape at s[j]:
+// each character as RFC 8785 writes it once decoded, as the Scanner decodes
+// it (unescape) and appendString writes it.
+func appendEscaped(dst []byte, s string, j int) ([]byte, int, bool) {
+	for j < len(s) {
+		c := s[j]
+		switch {
+		case plain[c]:
+			dst = append(dst, c)
+			j++
+		case c == '"':
+			return append(dst, '"'), j + 1, true
+		case c == '\\':
+			if j+1 >= len(s) {
+				return dst, j, false
+			}
+			switch e := s[j+1]; e {
+			case '"', '\\':
+				dst = append(dst, '\\', e)
+			case '/':
+				dst = append(dst, '/')
+			case 'b', 'f', 'n', 'r', 't':
+				dst = append(dst, '\\', e)
+			case 'u':
+				r, ok := hex4(s, j+2)
+				if !ok {
+					return dst, j, false
+				}
+				if utf16.IsSurrogate(r) {
+					var lo rune
+					if r < 0xDC00 && j+12 <= len(s) && s[j+6] == '\\' && s[j+7] == 'u' {
+						lo, ok = hex4(s, j+8)
+					}
+					if !ok || lo < 0xDC00 || lo > 0xDFFF {
+						return dst, j, false
+					}
+					r = utf16.DecodeRune(r, lo)
+					j += 6
+				}
+				dst = appendRune(dst, r)
+				j += 6
+				continue
+			default:
+				return dst, j, false
+			}
+			j += 2
+		case c < 0x20:
+			return dst, j, false
+		default:
+			r, size := utf8.DecodeRuneInString(s[j:])
+			if r == utf8.RuneError && size == 1 {
+				return dst, j, false
+			}
+			dst = append(dst, s[j:j+size]...)
+			j += size
+		}
+	}
+	return dst, j, false
+}
+
+// appendRune writes the decoded character r of a string as appendString
+// would.
+func appendRune(dst []byte, r rune) []byte {
+	if r < utf8.RuneSelf {
+		if e := escapes[r]; e == 'u' {
+			return append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xF])
+		} else if e != 0 {
+			return append(dst, '\\', e)
+		}
+		return append(dst, byte(r))
+	}
+	return utf8.AppendRune(dst, r)
+}
+
+// array writes the array whose '[' is at s[i].
+func (f *fastCanon) array(dst []byte, i int) ([]byte, int, bool) {
+	if f.depth >= f.maxDepth {
+		return dst, i, false
+	}
+	f.depth++
+	s := f.src
+	dst = append(dst, '[')
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		f.depth--
+		return append(dst, ']'), i + 1, true
+	}
+	for {
+		var ok bool
+		if dst, i, ok = f.value(dst, i); !ok {
+			return dst, i, false
+		}
+		if i = skipWS(s, i); i >= len(s) {
+			return dst, i, false
+		}
+		switch s[i] {
+		case ',':
+			dst = append(dst, ',')
+			i = skipWS(s, i+1)
+		case ']':
+			f.depth--
+			return append(dst, ']'), i + 1, true
+		default:
+			return dst, i, false
+		}
+	}
+}
+
+// object writes the object whose '{' is at s[i], with its members in
+// canonical order.
+func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
+	if f.depth >= f.maxDepth {
+		return dst, i, false
+	}
+	f.depth++
+	omitHere := f.omitting && f.depth == 1
+	s := f.src
+	open := len(dst)
+	dst = append(dst, '{')
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		f.depth--
+		return append(dst, '}'), i + 1, true
+	}
+	base := len(f.spans)
+	last, kept, sorted := -1, 0, true
+	for {
+		if i >= len(s) || s[i] != '"' || len(f.spans)-base >= dupMapAt-1 {
+			return dst, i, false
+		}
+		comma := len(dst)
+		if kept > 0 {
+			dst = append(dst, ',')
+		}
+		start := len(dst)
+		var end int
+		var ok bool
+		if dst, end, ok = copyString(dst, s, i); !ok || s[end] != '"' { // keys with escapes are left to canon.go
+			return dst, end, false
+		}
+		dst = append(dst, '"', ':')
+		key := s[i+1 : end]
+		rank := rankAt(s, i+1, len(key))
+		for k := base; k < len(f.spans); k++ {
+			if sp := &f.spans[k]; sp.rank == rank && int(sp.keyLen) == len(key) && f.keyOf(sp) == key {
+				return dst, i, false
+			}
+		}
+		keyStart := i
+		if i = skipWS(s, end+1); i >= len(s) || s[i] != ':' {
+			return dst, i, false
+		}
+		i = skipWS(s, i+1)
+		if i < len(s) && s[i] == '"' { // most values are strings
+			dst, i, ok = f.str(dst, i)
+		} else {
+			dst, i, ok = f.value(dst, i)
+		}
+		if !ok {
+			return dst, i, false
+		}
+		sp := fastSpan{rank: rank, key: int32(keyStart + 1), keyLen: int32(len(key)), start: -1}
+		if omitHere && key == f.omit {
+			dst = dst[:comma]
+		} else {
+			sp.start, sp.end = int32(start), int32(len(dst))
+			if last >= 0 && sorted && sp.rank <= f.spans[last].rank && f.less(&sp, &f.spans[last]) {
+				sorted = false
+			}
+			last = len(f.spans)
+			kept++
+		}
+		f.spans = append(f.spans, sp)
+		if i = skipWS(s, i); i >= len(s) {
+			return dst, i, false
+		}
+		switch s[i] {
+		case ',':
+			i = skipWS(s, i+1)
+			continue
+		case '}':
+			i++
+		default:
+			return dst, i, false
+		}
+		break
+	}
+	if !sorted {
+		dst = f.order(dst, open+1, f.spans[base:], kept)
+	}
+	f.spans = f.spans[:base]
+	f.depth--
+	return append(dst, '}'), i, true
+}
+
+// order rewrites the kept members written at dst[body:] in canonical order.
+func (f *fastCanon) order(dst []byte, body int, spans []fastSpan, kept int) []byte {
+	var small [sortInPlaceMax]int32
+	idx := small[:0]
+	if kept > len(small) {
+		idx = make([]int32, 0, kept)
+	}
+	for i := range spans {
+		if spans[i].start >= 0 {
+			idx = append(idx, int32(i))
+		}
+	}
+	if len(idx) <= sortInPlaceMax {
+		// An insertion sort on the ranks, held beside the indices.
+		var ranks [sortInPlaceMax]uint64
+		for n, i := range idx {
+			ranks[n] = spans[i].rank
+		}
+		for i := 1; i < len(idx); i++ {
+			r, x := ranks[i], idx[i]
+			j := i
+			for ; j > 0 && (r < ranks[j-1] || r == ranks[j-1] && f.less(&spans[x], &spans[idx[j-1]])); j-- {
+				ranks[j], idx[j] = ranks[j-1], idx[j-1]
+			}
+			ranks[j], idx[j] = r, x
+		}
+	} else {
+		f.sortSpans(spans, idx)
+	}
+	f.tmp = append(f.tmp[:0], dst[body:]...)
+	dst = dst[:body]
+	for n, i := range idx {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		sp := spans[i]
+		dst = append(dst, f.tmp[int(sp.start)-body:int(sp.end)-body]...)
+	}
+	return dst
+}
+
+// sortSpans is kept apart so that the closure does not make the stack array
+// in order escape.
+//
+//go:noinline
+func (f *fastCanon) sortSpans(spans []fastSpan, idx []int32) {
+	slices.SortFunc(idx, func(a, b int32) int {
+		x, y := &spans[a], &spans[b]
+		return compareRanked(x.rank, y.rank, f.keyOf(x), f.keyOf(y))
+	})
+}
