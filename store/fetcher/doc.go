@@ -33,8 +33,10 @@
 //   - coalesces concurrent callers in this process into one flight, which
 //     runs on a goroutine owned by the Fetcher and bounded by its own budget,
 //     not by any caller's context (callers may leave early);
-//   - consults the shared store.Leases: a fresh lease answers without any
-//     request; a stale one is claimed by compare-and-set, the winner fetches
+//   - consults the shared store.Leases (with a LeaseFollower, a local
+//     copy that a KV watch keeps current, trusted only while it is within
+//     LeaseCopyLag of the bucket's head; writes stay compare-and-set on the
+//     store): a fresh lease answers without any request; a stale one is claimed by compare-and-set, the winner fetches
 //     (If-None-Match when it knows an ETag: a 304 reuses the digest and body
 //     without rehashing) and records the new lease, and the other workers
 //     wait for that result instead of fetching too;

@@ -9,9 +9,11 @@
 // into Shares:
 //
 //	Pins        25%  the pin cache (store.CachedPins, WithCacheBytes)
-//	Cards       20%  the worker's parsed pinned cards (worker.Options.CardCacheBytes)
+//	Cards       20%  the worker's parsed pinned cards (worker.Options.CardCacheBytes),
+//	                 and a sixteenth of it the worker's diff memo (DiffMemoOption)
 //	LiveCards   10%  the fetcher's parsed live cards (fetcher.Options.CacheBytes,
-//	                 which counts body bytes: given half the share)
+//	                 which counts body bytes: given half the share), and an
+//	                 eighth of it the fetcher's copy of the leases (LeaseCopyOption)
 //	Pull        20%  lifecycle events held: half in the consumers' pull buffers,
 //	                 across partitions (worker.Options.PullBufferBytes), half
 //	                 handed on and not yet finished (worker.Options.InflightBytes)
