@@ -331,6 +331,7 @@ func TestAdversaryPinConflict(t *testing.T) {
 	a.Set(writeupT40)
 	must(t, r.emit.Request(ctx, events.Request{TaskID: "race", AgentURL: a.URL(), Method: "message/send", Attempt: 2}))
 	r.drained(t, 20*time.Second)
+	out.CaughtUp(t) // the card.drift the worker published before it acknowledged
 	var rules []string
 	for _, d := range out.drifts("race") {
 		for _, f := range d.Findings {

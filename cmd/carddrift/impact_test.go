@@ -138,6 +138,7 @@ func TestImpactIsTheWorkersVerdict(t *testing.T) {
 		must(t, emit.Request(ctx, events.Request{TaskID: tk.TaskID, AgentURL: agent, Method: "tasks/resubscribe", Attempt: 1}))
 	}
 	servicetest.Drained(t, js, cfg, 30*time.Second)
+	out.CaughtUp(t) // what the worker published before it acknowledged is all collected
 
 	verdicts := map[string]events.Drift{}
 	for _, ev := range out.All(events.TypeDrift) {

@@ -2,6 +2,7 @@ package servicetest
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -20,8 +21,12 @@ const WaitTimeout = 15 * time.Second
 // start of the stream, as a planner reading it would see them decoded. An
 // event that does not decode fails the test.
 type Collector struct {
-	mu  sync.Mutex
-	evs []events.Event
+	js     jetstream.JetStream
+	stream string
+
+	mu      sync.Mutex
+	evs     []events.Event
+	lastSeq uint64 // the stream sequence of the last message consumed
 }
 
 // Collect starts a Collector on cfg's events stream through js (any
@@ -36,16 +41,21 @@ func Collect(t testing.TB, js jetstream.JetStream, cfg store.Config) *Collector 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Collector{}
+	c := &Collector{js: js, stream: cfg.EventsStream}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
+		var seq uint64
+		if md, err := m.Metadata(); err == nil {
+			seq = md.Sequence.Stream
+		}
 		ev, err := events.Decode(m)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.lastSeq = max(c.lastSeq, seq)
 		if err != nil {
 			t.Errorf("outbound event on %s does not decode: %v", m.Subject(), err)
 			return
 		}
-		c.mu.Lock()
 		c.evs = append(c.evs, ev)
-		c.mu.Unlock()
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +108,29 @@ func (c *Collector) CountBy(typ string) map[string]int {
 		m[ev.TaskID()]++
 	}
 	return m
+}
+
+// CaughtUp waits up to WaitTimeout until the collector has consumed every
+// message the events stream held when it was called: after the workers have
+// drained their work (Drained), what they published is then all collected.
+func (c *Collector) CaughtUp(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := c.js.Stream(ctx, c.stream)
+	if err != nil {
+		t.Fatalf("collector: stream %s: %v", c.stream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatalf("collector: stream %s info: %v", c.stream, err)
+	}
+	last := info.State.LastSeq
+	c.WaitFor(t, "the collector consumed the events stream up to its sequence "+strconv.FormatUint(last, 10), func(c *Collector) bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.lastSeq >= last
+	})
 }
 
 // WaitFor waits up to WaitTimeout until cond holds for the collected events,
