@@ -109,6 +109,15 @@ type Fetcher struct {
 	closeOnce sync.Once
 }
 
+// MaxIdleConns bounds the idle connections to agents a Fetcher keeps for
+// its next revalidation (at most Options.PerHostConcurrency per agent, each
+// closed after 90 s idle). A fleet larger than it dials again for every
+// revalidation of the agents beyond it: at 256, a 400-agent fleet
+// revalidated every second or two dialed for most of its fetches (and the
+// agent side accepted as many connections). Each idle connection costs a
+// file descriptor, two goroutines and their buffers (~25 KiB).
+const MaxIdleConns = 1024
+
 // New builds a Fetcher from opts (defaults applied, then validated). It does
 // not touch the network.
 func New(opts Options) (*Fetcher, error) {
@@ -172,7 +181,7 @@ func New(opts Options) (*Fetcher, error) {
 		TLSHandshakeTimeout:    opts.ConnectTimeout,
 		ResponseHeaderTimeout:  opts.TotalTimeout,
 		MaxResponseHeaderBytes: 64 << 10,
-		MaxIdleConns:           256,
+		MaxIdleConns:           MaxIdleConns,
 		MaxIdleConnsPerHost:    opts.PerHostConcurrency,
 		IdleConnTimeout:        90 * time.Second,
 		ForceAttemptHTTP2:      true,
