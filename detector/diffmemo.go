@@ -3,6 +3,8 @@ package detector
 import (
 	"container/list"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -10,12 +12,15 @@ import (
 // size (the entry, its list element and map slot, its key).
 const diffMemoOverhead = 256
 
-// DiffMemo remembers Diff's findings per pair of card digests, so that a
-// shell judging the same pinned and live card at every transition of a
-// drifted task diffs them once. Diff is a pure function of the two cards,
-// and a card is a function of its canonical digest — except for its
-// signatures, which verification fills (Pin.Signatures, the observation's):
-// a pair either of whose cards carries signatures is diffed every time.
+// DiffMemo remembers Diff's findings per pair of cards, so that a shell
+// judging the same pinned and live card at every transition of a drifted
+// task diffs them once. Diff is a pure function of the two cards, and a
+// card is a function of its canonical digest and of what the digest leaves
+// out: the served "signatures" member (HasSignatures, the nonconformance
+// Parse found in it) and what verifying it found (Card.Signatures, which
+// the shells fill: Pin.Signatures, the observation's). A pair is keyed by
+// both digests and both cards' signature state (signatureState), so a
+// signed pair is diffed once per set of verification outcomes.
 //
 // It is bounded in bytes (each entry counted as its findings' JSON encoding
 // twice over, plus a fixed overhead), evicting the least recently used
@@ -29,7 +34,44 @@ type DiffMemo struct {
 	lru   list.List
 }
 
-type diffKey struct{ pinned, live string }
+type diffKey struct{ pinned, live, pinnedSigs, liveSigs string }
+
+// signatureState is what of c its digest does not determine: whether it
+// was served signed, the nonconformance Parse found in its "signatures"
+// member, and each verification outcome, encoded without ambiguity
+// (length-prefixed fields). "" for a card served without signatures and
+// with no nonconformance there — the common case, which costs no
+// allocation.
+func signatureState(c *Card) string {
+	var sigConf []Nonconformance
+	for _, n := range c.Conformance {
+		if n.Path == "/"+signaturesKey || strings.HasPrefix(n.Path, "/"+signaturesKey+"/") {
+			sigConf = append(sigConf, n)
+		}
+	}
+	if !c.HasSignatures && len(c.Signatures) == 0 && len(sigConf) == 0 {
+		return ""
+	}
+	var b []byte
+	field := func(s string) { b = strconv.AppendInt(b, int64(len(s)), 10); b = append(b, ':'); b = append(b, s...) }
+	b = strconv.AppendBool(b, c.HasSignatures)
+	for _, n := range sigConf {
+		b = append(b, 'n')
+		field(n.Path)
+		field(n.Message)
+	}
+	for _, s := range c.Signatures {
+		b = append(b, 's')
+		field(s.KeyID)
+		field(s.Alg)
+		field(s.JKU)
+		field(s.Thumbprint)
+		field(s.Source)
+		field(s.Reason)
+		b = strconv.AppendBool(b, s.Verified)
+	}
+	return string(b)
+}
 
 type diffEntry struct {
 	key      diffKey
@@ -51,10 +93,10 @@ func NewDiffMemo(maxBytes int64) *DiffMemo {
 // shared with other callers: do not modify it or its findings (appending to
 // it allocates: its capacity is its length).
 func (m *DiffMemo) Diff(pinnedDigest, liveDigest string, pinned, live *Card) []Finding {
-	if m == nil || pinnedDigest == "" || liveDigest == "" || pinned == nil || live == nil || signed(pinned) || signed(live) {
+	if m == nil || pinnedDigest == "" || liveDigest == "" || pinned == nil || live == nil {
 		return Diff(pinned, live)
 	}
-	k := diffKey{pinnedDigest, liveDigest}
+	k := diffKey{pinnedDigest, liveDigest, signatureState(pinned), signatureState(live)}
 	m.mu.Lock()
 	if el, ok := m.m[k]; ok {
 		m.lru.MoveToFront(el)
@@ -66,7 +108,7 @@ func (m *DiffMemo) Diff(pinnedDigest, liveDigest string, pinned, live *Card) []F
 
 	fs := Diff(pinned, live)
 	fs = fs[:len(fs):len(fs)]
-	size := int64(diffMemoOverhead + len(pinnedDigest) + len(liveDigest))
+	size := int64(diffMemoOverhead + len(k.pinned) + len(k.live) + len(k.pinnedSigs) + len(k.liveSigs))
 	if b, err := json.Marshal(fs); err == nil {
 		size += 2 * int64(len(b))
 	} else {

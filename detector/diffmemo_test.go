@@ -46,7 +46,7 @@ func memoCards(t testing.TB) []memoCard {
 func TestDiffMemoEqualsDiff(t *testing.T) {
 	cards := memoCards(t)
 	m := NewDiffMemo(1 << 30)
-	memoized := map[[2]string]bool{} // fixtures may share a digest
+	memoized := map[diffKey]bool{} // fixtures may share a digest
 	for _, p := range cards {
 		for _, l := range cards {
 			want := Diff(p.card, l.card)
@@ -55,31 +55,77 @@ func TestDiffMemoEqualsDiff(t *testing.T) {
 					t.Fatalf("%s → %s (%s): memo =\n%s\nwant Diff's\n%s", p.name, l.name, call, dump(got), dump(want))
 				}
 			}
-			if !signed(p.card) && !signed(l.card) {
-				memoized[[2]string{p.digest, l.digest}] = true
-			}
+			memoized[diffKey{p.digest, l.digest, signatureState(p.card), signatureState(l.card)}] = true
 		}
 	}
 	if got := m.Len(); got != len(memoized) {
-		t.Errorf("memo holds %d pairs, want the %d unsigned ones (signed cards are diffed every time)", got, len(memoized))
+		t.Errorf("memo holds %d pairs, want %d (one per pair of digests and signature states)", got, len(memoized))
 	}
 }
 
-// Signatures come from verification, not from the digest: a card carrying
-// them is diffed every time, so two verifications of one body never share
-// a diff.
-func TestDiffMemoSignedIsNotKept(t *testing.T) {
+// Signatures come from verification, not from the digest: one body with
+// other verification outcomes, or served with and without signatures, is
+// another pair — each diffed once and each Diff's — and the same outcomes
+// again are a hit.
+func TestDiffMemoSignatureState(t *testing.T) {
 	cards := memoCards(t)
 	m := NewDiffMemo(1 << 20)
-	p, l := *cards[0].card, *cards[1].card
-	p.Signatures = []Signature{{KeyID: "k1", Verified: true, Reason: "verified"}}
-	want := Diff(&p, &l)
-	if got := m.Diff(cards[0].digest, cards[1].digest, &p, &l); !reflect.DeepEqual(got, want) || m.Len() != 0 {
-		t.Fatalf("signed pinned card: memo = %s (len %d), want Diff's %s, nothing kept", dump(got), m.Len(), dump(want))
+	base, live := *cards[0].card, *cards[1].card
+	variants := []func(c *Card){
+		func(c *Card) {},
+		func(c *Card) { c.HasSignatures = true },
+		func(c *Card) {
+			c.HasSignatures = true
+			c.Signatures = []Signature{{KeyID: "k1", Alg: "ES256", Thumbprint: "t1", Source: SourceTrusted, Verified: true, Reason: SignatureVerified}}
+		},
+		func(c *Card) {
+			c.HasSignatures = true
+			c.Signatures = []Signature{{KeyID: "k1", Alg: "ES256", Thumbprint: "t2", Source: SourceTrusted, Verified: true, Reason: SignatureVerified}}
+		},
+		func(c *Card) {
+			c.HasSignatures = true
+			c.Signatures = []Signature{{KeyID: "k1", Alg: "ES256", Thumbprint: "t1", Source: SourceJKU, Verified: true, Reason: SignatureVerified}}
+		},
+		func(c *Card) {
+			c.HasSignatures = true
+			c.Signatures = []Signature{{KeyID: "k1", Alg: "ES256", Thumbprint: "t1", Source: SourceTrusted, Reason: SignatureInvalid}}
+		},
+		func(c *Card) {
+			c.Conformance = append(slices.Clip(c.Conformance), Nonconformance{Path: "/signatures", Message: "not an array"})
+		},
 	}
-	l.HasSignatures = true
-	if m.Diff(cards[1].digest, cards[0].digest, &l, cards[0].card); m.Len() != 0 {
-		t.Fatal("a signed live card was kept")
+	for round := range 2 {
+		for i, pv := range variants {
+			for j, lv := range variants {
+				p, l := base, live
+				pv(&p)
+				lv(&l)
+				want := Diff(&p, &l)
+				if got := m.Diff(cards[0].digest, cards[1].digest, &p, &l); !reflect.DeepEqual(got, want) {
+					t.Fatalf("round %d, pinned variant %d, live variant %d: memo =\n%s\nwant Diff's\n%s", round, i, j, dump(got), dump(want))
+				}
+			}
+		}
+		if got, want := m.Len(), len(variants)*len(variants); got != want {
+			t.Fatalf("round %d: memo holds %d pairs, want %d (one per pair of signature states)", round, got, want)
+		}
+	}
+}
+
+// signatureState encodes every field of a Signature: a field added to it
+// must be added there too, or two outcomes that differ in it would share a
+// diff.
+func TestSignatureStateCoversSignature(t *testing.T) {
+	if n := reflect.TypeFor[Signature]().NumField(); n != 7 {
+		t.Fatalf("Signature has %d fields, signatureState encodes 7: add the new one to it", n)
+	}
+	a := &Card{HasSignatures: true, Signatures: []Signature{{KeyID: "ab", Alg: "c"}}}
+	b := &Card{HasSignatures: true, Signatures: []Signature{{KeyID: "a", Alg: "bc"}}}
+	if signatureState(a) == signatureState(b) {
+		t.Error("two signatures that differ only in where a field ends share a state")
+	}
+	if s := signatureState(&Card{}); s != "" {
+		t.Errorf("unsigned card's state = %q, want empty", s)
 	}
 }
 
@@ -90,13 +136,13 @@ func TestDiffMemoSharedFindings(t *testing.T) {
 	var p, l memoCard
 	for _, a := range cards {
 		for _, b := range cards {
-			if !signed(a.card) && !signed(b.card) && len(Diff(a.card, b.card)) > 1 {
+			if len(Diff(a.card, b.card)) > 1 {
 				p, l = a, b
 			}
 		}
 	}
 	if p.card == nil {
-		t.Fatal("no unsigned pair with findings among the fixtures")
+		t.Fatal("no pair with findings among the fixtures")
 	}
 	first := m.Diff(p.digest, l.digest, p.card, l.card)
 	if cap(first) != len(first) {
@@ -117,7 +163,7 @@ func TestDiffMemoBound(t *testing.T) {
 	var pairs [][2]memoCard
 	for _, a := range cards {
 		for _, b := range cards {
-			if !signed(a.card) && !signed(b.card) && a.digest != b.digest {
+			if a.digest != b.digest {
 				pairs = append(pairs, [2]memoCard{a, b})
 			}
 		}

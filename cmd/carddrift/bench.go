@@ -113,7 +113,7 @@ func (f *benchFlags) runEmbedded(ctx context.Context, e *env) error {
 		DataDir: dir, ConnName: "carddrift-bench-embedded", Config: cfg,
 		Worker: worker.Options{Name: "bench-embedded", Fetch: fo, DrainTimeout: sf.drainTimeout, PinnedTTL: sf.pinnedTTL, Logger: zerolog.Nop()},
 		// As serve sets them.
-		PinCache: 100_000, PinCacheMaxAge: 10 * time.Second, MemoryBudget: sf.memBudget,
+		PinCache: servePinCache, PinCacheMaxAge: servePinCacheMaxAge, MemoryBudget: sf.memBudget,
 	})
 	if err != nil {
 		return err

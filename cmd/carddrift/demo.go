@@ -17,6 +17,7 @@ import (
 	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/events/worker/budget"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
@@ -107,6 +108,9 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	svc, err := service.Open(ctx, service.Options{
 		DataDir: dir, ConnName: "carddrift-demo", Config: cfg, Workers: 2,
 		Worker: worker.Options{Name: "demo-worker", Fetch: fetchOpts, Logger: log, DrainTimeout: 3 * time.Second},
+		// serve's caches and budget (the lease copy, the diff memo, the
+		// pin cache): the demo shows what serve does.
+		PinCache: servePinCache, PinCacheMaxAge: servePinCacheMaxAge, MemoryBudget: budget.Default,
 	})
 	if err != nil {
 		return err

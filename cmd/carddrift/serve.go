@@ -30,6 +30,15 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
+// The pin cache of carddrift serve, which the demo and bench's embedded
+// arrangement run with too, so that they measure what serve does. The
+// watch that keeps the cache fresh can miss a change made in the moment it
+// starts; a bounded entry age caps what that could cost.
+const (
+	servePinCache       = 100_000
+	servePinCacheMaxAge = 10 * time.Second
+)
+
 type serveFlags struct {
 	nats         natsFlags
 	dataDir      string
@@ -298,9 +307,7 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 			Name: f.name, Fetch: fo, DrainTimeout: f.drainTimeout, PinnedTTL: f.pinnedTTL, Logger: log,
 			RequireSignedCards: f.requireSig,
 		},
-		// The watch that keeps the cache fresh can miss a change made in the
-		// moment it starts; a bounded entry age caps what that could cost.
-		PinCache: 100_000, PinCacheMaxAge: 10 * time.Second,
+		PinCache: servePinCache, PinCacheMaxAge: servePinCacheMaxAge,
 		// The caches and pull buffers share --memory-budget (service.Open
 		// splits it: budget.Split).
 		MemoryBudget: f.memBudget,

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,5 +99,49 @@ func TestDispatcherAbandon(t *testing.T) {
 	}
 	if n := ran.Load(); n != 1 {
 		t.Fatalf("%d functions ran after abandon, want only the running one", n)
+	}
+}
+
+// The runners are a pool: a runner that finished a task takes the next
+// (at most limit runners however many tasks come and go), and stop ends
+// them.
+func TestDispatcherRunnersArePooled(t *testing.T) {
+	const limit = 3
+	d := newDispatcher(limit)
+	before := runtime.NumGoroutine()
+	var ran atomic.Int64
+	for i := range 500 {
+		d.submit(fmt.Sprint("t", i), func() { ran.Add(1) })
+		if n := runtime.NumGoroutine() - before; n > limit {
+			t.Fatalf("after %d tasks, %d goroutines more than before, want at most %d runners", i+1, n, limit)
+		}
+	}
+	if !d.wait(time.After(10 * time.Second)) {
+		t.Fatal("dispatcher did not finish within 10s")
+	}
+	if ran.Load() != 500 {
+		t.Fatalf("ran %d of 500", ran.Load())
+	}
+	d.mu.Lock()
+	started := d.runners
+	d.mu.Unlock()
+	if started > limit {
+		t.Fatalf("%d runners started for 500 tasks, want at most %d", started, limit)
+	}
+	d.stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines left after stop, want %d", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// After stop, work still runs (on a runner that ends with it).
+	done := make(chan struct{})
+	d.submit("late", func() { close(done) })
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("work submitted after stop did not run")
 	}
 }

@@ -225,6 +225,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// events finish (within DrainTimeout) instead of failing them.
 	hctx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHandlers()
+	defer w.dispatch.stop() // idle runners end now, busy ones when their work does
 
 	var ccs []jetstream.ConsumeContext
 	stopAll := func() {

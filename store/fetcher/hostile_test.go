@@ -314,13 +314,21 @@ func TestTLS(t *testing.T) {
 	defer srv.Close()
 	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 
+	// The reason is under test, not the clock: a handshake on a loaded
+	// machine under -race can outlast testOptions' 2 s (then the reason is
+	// timeout, not tls).
+	unhurried := func() Options {
+		o := testOptions(nil)
+		o.ConnectTimeout, o.TotalTimeout = 30*time.Second, time.Minute
+		return o
+	}
 	t.Run("unknown CA", func(t *testing.T) {
-		f := newFetcher(t, testOptions(nil))
+		f := newFetcher(t, unhurried())
 		_, err := f.Fetch(context.Background(), Request{URL: srv.URL})
 		fetchErr(t, err, ReasonTLS)
 	})
 	t.Run("trusted test CA", func(t *testing.T) {
-		o := testOptions(nil)
+		o := unhurried()
 		o.TLSConfig = &tls.Config{RootCAs: roots}
 		f := newFetcher(t, o)
 		obs, err := f.Fetch(context.Background(), Request{URL: srv.URL})
@@ -333,7 +341,7 @@ func TestTLS(t *testing.T) {
 		defer plain.Close()
 		redir := httptest.NewTLSServer(http.RedirectHandler(plain.URL, http.StatusFound))
 		defer redir.Close()
-		o := testOptions(nil)
+		o := unhurried()
 		o.TLSConfig = &tls.Config{RootCAs: redir.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 		f := newFetcher(t, o)
 		_, err := f.Fetch(context.Background(), Request{URL: redir.URL})

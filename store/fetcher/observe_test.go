@@ -804,3 +804,50 @@ func TestObserveFailureBackoffGrows(t *testing.T) {
 		}
 	}
 }
+
+// An agent that serves its card without an ETag answers every
+// revalidation with the whole body: the same bytes are digested, not
+// parsed again, and the observation is the first one's card. Other bytes
+// of the same digest (whitespace) are parsed: the cache reuses a parse
+// only for the bytes it came from.
+func TestUnchangedBodyWithoutETagIsNotParsedAgain(t *testing.T) {
+	body := cardJSON("1", true)
+	a := newAgent(t, body, "", "max-age=10")
+	clk := newClock()
+	f := newFetcher(t, testOptions(clk))
+	parses := countParses(f)
+	ctx := context.Background()
+	url := a.url("/card")
+
+	first, err := f.Observe(ctx, url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		clk.Advance(11 * time.Second)
+		obs, err := f.Observe(ctx, url, false)
+		if err != nil {
+			t.Fatalf("revalidation %d: %v", i, err)
+		}
+		if obs.Status != 200 || obs.Digest != first.Digest || obs.Fingerprint != first.Fingerprint || obs.Card != first.Card {
+			t.Fatalf("revalidation %d: status %d digest %q card %p, want 200 %q %p", i, obs.Status, obs.Digest, obs.Card, first.Digest, first.Card)
+		}
+	}
+	if got := parses.Load(); got != 1 {
+		t.Fatalf("parses = %d after 4 fetches of one body, want 1", got)
+	}
+
+	spaced := append([]byte(" "), body...)
+	a.set(spaced, "", "max-age=10")
+	clk.Advance(11 * time.Second)
+	obs, err := f.Observe(ctx, url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := parses.Load(); got != 2 {
+		t.Fatalf("parses = %d after a body with other bytes, want 2", got)
+	}
+	if obs.Digest != first.Digest || string(obs.Card.Raw) != string(spaced) {
+		t.Fatalf("re-spaced body: digest %q raw %q, want %q and the new bytes", obs.Digest, obs.Card.Raw, first.Digest)
+	}
+}

@@ -145,6 +145,13 @@ func (r *Reader) Rejudge(ctx context.Context, q Query, re Reevaluation) ([]Rejud
 		if err != nil {
 			return nil, nil, err
 		}
+		pinnedCard := pinned.card
+		if slices.ContainsFunc(d.Findings, func(f detector.Finding) bool { return f.Rule == detector.RulePinnedCardUnknown }) {
+			// The worker judged without the pinned body (pinned-card-unknown
+			// is its finding exactly then); a body stored since is not
+			// what it judged.
+			pinnedCard = nil
+		}
 		pin, obs := recorded(d, req, live.card)
 		var taskFindings []detector.Finding
 		for _, f := range d.Findings {
@@ -162,7 +169,7 @@ func (r *Reader) Rejudge(ctx context.Context, q Query, re Reevaluation) ([]Rejud
 		}
 		// The worker's own decision, on the recorded bodies, with re's
 		// posture and rules.
-		dec := task.Decide(pin, pinned.card, obs, taskFindings, task.Policy{Posture: re.Posture, Rules: re.Rules})
+		dec := task.Decide(pin, pinnedCard, obs, taskFindings, task.Policy{Posture: re.Posture, Rules: re.Rules})
 		judged = append(judged, Rejudged{Time: e.Time, EventID: e.ID, Recorded: d, Requirements: req,
 			Findings: dec.Findings, Verdict: dec.Verdict})
 	}

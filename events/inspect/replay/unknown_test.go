@@ -98,3 +98,44 @@ func TestReevaluateUnknownPinnedBody(t *testing.T) {
 		})
 	}
 }
+
+// A pin's body that carddrift learns only after the verdict (the agent
+// served it later, and its body was stored) does not change what
+// re-evaluation reproduces: the worker judged without it (its card.drift's
+// pinned has no fingerprint), and so does re-evaluation. Under load, the
+// demo's re-evaluation check failed this way: a client-digest pin judged
+// pinned-card-unknown, re-judged later with the body by then stored.
+func TestReevaluateBodyLearnedLater(t *testing.T) {
+	r := newRig(t, cardV2)
+	ctx := context.Background()
+	url := r.agent.URL()
+	if err := r.Emit.Submitted(ctx, events.Submitted{TaskID: "later", AgentURL: url, SkillID: "summarize",
+		Posture: detector.Degrade, Idempotent: true, CardDigest: digest(t, cardV1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Emit.Request(ctx, events.Request{TaskID: "later", AgentURL: url, Method: "message/stream", Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitCardEvents(events.TypeDrift, 1)
+
+	// The agent serves v1 now; a task pinned on first fetch stores its body.
+	r.agent.Set(cardV1)
+	if err := r.Emit.Submitted(ctx, events.Submitted{TaskID: "stores-v1", AgentURL: url, SkillID: "summarize"}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitCardEvents(events.TypePinned, 2)
+
+	// Back on v2, a later transition of the first task is judged with the
+	// body the worker now has: a second card.drift, with v1's findings
+	// (its pinned still has no fingerprint: the pin was made without it).
+	r.agent.Set(cardV2)
+	if err := r.Emit.Status(ctx, events.Status{TaskID: "later", AgentURL: url, State: "input-required"}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitCardEvents(events.TypeDrift, 2)
+
+	rep, changes := reevaluate(t, r.reader(), replay.Reevaluation{}, 2)
+	if len(changes) != 0 {
+		t.Fatalf("re-evaluation as recorded changed %v (differences %+v), want none: each verdict re-judged on what the worker had", changes, rep.Differences)
+	}
+}
