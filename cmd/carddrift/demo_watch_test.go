@@ -21,9 +21,6 @@ import (
 // --replay-html has written the page carddrift replay --format html writes
 // of the recorded store, byte for byte.
 func TestDemoWatch(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a 10s demo; skipped with -short")
-	}
 	dir := filepath.Join(t.TempDir(), "store")
 	pagePath := filepath.Join(t.TempDir(), "replay.html")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
