@@ -1,11 +1,20 @@
 package detector
 
 // checkSkillRemoved reports every skill id of the pinned card that the live
-// card no longer declares. A renamed skill (new id) is removed and added.
+// card no longer declares, unless the live card offers the skill under a new
+// id (skill-renamed; see renamedSkills).
 func checkSkillRemoved(pinned, live *Card) []Finding {
 	var out []Finding
+	var renames []skillRename
+	looked := false
 	for _, s := range skillsByID(pinned) {
-		if _, ok := skillByID(live, s.ID); !ok {
+		if _, ok := skillByID(live, s.ID); ok {
+			continue
+		}
+		if !looked {
+			renames, looked = renamedSkills(pinned, live), true
+		}
+		if !renamedFrom(renames, s.ID) {
 			out = append(out, skillFinding(RuleSkillRemoved, Breaking, s, s.ID, nil))
 		}
 	}
@@ -13,11 +22,19 @@ func checkSkillRemoved(pinned, live *Card) []Finding {
 }
 
 // checkSkillAdded reports every skill id of the live card that the pinned card
-// did not declare.
+// did not declare, unless it is a pinned skill's new id (skill-renamed).
 func checkSkillAdded(pinned, live *Card) []Finding {
 	var out []Finding
+	var renames []skillRename
+	looked := false
 	for _, s := range skillsByID(live) {
-		if _, ok := skillByID(pinned, s.ID); !ok {
+		if _, ok := skillByID(pinned, s.ID); ok {
+			continue
+		}
+		if !looked {
+			renames, looked = renamedSkills(pinned, live), true
+		}
+		if !renamedTo(renames, s.ID) {
 			out = append(out, skillFinding(RuleSkillAdded, Info, s, nil, s.ID))
 		}
 	}

@@ -14,9 +14,14 @@ func TestCheckSkillRemoved(t *testing.T) {
 			}},
 		},
 		{
-			name:   "renamed skill is removed under its old id",
+			name:   "renamed skill (same contract) is skill-renamed, not removed",
 			pinned: testCard(),
 			live:   modified(func(c *Card) { c.Skills[0].ID = "abstract" }),
+		},
+		{
+			name:   "skill replaced by one of another contract is removed under its old id",
+			pinned: testCard(),
+			live:   modified(func(c *Card) { c.Skills[0].ID, c.Skills[0].Tags = "abstract", []string{"text"} }),
 			want: []Finding{{
 				Rule: RuleSkillRemoved, Severity: Breaking, Path: "/skills/0", Before: "summarize",
 				Message: `skill "summarize" is no longer offered`, Skill: "summarize",
@@ -57,9 +62,14 @@ func TestCheckSkillAdded(t *testing.T) {
 			}},
 		},
 		{
-			name:   "renamed skill is added under its new id",
+			name:   "renamed skill (same contract) is skill-renamed, not added",
 			pinned: testCard(),
 			live:   modified(func(c *Card) { c.Skills[0].ID = "abstract" }),
+		},
+		{
+			name:   "skill replaced by one of another contract is added under its new id",
+			pinned: testCard(),
+			live:   modified(func(c *Card) { c.Skills[0].ID, c.Skills[0].Tags = "abstract", []string{"text"} }),
 			want: []Finding{{
 				Rule: RuleSkillAdded, Severity: Info, Path: "/skills/0", After: "abstract",
 				Message: `skill "abstract" is now offered`, Skill: "abstract",

@@ -20,6 +20,7 @@ import (
 var messages = map[string]string{
 	RuleSkillRemoved: "skill {skill} is no longer offered",
 	RuleSkillAdded:   "skill {skill} is now offered",
+	RuleSkillRenamed: "skill {before} is no longer offered; the same skill (modes, tags, security requirements) is now offered as {after}",
 
 	RuleSkillInputModesChanged + "/narrowed":    "skill {skill} no longer accepts {removed}",
 	RuleSkillInputModesChanged + "/widened":     "skill {skill} now also accepts {added}",

@@ -5,8 +5,11 @@ import "slices"
 // Rule ids. They are part of the public contract (card.drift findings carry
 // them): never rename one, add a new id instead.
 const (
-	RuleSkillRemoved              = "skill-removed"
-	RuleSkillAdded                = "skill-added"
+	RuleSkillRemoved = "skill-removed"
+	RuleSkillAdded   = "skill-added"
+	// RuleSkillRenamed: a pinned skill's id is gone and exactly one new id
+	// offers the same contract (check_skill_renamed.go). Since contract v1.2.
+	RuleSkillRenamed              = "skill-renamed"
 	RuleSkillInputModesChanged    = "skill-input-modes-changed"
 	RuleSkillOutputModesChanged   = "skill-output-modes-changed"
 	RuleDefaultInputModesChanged  = "default-input-modes-changed"
@@ -160,6 +163,7 @@ type Rule struct {
 var registry = []Rule{
 	{ID: RuleSkillRemoved, Severity: Breaking, Area: AreaSkills, Touches: TouchSkill, Check: checkSkillRemoved},
 	{ID: RuleSkillAdded, Severity: Info, Area: AreaSkills, Touches: TouchNone, Check: checkSkillAdded},
+	{ID: RuleSkillRenamed, Severity: Breaking, Area: AreaSkills, Touches: TouchSkill, Check: checkSkillRenamed},
 	{ID: RuleSkillInputModesChanged, Severity: Breaking, Area: AreaModes, Touches: TouchInputModes, Check: checkSkillInputModes},
 	{ID: RuleSkillOutputModesChanged, Severity: Breaking, Area: AreaModes, Touches: TouchOutputModes, Check: checkSkillOutputModes},
 	{ID: RuleDefaultInputModesChanged, Severity: Breaking, Area: AreaModes, Touches: TouchDefaultInputModes, Check: checkDefaultInputModes},

@@ -229,9 +229,14 @@ var firingCases = []struct {
 	p, l  func(c *Card)
 }{
 	{
-		name:  "skills renamed",
-		rules: []string{RuleSkillRemoved, RuleSkillAdded},
+		name:  "skill renamed",
+		rules: []string{RuleSkillRenamed, RuleContentChangedWithoutVersion},
 		l:     func(c *Card) { c.Skills[0].ID = "abstract" },
+	},
+	{
+		name:  "skill replaced by one of another contract",
+		rules: []string{RuleSkillRemoved, RuleSkillAdded},
+		l:     func(c *Card) { c.Skills[0].ID, c.Skills[0].Tags = "abstract", []string{"text"} },
 	},
 	{
 		name: "every mode list narrowed; capabilities off; extension and scheme withdrawn",
@@ -466,6 +471,10 @@ var touchCases = []struct {
 	{
 		rule: RuleSkillAdded, l: func(c *Card) { c.Skills = append(c.Skills, Skill{ID: "route"}) },
 		spares: usesEverything("route"),
+	},
+	{
+		rule: RuleSkillRenamed, l: func(c *Card) { c.Skills[1].ID = "translate-v2" },
+		touches: &Requirements{SkillID: "translate"}, spares: &Requirements{SkillID: "summarize"},
 	},
 	{
 		rule: RuleSkillInputModesChanged, l: func(c *Card) { c.Skills[1].InputModes = []string{"application/pdf"} },

@@ -81,6 +81,10 @@ type Verdict struct {
 	Action  Action  `json:"action"`
 	Posture Posture `json:"posture"`
 	Reason  string  `json:"reason"`
+	// ReplanSkill is the skill id a replan goes onto when it is not the
+	// task's own: under degrade, an idempotent task whose skill was renamed
+	// (skill-renamed) re-plans onto the skill's new id. Empty otherwise.
+	ReplanSkill string `json:"replanSkill,omitempty"`
 	// Impacting are the findings that touch the task (a subset of all the
 	// findings between the two cards), in Diff order.
 	Impacting []Finding `json:"-"`

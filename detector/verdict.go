@@ -58,7 +58,9 @@ func EvaluateUnknown(pinnedDigest, liveDigest string, live *Card, req Requiremen
 //   - no impacting breaking finding: Continue;
 //   - FailClosed: any impacting breaking finding aborts;
 //   - Degrade: re-plan when the task is idempotent and its required skill is
-//     still offered by the live card, otherwise abort.
+//     still offered by the live card, otherwise abort; a skill the live card
+//     offers under a new id (an impacting skill-renamed finding) is still
+//     offered: the task re-plans onto the new id (Verdict.ReplanSkill).
 //
 // An empty posture is FailClosed. Judge is pure and deterministic.
 func Judge(findings []Finding, pinned, live *Card, req Requirements, posture Posture) Verdict {
@@ -100,10 +102,17 @@ func Judge(findings []Finding, pinned, live *Card, req Requirements, posture Pos
 		return v
 	}
 	_, offered := live.Skill(req.SkillID)
+	renamed := ""
+	if req.SkillID != "" && !offered {
+		renamed = renamedTarget(v.Impacting, live, req.SkillID)
+	}
 	switch {
 	case !req.Idempotent:
 		v.Action = Abort
 		v.Reason = "degrade: cannot re-plan a task that is not idempotent: " + summarize(breaking)
+	case renamed != "":
+		v.Action, v.ReplanSkill = Replan, renamed
+		v.Reason = fmt.Sprintf("degrade: task is idempotent and skill %q is now offered as %q; re-plan onto it against the live card: %s", req.SkillID, renamed, summarize(breaking))
 	case req.SkillID != "" && !offered:
 		v.Action = Abort
 		v.Reason = fmt.Sprintf("degrade: cannot re-plan: skill %q is no longer offered: %s", req.SkillID, summarize(breaking))
@@ -116,6 +125,22 @@ func Judge(findings []Finding, pinned, live *Card, req Requirements, posture Pos
 		}
 	}
 	return v
+}
+
+// renamedTarget is the new id of the task's skill when an impacting
+// skill-renamed finding renamed it and the live card offers that id; ""
+// otherwise.
+func renamedTarget(impacting []Finding, live *Card, skillID string) string {
+	for _, f := range impacting {
+		to, ok := f.After.(string)
+		if f.Rule != RuleSkillRenamed || f.Skill != skillID || !ok || to == "" {
+			continue
+		}
+		if _, offered := live.Skill(to); offered {
+			return to
+		}
+	}
+	return ""
 }
 
 // summarize lists the rule ids of findings for a verdict's reason. A

@@ -237,9 +237,10 @@ func convert(typ string, v any, card []byte) (Data, *schemas.ValidationError) {
 			Live:         c.cardRef(obj(m, "live"), "/live"),
 			Findings:     findings,
 			Verdict: detector.Verdict{
-				Action:  detector.Action(str(vm, "action")),
-				Posture: detector.Posture(str(vm, "posture")),
-				Reason:  str(vm, "reason"),
+				Action:      detector.Action(str(vm, "action")),
+				Posture:     detector.Posture(str(vm, "posture")),
+				Reason:      str(vm, "reason"),
+				ReplanSkill: str(vm, "replanSkill"),
 			},
 			Trigger: trigger(obj(m, "trigger")),
 		}

@@ -179,7 +179,7 @@ var knownKeys = func() map[string]string {
 		"cardDigest", "cardUrl", "method", "attempt", "state", "artifactId",
 		"mediaTypes", "code", "message", "pinned", "live", "digest", "fingerprint",
 		"etag", "fetchedAt", "findings", "rule", "severity", "path", "before",
-		"after", "skill", "scheme", "scope", "extension", "touches", "verdict", "action", "reason", "trigger",
+		"after", "skill", "scheme", "scope", "extension", "touches", "verdict", "action", "reason", "replanSkill", "trigger",
 		"scopes", "extensions", "extendedCard",
 		"eventId", "type", "source", "status", "latencyMs", "detail", "attemptedAt",
 	} {

@@ -279,6 +279,7 @@ func init() {
 					{"action", &node{enum: []string{"abort", "replan", "continue"}}},
 					{"posture", &node{enum: []string{"fail-closed", "degrade"}}},
 					{"reason", str(-1, -1)},
+					{"replanSkill", str(1, -1)},
 				},
 			}},
 			{"trigger", trigger},

@@ -27,7 +27,7 @@ var compiledTypes = map[string]string{
 	"a2a.task.request":   "d8d0a83f2615a5b83898f8ce801b084e904c9dde82a40525b5c53b889d5ed164",
 	"a2a.task.status":    "5f21b8ed4570c1660758fa1423ac67ef6e008e7842d5fa264e51c2c58961ae4e",
 	"a2a.task.submitted": "e265d4479f854e06e862538e3d8adebd6d3542dd416259ebe109159b4d2a4dca",
-	"card.drift":         "d57df8d2e12a8fc2ba3e58c23667a2e278a7edf836489d932fc7fdc6e1f17e2d",
+	"card.drift":         "10a8112c964a9c958e2c7397431f9fc0299f331f963b989e778f4976dc2d5522",
 	"card.inconsistent":  "9f768f7377c6d0bfb104cb3a18b379ec34ca88f491a6357d95d46b1e7cfe36c5",
 	"card.observed":      "152ae41636971ea512a01ed9972ce609c0df5a58ff2430d2741ec9468d3929e7",
 	"card.pinned":        "dca8c6459cff2b802c5c7ccd446f42c2342c73fa7562f029c572951353deaac7",

@@ -40,6 +40,10 @@ type diffHistory struct {
 	unreachable   bool // the agent then answers 503
 	want          detector.Action
 	wantRule      string
+	// degrade submits the task idempotent under degrade (else fail-closed);
+	// wantReplan is the skill id the worker's verdict must re-plan onto.
+	degrade    bool
+	wantReplan string
 	// impactBlind is a rule carddrift impact cannot see, and why: it
 	// judges a proposed card against the pins, so it has no split-brain
 	// window (no replica serves a card not yet deployed) and fetches
@@ -56,6 +60,7 @@ type verdictOf struct {
 	action   detector.Action
 	posture  detector.Posture
 	reason   string
+	replan   string // replanSkill
 	findings []findingOf
 }
 
@@ -67,7 +72,7 @@ type findingOf struct {
 }
 
 func normalise(door string, v detector.Verdict, fs []detector.Finding) verdictOf {
-	out := verdictOf{door: door, action: v.Action, posture: v.Posture, reason: v.Reason, findings: []findingOf{}}
+	out := verdictOf{door: door, action: v.Action, posture: v.Posture, reason: v.Reason, replan: v.ReplanSkill, findings: []findingOf{}}
 	for _, f := range fs {
 		out.findings = append(out.findings, findingOf{f.Rule, f.Severity, f.Path, f.Touches})
 	}
@@ -89,11 +94,11 @@ func (v verdictOf) asImpactSees(blind string) verdictOf {
 }
 
 func (v verdictOf) same(w verdictOf) bool {
-	return v.action == w.action && v.posture == w.posture && v.reason == w.reason && slices.Equal(v.findings, w.findings)
+	return v.action == w.action && v.posture == w.posture && v.reason == w.reason && v.replan == w.replan && slices.Equal(v.findings, w.findings)
 }
 
 func (v verdictOf) String() string {
-	return fmt.Sprintf("%s: %s (%s) %q %+v", v.door, v.action, v.posture, v.reason, v.findings)
+	return fmt.Sprintf("%s: %s (%s, replan onto %q) %q %+v", v.door, v.action, v.posture, v.replan, v.reason, v.findings)
 }
 
 // TestVerdictDifferential feeds the same histories to the four doors of the
@@ -133,7 +138,9 @@ func TestVerdictDifferential(t *testing.T) {
 		{name: "pin by unknown digest", pinned: plain, unknownDigest: true,
 			want: detector.Abort, wantRule: detector.RulePinnedCardUnknown},
 		{name: "renamed skill", pinned: plain, live: []func(*testing.T) string{card(`"id":"summarize"`, `"id":"condense"`)},
-			want: detector.Abort, wantRule: detector.RuleSkillRemoved},
+			want: detector.Abort, wantRule: detector.RuleSkillRenamed},
+		{name: "renamed skill, degrade", pinned: plain, live: []func(*testing.T) string{card(`"id":"summarize"`, `"id":"condense"`)},
+			degrade: true, want: detector.Replan, wantRule: detector.RuleSkillRenamed, wantReplan: "condense"},
 		{name: "removed skill", pinned: plain, live: []func(*testing.T) string{
 			card(`"skills":[{"id":"summarize","name":"Summarize","description":"Summarizes text","tags":["text"]}]`, `"skills":[]`),
 		}, want: detector.Abort, wantRule: detector.RuleSkillRemoved},
@@ -161,6 +168,9 @@ func TestVerdictDifferential(t *testing.T) {
 			served := h.pinned(t)
 			agent := servicetest.NewAgent(t, served)
 			sub := events.Submitted{TaskID: taskID, AgentURL: agent.URL(), SkillID: "summarize", Requires: events.Requires{Streaming: true}}
+			if h.degrade {
+				sub.Posture, sub.Idempotent = detector.Degrade, true
+			}
 			if h.unknownDigest {
 				sub.CardDigest = digestOf(t, agent.Served(card(`"version":"1.0.0"`, `"version":"0.9.0"`)(t)))
 			}
@@ -241,8 +251,8 @@ func TestVerdictDifferential(t *testing.T) {
 			last := drifts[len(drifts)-1]
 			wd := last.Data.(events.Drift)
 			doors := []verdictOf{normalise("worker", wd.Verdict, wd.Findings)}
-			if wd.Verdict.Action != h.want || !slices.Contains(detector.RuleIDs(wd.Findings), h.wantRule) {
-				t.Fatalf("worker: %v, want %s with %s: not the history meant", doors[0], h.want, h.wantRule)
+			if wd.Verdict.Action != h.want || !slices.Contains(detector.RuleIDs(wd.Findings), h.wantRule) || wd.Verdict.ReplanSkill != h.wantReplan {
+				t.Fatalf("worker: %v, want %s with %s (replan onto %q): not the history meant", doors[0], h.want, h.wantRule, h.wantReplan)
 			}
 
 			// The planner's Checker, with the task's pinned card.
@@ -280,7 +290,7 @@ func TestVerdictDifferential(t *testing.T) {
 				t.Fatalf("impact: no task %s in %+v", taskID, rep.Tasks)
 			}
 			it := rep.Tasks[j]
-			iv := verdictOf{door: "impact", action: it.Action, posture: it.Posture, reason: it.Reason, findings: []findingOf{}}
+			iv := verdictOf{door: "impact", action: it.Action, posture: it.Posture, reason: it.Reason, replan: it.ReplanSkill, findings: []findingOf{}}
 			for _, f := range it.Findings {
 				iv.findings = append(iv.findings, findingOf{rule: f.Rule, severity: f.Severity, touches: f.Touches})
 			}

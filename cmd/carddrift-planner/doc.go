@@ -9,7 +9,8 @@
 //     task's requirements (read from the task's pin), publish a new
 //     a2a.task.submitted for the same task with the new card through the
 //     Emitter, which replaces the pin; when it no longer satisfies them, or
-//     cannot be read, abort instead;
+//     cannot be read, abort instead; a verdict that names a replanSkill (the
+//     agent renamed the task's skill) re-plans onto that skill;
 //   - continue: log it.
 //
 // Every flag can be set as CARDDRIFT_<FLAG> (upper case, dashes as

@@ -65,6 +65,9 @@ type outcome struct {
 	Live     string          `json:"live"`
 	// Resubmitted is the digest of the card a re-plan submitted.
 	Resubmitted string `json:"resubmitted,omitempty"`
+	// Skill is the skill a re-plan went onto when it is not the task's own
+	// (the verdict's replanSkill: the agent renamed the skill).
+	Skill string `json:"skill,omitempty"`
 }
 
 func (p *reference) handle(ctx context.Context, v planner.Verdict) error {
@@ -118,7 +121,12 @@ func (p *reference) replan(ctx context.Context, v planner.Verdict, o *outcome) e
 	if err != nil {
 		return err
 	}
-	d, err := p.checker.Check(ctx, pin.Requirements, pin.AgentURL, planner.WithCardURL(pin.CardURL))
+	req := pin.Requirements
+	if v.ReplanSkill != "" {
+		// The agent renamed the task's skill: re-plan onto the new id.
+		req.SkillID, o.Skill = v.ReplanSkill, v.ReplanSkill
+	}
+	d, err := p.checker.Check(ctx, req, pin.AgentURL, planner.WithCardURL(pin.CardURL))
 	var ue *planner.UnreachableError
 	switch {
 	case errors.As(err, &ue):
@@ -145,7 +153,6 @@ func (p *reference) replan(ctx context.Context, v planner.Verdict, o *outcome) e
 	if p.dryRun {
 		return nil
 	}
-	req := pin.Requirements
 	return p.emitter.Submitted(ctx, events.Submitted{
 		TaskID: pin.TaskID, AgentURL: pin.AgentURL, CardURL: pin.CardURL, SkillID: req.SkillID,
 		Requires: events.Requires{
@@ -168,6 +175,9 @@ func (p *reference) print(o outcome) {
 	line := fmt.Sprintf("%s  %-8s task=%s agent=%s  %s", o.Time.Format(time.RFC3339), strings.ToUpper(string(o.Action)), o.TaskID, o.AgentURL, o.Did)
 	if o.Resubmitted != "" && o.Did == didResubmit {
 		line += " against " + short(o.Resubmitted) + " (was " + short(o.Pinned) + ")"
+		if o.Skill != "" {
+			line += fmt.Sprintf(" onto skill %q", o.Skill)
+		}
 	}
 	fmt.Fprintf(p.out, "%s  [%s]  %s\n", line, strings.Join(o.Rules, ","), o.Reason)
 }

@@ -231,3 +231,41 @@ func TestPlannerNoDeployment(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+// A degrade task whose skill the agent renamed: the worker's verdict names
+// the new id (replanSkill) and the reference planner re-submits the task
+// onto it.
+func TestPlannerReplansOntoRenamedSkill(t *testing.T) {
+	r := newRig(t)
+	v1 := card("1.0.0", true, `"text/plain"`)
+	renamed := bytes.Replace(v1, []byte(`"id":"echo"`), []byte(`"id":"echo-v2"`), 1)
+	a := servicetest.NewAgent(t, string(v1))
+	ctx := context.Background()
+	if err := r.Emit.Submitted(ctx, events.Submitted{TaskID: "rename-me", AgentURL: a.URL(), SkillID: "echo", Card: v1,
+		Posture: detector.Degrade, Idempotent: true}); err != nil {
+		t.Fatal(err)
+	}
+	r.Drained(t, 15*time.Second)
+	a.Set(string(renamed))
+	if err := r.Emit.Request(ctx, events.Request{TaskID: "rename-me", AgentURL: a.URL(), Method: "message/stream", Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r.Drained(t, 15*time.Second)
+
+	code, stdout, stderr := runPlanner(t, "--nats-url", r.URL(), "--durable", "rename-planner", "--from-start",
+		"--fetch-allow", "127.0.0.0/8", "--json", "--limit", "1", "--log-level", "warn")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	var o outcome
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &o); err != nil {
+		t.Fatalf("output %q: %v", stdout, err)
+	}
+	if o.Action != detector.Replan || o.Did != didResubmit || o.Skill != "echo-v2" {
+		t.Fatalf("outcome %+v, want a re-submission onto echo-v2", o)
+	}
+	natstest.Eventually(t, 15*time.Second, "re-planned pin", func() bool {
+		p, _, err := r.Stores.Pins.Get(ctx, "rename-me")
+		return err == nil && p.Requirements.SkillID == "echo-v2"
+	})
+}

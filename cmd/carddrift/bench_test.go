@@ -295,6 +295,9 @@ func TestSimulateCost(t *testing.T) {
 	if c.ServeCPUMsPer1000 == nil || *c.ServeCPUMsPer1000 <= 0 || c.ServeCPUSeconds == nil {
 		t.Errorf("cost %+v: want serve's CPU read, above zero", c)
 	}
+	if want := "carddrift simulate: the fleet as serve sees it: " + httpAddr + "/fleet\n"; !strings.HasPrefix(serr.String(), want) {
+		t.Errorf("simulate --json's stderr does not start with %q:\n%.300s", want, serr.String())
+	}
 	if c.ServerCPUMsPer1000 != nil || c.NotRead["server"] != "" {
 		t.Errorf("cost %+v: an embedded server's CPU is serve's; nothing else to read", c)
 	}

@@ -34,6 +34,8 @@ type demoFlags struct {
 	logLevel  string
 	// driftShare is the share of agents with a scenario (0: three quarters).
 	driftShare float64
+	// httpAddr and replayHTML: the demo's pages (demo_watch.go).
+	httpAddr, replayHTML string
 }
 
 // register adds demo's flags.
@@ -41,6 +43,8 @@ func (f *demoFlags) register(fs *flag.FlagSet) {
 	f.registerFleet(fs, 30*time.Second)
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep the JetStream store here for replay (default: a temporary store removed at exit)")
 	fs.StringVar(&f.logLevel, "log-level", "error", "worker log level (logs go to stderr)")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:0", "while the demo runs, serve the fleet at /fleet and /fleet.json and metrics at /metrics here, loopback only (port 0: any free port; empty: off)")
+	fs.StringVar(&f.replayHTML, "replay-html", "", "at the end, write the replay page of the whole run here (what carddrift replay --format html writes)")
 }
 
 // registerFleet adds the flags demo and simulate share: the fleet, its
@@ -71,6 +75,24 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		return usagef("--log-level: %v", err)
 	}
 	log := zerolog.New(e.stderr).Level(lvl).With().Timestamp().Logger()
+	watch, err := newDemoWatch(f.httpAddr)
+	if err != nil {
+		return err
+	}
+	defer watch.close()
+	page, err := createReplayPage(f.replayHTML)
+	if err != nil {
+		return err
+	}
+	written := false
+	if page != nil {
+		defer func() {
+			page.Close()
+			if !written {
+				os.Remove(f.replayHTML) // the run ended before its page
+			}
+		}()
+	}
 
 	// Storage: a temporary directory removed at exit, unless --data-dir.
 	dir, storage := f.dataDir, jetstream.MemoryStorage
@@ -106,7 +128,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	// Workers: two in this process, as two replicas of `carddrift serve`
 	// would run, sharing leases and pins.
 	svc, err := service.Open(ctx, service.Options{
-		DataDir: dir, ConnName: "carddrift-demo", Config: cfg, Workers: 2,
+		DataDir: dir, ConnName: "carddrift-demo", Config: cfg, Workers: 2, Registerer: watch.registerer(),
 		Worker: worker.Options{Name: "demo-worker", Fetch: fetchOpts, Logger: log, DrainTimeout: 3 * time.Second},
 		// serve's caches and budget (the lease copy, the diff memo, the
 		// pin cache): the demo shows what serve does.
@@ -124,6 +146,15 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	defer running.Stop()
+	if watch != nil {
+		// First, before the verdicts: where to watch them.
+		out := e.stdout
+		if f.json {
+			out = e.stderr
+		}
+		fmt.Fprintf(out, "carddrift demo: watch the fleet at %s (and /fleet.json, /metrics) while the demo runs\n", watch.start(svc, log))
+		defer watch.close() // before the service closes
+	}
 
 	card, err := driveFleet(ctx, e, svc.JetStream(), cfg, f, names, lease, fetchOpts.FullFetchInterval, "embedded NATS at "+svc.URL()+", 2 workers", func() {
 		// Judge only once carddrift has handled the backlog: a drift still
@@ -139,6 +170,17 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	}
 	if err != nil {
 		return err
+	}
+	if page != nil {
+		n, err := writeReplayPage(ctx, svc.JetStream(), cfg, svc.Stores().Cards, page)
+		if err == nil {
+			err = page.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("--replay-html: %w", err)
+		}
+		written = true
+		fmt.Fprintf(e.stderr, "carddrift demo: wrote the replay page %s (%d bytes)\n", f.replayHTML, n)
 	}
 	return reportScorecard(e, f, card, nil)
 }

@@ -127,8 +127,12 @@ func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 			if as := byURL[d.AgentURL]; as != nil {
 				scenario = as.Scenario
 			}
-			fmt.Fprintf(e.stdout, "  %6.1fs  %-8s %-28s %-34s %s\n", now.Sub(start).Seconds(),
-				strings.ToUpper(string(d.Verdict.Action)), scenario, d.TaskID, strings.Join(detector.RuleIDs(d.Findings), ", "))
+			onto := ""
+			if d.Verdict.ReplanSkill != "" {
+				onto = fmt.Sprintf(" (re-plan onto %q)", d.Verdict.ReplanSkill)
+			}
+			fmt.Fprintf(e.stdout, "  %6.1fs  %-8s %-28s %-34s %s%s\n", now.Sub(start).Seconds(),
+				strings.ToUpper(string(d.Verdict.Action)), scenario, d.TaskID, strings.Join(detector.RuleIDs(d.Findings), ", "), onto)
 		}
 	})
 	if err != nil {

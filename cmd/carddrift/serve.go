@@ -18,7 +18,6 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/events"
@@ -344,7 +343,7 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 	defer stopStorage()
 
 	// The fleet now: gauges on /metrics, the page at /fleet.
-	fleet := fleetCollector(svc, f.window)
+	fleet := fleetCollector(svc, f.window, fleetRefresh)
 	reg.MustRegister(fleet)
 
 	var ready atomic.Bool
@@ -353,9 +352,7 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 		if err != nil {
 			return fmt.Errorf("--http-addr: %w", err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		mountFleet(mux, fleet)
+		mux := statusMux(reg, fleet, fleetRefresh)
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintln(w, "ok")
 		})
@@ -372,20 +369,7 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		}
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		httpDone := make(chan struct{})
-		go func() {
-			defer close(httpDone)
-			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error().Err(err).Msg("http server")
-			}
-		}()
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			hs.Shutdown(sctx)
-			<-httpDone
-		}()
+		defer serveHTTP(ln, mux, log)()
 		fmt.Fprintf(e.stdout, "carddrift: metrics and health on http://%s/metrics /healthz /readyz; the fleet at /fleet and /fleet.json\n", ln.Addr())
 	}
 

@@ -101,6 +101,11 @@ type Expectation struct {
 	// Rules are rule ids that must be among the findings of the card.drift
 	// (detector.Evaluate's findings); there may be more.
 	Rules []string `json:"rules,omitempty"`
+	// ReplanSkill is the skill id a replan must name (the verdict's
+	// replanSkill): the new id of a renamed skill. In a scenario's table it
+	// is a skill role (RoleRenamed), bound to the id when the scenario is
+	// applied.
+	ReplanSkill string `json:"replanSkill,omitempty"`
 }
 
 // Assignment is one scenario instance on one agent: the cards it serves,
@@ -358,6 +363,8 @@ const (
 	RoleOther = "other"
 	// RoleAdded is a skill only the changed card offers.
 	RoleAdded = "added"
+	// RoleRenamed is the new id of RolePrimary in a card that renames it.
+	RoleRenamed = "renamed"
 )
 
 // Apply instantiates the scenario on agent a for a schedule of the given
@@ -489,6 +496,9 @@ func (s Scenario) instantiate(rng *rand.Rand, gen Generation, base []byte, d tim
 			continue
 		}
 		e.Rules = slices.Clone(e.Rules)
+		if e.ReplanSkill != "" {
+			e.ReplanSkill = b.roles[e.ReplanSkill]
+		}
 		as.Expectations = append(as.Expectations, e)
 	}
 	return as, nil

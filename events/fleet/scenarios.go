@@ -48,6 +48,12 @@ func row(from, to, profile string, o Outcome, rules ...string) Expectation {
 	return Expectation{Profile: profile, From: from, To: to, Outcome: o, Rules: rules}
 }
 
+// replanOnto is row e whose replan names the skill of a role.
+func replanOnto(e Expectation, role string) Expectation {
+	e.ReplanSkill = role
+	return e
+}
+
 // controlScenario is what Schedule gives agents outside every scenario.
 var controlScenario = Scenario{
 	Name:        Control,
@@ -142,14 +148,15 @@ var scenarios = []Scenario{
 		build: buildSkillRemoved,
 	},
 	{
-		Name:        SkillRenamed,
-		Description: "a skill gets a new id (same name and behaviour); to a client planned on the old id it is gone",
-		Drift:       true,
-		Profiles:    []ProfileSpec{profilePlain, profileDegrade, profileOther},
+		Name: SkillRenamed,
+		Description: "a skill gets a new id (same modes, tags and security requirements); to a client planned on the old id it is gone, " +
+			"and a degrade task re-plans onto the new id",
+		Drift:    true,
+		Profiles: []ProfileSpec{profilePlain, profileDegrade, profileOther},
 		Expect: []Expectation{
-			row(LabelBase, "renamed", "plain", OutcomeAbort, detector.RuleSkillRemoved, detector.RuleSkillAdded),
-			row(LabelBase, "renamed", "degrade", OutcomeAbort, detector.RuleSkillRemoved),
-			row(LabelBase, "renamed", "other", OutcomeContinue, detector.RuleSkillRemoved, detector.RuleSkillAdded),
+			row(LabelBase, "renamed", "plain", OutcomeAbort, detector.RuleSkillRenamed, detector.RuleContentChangedWithoutVersion),
+			replanOnto(row(LabelBase, "renamed", "degrade", OutcomeReplan, detector.RuleSkillRenamed), RoleRenamed),
+			row(LabelBase, "renamed", "other", OutcomeContinue, detector.RuleSkillRenamed),
 		},
 		build: buildSkillRenamed,
 	},
@@ -425,6 +432,7 @@ func buildSkillRenamed(b *builder) error {
 	b.pick()
 	id := b.roles[RolePrimary]
 	to := successorID(id, "v2", b.base.skillIDs())
+	b.roles[RoleRenamed] = to
 	renamed := b.base.clone()
 	setMember(renamed.skill(id), "id", jstr(to))
 	b.card(LabelBase, b.base)

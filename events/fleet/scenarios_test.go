@@ -79,6 +79,10 @@ func TestScenarioVerdictTables(t *testing.T) {
 					if len(findings) == 0 {
 						got = OutcomeNone
 					}
+					if v.ReplanSkill != e.ReplanSkill {
+						t.Errorf("%s seed %d: Evaluate(%s→%s, %s) replans onto %q, want %q",
+							in.tmpl.Name, in.seed, e.From, e.To, e.Profile, v.ReplanSkill, e.ReplanSkill)
+					}
 					if got != e.Outcome {
 						t.Errorf("%s seed %d: Evaluate(%s→%s, %s) = %s (%s), want %s; findings %v",
 							in.tmpl.Name, in.seed, e.From, e.To, e.Profile, got, v.Reason, e.Outcome, detector.RuleIDs(findings))

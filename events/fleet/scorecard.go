@@ -273,7 +273,8 @@ func Score(in ScoreInput) Scorecard {
 		s.Injected++
 		found, late := false, false
 		for i, d := range ds {
-			if string(d.Verdict.Action) == string(want.Outcome) && hasRules(d, want.Rules) || unknownPinVerdict(as, t, d) {
+			if string(d.Verdict.Action) == string(want.Outcome) && hasRules(d, want.Rules) && d.Verdict.ReplanSkill == want.ReplanSkill ||
+				unknownPinVerdict(as, t, d) {
 				found, late = true, driftLatency[t.ID][i] > LateAfter
 				break
 			}

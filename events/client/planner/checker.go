@@ -156,7 +156,9 @@ type Decision struct {
 	// identity, every finding between it and the live card, and the task's
 	// verdict exactly as a worker would judge it (task.Decide, the worker's
 	// own decision: with the signers of both cards, the agent's split-brain
-	// window from the shared lease and CheckerOptions.RequireSigned).
+	// window from the shared lease and CheckerOptions.RequireSigned). When
+	// the agent renamed the task's skill, Unmet says the old id is gone and
+	// a degrade verdict names the new one (Verdict.ReplanSkill).
 	Pinned   *events.CardRef
 	Findings []detector.Finding
 	Verdict  *detector.Verdict

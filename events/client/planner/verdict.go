@@ -23,6 +23,11 @@ type Verdict struct {
 	Action  detector.Action
 	Posture detector.Posture
 	Reason  string
+	// ReplanSkill is the skill id to re-plan onto when it is not the task's
+	// own: with Action replan under degrade, the new id of the task's skill,
+	// which the agent renamed (a skill-renamed finding touches the task).
+	// Empty otherwise: a replan keeps the task's skill.
+	ReplanSkill string
 	// Findings are every difference between the pinned and the live card,
 	// plus the task-level findings (blind-retry, unmodeled-skill,
 	// artifact-type-undeclared), sorted as the worker sorted them.
@@ -69,8 +74,9 @@ func newVerdict(ev events.Event, d events.Drift) Verdict {
 	return Verdict{
 		TaskID: d.TaskID, AgentURL: d.AgentURL, CardURL: d.CardURL,
 		Action: d.Verdict.Action, Posture: d.Verdict.Posture, Reason: d.Verdict.Reason,
-		Findings: d.Findings,
-		Pinned:   d.Pinned, Live: d.Live, Trigger: d.Trigger,
+		ReplanSkill: d.Verdict.ReplanSkill,
+		Findings:    d.Findings,
+		Pinned:      d.Pinned, Live: d.Live, Trigger: d.Trigger,
 		EventID: ev.ID, Source: ev.Source, Time: ev.Time,
 		touchesKnown: d.TouchesKnown,
 	}

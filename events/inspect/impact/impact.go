@@ -56,8 +56,11 @@ type Task struct {
 	Findings []Finding        `json:"findings"`
 
 	Reason string `json:"-"`
-	Pinned string `json:"-"` // the digest the task is pinned to
-	Skill  string `json:"-"`
+	// ReplanSkill is the verdict's replanSkill: the renamed skill's new id
+	// a degrade task re-plans onto.
+	ReplanSkill string `json:"-"`
+	Pinned      string `json:"-"` // the digest the task is pinned to
+	Skill       string `json:"-"`
 }
 
 // Counts are the tasks by action (detector.Counts, the one type of it).
@@ -160,7 +163,7 @@ func judge(p task.Pin, pinned *detector.Card, obs task.Observation, m task.Meta)
 	case p.Pending():
 		t.Reason = "no card pinned yet: the proposed card would be its pin"
 	case drift:
-		t.Action, t.Posture, t.Reason = v.Action, v.Posture, v.Reason
+		t.Action, t.Posture, t.Reason, t.ReplanSkill = v.Action, v.Posture, v.Reason, v.ReplanSkill
 		for _, f := range findings {
 			t.Findings = append(t.Findings, Finding{Rule: f.Rule, Severity: f.Severity, Touches: f.Touches})
 		}

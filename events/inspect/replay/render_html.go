@@ -156,6 +156,7 @@ type (
 	entryRow    struct{ Time, Kind, Type, Digests, Detail string }
 	verdictView struct {
 		Anchor, Action, Upper, Time, Reason string
+		ReplanSkill                         string // verdict.replanSkill
 		Pinned, Live                        digestView
 		TriggerType, TriggerID              string
 		Findings                            []findingView
@@ -546,8 +547,8 @@ func taskLane(tl *Timeline, l *lane, sc scale, y, gi int, col colors) laneView {
 		x := sc.x(e.Time)
 		v.Verdicts = append(v.Verdicts, verdictMark{
 			Target: verdictID(gi, i),
-			Title: fmt.Sprintf("%s %s\n%s\npinned %s → live %s%s", strings.ToUpper(string(d.Verdict.Action)),
-				render.Time(e.Time), d.Verdict.Reason, render.ShortDigest(d.Pinned.Digest), render.ShortDigest(d.Live.Digest), findingsTitle(d.Findings)),
+			Title: fmt.Sprintf("%s %s\n%s%s\npinned %s → live %s%s", strings.ToUpper(string(d.Verdict.Action)),
+				render.Time(e.Time), onto(d.Verdict), d.Verdict.Reason, render.ShortDigest(d.Pinned.Digest), render.ShortDigest(d.Live.Digest), findingsTitle(d.Findings)),
 			Points: fmt.Sprintf("%v,%d %v,%d %v,%d %v,%d", x, mid-8, x+8, mid, x, mid+8, x-8, mid),
 			Color:  actionColor[d.Verdict.Action],
 		})
@@ -591,7 +592,7 @@ func taskDetails(tl *Timeline, l *lane, gi int, s *Story, col colors) taskView {
 		}
 		v.Verdicts = append(v.Verdicts, verdictView{
 			Anchor: verdictID(gi, i), Action: string(d.Verdict.Action), Upper: strings.ToUpper(string(d.Verdict.Action)),
-			Time: render.Time(e.Time), Reason: d.Verdict.Reason,
+			Time: render.Time(e.Time), Reason: d.Verdict.Reason, ReplanSkill: d.Verdict.ReplanSkill,
 			Pinned: col.digest(d.Pinned.Digest, ""), Live: col.digest(d.Live.Digest, ""),
 			TriggerType: d.Trigger.Type, TriggerID: d.Trigger.EventID,
 			Findings: findingViews(d.Findings),

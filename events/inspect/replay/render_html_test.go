@@ -51,6 +51,14 @@ func hostileHistory(t *testing.T) (*replay.Timeline, *replay.CardHistory) {
 	verdict := detector.Verdict{Action: detector.Abort, Posture: detector.FailClosed, Reason: "card name is now " + rendertest.HostileName}
 	drift := events.Drift{TaskID: task, AgentURL: agent, CardURL: agent + "/card", Pinned: events.CardRef{Digest: pd}, Live: events.CardRef{Digest: ld},
 		Findings: findings, Verdict: verdict, Trigger: events.Trigger{EventID: `<e1>`, Type: "a2a.task.request"}}
+	// The same task re-planned onto a renamed skill (verdict.replanSkill),
+	// whose new id is hostile too.
+	renamed := drift
+	renamed.Findings = []detector.Finding{{Rule: detector.RuleSkillRenamed, Severity: detector.Breaking, Path: "/skills/0/id",
+		Before: "s1", After: `s1-<v2>`, Skill: "s1", Touches: true, Message: `skill "s1" is now offered as "s1-<v2>"`}}
+	renamed.Verdict = detector.Verdict{Action: detector.Replan, Posture: detector.Degrade, ReplanSkill: `s1-<v2>`,
+		Reason: `degrade: skill "s1" is now offered as "s1-<v2>"`}
+	renamed.Trigger.EventID = `<e2>`
 	tl := &replay.Timeline{
 		Query: replay.Query{AgentURL: agent},
 		Entries: []replay.Entry{
@@ -65,11 +73,12 @@ func hostileHistory(t *testing.T) (*replay.Timeline, *replay.CardHistory) {
 			{Time: at(40), Kind: replay.KindUnreachable, Type: events.TypeUnreachable, TaskID: task, AgentURL: agent,
 				Data: events.Unreachable{AgentURL: agent, CardURL: agent + "/card", Reason: "timeout", Detail: "<timeout>", TaskID: task}},
 			{Time: at(50), Kind: replay.KindVerdict, Type: events.TypeDrift, TaskID: task, AgentURL: agent, Digests: replay.Digests{Pinned: pd, Live: ld}, Data: drift},
+			{Time: at(60), Kind: replay.KindVerdict, Type: events.TypeDrift, TaskID: task, AgentURL: agent, Digests: replay.Digests{Pinned: pd, Live: ld}, Data: renamed},
 		},
 		Stories: []replay.Story{{
 			TaskID: task, AgentURL: agent, Requirements: &req, Planned: pd, PinSource: "client-card", PinnedAt: at(10),
 			Moment: &replay.Moment{Time: at(50), Type: events.TypeDrift, Action: detector.Abort, What: "abort: " + rendertest.HostileName},
-			Live:   ld, LiveAt: at(30), Change: change, Verdicts: replay.VerdictCounts{Abort: 1}, State: "<working>",
+			Live:   ld, LiveAt: at(30), Change: change, Verdicts: replay.VerdictCounts{Abort: 1, Replan: 1}, State: "<working>",
 		}},
 	}
 	h := &replay.CardHistory{AgentURL: agent, Versions: []replay.Version{

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/carddrift/carddrift/detector"
@@ -142,7 +143,7 @@ func entryDetail(e *Entry) string {
 		}
 		return fmt.Sprintf("%s, %d ms", s, d.LatencyMs)
 	case events.Drift:
-		return strings.ToUpper(string(d.Verdict.Action)) + ": " + d.Verdict.Reason
+		return verdictText(d.Verdict, true)
 	case events.Unreachable:
 		s := d.Reason
 		if d.Detail != "" {
@@ -151,6 +152,29 @@ func entryDetail(e *Entry) string {
 		return s
 	}
 	return ""
+}
+
+// verdictText is a verdict as the renderers write it: the action (in
+// capitals when upper), the skill a replan goes onto when it is not the
+// task's own (verdict.replanSkill: a renamed skill), and the reason.
+func verdictText(v detector.Verdict, upper bool) string {
+	a := string(v.Action)
+	if upper {
+		a = strings.ToUpper(a)
+	}
+	if v.ReplanSkill != "" {
+		a += " onto " + strconv.Quote(v.ReplanSkill)
+	}
+	return a + ": " + v.Reason
+}
+
+// onto is `onto "skill": ` for a verdict that re-plans onto another skill,
+// "" otherwise.
+func onto(v detector.Verdict) string {
+	if v.ReplanSkill == "" {
+		return ""
+	}
+	return "onto " + strconv.Quote(v.ReplanSkill) + ": "
 }
 
 // writeFindings prints findings one per line with indent.
@@ -375,7 +399,7 @@ func writeReevalText(w io.Writer, rep *Report) {
 	for _, d := range rep.Differences {
 		trigger := strings.TrimPrefix(d.Trigger.Type, "a2a.task.") + " " + d.Trigger.EventID
 		fmt.Fprintf(w, "%-24s  %-*s  %-36s  %-20s  %s\n", render.Time(d.Time), taskW, d.TaskID, trigger,
-			string(d.Old.Action)+" → "+string(d.New.Action), d.New.Reason)
+			string(d.Old.Action)+" → "+string(d.New.Action), onto(d.New)+d.New.Reason)
 	}
 }
 

@@ -24,7 +24,10 @@ func reevaluated() *replay.Report {
 		Rules:     &replay.Rules{Disable: []string{"skill-removed"}, Severity: map[string]detector.Severity{"no-such-rule": detector.Info}},
 		Evaluated: 4, Skipped: []replay.SkippedVerdict{{Time: t0, TaskID: "t1", EventID: "e1", Reason: "no body"}},
 		Differences: []replay.Difference{{Time: t0, TaskID: "task-long-1", Trigger: events.Trigger{EventID: "e2", Type: "a2a.task.request"},
-			Old: detector.Verdict{Action: detector.Abort}, New: detector.Verdict{Action: detector.Continue, Reason: "fine"}}}}
+			Old: detector.Verdict{Action: detector.Abort}, New: detector.Verdict{Action: detector.Continue, Reason: "fine"}},
+			{Time: t0.Add(time.Second), TaskID: "task-long-2", Trigger: events.Trigger{EventID: "e3", Type: "a2a.task.request"},
+				Old: detector.Verdict{Action: detector.Abort},
+				New: detector.Verdict{Action: detector.Replan, ReplanSkill: "summarize-v2", Reason: "degrade: skill renamed"}}}}
 }
 
 // TestRenderGolden: every rendering of a timeline, a card history and a

@@ -165,7 +165,7 @@ func (r *Reader) story(ctx context.Context, es []Entry, idx []int) (Story, error
 		s.Moment = &Moment{Time: e.Time, Type: e.Type}
 		if d, ok := e.Data.(events.Drift); ok {
 			s.Moment.Action = d.Verdict.Action
-			s.Moment.What = string(d.Verdict.Action) + ": " + d.Verdict.Reason
+			s.Moment.What = verdictText(d.Verdict, false)
 			s.Planned = d.Pinned.Digest
 			s.Live, s.LiveAt = d.Live.Digest, d.Live.FetchedAt.UTC()
 		} else {

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+
+	"github.com/carddrift/carddrift/events/inspect/replay"
+	"github.com/carddrift/carddrift/events/service"
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/fetcher"
+)
+
+// A demo you can watch: while it runs, the demo serves serve's /fleet,
+// /fleet.json and /metrics on loopback (--http-addr), and at the end it can
+// write the page carddrift replay --format html writes (--replay-html).
+
+// errNotLoopback is returned for a demo --http-addr that is not a loopback
+// address: the demo's pages have no credentials.
+var errNotLoopback = errors.New("not a loopback address (the demo serves its pages on loopback only)")
+
+// listenLoopback listens on addr, which must name a loopback host
+// ("localhost", 127.0.0.0/8 or ::1) and may have port 0.
+func listenLoopback(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if host != "localhost" {
+		ip, err := netip.ParseAddr(host)
+		if err != nil || !ip.IsLoopback() {
+			return nil, fmt.Errorf("%q: %w", host, errNotLoopback)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		ln.Close()
+		return nil, fmt.Errorf("%s: %w", ln.Addr(), errNotLoopback)
+	}
+	return ln, nil
+}
+
+// demoWatch is the demo's HTTP side while it runs.
+type demoWatch struct {
+	reg    *prometheus.Registry
+	ln     net.Listener
+	stop   func()
+	closed bool
+}
+
+// newDemoWatch listens on addr (loopback only) for the demo's pages; a nil
+// demoWatch and no error when addr is "" (off). The workers' metrics go to
+// its registry (demoWatch.registerer), so it is made before the service.
+func newDemoWatch(addr string) (*demoWatch, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := listenLoopback(addr)
+	if err != nil {
+		return nil, usagef("--http-addr: %v", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &demoWatch{reg: reg, ln: ln}, nil
+}
+
+// registerer is where the service registers the workers' metrics (nil when
+// the demo serves no pages).
+func (w *demoWatch) registerer() prometheus.Registerer {
+	if w == nil {
+		return nil
+	}
+	return w.reg
+}
+
+// start serves /fleet, /fleet.json and /metrics of svc (statusMux, as serve
+// does, the page refreshing every demoFleetRefresh) and returns the fleet
+// page's URL.
+func (w *demoWatch) start(svc *service.Service, log zerolog.Logger) string {
+	col := fleetCollector(svc, fetcher.DefaultConsistencyWindow, demoFleetRefresh)
+	w.reg.MustRegister(col)
+	w.stop = serveHTTP(w.ln, statusMux(w.reg, col, demoFleetRefresh), log)
+	return "http://" + w.ln.Addr().String() + "/fleet"
+}
+
+// close stops serving (or only closes the listener when start was never
+// called). Safe on a nil demoWatch, and more than once.
+func (w *demoWatch) close() {
+	switch {
+	case w == nil || w.closed:
+		return
+	case w.stop != nil:
+		w.stop()
+	default:
+		w.ln.Close()
+	}
+	w.closed = true
+}
+
+// createReplayPage creates the --replay-html file at the start of the demo,
+// so that a path that cannot be written fails before the run, not after it.
+func createReplayPage(path string) (*os.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usagef("--replay-html: %v", err)
+	}
+	return f, nil
+}
+
+// writeReplayPage writes the replay page of everything the demo recorded
+// (carddrift replay --format html over the whole history) to out and returns
+// its size.
+func writeReplayPage(ctx context.Context, js jetstream.JetStream, cfg store.Config, cards store.Cards, out io.Writer) (int, error) {
+	rd, err := replay.New(js, replay.Options{Config: cfg, Cards: cards})
+	if err != nil {
+		return 0, err
+	}
+	tl, err := rd.Timeline(ctx, replay.Query{})
+	if err != nil {
+		return 0, err
+	}
+	var buf bytes.Buffer
+	if err := tl.WriteHTML(&buf); err != nil {
+		return 0, err
+	}
+	return out.Write(buf.Bytes())
+}
+
+// fleetHint says where serve's /fleet page is, for simulate: beside the
+// /metrics of --metrics-url when serve answers there, else how to open it.
+func fleetHint(ctx context.Context, metricsURL string) string {
+	const how = "open /fleet on serve's --http-addr (default http://127.0.0.1:9464/fleet) to watch the fleet as carddrift sees it"
+	u, err := url.Parse(metricsURL)
+	if metricsURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return how
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/metrics") + "/fleet"
+	u.RawQuery, u.Fragment = "", ""
+	page := u.String()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, page, nil)
+	if err != nil {
+		return how
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Sprintf("serve's fleet page is not reachable at %s (%v); %s", page, err, how)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Sprintf("serve answers %d at %s; %s", resp.StatusCode, page, how)
+	}
+	return "the fleet as serve sees it: " + page
+}

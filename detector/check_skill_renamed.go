@@ -1,0 +1,131 @@
+package detector
+
+import (
+	"slices"
+	"strings"
+)
+
+// checkSkillRenamed reports every skill of the pinned card whose id the live
+// card no longer declares while exactly one new id of the live card has the
+// same contract (see renamedSkills): the vendor renamed the skill. It is
+// breaking, as skill-removed is — the id a task planned on the old skill
+// calls is gone — and touches the tasks on the old id (Finding.Skill), but
+// it names the new id (After), so that a degrade task re-plans onto it
+// (Verdict.ReplanSkill). The path is the new skill's id in the live card.
+//
+// The pairs it reports are not skill-removed nor skill-added findings (those
+// checks leave them out), so a rename is one finding. A rename that keeps
+// the card's version is still content-changed-without-version-bump: the
+// skill id is structure, and a cache keyed on the version keeps serving the
+// card with the old id.
+func checkSkillRenamed(pinned, live *Card) []Finding {
+	var out []Finding
+	for _, r := range renamedSkills(pinned, live) {
+		out = append(out, Finding{
+			Rule:     RuleSkillRenamed,
+			Severity: Breaking,
+			Path:     skillPointer(r.to, "id"),
+			Before:   r.from.ID,
+			After:    r.to.ID,
+			Message:  render(RuleSkillRenamed, "before", quote(r.from.ID), "after", quote(r.to.ID)),
+			Skill:    r.from.ID,
+		})
+	}
+	return out
+}
+
+// skillRename is a skill of the pinned card (from) that the live card offers
+// under another id (to).
+type skillRename struct {
+	from, to Skill
+}
+
+// renamedSkills pairs the skills the pinned card declares and the live card
+// does not (gone) with those the live card declares and the pinned card does
+// not (new) when their contracts are the same: effective input and output
+// modes (as the modes checks compare them: normalised, by coverage, as
+// sets), tags (as sets) and the security requirements that apply to the
+// skill (its own, else the card's; alternatives as sets). A pair is a
+// rename only when it is unambiguous: the gone skill's contract matches
+// exactly one new skill, and that new skill's matches exactly one gone
+// skill. Any other gone or new skill stays skill-removed or skill-added.
+// Skills with an empty id are never paired (nothing can call them). The
+// pairs are in the gone skills' id order. Pure: the three skill checks call
+// it and agree on its answer.
+func renamedSkills(pinned, live *Card) []skillRename {
+	var gone, added []Skill
+	for _, s := range skillsByID(pinned) {
+		if _, ok := skillByID(live, s.ID); !ok && s.ID != "" {
+			gone = append(gone, s)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	for _, s := range skillsByID(live) {
+		if _, ok := skillByID(pinned, s.ID); !ok && s.ID != "" {
+			added = append(added, s)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	goneKeys := make([]string, len(gone))
+	for i, s := range gone {
+		goneKeys[i] = skillContract(pinned, s)
+	}
+	addedKeys := make([]string, len(added))
+	for i, s := range added {
+		addedKeys[i] = skillContract(live, s)
+	}
+	count := func(keys []string, k string) int {
+		n := 0
+		for _, o := range keys {
+			if o == k {
+				n++
+			}
+		}
+		return n
+	}
+	var out []skillRename
+	for i, k := range goneKeys {
+		if count(goneKeys, k) != 1 || count(addedKeys, k) != 1 {
+			continue
+		}
+		out = append(out, skillRename{from: gone[i], to: added[slices.Index(addedKeys, k)]})
+	}
+	return out
+}
+
+// skillContract is a canonical form of what a client of skill s in card c
+// relies on, for renamedSkills: equal strings are equal contracts.
+func skillContract(c *Card, s Skill) string {
+	var b strings.Builder
+	list := func(ss []string) {
+		for _, v := range ss {
+			b.WriteString(v)
+			b.WriteByte(0)
+		}
+		b.WriteByte(1)
+	}
+	list(normalizeModes(c.InputModes(s)))
+	list(normalizeModes(c.OutputModes(s)))
+	list(slices.Compact(slices.Sorted(slices.Values(s.Tags))))
+	for _, r := range canonicalRequirements(skillRequirements(c, s)) {
+		b.WriteString(r.key)
+		b.WriteByte(3)
+	}
+	return b.String()
+}
+
+// renamedFrom reports whether the pinned skill id is the old id of a rename
+// in renames.
+func renamedFrom(renames []skillRename, id string) bool {
+	return slices.ContainsFunc(renames, func(r skillRename) bool { return r.from.ID == id })
+}
+
+// renamedTo reports whether the live skill id is the new id of a rename in
+// renames.
+func renamedTo(renames []skillRename, id string) bool {
+	return slices.ContainsFunc(renames, func(r skillRename) bool { return r.to.ID == id })
+}
