@@ -72,7 +72,7 @@ var layoutLayers = []layoutLayer{
 	// client libraries, inspection (replay, census, impact).
 	{"runtime, clients, inspection", []string{
 		"events/worker",
-		"events/client/a2aemit", "events/client/planner",
+		"events/client/a2aemit", "events/client/a2aemitv2", "events/client/planner",
 		"events/inspect/census", "events/inspect/impact", "events/inspect/replay",
 	}},
 	// The service: workers, their consumers and the HTTP surface.

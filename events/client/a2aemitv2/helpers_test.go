@@ -1,0 +1,279 @@
+package a2aemitv2_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client/a2aemitv2"
+	"github.com/carddrift/carddrift/store/fetcher"
+)
+
+// recording is an a2aemitv2.Emitter that records what it is asked to
+// publish, failing every publish with fail when set.
+type recording struct {
+	mu   sync.Mutex
+	evs  []events.Data
+	fail error
+}
+
+func (r *recording) add(d events.Data) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, d)
+	return r.fail
+}
+
+func (r *recording) Submitted(_ context.Context, d events.Submitted) error { return r.add(d) }
+func (r *recording) Request(_ context.Context, d events.Request) error     { return r.add(d) }
+func (r *recording) Status(_ context.Context, d events.Status) error       { return r.add(d) }
+func (r *recording) Artifact(_ context.Context, d events.Artifact) error   { return r.add(d) }
+func (r *recording) Error(_ context.Context, d events.Error) error         { return r.add(d) }
+
+// lines renders the recorded events one per line, compactly.
+func (r *recording) lines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, d := range r.evs {
+		out = append(out, line(d))
+	}
+	return out
+}
+
+func line(d events.Data) string {
+	switch d := d.(type) {
+	case events.Submitted:
+		return fmt.Sprintf("submitted %s skill=%s stream=%v push=%v in=%v card=%v", d.TaskID, d.SkillID,
+			d.Requires.Streaming, d.Requires.PushNotifications, d.Requires.InputModes, d.Card != nil)
+	case events.Request:
+		return fmt.Sprintf("request %s %s #%d", d.TaskID, d.Method, d.Attempt)
+	case events.Status:
+		return fmt.Sprintf("status %s %s%s", d.TaskID, d.State, map[bool]string{true: " skill=" + d.SkillID}[d.SkillID != ""])
+	case events.Artifact:
+		return fmt.Sprintf("artifact %s %s %v", d.TaskID, d.ArtifactID, d.MediaTypes)
+	case events.Error:
+		return fmt.Sprintf("error %s %s %d", d.TaskID, d.Method, d.Code)
+	}
+	return fmt.Sprintf("%T", d)
+}
+
+// expect fails the test unless the recorded events are want, in order.
+func (r *recording) expect(t *testing.T, want ...string) {
+	t.Helper()
+	if got := r.lines(); !slices.Equal(got, want) {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func (r *recording) reset() {
+	r.mu.Lock()
+	r.evs = nil
+	r.mu.Unlock()
+}
+
+// call drives the interceptor as the a2a-go/v2 client does: Before, then
+// After once per response (a stream has many).
+func call(t *testing.T, ic *a2aemitv2.Interceptor, ctx context.Context, method string, card *a2a.AgentCard, payload any, responses ...a2aclient.Response) {
+	t.Helper()
+	req := &a2aclient.Request{Method: method, BaseURL: "https://agent.example/a2a", ServiceParams: a2aclient.ServiceParams{}, Card: card, Payload: payload}
+	ctx, early, err := ic.Before(ctx, req)
+	if early != nil || err != nil {
+		t.Fatalf("Before = %v, %v: the interceptor must not answer for the agent", early, err)
+	}
+	for _, resp := range responses {
+		resp.Method, resp.BaseURL, resp.Card = method, req.BaseURL, card
+		if err := ic.After(ctx, &resp); err != nil {
+			t.Fatalf("After: %v", err)
+		}
+	}
+}
+
+func ok(payload any) a2aclient.Response { return a2aclient.Response{Payload: payload} }
+
+func status(task string, st a2a.TaskState) *a2a.TaskStatusUpdateEvent {
+	return &a2a.TaskStatusUpdateEvent{TaskID: a2a.TaskID(task), Status: a2a.TaskStatus{State: st}}
+}
+
+var streamingCard = &a2a.AgentCard{Name: "agent", Capabilities: a2a.AgentCapabilities{Streaming: true}}
+
+// loopbackFetcher is a Fetcher whose SSRF guard lets the tests' loopback
+// agents in, closed at the end of the test.
+func loopbackFetcher(t *testing.T) *fetcher.Fetcher {
+	t.Helper()
+	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// cardJSON is the agent's A2A v1.0 card (supportedInterfaces, no top-level
+// url): one skill, translate, on the JSON-RPC interface at url, with a
+// vendor field the SDK's struct drops.
+func cardJSON(url string, streaming bool) []byte {
+	return fmt.Appendf(nil, `{
+  "name": "Translator", "description": "translates text", "version": "1.0.0",
+  "supportedInterfaces": [{"url": %q, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+  "capabilities": {"streaming": %v},
+  "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+  "skills": [{"id": "translate", "name": "Translate", "description": "translates", "tags": ["text"]}],
+  "x-vendor": {"region": "eu"}
+}`, url, streaming)
+}
+
+// agent is an a2a-go/v2 server: its request handler behind its JSON-RPC
+// handler on /a2a, and its agent-card handler serving the card's bytes on
+// the well-known path (no-cache: carddrift revalidates at every
+// capability-dependent transition). The card can change while clients run.
+type agent struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	card []byte
+	// midTask, if set, runs while a new task works, before it asks for
+	// input: the vendor's change in the middle of a task.
+	midTask func()
+	// reject, if set, is the error every follow-up message gets.
+	reject error
+}
+
+func (a *agent) Card(context.Context) (*a2a.AgentCard, error) {
+	return nil, fmt.Errorf("the test agent serves its card as JSON")
+}
+
+// CardJSON implements a2asrv.AgentCardJSONProducer: the bytes as set.
+func (a *agent) CardJSON(context.Context) ([]byte, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.card, nil
+}
+
+func (a *agent) setCard(card []byte) {
+	a.mu.Lock()
+	a.card = card
+	a.mu.Unlock()
+}
+
+func (a *agent) served() []byte {
+	b, _ := a.CardJSON(context.Background())
+	return b
+}
+
+// Execute implements a2asrv.AgentExecutor, a translator: a new task is
+// submitted, works, and asks for the target language (input-required); the
+// answer completes it with a text artifact.
+func (a *agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if ec.StoredTask == nil {
+			if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) || !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+				return
+			}
+			a.mu.Lock()
+			mid := a.midTask
+			a.mu.Unlock()
+			if mid != nil {
+				mid()
+			}
+			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired,
+				a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("into which language?"))), nil)
+			return
+		}
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) ||
+			!yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("bonjour")), nil) {
+			return
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+	}
+}
+
+// Cancel implements a2asrv.AgentExecutor.
+func (a *agent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// rejecter is a server-side interceptor failing follow-up messages with the
+// agent's reject error, as an agent whose card narrowed would.
+type rejecter struct {
+	a2asrv.PassthroughCallInterceptor
+	a *agent
+}
+
+func (r rejecter) Before(ctx context.Context, cc *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
+	r.a.mu.Lock()
+	err := r.a.reject
+	r.a.mu.Unlock()
+	if p, ok := req.Payload.(*a2a.SendMessageRequest); ok && err != nil && p.Message != nil && p.Message.TaskID != "" {
+		return ctx, nil, err
+	}
+	return ctx, nil, nil
+}
+
+func newAgent(t *testing.T, streaming bool) *agent {
+	t.Helper()
+	a := &agent{}
+	mux := http.NewServeMux()
+	a.srv = httptest.NewServer(mux)
+	t.Cleanup(a.srv.Close)
+	a.card = cardJSON(a.srv.URL+"/a2a", streaming)
+	handler := a2asrv.NewHandler(a, a2asrv.WithCallInterceptors(rejecter{a: a}))
+	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(handler))
+	cards := a2asrv.NewAgentCardHandler(a)
+	mux.HandleFunc(a2asrv.WellKnownAgentCardPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		cards.ServeHTTP(w, r)
+	})
+	return a
+}
+
+// newClient discovers the agent through carddrift's fetcher and builds an
+// a2a-go/v2 client carrying the interceptor, plus the extra interceptors
+// given (before it).
+func newClient(t *testing.T, ctx context.Context, a *agent, em a2aemitv2.Emitter, opts a2aemitv2.Options, extra ...a2aclient.CallInterceptor) (*a2aclient.Client, *a2aemitv2.ResolvedCard) {
+	t.Helper()
+	card, err := a2aemitv2.ResolveCard(ctx, loopbackFetcher(t), a.srv.URL)
+	if err != nil {
+		t.Fatalf("ResolveCard: %v", err)
+	}
+	opts.RawCard, opts.CardURL = card.Raw, card.URL
+	cl, err := a2aclient.NewFromCard(ctx, card.AgentCard, a2aclient.WithCallInterceptors(extra...), a2aemitv2.WithLifecycleEvents(em, opts))
+	if err != nil {
+		t.Fatalf("NewFromCard: %v", err)
+	}
+	t.Cleanup(func() { cl.Destroy() })
+	return cl, card
+}
+
+// stream runs one streaming call to its end and returns the task id and the
+// last state seen.
+func stream(t *testing.T, ctx context.Context, c *a2aclient.Client, msg *a2a.Message) (a2a.TaskID, a2a.TaskState) {
+	t.Helper()
+	var id a2a.TaskID
+	var state a2a.TaskState
+	for ev, err := range c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: msg}) {
+		if err != nil {
+			t.Fatalf("SendStreamingMessage: %v", err)
+		}
+		switch ev := ev.(type) {
+		case *a2a.Task:
+			id, state = ev.ID, ev.Status.State
+		case *a2a.TaskStatusUpdateEvent:
+			id, state = ev.TaskID, ev.Status.State
+		}
+	}
+	return id, state
+}
