@@ -43,3 +43,32 @@ func PlanFrom(ctx context.Context) (Plan, bool) {
 	p, ok := ctx.Value(planKey{}).(Plan)
 	return p, ok
 }
+
+// InterceptorOptions configure the SDK interceptors (a2aemit.Options and
+// a2aemitv2.Options are this type).
+type InterceptorOptions struct {
+	// AgentURL is the agentUrl of every event. Default: the scheme and host
+	// of the interface URL the client talks to.
+	AgentURL string
+	// CardURL is the URL the card was read from (ResolveCard returns it).
+	// Default none: carddrift then resolves the agent's well-known card URL.
+	CardURL string
+	// RawCard is the card the client was built from, byte for byte as served
+	// (ResolveCard returns it); it goes into every a2a.task.submitted.
+	RawCard []byte
+	// MarshalCard, when RawCard is nil, sends json.Marshal of the client's
+	// card struct (the SDK's a2a.AgentCard) instead of no card. The round
+	// trip loses fields the struct does not model and every false/absent
+	// distinction, so its digest differs from the served card's and
+	// carddrift may report drift that is only the round trip (or miss fields
+	// it dropped). Prefer RawCard.
+	MarshalCard bool
+	// Plan is the plan of tasks whose call carries none (WithPlan).
+	Plan Plan
+	// MaxTasks bounds the tasks remembered (default 10,000); past it the
+	// oldest is forgotten (its next call then counts attempts anew).
+	MaxTasks int
+	// OnError, if set, receives every publish error. It may be called
+	// concurrently.
+	OnError func(error)
+}

@@ -28,32 +28,9 @@ func WithPlan(ctx context.Context, p Plan) context.Context {
 	return client.WithPlan(ctx, p)
 }
 
-// Options configure an Interceptor.
-type Options struct {
-	// AgentURL is the agentUrl of every event. Default: the scheme and host
-	// of the interface URL the client talks to.
-	AgentURL string
-	// CardURL is the URL the card was read from (ResolveCard returns it).
-	// Default none: carddrift then resolves the agent's well-known card URL.
-	CardURL string
-	// RawCard is the card the client was built from, byte for byte as served
-	// (ResolveCard returns it); it goes into every a2a.task.submitted.
-	RawCard []byte
-	// MarshalCard, when RawCard is nil, sends json.Marshal of the client's
-	// a2a.AgentCard instead of no card. The round trip loses fields the
-	// struct does not model and every false/absent distinction, so its digest
-	// differs from the served card's and carddrift may report drift that is
-	// only the round trip (or miss fields it dropped). Prefer RawCard.
-	MarshalCard bool
-	// Plan is the plan of tasks whose call carries none (WithPlan).
-	Plan Plan
-	// MaxTasks bounds the tasks remembered (default DefaultMaxTasks); past
-	// it the oldest is forgotten (its next call then counts attempts anew).
-	MaxTasks int
-	// OnError, if set, receives every publish error. It may be called
-	// concurrently.
-	OnError func(error)
-}
+// Options configure an Interceptor (client.InterceptorOptions, the same
+// for both a2a-go lines).
+type Options = client.InterceptorOptions
 
 // Interceptor is an a2aclient.CallInterceptor that publishes the task
 // lifecycle through an Emitter. Create it with New; safe for concurrent use.
@@ -65,7 +42,7 @@ var _ a2aclient.CallInterceptor = (*Interceptor)(nil)
 
 // New returns an Interceptor publishing through em.
 func New(em Emitter, opts Options) *Interceptor {
-	return &Interceptor{t: track.New(em, track.Options(opts))}
+	return &Interceptor{t: track.New(em, opts)}
 }
 
 // WithLifecycleEvents is the one option that adds the interceptor to the

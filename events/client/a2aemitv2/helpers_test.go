@@ -277,3 +277,5 @@ func stream(t *testing.T, ctx context.Context, c *a2aclient.Client, msg *a2a.Mes
 	}
 	return id, state
 }
+
+func a2aclientErr(err error) a2aclient.Response { return a2aclient.Response{Err: err} }

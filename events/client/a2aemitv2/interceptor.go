@@ -26,30 +26,9 @@ func WithPlan(ctx context.Context, p Plan) context.Context {
 	return client.WithPlan(ctx, p)
 }
 
-// Options configure an Interceptor.
-type Options struct {
-	// AgentURL is the agentUrl of every event. Default: the scheme and host
-	// of the interface URL the client talks to.
-	AgentURL string
-	// CardURL is the URL the card was read from (ResolveCard returns it).
-	// Default none: carddrift then resolves the agent's well-known card URL.
-	CardURL string
-	// RawCard is the card the client was built from, byte for byte as served
-	// (ResolveCard returns it); it goes into every a2a.task.submitted.
-	RawCard []byte
-	// MarshalCard, when RawCard is nil, sends json.Marshal of the client's
-	// a2a.AgentCard (the v1.0 shape) instead of no card: lossy, its digest
-	// differs from the served card's. Prefer RawCard.
-	MarshalCard bool
-	// Plan is the plan of tasks whose call carries none (WithPlan).
-	Plan Plan
-	// MaxTasks bounds the tasks remembered (default DefaultMaxTasks); past
-	// it the oldest is forgotten (its next call then counts attempts anew).
-	MaxTasks int
-	// OnError, if set, receives every publish error. It may be called
-	// concurrently.
-	OnError func(error)
-}
+// Options configure an Interceptor (client.InterceptorOptions, the same
+// for both a2a-go lines).
+type Options = client.InterceptorOptions
 
 // Interceptor is an a2a-go/v2 a2aclient.CallInterceptor that publishes the
 // task lifecycle through an Emitter. Create it with New; safe for
@@ -62,7 +41,7 @@ var _ a2aclient.CallInterceptor = (*Interceptor)(nil)
 
 // New returns an Interceptor publishing through em.
 func New(em Emitter, opts Options) *Interceptor {
-	return &Interceptor{t: track.New(em, track.Options(opts))}
+	return &Interceptor{t: track.New(em, opts)}
 }
 
 // WithLifecycleEvents is the one option that adds the interceptor to the
@@ -129,31 +108,39 @@ func (ic *Interceptor) After(ctx context.Context, resp *a2aclient.Response) erro
 // Tasks returns how many tasks the interceptor remembers.
 func (ic *Interceptor) Tasks() int { return ic.t.Tasks() }
 
-// inspect returns what a response payload shows of its task.
+// inspect returns what a response payload shows of its task: every v1.0
+// event names its task (a2a.TaskInfoProvider); a task carries its status
+// and artifacts, an update one of them.
 func inspect(payload any) track.Response {
+	var r track.Response
 	switch p := payload.(type) {
 	case *a2a.Task:
-		if p != nil {
-			r := track.Response{TaskID: string(p.ID), Status: status(&p.Status)}
-			for _, a := range p.Artifacts {
-				r.Artifacts = appendArtifact(r.Artifacts, a)
-			}
+		if p == nil {
 			return r
 		}
+		r.Status = status(&p.Status)
+		for _, a := range p.Artifacts {
+			r.Artifacts = appendArtifact(r.Artifacts, a)
+		}
 	case *a2a.TaskStatusUpdateEvent:
-		if p != nil {
-			return track.Response{TaskID: string(p.TaskID), Status: status(&p.Status)}
+		if p == nil {
+			return r
 		}
+		r.Status = status(&p.Status)
 	case *a2a.TaskArtifactUpdateEvent:
-		if p != nil {
-			return track.Response{TaskID: string(p.TaskID), Artifacts: appendArtifact(nil, p.Artifact)}
+		if p == nil {
+			return r
 		}
+		r.Artifacts = appendArtifact(nil, p.Artifact)
 	case *a2a.Message:
-		if p != nil {
-			return track.Response{TaskID: string(p.TaskID)}
+		if p == nil {
+			return r
 		}
+	default:
+		return r // not an event: nothing about a task
 	}
-	return track.Response{}
+	r.TaskID = string(payload.(a2a.TaskInfoProvider).TaskInfo().TaskID)
+	return r
 }
 
 func status(st *a2a.TaskStatus) *track.Status {

@@ -172,6 +172,10 @@ func TestInterceptorNewTaskVariants(t *testing.T) {
 	call(t, ic, ctx, "SendMessage", streamingCard, newMsg(), ok(&a2a.Message{ID: "m"}))
 	call(t, ic, ctx, "GetExtendedAgentCard", streamingCard, &a2a.GetExtendedAgentCardRequest{}, ok(streamingCard))
 	call(t, ic, ctx, "ListTasks", streamingCard, &a2a.ListTasksRequest{}, ok(&a2a.ListTasksResponse{}))
+	// Nil payloads (the SDK's zero values) neither panic nor emit.
+	call(t, ic, ctx, "SendMessage", streamingCard, (*a2a.SendMessageRequest)(nil), ok((*a2a.Task)(nil)))
+	call(t, ic, ctx, "SendStreamingMessage", streamingCard, &a2a.SendMessageRequest{}, ok((*a2a.TaskStatusUpdateEvent)(nil)),
+		ok((*a2a.TaskArtifactUpdateEvent)(nil)), ok((*a2a.Message)(nil)), ok(nil))
 	if got := rec.lines(); len(got) != 0 {
 		t.Errorf("task-less calls emitted %v", got)
 	}

@@ -31,22 +31,11 @@ const (
 	MediaTypeBinary = "application/octet-stream"
 )
 
-// Options configure a Tracker; the interceptors' Options document each.
-type Options struct {
-	AgentURL    string
-	CardURL     string
-	RawCard     []byte
-	MarshalCard bool
-	Plan        client.Plan
-	MaxTasks    int
-	OnError     func(error)
-}
-
 // Tracker turns the calls an interceptor sees into lifecycle events. Safe
 // for concurrent use.
 type Tracker struct {
 	em   client.Lifecycle
-	opts Options
+	opts client.InterceptorOptions
 
 	mu    sync.Mutex
 	tasks map[string]*taskState
@@ -60,7 +49,7 @@ type taskState struct {
 }
 
 // New returns a Tracker publishing through em.
-func New(em client.Lifecycle, opts Options) *Tracker {
+func New(em client.Lifecycle, opts client.InterceptorOptions) *Tracker {
 	opts.MaxTasks = defaults.Positive(opts.MaxTasks, DefaultMaxTasks)
 	return &Tracker{em: em, opts: opts, tasks: map[string]*taskState{}}
 }
