@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -269,6 +270,83 @@ func TestSubmittedCardIsPinned(t *testing.T) {
 	}
 	if pin.Requirements.SkillID != "translate" || pin.Requirements.Streaming || !slices.Equal(pin.Requirements.InputModes, []string{"text/plain"}) {
 		t.Errorf("pinned requirements = %+v", pin.Requirements)
+	}
+}
+
+// The write-up's failure sequence with a real v1.0 client: the agent stops
+// accepting text, the client's answer fails with -32602, the client retries
+// on its stale card. carddrift judges the error (a schema-class error
+// forces a fetch: drift, abort) and then the retry (blind-retry).
+func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	r := newRig(t)
+	a := newAgent(t, true)
+	var mu sync.Mutex
+	got := map[string][]planner.Verdict{}
+	sub, err := planner.Subscribe(ctx, r.JS, planner.Options{Durable: "e2e-planner"}, func(_ context.Context, v planner.Verdict) error {
+		mu.Lock()
+		got[v.TaskID] = append(got[v.TaskID], v)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Stop(); <-sub.Closed() })
+	verdicts := func(id string) []planner.Verdict { mu.Lock(); defer mu.Unlock(); return slices.Clone(got[id]) }
+	em, err := client.NewEmitter(r.JS, "urn:test:a2a-go-v2-client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := newClient(t, ctx, a, em, a2aemitv2.Options{OnError: func(err error) { t.Errorf("emit: %v", err) }})
+
+	res, err := cl.SendMessage(a2aemitv2.WithPlan(ctx, a2aemitv2.Plan{SkillID: "translate", Posture: detector.FailClosed}),
+		&a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("translate: hello"))})
+	if err != nil {
+		t.Fatalf("SendMessage: %v", err)
+	}
+	tk, isTask := res.(*a2a.Task)
+	if !isTask || tk.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("SendMessage = %#v, want a task in input-required", res)
+	}
+	waitPin(t, r, string(tk.ID))
+	r.Drained(t, 20*time.Second)
+
+	a.setCard(cardJSONModes(a.srv.URL+"/a2a", true, `"application/json"`))
+	a.mu.Lock()
+	a.reject = a2a.NewError(a2a.ErrInvalidParams, "text parts are no longer accepted")
+	a.mu.Unlock()
+	answer := &a2a.SendMessageRequest{Message: a2a.NewMessageForTask(a2a.MessageRoleUser, tk, a2a.NewTextPart("French"))}
+	for range 2 {
+		if _, err := cl.SendMessage(ctx, answer); !errors.Is(err, a2a.ErrInvalidParams) {
+			t.Fatalf("answer: SendMessage = %v, want invalid params", err)
+		}
+	}
+
+	natstest.Eventually(t, 30*time.Second, "two card.drift for the task", func() bool { return len(verdicts(string(tk.ID))) >= 2 })
+	vs := verdicts(string(tk.ID))
+	rules := func(v planner.Verdict) []string {
+		var out []string
+		for _, f := range v.Findings {
+			out = append(out, f.Rule)
+		}
+		return out
+	}
+	if v := vs[0]; v.Trigger.Type != events.TypeError || v.Action != detector.Abort || !slices.Contains(rules(v), detector.RuleDefaultInputModesChanged) {
+		t.Errorf("first verdict: trigger %s action %s rules %v, want the error's abort with default-input-modes-changed", v.Trigger.Type, v.Action, rules(v))
+	}
+	if v := vs[1]; v.Trigger.Type != events.TypeRequest || !slices.Contains(rules(v), detector.RuleBlindRetry) {
+		t.Errorf("second verdict: trigger %s rules %v, want the retry's blind-retry", v.Trigger.Type, rules(v))
+	}
+	kinds := kindsOf(lifecycle(t, r, string(tk.ID)))
+	want := []string{
+		"submitted", "request SendMessage #1", "status TASK_STATE_INPUT_REQUIRED",
+		"request SendMessage #1", "error SendMessage -32602",
+		"request SendMessage #2", "error SendMessage -32602",
+	}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("lifecycle events = %v, want %v", kinds, want)
 	}
 }
 

@@ -125,14 +125,20 @@ func loopbackFetcher(t *testing.T) *fetcher.Fetcher {
 // url): one skill, translate, on the JSON-RPC interface at url, with a
 // vendor field the SDK's struct drops.
 func cardJSON(url string, streaming bool) []byte {
+	return cardJSONModes(url, streaming, `"text/plain"`)
+}
+
+// cardJSONModes is cardJSON with the given default input modes (a JSON
+// list's elements).
+func cardJSONModes(url string, streaming bool, inputModes string) []byte {
 	return fmt.Appendf(nil, `{
   "name": "Translator", "description": "translates text", "version": "1.0.0",
   "supportedInterfaces": [{"url": %q, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
   "capabilities": {"streaming": %v},
-  "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+  "defaultInputModes": [%s], "defaultOutputModes": ["text/plain"],
   "skills": [{"id": "translate", "name": "Translate", "description": "translates", "tags": ["text"]}],
   "x-vendor": {"region": "eu"}
-}`, url, streaming)
+}`, url, streaming, inputModes)
 }
 
 // agent is an a2a-go/v2 server: its request handler behind its JSON-RPC
