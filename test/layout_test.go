@@ -44,6 +44,7 @@ var layoutLayers = []layoutLayer{
 		"events/internal/defaults", "events/internal/retained", "events/internal/wait",
 		"store/internal/kvkey",
 		"events/inspect/render", "events/inspect/render/rendertest", "store/natstest",
+		"events/client/a2aemitv2/a2aemitv2test",
 	}},
 	// Card signatures (JWS over the canonical card), and the JCS test
 	// vectors' rig.

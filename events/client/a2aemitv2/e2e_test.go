@@ -157,13 +157,13 @@ func TestEndToEndStreamingTurnedOffMidTask(t *testing.T) {
 	// Mid-task, once carddrift has judged the task's first request against
 	// the card as planned, the vendor turns streaming off.
 	flipped := make(chan struct{})
-	a.midTask = func() {
+	a.SetMidTask(func() {
 		if !waitFor(30*time.Second, func() bool { return r.Handled(events.TypeRequest, task.OutcomeUnchanged) >= 1 }) {
 			t.Errorf("carddrift did not judge the first request before the vendor's change")
 		}
-		a.setCard(cardJSON(a.srv.URL+"/a2a", false))
+		a.SetCard(cardJSON(a.URL()+"/a2a", false))
 		close(flipped)
-	}
+	})
 	pctx := a2aemitv2.WithPlan(ctx, a2aemitv2.Plan{SkillID: "translate", Posture: detector.FailClosed})
 	taskID, state := stream(t, pctx, cl, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("translate: hello")))
 	if taskID == "" || state != a2a.TaskStateInputRequired {
@@ -248,20 +248,20 @@ func TestSubmittedCardIsPinned(t *testing.T) {
 	}
 	// The event carries the card as a JSON value (compacted on the wire).
 	var served bytes.Buffer
-	if err := json.Compact(&served, a.served()); err != nil {
+	if err := json.Compact(&served, a.Served()); err != nil {
 		t.Fatal(err)
 	}
-	if string(sub.Card) != served.String() || sub.CardURL != a.srv.URL+a2aemitv2.WellKnownPath {
+	if string(sub.Card) != served.String() || sub.CardURL != a.URL()+a2aemitv2.WellKnownPath {
 		t.Errorf("submitted card %s from %s, want the served card %s", sub.Card, sub.CardURL, served.String())
 	}
 	card, err := detector.Parse(sub.Card)
 	if err != nil {
 		t.Fatalf("the submitted card does not parse: %v", err)
 	}
-	if card.Shape != "v1.0" || len(card.Interfaces) == 0 || card.Interfaces[0].URL != a.srv.URL+"/a2a" {
+	if card.Shape != "v1.0" || len(card.Interfaces) == 0 || card.Interfaces[0].URL != a.URL()+"/a2a" {
 		t.Errorf("submitted card: shape %s interfaces %+v, want the v1.0 card's supportedInterfaces", card.Shape, card.Interfaces)
 	}
-	obs, err := loopbackFetcher(t).FetchAgent(ctx, a.srv.URL, "")
+	obs, err := loopbackFetcher(t).FetchAgent(ctx, a.URL(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,10 +313,8 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	waitPin(t, r, string(tk.ID))
 	r.Drained(t, 20*time.Second)
 
-	a.setCard(cardJSONModes(a.srv.URL+"/a2a", true, `"application/json"`))
-	a.mu.Lock()
-	a.reject = a2a.NewError(a2a.ErrInvalidParams, "text parts are no longer accepted")
-	a.mu.Unlock()
+	a.SetCard(cardJSONModes(a.URL()+"/a2a", true, `"application/json"`))
+	a.SetReject(a2a.NewError(a2a.ErrInvalidParams, "text parts are no longer accepted"))
 	answer := &a2a.SendMessageRequest{Message: a2a.NewMessageForTask(a2a.MessageRoleUser, tk, a2a.NewTextPart("French"))}
 	for range 2 {
 		if _, err := cl.SendMessage(ctx, answer); !errors.Is(err, a2a.ErrInvalidParams) {

@@ -3,17 +3,15 @@ package a2aemitv2_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
-	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client/a2aemitv2"
+	"github.com/carddrift/carddrift/events/client/a2aemitv2/a2aemitv2test"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
@@ -49,14 +47,11 @@ func (printer) Error(_ context.Context, d events.Error) error {
 
 // An existing a2a-go/v2 (A2A v1.0) client gets carddrift's lifecycle events
 // by adding one option. The agent here is an a2a-go/v2 server (a2asrv, its
-// JSON-RPC handler and its agent-card handler) on loopback.
+// JSON-RPC handler and its agent-card handler, package a2aemitv2test) on
+// loopback.
 func ExampleWithLifecycleEvents() {
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	a := &agent{srv: srv, card: cardJSON(srv.URL+"/a2a", true)}
-	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(a)))
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewAgentCardHandler(a))
+	a := a2aemitv2test.NewAgent(true)
+	defer a.Close()
 	ctx := context.Background()
 
 	// Discover the card keeping the bytes as served (through carddrift's
@@ -67,7 +62,7 @@ func ExampleWithLifecycleEvents() {
 		panic(err)
 	}
 	defer f.Close()
-	card, err := a2aemitv2.ResolveCard(ctx, f, srv.URL)
+	card, err := a2aemitv2.ResolveCard(ctx, f, a.URL())
 	if err != nil {
 		panic(err)
 	}
@@ -93,7 +88,7 @@ func ExampleWithLifecycleEvents() {
 	}
 	// A blocking SendMessage answers with the finished task: its artifact,
 	// then its last state (the working state in between is not seen).
-	fmt.Println("card as served:", string(card.Raw) == string(a.served()))
+	fmt.Println("card as served:", string(card.Raw) == string(a.Served()))
 	// Output:
 	// a2a.task.submitted skill=translate streaming=true inputModes=[text/plain] posture=degrade card=true
 	// a2a.task.request SendStreamingMessage attempt 1

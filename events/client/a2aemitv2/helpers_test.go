@@ -3,9 +3,6 @@ package a2aemitv2_test
 import (
 	"context"
 	"fmt"
-	"iter"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
@@ -14,10 +11,10 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
-	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client/a2aemitv2"
+	"github.com/carddrift/carddrift/events/client/a2aemitv2/a2aemitv2test"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
@@ -121,128 +118,18 @@ func loopbackFetcher(t *testing.T) *fetcher.Fetcher {
 	return f
 }
 
-// cardJSON is the agent's A2A v1.0 card (supportedInterfaces, no top-level
-// url): one skill, translate, on the JSON-RPC interface at url, with a
-// vendor field the SDK's struct drops.
-func cardJSON(url string, streaming bool) []byte {
-	return cardJSONModes(url, streaming, `"text/plain"`)
-}
+var (
+	cardJSON      = a2aemitv2test.CardJSON
+	cardJSONModes = a2aemitv2test.CardJSONModes
+)
 
-// cardJSONModes is cardJSON with the given default input modes (a JSON
-// list's elements).
-func cardJSONModes(url string, streaming bool, inputModes string) []byte {
-	return fmt.Appendf(nil, `{
-  "name": "Translator", "description": "translates text", "version": "1.0.0",
-  "supportedInterfaces": [{"url": %q, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
-  "capabilities": {"streaming": %v},
-  "defaultInputModes": [%s], "defaultOutputModes": ["text/plain"],
-  "skills": [{"id": "translate", "name": "Translate", "description": "translates", "tags": ["text"]}],
-  "x-vendor": {"region": "eu"}
-}`, url, streaming, inputModes)
-}
-
-// agent is an a2a-go/v2 server: its request handler behind its JSON-RPC
-// handler on /a2a, and its agent-card handler serving the card's bytes on
-// the well-known path (no-cache: carddrift revalidates at every
-// capability-dependent transition). The card can change while clients run.
-type agent struct {
-	srv  *httptest.Server
-	mu   sync.Mutex
-	card []byte
-	// midTask, if set, runs while a new task works, before it asks for
-	// input: the vendor's change in the middle of a task.
-	midTask func()
-	// reject, if set, is the error every follow-up message gets.
-	reject error
-}
-
-func (a *agent) Card(context.Context) (*a2a.AgentCard, error) {
-	return nil, fmt.Errorf("the test agent serves its card as JSON")
-}
-
-// CardJSON implements a2asrv.AgentCardJSONProducer: the bytes as set.
-func (a *agent) CardJSON(context.Context) ([]byte, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.card, nil
-}
-
-func (a *agent) setCard(card []byte) {
-	a.mu.Lock()
-	a.card = card
-	a.mu.Unlock()
-}
-
-func (a *agent) served() []byte {
-	b, _ := a.CardJSON(context.Background())
-	return b
-}
-
-// Execute implements a2asrv.AgentExecutor, a translator: a new task is
-// submitted, works, and asks for the target language (input-required); the
-// answer completes it with a text artifact.
-func (a *agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		if ec.StoredTask == nil {
-			if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) || !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
-				return
-			}
-			a.mu.Lock()
-			mid := a.midTask
-			a.mu.Unlock()
-			if mid != nil {
-				mid()
-			}
-			yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired,
-				a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("into which language?"))), nil)
-			return
-		}
-		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) ||
-			!yield(a2a.NewArtifactEvent(ec, a2a.NewTextPart("bonjour")), nil) {
-			return
-		}
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
-	}
-}
-
-// Cancel implements a2asrv.AgentExecutor.
-func (a *agent) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) {
-		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
-	}
-}
-
-// rejecter is a server-side interceptor failing follow-up messages with the
-// agent's reject error, as an agent whose card narrowed would.
-type rejecter struct {
-	a2asrv.PassthroughCallInterceptor
-	a *agent
-}
-
-func (r rejecter) Before(ctx context.Context, cc *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
-	r.a.mu.Lock()
-	err := r.a.reject
-	r.a.mu.Unlock()
-	if p, ok := req.Payload.(*a2a.SendMessageRequest); ok && err != nil && p.Message != nil && p.Message.TaskID != "" {
-		return ctx, nil, err
-	}
-	return ctx, nil, nil
-}
+// agent is the rig's a2a-go/v2 agent, stopped at the end of the test.
+type agent = a2aemitv2test.Agent
 
 func newAgent(t *testing.T, streaming bool) *agent {
 	t.Helper()
-	a := &agent{}
-	mux := http.NewServeMux()
-	a.srv = httptest.NewServer(mux)
-	t.Cleanup(a.srv.Close)
-	a.card = cardJSON(a.srv.URL+"/a2a", streaming)
-	handler := a2asrv.NewHandler(a, a2asrv.WithCallInterceptors(rejecter{a: a}))
-	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(handler))
-	cards := a2asrv.NewAgentCardHandler(a)
-	mux.HandleFunc(a2asrv.WellKnownAgentCardPath, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-cache")
-		cards.ServeHTTP(w, r)
-	})
+	a := a2aemitv2test.NewAgent(streaming)
+	t.Cleanup(a.Close)
 	return a
 }
 
@@ -251,7 +138,7 @@ func newAgent(t *testing.T, streaming bool) *agent {
 // given (before it).
 func newClient(t *testing.T, ctx context.Context, a *agent, em a2aemitv2.Emitter, opts a2aemitv2.Options, extra ...a2aclient.CallInterceptor) (*a2aclient.Client, *a2aemitv2.ResolvedCard) {
 	t.Helper()
-	card, err := a2aemitv2.ResolveCard(ctx, loopbackFetcher(t), a.srv.URL)
+	card, err := a2aemitv2.ResolveCard(ctx, loopbackFetcher(t), a.URL())
 	if err != nil {
 		t.Fatalf("ResolveCard: %v", err)
 	}

@@ -268,9 +268,7 @@ func TestInterceptorWireErrorCode(t *testing.T) {
 	if state != a2a.TaskStateInputRequired {
 		t.Fatalf("first stream ended in %q", state)
 	}
-	a.mu.Lock()
-	a.reject = a2a.NewError(a2a.ErrUnsupportedContentType, "text is no longer accepted")
-	a.mu.Unlock()
+	a.SetReject(a2a.NewError(a2a.ErrUnsupportedContentType, "text is no longer accepted"))
 	_, err := cl.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessageForTask(a2a.MessageRoleUser, a2a.TaskInfo{TaskID: id}, a2a.NewTextPart("fr"))})
 	if !errors.Is(err, a2a.ErrUnsupportedContentType) {
 		t.Fatalf("SendMessage = %v, want the agent's error", err)
