@@ -63,7 +63,7 @@ var layoutLayers = []layoutLayer{
 	{"client contract, stores, fetcher", []string{"events/client", "store/memstore", "store/storetest", "store/fetcher"}},
 	// The task core (one decision per event, no I/O) and the worker's
 	// fetch budget.
-	{"client lifecycle tracking", []string{"events/client/internal/track"}},
+	{"client lifecycle tracking and its test rig", []string{"events/client/internal/track", "events/client/clienttest"}},
 	{"task core", []string{"events/task", "events/worker/budget"}},
 	// The one conversion of a fetcher observation into the task core's,
 	// shared by the shells that judge live cards (the worker, the

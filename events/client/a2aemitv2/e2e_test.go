@@ -19,6 +19,7 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/a2aemitv2"
+	"github.com/carddrift/carddrift/events/client/clienttest"
 	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
@@ -38,40 +39,6 @@ func newRig(t *testing.T) *servicetest.Rig {
 		Workers: []string{"e2e-worker"},
 		Worker:  func(o *worker.Options) { o.DrainTimeout = 3 * time.Second },
 	})
-}
-
-// lifecycle returns the lifecycle events of a task stored so far, in
-// stream order.
-func lifecycle(t *testing.T, r *servicetest.Rig, taskID string) []events.Event {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := r.JS.OrderedConsumer(ctx, r.Config.LifecycleStream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := c.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.NumPending == 0 {
-		return nil
-	}
-	batch, err := c.Fetch(int(info.NumPending), jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []events.Event
-	for m := range batch.Messages() {
-		ev, err := events.Decode(m)
-		if err != nil {
-			t.Fatalf("lifecycle event does not decode: %v", err)
-		}
-		if ev.TaskID() == taskID {
-			out = append(out, ev)
-		}
-	}
-	return out
 }
 
 func waitPin(t *testing.T, r *servicetest.Rig, taskID string) task.Pin {
@@ -184,7 +151,7 @@ func TestEndToEndStreamingTurnedOffMidTask(t *testing.T) {
 	case v = <-aborts:
 	case <-time.After(45 * time.Second):
 		servicetest.DumpLifecycle(t, r.JS, r.Config)
-		t.Fatalf("no abort from the planner; lifecycle %v", kindsOf(lifecycle(t, r, string(taskID))))
+		t.Fatalf("no abort from the planner; lifecycle %v", clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID))))
 	}
 	if v.TaskID != string(taskID) || v.Action != detector.Abort || v.Posture != detector.FailClosed || v.Pinned.Digest != pin.Digest || v.Live.Digest == pin.Digest {
 		t.Errorf("verdict = %s %s/%s pinned %s live %s", v.TaskID, v.Action, v.Posture, v.Pinned.Digest, v.Live.Digest)
@@ -192,7 +159,7 @@ func TestEndToEndStreamingTurnedOffMidTask(t *testing.T) {
 	if !slices.ContainsFunc(v.Findings, func(f detector.Finding) bool { return f.Rule == detector.RuleStreamingDisabled && f.Touches }) {
 		t.Errorf("findings = %+v, want streaming-disabled touching the task", v.Findings)
 	}
-	before := lifecycle(t, r, string(taskID))
+	before := clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID))
 	last := before[len(before)-1]
 	if st, isStatus := last.Data.(events.Status); !isStatus || st.State != string(a2a.TaskStateInputRequired) ||
 		v.Trigger.EventID != last.ID || v.Trigger.Type != events.TypeStatus || v.Trigger.Source != "urn:test:a2a-go-v2-client" {
@@ -210,7 +177,7 @@ func TestEndToEndStreamingTurnedOffMidTask(t *testing.T) {
 		t.Errorf("order of calls and verdicts = %v, want %v", got, want)
 	}
 	r.Drained(t, 20*time.Second)
-	kinds := kindsOf(lifecycle(t, r, string(taskID)))
+	kinds := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID)))
 	want := []string{
 		"submitted", "request SendStreamingMessage #1", "status TASK_STATE_SUBMITTED", "status TASK_STATE_WORKING",
 		"status TASK_STATE_INPUT_REQUIRED", "request CancelTask #1", "status TASK_STATE_CANCELED",
@@ -241,7 +208,7 @@ func TestSubmittedCardIsPinned(t *testing.T) {
 	taskID := res.(*a2a.Task).ID
 	pin := waitPin(t, r, string(taskID))
 
-	evs := lifecycle(t, r, string(taskID))
+	evs := clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID))
 	sub, isSub := evs[0].Data.(events.Submitted)
 	if !isSub {
 		t.Fatalf("first lifecycle event = %T, want submitted", evs[0].Data)
@@ -337,7 +304,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	if v := vs[1]; v.Trigger.Type != events.TypeRequest || !slices.Contains(rules(v), detector.RuleBlindRetry) {
 		t.Errorf("second verdict: trigger %s rules %v, want the retry's blind-retry", v.Trigger.Type, rules(v))
 	}
-	kinds := kindsOf(lifecycle(t, r, string(tk.ID)))
+	kinds := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(tk.ID)))
 	want := []string{
 		"submitted", "request SendMessage #1", "status TASK_STATE_INPUT_REQUIRED",
 		"request SendMessage #1", "error SendMessage -32602",
@@ -346,23 +313,4 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	if !slices.Equal(kinds, want) {
 		t.Errorf("lifecycle events = %v, want %v", kinds, want)
 	}
-}
-
-func kindsOf(evs []events.Event) []string {
-	var out []string
-	for _, ev := range evs {
-		switch d := ev.Data.(type) {
-		case events.Request:
-			out = append(out, fmt.Sprintf("request %s #%d", d.Method, d.Attempt))
-		case events.Status:
-			out = append(out, "status "+d.State)
-		case events.Artifact:
-			out = append(out, fmt.Sprintf("artifact %v", d.MediaTypes))
-		case events.Error:
-			out = append(out, fmt.Sprintf("error %s %d", d.Method, d.Code))
-		case events.Submitted:
-			out = append(out, "submitted")
-		}
-	}
-	return out
 }

@@ -2,84 +2,20 @@ package a2aemitv2_test
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
-	"slices"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
-	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client/a2aemitv2"
 	"github.com/carddrift/carddrift/events/client/a2aemitv2/a2aemitv2test"
+	"github.com/carddrift/carddrift/events/client/clienttest"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// recording is an a2aemitv2.Emitter that records what it is asked to
-// publish, failing every publish with fail when set.
-type recording struct {
-	mu   sync.Mutex
-	evs  []events.Data
-	fail error
-}
-
-func (r *recording) add(d events.Data) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, d)
-	return r.fail
-}
-
-func (r *recording) Submitted(_ context.Context, d events.Submitted) error { return r.add(d) }
-func (r *recording) Request(_ context.Context, d events.Request) error     { return r.add(d) }
-func (r *recording) Status(_ context.Context, d events.Status) error       { return r.add(d) }
-func (r *recording) Artifact(_ context.Context, d events.Artifact) error   { return r.add(d) }
-func (r *recording) Error(_ context.Context, d events.Error) error         { return r.add(d) }
-
-// lines renders the recorded events one per line, compactly.
-func (r *recording) lines() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, d := range r.evs {
-		out = append(out, line(d))
-	}
-	return out
-}
-
-func line(d events.Data) string {
-	switch d := d.(type) {
-	case events.Submitted:
-		return fmt.Sprintf("submitted %s skill=%s stream=%v push=%v in=%v card=%v", d.TaskID, d.SkillID,
-			d.Requires.Streaming, d.Requires.PushNotifications, d.Requires.InputModes, d.Card != nil)
-	case events.Request:
-		return fmt.Sprintf("request %s %s #%d", d.TaskID, d.Method, d.Attempt)
-	case events.Status:
-		return fmt.Sprintf("status %s %s%s", d.TaskID, d.State, map[bool]string{true: " skill=" + d.SkillID}[d.SkillID != ""])
-	case events.Artifact:
-		return fmt.Sprintf("artifact %s %s %v", d.TaskID, d.ArtifactID, d.MediaTypes)
-	case events.Error:
-		return fmt.Sprintf("error %s %s %d", d.TaskID, d.Method, d.Code)
-	}
-	return fmt.Sprintf("%T", d)
-}
-
-// expect fails the test unless the recorded events are want, in order.
-func (r *recording) expect(t *testing.T, want ...string) {
-	t.Helper()
-	if got := r.lines(); !slices.Equal(got, want) {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-func (r *recording) reset() {
-	r.mu.Lock()
-	r.evs = nil
-	r.mu.Unlock()
-}
+// recording stands in for the Emitter.
+type recording = clienttest.Recorder
 
 // call drives the interceptor as the a2a-go/v2 client does: Before, then
 // After once per response (a stream has many).

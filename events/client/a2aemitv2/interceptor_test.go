@@ -51,7 +51,7 @@ func TestInterceptorLifecycle(t *testing.T) {
 		ok(&a2a.TaskArtifactUpdateEvent{TaskID: "t1", Append: true, Artifact: &a2a.Artifact{ID: "a1", Parts: a2a.ContentParts{a2a.NewDataPart(map[string]any{"k": 1})}}}),
 		ok(status("t1", a2a.TaskStateCompleted)),
 	)
-	rec.expect(t,
+	rec.Expect(t,
 		"submitted t1 skill=translate stream=true push=false in=[text/plain image/png] card=true",
 		"request t1 SendStreamingMessage #1",
 		"status t1 TASK_STATE_SUBMITTED",
@@ -63,7 +63,7 @@ func TestInterceptorLifecycle(t *testing.T) {
 		"artifact t1 a1 [application/json]",
 		"status t1 TASK_STATE_COMPLETED",
 	)
-	sub := rec.evs[0].(events.Submitted)
+	sub := rec.Events()[0].(events.Submitted)
 	if string(sub.Card) != string(raw) || sub.CardURL == "" || sub.AgentURL != "https://agent.example" ||
 		sub.Posture != detector.Degrade || !sub.Idempotent || !slices.Equal(sub.Requires.OutputModes, []string{"application/json"}) {
 		t.Errorf("submitted = %+v", sub)
@@ -72,7 +72,7 @@ func TestInterceptorLifecycle(t *testing.T) {
 		t.Errorf("interceptor remembers %d tasks after the task completed, want 0", n)
 	}
 	// carddrift reads every state the interceptor reports.
-	for _, l := range rec.evs {
+	for _, l := range rec.Events() {
 		if s, isStatus := l.(events.Status); isStatus {
 			if _, known := detector.NormalizeState(s.State); !known {
 				t.Errorf("state %q: carddrift does not model it", s.State)
@@ -90,7 +90,7 @@ func TestInterceptorRetriesAndErrors(t *testing.T) {
 	ctx := context.Background()
 	call(t, ic, ctx, "SendMessage", streamingCard, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("x"))},
 		ok(&a2a.Task{ID: "t2", Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired}}))
-	rec.reset()
+	rec.Reset()
 
 	follow := &a2a.SendMessageRequest{Message: &a2a.Message{TaskID: "t2", Parts: a2a.ContentParts{a2a.NewTextPart("y")}}}
 	call(t, ic, ctx, "SendMessage", streamingCard, follow, a2aclient.Response{Err: a2a.NewError(a2a.ErrInvalidParams, "bad part")})
@@ -105,7 +105,7 @@ func TestInterceptorRetriesAndErrors(t *testing.T) {
 	call(t, ic, ctx, "DeleteTaskPushConfig", streamingCard, &a2a.DeleteTaskPushConfigRequest{TaskID: "t2"}, ok(struct{}{}))
 	call(t, ic, ctx, "SubscribeToTask", streamingCard, &a2a.SubscribeToTaskRequest{ID: "t2"}, ok(status("t2", a2a.TaskStateWorking)))
 	call(t, ic, ctx, "CancelTask", streamingCard, &a2a.CancelTaskRequest{ID: "t2"}, a2aclient.Response{Err: a2a.ErrTaskNotCancelable})
-	rec.expect(t,
+	rec.Expect(t,
 		"request t2 SendMessage #1",
 		"error t2 SendMessage -32602",
 		"request t2 SendMessage #2",
@@ -126,12 +126,12 @@ func TestInterceptorRetriesAndErrors(t *testing.T) {
 		"error t2 CancelTask -32002",
 	)
 	// Every method name is one carddrift classifies.
-	for _, d := range rec.evs {
+	for _, d := range rec.Events() {
 		if r, isReq := d.(events.Request); isReq && detector.ClassifyMethod(r.Method) == detector.MethodUnknown {
 			t.Errorf("method %q: carddrift does not know it", r.Method)
 		}
 	}
-	if e := rec.evs[1].(events.Error); e.Message != "bad part" {
+	if e := rec.Events()[1].(events.Error); e.Message != "bad part" {
 		t.Errorf("error message = %q, want the A2A error's message", e.Message)
 	}
 }
@@ -148,7 +148,7 @@ func TestInterceptorNewTaskVariants(t *testing.T) {
 		return &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{"q": 1}))}
 	}
 	call(t, ic, ctx, "SendMessage", streamingCard, newMsg(), a2aclient.Response{Err: a2a.ErrInvalidParams})
-	if got := rec.lines(); len(got) != 0 {
+	if got := rec.Lines(); len(got) != 0 {
 		t.Fatalf("a failed new task emitted %v", got)
 	}
 	plain := &a2a.AgentCard{Name: "plain", SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface("https://agent.example/a2a", a2a.TransportProtocolJSONRPC)}}
@@ -156,7 +156,7 @@ func TestInterceptorNewTaskVariants(t *testing.T) {
 	p := newMsg()
 	p.Config = &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: "https://client.example/hook"}}
 	call(t, ic, ctx, "SendMessage", streamingCard, p, ok(&a2a.Message{TaskID: "t4"}))
-	rec.expect(t,
+	rec.Expect(t,
 		"submitted t3 skill= stream=false push=false in=[application/json] card=true",
 		"request t3 SendMessage #1",
 		"status t3 TASK_STATE_COMPLETED",
@@ -164,11 +164,11 @@ func TestInterceptorNewTaskVariants(t *testing.T) {
 		"request t4 SendMessage #1",
 	)
 	var round map[string]any
-	if err := json.Unmarshal(rec.evs[0].(events.Submitted).Card, &round); err != nil || round["name"] != "plain" || round["supportedInterfaces"] == nil {
-		t.Errorf("marshalled card = %s (%v), want the v1.0 shape", rec.evs[0].(events.Submitted).Card, err)
+	if err := json.Unmarshal(rec.Events()[0].(events.Submitted).Card, &round); err != nil || round["name"] != "plain" || round["supportedInterfaces"] == nil {
+		t.Errorf("marshalled card = %s (%v), want the v1.0 shape", rec.Events()[0].(events.Submitted).Card, err)
 	}
 	// A message reply with no task, and calls without a task, emit nothing.
-	rec.reset()
+	rec.Reset()
 	call(t, ic, ctx, "SendMessage", streamingCard, newMsg(), ok(&a2a.Message{ID: "m"}))
 	call(t, ic, ctx, "GetExtendedAgentCard", streamingCard, &a2a.GetExtendedAgentCardRequest{}, ok(streamingCard))
 	call(t, ic, ctx, "ListTasks", streamingCard, &a2a.ListTasksRequest{}, ok(&a2a.ListTasksResponse{}))
@@ -176,7 +176,7 @@ func TestInterceptorNewTaskVariants(t *testing.T) {
 	call(t, ic, ctx, "SendMessage", streamingCard, (*a2a.SendMessageRequest)(nil), ok((*a2a.Task)(nil)))
 	call(t, ic, ctx, "SendStreamingMessage", streamingCard, &a2a.SendMessageRequest{}, ok((*a2a.TaskStatusUpdateEvent)(nil)),
 		ok((*a2a.TaskArtifactUpdateEvent)(nil)), ok((*a2a.Message)(nil)), ok(nil))
-	if got := rec.lines(); len(got) != 0 {
+	if got := rec.Lines(); len(got) != 0 {
 		t.Errorf("task-less calls emitted %v", got)
 	}
 }
@@ -190,7 +190,7 @@ func TestInterceptorCompletedTask(t *testing.T) {
 		Status:    a2a.TaskStatus{State: a2a.TaskStateCompleted},
 		Artifacts: []*a2a.Artifact{{ID: "a", Parts: a2a.ContentParts{a2a.NewFileURLPart("https://x/y.pdf", "application/pdf")}}},
 	}))
-	rec.expect(t, "request t6 GetTask #1", "artifact t6 a [application/pdf]", "status t6 TASK_STATE_COMPLETED")
+	rec.Expect(t, "request t6 GetTask #1", "artifact t6 a [application/pdf]", "status t6 TASK_STATE_COMPLETED")
 	if n := ic.Tasks(); n != 0 {
 		t.Errorf("remembers %d tasks after completion, want 0", n)
 	}
@@ -273,7 +273,7 @@ func TestInterceptorWireErrorCode(t *testing.T) {
 	if !errors.Is(err, a2a.ErrUnsupportedContentType) {
 		t.Fatalf("SendMessage = %v, want the agent's error", err)
 	}
-	got := rec.lines()
+	got := rec.Lines()
 	want := fmt.Sprintf("error %s SendMessage -32005", id)
 	if len(got) == 0 || got[len(got)-1] != want {
 		t.Errorf("events %v, want the last to be %q", got, want)
@@ -288,7 +288,7 @@ func TestInterceptorPublishErrorsNeverBreakTheCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	boom := errors.New("jetstream down")
-	rec := &recording{fail: boom}
+	rec := &recording{Fail: boom}
 	var mu sync.Mutex
 	var got []error
 	a := newAgent(t, true)
@@ -310,8 +310,8 @@ func TestInterceptorPublishErrorsNeverBreakTheCall(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != len(rec.lines()) || len(got) < 8 {
-		t.Errorf("OnError got %d errors for %d publishes, want one per publish", len(got), len(rec.lines()))
+	if len(got) != len(rec.Lines()) || len(got) < 8 {
+		t.Errorf("OnError got %d errors for %d publishes, want one per publish", len(got), len(rec.Lines()))
 	}
 	for _, err := range got {
 		if !errors.Is(err, boom) {
@@ -332,8 +332,8 @@ func TestPlanIsShared(t *testing.T) {
 	ctx := client.WithPlan(context.Background(), client.Plan{SkillID: "translate"})
 	call(t, ic, ctx, "SendMessage", streamingCard, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("x"))},
 		ok(&a2a.Task{ID: "t7", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}))
-	if sub, isSub := rec.evs[0].(events.Submitted); !isSub || sub.SkillID != "translate" {
-		t.Errorf("first event = %+v, want submitted with the shared plan's skill", rec.evs[0])
+	if sub, isSub := rec.Events()[0].(events.Submitted); !isSub || sub.SkillID != "translate" {
+		t.Errorf("first event = %+v, want submitted with the shared plan's skill", rec.Events()[0])
 	}
 }
 
