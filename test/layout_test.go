@@ -44,6 +44,7 @@ var layoutLayers = []layoutLayer{
 		"events/internal/defaults", "events/internal/retained", "events/internal/wait",
 		"store/internal/kvkey",
 		"events/inspect/render", "events/inspect/render/rendertest", "store/natstest",
+		"events/client/a2aemitv2/a2aemitv2test",
 	}},
 	// Card signatures (JWS over the canonical card), and the JCS test
 	// vectors' rig.
@@ -62,6 +63,7 @@ var layoutLayers = []layoutLayer{
 	{"client contract, stores, fetcher", []string{"events/client", "store/memstore", "store/storetest", "store/fetcher"}},
 	// The task core (one decision per event, no I/O) and the worker's
 	// fetch budget.
+	{"client lifecycle tracking and its test rig", []string{"events/client/internal/track", "events/client/clienttest"}},
 	{"task core", []string{"events/task", "events/worker/budget"}},
 	// The one conversion of a fetcher observation into the task core's,
 	// shared by the shells that judge live cards (the worker, the
@@ -71,7 +73,7 @@ var layoutLayers = []layoutLayer{
 	// client libraries, inspection (replay, census, impact).
 	{"runtime, clients, inspection", []string{
 		"events/worker",
-		"events/client/a2aemit", "events/client/planner",
+		"events/client/a2aemit", "events/client/a2aemitv2", "events/client/planner",
 		"events/inspect/census", "events/inspect/impact", "events/inspect/replay",
 	}},
 	// The service: workers, their consumers and the HTTP surface.

@@ -13,7 +13,8 @@
 // ...), and publish.WithTraceContext puts a W3C trace context on the
 // events of a call.
 //
-// Below it: package a2aemit wires an Emitter into an a2a-go client as a
-// CallInterceptor, and package planner receives the card.drift verdicts
-// and checks a live card before a task is submitted.
+// Below it: packages a2aemit (a2a-go v0.3) and a2aemitv2 (a2a-go/v2, A2A
+// v1.0) wire an Emitter into an a2a-go client as a CallInterceptor, sharing
+// Plan and WithPlan from here, and package planner receives the
+// card.drift verdicts and checks a live card before a task is submitted.
 package client

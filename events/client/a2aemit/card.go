@@ -2,12 +2,10 @@ package a2aemit
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/a2aproject/a2a-go/a2a"
 
+	"github.com/carddrift/carddrift/events/client/internal/track"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
@@ -38,7 +36,7 @@ type ResolvedCard struct {
 // ErrCardStatus is wrapped by ResolveCard when no card URL answered with a
 // 2xx status (the error also matches fetcher.ErrStatus and is a
 // *fetcher.FetchError holding the status).
-var ErrCardStatus = errors.New("a2aemit: card request failed")
+var ErrCardStatus = track.ErrCardStatus
 
 // ResolveCard fetches the public card of the agent at agentURL through f, as
 // carddrift's workers fetch it (fetcher.Fetcher.FetchAgent): agentURL +
@@ -54,23 +52,9 @@ var ErrCardStatus = errors.New("a2aemit: card request failed")
 // reason's sentinel, and ErrCardStatus for a status other than 2xx); a body
 // that does not decode into a2a.AgentCard is an error too.
 func ResolveCard(ctx context.Context, f *fetcher.Fetcher, agentURL string) (*ResolvedCard, error) {
-	if f == nil {
-		var err error
-		if f, err = fetcher.New(fetcher.Options{}); err != nil {
-			return nil, fmt.Errorf("a2aemit: %w", err)
-		}
-		defer f.Close()
-	}
-	obs, err := f.FetchAgent(ctx, agentURL, "")
-	if errors.Is(err, fetcher.ErrStatus) {
-		return nil, fmt.Errorf("%w: %w", ErrCardStatus, err)
-	}
+	card, obs, err := track.Resolve[a2a.AgentCard](ctx, f, agentURL, "a2aemit")
 	if err != nil {
-		return nil, fmt.Errorf("a2aemit: %w", err)
+		return nil, err
 	}
-	var card a2a.AgentCard
-	if err := json.Unmarshal(obs.Raw, &card); err != nil {
-		return nil, fmt.Errorf("a2aemit: card %s: %w", obs.CardURL, err)
-	}
-	return &ResolvedCard{AgentCard: &card, Raw: obs.Raw, URL: obs.CardURL}, nil
+	return &ResolvedCard{AgentCard: card, Raw: obs.Raw, URL: obs.CardURL}, nil
 }

@@ -2,7 +2,9 @@
 // v0.3) to carddrift: an a2aclient.CallInterceptor that publishes the task
 // lifecycle events carddrift workers judge — a2a.task.submitted, request,
 // status, artifact and error — through an client.Emitter, so that an
-// existing Go A2A client gets card-drift detection by adding one option:
+// existing Go A2A client gets card-drift detection by adding one option
+// (for an A2A v1.0 client on github.com/a2aproject/a2a-go/v2, package
+// a2aemitv2 is the same interceptor; both share Plan and Options):
 //
 //	em, _ := client.NewEmitter(js, "urn:client:billing")
 //	f, _ := fetcher.New(fetcher.Options{}) // Allow: what the SSRF guard may reach

@@ -22,6 +22,7 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/a2aemit"
+	"github.com/carddrift/carddrift/events/client/clienttest"
 	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
@@ -65,39 +66,6 @@ func (r *rig) verdicts(t *testing.T) func(taskID string) []planner.Verdict {
 		defer mu.Unlock()
 		return slices.Clone(got[taskID])
 	}
-}
-
-// lifecycle returns the lifecycle events of a task stored so far.
-func (r *rig) lifecycle(t *testing.T, taskID string) []events.Event {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := r.JS.OrderedConsumer(ctx, r.Config.LifecycleStream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := c.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []events.Event
-	if info.NumPending == 0 {
-		return nil
-	}
-	batch, err := c.Fetch(int(info.NumPending), jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for m := range batch.Messages() {
-		ev, err := events.Decode(m)
-		if err != nil {
-			t.Fatalf("lifecycle event does not decode: %v", err)
-		}
-		if ev.TaskID() == taskID {
-			out = append(out, ev)
-		}
-	}
-	return out
 }
 
 func (r *rig) waitPin(t *testing.T, taskID string) task.Pin {
@@ -249,25 +217,6 @@ func stream(t *testing.T, ctx context.Context, c *a2aclient.Client, msg *a2a.Mes
 	return id, state
 }
 
-func kindsOf(evs []events.Event) []string {
-	var out []string
-	for _, ev := range evs {
-		switch d := ev.Data.(type) {
-		case events.Request:
-			out = append(out, fmt.Sprintf("request %s #%d", d.Method, d.Attempt))
-		case events.Status:
-			out = append(out, "status "+d.State)
-		case events.Artifact:
-			out = append(out, fmt.Sprintf("artifact %v", d.MediaTypes))
-		case events.Error:
-			out = append(out, fmt.Sprintf("error %s %d", d.Method, d.Code))
-		case events.Submitted:
-			out = append(out, "submitted")
-		}
-	}
-	return out
-}
-
 // newE2E is one end-to-end test's world, for a minute: the rig, a planner's
 // view of the verdicts, the a2a-go agent, a client carrying the
 // interceptor, and a context planning fail-closed translate tasks.
@@ -327,7 +276,7 @@ func TestEndToEndStreamingDisabledUnderRunningClient(t *testing.T) {
 		t.Errorf("trigger = %+v, want the client's a2a.task.request", v.Trigger)
 	}
 
-	got := kindsOf(r.lifecycle(t, string(taskID)))
+	got := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID)))
 	want := []string{
 		"submitted", "request message/stream #1", "status submitted", "status input-required",
 		"request message/stream #1", "status working", "artifact [text/plain]", "status completed",
@@ -379,7 +328,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	if v := vs[1]; v.Trigger.Type != events.TypeRequest || !slices.Contains(rules(v), detector.RuleBlindRetry) {
 		t.Errorf("second verdict: trigger %s rules %v, want the retry's blind-retry", v.Trigger.Type, rules(v))
 	}
-	got := kindsOf(r.lifecycle(t, string(task.ID)))
+	got := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(task.ID)))
 	want := []string{
 		"submitted", "request message/send #1", "status input-required",
 		"request message/send #1", "error message/send -32602",

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,65 +20,12 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client/a2aemit"
+	"github.com/carddrift/carddrift/events/client/clienttest"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// recording is an a2aemit.Emitter that records what it is asked to publish.
-type recording struct {
-	mu   sync.Mutex
-	evs  []events.Data
-	fail error
-}
-
-func (r *recording) add(d events.Data) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, d)
-	return r.fail
-}
-
-func (r *recording) Submitted(_ context.Context, d events.Submitted) error { return r.add(d) }
-func (r *recording) Request(_ context.Context, d events.Request) error     { return r.add(d) }
-func (r *recording) Status(_ context.Context, d events.Status) error       { return r.add(d) }
-func (r *recording) Artifact(_ context.Context, d events.Artifact) error   { return r.add(d) }
-func (r *recording) Error(_ context.Context, d events.Error) error         { return r.add(d) }
-
-// lines renders the recorded events one per line, compactly.
-func (r *recording) lines() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, d := range r.evs {
-		switch d := d.(type) {
-		case events.Submitted:
-			out = append(out, fmt.Sprintf("submitted %s skill=%s stream=%v push=%v in=%v card=%v", d.TaskID, d.SkillID,
-				d.Requires.Streaming, d.Requires.PushNotifications, d.Requires.InputModes, d.Card != nil))
-		case events.Request:
-			out = append(out, fmt.Sprintf("request %s %s #%d", d.TaskID, d.Method, d.Attempt))
-		case events.Status:
-			out = append(out, fmt.Sprintf("status %s %s%s", d.TaskID, d.State, map[bool]string{true: " skill=" + d.SkillID}[d.SkillID != ""]))
-		case events.Artifact:
-			out = append(out, fmt.Sprintf("artifact %s %s %v", d.TaskID, d.ArtifactID, d.MediaTypes))
-		case events.Error:
-			out = append(out, fmt.Sprintf("error %s %s %d", d.TaskID, d.Method, d.Code))
-		}
-	}
-	return out
-}
-
-// expect fails the test unless the recorded events are want, in order.
-func (r *recording) expect(t *testing.T, want ...string) {
-	t.Helper()
-	if got := r.lines(); !slices.Equal(got, want) {
-		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-func (r *recording) reset() {
-	r.mu.Lock()
-	r.evs = nil
-	r.mu.Unlock()
-}
+// recording stands in for the Emitter.
+type recording = clienttest.Recorder
 
 // calls drives the interceptor as the a2a-go client does: Before, then After
 // once per response (a stream has many).
@@ -143,8 +89,8 @@ func TestInterceptorLifecycle(t *testing.T) {
 		"artifact t1 a1 [application/json]",
 		"status t1 completed",
 	}
-	rec.expect(t, want...)
-	sub := rec.evs[0].(events.Submitted)
+	rec.Expect(t, want...)
+	sub := rec.Events()[0].(events.Submitted)
 	if string(sub.Card) != string(raw) || sub.CardURL == "" || sub.AgentURL != "https://agent.example" ||
 		sub.Posture != detector.Degrade || !sub.Idempotent || !slices.Equal(sub.Requires.OutputModes, []string{"application/json"}) {
 		t.Errorf("submitted = %+v", sub)
@@ -163,7 +109,7 @@ func TestInterceptorRetriesAndErrors(t *testing.T) {
 	ctx := context.Background()
 	call(t, ic, ctx, "SendMessage", streamingCard, &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "x"})},
 		ok(&a2a.Task{ID: "t2", Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired}}))
-	rec.reset()
+	rec.Reset()
 
 	follow := &a2a.MessageSendParams{Message: &a2a.Message{TaskID: "t2", Parts: a2a.ContentParts{a2a.TextPart{Text: "y"}}}}
 	call(t, ic, ctx, "SendMessage", streamingCard, follow, a2aclient.Response{Err: fmt.Errorf("bad part: %w", a2a.ErrInvalidParams)})
@@ -188,7 +134,7 @@ func TestInterceptorRetriesAndErrors(t *testing.T) {
 		"error t2 tasks/pushNotificationConfig/set -32003",
 		"request t2 tasks/resubscribe #1",
 	}
-	rec.expect(t, want...)
+	rec.Expect(t, want...)
 }
 
 // A new task whose call fails emits nothing; a non-streaming card turns a
@@ -202,7 +148,7 @@ func TestInterceptorNewTaskVariants(t *testing.T) {
 		return &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.DataPart{Data: map[string]any{"q": 1}})}
 	}
 	call(t, ic, ctx, "SendMessage", streamingCard, newMsg(), a2aclient.Response{Err: a2a.ErrInvalidParams})
-	if got := rec.lines(); len(got) != 0 {
+	if got := rec.Lines(); len(got) != 0 {
 		t.Fatalf("a failed new task emitted %v", got)
 	}
 	plain := &a2a.AgentCard{Name: "plain", URL: "https://agent.example/a2a"}
@@ -217,23 +163,23 @@ func TestInterceptorNewTaskVariants(t *testing.T) {
 		"submitted t4 skill= stream=false push=true in=[application/json] card=true",
 		"request t4 message/send #1",
 	}
-	rec.expect(t, want...)
+	rec.Expect(t, want...)
 	var round map[string]any
-	if err := json.Unmarshal(rec.evs[0].(events.Submitted).Card, &round); err != nil || round["name"] != "plain" {
-		t.Errorf("marshalled card = %s (%v)", rec.evs[0].(events.Submitted).Card, err)
+	if err := json.Unmarshal(rec.Events()[0].(events.Submitted).Card, &round); err != nil || round["name"] != "plain" {
+		t.Errorf("marshalled card = %s (%v)", rec.Events()[0].(events.Submitted).Card, err)
 	}
 	// A message reply with no task, and calls without a task, emit nothing.
-	rec.reset()
+	rec.Reset()
 	call(t, ic, ctx, "SendMessage", streamingCard, newMsg(), ok(&a2a.Message{ID: "m"}))
 	call(t, ic, ctx, "GetAgentCard", streamingCard, nil, ok(streamingCard))
-	if got := rec.lines(); len(got) != 0 {
+	if got := rec.Lines(); len(got) != 0 {
 		t.Errorf("task-less calls emitted %v", got)
 	}
 }
 
 func TestInterceptorPublishErrors(t *testing.T) {
 	boom := errors.New("jetstream down")
-	rec := &recording{fail: boom}
+	rec := &recording{Fail: boom}
 	var mu sync.Mutex
 	var got []error
 	ic := a2aemit.New(rec, a2aemit.Options{OnError: func(err error) { mu.Lock(); got = append(got, err); mu.Unlock() }})
@@ -264,7 +210,7 @@ func TestInterceptorCompletedTask(t *testing.T) {
 		Artifacts: []*a2a.Artifact{{ID: "a", Parts: a2a.ContentParts{a2a.FilePart{File: a2a.FileURI{FileMeta: a2a.FileMeta{MimeType: "application/pdf"}}}}}},
 	}))
 	want := []string{"request t6 tasks/get #1", "artifact t6 a [application/pdf]", "status t6 completed"}
-	rec.expect(t, want...)
+	rec.Expect(t, want...)
 	if n := ic.Tasks(); n != 0 {
 		t.Errorf("remembers %d tasks after completion, want 0", n)
 	}

@@ -1,16 +1,16 @@
 package a2aemit
 
 import (
-	"errors"
-
 	"github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/carddrift/carddrift/events/client/internal/track"
 )
 
 // Media types of parts that carry none of their own.
 const (
-	MediaTypeText   = "text/plain"
-	MediaTypeData   = "application/json"
-	MediaTypeBinary = "application/octet-stream"
+	MediaTypeText   = track.MediaTypeText
+	MediaTypeData   = track.MediaTypeData
+	MediaTypeBinary = track.MediaTypeBinary
 )
 
 // MediaTypes returns the media types of parts, each once, in order of first
@@ -19,14 +19,7 @@ const (
 // types are skipped.
 func MediaTypes(parts a2a.ContentParts) []string {
 	var out []string
-	add := func(mt string) {
-		for _, m := range out {
-			if m == mt {
-				return
-			}
-		}
-		out = append(out, mt)
-	}
+	add := func(mt string) { out = track.Union(out, []string{mt}) }
 	for _, p := range parts {
 		switch p := p.(type) {
 		case a2a.TextPart, *a2a.TextPart:
@@ -50,11 +43,11 @@ func fileMediaType(c a2a.FilePartContent) string {
 	case a2a.FileBytes:
 		mt = f.MimeType
 	case *a2a.FileBytes:
-		mt = deref(f).MimeType
+		mt = track.Deref(f).MimeType
 	case a2a.FileURI:
 		mt = f.MimeType
 	case *a2a.FileURI:
-		mt = deref(f).MimeType
+		mt = track.Deref(f).MimeType
 	}
 	if mt == "" {
 		return MediaTypeBinary
@@ -63,36 +56,25 @@ func fileMediaType(c a2a.FilePartContent) string {
 }
 
 // errorCodes maps a2a-go's sentinel errors back to their JSON-RPC codes.
-var errorCodes = []struct {
-	err  error
-	code int
-}{
-	{a2a.ErrParseError, -32700},
-	{a2a.ErrInvalidRequest, -32600},
-	{a2a.ErrMethodNotFound, -32601},
-	{a2a.ErrInvalidParams, -32602},
-	{a2a.ErrInternalError, -32603},
-	{a2a.ErrServerError, -32000},
-	{a2a.ErrTaskNotFound, -32001},
-	{a2a.ErrTaskNotCancelable, -32002},
-	{a2a.ErrPushNotificationNotSupported, -32003},
-	{a2a.ErrUnsupportedOperation, -32004},
-	{a2a.ErrUnsupportedContentType, -32005},
-	{a2a.ErrInvalidAgentResponse, -32006},
-	{a2a.ErrAuthenticatedExtendedCardNotConfigured, -32007},
+var errorCodes = []track.Sentinel{
+	{Err: a2a.ErrParseError, Code: -32700},
+	{Err: a2a.ErrInvalidRequest, Code: -32600},
+	{Err: a2a.ErrMethodNotFound, Code: -32601},
+	{Err: a2a.ErrInvalidParams, Code: -32602},
+	{Err: a2a.ErrInternalError, Code: -32603},
+	{Err: a2a.ErrServerError, Code: -32000},
+	{Err: a2a.ErrTaskNotFound, Code: -32001},
+	{Err: a2a.ErrTaskNotCancelable, Code: -32002},
+	{Err: a2a.ErrPushNotificationNotSupported, Code: -32003},
+	{Err: a2a.ErrUnsupportedOperation, Code: -32004},
+	{Err: a2a.ErrUnsupportedContentType, Code: -32005},
+	{Err: a2a.ErrInvalidAgentResponse, Code: -32006},
+	{Err: a2a.ErrAuthenticatedExtendedCardNotConfigured, Code: -32007},
 }
 
 // ErrorCode returns the A2A/JSON-RPC code of an error returned by an a2a-go
 // client, and false when it carries none (a transport failure, a canceled
 // context).
 func ErrorCode(err error) (int, bool) {
-	if err == nil {
-		return 0, false
-	}
-	for _, e := range errorCodes {
-		if errors.Is(err, e.err) {
-			return e.code, true
-		}
-	}
-	return 0, false
+	return track.Code(err, errorCodes)
 }

@@ -2,7 +2,6 @@ package a2aemit_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -10,36 +9,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client/a2aemit"
-	"github.com/carddrift/carddrift/events/publish"
 )
-
-// tracing records the trace context each event is published with.
-type tracing struct {
-	recording
-	mu     sync.Mutex
-	traces []map[string]string
-}
-
-func (r *tracing) keep(ctx context.Context) {
-	r.mu.Lock()
-	r.traces = append(r.traces, publish.TraceContext(ctx))
-	r.mu.Unlock()
-}
-
-func (r *tracing) Submitted(ctx context.Context, d events.Submitted) error {
-	r.keep(ctx)
-	return r.recording.Submitted(ctx, d)
-}
-
-func (r *tracing) Request(ctx context.Context, d events.Request) error {
-	r.keep(ctx)
-	return r.recording.Request(ctx, d)
-}
-
-func (r *tracing) Status(ctx context.Context, d events.Status) error {
-	r.keep(ctx)
-	return r.recording.Status(ctx, d)
-}
 
 // TestInterceptorTraceContext: a call made inside an OpenTelemetry span
 // publishes its lifecycle events with the span's W3C trace context
@@ -49,25 +19,25 @@ func TestInterceptorTraceContext(t *testing.T) {
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	ts, _ := trace.ParseTraceState("vendor=abc")
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, TraceState: ts})
-	rec := &tracing{}
+	rec := &recording{}
 	ic := a2aemit.New(rec, a2aemit.Options{})
 	ctx := trace.ContextWithSpanContext(context.Background(), sc)
 	call(t, ic, ctx, "SendStreamingMessage", streamingCard, &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "hi"})},
 		ok(&a2a.Task{ID: "t1", Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted}}))
-	if len(rec.traces) == 0 {
+	if len(rec.Traces()) == 0 {
 		t.Fatal("no event published")
 	}
-	for i, tr := range rec.traces {
+	for i, tr := range rec.Traces() {
 		if tr[events.ExtTraceParent] != "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" || tr[events.ExtTraceState] != "vendor=abc" {
 			t.Errorf("event %d published with trace context %v", i, tr)
 		}
 	}
 
-	plain := &tracing{}
+	plain := &recording{}
 	ic = a2aemit.New(plain, a2aemit.Options{})
 	call(t, ic, context.Background(), "SendStreamingMessage", streamingCard, &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "hi"})},
 		ok(&a2a.Task{ID: "t2", Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted}}))
-	for i, tr := range plain.traces {
+	for i, tr := range plain.Traces() {
 		if tr != nil {
 			t.Errorf("event %d outside a span published with trace context %v", i, tr)
 		}

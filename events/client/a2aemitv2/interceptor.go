@@ -1,0 +1,200 @@
+package a2aemitv2
+
+import (
+	"context"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+
+	"github.com/carddrift/carddrift/events/client"
+	"github.com/carddrift/carddrift/events/client/internal/track"
+)
+
+// Emitter publishes lifecycle events; *client.Emitter implements it.
+type Emitter = client.Lifecycle
+
+// DefaultMaxTasks bounds the tasks an Interceptor remembers.
+const DefaultMaxTasks = track.DefaultMaxTasks
+
+// Plan is what the client planned a task for beyond what the call shows
+// (client.Plan, the same as package a2aemit's).
+type Plan = client.Plan
+
+// WithPlan attaches the plan of the task a SendMessage or
+// SendStreamingMessage call creates. It overrides Options.Plan for that call.
+func WithPlan(ctx context.Context, p Plan) context.Context {
+	return client.WithPlan(ctx, p)
+}
+
+// Options configure an Interceptor (client.InterceptorOptions, the same
+// for both a2a-go lines).
+type Options = client.InterceptorOptions
+
+// Interceptor is an a2a-go/v2 a2aclient.CallInterceptor that publishes the
+// task lifecycle through an Emitter. Create it with New; safe for
+// concurrent use.
+type Interceptor struct {
+	t *track.Tracker
+}
+
+var _ a2aclient.CallInterceptor = (*Interceptor)(nil)
+
+// New returns an Interceptor publishing through em.
+func New(em Emitter, opts Options) *Interceptor {
+	return &Interceptor{t: track.New(em, opts)}
+}
+
+// WithLifecycleEvents is the one option that adds the interceptor to the
+// clients an a2aclient.Factory (or a2aclient.NewFromCard,
+// NewFromEndpoints) creates.
+func WithLifecycleEvents(em Emitter, opts Options) a2aclient.FactoryOption {
+	return a2aclient.WithCallInterceptors(New(em, opts))
+}
+
+// Before implements a2aclient.CallInterceptor: it emits a2a.task.request
+// for calls on a known task and remembers what After needs. It never
+// answers in the agent's place nor fails the call (nil result, nil error).
+func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (context.Context, any, error) {
+	c := &track.Call{Method: wireMethod(req.Method, req.Card), BaseURL: req.BaseURL}
+	if req.Card != nil {
+		c.Card = req.Card
+	}
+	switch p := req.Payload.(type) {
+	case *a2a.SendMessageRequest:
+		if p == nil || p.Message == nil {
+			break
+		}
+		c.TaskID = string(p.Message.TaskID)
+		if c.TaskID == "" {
+			c.NewTask = true
+			c.Streams = c.Method == MethodSendStreamingMessage
+			c.Push = p.Config != nil && p.Config.PushConfig != nil
+			c.InputModes = MediaTypes(p.Message.Parts)
+		}
+	case *a2a.GetTaskRequest:
+		c.TaskID = string(track.Deref(p).ID)
+	case *a2a.CancelTaskRequest:
+		c.TaskID = string(track.Deref(p).ID)
+	case *a2a.SubscribeToTaskRequest:
+		c.TaskID = string(track.Deref(p).ID)
+	case *a2a.GetTaskPushConfigRequest:
+		c.TaskID = string(track.Deref(p).TaskID)
+	case *a2a.ListTaskPushConfigRequest:
+		c.TaskID = string(track.Deref(p).TaskID)
+	case *a2a.DeleteTaskPushConfigRequest:
+		c.TaskID = string(track.Deref(p).TaskID)
+	case *a2a.PushConfig:
+		c.TaskID = string(track.Deref(p).TaskID)
+	}
+	return ic.t.Begin(ctx, c), nil, nil
+}
+
+// After implements a2aclient.CallInterceptor: it submits new tasks, and
+// emits status changes, artifacts and errors. It never returns an error.
+func (ic *Interceptor) After(ctx context.Context, resp *a2aclient.Response) error {
+	c := track.From(ctx)
+	if c == nil {
+		return nil // Before did not run (another interceptor answered first)
+	}
+	if resp.Err != nil {
+		code, ok := ErrorCode(resp.Err)
+		ic.t.Failed(ctx, c, resp.Err, code, ok)
+		return nil
+	}
+	ic.t.Observe(ctx, c, inspect(resp.Payload))
+	return nil
+}
+
+// Tasks returns how many tasks the interceptor remembers.
+func (ic *Interceptor) Tasks() int { return ic.t.Tasks() }
+
+// inspect returns what a response payload shows of its task: every v1.0
+// event names its task (a2a.TaskInfoProvider); a task carries its status
+// and artifacts, an update one of them.
+func inspect(payload any) track.Response {
+	var r track.Response
+	switch p := payload.(type) {
+	case *a2a.Task:
+		if p == nil {
+			return r
+		}
+		r.Status = status(&p.Status)
+		for _, a := range p.Artifacts {
+			r.Artifacts = appendArtifact(r.Artifacts, a)
+		}
+	case *a2a.TaskStatusUpdateEvent:
+		if p == nil {
+			return r
+		}
+		r.Status = status(&p.Status)
+	case *a2a.TaskArtifactUpdateEvent:
+		if p == nil {
+			return r
+		}
+		r.Artifacts = appendArtifact(nil, p.Artifact)
+	case *a2a.Message:
+		if p == nil {
+			return r
+		}
+	default:
+		return r // not an event: nothing about a task
+	}
+	r.TaskID = string(payload.(a2a.TaskInfoProvider).TaskInfo().TaskID)
+	return r
+}
+
+func status(st *a2a.TaskStatus) *track.Status {
+	if st.State == a2a.TaskStateUnspecified {
+		return nil
+	}
+	s := &track.Status{State: string(st.State), Terminal: st.State.Terminal()}
+	if st.Message != nil {
+		s.SkillID, _ = st.Message.Metadata["skillId"].(string)
+	}
+	return s
+}
+
+func appendArtifact(out []track.Artifact, a *a2a.Artifact) []track.Artifact {
+	if a == nil {
+		return out
+	}
+	return append(out, track.Artifact{ID: string(a.ID), MediaTypes: MediaTypes(a.Parts)})
+}
+
+// A2A v1.0 method names, as the a2a-go/v2 JSON-RPC transport sends them.
+const (
+	MethodSendMessage          = "SendMessage"
+	MethodSendStreamingMessage = "SendStreamingMessage"
+	MethodGetTask              = "GetTask"
+	MethodListTasks            = "ListTasks"
+	MethodCancelTask           = "CancelTask"
+	MethodSubscribeToTask      = "SubscribeToTask"
+	MethodCreatePushConfig     = "CreateTaskPushNotificationConfig"
+	MethodGetPushConfig        = "GetTaskPushNotificationConfig"
+	MethodListPushConfigs      = "ListTaskPushNotificationConfigs"
+	MethodDeletePushConfig     = "DeleteTaskPushNotificationConfig"
+	MethodGetExtendedAgentCard = "GetExtendedAgentCard"
+)
+
+// wireMethod returns the A2A v1.0 name of an a2a-go/v2 client method (the
+// client's push-config methods are named shorter than the protocol's). A
+// streaming send on a client whose card does not declare streaming is sent
+// as SendMessage by the client, and named so.
+func wireMethod(method string, card *a2a.AgentCard) string {
+	switch method {
+	case "SendStreamingMessage":
+		if card != nil && !card.Capabilities.Streaming {
+			return MethodSendMessage
+		}
+		return MethodSendStreamingMessage
+	case "GetTaskPushConfig":
+		return MethodGetPushConfig
+	case "ListTaskPushConfigs":
+		return MethodListPushConfigs
+	case "CreateTaskPushConfig":
+		return MethodCreatePushConfig
+	case "DeleteTaskPushConfig":
+		return MethodDeletePushConfig
+	}
+	return method // SendMessage, GetTask, ListTasks, CancelTask, SubscribeToTask, GetExtendedAgentCard
+}

@@ -1,0 +1,171 @@
+package clienttest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/client"
+	"github.com/carddrift/carddrift/events/publish"
+)
+
+// Recorder is a client.Lifecycle that records what it is asked to publish,
+// with the trace context each event would carry, and fails every publish
+// with Fail when set. Safe for concurrent use.
+type Recorder struct {
+	Fail error
+
+	mu     sync.Mutex
+	evs    []events.Data
+	traces []map[string]string
+}
+
+var _ client.Lifecycle = (*Recorder)(nil)
+
+func (r *Recorder) add(ctx context.Context, d events.Data) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, d)
+	r.traces = append(r.traces, publish.TraceContext(ctx))
+	return r.Fail
+}
+
+// Submitted records d.
+func (r *Recorder) Submitted(ctx context.Context, d events.Submitted) error { return r.add(ctx, d) }
+
+// Request records d.
+func (r *Recorder) Request(ctx context.Context, d events.Request) error { return r.add(ctx, d) }
+
+// Status records d.
+func (r *Recorder) Status(ctx context.Context, d events.Status) error { return r.add(ctx, d) }
+
+// Artifact records d.
+func (r *Recorder) Artifact(ctx context.Context, d events.Artifact) error { return r.add(ctx, d) }
+
+// Error records d.
+func (r *Recorder) Error(ctx context.Context, d events.Error) error { return r.add(ctx, d) }
+
+// Events returns the events recorded so far.
+func (r *Recorder) Events() []events.Data {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.evs)
+}
+
+// Traces returns the trace context of each recorded event (nil: none).
+func (r *Recorder) Traces() []map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.traces)
+}
+
+// Lines renders the recorded events one per line (Line).
+func (r *Recorder) Lines() []string {
+	var out []string
+	for _, d := range r.Events() {
+		out = append(out, Line(d))
+	}
+	return out
+}
+
+// Expect fails t unless the recorded events render as want, in order.
+func (r *Recorder) Expect(t testing.TB, want ...string) {
+	t.Helper()
+	if got := r.Lines(); !slices.Equal(got, want) {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Reset forgets what was recorded.
+func (r *Recorder) Reset() {
+	r.mu.Lock()
+	r.evs, r.traces = nil, nil
+	r.mu.Unlock()
+}
+
+// Line renders one lifecycle event compactly: "submitted t1 skill=translate
+// stream=true push=false in=[text/plain] card=true", "request t1
+// message/stream #1", "status t1 working skill=x", "artifact t1 a1
+// [text/plain]", "error t1 message/send -32602".
+func Line(d events.Data) string {
+	switch d := d.(type) {
+	case events.Submitted:
+		return fmt.Sprintf("submitted %s skill=%s stream=%v push=%v in=%v card=%v", d.TaskID, d.SkillID,
+			d.Requires.Streaming, d.Requires.PushNotifications, d.Requires.InputModes, d.Card != nil)
+	case events.Request:
+		return fmt.Sprintf("request %s %s #%d", d.TaskID, d.Method, d.Attempt)
+	case events.Status:
+		if d.SkillID != "" {
+			return fmt.Sprintf("status %s %s skill=%s", d.TaskID, d.State, d.SkillID)
+		}
+		return fmt.Sprintf("status %s %s", d.TaskID, d.State)
+	case events.Artifact:
+		return fmt.Sprintf("artifact %s %s %v", d.TaskID, d.ArtifactID, d.MediaTypes)
+	case events.Error:
+		return fmt.Sprintf("error %s %s %d", d.TaskID, d.Method, d.Code)
+	}
+	return fmt.Sprintf("%T", d)
+}
+
+// Kinds renders stored lifecycle events without their task: "submitted",
+// "request message/stream #1", "status working", "artifact [text/plain]",
+// "error message/send -32602".
+func Kinds(evs []events.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		switch d := ev.Data.(type) {
+		case events.Request:
+			out = append(out, fmt.Sprintf("request %s #%d", d.Method, d.Attempt))
+		case events.Status:
+			out = append(out, "status "+d.State)
+		case events.Artifact:
+			out = append(out, fmt.Sprintf("artifact %v", d.MediaTypes))
+		case events.Error:
+			out = append(out, fmt.Sprintf("error %s %d", d.Method, d.Code))
+		case events.Submitted:
+			out = append(out, "submitted")
+		}
+	}
+	return out
+}
+
+// Lifecycle returns the lifecycle events of a task stored so far in stream,
+// in stream order.
+func Lifecycle(t testing.TB, js jetstream.JetStream, stream, taskID string) []events.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumPending == 0 {
+		return nil
+	}
+	batch, err := c.Fetch(int(info.NumPending), jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []events.Event
+	for m := range batch.Messages() {
+		ev, err := events.Decode(m)
+		if err != nil {
+			t.Fatalf("lifecycle event does not decode: %v", err)
+		}
+		if ev.TaskID() == taskID {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
