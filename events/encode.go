@@ -135,7 +135,12 @@ func prepareWith(e *Event, typed bool) ([]byte, string, error) {
 	} else if s, err = schemas.ByID(e.DataSchema); err != nil || s.Type != typ {
 		return nil, "", fmt.Errorf("%w: dataschema %q is not a schema of %s", ErrInvalidEvent, e.DataSchema, typ)
 	}
-	data, err := json.Marshal(e.Data)
+	var data []byte
+	if typed {
+		data, err = marshalData(e.Data)
+	} else {
+		data, err = json.Marshal(e.Data)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}

@@ -80,7 +80,7 @@ func agreeTyped(t *testing.T, d events.Data, what string) bool {
 // the patterns' and formats' near misses, the enums.
 var (
 	poolStrings = []string{
-		"", "x", "é", "a b", "\xff", "x\xffy", "<&>", "\u2028", "\"q\\", strings.Repeat("a", 64), strings.Repeat("a", 65),
+		"", "x", "é", "a b", "\xff", "x\xffy", "<&>", "a&b", "a>b", "\x00\x1f\x7f", "\u2028", "\"q\\", strings.Repeat("a", 64), strings.Repeat("a", 65),
 		strings.Repeat("a", 128), strings.Repeat("a", 129), strings.Repeat("é", 256), strings.Repeat("a", 257),
 		strings.Repeat("a", 2049), strings.Repeat("é", 4096), strings.Repeat("é", 4097),
 		"https://a.example", "http://127.0.0.1:8080/a2a", "https://a.example/.well-known/agent-card.json", "https://[::1]:8443",
@@ -369,4 +369,28 @@ func TestPlainSource(t *testing.T) {
 	if passed < 100 {
 		t.Errorf("only %d of %d random sources passed plainSource", passed, len(tried))
 	}
+}
+
+// TestMarshalDataIsJSONMarshal holds Encode's direct writer of the
+// lifecycle events' data to json.Marshal, byte for byte, on every base
+// and thousands of mutants (strings with escapes, invalid UTF-8, HTML
+// characters, U+2028, nil and long slices).
+func TestMarshalDataIsJSONMarshal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 21))
+	n := 0
+	for _, base := range typedBases() {
+		for i := range 1500 {
+			d := base
+			if i > 0 {
+				d = mutant(rng, base, 1+i%3)
+			}
+			want, werr := json.Marshal(d)
+			got, gerr := events.MarshalData(d)
+			if (werr != nil) != (gerr != nil) || !bytes.Equal(got, want) {
+				t.Fatalf("%T: marshalData = %s, %v; json.Marshal = %s, %v", d, got, gerr, want, werr)
+			}
+			n++
+		}
+	}
+	t.Logf("%d values compared", n)
 }

@@ -53,3 +53,6 @@ func EncodeBaseline(e Event) (*nats.Msg, error) {
 	writeBinary(&e, &headerWriter{h: msg.Header})
 	return msg, nil
 }
+
+// MarshalData is marshalData, for TestMarshalDataIsJSONMarshal.
+func MarshalData(d Data) ([]byte, error) { return marshalData(d) }
