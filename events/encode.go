@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
@@ -33,17 +35,30 @@ import (
 // CloudEvents JSON format with content-type application/cloudevents+json.
 // Both are produced with the sdk-go event model and codec.
 func Encode(e Event, mode Mode) (*nats.Msg, error) {
-	ce, subject, err := cloudEvent(&e)
+	data, subject, err := prepare(&e)
 	if err != nil {
 		return nil, err
 	}
 	msg := &nats.Msg{Subject: subject}
 	switch mode {
 	case Binary:
-		msg.Header = make(nats.Header, 10+len(e.Extensions))
-		writeBinary(&e, ce, &headerWriter{h: msg.Header})
-		msg.Data = ce.DataEncoded
+		if !binaryReady(&e) {
+			// What the fast path does not vouch for goes through the sdk
+			// event, which refuses it with the error it always gave.
+			if _, err := sdkEvent(&e, data); err != nil {
+				return nil, err
+			}
+		}
+		// 9 headers: the 8 attributes Encode writes and the Nats-Msg-Id
+		// the publisher adds.
+		msg.Header = make(nats.Header, 9+len(e.Extensions))
+		writeBinary(&e, &headerWriter{h: msg.Header})
+		msg.Data = data
 	case Structured:
+		ce, err := sdkEvent(&e, data)
+		if err != nil {
+			return nil, err
+		}
 		b, err := format.JSON.Marshal(ce)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
@@ -63,7 +78,26 @@ func CloudEvent(e Event) (*event.Event, error) {
 	return ce, err
 }
 
+// cloudEvent checks e, encodes its data and builds the sdk-go event.
 func cloudEvent(e *Event) (*event.Event, string, error) {
+	data, subject, err := prepare(e)
+	if err != nil {
+		return nil, "", err
+	}
+	ce, err := sdkEvent(e, data)
+	if err != nil {
+		return nil, "", err
+	}
+	return ce, subject, nil
+}
+
+// prepare checks e's attributes, fills Type, Subject and DataSchema, and
+// returns its data as JSON, validated against its schema, and its subject.
+func prepare(e *Event) ([]byte, string, error) { return prepareWith(e, true) }
+
+// prepareWith is prepare; typed false validates the way Encode did before
+// the typed checks (the baseline of BenchmarkEncodeTypes).
+func prepareWith(e *Event, typed bool) ([]byte, string, error) {
 	if e.Data == nil {
 		return nil, "", fmt.Errorf("%w: no data", ErrInvalidEvent)
 	}
@@ -85,8 +119,10 @@ func cloudEvent(e *Event) (*event.Event, string, error) {
 	if !utf8.ValidString(e.ID) || !utf8.ValidString(e.Subject) {
 		return nil, "", fmt.Errorf("%w: id or task id is not UTF-8", ErrInvalidEvent)
 	}
-	if err := CheckSource(e.Source); err != nil {
-		return nil, "", err
+	if !typed || !plainSource(e.Source) {
+		if err := CheckSource(e.Source); err != nil {
+			return nil, "", err
+		}
 	}
 	var s *schemas.Schema
 	var err error
@@ -99,22 +135,45 @@ func cloudEvent(e *Event) (*event.Event, string, error) {
 	} else if s, err = schemas.ByID(e.DataSchema); err != nil || s.Type != typ {
 		return nil, "", fmt.Errorf("%w: dataschema %q is not a schema of %s", ErrInvalidEvent, e.DataSchema, typ)
 	}
-	data, err := json.Marshal(e.Data)
+	var data []byte
+	if typed {
+		data, err = marshalData(e.Data)
+	} else {
+		data, err = json.Marshal(e.Data)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
-	tree, _, err := parseTree(data, "", true) // data is json.Marshal's, the tree is dropped
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: data: %v", ErrInvalidEvent, err)
-	}
-	if err := s.ValidateValue(tree); err != nil {
-		return nil, "", fmt.Errorf("events: encode %s: %w: %w", typ, ErrSchemaViolation, err)
+	if !typed || !conformsTyped(s, e.Data) {
+		if err := validateTree(s, typ, data); err != nil {
+			return nil, "", err
+		}
 	}
 	subject, err := Subject(e.Data)
 	if err != nil {
 		return nil, "", err
 	}
+	return data, subject, nil
+}
 
+// validateTree validates data (json.Marshal's) the general way: parsed
+// into a value tree, validated by the schema (its compiled checks, then
+// the JSON Schema validator). It is what Encode did for every event before
+// the typed checks (encode_check.go), and what it still does for what they
+// do not accept.
+func validateTree(s *schemas.Schema, typ string, data []byte) error {
+	tree, _, err := parseTree(data, "", true) // data is json.Marshal's, the tree is dropped
+	if err != nil {
+		return fmt.Errorf("%w: data: %v", ErrInvalidEvent, err)
+	}
+	if err := s.ValidateValue(tree); err != nil {
+		return fmt.Errorf("events: encode %s: %w: %w", typ, ErrSchemaViolation, err)
+	}
+	return nil
+}
+
+// sdkEvent builds the sdk-go event of e, checked by prepare, with data.
+func sdkEvent(e *Event, data []byte) (*event.Event, error) {
 	// The context is filled directly, not through the sdk setters: they trim
 	// spaces from ids and subjects, and a task id may have any.
 	ct := event.ApplicationJSON
@@ -125,12 +184,12 @@ func cloudEvent(e *Event) (*event.Event, string, error) {
 	}
 	src, err := url.Parse(e.Source)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: source: %v", ErrInvalidEvent, err)
+		return nil, fmt.Errorf("%w: source: %v", ErrInvalidEvent, err)
 	}
 	ec.Source = types.URIRef{URL: *src}
 	ds, err := url.Parse(e.DataSchema)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: dataschema: %v", ErrInvalidEvent, err)
+		return nil, fmt.Errorf("%w: dataschema: %v", ErrInvalidEvent, err)
 	}
 	ec.DataSchema = &types.URI{URL: *ds}
 	if e.Subject != "" {
@@ -145,22 +204,109 @@ func cloudEvent(e *Event) (*event.Event, string, error) {
 	ce.DataEncoded = data
 	for name, v := range e.Extensions {
 		if !validExtensionName(name) || isAttributeName(name) {
-			return nil, "", fmt.Errorf("%w: extension name %q", ErrInvalidEvent, name)
+			return nil, fmt.Errorf("%w: extension name %q", ErrInvalidEvent, name)
 		}
 		if !utf8.ValidString(v) {
-			return nil, "", fmt.Errorf("%w: extension %q is not UTF-8", ErrInvalidEvent, name)
+			return nil, fmt.Errorf("%w: extension %q is not UTF-8", ErrInvalidEvent, name)
 		}
 		if err := ce.Context.SetExtension(name, v); err != nil {
-			return nil, "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+			return nil, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 		}
 	}
 	// Not ce.Validate: it trims spaces, so it would refuse a task id of
 	// spaces as subject, which CloudEvents allows; the checks above and
 	// below cover the rest of it.
 	if ce.Source() != e.Source || ce.DataSchema() != e.DataSchema {
-		return nil, "", fmt.Errorf("%w: source or dataschema does not survive URI parsing", ErrInvalidEvent)
+		return nil, fmt.Errorf("%w: source or dataschema does not survive URI parsing", ErrInvalidEvent)
 	}
-	return &ce, subject, nil
+	return &ce, nil
+}
+
+// binaryReady reports that e, checked by prepare, passes what sdkEvent
+// checks beyond it, so that binary mode can write e's attributes without
+// building the sdk event: the source survives URI parsing (CheckSource
+// and plainSource vouch for it: url.Parse gives it back unchanged), so
+// does the dataschema (one of the embedded schemas' ids, checked once),
+// and every extension is one SetExtension takes. false sends e through
+// sdkEvent, which gives the error.
+func binaryReady(e *Event) bool {
+	if !schemaURISurvives()[e.DataSchema] {
+		return false
+	}
+	for name, v := range e.Extensions {
+		if !validExtensionName(name) || isAttributeName(name) || !event.IsExtensionNameValid(name) || !utf8.ValidString(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// schemaURISurvives says, for the id of every embedded schema, whether it
+// survives the sdk's URI parsing unchanged (all do: TestSchemaIDsSurvive).
+var schemaURISurvives = sync.OnceValue(func() map[string]bool {
+	out := map[string]bool{}
+	for _, s := range schemas.All() {
+		u, err := url.Parse(s.ID)
+		out[s.ID] = err == nil && (&types.URI{URL: *u}).String() == s.ID
+	}
+	return out
+})
+
+// plainSource reports, without parsing, that source is a URI-reference
+// CheckSource accepts: a relative path of unreserved characters in
+// segments ("carddrift/worker-1", "carddrift-demo-client"), or a
+// lower-case scheme and an opaque part of unreserved characters and
+// colons ("urn:client:planner-7"). url.Parse gives either back unchanged.
+// It spares the usual sources of a publisher CheckSource's lookup in its
+// cache. TestPlainSource holds it to CheckSource.
+func plainSource(s string) bool {
+	if s == "" {
+		return false
+	}
+	if i := strings.IndexByte(s, ':'); i >= 0 {
+		if !isLower(s[0]) {
+			return false
+		}
+		for j := 1; j < i; j++ {
+			if c := s[j]; !isLower(c) && !isDigit(c) && c != '+' && c != '-' && c != '.' {
+				return false
+			}
+		}
+		opaque := s[i+1:]
+		if opaque == "" || opaque[0] == ':' {
+			return false
+		}
+		for j := 0; j < len(opaque); j++ {
+			if c := opaque[j]; !isUnreserved(c) && c != ':' {
+				return false
+			}
+		}
+		return true
+	}
+	seg := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '/' {
+			if seg == 0 {
+				return false // a leading or doubled slash
+			}
+			seg = 0
+			continue
+		}
+		if !isUnreserved(c) {
+			return false
+		}
+		seg++
+	}
+	return seg > 0
+}
+
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// isUnreserved: RFC 3986 unreserved characters.
+func isUnreserved(c byte) bool {
+	return isLower(c|0x20) || isDigit(c) || c == '-' || c == '.' || c == '_' || c == '~'
 }
 
 func isAttributeName(name string) bool {
@@ -171,17 +317,17 @@ func isAttributeName(name string) bool {
 	return false
 }
 
-// writeBinary writes the binary-mode headers of e, whose sdk-go event
-// cloudEvent built as ce, as the sdk-go binding writes them
+// writeBinary writes the binary-mode headers of e, checked by prepare and
+// binaryReady, as the sdk-go binding writes them from its sdk-go event
 // (binding.Write with WithForceBinary onto a headerWriter: every context
 // attribute that is set, formatted by types.Format, then the extensions),
 // without the binding's boxing of every value and copying of the data.
-// The attribute values are e's own: cloudEvent checked that source and
-// dataschema survive the sdk's URI parsing unchanged, and the extensions
-// are strings, which types.Format leaves as they are.
+// The attribute values are e's own: source and dataschema survive the
+// sdk's URI parsing unchanged (binaryReady), and the extensions are
+// strings, which types.Format leaves as they are.
 // TestEncodeBinaryIsSDKBinding and FuzzDecode hold it to the binding.
-func writeBinary(e *Event, ce *event.Event, w *headerWriter) {
-	w.setString("specversion", ce.SpecVersion())
+func writeBinary(e *Event, w *headerWriter) {
+	w.setString("specversion", event.CloudEventsVersionV1)
 	w.setString("id", e.ID)
 	w.setString("source", e.Source)
 	w.setString("type", e.Type)

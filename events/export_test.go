@@ -5,6 +5,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/nats-io/nats.go"
+
+	"github.com/carddrift/carddrift/schemas"
 )
 
 // EncodeBinarySDK is Encode in binary mode with the headers written by the
@@ -21,3 +23,36 @@ func EncodeBinarySDK(e Event) (*nats.Msg, error) {
 	}
 	return &nats.Msg{Subject: subject, Header: w.h, Data: w.data}, nil
 }
+
+// ConformsTyped applies the typed checks of Encode (encode_check.go) to d
+// against the current schema of its type: true when they accept it, false
+// when they leave it to the tree.
+func ConformsTyped(d Data) bool {
+	s, err := schemas.Lookup(d.EventType())
+	if err != nil {
+		return false
+	}
+	return conformsTyped(s, d)
+}
+
+// PlainSource is plainSource, for TestPlainSource.
+func PlainSource(s string) bool { return plainSource(s) }
+
+// EncodeBaseline is Encode in binary mode as it was before the typed
+// checks and the fast binary path: the data validated as a parsed tree,
+// the sdk event built (URI parsing included), the headers written from it.
+func EncodeBaseline(e Event) (*nats.Msg, error) {
+	data, subject, err := prepareWith(&e, false)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := sdkEvent(&e, data); err != nil {
+		return nil, err
+	}
+	msg := &nats.Msg{Subject: subject, Header: make(nats.Header, 10+len(e.Extensions)), Data: data}
+	writeBinary(&e, &headerWriter{h: msg.Header})
+	return msg, nil
+}
+
+// MarshalData is marshalData, for TestMarshalDataIsJSONMarshal.
+func MarshalData(d Data) ([]byte, error) { return marshalData(d) }

@@ -494,6 +494,9 @@ func digestPattern(s string) bool {
 // is a bracketed IPv6 address without a zone. Strings that pass are
 // remembered (up to maxURIs): a fleet has few agent URLs.
 func isURI(s string) bool {
+	if plainHTTPURL(s) {
+		return true
+	}
 	if _, ok := validURIs.Load(s); ok {
 		return true
 	}

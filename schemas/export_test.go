@@ -1,5 +1,11 @@
 package schemas
 
+import (
+	"net/netip"
+	"net/url"
+	"strings"
+)
+
 // ValidateGeneral validates v with the JSON Schema validator only: the
 // oracle the compiled checks are held to.
 func (s *Schema) ValidateGeneral(v any) error { return s.validateGeneral(v) }
@@ -13,4 +19,26 @@ func (s *Schema) CheckCompiled(v any) (field string, ok, has bool) {
 	}
 	field, ok = checkCompiled(s.fast, v)
 	return field, ok, true
+}
+
+// PlainHTTPURL is plainHTTPURL, for TestPlainHTTPURL.
+func PlainHTTPURL(s string) bool { return plainHTTPURL(s) }
+
+// IsURIGeneral is the uri format decided by url.Parse, without the
+// shortcut of plainHTTPURL or the cache.
+func IsURIGeneral(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || !u.IsAbs() {
+		return false
+	}
+	if h := u.Hostname(); strings.Contains(h, ":") {
+		if !strings.Contains(u.Host, "[") || !strings.Contains(u.Host, "]") {
+			return false
+		}
+		addr, err := netip.ParseAddr(h)
+		if err != nil || addr.Zone() != "" {
+			return false
+		}
+	}
+	return true
 }

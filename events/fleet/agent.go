@@ -112,6 +112,7 @@ type Agent struct {
 
 	mu       sync.Mutex
 	served   []body // one card, or the replicas of a rolling deploy
+	gen      uint64 // counts the changes of served
 	next     int    // next replica to answer
 	variants map[string]body
 	outage   Outage
@@ -224,6 +225,7 @@ func (a *Agent) SetReplicas(cards ...[]byte) {
 	}
 	a.mu.Lock()
 	a.served, a.next = bs, 0
+	a.gen++
 	a.mu.Unlock()
 }
 
@@ -251,6 +253,14 @@ func (a *Agent) Variant(version string) []byte {
 		return slices.Clone(b.raw)
 	}
 	return nil
+}
+
+// servedGen returns the generation of what the agent serves (it moves at
+// every SetCard and SetReplicas) and its availability, read together.
+func (a *Agent) servedGen() (uint64, Outage) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.gen, a.outage
 }
 
 // Outage returns the agent's availability.

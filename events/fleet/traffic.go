@@ -88,6 +88,7 @@ type Task struct {
 // contract's events, with client.Emitter. Run it once.
 type Traffic struct {
 	opts  TrafficOptions
+	plans []*plan // one per assignment of the schedule, in its order
 	mu    sync.Mutex
 	tasks map[string]*Task
 	sent  atomic.Int64
@@ -100,7 +101,11 @@ func NewTraffic(opts TrafficOptions) (*Traffic, error) {
 	if opts.JetStream == nil || len(opts.Schedule) == 0 || opts.Duration <= 0 {
 		return nil, fmt.Errorf("%w: traffic needs a JetStream publisher, a schedule and a duration", ErrInvalidOptions)
 	}
-	return &Traffic{opts: opts, tasks: map[string]*Task{}}, nil
+	plans := make([]*plan, len(opts.Schedule))
+	for i := range opts.Schedule {
+		plans[i] = newPlan(&opts.Schedule[i])
+	}
+	return &Traffic{opts: opts, plans: plans, tasks: map[string]*Task{}}, nil
 }
 
 // Sent returns the number of lifecycle events published so far, and Errors
@@ -130,8 +135,7 @@ func (t *Traffic) Run(ctx context.Context) error {
 	defer cancel()
 	sem := make(chan struct{}, t.opts.MaxTasks)
 	var wg sync.WaitGroup
-	for i := range t.opts.Schedule {
-		as := &t.opts.Schedule[i]
+	for i, pl := range t.plans {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -156,7 +160,7 @@ func (t *Traffic) Run(ctx context.Context) error {
 				go func() {
 					defer wg.Done()
 					defer func() { <-sem }()
-					t.runTask(ctx, as, n, rand.New(rand.NewPCG(seed, uint64(n))))
+					t.runTask(ctx, pl, n, rand.New(rand.NewPCG(seed, uint64(n))))
 				}()
 				next = next.Add(t.opts.TaskEvery)
 			}
@@ -168,8 +172,9 @@ func (t *Traffic) Run(ctx context.Context) error {
 
 // runTask plans one task against what the agent serves now and drives its
 // lifecycle: submitted, then Steps transitions, then completed.
-func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.Rand) {
-	live := liveLabels(as)
+func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand) {
+	as := pl.as
+	live := pl.liveLabels()
 	if len(live) == 0 {
 		return // discovery fails while the agent is down: no task
 	}
@@ -242,7 +247,7 @@ func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.
 		d := t.opts.StepEvery/2 + time.Duration(rng.Int64N(int64(t.opts.StepEvery)))
 		return wait.Sleep(ctx, d) == nil
 	}
-	method := streamMethod(as, label)
+	method := pl.streamMethod(label)
 	for step := 0; step < t.opts.Steps; step++ {
 		if !pause() {
 			return
@@ -266,8 +271,8 @@ func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.
 				return emit.Status(ctx, events.Status{TaskID: task.ID, AgentURL: as.AgentURL, State: "input-required", SkillID: req.SkillID})
 			})
 		case k == 3:
-			mt := artifactType(as, label, req.SkillID)
-			evidence = !declares(as, label, req.SkillID, mt)
+			mt := pl.artifactType(label, req.SkillID)
+			evidence = !pl.declares(label, req.SkillID, mt)
 			ok = send(events.TypeArtifact, true, func() error {
 				return emit.Artifact(ctx, events.Artifact{TaskID: task.ID, AgentURL: as.AgentURL,
 					ArtifactID: fmt.Sprintf("a%d", step), MediaTypes: []string{mt}})
@@ -294,7 +299,10 @@ func (t *Traffic) runTask(ctx context.Context, as *Assignment, n int, rng *rand.
 
 // streamMethod is the streaming method name of the card's generation.
 func streamMethod(as *Assignment, label string) string {
-	c, err := detector.Parse(as.Card(label))
+	return streamMethodOf(detector.Parse(as.Card(label)))
+}
+
+func streamMethodOf(c *detector.Card, err error) string {
 	if err != nil {
 		return "message/stream"
 	}
@@ -309,16 +317,29 @@ func streamMethod(as *Assignment, label string) string {
 	return "message/stream"
 }
 
+// cardSource returns the parsed card of a label.
+type cardSource func(label string) (*detector.Card, error)
+
+// parseEach parses the assignment's card each time it is asked.
+func parseEach(as *Assignment) cardSource {
+	return func(label string) (*detector.Card, error) { return detector.Parse(as.Card(label)) }
+}
+
 // artifactType is the media type the agent produces for skill now: the first
 // output mode of the skill in the card it serves (so an agent whose output
 // modes changed without a version bump produces the new type), made concrete.
 func artifactType(as *Assignment, planned, skill string) string {
+	return artifactTypeOf(liveLabels(as), parseEach(as), planned, skill)
+}
+
+// artifactTypeOf is artifactType given the live labels and the cards.
+func artifactTypeOf(live []string, card cardSource, planned, skill string) string {
 	label := planned
-	if live := liveLabels(as); len(live) == 1 {
+	if len(live) == 1 {
 		label = live[0]
 	}
 	for _, l := range []string{label, planned} {
-		c, err := detector.Parse(as.Card(l))
+		c, err := card(l)
 		if err != nil {
 			continue
 		}
@@ -357,6 +378,12 @@ func liveLabels(as *Assignment) []string {
 	if as.Agent.Outage() != Up {
 		return nil
 	}
+	return servedLabels(as)
+}
+
+// servedLabels returns the labels of the cards the agent serves, up or
+// not.
+func servedLabels(as *Assignment) []string {
 	var out []string
 	for _, raw := range as.Agent.Served() {
 		for _, c := range as.Cards {
@@ -371,7 +398,11 @@ func liveLabels(as *Assignment) []string {
 // declares reports whether the card labelled label declares mediaType among
 // the skill's output modes (the pinned card, for the artifact check).
 func declares(as *Assignment, label, skill, mediaType string) bool {
-	c, err := detector.Parse(as.Card(label))
+	return declaresOf(parseEach(as), label, skill, mediaType)
+}
+
+func declaresOf(card cardSource, label, skill, mediaType string) bool {
+	c, err := card(label)
 	if err != nil {
 		return true
 	}

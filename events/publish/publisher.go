@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -74,8 +75,13 @@ func (p *Publisher) Publish(ctx context.Context, e events.Event) (dup bool, err 
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.timeout)
-	defer cancel()
+	// The timeout bounds the publish; a caller's deadline that comes first
+	// bounds it already, and then no timer of its own is needed.
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > p.opts.timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.opts.timeout)
+		defer cancel()
+	}
 	ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID))
 	if err != nil {
 		// The "events:" prefix is the message's as it was when Publisher
