@@ -233,7 +233,7 @@ var errCredentialRedirect = fmt.Errorf("%w: a request that carries credentials f
 // fetchExtended makes one request for an extended card at e (key is its
 // lease key, which the Observation carries), with the credential of e's
 // origin, unconditionally, following no redirect.
-func (f *Fetcher) fetchExtended(ctx context.Context, key string, e ExtendedEndpoint) (Observation, error) {
+func (f *Fetcher) fetchExtended(ctx context.Context, key string, e ExtendedEndpoint) (_ Observation, err error) {
 	obs := observationAt(key)
 	obs.Full = true
 	cred, ok := f.credential(e.URL)
@@ -241,6 +241,11 @@ func (f *Fetcher) fetchExtended(ctx context.Context, key string, e ExtendedEndpo
 		o, _ := Origin(e.URL)
 		return obs, &ExtendedUnavailableError{Origin: o, Why: "no-credentials"}
 	}
+	defer func() {
+		if err != nil {
+			err = scrub(err, cred) // whatever the error, never the credential
+		}
+	}()
 	hreq, end, err := f.begin(ctx, e.URL)
 	if err != nil {
 		return obs, keyed(err, key)
