@@ -2,18 +2,28 @@ package test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	a2av2 "github.com/a2aproject/a2a-go/v2/a2a"
 	a2asrvv2 "github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/signature/signaturetest"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
@@ -164,5 +174,84 @@ func TestExtendedCardA2AGoV2(t *testing.T) {
 	}
 	if _, ok := card.Skill("audit-ledger"); p.Extended != events.ExtendedPinned || pin.Extended != events.ExtendedPinned || !ok {
 		t.Errorf("card.pinned %+v, pin extended %q: want the extended card pinned", p, pin.Extended)
+	}
+}
+
+// TestExtendedCardJSSDK: the JavaScript SDK's extended card
+// (test/interop/sdkextended.mjs, @a2a-js/sdk 1.3.0) is fetched with the
+// credential — by GetExtendedAgentCard over its v1.0 JSON-RPC interface, the
+// first its card names, and over HTTP+JSON and the v0.3 method when those
+// are the first — and refused (401) without it.
+func TestExtendedCardJSSDK(t *testing.T) {
+	node := signaturetest.SDKNode(t, interopDir)
+	cmd := exec.Command(node, filepath.Join(interopDir, "sdkextended.mjs"))
+	cmd.Env = append(os.Environ(), "TOKEN="+interopToken, "PORT=0")
+	c, line := startChild(t, "sdkextended.mjs", cmd, func(string) bool { return true })
+	t.Cleanup(func() { c.stop(syscall.SIGTERM, 5*time.Second) })
+	var hello struct {
+		Port int    `json:"port"`
+		Card string `json:"card"`
+	}
+	if err := json.Unmarshal([]byte(line), &hello); err != nil || hello.Port == 0 {
+		t.Fatalf("sdkextended.mjs: first line %q: %v", line, err)
+	}
+	base := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(hello.Port))
+	ctx := context.Background()
+	observe := func(token string) (fetcher.Observation, fetcher.Observation, *fetcher.Fetcher, error) {
+		t.Helper()
+		creds, err := fetcher.ParseCredentials(fmt.Appendf(nil, `{%q: {"headers": {"Authorization": %q}}}`, base, token), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := servicetest.LoopbackFetch()
+		o.Credentials = creds
+		f, err := fetcher.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = f.Close() })
+		pub, err := f.ObserveAgent(ctx, base, "", false)
+		if err != nil {
+			t.Fatalf("public card: %v", err)
+		}
+		ext, err := f.ObserveExtended(ctx, pub, false)
+		return pub, ext, f, err
+	}
+	pub, ext, _, err := observe(interopToken)
+	if err != nil {
+		t.Fatalf("ObserveExtended: %v", err)
+	}
+	if _, ok := ext.Card.Skill("audit-ledger"); !ok || ext.Digest == pub.Digest || !strings.Contains(ext.CardURL, "method="+fetcher.MethodExtendedV10) {
+		t.Errorf("extended card at %s: %s with skills %v (public %s): want the SDK's extended card by %s", ext.CardURL, ext.Digest, ext.Card.Skills, pub.Digest, fetcher.MethodExtendedV10)
+	}
+	// The other interfaces the SDK's card names: HTTP+JSON, and the v0.3
+	// JSON-RPC method (the SDK answers by A2A-Version).
+	for _, pick := range []struct{ binding, version, want string }{
+		{"HTTP+JSON", "1.0", "/a2a/rest/extendedAgentCard#"},
+		{"JSONRPC", "0.3", "method=" + url.QueryEscape(fetcher.MethodExtendedV03)},
+	} {
+		p := pub
+		card := *pub.Card
+		card.Interfaces = nil
+		for _, in := range pub.Card.Interfaces {
+			if in.ProtocolBinding == pick.binding && strings.HasPrefix(in.ProtocolVersion, pick.version) {
+				card.Interfaces = append(card.Interfaces, in)
+			}
+		}
+		p.Card = &card
+		_, _, f, _ := observe(interopToken)
+		got, err := f.ObserveExtended(ctx, p, false)
+		if err != nil {
+			t.Errorf("%s %s: %v", pick.binding, pick.version, err)
+			continue
+		}
+		if _, ok := got.Card.Skill("audit-ledger"); !ok || !strings.Contains(got.CardURL, pick.want) {
+			t.Errorf("%s %s: extended card at %s with skills %v", pick.binding, pick.version, got.CardURL, got.Card.Skills)
+		}
+	}
+	_, _, _, err = observe("Bearer wrong")
+	var fe *fetcher.FetchError
+	if !errors.As(err, &fe) || fe.Reason != fetcher.ReasonUnauthorized || fe.Status != http.StatusUnauthorized {
+		t.Errorf("with a wrong token: %v, want unauthorized (401)", err)
 	}
 }
