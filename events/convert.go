@@ -254,6 +254,7 @@ func convert(typ string, v any, card []byte) (Data, *schemas.ValidationError) {
 			Source:      str(m, "source"),
 			Trigger:     trigger(obj(m, "trigger")),
 			Signer:      signer(obj(m, "signer")),
+			Extended:    str(m, "extended"),
 		}
 	case TypeObserved:
 		d = Observed{

@@ -67,7 +67,7 @@ func samples() []events.Data {
 			Trigger: events.Trigger{EventID: "e-1", Type: events.TypeRequest, Source: "urn:client:7"},
 		},
 		events.Pinned{TaskID: "task-1", AgentURL: "https://agent.example", Digest: digestA, Fingerprint: fpA, Source: events.PinClientCard,
-			Trigger: events.Trigger{EventID: "e-0", Type: events.TypeSubmitted, Source: "urn:client:7"}},
+			Extended: events.ExtendedPinned, Trigger: events.Trigger{EventID: "e-0", Type: events.TypeSubmitted, Source: "urn:client:7"}},
 		events.Observed{AgentURL: "https://[::1]:8443", CardURL: "https://[::1]:8443/.well-known/agent-card.json", Digest: digestB, Status: 304, ETag: `W/"x"`, FetchedAt: t0, LatencyMs: 12},
 		events.Unreachable{AgentURL: "https://agent.example", CardURL: "https://agent.example/.well-known/agent-card.json", Reason: string(fetcher.ReasonTimeout), Detail: "deadline exceeded", TaskID: "task-1", AttemptedAt: t0},
 		events.Inconsistent{AgentURL: "https://agent.example", CardURL: "https://agent.example/.well-known/agent-card.json",

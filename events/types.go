@@ -229,6 +229,18 @@ const (
 	PinFirstFetch   = "first-fetch"
 )
 
+// Extended-card states of card.pinned (since contract v1.2), for a task
+// that uses the authenticated extended card (requires.extendedCard).
+const (
+	// ExtendedPinned: the pin is the agent's extended card, and the task is
+	// judged against its extended card.
+	ExtendedPinned = "pinned"
+	// ExtendedUnavailable: carddrift holds no credentials for the agent (or
+	// the agent offers no extended card it can ask for): the task is pinned
+	// and judged on the public card.
+	ExtendedUnavailable = "unavailable"
+)
+
 // Pinned is the data of card.pinned: a task's pin was recorded. Source is
 // PinClientCard, PinClientDigest or PinFirstFetch. Fingerprint is "" (and
 // absent from the event) when the pinned body is unknown, which only a
@@ -243,6 +255,9 @@ type Pinned struct {
 	Trigger     Trigger `json:"trigger,omitzero"`
 	// Signer is who signed the pinned card, as CardRef.Signer.
 	Signer *detector.Signature `json:"signer,omitempty"`
+	// Extended is ExtendedPinned or ExtendedUnavailable for a task that
+	// uses the extended card, "" (absent) otherwise.
+	Extended string `json:"extended,omitempty"`
 }
 
 // Observed is the data of card.observed: a live fetch (Status 200) or a

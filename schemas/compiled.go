@@ -332,6 +332,7 @@ func init() {
 			{"source", &node{enum: []string{"client-card", "client-digest", "first-fetch"}}},
 			{"trigger", trigger},
 			{"signer", signer},
+			{"extended", &node{enum: []string{"pinned", "unavailable"}}},
 		},
 		// "if": {"properties": {"source": {"const": "client-digest"}}},
 		// "else": {"required": ["fingerprint"]}

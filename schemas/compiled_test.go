@@ -30,8 +30,8 @@ var compiledTypes = map[string]string{
 	"card.drift":         "10a8112c964a9c958e2c7397431f9fc0299f331f963b989e778f4976dc2d5522",
 	"card.inconsistent":  "9f768f7377c6d0bfb104cb3a18b379ec34ca88f491a6357d95d46b1e7cfe36c5",
 	"card.observed":      "152ae41636971ea512a01ed9972ce609c0df5a58ff2430d2741ec9468d3929e7",
-	"card.pinned":        "dca8c6459cff2b802c5c7ccd446f42c2342c73fa7562f029c572951353deaac7",
-	"card.unreachable":   "de103e3ab310669ff23e458afcc519309a9e8c1f049e2031b9516d82ce96c4e8",
+	"card.pinned":        "68c854a105e8f8caa5b7db9a07609dfbb1e3a13d82ac0385acfe496b1b829653",
+	"card.unreachable":   "a14c92163f3d0dc11ff56de01ed78dab82fb5a7a3fcb6018f12530c6b8e362ee",
 }
 
 // TestCompiledSchemasPinned fails when a schema with compiled checks

@@ -65,6 +65,7 @@ type serveFlags struct {
 	logFormat    string
 	logLevel     string
 	trust        trustFlags
+	agentCreds   string
 	requireSig   bool
 	window       time.Duration
 	storageFlags
@@ -193,6 +194,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "auto", "json, console, or auto (console on a terminal)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.trust.register(fs)
+	fs.StringVar(&f.agentCreds, "agent-credentials", "", `what to present to agents for their authenticated extended cards: a JSON file mapping `+
+		`an agent origin (scheme://host[:port]) to {"headers": {"Name": "value", …}} or {"cert": PEM_FILE, "key": PEM_FILE} `+
+		`(paths relative to the file); read again when it changes. Sent only to that origin, never printed`)
 	f.storageFlags.register(fs)
 	fs.BoolVar(&f.requireSig, "require-signed-cards", false, "signed fleets: a live card none of whose signatures verifies with a key "+
 		"trusted for its agent (--jwks, --trust) is breaking drift for every task (signature-required): unsigned, unverifiable, "+
@@ -278,6 +282,20 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 	}
 	for _, err := range skipped {
 		log.Warn().Err(err).Msg("--jwks/--trust: a key that cannot verify signatures is skipped")
+	}
+	if f.agentCreds != "" {
+		creds, err := fetcher.OpenCredentials(f.agentCreds, fetcher.CredentialsFileOptions{OnReload: func(origins int, err error) {
+			if err != nil {
+				log.Error().Err(err).Msg("--agent-credentials: the file changed and does not parse; the previous credentials stay")
+				return
+			}
+			log.Info().Int("origins", origins).Msg("--agent-credentials: read again")
+		}})
+		if err != nil {
+			return usageError{fmt.Errorf("--agent-credentials: %w", err)}
+		}
+		fo.Credentials = creds
+		log.Info().Int("origins", len(creds.Current().Origins())).Msg("--agent-credentials: extended cards are fetched for these agent origins")
 	}
 	if err := f.memBudget.Validate(); err != nil {
 		return usageError{fmt.Errorf("--memory-budget: %w", err)}

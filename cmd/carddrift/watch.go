@@ -191,6 +191,9 @@ func humanLine(ev events.Event) string {
 		if d.Signer != nil {
 			signer = "  signer=" + signerName(d.Signer)
 		}
+		if d.Extended != "" {
+			signer += "  extended=" + d.Extended
+		}
 		return fmt.Sprintf("%s  PINNED   task=%s agent=%s  %s  (%s)%s", ts, d.TaskID, d.AgentURL, short(d.Digest), d.Source, signer)
 	case events.Observed:
 		return fmt.Sprintf("%s  OBSERVED agent=%s  %s  %d  %dms", ts, d.AgentURL, short(d.Digest), d.Status, d.LatencyMs)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
 )
 
 // Pin is the state of one task: what it was planned against (the pin proper)
@@ -35,6 +36,15 @@ type Pin struct {
 	// PinFirstFetch.
 	Source       string                `json:"source"`
 	Requirements detector.Requirements `json:"requirements"`
+	// Extended says, for a task that uses the authenticated extended card
+	// (Requirements.ExtendedCard), which card the pin is:
+	// events.ExtendedPinned — the extended card (Digest, Fingerprint and
+	// Signatures are its own, and every transition observes the extended
+	// card); events.ExtendedUnavailable — the public card, because
+	// carddrift holds no credentials for the agent (or the agent offers no
+	// extended card it can ask for). "" for any other task. CardURL stays
+	// the public card's: the extended card is found from it.
+	Extended string `json:"extended,omitempty"`
 	// SchemaErrorAt is when the task last met a schema-class error (zero if
 	// never since the pin was made). A retry after it on a pin that no longer
 	// matches the live card is a blind retry.
@@ -85,6 +95,22 @@ func (p Pin) Clone() Pin {
 		r.Scopes = m
 	}
 	return p
+}
+
+// UsesExtended reports a pin of the extended card: its transitions observe
+// the extended card.
+func (p Pin) UsesExtended() bool {
+	return p.Requirements.ExtendedCard && p.Extended != events.ExtendedUnavailable
+}
+
+// observedAt records where the pin's card was observed: the public card's
+// URL (the extended card's endpoint is found from the public card, so a
+// pin of the extended card keeps the public card URL it was given).
+func (p *Pin) observedAt(obs Observation) {
+	if p.Extended != events.ExtendedPinned {
+		p.CardURL = obs.CardURL
+	}
+	p.ETag = obs.ETag
 }
 
 // Pending reports a pin whose card is not known yet (its first fetch failed).

@@ -268,7 +268,7 @@ func (t *Transition) Judge(obs Observation) Result {
 	if t.pin.Pending() {
 		t.pin.fill(obs.Digest, obs.Card)
 		t.pin.signed(obs.Signatures)
-		t.pin.CardURL, t.pin.ETag = obs.CardURL, obs.ETag
+		t.pin.observedAt(obs)
 		return Result{Pin: &t.pin, PinFirst: true, Publish: []events.Data{pinned(t.ev, t.pin)}, Outcome: OutcomePinned}
 	}
 	findings := t.Findings
@@ -444,7 +444,7 @@ func pinned(ev events.Event, p Pin) events.Pinned {
 	return events.Pinned{
 		TaskID: p.TaskID, AgentURL: p.AgentURL, CardURL: p.CardURL,
 		Digest: p.Digest, Fingerprint: p.Fingerprint, Source: p.Source, Trigger: trigger(ev),
-		Signer: p.Signer(),
+		Signer: p.Signer(), Extended: p.Extended,
 	}
 }
 
@@ -524,6 +524,17 @@ func (s *Submission) ClientSignatures(sigs []detector.Signature) {
 	}
 }
 
+// UseExtended records, for a task that uses the extended card, which card
+// the pin is (events.ExtendedPinned: the extended card, the client's or
+// the one observed; events.ExtendedUnavailable: the public card). The shell
+// says it before Pinned or Observed; a task that does not use the extended
+// card ignores it.
+func (s *Submission) UseExtended(state string) {
+	if s.pin.Requirements.ExtendedCard {
+		s.pin.Extended = state
+	}
+}
+
 // NeedsObservation reports whether the pin needs a live observation: a
 // client digest is checked against the live card, and without a client card
 // or digest the first fetch is the pin.
@@ -582,14 +593,16 @@ func (s *Submission) Observed(obs *Observation, f *Failure, digestBody *detector
 	case s.pin.Source == events.PinFirstFetch || obs.Digest == s.pin.Digest:
 		s.pin.fill(obs.Digest, obs.Card)
 		s.pin.signed(obs.Signatures)
-		s.pin.CardURL, s.pin.ETag = obs.CardURL, obs.ETag
+		s.pin.observedAt(*obs)
 	default:
 		// The client planned against another card than the live one: keep
 		// its digest, and its body if carddrift ever stored it.
 		if digestBody != nil {
 			s.pin.fill(s.pin.Digest, digestBody)
 		}
-		s.pin.CardURL = obs.CardURL
+		if s.pin.Extended != events.ExtendedPinned {
+			s.pin.CardURL = obs.CardURL
+		}
 	}
 	r.Publish = append(r.Publish, pinned(s.ev, s.pin))
 	r.Outcome = OutcomePinned

@@ -74,11 +74,11 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 	if t == nil {
 		return task.OutcomeNoFetch, nil
 	}
-	obs, err := w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, t.Force)
+	obs, _, err := w.observeCard(ctx, pin, t.Force)
 	if err == nil {
 		if again, why := t.Recheck(w.observation(obs)); again {
 			w.log.Debug().Str("task", taskID).Str("why", why).Msg("revalidating before judging")
-			obs, err = w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, true)
+			obs, _, err = w.observeCard(ctx, pin, true)
 		}
 	}
 	var res task.Result

@@ -26,17 +26,19 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 		// The client's card: the pin records who signed it, verified with
 		// the keys live cards of that agent are verified with.
 		p := s.Pin()
+		s.UseExtended(w.clientExtended(p))
 		s.ClientSignatures(w.fetch.VerifyAt(ctx, cmp.Or(p.CardURL, p.AgentURL), s.ClientCard()))
 		return w.carryOut(ctx, s.Pinned(), 0)
 	}
 	pin := s.Pin()
 	var obsp *task.Observation
 	var fail *task.Failure
-	obs, err := w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, false)
+	obs, ext, err := w.observeCard(ctx, pin, false)
 	if err == nil && s.Recheck(w.observation(obs)) {
 		// The lease may predate the card the client planned against.
-		obs, err = w.fetch.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, true)
+		obs, ext, err = w.observeCard(ctx, pin, true)
 	}
+	s.UseExtended(ext)
 	if err != nil {
 		f, ferr := failure(ctx, err)
 		if ferr != nil {

@@ -68,6 +68,16 @@ const (
 	ReasonNotACard Reason = "not-a-card"
 	// ReasonInvalidURL: the card URL is not an absolute http or https URL.
 	ReasonInvalidURL Reason = "invalid-url"
+	// ReasonUnauthorized: an authenticated extended card was refused with
+	// 401: the credential for the agent's origin was not accepted.
+	ReasonUnauthorized Reason = "unauthorized"
+	// ReasonForbidden: an authenticated extended card was refused with 403:
+	// the credential was accepted and is not allowed the extended card.
+	ReasonForbidden Reason = "forbidden"
+	// ReasonRPCError: a JSON-RPC request for an extended card was answered
+	// with a JSON-RPC error (the detail names its code: -32007 not
+	// configured, -32004 unsupported, -32601 no such method, ...).
+	ReasonRPCError Reason = "rpc-error"
 	// ReasonCanceled: the caller's context was canceled, or the Fetcher was
 	// closed, before the fetch finished. It says nothing about the agent: no
 	// card.unreachable carries it (see UnreachableReasons).
@@ -111,6 +121,12 @@ var (
 	ErrNotACard = errors.New("fetcher: body is not an agent card")
 	// ErrInvalidURL is matched by a *FetchError with ReasonInvalidURL.
 	ErrInvalidURL = errors.New("fetcher: invalid card URL")
+	// ErrUnauthorized is matched by a *FetchError with ReasonUnauthorized.
+	ErrUnauthorized = errors.New("fetcher: extended card refused: unauthorized")
+	// ErrForbidden is matched by a *FetchError with ReasonForbidden.
+	ErrForbidden = errors.New("fetcher: extended card refused: forbidden")
+	// ErrRPCError is matched by a *FetchError with ReasonRPCError.
+	ErrRPCError = errors.New("fetcher: JSON-RPC error answer")
 	// ErrCanceled is matched by a *FetchError with ReasonCanceled.
 	ErrCanceled = errors.New("fetcher: canceled")
 )
@@ -145,6 +161,9 @@ var reasons = []struct {
 	{ReasonUnsupportedVersion, ErrUnsupportedVersion, true, "no longer sent: before contract v1.1, the card declared a protocol version carddrift did not read"},
 	{ReasonNotACard, ErrNotACard, true, "the body is JSON but not an object"},
 	{ReasonInvalidURL, ErrInvalidURL, true, "the card URL is not an absolute http or https URL"},
+	{ReasonUnauthorized, ErrUnauthorized, true, "the agent refused the authenticated extended card with HTTP 401: the credential for its origin was not accepted"},
+	{ReasonForbidden, ErrForbidden, true, "the agent refused the authenticated extended card with HTTP 403: the credential is not allowed it"},
+	{ReasonRPCError, ErrRPCError, true, "the agent answered the request for its extended card with a JSON-RPC error (the detail names its code)"},
 	{ReasonCanceled, ErrCanceled, false, ""},
 }
 

@@ -91,6 +91,7 @@ type Fetcher struct {
 	cards  store.Cards
 	id     string
 	verify *verifier
+	ext    extendedClients // credentialed requests (extended.go)
 
 	// parse and digest are detector.Parse and detector.Digest (tests count them).
 	parse  func([]byte) (*detector.Card, error)
@@ -208,6 +209,7 @@ func (f *Fetcher) Close() error {
 	})
 	f.wg.Wait()
 	f.tr.CloseIdleConnections()
+	f.ext.close()
 	return nil
 }
 

@@ -64,7 +64,12 @@ func (f *Fetcher) Observe(ctx context.Context, cardURL string, force bool) (Obse
 	if err != nil {
 		return observationAt(cardURL), err
 	}
-	cardURL = canon
+	return f.observeKey(ctx, canon, force, requested)
+}
+
+// observeKey is Observe of a lease key: a card URL in CanonicalURL form, or
+// an extended card's key (ExtendedEndpoint.Key).
+func (f *Fetcher) observeKey(ctx context.Context, cardURL string, force bool, requested time.Time) (Observation, error) {
 	if ctx.Err() != nil {
 		return observationAt(cardURL), ctxError(cardURL, ctx)
 	}
@@ -257,7 +262,7 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, lease store.Le
 	if prev != nil {
 		req.ETag, req.Digest, req.MaxAge = lease.ETag, lease.Digest, lease.MaxAge
 	}
-	obs, err := f.Fetch(ctx, req)
+	obs, err := f.fetchKey(ctx, req)
 	if err != nil {
 		f.notify(obs, err)
 		var fe *FetchError

@@ -162,6 +162,12 @@ type Options struct {
 	// The zero value follows https jku URLs and trusts no key of its own.
 	Signatures SignatureOptions
 
+	// Credentials, if set, say what to present to an agent origin for its
+	// authenticated extended card (ObserveExtended; carddrift serve
+	// --agent-credentials FILE, a *CredentialsFile). nil: no extended card
+	// is fetched. Credentials go only to the origin they are for.
+	Credentials CredentialSource
+
 	// Now is the clock for leases. Default time.Now. Timeouts always use the
 	// real clock.
 	Now func() time.Time

@@ -135,6 +135,12 @@ func entryDetail(e *Entry) string {
 		}
 		return fmt.Sprintf("%s: %d%s %s", d.Method, d.Code, name, d.Message)
 	case events.Pinned:
+		switch d.Extended {
+		case events.ExtendedPinned:
+			return "pinned (" + d.Source + ", the extended card)"
+		case events.ExtendedUnavailable:
+			return "pinned (" + d.Source + ", extended card unavailable: the public card)"
+		}
 		return "pinned (" + d.Source + ")"
 	case events.Observed:
 		s := fmt.Sprintf("fetched %d", d.Status)

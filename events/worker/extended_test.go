@@ -1,0 +1,233 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/rs/zerolog"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/store/fetcher"
+)
+
+// extSecret is the credential every output is searched for.
+const extSecret = "tok-9f2c51e0-extended-card-secret"
+
+// extendedAgent is a v1.0 JSON-RPC agent whose public card offers the
+// extended card; GetExtendedAgentCard answers only to "Bearer extSecret"
+// (else 401), and echoes the token it was sent in its errors, as careless
+// servers do.
+type extendedAgent struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	token    string
+	skills   []string
+	extCalls int
+	authSeen []string // Authorization of every request, by path
+}
+
+func newExtendedAgent(t *testing.T) *extendedAgent {
+	a := &extendedAgent{token: "Bearer " + extSecret, skills: []string{"summarize", "audit-ledger"}}
+	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *extendedAgent) card(skills ...string) []byte {
+	var s []string
+	for _, id := range skills {
+		s = append(s, fmt.Sprintf(`{"id":%q,"name":%q,"description":"d","tags":["t"]}`, id, id))
+	}
+	return fmt.Appendf(nil, `{"name":"Ledger","description":"ledger agent","version":"1.0.0",`+
+		`"supportedInterfaces":[{"url":"%s/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],`+
+		`"capabilities":{"streaming":true,"extendedAgentCard":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[%s]}`,
+		a.srv.URL, strings.Join(s, ","))
+}
+
+func (a *extendedAgent) serve(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.authSeen = append(a.authSeen, r.URL.Path+" "+r.Header.Get("Authorization"))
+	w.Header().Set("Cache-Control", "no-cache")
+	switch r.URL.Path {
+	case "/.well-known/agent-card.json":
+		_, _ = w.Write(a.card("summarize"))
+	case "/a2a":
+		body, _ := io.ReadAll(r.Body)
+		var rpc struct{ Method string }
+		_ = json.Unmarshal(body, &rpc)
+		if rpc.Method != "GetExtendedAgentCard" {
+			http.Error(w, "no", http.StatusBadRequest)
+			return
+		}
+		a.extCalls++
+		if r.Header.Get("Authorization") != a.token {
+			http.Error(w, "token "+r.Header.Get("Authorization")+" not accepted", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":1,"result":%s}`, a.card(a.skills...))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (a *extendedAgent) set(fn func(a *extendedAgent)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	fn(a)
+}
+
+// syncBuffer is a log sink for the worker's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestExtendedCard: a task that uses the extended card is pinned on it and
+// judged against it at its transitions (a skill removed from the extended
+// card only is drift for it); a task on an agent carddrift holds no
+// credentials for is pinned unavailable and judged on the public card; a
+// refused credential is card.unreachable "unauthorized". Then every output —
+// events, log lines, metrics, error texts — is searched for the secret.
+func TestExtendedCard(t *testing.T) {
+	a := newExtendedAgent(t)
+	bare := newExtendedAgent(t) // an agent carddrift holds no credentials for
+	creds, err := fetcher.ParseCredentials(fmt.Appendf(nil, `{%q: {"headers": {"Authorization": "Bearer %s"}}}`, a.srv.URL, extSecret), nil)
+	must(t, err)
+	logs := &syncBuffer{}
+	reg := prometheus.NewRegistry()
+	metrics := worker.NewMetrics(reg)
+	r := newRig(t, func(o *worker.Options) {
+		o.Fetch.Credentials = creds
+		o.Logger = zerolog.New(logs).Level(zerolog.DebugLevel)
+		o.Metrics = metrics
+	})
+	handled := func(outcome string) int {
+		var m dto.Metric
+		must(t, metrics.Events.WithLabelValues(events.TypeRequest, outcome).Write(&m))
+		return int(m.GetCounter().GetValue())
+	}
+	ctx := context.Background()
+	extDigest, _ := detector.Digest(a.card("summarize", "audit-ledger"))
+	pubDigest, _ := detector.Digest(a.card("summarize"))
+	bareDigest, _ := detector.Digest(bare.card("summarize"))
+
+	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "ext", AgentURL: a.srv.URL, SkillID: "audit-ledger",
+		Requires: events.Requires{ExtendedCard: true}}))
+	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "plain", AgentURL: a.srv.URL, SkillID: "summarize"}))
+	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "nocreds", AgentURL: bare.srv.URL, SkillID: "summarize",
+		Requires: events.Requires{ExtendedCard: true}}))
+	for _, task := range []string{"ext", "plain", "nocreds"} {
+		r.Eventually(task+": card.pinned", func() bool { return len(r.Out().Events(events.TypePinned, task)) == 1 })
+	}
+	for _, tc := range []struct{ task, digest, extended string }{
+		{"ext", extDigest, events.ExtendedPinned},
+		{"plain", pubDigest, ""},
+		{"nocreds", bareDigest, events.ExtendedUnavailable},
+	} {
+		p := r.Out().Events(events.TypePinned, tc.task)[0].Data.(events.Pinned)
+		if p.Digest != tc.digest || p.Extended != tc.extended {
+			t.Errorf("%s: card.pinned digest %s extended %q, want %s %q", tc.task, p.Digest, p.Extended, tc.digest, tc.extended)
+		}
+	}
+	bare.mu.Lock()
+	if bare.extCalls != 0 {
+		t.Errorf("the agent without credentials was asked for its extended card %d times", bare.extCalls)
+	}
+	bare.mu.Unlock()
+
+	// The vendor withdraws audit-ledger from the extended card only.
+	a.set(func(a *extendedAgent) { a.skills = []string{"summarize"} })
+	for _, task := range []string{"ext", "plain", "nocreds"} {
+		agent := a.srv.URL
+		if task == "nocreds" {
+			agent = bare.srv.URL
+		}
+		must(t, r.Emit.Request(ctx, events.Request{TaskID: task, AgentURL: agent, Method: "message/stream", Attempt: 1}))
+	}
+	r.Eventually("ext: card.drift", func() bool { return len(r.Out().Drifts("ext")) == 1 })
+	d := r.Out().Drifts("ext")[0]
+	if d.Verdict.Action != detector.Abort || d.Pinned.Digest != extDigest || d.Live.Digest != pubDigest || !hasRule(d, detector.RuleSkillRemoved) {
+		t.Errorf("ext: card.drift %+v, want abort on skill-removed from %s to %s", d, extDigest, pubDigest)
+	}
+	r.Eventually("three requests judged", func() bool { return handled("unchanged")+handled("drift") == 3 })
+	if n := len(r.Out().Drifts("plain")) + len(r.Out().Drifts("nocreds")); n != 0 {
+		t.Errorf("%d card.drift for the tasks judged on the public card, which did not change", n)
+	}
+
+	// The vendor rotates the token: the extended card is refused.
+	a.set(func(a *extendedAgent) { a.token = "Bearer rotated" })
+	must(t, r.Emit.Request(ctx, events.Request{TaskID: "ext", AgentURL: a.srv.URL, Method: "message/stream", Attempt: 1}))
+	r.Eventually("ext: card.unreachable", func() bool { return len(r.Out().Unreachable("ext")) == 1 })
+	if u := r.Out().Unreachable("ext")[0]; u.Reason != string(fetcher.ReasonUnauthorized) || !fetcher.IsExtendedKey(u.CardURL) {
+		t.Errorf("card.unreachable %+v, want reason unauthorized for the extended card", u)
+	}
+
+	// The credential went to the extended card request only.
+	a.mu.Lock()
+	for _, s := range a.authSeen {
+		if strings.HasPrefix(s, "/.well-known/") && strings.Contains(s, extSecret) {
+			t.Errorf("the public card request carried the credential: %s", s)
+		}
+	}
+	a.mu.Unlock()
+
+	// The secret is nowhere carddrift writes.
+	r.Out().CaughtUp(t)
+	var out bytes.Buffer
+	for _, typ := range events.Types {
+		for _, ev := range r.Out().All(typ) {
+			b, _ := json.Marshal(ev)
+			out.Write(b)
+			fmt.Fprintf(&out, "%v %+v %#v\n", ev, ev, ev)
+		}
+	}
+	out.WriteString(logs.String())
+	mfs, err := reg.Gather()
+	must(t, err)
+	for _, mf := range mfs {
+		_, _ = expfmt.MetricFamilyToText(&out, mf)
+	}
+	if out.Len() < 1000 || !strings.Contains(out.String(), "card.unreachable") {
+		t.Fatalf("too little output to search (%d bytes)", out.Len())
+	}
+	if strings.Contains(out.String(), extSecret) {
+		i := strings.Index(out.String(), extSecret)
+		t.Errorf("the secret is in carddrift's output: …%s…", out.String()[max(i-200, 0):min(i+50, out.Len())])
+	}
+}
+
+func hasRule(d events.Drift, rule string) bool {
+	for _, f := range d.Findings {
+		if f.Rule == rule {
+			return true
+		}
+	}
+	return false
+}
