@@ -28,9 +28,11 @@ trap cleanup EXIT
 natsd=${CARDDRIFT_NATS_SERVER_BIN:-/work/tools/nats-server}
 [ -x "$natsd" ] || natsd=$(command -v nats-server)
 bin=${CARDDRIFT_BIN:-}
+built="given"
 if [ -z "$bin" ]; then
 	bin=$work/carddrift
 	(cd "$root" && go build -o "$bin" ./cmd/carddrift)
+	built="built from $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?')"
 fi
 agents=${REPLAYBENCH_AGENTS:-400}
 
@@ -56,7 +58,7 @@ timed() {
 	/usr/bin/time -f "%e %M" -o "$work/time" "$bin" "$@" >"$work/out" 2>"$work/err" || { echo "$name: carddrift $* failed:" >&2; cat "$work/err" >&2; exit 1; }
 	read -r w k <"$work/time"
 	wall[$name]=$w rss[$name]=$((k / 1024)) lines[$name]=$(wc -l <"$work/out")
-	local said; said=$(grep -h "^carddrift replay:" "$work/out" "$work/err" | head -1 || true)
+	local said; said=$(grep -h "^carddrift replay:.*read" "$work/out" "$work/err" | tail -1 || true)
 	printf '  %-22s %8s s %6s MB %9s lines   %s\n' "$name" "$w" "${rss[$name]}" "${lines[$name]}" "$said"
 }
 
@@ -74,7 +76,7 @@ unserve() { kill "$srv_pid"; wait "$srv_pid" 2>/dev/null || true; srv_pid=""; }
 
 port=$((20000 + RANDOM % 20000))
 echo "load: $(uptime)"
-echo "binary: $bin ($(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+echo "binary: $bin ($built)"
 for store in 30 60; do
 	dir=d$store; dir=${!dir}
 	echo
@@ -86,10 +88,10 @@ for store in 30 60; do
 	[ "$store" = 60 ] && { unserve; continue; }
 	# The question's parameters come from the history itself: the first
 	# verdict's agent and task, a 2 s window in the middle of the store.
-	"$bin" replay --nats-url "$url" --format json >"$work/all.jsonl"
-	agent=$(jq -r 'select(.kind=="verdict") | .agentUrl' "$work/all.jsonl" | head -1)
-	task=$(jq -r 'select(.kind=="verdict") | .taskId' "$work/all.jsonl" | head -1)
-	first=$(head -1 "$work/all.jsonl" | jq -r .time)
+	"$bin" replay --nats-url "$url" --format json >"$work/all.jsonl" 2>/dev/null
+	agent=$(jq -rn 'first(inputs | select(.kind=="verdict") | .agentUrl)' "$work/all.jsonl")
+	task=$(jq -rn 'first(inputs | select(.kind=="verdict") | .taskId)' "$work/all.jsonl")
+	first=$(jq -rn 'first(inputs | .time)' "$work/all.jsonl")
 	since=$(date -u -d "$first + 14 seconds" +%Y-%m-%dT%H:%M:%S.%3NZ)
 	until=$(date -u -d "$first + 16 seconds" +%Y-%m-%dT%H:%M:%S.%3NZ)
 	rm -f "$work/all.jsonl"
