@@ -38,7 +38,7 @@ func TestImpactIsTheWorkersVerdict(t *testing.T) {
 	}
 
 	// The recorded store, on a private copy a worker may write.
-	off, err := openOffline(dir)
+	off, err := openOffline(dir, offlineCopy{})
 	if err != nil {
 		t.Fatal(err)
 	}

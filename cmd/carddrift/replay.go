@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/replay"
+	"github.com/carddrift/carddrift/store"
 )
 
 type replayFlags struct {
@@ -113,6 +116,7 @@ func (f *replayFlags) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	f.stores.copy = replayCopy(p.query)
 	src, err := f.stores.open(ctx, "carddrift-replay")
 	if err != nil {
 		return err
@@ -137,13 +141,86 @@ func (f *replayFlags) run(ctx context.Context, e *env) error {
 			return replayErr(err)
 		}
 		return writeReport(e, &f.output, rep.WriteJSON, nil, rep.WriteText) // plan refuses html
+	case f.output.format != "html":
+		return f.stream(ctx, e, rd, p.query)
 	default:
-		tl, err := rd.Timeline(ctx, p.query)
+		tl, err := rd.Capped(ctx, p.query, replay.DefaultCap)
 		if err != nil {
 			return replayErr(err)
 		}
 		warnSkipped(e.stderr, tl.Skipped)
+		tl.Rest = f.restCommand()
+		fmt.Fprintf(e.stderr, "carddrift replay: %d entries drawn of %d in the answer; read %d message(s)\n", len(tl.Entries), len(tl.Entries)+tl.Omitted, tl.Read)
 		return writeReport(e, &f.output, tl.WriteJSON, tl.WriteHTML, tl.WriteText)
+	}
+}
+
+// stream writes the timeline as it reads it (text or JSON lines) to stdout
+// or --out, then says what it read: on the text's last line, on stderr for
+// JSON.
+func (f *replayFlags) stream(ctx context.Context, e *env, rd *replay.Reader, q replay.Query) (err error) {
+	out := e.stdout
+	if f.output.out != "" && f.output.out != "-" {
+		file, err := os.Create(f.output.out)
+		if err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		defer func() {
+			if cerr := file.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("--out: %w", cerr)
+			}
+		}()
+		out = file
+	}
+	sw := replay.NewStreamWriter(out, q, f.output.format == "json")
+	sum, err := rd.Stream(ctx, q, sw.Write)
+	if err != nil {
+		sw.Close(nil)
+		return replayErr(err)
+	}
+	if err := sw.Close(sum); err != nil {
+		return err
+	}
+	warnSkipped(e.stderr, sum.Skipped)
+	if n := sum.SkippedCount - len(sum.Skipped); n > 0 {
+		fmt.Fprintf(e.stderr, "carddrift: and %d more undecodable message(s)\n", n)
+	}
+	if f.output.format == "json" || out != e.stdout {
+		fmt.Fprintln(e.stderr, replay.SummaryLine(sum))
+	}
+	return nil
+}
+
+// restCommand is the command line that prints every entry of the query as
+// JSON lines: what a capped page points to.
+func (f *replayFlags) restCommand() string {
+	args := []string{"carddrift", "replay"}
+	add := func(flag, v string) {
+		if v != "" {
+			args = append(args, flag, strconv.Quote(v))
+		}
+	}
+	add("--nats-url", f.stores.nats.url)
+	add("--data-dir", f.stores.dataDir)
+	add("--task", f.task)
+	add("--agent", f.agent)
+	add("--since", f.since)
+	add("--until", f.until)
+	return strings.Join(append(args, "--format", "json"), " ")
+}
+
+// replayCopy is what replay needs of a store directory: the lifecycle and
+// card events streams within the stored times the query reads
+// (replay.Ranges), the card bodies, and the other buckets' configuration
+// (store.Bind binds them), without their contents or any consumer.
+func replayCopy(q replay.Query) offlineCopy {
+	cfg := store.DefaultConfig()
+	cfg.SetDefaults()
+	life, card := replay.Ranges(q, replay.Options{})
+	return offlineCopy{
+		empty:       map[string]bool{"KV_" + cfg.PinsBucket: true, "KV_" + cfg.LeasesBucket: true, cfg.DLQStream: true},
+		noConsumers: true,
+		ranges:      map[string]replay.Range{cfg.LifecycleStream: life, cfg.EventsStream: card},
 	}
 }
 

@@ -1,16 +1,22 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/carddrift/carddrift/events/inspect/replay"
 )
 
 // offline is an embedded JetStream server on a private copy of a store
@@ -21,11 +27,26 @@ type offline struct {
 	srv *server.Server
 }
 
-// openOffline copies the store directory dir to a temporary directory and
-// starts an embedded server on the copy. The original is only read: a
-// server rewrites index files and applies retention as it opens a store, so
-// it must never open the original.
-func openOffline(dir string) (_ *offline, err error) {
+// offlineCopy says what of a store directory a command needs; the zero
+// value copies everything.
+type offlineCopy struct {
+	// empty names the streams copied without their messages (their
+	// configuration only: an empty stream or bucket).
+	empty map[string]bool
+	// noConsumers leaves the streams' consumers out (a command that reads
+	// with ordered consumers only).
+	noConsumers bool
+	// ranges bounds, by stream, the stored times whose message blocks are
+	// copied; a block wholly outside its stream's range is left out, and
+	// the server opens the stream without it.
+	ranges map[string]replay.Range
+}
+
+// openOffline copies what sel needs of the store directory dir to a
+// temporary directory and starts an embedded server on the copy. The
+// original is only read: a server rewrites index files and applies
+// retention as it opens a store, so it must never open the original.
+func openOffline(dir string, sel offlineCopy) (_ *offline, err error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, usagef("--data-dir: %v", err)
@@ -46,7 +67,7 @@ func openOffline(dir string) (_ *offline, err error) {
 			o.Close()
 		}
 	}()
-	if err := copyTree(dir, tmp); err != nil {
+	if err := copyTree(dir, tmp, sel); err != nil {
 		return nil, fmt.Errorf("copy %s: %w", dir, err)
 	}
 	o.srv, err = server.NewServer(&server.Options{
@@ -81,9 +102,10 @@ func (o *offline) Close() {
 }
 
 // copyTree copies the directories and regular files under src into dst
-// (which exists). Other kinds of files (sockets, devices) are skipped;
-// symbolic links are followed only for the root.
-func copyTree(src, dst string) error {
+// (which exists), but what sel leaves out. Other kinds of files (sockets,
+// devices) are skipped; symbolic links are followed only for the root.
+func copyTree(src, dst string, sel offlineCopy) error {
+	var blocks *blockPicker
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -93,14 +115,139 @@ func copyTree(src, dst string) error {
 			return err
 		}
 		target := filepath.Join(dst, rel)
+		// jetstream/<account>/streams/<stream>/{meta.inf,msgs/,obs/}
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		var stream, part string
+		if len(parts) >= 5 && parts[0] == "jetstream" && parts[2] == "streams" {
+			stream, part = parts[3], parts[4]
+		}
 		switch {
+		case part == "obs" && sel.noConsumers && d.IsDir() && len(parts) == 5:
+			return os.MkdirAll(target, 0o700)
+		case part == "obs" && sel.noConsumers && d.IsDir():
+			return fs.SkipDir
+		case part == "obs" && sel.noConsumers:
+			return nil
+		case d.IsDir() && part == "msgs" && len(parts) == 5:
+			if err := os.MkdirAll(target, 0o700); err != nil {
+				return err
+			}
+			if sel.empty[stream] {
+				return fs.SkipDir
+			}
+			blocks = nil
+			if r, ok := sel.ranges[stream]; ok && (!r.From.IsZero() || !r.To.IsZero()) {
+				if blocks, err = pickBlocks(path, r); err != nil {
+					return err
+				}
+			}
+			return nil
 		case d.IsDir():
 			return os.MkdirAll(target, 0o700)
-		case d.Type().IsRegular():
-			return copyFile(path, target)
+		case !d.Type().IsRegular():
+			return nil
+		case part == "msgs" && blocks != nil && filepath.Dir(path) == blocks.dir && !blocks.keep(d.Name()):
+			return nil
 		}
-		return nil
+		return copyFile(path, target)
 	})
+}
+
+// blockPicker is the choice of a stream's message blocks (N.blk) a range
+// needs.
+type blockPicker struct {
+	dir     string
+	dropped bool
+	keepSet map[string]bool
+}
+
+// keep reports whether file name of the msgs directory is copied: the
+// blocks within the range, and the index only when no block is left out
+// (without it the server rebuilds the stream's state from the blocks).
+func (b *blockPicker) keep(name string) bool {
+	if strings.HasSuffix(name, ".blk") {
+		return b.keepSet[name]
+	}
+	return !b.dropped || !strings.HasPrefix(name, "index")
+}
+
+// pickBlocks reads the first message time of every block of the msgs
+// directory dir and keeps those that can hold messages stored within r:
+// block i holds the times from its first message's to the next block's.
+// A block whose first record does not read (compressed, encrypted, empty)
+// counts as within the range, and so does the block before it.
+func pickBlocks(dir string, r replay.Range) (*blockPicker, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	type blk struct {
+		name  string
+		n     int
+		first time.Time
+		ok    bool
+	}
+	var bs []blk
+	for _, e := range ents {
+		num, isBlk := strings.CutSuffix(e.Name(), ".blk")
+		n, err := strconv.Atoi(num)
+		if !isBlk || err != nil || !e.Type().IsRegular() {
+			continue
+		}
+		t, ok := blockFirstTime(filepath.Join(dir, e.Name()))
+		bs = append(bs, blk{e.Name(), n, t, ok})
+	}
+	slices.SortFunc(bs, func(a, b blk) int { return a.n - b.n })
+	p := &blockPicker{dir: dir, keepSet: map[string]bool{}}
+	for i, b := range bs {
+		// Before the range (the next block starts before From: every
+		// message of this one is older), or after it.
+		before := !r.From.IsZero() && i+1 < len(bs) && bs[i+1].ok && !bs[i+1].first.After(r.From)
+		after := !r.To.IsZero() && b.ok && b.first.After(r.To)
+		if !before && !after {
+			p.keepSet[b.name] = true
+		} else {
+			p.dropped = true
+		}
+	}
+	return p, nil
+}
+
+// blockFirstTime reads the time of a message block's first record: a
+// 4-byte length, an 8-byte sequence and an 8-byte Unix time in nanoseconds,
+// little-endian (nats-server's file store). It reports false for anything
+// else: too short, a length that cannot hold the record's header, a time
+// outside 2000 to a day from now.
+func blockFirstTime(path string) (time.Time, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}, false
+	}
+	defer f.Close()
+	var hdr [22]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		return time.Time{}, false
+	}
+	return parseBlockHeader(hdr[:])
+}
+
+// parseBlockHeader reads the first record header of a message block (see
+// blockFirstTime).
+func parseBlockHeader(b []byte) (time.Time, bool) {
+	if len(b) < 22 {
+		return time.Time{}, false
+	}
+	rl := binary.LittleEndian.Uint32(b[0:]) &^ (1 << 31) // the high bit says the record has headers
+	ts := int64(binary.LittleEndian.Uint64(b[12:]))
+	slen := binary.LittleEndian.Uint16(b[20:])
+	if rl < 22+8 || uint32(slen) > rl {
+		return time.Time{}, false
+	}
+	t := time.Unix(0, ts).UTC()
+	if t.Year() < 2000 || t.After(time.Now().Add(24*time.Hour)) {
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 func copyFile(src, dst string) error {

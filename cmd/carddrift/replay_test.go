@@ -336,7 +336,7 @@ func TestReplayDemo(t *testing.T) {
 		// The same history served by a running server: --nats-url gives what
 		// --data-dir gives.
 		cp := t.TempDir()
-		if err := copyTree(dir, cp); err != nil {
+		if err := copyTree(dir, cp, offlineCopy{}); err != nil {
 			t.Fatal(err)
 		}
 		emb, err := service.StartEmbedded(cp, 0)

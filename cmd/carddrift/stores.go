@@ -34,6 +34,8 @@ func (s *storeSource) Close() {
 type storeFlags struct {
 	nats    natsFlags
 	dataDir string
+	// copy is what of --data-dir the command needs (zero: everything).
+	copy offlineCopy
 }
 
 // register adds the connection flags and --data-dir; reads says what the
@@ -57,7 +59,7 @@ func (s *storeFlags) open(ctx context.Context, name string) (_ *storeSource, err
 		return nil, usagef("--nats-url and --data-dir are exclusive: a live deployment or a store directory")
 	}
 	if s.dataDir != "" {
-		off, err := openOffline(s.dataDir)
+		off, err := openOffline(s.dataDir, s.copy)
 		if err != nil {
 			return nil, err
 		}

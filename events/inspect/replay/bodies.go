@@ -10,6 +10,13 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
+// The Reader's caches of parsed bodies and diffs are bounded: a stream
+// over a long history meets ever more card versions.
+const (
+	maxBodies = 256
+	maxDiffs  = 4096
+)
+
 // body returns the parsed recorded body of digest, from the Cards store
 // (never from the agent). A missing or unparseable body is reported in the
 // result, not as an error; errors are the store's.
@@ -33,6 +40,9 @@ func (r *Reader) body(ctx context.Context, digest string) (*body, error) {
 		}
 	}
 	r.mu.Lock()
+	if len(r.bodies) >= maxBodies {
+		clear(r.bodies) // a bound, not a history: start over
+	}
 	r.bodies[digest] = b
 	r.mu.Unlock()
 	return b, nil
@@ -73,6 +83,9 @@ func (r *Reader) change(ctx context.Context, from, to string) (*Change, error) {
 			fs = []detector.Finding{}
 		}
 		r.mu.Lock()
+		if len(r.diffs) >= maxDiffs {
+			clear(r.diffs)
+		}
 		r.diffs[key] = fs
 		r.mu.Unlock()
 	}

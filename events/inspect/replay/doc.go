@@ -13,6 +13,28 @@
 // the last sequence the stream had when the read began, so a replay of a busy
 // stream ends instead of tailing it.
 //
+// A query reads what it needs, and Timeline.Read (Summary.Read) says how
+// many messages that was:
+//
+//   - a task: its lifecycle subjects (a2a.task.*.<task>), its card events
+//     (card.*.*.<task>), then its agents' agent-level card events
+//     (observations) up to the query's end;
+//   - an agent: its card event subjects (card.*.<agentKey> and
+//     card.*.<agentKey>.*, from LookBack before a window), whose task tokens
+//     name every task a worker saw on the agent, then those tasks' lifecycle
+//     subjects, a consumer per task (a multi-filter consumer per 64 tasks
+//     beyond 64). A task no worker ever saw (no card event names it) is not
+//     found this way;
+//   - a window (Since, Until): both streams from Since less ClockSkew (the
+//     server seeks by stored time) to Until plus Latency (FetchLatency for
+//     the card events: an observation's time is its fetch's), and the card
+//     events stream from LookBack before it for the state the window opens
+//     in: each agent's last observed card and the pins of the tasks it
+//     continues, which its changes and stories start from;
+//   - everything: both streams whole.
+//
+// For example:
+//
 //	r, err := replay.New(js, replay.Options{Cards: stores.Cards})
 //	...
 //	tl, err := r.Timeline(ctx, replay.Query{TaskID: "task-42"})
@@ -23,6 +45,16 @@
 //		// which card s.TaskID was planned against (s.Planned), which card was
 //		// live when it failed (s.Live) and what changed (s.Change.Findings)
 //	}
+//
+// Timeline holds the whole answer. Stream hands over each entry and each
+// task's story as it reads, for answers of any size: a window or the whole
+// history is read from both streams at once, merged by stored time through
+// a reorder buffer of the last FetchLatency, and each task's story is handed
+// over once the task reached a terminal state and nothing came for it for
+// 30 seconds, so memory follows the tasks open at once and the event rate,
+// not the history (a task whose events come later than that has a second
+// story). StreamWriter writes a stream as text or JSON lines; Capped keeps
+// the first entries of a stream for a page.
 //
 // A Query selects a task (TaskID), an agent (AgentURL: any URL of the agent
 // host), a window of time (Since, Until; ParseTime reads RFC 3339 or "15m"
@@ -78,6 +110,8 @@
 // store directory offline, open a copy of it with an embedded server (the
 // server rewrites index files and applies retention limits as it opens a
 // store, so never point it at the original); `carddrift replay --data-dir`
-// does exactly that. A copy opened after the streams' MaxAge has passed loses
-// the expired history as the server opens it.
+// copies only what the query reads: the message blocks of the two streams
+// that can hold the stored times Ranges returns, the card bodies, and the
+// other buckets' configuration. A copy opened after the streams' MaxAge has
+// passed loses the expired history as the server opens it.
 package replay

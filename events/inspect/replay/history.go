@@ -63,7 +63,7 @@ func (r *Reader) Cards(ctx context.Context, agentURL string, q Query) (*CardHist
 		cardPrefix + "pinned." + key + ".*",
 		cardPrefix + "drift." + key + ".*",
 	}
-	recs, skipped, err := r.read(ctx, card, filters, q.readWindow())
+	recs, skipped, err := r.read(ctx, card, filters, r.window(q, r.fetchLate), nil)
 	if err != nil {
 		return nil, err
 	}

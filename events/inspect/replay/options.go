@@ -16,6 +16,14 @@ import (
 // stream before it gives up with ErrStalled.
 const DefaultIdleTimeout = 10 * time.Second
 
+// Defaults of the bounds of a windowed read (Options).
+const (
+	DefaultClockSkew    = 500 * time.Millisecond
+	DefaultLatency      = 2 * time.Second
+	DefaultFetchLatency = 5 * time.Second
+	DefaultLookBack     = 10 * time.Minute
+)
+
 // Options configure a Reader. Zero fields take their defaults.
 type Options struct {
 	// Config names the lifecycle and card events streams (store.Config; zero
@@ -29,6 +37,23 @@ type Options struct {
 	// IdleTimeout bounds the wait for the next message of a read (default
 	// DefaultIdleTimeout).
 	IdleTimeout time.Duration
+	// ClockSkew is how far ahead of the stream's clock an event's own time
+	// may be: a window's reads start that long before Since (default
+	// DefaultClockSkew).
+	ClockSkew time.Duration
+	// Latency is how long after its time a lifecycle event (and a card
+	// event other than an observation) may be stored, FetchLatency the same
+	// for an observation, whose time is when the card was fetched: a
+	// window's reads stop that long after Until (defaults DefaultLatency,
+	// DefaultFetchLatency). An event stored later than that after its time
+	// is left out of a window that ends before it was stored.
+	Latency      time.Duration
+	FetchLatency time.Duration
+	// LookBack bounds how far before a window's start the card events
+	// stream is read for the state the window opens in: each agent's last
+	// observed card and the pins of the tasks it continues, which the
+	// window's changes and stories start from (default DefaultLookBack).
+	LookBack time.Duration
 }
 
 // Reader reads carddrift's history. Build it with New; it is safe for
@@ -40,6 +65,8 @@ type Reader struct {
 	cfg   store.Config
 	cards store.Cards
 	idle  time.Duration
+	// Bounds of windowed reads (Options).
+	skew, late, fetchLate, lookBack time.Duration
 
 	mu     sync.Mutex
 	bodies map[string]*body
@@ -69,6 +96,8 @@ func New(js jetstream.JetStream, opts Options) (*Reader, error) {
 	opts.IdleTimeout = defaults.Positive(opts.IdleTimeout, DefaultIdleTimeout)
 	return &Reader{
 		js: js, cfg: cfg, cards: opts.Cards, idle: opts.IdleTimeout,
+		skew: defaults.Positive(opts.ClockSkew, DefaultClockSkew), late: defaults.Positive(opts.Latency, DefaultLatency),
+		fetchLate: defaults.Positive(opts.FetchLatency, DefaultFetchLatency), lookBack: defaults.Positive(opts.LookBack, DefaultLookBack),
 		bodies: map[string]*body{}, diffs: map[[2]string][]detector.Finding{},
 	}, nil
 }

@@ -10,12 +10,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/defaults"
 )
-
-// clockSkew widens the stored-time bounds of a windowed read: an entry's time
-// is its event's time (set by the client or the worker), which may precede
-// the moment the stream stored it.
-const clockSkew = time.Minute
 
 // cardPrefix is the subject prefix of every card.* event.
 var cardPrefix = strings.TrimSuffix(events.OutboundSubjects, ">")
@@ -72,81 +68,213 @@ func (r *Reader) lifecycleFilter(v *streamView, kind, taskToken string) string {
 // readWindow is the stored-time range a read covers; zero ends are open.
 type readWindow struct{ from, to time.Time }
 
-func (q Query) readWindow() readWindow {
+// window is the stored-time range that holds every event of q's window
+// [Since, Until] in a stream whose events are stored at most late after
+// their time: an event's time is set by its publisher (for an observation,
+// when the card was fetched), ahead of the stream's clock by at most
+// ClockSkew and behind it by at most late.
+func (r *Reader) window(q Query, late time.Duration) readWindow {
 	var w readWindow
 	if !q.Since.IsZero() {
-		w.from = q.Since.Add(-clockSkew)
+		w.from = q.Since.Add(-r.skew)
 	}
 	if !q.Until.IsZero() {
-		w.to = q.Until.Add(clockSkew)
+		w.to = q.Until.Add(late)
 	}
 	return w
 }
 
 // read reads the messages of v matching filters (nil: all) stored within w,
 // with an ordered consumer, up to the stream's last sequence at the start of
-// the read. Undecodable messages are returned as skipped.
-func (r *Reader) read(ctx context.Context, v *streamView, filters []string, w readWindow) ([]record, []Skipped, error) {
+// the read. Undecodable messages are returned as skipped; every delivered
+// message counts in *read.
+func (r *Reader) read(ctx context.Context, v *streamView, filters []string, w readWindow, read *int) ([]record, []Skipped, error) {
+	sc, err := r.scan(ctx, v, filters, w.from, w.to, read)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sc.close()
+	var recs []record
+	var skipped []Skipped
+	for {
+		rec, skip, ok, err := sc.next(ctx)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case !ok:
+			return recs, skipped, nil
+		case skip != nil:
+			skipped = append(skipped, *skip)
+		default:
+			recs = append(recs, rec)
+		}
+	}
+}
+
+// scanner is one ordered consumer over a stream, read a message at a time:
+// from a stored time (or the beginning) to a stored time (or the end), never
+// past the stream's last sequence at the start of the read.
+type scanner struct {
+	r    *Reader
+	v    *streamView
+	to   time.Time
+	it   jetstream.MessagesContext
+	done bool
+	read *int
+}
+
+// pullBatch is how many messages a scanner's consumer asks for at a time:
+// what it buffers, per stream.
+const pullBatch = 256
+
+// scan starts a scanner of v's messages matching filters (nil: all) stored
+// from from to to (zero: open ends). Every delivered message counts in
+// *read.
+func (r *Reader) scan(ctx context.Context, v *streamView, filters []string, from, to time.Time, read *int) (*scanner, error) {
+	sc := &scanner{r: r, v: v, to: to, read: read}
 	if v.last == 0 {
-		return nil, nil, nil
+		sc.done = true
+		return sc, nil
 	}
 	occ := jetstream.OrderedConsumerConfig{
 		FilterSubjects:    filters,
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		InactiveThreshold: time.Minute,
 	}
-	if !w.from.IsZero() {
-		from := w.from
+	if !from.IsZero() {
 		occ.DeliverPolicy, occ.OptStartTime = jetstream.DeliverByStartTimePolicy, &from
 	}
 	cons, err := v.stream.OrderedConsumer(ctx, occ)
 	if err != nil {
-		return nil, nil, fmt.Errorf("replay: read %s: %w", v.name, err)
+		return nil, fmt.Errorf("replay: read %s: %w", v.name, err)
 	}
-	it, err := cons.Messages()
-	if err != nil {
-		return nil, nil, fmt.Errorf("replay: read %s: %w", v.name, err)
-	}
-	defer it.Stop()
 	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
-		return nil, nil, nil
+		sc.done = true
+		return sc, nil
 	}
+	if sc.it, err = cons.Messages(jetstream.PullMaxMessages(pullBatch)); err != nil {
+		return nil, fmt.Errorf("replay: read %s: %w", v.name, err)
+	}
+	return sc, nil
+}
+
+// close stops the scanner's consumer.
+func (sc *scanner) close() {
+	if sc.it != nil {
+		sc.it.Stop()
+		sc.it = nil
+	}
+}
+
+// next returns the next message: a record, or (skip) one that did not
+// decode; ok is false once the scan is over.
+func (sc *scanner) next(ctx context.Context) (rec record, skip *Skipped, ok bool, err error) {
+	if sc.done {
+		return record{}, nil, false, nil
+	}
+	v := sc.v
+	nctx, cancel := context.WithTimeout(ctx, sc.r.idle)
+	msg, err := sc.it.Next(jetstream.NextContext(nctx))
+	cancel()
+	if err != nil {
+		sc.done = true
+		if ctx.Err() != nil {
+			return record{}, nil, false, ctx.Err()
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return record{}, nil, false, fmt.Errorf("%w: %s delivered nothing for %s before sequence %d", ErrStalled, v.name, sc.r.idle, v.last)
+		}
+		return record{}, nil, false, fmt.Errorf("replay: read %s: %w", v.name, err)
+	}
+	md, err := msg.Metadata()
+	if err != nil {
+		sc.done = true
+		return record{}, nil, false, fmt.Errorf("replay: read %s: %w", v.name, err)
+	}
+	if sc.read != nil {
+		*sc.read++
+	}
+	seq := md.Sequence.Stream
+	if seq > v.last || (!sc.to.IsZero() && md.Timestamp.After(sc.to)) {
+		sc.done = true
+		return record{}, nil, false, nil
+	}
+	if seq >= v.last || md.NumPending == 0 {
+		sc.done = true
+	}
+	ev, err := events.Decode(msg)
+	if err == nil && v.lifecycle {
+		// A publisher chose the subject: an event filed under another
+		// task's (or kind's) subject is not that task's history.
+		err = events.CheckStoredSubject(ev, msg.Subject(), strings.TrimSuffix(sc.r.cfg.LifecycleSubjects, ">"), v.partitioned)
+	}
+	if err != nil {
+		return record{}, &Skipped{Stream: v.name, Seq: seq, Subject: msg.Subject(), Reason: err.Error()}, true, nil
+	}
+	return record{ev: ev, stream: v.name, seq: seq, stored: md.Timestamp.UTC(), subject: msg.Subject()}, nil, true, nil
+}
+
+// filterBatch is how many subject filters one consumer of a task read
+// carries when it reads more than filterBatch tasks; fewer tasks get a
+// consumer each: the server finds a single filter's messages through its
+// subject index, and matches a multi-filter consumer's filters against each
+// block's messages (on the 400-agent demo store, one agent's 19 tasks read
+// faster one consumer each).
+const filterBatch = 64
+
+// readTasks reads the lifecycle events of kind ("*": any) of the tasks whose subject tokens are
+// toks, stored within w: by subject, with consumers of up to filterBatch
+// filters each, so the server reads only those tasks' messages.
+func (r *Reader) readTasks(ctx context.Context, v *streamView, kind string, toks []string, w readWindow, read *int) ([]record, []Skipped, error) {
 	var recs []record
 	var skipped []Skipped
-	for {
-		nctx, cancel := context.WithTimeout(ctx, r.idle)
-		msg, err := it.Next(jetstream.NextContext(nctx))
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
-			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				return nil, nil, fmt.Errorf("%w: %s delivered nothing for %s before sequence %d", ErrStalled, v.name, r.idle, v.last)
-			}
-			return nil, nil, fmt.Errorf("replay: read %s: %w", v.name, err)
-		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return nil, nil, fmt.Errorf("replay: read %s: %w", v.name, err)
-		}
-		seq := md.Sequence.Stream
-		if seq > v.last || (!w.to.IsZero() && md.Timestamp.After(w.to)) {
-			return recs, skipped, nil
-		}
-		ev, err := events.Decode(msg)
-		if err == nil && v.lifecycle {
-			// A publisher chose the subject: an event filed under another
-			// task's (or kind's) subject is not that task's history.
-			err = events.CheckStoredSubject(ev, msg.Subject(), strings.TrimSuffix(r.cfg.LifecycleSubjects, ">"), v.partitioned)
-		}
-		if err != nil {
-			skipped = append(skipped, Skipped{Stream: v.name, Seq: seq, Subject: msg.Subject(), Reason: err.Error()})
-		} else {
-			recs = append(recs, record{ev: ev, stream: v.name, seq: seq, stored: md.Timestamp.UTC(), subject: msg.Subject()})
-		}
-		if seq >= v.last || md.NumPending == 0 {
-			return recs, skipped, nil
-		}
+	batch := filterBatch
+	if len(toks) <= filterBatch {
+		batch = 1
 	}
+	for len(toks) > 0 {
+		n := min(len(toks), batch)
+		filters := make([]string, 0, n)
+		for _, tok := range toks[:n] {
+			filters = append(filters, r.lifecycleFilter(v, kind, tok))
+		}
+		toks = toks[n:]
+		got, sk, err := r.read(ctx, v, filters, w, read)
+		if err != nil {
+			return nil, nil, err
+		}
+		recs, skipped = append(recs, got...), append(skipped, sk...)
+	}
+	return recs, skipped, nil
+}
+
+// taskToken returns the task token of a card.* subject
+// (card.<event>.<agentKey>.<taskToken>), "" for an agent-level one.
+func taskToken(subject string) string {
+	parts := strings.Split(subject, ".")
+	if len(parts) < 4 {
+		return ""
+	}
+	return parts[3]
+}
+
+// Range is a range of stored times; zero ends are open.
+type Range struct{ From, To time.Time }
+
+// Ranges returns the stored-time ranges of the lifecycle and card events
+// streams that Timeline and Stream read for q under opts: what an offline
+// copy of a store needs of each stream (carddrift replay --data-dir copies
+// only the message blocks within them).
+func Ranges(q Query, opts Options) (lifecycle, cardEvents Range) {
+	r := &Reader{
+		skew: defaults.Positive(opts.ClockSkew, DefaultClockSkew), late: defaults.Positive(opts.Latency, DefaultLatency),
+		fetchLate: defaults.Positive(opts.FetchLatency, DefaultFetchLatency), lookBack: defaults.Positive(opts.LookBack, DefaultLookBack),
+	}
+	lw, cw := r.window(q, r.late), r.window(q, r.fetchLate)
+	lifecycle, cardEvents = Range{From: lw.from, To: lw.to}, Range{To: cw.to}
+	if q.TaskID == "" && !cw.from.IsZero() {
+		// An agent's tasks and a window's opening state: the look-back.
+		cardEvents.From = cw.from.Add(-r.lookBack)
+	}
+	return lifecycle, cardEvents
 }

@@ -182,7 +182,7 @@ func (r *Reader) Rejudge(ctx context.Context, q Query, re Reevaluation) ([]Rejud
 // task's submission). Only these two kinds of events are read.
 func (r *Reader) verdicts(ctx context.Context, q Query) ([]Entry, map[string][]Entry, error) {
 	key, _ := q.agentKey()
-	w := q.readWindow()
+	w := r.window(q, r.late)
 	card, err := r.view(ctx, r.cfg.EventsStream)
 	if err != nil {
 		return nil, nil, err
@@ -198,7 +198,7 @@ func (r *Reader) verdicts(ctx context.Context, q Query) ([]Entry, map[string][]E
 	if q.TaskID != "" {
 		task = events.Token(q.TaskID)
 	}
-	recs, _, err := r.read(ctx, card, []string{cardPrefix + "drift." + agent + "." + task}, w)
+	recs, _, err := r.read(ctx, card, []string{cardPrefix + "drift." + agent + "." + task}, w, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -215,7 +215,19 @@ func (r *Reader) verdicts(ctx context.Context, q Query) ([]Entry, map[string][]E
 	if len(drifts) == 0 {
 		return drifts, subs, nil
 	}
-	recs, _, err = r.read(ctx, life, []string{r.lifecycleFilter(life, "submitted", task)}, readWindow{to: w.to})
+	// The submissions of the drifts' tasks, by subject when they are few
+	// (an agent's, a window's), else the whole submitted subject.
+	toks := map[string]bool{}
+	for _, rec := range recs {
+		if tok := taskToken(rec.subject); tok != "" {
+			toks[tok] = true
+		}
+	}
+	if len(toks) <= 16*filterBatch {
+		recs, _, err = r.readTasks(ctx, life, "submitted", sortedKeys(toks), readWindow{to: w.to}, nil)
+	} else {
+		recs, _, err = r.read(ctx, life, []string{r.lifecycleFilter(life, "submitted", task)}, readWindow{to: w.to}, nil)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -64,6 +64,9 @@ type (
 		CSS             template.CSS
 		JS              template.JS
 		Title, Subtitle string
+		// Capped, on a timeline page that draws only part of its answer,
+		// says so and which command gives the rest.
+		Capped string
 		// Legend, on timeline pages, is the marks of the verdict actions.
 		Legend           []legendMark
 		UnreachableColor string
@@ -314,6 +317,12 @@ func writeTimelineHTML(w io.Writer, tl *Timeline) error {
 		sub += fmt.Sprintf("; %s to %s (UTC)", render.Time(tl.Entries[0].Time), render.Time(tl.Entries[n-1].Time))
 	}
 	p := &pageView{Title: "carddrift replay", Subtitle: sub, UnreachableColor: unreachableColor, Timeline: &timelineView{Empty: len(tl.Entries) == 0}}
+	if tl.Omitted > 0 {
+		p.Capped = fmt.Sprintf("This page draws the first %d entries of %d; %d more are left out.", len(tl.Entries), len(tl.Entries)+tl.Omitted, tl.Omitted)
+		if tl.Rest != "" {
+			p.Capped += " All of them: " + tl.Rest
+		}
+	}
 	for _, a := range []detector.Action{detector.Abort, detector.Replan, detector.Continue} {
 		p.Legend = append(p.Legend, legendMark{Action: string(a), Color: actionColor[a]})
 	}

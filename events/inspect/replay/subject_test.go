@@ -11,8 +11,10 @@ import (
 )
 
 // A submission for task "victim" that a publisher filed under another task's
-// subject is not victim's history: an agent-wide replay lists it among the
-// skipped messages (subject-mismatch), not as victim's submission.
+// subject is not victim's history: an agent-wide replay, which reads the
+// subjects of the agent's tasks, never meets it, and a replay of the whole
+// history lists it among the skipped messages (subject-mismatch), not as
+// victim's submission.
 func TestReplaySkipsSubjectMismatch(t *testing.T) {
 	r := newRig(t, cardV1)
 	ctx := context.Background()
@@ -41,11 +43,22 @@ func TestReplaySkipsSubjectMismatch(t *testing.T) {
 			t.Errorf("Timeline(agent) has an entry %+v for victim, from an event on another task's subject", e)
 		}
 	}
+	if len(tl.Skipped) != 0 {
+		t.Errorf("Timeline(agent).Skipped = %+v, want none: the agent's subjects do not carry it", tl.Skipped)
+	}
+	if tl, err = r.reader().Timeline(ctx, replay.Query{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tl.Entries {
+		if e.TaskID == "victim" {
+			t.Errorf("Timeline() has an entry %+v for victim, from an event on another task's subject", e)
+		}
+	}
 	var skipped []string
 	for _, s := range tl.Skipped {
 		skipped = append(skipped, s.Subject+": "+s.Reason)
 	}
 	if len(skipped) != 1 || !strings.Contains(skipped[0], "a2a.task.error.decoy") {
-		t.Errorf("Timeline(agent).Skipped = %q, want the forged event on a2a.task.error.decoy", skipped)
+		t.Errorf("Timeline().Skipped = %q, want the forged event on a2a.task.error.decoy", skipped)
 	}
 }

@@ -86,6 +86,13 @@ type Timeline struct {
 	Stories []Story `json:"stories"`
 	// Skipped are stored messages that did not decode.
 	Skipped []Skipped `json:"skipped,omitempty"`
+	// Read is how many messages the query read from the streams (the
+	// answer is Entries).
+	Read int `json:"read"`
+	// Omitted counts the entries of the answer left out of Entries (Capped),
+	// Rest names the command that gives them all; the HTML page says so.
+	Omitted int    `json:"omitted,omitempty"`
+	Rest    string `json:"rest,omitempty"`
 }
 
 // Tasks returns the task ids of the timeline, sorted.
@@ -113,11 +120,13 @@ func (t *Timeline) distinct(field func(Entry) string) []string {
 
 // Timeline reads the history q selects from both streams and merges it into
 // one timeline, with the changes between card versions and a story per task.
+// It holds the whole answer; Stream writes it as it reads.
 func (r *Reader) Timeline(ctx context.Context, q Query) (*Timeline, error) {
 	if err := q.validate(); err != nil {
 		return nil, err
 	}
-	recs, skipped, err := r.collect(ctx, q)
+	var read int
+	recs, skipped, err := r.collect(ctx, q, &read)
 	if err != nil {
 		return nil, err
 	}
@@ -133,17 +142,24 @@ func (r *Reader) Timeline(ctx context.Context, q Query) (*Timeline, error) {
 	if err := r.attachChanges(ctx, entries); err != nil {
 		return nil, err
 	}
-	tl := &Timeline{Query: q, Entries: entries, Skipped: skipped}
+	tl := &Timeline{Query: q, Entries: entries, Skipped: skipped, Read: read}
 	if tl.Stories, err = r.stories(ctx, entries); err != nil {
 		return nil, err
 	}
 	return tl, nil
 }
 
-// collect reads the records q selects from both streams.
-func (r *Reader) collect(ctx context.Context, q Query) ([]record, []Skipped, error) {
+// collect reads the records q selects from both streams; every message
+// delivered counts in *read.
+//
+// A task query reads the task's subjects, then its agents' agent-level
+// subjects. An agent query reads the agent's card subjects
+// (card.<event>.<agentKey>[.<task>]), which name every task a worker saw on
+// the agent, then those tasks' lifecycle subjects, filters in batches. Any
+// other query reads both streams whole, or a window's stored-time range.
+func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []Skipped, error) {
 	key, _ := q.agentKey()
-	w := q.readWindow()
+	lw, cw := r.window(q, r.late), r.window(q, r.fetchLate)
 	life, err := r.view(ctx, r.cfg.LifecycleStream)
 	if err != nil {
 		return nil, nil, err
@@ -153,23 +169,17 @@ func (r *Reader) collect(ctx context.Context, q Query) ([]record, []Skipped, err
 		return nil, nil, err
 	}
 
-	var lf []string
-	if q.TaskID != "" {
-		lf = []string{r.lifecycleFilter(life, "*", events.Token(q.TaskID))}
-	}
-	lrecs, skipped, err := r.read(ctx, life, lf, w)
-	if err != nil {
-		return nil, nil, err
-	}
-	if key != "" {
-		lrecs = slices.DeleteFunc(lrecs, func(rec record) bool { return agentKey(rec.ev.AgentURL()) != key })
-	}
-
-	var crecs []record
-	var cskipped []Skipped
+	var lrecs, crecs []record
+	var skipped, cskipped []Skipped
 	switch {
 	case q.TaskID != "":
 		tok := events.Token(q.TaskID)
+		if lrecs, skipped, err = r.read(ctx, life, []string{r.lifecycleFilter(life, "*", tok)}, lw, read); err != nil {
+			return nil, nil, err
+		}
+		if key != "" {
+			lrecs = slices.DeleteFunc(lrecs, func(rec record) bool { return agentKey(rec.ev.AgentURL()) != key })
+		}
 		agents := map[string]bool{}
 		taskFilter := cardPrefix + "*.*." + tok
 		if key != "" {
@@ -184,7 +194,7 @@ func (r *Reader) collect(ctx context.Context, q Query) ([]record, []Skipped, err
 		// The task's own card events (any agent), then its agents'
 		// agent-level events (observations) over the whole history: the
 		// card live when the task began may have been observed long before.
-		if crecs, cskipped, err = r.read(ctx, card, []string{taskFilter}, readWindow{to: w.to}); err != nil {
+		if crecs, cskipped, err = r.read(ctx, card, []string{taskFilter}, readWindow{to: cw.to}, read); err != nil {
 			return nil, nil, err
 		}
 		for _, rec := range crecs {
@@ -197,19 +207,40 @@ func (r *Reader) collect(ctx context.Context, q Query) ([]record, []Skipped, err
 			af = append(af, cardPrefix+"*."+k)
 		}
 		if len(af) > 0 {
-			arecs, askipped, err := r.read(ctx, card, af, readWindow{to: w.to})
+			arecs, askipped, err := r.read(ctx, card, af, readWindow{to: cw.to}, read)
 			if err != nil {
 				return nil, nil, err
 			}
 			crecs, cskipped = append(crecs, arecs...), append(cskipped, askipped...)
 		}
 	case key != "":
-		crecs, cskipped, err = r.read(ctx, card, []string{cardPrefix + "*." + key, cardPrefix + "*." + key + ".*"}, w)
+		// The agent's card events, from a look-back before the window (a
+		// task of the window may have been pinned before it opened): their
+		// subjects name the agent's tasks.
+		dw := cw
+		if !dw.from.IsZero() {
+			dw.from = dw.from.Add(-r.lookBack)
+		}
+		if crecs, cskipped, err = r.read(ctx, card, []string{cardPrefix + "*." + key, cardPrefix + "*." + key + ".*"}, dw, read); err != nil {
+			return nil, nil, err
+		}
+		toks := map[string]bool{}
+		for _, rec := range crecs {
+			if tok := taskToken(rec.subject); tok != "" {
+				toks[tok] = true
+			}
+		}
+		if lrecs, skipped, err = r.readTasks(ctx, life, "*", sortedKeys(toks), lw, read); err != nil {
+			return nil, nil, err
+		}
+		lrecs = slices.DeleteFunc(lrecs, func(rec record) bool { return agentKey(rec.ev.AgentURL()) != key })
 	default:
-		crecs, cskipped, err = r.read(ctx, card, nil, w)
-	}
-	if err != nil {
-		return nil, nil, err
+		if lrecs, skipped, err = r.read(ctx, life, nil, lw, read); err != nil {
+			return nil, nil, err
+		}
+		if crecs, cskipped, err = r.read(ctx, card, nil, cw, read); err != nil {
+			return nil, nil, err
+		}
 	}
 	return append(lrecs, crecs...), append(skipped, cskipped...), nil
 }
@@ -286,15 +317,19 @@ func streamRank(e *Entry) int {
 }
 
 func sortEntries(es []Entry) {
-	slices.SortStableFunc(es, func(a, b Entry) int {
-		return cmp.Or(
-			a.Time.Compare(b.Time),
-			a.Stored.Compare(b.Stored),
-			cmp.Compare(streamRank(&a), streamRank(&b)),
-			strings.Compare(a.Stream, b.Stream),
-			cmp.Compare(a.Seq, b.Seq),
-		)
-	})
+	slices.SortStableFunc(es, func(a, b Entry) int { return compareEntries(&a, &b) })
+}
+
+// compareEntries orders entries by time, stored time, stream (lifecycle
+// first) and sequence.
+func compareEntries(a, b *Entry) int {
+	return cmp.Or(
+		a.Time.Compare(b.Time),
+		a.Stored.Compare(b.Stored),
+		cmp.Compare(streamRank(a), streamRank(b)),
+		strings.Compare(a.Stream, b.Stream),
+		cmp.Compare(a.Seq, b.Seq),
+	)
 }
 
 // taskSpan keeps, of a task's entries sorted by time, the task's own entries,

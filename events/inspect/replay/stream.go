@@ -1,0 +1,521 @@
+package replay
+
+import (
+	"container/heap"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
+)
+
+// Item is one element of a streamed timeline: an entry, or the story of a
+// task (exactly one of the two is set).
+type Item struct {
+	Entry *Entry
+	Story *Story
+}
+
+// Summary is what a streamed query answered and what it cost.
+type Summary struct {
+	Query Query `json:"query"`
+	// Entries, Tasks and Agents count the answer's entries, the tasks they
+	// name (one story each) and the agents.
+	Entries int `json:"entries"`
+	Tasks   int `json:"tasks"`
+	Agents  int `json:"agents"`
+	// Read is how many messages the query read from the streams.
+	Read int `json:"read"`
+	// Skipped are the stored messages that did not decode (the first
+	// maxSkipped; SkippedCount counts them all).
+	Skipped      []Skipped `json:"skipped,omitempty"`
+	SkippedCount int       `json:"skippedCount,omitempty"`
+}
+
+// maxSkipped bounds the undecodable messages a Summary lists.
+const maxSkipped = 100
+
+func (s *Summary) skip(sk ...Skipped) {
+	for _, k := range sk {
+		s.SkippedCount++
+		if len(s.Skipped) < maxSkipped {
+			s.Skipped = append(s.Skipped, k)
+		}
+	}
+}
+
+// linger is how long (in event time) a streamed task stays open after its
+// terminal status before its story is written: a verdict on that status
+// comes after it.
+const linger = 30 * time.Second
+
+// idleTask is how long (in event time) a streamed task that never reached a
+// terminal state stays open without an event before its story is written.
+const idleTask = 5 * time.Minute
+
+// Stream reads the history q selects and hands emit every entry, in
+// timeline order, and every task's story, as it reads: the entries Timeline
+// would hold, with the same changes, without holding them.
+//
+// A task or agent query reads as Timeline does (by subject; its answer is
+// that task's or agent's) and emits its stories after its entries. Any
+// other query reads both streams at once from the window's start (or the
+// beginning), merging them by time through a reorder buffer that holds the
+// entries of the last Latency (FetchLatency) of stored time, and emits each
+// task's story once the task reached a terminal state and linger passed
+// (the rest at the end): memory follows the tasks open at once, not the
+// history. A window first reads the card events stream from LookBack before
+// it for each agent's last observation and the pins of the tasks it
+// continues.
+//
+// An event stored more than Latency (FetchLatency) after its own time may
+// come out after entries of later times. emit's error ends the stream.
+func (r *Reader) Stream(ctx context.Context, q Query, emit func(Item) error) (*Summary, error) {
+	if err := q.validate(); err != nil {
+		return nil, err
+	}
+	sum := &Summary{Query: q}
+	p := &proc{r: r, q: q, emit: emit, sum: sum, pins: map[string]string{}, live: map[string]Entry{},
+		seedPins: map[string]Entry{}, tasks: map[string]*taskState{}, open: map[string]map[string]bool{}, agents: map[string]bool{}}
+	if q.TaskID != "" || q.AgentURL != "" {
+		recs, skipped, err := r.collect(ctx, q, &sum.Read)
+		if err != nil {
+			return nil, err
+		}
+		sum.skip(skipped...)
+		entries := make([]Entry, 0, len(recs))
+		for _, rec := range recs {
+			entries = append(entries, entryOf(rec))
+		}
+		recs = nil
+		sortEntries(entries)
+		if q.TaskID != "" {
+			entries = taskSpan(entries)
+		}
+		for i := range entries {
+			if err := p.entry(ctx, entries[i]); err != nil {
+				return nil, err
+			}
+		}
+	} else if err := r.merge(ctx, q, p); err != nil {
+		return nil, err
+	}
+	if err := p.finish(ctx); err != nil {
+		return nil, err
+	}
+	sum.Agents = len(p.agents)
+	return sum, nil
+}
+
+// merge reads both streams at once, in stored-time order, and feeds p the
+// entries in timeline order.
+func (r *Reader) merge(ctx context.Context, q Query, p *proc) error {
+	life, err := r.view(ctx, r.cfg.LifecycleStream)
+	if err != nil {
+		return err
+	}
+	card, err := r.view(ctx, r.cfg.EventsStream)
+	if err != nil {
+		return err
+	}
+	lw, cw := r.window(q, r.late), r.window(q, r.fetchLate)
+	if !cw.from.IsZero() {
+		cw.from = cw.from.Add(-r.lookBack)
+	}
+	p.interleave = true
+	heads := []*head{{late: r.late}, {late: r.fetchLate}}
+	if heads[0].sc, err = r.scan(ctx, life, nil, lw.from, lw.to, &p.sum.Read); err != nil {
+		return err
+	}
+	defer heads[0].sc.close()
+	if heads[1].sc, err = r.scan(ctx, card, nil, cw.from, cw.to, &p.sum.Read); err != nil {
+		return err
+	}
+	defer heads[1].sc.close()
+	var buf entryHeap
+	for {
+		for _, h := range heads {
+			if err := h.fill(ctx, p.sum); err != nil {
+				return err
+			}
+		}
+		// The head stored first goes into the buffer; entries whose time
+		// no message still to come can precede leave it.
+		var next *head
+		for _, h := range heads {
+			if h.ok && (next == nil || h.rec.stored.Before(next.rec.stored)) {
+				next = h
+			}
+		}
+		if next == nil {
+			break
+		}
+		heap.Push(&buf, entryOf(next.rec))
+		next.ok, next.rec = false, record{}
+		if err := next.fill(ctx, p.sum); err != nil {
+			return err
+		}
+		var horizon time.Time
+		for _, h := range heads {
+			if h.ok {
+				if t := h.rec.stored.Add(-h.late); horizon.IsZero() || t.Before(horizon) {
+					horizon = t
+				}
+			}
+		}
+		for buf.Len() > 0 && !horizon.IsZero() && buf[0].Time.Before(horizon) {
+			if err := p.entry(ctx, heap.Pop(&buf).(Entry)); err != nil {
+				return err
+			}
+		}
+	}
+	for buf.Len() > 0 {
+		if err := p.entry(ctx, heap.Pop(&buf).(Entry)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// head is a scanner with the record it read next.
+type head struct {
+	sc   *scanner
+	late time.Duration
+	rec  record
+	ok   bool
+}
+
+// fill reads the next record unless one is waiting or the scan is over.
+func (h *head) fill(ctx context.Context, sum *Summary) error {
+	for !h.ok && !h.sc.done {
+		rec, skip, ok, err := h.sc.next(ctx)
+		if err != nil {
+			return err
+		}
+		if skip != nil {
+			sum.skip(*skip)
+			continue
+		}
+		h.rec, h.ok = rec, ok
+	}
+	return nil
+}
+
+// entryHeap orders entries as sortEntries does.
+type entryHeap []Entry
+
+func (h entryHeap) Len() int           { return len(h) }
+func (h entryHeap) Less(i, j int) bool { return compareEntries(&h[i], &h[j]) < 0 }
+func (h entryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *entryHeap) Push(x any)        { *h = append(*h, x.(Entry)) }
+func (h *entryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = Entry{}
+	*h = old[:len(old)-1]
+	return e
+}
+
+// proc turns entries in timeline order into the items of a stream: it keeps
+// the window, attaches changes and builds stories, holding only the open
+// tasks, each agent's last observation and the tasks' pins.
+type proc struct {
+	r    *Reader
+	q    Query
+	emit func(Item) error
+	sum  *Summary
+	// interleave writes a task's story once it ended (merge), not at the
+	// end.
+	interleave bool
+
+	pins     map[string]string          // task → pinned digest
+	live     map[string]Entry           // agent key → last observation
+	seedPins map[string]Entry           // task → its last pin before the window
+	tasks    map[string]*taskState      // open tasks
+	open     map[string]map[string]bool // agent key → its open tasks
+	agents   map[string]bool
+	swept    time.Time
+}
+
+// taskState is an open task: what its story needs, kept as it goes (the
+// same story Reader.story makes from a whole timeline).
+type taskState struct {
+	s       Story
+	agent   string
+	last    time.Time // of its latest entry
+	endedAt time.Time // its terminal status, zero while it runs
+	// at is what the task stood on now, and the candidate moments what it
+	// stood on at each (Story.Moment: abort, else fail, else re-plan, else
+	// the last verdict).
+	at                          standing
+	abort, fail, replan, verdct *standing
+}
+
+// standing is a task's pin, requirements and its agent's last observed card
+// at one of its entries, with the entry when it is a candidate moment.
+type standing struct {
+	pin       events.Pinned
+	pinnedAt  time.Time
+	hasPin    bool
+	req       *detector.Requirements
+	live      string
+	liveAt    time.Time
+	moment    *Moment
+	drift     *events.Drift
+	needsLive bool // no observation before it: the first one after
+}
+
+// add takes one of the task's own entries.
+func (ts *taskState) add(e *Entry, obs *Entry) {
+	if ts.s.AgentURL == "" {
+		ts.s.AgentURL = e.AgentURL
+	}
+	ts.last = e.Time
+	if obs != nil {
+		ts.at.live, ts.at.liveAt = obs.Digests.Live, obs.Time
+	}
+	switch d := e.Data.(type) {
+	case events.Pinned:
+		ts.at.pin, ts.at.pinnedAt, ts.at.hasPin = d, e.Time, true
+	case events.Submitted:
+		req := d.Requirements()
+		if req.Posture == "" {
+			req.Posture = detector.FailClosed
+		}
+		ts.at.req = &req
+	case events.Status:
+		ts.s.State = d.State
+		if st, _ := detector.NormalizeState(d.State); st.Terminal() {
+			ts.endedAt = e.Time
+		}
+	}
+	mark := func() *standing {
+		st := ts.at
+		st.moment = &Moment{Time: e.Time, Type: e.Type}
+		st.needsLive = st.live == ""
+		if d, ok := e.Data.(events.Drift); ok {
+			st.drift = &d
+			st.moment.Action = d.Verdict.Action
+			st.moment.What = string(d.Verdict.Action) + ": " + d.Verdict.Reason
+		} else {
+			st.moment.What, _ = failing(e.Data)
+		}
+		return &st
+	}
+	if d, ok := e.Data.(events.Drift); ok {
+		ts.s.Verdicts.Add(d.Verdict.Action)
+		switch d.Verdict.Action {
+		case detector.Abort:
+			if ts.abort == nil {
+				ts.abort = mark()
+			}
+		case detector.Replan:
+			if ts.replan == nil {
+				ts.replan = mark()
+			}
+		}
+		ts.verdct = mark()
+	}
+	if _, ok := failing(e.Data); ok && ts.fail == nil {
+		ts.fail = mark()
+	}
+}
+
+// observed takes an observation of the task's agent.
+func (ts *taskState) observed(e *Entry) {
+	ts.at.live, ts.at.liveAt = e.Digests.Live, e.Time
+	for _, st := range []*standing{ts.abort, ts.fail, ts.replan, ts.verdct} {
+		if st != nil && st.needsLive {
+			st.live, st.liveAt, st.needsLive = e.Digests.Live, e.Time, false
+		}
+	}
+}
+
+// story is the task's story as it stands.
+func (ts *taskState) story(ctx context.Context, r *Reader) (Story, error) {
+	s := ts.s
+	st := &ts.at
+	for _, m := range []*standing{ts.abort, ts.fail, ts.replan, ts.verdct} {
+		if m != nil {
+			st = m
+			break
+		}
+	}
+	s.Requirements = st.req
+	if st.hasPin {
+		s.Planned, s.PinSource, s.PinnedAt = st.pin.Digest, st.pin.Source, st.pinnedAt
+	}
+	s.Moment = st.moment
+	s.Live, s.LiveAt = st.live, st.liveAt
+	if d := st.drift; d != nil {
+		s.Planned = d.Pinned.Digest
+		s.Live, s.LiveAt = d.Live.Digest, d.Live.FetchedAt.UTC()
+	}
+	if s.Planned != "" && s.Live != "" && s.Planned != s.Live {
+		c, err := r.change(ctx, s.Planned, s.Live)
+		if err != nil {
+			return Story{}, err
+		}
+		s.Change = c
+	}
+	return s, nil
+}
+
+func (p *proc) entry(ctx context.Context, e Entry) error {
+	key := agentKey(e.AgentURL)
+	if !p.q.Since.IsZero() && e.Time.Before(p.q.Since) {
+		// The state the window opens in.
+		switch e.Kind {
+		case KindPin:
+			p.pins[e.TaskID], p.seedPins[e.TaskID] = e.Digests.Pinned, e
+		case KindObservation:
+			p.live[key] = e
+		}
+		return nil
+	}
+	if !p.q.inWindow(e.Time) {
+		return nil
+	}
+	// The change the entry shows (attachChanges, one entry at a time).
+	var from, to string
+	switch e.Kind {
+	case KindPin:
+		from, to = p.pins[e.TaskID], e.Digests.Pinned
+		p.pins[e.TaskID] = to
+	case KindObservation:
+		if prev, ok := p.live[key]; ok {
+			from = prev.Digests.Live
+		}
+		to = e.Digests.Live
+		p.live[key] = e
+	case KindVerdict:
+		from, to = e.Digests.Pinned, e.Digests.Live
+	}
+	if from != "" && to != "" && from != to {
+		c, err := p.r.change(ctx, from, to)
+		if err != nil {
+			return err
+		}
+		e.Change = c
+	}
+	p.sum.Entries++
+	if e.AgentURL != "" {
+		p.agents[e.AgentURL] = true
+	}
+	if err := p.emit(Item{Entry: &e}); err != nil {
+		return err
+	}
+	switch {
+	case e.TaskID != "":
+		ts := p.tasks[e.TaskID]
+		var obs *Entry
+		if ts == nil {
+			ts = &taskState{s: Story{TaskID: e.TaskID}, agent: key}
+			if pin, ok := p.seedPins[e.TaskID]; ok {
+				ts.add(&pin, nil)
+				delete(p.seedPins, e.TaskID)
+			}
+			if o, ok := p.live[key]; ok {
+				obs = &o
+			}
+			p.tasks[e.TaskID] = ts
+			if p.open[key] == nil {
+				p.open[key] = map[string]bool{}
+			}
+			p.open[key][e.TaskID] = true
+		}
+		ts.add(&e, obs)
+	case e.Kind == KindObservation:
+		for id := range p.open[key] {
+			p.tasks[id].observed(&e)
+		}
+	}
+	if p.interleave && e.Time.Sub(p.swept) >= time.Second {
+		p.swept = e.Time
+		return p.sweep(ctx, e.Time)
+	}
+	return nil
+}
+
+// sweep writes the stories of the tasks that ended linger before now.
+func (p *proc) sweep(ctx context.Context, now time.Time) error {
+	var done []string
+	for id, ts := range p.tasks {
+		if (!ts.endedAt.IsZero() && now.Sub(ts.last) >= linger) || now.Sub(ts.last) >= idleTask {
+			done = append(done, id)
+		}
+	}
+	slices.Sort(done)
+	for _, id := range done {
+		if err := p.close(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// close writes a task's story and forgets the task.
+func (p *proc) close(ctx context.Context, id string) error {
+	ts := p.tasks[id]
+	delete(p.tasks, id)
+	delete(p.pins, id)
+	if m := p.open[ts.agent]; m != nil {
+		delete(m, id)
+		if len(m) == 0 {
+			delete(p.open, ts.agent)
+		}
+	}
+	s, err := ts.story(ctx, p.r)
+	if err != nil {
+		return err
+	}
+	p.sum.Tasks++
+	return p.emit(Item{Story: &s})
+}
+
+// finish writes the stories of the tasks still open, by task id.
+func (p *proc) finish(ctx context.Context) error {
+	for _, id := range sortedKeysOf(p.tasks) {
+		if err := p.close(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Capped reads the history q selects as Stream does and keeps the first max
+// entries (max ≤ 0: DefaultCap) with the stories of their tasks, counting
+// the rest in Omitted: a timeline whose size the cap bounds, not the
+// history (carddrift replay --format html draws it).
+func (r *Reader) Capped(ctx context.Context, q Query, max int) (*Timeline, error) {
+	if max <= 0 {
+		max = DefaultCap
+	}
+	tl := &Timeline{Query: q, Entries: []Entry{}}
+	drawn := map[string]bool{}
+	sum, err := r.Stream(ctx, q, func(it Item) error {
+		switch {
+		case it.Entry != nil && len(tl.Entries) < max:
+			tl.Entries = append(tl.Entries, *it.Entry)
+			if it.Entry.TaskID != "" {
+				drawn[it.Entry.TaskID] = true
+			}
+		case it.Entry != nil:
+			tl.Omitted++
+		case drawn[it.Story.TaskID]:
+			tl.Stories = append(tl.Stories, *it.Story)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(tl.Stories, func(a, b Story) int { return strings.Compare(a.TaskID, b.TaskID) })
+	tl.Read, tl.Skipped = sum.Read, sum.Skipped
+	return tl, nil
+}
+
+// DefaultCap is how many entries Capped keeps by default.
+const DefaultCap = 5000
