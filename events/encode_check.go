@@ -299,6 +299,7 @@ func (w *walkers) pinnedData(d *Pinned) bool {
 	if d.Signer != nil {
 		m.sub("signer", w.signer.check(d.Signer))
 	}
+	m.optStr("extended", w.root.Member("extended"), d.Extended)
 	return m.done(w.root, func(name string) (string, bool) {
 		if name == "source" {
 			return d.Source, true
@@ -384,6 +385,7 @@ func (w *walkers) drift(d *Drift) bool {
 	v.str("action", w.action, string(d.Verdict.Action))
 	v.str("posture", w.posture, string(d.Verdict.Posture))
 	v.str("reason", w.why, d.Verdict.Reason)
+	v.optStr("replanSkill", w.verdict.Member("replanSkill"), d.Verdict.ReplanSkill)
 	m.sub("verdict", v.done(w.verdict, nil))
 	m.sub("trigger", w.trigger.check(&d.Trigger))
 	return m.done(w.root, nil)
