@@ -243,3 +243,62 @@ func TestRankAt(t *testing.T) {
 		}
 	}
 }
+
+// TestFastMemberOrders runs objects of the same keys in every order, one
+// after the other, so that the member order the fast path remembers from
+// the last object is wrong for the next; with keys that share their first
+// eight bytes (equal ranks), and with a duplicate key, which the fast path
+// finds only once the members are in order and must leave to the streaming
+// path. Objects over sortInPlaceMax members are sorted otherwise, and
+// checked for duplicates the same way.
+func TestFastMemberOrders(t *testing.T) {
+	keys := []string{"b", "abcdefgh2", "a", "abcdefgh1", "abcdefgh", "c"}
+	var permute func(k int)
+	permute = func(k int) {
+		if k == len(keys) {
+			var doc, dup, nested strings.Builder
+			doc.WriteString("{")
+			for i, key := range keys {
+				if i > 0 {
+					doc.WriteString(",")
+				}
+				fmt.Fprintf(&doc, "%q:%d", key, i)
+			}
+			fmt.Fprintf(&dup, `%s,%q:0}`, doc.String(), keys[len(keys)/2])
+			fmt.Fprintf(&nested, `[%s},{"x":%s}}]`, doc.String(), doc.String())
+			doc.WriteString("}")
+			for _, opt := range fastOptions {
+				if !compareFast(t, []byte(doc.String()), opt) || !compareFast(t, []byte(nested.String()), opt) {
+					t.Fatalf("%+v: the fast path gives up on %s", opt, doc.String())
+				}
+				if compareFast(t, []byte(dup.String()), opt) {
+					t.Fatalf("%+v: the fast path takes %s", opt, dup.String())
+				}
+			}
+			return
+		}
+		for i := k; i < len(keys); i++ {
+			keys[k], keys[i] = keys[i], keys[k]
+			permute(k + 1)
+			keys[k], keys[i] = keys[i], keys[k]
+		}
+	}
+	permute(0)
+	for _, n := range []int{sortInPlaceMax, sortInPlaceMax + 1, dupMapAt - 2} {
+		for _, dupAt := range []int{-1, 0, n / 2, n - 1} {
+			var doc strings.Builder
+			doc.WriteString("{")
+			for i := n; i > 0; i-- {
+				fmt.Fprintf(&doc, `"m%02d":%d,`, i, i)
+			}
+			if dupAt >= 0 {
+				fmt.Fprintf(&doc, `"m%02d":0}`, n-dupAt)
+			} else {
+				doc.WriteString(`"m":0}`)
+			}
+			if ok := compareFast(t, []byte(doc.String()), Options{}); ok != (dupAt < 0) {
+				t.Errorf("%d members, duplicate at %d: fast path ok = %v", n+1, dupAt, ok)
+			}
+		}
+	}
+}
