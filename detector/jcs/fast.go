@@ -96,24 +96,6 @@ type fastCanon struct {
 	omitting bool
 	spans    []fastSpan // the members of the open objects, innermost last
 	tmp      []byte     // scratch for reordering members
-	orders   [orderCacheSize]memberOrder
-}
-
-// orderCacheSize is the number of member orders a fastCanon remembers.
-const (
-	orderCacheBits = 4
-	orderCacheSize = 1 << orderCacheBits
-)
-
-// memberOrder is the order found for the last object of n kept members
-// cached in its slot: perm[k] is the position, among the kept members in
-// the order written, of the k-th in canonical order. Documents of one shape
-// (cards of one producer) repeat their objects' key orders, and an order is
-// checked for an object in n-1 comparisons where a sort takes more and
-// branches on the data.
-type memberOrder struct {
-	n    int
-	perm [sortInPlaceMax]int8
 }
 
 var fastPool = sync.Pool{New: func() any { return new(fastCanon) }}
@@ -542,43 +524,21 @@ func (f *fastCanon) order(dst []byte, body int, spans []fastSpan) ([]byte, bool)
 	var small [sortInPlaceMax]int32
 	var idx []int32
 	if n <= sortInPlaceMax {
+		// An insertion sort on the ranks, held beside the positions.
 		idx = small[:n]
 		var ranks [sortInPlaceMax]uint64
-		for k := range spans {
-			ranks[k] = spans[k].rank
+		for k := range n {
+			r, p := spans[k].rank, int32(k)
+			j := k
+			for ; j > 0 && (r < ranks[j-1] || r == ranks[j-1] && f.less(&spans[p], &spans[idx[j-1]])); j-- {
+				ranks[j], idx[j] = ranks[j-1], idx[j-1]
+			}
+			ranks[j], idx[j] = r, p
 		}
-		// A remembered order is the canonical one if the ranks increase
-		// strictly along it: keys of different ranks are ordered by their
-		// ranks (keyRank), only one order of distinct ranks increases, and
-		// distinct ranks are distinct keys. (Equal ranks never pass; they
-		// are sorted below.)
-		c := &f.orders[orderSlot(ranks[0], n)]
-		good := c.n == n
-		for k := 1; good && k < n; k++ {
-			good = ranks[c.perm[k-1]] < ranks[c.perm[k]]
-		}
-		if good {
-			for k := range n {
-				idx[k] = int32(c.perm[k])
+		for k := 1; k < n; k++ {
+			if ranks[k] == ranks[k-1] && f.keyOf(&spans[idx[k]]) == f.keyOf(&spans[idx[k-1]]) {
+				return dst, false
 			}
-		} else {
-			// An insertion sort on the ranks, held beside the positions.
-			var pos [sortInPlaceMax]int8
-			for k := 1; k < n; k++ {
-				r, p := ranks[k], int8(k)
-				j := k
-				for ; j > 0 && (r < ranks[j-1] || r == ranks[j-1] && f.less(&spans[p], &spans[pos[j-1]])); j-- {
-					ranks[j], pos[j] = ranks[j-1], pos[j-1]
-				}
-				ranks[j], pos[j] = r, p
-			}
-			for k := range n {
-				idx[k] = int32(pos[k])
-				if k > 0 && ranks[k] == ranks[k-1] && f.keyOf(&spans[pos[k]]) == f.keyOf(&spans[pos[k-1]]) {
-					return dst, false
-				}
-			}
-			c.n, c.perm = n, pos
 		}
 	} else {
 		idx = make([]int32, n)
@@ -602,12 +562,6 @@ func (f *fastCanon) order(dst []byte, body int, spans []fastSpan) ([]byte, bool)
 		dst = append(dst, f.tmp[int(sp.start)-body:int(sp.end)-body]...)
 	}
 	return dst, true
-}
-
-// orderSlot returns the slot of f.orders for an object of n kept members
-// whose first key has rank r.
-func orderSlot(r uint64, n int) int {
-	return int((uint32(r>>32)*0x9E3779B1 + uint32(n)*0x85EBCA6B) >> (32 - orderCacheBits))
 }
 
 // sortSpans is kept apart so that the closure does not make the stack array

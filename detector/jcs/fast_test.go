@@ -244,13 +244,11 @@ func TestRankAt(t *testing.T) {
 	}
 }
 
-// TestFastMemberOrders runs objects of the same keys in every order, one
-// after the other, so that the member order the fast path remembers from
-// the last object is wrong for the next; with keys that share their first
-// eight bytes (equal ranks), and with a duplicate key, which the fast path
-// finds only once the members are in order and must leave to the streaming
-// path. Objects over sortInPlaceMax members are sorted otherwise, and
-// checked for duplicates the same way.
+// TestFastMemberOrders runs objects of the same keys in every order, with
+// keys that share their first eight bytes (equal ranks), and with a
+// duplicate key, which the fast path finds only once the members are in
+// order and must leave to the streaming path. Objects over sortInPlaceMax
+// members are sorted otherwise, and checked for duplicates the same way.
 func TestFastMemberOrders(t *testing.T) {
 	keys := []string{"b", "abcdefgh2", "a", "abcdefgh1", "abcdefgh", "c"}
 	var permute func(k int)
