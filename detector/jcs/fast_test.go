@@ -2,7 +2,10 @@ package jcs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -298,5 +301,41 @@ func TestFastMemberOrders(t *testing.T) {
 				t.Errorf("%d members, duplicate at %d: fast path ok = %v", n+1, dupAt, ok)
 			}
 		}
+	}
+}
+
+// TestPlainEnd checks plainEnd against specialBytes: the same words flagged,
+// at the same lowest byte, for words of every pair of interesting bytes at
+// every pair of positions and for random words.
+func TestPlainEnd(t *testing.T) {
+	check := func(w uint64) {
+		a, b := specialBytes(w), plainEnd(w)
+		if (a == 0) != (b == 0) || a != 0 && bits.TrailingZeros64(a) != bits.TrailingZeros64(b) {
+			t.Fatalf("%#016x: specialBytes %#x, plainEnd %#x", w, a, b)
+		}
+	}
+	var edge []byte
+	for _, c := range []int{0, 1, 0x1f, 0x20, 0x21, '"', 0x23, '[', '\\', ']', 0x7e, 0x7f, 0x80, 0x81, 0x9f, 0xa0, 0xa1, 0xa2, 0xdc, 0xdd, 0xdf, 0xe0, 0xfe, 0xff} {
+		edge = append(edge, byte(c))
+	}
+	for _, fill := range []byte{'a', 0x80, 0x20, 0x7f} {
+		for p := range 8 {
+			for q := range 8 {
+				for _, x := range edge {
+					for _, y := range edge {
+						var b [8]byte
+						for k := range b {
+							b[k] = fill
+						}
+						b[p], b[q] = x, y
+						check(binary.LittleEndian.Uint64(b[:]))
+					}
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 20 {
+		check(r.Uint64())
 	}
 }
