@@ -26,7 +26,7 @@ import (
 
 // fastSpan is one written member of an open object: dst[start:end] holds
 // `"key":value`; its key (which has no escapes) is src[key:key+keyLen], and
-// rank is keyRank of it. An omitted member has start < 0. It holds no
+// rank is keyRank of it. (An omitted member has no span.) It holds no
 // pointers, so that pushing one costs no write barrier.
 type fastSpan struct {
 	rank       uint64
