@@ -99,9 +99,12 @@ func CheckSigningPayload(payload []byte) error {
 }
 
 // digestUncached canonicalizes and hashes raw, bypassing every memo.
-func digestUncached(raw []byte) (string, error) {
+func digestUncached(raw []byte) (string, error) { return digestWith(raw, digestOptions) }
+
+// digestWith is digestUncached under opt.
+func digestWith(raw []byte, opt jcs.Options) (string, error) {
 	bp := getBuf()
-	b, err := jcs.AppendCanonical((*bp)[:0], raw, digestOptions)
+	b, err := jcs.AppendCanonical((*bp)[:0], raw, opt)
 	if err != nil {
 		putBuf(bp, b)
 		return "", err

@@ -26,7 +26,7 @@ import (
 
 // fastSpan is one written member of an open object: dst[start:end] holds
 // `"key":value`; its key (which has no escapes) is src[key:key+keyLen], and
-// rank is keyRank of it. An omitted member has start < 0. It holds no
+// rank is keyRank of it. (An omitted member has no span.) It holds no
 // pointers, so that pushing one costs no write barrier.
 type fastSpan struct {
 	rank       uint64
@@ -64,10 +64,8 @@ func keyRank(key string) uint64 {
 // below 0x80 is a character of its own, and needs no moving).
 func rankAt(s string, i, n int) uint64 {
 	if i+8 <= len(s) {
-		w := load8(s, i)
-		if n < 8 {
-			w &= 1<<(8*n) - 1
-		}
+		// The key's first min(n, 8) bytes (a shift of 64 gives 0).
+		w := load8(s, i) & (^uint64(0) >> (64 - 8*min(n, 8)))
 		if w&msb == 0 {
 			return bits.ReverseBytes64(w)
 		}
@@ -145,7 +143,49 @@ func skipWS(s string, i int) int {
 	if i < len(s) && s[i] > ' ' {
 		return i
 	}
-	return skipSpaceAt(s, i)
+	return skipSpaceFast(s, i)
+}
+
+// skipSpaceFast is skipWS past its first byte. It is the fast path's own (the
+// Scanner's skipSpaceAt stays the oracle's), and takes the two runs of
+// whitespace of indented JSON without a loop: a single space (after a
+// colon), and a newline followed by up to 16 spaces of indentation. Any other
+// run goes word by word, as skipSpaceAt does.
+func skipSpaceFast(s string, i int) int {
+	if i+18 <= len(s) {
+		switch s[i] {
+		case ' ':
+			if s[i+1] > ' ' {
+				return i + 1
+			}
+		case '\n':
+			// n1, n2: the spaces at the start of each word (8 if all);
+			// the second word counts only if the first is all spaces.
+			n1 := bits.TrailingZeros64(nonZeroBytes(load8(s, i+1)^(lsb*' '))) >> 3
+			n2 := bits.TrailingZeros64(nonZeroBytes(load8(s, i+9)^(lsb*' '))) >> 3
+			i += 1 + n1 + n2&-(n1>>3)
+			if s[i] > ' ' {
+				return i
+			}
+		}
+	}
+	for i+8 <= len(s) {
+		w := load8(s, i)
+		m := nonZeroBytes(w^(lsb*' ')) & nonZeroBytes(w^(lsb*'\n'))
+		if m == 0 {
+			i += 8
+			continue
+		}
+		i += bits.TrailingZeros64(m) >> 3
+		if c := s[i]; c != '\r' && c != '\t' {
+			return i
+		}
+		i++
+	}
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	return i
 }
 
 // value writes the value at s[i] and returns the index past it.
@@ -210,18 +250,34 @@ func (f *fastCanon) str(dst []byte, i int) ([]byte, int, bool) {
 // copyString appends the string whose opening quote is at s[i], checked as
 // the Scanner checks it, up to its closing quote or its first '\\' (both left
 // out), and returns the index of that byte, or false if the string is not
-// valid up to there. It checks and copies eight bytes at a time while dst
-// has room for them (appendFast makes room for the whole input): the bytes
-// of a word past the end of the plain run are stored too, past the length
-// of dst, where they are not part of it.
+// valid up to there. It checks and copies sixteen (then eight) bytes at a
+// time while dst has room for them (appendFast makes room for the whole
+// input): the bytes of a word past the end of the plain run are stored too,
+// past the length of dst, where they are not part of it.
 func copyString(dst []byte, s string, i int) ([]byte, int, bool) {
 	dst = append(dst, '"')
 	j := i + 1
 	for {
-		if n := len(dst); j+8 <= len(s) && n+8 <= cap(dst) {
+		if n := len(dst); j+16 <= len(s) && n+16 <= cap(dst) {
+			// Two words a turn: most keys end in the first turn.
+			w1, w2 := load8(s, j), load8(s, j+8)
+			binary.LittleEndian.PutUint64(dst[n:n+8], w1)
+			binary.LittleEndian.PutUint64(dst[n+8:n+16], w2)
+			m1, m2 := plainEnd(w1), plainEnd(w2)
+			if m1|m2 == 0 {
+				dst, j = dst[:n+16], j+16
+				continue
+			}
+			// The plain bytes: those of the first word up to its first
+			// special one (8 if none), then those of the second if the
+			// first has none.
+			k1 := bits.TrailingZeros64(m1) >> 3
+			k := k1 + bits.TrailingZeros64(m2)>>3&-(k1>>3)
+			dst, j = dst[:n+k], j+k
+		} else if n := len(dst); j+8 <= len(s) && n+8 <= cap(dst) {
 			w := load8(s, j)
 			binary.LittleEndian.PutUint64(dst[n:n+8], w)
-			m := specialBytes(w)
+			m := plainEnd(w)
 			if m == 0 {
 				dst, j = dst[:n+8], j+8
 				continue
@@ -251,6 +307,17 @@ func copyString(dst []byte, s string, i int) ([]byte, int, bool) {
 		dst = append(dst, s[j:j+size]...)
 		j += size
 	}
+}
+
+// plainEnd is specialBytes in fewer operations, exact for the lowest flagged
+// byte only (all copyString uses), and is the fast path's own (the
+// Scanner's specialBytes stays the oracle's). Once bytes of 0x80 and up are
+// flagged as such, the tests for the other classes need not exclude them: a
+// subtraction flags a byte of 0x80 and up, already flagged, or one of the
+// class, and borrows into the next byte only from a byte of the class.
+func plainEnd(w uint64) uint64 {
+	// (In Go '-' and '|' bind alike: each difference is bracketed.)
+	return ((w - lsb*0x20) | ((w ^ (lsb * '"')) - lsb) | ((w ^ (lsb * '\\')) - lsb) | w) & msb
 }
 
 // appendEscaped writes the rest of a string from its first escape at s[j]:
@@ -377,14 +444,18 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 		f.depth--
 		return append(dst, '}'), i + 1, true
 	}
+	// The kept members are pushed on f.spans. Duplicate keys are found
+	// among them once they are in canonical order, where equal keys are
+	// next to each other; the omitted key can only be there once.
 	base := len(f.spans)
-	last, kept, sorted := -1, 0, true
+	members, sorted, omitted := 0, true, false
 	for {
-		if i >= len(s) || s[i] != '"' || len(f.spans)-base >= dupMapAt-1 {
+		if i >= len(s) || s[i] != '"' || members >= dupMapAt-1 {
 			return dst, i, false
 		}
+		members++
 		comma := len(dst)
-		if kept > 0 {
+		if len(f.spans) > base {
 			dst = append(dst, ',')
 		}
 		start := len(dst)
@@ -395,17 +466,15 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 		}
 		dst = append(dst, '"', ':')
 		key := s[i+1 : end]
-		rank := rankAt(s, i+1, len(key))
-		for k := base; k < len(f.spans); k++ {
-			if sp := &f.spans[k]; sp.rank == rank && int(sp.keyLen) == len(key) && f.keyOf(sp) == key {
+		keyStart := i
+		if i = end + 1; i+2 < len(s) && s[i] == ':' && s[i+1] == ' ' && s[i+2] > ' ' {
+			i += 2 // the colon of indented JSON
+		} else {
+			if i = skipWS(s, i); i >= len(s) || s[i] != ':' {
 				return dst, i, false
 			}
+			i = skipWS(s, i+1)
 		}
-		keyStart := i
-		if i = skipWS(s, end+1); i >= len(s) || s[i] != ':' {
-			return dst, i, false
-		}
-		i = skipWS(s, i+1)
 		if i < len(s) && s[i] == '"' { // most values are strings
 			dst, i, ok = f.str(dst, i)
 		} else {
@@ -414,18 +483,26 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 		if !ok {
 			return dst, i, false
 		}
-		sp := fastSpan{rank: rank, key: int32(keyStart + 1), keyLen: int32(len(key)), start: -1}
 		if omitHere && key == f.omit {
+			if omitted {
+				return dst, i, false // a duplicate
+			}
+			omitted = true
 			dst = dst[:comma]
 		} else {
-			sp.start, sp.end = int32(start), int32(len(dst))
-			if last >= 0 && sorted && sp.rank <= f.spans[last].rank && f.less(&sp, &f.spans[last]) {
-				sorted = false
+			sp := fastSpan{rank: rankAt(s, keyStart+1, len(key)), key: int32(keyStart + 1), keyLen: int32(len(key)), start: int32(start), end: int32(len(dst))}
+			if n := len(f.spans); sorted && n > base {
+				if prev := &f.spans[n-1]; sp.rank <= prev.rank {
+					switch compareRanked(sp.rank, prev.rank, key, f.keyOf(prev)) {
+					case 0:
+						return dst, i, false // a duplicate
+					case -1:
+						sorted = false
+					}
+				}
 			}
-			last = len(f.spans)
-			kept++
+			f.spans = append(f.spans, sp)
 		}
-		f.spans = append(f.spans, sp)
 		if i = skipWS(s, i); i >= len(s) {
 			return dst, i, false
 		}
@@ -441,52 +518,61 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 		break
 	}
 	if !sorted {
-		dst = f.order(dst, open+1, f.spans[base:], kept)
+		var ok bool
+		if dst, ok = f.order(dst, open+1, f.spans[base:]); !ok {
+			return dst, i, false
+		}
 	}
 	f.spans = f.spans[:base]
 	f.depth--
 	return append(dst, '}'), i, true
 }
 
-// order rewrites the kept members written at dst[body:] in canonical order.
-func (f *fastCanon) order(dst []byte, body int, spans []fastSpan, kept int) []byte {
+// order rewrites the members written at dst[body:], spans, in canonical
+// order, or reports false if two of them have the same key.
+func (f *fastCanon) order(dst []byte, body int, spans []fastSpan) ([]byte, bool) {
+	n := len(spans)
 	var small [sortInPlaceMax]int32
-	idx := small[:0]
-	if kept > len(small) {
-		idx = make([]int32, 0, kept)
-	}
-	for i := range spans {
-		if spans[i].start >= 0 {
-			idx = append(idx, int32(i))
-		}
-	}
-	if len(idx) <= sortInPlaceMax {
-		// An insertion sort on the ranks, held beside the indices.
+	var idx []int32
+	if n <= sortInPlaceMax {
+		// An insertion sort on the ranks, held beside the positions.
+		idx = small[:n]
 		var ranks [sortInPlaceMax]uint64
-		for n, i := range idx {
-			ranks[n] = spans[i].rank
-		}
-		for i := 1; i < len(idx); i++ {
-			r, x := ranks[i], idx[i]
-			j := i
-			for ; j > 0 && (r < ranks[j-1] || r == ranks[j-1] && f.less(&spans[x], &spans[idx[j-1]])); j-- {
+		for k := range n {
+			r, p := spans[k].rank, int32(k)
+			j := k
+			for ; j > 0 && (r < ranks[j-1] || r == ranks[j-1] && f.less(&spans[p], &spans[idx[j-1]])); j-- {
 				ranks[j], idx[j] = ranks[j-1], idx[j-1]
 			}
-			ranks[j], idx[j] = r, x
+			ranks[j], idx[j] = r, p
+		}
+		for k := 1; k < n; k++ {
+			if ranks[k] == ranks[k-1] && f.keyOf(&spans[idx[k]]) == f.keyOf(&spans[idx[k-1]]) {
+				return dst, false
+			}
 		}
 	} else {
+		idx = make([]int32, n)
+		for k := range idx {
+			idx[k] = int32(k)
+		}
 		f.sortSpans(spans, idx)
+		for k := 1; k < n; k++ {
+			if a, b := &spans[idx[k-1]], &spans[idx[k]]; a.rank == b.rank && f.keyOf(a) == f.keyOf(b) {
+				return dst, false
+			}
+		}
 	}
 	f.tmp = append(f.tmp[:0], dst[body:]...)
 	dst = dst[:body]
-	for n, i := range idx {
-		if n > 0 {
+	for k, i := range idx {
+		if k > 0 {
 			dst = append(dst, ',')
 		}
 		sp := spans[i]
 		dst = append(dst, f.tmp[int(sp.start)-body:int(sp.end)-body]...)
 	}
-	return dst
+	return dst, true
 }
 
 // sortSpans is kept apart so that the closure does not make the stack array

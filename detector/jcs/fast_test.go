@@ -2,7 +2,10 @@ package jcs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -241,5 +244,98 @@ func TestRankAt(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestFastMemberOrders runs objects of the same keys in every order, with
+// keys that share their first eight bytes (equal ranks), and with a
+// duplicate key, which the fast path finds only once the members are in
+// order and must leave to the streaming path. Objects over sortInPlaceMax
+// members are sorted otherwise, and checked for duplicates the same way.
+func TestFastMemberOrders(t *testing.T) {
+	keys := []string{"b", "abcdefgh2", "a", "abcdefgh1", "abcdefgh", "c"}
+	var permute func(k int)
+	permute = func(k int) {
+		if k == len(keys) {
+			var doc, dup, nested strings.Builder
+			doc.WriteString("{")
+			for i, key := range keys {
+				if i > 0 {
+					doc.WriteString(",")
+				}
+				fmt.Fprintf(&doc, "%q:%d", key, i)
+			}
+			fmt.Fprintf(&dup, `%s,%q:0}`, doc.String(), keys[len(keys)/2])
+			fmt.Fprintf(&nested, `[%s},{"x":%s}}]`, doc.String(), doc.String())
+			doc.WriteString("}")
+			for _, opt := range fastOptions {
+				if !compareFast(t, []byte(doc.String()), opt) || !compareFast(t, []byte(nested.String()), opt) {
+					t.Fatalf("%+v: the fast path gives up on %s", opt, doc.String())
+				}
+				if compareFast(t, []byte(dup.String()), opt) {
+					t.Fatalf("%+v: the fast path takes %s", opt, dup.String())
+				}
+			}
+			return
+		}
+		for i := k; i < len(keys); i++ {
+			keys[k], keys[i] = keys[i], keys[k]
+			permute(k + 1)
+			keys[k], keys[i] = keys[i], keys[k]
+		}
+	}
+	permute(0)
+	for _, n := range []int{sortInPlaceMax, sortInPlaceMax + 1, dupMapAt - 2} {
+		for _, dupAt := range []int{-1, 0, n / 2, n - 1} {
+			var doc strings.Builder
+			doc.WriteString("{")
+			for i := n; i > 0; i-- {
+				fmt.Fprintf(&doc, `"m%02d":%d,`, i, i)
+			}
+			if dupAt >= 0 {
+				fmt.Fprintf(&doc, `"m%02d":0}`, n-dupAt)
+			} else {
+				doc.WriteString(`"m":0}`)
+			}
+			if ok := compareFast(t, []byte(doc.String()), Options{}); ok != (dupAt < 0) {
+				t.Errorf("%d members, duplicate at %d: fast path ok = %v", n+1, dupAt, ok)
+			}
+		}
+	}
+}
+
+// TestPlainEnd checks plainEnd against specialBytes: the same words flagged,
+// at the same lowest byte, for words of every pair of interesting bytes at
+// every pair of positions and for random words.
+func TestPlainEnd(t *testing.T) {
+	check := func(w uint64) {
+		a, b := specialBytes(w), plainEnd(w)
+		if (a == 0) != (b == 0) || a != 0 && bits.TrailingZeros64(a) != bits.TrailingZeros64(b) {
+			t.Fatalf("%#016x: specialBytes %#x, plainEnd %#x", w, a, b)
+		}
+	}
+	var edge []byte
+	for _, c := range []int{0, 1, 0x1f, 0x20, 0x21, '"', 0x23, '[', '\\', ']', 0x7e, 0x7f, 0x80, 0x81, 0x9f, 0xa0, 0xa1, 0xa2, 0xdc, 0xdd, 0xdf, 0xe0, 0xfe, 0xff} {
+		edge = append(edge, byte(c))
+	}
+	for _, fill := range []byte{'a', 0x80, 0x20, 0x7f} {
+		for p := range 8 {
+			for q := range 8 {
+				for _, x := range edge {
+					for _, y := range edge {
+						var b [8]byte
+						for k := range b {
+							b[k] = fill
+						}
+						b[p], b[q] = x, y
+						check(binary.LittleEndian.Uint64(b[:]))
+					}
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 20 {
+		check(r.Uint64())
 	}
 }
