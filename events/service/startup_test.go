@@ -39,6 +39,7 @@ func smallOptions(conn *nats.Conn, r *service.Readiness, setup time.Duration) se
 	cfg := store.DefaultConfig()
 	cfg.Partitions = 2
 	cfg.StorageLimit = 24 << 20
+	cfg.AckWait = 2 * time.Second // redeliveries within a test
 	return service.Options{
 		Conn: conn, Config: cfg, Readiness: r, SetupTimeout: setup,
 		Worker: worker.Options{Name: "startup", Fetch: servicetest.LoopbackFetch(), DrainTimeout: 2 * time.Second},
