@@ -86,10 +86,32 @@ func setupStores(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg
 			r.waitFor("waiting for " + reason)
 			log.Warn().Err(err).Str("waitingFor", reason).Int("attempt", attempt).Msg("start-up: " + what + ": waiting for " + reason)
 		}
-		if wait.Sleep(ctx, backoff.Next()) != nil {
+		if pause(ctx, nc, backoff.Next()) != nil {
 			return nil, ended(ctx, what, start, waitingFor, err)
 		}
 	}
+}
+
+// pause waits d before the next attempt, or less when nc is not connected
+// and connects meanwhile (the first server of a cluster coming up); it
+// returns ctx's error when ctx ends first.
+func pause(ctx context.Context, nc *nats.Conn, d time.Duration) error {
+	if nc.IsConnected() {
+		return wait.Sleep(ctx, d)
+	}
+	connected := nc.StatusChanged(nats.CONNECTED)
+	defer nc.RemoveStatusListener(connected)
+	if nc.IsConnected() {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-connected:
+	case <-ctx.Done():
+	}
+	return ctx.Err()
 }
 
 // ended is the error of a start-up whose ctx ended: ErrStartupTimeout at
