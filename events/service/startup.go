@@ -27,7 +27,7 @@ var ErrPermission = errors.New("service: permission refused")
 
 // attemptTimeout bounds one attempt to provision or bind the stores; a
 // cluster that does not answer within it is tried again (after backoff).
-const attemptTimeout = 20 * time.Second
+const attemptTimeout = 10 * time.Second
 
 // startupBackoff is the backoff between attempts: from a quarter second,
 // doubling, at most 10s, jittered (wait.Backoff).

@@ -124,9 +124,10 @@ func TestOpenStartupTimeout(t *testing.T) {
 // that holds the lifecycle subjects already, and credentials without the
 // permission to create streams.
 func TestOpenPermanentErrorsExitPromptly(t *testing.T) {
-	// promptly is well under one attempt's timeout (20s): a refusal
-	// is not waited out.
-	const setup, promptly = 5 * time.Minute, 15 * time.Second
+	// promptly is under one attempt's timeout (10s): a refusal is not
+	// waited out (the permission poll cancels the attempt at once; it takes
+	// some 50ms).
+	const setup, promptly = 5 * time.Minute, 5 * time.Second
 	t.Run("conflicting stream", func(t *testing.T) {
 		_, nc, js := natstest.StartJetStream(t)
 		if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "SQUATTER", Subjects: []string{"a2a.task.>"}}); err != nil {
