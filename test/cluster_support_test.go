@@ -164,6 +164,25 @@ var monitorListenRe = regexp.MustCompile(`(?m)^http: (\S+):8222$`)
 // (JetStream current) and stops them when the test ends.
 func startCluster(t *testing.T, bin, certs string) *natsCluster {
 	t.Helper()
+	c := startClusterNodes(t, bin, certs)
+	c.waitAllHealthy()
+	return c
+}
+
+// waitAllHealthy waits until every node is healthy. A loaded machine (CI
+// runs every package's tests at once) has seen a fresh cluster take over
+// 30 s to elect its meta leader.
+func (c *natsCluster) waitAllHealthy() {
+	c.t.Helper()
+	for _, n := range c.nodes {
+		c.waitHealthy(n, 90*time.Second)
+	}
+}
+
+// startClusterNodes is startCluster without the wait: the processes are
+// started, the cluster is still forming when it returns.
+func startClusterNodes(t *testing.T, bin, certs string) *natsCluster {
+	t.Helper()
 	c := &natsCluster{t: t, bin: bin, certs: certs}
 	base := t.TempDir()
 	for i := 1; i <= 3; i++ {
@@ -202,11 +221,6 @@ func startCluster(t *testing.T, bin, certs string) *natsCluster {
 		if err := c.start(n); err != nil {
 			t.Fatal(err)
 		}
-	}
-	// A loaded machine (CI runs every package's tests at once) has seen a
-	// fresh cluster take over 30 s to elect its meta leader.
-	for _, n := range c.nodes {
-		c.waitHealthy(n, 90*time.Second)
 	}
 	return c
 }

@@ -8,7 +8,11 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -67,18 +71,25 @@ func TestCluster(t *testing.T) {
 	natsBin := natsServerBinary(t)
 	certs := makeTestCerts(t)
 	bin := serveWithIdentity(t, buildCarddrift(t), certs)
-	cl := startCluster(t, natsBin, certs)
+	// The workers start with the servers, as a rollout starts them: not
+	// after the meta leader answers. Each waits (not ready, saying what
+	// for) until the cluster can hold its R3 streams.
+	cl := startClusterNodes(t, natsBin, certs)
+	serves := []*serveProc{startServeEarly(t, bin, cl.urls(), "serve-1"), startServeEarly(t, bin, cl.urls(), "serve-2")}
+	cl.waitAllHealthy()
 	t.Logf("3-node cluster healthy %v after the test started (builds included)", time.Since(start).Round(time.Millisecond))
-	// The planners' own CARD_EVENTS, sourced from carddrift's once serve
-	// creates it.
+	for _, p := range serves {
+		p.waitConsuming(t, 3*time.Minute)
+	}
+	t.Logf("both workers consuming %v after the test started", time.Since(start).Round(time.Millisecond))
+	// The planners' own CARD_EVENTS, sourced from carddrift's, which serve
+	// created.
 	cl.provisionPlanners(t)
 
 	// startServe's stream layout (4 partitions, AckWait 2s), with the
 	// wrapper's --replicas 3.
 	cfg := testConfig()
 	cfg.Replicas = 3
-	startServe(t, bin, cl.urls(), "serve-1")
-	startServe(t, bin, cl.urls(), "serve-2")
 
 	// The test observes the streams and consumers as carddrift (stream and
 	// consumer info) and reads verdicts as a planner. The rig has no stores:
@@ -494,4 +505,67 @@ func testClusterDeadLetter(t *testing.T, cl *natsCluster, r *rig) {
 		return info != nil && info.State.Msgs > before.State.Msgs
 	})
 	r.drained(t, 20*time.Second)
+}
+
+// startServeEarly starts `carddrift serve` as startServe does, against a
+// cluster that may still be forming, and returns as soon as its HTTP
+// endpoints are up (before it consumes: waitConsuming). Its /readyz
+// answers 503 meanwhile.
+func startServeEarly(t *testing.T, bin, natsURL, name string) *serveProc {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, "serve", "--name", name, "--data-dir", t.TempDir(), "--http-addr", httpAddr,
+		"--nats-url", natsURL, "--fetch-allow", "127.0.0.0/8", "--ack-wait", "2s", "--min-lease", "0",
+		"--partitions", "4", "--drain-timeout", "3s", "--log-format", "json", "--log-level", "info")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CARDDRIFT_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	p := &serveProc{httpAddr: httpAddr}
+	p.child, _ = startChild(t, name, cmd, func(line string) bool { return strings.Contains(line, "metrics and health on") })
+	return p
+}
+
+// waitConsuming waits until the process's worker consumes; it fails the
+// test if the process exits first (a start-up that gave up) or if it is
+// still not consuming after within. It logs what /readyz said while it
+// waited.
+func (p *serveProc) waitConsuming(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	said := map[string]bool{}
+	c := http.Client{Timeout: 2 * time.Second}
+	for !strings.Contains(p.logs.String(), "consuming A2A_TASKS") {
+		select {
+		case <-p.exited:
+			t.Fatalf("%s exited at start-up: %v\n%s", p.name, p.err, p.logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not consuming after %v:\n%s", p.name, within, p.logs.String())
+		}
+		if resp, err := c.Get("http://" + p.httpAddr + "/readyz"); err == nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+			resp.Body.Close()
+			if line := fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b))); !said[line] {
+				said[line] = true
+				t.Logf("%s /readyz: %s", p.name, line)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := c.Get("http://" + p.httpAddr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("%s /readyz = %d once consuming, want 200", p.name, resp.StatusCode)
+	}
 }

@@ -12,12 +12,12 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/events"
@@ -70,6 +70,9 @@ type serveFlags struct {
 	window       time.Duration
 	storageFlags
 	memBudget budget.Bytes
+	// startupTimeout bounds the wait for a deployment still forming
+	// (0: none).
+	startupTimeout time.Duration
 }
 
 // storageFlags are serve's byte limits and the jobs that watch and trim
@@ -204,9 +207,17 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.memBudget = budget.Default
 	fs.Var(&f.memBudget, "memory-budget", "bytes the caches may hold (256MiB, 1GiB, …; at least 16MiB), split: "+
 		"pins 25%, pinned cards 20%, live cards 10%, lifecycle events pulled or in flight 20%, signature results 25%; Go's soft memory limit is 1.5× it unless GOMEMLIMIT is set")
+	fs.DurationVar(&f.startupTimeout, "startup-timeout", defaultStartupTimeout, "wait this long at start for a NATS cluster still forming "+
+		"(no server yet, no JetStream leader, too few servers for --replicas), not ready meanwhile, then exit; 0: wait for ever. "+
+		"A permanent error (a refused permission, a conflicting stream) exits at once")
 	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "split brain: an agent whose live card alternates "+
 		"between cards (A→B→A→B) within this window has replicas that disagree (card.inconsistent; its tasks' card.drift carry replicas-disagree)")
 }
+
+// defaultStartupTimeout is --startup-timeout's default: long enough for a
+// cluster's rolling restart, short enough that a deployment that never
+// forms ends in an exit an operator sees.
+const defaultStartupTimeout = 5 * time.Minute
 
 func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(level)
@@ -329,24 +340,49 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 		// splits it: budget.Split).
 		MemoryBudget: f.memBudget,
 	}
+	// /readyz answers from the start: what start-up waits for, then the
+	// running service's state (service.Readiness).
+	readiness := &service.Readiness{}
+	so.Readiness = readiness
+	var mux *http.ServeMux
+	if f.httpAddr != "" {
+		mux = http.NewServeMux()
+		stopHTTP, err := f.serveStatus(mux, reg, readiness, log, e.stdout)
+		if err != nil {
+			return err
+		}
+		defer stopHTTP()
+	}
 	if f.nats.url == "" {
 		if err := os.MkdirAll(f.dataDir, 0o750); err != nil {
 			return fmt.Errorf("--data-dir: %w", err)
 		}
 		so.DataDir, so.Port = f.dataDir, f.natsPort
 	} else {
-		nc, err := f.nats.connect("carddrift-serve " + f.name)
+		// The cluster may not be up yet: the connection keeps trying and
+		// Open waits for it (within --startup-timeout).
+		o := f.nats.options("carddrift-serve " + f.name)
+		o.WaitForServer = true
+		nc, err := service.Connect(o)
 		if err != nil {
-			return err
+			return usage(err)
 		}
 		defer nc.Close()
 		so.Conn = nc
+	}
+	startedAt := time.Now()
+	so.SetupTimeout = f.startupTimeout
+	if f.startupTimeout <= 0 {
+		so.SetupTimeout = -1 // no bound
 	}
 	svc, err := service.Open(ctx, so)
 	if errors.Is(err, service.ErrInvalidOptions) {
 		return usageError{err}
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while it waited for the deployment
+		}
 		return err
 	}
 	defer svc.Close()
@@ -363,47 +399,56 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 	// The fleet now: gauges on /metrics, the page at /fleet.
 	fleet := fleetCollector(svc, f.window, fleetRefresh)
 	reg.MustRegister(fleet)
-
-	var ready atomic.Bool
-	if f.httpAddr != "" {
-		ln, err := net.Listen("tcp", f.httpAddr)
-		if err != nil {
-			return fmt.Errorf("--http-addr: %w", err)
-		}
-		mux := statusMux(reg, fleet, fleetRefresh)
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-			fmt.Fprintln(w, "ok")
-		})
-		mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-			if !ready.Load() || !svc.Conn().IsConnected() {
-				http.Error(w, "not ready", http.StatusServiceUnavailable)
-				return
-			}
-			fmt.Fprintln(w, "ready")
-		})
-		if f.pprof {
-			mux.HandleFunc("/debug/pprof/", pprof.Index)
-			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		}
-		defer serveHTTP(ln, mux, log)()
-		fmt.Fprintf(e.stdout, "carddrift: metrics and health on http://%s/metrics /healthz /readyz; the fleet at /fleet and /fleet.json\n", ln.Addr())
+	if mux != nil {
+		mountFleet(mux, fleet, fleetRefresh)
 	}
 
-	running, err := svc.Start(ctx, 0)
+	// The rest of --startup-timeout bounds the consumers' creation.
+	var within time.Duration
+	if f.startupTimeout > 0 {
+		within = max(f.startupTimeout-time.Since(startedAt), time.Second)
+	}
+	running, err := svc.Start(ctx, within)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it was ready
 		}
 		return err
 	}
-	ready.Store(true)
 	fmt.Fprintf(e.stdout, "carddrift: worker %s consuming %s (%d partitions); publishing to %s\n",
 		f.name, cfg.LifecycleStream, max(cfg.Partitions, 1), cfg.EventsStream)
 	log.Info().Str("worker", f.name).Msg("ready")
 	<-running.Done()
-	ready.Store(false)
 	log.Info().Msg("stopped")
 	return running.Err()
+}
+
+// serveStatus serves /metrics, /healthz, /readyz (200 "ready", or 503 "not
+// ready: " and why: readiness) and, when --pprof, the profiler on
+// --http-addr, on mux (the fleet's pages are mounted later: mountFleet);
+// stop shuts it down.
+func (f *serveFlags) serveStatus(mux *http.ServeMux, reg *prometheus.Registry, readiness *service.Readiness, log zerolog.Logger, stdout io.Writer) (stop func(), err error) {
+	ln, err := net.Listen("tcp", f.httpAddr)
+	if err != nil {
+		return nil, fmt.Errorf("--http-addr: %w", err)
+	}
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if reason := readiness.NotReady(); reason != "" {
+			http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	if f.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	}
+	fmt.Fprintf(stdout, "carddrift: metrics and health on http://%s/metrics /healthz /readyz; the fleet at /fleet and /fleet.json\n", ln.Addr())
+	return serveHTTP(ln, mux, log), nil
 }

@@ -27,6 +27,11 @@ type ConnectOptions struct {
 	// APIPrefix is the JetStream API prefix of an account that imports
 	// carddrift's JetStream ("": $JS.API), for ConnectJetStream.
 	APIPrefix string
+	// WaitForServer makes Connect return at once even when no server
+	// answers yet (nats.RetryOnFailedConnect): the connection keeps trying
+	// every second, and Open waits for it (serve, whose cluster may still
+	// be starting). Without it, no server is an error.
+	WaitForServer bool
 }
 
 // Connect dials NATS: a 5s connect timeout, reconnecting for ever every
@@ -39,6 +44,9 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		nats.Timeout(5 * time.Second),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
+	}
+	if o.WaitForServer {
+		opts = append(opts, nats.RetryOnFailedConnect(true))
 	}
 	if o.Creds != "" {
 		opts = append(opts, nats.UserCredentials(o.Creds))

@@ -78,8 +78,15 @@ type Options struct {
 	// Registerer registers the shared metrics (nil: not registered).
 	Registerer prometheus.Registerer
 
-	// SetupTimeout bounds connecting and provisioning (default 30s).
+	// SetupTimeout bounds connecting and provisioning (default 30s;
+	// negative: no bound). Until then Open waits for a deployment still
+	// forming (setupStores): not connected yet, no JetStream leader, too
+	// few servers to place the replicas.
 	SetupTimeout time.Duration
+	// Readiness, when set, is kept up to date from Open on: what start-up
+	// waits for, then the running service's state (Service.Readiness).
+	// Nil: Open makes one.
+	Readiness *Readiness
 }
 
 // Service is carddrift running: a connection, the stores and the workers.
@@ -98,6 +105,7 @@ type Service struct {
 
 	ready     chan struct{}
 	readyOnce sync.Once
+	readiness *Readiness
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -113,7 +121,10 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	s := &Service{nc: opts.Conn, cfg: cfg, ready: make(chan struct{})}
+	s := &Service{nc: opts.Conn, cfg: cfg, ready: make(chan struct{}), readiness: opts.Readiness}
+	if s.readiness == nil {
+		s.readiness = &Readiness{}
+	}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -136,19 +147,18 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		return nil, err
 	}
 
-	setup, cancel := context.WithTimeout(ctx, opts.SetupTimeout)
+	setup, cancel := ctx, context.CancelFunc(func() {})
+	if opts.SetupTimeout > 0 {
+		setup, cancel = context.WithTimeout(ctx, opts.SetupTimeout)
+	}
 	defer cancel()
-	switch s.stores = opts.Stores; {
-	case s.stores != nil:
-	case opts.Bind:
-		if s.stores, err = store.Bind[task.Pin](setup, s.js, cfg); err != nil {
-			return nil, fmt.Errorf("bind streams and buckets: %w", err)
-		}
-	default:
-		if s.stores, err = store.Open[task.Pin](setup, s.js, cfg); err != nil {
-			return nil, fmt.Errorf("provision streams and buckets: %w", err)
+	if s.stores = opts.Stores; s.stores == nil {
+		s.readiness.waitFor("provisioning streams and buckets")
+		if s.stores, err = setupStores(setup, s.nc, s.js, cfg, opts.Bind, s.readiness, opts.Worker.Logger); err != nil {
+			return nil, err
 		}
 	}
+	s.readiness.waitFor("starting workers")
 
 	if opts.MemoryBudget > 0 {
 		sh := budget.Split(opts.MemoryBudget)
@@ -348,6 +358,24 @@ func (s *Service) Stores() *store.Stores[task.Pin] { return s.stores }
 // Metrics are the workers' metrics.
 func (s *Service) Metrics() *worker.Metrics { return s.metrics }
 
+// Readiness is what /readyz answers: what start-up waits for, then whether
+// the running service is ready (notReady).
+func (s *Service) Readiness() *Readiness { return s.readiness }
+
+// notReady says why a running service is not ready: its connection is
+// down, or a worker holds events the store refused for lack of space.
+func (s *Service) notReady() string {
+	if !s.nc.IsConnected() {
+		return "disconnected from NATS"
+	}
+	for _, w := range s.workers {
+		if reason := w.NoSpace(); reason != "" {
+			return reason
+		}
+	}
+	return ""
+}
+
 // Ready is closed once every worker is consuming.
 func (s *Service) Ready() <-chan struct{} { return s.ready }
 
@@ -383,7 +411,15 @@ func (s *Service) Run(ctx context.Context) error {
 				return
 			}
 		}
-		s.readyOnce.Do(func() { close(s.ready) })
+		s.readyOnce.Do(func() {
+			s.readiness.ready(s.notReady)
+			close(s.ready)
+		})
+	}()
+	go func() {
+		// Not ready from the moment it drains.
+		<-runCtx.Done()
+		s.readiness.waitFor("stopping")
 	}()
 	wg.Wait()
 	stop()

@@ -76,6 +76,9 @@ func (w *Worker) chain(h handlerFunc) handlerFunc {
 		pastMaxDeliver(w.cfg.MaxDeliver),
 		// retry.go: a transient failure: again in process, with backoff.
 		retry(inProcessRetries, retryBackoff),
+		// nospace.go: a write refused for lack of space: again in process,
+		// backing off, until the store takes it (never dead-lettered for it).
+		noSpace(w.space),
 		// timeout.go: each attempt its own deadline (HandleTimeout).
 		timeout(w.opts.HandleTimeout),
 	)

@@ -161,6 +161,10 @@ var (
 	errStore   = transient(errors.New("kv: timeout"))
 	errOther   = errors.New("not classified")
 	errCorrupt = permanentError{reason: ReasonCorruptCard, err: errors.New("stored body does not parse")}
+	// errFull is a publish the server refused for lack of space, as
+	// nats.go reports nats-server's JSInsufficientResourcesErr (store.NoSpace
+	// is tested on the real one).
+	errFull = transient(fmt.Errorf("publish card.drift: %w", &jetstream.APIError{Code: 503, ErrorCode: 10023, Description: "insufficient resources"}))
 )
 
 // TestChain: the whole delivery policy, as the worker composes it (chain),
@@ -182,6 +186,8 @@ func TestChain(t *testing.T) {
 		outcome    string
 		reason     DeadLetterReason // of the stored dead letter, if any
 		cause      string           // what its error header says
+		within     time.Duration    // the handling's context ends after this (0: never)
+		atLeast    bool             // calls is a lower bound
 	}{
 		{name: "handled", delivered: 1, h: handled(task.OutcomeDrift, nil), calls: 1,
 			want: []string{"stop", "ack"}, outcome: task.OutcomeDrift},
@@ -203,6 +209,12 @@ func TestChain(t *testing.T) {
 			want: []string{"stop", "ack"}, outcome: task.OutcomeNoPin},
 		{name: "no pin on the MaxDeliver-th delivery: not a dead letter", delivered: 3, h: handled("", waitError{delay: 3 * time.Second}), calls: 1,
 			want: []string{"stop", "ack"}, outcome: task.OutcomeNoPin},
+		{name: "no space, then handled, on the MaxDeliver-th delivery: held, not a dead letter", delivered: 3,
+			h: &results{rs: []result{{"", errFull}, {"", errFull}, {task.OutcomeDrift, nil}}}, calls: 3,
+			want: []string{"stop", "ack"}, outcome: task.OutcomeDrift},
+		{name: "no space until the context ends, on the MaxDeliver-th delivery: NAKed, not a dead letter", delivered: 3,
+			h: handled("", errFull), within: 600 * time.Millisecond, calls: 2, atLeast: true,
+			want: []string{"stop", nak}, outcome: outcomeRetry},
 		{name: "past MaxDeliver: not handled", delivered: 4, h: &results{}, calls: 0,
 			want: []string{"stop", "term max-deliver"}, outcome: outcomeDeadLetter, reason: ReasonMaxDeliver,
 			cause: fmt.Errorf("%w: delivered 4 times", errPastMaxDeliver).Error()},
@@ -214,14 +226,31 @@ func TestChain(t *testing.T) {
 			if c.maxDeliver != 0 {
 				ccfg.MaxDeliver = c.maxDeliver
 			}
-			w := &Worker{js: js, cfg: ccfg, opts: Options{HandleTimeout: 5 * time.Second}, log: zerolog.Nop(), m: NewMetrics(nil)}
+			m := NewMetrics(nil)
+			w := &Worker{js: js, cfg: ccfg, opts: Options{HandleTimeout: 5 * time.Second}, log: zerolog.Nop(), m: m,
+				space: newSpace(zerolog.Nop(), m)}
 			d := deliveryOf(msgs[i], c.delivered)
-			outcome, err := w.chain(c.h.handle)(context.Background(), d)
+			ctx := context.Background()
+			if c.within > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, c.within)
+				defer cancel()
+			}
+			outcome, err := w.chain(c.h.handle)(ctx, d)
 			if err != nil || outcome != c.outcome {
 				t.Errorf("chain = %q, %v; want %q, nil", outcome, err, c.outcome)
 			}
-			if c.h.calls != c.calls {
+			if c.atLeast && c.h.calls < c.calls {
+				t.Errorf("handled %d times, want at least %d", c.h.calls, c.calls)
+			} else if !c.atLeast && c.h.calls != c.calls {
 				t.Errorf("handled %d times, want %d", c.h.calls, c.calls)
+			}
+			var held dto.Metric
+			if err := m.HeldForSpace.Write(&held); err != nil || held.GetGauge().GetValue() != 0 {
+				t.Errorf("carddrift_events_held_for_space = %v (%v) after the handling, want 0", held.GetGauge().GetValue(), err)
+			}
+			if full := w.NoSpace(); (full != "") != (c.within > 0 && errors.Is(c.h.rs[0].err, errFull)) {
+				t.Errorf("NoSpace() = %q after the handling", full)
 			}
 			if got := msgs[i].log(); !slices.Equal(got, c.want) {
 				t.Errorf("message calls = %q, want %q", got, c.want)

@@ -16,6 +16,10 @@ type Metrics struct {
 	DeadLetters *prometheus.CounterVec   // reason
 	EventTime   *prometheus.HistogramVec // type
 	FetchTime   prometheus.Histogram
+	// Refused counts writes the store refused for lack of space, by reason
+	// (store.NoSpace); HeldForSpace is the events held meanwhile.
+	Refused      *prometheus.CounterVec // reason
+	HeldForSpace prometheus.Gauge
 
 	hot sync.Map // [2]string{type, outcome} → *hotPair
 }
@@ -37,9 +41,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "carddrift_fetch_duration_seconds", Help: "Latency of card fetches and revalidations.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 		}),
+		Refused: counters("carddrift_writes_refused_total", "Writes (verdicts, pins, cards) the store refused for lack of space, by reason; "+
+			"their events are held unacknowledged and written once space returns.", "reason"),
+		HeldForSpace: prometheus.NewGauge(prometheus.GaugeOpts{Name: "carddrift_events_held_for_space",
+			Help: "Lifecycle events held unacknowledged because the store refuses their writes for lack of space (not ready while positive)."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Events, m.Fetches, m.Drift, m.Published, m.DeadLetters, m.EventTime, m.FetchTime)
+		reg.MustRegister(m.Events, m.Fetches, m.Drift, m.Published, m.DeadLetters, m.EventTime, m.FetchTime, m.Refused, m.HeldForSpace)
 	}
 	return m
 }
@@ -99,4 +107,16 @@ func (m *Metrics) deadLetter(reason string) {
 		return
 	}
 	m.DeadLetters.WithLabelValues(reason).Inc()
+}
+
+func (m *Metrics) refused(reason string) {
+	if m != nil {
+		m.Refused.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) waitingForSpace(n int) {
+	if m != nil {
+		m.HeldForSpace.Add(float64(n))
+	}
 }

@@ -30,7 +30,9 @@ var errPastMaxDeliver = errors.New("delivered more often than MaxDeliver; dead-l
 //     ReasonMaxDeliver: the worker, not the server, gives up on an event
 //     (the consumer redelivers without limit, store.Config.LifecycleConsumer).
 //
-// Nothing else is dead-lettered: a non-positive maxDeliver is no limit.
+// A write the store refused for lack of space (noSpaceError) is never
+// dead-lettered: the event is written once space returns. Nothing else is
+// dead-lettered: a non-positive maxDeliver is no limit.
 // The event is terminated only once its copy is stored (deadLetter), so no
 // dead-letter outage loses it.
 func poison(maxDeliver int, deadLetter func(context.Context, jetstream.Msg, DeadLetterReason, error) string) middleware {
@@ -41,7 +43,10 @@ func poison(maxDeliver int, deadLetter func(context.Context, jetstream.Msg, Dead
 				return outcome, nil
 			}
 			var pe permanentError
+			var ns noSpaceError
 			switch {
+			case errors.As(err, &ns):
+				return outcome, err
 			case errors.As(err, &pe):
 				return deadLetter(ctx, d.msg, pe.reason, err), nil
 			case maxDeliver > 0 && int(d.at.delivered) >= maxDeliver:

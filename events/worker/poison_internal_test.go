@@ -13,6 +13,10 @@ import (
 	"github.com/carddrift/carddrift/events/task"
 )
 
+// errNoSpace is a write still refused for lack of space when the handling
+// ended (noSpace's error).
+var errNoSpace = noSpaceError{reason: "server storage full", err: errFull}
+
 // TestPoison: a permanent failure is dead-lettered with its reason on any
 // delivery, any other failure with max-deliver on the MaxDeliver-th
 // delivery or a later one; the event is terminated after its copy is
@@ -35,6 +39,8 @@ func TestPoison(t *testing.T) {
 		{"permanent, MaxDeliver unlimited", -1, 1, handled("", permanentError{reason: ReasonInvalidCard, err: errOther}), []string{"term invalid-card"}, outcomeDeadLetter, nil, ReasonInvalidCard, permanentError{reason: ReasonInvalidCard, err: errOther}},
 		{"transient, the MaxDeliver-th delivery", 10, 10, handled("", errStore), []string{"term max-deliver"}, outcomeDeadLetter, nil, ReasonMaxDeliver, errStore},
 		{"unclassified, past MaxDeliver", 10, 12, handled("", errOther), []string{"term max-deliver"}, outcomeDeadLetter, nil, ReasonMaxDeliver, errOther},
+		{"no space, the MaxDeliver-th delivery: not a dead letter", 10, 10, handled("", errNoSpace), nil, "", errNoSpace, "", nil},
+		{"no space, past MaxDeliver: not a dead letter", 10, 12, handled("", errNoSpace), nil, "", errNoSpace, "", nil},
 		{"transient, the delivery before", 10, 9, handled("", errStore), nil, "", errStore, "", nil},
 		{"transient, MaxDeliver unlimited", -1, 1000, handled("", errStore), nil, "", errStore, "", nil},
 		{"handled", 10, 10, handled(task.OutcomeDrift, nil), nil, task.OutcomeDrift, nil, "", nil},

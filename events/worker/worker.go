@@ -143,6 +143,7 @@ type Worker struct {
 	diffs    *detector.DiffMemo // nil: Options.DiffMemoBytes < 0
 	dispatch *dispatcher
 	inflight *inflight // nil: no byte bound (Options.InflightBytes)
+	space    *space    // writes refused for lack of space (nospace.go)
 
 	deliver handlerFunc // the handler inside its delivery policy (chain)
 
@@ -194,6 +195,7 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 		diffs:    detector.NewDiffMemo(opts.DiffMemoBytes),
 		dispatch: newDispatcher(opts.Concurrency),
 		ready:    make(chan struct{}),
+		space:    newSpace(opts.Logger, opts.Metrics),
 	}
 	if opts.InflightBytes > 0 {
 		w.inflight = newInflight(opts.InflightBytes, cfg.AckWait)
@@ -239,7 +241,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		cc.PriorityGroups = []string{priorityGroup}
 		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
 		cc.PinnedTTL = w.opts.PinnedTTL
-		cons, err := w.js.CreateOrUpdateConsumer(ctx, w.cfg.LifecycleStream, cc)
+		cons, err := w.createConsumer(ctx, cc)
 		if err != nil {
 			stopAll()
 			return fmt.Errorf("worker: consumer %s: %w", cc.Durable, err)

@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// nats-server's error codes of a deployment still forming (or failing
+// over), which nats.go does not name: JSClusterNoPeersErrF ("no suitable
+// peers for placement"), JSClusterNotAvailErr, JSClusterNotLeaderErr,
+// JSStreamOfflineErr and JSStreamOfflineReasonErrF.
+const (
+	jsErrCodeClusterNoPeers       jetstream.ErrorCode = 10005
+	jsErrCodeClusterNotAvailable  jetstream.ErrorCode = 10008
+	jsErrCodeClusterNotLeader     jetstream.ErrorCode = 10009
+	jsErrCodeStreamOffline        jetstream.ErrorCode = 10118
+	jsErrCodeStreamOfflineReasonF jetstream.ErrorCode = 10194
+)
+
+// Waiting returns what a failed JetStream request (Provision, Bind, a
+// consumer's creation) waits for when its error is one that a deployment
+// still forming returns and that goes away by itself: no answer in time, no
+// JetStream responding yet, no connection yet, no meta or stream leader
+// yet, too few servers up to place the replicas. It returns "" for any
+// other error, which waiting does not cure: a refused permission, a
+// stream whose configuration conflicts, an invalid configuration, limits
+// the server cannot reserve (ErrStorageExceeded), a cancelled context.
+//
+// A deadline (context.DeadlineExceeded) counts as no answer: the caller
+// tells its own overall deadline apart from one attempt's.
+func Waiting(err error) string {
+	var apiErr *jetstream.APIError
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, ErrStorageExceeded):
+		return ""
+	case errors.As(err, &apiErr):
+		switch apiErr.ErrorCode {
+		case jsErrCodeClusterNoPeers:
+			return "too few JetStream servers up to place the replicas (no suitable peers for placement)"
+		case jsErrCodeClusterNotAvailable, jsErrCodeClusterNotLeader:
+			return "a JetStream meta leader (the cluster is electing one)"
+		case jsErrCodeStreamOffline, jsErrCodeStreamOfflineReasonF:
+			return "a stream that is offline to come back"
+		case jetstream.JSErrCodeJetStreamNotEnabled:
+			return "JetStream to be enabled on the server"
+		}
+		return ""
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
+		return "JetStream to answer (no responders: not enabled yet or no leader)"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return "JetStream to answer (timed out)"
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, nats.ErrNoServers),
+		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
+		return "a NATS server to connect to"
+	}
+	return ""
+}

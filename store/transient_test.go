@@ -1,0 +1,146 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/natstest"
+)
+
+// provisionErr provisions a small config on js within d and returns the
+// error (which the test wants).
+func provisionErr(t *testing.T, js jetstream.JetStream, cfg store.Config, d time.Duration) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	if cfg.StorageLimit == 0 {
+		cfg.StorageLimit = 24 << 20
+	}
+	err := store.Provision(ctx, js, cfg)
+	if err == nil {
+		t.Fatal("Provision succeeded; the test wants it to fail")
+	}
+	return err
+}
+
+// Errors of a deployment still forming, each from a real server: waiting
+// cures them.
+func TestWaitingOnADeploymentStillForming(t *testing.T) {
+	t.Run("no JetStream", func(t *testing.T) {
+		_, _, js := natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStream = false })
+		err := provisionErr(t, js, store.Config{}, 10*time.Second)
+		if got := store.Waiting(err); !strings.Contains(got, "JetStream") {
+			t.Errorf("Waiting(%v) = %q, want it to wait for JetStream", err, got)
+		}
+	})
+	t.Run("no answer", func(t *testing.T) {
+		// Something takes JetStream's requests and never answers them (a
+		// server whose JetStream is not up yet looks so to its clients).
+		_, nc, js := natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStream = false })
+		sub, err := nc.SubscribeSync("$JS.API.>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		err = provisionErr(t, js, store.Config{}, 300*time.Millisecond)
+		if got := store.Waiting(err); !strings.Contains(got, "timed out") {
+			t.Errorf("Waiting(%v) = %q, want it to wait for an answer", err, got)
+		}
+	})
+	t.Run("connection refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		_, err = nats.Connect("nats://"+addr, nats.Timeout(2*time.Second))
+		if err == nil {
+			t.Fatal("connected to a closed port")
+		}
+		if got := store.Waiting(err); !strings.Contains(got, "NATS server") {
+			t.Errorf("Waiting(%v) = %q, want it to wait for a server", err, got)
+		}
+	})
+	// The errors of a cluster still electing or placing, as the server
+	// builds them and as they travel (its ApiError in JSON, read by
+	// nats.go): an in-process cluster does not reliably produce them on
+	// cue; TestCluster meets them for real.
+	for _, tc := range []struct {
+		err  *server.ApiError
+		want string
+	}{
+		{server.NewJSClusterNoPeersError(errors.New("peer offline")), "peers"},
+		{server.NewJSClusterNotAvailError(), "meta leader"},
+		{server.NewJSClusterNotLeaderError(), "meta leader"},
+		{server.NewJSStreamOfflineError(), "offline"},
+		{server.NewJSNotEnabledError(), "JetStream"},
+	} {
+		b, err := json.Marshal(tc.err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var apiErr jetstream.APIError
+		if err := json.Unmarshal(b, &apiErr); err != nil {
+			t.Fatal(err)
+		}
+		err = fmt.Errorf("store: provision stream A2A_TASKS: %w", &apiErr)
+		if got := store.Waiting(err); !strings.Contains(got, tc.want) {
+			t.Errorf("Waiting(%v) = %q, want it to mention %q", err, got, tc.want)
+		}
+	}
+}
+
+// Errors waiting does not cure, each from a real server.
+func TestWaitingNotOnPermanentErrors(t *testing.T) {
+	_, _, js := natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = 64 << 20 })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// Another stream holds the lifecycle subjects already.
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SQUATTER", Subjects: []string{"a2a.task.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	overlap := provisionErr(t, js, store.Config{}, 10*time.Second)
+	if err := js.DeleteStream(ctx, "SQUATTER"); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Provision(ctx, js, store.Config{StorageLimit: 24 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"subjects overlap":         overlap,
+		"storage cannot change":    provisionErr(t, js, store.Config{Storage: jetstream.MemoryStorage}, 10*time.Second),
+		"replicas without cluster": provisionErr(t, js, store.Config{Replicas: 3, StorageLimit: 30 << 20}, 10*time.Second),
+		"limits over the server's": provisionErr(t, js, store.Config{StorageLimit: 1 << 30}, 10*time.Second),
+		"invalid config":           provisionErr(t, js, store.Config{PinsBucket: "no.dots"}, 10*time.Second),
+		"cancelled":                cancelledErr(t, js),
+		"nil":                      nil,
+	} {
+		if got := store.Waiting(err); got != "" {
+			t.Errorf("%s: Waiting(%v) = %q, want \"\" (permanent)", name, err, got)
+		}
+	}
+}
+
+// cancelledErr is Provision's error under a context cancelled by its
+// caller (a shutdown).
+func cancelledErr(t *testing.T, js jetstream.JetStream) error {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := store.Provision(ctx, js, store.Config{StorageLimit: 24 << 20})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Provision(cancelled) = %v, want context.Canceled", err)
+	}
+	return err
+}
