@@ -65,7 +65,7 @@ accounts { A: { jetstream: { max_file: 1MB, max_mem: 1MB }, users: [ { user: a, 
 `, filepath.Join(dir, "js"))), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		js := startConf(t, conf, nats.UserInfo("a", "a"))
+		_, _, js := natstest.StartConf(t, conf, nats.UserInfo("a", "a"))
 		if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -104,34 +104,4 @@ accounts { A: { jetstream: { max_file: 1MB, max_mem: 1MB }, users: [ { user: a, 
 			t.Errorf("the server took a write it should refuse: %v, %v, %v", tooLarge, wrongSeq, noStream)
 		}
 	})
-}
-
-// startConf starts an in-process server from a configuration file (on a
-// free loopback port) and connects with opts.
-func startConf(t *testing.T, conf string, opts ...nats.Option) jetstream.JetStream {
-	t.Helper()
-	o, err := server.ProcessConfigFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Host, o.Port, o.NoSigs, o.NoLog = "127.0.0.1", -1, true, true
-	srv, err := server.NewServer(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready within 10s")
-	}
-	nc, err := nats.Connect(srv.ClientURL(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
 }

@@ -158,25 +158,7 @@ accounts { A: { jetstream: enabled, users: [ { user: a, password: a,
 `, filepath.Join(dir, "js"))), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		so, err := server.ProcessConfigFile(conf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		so.Host, so.Port, so.NoSigs, so.NoLog = "127.0.0.1", -1, true, true
-		srv, err := server.NewServer(so)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.Start()
-		t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-		if !srv.ReadyForConnections(10 * time.Second) {
-			t.Fatal("server not ready")
-		}
-		nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("a", "a"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
+		_, nc, _ := natstest.StartConf(t, conf, nats.UserInfo("a", "a"))
 		start := time.Now()
 		o := <-openAsync(t.Context(), smallOptions(nc, nil, setup))
 		if o.err == nil {

@@ -29,6 +29,26 @@ func StartJetStreamWith(t testing.TB, set func(*server.Options)) (*server.Server
 	if set != nil {
 		set(opts)
 	}
+	return start(t, opts)
+}
+
+// StartConf starts an embedded nats-server from the configuration file
+// conf (accounts, users, limits …) on a random loopback port, without
+// logging, and connects to it with copts (the credentials of one of its
+// users, say). Both are closed when the test ends.
+func StartConf(t testing.TB, conf string, copts ...nats.Option) (*server.Server, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatalf("server.ProcessConfigFile: %v", err)
+	}
+	opts.Host, opts.Port, opts.NoSigs, opts.NoLog = "127.0.0.1", -1, true, true
+	return start(t, opts, copts...)
+}
+
+// start starts a server with opts and connects to it with copts.
+func start(t testing.TB, opts *server.Options, copts ...nats.Option) (*server.Server, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatalf("server.NewServer: %v", err)
@@ -38,7 +58,7 @@ func StartJetStreamWith(t testing.TB, set func(*server.Options)) (*server.Server
 		srv.Shutdown()
 		t.Fatal("nats-server not ready within 10s")
 	}
-	nc, err := nats.Connect(srv.ClientURL())
+	nc, err := nats.Connect(srv.ClientURL(), copts...)
 	if err != nil {
 		srv.Shutdown()
 		t.Fatalf("nats.Connect: %v", err)
