@@ -39,7 +39,7 @@ type extendedAgent struct {
 	extCalls int
 	// streamingOff turns streaming off in the public card only.
 	streamingOff bool
-	authSeen []string // Authorization of every request, by path
+	authSeen     []string // Authorization of every request, by path
 }
 
 func newExtendedAgent(t *testing.T) *extendedAgent {
