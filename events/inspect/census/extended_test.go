@@ -182,4 +182,3 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
-
