@@ -15,6 +15,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/census"
+	"github.com/carddrift/carddrift/events/inspect/impact"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store/fetcher"
@@ -107,6 +108,7 @@ func TestTakeExtended(t *testing.T) {
 	pubDigest, _ := detector.Digest(a.public())
 	extDigest, _ := detector.Digest(a.extended())
 	bareDigest, _ := detector.Digest(bare.public())
+	impactOfExtended(t, ctx, impact.Source{Pins: r.Stores.Pins, Cards: r.Stores.Cards}, a.srv.URL, a.public(), a.extended())
 	tally := census.NewTally(r.JS, r.Stores.Pins.KV(), census.TallyOptions{Leases: r.Stores.Leases.KV(), Events: r.Config.EventsStream})
 	src := census.Source{Pins: r.Stores.Pins, Leases: r.Stores.Leases, Cards: r.Stores.Cards, JS: r.JS, Config: r.Config}
 	tallied := src
@@ -169,6 +171,28 @@ func TestTakeExtended(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTakeExtended's pins, as the worker made them, through impact: a
+// proposed public card judges the public pin and lists the extended pins as
+// not judged; --extended the reverse. Neither report carries the secret.
+func impactOfExtended(t *testing.T, ctx context.Context, src impact.Source, agent string, public, extended []byte) {
+	for _, tc := range []struct {
+		card              []byte
+		ext               bool
+		judged, notJudged int
+	}{{public, false, 1, 2}, {extended, true, 2, 1}} {
+		rep, err := impact.Assess(ctx, src, agent, tc.card, impact.Options{Extended: tc.ext})
+		must(t, err)
+		if len(rep.Tasks) != tc.judged || len(rep.Skipped) != tc.notJudged || rep.Counts.Continue != tc.judged {
+			t.Errorf("impact (extended %v): tasks %+v, skipped %+v, counts %+v", tc.ext, rep.Tasks, rep.Skipped, rep.Counts)
+		}
+		b, err := json.Marshal(rep)
+		must(t, err)
+		if strings.Contains(fmt.Sprintf("%s %+v", b, rep), extSecret) {
+			t.Error("the secret is in the impact report")
+		}
 	}
 }
 
