@@ -24,6 +24,7 @@ type impactFlags struct {
 	json   bool
 	failOn string
 	signed bool
+	ext    bool
 }
 
 // register adds impact's flags.
@@ -33,6 +34,7 @@ func (f *impactFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.card, "card", "", "the proposed card: a file, or - for stdin")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object {agentUrl, card{digest}, tasks[{taskId, action, posture, findings[{rule,severity,touches}]}], counts{abort,replan,continue}}")
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a task would abort (abort) or abort or re-plan (replan)")
+	fs.BoolVar(&f.ext, "extended", false, "the proposed card is the agent's authenticated extended card: judge the tasks pinned on the extended card (without it, the public card: those tasks are listed as not judged)")
 	fs.BoolVar(&f.signed, "require-signed-cards", false, "judge as a deployment that requires signed cards does (the card's signatures are not verified here: a signed card counts as unverified)")
 }
 
@@ -64,7 +66,7 @@ func (f *impactFlags) run(ctx context.Context, e *env) error {
 	}
 	defer st.Close()
 	rep, err := impact.Assess(ctx, impact.Source{Pins: st.stores.Pins, Cards: st.stores.Cards}, f.agent, src.Raw,
-		impact.Options{RequireSigned: f.signed})
+		impact.Options{RequireSigned: f.signed, Extended: f.ext})
 	switch {
 	case errors.Is(err, impact.ErrNotACard):
 		return usageError{err}
@@ -95,7 +97,15 @@ func (f *impactFlags) run(ctx context.Context, e *env) error {
 // writeImpactText prints the tasks, worst action first, with the findings
 // that touch each, then the counts.
 func writeImpactText(w io.Writer, rep *impact.Report) {
-	fmt.Fprintf(w, "impact of card %s on %s: %d live task(s)\n\n", rep.Card.Digest, rep.AgentURL, len(rep.Tasks))
+	kind := "card"
+	if rep.Extended {
+		kind = "extended card"
+	}
+	fmt.Fprintf(w, "impact of %s %s on %s: %d live task(s)", kind, rep.Card.Digest, rep.AgentURL, len(rep.Tasks))
+	if len(rep.Skipped) > 0 {
+		fmt.Fprintf(w, " judged, %d not", len(rep.Skipped))
+	}
+	fmt.Fprint(w, "\n\n")
 	order := []detector.Action{detector.Abort, detector.Replan, detector.Continue}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if len(rep.Tasks) > 0 {
@@ -124,4 +134,12 @@ func writeImpactText(w io.Writer, rep *impact.Report) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\n  abort %d, replan %d, continue %d\n", rep.Counts.Abort, rep.Counts.Replan, rep.Counts.Continue)
+	if len(rep.Skipped) > 0 {
+		fmt.Fprintf(w, "\n  not judged: %d task(s)\n", len(rep.Skipped))
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, s := range rep.Skipped {
+			fmt.Fprintf(tw, "  %s\t%s\n", s.TaskID, s.Reason)
+		}
+		tw.Flush()
+	}
 }

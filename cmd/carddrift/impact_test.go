@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -209,5 +210,30 @@ func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestImpactTextNotJudged: the tasks a proposed card does not judge (pinned
+// on the other card of the two) are listed under the counts, with why, and
+// the header says so; the JSON keeps the contract's four members.
+func TestImpactTextNotJudged(t *testing.T) {
+	rep := &impact.Report{AgentURL: "https://ledger.example", Card: impact.Proposed{Digest: "sha256:ab"},
+		Tasks:   []impact.Task{{TaskID: "plain", Action: detector.Abort, Posture: detector.FailClosed, Skill: "summarize"}},
+		Counts:  impact.Counts{Abort: 1},
+		Skipped: []impact.Skipped{{TaskID: "ext", Reason: impact.SkipExtendedPin}}}
+	var b bytes.Buffer
+	writeImpactText(&b, rep)
+	for _, want := range []string{"impact of card sha256:ab on https://ledger.example: 1 live task(s) judged, 1 not\n",
+		"not judged: 1 task(s)\n", "  ext  " + impact.SkipExtendedPin + "\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+	j, err := json.Marshal(rep)
+	must(t, err)
+	var shape map[string]any
+	must(t, json.Unmarshal(j, &shape))
+	if len(shape) != 4 {
+		t.Errorf("JSON members: %s", j)
 	}
 }

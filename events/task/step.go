@@ -148,6 +148,7 @@ type Transition struct {
 	method      string
 	attempt     int
 	rechecked   bool
+	extended    string // the observation's extended-card state (UseExtended)
 }
 
 // Begin starts the judgement of ev for the task whose state is pin and
@@ -260,11 +261,33 @@ func replaced(obs Observation, pinned string) bool {
 	return p != nil && l != nil && !p.LastSeen.After(l.FirstSeen)
 }
 
+// UseExtended says which card the shell observed for a task that uses the
+// extended card (events.ExtendedPinned: the extended card;
+// events.ExtendedUnavailable: the public card, because none can be asked
+// for now — the credentials for the agent's origin were removed, or the
+// agent stopped offering one). The shell says it before Judge; a task that
+// does not use the extended card ignores it.
+func (t *Transition) UseExtended(state string) {
+	if t.pin.Requirements.ExtendedCard {
+		t.extended = state
+	}
+}
+
 // Judge evaluates the live observation against the pin: a pending pin is
 // completed; otherwise findings and a verdict, and a card.drift unless the
 // cards are the same and the task shows nothing, or the same drift was
 // already published for this pin.
+//
+// A pin of the extended card observed through the public card (UseExtended
+// ExtendedUnavailable: the extended card can no longer be asked for) is not
+// judged against the public card, which was never what the task planned
+// on: the task is pinned again, on the public card observed, with
+// extended "unavailable" (a card.pinned that says so), as a task submitted
+// without credentials is; its task-level findings are judged on that pin.
 func (t *Transition) Judge(obs Observation) Result {
+	if t.pin.Extended == events.ExtendedPinned && t.extended == events.ExtendedUnavailable && !t.pin.Pending() {
+		return t.unavailable(obs)
+	}
 	if t.pin.Pending() {
 		t.pin.fill(obs.Digest, obs.Card)
 		t.pin.signed(obs.Signatures)
@@ -281,6 +304,26 @@ func (t *Transition) Judge(obs Observation) Result {
 		}
 	}
 	return evaluate(t.ev, t.meta, &t.pin, t.dirty, t.pinned, obs, findings)
+}
+
+// unavailable pins the task on the public card obs, extended "unavailable"
+// (Judge).
+func (t *Transition) unavailable(obs Observation) Result {
+	t.pin.Extended = events.ExtendedUnavailable
+	t.pin.Source = events.PinFirstFetch
+	t.pin.fill(obs.Digest, obs.Card)
+	t.pin.signed(obs.Signatures)
+	t.pin.observedAt(obs)
+	t.pin.LiveDigest = ""
+	r := Result{Pin: &t.pin, Publish: []events.Data{pinned(t.ev, t.pin)}, Outcome: OutcomePinned}
+	if len(t.Findings) > 0 {
+		judged := evaluate(t.ev, t.meta, &t.pin, true, obs.Card, obs, t.Findings)
+		r.Publish = append(r.Publish, judged.Publish...)
+		if judged.Outcome == OutcomeDrift {
+			r.Outcome = OutcomeDrift
+		}
+	}
+	return r
 }
 
 // Fail reports a failed fetch: card.unreachable, and the pin as recorded.

@@ -37,7 +37,9 @@ type extendedAgent struct {
 	token    string
 	skills   []string
 	extCalls int
-	authSeen []string // Authorization of every request, by path
+	// streamingOff turns streaming off in the public card only.
+	streamingOff bool
+	authSeen     []string // Authorization of every request, by path
 }
 
 func newExtendedAgent(t *testing.T) *extendedAgent {
@@ -65,7 +67,11 @@ func (a *extendedAgent) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	switch r.URL.Path {
 	case "/.well-known/agent-card.json":
-		_, _ = w.Write(a.card("summarize"))
+		c := a.card("summarize")
+		if a.streamingOff {
+			c = bytes.Replace(c, []byte(`"streaming":true`), []byte(`"streaming":false`), 1)
+		}
+		_, _ = w.Write(c)
 	case "/a2a":
 		body, _ := io.ReadAll(r.Body)
 		var rpc struct{ Method string }

@@ -74,13 +74,14 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 	if t == nil {
 		return task.OutcomeNoFetch, nil
 	}
-	obs, _, err := w.observeCard(ctx, pin, t.Force)
+	obs, ext, err := w.observeCard(ctx, pin, t.Force)
 	if err == nil {
 		if again, why := t.Recheck(w.observation(obs)); again {
 			w.log.Debug().Str("task", taskID).Str("why", why).Msg("revalidating before judging")
-			obs, _, err = w.observeCard(ctx, pin, true)
+			obs, ext, err = w.observeCard(ctx, pin, true)
 		}
 	}
+	t.UseExtended(ext)
 	var res task.Result
 	if err != nil {
 		f, ferr := failure(ctx, err)

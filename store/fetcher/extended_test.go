@@ -32,6 +32,7 @@ type extAgent struct {
 	rpcError string // when set, a JSON-RPC error answer (raw JSON)
 	redirect string // when set, the extended endpoint redirects here
 	extended []byte
+	jwks     []byte // when set, served at /jwks.json (no credential needed)
 	seen     []extRequest
 }
 
@@ -84,6 +85,11 @@ func (a *extAgent) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == WellKnownPath {
 		w.Header().Set("Cache-Control", "max-age=60")
 		_, _ = w.Write(a.publicCard())
+		return
+	}
+	if r.URL.Path == "/jwks.json" && a.jwks != nil {
+		w.Header().Set("Content-Type", "application/jwk-set+json")
+		_, _ = w.Write(a.jwks)
 		return
 	}
 	if !strings.HasPrefix(r.URL.Path, "/a2a") {

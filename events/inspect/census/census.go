@@ -61,20 +61,25 @@ type Fleet struct {
 // pins per card version; SplitBrain is set while its replicas disagree;
 // UnreachableSince while its last fetch failed.
 type Agent struct {
-	AgentURL         string        `json:"agentUrl"`
-	Digest           string        `json:"digest"`
-	Version          string        `json:"version"`
-	ProtocolVersions []string      `json:"protocolVersions"`
-	Tasks            []CardTasks   `json:"tasks"`
-	SplitBrain       *SplitBrain   `json:"splitBrain"`
-	UnreachableSince *time.Time    `json:"unreachableSince"`
-	CardURL          string        `json:"-"`
-	Name             string        `json:"-"`
-	LastChange       time.Time     `json:"-"` // when a fetch first saw the live digest
-	LastFetch        time.Time     `json:"-"`
-	Unreachable      string        `json:"-"` // the reason of the failing fetch
-	Skills           []string      `json:"-"`
-	Lease            time.Duration `json:"-"`
+	AgentURL         string      `json:"agentUrl"`
+	Digest           string      `json:"digest"`
+	Version          string      `json:"version"`
+	ProtocolVersions []string    `json:"protocolVersions"`
+	Tasks            []CardTasks `json:"tasks"`
+	SplitBrain       *SplitBrain `json:"splitBrain"`
+	UnreachableSince *time.Time  `json:"unreachableSince"`
+	// Extended is the agent's authenticated extended card (contract v1.2),
+	// absent unless carddrift fetched or tried to fetch one: its live
+	// digest and version, since when its last fetch failed. Additive: a
+	// fleet with no extended card has the JSON it always had.
+	Extended    *Extended     `json:"extended,omitempty"`
+	CardURL     string        `json:"-"`
+	Name        string        `json:"-"`
+	LastChange  time.Time     `json:"-"` // when a fetch first saw the live digest
+	LastFetch   time.Time     `json:"-"`
+	Unreachable string        `json:"-"` // the reason of the failing fetch
+	Skills      []string      `json:"-"`
+	Lease       time.Duration `json:"-"`
 }
 
 // Pins returns how many tasks are pinned on the agent.
@@ -88,12 +93,44 @@ func (a Agent) Pins() int {
 
 // CardTasks counts the tasks pinned on one card version of an agent
 // (Digest "" for pins whose first fetch failed). Live marks the live card,
-// which comes first; the others by count.
+// which comes first; the others by count. Extended is the card.pinned
+// extended state of the tasks that use the authenticated extended card
+// ("pinned": Digest is an extended card's, and Live means the live
+// extended card; "unavailable": the public card, no extended card could
+// be asked for), absent for the others (additive to the contract's JSON).
 type CardTasks struct {
-	Digest  string `json:"digest"`
-	Version string `json:"version"`
-	Count   int    `json:"count"`
-	Live    bool   `json:"live"`
+	Digest   string `json:"digest"`
+	Version  string `json:"version"`
+	Count    int    `json:"count"`
+	Live     bool   `json:"live"`
+	Extended string `json:"extended,omitempty"`
+}
+
+// Extended is an agent's authenticated extended card as carddrift last
+// fetched it (its lease): Digest and Version ("" when never fetched),
+// UnreachableSince and Unreachable (the reason: unauthorized, forbidden,
+// rpc-error, …) while its last fetch failed.
+type Extended struct {
+	Digest           string     `json:"digest"`
+	Version          string     `json:"version"`
+	UnreachableSince *time.Time `json:"unreachableSince,omitempty"`
+	Unreachable      string     `json:"-"`
+	LastFetch        time.Time  `json:"-"`
+}
+
+// ExtendedTasks counts the agent's tasks that use the extended card, by
+// state: pinned on an extended card, and unavailable (judged on the public
+// card).
+func (a Agent) ExtendedTasks() (pinned, unavailable int) {
+	for _, t := range a.Tasks {
+		switch t.Extended {
+		case events.ExtendedPinned:
+			pinned += t.Count
+		case events.ExtendedUnavailable:
+			unavailable += t.Count
+		}
+	}
+	return pinned, unavailable
 }
 
 // SplitBrain is an agent whose replicas disagree: since when (the episode's
@@ -168,6 +205,9 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 			}
 		}
 		for _, o := range last {
+			if fetcher.IsExtendedKey(o.CardURL) {
+				continue // an extended card's: its lease says more
+			}
 			if a := agent(o.CardURL); a != nil {
 				a.CardURL, a.Digest, a.LastFetch = o.CardURL, o.Digest, o.FetchedAt
 			}
@@ -178,6 +218,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	// it last, its card the lease that fetched it last.
 	type leases struct{ current, fetched *store.Lease }
 	byAgent := map[*Agent]*leases{}
+	extByAgent := map[*Agent]*leases{} // the extended card's leases
 	last := func(l *store.Lease) time.Time {
 		if l.FailedAt.After(l.FetchedAt) {
 			return l.FailedAt
@@ -196,10 +237,14 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		if a == nil {
 			return nil
 		}
-		ls := byAgent[a]
+		of := byAgent
+		if fetcher.IsExtendedKey(l.CardURL) {
+			of = extByAgent
+		}
+		ls := of[a]
 		if ls == nil {
 			ls = &leases{}
-			byAgent[a] = ls
+			of[a] = ls
 		}
 		if ls.current == nil || last(&l).After(last(ls.current)) {
 			ls.current = &l
@@ -231,6 +276,21 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 				a.CardURL = l.CardURL
 			}
 		}
+	}
+
+	for a, ls := range extByAgent {
+		e := &Extended{}
+		if l := ls.fetched; l != nil {
+			e.Digest, e.LastFetch = l.Digest, l.FetchedAt
+		}
+		if l := ls.current; l.FailReason != "" {
+			since := l.FailingSince
+			if since.IsZero() {
+				since = l.FailedAt
+			}
+			e.UnreachableSince, e.Unreachable = &since, l.FailReason
+		}
+		a.Extended = e
 	}
 
 	pins, err := countPins(ctx, src, agent)
@@ -268,7 +328,14 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	}
 	for k, n := range pins {
 		a := byHost[k.host]
-		ct := CardTasks{Digest: k.digest, Count: n, Live: k.digest != "" && k.digest == a.Digest}
+		live := a.Digest
+		if k.extended == events.ExtendedPinned {
+			live = ""
+			if a.Extended != nil {
+				live = a.Extended.Digest
+			}
+		}
+		ct := CardTasks{Digest: k.digest, Count: n, Live: k.digest != "" && k.digest == live, Extended: k.extended}
 		ct.Version = pinnedVersion(src.Tally, k.digest, card)
 		a.Tasks = append(a.Tasks, ct)
 	}
@@ -282,8 +349,11 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 				}
 				return 1
 			}
-			return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Digest, y.Digest))
+			return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Digest, y.Digest), cmp.Compare(x.Extended, y.Extended))
 		})
+		if a.Extended != nil {
+			a.Extended.Version = cardVersion(card(a.Extended.Digest))
+		}
 		if c := card(a.Digest); c != nil {
 			a.Version, a.Name = strings.Clone(c.Version), strings.Clone(c.Name)
 			if vs := c.ProtocolVersions(); len(vs) > 0 {
@@ -317,9 +387,9 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[groupKey]int, error) {
 	pins := map[groupKey]int{}
 	if t := src.Tally; t != nil {
-		corrupt := t.each(func(host, digest, agentURL string, n int) {
+		corrupt := t.each(func(k groupKey, agentURL string, n int) {
 			if agent(agentURL) != nil {
-				pins[groupKey{host, digest}] += n
+				pins[k] += n
 			}
 		})
 		if corrupt > 0 {
@@ -330,7 +400,7 @@ func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[
 	err := src.Pins.Scan(ctx, func(p task.Pin, _ uint64) error {
 		if a := agent(p.AgentURL); a != nil {
 			h, _ := events.AgentHost(p.AgentURL)
-			pins[groupKey{h, p.Digest}]++
+			pins[groupKey{h, p.Digest, p.Extended}]++
 		}
 		return nil
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
@@ -74,6 +75,20 @@ var fleetPage = template.Must(template.New("fleet").Funcs(template.FuncMap{
 </table></details>
 {{- end}}{{end}}
 </section>
+{{- if .Extended}}
+<section class="agent">
+<h2>authenticated extended cards</h2>
+<table>
+<tr><th>agent</th><th>extended version</th><th>live extended card</th><th>tasks pinned on it</th><th>unavailable (on the public card)</th><th>extended cards pinned</th><th>state</th></tr>
+{{- range .Extended}}
+<tr data-search="{{.Search}}"><td><code>{{.A.AgentURL}}</code></td><td>{{.E.Version}}</td><td><code title="{{.E.Digest}}">{{short .E.Digest}}</code></td>
+<td class="num">{{.Pinned}}</td><td class="num">{{.Unavailable}}</td>
+<td>{{range $i, $t := .Versions}}{{if $i}}, {{end}}{{$t.Count}} on {{if $t.Live}}live{{else}}{{$t.Version}} <code title="{{$t.Digest}}">{{short $t.Digest}}</code>{{end}}{{end}}</td>
+<td class="{{if .OK}}state-ok{{else}}state-bad{{end}}">{{.State}}</td></tr>
+{{- end}}
+</table>
+</section>
+{{- end}}
 <section class="agent">
 <h2>skills offered by more than one agent</h2>
 {{- if not .F.Skills}}
@@ -100,6 +115,7 @@ type fleetView struct {
 	F           *Fleet
 	Agents      []agentView
 	Skills      []skillView
+	Extended    []extendedView
 	Unreachable int
 	Refresh     int
 	CSS         template.CSS
@@ -120,6 +136,18 @@ type bar struct {
 	X, W  int
 	Color string
 	Title string
+}
+
+// extendedView is a row of the extended cards' table.
+type extendedView struct {
+	A           Agent
+	E           *Extended
+	State       string
+	OK          bool
+	Pinned      int
+	Unavailable int
+	Versions    []CardTasks // the extended cards tasks are pinned on
+	Search      string
 }
 
 type skillView struct {
@@ -150,18 +178,34 @@ func writeFleetHTML(w io.Writer, fl *Fleet, refresh time.Duration) error {
 		x := 0
 		for i, t := range a.Tasks {
 			w := max(2, t.Count*120/max(total, 1))
-			label := "live card"
-			if !t.Live {
-				label = "card " + render.OrDash(t.Version) + " " + render.ShortDigest(t.Digest)
-				if t.Digest == "" {
-					label = "no card yet (first fetch failed)"
-				}
+			label := "on live card"
+			switch {
+			case t.Digest == "":
+				label = "on no card yet (first fetch failed)"
+			case t.Extended != "":
+				label = cardTasksText(t)
+			case !t.Live:
+				label = "on card " + render.OrDash(t.Version) + " " + render.ShortDigest(t.Digest)
 			}
-			av.Bars = append(av.Bars, bar{X: x, W: w, Color: render.Color(i), Title: fmt.Sprintf("%d task(s) on %s", t.Count, label)})
+			av.Bars = append(av.Bars, bar{X: x, W: w, Color: render.Color(i), Title: fmt.Sprintf("%d task(s) %s", t.Count, label)})
 			x += w
 		}
 		av.Width = max(x, 1)
 		v.Agents = append(v.Agents, av)
+	}
+	for _, a := range fl.extendedAgents() {
+		ev := extendedView{A: a, E: a.Extended, State: extendedState(a.Extended), OK: extendedState(a.Extended) == "ok"}
+		if ev.E == nil {
+			ev.E = &Extended{}
+		}
+		ev.Pinned, ev.Unavailable = a.ExtendedTasks()
+		for _, t := range a.Tasks {
+			if t.Extended == events.ExtendedPinned {
+				ev.Versions = append(ev.Versions, t)
+			}
+		}
+		ev.Search = strings.ToLower(a.AgentURL + " " + a.Name + " " + strings.Join(a.Skills, " "))
+		v.Extended = append(v.Extended, ev)
 	}
 	for _, s := range fl.Skills {
 		sv := skillView{S: s, Search: strings.ToLower(s.ID + " " + strings.Join(s.Agents, " "))}

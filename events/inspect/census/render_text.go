@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
@@ -56,16 +57,81 @@ func tasksText(a Agent) string {
 	}
 	var parts []string
 	for _, t := range a.Tasks {
-		switch {
-		case t.Live:
-			parts = append(parts, fmt.Sprintf("%d on live", t.Count))
-		case t.Digest == "":
-			parts = append(parts, fmt.Sprintf("%d pending", t.Count))
-		default:
-			parts = append(parts, fmt.Sprintf("%d on %s (%s)", t.Count, render.OrDash(t.Version), render.ShortDigest(t.Digest)))
-		}
+		parts = append(parts, fmt.Sprintf("%d %s", t.Count, cardTasksText(t)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// cardTasksText says which card a group of tasks is pinned on: "on live",
+// "pending", "on 1.0.0 (ab12…)", and for tasks that use the extended card
+// "on live extended", "on extended 2.0.0 (cd34…)" or, judged on the public
+// card, "extended unavailable, on live".
+func cardTasksText(t CardTasks) string {
+	var on string
+	switch {
+	case t.Digest == "":
+		on = "pending"
+	case t.Live && t.Extended == events.ExtendedPinned:
+		on = "on live extended"
+	case t.Live:
+		on = "on live"
+	case t.Extended == events.ExtendedPinned:
+		on = fmt.Sprintf("on extended %s (%s)", render.OrDash(t.Version), render.ShortDigest(t.Digest))
+	default:
+		on = fmt.Sprintf("on %s (%s)", render.OrDash(t.Version), render.ShortDigest(t.Digest))
+	}
+	if t.Extended == events.ExtendedUnavailable {
+		return "extended unavailable, " + on
+	}
+	return on
+}
+
+// extendedState says how an agent's extended card fares, for people: "ok",
+// "unreachable since … (unauthorized)", "never fetched".
+func extendedState(e *Extended) string {
+	switch {
+	case e == nil:
+		return "never fetched"
+	case e.UnreachableSince != nil:
+		return fmt.Sprintf("unreachable since %s (%s)", render.Clock(*e.UnreachableSince), e.Unreachable)
+	case e.Digest == "":
+		return "never fetched"
+	}
+	return "ok"
+}
+
+// extendedAgents are the agents with an extended card or tasks that use
+// one: the rows of the extended cards' table.
+func (f *Fleet) extendedAgents() []Agent {
+	var out []Agent
+	for _, a := range f.Agents {
+		if p, u := a.ExtendedTasks(); a.Extended != nil || p+u > 0 {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// writeExtendedText writes the table of authenticated extended cards, if
+// any agent has one or tasks that use one.
+func writeExtendedText(w io.Writer, fl *Fleet) {
+	agents := fl.extendedAgents()
+	if len(agents) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nauthenticated extended cards")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  AGENT\tVERSION\tLIVE\tPINNED ON IT\tUNAVAILABLE (ON THE PUBLIC CARD)\tSTATE")
+	for _, a := range agents {
+		e := a.Extended
+		if e == nil {
+			e = &Extended{}
+		}
+		pinned, unavailable := a.ExtendedTasks()
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", a.AgentURL, render.OrDash(e.Version), render.ShortDigest(e.Digest),
+			pinned, unavailable, extendedState(a.Extended))
+	}
+	tw.Flush()
 }
 
 func writeFleetText(w io.Writer, fl *Fleet) {
@@ -84,6 +150,7 @@ func writeFleetText(w io.Writer, fl *Fleet) {
 			render.ShortDigest(a.Digest), render.Clock(a.LastChange), tasksText(a), agentState(a))
 	}
 	tw.Flush()
+	writeExtendedText(w, fl)
 	if len(fl.Skills) == 0 {
 		fmt.Fprintln(w, "\n  no skill id is offered by more than one agent")
 		return

@@ -157,7 +157,9 @@ type TallyStats struct {
 	Pins, Groups, Leases int
 }
 
-type groupKey struct{ host, digest string }
+// groupKey is a group's agent host, digest and extended-card state (the
+// pins' task.Pin.Extended: "pinned", "unavailable" or "").
+type groupKey struct{ host, digest, extended string }
 
 // group is the pins of one agent host on one digest. agentURL is the agent
 // URL of a pin of the group (the census names an agent seen only through
@@ -259,7 +261,7 @@ func (t *Tally) putPin(m jetstream.Msg) *group {
 	if err != nil {
 		return nil // not counted, as a scan does not
 	}
-	k := groupKey{host, p.Digest}
+	k := groupKey{host, p.Digest, p.Extended}
 	g := t.groups[k]
 	if g == nil {
 		g = &group{key: k, agentURL: p.AgentURL}
@@ -332,13 +334,13 @@ func (t *Tally) scanLeases(_ context.Context, fn func(store.Lease, uint64) error
 	return nil
 }
 
-// each calls fn for every (agent, card version) with pins, and returns how
+// each calls fn for every (agent, card version, extended state) with pins, and returns how
 // many pins could not be decoded.
-func (t *Tally) each(fn func(host, digest, agentURL string, n int)) (corrupt int) {
+func (t *Tally) each(fn func(k groupKey, agentURL string, n int)) (corrupt int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, g := range t.groups {
-		fn(g.key.host, g.key.digest, g.agentURL, g.n)
+		fn(g.key, g.agentURL, g.n)
 	}
 	return t.corrupt
 }

@@ -32,6 +32,15 @@ type Options struct {
 	// Signatures are what verifying the proposed card's signatures found
 	// (nil: unsigned, or not verified).
 	Signatures []detector.Signature
+	// Extended says the proposed card is the agent's authenticated
+	// extended card (carddrift impact --extended): it is judged against the
+	// tasks pinned on the extended card (task.Pin.UsesExtended), and the
+	// others are Skipped. Without it the proposed card is the public card:
+	// it is judged against every other task, and the tasks pinned on the
+	// extended card are Skipped — their transitions observe the extended
+	// card, never the public one, so a public card cannot change their
+	// verdict.
+	Extended bool
 	// Workers bounds the goroutines that judge pins (default GOMAXPROCS).
 	Workers int
 	// Now is the clock (default time.Now).
@@ -79,13 +88,46 @@ type Report struct {
 	// Tasks are the agent's live pins, sorted by task id.
 	Tasks  []Task `json:"tasks"`
 	Counts Counts `json:"counts"`
+	// Skipped are the agent's live pins the proposed card does not judge
+	// (on the other card of the two, Options.Extended), sorted by task id:
+	// for people (the text table), not part of the JSON, whose tasks and
+	// counts are the judged tasks'.
+	Skipped []Skipped `json:"-"`
+	// Extended is Options.Extended: the proposed card is an extended card.
+	Extended bool `json:"-"`
+}
+
+// Skipped is a live pin the proposed card is not judged against, and why.
+type Skipped struct {
+	TaskID string
+	Reason string
+}
+
+// Why a pin is skipped.
+const (
+	SkipExtendedPin = "pinned on the extended card: a public card does not judge it (--extended for an extended card)"
+	SkipPublicPin   = "pinned on the public card: an extended card does not judge it"
+)
+
+// skip says why a proposed card (extended or public) does not judge p, or
+// "" when it does.
+func skip(p task.Pin, extended bool) string {
+	switch {
+	case p.UsesExtended() && !extended:
+		return SkipExtendedPin
+	case !p.UsesExtended() && extended:
+		return SkipPublicPin
+	}
+	return ""
 }
 
 // ErrNotACard is returned (wrapped) when the proposed card is not a card.
 var ErrNotACard = errors.New("impact: the proposed card is not a card")
 
 // Assess evaluates the proposed card raw for the agent at agentURL (any URL
-// of its host) against every live pin on it. A pin whose card is not known
+// of its host) against every live pin on it that the card would judge: the
+// pins on the public card, or with Options.Extended those on the extended
+// card (the others are Report.Skipped). A pin whose card is not known
 // yet (its first fetch failed) would be pinned to the proposed card: it
 // continues. Errors: ErrNotACard, the stores' errors (a pin that does not
 // decode is skipped by the scan and reported after it, wrapping
@@ -111,10 +153,16 @@ func Assess(ctx context.Context, src Source, agentURL string, raw []byte, opts O
 	meta := task.Meta{Time: now, Now: now, Policy: task.Policy{RequireSigned: opts.RequireSigned}}
 
 	var pins []task.Pin
+	var skipped []Skipped
 	scanErr := src.Pins.Scan(ctx, func(p task.Pin, _ uint64) error {
-		if h, err := events.AgentHost(p.AgentURL); err == nil && h == host {
-			pins = append(pins, p)
+		if h, err := events.AgentHost(p.AgentURL); err != nil || h != host {
+			return nil
 		}
+		if why := skip(p, opts.Extended); why != "" {
+			skipped = append(skipped, Skipped{TaskID: p.TaskID, Reason: why})
+			return nil
+		}
+		pins = append(pins, p)
 		return nil
 	})
 	if scanErr != nil && !errors.Is(scanErr, store.ErrCorrupt) {
@@ -125,7 +173,9 @@ func Assess(ctx context.Context, src Source, agentURL string, raw []byte, opts O
 		return nil, err
 	}
 
-	rep := &Report{AgentURL: agentURL, Card: Proposed{Digest: digest}, Tasks: make([]Task, len(pins))}
+	slices.SortFunc(skipped, func(a, b Skipped) int { return cmp.Compare(a.TaskID, b.TaskID) })
+	rep := &Report{AgentURL: agentURL, Card: Proposed{Digest: digest}, Tasks: make([]Task, len(pins)), Skipped: skipped,
+		Extended: opts.Extended}
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range min(opts.Workers, max(len(pins), 1)) {

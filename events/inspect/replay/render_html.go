@@ -533,7 +533,7 @@ func taskLane(tl *Timeline, l *lane, sc scale, y, gi int, col colors) laneView {
 		d := es[i].Data.(events.Pinned)
 		x0, x1 := sc.x(es[i].Time), sc.x(end)
 		v.Bands = append(v.Bands, bandView{X: x0, Y: y + 7, W: max(x1-x0, 2), H: laneH - 14, Color: col.of(d.Digest), Opacity: "0.9",
-			Title: fmt.Sprintf("pinned %s (%s)\n%s to %s%s", d.Digest, d.Source, render.Time(es[i].Time), render.Time(end), changeTitle(es[i].Change))})
+			Title: fmt.Sprintf("pinned %s (%s)\n%s to %s%s", d.Digest, pinText(d.Source, d.Extended), render.Time(es[i].Time), render.Time(end), changeTitle(es[i].Change))})
 	}
 	target := taskID(gi, l.task)
 	for _, i := range l.entries {
@@ -575,7 +575,7 @@ func taskDetails(tl *Timeline, l *lane, gi int, s *Story, col colors) taskView {
 	}
 	if s != nil {
 		st := &storyView{
-			PlannedAgainst: col.digest(s.Planned, fmt.Sprintf("%s, pinned %s", render.OrDash(s.PinSource), render.Time(s.PinnedAt))),
+			PlannedAgainst: col.digest(s.Planned, fmt.Sprintf("%s, pinned %s", pinText(s.PinSource, s.PinExtended), render.Time(s.PinnedAt))),
 			LiveThen:       col.digest(s.Live, "fetched "+render.Time(s.LiveAt)),
 			Abort:          s.Verdicts.Abort, Replan: s.Verdicts.Replan, Continue: s.Verdicts.Continue,
 			State:  render.OrDash(s.State),

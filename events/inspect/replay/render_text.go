@@ -86,6 +86,20 @@ func entryDigests(e *Entry) string {
 }
 
 // entryDetail renders what an entry's data says, in one line.
+// pinText says how a pin was made and, for a task that uses the extended
+// card, which card it is: "client-card", "first-fetch, the extended card",
+// "first-fetch, extended card unavailable: the public card".
+func pinText(source, extended string) string {
+	source = render.OrDash(source)
+	switch extended {
+	case events.ExtendedPinned:
+		return source + ", the extended card"
+	case events.ExtendedUnavailable:
+		return source + ", extended card unavailable: the public card"
+	}
+	return source
+}
+
 func entryDetail(e *Entry) string {
 	switch d := e.Data.(type) {
 	case events.Submitted:
@@ -135,13 +149,7 @@ func entryDetail(e *Entry) string {
 		}
 		return fmt.Sprintf("%s: %d%s %s", d.Method, d.Code, name, d.Message)
 	case events.Pinned:
-		switch d.Extended {
-		case events.ExtendedPinned:
-			return "pinned (" + d.Source + ", the extended card)"
-		case events.ExtendedUnavailable:
-			return "pinned (" + d.Source + ", extended card unavailable: the public card)"
-		}
-		return "pinned (" + d.Source + ")"
+		return "pinned (" + pinText(d.Source, d.Extended) + ")"
 	case events.Observed:
 		s := fmt.Sprintf("fetched %d", d.Status)
 		if d.ETag != "" {
@@ -267,7 +275,7 @@ func writeStory(w io.Writer, s *Story) {
 			render.OrDash(r.SkillID), r.Posture, r.Idempotent, r.Streaming, r.PushNotifications)
 	}
 	if s.Planned != "" {
-		fmt.Fprintf(w, "  planned against   %s  (%s, pinned %s)\n", s.Planned, render.OrDash(s.PinSource), render.Time(s.PinnedAt))
+		fmt.Fprintf(w, "  planned against   %s  (%s, pinned %s)\n", s.Planned, pinText(s.PinSource, s.PinExtended), render.Time(s.PinnedAt))
 	} else {
 		fmt.Fprintln(w, "  planned against   unknown: no pin recorded")
 	}

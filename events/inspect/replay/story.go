@@ -21,9 +21,13 @@ type Story struct {
 	// Moment: the pinned side of the verdict, else the task's last pin.
 	// PinSource says how the pin was made (client-card, client-digest,
 	// first-fetch) and PinnedAt when.
-	Planned   string    `json:"planned,omitempty"`
-	PinSource string    `json:"pinSource,omitempty"`
-	PinnedAt  time.Time `json:"pinnedAt,omitzero"`
+	Planned   string `json:"planned,omitempty"`
+	PinSource string `json:"pinSource,omitempty"`
+	// PinExtended is the pin's card.pinned extended state, for a task that
+	// uses the extended card: "pinned" (Planned is the extended card) or
+	// "unavailable" (the public card).
+	PinExtended string    `json:"pinExtended,omitempty"`
+	PinnedAt    time.Time `json:"pinnedAt,omitzero"`
 	// Moment is the decisive event: the first abort verdict; else the first
 	// failed or rejected status or schema-class error; else the first
 	// re-plan verdict; else the last verdict. Nil when the task met none.
@@ -151,7 +155,7 @@ func (r *Reader) story(ctx context.Context, es []Entry, idx []int) (Story, error
 		}
 		switch d := es[i].Data.(type) {
 		case events.Pinned:
-			s.Planned, s.PinSource, s.PinnedAt = d.Digest, d.Source, es[i].Time
+			s.Planned, s.PinSource, s.PinExtended, s.PinnedAt = d.Digest, d.Source, d.Extended, es[i].Time
 		case events.Submitted:
 			req := d.Requirements()
 			if req.Posture == "" {

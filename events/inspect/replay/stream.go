@@ -345,7 +345,7 @@ func (ts *taskState) story(ctx context.Context, r *Reader) (Story, error) {
 	}
 	s.Requirements = st.req
 	if st.hasPin {
-		s.Planned, s.PinSource, s.PinnedAt = st.pin.Digest, st.pin.Source, st.pinnedAt
+		s.Planned, s.PinSource, s.PinExtended, s.PinnedAt = st.pin.Digest, st.pin.Source, st.pin.Extended, st.pinnedAt
 	}
 	s.Moment = st.moment
 	s.Live, s.LiveAt = st.live, st.liveAt
