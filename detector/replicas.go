@@ -146,5 +146,12 @@ func (r Replicas) Disagree(now time.Time, window time.Duration) bool {
 // Window returns the digests seen within window at now, in order of first
 // sight.
 func (r Replicas) Window(now time.Time, window time.Duration) []Sighting {
-	return r.prune(now, window).Seen
+	from := now.Add(-window)
+	seen := make([]Sighting, 0, len(r.Seen)) // never nil, as before
+	for _, s := range r.Seen {
+		if !s.LastSeen.Before(from) {
+			seen = append(seen, s)
+		}
+	}
+	return seen
 }
