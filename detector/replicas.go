@@ -122,12 +122,36 @@ func (r Replicas) prune(now time.Time, window time.Duration) Replicas {
 // Disagree reports split brain at now: at least SplitBrainReturns returns
 // within window, between digests the window still holds.
 func (r Replicas) Disagree(now time.Time, window time.Duration) bool {
-	p := r.prune(now, window)
-	return len(p.Returns) >= SplitBrainReturns && len(p.Seen) >= 2
+	// Counted in place: every judged transition asks, and the answer is
+	// almost always no (prune's copy is for Observe and Window).
+	from := now.Add(-window)
+	returns := 0
+	for _, t := range r.Returns {
+		if !t.Before(from) {
+			returns++
+		}
+	}
+	if returns < SplitBrainReturns {
+		return false
+	}
+	seen := 0
+	for _, s := range r.Seen {
+		if !s.LastSeen.Before(from) {
+			seen++
+		}
+	}
+	return seen >= 2
 }
 
 // Window returns the digests seen within window at now, in order of first
 // sight.
 func (r Replicas) Window(now time.Time, window time.Duration) []Sighting {
-	return r.prune(now, window).Seen
+	from := now.Add(-window)
+	seen := make([]Sighting, 0, len(r.Seen)) // never nil, as before
+	for _, s := range r.Seen {
+		if !s.LastSeen.Before(from) {
+			seen = append(seen, s)
+		}
+	}
+	return seen
 }

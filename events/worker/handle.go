@@ -75,10 +75,14 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 		return task.OutcomeNoFetch, nil
 	}
 	obs, ext, err := w.observeCard(ctx, pin, t.Force)
+	var seen task.Observation // the core's view of obs, made once
 	if err == nil {
-		if again, why := t.Recheck(w.observation(obs)); again {
+		seen = w.observation(obs)
+		if again, why := t.Recheck(seen); again {
 			w.log.Debug().Str("task", taskID).Str("why", why).Msg("revalidating before judging")
-			obs, ext, err = w.observeCard(ctx, pin, true)
+			if obs, ext, err = w.observeCard(ctx, pin, true); err == nil {
+				seen = w.observation(obs)
+			}
 		}
 	}
 	t.UseExtended(ext)
@@ -91,7 +95,7 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 		res = t.Fail(f)
 	} else {
 		w.reportInconsistent(ctx, pin.AgentURL, obs)
-		res = t.Judge(w.observation(obs))
+		res = t.Judge(seen)
 	}
 	return w.carryOut(ctx, res, rev)
 }

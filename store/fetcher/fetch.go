@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
@@ -107,6 +108,7 @@ type Fetcher struct {
 	legacy  map[string]bool // agent base URL → legacy agent.json worked
 	wg      sync.WaitGroup  // running flights and the lease copy's watch
 	copying bool            // the lease copy's watch was started
+	started atomic.Int64    // flights started (tests: the copy's fast path starts none)
 
 	closeOnce sync.Once
 }

@@ -449,3 +449,59 @@ func TestLeaseCopyBound(t *testing.T) {
 		t.Error("an unconfirmed copy answered")
 	}
 }
+
+// Inside a fresh lease that the copy holds and whose body the card cache
+// holds, an observation starts no flight (no goroutine, no store read, no
+// request) and is the one a flight returns; a forced one, or one once the
+// lease is stale, still starts a flight.
+func TestFreshCopiedLeaseStartsNoFlight(t *testing.T) {
+	_, _, js := natstest.StartJetStream(t)
+	leases := &countedLeases{KVLeases: kvLeases(t, js)}
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
+	url := a.url("/.well-known/agent-card.json")
+	clk := newClock()
+	o := testOptions(clk)
+	o.Leases, o.Cards = leases, memstore.NewCards()
+	f := newFetcher(t, o)
+
+	first, err := f.Observe(t.Context(), url, false)
+	if err != nil || first.Status != 200 {
+		t.Fatalf("Observe = status %d, %v; want a 200", first.Status, err)
+	}
+	_, rev, err := leases.KVLeases.Get(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyHolds(t, f, url, rev)
+	started, gets := f.started.Load(), leases.gets.Load()
+	for range 50 {
+		got, err := f.Observe(t.Context(), url, false)
+		if err != nil || !got.FromLease || got.Digest != first.Digest || got.Card == nil || got.VerifiedAt.IsZero() {
+			t.Fatalf("Observe = FromLease %v digest %s card %v verified %v, %v; want the lease of %s",
+				got.FromLease, got.Digest, got.Card != nil, got.VerifiedAt, err, first.Digest)
+		}
+	}
+	if n := f.started.Load() - started; n != 0 {
+		t.Errorf("flights started inside a fresh copied lease = %d, want 0", n)
+	}
+	if n := leases.gets.Load() - gets; n != 0 {
+		t.Errorf("store reads inside a fresh copied lease = %d, want 0", n)
+	}
+	a.wantRequests(t, 1)
+
+	clk.Advance(time.Second) // the forced request is newer than the last full fetch
+	if _, err := f.Observe(t.Context(), url, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.started.Load() - started; n != 1 {
+		t.Errorf("flights started by a forced observation = %d, want 1", n)
+	}
+	a.wantRequests(t, 2)
+	clk.Advance(2 * time.Minute) // past max-age
+	if _, err := f.Observe(t.Context(), url, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.started.Load() - started; n != 2 {
+		t.Errorf("flights started once the lease is stale = %d, want 2", n)
+	}
+}

@@ -73,6 +73,9 @@ func (f *Fetcher) observeKey(ctx context.Context, cardURL string, force bool, re
 	if ctx.Err() != nil {
 		return observationAt(cardURL), ctxError(cardURL, ctx)
 	}
+	if obs, ok := f.fromCopy(cardURL, force, requested); ok {
+		return obs, nil
+	}
 	for {
 		fl, err := f.join(cardURL, force, requested)
 		if err != nil {
@@ -93,6 +96,51 @@ func (f *Fetcher) observeKey(ctx context.Context, cardURL string, force bool, re
 		}
 		return fl.obs, nil
 	}
+}
+
+// fromCopy answers an observation from this process alone when no flight
+// for url is running, the lease copy holds a lease that answers the request
+// (a flight's first step, below) and the card cache holds its body: the
+// observation a flight started now would return, without its goroutine,
+// timer and hand-over. Most capability-dependent transitions of a fleet
+// inside its leases end here.
+func (f *Fetcher) fromCopy(url string, force bool, requested time.Time) (Observation, bool) {
+	if f.copy == nil {
+		return Observation{}, false
+	}
+	f.mu.Lock()
+	running := f.flights[url] != nil
+	f.mu.Unlock()
+	if running {
+		return Observation{}, false // join it, as before
+	}
+	lease, _, ok := f.copy.get(store.EncodeKey(url))
+	if !ok || lease.Digest == "" {
+		return Observation{}, false
+	}
+	now := f.opts.Now()
+	if lease.Failing(now) || !answers(lease, force, requested, now, f.fullDue(lease, now)) {
+		return Observation{}, false
+	}
+	e := f.cache.get(lease.Digest)
+	if e == nil {
+		return Observation{}, false
+	}
+	obs := leaseObservation(lease, e)
+	obs.VerifiedAt = lease.LastFullFetch
+	obs.Window = f.opts.ConsistencyWindow
+	return obs, true
+}
+
+// answers reports whether lease l, which has a digest, answers a request
+// without HTTP: a forced one when a full fetch completed since it was
+// requested, another when the lease is fresh and no periodic full fetch is
+// due.
+func answers(l store.Lease, force bool, requested, now time.Time, fullDue bool) bool {
+	if force {
+		return !l.LastFullFetch.Before(requested)
+	}
+	return l.Fresh(now) && !fullDue
 }
 
 // join returns the flight the caller should wait for, starting or queueing one
@@ -134,6 +182,7 @@ func (f *Fetcher) start(url string, fl *flight) {
 		f.copying = true
 		f.wg.Go(func() { f.copy.run(f.base) })
 	}
+	f.started.Add(1)
 	f.wg.Add(1)
 	go f.run(url, fl)
 }
@@ -201,8 +250,7 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 		}
 
 		// 1. The lease already answers the request: no HTTP at all.
-		if lease.Digest != "" && ((force && !lease.LastFullFetch.Before(requested)) ||
-			(!force && lease.Fresh(now) && !fullDue)) {
+		if lease.Digest != "" && answers(lease, force, requested, now, fullDue) {
 			e, err := f.loadCard(ctx, lease.Digest)
 			if err != nil {
 				return obs, time.Time{}, f.storeFailure(ctx, url, "get card body", err)
