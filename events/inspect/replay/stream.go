@@ -336,7 +336,7 @@ func (p *proc) entry(ctx context.Context, e Entry) error {
 		var obs *Entry
 		if ts == nil {
 			id := strings.Clone(e.TaskID)
-			ts = &taskState{s: Story{TaskID: id}, agent: key}
+			ts = &taskState{id: id, agent: key}
 			if pin, ok := p.seedPins[id]; ok {
 				ts.add(&pin, nil, &p.strs)
 				delete(p.seedPins, id)

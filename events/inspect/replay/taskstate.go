@@ -15,10 +15,11 @@ import (
 // whole message (events.Decode), so every string it keeps is the stream's
 // own (strs), and of a verdict it keeps only the two card versions.
 type taskState struct {
-	s       Story // TaskID, AgentURL, State and Verdicts as they stand
-	agent   string
-	last    time.Time // of its latest entry
-	endedAt time.Time // its terminal status, zero while it runs
+	id, agentURL, state string // the story's TaskID, AgentURL, State
+	verdicts            VerdictCounts
+	agent               string    // key
+	last                time.Time // of its latest entry
+	endedAt             time.Time // its terminal status, zero while it runs
 	// Where its lifecycle events are: the partition, the sequence of the
 	// latest, and the latest few by id (a card event names the one that
 	// triggered it), for the workers' progress (proc.sweep). caught is
@@ -54,8 +55,9 @@ type standing struct {
 type evRef struct{ id, seq uint64 }
 
 // maxEvRefs bounds the lifecycle events a task keeps for its triggers: a
-// worker's card event answers one of a task's latest.
-const maxEvRefs = 32
+// worker's card event answers one of a task's latest (and any that
+// answers one moves the workers' progress on).
+const maxEvRefs = 8
 
 // lifecycle takes the task's lifecycle entry e, whose id hashes to id.
 func (ts *taskState) lifecycle(e *Entry, id uint64, strs *strs) {
@@ -100,8 +102,8 @@ type driftCards struct {
 
 // add takes one of the task's own entries.
 func (ts *taskState) add(e *Entry, obs *Entry, strs *strs) {
-	if ts.s.AgentURL == "" {
-		ts.s.AgentURL = strs.own(e.AgentURL)
+	if ts.agentURL == "" {
+		ts.agentURL = strs.own(e.AgentURL)
 	}
 	ts.last = e.Time
 	if obs != nil {
@@ -117,7 +119,7 @@ func (ts *taskState) add(e *Entry, obs *Entry, strs *strs) {
 		}
 		ts.at.req = &req
 	case events.Status:
-		ts.s.State = strs.own(d.State)
+		ts.state = strs.own(d.State)
 		if st, _ := detector.NormalizeState(d.State); st.Terminal() {
 			ts.endedAt = e.Time
 		}
@@ -136,7 +138,7 @@ func (ts *taskState) add(e *Entry, obs *Entry, strs *strs) {
 		return &st
 	}
 	if d, ok := e.Data.(events.Drift); ok {
-		ts.s.Verdicts.Add(d.Verdict.Action)
+		ts.verdicts.Add(d.Verdict.Action)
 		switch d.Verdict.Action {
 		case detector.Abort:
 			if ts.abort == nil {
@@ -167,7 +169,7 @@ func (ts *taskState) observed(e *Entry, strs *strs) {
 
 // story is the task's story as it stands.
 func (ts *taskState) story(ctx context.Context, r *Reader) (Story, error) {
-	s := ts.s
+	s := Story{TaskID: ts.id, AgentURL: ts.agentURL, State: ts.state, Verdicts: ts.verdicts}
 	st := &ts.at
 	for _, m := range []*standing{ts.abort, ts.fail, ts.replan, ts.verdct} {
 		if m != nil {
