@@ -67,7 +67,10 @@ serve() { # dir port
 	"$natsd" -js -sd "$work/served" -p "$2" -a 127.0.0.1 >"$work/natsd.log" 2>&1 &
 	srv_pid=$!
 	for _ in $(seq 100); do
-		"$bin" replay --nats-url "nats://127.0.0.1:$2" --task no-such-task >/dev/null 2>&1 && return 0
+		# A server that exited (its port taken) must not let another
+		# server on that port answer for it.
+		kill -0 "$srv_pid" 2>/dev/null || { echo "nats-server on $1 exited:" >&2; cat "$work/natsd.log" >&2; exit 1; }
+		"$bin" replay --nats-url "nats://127.0.0.1:$2" --task no-such-task >/dev/null 2>&1 && kill -0 "$srv_pid" 2>/dev/null && return 0
 		sleep 0.2
 	done
 	echo "nats-server on $1 did not come up" >&2; cat "$work/natsd.log" >&2; exit 1

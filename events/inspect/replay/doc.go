@@ -50,10 +50,14 @@
 // task's story as it reads, for answers of any size: a window or the whole
 // history is read from both streams at once, merged by stored time through
 // a reorder buffer of the last FetchLatency, and each task's story is handed
-// over once the task reached a terminal state and nothing came for it for
-// 30 seconds, so memory follows the tasks open at once and the event rate,
-// not the history (a task whose events come later than that has a second
-// story). StreamWriter writes a stream as text or JSON lines; Capped keeps
+// over once the task reached a terminal state and the workers are past it
+// (a card event answers a later lifecycle event of its partition, and
+// 15 s more went by), so memory follows the tasks open at once (those the
+// workers have not answered yet included) and the event rate, not the
+// history. An entry of a task that comes after its story (up to 5 minutes
+// after) is handed over as an entry, counted in Summary.Late, and gives the
+// task no second story.
+// StreamWriter writes a stream as text or JSON lines; Capped keeps
 // the first entries of a stream for a page.
 //
 // A Query selects a task (TaskID), an agent (AgentURL: any URL of the agent

@@ -23,6 +23,9 @@ type record struct {
 	seq     uint64
 	stored  time.Time
 	subject string
+	// part is the partition token of a partitioned lifecycle stream's
+	// subject ("" otherwise): each partition has its workers' consumer.
+	part string
 }
 
 // Skipped is a stored message replay could not decode (it is left out of the
@@ -211,7 +214,11 @@ func (sc *scanner) next(ctx context.Context) (rec record, skip *Skipped, ok bool
 	if err != nil {
 		return record{}, &Skipped{Stream: v.name, Seq: seq, Subject: msg.Subject(), Reason: err.Error()}, true, nil
 	}
-	return record{ev: ev, stream: v.name, seq: seq, stored: md.Timestamp.UTC(), subject: msg.Subject()}, nil, true, nil
+	rec = record{ev: ev, stream: v.name, seq: seq, stored: md.Timestamp.UTC(), subject: msg.Subject()}
+	if v.lifecycle && v.partitioned {
+		rec.part = rec.subject[strings.LastIndexByte(rec.subject, '.')+1:]
+	}
+	return rec, nil, true, nil
 }
 
 // filterBatch is how many subject filters one consumer of a task read

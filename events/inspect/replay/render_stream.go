@@ -97,8 +97,12 @@ func (s *StreamWriter) row(e *Entry) {
 // SummaryLine says what a streamed query answered and what it read, in one
 // line.
 func SummaryLine(sum *Summary) string {
-	return fmt.Sprintf("carddrift replay: %s: %d entries, %d task(s), %d agent(s); read %d message(s) for %d in the answer",
+	line := fmt.Sprintf("carddrift replay: %s: %d entries, %d task(s), %d agent(s); read %d message(s) for %d in the answer",
 		describeQuery(sum.Query), sum.Entries, sum.Tasks, sum.Agents, sum.Read, sum.Entries)
+	if sum.Late > 0 {
+		line += fmt.Sprintf("; %d came after their task's story", sum.Late)
+	}
+	return line
 }
 
 // Close writes the summary line (text) and flushes; it returns the

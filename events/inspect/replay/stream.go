@@ -3,12 +3,10 @@ package replay
 import (
 	"container/heap"
 	"context"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/events"
 )
 
 // Item is one element of a streamed timeline: an entry, or the story of a
@@ -28,6 +26,10 @@ type Summary struct {
 	Agents  int `json:"agents"`
 	// Read is how many messages the query read from the streams.
 	Read int `json:"read"`
+	// Late counts the entries that came after their task's story was
+	// written (a worker's card event later than Stream waits for): they
+	// are in the answer, not in the story.
+	Late int `json:"late,omitempty"`
 	// Skipped are the stored messages that did not decode (the first
 	// maxSkipped; SkippedCount counts them all).
 	Skipped      []Skipped `json:"skipped,omitempty"`
@@ -46,13 +48,16 @@ func (s *Summary) skip(sk ...Skipped) {
 	}
 }
 
-// linger is how long (in event time) a streamed task stays open after its
-// terminal status before its story is written: a verdict on that status
-// comes after it.
-const linger = 30 * time.Second
+// settle is how long (in event time) a streamed task that reached a
+// terminal state stays open once the workers are past its last lifecycle
+// event: a worker handling that event may still be fetching the card (a
+// fetch gives up after 10 s, fetcher.DefaultTotalTimeout) and storing its
+// card event (FetchLatency after).
+const settle = 10 * time.Second
 
-// idleTask is how long (in event time) a streamed task that never reached a
-// terminal state stays open without an event before its story is written.
+// idleTask is how long (in event time) a streamed task stays open without
+// an event before its story is written when the workers are not seen past
+// it (it never reached a terminal state, or no worker answered it).
 const idleTask = 5 * time.Minute
 
 // Stream reads the history q selects and hands emit every entry, in
@@ -64,9 +69,15 @@ const idleTask = 5 * time.Minute
 // other query reads both streams at once from the window's start (or the
 // beginning), merging them by time through a reorder buffer that holds the
 // entries of the last Latency (FetchLatency) of stored time, and emits each
-// task's story once the task reached a terminal state and linger passed
-// (the rest at the end): memory follows the tasks open at once, not the
-// history. A window first reads the card events stream from LookBack before
+// task's story once it is over: it reached a terminal state and the workers
+// are past it — a card event answering a later lifecycle event of its
+// partition was read, and the stream moved on by settle and FetchLatency
+// (a task no worker is seen past stays open until idle for idleTask; the
+// rest at the end). Memory follows the tasks open at once (those the
+// workers have not answered yet included), not the history. A task's
+// entry that comes after its story (a worker far slower than that) is
+// written as an entry, counted in Summary.Late, and gives it no second
+// story while its story is recent (idleTask). A window first reads the card events stream from LookBack before
 // it for each agent's last observation and the pins of the tasks it
 // continues.
 //
@@ -78,7 +89,8 @@ func (r *Reader) Stream(ctx context.Context, q Query, emit func(Item) error) (*S
 	}
 	sum := &Summary{Query: q}
 	p := &proc{r: r, q: q, emit: emit, sum: sum, pins: map[string]string{}, live: map[string]Entry{},
-		seedPins: map[string]Entry{}, tasks: map[string]*taskState{}, open: map[string]map[string]bool{}, agents: map[string]bool{}}
+		seedPins: map[string]Entry{}, tasks: map[string]*taskState{}, open: map[string]map[string]bool{}, agents: map[string]bool{},
+		front: map[string]uint64{}, seed: maphash.MakeSeed(), closed: map[uint64]string{}}
 	if q.TaskID != "" || q.AgentURL != "" {
 		recs, skipped, err := r.collect(ctx, q, &sum.Read)
 		if err != nil {
@@ -237,139 +249,32 @@ type proc struct {
 	open     map[string]map[string]bool // agent key → its open tasks
 	agents   map[string]bool
 	swept    time.Time
+	strs     strs // the strings the maps and open tasks keep
+
+	// The workers' progress: the furthest lifecycle event (by partition)
+	// a card event read so far answers.
+	front map[string]uint64
+	// The tasks whose stories were written within idleTask, by the hash
+	// of their id (with their last pin), oldest first in ended.
+	seed   maphash.Seed
+	closed map[uint64]string
+	ended  []closedTask
 }
 
-// taskState is an open task: what its story needs, kept as it goes (the
-// same story Reader.story makes from a whole timeline).
-type taskState struct {
-	s       Story
-	agent   string
-	last    time.Time // of its latest entry
-	endedAt time.Time // its terminal status, zero while it runs
-	// at is what the task stood on now, and the candidate moments what it
-	// stood on at each (Story.Moment: abort, else fail, else re-plan, else
-	// the last verdict).
-	at                          standing
-	abort, fail, replan, verdct *standing
-}
-
-// standing is a task's pin, requirements and its agent's last observed card
-// at one of its entries, with the entry when it is a candidate moment.
-type standing struct {
-	pin       events.Pinned
-	pinnedAt  time.Time
-	hasPin    bool
-	req       *detector.Requirements
-	live      string
-	liveAt    time.Time
-	moment    *Moment
-	drift     *events.Drift
-	needsLive bool // no observation before it: the first one after
-}
-
-// add takes one of the task's own entries.
-func (ts *taskState) add(e *Entry, obs *Entry) {
-	if ts.s.AgentURL == "" {
-		ts.s.AgentURL = e.AgentURL
-	}
-	ts.last = e.Time
-	if obs != nil {
-		ts.at.live, ts.at.liveAt = obs.Digests.Live, obs.Time
-	}
-	switch d := e.Data.(type) {
-	case events.Pinned:
-		ts.at.pin, ts.at.pinnedAt, ts.at.hasPin = d, e.Time, true
-	case events.Submitted:
-		req := d.Requirements()
-		if req.Posture == "" {
-			req.Posture = detector.FailClosed
-		}
-		ts.at.req = &req
-	case events.Status:
-		ts.s.State = d.State
-		if st, _ := detector.NormalizeState(d.State); st.Terminal() {
-			ts.endedAt = e.Time
-		}
-	}
-	mark := func() *standing {
-		st := ts.at
-		st.moment = &Moment{Time: e.Time, Type: e.Type}
-		st.needsLive = st.live == ""
-		if d, ok := e.Data.(events.Drift); ok {
-			st.drift = &d
-			st.moment.Action = d.Verdict.Action
-			st.moment.What = string(d.Verdict.Action) + ": " + d.Verdict.Reason
-		} else {
-			st.moment.What, _ = failing(e.Data)
-		}
-		return &st
-	}
-	if d, ok := e.Data.(events.Drift); ok {
-		ts.s.Verdicts.Add(d.Verdict.Action)
-		switch d.Verdict.Action {
-		case detector.Abort:
-			if ts.abort == nil {
-				ts.abort = mark()
-			}
-		case detector.Replan:
-			if ts.replan == nil {
-				ts.replan = mark()
-			}
-		}
-		ts.verdct = mark()
-	}
-	if _, ok := failing(e.Data); ok && ts.fail == nil {
-		ts.fail = mark()
-	}
-}
-
-// observed takes an observation of the task's agent.
-func (ts *taskState) observed(e *Entry) {
-	ts.at.live, ts.at.liveAt = e.Digests.Live, e.Time
-	for _, st := range []*standing{ts.abort, ts.fail, ts.replan, ts.verdct} {
-		if st != nil && st.needsLive {
-			st.live, st.liveAt, st.needsLive = e.Digests.Live, e.Time, false
-		}
-	}
-}
-
-// story is the task's story as it stands.
-func (ts *taskState) story(ctx context.Context, r *Reader) (Story, error) {
-	s := ts.s
-	st := &ts.at
-	for _, m := range []*standing{ts.abort, ts.fail, ts.replan, ts.verdct} {
-		if m != nil {
-			st = m
-			break
-		}
-	}
-	s.Requirements = st.req
-	if st.hasPin {
-		s.Planned, s.PinSource, s.PinExtended, s.PinnedAt = st.pin.Digest, st.pin.Source, st.pin.Extended, st.pinnedAt
-	}
-	s.Moment = st.moment
-	s.Live, s.LiveAt = st.live, st.liveAt
-	if d := st.drift; d != nil {
-		s.Planned = d.Pinned.Digest
-		s.Live, s.LiveAt = d.Live.Digest, d.Live.FetchedAt.UTC()
-	}
-	if s.Planned != "" && s.Live != "" && s.Planned != s.Live {
-		c, err := r.change(ctx, s.Planned, s.Live)
-		if err != nil {
-			return Story{}, err
-		}
-		s.Change = c
-	}
-	return s, nil
+// closedTask is a task whose story was written, and when.
+type closedTask struct {
+	id uint64
+	at time.Time
 }
 
 func (p *proc) entry(ctx context.Context, e Entry) error {
-	key := agentKey(e.AgentURL)
+	key := p.strs.own(agentKey(e.AgentURL))
 	if !p.q.Since.IsZero() && e.Time.Before(p.q.Since) {
 		// The state the window opens in.
 		switch e.Kind {
 		case KindPin:
-			p.pins[e.TaskID], p.seedPins[e.TaskID] = e.Digests.Pinned, e
+			id := strings.Clone(e.TaskID)
+			p.pins[id], p.seedPins[id] = p.strs.own(e.Digests.Pinned), e
 		case KindObservation:
 			p.live[key] = e
 		}
@@ -378,12 +283,28 @@ func (p *proc) entry(ctx context.Context, e Entry) error {
 	if !p.q.inWindow(e.Time) {
 		return nil
 	}
+	var late bool // the entry of a task whose story was written
+	var idHash uint64
+	if e.TaskID != "" && p.interleave {
+		idHash = maphash.String(p.seed, e.TaskID)
+		_, late = p.closed[idHash]
+		late = late && p.tasks[e.TaskID] == nil
+	}
 	// The change the entry shows (attachChanges, one entry at a time).
 	var from, to string
 	switch e.Kind {
 	case KindPin:
-		from, to = p.pins[e.TaskID], e.Digests.Pinned
-		p.pins[e.TaskID] = to
+		to = e.Digests.Pinned
+		switch prev, ok := p.pins[e.TaskID]; {
+		case late:
+			from = p.closed[idHash]
+			p.closed[idHash] = p.strs.own(to)
+		case ok:
+			from = prev
+			p.pins[e.TaskID] = p.strs.own(to)
+		default:
+			p.pins[strings.Clone(e.TaskID)] = p.strs.own(to)
+		}
 	case KindObservation:
 		if prev, ok := p.live[key]; ok {
 			from = prev.Digests.Live
@@ -401,35 +322,48 @@ func (p *proc) entry(ctx context.Context, e Entry) error {
 		e.Change = c
 	}
 	p.sum.Entries++
-	if e.AgentURL != "" {
-		p.agents[e.AgentURL] = true
+	if e.AgentURL != "" && !p.agents[e.AgentURL] {
+		p.agents[p.strs.own(e.AgentURL)] = true
 	}
 	if err := p.emit(Item{Entry: &e}); err != nil {
 		return err
 	}
 	switch {
+	case late:
+		p.sum.Late++
 	case e.TaskID != "":
 		ts := p.tasks[e.TaskID]
 		var obs *Entry
 		if ts == nil {
-			ts = &taskState{s: Story{TaskID: e.TaskID}, agent: key}
-			if pin, ok := p.seedPins[e.TaskID]; ok {
-				ts.add(&pin, nil)
-				delete(p.seedPins, e.TaskID)
+			id := strings.Clone(e.TaskID)
+			ts = &taskState{id: id, agent: key}
+			if pin, ok := p.seedPins[id]; ok {
+				ts.add(&pin, nil, &p.strs)
+				delete(p.seedPins, id)
 			}
 			if o, ok := p.live[key]; ok {
 				obs = &o
 			}
-			p.tasks[e.TaskID] = ts
+			p.tasks[id] = ts
 			if p.open[key] == nil {
 				p.open[key] = map[string]bool{}
 			}
-			p.open[key][e.TaskID] = true
+			p.open[key][id] = true
 		}
-		ts.add(&e, obs)
+		ts.add(&e, obs, &p.strs)
+		if !p.interleave {
+			break
+		}
+		if e.Kind == KindLifecycle {
+			ts.lifecycle(&e, maphash.String(p.seed, e.ID), &p.strs)
+		} else if t := trigger(e.Data); t != "" {
+			if seq, ok := ts.triggerSeq(maphash.String(p.seed, t)); ok && seq > p.front[ts.part] {
+				p.front[ts.part] = seq
+			}
+		}
 	case e.Kind == KindObservation:
 		for id := range p.open[key] {
-			p.tasks[id].observed(&e)
+			p.tasks[id].observed(&e, &p.strs)
 		}
 	}
 	if p.interleave && e.Time.Sub(p.swept) >= time.Second {
@@ -439,11 +373,15 @@ func (p *proc) entry(ctx context.Context, e Entry) error {
 	return nil
 }
 
-// sweep writes the stories of the tasks that ended linger before now.
+// sweep writes the stories of the tasks that are over at now (event time)
+// and forgets the stories written idleTask before.
 func (p *proc) sweep(ctx context.Context, now time.Time) error {
 	var done []string
 	for id, ts := range p.tasks {
-		if (!ts.endedAt.IsZero() && now.Sub(ts.last) >= linger) || now.Sub(ts.last) >= idleTask {
+		if !ts.endedAt.IsZero() && ts.caught.IsZero() && ts.lastSeq > 0 && p.front[ts.part] >= ts.lastSeq {
+			ts.caught = now // the workers are past its last lifecycle event
+		}
+		if (!ts.caught.IsZero() && now.Sub(ts.caught) >= settle+p.r.fetchLate) || now.Sub(ts.last) >= idleTask {
 			done = append(done, id)
 		}
 	}
@@ -452,6 +390,15 @@ func (p *proc) sweep(ctx context.Context, now time.Time) error {
 		if err := p.close(ctx, id); err != nil {
 			return err
 		}
+		p.ended = append(p.ended, closedTask{id: maphash.String(p.seed, id), at: now})
+	}
+	n := 0
+	for n < len(p.ended) && now.Sub(p.ended[n].at) >= idleTask {
+		delete(p.closed, p.ended[n].id)
+		n++
+	}
+	if n > 0 {
+		p.ended = append(p.ended[:0], p.ended[n:]...)
 	}
 	return nil
 }
@@ -460,6 +407,9 @@ func (p *proc) sweep(ctx context.Context, now time.Time) error {
 func (p *proc) close(ctx context.Context, id string) error {
 	ts := p.tasks[id]
 	delete(p.tasks, id)
+	if p.interleave {
+		p.closed[maphash.String(p.seed, id)] = p.pins[id]
+	}
 	delete(p.pins, id)
 	if m := p.open[ts.agent]; m != nil {
 		delete(m, id)

@@ -76,6 +76,10 @@ type Entry struct {
 	Stream string    `json:"stream"`
 	Seq    uint64    `json:"seq"`
 	Stored time.Time `json:"stored"`
+
+	// part is the lifecycle stream's partition the event was stored in
+	// ("" when it is not partitioned, or for a card event).
+	part string
 }
 
 // Timeline is the history a Query selected, in order.
@@ -268,7 +272,7 @@ func entryOf(rec record) Entry {
 	ev := rec.ev
 	e := Entry{
 		Time: ev.Time, Type: ev.Type, TaskID: ev.TaskID(), AgentURL: ev.AgentURL(), Data: ev.Data,
-		ID: ev.ID, Source: ev.Source, Stream: rec.stream, Seq: rec.seq, Stored: rec.stored,
+		ID: ev.ID, Source: ev.Source, Stream: rec.stream, Seq: rec.seq, Stored: rec.stored, part: rec.part,
 	}
 	if e.Time.IsZero() {
 		e.Time = rec.stored
