@@ -309,6 +309,33 @@ func copyString(dst []byte, s string, i int) ([]byte, int, bool) {
 	}
 }
 
+// shortKey writes the key whose opening quote is at s[i], with its quotes
+// and the colon after it, when it is plain ASCII of at most 15 bytes (most
+// keys are), from two words and without a loop: it returns the index of
+// its closing quote and its rank (keyRank). Otherwise it writes nothing and
+// reports false, and copyString takes the key.
+func shortKey(dst []byte, s string, i int) ([]byte, int, uint64, bool) {
+	n := len(dst)
+	if i+17 > len(s) || n+18 > cap(dst) {
+		return dst, i, 0, false
+	}
+	w1, w2 := load8(s, i+1), load8(s, i+9)
+	k1 := bits.TrailingZeros64(plainEnd(w1)) >> 3
+	k := k1 + bits.TrailingZeros64(plainEnd(w2))>>3&-(k1>>3)
+	if k == 16 || s[i+1+k] != '"' {
+		return dst, i, 0, false
+	}
+	d := dst[n : n+18]
+	d[0] = '"'
+	binary.LittleEndian.PutUint64(d[1:9], w1)
+	binary.LittleEndian.PutUint64(d[9:17], w2)
+	d[1+k], d[2+k] = '"', ':'
+	// The key's first min(k, 8) bytes, ASCII, read big-endian (a shift of
+	// 64 gives 0).
+	rank := bits.ReverseBytes64(w1 & (^uint64(0) >> (64 - 8*min(k, 8))))
+	return dst[:n+3+k], i + 1 + k, rank, true
+}
+
 // plainEnd is specialBytes in fewer operations, exact for the lowest flagged
 // byte only (all copyString uses), and is the fast path's own (the
 // Scanner's specialBytes stays the oracle's). Once bytes of 0x80 and up are
@@ -460,11 +487,34 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 		}
 		start := len(dst)
 		var end int
+		var rank uint64
 		var ok bool
-		if dst, end, ok = copyString(dst, s, i); !ok || s[end] != '"' { // keys with escapes are left to canon.go
-			return dst, end, false
+		// Inline (too large to be inlined): a key of up to 15 bytes of
+		// plain ASCII, most keys, is written with its quotes and the
+		// colon after it from two words, without a loop.
+		if n := len(dst); i+17 <= len(s) && n+18 <= cap(dst) {
+			w1, w2 := load8(s, i+1), load8(s, i+9)
+			k1 := bits.TrailingZeros64(plainEnd(w1)) >> 3
+			k := k1 + bits.TrailingZeros64(plainEnd(w2))>>3&-(k1>>3)
+			if end = i + 1 + k; k < 16 && s[end] == '"' {
+				d := dst[n : n+18]
+				d[0] = '"'
+				binary.LittleEndian.PutUint64(d[1:9], w1)
+				binary.LittleEndian.PutUint64(d[9:17], w2)
+				d[1+k], d[2+k] = '"', ':'
+				dst = dst[:n+3+k]
+				// keyRank: the first min(k, 8) bytes, ASCII, read
+				// big-endian (a shift of 64 gives 0).
+				rank, ok = bits.ReverseBytes64(w1&(^uint64(0)>>(64-8*min(k, 8)))), true
+			}
 		}
-		dst = append(dst, '"', ':')
+		if !ok {
+			if dst, end, ok = copyString(dst, s, i); !ok || s[end] != '"' { // keys with escapes are left to canon.go
+				return dst, end, false
+			}
+			dst = append(dst, '"', ':')
+			rank = rankAt(s, i+1, end-i-1)
+		}
 		key := s[i+1 : end]
 		keyStart := i
 		if i = end + 1; i+2 < len(s) && s[i] == ':' && s[i+1] == ' ' && s[i+2] > ' ' {
@@ -490,7 +540,7 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 			omitted = true
 			dst = dst[:comma]
 		} else {
-			sp := fastSpan{rank: rankAt(s, keyStart+1, len(key)), key: int32(keyStart + 1), keyLen: int32(len(key)), start: int32(start), end: int32(len(dst))}
+			sp := fastSpan{rank: rank, key: int32(keyStart + 1), keyLen: int32(len(key)), start: int32(start), end: int32(len(dst))}
 			if n := len(f.spans); sorted && n > base {
 				if prev := &f.spans[n-1]; sp.rank <= prev.rank {
 					switch compareRanked(sp.rank, prev.rank, key, f.keyOf(prev)) {
