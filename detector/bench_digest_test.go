@@ -127,3 +127,38 @@ func BenchmarkDigestRatio(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDigestParts splits the uncached digest of BenchmarkDigestRatio
+// (sameFormDigest) into its parts per input size: <size>/canonical is
+// jcs.AppendCanonical into a buffer with room, <size>/sha256 the SHA-256 of
+// the canonical form, <size>/all the whole call (both, the pools and the
+// "sha256:<hex>" string). On a loaded machine, count instructions instead
+// of timing (see the README's figures): under callgrind with GOGC=off and
+// -test.benchtime 40000x, the self cost of the functions it runs divided by
+// 40,000 is the same from run to run.
+func BenchmarkDigestParts(b *testing.B) {
+	opt := jcs.Options{RequireObject: true}
+	for _, c := range digestBenchCards {
+		raw := mustRead(b, c.file)
+		canon, err := jcs.AppendCanonical(nil, raw, opt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dst := make([]byte, 0, 2*len(raw))
+		b.Run(c.size+"/canonical", func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				if _, err := jcs.AppendCanonical(dst[:0], raw, opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.size+"/sha256", func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				sha256.Sum256(canon)
+			}
+		})
+		b.Run(c.size+"/all", func(b *testing.B) { benchDigest(b, raw, sameFormDigest) })
+	}
+}

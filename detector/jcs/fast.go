@@ -196,7 +196,7 @@ func (f *fastCanon) value(dst []byte, i int) ([]byte, int, bool) {
 	}
 	switch c := s[i]; c {
 	case '"':
-		return f.str(dst, i)
+		return copyString(dst, s, i, false)
 	case '{':
 		return f.object(dst, i)
 	case '[':
@@ -233,28 +233,17 @@ func (f *fastCanon) value(dst []byte, i int) ([]byte, int, bool) {
 	return dst, i, false
 }
 
-// str writes the string whose opening quote is at s[i]. A string without
-// escapes is its own canonical form.
-func (f *fastCanon) str(dst []byte, i int) ([]byte, int, bool) {
-	s := f.src
-	dst, j, ok := copyString(dst, s, i)
-	if !ok {
-		return dst, j, false
-	}
-	if s[j] == '"' {
-		return append(dst, '"'), j + 1, true
-	}
-	return appendEscaped(dst, s, j)
-}
-
-// copyString appends the string whose opening quote is at s[i], checked as
-// the Scanner checks it, up to its closing quote or its first '\\' (both left
-// out), and returns the index of that byte, or false if the string is not
-// valid up to there. It checks and copies sixteen (then eight) bytes at a
-// time while dst has room for them (appendFast makes room for the whole
-// input): the bytes of a word past the end of the plain run are stored too,
-// past the length of dst, where they are not part of it.
-func copyString(dst []byte, s string, i int) ([]byte, int, bool) {
+// copyString writes the string whose opening quote is at s[i], checked as
+// the Scanner checks it, and returns the index past its closing quote, or
+// false if it is not valid. A string without escapes is its own canonical
+// form: it is copied, sixteen (then eight) bytes at a time while dst has
+// room for them (appendFast makes room for the whole input); the bytes of a
+// word past the end of the plain run are stored too, past the length of
+// dst, where they are not part of it. From its first escape on,
+// appendEscaped writes it. A key (key true) is written with the colon after
+// it, and a key with escapes is refused (left to canon.go, which decodes it
+// for sorting).
+func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 	dst = append(dst, '"')
 	j := i + 1
 	for {
@@ -293,11 +282,14 @@ func copyString(dst []byte, s string, i int) ([]byte, int, bool) {
 				return dst, j, false
 			}
 		}
-		c := s[j]
-		if c == '"' || c == '\\' {
-			return dst, j, true
-		}
-		if c < 0x20 {
+		switch c := s[j]; {
+		case c == '"' && key:
+			return append(dst, '"', ':'), j + 1, true
+		case c == '"':
+			return append(dst, '"'), j + 1, true
+		case c == '\\' && !key:
+			return appendEscaped(dst, s, j)
+		case c < 0x20 || c == '\\':
 			return dst, j, false
 		}
 		r, size := utf8.DecodeRuneInString(s[j:])
@@ -460,11 +452,34 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 		}
 		start := len(dst)
 		var end int
+		var rank uint64
 		var ok bool
-		if dst, end, ok = copyString(dst, s, i); !ok || s[end] != '"' { // keys with escapes are left to canon.go
-			return dst, end, false
+		// Inline (too large to be inlined): a key of up to 15 bytes of
+		// plain ASCII, most keys, is written with its quotes and the
+		// colon after it from two words, without a loop.
+		if n := len(dst); i+17 <= len(s) && n+18 <= cap(dst) {
+			w1, w2 := load8(s, i+1), load8(s, i+9)
+			k1 := bits.TrailingZeros64(plainEnd(w1)) >> 3
+			k := k1 + bits.TrailingZeros64(plainEnd(w2))>>3&-(k1>>3)
+			if end = i + 1 + k; k < 16 && s[end] == '"' {
+				d := dst[n : n+18]
+				d[0] = '"'
+				binary.LittleEndian.PutUint64(d[1:9], w1)
+				binary.LittleEndian.PutUint64(d[9:17], w2)
+				d[1+k], d[2+k] = '"', ':'
+				dst = dst[:n+3+k]
+				// keyRank: the first min(k, 8) bytes, ASCII, read
+				// big-endian (a shift of 64 gives 0).
+				rank, ok = bits.ReverseBytes64(w1&(^uint64(0)>>(64-8*min(k, 8)))), true
+			}
 		}
-		dst = append(dst, '"', ':')
+		if !ok {
+			if dst, end, ok = copyString(dst, s, i, true); !ok {
+				return dst, end, false
+			}
+			end-- // its closing quote
+			rank = rankAt(s, i+1, end-i-1)
+		}
 		key := s[i+1 : end]
 		keyStart := i
 		if i = end + 1; i+2 < len(s) && s[i] == ':' && s[i+1] == ' ' && s[i+2] > ' ' {
@@ -476,7 +491,7 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 			i = skipWS(s, i+1)
 		}
 		if i < len(s) && s[i] == '"' { // most values are strings
-			dst, i, ok = f.str(dst, i)
+			dst, i, ok = copyString(dst, s, i, false)
 		} else {
 			dst, i, ok = f.value(dst, i)
 		}
@@ -490,7 +505,7 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 			omitted = true
 			dst = dst[:comma]
 		} else {
-			sp := fastSpan{rank: rankAt(s, keyStart+1, len(key)), key: int32(keyStart + 1), keyLen: int32(len(key)), start: int32(start), end: int32(len(dst))}
+			sp := fastSpan{rank: rank, key: int32(keyStart + 1), keyLen: int32(len(key)), start: int32(start), end: int32(len(dst))}
 			if n := len(f.spans); sorted && n > base {
 				if prev := &f.spans[n-1]; sp.rank <= prev.rank {
 					switch compareRanked(sp.rank, prev.rank, key, f.keyOf(prev)) {
