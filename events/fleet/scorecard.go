@@ -93,8 +93,9 @@ type Scorecard struct {
 
 // SplitBrainScore judges card.inconsistent. Injected counts the agents of
 // the split-brain scenario whose replicas served two cards at once long
-// enough to be seen alternating (SplitVisible leases, with traffic);
-// Detected those that got a card.inconsistent, Missed the others. False
+// enough to be seen alternating (SplitVisible leases, with traffic) and
+// answered carddrift's fetches from both (SplitVisible answers from the
+// rotation, Agent.Rotated); Detected those that got a card.inconsistent, Missed the others. False
 // counts the agents that got one although nothing they served alternated
 // (Assignment.Alternates): a rolling deploy that serves both versions in
 // turn, or a card flipped twice within the window, may get one.
@@ -166,7 +167,10 @@ type ScoreInput struct {
 	FullFetch time.Duration
 	// Lag is how long after a transition was sent the card must still be
 	// the same for the transition to count as an exposure: the time a worker
-	// may take to handle it (default 1s).
+	// may take to handle it (default: the run's p99 verdict latency, at
+	// least 1s: on a machine too busy to keep up, carddrift fetches the
+	// card a transition meets seconds after it was sent, and a change that
+	// was already undone by then is not one it could see).
 	Lag time.Duration
 	// Window is carddrift's consistency window (default 2m): what split
 	// brain is judged over.
@@ -234,6 +238,11 @@ func Score(in ScoreInput) Scorecard {
 	}
 
 	actual := actualSchedule(in)
+	if in.Lag <= 0 {
+		sorted := slices.Clone(latencies)
+		sort.Float64s(sorted)
+		in.Lag = max(time.Second, time.Duration(percentile(sorted, 0.99)*float64(time.Millisecond)))
+	}
 	for _, t := range in.Tasks {
 		as := byURL[t.AgentURL]
 		if as == nil {
@@ -357,6 +366,14 @@ func splitBrains(in ScoreInput, actual map[string]*Assignment, got map[string]in
 			}
 		}
 		if length < SplitVisible*lease || transitions < SplitVisible {
+			continue
+		}
+		// What carddrift could see is what it fetched while the replicas
+		// disagreed, not what the traffic sent then: a worker that handles
+		// those transitions after the split (a backlog on a loaded machine)
+		// fetches one card. Fewer than SplitVisible answers from the
+		// rotation are not an alternation it could tell (A→B→A→B).
+		if as.Agent != nil && as.Agent.Rotated() < SplitVisible {
 			continue
 		}
 		// Behind an ETag derived from the version, replicas of one version
