@@ -137,7 +137,7 @@ func (k *killWorkload) done(o *outbound) bool {
 func (k *killWorkload) check(t *testing.T, r *rig, out *outbound) {
 	t.Helper()
 	r.drained(t, 20*time.Second)
-	time.Sleep(200 * time.Millisecond) // let the collector catch up with late publishes
+	out.CaughtUp(t) // every late publish collected, not only those of the next 200ms
 	pinned := countBy(out, events.TypePinned)
 	ids := map[string]int{}
 	ruleSets := map[string]map[string]bool{}
