@@ -138,11 +138,15 @@ func TestAccounts(t *testing.T) {
 	if name != "CN=carddrift,O=carddrift" {
 		t.Errorf("CARDDRIFT user %q", name)
 	}
+	objectPurge := "$JS.API.STREAM.PURGE.OBJ_" + c.CardsObjectBucket
 	streams := []string{c.LifecycleStream, c.EventsStream, c.DLQStream,
 		"KV_" + c.PinsBucket, "KV_" + c.CardsBucket, "KV_" + c.LeasesBucket, "OBJ_" + c.CardsObjectBucket}
 	want := []string{"$JS.API.INFO", c.EventsSubjects, c.DLQSubjects,
 		"$JS.API.CONSUMER.CREATE." + c.LifecycleStream + ".>", "$JS.API.CONSUMER.MSG.NEXT." + c.LifecycleStream + ".*",
-		"$JS.ACK." + c.LifecycleStream + ".>", "$O." + c.CardsObjectBucket + ".>"}
+		"$JS.ACK." + c.LifecycleStream + ".>", "$O." + c.CardsObjectBucket + ".>",
+		// nats.go's object Put purges one chunk subject after a failed
+		// upload and after a replace (store's TestObjectPutsUnderShippedPermissions)
+		objectPurge}
 	for _, s := range streams {
 		want = append(want, "$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.CREATE."+s, "$JS.API.STREAM.UPDATE."+s)
 	}
@@ -156,7 +160,7 @@ func TestAccounts(t *testing.T) {
 	}
 	for _, p := range perms["publish"] {
 		if p == ">" || p == "$JS.API.>" || strings.Contains(p, ".DELETE."+c.LifecycleStream) || strings.Contains(p, "STREAM.DELETE") ||
-			strings.Contains(p, "STREAM.PURGE") || strings.HasPrefix(p, prefix(c.LifecycleSubjects)) {
+			strings.Contains(p, "STREAM.PURGE") && p != objectPurge || strings.HasPrefix(p, prefix(c.LifecycleSubjects)) {
 			t.Errorf("CARDDRIFT may publish %s: more than it needs", p)
 		}
 	}

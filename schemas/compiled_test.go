@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -280,10 +283,71 @@ func mutate(v any, depth int) []any {
 // set to each of the replacements (every JSON type, boundary lengths and
 // values, near misses of the patterns and of the uri format), an unknown
 // member added. Same decision, same field.
+//
+// The comparison is one goroutine's, in which the race detector finds
+// nothing and which it makes ten times slower (15 minutes under load 20,
+// past go test's 10-minute package timeout). Under -race the test runs
+// the same comparison, every value, in a child `go test` built without it
+// (the subtests in parallel), and checks under the race detector what it
+// can see: the compiled checks and the validator used by several
+// goroutines at once (differentialConcurrent).
 func TestCompiledDifferential(t *testing.T) {
-	for typ := range compiledTypes {
-		t.Run(typ, func(t *testing.T) { differential(t, typ) })
+	if raceEnabled && os.Getenv(differentialChild) == "" {
+		differentialConcurrent(t)
+		differentialWithoutRace(t)
+		return
 	}
+	for typ := range compiledTypes {
+		t.Run(typ, func(t *testing.T) {
+			t.Parallel()
+			differential(t, typ)
+		})
+	}
+}
+
+// differentialChild is set in the environment of the child go test that
+// runs TestCompiledDifferential without the race detector.
+const differentialChild = "CARDDRIFT_DIFFERENTIAL_CHILD"
+
+// differentialWithoutRace runs TestCompiledDifferential in a child go test
+// of this package built without the race detector, and fails with its
+// output when it fails.
+func differentialWithoutRace(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	cmd := exec.Command(goBin, "test", "-count=1", "-timeout=30m", "-run=^TestCompiledDifferential$", "-v", ".")
+	cmd.Env = append(os.Environ(), differentialChild+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("TestCompiledDifferential without the race detector: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "--- PASS: TestCompiledDifferential/") {
+			t.Log(strings.TrimPrefix(line, "--- PASS: TestCompiledDifferential/"))
+		}
+	}
+}
+
+// differentialConcurrent holds the compiled checks to the validator on
+// every example of every type, the types in parallel goroutines and each
+// example twice at once: what the race detector can check of schemas'
+// shared state.
+func differentialConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	for typ := range compiledTypes {
+		for f, data := range examples(t, typ) {
+			v, ok := parse(t, data)
+			if !ok {
+				t.Fatalf("%s: not JSON", f)
+			}
+			for range 2 {
+				wg.Go(func() { agree(t, typ, v, filepath.Base(f)+" (concurrent)") })
+			}
+		}
+	}
+	wg.Wait()
 }
 
 func differential(t *testing.T, typ string) {

@@ -408,8 +408,9 @@ func (g *CardsGC) purge(ctx context.Context, key string, rev uint64) (purgedBody
 }
 
 // removeObject deletes an object the way ObjectStore.Delete does, without
-// the STREAM.PURGE request it ends with (carddrift's account may not purge
-// streams): it publishes the object's metadata marked deleted (a rollup of
+// the STREAM.PURGE request it ends with (a purge that fails leaves the
+// object deleted and its chunks behind; rollups need only publishes on
+// the object's own subjects, which carddrift may make): it publishes the object's metadata marked deleted (a rollup of
 // its meta subject), then rolls its chunk subject up to one empty message
 // that expires (or, on a stream without message TTLs, stays: a few bytes).
 // These are the Object Store's own subjects, $O.<bucket>.M.<base64url

@@ -1,12 +1,17 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/natstest"
@@ -65,6 +70,86 @@ func TestStorageJobsUnderShippedPermissions(t *testing.T) {
 	}
 	if _, err := st.Cards.Get(ctx, digestOf(large)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Get(large) = %v, want ErrNotFound", err)
+	}
+	if violations := sh.Violations(); len(violations) > 0 {
+		t.Fatalf("permission violations: %v", violations)
+	}
+}
+
+// TestObjectPutsUnderShippedPermissions: the two object-store calls that
+// end in a STREAM.PURGE of one chunk subject (nats.go's Put sends it after
+// an upload that failed, for its partial chunks, and after replacing an
+// object, for the old chunks) are allowed to the shipped CARDDRIFT user,
+// and do their cleanup. Before accounts.conf granted the purge, both were
+// permission violations (TestCluster caught the first: a put that timed
+// out under load) and left their chunks behind.
+func TestObjectPutsUnderShippedPermissions(t *testing.T) {
+	sh := natstest.StartShipped(t, filepath.Join("..", "deployments", "nats", "accounts.conf"))
+	js := sh.JS
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+
+	// An object store of the smallest byte limit: two bodies of 600 KiB do
+	// not fit, so the second one's upload discards the first one's oldest
+	// chunks.
+	cfg := store.Config{StorageLimit: 96 << 20, CardsInlineMax: 1 << 10, CardsObjectMaxBytes: store.MinMaxBytes}
+	st, err := store.Open[storetest.Record](ctx, js, cfg)
+	if err != nil {
+		t.Fatalf("Open() under the shipped permissions: %v", err)
+	}
+	body := func(c string) []byte {
+		return []byte(`{"name":"large ` + c + `","description":"` + strings.Repeat(c, 600<<10) + `"}`)
+	}
+	a, b := body("a"), body("b")
+	for _, raw := range [][]byte{a, b} {
+		if err := st.Cards.Put(ctx, digestOf(raw), raw); err != nil {
+			t.Fatalf("Put(%d bytes): %v", len(raw), err)
+		}
+	}
+	if _, err := st.Cards.Get(ctx, digestOf(a)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get(a) after b discarded its chunks = %v, want ErrNotFound", err)
+	}
+	// Stored again: the object is replaced (nats.go purges the old chunks).
+	if err := st.Cards.Put(ctx, digestOf(a), a); err != nil {
+		t.Fatalf("Put(a) again: %v", err)
+	}
+	if got, err := st.Cards.Get(ctx, digestOf(a)); err != nil || !bytes.Equal(got, a) {
+		t.Fatalf("Get(a) after it was stored again = %d bytes, %v; want the %d stored", len(got), err, len(a))
+	}
+
+	// An upload that fails after its first chunk: nats.go purges what it
+	// sent, so the stream holds what it held before.
+	obj, err := js.ObjectStore(ctx, store.DefaultCardsObjectBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, "OBJ_"+store.DefaultCardsObjectBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errRead := errors.New("the body's reader failed")
+	_, err = obj.Put(ctx, jetstream.ObjectMeta{Name: "failed-upload"}, io.MultiReader(bytes.NewReader(a[:200<<10]), iotest.ErrReader(errRead)))
+	if !errors.Is(err, errRead) {
+		t.Fatalf("Put with a failing reader = %v, want %v", err, errRead)
+	}
+	// Every chunk subject left is an object's (the failed upload's were
+	// purged, and so were the replaced object's old ones).
+	objects, err := obj.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{}
+	for _, o := range objects {
+		live["$O."+store.DefaultCardsObjectBucket+".C."+o.NUID] = true
+	}
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter("$O."+store.DefaultCardsObjectBucket+".C.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for subj, n := range info.State.Subjects {
+		if !live[subj] {
+			t.Errorf("%d chunk(s) on %s, which is no object's: not purged", n, subj)
+		}
 	}
 	if violations := sh.Violations(); len(violations) > 0 {
 		t.Fatalf("permission violations: %v", violations)

@@ -212,6 +212,12 @@ func provisionBucketStream(ctx context.Context, js jetstream.JetStream, name str
 			return err
 		}
 		s, err = js.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			// Created (by this call, or by another worker provisioning at
+			// the same time: "already in use"), yet not found: a stream
+			// whose replicas a cluster is still placing.
+			return fmt.Errorf("%w: %w", errStreamForming, err)
+		}
 	}
 	if err != nil {
 		return err

@@ -21,11 +21,16 @@ const (
 	jsErrCodeStreamOfflineReasonF jetstream.ErrorCode = 10194
 )
 
+// errStreamForming marks a stream that was created, or found being
+// created by another worker, and that its info request does not find yet.
+var errStreamForming = errors.New("stream created but not found yet")
+
 // Waiting returns what a failed JetStream request (Provision, Bind, a
 // consumer's creation) waits for when its error is one that a deployment
 // still forming returns and that goes away by itself: no answer in time, no
 // JetStream responding yet, no connection yet, no meta or stream leader
-// yet, too few servers up to place the replicas. It returns "" for any
+// yet, too few servers up to place the replicas, a stream created (by this
+// worker or another one at the same time) that is not found yet. It returns "" for any
 // other error, which waiting does not cure: a refused permission, a
 // stream whose configuration conflicts, an invalid configuration, limits
 // the server cannot reserve (ErrStorageExceeded), a cancelled context.
@@ -37,6 +42,8 @@ func Waiting(err error) string {
 	switch {
 	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, ErrStorageExceeded):
 		return ""
+	case errors.Is(err, errStreamForming):
+		return "a stream being created to be found (two workers provisioning at once, a cluster placing its replicas)"
 	case errors.As(err, &apiErr):
 		switch apiErr.ErrorCode {
 		case jsErrCodeClusterNoPeers:

@@ -144,3 +144,39 @@ func cancelledErr(t *testing.T, js jetstream.JetStream) error {
 	}
 	return err
 }
+
+// TestWaitingOnAStreamStillForming: two workers provisioning a cluster at
+// once (TestCluster under load): one's create finds the stream "already in
+// use" (the other's is placed), and its info then answers "stream not
+// found" (its replicas are not up yet). Provision waits for it, as it waits
+// for a cluster forming, instead of failing at start-up. The server here
+// answers JetStream's requests exactly so.
+func TestWaitingOnAStreamStillForming(t *testing.T) {
+	_, nc, js := natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStream = false })
+	apiErr := func(e *server.ApiError) []byte {
+		b, err := json.Marshal(struct {
+			Type  string           `json:"type"`
+			Error *server.ApiError `json:"error"`
+		}{"io.nats.jetstream.api.v1.stream_info_response", e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	sub, err := nc.Subscribe("$JS.API.STREAM.>", func(m *nats.Msg) {
+		switch {
+		case strings.HasPrefix(m.Subject, "$JS.API.STREAM.INFO."):
+			m.Respond(apiErr(server.NewJSStreamNotFoundError()))
+		case strings.HasPrefix(m.Subject, "$JS.API.STREAM.CREATE."):
+			m.Respond(apiErr(server.NewJSStreamNameExistError()))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	err = provisionErr(t, js, store.Config{}, 10*time.Second)
+	if got := store.Waiting(err); !strings.Contains(got, "stream being created") {
+		t.Errorf("Waiting(%v) = %q, want it to wait for the stream", err, got)
+	}
+}

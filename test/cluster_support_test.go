@@ -573,7 +573,9 @@ func replicaCurrent(js jetstream.JetStream, stream, server string) bool {
 }
 
 func streamInfo(js jetstream.JetStream, stream string) *jetstream.StreamInfo {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	// A request answered within 10 s: 1 s, under -race on a busy machine,
+	// timed out often enough to run out the eventually around it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, stream)
 	if err != nil {

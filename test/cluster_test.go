@@ -431,18 +431,26 @@ func testClusterPermissions(t *testing.T, cl *natsCluster, r *rig) {
 // bucket (inline limit lowered to 64 bytes), as carddrift serve does with
 // large cards, and reads it back, with carddrift's identity.
 func testClusterCarddriftStores(t *testing.T, cl *natsCluster, r *rig) {
-	// After the failover, every replica of the two buckets is current.
-	for _, stream := range []string{"KV_" + r.cfg.CardsBucket, "OBJ_" + r.cfg.CardsObjectBucket} {
-		eventually(t, 30*time.Second, stream+" current on every node", func() bool {
-			for _, n := range cl.nodes {
-				if !replicaCurrent(r.js, stream, n.name) {
-					return false
+	// allCurrent waits until every replica of the two buckets is current
+	// (no lag): an event, bounded generously.
+	allCurrent := func(when string) {
+		t.Helper()
+		for _, stream := range []string{"KV_" + r.cfg.CardsBucket, "OBJ_" + r.cfg.CardsObjectBucket} {
+			eventually(t, 2*time.Minute, stream+" current on every node "+when, func() bool {
+				for _, n := range cl.nodes {
+					if !replicaCurrent(r.js, stream, n.name) {
+						return false
+					}
 				}
-			}
-			return true
-		})
+				return true
+			})
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	allCurrent("after the failover")
+	// Generous bounds: a 300 kB put is a few R3 publishes, which under
+	// -race on a busy machine took more than the 20 s they once shared
+	// with the lookups.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kv, err := r.js.KeyValue(ctx, r.cfg.CardsBucket)
 	if err != nil {
@@ -461,11 +469,13 @@ func testClusterCarddriftStores(t *testing.T, cl *natsCluster, r *rig) {
 	}
 	// Direct gets (KV and object metadata) are answered by any replica, so
 	// a read right after the write may reach a follower that has not
-	// applied it yet: read until it is there, as a later reader would.
+	// applied it yet: wait until every replica of both streams has (no
+	// lag), then read until it is there, as a later reader would.
+	allCurrent("after the put")
 	var got []byte
 	var misses int
 	var missed error
-	eventually(t, 10*time.Second, "the large card to read back", func() bool {
+	eventually(t, time.Minute, "the large card to read back", func() bool {
 		b, err := cards.Get(ctx, digest)
 		if err != nil {
 			misses, missed = misses+1, err

@@ -74,7 +74,7 @@ func TestRedeliveryReorderKeepsTransitions(t *testing.T) {
 		must(t, r.emit.Request(ctx, events.Request{TaskID: "reorder", AgentURL: base, Method: "tasks/sendSubscribe", Attempt: 1}))
 	}
 	nc1, stop1 := r.startWorkerOn(t, r.nc.ConnectedUrl(), "w1", nil)
-	eventually(t, 5*time.Second, "w1's digest check", func() bool { return n.Load() == 1 })
+	eventually(t, time.Minute, "w1's digest check", func() bool { return n.Load() == 1 })
 	// Long enough for w1's keepAlive to send InProgress for the submission
 	// (every AckWait/3): its redelivery deadline is now later than the
 	// buffered requests', so they are redelivered first.
@@ -86,7 +86,7 @@ func TestRedeliveryReorderKeepsTransitions(t *testing.T) {
 	r.startWorkerOn(t, r.nc.ConnectedUrl(), "w2", func(o *worker.Options) { o.Metrics = m })
 	out.waitFor(t, "the pin", func(o *outbound) bool { return countBy(o, events.TypePinned)["reorder"] == 1 })
 	r.drained(t, 15*time.Second)
-	time.Sleep(200 * time.Millisecond)
+	out.CaughtUp(t)
 	// In stream order: pinned on T0 (digest verified), then the streaming
 	// request meets T+40s: abort on streaming-disabled.
 	if noPin := m.Events.WithLabelValues(events.TypeRequest, "no-pin"); counterValue(noPin) > 0 {

@@ -13,14 +13,23 @@ import (
 // TestDemoScorecard runs the demo as CI does: fixed seed, short duration, and
 // asserts its scorecard — nothing missed, nothing falsely aborted, every
 // scenario exercised — and that it leaves no files behind.
+//
+// It judges detection, not throughput: the clients hold new tasks while
+// carddrift has more than 40 events to handle (--max-backlog), a task
+// every 2s per agent, over 40s. At 1 task/s for 20s, under -race on a
+// machine at load 25, carddrift handled verdicts 37s (p50) after the
+// events: the split brain (about 11s) and the outage (3–5s) were over
+// before it fetched, so they could not be seen (not exercised) and the
+// split brain was counted missed. These conditions gave a p50 of 3.5s
+// there, every scenario exercised.
 func TestDemoScorecard(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the demo runs for 20s; skipped with -short")
+		t.Skip("the demo runs for 40s; skipped with -short")
 	}
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	start := time.Now()
-	code, stdout, stderr := runCLI(t, "", "demo", "--duration", "20s", "--seed", "7", "--json")
+	code, stdout, stderr := runCLI(t, "", "demo", "--duration", "40s", "--task-every", "2s", "--max-backlog", "40", "--seed", "7", "--json")
 	elapsed := time.Since(start)
 	var card fleet.Scorecard
 	if err := json.Unmarshal([]byte(stdout), &card); err != nil {
@@ -46,11 +55,14 @@ func TestDemoScorecard(t *testing.T) {
 	}
 	// The demo judges once carddrift has drained its backlog (bounded by 3
 	// minutes); this only catches a demo that hangs.
-	if elapsed > 4*time.Minute {
-		t.Errorf("demo took %s for a 20s duration", elapsed)
+	if elapsed > 5*time.Minute {
+		t.Errorf("demo took %s for a 40s duration", elapsed)
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("demo left %d file(s) in the temp dir: %v", len(left), left[0].Name())
+	}
+	if t.Failed() {
+		t.Logf("scorecard: %s\nstderr: %s", stdout, stderr)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -106,6 +107,7 @@ func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 	}
 	var recvMu sync.Mutex
 	var received []fleet.Received
+	var viewed atomic.Uint64 // the highest stream sequence the planner's view has seen
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	cons, err := js.OrderedConsumer(sctx, cfg.EventsStream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
@@ -114,6 +116,9 @@ func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 		return fleet.Scorecard{}, fmt.Errorf("watch %s: %w", cfg.EventsStream, err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if md, err := m.Metadata(); err == nil && md.Sequence.Stream > viewed.Load() {
+			viewed.Store(md.Sequence.Stream) // one callback at a time
+		}
 		ev, err := events.Decode(m)
 		if err != nil {
 			return
@@ -150,9 +155,13 @@ func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 		return fleet.Scorecard{}, err
 	}
 	defer player.Stop()
+	var hold func() bool
+	if f.maxBacklog > 0 {
+		hold = holdOnBacklog(runCtx, js, cfg, uint64(f.maxBacklog))
+	}
 	traffic, err := fleet.NewTraffic(fleet.TrafficOptions{
 		JetStream: js, Schedule: sched, Start: player.Start(), Duration: f.duration,
-		Seed: f.seed, TaskEvery: f.taskEvery,
+		Seed: f.seed, TaskEvery: f.taskEvery, Hold: hold,
 	})
 	if err != nil {
 		return fleet.Scorecard{}, err
@@ -189,7 +198,14 @@ progress:
 	}
 	elapsed := time.Since(player.Start())
 	idle()
-	time.Sleep(300 * time.Millisecond) // the last published events reach the planner's view
+	// The last published events reach the planner's view: it has seen the
+	// events stream up to its last message (bounded: a view that stopped).
+	if err := waitViewed(ctx, js, cfg.EventsStream, &viewed, time.Minute); err != nil {
+		fmt.Fprintln(e.stderr, "demo:", err)
+	}
+	if n := traffic.Held(); n > 0 && !f.json {
+		fmt.Fprintf(e.stderr, "  new tasks held %d times while carddrift's backlog was over %d\n", n, f.maxBacklog)
+	}
 
 	recvMu.Lock()
 	got := append([]fleet.Received(nil), received...)
@@ -199,6 +215,53 @@ progress:
 		Tasks: traffic.Tasks(), Sent: traffic.Sent(), Errors: traffic.Errors(), Received: got, Lease: lease,
 		Applied: player.Applied(), FullFetch: fullFetch,
 	}), nil
+}
+
+// holdOnBacklog returns a fleet.TrafficOptions.Hold that reports whether
+// carddrift's backlog (service.Backlog of the lifecycle consumers) is over
+// limit, read every 100ms by a goroutine that ends with ctx. Until the
+// first read it does not hold; a read that fails holds until the next.
+func holdOnBacklog(ctx context.Context, js jetstream.JetStream, cfg store.Config, limit uint64) func() bool {
+	var over atomic.Bool
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			n, err := service.Backlog(rctx, js, cfg.LifecycleStream, cfg.ConsumerNames()...)
+			cancel()
+			// A backlog the server cannot report within 5s is taken as
+			// over: that server is busier than the traffic should make it.
+			over.Store(err != nil || n > limit)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return over.Load
+}
+
+// waitViewed waits until *viewed (the highest stream sequence an ordered
+// consumer of stream has delivered) reaches the stream's last sequence, for
+// at most bound.
+func waitViewed(ctx context.Context, js jetstream.JetStream, stream string, viewed *atomic.Uint64, bound time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return fmt.Errorf("%s: %w", stream, err)
+	}
+	last := s.CachedInfo().State.LastSeq
+	for viewed.Load() < last {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the planner's view of %s reached %d of %d: %w", stream, viewed.Load(), last, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // reportScorecard prints the scorecard, with what the deployment's

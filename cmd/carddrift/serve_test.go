@@ -90,17 +90,28 @@ func TestServeWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The pin lands before the rotation: wait for its card.pinned (a fixed
+	// 300ms was not enough under -race on a busy machine, and the task was
+	// pinned on the rotated card, with no drift to see).
+	pinned, err := nc.SubscribeSync("card.pinned.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pinned.Unsubscribe()
 	if err := emit.Submitted(ctx, events.Submitted{TaskID: "task 1", AgentURL: agent.URL(), SkillID: "summarize",
 		Requires: events.Requires{Streaming: true}, Posture: "fail-closed"}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // let the pin land before the rotation
+	if _, err := pinned.NextMsg(2 * time.Minute); err != nil {
+		t.Fatalf("no card.pinned for task 1: %v", err)
+	}
 	agent.Set(strings.Replace(card, `"streaming":true`, `"streaming":false`, 1))
 	if err := emit.Request(ctx, events.Request{TaskID: "task 1", AgentURL: agent.URL(), Method: "message/stream", Attempt: 1}); err != nil {
 		t.Fatal(err)
 	}
 
-	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	// A bound for a watch that hangs; each returns at its --limit.
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer wcancel()
 	var wout, werr bytes.Buffer
 	code := run(wctx, []string{"watch", "--nats-url", natsURL, "--from-start", "--json", "--task", "task 1",

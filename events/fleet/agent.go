@@ -118,6 +118,7 @@ type Agent struct {
 	outage   Outage
 
 	full, conditional, notModified, unavailable, notFound atomic.Int64
+	rotated                                               atomic.Int64
 }
 
 // ID returns the agent's name in the fleet, "agent-00", "agent-01", ….
@@ -327,6 +328,11 @@ func (a *Agent) Requests() (full, conditional int) {
 	return int(a.full.Load()), int(a.conditional.Load())
 }
 
+// Rotated returns how many card requests the agent answered (200 or 304)
+// from a rotation of several replicas (SetReplicas with more than one
+// card): what a fetcher could see of replicas that disagree.
+func (a *Agent) Rotated() int { return int(a.rotated.Load()) }
+
 // Stats returns the agent's request counters.
 func (a *Agent) Stats() Stats {
 	return Stats{
@@ -390,6 +396,9 @@ func (a *Agent) pick(a2aVersion string) (body, Outage) {
 	}
 	b := a.served[a.next%len(a.served)]
 	a.next = (a.next + 1) % len(a.served)
+	if len(a.served) > 1 {
+		a.rotated.Add(1)
+	}
 	return b, Up
 }
 

@@ -93,8 +93,9 @@ type Scorecard struct {
 
 // SplitBrainScore judges card.inconsistent. Injected counts the agents of
 // the split-brain scenario whose replicas served two cards at once long
-// enough to be seen alternating (SplitVisible leases, with traffic);
-// Detected those that got a card.inconsistent, Missed the others. False
+// enough to be seen alternating (SplitVisible leases, with traffic) and
+// answered carddrift's fetches from both (SplitVisible answers from the
+// rotation, Agent.Rotated); Detected those that got a card.inconsistent, Missed the others. False
 // counts the agents that got one although nothing they served alternated
 // (Assignment.Alternates): a rolling deploy that serves both versions in
 // turn, or a card flipped twice within the window, may get one.
@@ -166,7 +167,11 @@ type ScoreInput struct {
 	FullFetch time.Duration
 	// Lag is how long after a transition was sent the card must still be
 	// the same for the transition to count as an exposure: the time a worker
-	// may take to handle it (default 1s).
+	// may take to handle it (default: the task's own, measured — the
+	// longest its card.pinned or a card.drift of it took to come after its
+	// lifecycle event — at least 1s: on a machine too busy to keep up,
+	// carddrift fetches the card a transition meets seconds after it was
+	// sent, and a change already undone by then is not one it could see).
 	Lag time.Duration
 	// Window is carddrift's consistency window (default 2m): what split
 	// brain is judged over.
@@ -266,7 +271,11 @@ func Score(in ScoreInput) Scorecard {
 				break
 			}
 		}
-		want, ok := exposure(actual[as.AgentURL], t, pinned[t.ID], in)
+		lag := in.Lag
+		if lag <= 0 {
+			lag = taskLag(t, pinnedAt[t.ID], driftLatency[t.ID])
+		}
+		want, ok := exposure(actual[as.AgentURL], t, pinned[t.ID], in, lag)
 		if !ok {
 			continue
 		}
@@ -359,6 +368,14 @@ func splitBrains(in ScoreInput, actual map[string]*Assignment, got map[string]in
 		if length < SplitVisible*lease || transitions < SplitVisible {
 			continue
 		}
+		// What carddrift could see is what it fetched while the replicas
+		// disagreed, not what the traffic sent then: a worker that handles
+		// those transitions after the split (a backlog on a loaded machine)
+		// fetches one card. Fewer than SplitVisible answers from the
+		// rotation are not an alternation it could tell (A→B→A→B).
+		if as.Agent != nil && as.Agent.Rotated() < SplitVisible {
+			continue
+		}
 		// Behind an ETag derived from the version, replicas of one version
 		// answer each other's If-None-Match with 304: only the periodic
 		// full fetch could tell them apart.
@@ -377,10 +394,25 @@ func splitBrains(in ScoreInput, actual map[string]*Assignment, got map[string]in
 	return sb
 }
 
+// taskLag is how long carddrift took to handle the task's events, as far
+// as the run shows it (ScoreInput.Lag's default): the longest of its
+// card.pinned after its submission (pinnedAt, zero when none came) and its
+// card.drift latencies (-1: unknown), at least 1s.
+func taskLag(t *Task, pinnedAt time.Time, drifts []time.Duration) time.Duration {
+	lag := time.Second
+	if len(t.Events) > 0 && t.Events[0].Type == events.TypeSubmitted && !pinnedAt.IsZero() {
+		lag = max(lag, pinnedAt.Sub(t.Events[0].At))
+	}
+	for _, d := range drifts {
+		lag = max(lag, d)
+	}
+	return lag
+}
+
 // exposure returns what the task must get: the expectation of its first
 // capability-dependent transition that met a changed card live for at least
 // a lease (one label served, not down), when that expectation is a card.drift.
-func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput) (Expectation, bool) {
+func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput, lag time.Duration) (Expectation, bool) {
 	from := as.LabelOf(pinnedDigest)
 	if from == "" {
 		return Expectation{}, false
@@ -392,10 +424,6 @@ func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput) (Expe
 		if as.Agent.Caching() == CacheVersion {
 			hidden = in.FullFetch
 		}
-	}
-	lag := in.Lag
-	if lag <= 0 {
-		lag = time.Second
 	}
 	for _, e := range t.Events {
 		if !e.Capability {

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -102,4 +103,85 @@ func scoreUnknownPin(t *testing.T, req detector.Requirements) Scorecard {
 		Received: []Received{{Event: events.Event{Data: drift}, At: start.Add(time.Second)}},
 		Lease:    func(*Agent) time.Duration { return time.Second },
 	})
+}
+
+// TestScoreSplitBrainJudgedByFetches: a split brain is expected to be
+// reported only when carddrift fetched the card from the rotation of
+// replicas often enough to see them alternate (Agent.Rotated), not merely
+// because the traffic sent transitions during the split: a worker that
+// handles them after the split (a backlog on a loaded machine, the demo at
+// load 25) fetches one card. Then it is missed without card.inconsistent.
+func TestScoreSplitBrainJudgedByFetches(t *testing.T) {
+	f := startFleet(t, Options{Agents: 4, Seed: 1})
+	c := newClient(t)
+	a := agentWhere(t, f, "without an ETag", func(a *Agent) bool { return a.Caching() == CacheNone && !a.Varies() })
+	start := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	as := Assignment{
+		AgentURL: a.URL(), Scenario: SplitBrain, Agent: a,
+		Cards: []CardVersion{{Label: LabelBase, Digest: "sha256:base"}, {Label: "stale", Digest: "sha256:stale"}},
+		Steps: []Step{{At: 0, Card: LabelBase}, {At: 5 * time.Second, Replicas: []string{LabelBase, "stale"}},
+			{At: 50 * time.Second, Card: LabelBase}},
+	}
+	task := &Task{ID: "t1", AgentURL: as.AgentURL, Scenario: SplitBrain, PlannedLabel: LabelBase, PinSource: events.PinClientCard}
+	for i := range 10 {
+		task.Events = append(task.Events, SentEvent{ID: fmt.Sprintf("e%d", i), At: start.Add(time.Duration(10+i) * time.Second), Capability: true})
+	}
+	score := func() SplitBrainScore {
+		return Score(ScoreInput{
+			Schedule: []Assignment{as}, Start: start, Duration: time.Minute,
+			Tasks: map[string]*Task{"t1": task},
+			Lease: func(*Agent) time.Duration { return time.Second },
+		}).SplitBrain
+	}
+	if got := score(); got != (SplitBrainScore{}) {
+		t.Errorf("no fetch from the rotation: split brain %+v, want nothing injected", got)
+	}
+	a.SetReplicas(a.Card(), append(a.Card(), ' '))
+	for range SplitVisible {
+		get(t, c, a.CardURL())
+	}
+	if got := score(); got != (SplitBrainScore{Injected: 1, Missed: 1}) {
+		t.Errorf("%d fetches from the rotation, no card.inconsistent: split brain %+v, want injected and missed", SplitVisible, got)
+	}
+}
+
+// TestScoreLagIsTheTasksLatency: a transition counts as an exposure only
+// when the card it met stayed so for as long as carddrift took to handle
+// the task's events (here its card.pinned came 5s after its submission):
+// a change undone 1.5s later is not one carddrift could have seen (the
+// flapping miss of the demo under load). With a Lag of 1s it is an
+// exposure, and missed.
+func TestScoreLagIsTheTasksLatency(t *testing.T) {
+	start := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	as := Assignment{
+		AgentURL: "http://127.0.0.1:1", Scenario: "flapping",
+		Cards:    []CardVersion{{Label: LabelBase, Digest: "sha256:base"}, {Label: "flipped", Digest: "sha256:flipped"}},
+		Profiles: []Profile{{Name: "p"}},
+		Steps: []Step{{At: 0, Card: LabelBase}, {At: 10 * time.Second, Card: "flipped"},
+			{At: 12 * time.Second, Card: LabelBase}},
+		Expectations: []Expectation{
+			{Profile: "p", From: LabelBase, To: "flipped", Outcome: OutcomeAbort},
+			{Profile: "p", From: "flipped", To: LabelBase, Outcome: OutcomeContinue},
+		},
+	}
+	tasks := map[string]*Task{
+		"t1": {ID: "t1", AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: Profile{Name: "p"}, PlannedLabel: LabelBase,
+			PinSource: events.PinClientCard, Events: []SentEvent{
+				{ID: "t1/1", Type: events.TypeSubmitted, At: start},
+				{ID: "t1/2", Type: events.TypeRequest, At: start.Add(10500 * time.Millisecond), Capability: true},
+			}},
+	}
+	received := []Received{
+		{Event: events.Event{Data: events.Pinned{TaskID: "t1", AgentURL: as.AgentURL, Digest: "sha256:base"}}, At: start.Add(5 * time.Second)},
+	}
+	for _, tc := range []struct {
+		lag    time.Duration
+		missed int
+	}{{0, 0}, {time.Second, 1}} {
+		sc := Score(ScoreInput{Schedule: []Assignment{as}, Start: start, Duration: time.Minute, Tasks: tasks,
+			Received: received, Lease: func(*Agent) time.Duration { return time.Second }, Lag: tc.lag})
+		if sc.Missed != tc.missed {
+			t.Errorf("Lag %v: missed %d, want %d (problems %+v)", tc.lag, sc.Missed, tc.missed, sc.Problems)
+		}
+	}
 }

@@ -46,6 +46,14 @@ type TrafficOptions struct {
 	MaxTasks int
 	// Source is the CloudEvents source of the events (default "carddrift-demo-client").
 	Source string
+	// Hold, when set, is asked before each new task: while it returns true
+	// no task starts (tasks already started carry on), and the agent tries
+	// again HoldPoll later. The demo holds while carddrift's backlog is over
+	// a bound, so that a machine slower than the traffic gets fewer tasks
+	// rather than verdicts too late to judge.
+	Hold func() bool
+	// HoldPoll is how often a held agent asks Hold again (default 100ms).
+	HoldPoll time.Duration
 }
 
 func (o *TrafficOptions) setDefaults() {
@@ -53,6 +61,7 @@ func (o *TrafficOptions) setDefaults() {
 	o.StepEvery = defaults.Positive(o.StepEvery, 400*time.Millisecond)
 	o.Steps = defaults.Positive(o.Steps, 12)
 	o.MaxTasks = defaults.Positive(o.MaxTasks, 2000)
+	o.HoldPoll = defaults.Positive(o.HoldPoll, 100*time.Millisecond)
 	if o.Source == "" {
 		o.Source = "carddrift-demo-client"
 	}
@@ -93,6 +102,7 @@ type Traffic struct {
 	tasks map[string]*Task
 	sent  atomic.Int64
 	errs  atomic.Int64
+	held  atomic.Int64
 }
 
 // NewTraffic validates opts and returns a Traffic; it does not publish.
@@ -112,6 +122,9 @@ func NewTraffic(opts TrafficOptions) (*Traffic, error) {
 // the publishes that failed.
 func (t *Traffic) Sent() int64   { return t.sent.Load() }
 func (t *Traffic) Errors() int64 { return t.errs.Load() }
+
+// Held returns how many times a task did not start because Hold said so.
+func (t *Traffic) Held() int64 { return t.held.Load() }
 
 // Tasks returns every task started, by id.
 func (t *Traffic) Tasks() map[string]*Task {
@@ -149,6 +162,11 @@ func (t *Traffic) Run(ctx context.Context) error {
 				}
 				if wait.Sleep(ctx, time.Until(next)) != nil {
 					return
+				}
+				if t.opts.Hold != nil && t.opts.Hold() {
+					t.held.Add(1)
+					next = time.Now().Add(t.opts.HoldPoll)
+					continue
 				}
 				select {
 				case sem <- struct{}{}:

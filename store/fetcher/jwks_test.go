@@ -297,9 +297,14 @@ func TestJWKSCoalesce(t *testing.T) {
 			errs <- err
 		}()
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	// Wait for the flight (a generous bound: the goroutines may start late
+	// on a busy machine, and without a flight the rest tests nothing).
+	deadline := time.Now().Add(time.Minute)
 	for srv.requests.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
+	}
+	if srv.requests.Load() == 0 {
+		t.Fatal("no lookup reached the JWKS server within a minute")
 	}
 	// A flight is in progress: this caller joins it, then leaves.
 	leaver, leave := context.WithCancel(context.Background())

@@ -309,10 +309,11 @@ func TestSubscribeStopAndResume(t *testing.T) {
 func TestSubscribeDrain(t *testing.T) {
 	js, _ := withJS(t)
 	release := make(chan struct{})
-	var handled atomic.Int32
+	var entered, handled atomic.Int32
 	var ctxErr atomic.Value
 	sub, err := planner.Subscribe(context.Background(), js, planner.Options{Durable: "drain"},
 		func(ctx context.Context, v planner.Verdict) error {
+			entered.Add(1)
 			<-release
 			if ctx.Err() != nil {
 				ctxErr.Store(ctx.Err())
@@ -328,7 +329,9 @@ func TestSubscribeDrain(t *testing.T) {
 		ds = append(ds, drift(t, taskName(i), "https://a.example", v1, noStream, streamEcho))
 	}
 	publish(t, js, ds...)
-	time.Sleep(200 * time.Millisecond) // let the client buffer them
+	// The client has them: its handler holds the first (a fixed 200ms
+	// could end before any was delivered on a busy machine).
+	natstest.Eventually(t, time.Minute, "a verdict delivered to the handler", func() bool { return entered.Load() > 0 })
 	sub.Drain()
 	close(release)
 	select {
