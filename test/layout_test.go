@@ -65,9 +65,9 @@ var layoutLayers = []layoutLayer{
 	// fetch budget.
 	{"client lifecycle tracking and its test rig", []string{"events/client/internal/track", "events/client/clienttest"}},
 	{"task core", []string{"events/task", "events/worker/budget"}},
-	// The one conversion of a fetcher observation into the task core's,
-	// shared by the shells that judge live cards (the worker, the
-	// planner's Checker).
+	// The one observation of the card a task is judged against, and its
+	// conversion into the task core's, shared by the shells that judge
+	// live cards (the worker, the planner's Checker).
 	{"observation", []string{"events/internal/observation"}},
 	// What runs a task core or reads its records: the worker runtime,
 	// client libraries, inspection (replay, census, impact).

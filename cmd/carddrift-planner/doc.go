@@ -10,7 +10,12 @@
 //     a2a.task.submitted for the same task with the new card through the
 //     Emitter, which replaces the pin; when it no longer satisfies them, or
 //     cannot be read, abort instead; a verdict that names a replanSkill (the
-//     agent renamed the task's skill) re-plans onto that skill;
+//     agent renamed the task's skill) re-plans onto that skill. A task that
+//     uses the authenticated extended card is re-read from the extended
+//     card, with --agent-credentials FILE (CARDDRIFT_AGENT_CREDENTIALS; the
+//     file serve's flag reads, read again when it changes); without a
+//     credential for its agent it is aborted, not re-planned onto the
+//     public card;
 //   - continue: log it.
 //
 // Every flag can be set as CARDDRIFT_<FLAG> (upper case, dashes as

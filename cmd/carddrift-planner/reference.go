@@ -136,6 +136,12 @@ func (p *reference) replan(ctx context.Context, v planner.Verdict, o *outcome) e
 		return err
 	}
 	o.Live = d.Live.Digest
+	if d.Extended == events.ExtendedUnavailable {
+		// Only the public card could be read: it is not what the task
+		// plans on.
+		o.Did, o.Reason = didCannotAbort, "the task uses the extended card, which cannot be read (no --agent-credentials for its origin): cannot re-plan; "+v.Reason
+		return nil
+	}
 	if !d.Satisfied() {
 		msgs := make([]string, 0, len(d.Unmet))
 		for _, u := range d.Unmet {
@@ -158,6 +164,7 @@ func (p *reference) replan(ctx context.Context, v planner.Verdict, o *outcome) e
 		Requires: events.Requires{
 			Streaming: req.Streaming, PushNotifications: req.PushNotifications,
 			InputModes: req.InputModes, OutputModes: req.OutputModes, Security: req.Security,
+			Scopes: req.Scopes, Extensions: req.Extensions, ExtendedCard: req.ExtendedCard,
 		},
 		Posture: req.Posture, Idempotent: req.Idempotent,
 		Card: d.Card.Raw,

@@ -46,6 +46,7 @@ type flags struct {
 
 	fetchAllow   string
 	fetchTimeout time.Duration
+	agentCreds   string
 	drainTimeout time.Duration
 	logLevel     string
 }
@@ -80,6 +81,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&f.limit, "limit", 0, "stop after handling this many verdicts (0: run until interrupted)")
 	fs.StringVar(&f.fetchAllow, "fetch-allow", "", "CIDR[,CIDR...] the SSRF guard lets the card fetcher dial (as carddrift serve --fetch-allow)")
 	fs.DurationVar(&f.fetchTimeout, "fetch-timeout", fetcher.DefaultTotalTimeout, "bound of one card fetch")
+	fs.StringVar(&f.agentCreds, "agent-credentials", "", `what to present to agents for their authenticated extended cards, as carddrift serve --agent-credentials: `+
+		`a JSON file mapping an agent origin (scheme://host[:port]) to {"headers": {"Name": "value", …}} or {"cert": PEM_FILE, "key": PEM_FILE}; `+
+		`read again when it changes. Without a credential for its agent, a task that uses the extended card cannot be re-planned`)
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on stop, how long to finish the verdicts in hand")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level of stderr logs: debug, info, warn, error")
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("CARDDRIFT")); err != nil {
@@ -140,6 +144,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	log := zerolog.New(stderr).Level(o.level).With().Timestamp().Str("durable", o.durable).Logger()
+	if o.agentCreds != "" {
+		creds, err := fetcher.OpenCredentials(o.agentCreds, fetcher.CredentialsFileOptions{OnReload: func(origins int, err error) {
+			if err != nil {
+				log.Error().Err(err).Msg("--agent-credentials: the file changed and does not parse; the previous credentials stay")
+				return
+			}
+			log.Info().Int("origins", origins).Msg("--agent-credentials: read again")
+		}})
+		if err != nil {
+			fmt.Fprintln(stderr, "carddrift-planner: --agent-credentials:", err)
+			return exitUsage
+		}
+		o.fetch.Credentials = creds
+	}
 	if err := serve(ctx, o, stdout, log); err != nil {
 		fmt.Fprintln(stderr, "carddrift-planner:", err)
 		return exitError

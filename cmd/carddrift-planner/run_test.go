@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -268,4 +270,35 @@ func TestPlannerReplansOntoRenamedSkill(t *testing.T) {
 		p, _, err := r.Stores.Pins.Get(ctx, "rename-me")
 		return err == nil && p.Requirements.SkillID == "echo-v2"
 	})
+}
+
+// A credentials file that does not parse is a usage error, by flag or by
+// CARDDRIFT_AGENT_CREDENTIALS, that names the flag and never the value.
+func TestPlannerAgentCredentialsUsage(t *testing.T) {
+	const secret = "tok-planner-usage-secret"
+	bad := filepath.Join(t.TempDir(), "creds.json")
+	if err := os.WriteFile(bad, []byte(`{"https://a.example": {"headers": {"Host": "`+secret+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+	}{
+		{"flag", []string{"--agent-credentials", bad}, ""},
+		{"env", nil, bad},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("CARDDRIFT_AGENT_CREDENTIALS", tc.env)
+			}
+			code, stdout, stderr := runPlanner(t, tc.args...)
+			if code != exitUsage || !strings.Contains(stderr, "--agent-credentials") || !strings.Contains(stderr, "bad header") {
+				t.Errorf("exit %d, stderr %q; want a usage error naming --agent-credentials", code, stderr)
+			}
+			if strings.Contains(stdout+stderr, secret) {
+				t.Errorf("the secret is in the output: %q", stdout+stderr)
+			}
+		})
+	}
 }

@@ -103,6 +103,34 @@ func (p Pin) UsesExtended() bool {
 	return p.Requirements.ExtendedCard && p.Extended != events.ExtendedUnavailable
 }
 
+// LostExtended reports a pin of the extended card observed through the
+// public card: state, the extended-card state of the observation
+// (Transition.UseExtended), is events.ExtendedUnavailable — the extended
+// card can no longer be asked for (the credentials for the agent's origin
+// were removed, or the agent stopped offering one). Such a task is not
+// judged against the public card, which was never what it planned on: it
+// is pinned again on the public card (OnPublicCard). Every shell that
+// judges a task asks the core this (Transition.Judge, the planner's
+// Checker).
+func (p Pin) LostExtended(state string) bool {
+	return p.Extended == events.ExtendedPinned && state == events.ExtendedUnavailable && !p.Pending()
+}
+
+// OnPublicCard returns the pin made again on the public card obs, extended
+// "unavailable", as for a task submitted without credentials (a pin that
+// LostExtended): its digest, fingerprint and signatures are the public
+// card's, and no live digest was judged against it yet.
+func (p Pin) OnPublicCard(obs Observation) Pin {
+	p = p.Clone()
+	p.Extended = events.ExtendedUnavailable
+	p.Source = events.PinFirstFetch
+	p.fill(obs.Digest, obs.Card)
+	p.signed(obs.Signatures)
+	p.observedAt(obs)
+	p.LiveDigest = ""
+	return p
+}
+
 // observedAt records where the pin's card was observed: the public card's
 // URL (the extended card's endpoint is found from the public card, so a
 // pin of the extended card keeps the public card URL it was given).

@@ -285,7 +285,7 @@ func (t *Transition) UseExtended(state string) {
 // extended "unavailable" (a card.pinned that says so), as a task submitted
 // without credentials is; its task-level findings are judged on that pin.
 func (t *Transition) Judge(obs Observation) Result {
-	if t.pin.Extended == events.ExtendedPinned && t.extended == events.ExtendedUnavailable && !t.pin.Pending() {
+	if t.pin.LostExtended(t.extended) {
 		return t.unavailable(obs)
 	}
 	if t.pin.Pending() {
@@ -307,14 +307,9 @@ func (t *Transition) Judge(obs Observation) Result {
 }
 
 // unavailable pins the task on the public card obs, extended "unavailable"
-// (Judge).
+// (Judge, for a pin that LostExtended).
 func (t *Transition) unavailable(obs Observation) Result {
-	t.pin.Extended = events.ExtendedUnavailable
-	t.pin.Source = events.PinFirstFetch
-	t.pin.fill(obs.Digest, obs.Card)
-	t.pin.signed(obs.Signatures)
-	t.pin.observedAt(obs)
-	t.pin.LiveDigest = ""
+	t.pin = t.pin.OnPublicCard(obs)
 	r := Result{Pin: &t.pin, Publish: []events.Data{pinned(t.ev, t.pin)}, Outcome: OutcomePinned}
 	if len(t.Findings) > 0 {
 		judged := evaluate(t.ev, t.meta, &t.pin, true, obs.Card, obs, t.Findings)

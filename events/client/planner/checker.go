@@ -28,7 +28,13 @@ type CheckerOptions struct {
 	// Fetch configures the Checker's own fetcher when Fetcher is nil (Close
 	// closes it). Set Fetch.Leases and Fetch.Cards to the workers' stores
 	// (store.Bind) to share their leases; Fetch.Allow widens the SSRF guard
-	// as the workers' --fetch-allow does.
+	// as the workers' --fetch-allow does; Fetch.Credentials (a
+	// *fetcher.Credentials, or the *fetcher.CredentialsFile of carddrift
+	// serve --agent-credentials) are what the Checker presents to an agent
+	// origin for its authenticated extended card, as the workers do (a
+	// Fetcher passed in presents its own). Without a credential for an
+	// agent, a task that uses the extended card is judged on the public
+	// card (Decision.Extended).
 	Fetch fetcher.Options
 	// Cards resolves WithPinnedDigest to a card body. Default Fetch.Cards.
 	Cards store.Cards
@@ -137,14 +143,22 @@ func WithPosture(p detector.Posture) CheckOption {
 
 // Decision is the answer of Check.
 type Decision struct {
-	// AgentURL is the agent asked about; CardURL the card URL that answered.
+	// AgentURL is the agent asked about; CardURL the card URL that answered
+	// (for the extended card, its lease key: fetcher.IsExtendedKey).
 	AgentURL, CardURL string
+	// Extended is, for a task that uses the authenticated extended card
+	// (requirements.ExtendedCard), the card that answered, as a worker's
+	// card.pinned says it: events.ExtendedPinned — the extended card, asked
+	// for with the credential held for the agent's origin;
+	// events.ExtendedUnavailable — the public card, because no extended card
+	// can be asked for (no credential, none offered). "" for any other task.
+	Extended string
 	// Live identifies the live card; FromLease is set when no request was
 	// made (a fresh shared lease answered).
 	Live      events.CardRef
 	FromLease bool
 	// Card is the live card (read-only: it is shared with the fetcher's
-	// cache). Card.Raw is the body as served: submit it as
+	// cache): the extended card when Extended is events.ExtendedPinned. Card.Raw is the body as served: submit it as
 	// events.Submitted.Card when (re-)planning against it.
 	Card *detector.Card
 	// Unmet lists what of the task's requirements the live card does not
@@ -158,7 +172,12 @@ type Decision struct {
 	// own decision: with the signers of both cards, the agent's split-brain
 	// window from the shared lease and CheckerOptions.RequireSigned). When
 	// the agent renamed the task's skill, Unmet says the old id is gone and
-	// a degrade verdict names the new one (Verdict.ReplanSkill).
+	// a degrade verdict names the new one (Verdict.ReplanSkill). For a task
+	// that uses the extended card the pinned card is its extended card; when
+	// Extended is events.ExtendedUnavailable it is not judged against the
+	// public card (task.Pin.LostExtended): as a worker pins such a task again
+	// on the public card, Findings and Verdict are the public card's own (no
+	// drift).
 	Pinned   *events.CardRef
 	Findings []detector.Finding
 	Verdict  *detector.Verdict
@@ -177,7 +196,11 @@ func (d Decision) OK() bool {
 // Check reads the live card of agentURL through the Checker's fetcher —
 // the shared lease when fresh, else a revalidation or fetch, exactly as a
 // worker does on a capability-dependent transition — and tells whether it
-// satisfies requirements (Decision.Unmet, see Unsatisfied). With a pinned
+// satisfies requirements (Decision.Unmet, see Unsatisfied). For a task that
+// uses the authenticated extended card (requirements.ExtendedCard) the live
+// card is the extended card, asked for with the Checker's credentials
+// exactly as a worker asks for it; without a credential for the agent's
+// origin it is the public card (Decision.Extended). With a pinned
 // card (WithPinned, WithPinnedCard, WithPinnedDigest) it also judges the
 // task as a worker would (task.Decide), with requirements.Posture (or
 // WithPosture): the pinned card's signatures are verified as a worker
@@ -191,7 +214,10 @@ func (d Decision) OK() bool {
 // Errors: *UnreachableError (matches ErrUnreachable) when the live card
 // cannot be read — never a satisfied Decision; ErrInvalidPinned,
 // ErrUnknownPinned for a pinned card that cannot be used; ErrStore for a
-// failing store (transient). The Decision is zero on error.
+// failing store (transient). The Decision is zero on error. An extended card
+// refused (401, 403) is an *UnreachableError with Reason
+// fetcher.ReasonUnauthorized or ReasonForbidden. No error and no Decision
+// ever repeats a credential.
 func (c *Checker) Check(ctx context.Context, requirements detector.Requirements, agentURL string, opts ...CheckOption) (Decision, error) {
 	var cfg checkConfig
 	for _, o := range opts {
@@ -203,24 +229,31 @@ func (c *Checker) Check(ctx context.Context, requirements detector.Requirements,
 	if err != nil {
 		return Decision{}, err
 	}
-	obs, err := c.f.ObserveAgent(ctx, agentURL, cfg.cardURL, cfg.force)
+	pin := task.Pin{AgentURL: agentURL, CardURL: cfg.cardURL, Requirements: requirements}
+	if requirements.ExtendedCard {
+		// A task that uses the extended card was planned on it (A2A: a
+		// client's extended card replaces the public one for its session).
+		pin.Extended = events.ExtendedPinned
+	}
+	obs, state, err := observation.Card(ctx, c.f, pin, cfg.force)
 	if err != nil {
 		return Decision{}, c.fetchError(agentURL, cfg.cardURL, obs, err)
 	}
 	d := Decision{
-		AgentURL: agentURL, CardURL: obs.CardURL, FromLease: obs.FromLease, Card: obs.Card,
+		AgentURL: agentURL, CardURL: obs.CardURL, Extended: state, FromLease: obs.FromLease, Card: obs.Card,
 		Live:  events.CardRef{Digest: obs.Digest, Fingerprint: obs.Fingerprint, ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC()},
 		Unmet: Unsatisfied(obs.Card, requirements),
 	}
 	if pinned != nil {
-		pin := task.Pin{
-			AgentURL: agentURL, CardURL: cfg.cardURL, Digest: pinnedRef.Digest, Fingerprint: pinnedRef.Fingerprint,
-			Requirements: requirements,
-			// Verified as a worker verifies a client's card.
-			Signatures: c.f.VerifyAt(ctx, cmp.Or(cfg.cardURL, agentURL), pinned.Raw), SignaturesKnown: true,
+		pin.Digest, pin.Fingerprint = pinnedRef.Digest, pinnedRef.Fingerprint
+		// Verified as a worker verifies a client's card.
+		pin.Signatures, pin.SignaturesKnown = c.f.VerifyAt(ctx, cmp.Or(cfg.cardURL, agentURL), pinned.Raw), true
+		live := observation.Of(obs, c.now())
+		if pin.LostExtended(state) {
+			// The public card judges the task, as the worker's pin again.
+			pin, pinned = pin.OnPublicCard(live), nil
 		}
-		dec := task.Decide(pin, pinned, observation.Of(obs, c.now()), nil,
-			task.Policy{RequireSigned: c.signed, Posture: cfg.posture})
+		dec := task.Decide(pin, pinned, live, nil, task.Policy{RequireSigned: c.signed, Posture: cfg.posture})
 		d.Pinned, d.Findings, d.Verdict = pinnedRef, dec.Findings, &dec.Verdict
 	}
 	return d, nil

@@ -56,6 +56,27 @@
 // An unreachable card is an error (*UnreachableError, matching
 // ErrUnreachable), never a satisfied Decision.
 //
+// # Authenticated extended cards
+//
+// A task that uses the agent's authenticated extended card
+// (Requirements.ExtendedCard) is checked against the extended card, asked
+// for exactly as a worker asks for it, with the credentials the Checker is
+// given for the agent's origin — the type carddrift serve
+// --agent-credentials reads:
+//
+//	creds, err := fetcher.OpenCredentials(path, fetcher.CredentialsFileOptions{})
+//	...
+//	chk, err := planner.NewChecker(planner.CheckerOptions{Fetch: fetcher.Options{
+//		Leases: stores.Leases, Cards: stores.Cards, Credentials: creds,
+//	}})
+//
+// Decision.Extended says which card answered. Without a credential for the
+// agent (events.ExtendedUnavailable) the public card answers and, as a
+// worker pins such a task again on the public card, a pinned extended card
+// is not judged against it: no drift. A refused credential is an
+// *UnreachableError (fetcher.ReasonUnauthorized, ReasonForbidden,
+// ReasonRPCError). No Decision and no error ever carries a credential.
+//
 // The reference planner, cmd/carddrift-planner, puts both together: it
 // aborts or re-plans tasks as verdicts arrive.
 package planner
