@@ -573,6 +573,26 @@ func (s *Submission) UseExtended(state string) {
 	}
 }
 
+// WithoutCredentials says the shell holds no credentials for the agent's
+// origin. A client's card or digest of a task that uses the extended card
+// names the extended card the client planned on, which carddrift cannot ask
+// the agent for: it is set aside, and the task is judged on the public card,
+// pinned at its first fetch with extended "unavailable" (as a submission
+// without a card). Judged against the public card, the client's extended
+// card would read as drift (its extra skills "removed") at the first
+// transition. Other submissions ignore it. The shell says it before
+// NeedsObservation.
+func (s *Submission) WithoutCredentials() {
+	p := s.pin
+	if !p.Requirements.ExtendedCard || p.Source == events.PinFirstFetch {
+		return
+	}
+	s.body = nil
+	s.pin = Pin{TaskID: p.TaskID, AgentURL: p.AgentURL, CardURL: p.CardURL, PinnedAt: p.PinnedAt,
+		Requirements: p.Requirements, SubmittedSeq: p.SubmittedSeq, Source: events.PinFirstFetch,
+		Extended: events.ExtendedUnavailable}
+}
+
 // NeedsObservation reports whether the pin needs a live observation: a
 // client digest is checked against the live card, and without a client card
 // or digest the first fetch is the pin.

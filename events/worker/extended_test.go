@@ -237,3 +237,53 @@ func hasRule(d events.Drift, rule string) bool {
 	}
 	return false
 }
+
+// TestExtendedClientCardWithoutCredentials: a client that planned on the
+// extended card submits it (as its card, or its digest) for a task that
+// uses it, on an agent carddrift holds no credentials for: the task is
+// pinned on the public card (first fetch, extended unavailable) and judged
+// on it — no card.drift at its transitions for skills only the extended
+// card has.
+func TestExtendedClientCardWithoutCredentials(t *testing.T) {
+	bare := newExtendedAgent(t)
+	r := newRig(t, func(*worker.Options) {})
+	ctx := context.Background()
+	extCard := bare.card("summarize", "audit-ledger")
+	extDigest, _ := detector.Digest(extCard)
+	pubDigest, _ := detector.Digest(bare.card("summarize"))
+
+	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "card", AgentURL: bare.srv.URL, SkillID: "audit-ledger",
+		Card: extCard, Requires: events.Requires{ExtendedCard: true}}))
+	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "digest", AgentURL: bare.srv.URL, SkillID: "audit-ledger",
+		CardDigest: extDigest, Requires: events.Requires{ExtendedCard: true}}))
+	// The control: the same card for a task that does not use the extended
+	// card is the client's card, and drifts (the agent serves another).
+	must(t, r.Emit.Submitted(ctx, events.Submitted{TaskID: "plain", AgentURL: bare.srv.URL, SkillID: "audit-ledger", Card: extCard}))
+	for _, task := range []string{"card", "digest", "plain"} {
+		r.Eventually(task+": card.pinned", func() bool { return len(r.Out().Events(events.TypePinned, task)) == 1 })
+	}
+	for _, tc := range []struct{ task, digest, source, extended string }{
+		{"card", pubDigest, events.PinFirstFetch, events.ExtendedUnavailable},
+		{"digest", pubDigest, events.PinFirstFetch, events.ExtendedUnavailable},
+		{"plain", extDigest, events.PinClientCard, ""},
+	} {
+		p := r.Out().Events(events.TypePinned, tc.task)[0].Data.(events.Pinned)
+		if p.Digest != tc.digest || p.Source != tc.source || p.Extended != tc.extended {
+			t.Errorf("%s: card.pinned digest %s source %s extended %q, want %s %s %q",
+				tc.task, p.Digest, p.Source, p.Extended, tc.digest, tc.source, tc.extended)
+		}
+	}
+	for _, task := range []string{"card", "digest", "plain"} {
+		must(t, r.Emit.Request(ctx, events.Request{TaskID: task, AgentURL: bare.srv.URL, Method: "message/stream", Attempt: 1}))
+	}
+	r.Eventually("plain: card.drift", func() bool { return len(r.Out().Drifts("plain")) == 1 })
+	r.Out().CaughtUp(t)
+	if n := len(r.Out().Drifts("card")) + len(r.Out().Drifts("digest")); n != 0 {
+		t.Errorf("%d card.drift for tasks judged on the public card, which did not change", n)
+	}
+	bare.mu.Lock()
+	defer bare.mu.Unlock()
+	if bare.extCalls != 0 {
+		t.Errorf("the agent without credentials was asked for its extended card %d times", bare.extCalls)
+	}
+}

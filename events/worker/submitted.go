@@ -22,6 +22,9 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 	if err != nil {
 		return "", permanentError{reason: ReasonInvalidCard, err: err}
 	}
+	if p := s.Pin(); p.Requirements.ExtendedCard && !w.fetch.HasCredentials(cmp.Or(p.CardURL, p.AgentURL)) {
+		s.WithoutCredentials() // a client's extended card: the public card instead
+	}
 	if !s.NeedsObservation() {
 		// The client's card: the pin records who signed it, verified with
 		// the keys live cards of that agent are verified with.
