@@ -38,7 +38,7 @@ func TestDriftOnceBeyondDedupWindow(t *testing.T) {
 	round()
 	time.Sleep(1500 * time.Millisecond) // past the duplicate window
 	round()
-	time.Sleep(200 * time.Millisecond)
+	out.CaughtUp(t)
 	ids := map[string]int{}
 	for _, ev := range out.all(events.TypeDrift) {
 		ids[ev.ID]++

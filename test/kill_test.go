@@ -136,7 +136,7 @@ func (k *killWorkload) done(o *outbound) bool {
 func (k *killWorkload) check(t *testing.T, r *rig, out *outbound) {
 	t.Helper()
 	r.drained(t, 20*time.Second)
-	time.Sleep(200 * time.Millisecond) // let the collector catch up with late publishes
+	out.CaughtUp(t) // what the workers published before they acknowledged
 	pinned := countBy(out, events.TypePinned)
 	ids := map[string]int{}
 	ruleSets := map[string]map[string]bool{}

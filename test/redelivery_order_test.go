@@ -86,7 +86,7 @@ func TestRedeliveryReorderKeepsTransitions(t *testing.T) {
 	r.startWorkerOn(t, r.nc.ConnectedUrl(), "w2", func(o *worker.Options) { o.Metrics = m })
 	out.waitFor(t, "the pin", func(o *outbound) bool { return countBy(o, events.TypePinned)["reorder"] == 1 })
 	r.drained(t, 15*time.Second)
-	time.Sleep(200 * time.Millisecond)
+	out.CaughtUp(t)
 	// In stream order: pinned on T0 (digest verified), then the streaming
 	// request meets T+40s: abort on streaming-disabled.
 	if noPin := m.Events.WithLabelValues(events.TypeRequest, "no-pin"); counterValue(noPin) > 0 {

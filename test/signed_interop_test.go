@@ -161,7 +161,7 @@ func TestInteropSignedCards(t *testing.T) {
 		must(t, strict.Emit.Request(ctx, events.Request{TaskID: step.task, AgentURL: a.base, Method: "message/stream", Attempt: 1}))
 		if step.reason == "" {
 			strict.Drained(t, 20*time.Second)
-			time.Sleep(200 * time.Millisecond) // let the collector catch up
+			strictOut.CaughtUp(t)
 			if ds := strictOut.Drifts(step.task); len(ds) > 0 {
 				t.Errorf("%s: card.drift %s (%s) for a card signed by a verified key", step.task, ds[0].Verdict.Action, ds[0].Verdict.Reason)
 			}
