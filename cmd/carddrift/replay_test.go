@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/events/inspect/render/rendertest"
 	"github.com/carddrift/carddrift/events/inspect/replay"
@@ -196,8 +197,16 @@ func TestReplayDemo(t *testing.T) {
 
 	t.Run("scenario timelines", func(t *testing.T) {
 		// The first task of each scenario that met a verdict (for agent-down,
-		// an unreachable fetch).
+		// an unreachable fetch) judging a pinned card carddrift had seen. A
+		// verdict on a client digest carddrift never saw (pinned-card-unknown,
+		// no pinned fingerprint: the contract's verdict whatever the table
+		// says, fleet's scorecard counts it so too) has no findings between
+		// two cards to check against the table; on a busy machine it can be a
+		// scenario's first, as the client's digest names a card that was
+		// gone before carddrift first looked.
 		first := map[string]string{}
+		met := map[string]bool{}
+		unknown := map[string]bool{} // tasks with such a verdict
 		for _, l := range all {
 			agent, _ := agentOfTask(*l.TaskID)
 			sc := schedule[agent].Scenario
@@ -205,12 +214,22 @@ func TestReplayDemo(t *testing.T) {
 				continue
 			}
 			if l.Kind == "verdict" || (sc == fleet.AgentDown && l.Kind == "unreachable") {
+				met[sc] = true
+				if l.Kind == "verdict" && unknownPin(t, l) {
+					unknown[*l.TaskID] = true
+				}
+				if unknown[*l.TaskID] {
+					continue
+				}
 				first[sc] = *l.TaskID
 			}
 		}
 		for _, sc := range fleet.ScenarioNames() {
-			if s := card.Scenarios[sc]; s != nil && s.Exercised && first[sc] == "" {
+			if s := card.Scenarios[sc]; s != nil && s.Exercised && !met[sc] {
 				t.Errorf("scenario %s was exercised but no task of it met a verdict", sc)
+			}
+			if met[sc] && first[sc] == "" {
+				t.Logf("scenario %s: every verdict judged a client digest carddrift never saw", sc)
 			}
 		}
 		var scenarios []string
@@ -218,8 +237,8 @@ func TestReplayDemo(t *testing.T) {
 			scenarios = append(scenarios, sc)
 		}
 		sort.Strings(scenarios)
-		if len(scenarios) < 8 {
-			t.Fatalf("only %d scenarios met a verdict: %v", len(scenarios), scenarios)
+		if len(met) < 8 {
+			t.Fatalf("only %d scenarios met a verdict: %v", len(met), scenarios)
 		}
 		for _, sc := range scenarios {
 			task := first[sc]
@@ -284,7 +303,7 @@ func TestReplayDemo(t *testing.T) {
 						}) bool {
 							return f.Rule == r
 						}) {
-							t.Errorf("verdict lacks rule %s of the scenario's table", r)
+							t.Errorf("verdict %s → %s lacks rule %s of the scenario's table (findings %s)", vl.Digests.Pinned, vl.Digests.Live, r, findingRules(d.Findings))
 						}
 					}
 				}
@@ -582,6 +601,40 @@ func TestReplayDemo(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("replay left %d file(s) in the temp dir: %v", len(left), left[0].Name())
 	}
+}
+
+// findingRules lists the rule of each finding.
+func findingRules(fs []struct {
+	Rule  string `json:"rule"`
+	Skill string `json:"skill"`
+}) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Rule)
+	}
+	return out
+}
+
+// unknownPin reports a verdict on a pin carddrift never saw the body of:
+// no pinned fingerprint, and pinned-card-unknown among its findings.
+func unknownPin(t *testing.T, l replayLine) bool {
+	t.Helper()
+	var d struct {
+		Pinned struct {
+			Fingerprint string `json:"fingerprint"`
+		} `json:"pinned"`
+		Findings []struct {
+			Rule string `json:"rule"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(l.Data, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Pinned.Fingerprint == "" && slices.ContainsFunc(d.Findings, func(f struct {
+		Rule string `json:"rule"`
+	}) bool {
+		return f.Rule == detector.RulePinnedCardUnknown
+	})
 }
 
 // missing returns the elements of a (sorted) that b (sorted) lacks.
