@@ -74,7 +74,7 @@ func TestRedeliveryReorderKeepsTransitions(t *testing.T) {
 		must(t, r.emit.Request(ctx, events.Request{TaskID: "reorder", AgentURL: base, Method: "tasks/sendSubscribe", Attempt: 1}))
 	}
 	nc1, stop1 := r.startWorkerOn(t, r.nc.ConnectedUrl(), "w1", nil)
-	eventually(t, 5*time.Second, "w1's digest check", func() bool { return n.Load() == 1 })
+	eventually(t, 30*time.Second, "w1's digest check", func() bool { return n.Load() == 1 })
 	// Long enough for w1's keepAlive to send InProgress for the submission
 	// (every AckWait/3): its redelivery deadline is now later than the
 	// buffered requests', so they are redelivered first.
