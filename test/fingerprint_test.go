@@ -91,6 +91,12 @@ func newFPFleet(t *testing.T, cacheControl string) *fpFleet {
 // text/markdown output and a fail-closed classify task, both pinned on first
 // fetch, and waits for the 80 pins.
 func (f *fpFleet) submitAll(t *testing.T, r *rig, out *outbound) {
+	f.submit(t, r)
+	f.waitPinned(t, out)
+}
+
+// submit publishes submitAll's 80 submissions.
+func (f *fpFleet) submit(t *testing.T, r *rig) {
 	ctx := context.Background()
 	for i, a := range f.agents {
 		must(t, r.emit.Submitted(ctx, events.Submitted{TaskID: fpSumTask(i), AgentURL: a.URL(), SkillID: fpSummarize,
@@ -100,6 +106,10 @@ func (f *fpFleet) submitAll(t *testing.T, r *rig, out *outbound) {
 			Requires: events.Requires{InputModes: []string{"text/plain"}, OutputModes: []string{fpJSON}},
 			Posture:  detector.FailClosed}))
 	}
+}
+
+// waitPinned waits for submit's 80 pins, each made by a first fetch.
+func (f *fpFleet) waitPinned(t *testing.T, out *outbound) {
 	out.waitFor(t, "80 pins", func(o *outbound) bool { return len(o.all(events.TypePinned)) == 2*fpAgents })
 	for _, ev := range out.all(events.TypePinned) {
 		if p := ev.Data.(events.Pinned); p.Source != events.PinFirstFetch {
@@ -220,12 +230,18 @@ func TestFingerprintFleetEvidenceForcedFetch(t *testing.T) {
 	r := newRig(t, testConfig())
 	fleet := newFPFleet(t, "max-age=3600")
 	out := r.collect()
+	// Both tasks of an agent are submitted before the worker fetches its
+	// card, so one fetch pins both: a lease fetched before a task was
+	// submitted would be rechecked with an unconditional fetch
+	// (task.Submission.Recheck), and on a busy machine the worker's first
+	// fetch can land between an agent's two submissions.
+	fleet.submit(t, r)
 	r.startWorker("fp-evidence", func(o *worker.Options) {
 		o.Fetch.FullFetchInterval = -1 // only evidence can catch it
 	})
 	ctx := context.Background()
 
-	fleet.submitAll(t, r, out)
+	fleet.waitPinned(t, out)
 	for i, a := range fleet.agents {
 		if n := a.Requests(); n != 1 {
 			t.Fatalf("agent %d: %d card requests for two pins, want 1 (one fetch per lease)", i, n)

@@ -362,7 +362,7 @@ func testInteropServe(t *testing.T, bin, node string) {
 	// The card as planned: no drift for either form.
 	stream()
 	r.drained(t, 20*time.Second)
-	time.Sleep(200 * time.Millisecond) // let the collector catch up
+	out.CaughtUp(t)
 	for _, task := range tasks {
 		for _, d := range out.drifts(task) {
 			t.Errorf("%s: card.drift before the card changed (action %s, %d findings), want none: one card, several forms:\n%s",

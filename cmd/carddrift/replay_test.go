@@ -15,9 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/events/inspect/render/rendertest"
+	"github.com/carddrift/carddrift/events/inspect/replay"
 	"github.com/carddrift/carddrift/events/service"
+	"github.com/carddrift/carddrift/store"
 )
 
 // demoSchedule returns the scenario of every agent id of a demo fleet of
@@ -64,6 +67,8 @@ type replayLine struct {
 	AgentURL *string         `json:"agentUrl"`
 	Data     json.RawMessage `json:"data"`
 	ID       string          `json:"id"`
+	Stream   string          `json:"stream"`
+	Stored   time.Time       `json:"stored"`
 	Digests  struct {
 		Pinned string `json:"pinned"`
 		Live   string `json:"live"`
@@ -192,8 +197,16 @@ func TestReplayDemo(t *testing.T) {
 
 	t.Run("scenario timelines", func(t *testing.T) {
 		// The first task of each scenario that met a verdict (for agent-down,
-		// an unreachable fetch).
+		// an unreachable fetch) judging a pinned card carddrift had seen. A
+		// verdict on a client digest carddrift never saw (pinned-card-unknown,
+		// no pinned fingerprint: the contract's verdict whatever the table
+		// says, fleet's scorecard counts it so too) has no findings between
+		// two cards to check against the table; on a busy machine it can be a
+		// scenario's first, as the client's digest names a card that was
+		// gone before carddrift first looked.
 		first := map[string]string{}
+		met := map[string]bool{}
+		unknown := map[string]bool{} // tasks with such a verdict
 		for _, l := range all {
 			agent, _ := agentOfTask(*l.TaskID)
 			sc := schedule[agent].Scenario
@@ -201,12 +214,22 @@ func TestReplayDemo(t *testing.T) {
 				continue
 			}
 			if l.Kind == "verdict" || (sc == fleet.AgentDown && l.Kind == "unreachable") {
+				met[sc] = true
+				if l.Kind == "verdict" && unknownPin(t, l) {
+					unknown[*l.TaskID] = true
+				}
+				if unknown[*l.TaskID] {
+					continue
+				}
 				first[sc] = *l.TaskID
 			}
 		}
 		for _, sc := range fleet.ScenarioNames() {
-			if s := card.Scenarios[sc]; s != nil && s.Exercised && first[sc] == "" {
+			if s := card.Scenarios[sc]; s != nil && s.Exercised && !met[sc] {
 				t.Errorf("scenario %s was exercised but no task of it met a verdict", sc)
+			}
+			if met[sc] && first[sc] == "" {
+				t.Logf("scenario %s: every verdict judged a client digest carddrift never saw", sc)
 			}
 		}
 		var scenarios []string
@@ -214,8 +237,8 @@ func TestReplayDemo(t *testing.T) {
 			scenarios = append(scenarios, sc)
 		}
 		sort.Strings(scenarios)
-		if len(scenarios) < 8 {
-			t.Fatalf("only %d scenarios met a verdict: %v", len(scenarios), scenarios)
+		if len(met) < 8 {
+			t.Fatalf("only %d scenarios met a verdict: %v", len(met), scenarios)
 		}
 		for _, sc := range scenarios {
 			task := first[sc]
@@ -280,7 +303,7 @@ func TestReplayDemo(t *testing.T) {
 						}) bool {
 							return f.Rule == r
 						}) {
-							t.Errorf("verdict lacks rule %s of the scenario's table", r)
+							t.Errorf("verdict %s → %s lacks rule %s of the scenario's table (findings %s)", vl.Digests.Pinned, vl.Digests.Live, r, findingRules(d.Findings))
 						}
 					}
 				}
@@ -531,14 +554,40 @@ func TestReplayDemo(t *testing.T) {
 		replayCLI(t, dir, "--since", since.Format(time.RFC3339Nano), "--until", until.Format(time.RFC3339Nano), "--format", "html", "--out", window)
 		rendertest.CheckPage(t, window, 2)
 		out := parseReplayJSON(t, replayCLI(t, dir, "--since", since.Format(time.RFC3339Nano), "--until", until.Format(time.RFC3339Nano), "--format", "json"))
-		inWindow := 0
-		for _, l := range all {
-			if !l.Time.Before(since) && !l.Time.After(until) {
-				inWindow++
-			}
+		// The lines of the whole history within the window, but for those
+		// stored later after their time than a window's reads wait
+		// (replay.Options.Latency, FetchLatency for the card events
+		// stream): replay leaves them out by design, and on a busy machine
+		// an event can be stored seconds after its time.
+		cfg := store.DefaultConfig()
+		stoppedAt := map[string]time.Time{
+			cfg.LifecycleStream: until.Add(replay.DefaultLatency),
+			cfg.EventsStream:    until.Add(replay.DefaultFetchLatency),
 		}
-		if len(out) != inWindow || len(out) == 0 || out[0].Time.Before(since) || out[len(out)-1].Time.After(until) {
-			t.Errorf("window %s..%s: %d lines, want the %d of the whole history within it", since, until, len(out), inWindow)
+		var inWindow []string
+		for _, l := range all {
+			if l.Time.Before(since) || l.Time.After(until) {
+				continue
+			}
+			stop, ok := stoppedAt[l.Stream]
+			if !ok {
+				t.Fatalf("line %s of stream %q, want %s or %s", l.ID, l.Stream, cfg.LifecycleStream, cfg.EventsStream)
+			}
+			if l.Stored.After(stop) {
+				t.Logf("window %s..%s: %s %s at %s stored late, at %s: left out", since, until, l.Type, l.ID, l.Time, l.Stored)
+				continue
+			}
+			inWindow = append(inWindow, l.Stream+" "+l.ID)
+		}
+		var got []string
+		for _, l := range out {
+			got = append(got, l.Stream+" "+l.ID)
+		}
+		slices.Sort(inWindow)
+		slices.Sort(got)
+		if !slices.Equal(got, inWindow) || len(out) == 0 || out[0].Time.Before(since) || out[len(out)-1].Time.After(until) {
+			t.Errorf("window %s..%s: %d lines, want the %d of the whole history within it\nonly in the window: %v\nonly in the history: %v",
+				since, until, len(out), len(inWindow), missing(got, inWindow), missing(inWindow, got))
 		}
 		cards := filepath.Join(t.TempDir(), "cards.html")
 		replayCLI(t, dir, "--agent", agent, "--cards", "--format", "html", "--out", cards)
@@ -552,6 +601,51 @@ func TestReplayDemo(t *testing.T) {
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("replay left %d file(s) in the temp dir: %v", len(left), left[0].Name())
 	}
+}
+
+// findingRules lists the rule of each finding.
+func findingRules(fs []struct {
+	Rule  string `json:"rule"`
+	Skill string `json:"skill"`
+}) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Rule)
+	}
+	return out
+}
+
+// unknownPin reports a verdict on a pin carddrift never saw the body of:
+// no pinned fingerprint, and pinned-card-unknown among its findings.
+func unknownPin(t *testing.T, l replayLine) bool {
+	t.Helper()
+	var d struct {
+		Pinned struct {
+			Fingerprint string `json:"fingerprint"`
+		} `json:"pinned"`
+		Findings []struct {
+			Rule string `json:"rule"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(l.Data, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Pinned.Fingerprint == "" && slices.ContainsFunc(d.Findings, func(f struct {
+		Rule string `json:"rule"`
+	}) bool {
+		return f.Rule == detector.RulePinnedCardUnknown
+	})
+}
+
+// missing returns the elements of a (sorted) that b (sorted) lacks.
+func missing(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if _, ok := slices.BinarySearch(b, x); !ok {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func TestReplayUsage(t *testing.T) {
