@@ -46,6 +46,10 @@ type TrafficOptions struct {
 	MaxTasks int
 	// Source is the CloudEvents source of the events (default "carddrift-demo-client").
 	Source string
+	// TaskPrefix starts every task id (and so every event id), so that
+	// several runs against one deployment never reuse an id (bench --soak
+	// plays one round after another on the same fleet). Empty: none.
+	TaskPrefix string
 }
 
 func (o *TrafficOptions) setDefaults() {
@@ -185,7 +189,7 @@ func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand) 
 	}
 	p := profiles[rng.IntN(len(profiles))]
 	task := &Task{
-		ID:       fmt.Sprintf("%s-%s-%04d", as.AgentID, p.Name, n),
+		ID:       fmt.Sprintf("%s%s-%s-%04d", t.opts.TaskPrefix, as.AgentID, p.Name, n),
 		AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: p, PlannedLabel: label,
 	}
 	var seq atomic.Int64
