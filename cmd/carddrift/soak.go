@@ -63,6 +63,7 @@ var soakMetrics = []string{
 	"go_goroutines",
 	"process_open_fds",
 	"process_cpu_seconds_total",
+	"carddrift_events_total",
 }
 
 // SoakSample is one sample of a soak: serve's process figures, every
@@ -73,9 +74,10 @@ type SoakSample struct {
 	At      time.Time `json:"at"`
 	Minutes float64   `json:"minutes"`
 	// Values are the series by name: serve's metrics under their
-	// Prometheus names; stream.NAME.bytes, .messages, .subjects and
-	// .lastSeq; backlog (the lifecycle consumers' pending and unacknowledged
-	// events); account.storeBytes.
+	// Prometheus names (a labelled one summed over its labels); the
+	// stream.NAME.bytes, .messages, .subjects and .lastSeq of every stream;
+	// backlog (the lifecycle durables' pending and unacknowledged events);
+	// account.storeBytes.
 	Values map[string]float64 `json:"values"`
 	// Load is /proc/loadavg's 1, 5 and 15 minute averages: the machine is
 	// shared.
@@ -117,24 +119,23 @@ func (s *soakSampler) sample(ctx context.Context) SoakSample {
 	if err := streams.Err(); err != nil {
 		fail("streams", err)
 	}
-	if durables, err := streamConsumers(ctx, s.js, s.lifecycle); err != nil {
-		fail("consumers", err)
+	if st, err := s.js.Stream(ctx, s.lifecycle); err != nil {
+		fail("lifecycle stream", err)
 	} else {
+		// The workers' durables only: an ephemeral consumer (a replay, a
+		// tool) is not serve's backlog.
 		var backlog uint64
-		for _, d := range durables {
-			c, err := s.js.Consumer(ctx, s.lifecycle, d)
-			if err != nil {
-				fail("consumer "+d, err)
-				continue
+		list := st.ListConsumers(ctx)
+		for ci := range list.Info() {
+			if ci.Config.Durable != "" {
+				backlog += ci.NumPending + uint64(ci.NumAckPending)
 			}
-			ci, err := c.Info(ctx)
-			if err != nil {
-				fail("consumer "+d, err)
-				continue
-			}
-			backlog += ci.NumPending + uint64(ci.NumAckPending)
 		}
-		out.Values["backlog"] = float64(backlog)
+		if err := list.Err(); err != nil {
+			fail("consumers", err)
+		} else {
+			out.Values["backlog"] = float64(backlog)
+		}
 	}
 	if ai, err := s.js.AccountInfo(ctx); err != nil {
 		fail("account", err)
@@ -148,8 +149,9 @@ func (s *soakSampler) sample(ctx context.Context) SoakSample {
 	return out
 }
 
-// scrapeMetrics reads the unlabelled series names from a Prometheus text
-// exposition at url. A name missing from the page is an error.
+// scrapeMetrics reads the series names from a Prometheus text exposition
+// at url, each the sum of its labelled series (parseMetrics). A name
+// missing from the page is an error.
 func scrapeMetrics(ctx context.Context, url string, names []string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -167,23 +169,37 @@ func scrapeMetrics(ctx context.Context, url string, names []string) (map[string]
 	return parseMetrics(resp.Body, names)
 }
 
-// parseMetrics reads the unlabelled series names from a Prometheus text
-// exposition; it returns what it found, and an error naming those it did
-// not.
+// parseMetrics reads the series names from a Prometheus text exposition,
+// each the sum of its series whatever their labels
+// (carddrift_events_total: every event serve handled); it returns what it
+// found, and an error naming those it did not.
 func parseMetrics(r io.Reader, names []string) (map[string]float64, error) {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), " ")
-		if !ok || !slices.Contains(names, name) {
+		line := sc.Text()
+		i := strings.IndexAny(line, " {")
+		if i < 0 || !slices.Contains(names, line[:i]) {
 			continue
 		}
-		v, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+		name, rest := line[:i], line[i:]
+		if rest[0] == '{' {
+			j := strings.LastIndexByte(rest, '}')
+			if j < 0 {
+				return out, fmt.Errorf("%s: no end to its labels", name)
+			}
+			rest = rest[j+1:]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return out, fmt.Errorf("%s: no value", name)
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", name, err)
 		}
-		out[name] = v
+		out[name] += v
 	}
 	if err := sc.Err(); err != nil {
 		return out, err
@@ -416,9 +432,9 @@ func sampleLine(s SoakSample, cfg store.Config) string {
 		}
 	}
 	slices.Sort(keys)
-	line := fmt.Sprintf("%5.1f min  rss %.0f MB, heap %.0f MB, goroutines %.0f, fds %.0f, cpu %.0f s; streams %.1f MB, %s %.0f events; KV keys: %s; backlog %.0f; load %.2f",
+	line := fmt.Sprintf("%5.1f min  rss %.0f MB, heap %.0f MB, goroutines %.0f, fds %.0f, cpu %.0f s; handled %.0f events; streams %.1f MB, %s %.0f events; KV keys: %s; backlog %.0f; load %.2f",
 		s.Minutes, v["process_resident_memory_bytes"]/1e6, v["go_memstats_heap_inuse_bytes"]/1e6, v["go_goroutines"], v["process_open_fds"],
-		v["process_cpu_seconds_total"], bytes/1e6, cfg.LifecycleStream, v["stream."+cfg.LifecycleStream+".lastSeq"],
+		v["process_cpu_seconds_total"], v["carddrift_events_total"], bytes/1e6, cfg.LifecycleStream, v["stream."+cfg.LifecycleStream+".lastSeq"],
 		strings.Join(keys, ", "), v["backlog"], s.Load[0])
 	if len(s.Errors) > 0 {
 		line += "; failed: " + strings.Join(s.Errors, "; ")

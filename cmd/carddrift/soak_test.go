@@ -75,9 +75,11 @@ go_goroutines 113
 go_goroutines_other 5
 process_resident_memory_bytes 3.5753984e+07
 carddrift_fetches_total{result="200"} 12
+carddrift_events_total{outcome="ok",type="a2a.task.status"} 40
+carddrift_events_total{outcome="ok",type="a2a.task.request"} 2 1700000000000
 `
-	got, err := parseMetrics(strings.NewReader(page), []string{"go_goroutines", "process_resident_memory_bytes"})
-	if err != nil || got["go_goroutines"] != 113 || got["process_resident_memory_bytes"] != 35753984 || len(got) != 2 {
+	got, err := parseMetrics(strings.NewReader(page), []string{"go_goroutines", "process_resident_memory_bytes", "carddrift_events_total"})
+	if err != nil || got["go_goroutines"] != 113 || got["process_resident_memory_bytes"] != 35753984 || got["carddrift_events_total"] != 42 || len(got) != 3 {
 		t.Fatalf("parseMetrics = %v, %v", got, err)
 	}
 	got, err = parseMetrics(strings.NewReader(page), []string{"go_goroutines", "process_open_fds"})
