@@ -172,7 +172,8 @@ func scrapeMetrics(ctx context.Context, url string, names []string) (map[string]
 // parseMetrics reads the series names from a Prometheus text exposition,
 // each the sum of its series whatever their labels
 // (carddrift_events_total: every event serve handled); it returns what it
-// found, and an error naming those it did not.
+// found, and an error naming those it did not, but for a counter (_total):
+// a labelled one has no series until its first event.
 func parseMetrics(r io.Reader, names []string) (map[string]float64, error) {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(r)
@@ -206,7 +207,7 @@ func parseMetrics(r io.Reader, names []string) (map[string]float64, error) {
 	}
 	var missing []string
 	for _, n := range names {
-		if _, ok := out[n]; !ok {
+		if _, ok := out[n]; !ok && !strings.HasSuffix(n, "_total") {
 			missing = append(missing, n)
 		}
 	}
