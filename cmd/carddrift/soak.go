@@ -383,7 +383,7 @@ func runSoak(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Conf
 	f.demo.driftShare = f.driftShare
 	f.demo.json = true // driveRound's own progress lines stay quiet
 	seed := f.demo.seed
-	for i := 0; time.Until(end) >= 30*time.Second; i++ {
+	for i := 0; time.Until(end) >= 10*time.Second; i++ { // a last round shorter than 10s would score nothing
 		f.demo.duration = min(f.soak.round, time.Until(end))
 		f.demo.seed = seed + int64(i)
 		card, err := driveRound(ctx, e, js, cfg, &f.demo, fl, nil, f.deployment.lease(), f.deployment.fullFetch, "bench --soak",
