@@ -37,6 +37,7 @@ type benchFlags struct {
 	deployment deploymentFlags
 	cost       costFlags
 	embedded   bool
+	soak       soakFlags
 	// inProcess, with --embedded, is the in-process connection to the
 	// embedded server (the workers'), for the raw consumer inside the
 	// server's process.
@@ -60,6 +61,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.embedded, "embedded", false, "measure serve's embedded arrangement here: an embedded NATS server and serve's workers "+
 		"(its defaults, fetches to loopback, the lease flags above) in this process, the raw consumer both as a process of its own and "+
 		"inside the server's process (exclusive with --nats-url)")
+	f.soak.register(fs)
 }
 
 // run checks the flags, connects and runs the benchmark.
@@ -69,6 +71,20 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 	}
 	if f.driftShare < 0 || f.driftShare > 1 {
 		return usagef("--drift-share must be between 0 and 1")
+	}
+	if f.soak.duration > 0 {
+		if err := f.soak.validate(); err != nil {
+			return err
+		}
+		if f.embedded {
+			return usagef("--soak drives a deployment: start `carddrift serve` and pass --nats-url and --metrics-url")
+		}
+		nc, js, err := f.nats.jetStream("carddrift-bench-soak")
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		return runSoak(ctx, e, js, store.DefaultConfig(), f, embeddedServer(nc))
 	}
 	if f.embedded {
 		if f.nats.url != "" {

@@ -78,19 +78,38 @@ func (d *deploymentFlags) settled(ctx context.Context) func() {
 // scores them. idle waits until carddrift has handled everything sent.
 func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Config, f *demoFlags, names []string,
 	lease func(*fleet.Agent) time.Duration, fullFetch time.Duration, where string, idle func()) (fleet.Scorecard, error) {
+	fl, err := startFleet(ctx, f)
+	if err != nil {
+		return fleet.Scorecard{}, err
+	}
+	defer fl.Close()
+	return driveRound(ctx, e, js, cfg, f, fl, names, lease, fullFetch, where, idle, "")
+}
+
+// startFleet builds the simulated fleet of --agents and --seed and starts
+// it on loopback; the caller closes it.
+func startFleet(ctx context.Context, f *demoFlags) (*fleet.Fleet, error) {
+	fl, err := fleet.New(fleet.Options{Agents: f.agents, Seed: f.seed})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if err := fl.Start(ctx); err != nil {
+		return nil, err
+	}
+	return fl, nil
+}
+
+// driveRound is driveFleet on a fleet already started: a schedule of
+// f.duration from f.seed, its traffic (task ids starting with taskPrefix),
+// and its scorecard. bench --soak plays one round after another on the
+// same fleet.
+func driveRound(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Config, f *demoFlags, fl *fleet.Fleet, names []string,
+	lease func(*fleet.Agent) time.Duration, fullFetch time.Duration, where string, idle func(), taskPrefix string) (fleet.Scorecard, error) {
 	say := func(format string, args ...any) {
 		if !f.json {
 			fmt.Fprintf(e.stdout, format, args...)
 		}
 	}
-	fl, err := fleet.New(fleet.Options{Agents: f.agents, Seed: f.seed})
-	if err != nil {
-		return fleet.Scorecard{}, usageError{err}
-	}
-	if err := fl.Start(ctx); err != nil {
-		return fleet.Scorecard{}, err
-	}
-	defer fl.Close()
 	share := f.driftShare
 	if share == 0 {
 		share = 0.75
@@ -161,7 +180,7 @@ func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 	}
 	traffic, err := fleet.NewTraffic(fleet.TrafficOptions{
 		JetStream: js, Schedule: sched, Start: player.Start(), Duration: f.duration,
-		Seed: f.seed, TaskEvery: f.taskEvery, Hold: hold,
+		Seed: f.seed, TaskEvery: f.taskEvery, Hold: hold, TaskPrefix: taskPrefix,
 	})
 	if err != nil {
 		return fleet.Scorecard{}, err

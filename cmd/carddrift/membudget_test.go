@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 func TestServeMemoryBudgetUsage(t *testing.T) {
@@ -34,9 +36,24 @@ func TestServeMemoryBudgetUsage(t *testing.T) {
 
 // serve with a budget logs how it is split, sets Go's soft memory limit to
 // 1.5× it while it runs, and restores the limit it found when it returns.
+// With an embedded server it leaves the limit alone (the server's memory is
+// the process's too, outside the budget).
 func TestServeMemoryBudgetApplied(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1)
-	out, errOut, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "",
+	t.Run("embedded server", func(t *testing.T) {
+		out, errOut, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "",
+			"--partitions", "2", "--log-format", "json", "--memory-budget", "64MiB")
+		waitMatch(t, errOut, regexp.MustCompile(`the NATS server is embedded, so Go's soft memory limit is not set`))
+		waitMatch(t, out, regexp.MustCompile(`consuming`))
+		if got := debug.SetMemoryLimit(-1); got != prev {
+			t.Errorf("Go memory limit while serving with an embedded server = %d, want the previous %d", got, prev)
+		}
+		if !stop() {
+			t.FailNow()
+		}
+	})
+	srv, _, _ := natstest.StartJetStream(t)
+	out, errOut, stop := serveInProcess(t, "--nats-url", srv.ClientURL(), "--http-addr", "",
 		"--partitions", "2", "--log-format", "json", "--memory-budget", "64MiB")
 	t.Cleanup(func() {
 		if t.Failed() {

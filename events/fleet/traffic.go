@@ -54,6 +54,10 @@ type TrafficOptions struct {
 	Hold func() bool
 	// HoldPoll is how often a held agent asks Hold again (default 100ms).
 	HoldPoll time.Duration
+	// TaskPrefix starts every task id (and so every event id), so that
+	// several runs against one deployment never reuse an id (bench --soak
+	// plays one round after another on the same fleet). Empty: none.
+	TaskPrefix string
 }
 
 func (o *TrafficOptions) setDefaults() {
@@ -203,7 +207,7 @@ func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand) 
 	}
 	p := profiles[rng.IntN(len(profiles))]
 	task := &Task{
-		ID:       fmt.Sprintf("%s-%s-%04d", as.AgentID, p.Name, n),
+		ID:       fmt.Sprintf("%s%s-%s-%04d", t.opts.TaskPrefix, as.AgentID, p.Name, n),
 		AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: p, PlannedLabel: label,
 	}
 	var seq atomic.Int64
