@@ -167,11 +167,10 @@ type ScoreInput struct {
 	FullFetch time.Duration
 	// Lag is how long after a transition was sent the card must still be
 	// the same for the transition to count as an exposure: the time a worker
-	// may take to handle it (default: the task's own, measured — the
-	// longest its card.pinned or a card.drift of it took to come after its
-	// lifecycle event — at least 1s: on a machine too busy to keep up,
-	// carddrift fetches the card a transition meets seconds after it was
-	// sent, and a change already undone by then is not one it could see).
+	// may take to handle it (default: the run's p99 verdict latency, at
+	// least 1s: on a machine too busy to keep up, carddrift fetches the
+	// card a transition meets seconds after it was sent, and a change that
+	// was already undone by then is not one it could see).
 	Lag time.Duration
 	// Window is carddrift's consistency window (default 2m): what split
 	// brain is judged over.
@@ -239,6 +238,11 @@ func Score(in ScoreInput) Scorecard {
 	}
 
 	actual := actualSchedule(in)
+	if in.Lag <= 0 {
+		sorted := slices.Clone(latencies)
+		sort.Float64s(sorted)
+		in.Lag = max(time.Second, time.Duration(percentile(sorted, 0.99)*float64(time.Millisecond)))
+	}
 	for _, t := range in.Tasks {
 		as := byURL[t.AgentURL]
 		if as == nil {
@@ -271,11 +275,7 @@ func Score(in ScoreInput) Scorecard {
 				break
 			}
 		}
-		lag := in.Lag
-		if lag <= 0 {
-			lag = taskLag(t, pinnedAt[t.ID], driftLatency[t.ID])
-		}
-		want, ok := exposure(actual[as.AgentURL], t, pinned[t.ID], in, lag)
+		want, ok := exposure(actual[as.AgentURL], t, pinned[t.ID], in)
 		if !ok {
 			continue
 		}
@@ -394,25 +394,10 @@ func splitBrains(in ScoreInput, actual map[string]*Assignment, got map[string]in
 	return sb
 }
 
-// taskLag is how long carddrift took to handle the task's events, as far
-// as the run shows it (ScoreInput.Lag's default): the longest of its
-// card.pinned after its submission (pinnedAt, zero when none came) and its
-// card.drift latencies (-1: unknown), at least 1s.
-func taskLag(t *Task, pinnedAt time.Time, drifts []time.Duration) time.Duration {
-	lag := time.Second
-	if len(t.Events) > 0 && t.Events[0].Type == events.TypeSubmitted && !pinnedAt.IsZero() {
-		lag = max(lag, pinnedAt.Sub(t.Events[0].At))
-	}
-	for _, d := range drifts {
-		lag = max(lag, d)
-	}
-	return lag
-}
-
 // exposure returns what the task must get: the expectation of its first
 // capability-dependent transition that met a changed card live for at least
 // a lease (one label served, not down), when that expectation is a card.drift.
-func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput, lag time.Duration) (Expectation, bool) {
+func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput) (Expectation, bool) {
 	from := as.LabelOf(pinnedDigest)
 	if from == "" {
 		return Expectation{}, false
@@ -424,6 +409,10 @@ func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput, lag t
 		if as.Agent.Caching() == CacheVersion {
 			hidden = in.FullFetch
 		}
+	}
+	lag := in.Lag
+	if lag <= 0 {
+		lag = time.Second
 	}
 	for _, e := range t.Events {
 		if !e.Capability {

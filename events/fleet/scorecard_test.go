@@ -145,13 +145,13 @@ func TestScoreSplitBrainJudgedByFetches(t *testing.T) {
 	}
 }
 
-// TestScoreLagIsTheTasksLatency: a transition counts as an exposure only
+// TestScoreLagIsTheRunsLatency: a transition counts as an exposure only
 // when the card it met stayed so for as long as carddrift took to handle
-// the task's events (here its card.pinned came 5s after its submission):
-// a change undone 1.5s later is not one carddrift could have seen (the
-// flapping miss of the demo under load). With a Lag of 1s it is an
-// exposure, and missed.
-func TestScoreLagIsTheTasksLatency(t *testing.T) {
+// transitions in the run (p99 verdict latency, at least 1s): a change
+// undone 2s later, in a run whose verdicts came 5s after their events, is
+// not one carddrift could have seen (the flapping miss of the demo under
+// load). With a Lag of 1s it is an exposure, and missed.
+func TestScoreLagIsTheRunsLatency(t *testing.T) {
 	start := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	as := Assignment{
 		AgentURL: "http://127.0.0.1:1", Scenario: "flapping",
@@ -166,13 +166,15 @@ func TestScoreLagIsTheTasksLatency(t *testing.T) {
 	}
 	tasks := map[string]*Task{
 		"t1": {ID: "t1", AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: Profile{Name: "p"}, PlannedLabel: LabelBase,
-			PinSource: events.PinClientCard, Events: []SentEvent{
-				{ID: "t1/1", Type: events.TypeSubmitted, At: start},
-				{ID: "t1/2", Type: events.TypeRequest, At: start.Add(10500 * time.Millisecond), Capability: true},
-			}},
+			PinSource: events.PinClientCard, Events: []SentEvent{{ID: "t1/2", At: start.Add(10500 * time.Millisecond), Capability: true}}},
+		"t2": {ID: "t2", AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: Profile{Name: "p"}, PlannedLabel: LabelBase,
+			PinSource: events.PinClientCard, Events: []SentEvent{{ID: "t2/2", At: start.Add(time.Second), Capability: true}}},
 	}
 	received := []Received{
-		{Event: events.Event{Data: events.Pinned{TaskID: "t1", AgentURL: as.AgentURL, Digest: "sha256:base"}}, At: start.Add(5 * time.Second)},
+		{Event: events.Event{Data: events.Pinned{TaskID: "t1", AgentURL: as.AgentURL, Digest: "sha256:base"}}, At: start},
+		// t2's verdict comes 5s after its event: the run's latency.
+		{Event: events.Event{Data: events.Drift{TaskID: "t2", AgentURL: as.AgentURL, Verdict: detector.Verdict{Action: detector.Continue},
+			Trigger: events.Trigger{EventID: "t2/2"}}}, At: start.Add(6 * time.Second)},
 	}
 	for _, tc := range []struct {
 		lag    time.Duration
