@@ -30,14 +30,7 @@ func newJKURecorder(t *testing.T, jwks []byte, tlsServer bool) *jkuRecorder {
 		k.mu.Unlock()
 		_, _ = w.Write(jwks)
 	})
-	if tlsServer {
-		k.srv = httptest.NewUnstartedServer(h)
-		k.srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
-		k.srv.StartTLS()
-	} else {
-		k.srv = httptest.NewServer(h)
-	}
-	t.Cleanup(k.srv.Close)
+	k.srv = startServer(t, h, tlsServer)
 	return k
 }
 

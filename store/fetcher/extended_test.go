@@ -44,16 +44,25 @@ type extRequest struct {
 func newExtAgent(t *testing.T, binding, version string, tlsServer bool) *extAgent {
 	a := &extAgent{binding: binding, version: version, token: "Bearer " + testSecret}
 	a.extended = cardJSON("2.0.0", true, "summarize", "audit-ledger")
-	h := http.HandlerFunc(a.serve)
-	if tlsServer {
-		a.srv = httptest.NewUnstartedServer(h)
-		a.srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
-		a.srv.StartTLS()
-	} else {
-		a.srv = httptest.NewServer(h)
-	}
-	t.Cleanup(a.srv.Close)
+	a.srv = startServer(t, http.HandlerFunc(a.serve), tlsServer)
 	return a
+}
+
+// startServer starts an httptest server for h, closed with the test: over
+// TLS asking for (not requiring) a client certificate when tlsServer is
+// set, so that the test sees whether one was presented.
+func startServer(t *testing.T, h http.Handler, tlsServer bool) *httptest.Server {
+	t.Helper()
+	var srv *httptest.Server
+	if tlsServer {
+		srv = httptest.NewUnstartedServer(h)
+		srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+		srv.StartTLS()
+	} else {
+		srv = httptest.NewServer(h)
+	}
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 func (a *extAgent) publicCard() []byte {
