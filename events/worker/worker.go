@@ -204,6 +204,11 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	fo := opts.Fetch
 	fo.Leases, fo.Cards, fo.WorkerID = opts.Leases, opts.Cards, opts.Name
 	fo.OnFetch = w.onFetch
+	fo.OnStoreError = func(err error) {
+		// A lease not recorded costs another fetch; a body not stored fails
+		// the observation (the event is retried). Neither is lost: say so.
+		w.log.Warn().Err(err).Msg("card store write after a fetch failed")
+	}
 	if fo.Now == nil {
 		fo.Now = opts.Now
 	}

@@ -333,8 +333,17 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, lease store.Le
 			err := f.cards.Put(sctx, obs.Digest, obs.Raw)
 			cancel()
 			if err != nil {
-				// Other workers will not find the body and fetch it themselves.
-				f.storeError(fmt.Errorf("%w: put card body %s: %w", ErrStore, obs.Digest, err))
+				// A lease, a pin or a card.drift that names a digest
+				// promises its body to every reader (another worker, a
+				// later transition judging the pin, replay): an
+				// observation whose body is not stored is not one. The
+				// fetch happened (OnFetch hears of it); the claim is
+				// released unrecorded and the callers retry.
+				f.notify(obs, nil)
+				f.releaseClaim(ctx, lease, claimRev)
+				err = fmt.Errorf("%w: put card body %s: %w", ErrStore, obs.Digest, err)
+				f.storeError(err)
+				return observationAt(url), time.Time{}, err
 			}
 		}
 	}

@@ -152,9 +152,12 @@ type Options struct {
 	OnFetch func(obs Observation, err error)
 
 	// OnStoreError, if set, is called when a Leases or Cards write that
-	// follows a successful fetch fails, or a stored body does not parse. The
-	// observation is still returned (other workers then fetch for
-	// themselves); the error wraps ErrStore. Same rules as OnFetch.
+	// follows a successful fetch fails, or a stored body does not parse; the
+	// error wraps ErrStore. After a lease write fails the observation is
+	// still returned (other workers then fetch for themselves); after a
+	// Cards write fails it is not — Observe returns the error, since what
+	// names a digest promises its body — and the lease is left as it was.
+	// Same rules as OnFetch.
 	OnStoreError func(err error)
 
 	// Signatures configure how the Fetcher verifies the signatures of the
