@@ -73,12 +73,27 @@ func TestRedeliveryReorderKeepsTransitions(t *testing.T) {
 	for range 20 {
 		must(t, r.emit.Request(ctx, events.Request{TaskID: "reorder", AgentURL: base, Method: "tasks/sendSubscribe", Attempt: 1}))
 	}
+	// Acknowledgements travel on core NATS subjects: the test hears w1's
+	// InProgress ("+WPI") for the submission as the server does.
+	acks, err := r.nc.SubscribeSync("$JS.ACK.>")
+	if err != nil {
+		t.Fatal(err)
+	}
 	nc1, stop1 := r.startWorkerOn(t, r.nc.ConnectedUrl(), "w1", nil)
 	eventually(t, time.Minute, "w1's digest check", func() bool { return n.Load() == 1 })
-	// Long enough for w1's keepAlive to send InProgress for the submission
-	// (every AckWait/3): its redelivery deadline is now later than the
-	// buffered requests', so they are redelivered first.
-	time.Sleep(1200 * time.Millisecond)
+	// w1's keepAlive sends InProgress for the submission (every AckWait/3)
+	// while the digest check runs: its redelivery deadline is then later
+	// than the buffered requests', so they are redelivered first.
+	for deadline := time.Now().Add(time.Minute); ; {
+		m, err := acks.NextMsg(time.Until(deadline))
+		if err != nil {
+			t.Fatalf("waiting for w1's InProgress on the submission: %v", err)
+		}
+		if string(m.Data) == "+WPI" {
+			break
+		}
+	}
+	_ = acks.Unsubscribe()
 	nc1.Close() // w1 dies holding the submission (in its handler) and the request (buffered)
 	stop1()
 
