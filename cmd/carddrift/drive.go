@@ -180,7 +180,7 @@ func driveRound(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 	}
 	traffic, err := fleet.NewTraffic(fleet.TrafficOptions{
 		JetStream: js, Schedule: sched, Start: player.Start(), Duration: f.duration,
-		Seed: f.seed, TaskEvery: f.taskEvery, Hold: hold, TaskPrefix: taskPrefix,
+		Seed: f.seed, TaskEvery: f.taskEvery, Hold: hold, TaskPrefix: taskPrefix, Spanning: true,
 	})
 	if err != nil {
 		return fleet.Scorecard{}, err

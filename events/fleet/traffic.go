@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -54,6 +55,19 @@ type TrafficOptions struct {
 	Hold func() bool
 	// HoldPoll is how often a held agent asks Hold again (default 100ms).
 	HoldPoll time.Duration
+	// Spanning adds to every agent one long-running task (a streaming
+	// subscription, a batch job) that starts as the run does and lasts
+	// until its end, a step every SpanStepEvery on average: a task planned
+	// on the card served before a scenario's change that is still running
+	// when the change settles — the drift carddrift exists to catch
+	// mid-lifecycle. It is never held. The short tasks alone meet a change
+	// that way only by chance (a change settles a lease after it happens,
+	// and a task lasts about Steps × StepEvery), so a scenario could go
+	// unexercised in a run.
+	Spanning bool
+	// SpanStepEvery is the mean gap between a spanning task's events
+	// (default 4 × StepEvery).
+	SpanStepEvery time.Duration
 	// TaskPrefix starts every task id (and so every event id), so that
 	// several runs against one deployment never reuse an id (bench --soak
 	// plays one round after another on the same fleet). Empty: none.
@@ -66,6 +80,7 @@ func (o *TrafficOptions) setDefaults() {
 	o.Steps = defaults.Positive(o.Steps, 12)
 	o.MaxTasks = defaults.Positive(o.MaxTasks, 2000)
 	o.HoldPoll = defaults.Positive(o.HoldPoll, 100*time.Millisecond)
+	o.SpanStepEvery = defaults.Positive(o.SpanStepEvery, 4*o.StepEvery)
 	if o.Source == "" {
 		o.Source = "carddrift-demo-client"
 	}
@@ -152,7 +167,21 @@ func (t *Traffic) Run(ctx context.Context) error {
 	defer cancel()
 	sem := make(chan struct{}, t.opts.MaxTasks)
 	var wg sync.WaitGroup
+	short := taskShape{steps: t.opts.Steps, every: t.opts.StepEvery}
 	for i, pl := range t.plans {
+		if t.opts.Spanning {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(t.opts.Seed), uint64(i)+1<<32))
+				start := t.opts.Start.Add(time.Duration(rng.Int64N(int64(t.opts.TaskEvery))))
+				// It steps for as long as a step (a pause of up to 1.5 ×
+				// every) and the pause before it completes end by the end.
+				every := t.opts.SpanStepEvery
+				if start.Add(3*every).After(end) || wait.Sleep(ctx, time.Until(start)) != nil {
+					return
+				}
+				t.runTask(ctx, pl, -1, rng, taskShape{steps: math.MaxInt, every: every, until: end.Add(-3 * every)})
+			})
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -161,7 +190,7 @@ func (t *Traffic) Run(ctx context.Context) error {
 			next := t.opts.Start.Add(time.Duration(rng.Int64N(int64(t.opts.TaskEvery))))
 			for n := 0; ; n++ {
 				// A task needs time for its steps before the end.
-				if next.Add(time.Duration(t.opts.Steps+1) * t.opts.StepEvery * 3 / 2).After(end) {
+				if next.Add(time.Duration(short.steps+1) * short.every * 3 / 2).After(end) {
 					return
 				}
 				if wait.Sleep(ctx, time.Until(next)) != nil {
@@ -182,7 +211,7 @@ func (t *Traffic) Run(ctx context.Context) error {
 				go func() {
 					defer wg.Done()
 					defer func() { <-sem }()
-					t.runTask(ctx, pl, n, rand.New(rand.NewPCG(seed, uint64(n))))
+					t.runTask(ctx, pl, n, rand.New(rand.NewPCG(seed, uint64(n))), short)
 				}()
 				next = next.Add(t.opts.TaskEvery)
 			}
@@ -192,9 +221,19 @@ func (t *Traffic) Run(ctx context.Context) error {
 	return nil
 }
 
+// taskShape is how long a task runs: steps transitions, a pause of every
+// on average (every/2 to 3/2 × every) before each and before it completes,
+// and none started after until (zero: no bound).
+type taskShape struct {
+	steps int
+	every time.Duration
+	until time.Time
+}
+
 // runTask plans one task against what the agent serves now and drives its
-// lifecycle: submitted, then Steps transitions, then completed.
-func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand) {
+// lifecycle: submitted, then shape.steps transitions, then completed. n
+// numbers the agent's short tasks; -1 is its spanning task.
+func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand, shape taskShape) {
 	as := pl.as
 	live := pl.liveLabels()
 	if len(live) == 0 {
@@ -206,8 +245,12 @@ func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand) 
 		return
 	}
 	p := profiles[rng.IntN(len(profiles))]
+	id := fmt.Sprintf("%s%s-%s-%04d", t.opts.TaskPrefix, as.AgentID, p.Name, n)
+	if n < 0 {
+		id = fmt.Sprintf("%s%s-%s-span", t.opts.TaskPrefix, as.AgentID, p.Name)
+	}
 	task := &Task{
-		ID:       fmt.Sprintf("%s%s-%s-%04d", t.opts.TaskPrefix, as.AgentID, p.Name, n),
+		ID:       id,
 		AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: p, PlannedLabel: label,
 	}
 	var seq atomic.Int64
@@ -266,11 +309,11 @@ func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand) 
 	}
 
 	pause := func() bool {
-		d := t.opts.StepEvery/2 + time.Duration(rng.Int64N(int64(t.opts.StepEvery)))
+		d := shape.every/2 + time.Duration(rng.Int64N(int64(shape.every)))
 		return wait.Sleep(ctx, d) == nil
 	}
 	method := pl.streamMethod(label)
-	for step := 0; step < t.opts.Steps; step++ {
+	for step := 0; step < shape.steps && (shape.until.IsZero() || time.Now().Before(shape.until)); step++ {
 		if !pause() {
 			return
 		}

@@ -2,10 +2,14 @@ package fleet
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/events"
 )
 
 // TestTrafficHold: while Hold says so, no task starts (nothing is
@@ -38,3 +42,68 @@ func TestTrafficHold(t *testing.T) {
 
 // noPublisher is a jetstream.Publisher without methods: a publish panics.
 type noPublisher struct{ jetstream.Publisher }
+
+// okPublisher acknowledges every publish without storing it.
+type okPublisher struct{ jetstream.Publisher }
+
+func (okPublisher) PublishMsg(context.Context, *nats.Msg, ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	return &jetstream.PubAck{Stream: "A2A_TASKS"}, nil
+}
+
+// Every agent runs one spanning task from the start of the run until
+// shortly before its end, whatever Hold says: a task planned on the card
+// served before a scenario's change that still runs when the change has
+// settled, so that no scenario depends on a short task meeting its change
+// by chance (TestDemoScorecard's rolling deploy went unexercised in about
+// one run in five).
+func TestTrafficSpanningTasks(t *testing.T) {
+	f := startFleet(t, Options{Agents: 3, Seed: 1})
+	const d = 3 * time.Second
+	sched, err := Schedule(1, f.Agents(), ScenarioNames()[:1], d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.Play(t.Context(), sched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	start := p.Start()
+	tr, err := NewTraffic(TrafficOptions{
+		JetStream: okPublisher{}, Schedule: sched, Start: start, Duration: d,
+		TaskEvery: 100 * time.Millisecond, StepEvery: 10 * time.Millisecond, SpanStepEvery: 40 * time.Millisecond,
+		Hold: func() bool { return true }, Spanning: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Run(t.Context())
+	tasks := tr.Tasks()
+	if len(tasks) != len(sched) {
+		t.Fatalf("%d tasks with every short task held, want one spanning task per agent (%d)", len(tasks), len(sched))
+	}
+	for _, as := range sched {
+		var span *Task
+		for _, tk := range tasks {
+			if tk.AgentURL == as.AgentURL {
+				span = tk
+			}
+		}
+		if span == nil || !strings.HasSuffix(span.ID, "-span") {
+			t.Fatalf("agent %s: spanning task %+v, want one whose id ends in -span", as.AgentID, span)
+		}
+		first, last := span.Events[0], span.Events[len(span.Events)-1]
+		// Submitted in the first TaskEvery (bounds generous for a loaded
+		// machine), it steps until 3 × SpanStepEvery before the end, then
+		// completes after one more pause.
+		if first.Type != events.TypeSubmitted || first.At.Sub(start) > d/2 {
+			t.Errorf("%s: first event %s at %s, want the submission at the start", span.ID, first.Type, first.At.Sub(start))
+		}
+		if last.Type != events.TypeStatus || last.At.Sub(start) < d-120*time.Millisecond {
+			t.Errorf("%s: last event %s at %s, want its completion no earlier than 120ms before the end (%s)", span.ID, last.Type, last.At.Sub(start), d)
+		}
+		if len(span.Events) < 10 {
+			t.Errorf("%s: %d events over %s, want it to step throughout", span.ID, len(span.Events), d)
+		}
+	}
+}
