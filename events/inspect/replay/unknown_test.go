@@ -9,6 +9,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/replay"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 )
 
 // TestReevaluateUnknownPinnedBody re-evaluates verdicts on tasks pinned by a
@@ -117,6 +118,10 @@ func TestReevaluateBodyLearnedLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitCardEvents(events.TypeDrift, 1)
+	// The drift is the submission's (a client digest that is not the live
+	// card): the request may still be handled, its fetch of v2 in flight,
+	// and a pin on first fetch made now would share that fetch (v2).
+	r.Drained(t, servicetest.WaitTimeout)
 
 	// The agent serves v1 now; a task pinned on first fetch stores its body.
 	r.agent.Set(cardV1)
@@ -124,6 +129,9 @@ func TestReevaluateBodyLearnedLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitCardEvents(events.TypePinned, 2)
+	if d := r.Out().Events(events.TypePinned, "stores-v1")[0].Data.(events.Pinned).Digest; d != digest(t, cardV1) {
+		t.Fatalf("stores-v1 pinned %s, want v1 (%s): the test's premise", d, digest(t, cardV1))
+	}
 
 	// Back on v2, a later transition of the first task is judged with the
 	// body the worker now has: a second card.drift, with v1's findings
