@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -254,8 +255,13 @@ func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand, 
 		AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: p, PlannedLabel: label,
 	}
 	var seq atomic.Int64
+	var lastID string // the id of the event last published
 	emit, err := client.NewEmitter(t.opts.JetStream, t.opts.Source,
-		publish.WithIDs(func() string { return fmt.Sprintf("%s/%d", task.ID, seq.Add(1)) }))
+		publish.WithIDs(func() string {
+			// Publish asks on the task's goroutine, so send reads it back.
+			lastID = task.ID + "/" + strconv.FormatInt(seq.Add(1), 10)
+			return lastID
+		}))
 	if err != nil {
 		t.errs.Add(1)
 		return
@@ -270,7 +276,7 @@ func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand, 
 		}
 		t.sent.Add(1)
 		t.mu.Lock()
-		task.Events = append(task.Events, SentEvent{ID: fmt.Sprintf("%s/%d", task.ID, seq.Load()), Type: typ, At: at,
+		task.Events = append(task.Events, SentEvent{ID: lastID, Type: typ, At: at,
 			Capability: capability, Evidence: evidence})
 		t.mu.Unlock()
 		evidence = false
