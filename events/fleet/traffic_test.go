@@ -54,8 +54,8 @@ func (okPublisher) PublishMsg(context.Context, *nats.Msg, ...jetstream.PublishOp
 // shortly before its end, whatever Hold says: a task planned on the card
 // served before a scenario's change that still runs when the change has
 // settled, so that no scenario depends on a short task meeting its change
-// by chance (TestDemoScorecard's rolling deploy went unexercised in about
-// one run in five).
+// by chance (TestDemoScorecard's rolling deploy once went unexercised
+// while carddrift kept up).
 func TestTrafficSpanningTasks(t *testing.T) {
 	f := startFleet(t, Options{Agents: 3, Seed: 1})
 	const d = 3 * time.Second

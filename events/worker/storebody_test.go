@@ -30,9 +30,9 @@ func (c *refusingCards) Put(ctx context.Context, digest string, raw []byte) erro
 // when the store refuses the body, the submission is retried (not pinned on
 // a digest no later transition could find — that would judge the task's
 // next drift pinned-card-unknown, and replay could not re-evaluate it), and
-// once the store takes it the pin is made and its body is there. Under load
-// the fetcher's put outlived its StoreTimeout and the task was pinned
-// anyway (TestReevaluateBodyLearnedLater failed in CI this way).
+// once the store takes it the pin is made and its body is there. Before,
+// a body put that failed (a store refusing writes, or slower than the
+// fetcher's StoreTimeout) was ignored and the task pinned anyway.
 func TestPinNamesAStoredBody(t *testing.T) {
 	cards := &refusingCards{}
 	cards.refusals.Store(2)
