@@ -38,6 +38,8 @@ type benchFlags struct {
 	cost       costFlags
 	embedded   bool
 	soak       soakFlags
+	// skipThroughput is --detection-only; mixBaseline is --mix-baseline.
+	skipThroughput, mixBaseline bool
 	// inProcess, with --embedded, is the in-process connection to the
 	// embedded server (the workers'), for the raw consumer inside the
 	// server's process.
@@ -55,6 +57,9 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.driftShare, "drift-share", 0.75, "share of the agents whose cards drift during the detection phase (the rest are the control group)")
 	fs.Int64Var(&f.demo.seed, "seed", 1, "seed of the fleet, the schedule and the traffic")
 	fs.BoolVar(&f.skipFleet, "throughput-only", false, "skip the detection phase")
+	fs.BoolVar(&f.skipThroughput, "detection-only", false, "skip the throughput phase")
+	fs.BoolVar(&f.mixBaseline, "mix-baseline", true, "after the detection phase, play its traffic again into a raw consumer (a process of its own) "+
+		"on a scratch stream: the cost figure's baseline in the same arrangement (false: skip)")
 	fs.BoolVar(&f.demo.json, "json", false, "print one JSON object")
 	f.deployment.register(fs, "the deployment's --default-lease")
 	f.cost.register(fs)
@@ -71,6 +76,9 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 	}
 	if f.driftShare < 0 || f.driftShare > 1 {
 		return usagef("--drift-share must be between 0 and 1")
+	}
+	if f.skipFleet && f.skipThroughput {
+		return usagef("--throughput-only and --detection-only are exclusive")
 	}
 	if f.soak.duration > 0 {
 		if err := f.soak.validate(); err != nil {
@@ -154,8 +162,8 @@ func (f *benchFlags) runEmbedded(ctx context.Context, e *env) error {
 
 // BenchReport is carddrift bench's result (its --json document).
 type BenchReport struct {
-	Throughput BenchThroughput `json:"throughput"`
-	Detection  *BenchDetection `json:"detection,omitempty"`
+	Throughput *BenchThroughput `json:"throughput,omitempty"` // absent with --detection-only
+	Detection  *BenchDetection  `json:"detection,omitempty"`
 }
 
 // BenchThroughput compares carddrift's drain rate of no-fetch events with
@@ -249,6 +257,9 @@ type BenchDetection struct {
 	// Cost is serve's CPU (and a standalone server's) per 1,000 lifecycle
 	// events of the fleet's mix.
 	Cost *Cost `json:"cost,omitempty"`
+	// Baseline is the same traffic's cost into a raw consumer (absent with
+	// --mix-baseline=false).
+	Baseline *MixBaseline `json:"baseline,omitempty"`
 }
 
 func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
@@ -267,97 +278,11 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 	}
 	embedded := embeddedServer(nc)
 	var rep BenchReport
-	rep.Throughput.Events = f.events
-	rep.Throughput.EmbeddedServer = embedded
-	rep.Throughput.RawConsumer = rawOwnProcess
-	say("throughput: %d no-fetch events per round, %d round(s), raw consume+ack vs carddrift, same server\n", f.events, f.rounds)
-	switch {
-	case !embedded:
-		say("  the raw durable consumer runs as a process of its own, as serve's workers do (both cross a process boundary to the server)\n")
-	case f.inProcess != nil:
-		say("  --embedded: an embedded server and serve's workers in this process (serve's defaults); the raw consumer both as a process of its own\n" +
-			"  and inside the server's process (its in-process connection, as the workers'): the second ratio compares like with like\n")
-	case embedded:
-		say("  the raw durable consumer runs as a process of its own; the server is serve's embedded one (%s):\n"+
-			"  serve's workers reach it inside serve's process, the raw consumer crosses a process boundary,\n"+
-			"  so the ratio flatters carddrift; as deployed, measure `carddrift serve --nats-url` against a standalone nats-server\n"+
-			"  (`carddrift bench --embedded` measures the raw consumer inside the server's process too)\n", service.EmbeddedServerName)
-	}
-	pins, err := benchPins(ctx, js, cfg)
-	if err != nil {
-		return err
-	}
-	// Untimed: one event per pinned task, so that no round pays for the
-	// first reads of the pins.
-	if _, err := benchCarddrift(ctx, js, &f.cost, cfg, pins, len(pins.tasks)); err != nil {
-		return fmt.Errorf("bench: warm-up: %w", err)
-	}
-	before := f.cost.read(ctx)
-	sides := []benchSideKind{sideRaw, sideCarddrift}
-	if f.inProcess != nil {
-		sides = append(sides, sideRawInProcess)
-	}
-	for round := range f.rounds {
-		// Each round starts with another side, so that none always gets the
-		// warmest server (two sides: they alternate).
-		order := append(slices.Clone(sides[round%len(sides):]), sides[:round%len(sides)]...)
-		if len(sides) == 2 {
-			order = []benchSideKind{sideCarddrift, sideRaw}
-			if round%2 == 1 {
-				order = sides
-			}
+	if !f.skipThroughput {
+		if rep.Throughput, err = benchThroughput(ctx, e, js, cfg, f, info, embedded, say); err != nil {
+			return err
 		}
-		var r BenchRound
-		r.RawFirst = order[0] == sideRaw
-		for _, side := range order {
-			var s benchSide
-			switch side {
-			case sideRaw:
-				s, err = benchRaw(ctx, js, &f.nats, &f.cost, info.Config.Storage, pins, f.events)
-			case sideCarddrift:
-				s, err = benchCarddrift(ctx, js, &f.cost, cfg, pins, f.events)
-			case sideRawInProcess:
-				s, err = benchRawInProcess(ctx, js, f.inProcess, info.Config.Storage, pins, f.events)
-			}
-			if err != nil {
-				return err
-			}
-			rate := float64(f.events) / s.took.Seconds()
-			switch side {
-			case sideRaw:
-				r.RawPerSecond = rate
-				r.RawCPUMsPer1000 = s.cpuMsPer1000(f.events)
-				r.ServerCPUMsPer1000Raw = s.serverMsPer1000(f.events)
-			case sideCarddrift:
-				r.CarddriftPerSecond = rate
-				r.ServeCPUMsPer1000 = s.cpuMsPer1000(f.events)
-				r.ServerCPUMsPer1000Carddrift = s.serverMsPer1000(f.events)
-			case sideRawInProcess:
-				r.RawInProcessPerSecond = rate
-			}
-		}
-		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
-		if f.inProcess != nil {
-			say("; raw inside the server's process %8.0f events/s, ratio %.2f", r.RawInProcessPerSecond, r.CarddriftPerSecond/r.RawInProcessPerSecond)
-		}
-		say("\n")
-		rep.Throughput.Rounds = append(rep.Throughput.Rounds, r)
 	}
-	after := f.cost.read(ctx)
-	rep.Throughput.RawPerSecond = median(rep.Throughput.Rounds, func(r BenchRound) float64 { return r.RawPerSecond })
-	rep.Throughput.CarddriftPerSecond = median(rep.Throughput.Rounds, func(r BenchRound) float64 { return r.CarddriftPerSecond })
-	rep.Throughput.Ratio = rep.Throughput.CarddriftPerSecond / rep.Throughput.RawPerSecond
-	say("  median: raw %.0f events/s, carddrift %.0f events/s, ratio %.2f\n", rep.Throughput.RawPerSecond, rep.Throughput.CarddriftPerSecond, rep.Throughput.Ratio)
-	if f.inProcess != nil {
-		rep.Throughput.RawInProcessPerSecond = median(rep.Throughput.Rounds, func(r BenchRound) float64 { return r.RawInProcessPerSecond })
-		rep.Throughput.RatioInProcess = rep.Throughput.CarddriftPerSecond / rep.Throughput.RawInProcessPerSecond
-		say("  median, raw inside the server's process: %.0f events/s, ratio %.2f\n", rep.Throughput.RawInProcessPerSecond, rep.Throughput.RatioInProcess)
-	}
-	rep.Throughput.CPU = throughputCPU(rep.Throughput.Rounds, &f.cost, before, after, embedded)
-	if !f.demo.json {
-		rep.Throughput.CPU.write(e.stdout, embedded)
-	}
-
 	if !f.skipFleet {
 		f.demo.quiet = true
 		say("\ndetection: %d agents on loopback, %.0f%% drifting, %s of traffic\n", f.demo.agents, 100*f.driftShare, f.demo.duration)
@@ -395,11 +320,120 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 		if !f.demo.json {
 			d.Cost.write(e.stdout, "lifecycle events of the fleet's mix")
 		}
+		if f.mixBaseline {
+			say("\n")
+			if d.Baseline, err = benchMixBaseline(ctx, js, f, info.Config, embedded); err != nil {
+				return fmt.Errorf("bench: baseline: %w", err)
+			}
+			d.Baseline.compare(d.Cost)
+			if !f.demo.json {
+				d.Baseline.write(e.stdout)
+			}
+		}
 	}
 	if f.demo.json {
 		return json.NewEncoder(e.stdout).Encode(rep)
 	}
 	return nil
+}
+
+// benchThroughput runs the throughput phase: f.rounds rounds of f.events
+// no-fetch events, drained by the raw consumer and by carddrift in turn.
+func benchThroughput(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Config, f *benchFlags, info *jetstream.StreamInfo,
+	embedded bool, say func(string, ...any)) (*BenchThroughput, error) {
+	t := &BenchThroughput{}
+	t.Events = f.events
+	t.EmbeddedServer = embedded
+	t.RawConsumer = rawOwnProcess
+	say("throughput: %d no-fetch events per round, %d round(s), raw consume+ack vs carddrift, same server\n", f.events, f.rounds)
+	switch {
+	case !embedded:
+		say("  the raw durable consumer runs as a process of its own, as serve's workers do (both cross a process boundary to the server)\n")
+	case f.inProcess != nil:
+		say("  --embedded: an embedded server and serve's workers in this process (serve's defaults); the raw consumer both as a process of its own\n" +
+			"  and inside the server's process (its in-process connection, as the workers'): the second ratio compares like with like\n")
+	case embedded:
+		say("  the raw durable consumer runs as a process of its own; the server is serve's embedded one (%s):\n"+
+			"  serve's workers reach it inside serve's process, the raw consumer crosses a process boundary,\n"+
+			"  so the ratio flatters carddrift; as deployed, measure `carddrift serve --nats-url` against a standalone nats-server\n"+
+			"  (`carddrift bench --embedded` measures the raw consumer inside the server's process too)\n", service.EmbeddedServerName)
+	}
+	pins, err := benchPins(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Untimed: one event per pinned task, so that no round pays for the
+	// first reads of the pins.
+	if _, err := benchCarddrift(ctx, js, &f.cost, cfg, pins, len(pins.tasks)); err != nil {
+		return nil, fmt.Errorf("bench: warm-up: %w", err)
+	}
+	before := f.cost.read(ctx)
+	sides := []benchSideKind{sideRaw, sideCarddrift}
+	if f.inProcess != nil {
+		sides = append(sides, sideRawInProcess)
+	}
+	for round := range f.rounds {
+		// Each round starts with another side, so that none always gets the
+		// warmest server (two sides: they alternate).
+		order := append(slices.Clone(sides[round%len(sides):]), sides[:round%len(sides)]...)
+		if len(sides) == 2 {
+			order = []benchSideKind{sideCarddrift, sideRaw}
+			if round%2 == 1 {
+				order = sides
+			}
+		}
+		var r BenchRound
+		r.RawFirst = order[0] == sideRaw
+		for _, side := range order {
+			var s benchSide
+			switch side {
+			case sideRaw:
+				s, err = benchRaw(ctx, js, &f.nats, &f.cost, info.Config.Storage, pins, f.events)
+			case sideCarddrift:
+				s, err = benchCarddrift(ctx, js, &f.cost, cfg, pins, f.events)
+			case sideRawInProcess:
+				s, err = benchRawInProcess(ctx, js, f.inProcess, info.Config.Storage, pins, f.events)
+			}
+			if err != nil {
+				return nil, err
+			}
+			rate := float64(f.events) / s.took.Seconds()
+			switch side {
+			case sideRaw:
+				r.RawPerSecond = rate
+				r.RawCPUMsPer1000 = s.cpuMsPer1000(f.events)
+				r.ServerCPUMsPer1000Raw = s.serverMsPer1000(f.events)
+			case sideCarddrift:
+				r.CarddriftPerSecond = rate
+				r.ServeCPUMsPer1000 = s.cpuMsPer1000(f.events)
+				r.ServerCPUMsPer1000Carddrift = s.serverMsPer1000(f.events)
+			case sideRawInProcess:
+				r.RawInProcessPerSecond = rate
+			}
+		}
+		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
+		if f.inProcess != nil {
+			say("; raw inside the server's process %8.0f events/s, ratio %.2f", r.RawInProcessPerSecond, r.CarddriftPerSecond/r.RawInProcessPerSecond)
+		}
+		say("\n")
+		t.Rounds = append(t.Rounds, r)
+	}
+	after := f.cost.read(ctx)
+	t.RawPerSecond = median(t.Rounds, func(r BenchRound) float64 { return r.RawPerSecond })
+	t.CarddriftPerSecond = median(t.Rounds, func(r BenchRound) float64 { return r.CarddriftPerSecond })
+	t.Ratio = t.CarddriftPerSecond / t.RawPerSecond
+	say("  median: raw %.0f events/s, carddrift %.0f events/s, ratio %.2f\n", t.RawPerSecond, t.CarddriftPerSecond, t.Ratio)
+	if f.inProcess != nil {
+		t.RawInProcessPerSecond = median(t.Rounds, func(r BenchRound) float64 { return r.RawInProcessPerSecond })
+		t.RatioInProcess = t.CarddriftPerSecond / t.RawInProcessPerSecond
+		say("  median, raw inside the server's process: %.0f events/s, ratio %.2f\n", t.RawInProcessPerSecond, t.RatioInProcess)
+	}
+	t.CPU = throughputCPU(t.Rounds, &f.cost, before, after, embedded)
+	if !f.demo.json {
+		t.CPU.write(e.stdout, embedded)
+	}
+
+	return t, nil
 }
 
 func median(rs []BenchRound, v func(BenchRound) float64) float64 {
@@ -567,27 +601,47 @@ func serverSpent(a, b cpuReading) *time.Duration {
 // events to publish on it (benchMessages under its subject) and drop, which
 // deletes it.
 func scratchStream(ctx context.Context, js jetstream.JetStream, storage jetstream.StorageType, p *benchPinned, n int) (string, []*nats.Msg, func(), error) {
-	run := fmt.Sprint(time.Now().UnixNano())
-	name := "CARDDRIFT_BENCH_" + run
-	subject := "carddrift.bench." + run
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject + ".>"}, Storage: storage})
+	s, err := newScratch(ctx, js, jetstream.StreamConfig{Storage: storage})
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("scratch stream: %w", err)
-	}
-	drop := func() { js.DeleteStream(context.WithoutCancel(ctx), name) }
-	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
-		drop()
 		return "", nil, nil, err
 	}
-	msgs, err := benchMessages(n, run, p)
+	msgs, err := benchMessages(n, s.run, p)
 	if err != nil {
-		drop()
+		s.drop()
 		return "", nil, nil, err
 	}
 	for _, m := range msgs {
-		m.Subject = subject + m.Subject[len("a2a.task"):]
+		m.Subject = s.subject + m.Subject[len("a2a.task"):]
 	}
-	return name, msgs, drop, nil
+	return s.name, msgs, s.drop, nil
+}
+
+// scratch is a stream of bench's own, CARDDRIFT_BENCH_<run> on
+// carddrift.bench.<run>.>, with one durable pull consumer "raw"
+// (explicit acks, at most 1,000 pending): where the raw consumer's events
+// go, apart from the deployment's streams.
+type scratch struct {
+	run, name, subject string
+	drop               func() // deletes the stream
+}
+
+// newScratch creates a scratch stream; sc gives what it keeps of the
+// lifecycle stream's configuration (storage, duplicate window), its name
+// and subjects are the scratch's.
+func newScratch(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) (scratch, error) {
+	run := fmt.Sprint(time.Now().UnixNano())
+	s := scratch{run: run, name: "CARDDRIFT_BENCH_" + run, subject: "carddrift.bench." + run}
+	sc.Name, sc.Subjects = s.name, []string{s.subject + ".>"}
+	st, err := js.CreateStream(ctx, sc)
+	if err != nil {
+		return scratch{}, fmt.Errorf("scratch stream: %w", err)
+	}
+	s.drop = func() { js.DeleteStream(context.WithoutCancel(ctx), s.name) }
+	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
+		s.drop()
+		return scratch{}, err
+	}
+	return s, nil
 }
 
 // benchRaw measures one durable pull consumer, in a process of its own

@@ -29,6 +29,9 @@ import (
 // It prints "ready" once it consumes and "done N" once it has acknowledged
 // N messages and flushed the acks, then exits 0. It exits 1 when its
 // --timeout passes, and when its stdin closes (its parent went away).
+// With --events 0 it consumes until its stdin closes, then flushes its
+// acks, prints "done N" (N: what it acknowledged) and exits 0: bench's
+// baseline of the fleet's mix, whose count is known only at the end.
 const rawConsumerCommand = "internal-raw-consumer"
 
 // rawConsumerFlags are the hidden command's flags.
@@ -44,7 +47,7 @@ func (f *rawConsumerFlags) register(fs *flag.FlagSet) {
 	f.nats.registerClient(fs)
 	fs.StringVar(&f.stream, "stream", "", "stream of the durable")
 	fs.StringVar(&f.durable, "durable", "", "durable consumer to consume with")
-	fs.IntVar(&f.events, "events", 0, "acknowledge this many messages, then exit")
+	fs.IntVar(&f.events, "events", 0, "acknowledge this many messages, then exit (0: until stdin closes)")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "exit 1 after this")
 }
 
@@ -67,8 +70,8 @@ func runRawConsumer(ctx context.Context, args []string, stdin io.Reader, stdout,
 var errParentGone = errors.New("stdin closed: the parent went away")
 
 func (f *rawConsumerFlags) run(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
-	if f.stream == "" || f.durable == "" || f.events < 1 {
-		return usagef("--stream, --durable and --events are required")
+	if f.stream == "" || f.durable == "" || f.events < 0 {
+		return usagef("--stream and --durable are required, --events at least 0")
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("--timeout %s passed", f.timeout))
 	defer cancel()
@@ -112,7 +115,9 @@ func (f *rawConsumerFlags) consume(ctx context.Context, stdin io.Reader, stdout 
 	select {
 	case <-done:
 	case <-parentGone:
-		return errParentGone
+		if f.events > 0 {
+			return errParentGone
+		}
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -228,6 +233,14 @@ func (p *rawProcess) wait(ctx context.Context, n int) (time.Duration, error) {
 	}
 	st := p.cmd.ProcessState
 	return st.UserTime() + st.SystemTime(), nil
+}
+
+// finish tells a raw consumer started with n = 0 (consume until stdin
+// closes) that the traffic is over, and waits as wait does for its "done
+// n": n is what it must have acknowledged.
+func (p *rawProcess) finish(ctx context.Context, n int) (time.Duration, error) {
+	p.stdin.Close()
+	return p.wait(ctx, n)
 }
 
 // kill ends the process if it still runs (its stdin closes, its context

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -333,5 +334,110 @@ func TestBenchEmbeddedMode(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "", "bench", "--embedded", "--nats-url", "nats://127.0.0.1:1"); code != exitUsage || !strings.Contains(stderr, "exclusive") {
 		t.Errorf("bench --embedded --nats-url = %d, %q; want a usage error", code, stderr)
+	}
+}
+
+// TestRawConsumerUntilStdinCloses: with --events 0 the raw consumer
+// acknowledges until its stdin closes, then says how many and exits 0.
+func TestRawConsumerUntilStdinCloses(t *testing.T) {
+	_, _, js := natstest.StartJetStream(t)
+	ctx := context.Background()
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RAWOPEN", Subjects: []string{"rawopen.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	stdinR, stdinW := io.Pipe()
+	defer stdinW.Close()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{rawConsumerCommand, "--nats-url", js.Conn().ConnectedUrl(), "--stream", "RAWOPEN", "--durable", "raw",
+			"--events", "0", "--timeout", "1m"}, stdinR, out, errOut)
+	}()
+	waitMatch(t, out, regexp.MustCompile(`ready`))
+	for i := range 7 {
+		if _, err := js.Publish(ctx, fmt.Sprintf("rawopen.%d", i), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := waitDrained(ctx, js, "RAWOPEN", []string{"raw"}, 10*time.Millisecond, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		t.Fatalf("raw consumer exited (%d) before its stdin closed: %s", code, errOut.String())
+	default:
+	}
+	stdinW.Close()
+	select {
+	case code := <-done:
+		if code != 0 || !strings.Contains(out.String(), "done 7") {
+			t.Fatalf("raw consumer = %d, stdout %q, stderr %q; want 0 and done 7", code, out.String(), errOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("raw consumer still running 20s after its stdin closed")
+	}
+}
+
+// TestBenchMixBaseline: bench --detection-only skips the throughput phase,
+// and after the detection phase plays its traffic again into the raw
+// consumer (a process of its own) on a scratch stream that it deletes
+// after: the baseline's events, the raw consumer's CPU, serve's process's
+// (the embedded server's work) and the ratio of the two sides.
+func TestBenchMixBaseline(t *testing.T) {
+	out, _, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
+		"--fetch-allow", "127.0.0.0/8", "--partitions", "2", "--min-lease", "1s", "--default-lease", "2s", "--max-lease", "10s",
+		"--full-fetch-interval", "10s", "--log-format", "json", "--log-level", "error")
+	defer stop()
+	natsURL := waitMatch(t, out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
+	httpAddr := waitMatch(t, out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
+	waitMatch(t, out, regexp.MustCompile(`consuming A2A_TASKS`))
+
+	rep := benchJSON(t, "--nats-url", natsURL, "--metrics-url", httpAddr+"/metrics", "--detection-only", "--agents", "6",
+		"--duration", "8s", "--settle", "1s", "--min-lease", "1s", "--default-lease", "2s", "--max-lease", "10s", "--full-fetch-interval", "10s")
+	if rep.Throughput != nil {
+		t.Errorf("throughput %+v with --detection-only", rep.Throughput)
+	}
+	d := rep.Detection
+	if d == nil || d.Cost == nil || d.Baseline == nil {
+		t.Fatalf("detection %+v: want its cost and its baseline", d)
+	}
+	b := d.Baseline
+	if b.Events == 0 || b.RawCPUMsPer1000 <= 0 || b.Cost == nil || !b.Cost.Embedded || b.Cost.Events != b.Events {
+		t.Fatalf("baseline %+v (cost %+v): want events, the raw consumer's CPU and serve's embedded server's cost of the same events", b, b.Cost)
+	}
+	// The same seed and duration publish about as many events: the traffic
+	// is the detection phase's.
+	if lo, hi := d.LifecycleEvents/2, d.LifecycleEvents*2; b.Events < lo || b.Events > hi {
+		t.Errorf("baseline %d events, detection %d: not the same traffic", b.Events, d.LifecycleEvents)
+	}
+	if b.Ratio == nil || b.TotalMsPer1000 == nil || b.CarddriftTotalMsPer1000 == nil ||
+		*b.TotalMsPer1000 != *b.Cost.ServeCPUMsPer1000+b.RawCPUMsPer1000 || *b.CarddriftTotalMsPer1000 != *d.Cost.ServeCPUMsPer1000 {
+		t.Errorf("baseline %+v: want the totals (serve's process plus the raw consumer; serve's) and their ratio", b)
+	}
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for name := range js.StreamNames(context.Background()).Name() {
+		if strings.HasPrefix(name, "CARDDRIFT_BENCH_") {
+			t.Errorf("scratch stream %s left behind", name)
+		}
+	}
+	var buf strings.Builder
+	b.write(&buf)
+	for _, w := range []string{"baseline: the detection phase's traffic again", "raw consumer's CPU: ",
+		"serve's process (its embedded server's work for the traffic; its workers idle): ", "× the baseline"} {
+		if !strings.Contains(buf.String(), w) {
+			t.Errorf("baseline lines lack %q:\n%s", w, buf.String())
+		}
+	}
+	if code, _, stderr := runCLI(t, "", "bench", "--nats-url", natsURL, "--throughput-only", "--detection-only"); code != exitUsage || !strings.Contains(stderr, "exclusive") {
+		t.Errorf("bench --throughput-only --detection-only = %d, %q; want a usage error", code, stderr)
 	}
 }
