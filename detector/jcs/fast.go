@@ -161,27 +161,20 @@ func skipWS(s string, i int) int {
 // (after a colon), and a newline followed by spaces of indentation, a word
 // of them a turn. Any other run goes word by word, as skipSpaceAt does.
 func skipSpaceFast(s string, i int) int {
-	if i+1 >= len(s) {
-		// At the end, or one byte before it: the loops below take it.
-	} else if c := s[i]; c == ' ' && s[i+1] > ' ' {
-		return i + 1
-	} else if c == '\n' {
-		j := i + 1
-		for j+8 <= len(s) {
-			// x is zero in the bytes that are spaces; its lowest nonzero
-			// byte is the first that is not.
-			x := load8(s, j) ^ (lsb * ' ')
-			if x == 0 {
-				j += 8
-				continue
+	if i+1 < len(s) && s[i] == '\n' {
+		for i++; i+8 <= len(s); i += 8 {
+			// x is zero in the bytes that are spaces; its lowest
+			// nonzero byte is the first that is not.
+			if x := load8(s, i) ^ (lsb * ' '); x != 0 {
+				i += bits.TrailingZeros64(x) >> 3
+				if s[i] > ' ' {
+					return i
+				}
+				break
 			}
-			j += bits.TrailingZeros64(x) >> 3
-			if s[j] > ' ' {
-				return j
-			}
-			break
 		}
-		i = j
+	} else if i+1 < len(s) && s[i] == ' ' && s[i+1] > ' ' {
+		return i + 1
 	}
 	for i+8 <= len(s) {
 		w := load8(s, i)
@@ -262,10 +255,12 @@ func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 	j := i + 1
 	for {
 		if n := len(dst); j+16 <= len(s) && n+16 <= cap(dst) {
-			// Two words a turn: most keys end in the first turn.
-			w1, w2 := load8(s, j), load8(s, j+8)
-			binary.LittleEndian.PutUint64(dst[n:n+8], w1)
-			binary.LittleEndian.PutUint64(dst[n+8:n+16], w2)
+			// Two words a turn: most keys end in the first turn. (Sliced
+			// once, so that the loads and stores need no bounds checks.)
+			src, d := s[j:j+16], dst[n:n+16]
+			w1, w2 := load8(src, 0), load8(src, 8)
+			binary.LittleEndian.PutUint64(d, w1)
+			binary.LittleEndian.PutUint64(d[8:], w2)
 			m1, m2 := plainEnd(w1), plainEnd(w2)
 			if m1|m2 == 0 {
 				dst, j = dst[:n+16], j+16
@@ -276,7 +271,12 @@ func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 			// first has none.
 			k1 := bits.TrailingZeros64(m1) >> 3
 			k := k1 + bits.TrailingZeros64(m2)>>3&-(k1>>3)
-			dst, j = dst[:n+k], j+k
+			if j += k; !key && s[j] == '"' {
+				// Most strings end here: the closing quote has been
+				// copied with the word that holds it.
+				return dst[:n+k+1], j + 1, true
+			}
+			dst = dst[:n+k]
 		} else if n := len(dst); j+8 <= len(s) && n+8 <= cap(dst) {
 			w := load8(s, j)
 			binary.LittleEndian.PutUint64(dst[n:n+8], w)
@@ -415,7 +415,12 @@ func (f *fastCanon) array(dst []byte, i int) ([]byte, int, bool) {
 	}
 	for {
 		var ok bool
-		if dst, i, ok = f.value(dst, i); !ok {
+		if i < len(s) && s[i] == '"' { // as in object
+			dst, i, ok = copyString(dst, s, i, false)
+		} else {
+			dst, i, ok = f.value(dst, i)
+		}
+		if !ok {
 			return dst, i, false
 		}
 		if i = skipWS(s, i); i >= len(s) {
@@ -472,7 +477,8 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 		// plain ASCII, most keys, is written with its quotes and the
 		// colon after it from two words, without a loop.
 		if n := len(dst); i+17 <= len(s) && n+18 <= cap(dst) {
-			w1, w2 := load8(s, i+1), load8(s, i+9)
+			src := s[i+1 : i+17]
+			w1, w2 := load8(src, 0), load8(src, 8)
 			k1 := bits.TrailingZeros64(plainEnd(w1)) >> 3
 			k := k1 + bits.TrailingZeros64(plainEnd(w2))>>3&-(k1>>3)
 			if end = i + 1 + k; k < 16 && s[end] == '"' {
