@@ -73,6 +73,15 @@ func rankAt(s string, i, n int) uint64 {
 	return keyRank(s[i : i+n])
 }
 
+// keyMask holds, for a key of k < 16 bytes, the mask of its first min(k, 8)
+// bytes in a little-endian word.
+var keyMask = func() (t [16]uint64) {
+	for k := range t {
+		t[k] = ^uint64(0) >> (64 - 8*min(k, 8))
+	}
+	return t
+}()
+
 // compareRanked orders two keys of ranks ra and rb as compareKeys does.
 func compareRanked(ra, rb uint64, a, b string) int {
 	switch {
@@ -148,26 +157,24 @@ func skipWS(s string, i int) int {
 
 // skipSpaceFast is skipWS past its first byte. It is the fast path's own (the
 // Scanner's skipSpaceAt stays the oracle's), and takes the two runs of
-// whitespace of indented JSON without a loop: a single space (after a
-// colon), and a newline followed by up to 16 spaces of indentation. Any other
-// run goes word by word, as skipSpaceAt does.
+// whitespace of indented JSON with the fewest operations: a single space
+// (after a colon), and a newline followed by spaces of indentation, a word
+// of them a turn. Any other run goes word by word, as skipSpaceAt does.
 func skipSpaceFast(s string, i int) int {
-	if i+18 <= len(s) {
-		switch s[i] {
-		case ' ':
-			if s[i+1] > ' ' {
-				return i + 1
-			}
-		case '\n':
-			// n1, n2: the spaces at the start of each word (8 if all);
-			// the second word counts only if the first is all spaces.
-			n1 := bits.TrailingZeros64(nonZeroBytes(load8(s, i+1)^(lsb*' '))) >> 3
-			n2 := bits.TrailingZeros64(nonZeroBytes(load8(s, i+9)^(lsb*' '))) >> 3
-			i += 1 + n1 + n2&-(n1>>3)
-			if s[i] > ' ' {
-				return i
+	if i+1 < len(s) && s[i] == '\n' {
+		for i++; i+8 <= len(s); i += 8 {
+			// x is zero in the bytes that are spaces; its lowest
+			// nonzero byte is the first that is not.
+			if x := load8(s, i) ^ (lsb * ' '); x != 0 {
+				i += bits.TrailingZeros64(x) >> 3
+				if s[i] > ' ' {
+					return i
+				}
+				break
 			}
 		}
+	} else if i+1 < len(s) && s[i] == ' ' && s[i+1] > ' ' {
+		return i + 1
 	}
 	for i+8 <= len(s) {
 		w := load8(s, i)
@@ -248,10 +255,12 @@ func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 	j := i + 1
 	for {
 		if n := len(dst); j+16 <= len(s) && n+16 <= cap(dst) {
-			// Two words a turn: most keys end in the first turn.
-			w1, w2 := load8(s, j), load8(s, j+8)
-			binary.LittleEndian.PutUint64(dst[n:n+8], w1)
-			binary.LittleEndian.PutUint64(dst[n+8:n+16], w2)
+			// Two words a turn: most keys end in the first turn. (Sliced
+			// once, so that the loads and stores need no bounds checks.)
+			src, d := s[j:j+16], dst[n:n+16]
+			w1, w2 := load8(src, 0), load8(src, 8)
+			binary.LittleEndian.PutUint64(d, w1)
+			binary.LittleEndian.PutUint64(d[8:], w2)
 			m1, m2 := plainEnd(w1), plainEnd(w2)
 			if m1|m2 == 0 {
 				dst, j = dst[:n+16], j+16
@@ -262,7 +271,12 @@ func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 			// first has none.
 			k1 := bits.TrailingZeros64(m1) >> 3
 			k := k1 + bits.TrailingZeros64(m2)>>3&-(k1>>3)
-			dst, j = dst[:n+k], j+k
+			if j += k; !key && s[j] == '"' {
+				// Most strings end here: the closing quote has been
+				// copied with the word that holds it.
+				return dst[:n+k+1], j + 1, true
+			}
+			dst = dst[:n+k]
 		} else if n := len(dst); j+8 <= len(s) && n+8 <= cap(dst) {
 			w := load8(s, j)
 			binary.LittleEndian.PutUint64(dst[n:n+8], w)
@@ -401,7 +415,12 @@ func (f *fastCanon) array(dst []byte, i int) ([]byte, int, bool) {
 	}
 	for {
 		var ok bool
-		if dst, i, ok = f.value(dst, i); !ok {
+		if i < len(s) && s[i] == '"' { // as in object
+			dst, i, ok = copyString(dst, s, i, false)
+		} else {
+			dst, i, ok = f.value(dst, i)
+		}
+		if !ok {
 			return dst, i, false
 		}
 		if i = skipWS(s, i); i >= len(s) {
@@ -458,7 +477,8 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 		// plain ASCII, most keys, is written with its quotes and the
 		// colon after it from two words, without a loop.
 		if n := len(dst); i+17 <= len(s) && n+18 <= cap(dst) {
-			w1, w2 := load8(s, i+1), load8(s, i+9)
+			src := s[i+1 : i+17]
+			w1, w2 := load8(src, 0), load8(src, 8)
 			k1 := bits.TrailingZeros64(plainEnd(w1)) >> 3
 			k := k1 + bits.TrailingZeros64(plainEnd(w2))>>3&-(k1>>3)
 			if end = i + 1 + k; k < 16 && s[end] == '"' {
@@ -469,8 +489,8 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 				d[1+k], d[2+k] = '"', ':'
 				dst = dst[:n+3+k]
 				// keyRank: the first min(k, 8) bytes, ASCII, read
-				// big-endian (a shift of 64 gives 0).
-				rank, ok = bits.ReverseBytes64(w1&(^uint64(0)>>(64-8*min(k, 8)))), true
+				// big-endian (k < 16, so k&15 is k).
+				rank, ok = bits.ReverseBytes64(w1&keyMask[k&15]), true
 			}
 		}
 		if !ok {
@@ -480,9 +500,8 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 			end-- // its closing quote
 			rank = rankAt(s, i+1, end-i-1)
 		}
-		key := s[i+1 : end]
-		keyStart := i
-		if i = end + 1; i+2 < len(s) && s[i] == ':' && s[i+1] == ' ' && s[i+2] > ' ' {
+		key := i + 1 // the key is s[key:end]
+		if i = end + 1; i+2 < len(s) && s[i+2] > ' ' && s[i] == ':' && s[i+1] == ' ' {
 			i += 2 // the colon of indented JSON
 		} else {
 			if i = skipWS(s, i); i >= len(s) || s[i] != ':' {
@@ -498,17 +517,17 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 		if !ok {
 			return dst, i, false
 		}
-		if omitHere && key == f.omit {
+		if omitHere && s[key:end] == f.omit {
 			if omitted {
 				return dst, i, false // a duplicate
 			}
 			omitted = true
 			dst = dst[:comma]
 		} else {
-			sp := fastSpan{rank: rank, key: int32(keyStart + 1), keyLen: int32(len(key)), start: int32(start), end: int32(len(dst))}
+			sp := fastSpan{rank: rank, key: int32(key), keyLen: int32(end - key), start: int32(start), end: int32(len(dst))}
 			if n := len(f.spans); sorted && n > base {
 				if prev := &f.spans[n-1]; sp.rank <= prev.rank {
-					switch compareRanked(sp.rank, prev.rank, key, f.keyOf(prev)) {
+					switch compareRanked(sp.rank, prev.rank, s[key:end], f.keyOf(prev)) {
 					case 0:
 						return dst, i, false // a duplicate
 					case -1:
@@ -544,59 +563,50 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 }
 
 // order rewrites the members written at dst[body:], spans, in canonical
-// order, or reports false if two of them have the same key.
+// order, or reports false if two of them have the same key. It sorts spans
+// themselves: they are the open object's, dropped once it is written.
 func (f *fastCanon) order(dst []byte, body int, spans []fastSpan) ([]byte, bool) {
-	n := len(spans)
-	var small [sortInPlaceMax]int32
-	var idx []int32
-	if n <= sortInPlaceMax {
-		// An insertion sort on the ranks, held beside the positions.
-		idx = small[:n]
-		var ranks [sortInPlaceMax]uint64
-		for k := range n {
-			r, p := spans[k].rank, int32(k)
+	if len(spans) <= sortInPlaceMax {
+		// An insertion sort, on the ranks but for ties.
+		for k := 1; k < len(spans); k++ {
+			sp := spans[k]
 			j := k
-			for ; j > 0 && (r < ranks[j-1] || r == ranks[j-1] && f.less(&spans[p], &spans[idx[j-1]])); j-- {
-				ranks[j], idx[j] = ranks[j-1], idx[j-1]
+			for ; j > 0; j-- {
+				prev := &spans[j-1]
+				if sp.rank > prev.rank || sp.rank == prev.rank && !f.less(&sp, prev) {
+					break
+				}
+				spans[j] = *prev
 			}
-			ranks[j], idx[j] = r, p
-		}
-		for k := 1; k < n; k++ {
-			if ranks[k] == ranks[k-1] && f.keyOf(&spans[idx[k]]) == f.keyOf(&spans[idx[k-1]]) {
-				return dst, false
-			}
+			spans[j] = sp
 		}
 	} else {
-		idx = make([]int32, n)
-		for k := range idx {
-			idx[k] = int32(k)
-		}
-		f.sortSpans(spans, idx)
-		for k := 1; k < n; k++ {
-			if a, b := &spans[idx[k-1]], &spans[idx[k]]; a.rank == b.rank && f.keyOf(a) == f.keyOf(b) {
-				return dst, false
-			}
+		f.sortSpans(spans)
+	}
+	for k := 1; k < len(spans); k++ {
+		if a, b := &spans[k-1], &spans[k]; a.rank == b.rank && f.keyOf(a) == f.keyOf(b) {
+			return dst, false
 		}
 	}
-	f.tmp = append(f.tmp[:0], dst[body:]...)
-	dst = dst[:body]
-	for k, i := range idx {
+	// The body is the members and the commas between them, so reordered it
+	// keeps its length: it is rewritten in place from a copy.
+	tmp := append(f.tmp[:0], dst[body:]...)
+	f.tmp = tmp
+	w := body
+	for k := range spans {
 		if k > 0 {
-			dst = append(dst, ',')
+			dst[w] = ','
+			w++
 		}
-		sp := spans[i]
-		dst = append(dst, f.tmp[int(sp.start)-body:int(sp.end)-body]...)
+		sp := &spans[k]
+		w += copy(dst[w:], tmp[int(sp.start)-body:int(sp.end)-body])
 	}
 	return dst, true
 }
 
-// sortSpans is kept apart so that the closure does not make the stack array
-// in order escape.
-//
-//go:noinline
-func (f *fastCanon) sortSpans(spans []fastSpan, idx []int32) {
-	slices.SortFunc(idx, func(a, b int32) int {
-		x, y := &spans[a], &spans[b]
-		return compareRanked(x.rank, y.rank, f.keyOf(x), f.keyOf(y))
+// sortSpans sorts the members of a large object.
+func (f *fastCanon) sortSpans(spans []fastSpan) {
+	slices.SortFunc(spans, func(a, b fastSpan) int {
+		return compareRanked(a.rank, b.rank, f.keyOf(&a), f.keyOf(&b))
 	})
 }
