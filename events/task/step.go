@@ -157,13 +157,13 @@ type Transition struct {
 // their stream positions) and derives the task-level findings. It returns
 // nil when ev needs no live card.
 func Begin(ev events.Event, m Meta, pin Pin, pinned *detector.Card) *Transition {
+	if !mayDepend(ev.Data) {
+		return nil // most lifecycle events: nothing to copy
+	}
 	t := &Transition{ev: ev, meta: m, pin: pin.Clone(), pinned: pinned}
 	seq := m.Seq
 	switch d := ev.Data.(type) {
 	case events.Request:
-		if d.Attempt <= 1 && !detector.IsCapabilityMethod(d.Method) {
-			return nil
-		}
 		if d.Attempt > 1 {
 			t.retry = true
 			t.method, t.attempt = d.Method, d.Attempt
@@ -180,9 +180,6 @@ func Begin(ev events.Event, m Meta, pin Pin, pinned *detector.Card) *Transition 
 			}
 		}
 	case events.Status:
-		if !detector.IsCapabilityState(d.State) {
-			return nil
-		}
 		if st, _ := detector.NormalizeState(d.State); st == detector.StateInputRequired && pinned != nil {
 			if f, ok := detector.CheckInputRequest(pinned, d.SkillID); ok {
 				t.Findings = append(t.Findings, f)
@@ -197,9 +194,6 @@ func Begin(ev events.Event, m Meta, pin Pin, pinned *detector.Card) *Transition 
 			}
 		}
 	case events.Error:
-		if !detector.IsSchemaClassError(d.Code) {
-			return nil
-		}
 		if seq == 0 || seq > t.pin.SchemaErrorSeq {
 			t.pin.SchemaErrorAt = m.Time.UTC()
 			t.pin.SchemaErrorCode = d.Code
@@ -213,10 +207,25 @@ func Begin(ev events.Event, m Meta, pin Pin, pinned *detector.Card) *Transition 
 			t.method, t.attempt = t.pin.RetryMethod, t.pin.RetryAttempt
 		}
 		t.setForce("a schema-class error")
-	default:
-		return nil
 	}
 	return t
+}
+
+// mayDepend reports whether a lifecycle event's data is a transition that
+// may depend on the agent's card (Begin's nil otherwise): a capability
+// method or a retry, a capability state, an artifact, a schema-class error.
+func mayDepend(data any) bool {
+	switch d := data.(type) {
+	case events.Request:
+		return d.Attempt > 1 || detector.IsCapabilityMethod(d.Method)
+	case events.Status:
+		return detector.IsCapabilityState(d.State)
+	case events.Artifact:
+		return true
+	case events.Error:
+		return detector.IsSchemaClassError(d.Code)
+	}
+	return false
 }
 
 // setForce asks for an unconditional fetch, saying why.
