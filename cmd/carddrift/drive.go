@@ -134,6 +134,10 @@ func driveRound(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 	if err != nil {
 		return fleet.Scorecard{}, fmt.Errorf("watch %s: %w", cfg.EventsStream, err)
 	}
+	// The callback reads its own copy: Stop does not wait for a callback
+	// under way, which may still run after this function returns and its
+	// caller changes f.
+	verdictLines := !f.json && !f.quiet
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		if md, err := m.Metadata(); err == nil && md.Sequence.Stream > viewed.Load() {
 			viewed.Store(md.Sequence.Stream) // one callback at a time
@@ -146,7 +150,7 @@ func driveRound(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 		recvMu.Lock()
 		received = append(received, fleet.Received{Event: ev, At: now})
 		recvMu.Unlock()
-		if d, ok := ev.Data.(events.Drift); ok && !f.json && !f.quiet {
+		if d, ok := ev.Data.(events.Drift); ok && verdictLines {
 			scenario := "?"
 			if as := byURL[d.AgentURL]; as != nil {
 				scenario = as.Scenario

@@ -409,8 +409,13 @@ func TestTallyBucketRecreated(t *testing.T) {
 	}
 	must(t, tally.Refresh(ctx))
 	must(t, js.DeleteKeyValue(ctx, kvc.Bucket))
-	kv, err = js.CreateKeyValue(ctx, kvc)
-	must(t, err)
+	// The server removes the deleted bucket's store as it goes: made again
+	// at once, on a busy machine, the name can still find it there (500,
+	// err_code 10049, "error creating store for stream"; seen once in CI).
+	natstest.Eventually(t, 10*time.Second, "the bucket made again", func() bool {
+		kv, err = js.CreateKeyValue(ctx, kvc)
+		return err == nil
+	})
 	// More writes than the first bucket had: its sequences overtake.
 	for i := range 5 {
 		_, err = store.NewKVPins[task.Pin](kv).Create(ctx, pinOn(fmt.Sprintf("u%d", i), 1, digestA))
