@@ -485,11 +485,13 @@ func TestBenchAsDeployed(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "bench", "--nats-url", natsURL, "--throughput-only", "--events", "1000", "--rounds", "2", "--json",
 		"--metrics-url", "http://"+sp.httpAddr+"/metrics", "--nats-server-pid", fmt.Sprint(ns.Process.Pid))
+	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CARDDRIFT_") {
-			cmd.Env = append(cmd.Env, kv)
+			env = append(env, kv)
 		}
 	}
+	cmd.Env = env
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -531,5 +533,48 @@ func TestBenchAsDeployed(t *testing.T) {
 	}
 	if want := fmt.Sprintf("/proc/%d/stat", ns.Process.Pid); tp.CPU.ServerSource != want || len(tp.CPU.NotRead) != 0 {
 		t.Errorf("cpu: server source %q, not read %v; want %q, nothing missing", tp.CPU.ServerSource, tp.CPU.NotRead, want)
+	}
+
+	// The detection phase and its baseline, as deployed: the same traffic
+	// into the raw consumer process; the server's CPU read for both sides.
+	cmd = exec.CommandContext(ctx, bin, "bench", "--nats-url", natsURL, "--detection-only", "--agents", "4", "--duration", "6s",
+		"--settle", "1s", "--json", "--metrics-url", "http://"+sp.httpAddr+"/metrics", "--nats-server-pid", fmt.Sprint(ns.Process.Pid))
+	cmd.Env = env
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	if out, err = cmd.Output(); err != nil {
+		t.Fatalf("carddrift bench --detection-only: %v\n%s", err, stderr.String())
+	}
+	var det struct {
+		Throughput *json.RawMessage `json:"throughput"`
+		Detection  struct {
+			LifecycleEvents int64 `json:"lifecycleEvents"`
+			Cost            struct {
+				Serve  perK `json:"serveCpuMsPer1000Events"`
+				Server perK `json:"serverCpuMsPer1000Events"`
+			} `json:"cost"`
+			Baseline struct {
+				Events int64   `json:"events"`
+				Raw    float64 `json:"rawCpuMsPer1000Events"`
+				Cost   struct {
+					Embedded bool `json:"embeddedServer"`
+					Server   perK `json:"serverCpuMsPer1000Events"`
+				} `json:"cost"`
+				Total     perK `json:"totalCpuMsPer1000Events"`
+				Carddrift perK `json:"carddriftTotalCpuMsPer1000Events"`
+				Ratio     perK `json:"ratio"`
+			} `json:"baseline"`
+		} `json:"detection"`
+	}
+	if err := json.Unmarshal(out, &det); err != nil {
+		t.Fatalf("bench --detection-only --json: %v\n%s", err, out)
+	}
+	d, b := det.Detection, det.Detection.Baseline
+	if det.Throughput != nil || d.LifecycleEvents == 0 || d.Cost.Serve == nil || d.Cost.Server == nil {
+		t.Fatalf("bench --detection-only: %s: want no throughput phase, the detection phase's events and cost", out)
+	}
+	if b.Events == 0 || b.Raw <= 0 || b.Cost.Embedded || b.Cost.Server == nil || *b.Cost.Server <= 0 || b.Ratio == nil ||
+		*b.Total != b.Raw+*b.Cost.Server || *b.Carddrift != *d.Cost.Serve+*d.Cost.Server {
+		t.Errorf("baseline %s: want its events, the raw consumer's and the standalone server's CPU, the totals counted alike, a ratio", out)
 	}
 }
