@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -214,6 +216,10 @@ func (b *MixBaseline) write(w io.Writer) {
 		fmt.Fprintf(w, "  deployment's CPU per 1,000 events: carddrift %.0f ms, baseline %.0f ms: %.2f× the baseline\n",
 			*b.CarddriftTotalMsPer1000, *b.TotalMsPer1000, *b.Ratio)
 	} else {
-		fmt.Fprintf(w, "  (no ratio: a CPU figure was not read: %v)\n", c.NotRead)
+		var why []string
+		for _, k := range slices.Sorted(maps.Keys(c.NotRead)) {
+			why = append(why, k+": "+c.NotRead[k])
+		}
+		fmt.Fprintf(w, "  (no ratio: a CPU figure was not read — %s)\n", strings.Join(why, "; "))
 	}
 }
