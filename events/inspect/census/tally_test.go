@@ -409,9 +409,10 @@ func TestTallyBucketRecreated(t *testing.T) {
 	}
 	must(t, tally.Refresh(ctx))
 	must(t, js.DeleteKeyValue(ctx, kvc.Bucket))
-	// The server removes the deleted bucket's store as it goes: made again
-	// at once, on a busy machine, the name can still find it there (500,
-	// err_code 10049, "error creating store for stream"; seen once in CI).
+	// Deleting an account's last stream, the server removes the account's
+	// streams directory as it goes, racing a create right after it: "could
+	// not create storage directory … no such file or directory" (its log),
+	// 500 err_code 10049 to the client (seen once in CI).
 	natstest.Eventually(t, 10*time.Second, "the bucket made again", func() bool {
 		kv, err = js.CreateKeyValue(ctx, kvc)
 		return err == nil
