@@ -10,6 +10,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
@@ -51,9 +52,16 @@ func TestExtendedCredentialsRemoved(t *testing.T) {
 		t.Errorf("card.pinned after the credentials left: %s extended %q source %s, want %s unavailable first-fetch",
 			p.Digest, p.Extended, p.Source, pubDigest)
 	}
-	pin, _, err := r.Stores.Pins.Get(ctx, "ext")
-	must(t, err)
-	if pin.Digest != pubDigest || pin.Extended != events.ExtendedUnavailable || pin.UsesExtended() {
+	// A transition's pin is written after its events are published
+	// (task.Result: PinFirst only for submissions), so the store may not
+	// show it yet when card.pinned arrives.
+	var pin task.Pin
+	r.Eventually("the pin on the public card stored", func() bool {
+		p, _, err := r.Stores.Pins.Get(ctx, "ext")
+		pin = p
+		return err == nil && p.Digest == pubDigest
+	})
+	if pin.Extended != events.ExtendedUnavailable || pin.UsesExtended() {
 		t.Errorf("stored pin %s extended %q, want the public card %s, unavailable", pin.Digest, pin.Extended, pubDigest)
 	}
 
