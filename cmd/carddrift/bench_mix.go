@@ -104,7 +104,8 @@ func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags
 		return nil, err
 	}
 	defer fl.Close()
-	sched, err := fleet.ScheduleShare(f.demo.seed, fl.Agents(), nil, f.demo.duration, f.driftShare)
+	// The detection phase's schedule: runBench set f.demo.driftShare.
+	sched, err := fleet.ScheduleShare(f.demo.seed, fl.Agents(), nil, f.demo.duration, f.demo.share())
 	if err != nil {
 		return nil, usageError{err}
 	}

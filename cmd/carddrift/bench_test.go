@@ -120,18 +120,26 @@ func TestProcessCPU(t *testing.T) {
 	}
 }
 
-// TestRawConsumerParentGone: the raw consumer exits when its stdin closes
-// (its parent went away), and on its own --timeout.
-func TestRawConsumerParentGone(t *testing.T) {
+// rawStream starts a JetStream server with stream name on subjects and its
+// durable "raw", as the raw consumer's tests need them.
+func rawStream(t *testing.T, name, subjects string) jetstream.JetStream {
+	t.Helper()
 	_, _, js := natstest.StartJetStream(t)
-	ctx := context.Background()
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RAWGONE", Subjects: []string{"rawgone.>"}})
+	st, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: name, Subjects: []string{subjects}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+	if _, err := st.CreateOrUpdateConsumer(t.Context(), jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)
 	}
+	return js
+}
+
+// TestRawConsumerParentGone: the raw consumer exits when its stdin closes
+// (its parent went away), and on its own --timeout.
+func TestRawConsumerParentGone(t *testing.T) {
+	js := rawStream(t, "RAWGONE", "rawgone.>")
+	ctx := context.Background()
 	url := js.Conn().ConnectedUrl()
 	for _, tt := range []struct {
 		name    string
@@ -340,15 +348,8 @@ func TestBenchEmbeddedMode(t *testing.T) {
 // TestRawConsumerUntilStdinCloses: with --events 0 the raw consumer
 // acknowledges until its stdin closes, then says how many and exits 0.
 func TestRawConsumerUntilStdinCloses(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
+	js := rawStream(t, "RAWOPEN", "rawopen.>")
 	ctx := context.Background()
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RAWOPEN", Subjects: []string{"rawopen.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
-		t.Fatal(err)
-	}
 	stdinR, stdinW := io.Pipe()
 	defer stdinW.Close()
 	out, errOut := &syncBuffer{}, &syncBuffer{}

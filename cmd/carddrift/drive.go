@@ -110,11 +110,7 @@ func driveRound(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 			fmt.Fprintf(e.stdout, format, args...)
 		}
 	}
-	share := f.driftShare
-	if share == 0 {
-		share = 0.75
-	}
-	sched, err := fleet.ScheduleShare(f.seed, fl.Agents(), names, f.duration, share)
+	sched, err := fleet.ScheduleShare(f.seed, fl.Agents(), names, f.duration, f.share())
 	if err != nil {
 		return fleet.Scorecard{}, usageError{err}
 	}
@@ -238,6 +234,15 @@ progress:
 		Tasks: traffic.Tasks(), Sent: traffic.Sent(), Errors: traffic.Errors(), Received: got, Lease: lease,
 		Applied: player.Applied(), FullFetch: fullFetch,
 	}), nil
+}
+
+// share is the share of the fleet's agents whose cards drift: --drift-share
+// where the command has one, else (0) the demo's 0.75.
+func (f *demoFlags) share() float64 {
+	if f.driftShare == 0 {
+		return 0.75
+	}
+	return f.driftShare
 }
 
 // holdOnBacklog returns a fleet.TrafficOptions.Hold that reports whether
