@@ -270,16 +270,25 @@ func TestBenchStandaloneServer(t *testing.T) {
 	}
 }
 
-// TestSimulateCost: simulate against serve prints serve's CPU per 1,000
-// lifecycle events after its scorecard, and adds "cost" to its JSON.
-func TestSimulateCost(t *testing.T) {
+// serveDemoLeases runs serve in process with its embedded server, fetches
+// to loopback and the demo's leases, until the test ends; it returns its
+// NATS URL and its HTTP address once its workers consume.
+func serveDemoLeases(t *testing.T) (natsURL, httpAddr string) {
+	t.Helper()
 	out, _, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
 		"--fetch-allow", "127.0.0.0/8", "--partitions", "2", "--min-lease", "1s", "--default-lease", "2s", "--max-lease", "10s",
 		"--full-fetch-interval", "10s", "--log-format", "json", "--log-level", "error")
-	defer stop()
-	natsURL := waitMatch(t, out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
-	httpAddr := waitMatch(t, out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
+	t.Cleanup(func() { stop() })
+	natsURL = waitMatch(t, out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
+	httpAddr = waitMatch(t, out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
 	waitMatch(t, out, regexp.MustCompile(`consuming A2A_TASKS`))
+	return natsURL, httpAddr
+}
+
+// TestSimulateCost: simulate against serve prints serve's CPU per 1,000
+// lifecycle events after its scorecard, and adds "cost" to its JSON.
+func TestSimulateCost(t *testing.T) {
+	natsURL, httpAddr := serveDemoLeases(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -389,13 +398,7 @@ func TestRawConsumerUntilStdinCloses(t *testing.T) {
 // after: the baseline's events, the raw consumer's CPU, serve's process's
 // (the embedded server's work) and the ratio of the two sides.
 func TestBenchMixBaseline(t *testing.T) {
-	out, _, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
-		"--fetch-allow", "127.0.0.0/8", "--partitions", "2", "--min-lease", "1s", "--default-lease", "2s", "--max-lease", "10s",
-		"--full-fetch-interval", "10s", "--log-format", "json", "--log-level", "error")
-	defer stop()
-	natsURL := waitMatch(t, out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
-	httpAddr := waitMatch(t, out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
-	waitMatch(t, out, regexp.MustCompile(`consuming A2A_TASKS`))
+	natsURL, httpAddr := serveDemoLeases(t)
 
 	rep := benchJSON(t, "--nats-url", natsURL, "--metrics-url", httpAddr+"/metrics", "--detection-only", "--agents", "6",
 		"--duration", "8s", "--settle", "1s", "--min-lease", "1s", "--default-lease", "2s", "--max-lease", "10s", "--full-fetch-interval", "10s")
