@@ -82,8 +82,9 @@ var layoutLayers = []layoutLayer{
 	{"simulator", []string{"events/fleet", "events/service/servicetest"}},
 	// The commands.
 	{"commands", []string{"cmd/carddrift", "cmd/carddrift-planner"}},
-	// Packages of tests only: deployment files, end-to-end and interop.
-	{"tests", []string{"deployments", "test"}},
+	// Packages of tests only: deployment files, end-to-end and interop; and
+	// the measuring tools (test/iofloor: the floor of serve's round trips).
+	{"tests", []string{"deployments", "test", "test/iofloor"}},
 }
 
 // plannedPkgs are table entries for packages not written yet: they may be

@@ -1,0 +1,275 @@
+// Command iofloor is a measuring tool, not part of carddrift: the I/O that
+// carddrift serve's contract and design cause per lifecycle event, done by a
+// process with none of carddrift's logic, so that serve's CPU per 1,000
+// events of a fleet's mix can be read against the floor of its round trips
+// (test/iofloor.sh runs both against the same traffic).
+//
+// Like serve (with --partitions 8), it consumes the lifecycle stream through
+// eight durable partition consumers of its own and acknowledges every event.
+// Beside the acknowledgement it does, per event, what serve's workers and
+// fetcher do over the network, sized as carddrift's:
+//
+//   - a submission (a2a.task.submitted): the pin's KV put and a card.pinned
+//     publish (serve pins every task);
+//   - the first event of an agent after -lease since its last fetch: a lease
+//     claim (KV put), the agent's card fetched over HTTP (one keep-alive
+//     pool, as the fetcher's), the lease record (KV put) and a card.observed
+//     publish — with -lease set so that the fetch count matches serve's;
+//   - every -drift-every'th event: a card.drift publish;
+//   - a watch on its lease bucket (serve keeps a copy of the leases current
+//     by one).
+//
+// It decodes and validates nothing, keeps no pins, judges nothing. Its
+// buckets and stream (IOFLOOR_*) live beside carddrift's; on SIGINT it
+// prints what it did and deletes them. It serves process_cpu_seconds_total
+// at /metrics on -http-addr, which carddrift simulate --metrics-url reads as
+// it reads serve's.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/store"
+)
+
+// Sizes of what it writes: about what carddrift writes in the 400-agent
+// mix (a pin ~600 bytes, a lease record ~200, a card event ~1.1 KB).
+const (
+	pinBytes       = 600
+	leaseBytes     = 200
+	cardEventBytes = 1100
+)
+
+const (
+	pinsBucket   = "IOFLOOR_PINS"
+	leasesBucket = "IOFLOOR_LEASES"
+	eventsStream = "IOFLOOR_CARD_EVENTS"
+	durablePre   = "iofloor-"
+)
+
+func main() {
+	url := flag.String("nats-url", nats.DefaultURL, "the NATS server (its lifecycle stream is made as serve makes it, if missing)")
+	addr := flag.String("http-addr", "127.0.0.1:0", "serve /metrics (the process's CPU) and /readyz here")
+	lease := flag.Duration("lease", 1500*time.Millisecond, "fetch an agent's card again after this (set it so that the fetch count matches serve's)")
+	driftEvery := flag.Int("drift-every", 60, "publish a card.drift for every this many events (0: none)")
+	partitions := flag.Int("partitions", 8, "partition consumers (serve's --partitions)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *url, *addr, *lease, *driftEvery, *partitions); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// floor is the per-event I/O.
+type floor struct {
+	js         jetstream.JetStream
+	pins       jetstream.KeyValue
+	leases     jetstream.KeyValue
+	hc         *http.Client
+	lease      time.Duration
+	driftEvery int64
+
+	mu     sync.Mutex
+	last   map[string]time.Time // agent URL → its last fetch
+	leaseN map[string]int       // agent URL → its lease key's number
+
+	events, fetches, pinned, drifts, failed atomic.Int64
+}
+
+func run(ctx context.Context, url, addr string, lease time.Duration, driftEvery, partitions int) error {
+	nc, err := nats.Connect(url, nats.Name("iofloor"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	var cfg store.Config
+	cfg.Partitions = partitions
+	cfg.SetDefaults()
+	if _, err := store.Open[task.Pin](ctx, js, cfg); err != nil {
+		return fmt.Errorf("lifecycle stream: %w", err)
+	}
+	f := &floor{js: js, lease: lease, driftEvery: int64(driftEvery), last: map[string]time.Time{}, leaseN: map[string]int{},
+		// The fetcher's pool: idle connections kept for every agent.
+		hc: &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{
+			MaxIdleConns: 1024, MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}},
+	}
+	if f.pins, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: pinsBucket, Storage: jetstream.FileStorage}); err != nil {
+		return err
+	}
+	if f.leases, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: leasesBucket, Storage: jetstream.FileStorage}); err != nil {
+		return err
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: eventsStream, Subjects: []string{"iofloor.card.>"},
+		Storage: jetstream.FileStorage}); err != nil {
+		return err
+	}
+	defer f.cleanup(js)
+	w, err := f.leases.WatchAll(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	var watched atomic.Int64
+	go func() {
+		for range w.Updates() {
+			watched.Add(1)
+		}
+	}()
+
+	top := cfg.Topology
+	for p := range top.Partitions {
+		cc := top.DeclaredConsumer(p)
+		cc.Name, cc.Durable = durablePre+cc.Name, durablePre+cc.Durable
+		c, err := js.CreateOrUpdateConsumer(ctx, top.LifecycleStream, cc)
+		if err != nil {
+			return err
+		}
+		defer js.DeleteConsumer(context.Background(), top.LifecycleStream, cc.Name)
+		cons, err := c.Consume(func(m jetstream.Msg) { f.handle(ctx, m) })
+		if err != nil {
+			return err
+		}
+		defer cons.Stop()
+	}
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/readyz", func(http.ResponseWriter, *http.Request) {})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	fmt.Printf("iofloor: consuming %s, /metrics on http://%s\n", top.LifecycleStream, ln.Addr())
+
+	<-ctx.Done()
+	fmt.Printf("iofloor: events %d, fetches %d, pins %d, drifts %d, lease updates watched %d, failed round trips %d\n",
+		f.events.Load(), f.fetches.Load(), f.pinned.Load(), f.drifts.Load(), watched.Load(), f.failed.Load())
+	return nil
+}
+
+var (
+	pinValue   = bytes.Repeat([]byte("p"), pinBytes)
+	leaseValue = bytes.Repeat([]byte("l"), leaseBytes)
+	cardEvent  = bytes.Repeat([]byte("c"), cardEventBytes)
+	agentField = []byte(`"agentUrl":"`)
+)
+
+// handle does one event's I/O, then acknowledges it.
+func (f *floor) handle(ctx context.Context, m jetstream.Msg) {
+	n := f.events.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if strings.HasPrefix(m.Subject(), "a2a.task.submitted.") {
+		f.pinned.Add(1)
+		f.check(f.pins.Put(ctx, "t"+strconv.FormatInt(n, 10), pinValue))
+		f.check(f.js.Publish(ctx, "iofloor.card.pinned", cardEvent))
+	}
+	if agent := agentOf(m.Data()); agent != "" {
+		if key, ok := f.due(agent); ok {
+			f.fetch(ctx, agent, key)
+		}
+	}
+	if f.driftEvery > 0 && n%f.driftEvery == 0 {
+		f.drifts.Add(1)
+		f.check(f.js.Publish(ctx, "iofloor.card.drift", cardEvent))
+	}
+	if m.Ack() != nil {
+		f.failed.Add(1)
+	}
+}
+
+// fetch is one fetch's I/O: the lease claimed, the card fetched, the lease
+// recorded, card.observed published.
+func (f *floor) fetch(ctx context.Context, agent, key string) {
+	f.fetches.Add(1)
+	f.check(f.leases.Put(ctx, key, leaseValue)) // the claim
+	if resp, err := f.hc.Get(agent + "/.well-known/agent-card.json"); err == nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+	} else {
+		f.failed.Add(1)
+	}
+	f.check(f.leases.Put(ctx, key, leaseValue)) // the record
+	f.check(f.js.Publish(ctx, "iofloor.card.observed", cardEvent))
+}
+
+// due reports whether agent's card is to be fetched now, and if so counts
+// the fetch as done from now and gives the agent's lease key.
+func (f *floor) due(agent string) (string, bool) {
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if now.Sub(f.last[agent]) < f.lease {
+		return "", false
+	}
+	f.last[agent] = now
+	n, ok := f.leaseN[agent]
+	if !ok {
+		n = len(f.leaseN)
+		f.leaseN[agent] = n
+	}
+	return "a" + strconv.Itoa(n), true
+}
+
+func (f *floor) check(_ any, err error) {
+	if err != nil {
+		f.failed.Add(1)
+	}
+}
+
+// agentOf finds the agent URL in an event's JSON data without decoding it.
+func agentOf(data []byte) string {
+	i := bytes.Index(data, agentField)
+	if i < 0 {
+		return ""
+	}
+	rest := data[i+len(agentField):]
+	if j := bytes.IndexByte(rest, '"'); j > 0 {
+		return string(rest[:j])
+	}
+	return ""
+}
+
+// cleanup deletes the buckets and the stream it made.
+func (f *floor) cleanup(js jetstream.JetStream) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range []string{"KV_" + pinsBucket, "KV_" + leasesBucket, eventsStream} {
+		if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			log.Printf("iofloor: deleting %s: %v", name, err)
+		}
+	}
+}
