@@ -19,6 +19,11 @@
 //   - a watch on its lease bucket (serve keeps a copy of the leases current
 //     by one).
 //
+// With -data-dir it embeds its JetStream server as serve does without
+// --nats-url (storage in that directory, clients on -nats-port) and reaches
+// it in process, as serve's workers do: the process's CPU is then the
+// server's too.
+//
 // It decodes and validates nothing, keeps no pins, judges nothing. Its
 // buckets and stream (IOFLOOR_*) live beside carddrift's; on SIGINT it
 // prints what it did and deletes them. It serves process_cpu_seconds_total
@@ -51,6 +56,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
@@ -76,10 +82,22 @@ func main() {
 	lease := flag.Duration("lease", 1500*time.Millisecond, "fetch an agent's card again after this (set it so that the fetch count matches serve's)")
 	driftEvery := flag.Int("drift-every", 60, "publish a card.drift for every this many events (0: none)")
 	partitions := flag.Int("partitions", 8, "partition consumers (serve's --partitions)")
+	dataDir := flag.String("data-dir", "", "embed the JetStream server, storage here (instead of -nats-url)")
+	natsPort := flag.Int("nats-port", 4222, "with -data-dir: the embedded server's client port")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *url, *addr, *lease, *driftEvery, *partitions); err != nil {
+	var opts []nats.Option
+	if *dataDir != "" {
+		srv, err := service.StartEmbedded(*dataDir, *natsPort)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+		*url = srv.ClientURL()
+		opts = append(opts, nats.InProcessServer(srv))
+	}
+	if err := run(ctx, *url, opts, *addr, *lease, *driftEvery, *partitions); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -100,8 +118,8 @@ type floor struct {
 	events, fetches, pinned, drifts, failed atomic.Int64
 }
 
-func run(ctx context.Context, url, addr string, lease time.Duration, driftEvery, partitions int) error {
-	nc, err := nats.Connect(url, nats.Name("iofloor"))
+func run(ctx context.Context, url string, opts []nats.Option, addr string, lease time.Duration, driftEvery, partitions int) error {
+	nc, err := nats.Connect(url, append(opts, nats.Name("iofloor"))...)
 	if err != nil {
 		return err
 	}
