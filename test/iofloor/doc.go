@@ -1,0 +1,32 @@
+// Command iofloor is a measuring tool, not part of carddrift: the I/O that
+// carddrift serve's contract and design cause per lifecycle event, done by a
+// process with none of carddrift's logic, so that serve's CPU per 1,000
+// events of a fleet's mix can be read against the floor of its round trips
+// (test/iofloor.sh runs both against the same traffic).
+//
+// Like serve (with --partitions 8), it consumes the lifecycle stream through
+// eight durable partition consumers of its own and acknowledges every event.
+// Beside the acknowledgement it does, per event, what serve's workers and
+// fetcher do over the network, sized as carddrift's:
+//
+//   - a submission (a2a.task.submitted): the pin's KV put and a card.pinned
+//     publish (serve pins every task);
+//   - the first event of an agent after -lease since its last fetch: a lease
+//     claim (KV put), the agent's card fetched over HTTP (one keep-alive
+//     pool, as the fetcher's), the lease record (KV put) and a card.observed
+//     publish — with -lease set so that the fetch count matches serve's;
+//   - every -drift-every'th event: a card.drift publish;
+//   - a watch on its lease bucket (serve keeps a copy of the leases current
+//     by one).
+//
+// With -data-dir it embeds its JetStream server as serve does without
+// --nats-url (storage in that directory, clients on -nats-port) and reaches
+// it in process, as serve's workers do: the process's CPU is then the
+// server's too.
+//
+// It decodes and validates nothing, keeps no pins, judges nothing. Its
+// buckets and stream (IOFLOOR_*) live beside carddrift's; on SIGINT it
+// prints what it did and deletes them. It serves process_cpu_seconds_total
+// at /metrics on -http-addr, which carddrift simulate --metrics-url reads as
+// it reads serve's.
+package main
