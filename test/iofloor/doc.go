@@ -15,6 +15,8 @@
 //     claim (KV put), the agent's card fetched over HTTP (one keep-alive
 //     pool, as the fetcher's), the lease record (KV put) and a card.observed
 //     publish — with -lease set so that the fetch count matches serve's;
+//   - every -repin-every'th event: a pin put (transitions that change a
+//     task's pin write it back: ~1 in 17 events in the mix);
 //   - every -drift-every'th event: a card.drift publish;
 //   - a watch on its lease bucket (serve keeps a copy of the leases current
 //     by one).

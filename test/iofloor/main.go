@@ -30,11 +30,12 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// Sizes of what it writes: about what carddrift writes in the 400-agent
-// mix (a pin ~600 bytes, a lease record ~200, a card event ~1.1 KB).
+// Sizes of what it writes: about what carddrift stores per write in the
+// 400-agent mix (the KV streams' bytes per message, less the subject: a pin
+// ~800 bytes, a lease record ~850, a card event ~1.1 KB).
 const (
-	pinBytes       = 600
-	leaseBytes     = 200
+	pinBytes       = 800
+	leaseBytes     = 850
 	cardEventBytes = 1100
 )
 
@@ -50,6 +51,7 @@ func main() {
 	addr := flag.String("http-addr", "127.0.0.1:0", "serve /metrics (the process's CPU) and /readyz here")
 	lease := flag.Duration("lease", 1500*time.Millisecond, "fetch an agent's card again after this (set it so that the fetch count matches serve's)")
 	driftEvery := flag.Int("drift-every", 60, "publish a card.drift for every this many events (0: none)")
+	repinEvery := flag.Int("repin-every", 17, "write a pin back for every this many events, as transitions that change a task's pin do (0: never)")
 	partitions := flag.Int("partitions", 8, "partition consumers (serve's --partitions)")
 	dataDir := flag.String("data-dir", "", "embed the JetStream server, storage here (instead of -nats-url)")
 	natsPort := flag.Int("nats-port", 4222, "with -data-dir: the embedded server's client port")
@@ -66,7 +68,7 @@ func main() {
 		*url = srv.ClientURL()
 		opts = append(opts, nats.InProcessServer(srv))
 	}
-	if err := run(ctx, *url, opts, *addr, *lease, *driftEvery, *partitions); err != nil {
+	if err := run(ctx, *url, opts, *addr, *lease, *driftEvery, *repinEvery, *partitions); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -79,15 +81,16 @@ type floor struct {
 	hc         *http.Client
 	lease      time.Duration
 	driftEvery int64
+	repinEvery int64
 
 	mu     sync.Mutex
 	last   map[string]time.Time // agent URL → its last fetch
 	leaseN map[string]int       // agent URL → its lease key's number
 
-	events, fetches, pinned, drifts, failed atomic.Int64
+	events, fetches, pinned, repinned, drifts, failed atomic.Int64
 }
 
-func run(ctx context.Context, url string, opts []nats.Option, addr string, lease time.Duration, driftEvery, partitions int) error {
+func run(ctx context.Context, url string, opts []nats.Option, addr string, lease time.Duration, driftEvery, repinEvery, partitions int) error {
 	nc, err := nats.Connect(url, append(opts, nats.Name("iofloor"))...)
 	if err != nil {
 		return err
@@ -103,7 +106,8 @@ func run(ctx context.Context, url string, opts []nats.Option, addr string, lease
 	if _, err := store.Open[task.Pin](ctx, js, cfg); err != nil {
 		return fmt.Errorf("lifecycle stream: %w", err)
 	}
-	f := &floor{js: js, lease: lease, driftEvery: int64(driftEvery), last: map[string]time.Time{}, leaseN: map[string]int{},
+	f := &floor{js: js, lease: lease, driftEvery: int64(driftEvery), repinEvery: int64(repinEvery),
+		last: map[string]time.Time{}, leaseN: map[string]int{},
 		// The fetcher's pool: idle connections kept for every agent.
 		hc: &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{
 			MaxIdleConns: 1024, MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}},
@@ -162,8 +166,8 @@ func run(ctx context.Context, url string, opts []nats.Option, addr string, lease
 	fmt.Printf("iofloor: consuming %s, /metrics on http://%s\n", top.LifecycleStream, ln.Addr())
 
 	<-ctx.Done()
-	fmt.Printf("iofloor: events %d, fetches %d, pins %d, drifts %d, lease updates watched %d, failed round trips %d\n",
-		f.events.Load(), f.fetches.Load(), f.pinned.Load(), f.drifts.Load(), watched.Load(), f.failed.Load())
+	fmt.Printf("iofloor: events %d, fetches %d, pins %d, pins written back %d, drifts %d, lease updates watched %d, failed round trips %d\n",
+		f.events.Load(), f.fetches.Load(), f.pinned.Load(), f.repinned.Load(), f.drifts.Load(), watched.Load(), f.failed.Load())
 	return nil
 }
 
@@ -188,6 +192,10 @@ func (f *floor) handle(ctx context.Context, m jetstream.Msg) {
 		if key, ok := f.due(agent); ok {
 			f.fetch(ctx, agent, key)
 		}
+	}
+	if f.repinEvery > 0 && n%f.repinEvery == 0 {
+		f.repinned.Add(1)
+		f.check(f.pins.Put(ctx, "t"+strconv.FormatInt(n-1, 10), pinValue))
 	}
 	if f.driftEvery > 0 && n%f.driftEvery == 0 {
 		f.drifts.Add(1)
