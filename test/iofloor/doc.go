@@ -5,21 +5,25 @@
 // (test/iofloor.sh runs both against the same traffic).
 //
 // Like serve (with --partitions 8), it consumes the lifecycle stream through
-// eight durable partition consumers of its own and acknowledges every event.
-// Beside the acknowledgement it does, per event, what serve's workers and
-// fetcher do over the network, sized as carddrift's:
+// eight durable partition consumers of its own and acknowledges every event
+// once what it caused is stored. Beside the acknowledgement it does, per
+// event, what contract v1.3 (DESIGN, "Wire economy") leaves serve's workers
+// and fetcher to do over the network, sized as carddrift's:
 //
 //   - a submission (a2a.task.submitted): the pin's KV put and a card.pinned
 //     publish (serve pins every task);
-//   - the first event of an agent after -lease since its last fetch: a lease
-//     claim (KV put), the agent's card fetched over HTTP (one keep-alive
-//     pool, as the fetcher's), the lease record (KV put) and a card.observed
-//     publish — with -lease set so that the fetch count matches serve's;
+//   - the first event of an agent after -lease since its last fetch: the
+//     agent's card fetched over HTTP (one keep-alive pool, as the
+//     fetcher's) and one lease write (a compare-and-set) — with -lease set
+//     so that the fetch count matches serve's; a card.observed publish at
+//     the agent's first fetch and then once per -observe-heartbeat;
 //   - every -repin-every'th event: a pin put (transitions that change a
 //     task's pin write it back: ~1 in 17 events in the mix);
-//   - every -drift-every'th event: a card.drift publish;
-//   - a watch on its lease bucket (serve keeps a copy of the leases current
-//     by one).
+//   - every -drift-every'th event: a card.drift publish.
+//
+// Pin puts and card events are published asynchronously, and an event is
+// acknowledged once all of its writes have their PubAcks (the guarantee
+// DESIGN states); no watch delivers its own writes back.
 //
 // With -data-dir it embeds its JetStream server as serve does without
 // --nats-url (storage in that directory, clients on -nats-port) and reaches

@@ -52,6 +52,7 @@ func main() {
 	lease := flag.Duration("lease", 1500*time.Millisecond, "fetch an agent's card again after this (set it so that the fetch count matches serve's)")
 	driftEvery := flag.Int("drift-every", 60, "publish a card.drift for every this many events (0: none)")
 	repinEvery := flag.Int("repin-every", 17, "write a pin back for every this many events, as transitions that change a task's pin do (0: never)")
+	heartbeat := flag.Duration("observe-heartbeat", 5*time.Minute, "publish card.observed at an agent's first fetch and then once per this (serve's --observe-heartbeat)")
 	partitions := flag.Int("partitions", 8, "partition consumers (serve's --partitions)")
 	dataDir := flag.String("data-dir", "", "embed the JetStream server, storage here (instead of -nats-url)")
 	natsPort := flag.Int("nats-port", 4222, "with -data-dir: the embedded server's client port")
@@ -68,7 +69,7 @@ func main() {
 		*url = srv.ClientURL()
 		opts = append(opts, nats.InProcessServer(srv))
 	}
-	if err := run(ctx, *url, opts, *addr, *lease, *driftEvery, *repinEvery, *partitions); err != nil {
+	if err := run(ctx, *url, opts, *addr, *lease, *heartbeat, *driftEvery, *repinEvery, *partitions); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -80,23 +81,38 @@ type floor struct {
 	leases     jetstream.KeyValue
 	hc         *http.Client
 	lease      time.Duration
+	heartbeat  time.Duration
 	driftEvery int64
 	repinEvery int64
+	acks       chan pending // to the acker, in order of handling
 
-	mu     sync.Mutex
-	last   map[string]time.Time // agent URL → its last fetch
-	leaseN map[string]int       // agent URL → its lease key's number
+	mu       sync.Mutex
+	last     map[string]time.Time // agent URL → its last fetch
+	observed map[string]time.Time // agent URL → its last card.observed
+	leaseN   map[string]int       // agent URL → its lease key's number
+	leaseRev map[string]uint64    // lease key → its last revision
 
-	events, fetches, pinned, repinned, drifts, failed atomic.Int64
+	events, fetches, pinned, repinned, drifts, observes, failed atomic.Int64
 }
 
-func run(ctx context.Context, url string, opts []nats.Option, addr string, lease time.Duration, driftEvery, repinEvery, partitions int) error {
+// pending is an event whose writes are under way: it is acknowledged once
+// every one of them is stored.
+type pending struct {
+	m      jetstream.Msg
+	writes []jetstream.PubAckFuture
+}
+
+// maxPending bounds the events whose writes are under way (and so the
+// acker's queue); the publisher's own bound is the same.
+const maxPending = 4096
+
+func run(ctx context.Context, url string, opts []nats.Option, addr string, lease, heartbeat time.Duration, driftEvery, repinEvery, partitions int) error {
 	nc, err := nats.Connect(url, append(opts, nats.Name("iofloor"))...)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(maxPending))
 	if err != nil {
 		return err
 	}
@@ -106,8 +122,9 @@ func run(ctx context.Context, url string, opts []nats.Option, addr string, lease
 	if _, err := store.Open[task.Pin](ctx, js, cfg); err != nil {
 		return fmt.Errorf("lifecycle stream: %w", err)
 	}
-	f := &floor{js: js, lease: lease, driftEvery: int64(driftEvery), repinEvery: int64(repinEvery),
-		last: map[string]time.Time{}, leaseN: map[string]int{},
+	f := &floor{js: js, lease: lease, heartbeat: heartbeat, driftEvery: int64(driftEvery), repinEvery: int64(repinEvery),
+		acks: make(chan pending, maxPending), last: map[string]time.Time{}, observed: map[string]time.Time{},
+		leaseN: map[string]int{}, leaseRev: map[string]uint64{},
 		// The fetcher's pool: idle connections kept for every agent.
 		hc: &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{
 			MaxIdleConns: 1024, MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}},
@@ -123,17 +140,9 @@ func run(ctx context.Context, url string, opts []nats.Option, addr string, lease
 		return err
 	}
 	defer f.cleanup(js)
-	w, err := f.leases.WatchAll(ctx)
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	var watched atomic.Int64
-	go func() {
-		for range w.Updates() {
-			watched.Add(1)
-		}
-	}()
+	ackerDone := make(chan struct{})
+	go f.acker(ackerDone)
+	defer func() { close(f.acks); <-ackerDone }()
 
 	top := cfg.Topology
 	for p := range top.Partitions {
@@ -166,8 +175,8 @@ func run(ctx context.Context, url string, opts []nats.Option, addr string, lease
 	fmt.Printf("iofloor: consuming %s, /metrics on http://%s\n", top.LifecycleStream, ln.Addr())
 
 	<-ctx.Done()
-	fmt.Printf("iofloor: events %d, fetches %d, pins %d, pins written back %d, drifts %d, lease updates watched %d, failed round trips %d\n",
-		f.events.Load(), f.fetches.Load(), f.pinned.Load(), f.repinned.Load(), f.drifts.Load(), watched.Load(), f.failed.Load())
+	fmt.Printf("iofloor: events %d, fetches %d, pins %d, pins written back %d, drifts %d, observed %d, failed round trips %d\n",
+		f.events.Load(), f.fetches.Load(), f.pinned.Load(), f.repinned.Load(), f.drifts.Load(), f.observes.Load(), f.failed.Load())
 	return nil
 }
 
@@ -178,65 +187,127 @@ var (
 	agentField = []byte(`"agentUrl":"`)
 )
 
-// handle does one event's I/O, then acknowledges it.
+// handle does one event's I/O and hands it to the acker, which
+// acknowledges it once its writes are stored. Pin puts and card events are
+// published asynchronously (a KV put is a publish to its key's subject).
 func (f *floor) handle(ctx context.Context, m jetstream.Msg) {
 	n := f.events.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	p := pending{m: m}
 	if strings.HasPrefix(m.Subject(), "a2a.task.submitted.") {
 		f.pinned.Add(1)
-		f.check(f.pins.Put(ctx, "t"+strconv.FormatInt(n, 10), pinValue))
-		f.check(f.js.Publish(ctx, "iofloor.card.pinned", cardEvent))
+		p.put(f, "$KV."+pinsBucket+".t"+strconv.FormatInt(n, 10), pinValue)
+		p.put(f, "iofloor.card.pinned", cardEvent)
 	}
 	if agent := agentOf(m.Data()); agent != "" {
-		if key, ok := f.due(agent); ok {
+		if key, observe, ok := f.due(agent); ok {
 			f.fetch(ctx, agent, key)
+			if observe {
+				f.observes.Add(1)
+				p.put(f, "iofloor.card.observed", cardEvent)
+			}
 		}
 	}
 	if f.repinEvery > 0 && n%f.repinEvery == 0 {
 		f.repinned.Add(1)
-		f.check(f.pins.Put(ctx, "t"+strconv.FormatInt(n-1, 10), pinValue))
+		p.put(f, "$KV."+pinsBucket+".t"+strconv.FormatInt(n-1, 10), pinValue)
 	}
 	if f.driftEvery > 0 && n%f.driftEvery == 0 {
 		f.drifts.Add(1)
-		f.check(f.js.Publish(ctx, "iofloor.card.drift", cardEvent))
+		p.put(f, "iofloor.card.drift", cardEvent)
 	}
-	if m.Ack() != nil {
-		f.failed.Add(1)
+	select {
+	case f.acks <- p:
+	case <-ctx.Done():
+		f.failed.Add(1) // left unacknowledged: redelivered
 	}
 }
 
-// fetch is one fetch's I/O: the lease claimed, the card fetched, the lease
-// recorded, card.observed published.
+// put publishes one of the event's writes asynchronously.
+func (p *pending) put(f *floor, subject string, data []byte) {
+	fut, err := f.js.PublishAsync(subject, data)
+	if err != nil {
+		f.failed.Add(1)
+		return
+	}
+	p.writes = append(p.writes, fut)
+}
+
+// acker acknowledges each event once its writes are stored, in order of
+// handling; it exits when f.acks is closed and drained (run owns it).
+func (f *floor) acker(done chan<- struct{}) {
+	defer close(done)
+	for p := range f.acks {
+		ok := true
+		for _, w := range p.writes {
+			select {
+			case <-w.Ok():
+			case <-w.Err():
+				ok = false
+			case <-time.After(5 * time.Second):
+				ok = false
+			}
+		}
+		if !ok {
+			f.failed.Add(1) // left unacknowledged: redelivered
+			continue
+		}
+		if p.m.Ack() != nil {
+			f.failed.Add(1)
+		}
+	}
+}
+
+// fetch is one fetch's I/O: the card fetched and the lease recorded in one
+// compare-and-set.
 func (f *floor) fetch(ctx context.Context, agent, key string) {
 	f.fetches.Add(1)
-	f.check(f.leases.Put(ctx, key, leaseValue)) // the claim
 	if resp, err := f.hc.Get(agent + "/.well-known/agent-card.json"); err == nil {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 	} else {
 		f.failed.Add(1)
 	}
-	f.check(f.leases.Put(ctx, key, leaseValue)) // the record
-	f.check(f.js.Publish(ctx, "iofloor.card.observed", cardEvent))
+	f.mu.Lock()
+	rev := f.leaseRev[key]
+	f.mu.Unlock()
+	var err error
+	if rev == 0 {
+		rev, err = f.leases.Create(ctx, key, leaseValue)
+	} else {
+		rev, err = f.leases.Update(ctx, key, leaseValue, rev)
+	}
+	if err != nil {
+		f.failed.Add(1)
+		return
+	}
+	f.mu.Lock()
+	f.leaseRev[key] = rev
+	f.mu.Unlock()
 }
 
 // due reports whether agent's card is to be fetched now, and if so counts
-// the fetch as done from now and gives the agent's lease key.
-func (f *floor) due(agent string) (string, bool) {
+// the fetch as done from now and gives the agent's lease key and whether
+// its card.observed is due (its first fetch, or its heartbeat).
+func (f *floor) due(agent string) (key string, observe, ok bool) {
 	now := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if now.Sub(f.last[agent]) < f.lease {
-		return "", false
+		return "", false, false
 	}
 	f.last[agent] = now
+	if last, seen := f.observed[agent]; !seen || now.Sub(last) >= f.heartbeat {
+		f.observed[agent] = now
+		observe = true
+	}
 	n, ok := f.leaseN[agent]
 	if !ok {
 		n = len(f.leaseN)
 		f.leaseN[agent] = n
 	}
-	return "a" + strconv.Itoa(n), true
+	return "a" + strconv.Itoa(n), observe, true
 }
 
 func (f *floor) check(_ any, err error) {
