@@ -564,6 +564,16 @@ func TestBenchAsDeployed(t *testing.T) {
 				Carddrift perK `json:"carddriftTotalCpuMsPer1000Events"`
 				Ratio     perK `json:"ratio"`
 			} `json:"baseline"`
+			Efficient struct {
+				Events int64   `json:"events"`
+				Raw    float64 `json:"rawCpuMsPer1000Events"`
+				Total  perK    `json:"totalCpuMsPer1000Events"`
+			} `json:"efficient"`
+			Ratios struct {
+				Deployment perK `json:"deployment"`
+				Serve      perK `json:"serve"`
+				Emitter    perK `json:"emitter"`
+			} `json:"ratios"`
 		} `json:"detection"`
 	}
 	if err := json.Unmarshal(out, &det); err != nil {
@@ -576,5 +586,12 @@ func TestBenchAsDeployed(t *testing.T) {
 	if b.Events == 0 || b.Raw <= 0 || b.Cost.Embedded || b.Cost.Server == nil || *b.Cost.Server <= 0 || b.Ratio == nil ||
 		*b.Total != b.Raw+*b.Cost.Server || *b.Carddrift != *d.Cost.Serve+*d.Cost.Server {
 		t.Errorf("baseline %s: want its events, the raw consumer's and the standalone server's CPU, the totals counted alike, a ratio", out)
+	}
+	// The three figures' bars, all read as deployed: serve's own against
+	// the raw consumer's on the same fleet's traffic too.
+	e, r := d.Efficient, d.Ratios
+	if e.Events != d.LifecycleEvents || e.Raw <= 0 || e.Total == nil || r.Deployment == nil || r.Serve == nil || r.Emitter == nil ||
+		*r.Serve != *d.Cost.Serve/b.Raw || *r.Deployment != *b.Carddrift / *e.Total {
+		t.Errorf("efficient publisher and bars %s: want the stored events again, the raw consumer's CPU, and the three bars", out)
 	}
 }

@@ -260,6 +260,11 @@ type BenchDetection struct {
 	// Baseline is the same traffic's cost into a raw consumer (absent with
 	// --mix-baseline=false).
 	Baseline *MixBaseline `json:"baseline,omitempty"`
+	// Efficient is the same stored messages' cost from an efficient
+	// publisher into a raw consumer, and Ratios the cost bars (both absent
+	// with --mix-baseline=false).
+	Efficient *Efficient `json:"efficient,omitempty"`
+	Ratios    *Ratios    `json:"ratios,omitempty"`
 }
 
 func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
@@ -289,10 +294,18 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 		jsonOut := f.demo.json
 		f.demo.json = true // driveFleet's own progress lines stay quiet
 		f.demo.driftShare = f.driftShare
+		first, err := lastSeq(ctx, lc)
+		if err != nil {
+			return err
+		}
 		before := f.cost.read(ctx)
 		card, err := driveFleet(ctx, e, js, cfg, &f.demo, nil,
 			f.deployment.lease(), f.deployment.fullFetch, "bench", f.deployment.settled(ctx))
 		f.demo.json = jsonOut
+		if err != nil {
+			return err
+		}
+		last, err := lastSeq(ctx, lc)
 		if err != nil {
 			return err
 		}
@@ -329,12 +342,29 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 			if !f.demo.json {
 				d.Baseline.write(e.stdout)
 			}
+			say("\n")
+			if d.Efficient, err = benchEfficient(ctx, nc, f, info.Config, first+1, last, embedded); err != nil {
+				return fmt.Errorf("bench: efficient publisher: %w", err)
+			}
+			d.Ratios = ratios(d.Cost, d.Baseline, d.Efficient)
+			if !f.demo.json {
+				d.Efficient.write(e.stdout, d.Ratios)
+			}
 		}
 	}
 	if f.demo.json {
 		return json.NewEncoder(e.stdout).Encode(rep)
 	}
 	return nil
+}
+
+// lastSeq is the stream's last sequence now.
+func lastSeq(ctx context.Context, s jetstream.Stream) (uint64, error) {
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.LastSeq, nil
 }
 
 // benchThroughput runs the throughput phase: f.rounds rounds of f.events

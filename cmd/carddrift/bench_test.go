@@ -422,6 +422,19 @@ func TestBenchMixBaseline(t *testing.T) {
 		*b.TotalMsPer1000 != *b.Cost.ServeCPUMsPer1000+b.RawCPUMsPer1000 || *b.CarddriftTotalMsPer1000 != *d.Cost.ServeCPUMsPer1000 {
 		t.Errorf("baseline %+v: want the totals (serve's process plus the raw consumer; serve's) and their ratio", b)
 	}
+	// The efficient publisher replays exactly the detection phase's stored
+	// lifecycle messages, and the bars are the figures' quotients.
+	ef := d.Efficient
+	if ef == nil || ef.Events != d.LifecycleEvents || ef.RawCPUMsPer1000 <= 0 || ef.TotalMsPer1000 == nil ||
+		*ef.TotalMsPer1000 != *ef.Cost.ServeCPUMsPer1000+ef.RawCPUMsPer1000 {
+		t.Fatalf("efficient %+v: want the detection phase's %d events, the raw consumer's CPU and the total", ef, d.LifecycleEvents)
+	}
+	r := d.Ratios
+	if r == nil || r.Deployment == nil || *r.Deployment != *b.CarddriftTotalMsPer1000 / *ef.TotalMsPer1000 ||
+		r.Emitter == nil || *r.Emitter != *b.TotalMsPer1000 / *ef.TotalMsPer1000 || r.Serve != nil ||
+		r.DeploymentEventsPerCoreS == nil || *r.DeploymentEventsPerCoreS != 1e6 / *b.CarddriftTotalMsPer1000 {
+		t.Errorf("ratios %+v: want the deployment's and the emitter's bars (serve's own needs a standalone server) and events per core-second", r)
+	}
 	nc, err := nats.Connect(natsURL)
 	if err != nil {
 		t.Fatal(err)
