@@ -160,6 +160,14 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		defer watch.close() // before the service closes
 	}
 
+	var cost DemoCost
+	if cost.HostRawPerSecond, err = hostRate(ctx, svc.JetStream(), cfg.Storage); err != nil {
+		fmt.Fprintln(e.stderr, "demo: the host's raw consume+ack rate:", err)
+	}
+	if l, err := loadAvg(); err == nil {
+		cost.LoadBefore = &l
+	}
+	cpu := processCPU()
 	card, err := driveFleet(ctx, e, svc.JetStream(), cfg, f, names, lease, fetchOpts.FullFetchInterval, "embedded NATS at "+svc.URL()+", 2 workers", func() {
 		// Judge only once carddrift has handled the backlog: a drift still
 		// in the queue is late, not missed.
@@ -169,6 +177,8 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 			fmt.Fprintln(e.stderr, "demo:", err)
 		}
 	})
+	cost.Events, cost.CPUSeconds = card.Events, (processCPU() - cpu).Seconds()
+	cost.CPUMsPer1000 = 1e6 * cost.CPUSeconds / float64(max(card.Events, 1))
 	if stopErr := running.Stop(); err == nil {
 		err = stopErr
 	}
@@ -186,7 +196,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		written = true
 		fmt.Fprintf(e.stderr, "carddrift demo: wrote the replay page %s (%d bytes)\n", f.replayHTML, n)
 	}
-	return reportScorecard(e, f, card, nil)
+	return reportScorecard(e, f, card, nil, &cost)
 }
 
 // seen prints a card the verdict used: label, short digest and time.

@@ -71,6 +71,17 @@ func TestDemoScorecard(t *testing.T) {
 	if card.EventsPerSecond <= 0 || card.LatencyMs.P99 <= 0 || card.FetchesPerAgentPerLease <= 0 {
 		t.Errorf("scorecard figures missing: %+v", card)
 	}
+	// Beside the latency: the process's CPU per 1,000 events and the
+	// host's raw consume+ack rate.
+	var cost struct {
+		Demo DemoCost `json:"demoCost"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &cost); err != nil {
+		t.Fatal(err)
+	}
+	if d := cost.Demo; d.Events != card.Events || d.CPUSeconds <= 0 || d.CPUMsPer1000 != 1e6*d.CPUSeconds/float64(d.Events) || d.HostRawPerSecond <= 0 {
+		t.Errorf("demoCost %+v: want the scorecard's %d events, the process's CPU per 1,000 and the host's rate", d, card.Events)
+	}
 	// The demo judges once carddrift has drained its backlog (bounded by 3
 	// minutes); this only catches a demo that hangs.
 	if elapsed > 5*time.Minute {

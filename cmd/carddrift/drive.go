@@ -293,17 +293,16 @@ func waitViewed(ctx context.Context, js jetstream.JetStream, stream string, view
 }
 
 // reportScorecard prints the scorecard, with what the deployment's
-// processes spent on it when cost is not nil (simulate), and decides the
-// exit status.
-func reportScorecard(e *env, f *demoFlags, card fleet.Scorecard, cost *Cost) error {
+// processes spent on it when cost is not nil (simulate) or what the demo's
+// process did and the host's rate when demo is not nil (demo), and decides
+// the exit status.
+func reportScorecard(e *env, f *demoFlags, card fleet.Scorecard, cost *Cost, demo *DemoCost) error {
 	if f.json {
-		var doc any = card
-		if cost != nil {
-			doc = struct {
-				fleet.Scorecard
-				Cost *Cost `json:"cost"`
-			}{card, cost}
-		}
+		doc := struct {
+			fleet.Scorecard
+			Cost     *Cost     `json:"cost,omitempty"`
+			DemoCost *DemoCost `json:"demoCost,omitempty"`
+		}{card, cost, demo}
 		if err := json.NewEncoder(e.stdout).Encode(doc); err != nil {
 			return err
 		}
@@ -311,6 +310,9 @@ func reportScorecard(e *env, f *demoFlags, card fleet.Scorecard, cost *Cost) err
 		writeScorecard(e.stdout, &card)
 		if cost != nil {
 			cost.write(e.stdout, "lifecycle events")
+		}
+		if demo != nil {
+			demo.write(e.stdout)
 		}
 	}
 	if card.Missed > 0 || card.FalseAborts > 0 || card.UnreachableAsDrift > 0 || card.SplitBrain.Missed > 0 || card.SplitBrain.False > 0 {

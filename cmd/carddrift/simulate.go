@@ -54,5 +54,5 @@ func (f *simulateFlags) run(ctx context.Context, e *env) error {
 		return err
 	}
 	cost := f.cost.afterDrained(ctx, js, cfg.LifecycleStream, before, card.Events, embeddedServer(nc))
-	return reportScorecard(e, &f.demo, card, cost)
+	return reportScorecard(e, &f.demo, card, cost, nil)
 }
