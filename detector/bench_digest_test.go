@@ -133,7 +133,7 @@ func BenchmarkDigestRatio(b *testing.B) {
 // jcs.AppendCanonical into a buffer with room, <size>/sha256 the SHA-256 of
 // the canonical form, <size>/all the whole call (both, the pools and the
 // "sha256:<hex>" string). On a loaded machine, count instructions instead
-// of timing (see the README's figures): under callgrind with GOGC=off and
+// of timing (see test/README.md's figures): under callgrind with GOGC=off and
 // -test.benchtime 40000x, the self cost of the functions it runs divided by
 // 40,000 is the same from run to run.
 func BenchmarkDigestParts(b *testing.B) {

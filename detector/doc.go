@@ -52,9 +52,9 @@
 // function Touches applies that declaration; Judge weighs only the findings
 // that touch the task. Messages live apart from the checks (messages.go).
 // The registry audit (rules_audit_test.go) checks the registry itself:
-// unique ids, the README's table of ids, a mirror for every added/removed
-// pair or a written waiver, a message and a firing case for every rule, and
-// per rule a task its Touch concerns and one it spares.
+// unique ids, the ids and the rule catalogue of schemas/README.md, a mirror
+// for every added/removed pair or a written waiver, a message and a firing
+// case for every rule, and per rule a task its Touch concerns and one it spares.
 //
 // To add a rule: a Rule* id, a check_<rule>.go and its test, a registry
 // entry with its Touch, a message; the audit fails until all of them exist.

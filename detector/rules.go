@@ -121,7 +121,7 @@ const (
 //   - oauth-scope-removed has no "added" mirror (waived): a new scope asks
 //     nothing of a client that does not request it.
 //   - interface-changed and extended-card-changed are single rules graded per
-//     finding rather than pairs, because the public contract (README) names them that way.
+//     finding rather than pairs, because the public contract (schemas/README.md) names them that way.
 //
 // Touches declares which tasks a rule's findings concern (see Touch); the
 // registry audit has, per rule, a task it touches and one it spares. Choices

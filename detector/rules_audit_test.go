@@ -1,8 +1,10 @@
 package detector
 
 import (
+	"flag"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +25,8 @@ var mirrorWaivers = map[string]string{
 }
 
 // designMinimumIDs are the rule ids contract v1.0 promised ("Minimum rule
-// ids"). The contract in README.md may add ids but never drop one of these.
+// ids"). The contract in schemas/README.md may add ids but never drop one of
+// these.
 var designMinimumIDs = []string{
 	"skill-removed", "skill-added", "skill-input-modes-changed", "skill-output-modes-changed",
 	"default-input-modes-changed", "default-output-modes-changed", "streaming-disabled",
@@ -123,22 +126,21 @@ func TestRegistryMirrors(t *testing.T) {
 	}
 }
 
+// contractDoc is the guide to the public contract, which lists the rule ids
+// and carries the rule catalogue.
+const contractDoc = "../schemas/README.md"
+
 // contractRuleIDs reads the rule ids from the "Minimum rule ids:" paragraph
-// of the "## Public contract" section of the repository's README.md.
+// of the public contract (schemas/README.md).
 func contractRuleIDs(t *testing.T) []string {
 	t.Helper()
-	doc, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile(contractDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(doc), "\n## Public contract\n")
+	_, rest, ok := strings.Cut(string(doc), "\nMinimum rule ids:")
 	if !ok {
-		t.Fatal(`README.md has no "## Public contract" section`)
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	_, rest, ok := strings.Cut(section, "Minimum rule ids:")
-	if !ok {
-		t.Fatal(`README.md's public contract has no "Minimum rule ids:" paragraph`)
+		t.Fatal(`schemas/README.md has no "Minimum rule ids:" paragraph`)
 	}
 	para, _, _ := strings.Cut(rest, "\n\n")
 	var ids []string
@@ -149,9 +151,9 @@ func contractRuleIDs(t *testing.T) []string {
 }
 
 // TestRegistryDesignIDs holds the registry to the public contract in
-// README.md: every rule id the contract lists is registered, or named in
-// notYetBuilt; nothing in notYetBuilt is registered or missing from the
-// contract; and the contract still lists every v1.0 minimum id. The
+// schemas/README.md: every rule id the contract lists is registered, or
+// named in notYetBuilt; nothing in notYetBuilt is registered or missing from
+// the contract; and the contract still lists every v1.0 minimum id. The
 // registry may have more ids than the contract.
 func TestRegistryDesignIDs(t *testing.T) {
 	ids := contractRuleIDs(t)
@@ -161,7 +163,7 @@ func TestRegistryDesignIDs(t *testing.T) {
 	}
 	for _, id := range designMinimumIDs {
 		if !listed[id] {
-			t.Errorf("README.md's public contract no longer lists minimum rule %q", id)
+			t.Errorf("schemas/README.md's public contract no longer lists minimum rule %q", id)
 		}
 	}
 	for _, id := range ids {
@@ -176,9 +178,73 @@ func TestRegistryDesignIDs(t *testing.T) {
 	}
 	for id := range notYetBuilt {
 		if !listed[id] {
-			t.Errorf("notYetBuilt names %q, which README.md's public contract does not list", id)
+			t.Errorf("notYetBuilt names %q, which schemas/README.md's public contract does not list", id)
 		}
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite the rule catalogue in schemas/README.md from the registry")
+
+const (
+	catalogueBegin = "<!-- BEGIN rule catalogue (generated: go test ./detector -run TestRuleCatalogue -update) -->\n"
+	catalogueEnd   = "<!-- END rule catalogue -->"
+)
+
+// ruleCatalogue renders the registry as the Markdown table of the contract's
+// rule catalogue: one row per rule, in the registry's order, with its
+// message or each variant's.
+func ruleCatalogue() string {
+	var b strings.Builder
+	b.WriteString("| rule | severity | area | touches | message |\n|---|---|---|---|---|\n")
+	for _, r := range Rules() {
+		var msgs []string
+		if m, ok := messages[r.ID]; ok {
+			msgs = append(msgs, m)
+		}
+		var variants []string
+		for key := range messages {
+			if v, ok := strings.CutPrefix(key, r.ID+"/"); ok {
+				variants = append(variants, v)
+			}
+		}
+		slices.Sort(variants)
+		for _, v := range variants {
+			msgs = append(msgs, v+": "+messages[r.ID+"/"+v])
+		}
+		msg := strings.ReplaceAll(strings.Join(msgs, "<br>"), "|", `\|`)
+		b.WriteString("| `" + r.ID + "` | " + r.Severity.String() + " | " + r.Area + " | " + r.Touches.String() + " | " + msg + " |\n")
+	}
+	return b.String()
+}
+
+// TestRuleCatalogue keeps the rule catalogue of schemas/README.md equal to
+// the registry, so the published table cannot miss a rule or disagree with
+// its severity, area, Touch or message. With -update it rewrites the
+// section between the markers.
+func TestRuleCatalogue(t *testing.T) {
+	doc, err := os.ReadFile(contractDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, rest, ok := strings.Cut(string(doc), catalogueBegin)
+	if !ok {
+		t.Fatalf("%s has no line %q", contractDoc, catalogueBegin)
+	}
+	got, tail, ok := strings.Cut(rest, catalogueEnd)
+	if !ok {
+		t.Fatalf("%s has no line %q after the catalogue", contractDoc, catalogueEnd)
+	}
+	want := ruleCatalogue()
+	if got == want {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(contractDoc, []byte(head+catalogueBegin+want+catalogueEnd+tail), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("the rule catalogue in %s is not the registry's: run go test ./detector -run TestRuleCatalogue -update\ngot:\n%s\nwant:\n%s", contractDoc, got, want)
 }
 
 var placeholder = regexp.MustCompile(`\{([^{}]*)\}`)

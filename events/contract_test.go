@@ -55,8 +55,8 @@ func TestKnownNamesMatchDetector(t *testing.T) {
 
 // TestUnreachableReasons keeps every published copy of the one reason list
 // of card.unreachable (fetcher.UnreachableReasons) equal to it, in order:
-// the schema's knownReasons enum and the README's table, descriptions
-// included.
+// the schema's knownReasons enum and the table of the public contract
+// (schemas/README.md), descriptions included.
 func TestUnreachableReasons(t *testing.T) {
 	var want []string
 	for _, r := range fetcher.UnreachableReasons() {
@@ -72,13 +72,13 @@ func TestUnreachableReasons(t *testing.T) {
 		t.Errorf("schema knownReasons = %v\nfetcher.UnreachableReasons() = %v", got, want)
 	}
 
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "schemas", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, ok := strings.Cut(string(readme), "### `card.unreachable` reasons\n")
+	_, table, ok := strings.Cut(string(doc), "### `card.unreachable` reasons\n")
 	if !ok {
-		t.Fatal("README.md has no section \"### `card.unreachable` reasons\"")
+		t.Fatal("schemas/README.md has no section \"### `card.unreachable` reasons\"")
 	}
 	var rows []string
 	for _, line := range strings.Split(table, "\n") {
@@ -94,7 +94,7 @@ func TestUnreachableReasons(t *testing.T) {
 		wantRows = append(wantRows, "| `"+string(r)+"` | "+r.Description()+" |")
 	}
 	if !slices.Equal(rows, wantRows) {
-		t.Errorf("README reasons table:\n%s\nwant (from fetcher.UnreachableReasons):\n%s", strings.Join(rows, "\n"), strings.Join(wantRows, "\n"))
+		t.Errorf("schemas/README.md reasons table:\n%s\nwant (from fetcher.UnreachableReasons):\n%s", strings.Join(rows, "\n"), strings.Join(wantRows, "\n"))
 	}
 }
 

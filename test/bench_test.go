@@ -28,7 +28,7 @@ import (
 	"github.com/carddrift/carddrift/store/natstest"
 )
 
-// Performance of the worker (the quality bars: README, figures): throughput of events
+// Performance of the worker (the quality bars; figures: test/README.md): throughput of events
 // that need no fetch against raw JetStream consume+ack of the same messages
 // in the same run, and detection latency and fetch amplification with
 // fetches.

@@ -16,7 +16,7 @@ import (
 // when the task's rule sets alternate (an artifact adds
 // artifact-type-undeclared, a plain transition does not): the pin remembers
 // every drift id it reported (task.Pin.Reported), not only the last.
-// The public contract (README): "published once, however often workers retry or restart or the
+// The public contract (schemas/README.md): "published once, however often workers retry or restart or the
 // same lifecycle event is redelivered". (Found as a bug: the pin once kept
 // only the last id.)
 func TestDriftOnceBeyondDedupWindow(t *testing.T) {

@@ -36,7 +36,7 @@ import (
 // v0.3.3 serve their cards through the SDKs' own card handlers; carddrift must
 // pin what they serve to a v1.0 client (A2A-Version: 1.0, what carddrift's
 // fetcher sends) and to a client that sends no A2A-Version, and the JS SDK's
-// two forms (it answers by A2A-Version) must be one card (README, "One
+// two forms (it answers by A2A-Version) must be one card (schemas/README.md, "One
 // card, several forms").
 //
 // test/interop/testdata/served holds the bodies the SDKs served, verbatim

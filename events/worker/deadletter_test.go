@@ -195,14 +195,15 @@ func TestDeadLetterReasons(t *testing.T) {
 		t.Errorf("%s missing from DeadLetterReasons", ReasonSubjectMismatch)
 	}
 
-	// The README's table lists the same reasons, in order.
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	// The public contract's table (schemas/README.md) lists the same
+	// reasons, in order.
+	doc, err := os.ReadFile(filepath.Join("..", "..", "schemas", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, ok := strings.Cut(string(readme), "### Dead-letter reasons\n")
+	_, table, ok := strings.Cut(string(doc), "### Dead-letter reasons\n")
 	if !ok {
-		t.Fatal("README.md has no section \"### Dead-letter reasons\"")
+		t.Fatal("schemas/README.md has no section \"### Dead-letter reasons\"")
 	}
 	var got, want []string
 	for _, line := range strings.Split(table, "\n") {
@@ -218,7 +219,7 @@ func TestDeadLetterReasons(t *testing.T) {
 		want = append(want, string(r))
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("README's dead-letter reasons = %v\nDeadLetterReasons() = %v", got, want)
+		t.Errorf("schemas/README.md's dead-letter reasons = %v\nDeadLetterReasons() = %v", got, want)
 	}
 }
 

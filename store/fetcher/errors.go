@@ -15,7 +15,7 @@ import (
 // Reason is why a fetch failed. Its string form is used verbatim as the
 // `reason` of a card.unreachable event, so the values are part of the public
 // contract: add new ones, never rename. UnreachableReasons is the one list of
-// the reasons an event may carry; the card.unreachable schema and the README
+// the reasons an event may carry; the card.unreachable schema and schemas/README.md
 // are tested against it.
 type Reason string
 
@@ -137,7 +137,7 @@ var ErrClosed = errors.New("fetcher: closed")
 
 // reasons is the one list of reasons, in the order of the contract: each
 // with its sentinel, whether a card.unreachable event carries it, and the
-// one-line description the README's table of reasons repeats (a test
+// one-line description schemas/README.md's table of reasons repeats (a test
 // compares them).
 var reasons = []struct {
 	reason      Reason
@@ -188,7 +188,7 @@ func Reasons() []Reason {
 // in the order of Reasons: every Reason but ReasonCanceled, which says
 // nothing about the agent (a worker retries the event instead). It is the
 // one list of the contract: the card.unreachable schema's knownReasons and
-// the README's table of reasons are tested against it.
+// schemas/README.md's table of reasons are tested against it.
 func UnreachableReasons() []Reason {
 	var out []Reason
 	for _, r := range reasons {

@@ -7,7 +7,8 @@ import (
 
 // TestUnreachableReasons: the reasons a card.unreachable may carry are every
 // Reason but ReasonCanceled, in the same order, each with a description.
-// (events' contract test compares the schema and the README with this list.)
+// (events' contract test compares the schema and schemas/README.md with this
+// list.)
 func TestUnreachableReasons(t *testing.T) {
 	var want []Reason
 	for _, r := range Reasons() {
