@@ -10,12 +10,25 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// The Reader's caches of parsed bodies and diffs are bounded: a stream
-// over a long history meets ever more card versions.
+// The Reader's caches of parsed bodies and changes are bounded: a stream
+// over a long history meets ever more card versions. A full cache drops
+// one entry for each new one (the 400-agent demo has ~700 versions: a
+// cache started over each time it fills fetched every body again).
 const (
-	maxBodies = 256
-	maxDiffs  = 4096
+	maxBodies  = 256
+	maxChanges = 4096
 )
+
+// bounded adds k → v to m, dropping an entry (any) when m holds max.
+func bounded[K comparable, V any](m map[K]V, max int, k K, v V) {
+	if _, ok := m[k]; !ok && len(m) >= max {
+		for old := range m {
+			delete(m, old)
+			break
+		}
+	}
+	m[k] = v
+}
 
 // body returns the parsed recorded body of digest, from the Cards store
 // (never from the agent). A missing or unparseable body is reported in the
@@ -40,24 +53,41 @@ func (r *Reader) body(ctx context.Context, digest string) (*body, error) {
 		}
 	}
 	r.mu.Lock()
-	if len(r.bodies) >= maxBodies {
-		clear(r.bodies) // a bound, not a history: start over
-	}
-	r.bodies[digest] = b
+	bounded(r.bodies, maxBodies, digest, b)
 	r.mu.Unlock()
 	return b, nil
 }
 
-// change diffs two recorded card versions.
+// change diffs two recorded card versions. The outcome is cached by the
+// pair, so a pair seen before reads no body.
 func (r *Reader) change(ctx context.Context, from, to string) (*Change, error) {
-	c := &Change{From: from, To: to, Findings: []detector.Finding{}}
+	key := [2]string{from, to}
+	r.mu.Lock()
+	c, ok := r.changes[key]
+	r.mu.Unlock()
+	if !ok {
+		var err error
+		if c, err = r.diff(ctx, from, to); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		bounded(r.changes, maxChanges, key, c)
+		r.mu.Unlock()
+	}
+	c.Findings, c.Missing = slices.Clone(c.Findings), slices.Clone(c.Missing)
+	return &c, nil
+}
+
+// diff is what changed from the recorded body of from to that of to.
+func (r *Reader) diff(ctx context.Context, from, to string) (Change, error) {
+	c := Change{From: from, To: to, Findings: []detector.Finding{}}
 	a, err := r.body(ctx, from)
 	if err != nil {
-		return nil, err
+		return Change{}, err
 	}
 	b, err := r.body(ctx, to)
 	if err != nil {
-		return nil, err
+		return Change{}, err
 	}
 	for _, x := range []struct {
 		digest string
@@ -73,22 +103,8 @@ func (r *Reader) change(ctx context.Context, from, to string) (*Change, error) {
 	if len(c.Missing) > 0 || c.Error != "" {
 		return c, nil
 	}
-	key := [2]string{from, to}
-	r.mu.Lock()
-	fs, ok := r.diffs[key]
-	r.mu.Unlock()
-	if !ok {
-		fs = detector.Diff(a.card, b.card)
-		if fs == nil {
-			fs = []detector.Finding{}
-		}
-		r.mu.Lock()
-		if len(r.diffs) >= maxDiffs {
-			clear(r.diffs)
-		}
-		r.diffs[key] = fs
-		r.mu.Unlock()
+	if fs := detector.Diff(a.card, b.card); fs != nil {
+		c.Findings = fs
 	}
-	c.Findings = slices.Clone(fs)
 	return c, nil
 }

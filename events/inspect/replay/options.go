@@ -68,9 +68,9 @@ type Reader struct {
 	// Bounds of windowed reads (Options).
 	skew, late, fetchLate, lookBack time.Duration
 
-	mu     sync.Mutex
-	bodies map[string]*body
-	diffs  map[[2]string][]detector.Finding
+	mu      sync.Mutex
+	bodies  map[string]*body
+	changes map[[2]string]Change
 }
 
 // body is a parsed recorded card, or why there is none.
@@ -98,6 +98,6 @@ func New(js jetstream.JetStream, opts Options) (*Reader, error) {
 		js: js, cfg: cfg, cards: opts.Cards, idle: opts.IdleTimeout,
 		skew: defaults.Positive(opts.ClockSkew, DefaultClockSkew), late: defaults.Positive(opts.Latency, DefaultLatency),
 		fetchLate: defaults.Positive(opts.FetchLatency, DefaultFetchLatency), lookBack: defaults.Positive(opts.LookBack, DefaultLookBack),
-		bodies: map[string]*body{}, diffs: map[[2]string][]detector.Finding{},
+		bodies: map[string]*body{}, changes: map[[2]string]Change{},
 	}, nil
 }

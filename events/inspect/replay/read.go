@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
@@ -124,6 +125,9 @@ type scanner struct {
 	it   jetstream.MessagesContext
 	done bool
 	read *int
+	// wanted, when set, says from a message's headers whether the read
+	// can use it: one it cannot is counted and not decoded.
+	wanted func(nats.Header) bool
 }
 
 // pullBatch is how many messages a scanner's consumer asks for at a time:
@@ -172,8 +176,26 @@ func (sc *scanner) close() {
 // next returns the next message: a record, or (skip) one that did not
 // decode; ok is false once the scan is over.
 func (sc *scanner) next(ctx context.Context) (rec record, skip *Skipped, ok bool, err error) {
+	for {
+		msg, seq, stored, err := sc.msg(ctx)
+		if msg == nil || err != nil {
+			return record{}, nil, false, err
+		}
+		if sc.wanted == nil || sc.wanted(msg.Headers()) {
+			rec, skip := sc.decode(msg, seq, stored)
+			return rec, skip, true, nil
+		}
+		if sc.done {
+			return record{}, nil, false, nil
+		}
+	}
+}
+
+// msg returns the next message of the scan with its sequence and stored
+// time, nil once the scan is over.
+func (sc *scanner) msg(ctx context.Context) (jetstream.Msg, uint64, time.Time, error) {
 	if sc.done {
-		return record{}, nil, false, nil
+		return nil, 0, time.Time{}, nil
 	}
 	v := sc.v
 	nctx, cancel := context.WithTimeout(ctx, sc.r.idle)
@@ -182,17 +204,17 @@ func (sc *scanner) next(ctx context.Context) (rec record, skip *Skipped, ok bool
 	if err != nil {
 		sc.done = true
 		if ctx.Err() != nil {
-			return record{}, nil, false, ctx.Err()
+			return nil, 0, time.Time{}, ctx.Err()
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return record{}, nil, false, fmt.Errorf("%w: %s delivered nothing for %s before sequence %d", ErrStalled, v.name, sc.r.idle, v.last)
+			return nil, 0, time.Time{}, fmt.Errorf("%w: %s delivered nothing for %s before sequence %d", ErrStalled, v.name, sc.r.idle, v.last)
 		}
-		return record{}, nil, false, fmt.Errorf("replay: read %s: %w", v.name, err)
+		return nil, 0, time.Time{}, fmt.Errorf("replay: read %s: %w", v.name, err)
 	}
 	md, err := msg.Metadata()
 	if err != nil {
 		sc.done = true
-		return record{}, nil, false, fmt.Errorf("replay: read %s: %w", v.name, err)
+		return nil, 0, time.Time{}, fmt.Errorf("replay: read %s: %w", v.name, err)
 	}
 	if sc.read != nil {
 		*sc.read++
@@ -200,11 +222,17 @@ func (sc *scanner) next(ctx context.Context) (rec record, skip *Skipped, ok bool
 	seq := md.Sequence.Stream
 	if seq > v.last || (!sc.to.IsZero() && md.Timestamp.After(sc.to)) {
 		sc.done = true
-		return record{}, nil, false, nil
+		return nil, 0, time.Time{}, nil
 	}
 	if seq >= v.last || md.NumPending == 0 {
 		sc.done = true
 	}
+	return msg, seq, md.Timestamp.UTC(), nil
+}
+
+// decode makes the record of a message, or says why it has none.
+func (sc *scanner) decode(msg jetstream.Msg, seq uint64, stored time.Time) (record, *Skipped) {
+	v := sc.v
 	ev, err := events.Decode(msg)
 	if err == nil && v.lifecycle {
 		// A publisher chose the subject: an event filed under another
@@ -212,13 +240,13 @@ func (sc *scanner) next(ctx context.Context) (rec record, skip *Skipped, ok bool
 		err = events.CheckStoredSubject(ev, msg.Subject(), strings.TrimSuffix(sc.r.cfg.LifecycleSubjects, ">"), v.partitioned)
 	}
 	if err != nil {
-		return record{}, &Skipped{Stream: v.name, Seq: seq, Subject: msg.Subject(), Reason: err.Error()}, true, nil
+		return record{}, &Skipped{Stream: v.name, Seq: seq, Subject: msg.Subject(), Reason: err.Error()}
 	}
-	rec = record{ev: ev, stream: v.name, seq: seq, stored: md.Timestamp.UTC(), subject: msg.Subject()}
+	rec := record{ev: ev, stream: v.name, seq: seq, stored: stored, subject: msg.Subject()}
 	if v.lifecycle && v.partitioned {
 		rec.part = rec.subject[strings.LastIndexByte(rec.subject, '.')+1:]
 	}
-	return rec, nil, true, nil
+	return rec, nil
 }
 
 // filterBatch is how many subject filters one consumer of a task read
