@@ -35,14 +35,14 @@ type layoutLayer struct {
 // packages above it (the store's tests run on store/storetest).
 var layoutLayers = []layoutLayer{
 	// Leaves: packages that import no carddrift package. Canonical JSON,
-	// the embedded JSON Schemas, the internal helpers of one sub-tree (Go's
-	// internal rule keeps them to it), the inspection pages' shared style and
+	// the embedded JSON Schemas, the stream topology, the internal helpers
+	// of one sub-tree (Go's internal rule keeps them to it), the inspection pages' shared style and
 	// formats, and the test harnesses that stand on nothing of carddrift
 	// (an embedded JetStream, the page checks).
 	{"leaves", []string{
 		"detector/jcs", "schemas",
 		"events/internal/defaults", "events/internal/retained", "events/internal/wait",
-		"store/internal/kvkey",
+		"store/internal/kvkey", "store/topology",
 		"events/inspect/render", "events/inspect/render/rendertest", "store/natstest",
 		"events/client/a2aemitv2/a2aemitv2test",
 	}},
@@ -52,15 +52,18 @@ var layoutLayers = []layoutLayer{
 	// The pure tree's judgement: card model and parser, rules, diff,
 	// verdict, split-brain policy; and the signing rig for tests.
 	{"detector", []string{"detector", "detector/signature/signaturetest"}},
-	// The event contract: types, codec, subjects and stream topology.
-	{"contract", []string{"events"}},
+	// The store of pins, cards and leases, and the provisioner of every
+	// stream and bucket (the topology's placement): it stands on the pure
+	// tree and the topology, below the contract.
+	{"store", []string{"store"}},
+	// The event contract: types, codec and subjects; the stores' second
+	// implementation and their conformance rig.
+	{"contract, stores", []string{"events", "store/memstore", "store/storetest"}},
 	// Publishing the contract's events onto JetStream (events/publish, the
-	// contract's emitter and publisher) and the store of pins, cards and
-	// leases: both stand on the contract and the pure tree only.
-	{"publish and store", []string{"events/publish", "store"}},
-	// Client-side of the contract (events/client); the stores' second
-	// implementation and their conformance rig; the live-card source.
-	{"client contract, stores, fetcher", []string{"events/client", "store/memstore", "store/storetest", "store/fetcher"}},
+	// contract's emitter and publisher).
+	{"publish", []string{"events/publish"}},
+	// Client-side of the contract (events/client); the live-card source.
+	{"client contract, fetcher", []string{"events/client", "store/fetcher"}},
 	// The task core (one decision per event, no I/O) and the worker's
 	// fetch budget.
 	{"client lifecycle tracking and its test rig", []string{"events/client/internal/track", "events/client/clienttest"}},
