@@ -15,6 +15,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector/jcs"
 	"github.com/carddrift/carddrift/schemas"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 // Decode reads a CloudEvent from a NATS message in either content mode,
@@ -595,7 +596,7 @@ func CheckStoredSubject(ev Event, subject, prefix string, partitioned bool) erro
 
 // isPartition reports whether s is a partition token as nats-server's
 // partition() writes it: a decimal number without leading zeros, below
-// MaxPartitions.
+// topology.MaxPartitions.
 func isPartition(s string) bool {
 	if s == "" || len(s) > 4 || len(s) > 1 && s[0] == '0' {
 		return false
@@ -607,5 +608,5 @@ func isPartition(s string) bool {
 		}
 		n = n*10 + int(s[i]-'0')
 	}
-	return n < MaxPartitions
+	return n < topology.MaxPartitions
 }

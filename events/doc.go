@@ -41,10 +41,10 @@
 //
 // # Topology
 //
-// Topology names the streams, subjects, partitions and consumers clients,
-// planners and workers share, with their defaults (InboundSubjects and
-// OutboundSubjects are its default subjects); store.Config embeds it and
-// provisions it.
+// The streams, subjects, partitions and consumers clients, planners and
+// workers share are package store/topology's (InboundSubjects and
+// OutboundSubjects are its default subjects); store.Config embeds its
+// Topology and provisions it.
 //
 // # Consuming
 //

@@ -147,6 +147,19 @@ func AgentKey(agentURL string) (string, error) {
 	return Token(host), nil
 }
 
+// Subject prefixes of the contract, and the stream filters that cover every
+// event (the default subjects of package topology's streams).
+const (
+	inboundPrefix  = "a2a.task."
+	outboundPrefix = "card."
+
+	// InboundSubjects covers every lifecycle event: a2a.task.<kind>.<taskId>.
+	InboundSubjects = inboundPrefix + ">"
+	// OutboundSubjects covers every carddrift event:
+	// card.<event>.<agentKey>[.<taskId>].
+	OutboundSubjects = outboundPrefix + ">"
+)
+
 // Subject returns the NATS subject an event with data d is published on:
 // a2a.task.<kind>.<Token(taskId)> for lifecycle events (kind is submitted,
 // request, status, artifact or error) and

@@ -7,11 +7,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 // Default bucket names and knobs; DefaultConfig and SetDefaults apply them
-// (the stream and consumer defaults are the topology's, events.Topology).
+// (the stream and consumer defaults are the topology's, topology.Topology).
 const (
 	DefaultPinsBucket        = "carddrift-pins"
 	DefaultCardsBucket       = "carddrift-cards"
@@ -89,9 +89,9 @@ type Config struct {
 	StorageLimit int64
 
 	// Topology: the lifecycle, outbound-events and dead-letter streams, the
-	// partitions and the workers' consumers (events.Topology; topology.go
+	// partitions and the workers' consumers (topology.Topology; topology.go
 	// places them).
-	events.Topology
+	topology.Topology
 
 	// PinsBucket is the KV bucket of pins (default "carddrift-pins").
 	PinsBucket string
@@ -255,9 +255,9 @@ func setDefault[T comparable](p *T, v T) {
 }
 
 // checkName reports a stream, consumer or bucket name other than letters,
-// digits, '-' and '_' (events.CheckName).
+// digits, '-' and '_' (topology.CheckName).
 func checkName(field, v string) error {
-	if err := events.CheckName(field, v); err != nil {
+	if err := topology.CheckName(field, v); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	return nil

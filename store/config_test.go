@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/topology"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -84,7 +84,7 @@ func TestConfigValidate(t *testing.T) {
 		}, "EventsDuplicates"},
 		{"duplicates-tiny", func(c *store.Config) { c.LifecycleDuplicates = time.Millisecond }, "LifecycleDuplicates"},
 		{"partitions-negative", func(c *store.Config) { c.Partitions = -1 }, "Partitions"},
-		{"partitions-huge", func(c *store.Config) { c.Partitions = events.MaxPartitions + 1 }, "Partitions"},
+		{"partitions-huge", func(c *store.Config) { c.Partitions = topology.MaxPartitions + 1 }, "Partitions"},
 		{"consumer-name", func(c *store.Config) { c.ConsumerName = "a.b" }, "ConsumerName"},
 		{"ackwait", func(c *store.Config) { c.AckWait = time.Millisecond }, "AckWait"},
 		{"maxdeliver", func(c *store.Config) { c.MaxDeliver = -2 }, "MaxDeliver"},

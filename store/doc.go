@@ -5,7 +5,7 @@
 //
 // # Topology and buckets
 //
-// A Config is two things. Its Topology (events.Topology, placed by
+// A Config is two things. Its Topology (topology.Topology, placed by
 // topology.go: replicas, storage, byte limits) is what clients, planners and
 // workers agree on: the lifecycle, outbound-events and
 // dead-letter streams, their subjects (the public contract's), the

@@ -3,7 +3,7 @@ package store
 import (
 	"errors"
 
-	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 // Errors returned by every store implementation. Implementations convert their
@@ -40,6 +40,6 @@ var (
 
 // ConfigError reports an invalid Config field. Validate returns it (wrapped:
 // "store: invalid config <Field>=<Value>: <Reason>"); test with errors.As.
-// It is the topology's error type, events.ConfigError: a Config's fields
+// It is the topology's error type, topology.ConfigError: a Config's fields
 // are the Topology's and the buckets', one concept.
-type ConfigError = events.ConfigError
+type ConfigError = topology.ConfigError

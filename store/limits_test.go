@@ -12,10 +12,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/natstest"
 	"github.com/carddrift/carddrift/store/storetest"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 // padded is a pin of taskID with pad in it, to fill buckets.
@@ -61,7 +61,7 @@ func TestStorageSharesSplitTheLimit(t *testing.T) {
 		})
 	}
 	// An explicit limit is kept; the others keep their shares.
-	cfg := store.Config{Topology: events.Topology{LifecycleMaxBytes: 3 << 30}}
+	cfg := store.Config{Topology: topology.Topology{LifecycleMaxBytes: 3 << 30}}
 	cfg.SetDefaults()
 	if l := cfg.Limits(); l["A2A_TASKS"] != 3<<30 || l["CARD_EVENTS"] != store.DefaultStorageLimit/6 {
 		t.Fatalf("limits of A2A_TASKS, CARD_EVENTS = %d, %d, want %d, %d", l["A2A_TASKS"], l["CARD_EVENTS"], int64(3<<30), int64(store.DefaultStorageLimit/6))
@@ -81,12 +81,12 @@ func TestLimitsValidate(t *testing.T) {
 	}{
 		{"StorageLimit", store.Config{StorageLimit: 1 << 20}},
 		{"StorageLimit", store.Config{StorageLimit: -1}},
-		{"LifecycleMaxBytes", store.Config{Topology: events.Topology{LifecycleMaxBytes: 1000}}},
-		{"DLQMaxBytes", store.Config{Topology: events.Topology{DLQMaxBytes: -5}}},
+		{"LifecycleMaxBytes", store.Config{Topology: topology.Topology{LifecycleMaxBytes: 1000}}},
+		{"DLQMaxBytes", store.Config{Topology: topology.Topology{DLQMaxBytes: -5}}},
 		{"PinsMaxBytes", store.Config{PinsMaxBytes: 1}},
 		{"CardsMaxBytes", store.Config{CardsMaxBytes: 1 << 20, CardsMaxValueSize: 2 << 20}},
-		{"LifecycleMaxMsgSize", store.Config{Topology: events.Topology{LifecycleMaxBytes: 1 << 20, LifecycleMaxMsgSize: 2 << 20}}},
-		{"LifecycleMaxMsgSize", store.Config{Topology: events.Topology{LifecycleMaxMsgSize: 10}}},
+		{"LifecycleMaxMsgSize", store.Config{Topology: topology.Topology{LifecycleMaxBytes: 1 << 20, LifecycleMaxMsgSize: 2 << 20}}},
+		{"LifecycleMaxMsgSize", store.Config{Topology: topology.Topology{LifecycleMaxMsgSize: 10}}},
 	} {
 		cfg := tc.cfg
 		cfg.SetDefaults()
@@ -117,8 +117,8 @@ func TestProvisionByteLimits(t *testing.T) {
 				t.Errorf("stream %s MaxBytes, Discard = %d, %v, want %d, DiscardOld", name, info.Config.MaxBytes, info.Config.Discard, want)
 			}
 		}
-		if got := s.streams["A2A_TASKS"].Config.MaxMsgSize; got != events.DefaultLifecycleMaxMsgSize {
-			t.Errorf("A2A_TASKS MaxMsgSize = %d, want %d", got, events.DefaultLifecycleMaxMsgSize)
+		if got := s.streams["A2A_TASKS"].Config.MaxMsgSize; got != topology.DefaultLifecycleMaxMsgSize {
+			t.Errorf("A2A_TASKS MaxMsgSize = %d, want %d", got, topology.DefaultLifecycleMaxMsgSize)
 		}
 		if !s.streams["KV_carddrift-cards"].Config.AllowMsgTTL {
 			t.Errorf("KV_carddrift-cards AllowMsgTTL = false, want true (the GC's purge markers expire)")

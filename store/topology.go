@@ -4,13 +4,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// The topology — streams, subjects, partitions, consumers — is the event
-// contract's (events.Topology, embedded in Config); this file places it:
+// The topology — streams, subjects, partitions, consumers — is package
+// topology's (topology.Topology, embedded in Config); this file places it:
 // the Config's replicas, storage and byte limits on what it declares.
 
 // LifecycleConsumer returns the config of the durable pull consumer that
 // workers share for partition p (0 without partitions): what the topology
-// declares of it (events.Topology.DeclaredConsumer: explicit acks, AckWait,
+// declares of it (topology.Topology.DeclaredConsumer: explicit acks, AckWait,
 // MaxAckPending and BackOff from c, unlimited deliveries, filtered to the
 // partition, delivering from the start of the stream) with the Config's
 // Replicas and Storage. The worker creates it with
@@ -35,7 +35,7 @@ func (c *Config) LifecycleConsumers() []jetstream.ConsumerConfig {
 }
 
 // streamConfigs returns the three streams' configs of a defaulted cfg: the
-// topology's (events.Topology.DeclaredStreams) with the Config's storage,
+// topology's (topology.Topology.DeclaredStreams) with the Config's storage,
 // replicas and byte limits in effect.
 func (c *Config) streamConfigs() []jetstream.StreamConfig {
 	sc := c.DeclaredStreams()

@@ -20,6 +20,7 @@ import (
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 // Exit codes.
@@ -74,7 +75,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&f.actions, "actions", "", "only these verdict actions, comma-separated: abort, replan, continue (default all)")
 	fs.StringVar(&f.minSeverity, "min-severity", "", "only verdicts whose findings touching the task reach this severity: info, warning, breaking")
 	fs.BoolVar(&f.fromStart, "from-start", false, "a new durable starts at the beginning of the stream (default: verdicts from now on)")
-	fs.StringVar(&f.stream, "stream", events.DefaultEventsStream, "the stream of card.* events")
+	fs.StringVar(&f.stream, "stream", topology.DefaultEventsStream, "the stream of card.* events")
 	fs.StringVar(&f.source, "source", "urn:carddrift:planner", "CloudEvents source of the a2a.task.submitted events the planner publishes")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "decide and print, but publish nothing")
 	fs.BoolVar(&f.json, "json", false, "one JSON object per line instead of human lines")

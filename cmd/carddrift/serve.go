@@ -20,13 +20,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
-	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/events/worker/budget"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 // The pin cache of carddrift serve, which the demo and bench's embedded
@@ -180,8 +180,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.partitions, "partitions", 8, "lifecycle stream partitions (per-task order across workers); fixed for the life of the stream")
 	fs.IntVar(&f.replicas, "replicas", 1, "replicas of every stream and bucket (3 for a 3-node cluster)")
 	fs.StringVar(&f.storage, "storage", "file", "storage of streams and buckets: file or memory")
-	fs.DurationVar(&f.ackWait, "ack-wait", events.DefaultAckWait, "redeliver an event not acknowledged within this")
-	fs.IntVar(&f.maxDeliver, "max-deliver", events.DefaultMaxDeliver, "deliveries before an event is dead-lettered")
+	fs.DurationVar(&f.ackWait, "ack-wait", topology.DefaultAckWait, "redeliver an event not acknowledged within this")
+	fs.IntVar(&f.maxDeliver, "max-deliver", topology.DefaultMaxDeliver, "deliveries before an event is dead-lettered")
 	fs.DurationVar(&f.pinsTTL, "pins-ttl", store.DefaultPinsTTL, "expire a task's pin this long after its last write")
 	fs.StringVar(&f.fetchAllow, "fetch-allow", "", "CIDR[,CIDR…] the SSRF guard lets fetches reach (loopback, private and link-local are refused by default)")
 	fs.DurationVar(&f.fetchTimeout, "fetch-timeout", fetcher.DefaultTotalTimeout, "total time of one card fetch")

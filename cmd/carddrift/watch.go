@@ -13,6 +13,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 type watchFlags struct {
@@ -31,7 +32,7 @@ type watchFlags struct {
 // register adds watch's flags.
 func (f *watchFlags) register(fs *flag.FlagSet) {
 	f.nats.registerClient(fs)
-	fs.StringVar(&f.stream, "stream", events.DefaultEventsStream, "the stream of card.* events")
+	fs.StringVar(&f.stream, "stream", topology.DefaultEventsStream, "the stream of card.* events")
 	fs.BoolVar(&f.all, "all", false, "every card.* event, not only card.drift")
 	fs.StringVar(&f.agent, "agent", "", "only events of this agent URL (any URL of the host)")
 	fs.StringVar(&f.task, "task", "", "only events of this task id")

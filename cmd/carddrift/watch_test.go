@@ -12,6 +12,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/store/natstest"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 // TestWatchLimitStops runs `watch --limit` to its end while the command's
@@ -21,7 +22,7 @@ import (
 func TestWatchLimitStops(t *testing.T) {
 	srv, _, js := natstest.StartJetStream(t)
 	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: events.DefaultEventsStream, Subjects: []string{"card.>"}}); err != nil {
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: topology.DefaultEventsStream, Subjects: []string{"card.>"}}); err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

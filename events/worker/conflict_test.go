@@ -14,6 +14,7 @@ import (
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 const otherDrift = "card.drift-of-another-worker"
@@ -71,7 +72,7 @@ func TestConsumerRedeliversWithoutLimit(t *testing.T) {
 	r := servicetest.Start(t, servicetest.Options{Configure: func(c *store.Config) { c.Partitions = 2 }})
 	ctx := context.Background()
 	for _, cc := range r.Config.LifecycleConsumers() {
-		cc.MaxDeliver = events.DefaultMaxDeliver // as e91b0a3 made it
+		cc.MaxDeliver = topology.DefaultMaxDeliver // as e91b0a3 made it
 		cc.PriorityGroups = []string{"carddrift"}
 		cc.PriorityPolicy = jetstream.PriorityPolicyPinned
 		cc.PinnedTTL = 2 * time.Second

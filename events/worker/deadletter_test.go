@@ -17,6 +17,7 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/natstest"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 // steeringHeaders are the publish headers nats-server v2.15.2 acts on
@@ -25,7 +26,7 @@ import (
 // copy, and spellings in other cases.
 var steeringHeaders = map[string]string{
 	"Nats-Msg-Id":                                 "attacker-chosen",
-	"Nats-Expected-Stream":                        events.DefaultLifecycleStream,
+	"Nats-Expected-Stream":                        topology.DefaultLifecycleStream,
 	"Nats-Expected-Last-Sequence":                 "999999",
 	"Nats-Expected-Last-Subject-Sequence":         "999999",
 	"Nats-Expected-Last-Subject-Sequence-Subject": "carddrift.dlq.malformed",
@@ -86,9 +87,9 @@ func TestDeadLetterCopyIsStored(t *testing.T) {
 	// The copy as it was made before (headers copied as they are) is
 	// refused: the test exercises a stream that means it.
 	raw := nats.NewMsg("carddrift.dlq.malformed")
-	raw.Header.Set("Nats-Expected-Stream", events.DefaultLifecycleStream)
+	raw.Header.Set("Nats-Expected-Stream", topology.DefaultLifecycleStream)
 	if _, err := js.PublishMsg(ctx, raw); err == nil {
-		t.Fatalf("the dead-letter stream stored a copy that expects stream %s", events.DefaultLifecycleStream)
+		t.Fatalf("the dead-letter stream stored a copy that expects stream %s", topology.DefaultLifecycleStream)
 	}
 
 	for i, c := range cases {
@@ -245,8 +246,8 @@ func TestCheckSubjectShapes(t *testing.T) {
 		{"another kind", "a2a.task.>", 4, ev, "a2a.task.error." + tok + ".0", false},
 		{"raw id", "a2a.task.>", 0, ev, "a2a.task.status.t.1", false},
 		{"no partition token", "a2a.task.>", 4, ev, "a2a.task.status." + tok, false},
-		{"the last partition there can be", "a2a.task.>", events.MaxPartitions, ev, "a2a.task.status." + tok + "." + strconv.Itoa(events.MaxPartitions-1), true},
-		{"beyond the partitions there can be", "a2a.task.>", events.MaxPartitions, ev, "a2a.task.status." + tok + "." + strconv.Itoa(events.MaxPartitions), false},
+		{"the last partition there can be", "a2a.task.>", topology.MaxPartitions, ev, "a2a.task.status." + tok + "." + strconv.Itoa(topology.MaxPartitions-1), true},
+		{"beyond the partitions there can be", "a2a.task.>", topology.MaxPartitions, ev, "a2a.task.status." + tok + "." + strconv.Itoa(topology.MaxPartitions), false},
 		{"a non-canonical partition", "a2a.task.>", 4, ev, "a2a.task.status." + tok + ".01", false},
 		{"a token where the partition goes", "a2a.task.>", 4, ev, "a2a.task.status." + tok + ".x", false},
 		{"extra tokens", "a2a.task.>", 4, ev, "a2a.task.status." + tok + ".0.0", false},
@@ -297,8 +298,8 @@ func FuzzCheckSubjectShapes(f *testing.F) {
 }
 
 // partitionToken is the fuzz oracle's partition token: a decimal number
-// below events.MaxPartitions.
+// below topology.MaxPartitions.
 func partitionToken(s string) bool {
 	n, err := strconv.Atoi(s)
-	return err == nil && n >= 0 && n < events.MaxPartitions && strconv.Itoa(n) == s
+	return err == nil && n >= 0 && n < topology.MaxPartitions && strconv.Itoa(n) == s
 }

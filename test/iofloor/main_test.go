@@ -16,6 +16,7 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/store/natstest"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 // The floor does each event's I/O against a real server and agent: one
@@ -40,7 +41,7 @@ func TestFloorDoesTheRoundTrips(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, srv.ClientURL(), nil, "127.0.0.1:0", time.Hour, time.Hour, 2, 3, 2) }()
 	waitFor(t, "the floor's durables", func() bool {
-		_, err := js.Consumer(ctx, events.DefaultLifecycleStream, durablePre+events.DefaultConsumer+"-p1")
+		_, err := js.Consumer(ctx, topology.DefaultLifecycleStream, durablePre+topology.DefaultConsumer+"-p1")
 		return err == nil
 	})
 
@@ -55,7 +56,7 @@ func TestFloorDoesTheRoundTrips(t *testing.T) {
 	waitFor(t, "three events acknowledged", func() bool {
 		var acked uint64
 		for p := range 2 {
-			c, err := js.Consumer(ctx, events.DefaultLifecycleStream, durablePre+events.DefaultConsumer+"-p"+strconv.Itoa(p))
+			c, err := js.Consumer(ctx, topology.DefaultLifecycleStream, durablePre+topology.DefaultConsumer+"-p"+strconv.Itoa(p))
 			if err != nil {
 				return false
 			}
@@ -110,7 +111,7 @@ func TestFloorDoesTheRoundTrips(t *testing.T) {
 			t.Errorf("%s after run: %v, want deleted", name, err)
 		}
 	}
-	if _, err := js.Consumer(context.Background(), events.DefaultLifecycleStream, durablePre+events.DefaultConsumer+"-p0"); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if _, err := js.Consumer(context.Background(), topology.DefaultLifecycleStream, durablePre+topology.DefaultConsumer+"-p0"); !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		t.Errorf("durable after run: %v, want deleted", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 // withJS starts the servicetest rig with no worker, its streams and buckets
@@ -181,7 +182,7 @@ func consumerIdle(t testing.TB, js jetstream.JetStream, durable string) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, err := service.Backlog(ctx, js, events.DefaultEventsStream, durable)
+	n, err := service.Backlog(ctx, js, topology.DefaultEventsStream, durable)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/carddrift/carddrift/events/internal/defaults"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 // Defaults of Options.
@@ -40,7 +41,7 @@ type Options struct {
 	// MinSeverity, if set, delivers only verdicts whose impact (see
 	// Verdict.Impact) is at least this severity.
 	MinSeverity detector.Severity
-	// Stream is the events stream (default events.DefaultEventsStream).
+	// Stream is the events stream (default topology.DefaultEventsStream).
 	Stream string
 	// FromStart makes a newly created durable start at the beginning of the
 	// stream, so that the planner also acts on verdicts published before it
@@ -82,7 +83,7 @@ var durableRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 func (o *Options) setDefaults() {
 	if o.Stream == "" {
-		o.Stream = events.DefaultEventsStream
+		o.Stream = topology.DefaultEventsStream
 	}
 	o.AckWait = defaults.Positive(o.AckWait, DefaultAckWait)
 	if o.MaxDeliver == 0 {

@@ -1,4 +1,4 @@
-package events
+package topology
 
 import (
 	"fmt"
@@ -11,21 +11,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Subject prefixes of the contract, and the stream filters that cover every
-// event; they are the Topology's default subjects too.
+// The default subjects of the three streams. The lifecycle and events
+// streams' are the filters that cover every event of the public contract
+// (events.InboundSubjects and events.OutboundSubjects; events'
+// TestTopologyDefaultsCoverSubjects holds them to it).
 const (
-	inboundPrefix  = "a2a.task."
-	outboundPrefix = "card."
-
-	// InboundSubjects covers every lifecycle event: a2a.task.<kind>.<taskId>
-	// (the default Topology.LifecycleSubjects).
-	InboundSubjects = inboundPrefix + ">"
-	// OutboundSubjects covers every carddrift event:
-	// card.<event>.<agentKey>[.<taskId>] (the default
-	// Topology.EventsSubjects).
-	OutboundSubjects = outboundPrefix + ">"
-	// DefaultDLQSubjects is the default Topology.DLQSubjects.
-	DefaultDLQSubjects = "carddrift.dlq.>"
+	DefaultLifecycleSubjects = "a2a.task.>"
+	DefaultEventsSubjects    = "card.>"
+	DefaultDLQSubjects       = "carddrift.dlq.>"
 )
 
 // Default stream and consumer names and knobs of the Topology;
@@ -66,8 +59,8 @@ const (
 // value means none.
 type Topology struct {
 	// LifecycleStream holds the inbound task-lifecycle CloudEvents
-	// (default "A2A_TASKS"), on LifecycleSubjects (default InboundSubjects,
-	// "a2a.task.>"; must end in ".>"). Clients publish to
+	// (default "A2A_TASKS"), on LifecycleSubjects (default "a2a.task.>";
+	// must end in ".>"). Clients publish to
 	// <prefix>.<kind>.<taskId>.
 	LifecycleStream   string
 	LifecycleSubjects string
@@ -111,7 +104,7 @@ type Topology struct {
 	BackOff []time.Duration
 
 	// EventsStream holds the outbound card.* events (default "CARD_EVENTS")
-	// on EventsSubjects (default OutboundSubjects, "card.>").
+	// on EventsSubjects (default "card.>").
 	EventsStream   string
 	EventsSubjects string
 	// EventsMaxAge (default 7 days; negative: forever).
@@ -155,7 +148,7 @@ func invalid(field string, v any, reason string) error {
 // alone, including negative durations that mean "none".
 func (t *Topology) SetDefaults() {
 	setDefault(&t.LifecycleStream, DefaultLifecycleStream)
-	setDefault(&t.LifecycleSubjects, InboundSubjects)
+	setDefault(&t.LifecycleSubjects, DefaultLifecycleSubjects)
 	setDefault(&t.LifecycleMaxAge, DefaultLifecycleMaxAge)
 	setDefault(&t.LifecycleDuplicates, DefaultDuplicates)
 	setDefault(&t.LifecycleMaxMsgSize, DefaultLifecycleMaxMsgSize)
@@ -164,7 +157,7 @@ func (t *Topology) SetDefaults() {
 	setDefault(&t.MaxDeliver, DefaultMaxDeliver)
 	setDefault(&t.MaxAckPending, DefaultMaxAckPending)
 	setDefault(&t.EventsStream, DefaultEventsStream)
-	setDefault(&t.EventsSubjects, OutboundSubjects)
+	setDefault(&t.EventsSubjects, DefaultEventsSubjects)
 	setDefault(&t.EventsMaxAge, DefaultEventsMaxAge)
 	setDefault(&t.EventsDuplicates, DefaultDuplicates)
 	setDefault(&t.DLQStream, DefaultDLQStream)
@@ -290,12 +283,12 @@ func (t *Topology) lifecyclePrefix() string { return strings.TrimSuffix(t.Lifecy
 func (t *Topology) LifecycleFilter(p int) string {
 	if t.Partitions == 0 {
 		if p != 0 {
-			panic(fmt.Sprintf("events: partition %d of an unpartitioned stream", p))
+			panic(fmt.Sprintf("topology: partition %d of an unpartitioned stream", p))
 		}
 		return t.LifecycleSubjects
 	}
 	if p < 0 || p >= t.Partitions {
-		panic(fmt.Sprintf("events: partition %d out of range [0, %d)", p, t.Partitions))
+		panic(fmt.Sprintf("topology: partition %d out of range [0, %d)", p, t.Partitions))
 	}
 	return t.lifecyclePrefix() + ".*.*." + strconv.Itoa(p)
 }
