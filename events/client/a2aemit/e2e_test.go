@@ -182,7 +182,7 @@ func newClient(t *testing.T, ctx context.Context, r *rig, a *a2aAgent) *a2aclien
 	if err != nil {
 		t.Fatal(err)
 	}
-	card, err := a2aemit.ResolveCard(ctx, loopbackFetcher(t), a.srv.URL)
+	card, err := a2aemit.ResolveCard(ctx, clienttest.LoopbackFetcher(t), a.srv.URL)
 	if err != nil {
 		t.Fatalf("ResolveCard: %v", err)
 	}

@@ -12,40 +12,10 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client/a2aemit"
+	"github.com/carddrift/carddrift/events/client/clienttest"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
-
-// printer is an Emitter that prints instead of publishing; a real client
-// passes an *client.Emitter (client.NewEmitter(js, source)).
-type printer struct{}
-
-func (printer) Submitted(_ context.Context, d events.Submitted) error {
-	fmt.Printf("a2a.task.submitted skill=%s streaming=%v inputModes=%v posture=%s card=%v\n",
-		d.SkillID, d.Requires.Streaming, d.Requires.InputModes, d.Posture, d.Card != nil)
-	return nil
-}
-
-func (printer) Request(_ context.Context, d events.Request) error {
-	fmt.Printf("a2a.task.request %s attempt %d\n", d.Method, d.Attempt)
-	return nil
-}
-
-func (printer) Status(_ context.Context, d events.Status) error {
-	fmt.Println("a2a.task.status", d.State)
-	return nil
-}
-
-func (printer) Artifact(_ context.Context, d events.Artifact) error {
-	fmt.Println("a2a.task.artifact", d.MediaTypes)
-	return nil
-}
-
-func (printer) Error(_ context.Context, d events.Error) error {
-	fmt.Println("a2a.task.error", d.Method, d.Code)
-	return nil
-}
 
 // An existing a2a-go client gets carddrift's lifecycle events by adding one
 // option. The agent here is an a2a-go server (a2asrv, JSON-RPC) on loopback.
@@ -60,7 +30,9 @@ func ExampleWithLifecycleEvents() {
 
 	// Discover the card keeping the bytes as served (through carddrift's
 	// fetcher, whose SSRF guard must let this loopback agent in), build the
-	// client with the interceptor, and say what the task is planned for.
+	// client with the interceptor (printing each event instead of publishing
+	// it: a real client passes an *client.Emitter), and say what the task is
+	// planned for.
 	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
 		panic(err)
@@ -71,7 +43,7 @@ func ExampleWithLifecycleEvents() {
 		panic(err)
 	}
 	client, err := a2aclient.NewFromCard(ctx, c.AgentCard,
-		a2aemit.WithLifecycleEvents(printer{}, a2aemit.Options{RawCard: c.Raw, CardURL: c.URL}))
+		a2aemit.WithLifecycleEvents(clienttest.Printer{}, a2aemit.Options{RawCard: c.Raw, CardURL: c.URL}))
 	if err != nil {
 		panic(err)
 	}

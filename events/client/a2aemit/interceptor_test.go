@@ -7,11 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"reflect"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -21,7 +17,6 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client/a2aemit"
 	"github.com/carddrift/carddrift/events/client/clienttest"
-	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // recording stands in for the Emitter.
@@ -52,11 +47,13 @@ func status(task string, st a2a.TaskState) *a2a.TaskStatusUpdateEvent {
 
 var streamingCard = &a2a.AgentCard{Name: "agent", Capabilities: a2a.AgentCapabilities{Streaming: true}}
 
+// A streaming task from submission to completion in the v0.3 spelling:
+// JSON-RPC v0.3 method names, states, the status message's skill, the
+// media types of the message's and the artifacts' parts (the lifecycle
+// itself is package track's, tested there).
 func TestInterceptorLifecycle(t *testing.T) {
 	rec := &recording{}
-	raw := []byte(`{"name":"agent","x-vendor":{"kept":true}}`)
-	ic := a2aemit.New(rec, a2aemit.Options{RawCard: raw, CardURL: "https://agent.example/.well-known/agent-card.json",
-		Plan: a2aemit.Plan{SkillID: "default-skill"}})
+	ic := a2aemit.New(rec, a2aemit.Options{RawCard: []byte(`{"name":"agent"}`), Plan: a2aemit.Plan{SkillID: "default-skill"}})
 	ctx := a2aemit.WithPlan(context.Background(), a2aemit.Plan{SkillID: "translate", Posture: detector.Degrade, Idempotent: true,
 		Requires: events.Requires{OutputModes: []string{"application/json"}}})
 
@@ -90,20 +87,12 @@ func TestInterceptorLifecycle(t *testing.T) {
 		"status t1 completed",
 	}
 	rec.Expect(t, want...)
-	sub := rec.Events()[0].(events.Submitted)
-	if string(sub.Card) != string(raw) || sub.CardURL == "" || sub.AgentURL != "https://agent.example" ||
-		sub.Posture != detector.Degrade || !sub.Idempotent || !slices.Equal(sub.Requires.OutputModes, []string{"application/json"}) {
-		t.Errorf("submitted = %+v", sub)
-	}
-	if n := ic.Tasks(); n != 0 {
-		t.Errorf("interceptor remembers %d tasks after the task completed, want 0", n)
-	}
 }
 
-// Retries count per task and method; a success resets the count; JSON-RPC
-// errors become a2a.task.error with their code; transport errors count but
-// emit no error event.
-func TestInterceptorRetriesAndErrors(t *testing.T) {
+// Every call on a task carries its v0.3 method name, whatever its payload;
+// a2a-go's sentinel errors become a2a.task.error with their JSON-RPC code;
+// a transport error is a failure with no code.
+func TestInterceptorMethodsAndErrors(t *testing.T) {
 	rec := &recording{}
 	ic := a2aemit.New(rec, a2aemit.Options{})
 	ctx := context.Background()
@@ -119,7 +108,11 @@ func TestInterceptorRetriesAndErrors(t *testing.T) {
 	call(t, ic, ctx, "SendMessage", streamingCard, follow, ok(&a2a.Task{ID: "t2", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}))
 	call(t, ic, ctx, "SendMessage", streamingCard, follow, ok(&a2a.Task{ID: "t2", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}))
 	call(t, ic, ctx, "SetTaskPushConfig", streamingCard, &a2a.TaskPushConfig{TaskID: "t2"}, a2aclient.Response{Err: a2a.ErrPushNotificationNotSupported})
+	call(t, ic, ctx, "GetTaskPushConfig", streamingCard, &a2a.GetTaskPushConfigParams{TaskID: "t2"}, a2aclient.Response{Err: a2a.ErrPushNotificationNotSupported})
+	call(t, ic, ctx, "ListTaskPushConfig", streamingCard, &a2a.ListTaskPushConfigParams{TaskID: "t2"}, ok([]*a2a.TaskPushConfig{}))
+	call(t, ic, ctx, "DeleteTaskPushConfig", streamingCard, &a2a.DeleteTaskPushConfigParams{TaskID: "t2"}, ok(struct{}{}))
 	call(t, ic, ctx, "ResubscribeToTask", streamingCard, &a2a.TaskIDParams{ID: "t2"}, ok(status("t2", a2a.TaskStateWorking)))
+	call(t, ic, ctx, "CancelTask", streamingCard, &a2a.TaskIDParams{ID: "t2"}, a2aclient.Response{Err: a2a.ErrTaskNotCancelable})
 	want := []string{
 		"request t2 message/send #1",
 		"error t2 message/send -32602",
@@ -132,14 +125,21 @@ func TestInterceptorRetriesAndErrors(t *testing.T) {
 		"request t2 message/send #1",
 		"request t2 tasks/pushNotificationConfig/set #1",
 		"error t2 tasks/pushNotificationConfig/set -32003",
+		"request t2 tasks/pushNotificationConfig/get #1",
+		"error t2 tasks/pushNotificationConfig/get -32003",
+		"request t2 tasks/pushNotificationConfig/list #1",
+		"request t2 tasks/pushNotificationConfig/delete #1",
 		"request t2 tasks/resubscribe #1",
+		"request t2 tasks/cancel #1",
+		"error t2 tasks/cancel -32002",
 	}
 	rec.Expect(t, want...)
 }
 
 // A new task whose call fails emits nothing; a non-streaming card turns a
 // streaming call into message/send that does not require streaming; push
-// configuration is a requirement; MarshalCard sends the lossy round trip.
+// configuration is a requirement; a task's artifacts come before its state;
+// MarshalCard sends the lossy round trip.
 func TestInterceptorNewTaskVariants(t *testing.T) {
 	rec := &recording{}
 	ic := a2aemit.New(rec, a2aemit.Options{MarshalCard: true, AgentURL: "https://agent.example"})
@@ -152,13 +152,15 @@ func TestInterceptorNewTaskVariants(t *testing.T) {
 		t.Fatalf("a failed new task emitted %v", got)
 	}
 	plain := &a2a.AgentCard{Name: "plain", URL: "https://agent.example/a2a"}
-	call(t, ic, ctx, "SendStreamingMessage", plain, newMsg(), ok(&a2a.Task{ID: "t3", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}}))
+	call(t, ic, ctx, "SendStreamingMessage", plain, newMsg(), ok(&a2a.Task{ID: "t3", Status: a2a.TaskStatus{State: a2a.TaskStateCompleted},
+		Artifacts: []*a2a.Artifact{{ID: "a", Parts: a2a.ContentParts{a2a.FilePart{File: a2a.FileURI{FileMeta: a2a.FileMeta{MimeType: "application/pdf"}}}}}}}))
 	p := newMsg()
 	p.Config = &a2a.MessageSendConfig{PushConfig: &a2a.PushConfig{URL: "https://client.example/hook"}}
 	call(t, ic, ctx, "SendMessage", streamingCard, p, ok(&a2a.Message{TaskID: "t4"}))
 	want := []string{
 		"submitted t3 skill= stream=false push=false in=[application/json] card=true",
 		"request t3 message/send #1",
+		"artifact t3 a [application/pdf]",
 		"status t3 completed",
 		"submitted t4 skill= stream=false push=true in=[application/json] card=true",
 		"request t4 message/send #1",
@@ -174,57 +176,6 @@ func TestInterceptorNewTaskVariants(t *testing.T) {
 	call(t, ic, ctx, "GetAgentCard", streamingCard, nil, ok(streamingCard))
 	if got := rec.Lines(); len(got) != 0 {
 		t.Errorf("task-less calls emitted %v", got)
-	}
-}
-
-func TestInterceptorPublishErrors(t *testing.T) {
-	boom := errors.New("jetstream down")
-	rec := &recording{Fail: boom}
-	var mu sync.Mutex
-	var got []error
-	ic := a2aemit.New(rec, a2aemit.Options{OnError: func(err error) { mu.Lock(); got = append(got, err); mu.Unlock() }})
-	req := &a2aclient.Request{Method: "GetTask", Payload: &a2a.TaskQueryParams{ID: "t5"}}
-	ctx, err := ic.Before(context.Background(), req)
-	if err != nil {
-		t.Fatalf("Before failed the call: %v", err)
-	}
-	if err := ic.After(ctx, &a2aclient.Response{Method: "GetTask", Payload: &a2a.Task{ID: "t5", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}}); err != nil {
-		t.Fatalf("After failed the call: %v", err)
-	}
-	if len(got) != 2 || !errors.Is(got[0], boom) {
-		t.Errorf("OnError got %v, want two publish errors", got)
-	}
-	// After without Before (another interceptor failed first) is a no-op.
-	if err := ic.After(context.Background(), &a2aclient.Response{Err: a2a.ErrInternalError}); err != nil {
-		t.Errorf("After without Before = %v", err)
-	}
-}
-
-// A task fetched complete with its artifacts reports the artifacts, then the
-// terminal state, and is forgotten.
-func TestInterceptorCompletedTask(t *testing.T) {
-	rec := &recording{}
-	ic := a2aemit.New(rec, a2aemit.Options{})
-	call(t, ic, context.Background(), "GetTask", nil, &a2a.TaskQueryParams{ID: "t6"}, ok(&a2a.Task{ID: "t6",
-		Status:    a2a.TaskStatus{State: a2a.TaskStateCompleted},
-		Artifacts: []*a2a.Artifact{{ID: "a", Parts: a2a.ContentParts{a2a.FilePart{File: a2a.FileURI{FileMeta: a2a.FileMeta{MimeType: "application/pdf"}}}}}},
-	}))
-	want := []string{"request t6 tasks/get #1", "artifact t6 a [application/pdf]", "status t6 completed"}
-	rec.Expect(t, want...)
-	if n := ic.Tasks(); n != 0 {
-		t.Errorf("remembers %d tasks after completion, want 0", n)
-	}
-}
-
-// The interceptor forgets the oldest tasks beyond MaxTasks.
-func TestInterceptorBoundedMemory(t *testing.T) {
-	ic := a2aemit.New(&recording{}, a2aemit.Options{MaxTasks: 3})
-	for i := range 10 {
-		call(t, ic, context.Background(), "GetTask", nil, &a2a.TaskQueryParams{ID: a2a.TaskID(fmt.Sprint("t", i))},
-			ok(&a2a.Task{ID: a2a.TaskID(fmt.Sprint("t", i)), Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}))
-	}
-	if n := ic.Tasks(); n != 3 {
-		t.Errorf("remembers %d tasks, want 3", n)
 	}
 }
 
@@ -268,65 +219,31 @@ func TestErrorCode(t *testing.T) {
 	}
 }
 
+// ResolveCard decodes the v0.3 card (its url, capabilities) and keeps the
+// bytes as served; the fetch is package track's, tested there.
 func TestResolveCard(t *testing.T) {
 	card := `{"name":"legacy","url":"http://x/a2a","capabilities":{"streaming":true},"x-extra":[1,2]}`
-	var headers atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		headers.Store(r.Header.Clone())
 		switch r.URL.Path {
 		case "/legacy" + a2aemit.LegacyWellKnownPath:
 			w.Write([]byte(card))
 		case "/broken" + a2aemit.WellKnownPath:
 			w.WriteHeader(http.StatusInternalServerError)
-		case "/bad" + a2aemit.WellKnownPath:
-			w.Write([]byte(`{"name": 7}`))
-		case "/moved" + a2aemit.WellKnownPath:
-			w.WriteHeader(http.StatusGone)
-		case "/moved" + a2aemit.LegacyWellKnownPath:
-			w.Write([]byte(card))
 		default:
 			http.NotFound(w, r)
 		}
 	}))
 	defer srv.Close()
-	ctx := context.Background()
-	f := loopbackFetcher(t)
-	c, err := a2aemit.ResolveCard(ctx, f, srv.URL+"/legacy/")
+	f := clienttest.LoopbackFetcher(t)
+	c, err := a2aemit.ResolveCard(context.Background(), f, srv.URL+"/legacy/")
 	if err != nil {
 		t.Fatalf("ResolveCard: %v", err)
 	}
-	if string(c.Raw) != card || c.URL != srv.URL+"/legacy"+a2aemit.LegacyWellKnownPath || c.AgentCard.Name != "legacy" || !c.AgentCard.Capabilities.Streaming {
+	if string(c.Raw) != card || c.URL != srv.URL+"/legacy"+a2aemit.LegacyWellKnownPath || c.AgentCard.Name != "legacy" ||
+		c.AgentCard.URL != "http://x/a2a" || !c.AgentCard.Capabilities.Streaming {
 		t.Errorf("card = %+v", c)
 	}
-	// The workers' headers and fallback rule (410 too, not only 404).
-	if h := headers.Load().(http.Header); h.Get("A2A-Version") != fetcher.DefaultA2AVersion || h.Get("User-Agent") != fetcher.DefaultUserAgent {
-		t.Errorf("headers = %v, want the workers' fixed headers", h)
+	if _, err := a2aemit.ResolveCard(context.Background(), f, srv.URL+"/broken"); !errors.Is(err, a2aemit.ErrCardStatus) {
+		t.Errorf("500: ResolveCard = %v, want ErrCardStatus", err)
 	}
-	if c, err := a2aemit.ResolveCard(ctx, f, srv.URL+"/moved"); err != nil || c.URL != srv.URL+"/moved"+a2aemit.LegacyWellKnownPath {
-		t.Errorf("410 then legacy: ResolveCard = %+v, %v", c, err)
-	}
-	_, err = a2aemit.ResolveCard(ctx, f, srv.URL+"/broken")
-	var fe *fetcher.FetchError
-	if !errors.Is(err, a2aemit.ErrCardStatus) || !errors.As(err, &fe) || fe.Status != http.StatusInternalServerError {
-		t.Errorf("500: ResolveCard = %v, want ErrCardStatus and a *fetcher.FetchError with the status", err)
-	}
-	if _, err := a2aemit.ResolveCard(ctx, f, srv.URL+"/bad"); err == nil {
-		t.Error("a card that does not decode: ResolveCard = nil error")
-	}
-	// The guard is the caller's: the default Fetcher (nil) refuses loopback.
-	if _, err := a2aemit.ResolveCard(ctx, nil, srv.URL+"/legacy"); !errors.Is(err, fetcher.ErrRefusedAddress) {
-		t.Errorf("default guard: ResolveCard = %v, want ErrRefusedAddress", err)
-	}
-}
-
-// loopbackFetcher is a Fetcher whose SSRF guard lets the tests' loopback
-// agents in, closed at the end of the test.
-func loopbackFetcher(t *testing.T) *fetcher.Fetcher {
-	t.Helper()
-	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
 }

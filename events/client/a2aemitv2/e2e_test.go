@@ -228,7 +228,7 @@ func TestSubmittedCardIsPinned(t *testing.T) {
 	if card.Shape != "v1.0" || len(card.Interfaces) == 0 || card.Interfaces[0].URL != a.URL()+"/a2a" {
 		t.Errorf("submitted card: shape %s interfaces %+v, want the v1.0 card's supportedInterfaces", card.Shape, card.Interfaces)
 	}
-	obs, err := loopbackFetcher(t).FetchAgent(ctx, a.URL(), "")
+	obs, err := clienttest.LoopbackFetcher(t).FetchAgent(ctx, a.URL(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package clienttest
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/publish"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // Recorder is a client.Lifecycle that records what it is asked to publish,
@@ -168,4 +170,54 @@ func Lifecycle(t testing.TB, js jetstream.JetStream, stream, taskID string) []ev
 		}
 	}
 	return out
+}
+
+// LoopbackFetcher is a Fetcher whose SSRF guard lets the tests' loopback
+// agents in, closed at the end of the test.
+func LoopbackFetcher(t testing.TB) *fetcher.Fetcher {
+	t.Helper()
+	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// Printer is a client.Lifecycle that prints each event on a line instead of
+// publishing it, for examples: "a2a.task.request message/stream attempt 1".
+// A real client passes an *client.Emitter (client.NewEmitter(js, source)).
+type Printer struct{}
+
+var _ client.Lifecycle = Printer{}
+
+// Submitted prints d.
+func (Printer) Submitted(_ context.Context, d events.Submitted) error {
+	fmt.Printf("a2a.task.submitted skill=%s streaming=%v inputModes=%v posture=%s card=%v\n",
+		d.SkillID, d.Requires.Streaming, d.Requires.InputModes, d.Posture, d.Card != nil)
+	return nil
+}
+
+// Request prints d.
+func (Printer) Request(_ context.Context, d events.Request) error {
+	fmt.Printf("a2a.task.request %s attempt %d\n", d.Method, d.Attempt)
+	return nil
+}
+
+// Status prints d.
+func (Printer) Status(_ context.Context, d events.Status) error {
+	fmt.Println("a2a.task.status", d.State)
+	return nil
+}
+
+// Artifact prints d.
+func (Printer) Artifact(_ context.Context, d events.Artifact) error {
+	fmt.Println("a2a.task.artifact", d.MediaTypes)
+	return nil
+}
+
+// Error prints d.
+func (Printer) Error(_ context.Context, d events.Error) error {
+	fmt.Println("a2a.task.error", d.Method, d.Code)
+	return nil
 }
