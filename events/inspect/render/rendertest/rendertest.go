@@ -224,6 +224,19 @@ func Golden(t testing.TB, path string, got []byte) {
 	}
 }
 
+// GoldenPage is Golden for an HTML page, comparing what the page itself
+// writes: its body up to the script. The frame around it — the head with
+// the shared style, and the script — is package render's and is checked
+// there, so that the golden files do not each repeat it.
+func GoldenPage(t testing.TB, path string, page []byte) {
+	t.Helper()
+	body, script := bytes.Index(page, []byte("<body>")), bytes.LastIndex(page, []byte("<script>"))
+	if body < 0 || script < body {
+		t.Fatalf("%s: the page has no <body> followed by its <script>", filepath.Base(path))
+	}
+	Golden(t, path, page[body:script])
+}
+
 // ErrWrite is the error of FailingWriter's every Write.
 var ErrWrite = errors.New("rendertest: the writer failed")
 
