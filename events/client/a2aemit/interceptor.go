@@ -126,34 +126,29 @@ func artifacts(as ...*a2a.Artifact) []track.Artifact {
 	return out
 }
 
+// wireMethods are the JSON-RPC v0.3 names of the a2a-go client's methods.
+var wireMethods = map[string]string{
+	"SendMessage":          "message/send",
+	"SendStreamingMessage": "message/stream",
+	"GetTask":              "tasks/get",
+	"CancelTask":           "tasks/cancel",
+	"ResubscribeToTask":    "tasks/resubscribe",
+	"GetTaskPushConfig":    "tasks/pushNotificationConfig/get",
+	"ListTaskPushConfig":   "tasks/pushNotificationConfig/list",
+	"SetTaskPushConfig":    "tasks/pushNotificationConfig/set",
+	"DeleteTaskPushConfig": "tasks/pushNotificationConfig/delete",
+	"GetAgentCard":         "agent/getAuthenticatedExtendedCard",
+}
+
 // wireMethod returns the JSON-RPC v0.3 name of an a2a-go client method. A
 // streaming send on a client whose card does not declare streaming is sent
 // as message/send by the a2a-go client, and named so.
 func wireMethod(method string, card *a2a.AgentCard) string {
-	switch method {
-	case "SendMessage":
+	if method == "SendStreamingMessage" && card != nil && !card.Capabilities.Streaming {
 		return "message/send"
-	case "SendStreamingMessage":
-		if card != nil && !card.Capabilities.Streaming {
-			return "message/send"
-		}
-		return "message/stream"
-	case "GetTask":
-		return "tasks/get"
-	case "CancelTask":
-		return "tasks/cancel"
-	case "ResubscribeToTask":
-		return "tasks/resubscribe"
-	case "GetTaskPushConfig":
-		return "tasks/pushNotificationConfig/get"
-	case "ListTaskPushConfig":
-		return "tasks/pushNotificationConfig/list"
-	case "SetTaskPushConfig":
-		return "tasks/pushNotificationConfig/set"
-	case "DeleteTaskPushConfig":
-		return "tasks/pushNotificationConfig/delete"
-	case "GetAgentCard":
-		return "agent/getAuthenticatedExtendedCard"
+	}
+	if name, ok := wireMethods[method]; ok {
+		return name
 	}
 	return method
 }

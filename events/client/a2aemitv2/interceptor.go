@@ -150,25 +150,25 @@ const (
 	MethodGetExtendedAgentCard = "GetExtendedAgentCard"
 )
 
-// wireMethod returns the A2A v1.0 name of an a2a-go/v2 client method (the
-// client's push-config methods are named shorter than the protocol's). A
+// wireMethods are the A2A v1.0 names of the a2a-go/v2 client's methods
+// that the client names otherwise (its push-config methods are named
+// shorter than the protocol's); the others are named alike.
+var wireMethods = map[string]string{
+	"GetTaskPushConfig":    MethodGetPushConfig,
+	"ListTaskPushConfigs":  MethodListPushConfigs,
+	"CreateTaskPushConfig": MethodCreatePushConfig,
+	"DeleteTaskPushConfig": MethodDeletePushConfig,
+}
+
+// wireMethod returns the A2A v1.0 name of an a2a-go/v2 client method. A
 // streaming send on a client whose card does not declare streaming is sent
 // as SendMessage by the client, and named so.
 func wireMethod(method string, card *a2a.AgentCard) string {
-	switch method {
-	case "SendStreamingMessage":
-		if card != nil && !card.Capabilities.Streaming {
-			return MethodSendMessage
-		}
-		return MethodSendStreamingMessage
-	case "GetTaskPushConfig":
-		return MethodGetPushConfig
-	case "ListTaskPushConfigs":
-		return MethodListPushConfigs
-	case "CreateTaskPushConfig":
-		return MethodCreatePushConfig
-	case "DeleteTaskPushConfig":
-		return MethodDeletePushConfig
+	if method == MethodSendStreamingMessage && card != nil && !card.Capabilities.Streaming {
+		return MethodSendMessage
+	}
+	if name, ok := wireMethods[method]; ok {
+		return name
 	}
 	return method // SendMessage, GetTask, ListTasks, CancelTask, SubscribeToTask, GetExtendedAgentCard
 }
