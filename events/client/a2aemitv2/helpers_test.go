@@ -15,31 +15,6 @@ import (
 // recording stands in for the Emitter.
 type recording = clienttest.Recorder
 
-// call drives the interceptor as the a2a-go/v2 client does: Before, then
-// After once per response (a stream has many).
-func call(t *testing.T, ic *a2aemitv2.Interceptor, ctx context.Context, method string, card *a2a.AgentCard, payload any, responses ...a2aclient.Response) {
-	t.Helper()
-	req := &a2aclient.Request{Method: method, BaseURL: "https://agent.example/a2a", ServiceParams: a2aclient.ServiceParams{}, Card: card, Payload: payload}
-	ctx, early, err := ic.Before(ctx, req)
-	if early != nil || err != nil {
-		t.Fatalf("Before = %v, %v: the interceptor must not answer for the agent", early, err)
-	}
-	for _, resp := range responses {
-		resp.Method, resp.BaseURL, resp.Card = method, req.BaseURL, card
-		if err := ic.After(ctx, &resp); err != nil {
-			t.Fatalf("After: %v", err)
-		}
-	}
-}
-
-func ok(payload any) a2aclient.Response { return a2aclient.Response{Payload: payload} }
-
-func status(task string, st a2a.TaskState) *a2a.TaskStatusUpdateEvent {
-	return &a2a.TaskStatusUpdateEvent{TaskID: a2a.TaskID(task), Status: a2a.TaskStatus{State: st}}
-}
-
-var streamingCard = &a2a.AgentCard{Name: "agent", Capabilities: a2a.AgentCapabilities{Streaming: true}}
-
 var (
 	cardJSON      = a2aemitv2test.CardJSON
 	cardJSONModes = a2aemitv2test.CardJSONModes
