@@ -58,9 +58,9 @@ func ExampleWithLifecycleEvents() {
 	}
 	fmt.Println("card as served:", string(c.Raw) == string(card))
 	// Output:
-	// a2a.task.submitted skill=translate streaming=true inputModes=[text/plain] posture=degrade card=true
-	// a2a.task.request message/stream attempt 1
-	// a2a.task.status submitted
-	// a2a.task.status input-required
+	// submitted skill=translate stream=true in=[text/plain] posture=degrade card=true
+	// request message/stream #1
+	// status submitted
+	// status input-required
 	// card as served: true
 }

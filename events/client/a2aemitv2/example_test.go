@@ -62,13 +62,13 @@ func ExampleWithLifecycleEvents() {
 	// then its last state (the working state in between is not seen).
 	fmt.Println("card as served:", string(card.Raw) == string(a.Served()))
 	// Output:
-	// a2a.task.submitted skill=translate streaming=true inputModes=[text/plain] posture=degrade card=true
-	// a2a.task.request SendStreamingMessage attempt 1
-	// a2a.task.status TASK_STATE_SUBMITTED
-	// a2a.task.status TASK_STATE_WORKING
-	// a2a.task.status TASK_STATE_INPUT_REQUIRED
-	// a2a.task.request SendMessage attempt 1
-	// a2a.task.artifact [text/plain]
-	// a2a.task.status TASK_STATE_COMPLETED
+	// submitted skill=translate stream=true in=[text/plain] posture=degrade card=true
+	// request SendStreamingMessage #1
+	// status TASK_STATE_SUBMITTED
+	// status TASK_STATE_WORKING
+	// status TASK_STATE_INPUT_REQUIRED
+	// request SendMessage #1
+	// artifact [text/plain]
+	// status TASK_STATE_COMPLETED
 	// card as served: true
 }

@@ -116,24 +116,32 @@ func Line(d events.Data) string {
 	return fmt.Sprintf("%T", d)
 }
 
-// Kinds renders stored lifecycle events without their task: "submitted",
-// "request message/stream #1", "status working", "artifact [text/plain]",
-// "error message/send -32602".
+// Kind renders one lifecycle event without its task, which the agent
+// names: "submitted skill=translate stream=true in=[text/plain]
+// posture=degrade card=true", "request message/stream #1", "status
+// working", "artifact [text/plain]", "error message/send -32602".
+func Kind(d events.Data) string {
+	switch d := d.(type) {
+	case events.Submitted:
+		return fmt.Sprintf("submitted skill=%s stream=%v in=%v posture=%s card=%v", d.SkillID,
+			d.Requires.Streaming, d.Requires.InputModes, d.Posture, d.Card != nil)
+	case events.Request:
+		return fmt.Sprintf("request %s #%d", d.Method, d.Attempt)
+	case events.Status:
+		return "status " + d.State
+	case events.Artifact:
+		return fmt.Sprintf("artifact %v", d.MediaTypes)
+	case events.Error:
+		return fmt.Sprintf("error %s %d", d.Method, d.Code)
+	}
+	return fmt.Sprintf("%T", d)
+}
+
+// Kinds renders stored lifecycle events (Kind).
 func Kinds(evs []events.Event) []string {
 	var out []string
 	for _, ev := range evs {
-		switch d := ev.Data.(type) {
-		case events.Request:
-			out = append(out, fmt.Sprintf("request %s #%d", d.Method, d.Attempt))
-		case events.Status:
-			out = append(out, "status "+d.State)
-		case events.Artifact:
-			out = append(out, fmt.Sprintf("artifact %v", d.MediaTypes))
-		case events.Error:
-			out = append(out, fmt.Sprintf("error %s %d", d.Method, d.Code))
-		case events.Submitted:
-			out = append(out, "submitted")
-		}
+		out = append(out, Kind(ev.Data))
 	}
 	return out
 }
@@ -184,40 +192,29 @@ func LoopbackFetcher(t testing.TB) *fetcher.Fetcher {
 	return f
 }
 
-// Printer is a client.Lifecycle that prints each event on a line instead of
-// publishing it, for examples: "a2a.task.request message/stream attempt 1".
-// A real client passes an *client.Emitter (client.NewEmitter(js, source)).
+// Printer is a client.Lifecycle that prints each event on a line (Kind)
+// instead of publishing it, for examples; a real client passes an
+// *client.Emitter (client.NewEmitter(js, source)).
 type Printer struct{}
 
 var _ client.Lifecycle = Printer{}
 
 // Submitted prints d.
-func (Printer) Submitted(_ context.Context, d events.Submitted) error {
-	fmt.Printf("a2a.task.submitted skill=%s streaming=%v inputModes=%v posture=%s card=%v\n",
-		d.SkillID, d.Requires.Streaming, d.Requires.InputModes, d.Posture, d.Card != nil)
-	return nil
-}
+func (Printer) Submitted(_ context.Context, d events.Submitted) error { return show(d) }
 
 // Request prints d.
-func (Printer) Request(_ context.Context, d events.Request) error {
-	fmt.Printf("a2a.task.request %s attempt %d\n", d.Method, d.Attempt)
-	return nil
-}
+func (Printer) Request(_ context.Context, d events.Request) error { return show(d) }
 
 // Status prints d.
-func (Printer) Status(_ context.Context, d events.Status) error {
-	fmt.Println("a2a.task.status", d.State)
-	return nil
-}
+func (Printer) Status(_ context.Context, d events.Status) error { return show(d) }
 
 // Artifact prints d.
-func (Printer) Artifact(_ context.Context, d events.Artifact) error {
-	fmt.Println("a2a.task.artifact", d.MediaTypes)
-	return nil
-}
+func (Printer) Artifact(_ context.Context, d events.Artifact) error { return show(d) }
 
 // Error prints d.
-func (Printer) Error(_ context.Context, d events.Error) error {
-	fmt.Println("a2a.task.error", d.Method, d.Code)
+func (Printer) Error(_ context.Context, d events.Error) error { return show(d) }
+
+func show(d events.Data) error {
+	fmt.Println(Kind(d))
 	return nil
 }
