@@ -27,11 +27,12 @@ func ExampleWithLifecycleEvents() {
 	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(translator{})))
 	mux.HandleFunc(a2aemit.WellKnownPath, func(w http.ResponseWriter, _ *http.Request) { w.Write(card) })
 	ctx := context.Background()
+	rec := &clienttest.Recorder{}
 
 	// Discover the card keeping the bytes as served (through carddrift's
 	// fetcher, whose SSRF guard must let this loopback agent in), build the
-	// client with the interceptor (printing each event instead of publishing
-	// it: a real client passes an *client.Emitter), and say what the task is
+	// client with the interceptor (recording the events to print them: a
+	// real client passes an *client.Emitter), and say what the task is
 	// planned for.
 	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
@@ -43,7 +44,7 @@ func ExampleWithLifecycleEvents() {
 		panic(err)
 	}
 	client, err := a2aclient.NewFromCard(ctx, c.AgentCard,
-		a2aemit.WithLifecycleEvents(clienttest.Printer{}, a2aemit.Options{RawCard: c.Raw, CardURL: c.URL}))
+		a2aemit.WithLifecycleEvents(rec, a2aemit.Options{RawCard: c.Raw, CardURL: c.URL}))
 	if err != nil {
 		panic(err)
 	}
@@ -55,6 +56,9 @@ func ExampleWithLifecycleEvents() {
 		if err != nil {
 			panic(err)
 		}
+	}
+	for _, d := range rec.Events() {
+		fmt.Println(clienttest.Kind(d))
 	}
 	fmt.Println("card as served:", string(c.Raw) == string(card))
 	// Output:

@@ -23,11 +23,12 @@ func ExampleWithLifecycleEvents() {
 	a := a2aemitv2test.NewAgent(true)
 	defer a.Close()
 	ctx := context.Background()
+	rec := &clienttest.Recorder{}
 
 	// Discover the card keeping the bytes as served (through carddrift's
 	// fetcher, whose SSRF guard must let this loopback agent in), build the
-	// client with the interceptor (printing each event instead of publishing
-	// it: a real client passes an *client.Emitter), and say what the task is
+	// client with the interceptor (recording the events to print them: a
+	// real client passes an *client.Emitter), and say what the task is
 	// planned for.
 	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
@@ -39,7 +40,7 @@ func ExampleWithLifecycleEvents() {
 		panic(err)
 	}
 	cl, err := a2aclient.NewFromCard(ctx, card.AgentCard,
-		a2aemitv2.WithLifecycleEvents(clienttest.Printer{}, a2aemitv2.Options{RawCard: card.Raw, CardURL: card.URL}))
+		a2aemitv2.WithLifecycleEvents(rec, a2aemitv2.Options{RawCard: card.Raw, CardURL: card.URL}))
 	if err != nil {
 		panic(err)
 	}
@@ -60,6 +61,9 @@ func ExampleWithLifecycleEvents() {
 	}
 	// A blocking SendMessage answers with the finished task: its artifact,
 	// then its last state (the working state in between is not seen).
+	for _, d := range rec.Events() {
+		fmt.Println(clienttest.Kind(d))
+	}
 	fmt.Println("card as served:", string(card.Raw) == string(a.Served()))
 	// Output:
 	// submitted skill=translate stream=true in=[text/plain] posture=degrade card=true

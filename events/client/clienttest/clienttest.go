@@ -191,30 +191,3 @@ func LoopbackFetcher(t testing.TB) *fetcher.Fetcher {
 	t.Cleanup(func() { f.Close() })
 	return f
 }
-
-// Printer is a client.Lifecycle that prints each event on a line (Kind)
-// instead of publishing it, for examples; a real client passes an
-// *client.Emitter (client.NewEmitter(js, source)).
-type Printer struct{}
-
-var _ client.Lifecycle = Printer{}
-
-// Submitted prints d.
-func (Printer) Submitted(_ context.Context, d events.Submitted) error { return show(d) }
-
-// Request prints d.
-func (Printer) Request(_ context.Context, d events.Request) error { return show(d) }
-
-// Status prints d.
-func (Printer) Status(_ context.Context, d events.Status) error { return show(d) }
-
-// Artifact prints d.
-func (Printer) Artifact(_ context.Context, d events.Artifact) error { return show(d) }
-
-// Error prints d.
-func (Printer) Error(_ context.Context, d events.Error) error { return show(d) }
-
-func show(d events.Data) error {
-	fmt.Println(Kind(d))
-	return nil
-}
