@@ -226,7 +226,7 @@ func TestEndToEndStreamingDisabledUnderRunningClient(t *testing.T) {
 
 	got := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID)))
 	want := []string{
-		"submitted skill=translate stream=true in=[text/plain] posture=fail-closed card=true", "request message/stream #1", "status submitted", "status input-required",
+		"submitted skill=translate stream=true push=false in=[text/plain] posture=fail-closed card=true", "request message/stream #1", "status submitted", "status input-required",
 		"request message/stream #1", "status working", "artifact [text/plain]", "status completed",
 	}
 	if !slices.Equal(got, want) {
@@ -278,7 +278,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	}
 	got := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(task.ID)))
 	want := []string{
-		"submitted skill=translate stream=false in=[text/plain] posture=fail-closed card=true", "request message/send #1", "status input-required",
+		"submitted skill=translate stream=false push=false in=[text/plain] posture=fail-closed card=true", "request message/send #1", "status input-required",
 		"request message/send #1", "error message/send -32602",
 		"request message/send #2", "error message/send -32602",
 	}

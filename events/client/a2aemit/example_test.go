@@ -62,7 +62,7 @@ func ExampleWithLifecycleEvents() {
 	}
 	fmt.Println("card as served:", string(c.Raw) == string(card))
 	// Output:
-	// submitted skill=translate stream=true in=[text/plain] posture=degrade card=true
+	// submitted skill=translate stream=true push=false in=[text/plain] posture=degrade card=true
 	// request message/stream #1
 	// status submitted
 	// status input-required

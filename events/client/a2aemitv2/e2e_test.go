@@ -152,7 +152,7 @@ func TestEndToEndStreamingTurnedOffMidTask(t *testing.T) {
 	r.Drained(t, 20*time.Second)
 	kinds := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID)))
 	want := []string{
-		"submitted skill=translate stream=true in=[text/plain] posture=fail-closed card=true", "request SendStreamingMessage #1", "status TASK_STATE_SUBMITTED", "status TASK_STATE_WORKING",
+		"submitted skill=translate stream=true push=false in=[text/plain] posture=fail-closed card=true", "request SendStreamingMessage #1", "status TASK_STATE_SUBMITTED", "status TASK_STATE_WORKING",
 		"status TASK_STATE_INPUT_REQUIRED", "request CancelTask #1", "status TASK_STATE_CANCELED",
 	}
 	if !slices.Equal(kinds, want) {
@@ -267,7 +267,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	}
 	kinds := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(tk.ID)))
 	want := []string{
-		"submitted skill=translate stream=false in=[text/plain] posture=fail-closed card=true", "request SendMessage #1", "status TASK_STATE_INPUT_REQUIRED",
+		"submitted skill=translate stream=false push=false in=[text/plain] posture=fail-closed card=true", "request SendMessage #1", "status TASK_STATE_INPUT_REQUIRED",
 		"request SendMessage #1", "error SendMessage -32602",
 		"request SendMessage #2", "error SendMessage -32602",
 	}

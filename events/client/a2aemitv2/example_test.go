@@ -66,7 +66,7 @@ func ExampleWithLifecycleEvents() {
 	}
 	fmt.Println("card as served:", string(card.Raw) == string(a.Served()))
 	// Output:
-	// submitted skill=translate stream=true in=[text/plain] posture=degrade card=true
+	// submitted skill=translate stream=true push=false in=[text/plain] posture=degrade card=true
 	// request SendStreamingMessage #1
 	// status TASK_STATE_SUBMITTED
 	// status TASK_STATE_WORKING

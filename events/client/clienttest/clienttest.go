@@ -92,49 +92,41 @@ func (r *Recorder) Reset() {
 	r.mu.Unlock()
 }
 
-// Line renders one lifecycle event compactly: "submitted t1 skill=translate
-// stream=true push=false in=[text/plain] card=true", "request t1
-// message/stream #1", "status t1 working skill=x", "artifact t1 a1
-// [text/plain]", "error t1 message/send -32602".
+// Line renders one lifecycle event compactly, its task after its kind:
+// "submitted t1 skill=translate stream=true push=false in=[text/plain]
+// posture=degrade card=true", "request t1 message/stream #1", "status t1
+// working skill=x", "artifact t1 a1 [text/plain]", "error t1 message/send
+// -32602".
 func Line(d events.Data) string {
-	switch d := d.(type) {
-	case events.Submitted:
-		return fmt.Sprintf("submitted %s skill=%s stream=%v push=%v in=%v card=%v", d.TaskID, d.SkillID,
-			d.Requires.Streaming, d.Requires.PushNotifications, d.Requires.InputModes, d.Card != nil)
-	case events.Request:
-		return fmt.Sprintf("request %s %s #%d", d.TaskID, d.Method, d.Attempt)
-	case events.Status:
-		if d.SkillID != "" {
-			return fmt.Sprintf("status %s %s skill=%s", d.TaskID, d.State, d.SkillID)
-		}
-		return fmt.Sprintf("status %s %s", d.TaskID, d.State)
-	case events.Artifact:
-		return fmt.Sprintf("artifact %s %s %v", d.TaskID, d.ArtifactID, d.MediaTypes)
-	case events.Error:
-		return fmt.Sprintf("error %s %s %d", d.TaskID, d.Method, d.Code)
-	}
-	return fmt.Sprintf("%T", d)
+	kind, task, artifact, rest := fields(d)
+	return strings.Join(slices.DeleteFunc([]string{kind, task, artifact, rest}, func(s string) bool { return s == "" }), " ")
 }
 
-// Kind renders one lifecycle event without its task, which the agent
-// names: "submitted skill=translate stream=true in=[text/plain]
-// posture=degrade card=true", "request message/stream #1", "status
-// working", "artifact [text/plain]", "error message/send -32602".
+// Kind is Line without the task and the artifact's id, which the agent
+// names: "request message/stream #1".
 func Kind(d events.Data) string {
+	kind, _, _, rest := fields(d)
+	return kind + " " + rest
+}
+
+func fields(d events.Data) (kind, task, artifact, rest string) {
 	switch d := d.(type) {
 	case events.Submitted:
-		return fmt.Sprintf("submitted skill=%s stream=%v in=%v posture=%s card=%v", d.SkillID,
-			d.Requires.Streaming, d.Requires.InputModes, d.Posture, d.Card != nil)
+		return "submitted", d.TaskID, "", fmt.Sprintf("skill=%s stream=%v push=%v in=%v posture=%s card=%v", d.SkillID,
+			d.Requires.Streaming, d.Requires.PushNotifications, d.Requires.InputModes, d.Posture, d.Card != nil)
 	case events.Request:
-		return fmt.Sprintf("request %s #%d", d.Method, d.Attempt)
+		return "request", d.TaskID, "", fmt.Sprintf("%s #%d", d.Method, d.Attempt)
 	case events.Status:
-		return "status " + d.State
+		if d.SkillID != "" {
+			return "status", d.TaskID, "", d.State + " skill=" + d.SkillID
+		}
+		return "status", d.TaskID, "", d.State
 	case events.Artifact:
-		return fmt.Sprintf("artifact %v", d.MediaTypes)
+		return "artifact", d.TaskID, d.ArtifactID, fmt.Sprint(d.MediaTypes)
 	case events.Error:
-		return fmt.Sprintf("error %s %d", d.Method, d.Code)
+		return "error", d.TaskID, "", fmt.Sprintf("%s %d", d.Method, d.Code)
 	}
-	return fmt.Sprintf("%T", d)
+	return fmt.Sprintf("%T", d), "", "", ""
 }
 
 // Kinds renders stored lifecycle events (Kind).

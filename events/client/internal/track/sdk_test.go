@@ -183,7 +183,7 @@ func TestSDKLifecycle(t *testing.T) {
 		status1("t1", v1.TaskStateCompleted),
 	}})
 	p.expect(t,
-		"submitted t1 skill=translate stream=true push=false in=[text/plain image/png] card=true",
+		"submitted t1 skill=translate stream=true push=false in=[text/plain image/png] posture= card=true",
 		"request t1 {stream} #1",
 		"status t1 {submitted}",
 		"status t1 {working}",
@@ -311,11 +311,11 @@ func TestSDKNewTaskVariants(t *testing.T) {
 	push1.Config = &v1.SendMessageConfig{PushConfig: &v1.PushConfig{URL: "https://client.example/hook"}}
 	p.do(t, ctx, old{"SendMessage", card03, push03, []any{&v03.Message{TaskID: "t4"}}}, cur{"SendMessage", card1, push1, []any{&v1.Message{TaskID: "t4"}}})
 	p.expect(t,
-		"submitted t3 skill= stream=false push=false in=[application/json] card=true",
+		"submitted t3 skill= stream=false push=false in=[application/json] posture= card=true",
 		"request t3 {send} #1",
 		"artifact t3 a [application/pdf]",
 		"status t3 {completed}",
-		"submitted t4 skill= stream=false push=true in=[application/json] card=true",
+		"submitted t4 skill= stream=false push=true in=[application/json] posture= card=true",
 		"request t4 {send} #1",
 	)
 	for i, shape := range []string{"url", "supportedInterfaces"} {

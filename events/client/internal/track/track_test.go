@@ -90,7 +90,7 @@ func TestLifecycle(t *testing.T) {
 		artifact("t1", "a1", "text/plain"), artifact("t1", "a1", "text/plain"), artifact("t1", "a1", "application/json"),
 		status("t1", "completed"))
 	rec.Expect(t,
-		"submitted t1 skill=translate stream=true push=false in=[text/plain image/png] card=true",
+		"submitted t1 skill=translate stream=true push=false in=[text/plain image/png] posture=degrade card=true",
 		"request t1 stream #1",
 		"status t1 submitted",
 		"status t1 working",
@@ -170,10 +170,10 @@ func TestNewTaskVariants(t *testing.T) {
 	do(tr, ctx, c, status("t3", "completed"))
 	do(tr, ctx, send("send", false, true, "application/json"), Response{TaskID: "t4"})
 	rec.Expect(t,
-		"submitted t3 skill= stream=false push=false in=[application/json] card=true",
+		"submitted t3 skill= stream=false push=false in=[application/json] posture= card=true",
 		"request t3 send #1",
 		"status t3 completed",
-		"submitted t4 skill= stream=false push=true in=[application/json] card=false",
+		"submitted t4 skill= stream=false push=true in=[application/json] posture= card=false",
 		"request t4 send #1",
 	)
 	sub := rec.Events()[0].(events.Submitted)
