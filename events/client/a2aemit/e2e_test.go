@@ -16,7 +16,6 @@ import (
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -25,59 +24,8 @@ import (
 	"github.com/carddrift/carddrift/events/client/clienttest"
 	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/service/servicetest"
-	"github.com/carddrift/carddrift/events/task"
-	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/natstest"
 )
-
-// rig is the servicetest rig with one worker, its streams in memory.
-type rig struct{ *servicetest.Rig }
-
-func newRig(t *testing.T) *rig {
-	t.Helper()
-	return &rig{servicetest.Start(t, servicetest.Options{
-		Configure: func(c *store.Config) {
-			c.Partitions, c.Storage, c.AckWait = 2, jetstream.MemoryStorage, 5*time.Second
-		},
-		Workers: []string{"e2e-worker"},
-		Worker:  func(o *worker.Options) { o.DrainTimeout = 3 * time.Second },
-	})}
-}
-
-// verdicts subscribes like a planner and returns the verdicts per task.
-func (r *rig) verdicts(t *testing.T) func(taskID string) []planner.Verdict {
-	t.Helper()
-	var mu sync.Mutex
-	got := map[string][]planner.Verdict{}
-	sub, err := planner.Subscribe(context.Background(), r.JS, planner.Options{Durable: "e2e-planner"},
-		func(_ context.Context, v planner.Verdict) error {
-			mu.Lock()
-			got[v.TaskID] = append(got[v.TaskID], v)
-			mu.Unlock()
-			return nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sub.Stop(); <-sub.Closed() })
-	return func(taskID string) []planner.Verdict {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(got[taskID])
-	}
-}
-
-func (r *rig) waitPin(t *testing.T, taskID string) task.Pin {
-	t.Helper()
-	var pin task.Pin
-	natstest.Eventually(t, 15*time.Second, "pin of "+taskID, func() bool {
-		p, _, err := r.Stores.Pins.Get(context.Background(), taskID)
-		pin = p
-		return err == nil && p.Digest != ""
-	})
-	return pin
-}
 
 // a2aAgent is an a2a-go server (a2asrv, JSON-RPC transport) behind an
 // httptest server, whose public card can be changed while clients run.
@@ -176,13 +124,13 @@ func (a *a2aAgent) setCard(card []byte) {
 
 // newClient discovers the agent and builds an a2a-go client carrying the
 // interceptor: the one option an existing client adds.
-func newClient(t *testing.T, ctx context.Context, r *rig, a *a2aAgent) *a2aclient.Client {
+func newClient(t *testing.T, ctx context.Context, r *servicetest.Rig, a *a2aAgent) *a2aclient.Client {
 	t.Helper()
 	em, err := client.NewEmitter(r.JS, "urn:test:a2a-go-client")
 	if err != nil {
 		t.Fatal(err)
 	}
-	card, err := a2aemit.ResolveCard(ctx, loopbackFetcher(t), a.srv.URL)
+	card, err := a2aemit.ResolveCard(ctx, clienttest.LoopbackFetcher(t), a.srv.URL)
 	if err != nil {
 		t.Fatalf("ResolveCard: %v", err)
 	}
@@ -220,16 +168,16 @@ func stream(t *testing.T, ctx context.Context, c *a2aclient.Client, msg *a2a.Mes
 // newE2E is one end-to-end test's world, for a minute: the rig, a planner's
 // view of the verdicts, the a2a-go agent, a client carrying the
 // interceptor, and a context planning fail-closed translate tasks.
-func newE2E(t *testing.T) (ctx context.Context, r *rig, verdicts func(taskID string) []planner.Verdict,
+func newE2E(t *testing.T) (ctx context.Context, r *servicetest.Rig, verdicts func(taskID string) []planner.Verdict,
 	agent *a2aAgent, client *a2aclient.Client, plan context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	r = newRig(t)
+	r = servicetest.Start(t, servicetest.InMemory("e2e-worker"))
 	agent = newA2AAgent(t)
 	client = newClient(t, ctx, r, agent)
 	plan = a2aemit.WithPlan(ctx, a2aemit.Plan{SkillID: "translate", Posture: detector.FailClosed})
-	return ctx, r, r.verdicts(t), agent, client, plan
+	return ctx, r, r.Verdicts(planner.Options{Durable: "e2e-planner"}), agent, client, plan
 }
 
 // An a2a-go client with the interceptor plans a streaming task against the
@@ -242,7 +190,7 @@ func TestEndToEndStreamingDisabledUnderRunningClient(t *testing.T) {
 	if taskID == "" || state != a2a.TaskStateInputRequired {
 		t.Fatalf("first stream ended with task %q in %q, want input-required", taskID, state)
 	}
-	pin := r.waitPin(t, string(taskID))
+	pin := r.WaitPin(string(taskID))
 	r.Drained(t, 15*time.Second)
 	served := cardJSON(agent.srv.URL+"/a2a", true, `"text/plain"`)
 	if want, _ := detector.Digest(served); pin.Digest != want || pin.Source != events.PinClientCard {
@@ -278,7 +226,7 @@ func TestEndToEndStreamingDisabledUnderRunningClient(t *testing.T) {
 
 	got := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID)))
 	want := []string{
-		"submitted", "request message/stream #1", "status submitted", "status input-required",
+		"submitted skill=translate stream=true push=false in=[text/plain] posture=fail-closed card=true", "request message/stream #1", "status submitted", "status input-required",
 		"request message/stream #1", "status working", "artifact [text/plain]", "status completed",
 	}
 	if !slices.Equal(got, want) {
@@ -300,7 +248,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	if !ok || task.Status.State != a2a.TaskStateInputRequired {
 		t.Fatalf("SendMessage = %#v, want a task in input-required", res)
 	}
-	r.waitPin(t, string(task.ID))
+	r.WaitPin(string(task.ID))
 	r.Drained(t, 15*time.Second)
 
 	agent.setCard(cardJSON(agent.srv.URL+"/a2a", true, `"application/json"`))
@@ -330,7 +278,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	}
 	got := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(task.ID)))
 	want := []string{
-		"submitted", "request message/send #1", "status input-required",
+		"submitted skill=translate stream=false push=false in=[text/plain] posture=fail-closed card=true", "request message/send #1", "status input-required",
 		"request message/send #1", "error message/send -32602",
 		"request message/send #2", "error message/send -32602",
 	}

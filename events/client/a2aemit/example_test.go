@@ -12,40 +12,10 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client/a2aemit"
+	"github.com/carddrift/carddrift/events/client/clienttest"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
-
-// printer is an Emitter that prints instead of publishing; a real client
-// passes an *client.Emitter (client.NewEmitter(js, source)).
-type printer struct{}
-
-func (printer) Submitted(_ context.Context, d events.Submitted) error {
-	fmt.Printf("a2a.task.submitted skill=%s streaming=%v inputModes=%v posture=%s card=%v\n",
-		d.SkillID, d.Requires.Streaming, d.Requires.InputModes, d.Posture, d.Card != nil)
-	return nil
-}
-
-func (printer) Request(_ context.Context, d events.Request) error {
-	fmt.Printf("a2a.task.request %s attempt %d\n", d.Method, d.Attempt)
-	return nil
-}
-
-func (printer) Status(_ context.Context, d events.Status) error {
-	fmt.Println("a2a.task.status", d.State)
-	return nil
-}
-
-func (printer) Artifact(_ context.Context, d events.Artifact) error {
-	fmt.Println("a2a.task.artifact", d.MediaTypes)
-	return nil
-}
-
-func (printer) Error(_ context.Context, d events.Error) error {
-	fmt.Println("a2a.task.error", d.Method, d.Code)
-	return nil
-}
 
 // An existing a2a-go client gets carddrift's lifecycle events by adding one
 // option. The agent here is an a2a-go server (a2asrv, JSON-RPC) on loopback.
@@ -57,10 +27,13 @@ func ExampleWithLifecycleEvents() {
 	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(translator{})))
 	mux.HandleFunc(a2aemit.WellKnownPath, func(w http.ResponseWriter, _ *http.Request) { w.Write(card) })
 	ctx := context.Background()
+	rec := &clienttest.Recorder{}
 
 	// Discover the card keeping the bytes as served (through carddrift's
 	// fetcher, whose SSRF guard must let this loopback agent in), build the
-	// client with the interceptor, and say what the task is planned for.
+	// client with the interceptor (recording the events to print them: a
+	// real client passes an *client.Emitter), and say what the task is
+	// planned for.
 	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
 		panic(err)
@@ -71,7 +44,7 @@ func ExampleWithLifecycleEvents() {
 		panic(err)
 	}
 	client, err := a2aclient.NewFromCard(ctx, c.AgentCard,
-		a2aemit.WithLifecycleEvents(printer{}, a2aemit.Options{RawCard: c.Raw, CardURL: c.URL}))
+		a2aemit.WithLifecycleEvents(rec, a2aemit.Options{RawCard: c.Raw, CardURL: c.URL}))
 	if err != nil {
 		panic(err)
 	}
@@ -84,11 +57,14 @@ func ExampleWithLifecycleEvents() {
 			panic(err)
 		}
 	}
+	for _, d := range rec.Events() {
+		fmt.Println(clienttest.Kind(d))
+	}
 	fmt.Println("card as served:", string(c.Raw) == string(card))
 	// Output:
-	// a2a.task.submitted skill=translate streaming=true inputModes=[text/plain] posture=degrade card=true
-	// a2a.task.request message/stream attempt 1
-	// a2a.task.status submitted
-	// a2a.task.status input-required
+	// submitted skill=translate stream=true push=false in=[text/plain] posture=degrade card=true
+	// request message/stream #1
+	// status submitted
+	// status input-required
 	// card as served: true
 }

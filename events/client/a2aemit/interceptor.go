@@ -42,7 +42,7 @@ var _ a2aclient.CallInterceptor = (*Interceptor)(nil)
 
 // New returns an Interceptor publishing through em.
 func New(em Emitter, opts Options) *Interceptor {
-	return &Interceptor{t: track.New(em, opts)}
+	return &Interceptor{t: track.New(em, opts, track.SDK{Inspect: inspect, Code: ErrorCode})}
 }
 
 // WithLifecycleEvents is the one option that adds the interceptor to the
@@ -61,15 +61,9 @@ func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (cont
 	}
 	switch p := req.Payload.(type) {
 	case *a2a.MessageSendParams:
-		if p == nil || p.Message == nil {
-			break
-		}
-		c.TaskID = string(p.Message.TaskID)
-		if c.TaskID == "" {
-			c.NewTask = true
-			c.Streams = c.Method == "message/stream"
-			c.Push = p.Config != nil && p.Config.PushConfig != nil
-			c.InputModes = MediaTypes(p.Message.Parts)
+		if p != nil && p.Message != nil {
+			c.Send(string(p.Message.TaskID), c.Method == "message/stream",
+				p.Config != nil && p.Config.PushConfig != nil, MediaTypes(p.Message.Parts))
 		}
 	case *a2a.TaskQueryParams:
 		c.TaskID = string(track.Deref(p).ID)
@@ -90,16 +84,7 @@ func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (cont
 // After implements a2aclient.CallInterceptor: it submits new tasks, and
 // emits status changes, artifacts and errors. It never returns an error.
 func (ic *Interceptor) After(ctx context.Context, resp *a2aclient.Response) error {
-	c := track.From(ctx)
-	if c == nil {
-		return nil // Before did not run (another interceptor failed first)
-	}
-	if resp.Err != nil {
-		code, ok := ErrorCode(resp.Err)
-		ic.t.Failed(ctx, c, resp.Err, code, ok)
-		return nil
-	}
-	ic.t.Observe(ctx, c, inspect(resp.Payload))
+	ic.t.After(ctx, resp.Payload, resp.Err)
 	return nil
 }
 
@@ -111,19 +96,16 @@ func inspect(payload any) track.Response {
 	switch p := payload.(type) {
 	case *a2a.Task:
 		if p != nil {
-			r := track.Response{TaskID: string(p.ID), Status: status(&p.Status)}
-			for _, a := range p.Artifacts {
-				r.Artifacts = appendArtifact(r.Artifacts, a)
-			}
-			return r
+			return track.Response{TaskID: string(p.ID), Status: track.NewStatus(p.Status.State, p.Status.Message),
+				Artifacts: artifacts(p.Artifacts...)}
 		}
 	case *a2a.TaskStatusUpdateEvent:
 		if p != nil {
-			return track.Response{TaskID: string(p.TaskID), Status: status(&p.Status)}
+			return track.Response{TaskID: string(p.TaskID), Status: track.NewStatus(p.Status.State, p.Status.Message)}
 		}
 	case *a2a.TaskArtifactUpdateEvent:
 		if p != nil {
-			return track.Response{TaskID: string(p.TaskID), Artifacts: appendArtifact(nil, p.Artifact)}
+			return track.Response{TaskID: string(p.TaskID), Artifacts: artifacts(p.Artifact)}
 		}
 	case *a2a.Message:
 		if p != nil {
@@ -133,52 +115,40 @@ func inspect(payload any) track.Response {
 	return track.Response{}
 }
 
-func status(st *a2a.TaskStatus) *track.Status {
-	if st.State == a2a.TaskStateUnspecified {
-		return nil
+// artifacts returns the ids and media types of the artifacts, nil skipped.
+func artifacts(as ...*a2a.Artifact) []track.Artifact {
+	var out []track.Artifact
+	for _, a := range as {
+		if a != nil {
+			out = append(out, track.Artifact{ID: string(a.ID), MediaTypes: MediaTypes(a.Parts)})
+		}
 	}
-	s := &track.Status{State: string(st.State), Terminal: st.State.Terminal()}
-	if st.Message != nil {
-		s.SkillID, _ = st.Message.Metadata["skillId"].(string)
-	}
-	return s
+	return out
 }
 
-func appendArtifact(out []track.Artifact, a *a2a.Artifact) []track.Artifact {
-	if a == nil {
-		return out
-	}
-	return append(out, track.Artifact{ID: string(a.ID), MediaTypes: MediaTypes(a.Parts)})
+// wireMethods are the JSON-RPC v0.3 names of the a2a-go client's methods.
+var wireMethods = map[string]string{
+	"SendMessage":          "message/send",
+	"SendStreamingMessage": "message/stream",
+	"GetTask":              "tasks/get",
+	"CancelTask":           "tasks/cancel",
+	"ResubscribeToTask":    "tasks/resubscribe",
+	"GetTaskPushConfig":    "tasks/pushNotificationConfig/get",
+	"ListTaskPushConfig":   "tasks/pushNotificationConfig/list",
+	"SetTaskPushConfig":    "tasks/pushNotificationConfig/set",
+	"DeleteTaskPushConfig": "tasks/pushNotificationConfig/delete",
+	"GetAgentCard":         "agent/getAuthenticatedExtendedCard",
 }
 
 // wireMethod returns the JSON-RPC v0.3 name of an a2a-go client method. A
 // streaming send on a client whose card does not declare streaming is sent
 // as message/send by the a2a-go client, and named so.
 func wireMethod(method string, card *a2a.AgentCard) string {
-	switch method {
-	case "SendMessage":
+	if method == "SendStreamingMessage" && card != nil && !card.Capabilities.Streaming {
 		return "message/send"
-	case "SendStreamingMessage":
-		if card != nil && !card.Capabilities.Streaming {
-			return "message/send"
-		}
-		return "message/stream"
-	case "GetTask":
-		return "tasks/get"
-	case "CancelTask":
-		return "tasks/cancel"
-	case "ResubscribeToTask":
-		return "tasks/resubscribe"
-	case "GetTaskPushConfig":
-		return "tasks/pushNotificationConfig/get"
-	case "ListTaskPushConfig":
-		return "tasks/pushNotificationConfig/list"
-	case "SetTaskPushConfig":
-		return "tasks/pushNotificationConfig/set"
-	case "DeleteTaskPushConfig":
-		return "tasks/pushNotificationConfig/delete"
-	case "GetAgentCard":
-		return "agent/getAuthenticatedExtendedCard"
+	}
+	if name, ok := wireMethods[method]; ok {
+		return name
 	}
 	return method
 }

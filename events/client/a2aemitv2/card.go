@@ -17,15 +17,10 @@ const (
 )
 
 // ResolvedCard is what ResolveCard found: the a2a-go/v2 struct to build the
-// client from, and the body as served, which the struct cannot reproduce,
-// with the URL that served it.
-type ResolvedCard struct {
-	AgentCard *a2a.AgentCard
-	// Raw is the body as served: pass it as Options.RawCard.
-	Raw []byte
-	// URL is the card URL that answered: pass it as Options.CardURL.
-	URL string
-}
+// client from (AgentCard), and the body as served, which the struct cannot
+// reproduce (Raw: pass it as Options.RawCard), with the URL that served it
+// (URL: pass it as Options.CardURL).
+type ResolvedCard = track.ResolvedCard[a2a.AgentCard]
 
 // ErrCardStatus is wrapped by ResolveCard when no card URL answered with a
 // 2xx status (the error also matches fetcher.ErrStatus and is a
@@ -45,9 +40,5 @@ var ErrCardStatus = track.ErrCardStatus
 // and ErrCardStatus for a status other than 2xx); a body that does not
 // decode into a2a.AgentCard is an error too.
 func ResolveCard(ctx context.Context, f *fetcher.Fetcher, agentURL string) (*ResolvedCard, error) {
-	card, obs, err := track.Resolve[a2a.AgentCard](ctx, f, agentURL, "a2aemitv2")
-	if err != nil {
-		return nil, err
-	}
-	return &ResolvedCard{AgentCard: card, Raw: obs.Raw, URL: obs.CardURL}, nil
+	return track.Resolve[a2a.AgentCard](ctx, f, agentURL, "a2aemitv2")
 }

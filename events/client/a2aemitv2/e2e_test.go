@@ -13,7 +13,6 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -23,34 +22,8 @@ import (
 	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
-	"github.com/carddrift/carddrift/events/worker"
-	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/natstest"
 )
-
-// newRig is the servicetest rig with one carddrift worker, its streams in
-// memory on embedded JetStream.
-func newRig(t *testing.T) *servicetest.Rig {
-	t.Helper()
-	return servicetest.Start(t, servicetest.Options{
-		Configure: func(c *store.Config) {
-			c.Partitions, c.Storage, c.AckWait = 2, jetstream.MemoryStorage, 5*time.Second
-		},
-		Workers: []string{"e2e-worker"},
-		Worker:  func(o *worker.Options) { o.DrainTimeout = 3 * time.Second },
-	})
-}
-
-func waitPin(t *testing.T, r *servicetest.Rig, taskID string) task.Pin {
-	t.Helper()
-	var pin task.Pin
-	natstest.Eventually(t, 20*time.Second, "pin of "+taskID, func() bool {
-		p, _, err := r.Stores.Pins.Get(context.Background(), taskID)
-		pin = p
-		return err == nil && p.Digest != ""
-	})
-	return pin
-}
 
 // waitFor polls cond until it holds or deadline passes, for goroutines that
 // are not the test's (the agent's executor): false on timeout.
@@ -95,7 +68,7 @@ func (l callLog) Before(ctx context.Context, req *a2aclient.Request) (context.Co
 func TestEndToEndStreamingTurnedOffMidTask(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	r := newRig(t)
+	r := servicetest.Start(t, servicetest.InMemory("e2e-worker"))
 	a := newAgent(t, true)
 
 	var mu sync.Mutex
@@ -139,7 +112,7 @@ func TestEndToEndStreamingTurnedOffMidTask(t *testing.T) {
 	<-flipped
 
 	// The pin is the card the client was built from, as served.
-	pin := waitPin(t, r, string(taskID))
+	pin := r.WaitPin(string(taskID))
 	if want, _ := detector.Digest(resolved.Raw); pin.Digest != want || pin.Source != events.PinClientCard {
 		t.Errorf("pin = %s from %s, want the served card's digest %s from the client's card", pin.Digest, pin.Source, want)
 	}
@@ -179,7 +152,7 @@ func TestEndToEndStreamingTurnedOffMidTask(t *testing.T) {
 	r.Drained(t, 20*time.Second)
 	kinds := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID)))
 	want := []string{
-		"submitted", "request SendStreamingMessage #1", "status TASK_STATE_SUBMITTED", "status TASK_STATE_WORKING",
+		"submitted skill=translate stream=true push=false in=[text/plain] posture=fail-closed card=true", "request SendStreamingMessage #1", "status TASK_STATE_SUBMITTED", "status TASK_STATE_WORKING",
 		"status TASK_STATE_INPUT_REQUIRED", "request CancelTask #1", "status TASK_STATE_CANCELED",
 	}
 	if !slices.Equal(kinds, want) {
@@ -193,7 +166,7 @@ func TestEndToEndStreamingTurnedOffMidTask(t *testing.T) {
 func TestSubmittedCardIsPinned(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r := newRig(t)
+	r := servicetest.Start(t, servicetest.InMemory("e2e-worker"))
 	a := newAgent(t, true)
 	em, err := client.NewEmitter(r.JS, "urn:test:a2a-go-v2-client")
 	if err != nil {
@@ -206,7 +179,7 @@ func TestSubmittedCardIsPinned(t *testing.T) {
 		t.Fatalf("SendMessage: %v", err)
 	}
 	taskID := res.(*a2a.Task).ID
-	pin := waitPin(t, r, string(taskID))
+	pin := r.WaitPin(string(taskID))
 
 	evs := clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID))
 	sub, isSub := evs[0].Data.(events.Submitted)
@@ -228,7 +201,7 @@ func TestSubmittedCardIsPinned(t *testing.T) {
 	if card.Shape != "v1.0" || len(card.Interfaces) == 0 || card.Interfaces[0].URL != a.URL()+"/a2a" {
 		t.Errorf("submitted card: shape %s interfaces %+v, want the v1.0 card's supportedInterfaces", card.Shape, card.Interfaces)
 	}
-	obs, err := loopbackFetcher(t).FetchAgent(ctx, a.URL(), "")
+	obs, err := clienttest.LoopbackFetcher(t).FetchAgent(ctx, a.URL(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,21 +220,9 @@ func TestSubmittedCardIsPinned(t *testing.T) {
 func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	r := newRig(t)
+	r := servicetest.Start(t, servicetest.InMemory("e2e-worker"))
 	a := newAgent(t, true)
-	var mu sync.Mutex
-	got := map[string][]planner.Verdict{}
-	sub, err := planner.Subscribe(ctx, r.JS, planner.Options{Durable: "e2e-planner"}, func(_ context.Context, v planner.Verdict) error {
-		mu.Lock()
-		got[v.TaskID] = append(got[v.TaskID], v)
-		mu.Unlock()
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sub.Stop(); <-sub.Closed() })
-	verdicts := func(id string) []planner.Verdict { mu.Lock(); defer mu.Unlock(); return slices.Clone(got[id]) }
+	verdicts := r.Verdicts(planner.Options{Durable: "e2e-planner"})
 	em, err := client.NewEmitter(r.JS, "urn:test:a2a-go-v2-client")
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +238,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	if !isTask || tk.Status.State != a2a.TaskStateInputRequired {
 		t.Fatalf("SendMessage = %#v, want a task in input-required", res)
 	}
-	waitPin(t, r, string(tk.ID))
+	r.WaitPin(string(tk.ID))
 	r.Drained(t, 20*time.Second)
 
 	a.SetCard(cardJSONModes(a.URL()+"/a2a", true, `"application/json"`))
@@ -306,7 +267,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	}
 	kinds := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(tk.ID)))
 	want := []string{
-		"submitted", "request SendMessage #1", "status TASK_STATE_INPUT_REQUIRED",
+		"submitted skill=translate stream=false push=false in=[text/plain] posture=fail-closed card=true", "request SendMessage #1", "status TASK_STATE_INPUT_REQUIRED",
 		"request SendMessage #1", "error SendMessage -32602",
 		"request SendMessage #2", "error SendMessage -32602",
 	}

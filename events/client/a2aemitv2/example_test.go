@@ -9,41 +9,11 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client/a2aemitv2"
 	"github.com/carddrift/carddrift/events/client/a2aemitv2/a2aemitv2test"
+	"github.com/carddrift/carddrift/events/client/clienttest"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
-
-// printer is an Emitter that prints instead of publishing; a real client
-// passes an *client.Emitter (client.NewEmitter(js, source)).
-type printer struct{}
-
-func (printer) Submitted(_ context.Context, d events.Submitted) error {
-	fmt.Printf("a2a.task.submitted skill=%s streaming=%v inputModes=%v posture=%s card=%v\n",
-		d.SkillID, d.Requires.Streaming, d.Requires.InputModes, d.Posture, d.Card != nil)
-	return nil
-}
-
-func (printer) Request(_ context.Context, d events.Request) error {
-	fmt.Printf("a2a.task.request %s attempt %d\n", d.Method, d.Attempt)
-	return nil
-}
-
-func (printer) Status(_ context.Context, d events.Status) error {
-	fmt.Println("a2a.task.status", d.State)
-	return nil
-}
-
-func (printer) Artifact(_ context.Context, d events.Artifact) error {
-	fmt.Println("a2a.task.artifact", d.MediaTypes)
-	return nil
-}
-
-func (printer) Error(_ context.Context, d events.Error) error {
-	fmt.Println("a2a.task.error", d.Method, d.Code)
-	return nil
-}
 
 // An existing a2a-go/v2 (A2A v1.0) client gets carddrift's lifecycle events
 // by adding one option. The agent here is an a2a-go/v2 server (a2asrv, its
@@ -53,10 +23,13 @@ func ExampleWithLifecycleEvents() {
 	a := a2aemitv2test.NewAgent(true)
 	defer a.Close()
 	ctx := context.Background()
+	rec := &clienttest.Recorder{}
 
 	// Discover the card keeping the bytes as served (through carddrift's
 	// fetcher, whose SSRF guard must let this loopback agent in), build the
-	// client with the interceptor, and say what the task is planned for.
+	// client with the interceptor (recording the events to print them: a
+	// real client passes an *client.Emitter), and say what the task is
+	// planned for.
 	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	if err != nil {
 		panic(err)
@@ -67,7 +40,7 @@ func ExampleWithLifecycleEvents() {
 		panic(err)
 	}
 	cl, err := a2aclient.NewFromCard(ctx, card.AgentCard,
-		a2aemitv2.WithLifecycleEvents(printer{}, a2aemitv2.Options{RawCard: card.Raw, CardURL: card.URL}))
+		a2aemitv2.WithLifecycleEvents(rec, a2aemitv2.Options{RawCard: card.Raw, CardURL: card.URL}))
 	if err != nil {
 		panic(err)
 	}
@@ -88,15 +61,18 @@ func ExampleWithLifecycleEvents() {
 	}
 	// A blocking SendMessage answers with the finished task: its artifact,
 	// then its last state (the working state in between is not seen).
+	for _, d := range rec.Events() {
+		fmt.Println(clienttest.Kind(d))
+	}
 	fmt.Println("card as served:", string(card.Raw) == string(a.Served()))
 	// Output:
-	// a2a.task.submitted skill=translate streaming=true inputModes=[text/plain] posture=degrade card=true
-	// a2a.task.request SendStreamingMessage attempt 1
-	// a2a.task.status TASK_STATE_SUBMITTED
-	// a2a.task.status TASK_STATE_WORKING
-	// a2a.task.status TASK_STATE_INPUT_REQUIRED
-	// a2a.task.request SendMessage attempt 1
-	// a2a.task.artifact [text/plain]
-	// a2a.task.status TASK_STATE_COMPLETED
+	// submitted skill=translate stream=true push=false in=[text/plain] posture=degrade card=true
+	// request SendStreamingMessage #1
+	// status TASK_STATE_SUBMITTED
+	// status TASK_STATE_WORKING
+	// status TASK_STATE_INPUT_REQUIRED
+	// request SendMessage #1
+	// artifact [text/plain]
+	// status TASK_STATE_COMPLETED
 	// card as served: true
 }

@@ -2,7 +2,6 @@ package a2aemitv2_test
 
 import (
 	"context"
-	"net/netip"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -11,48 +10,10 @@ import (
 	"github.com/carddrift/carddrift/events/client/a2aemitv2"
 	"github.com/carddrift/carddrift/events/client/a2aemitv2/a2aemitv2test"
 	"github.com/carddrift/carddrift/events/client/clienttest"
-	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // recording stands in for the Emitter.
 type recording = clienttest.Recorder
-
-// call drives the interceptor as the a2a-go/v2 client does: Before, then
-// After once per response (a stream has many).
-func call(t *testing.T, ic *a2aemitv2.Interceptor, ctx context.Context, method string, card *a2a.AgentCard, payload any, responses ...a2aclient.Response) {
-	t.Helper()
-	req := &a2aclient.Request{Method: method, BaseURL: "https://agent.example/a2a", ServiceParams: a2aclient.ServiceParams{}, Card: card, Payload: payload}
-	ctx, early, err := ic.Before(ctx, req)
-	if early != nil || err != nil {
-		t.Fatalf("Before = %v, %v: the interceptor must not answer for the agent", early, err)
-	}
-	for _, resp := range responses {
-		resp.Method, resp.BaseURL, resp.Card = method, req.BaseURL, card
-		if err := ic.After(ctx, &resp); err != nil {
-			t.Fatalf("After: %v", err)
-		}
-	}
-}
-
-func ok(payload any) a2aclient.Response { return a2aclient.Response{Payload: payload} }
-
-func status(task string, st a2a.TaskState) *a2a.TaskStatusUpdateEvent {
-	return &a2a.TaskStatusUpdateEvent{TaskID: a2a.TaskID(task), Status: a2a.TaskStatus{State: st}}
-}
-
-var streamingCard = &a2a.AgentCard{Name: "agent", Capabilities: a2a.AgentCapabilities{Streaming: true}}
-
-// loopbackFetcher is a Fetcher whose SSRF guard lets the tests' loopback
-// agents in, closed at the end of the test.
-func loopbackFetcher(t *testing.T) *fetcher.Fetcher {
-	t.Helper()
-	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
 
 var (
 	cardJSON      = a2aemitv2test.CardJSON
@@ -74,7 +35,7 @@ func newAgent(t *testing.T, streaming bool) *agent {
 // given (before it).
 func newClient(t *testing.T, ctx context.Context, a *agent, em a2aemitv2.Emitter, opts a2aemitv2.Options, extra ...a2aclient.CallInterceptor) (*a2aclient.Client, *a2aemitv2.ResolvedCard) {
 	t.Helper()
-	card, err := a2aemitv2.ResolveCard(ctx, loopbackFetcher(t), a.URL())
+	card, err := a2aemitv2.ResolveCard(ctx, clienttest.LoopbackFetcher(t), a.URL())
 	if err != nil {
 		t.Fatalf("ResolveCard: %v", err)
 	}
@@ -106,5 +67,3 @@ func stream(t *testing.T, ctx context.Context, c *a2aclient.Client, msg *a2a.Mes
 	}
 	return id, state
 }
-
-func a2aclientErr(err error) a2aclient.Response { return a2aclient.Response{Err: err} }

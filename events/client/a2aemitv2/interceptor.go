@@ -41,7 +41,7 @@ var _ a2aclient.CallInterceptor = (*Interceptor)(nil)
 
 // New returns an Interceptor publishing through em.
 func New(em Emitter, opts Options) *Interceptor {
-	return &Interceptor{t: track.New(em, opts)}
+	return &Interceptor{t: track.New(em, opts, track.SDK{Inspect: inspect, Code: ErrorCode})}
 }
 
 // WithLifecycleEvents is the one option that adds the interceptor to the
@@ -61,15 +61,9 @@ func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (cont
 	}
 	switch p := req.Payload.(type) {
 	case *a2a.SendMessageRequest:
-		if p == nil || p.Message == nil {
-			break
-		}
-		c.TaskID = string(p.Message.TaskID)
-		if c.TaskID == "" {
-			c.NewTask = true
-			c.Streams = c.Method == MethodSendStreamingMessage
-			c.Push = p.Config != nil && p.Config.PushConfig != nil
-			c.InputModes = MediaTypes(p.Message.Parts)
+		if p != nil && p.Message != nil {
+			c.Send(string(p.Message.TaskID), c.Method == MethodSendStreamingMessage,
+				p.Config != nil && p.Config.PushConfig != nil, MediaTypes(p.Message.Parts))
 		}
 	case *a2a.GetTaskRequest:
 		c.TaskID = string(track.Deref(p).ID)
@@ -92,16 +86,7 @@ func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (cont
 // After implements a2aclient.CallInterceptor: it submits new tasks, and
 // emits status changes, artifacts and errors. It never returns an error.
 func (ic *Interceptor) After(ctx context.Context, resp *a2aclient.Response) error {
-	c := track.From(ctx)
-	if c == nil {
-		return nil // Before did not run (another interceptor answered first)
-	}
-	if resp.Err != nil {
-		code, ok := ErrorCode(resp.Err)
-		ic.t.Failed(ctx, c, resp.Err, code, ok)
-		return nil
-	}
-	ic.t.Observe(ctx, c, inspect(resp.Payload))
+	ic.t.After(ctx, resp.Payload, resp.Err)
 	return nil
 }
 
@@ -118,7 +103,7 @@ func inspect(payload any) track.Response {
 		if p == nil {
 			return r
 		}
-		r.Status = status(&p.Status)
+		r.Status = track.NewStatus(p.Status.State, p.Status.Message)
 		for _, a := range p.Artifacts {
 			r.Artifacts = appendArtifact(r.Artifacts, a)
 		}
@@ -126,7 +111,7 @@ func inspect(payload any) track.Response {
 		if p == nil {
 			return r
 		}
-		r.Status = status(&p.Status)
+		r.Status = track.NewStatus(p.Status.State, p.Status.Message)
 	case *a2a.TaskArtifactUpdateEvent:
 		if p == nil {
 			return r
@@ -141,17 +126,6 @@ func inspect(payload any) track.Response {
 	}
 	r.TaskID = string(payload.(a2a.TaskInfoProvider).TaskInfo().TaskID)
 	return r
-}
-
-func status(st *a2a.TaskStatus) *track.Status {
-	if st.State == a2a.TaskStateUnspecified {
-		return nil
-	}
-	s := &track.Status{State: string(st.State), Terminal: st.State.Terminal()}
-	if st.Message != nil {
-		s.SkillID, _ = st.Message.Metadata["skillId"].(string)
-	}
-	return s
 }
 
 func appendArtifact(out []track.Artifact, a *a2a.Artifact) []track.Artifact {
@@ -176,25 +150,25 @@ const (
 	MethodGetExtendedAgentCard = "GetExtendedAgentCard"
 )
 
-// wireMethod returns the A2A v1.0 name of an a2a-go/v2 client method (the
-// client's push-config methods are named shorter than the protocol's). A
+// wireMethods are the A2A v1.0 names of the a2a-go/v2 client's methods
+// that the client names otherwise (its push-config methods are named
+// shorter than the protocol's); the others are named alike.
+var wireMethods = map[string]string{
+	"GetTaskPushConfig":    MethodGetPushConfig,
+	"ListTaskPushConfigs":  MethodListPushConfigs,
+	"CreateTaskPushConfig": MethodCreatePushConfig,
+	"DeleteTaskPushConfig": MethodDeletePushConfig,
+}
+
+// wireMethod returns the A2A v1.0 name of an a2a-go/v2 client method. A
 // streaming send on a client whose card does not declare streaming is sent
 // as SendMessage by the client, and named so.
 func wireMethod(method string, card *a2a.AgentCard) string {
-	switch method {
-	case "SendStreamingMessage":
-		if card != nil && !card.Capabilities.Streaming {
-			return MethodSendMessage
-		}
-		return MethodSendStreamingMessage
-	case "GetTaskPushConfig":
-		return MethodGetPushConfig
-	case "ListTaskPushConfigs":
-		return MethodListPushConfigs
-	case "CreateTaskPushConfig":
-		return MethodCreatePushConfig
-	case "DeleteTaskPushConfig":
-		return MethodDeletePushConfig
+	if method == MethodSendStreamingMessage && card != nil && !card.Capabilities.Streaming {
+		return MethodSendMessage
+	}
+	if name, ok := wireMethods[method]; ok {
+		return name
 	}
 	return method // SendMessage, GetTask, ListTasks, CancelTask, SubscribeToTask, GetExtendedAgentCard
 }

@@ -3,6 +3,7 @@ package clienttest
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/publish"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // Recorder is a client.Lifecycle that records what it is asked to publish,
@@ -90,48 +92,48 @@ func (r *Recorder) Reset() {
 	r.mu.Unlock()
 }
 
-// Line renders one lifecycle event compactly: "submitted t1 skill=translate
-// stream=true push=false in=[text/plain] card=true", "request t1
-// message/stream #1", "status t1 working skill=x", "artifact t1 a1
-// [text/plain]", "error t1 message/send -32602".
+// Line renders one lifecycle event compactly, its task after its kind:
+// "submitted t1 skill=translate stream=true push=false in=[text/plain]
+// posture=degrade card=true", "request t1 message/stream #1", "status t1
+// working skill=x", "artifact t1 a1 [text/plain]", "error t1 message/send
+// -32602".
 func Line(d events.Data) string {
-	switch d := d.(type) {
-	case events.Submitted:
-		return fmt.Sprintf("submitted %s skill=%s stream=%v push=%v in=%v card=%v", d.TaskID, d.SkillID,
-			d.Requires.Streaming, d.Requires.PushNotifications, d.Requires.InputModes, d.Card != nil)
-	case events.Request:
-		return fmt.Sprintf("request %s %s #%d", d.TaskID, d.Method, d.Attempt)
-	case events.Status:
-		if d.SkillID != "" {
-			return fmt.Sprintf("status %s %s skill=%s", d.TaskID, d.State, d.SkillID)
-		}
-		return fmt.Sprintf("status %s %s", d.TaskID, d.State)
-	case events.Artifact:
-		return fmt.Sprintf("artifact %s %s %v", d.TaskID, d.ArtifactID, d.MediaTypes)
-	case events.Error:
-		return fmt.Sprintf("error %s %s %d", d.TaskID, d.Method, d.Code)
-	}
-	return fmt.Sprintf("%T", d)
+	kind, task, artifact, rest := fields(d)
+	return strings.Join(slices.DeleteFunc([]string{kind, task, artifact, rest}, func(s string) bool { return s == "" }), " ")
 }
 
-// Kinds renders stored lifecycle events without their task: "submitted",
-// "request message/stream #1", "status working", "artifact [text/plain]",
-// "error message/send -32602".
+// Kind is Line without the task and the artifact's id, which the agent
+// names: "request message/stream #1".
+func Kind(d events.Data) string {
+	kind, _, _, rest := fields(d)
+	return kind + " " + rest
+}
+
+func fields(d events.Data) (kind, task, artifact, rest string) {
+	switch d := d.(type) {
+	case events.Submitted:
+		return "submitted", d.TaskID, "", fmt.Sprintf("skill=%s stream=%v push=%v in=%v posture=%s card=%v", d.SkillID,
+			d.Requires.Streaming, d.Requires.PushNotifications, d.Requires.InputModes, d.Posture, d.Card != nil)
+	case events.Request:
+		return "request", d.TaskID, "", fmt.Sprintf("%s #%d", d.Method, d.Attempt)
+	case events.Status:
+		if d.SkillID != "" {
+			return "status", d.TaskID, "", d.State + " skill=" + d.SkillID
+		}
+		return "status", d.TaskID, "", d.State
+	case events.Artifact:
+		return "artifact", d.TaskID, d.ArtifactID, fmt.Sprint(d.MediaTypes)
+	case events.Error:
+		return "error", d.TaskID, "", fmt.Sprintf("%s %d", d.Method, d.Code)
+	}
+	return fmt.Sprintf("%T", d), "", "", ""
+}
+
+// Kinds renders stored lifecycle events (Kind).
 func Kinds(evs []events.Event) []string {
 	var out []string
 	for _, ev := range evs {
-		switch d := ev.Data.(type) {
-		case events.Request:
-			out = append(out, fmt.Sprintf("request %s #%d", d.Method, d.Attempt))
-		case events.Status:
-			out = append(out, "status "+d.State)
-		case events.Artifact:
-			out = append(out, fmt.Sprintf("artifact %v", d.MediaTypes))
-		case events.Error:
-			out = append(out, fmt.Sprintf("error %s %d", d.Method, d.Code))
-		case events.Submitted:
-			out = append(out, "submitted")
-		}
+		out = append(out, Kind(ev.Data))
 	}
 	return out
 }
@@ -168,4 +170,16 @@ func Lifecycle(t testing.TB, js jetstream.JetStream, stream, taskID string) []ev
 		}
 	}
 	return out
+}
+
+// LoopbackFetcher is a Fetcher whose SSRF guard lets the tests' loopback
+// agents in, closed at the end of the test.
+func LoopbackFetcher(t testing.TB) *fetcher.Fetcher {
+	t.Helper()
+	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

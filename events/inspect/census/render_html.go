@@ -12,10 +12,9 @@ import (
 	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
-// The fleet page (carddrift fleet --format html, serve's /fleet) is one
-// self-contained document, like the replay pages (package render's style
-// and script, no external asset) and XHTML-compatible, made with
-// html/template: every value read from a card (names, skill ids) is
+// The fleet page (carddrift fleet --format html, serve's /fleet) is
+// package render's page frame around the fleet's header and tables, made
+// with html/template: every value read from a card (names, skill ids) is
 // escaped as text. serve shows it at /fleet with a refresh.
 
 const fleetCSS = `
@@ -26,31 +25,14 @@ svg.bar{vertical-align:middle;margin-right:6px}
 td.num{text-align:right}
 `
 
-var fleetPage = template.Must(template.New("fleet").Funcs(template.FuncMap{
-	"short": render.ShortDigest,
-	"clock": render.Clock,
-	"when":  render.Time,
-	"value": valueText,
-}).Parse(`<!DOCTYPE html>
-<html xmlns="http://www.w3.org/1999/xhtml" lang="en">
-<head>
-<meta charset="utf-8"/>
-<meta name="viewport" content="width=device-width, initial-scale=1"/>
-{{- if .Refresh}}
-<meta http-equiv="refresh" content="{{.Refresh}}"/>
-{{- end}}
-<title>carddrift fleet</title>
-<style>{{.CSS}}</style>
-</head>
-<body>
-<header>
-<h1>carddrift fleet</h1>
+var fleetPage = render.Page("fleet", `{{define "header" -}}
 <p class="summary"><span>{{len .F.Agents}} agent(s)</span><span>{{.F.SplitBrains}} in split brain</span><span>{{.Unreachable}} unreachable</span><span>{{len .F.Skills}} shared skill(s), {{.F.InconsistentSkills}} inconsistent</span></p>
 <p>taken {{when .F.Taken}} (UTC), consistency window {{.F.Window}}{{if .Refresh}}; this page refreshes every {{.Refresh}}s{{end}}</p>
 <div class="tools"><input id="filter" type="search" placeholder="filter by agent or skill"/><button id="expand" type="button">expand all</button><button id="collapse" type="button">collapse all</button>
 <span class="legend">bars: tasks pinned per card version, the live card first</span></div>
-</header>
-<main>
+{{end}}
+
+{{- define "main" -}}
 <section class="agent">
 <h2>agents</h2>
 {{- if not .F.Agents}}
@@ -104,22 +86,21 @@ var fleetPage = template.Must(template.New("fleet").Funcs(template.FuncMap{
 </details>
 {{- end}}
 </section>
-</main>
-<script>{{.JS}}</script>
-</body>
-</html>
-`))
+{{end}}`, template.FuncMap{
+	"short": render.ShortDigest,
+	"clock": render.Clock,
+	"when":  render.Time,
+	"value": valueText,
+})
 
 // fleetView is what the page template reads.
 type fleetView struct {
+	render.Frame
 	F           *Fleet
 	Agents      []agentView
 	Skills      []skillView
 	Extended    []extendedView
 	Unreachable int
-	Refresh     int
-	CSS         template.CSS
-	JS          template.JS
 }
 
 type agentView struct {
@@ -167,7 +148,7 @@ func (f *Fleet) WriteHTML(w io.Writer, refresh time.Duration) error {
 }
 
 func writeFleetHTML(w io.Writer, fl *Fleet, refresh time.Duration) error {
-	v := fleetView{F: fl, Refresh: int(refresh / time.Second), CSS: render.CSS() + fleetCSS, JS: render.JS()}
+	v := fleetView{F: fl, Frame: render.Frame{Title: "carddrift fleet", Refresh: int(refresh / time.Second), Style: fleetCSS}}
 	for _, a := range fl.Agents {
 		av := agentView{A: a, Tasks: tasksText(a), State: agentState(a), OK: a.SplitBrain == nil && a.UnreachableSince == nil}
 		av.Search = strings.ToLower(a.AgentURL + " " + a.Name + " " + strings.Join(a.Skills, " "))

@@ -3,7 +3,6 @@ package replay
 import (
 	_ "embed"
 	"fmt"
-	"html/template"
 	"io"
 	"slices"
 	"strconv"
@@ -16,15 +15,15 @@ import (
 )
 
 // The HTML pages of carddrift replay --format html are html/template
-// templates (replay.html.tmpl, which also says what the documents are made
-// of) with package render's style and script; this file works out what they
-// show: the colours, the geometry of the timelines and the words of the
-// tooltips. html/template escapes every value for where it stands.
+// templates (replay.html.tmpl) in package render's page frame; this file
+// works out what they show: the colours, the geometry of the timelines and
+// the words of the tooltips. html/template escapes every value for where it
+// stands.
 
 //go:embed replay.html.tmpl
 var replayTemplateText string
 
-var replayTemplate = template.Must(template.New("replay").Parse(replayTemplateText))
+var replayTemplate = render.Page("replay", replayTemplateText, nil)
 
 // Colours of verdict actions and unreachable fetches.
 var actionColor = map[detector.Action]string{
@@ -61,9 +60,8 @@ func (s scale) x(t time.Time) coord {
 type (
 	// pageView is a whole page: a timeline or a card history.
 	pageView struct {
-		CSS             template.CSS
-		JS              template.JS
-		Title, Subtitle string
+		render.Frame
+		Subtitle string
 		// Capped, on a timeline page that draws only part of its answer,
 		// says so and which command gives the rest.
 		Capped string
@@ -196,8 +194,7 @@ type (
 )
 
 func writePage(w io.Writer, p *pageView) error {
-	p.CSS, p.JS = render.CSS(), render.JS()
-	return replayTemplate.ExecuteTemplate(w, "page", p)
+	return replayTemplate.Execute(w, p)
 }
 
 // colors assigns palette colours to card versions in order of first sight.
@@ -316,7 +313,7 @@ func writeTimelineHTML(w io.Writer, tl *Timeline) error {
 	if n := len(tl.Entries); n > 0 {
 		sub += fmt.Sprintf("; %s to %s (UTC)", render.Time(tl.Entries[0].Time), render.Time(tl.Entries[n-1].Time))
 	}
-	p := &pageView{Title: "carddrift replay", Subtitle: sub, UnreachableColor: unreachableColor, Timeline: &timelineView{Empty: len(tl.Entries) == 0}}
+	p := &pageView{Frame: render.Frame{Title: "carddrift replay"}, Subtitle: sub, UnreachableColor: unreachableColor, Timeline: &timelineView{Empty: len(tl.Entries) == 0}}
 	if tl.Omitted > 0 {
 		p.Capped = fmt.Sprintf("This page draws the first %d entries of %d; %d more are left out.", len(tl.Entries), len(tl.Entries)+tl.Omitted, tl.Omitted)
 		if tl.Rest != "" {
@@ -618,7 +615,7 @@ func (h *CardHistory) WriteHTML(w io.Writer) error { return writeCardsHTML(w, h)
 
 func writeCardsHTML(w io.Writer, h *CardHistory) error {
 	p := &pageView{
-		Title:    "carddrift replay: card history",
+		Frame:    render.Frame{Title: "carddrift replay: card history"},
 		Subtitle: fmt.Sprintf("agent %s — %d card version(s)", h.AgentURL, len(h.Versions)),
 		Cards:    &cardsView{AgentURL: h.AgentURL},
 	}

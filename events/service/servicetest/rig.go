@@ -3,6 +3,7 @@ package servicetest
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/carddrift/carddrift/events/client"
+	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
@@ -64,6 +66,19 @@ func DefaultConfig() store.Config {
 	cfg.Partitions = 4
 	cfg.AckWait = 2 * time.Second
 	return cfg
+}
+
+// InMemory is the Options of an end-to-end rig: its streams in memory on 2
+// partitions with a 5s AckWait, and the named workers, each draining within
+// 3s.
+func InMemory(workers ...string) Options {
+	return Options{
+		Configure: func(c *store.Config) {
+			c.Partitions, c.Storage, c.AckWait = 2, jetstream.MemoryStorage, 5*time.Second
+		},
+		Workers: workers,
+		Worker:  func(o *worker.Options) { o.DrainTimeout = 3 * time.Second },
+	}
 }
 
 // Start starts the embedded server, provisions the stores and starts the
@@ -278,6 +293,43 @@ func DumpLifecycle(t testing.TB, js jetstream.JetStream, cfg store.Config) {
 func (r *Rig) Eventually(what string, cond func() bool) {
 	r.T.Helper()
 	natstest.Eventually(r.T, WaitTimeout, what, cond)
+}
+
+// WaitPin waits up to WaitTimeout until the task's pin is stored, with a
+// digest, and returns it.
+func (r *Rig) WaitPin(taskID string) task.Pin {
+	r.T.Helper()
+	var pin task.Pin
+	r.Eventually("pin of "+taskID, func() bool {
+		p, _, err := r.Stores.Pins.Get(context.Background(), taskID)
+		pin = p
+		return err == nil && p.Digest != ""
+	})
+	return pin
+}
+
+// Verdicts subscribes as a planner does, with opts, and returns the
+// verdicts delivered so far for a task; the subscription stops when the
+// test ends.
+func (r *Rig) Verdicts(opts planner.Options) func(taskID string) []planner.Verdict {
+	r.T.Helper()
+	var mu sync.Mutex
+	got := map[string][]planner.Verdict{}
+	sub, err := planner.Subscribe(context.Background(), r.JS, opts, func(_ context.Context, v planner.Verdict) error {
+		mu.Lock()
+		got[v.TaskID] = append(got[v.TaskID], v)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	r.T.Cleanup(func() { sub.Stop(); <-sub.Closed() })
+	return func(taskID string) []planner.Verdict {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got[taskID])
+	}
 }
 
 // Clock is a settable clock for leases and full-fetch intervals

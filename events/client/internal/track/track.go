@@ -36,6 +36,7 @@ const (
 type Tracker struct {
 	em   client.Lifecycle
 	opts client.InterceptorOptions
+	sdk  SDK
 
 	mu    sync.Mutex
 	tasks map[string]*taskState
@@ -48,10 +49,18 @@ type taskState struct {
 	failures  map[string]int             // method → consecutive failures
 }
 
-// New returns a Tracker publishing through em.
-func New(em client.Lifecycle, opts client.InterceptorOptions) *Tracker {
+// SDK is what an adapter tells the Tracker of its SDK line: what a
+// response payload shows of its task, and the A2A/JSON-RPC code of an error
+// (false when it carries none).
+type SDK struct {
+	Inspect func(payload any) Response
+	Code    func(err error) (int, bool)
+}
+
+// New returns a Tracker publishing through em, reading responses with sdk.
+func New(em client.Lifecycle, opts client.InterceptorOptions, sdk SDK) *Tracker {
 	opts.MaxTasks = defaults.Positive(opts.MaxTasks, DefaultMaxTasks)
-	return &Tracker{em: em, opts: opts, tasks: map[string]*taskState{}}
+	return &Tracker{em: em, opts: opts, sdk: sdk, tasks: map[string]*taskState{}}
 }
 
 // Call is one call of an SDK client as the interceptor's Before saw it.
@@ -70,7 +79,8 @@ type Call struct {
 	Streams    bool
 	Push       bool
 	InputModes []string
-	// Card is the SDK's card struct, marshalled for Options.MarshalCard.
+	// Card is the SDK's card struct, marshalled for Options.MarshalCard;
+	// nil when the client has none.
 	Card any
 
 	agentURL string
@@ -96,16 +106,48 @@ type Status struct {
 	SkillID string
 }
 
+// State is an SDK's task state: its spelling, "" when unspecified.
+type State interface {
+	~string
+	Terminal() bool
+}
+
+// NewStatus returns the Status of state st whose status message is msg (nil:
+// none), or nil when st is unspecified.
+func NewStatus[S State, M any, PM interface {
+	*M
+	Meta() map[string]any
+}](st S, msg PM) *Status {
+	if st == "" {
+		return nil
+	}
+	s := &Status{State: string(st), Terminal: st.Terminal()}
+	if msg != nil {
+		s.SkillID, _ = msg.Meta()["skillId"].(string)
+	}
+	return s
+}
+
 // Artifact is an artifact's id and the media types of its parts.
 type Artifact struct {
 	ID         string
 	MediaTypes []string
 }
 
+// Send records that c sends a message on taskID; a message that names no
+// task creates one, which requires what the call shows: streaming (streams),
+// push notifications (push) and the media types of the message's parts.
+func (c *Call) Send(taskID string, streams, push bool, inputModes []string) {
+	c.TaskID = taskID
+	if taskID == "" {
+		c.NewTask, c.Streams, c.Push, c.InputModes = true, streams, push, inputModes
+	}
+}
+
 type callKey struct{}
 
 // Begin emits a2a.task.request for a call on a known task and returns ctx
-// carrying c for After (From).
+// carrying c for After.
 func (t *Tracker) Begin(ctx context.Context, c *Call) context.Context {
 	c.agentURL = t.agentURL(c.BaseURL)
 	if c.NewTask {
@@ -122,17 +164,25 @@ func (t *Tracker) Begin(ctx context.Context, c *Call) context.Context {
 	return context.WithValue(ctx, callKey{}, c)
 }
 
-// From returns the Call Begin stored in ctx, nil when Begin did not run
-// (another interceptor failed first).
-func From(ctx context.Context) *Call {
+// After handles one response of the call Begin stored in ctx (a stream has
+// many): the call's failure err, else its payload. It does nothing when
+// Begin did not run (another interceptor failed or answered first).
+func (t *Tracker) After(ctx context.Context, payload any, err error) {
 	c, _ := ctx.Value(callKey{}).(*Call)
-	return c
+	switch {
+	case c == nil:
+	case err != nil:
+		code, ok := t.sdk.Code(err)
+		t.failed(ctx, c, err, code, ok)
+	default:
+		t.observe(ctx, c, t.sdk.Inspect(payload))
+	}
 }
 
-// Failed records a failed call: the next call of its method on its task is
+// failed records a failed call: the next call of its method on its task is
 // a retry. With a code (hasCode) it emits a2a.task.error; a transport
 // failure emits nothing. A new task's failure is nothing: there is no task.
-func (t *Tracker) Failed(ctx context.Context, c *Call, err error, code int, hasCode bool) {
+func (t *Tracker) failed(ctx context.Context, c *Call, err error, code int, hasCode bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.TaskID == "" {
@@ -148,10 +198,10 @@ func (t *Tracker) Failed(ctx context.Context, c *Call, err error, code int, hasC
 	}
 }
 
-// Observe handles one successful response of c: it submits a new task when
+// observe handles one successful response of c: it submits a new task when
 // the response first names it, then emits the artifacts' new media types
 // and a changed state.
-func (t *Tracker) Observe(ctx context.Context, c *Call, r Response) {
+func (t *Tracker) observe(ctx context.Context, c *Call, r Response) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ectx := emitCtx(ctx)
@@ -370,28 +420,41 @@ func Code(err error, sentinels []Sentinel) (int, bool) {
 // status.
 var ErrCardStatus = errors.New("card request failed")
 
+// ResolvedCard is what Resolve found: the SDK's card struct T to build the
+// client from, and the body as served, which the struct cannot reproduce,
+// with the URL that served it. It is not a card model (that is
+// detector.Card, which carddrift judges): it is the SDK's view of a card
+// paired with the bytes carddrift needs in every a2a.task.submitted.
+type ResolvedCard[T any] struct {
+	AgentCard *T
+	// Raw is the body as served: pass it as Options.RawCard.
+	Raw []byte
+	// URL is the card URL that answered: pass it as Options.CardURL.
+	URL string
+}
+
 // Resolve fetches the public card of the agent at agentURL through f as
 // carddrift's workers fetch it (fetcher.Fetcher.FetchAgent) and decodes it
 // into the SDK's card struct T. A nil f is a Fetcher with the default
 // Options, made and closed for this call. pkg prefixes its errors.
-func Resolve[T any](ctx context.Context, f *fetcher.Fetcher, agentURL, pkg string) (*T, fetcher.Observation, error) {
+func Resolve[T any](ctx context.Context, f *fetcher.Fetcher, agentURL, pkg string) (*ResolvedCard[T], error) {
 	if f == nil {
 		var err error
 		if f, err = fetcher.New(fetcher.Options{}); err != nil {
-			return nil, fetcher.Observation{}, fmt.Errorf("%s: %w", pkg, err)
+			return nil, fmt.Errorf("%s: %w", pkg, err)
 		}
 		defer f.Close()
 	}
 	obs, err := f.FetchAgent(ctx, agentURL, "")
 	if errors.Is(err, fetcher.ErrStatus) {
-		return nil, obs, fmt.Errorf("%s: %w: %w", pkg, ErrCardStatus, err)
+		return nil, fmt.Errorf("%s: %w: %w", pkg, ErrCardStatus, err)
 	}
 	if err != nil {
-		return nil, obs, fmt.Errorf("%s: %w", pkg, err)
+		return nil, fmt.Errorf("%s: %w", pkg, err)
 	}
 	var card T
 	if err := json.Unmarshal(obs.Raw, &card); err != nil {
-		return nil, obs, fmt.Errorf("%s: card %s: %w", pkg, obs.CardURL, err)
+		return nil, fmt.Errorf("%s: card %s: %w", pkg, obs.CardURL, err)
 	}
-	return &card, obs, nil
+	return &ResolvedCard[T]{AgentCard: &card, Raw: obs.Raw, URL: obs.CardURL}, nil
 }

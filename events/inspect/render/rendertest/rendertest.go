@@ -70,19 +70,8 @@ func CheckPage(t testing.TB, path string, minSVG int) {
 // red of abort marks.
 func RenderInChromium(t testing.TB, page string) {
 	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (Debian package chromium): the headless render check is skipped")
-	}
 	shot := filepath.Join(t.TempDir(), "page.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--screenshot="+shot, "--window-size=1400,900", "file://"+page)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
+	chromium(t, page, "--screenshot="+shot, "--window-size=1400,900")
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatalf("no screenshot: %v", err)
@@ -136,23 +125,37 @@ const HostileName = `<script>document.title='owned'</script>`
 // (RenderInChromium). The replay and the fleet pages share it.
 func RenderHostile(t testing.TB, page, title string) {
 	t.Helper()
+	dom := chromium(t, page, "--dump-dom")
+	if !strings.Contains(string(dom), "<title>carddrift "+title+"</title>") || strings.Contains(string(dom), "owned</title>") ||
+		!strings.Contains(string(dom), "&lt;script&gt;document.title='owned'&lt;/script&gt;") {
+		t.Errorf("in the browser the card's name ran or vanished:\n%s", dom)
+	}
+	RenderInChromium(t, page)
+}
+
+// chromium runs headless Chromium on the page (a file) with args and
+// returns what it wrote on stdout, skipping the test where Chromium is not
+// installed.
+func chromium(t testing.TB, page string, args ...string) []byte {
+	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium is not installed (Debian package chromium): the headless render check is skipped")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	dom, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+	args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", "file://"+page).Output()
+		"--user-data-dir=" + t.TempDir()}, args...)
+	out, err := exec.CommandContext(ctx, bin, append(args, "file://"+page)...).Output()
 	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("chromium %v: %v\n%s", args, err, ee.Stderr)
+		}
+		t.Fatalf("chromium %v: %v", args, err)
 	}
-	if !strings.Contains(string(dom), "<title>carddrift "+title+"</title>") || strings.Contains(string(dom), "owned</title>") ||
-		!strings.Contains(string(dom), "&lt;script&gt;document.title='owned'&lt;/script&gt;") {
-		t.Errorf("in the browser the card's name ran or vanished:\n%s", dom)
-	}
-	RenderInChromium(t, page)
+	return out
 }
 
 // PageText parses a page as strict XML and returns its character data
@@ -222,6 +225,19 @@ func Golden(t testing.TB, path string, got []byte) {
 			return
 		}
 	}
+}
+
+// GoldenPage is Golden for an HTML page, comparing what the page itself
+// writes: its body up to the script. The frame around it — the head with
+// the shared style, and the script — is package render's and is checked
+// there, so that the golden files do not each repeat it.
+func GoldenPage(t testing.TB, path string, page []byte) {
+	t.Helper()
+	body, script := bytes.Index(page, []byte("<body>")), bytes.LastIndex(page, []byte("<script>"))
+	if body < 0 || script < body {
+		t.Fatalf("%s: the page has no <body> followed by its <script>", filepath.Base(path))
+	}
+	Golden(t, path, page[body:script])
 }
 
 // ErrWrite is the error of FailingWriter's every Write.
