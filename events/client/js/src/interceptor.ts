@@ -57,7 +57,7 @@ export interface LifecycleInterceptor extends CallInterceptor {
    * the next call of the method on the task is a retry, and an error with
    * an A2A code is published as a2a.task.error.
    */
-  failed(err: unknown, call: { method: string; taskId: string }): void;
+  failed(err: unknown, call: { method: string; taskId: string; trace?: TraceContext }): void;
   /** flush resolves once everything queued is published or dropped. */
   flush(): Promise<void>;
   /** close flushes and closes the connection the interceptor opened. */
@@ -268,7 +268,7 @@ export function lifecycleInterceptor(opts: InterceptorOptions): LifecycleInterce
       }
     },
 
-    failed(err: unknown, call: { method: string; taskId: string }): void {
+    failed(err: unknown, call: { method: string; taskId: string; trace?: TraceContext }): void {
       if (!call.taskId) return; // a new task's failure: there is no task
       const s = state(call.taskId);
       const method = s.methods.get(call.method) ?? wireMethod(call.method);
@@ -276,7 +276,7 @@ export function lifecycleInterceptor(opts: InterceptorOptions): LifecycleInterce
       const code = errorCode(err);
       if (code === undefined) return; // a transport failure: nothing to tell
       const message = Buffer.from(String((err as Error)?.message ?? err)).subarray(0, MAX_MESSAGE_BYTES).toString();
-      emit('a2a.task.error', { taskId: call.taskId, agentUrl: s.agentUrl, method, code, message });
+      emit('a2a.task.error', { taskId: call.taskId, agentUrl: s.agentUrl, method, code, message }, call.trace ?? opts.traceContext?.());
     },
 
     get dropped() { return outbox.dropped; },
