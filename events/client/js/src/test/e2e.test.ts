@@ -121,7 +121,7 @@ test('a card that turns streaming off mid-task aborts the stream through card.dr
   assert.equal(lc.dropped, 0);
 });
 
-test('a restarted durable planner gets the drift published while it was down, again after a failed handler', async () => {
+test('a restarted durable planner (now filtered to the task) gets the drift published while it was down, again after a failed handler', async () => {
   (agent.card.capabilities as any).streaming = true;
   const first = await watchDrift({ servers: natsUrl, durable: 'js-restart' }, () => assert.fail('no drift yet'));
   await first.stop();
@@ -140,7 +140,7 @@ test('a restarted durable planner gets the drift published while it was down, ag
 
   const deliveries: number[] = [];
   const got = new Promise<DriftEvent>((resolve) => {
-    void watchDrift({ servers: natsUrl, durable: 'js-restart', nakDelayMs: 50, onError: () => {} }, (ev) => {
+    void watchDrift({ servers: natsUrl, durable: 'js-restart', task: taskId, nakDelayMs: 50, onError: () => {} }, (ev) => {
       deliveries.push(ev.delivery);
       if (ev.delivery === 1) throw new Error('planner busy'); // NAKed: redelivered
       resolve(ev);
