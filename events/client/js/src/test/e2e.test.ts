@@ -13,6 +13,7 @@ let natsUrl: string;
 let nc: NatsConnection;
 let agent: Agent;
 const seen: { subject: string; msg: Msg }[] = []; // every a2a.task.* and card.* message
+let cardDigest = ''; // the digest of the agent's card before it changes
 
 before(async () => {
   natsUrl = await startNats();
@@ -84,6 +85,7 @@ test('a card that turns streaming off mid-task aborts the stream through card.dr
   assert.equal(pinned.traceparent, traceparent);
   const observed = await until('card.observed', async () => cardEvents('card.observed').at(-1));
   assert.equal(pinned.data.digest, observed.data.digest, 'the client card digests as the served one');
+  cardDigest = pinned.data.digest;
   assert.equal(drifts.length, 0);
 
   (agent.card.capabilities as any).streaming = false;
@@ -121,16 +123,18 @@ test('a card that turns streaming off mid-task aborts the stream through card.dr
   assert.equal(lc.dropped, 0);
 });
 
-test('a restarted durable planner (now filtered to the task) gets the drift published while it was down, again after a failed handler', async () => {
+test('a client that knows only its card\'s digest pins it; a restarted durable planner (now filtered to the task) gets the drift published while it was down, again after a failed handler', async () => {
   (agent.card.capabilities as any).streaming = true;
   const first = await watchDrift({ servers: natsUrl, durable: 'js-restart' }, () => assert.fail('no drift yet'));
   await first.stop();
 
-  const lc = lifecycleInterceptor({ servers: natsUrl, source: 'urn:client:js-restart' });
+  const lc = lifecycleInterceptor({ servers: natsUrl, source: 'urn:client:js-restart', cardDigest });
   const c = await client(lc);
   const stream = startStream(c, new AbortController().signal);
   const taskId = await stream.id;
-  await until('card.pinned', async () => cardEvents('card.pinned', taskId)[0]);
+  const pinned = await until('card.pinned', async () => cardEvents('card.pinned', taskId)[0]);
+  assert.equal(pinned.data.source, 'client-digest');
+  assert.equal(pinned.data.digest, cardDigest);
   (agent.card.capabilities as any).streaming = false;
   await leaseExpiry();
   agent.step(taskId, 'artifact');
