@@ -1,4 +1,4 @@
-export { lifecycleInterceptor, withPlan, withTraceContext, mediaTypes } from './interceptor.js';
+export { lifecycleInterceptor, fetchCard, withPlan, withTraceContext, mediaTypes } from './interceptor.js';
 export type { InterceptorOptions, LifecycleInterceptor, Plan } from './interceptor.js';
 export { watchDrift, DriftAborts, DriftAbortError } from './planner.js';
 export type { DriftEvent, DriftHandler, DriftWatch, WatchOptions } from './planner.js';

@@ -126,6 +126,19 @@ export function mediaTypes(parts: Part[] | undefined): string[] {
   return out;
 }
 
+/**
+ * fetchCard reads an agent's card as served (A2A-Version 1.0, the
+ * well-known path), for options.card and ClientFactory.createFromAgentCard:
+ * the card the SDK's own resolver holds is not always the served one (it
+ * re-parses some forms, and the digests then differ).
+ */
+export async function fetchCard(agentUrl: string, timeoutMs = 10_000): Promise<{ card: Record<string, unknown>; cardUrl: string }> {
+  const cardUrl = new URL('/.well-known/agent-card.json', agentUrl).href;
+  const res = await fetch(cardUrl, { headers: { 'A2A-Version': '1.0' }, signal: AbortSignal.timeout(timeoutMs) });
+  if (!res.ok) throw new Error(`carddrift: card ${cardUrl}: HTTP ${res.status}`);
+  return { card: (await res.json()) as Record<string, unknown>, cardUrl };
+}
+
 /** lifecycleInterceptor returns the CallInterceptor for ClientFactory's clientConfig.interceptors. */
 export function lifecycleInterceptor(opts: InterceptorOptions): LifecycleInterceptor {
   const outbox = new Outbox(opts);

@@ -40,7 +40,7 @@ export class Outbox {
   private running?: Promise<void>;
   private js?: JetStreamClient;
   private nc?: NatsConnection;
-  private nextConnect = 0;
+  private pausedUntil = 0; // after a failed connect or a batch that failed whole: drop, do not wait
   private lastWarn = 0;
   private unreported = 0;
   private closed = false;
@@ -76,7 +76,7 @@ export class Outbox {
   private async run(): Promise<void> {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.opts.batchSize);
-      const js = await this.jetstream();
+      const js = Date.now() < this.pausedUntil ? undefined : await this.jetstream();
       if (!js) {
         this.drop(batch.length, 'NATS unreachable');
         continue;
@@ -88,6 +88,7 @@ export class Outbox {
       const failed = acks.filter((a) => a.status === 'rejected') as PromiseRejectedResult[];
       this.published += acks.length - failed.length;
       if (failed.length > 0) this.drop(failed.length, `publish failed: ${failed[0].reason}`);
+      if (failed.length === acks.length) this.pausedUntil = Date.now() + 1000; // the next batches would wait as long
     }
     this.running = undefined;
   }
@@ -95,12 +96,11 @@ export class Outbox {
   private async jetstream(): Promise<JetStreamClient | undefined> {
     if (this.js) return this.js;
     if (this.opts.connection) return (this.js = jetstream(this.opts.connection));
-    if (Date.now() < this.nextConnect) return undefined;
     try {
       this.nc = await connect({ servers: this.opts.servers, timeout: this.opts.timeoutMs, maxReconnectAttempts: -1 });
       return (this.js = jetstream(this.nc));
     } catch {
-      this.nextConnect = Date.now() + 1000; // one attempt a second at most
+      this.pausedUntil = Date.now() + 1000; // one attempt a second at most
       return undefined;
     }
   }

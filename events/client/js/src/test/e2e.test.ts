@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { ClientCallContext, ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
 import { Role } from '@a2a-js/sdk';
-import { decode, DriftAborts, lifecycleInterceptor, watchDrift, withPlan, withTraceContext, type DriftEvent, type LifecycleInterceptor } from '../index.js';
+import { decode, DriftAborts, fetchCard, lifecycleInterceptor, watchDrift, withPlan, withTraceContext, type DriftEvent, type LifecycleInterceptor } from '../index.js';
 import { Agent, freePort, startNats, startServe, stopAll, until } from './harness.js';
 import { validate } from './schemas.js';
 
@@ -159,8 +159,11 @@ test('a client that knows only its card\'s digest pins it; a restarted durable p
 test('with NATS down the A2A call works and the interceptor counts what it dropped', async () => {
   (agent.card.capabilities as any).streaming = true;
   const warnings: string[] = [];
-  const lc = lifecycleInterceptor({ servers: `nats://127.0.0.1:${await freePort()}`, source: 'urn:client:js-down', logger: { warn: (m) => warnings.push(m) } });
-  const c = await client(lc);
+  const { card, cardUrl } = await fetchCard(agent.base); // the card as served, for the client and the pin
+  assert.equal(cardUrl, `${agent.base}/.well-known/agent-card.json`);
+  const lc = lifecycleInterceptor({ servers: `nats://127.0.0.1:${await freePort()}`, source: 'urn:client:js-down', card, cardUrl, logger: { warn: (m) => warnings.push(m) } });
+  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { clientConfig: { interceptors: [lc] } }));
+  const c = await factory.createFromAgentCard(card as never);
   const stream = startStream(c, new AbortController().signal);
   const taskId = await stream.id;
   agent.step(taskId, 'artifact');
