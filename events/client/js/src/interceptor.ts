@@ -104,7 +104,8 @@ interface Call {
   succeeded: boolean;
 }
 
-interface TaskState_ {
+// What the interceptor remembers of a task.
+interface Remembered {
   state?: string;
   artifacts: Map<string, Set<string>>;
   failures: Map<string, number>;
@@ -143,11 +144,11 @@ export async function fetchCard(agentUrl: string, timeoutMs = 10_000): Promise<{
 export function lifecycleInterceptor(opts: InterceptorOptions): LifecycleInterceptor {
   const outbox = new Outbox(opts);
   const maxTasks = opts.maxTasks && opts.maxTasks > 0 ? opts.maxTasks : 10_000;
-  const tasks = new Map<string, TaskState_>(); // insertion order: oldest first
+  const tasks = new Map<string, Remembered>(); // insertion order: oldest first
   const calls = new WeakMap<object, Call>(); // by the call's RequestOptions, which before and after share
   const onError = opts.onError ?? ((err: Error) => (opts.logger ?? console).warn(err.message));
 
-  function state(taskId: string): TaskState_ {
+  function state(taskId: string): Remembered {
     let s = tasks.get(taskId);
     if (s) return s;
     while (tasks.size >= maxTasks) tasks.delete(tasks.keys().next().value!);
