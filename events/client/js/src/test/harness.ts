@@ -1,7 +1,7 @@
 // Real parts for the tests: nats-server (on PATH or $CARDDRIFT_NATS_SERVER_BIN),
 // `carddrift serve` built from this repository, and an @a2a-js/sdk agent.
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, existsSync } from 'node:fs';
+import { mkdtempSync, existsSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
@@ -27,12 +27,19 @@ export function natsServerBin(): string {
   return bin;
 }
 
+const dirs: string[] = []; // removed by stopAll
+function tempDir(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(d);
+  return d;
+}
+
 let carddrift: string | undefined;
 /** carddriftBin builds cmd/carddrift from the repository, once. */
 export function carddriftBin(): string {
   carddrift ??= process.env.CARDDRIFT_BIN;
   if (!carddrift) {
-    carddrift = join(mkdtempSync(join(tmpdir(), 'carddrift-js-')), 'carddrift');
+    carddrift = join(tempDir('carddrift-js-'), 'carddrift');
     execFileSync('go', ['build', '-o', carddrift, './cmd/carddrift'], { cwd: repoRoot, stdio: 'inherit' });
   }
   return carddrift;
@@ -54,6 +61,7 @@ export async function stopAll(): Promise<void> {
     c.once('exit', () => r());
     c.kill('SIGTERM');
   })));
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 }
 
 function start(bin: string, args: string[], name: string): ChildProcess {
@@ -79,7 +87,7 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 60_0
 /** startNats runs a JetStream nats-server and returns its URL. */
 export async function startNats(): Promise<string> {
   const port = await freePort();
-  start(natsServerBin(), ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', mkdtempSync(join(tmpdir(), 'nats-js-'))], 'nats-server');
+  start(natsServerBin(), ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', tempDir('nats-js-')], 'nats-server');
   const url = `nats://127.0.0.1:${port}`;
   await until('nats-server', async () => (await connect({ servers: url })).close().then(() => true));
   return url;
