@@ -143,14 +143,15 @@ test('a client that knows only its card\'s digest pins it; a restarted durable p
   await stream.done;
 
   const deliveries: number[] = [];
-  const got = new Promise<DriftEvent>((resolve) => {
-    void watchDrift({ servers: natsUrl, durable: 'js-restart', task: taskId, nakDelayMs: 50, onError: () => {} }, (ev) => {
-      deliveries.push(ev.delivery);
-      if (ev.delivery === 1) throw new Error('planner busy'); // NAKed: redelivered
-      resolve(ev);
-    }).then((w) => got.finally(() => w.stop()));
+  let resolve!: (ev: DriftEvent) => void;
+  const got = new Promise<DriftEvent>((r) => (resolve = r));
+  const second = await watchDrift({ servers: natsUrl, durable: 'js-restart', task: taskId, nakDelayMs: 50, onError: () => {} }, (ev) => {
+    deliveries.push(ev.delivery);
+    if (ev.delivery === 1) throw new Error('planner busy'); // NAKed: redelivered
+    resolve(ev);
   });
   const ev = await got;
+  await second.stop();
   assert.equal(ev.drift.taskId, taskId);
   assert.deepEqual(deliveries, [1, 2]);
   await lc.close();
