@@ -471,6 +471,8 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, c recordedClai
 // counts), and what card.observed last reported. It returns the report to
 // publish: one when the digest, the signer or the result's class changed
 // or the heartbeat is due, none (fetches 0) when the fetch is only counted.
+// A card fetched and then not modified is no change of class: the 304
+// tells nothing new of it.
 func (f *Fetcher) advance(prev store.Lease, next *store.Lease, class, signer string) reported {
 	next.ChangedAt = prev.ChangedAt
 	if prev.Digest != next.Digest || next.ChangedAt.IsZero() {
@@ -483,10 +485,11 @@ func (f *Fetcher) advance(prev store.Lease, next *store.Lease, class, signer str
 	if last.Fetches == 0 {
 		r.since = now
 	}
-	same := last.Digest == next.Digest && last.Signer == signer && last.Class == class
+	same := last.Digest == next.Digest && last.Signer == signer &&
+		(last.Class == class || last.Class == classFetched && class == classNotModified)
 	if same && f.opts.ObserveHeartbeat > 0 && now.Sub(last.At) < f.opts.ObserveHeartbeat {
 		next.Reported = last
-		next.Reported.Fetches, next.Reported.Since = r.fetches, r.since
+		next.Reported.Class, next.Reported.Fetches, next.Reported.Since = class, r.fetches, r.since
 		return reported{}
 	}
 	next.Reported = store.Reported{Digest: next.Digest, Signer: signer, Class: class, At: now}
