@@ -659,24 +659,23 @@ func (f *Fetcher) getLease(ctx context.Context, url string) (l store.Lease, rev 
 
 // putLease writes l with compare-and-set at rev (a create when !found), and
 // records the write in the copy; a lost compare-and-set drops the copy's
-// revision.
+// revision (or the key, when the outcome is unknown).
 func (f *Fetcher) putLease(ctx context.Context, l store.Lease, rev uint64, found bool) (uint64, error) {
 	sctx, cancel := f.storeCtx(ctx)
 	defer cancel()
 	var n uint64
 	var err error
+	key := store.EncodeKey(l.CardURL)
+	if f.copy != nil {
+		f.copy.writing(key, rev)
+	}
 	if !found {
 		n, err = f.leases.Create(sctx, l)
 	} else {
 		n, err = f.leases.Update(sctx, l, rev)
 	}
 	if f.copy != nil {
-		switch key := store.EncodeKey(l.CardURL); {
-		case err == nil:
-			f.copy.put(key, l, n)
-		case isConflict(err):
-			f.copy.forget(key, rev)
-		}
+		f.copy.wrote(key, rev, l, n, err)
 	}
 	return n, err
 }
