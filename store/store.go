@@ -147,7 +147,8 @@ func (l Lease) Held(now time.Time) bool {
 // lease is Fresh, use it; if it is Held by someone else, wait (Watch) for their
 // result; otherwise Update it with Holder set — of all workers that read the
 // same revision exactly one Update succeeds, the others get ErrConflict and
-// re-read.
+// re-read. A claim may already be the result it expects (Confirming): the
+// others then use it as they would the result.
 type Leases interface {
 	// Get returns the lease and its revision; ErrNotFound if none.
 	Get(ctx context.Context, cardURL string) (Lease, uint64, error)
