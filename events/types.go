@@ -265,8 +265,8 @@ type Pinned struct {
 // contract v1.3 it is published when what carddrift knows of the card
 // changes (digest, signer, or the result's class) or its heartbeat comes
 // due, and stands for Fetches fetches and revalidations (this one, the
-// last, included), the first of them at Since; a v1.2 event has neither
-// (Fetches 0: it stands for its own fetch).
+// last, included), the first of them at Since. Both are absent (zero)
+// when it stands for its own fetch alone, as every v1.2 event does.
 type Observed struct {
 	AgentURL  string    `json:"agentUrl"`
 	CardURL   string    `json:"cardUrl"`

@@ -347,11 +347,16 @@ func (w *Worker) onFetch(obs fetcher.Observation, err error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	w.publish(ctx, events.Observed{
+	d := events.Observed{
 		AgentURL: agentOf(obs.CardURL), CardURL: obs.CardURL, Digest: obs.Digest, Status: obs.Status,
 		ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC(), LatencyMs: obs.Latency.Milliseconds(),
-		Fetches: obs.Fetches, Since: obs.Since.UTC(),
-	}, "")
+	}
+	if obs.Fetches > 1 {
+		// Absent, they mean this fetch alone: a card.observed that reports
+		// a change stays one a v1.2 consumer (a closed schema) reads.
+		d.Fetches, d.Since = obs.Fetches, obs.Since.UTC()
+	}
+	w.publish(ctx, d, "")
 }
 
 // withTrace returns ctx carrying ev's W3C trace context (the CloudEvents
