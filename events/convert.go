@@ -265,6 +265,8 @@ func convert(typ string, v any, card []byte) (Data, *schemas.ValidationError) {
 			ETag:      str(m, "etag"),
 			FetchedAt: c.time(m, "fetchedAt", "/fetchedAt"),
 			LatencyMs: c.integer(m, "latencyMs", "/latencyMs"),
+			Fetches:   c.intField(m, "fetches", "/fetches"),
+			Since:     c.time(m, "since", "/since"),
 		}
 	case TypeUnreachable:
 		d = Unreachable{

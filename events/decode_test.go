@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -305,5 +306,35 @@ func TestDecodeSyntaxError(t *testing.T) {
 	var se *jcs.SyntaxError
 	if !errors.Is(err, events.ErrMalformedEnvelope) || !errors.Is(err, jcs.ErrDuplicateKey) || !errors.As(err, &se) || se.Offset != 15 {
 		t.Errorf("Decode = %v; want ErrMalformedEnvelope and a *jcs.SyntaxError wrapping ErrDuplicateKey at byte 15", err)
+	}
+}
+
+// A card.observed as contract v1.2 published it (no fetches, no since)
+// still decodes, standing for its own fetch; a v1.3 one carries both.
+func TestDecodeObservedV12AndV13(t *testing.T) {
+	for _, tc := range []struct {
+		file    string
+		fetches int
+		since   string
+	}{
+		{"fetch.json", 0, ""},
+		{"heartbeat.json", 150, "2026-05-01T10:00:02Z"},
+	} {
+		data, err := os.ReadFile(filepath.Join("..", "schemas", "testdata", "card.observed", "valid", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := events.Decode(msg(binHeaders("ce-type", events.TypeObserved), string(data)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		d := ev.Data.(events.Observed)
+		since := ""
+		if !d.Since.IsZero() {
+			since = d.Since.Format(time.RFC3339)
+		}
+		if d.Fetches != tc.fetches || since != tc.since || d.Digest == "" {
+			t.Errorf("%s: fetches %d since %q digest %q; want %d since %q", tc.file, d.Fetches, since, d.Digest, tc.fetches, tc.since)
+		}
 	}
 }

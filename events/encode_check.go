@@ -47,7 +47,7 @@ type walkers struct {
 	trigger                     triggerChecks
 	signer                      signerChecks
 	// card.observed
-	status, etag, fetchedAt, latencyMs schemas.Check
+	status, etag, fetchedAt, latencyMs, fetches, since schemas.Check
 	// card.unreachable
 	reason, detail, attemptedAt schemas.Check
 	// card.drift
@@ -100,6 +100,7 @@ func newWalkers(s *schemas.Schema) *walkers {
 		digest: r.Member("digest"), fingerprint: r.Member("fingerprint"), source: r.Member("source"),
 		trigger: newTrigger(r.Member("trigger")), signer: newSigner(r.Member("signer")),
 		status: r.Member("status"), etag: r.Member("etag"), fetchedAt: r.Member("fetchedAt"), latencyMs: r.Member("latencyMs"),
+		fetches: r.Member("fetches"), since: r.Member("since"),
 		reason: r.Member("reason"), detail: r.Member("detail"), attemptedAt: r.Member("attemptedAt"),
 		pinned: newCardRef(r.Member("pinned")), live: newCardRef(r.Member("live")),
 		findings: r.Member("findings"),
@@ -317,6 +318,12 @@ func (w *walkers) observed(d *Observed) bool {
 	m.optStr("etag", w.etag, d.ETag)
 	m.timestamp("fetchedAt", w.fetchedAt, d.FetchedAt)
 	m.integer("latencyMs", w.latencyMs, d.LatencyMs)
+	if d.Fetches != 0 { // omitempty
+		m.integer("fetches", w.fetches, int64(d.Fetches))
+	}
+	if !d.Since.IsZero() { // omitzero
+		m.timestamp("since", w.since, d.Since)
+	}
 	return m.done(w.root, nil)
 }
 

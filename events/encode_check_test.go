@@ -284,6 +284,9 @@ func typedBases() []events.Data {
 			Live:    events.CardRef{Digest: digestB, Fingerprint: fpB, ETag: "e", FetchedAt: t0, Signer: signer},
 			Verdict: detector.Verdict{Action: detector.Continue, Posture: detector.Degrade},
 			Trigger: events.Trigger{EventID: "e", Type: events.TypeStatus}},
+		// contract v1.3: card.observed standing for the fetches since a heartbeat
+		events.Observed{AgentURL: "https://a.example", CardURL: "https://a.example/c", Digest: digestA, Status: 304, ETag: "e",
+			FetchedAt: t0, LatencyMs: 3, Fetches: 150, Since: t0.Add(-5 * time.Minute)},
 	}
 	return append(samples(), full...)
 }

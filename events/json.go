@@ -182,6 +182,7 @@ var knownKeys = func() map[string]string {
 		"after", "skill", "scheme", "scope", "extension", "touches", "verdict", "action", "reason", "replanSkill", "trigger",
 		"scopes", "extensions", "extendedCard",
 		"eventId", "type", "source", "status", "latencyMs", "detail", "attemptedAt",
+		"fetches", "since",
 	} {
 		m[k] = k
 	}

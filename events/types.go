@@ -261,7 +261,12 @@ type Pinned struct {
 }
 
 // Observed is the data of card.observed: a live fetch (Status 200) or a
-// revalidation (Status 304) completed. Agent-level: it has no task.
+// revalidation (Status 304) completed. Agent-level: it has no task. Since
+// contract v1.3 it is published when what carddrift knows of the card
+// changes (digest, signer, or the result's class) or its heartbeat comes
+// due, and stands for Fetches fetches and revalidations (this one, the
+// last, included), the first of them at Since. Both are absent (zero)
+// when it stands for its own fetch alone, as every v1.2 event does.
 type Observed struct {
 	AgentURL  string    `json:"agentUrl"`
 	CardURL   string    `json:"cardUrl"`
@@ -270,6 +275,8 @@ type Observed struct {
 	ETag      string    `json:"etag,omitempty"`
 	FetchedAt time.Time `json:"fetchedAt"`
 	LatencyMs int64     `json:"latencyMs"`
+	Fetches   int       `json:"fetches,omitempty"`
+	Since     time.Time `json:"since,omitzero"`
 }
 
 // Unreachable is the data of card.unreachable: a live fetch failed. It is

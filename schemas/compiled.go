@@ -317,6 +317,8 @@ func init() {
 			{"etag", str(-1, -1)},
 			{"fetchedAt", dateTime},
 			{"latencyMs", &node{kind: kInteger, lo: 0, hasLo: true}},
+			{"fetches", &node{kind: kInteger, lo: 1, hasLo: true}},
+			{"since", dateTime},
 		},
 	}
 	// card.pinned.v1.json

@@ -32,7 +32,7 @@ var compiledTypes = map[string]string{
 	"a2a.task.submitted": "e265d4479f854e06e862538e3d8adebd6d3542dd416259ebe109159b4d2a4dca",
 	"card.drift":         "10a8112c964a9c958e2c7397431f9fc0299f331f963b989e778f4976dc2d5522",
 	"card.inconsistent":  "9f768f7377c6d0bfb104cb3a18b379ec34ca88f491a6357d95d46b1e7cfe36c5",
-	"card.observed":      "152ae41636971ea512a01ed9972ce609c0df5a58ff2430d2741ec9468d3929e7",
+	"card.observed":      "ea63c4d6cfdcc5dac463bd47e609cc532482f2fa4d1bdb2c48696c4bfeb4cf89",
 	"card.pinned":        "68c854a105e8f8caa5b7db9a07609dfbb1e3a13d82ac0385acfe496b1b829653",
 	"card.unreachable":   "a14c92163f3d0dc11ff56de01ed78dab82fb5a7a3fcb6018f12530c6b8e362ee",
 }

@@ -63,6 +63,10 @@ type LeaseUpdate struct {
 	// Corrupt reports a value that does not decode, or that belongs to
 	// another key (Get would return ErrCorrupt for it).
 	Corrupt bool
+	// Known reports a write the follower said it holds already (Follow's
+	// known: its own write, applied when it made it): its value is not
+	// decoded, and Lease is zero.
+	Known bool
 	// Current marks the end of the bucket's current values: the updates
 	// before it were the last value of every key when the feed started,
 	// every one after it is a write as it commits. A Current update carries
@@ -86,13 +90,15 @@ type LeaseFeed interface {
 // (in revision order), a Current marker, then every write as it commits, in
 // revision order (a revision that a later one of the same key supersedes
 // may be skipped when the ordered consumer behind it resets). ctx bounds
-// the feed's whole life.
-func (l *KVLeases) Follow(ctx context.Context) (LeaseFeed, error) {
+// the feed's whole life. known, if not nil, is asked of every put before
+// its value is decoded, from the goroutine that calls Next: a revision the
+// follower holds already is reported Known, not decoded.
+func (l *KVLeases) Follow(ctx context.Context, known func(key string, rev uint64) bool) (LeaseFeed, error) {
 	w, err := l.s.kv.WatchAll(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: follow %s bucket: %w", l.s.kv.Bucket(), err)
 	}
-	return &leaseFeed{w: w}, nil
+	return &leaseFeed{w: w, known: known}, nil
 }
 
 // Head returns the bucket's last revision (0 when it holds nothing): every
@@ -115,9 +121,10 @@ func (l *KVLeases) Head(ctx context.Context) (uint64, error) {
 
 // leaseFeed adapts a jetstream.KeyWatcher to LeaseFeed.
 type leaseFeed struct {
-	w    jetstream.KeyWatcher
-	once sync.Once
-	err  error
+	w     jetstream.KeyWatcher
+	known func(key string, rev uint64) bool
+	once  sync.Once
+	err   error
 }
 
 func (f *leaseFeed) Next(ctx context.Context) (LeaseUpdate, error) {
@@ -134,6 +141,10 @@ func (f *leaseFeed) Next(ctx context.Context) (LeaseUpdate, error) {
 		u := LeaseUpdate{Key: e.Key(), Rev: e.Revision()}
 		if e.Operation() != jetstream.KeyValuePut {
 			u.Deleted = true
+			return u, nil
+		}
+		if f.known != nil && f.known(u.Key, u.Rev) {
+			u.Known = true
 			return u, nil
 		}
 		if err := json.Unmarshal(e.Value(), &u.Lease); err != nil || EncodeKey(u.Lease.CardURL) != e.Key() {

@@ -28,7 +28,7 @@ func TestKVLeasesFollow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		feed, err := ls.Follow(ctx)
+		feed, err := ls.Follow(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,4 +93,51 @@ func hex64(c byte) string {
 		b[i] = c
 	}
 	return string(b)
+}
+
+// A put the follower says it holds (known) is reported Known without its
+// value being decoded: a value that would be Corrupt is not even read.
+func TestKVLeasesFollowKnown(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		kv := newKV(t, js, "leases", jetstream.KeyValueConfig{})
+		ls := store.NewKVLeases(kv)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		key := store.EncodeKey("https://a.example/card.json")
+		own, err := kv.Put(ctx, key, []byte(`not json`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := kv.Put(ctx, key, []byte(`not json either`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asked []uint64
+		feed, err := ls.Follow(ctx, func(k string, rev uint64) bool {
+			asked = append(asked, rev)
+			return k == key && rev == own
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = feed.Stop() }()
+		// History 1: the current value is the second put, not known.
+		if u, err := feed.Next(ctx); err != nil || u.Rev != other || !u.Corrupt || u.Known {
+			t.Fatalf("current value = %+v, %v; want the other write, decoded (Corrupt)", u, err)
+		}
+		if u, err := feed.Next(ctx); err != nil || !u.Current {
+			t.Fatalf("marker = %+v, %v", u, err)
+		}
+		again, err := kv.Put(ctx, key, []byte(`still not json`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		own = again // the follower holds this one
+		if u, err := feed.Next(ctx); err != nil || u.Rev != again || !u.Known || u.Corrupt {
+			t.Fatalf("a known write = %+v, %v; want Known, not decoded", u, err)
+		}
+		if len(asked) != 2 {
+			t.Errorf("known asked of revisions %v, want the two puts", asked)
+		}
+	})
 }

@@ -91,6 +91,37 @@ type Lease struct {
 	// Replicas is the window of the live digests recent fetches saw, which
 	// split brain is decided on (see detector.Replicas).
 	Replicas detector.Replicas `json:"replicas,omitzero"`
+
+	// Confirming marks a claim recorded as the fetch it claims is expected
+	// to end: the card, its ETag and lease confirmed at the claim's time.
+	// While it is Held, other workers use it as that result (an unforced
+	// observation needs nothing more), and the holder writes again only
+	// when the fetch says otherwise: a fetch that confirms the card costs
+	// one lease write.
+	Confirming bool `json:"confirming,omitempty"`
+	// Reported is what the last card.observed of the card URL said, and
+	// the fetches since: every worker publishes the next one only when it
+	// says something new or its heartbeat is due (DESIGN, Wire economy).
+	Reported Reported `json:"reported,omitzero"`
+}
+
+// Reported is the last card.observed of a card URL (what carddrift told of
+// the live card) and the fetches no card.observed has reported since.
+type Reported struct {
+	Digest string `json:"digest,omitempty"`
+	// Signer identifies who signed the card as far as its body tells: a
+	// hash of the body of a signed card, "" for an unsigned one.
+	Signer string `json:"signer,omitempty"`
+	// Class is the class of the last result: fetched, not-modified, or
+	// unreachable (a failure recorded since; card.unreachable reported it).
+	Class string `json:"class,omitempty"`
+	// At is when that card.observed was published: the next heartbeat is
+	// due one heartbeat later.
+	At time.Time `json:"at,omitzero"`
+	// Fetches counts the fetches and revalidations since At that no
+	// card.observed reported yet, the first of them at Since.
+	Fetches int       `json:"fetches,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
 }
 
 // Fresh reports whether the lease's observation is still valid at now.
@@ -116,7 +147,8 @@ func (l Lease) Held(now time.Time) bool {
 // lease is Fresh, use it; if it is Held by someone else, wait (Watch) for their
 // result; otherwise Update it with Holder set — of all workers that read the
 // same revision exactly one Update succeeds, the others get ErrConflict and
-// re-read.
+// re-read. A claim may already be the result it expects (Confirming): the
+// others then use it as they would the result.
 type Leases interface {
 	// Get returns the lease and its revision; ErrNotFound if none.
 	Get(ctx context.Context, cardURL string) (Lease, uint64, error)

@@ -39,6 +39,8 @@ type demoFlags struct {
 	// maxBacklog, when positive, holds new tasks while carddrift's backlog
 	// (lifecycle events not yet acknowledged) is over it.
 	maxBacklog int
+	// heartbeat is --observe-heartbeat.
+	heartbeat time.Duration
 }
 
 // register adds demo's flags.
@@ -48,6 +50,7 @@ func (f *demoFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "error", "worker log level (logs go to stderr)")
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:0", "while the demo runs, serve the fleet at /fleet and /fleet.json and metrics at /metrics here, loopback only (port 0: any free port; empty: off)")
 	fs.StringVar(&f.replayHTML, "replay-html", "", "at the end, write the replay page of the whole run here (what carddrift replay --format html writes)")
+	registerHeartbeat(fs, &f.heartbeat)
 	fs.IntVar(&f.maxBacklog, "max-backlog", 0, "hold new tasks while carddrift has more lifecycle events than this to handle (0: never): on a machine slower than the traffic, fewer tasks instead of verdicts that come after the changes they judge are over")
 }
 
@@ -126,6 +129,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		FullFetchInterval: 10 * time.Second,
 		TotalTimeout:      3 * time.Second,
 		ConnectTimeout:    time.Second,
+		ObserveHeartbeat:  heartbeat(f.heartbeat),
 	}
 	lease := leaseFunc(fetchOpts.MinLease, fetchOpts.DefaultLease, fetchOpts.MaxLease)
 

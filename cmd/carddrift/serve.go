@@ -59,6 +59,7 @@ type serveFlags struct {
 	maxLease     time.Duration
 	defaultLease time.Duration
 	fullFetch    time.Duration
+	heartbeat    time.Duration
 	hostConc     int
 	drainTimeout time.Duration
 	pinnedTTL    time.Duration
@@ -191,6 +192,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.maxLease, "max-lease", fetcher.DefaultMaxLease, "upper clamp of a card lease")
 	fs.DurationVar(&f.defaultLease, "default-lease", fetcher.DefaultDefaultLease, "lease of a card served without Cache-Control max-age (clamped like the others)")
 	fs.DurationVar(&f.fullFetch, "full-fetch-interval", fetcher.DefaultFullFetchInterval, "unconditional fetch at least this often (catches changes behind version-derived ETags)")
+	registerHeartbeat(fs, &f.heartbeat)
 	fs.IntVar(&f.hostConc, "fetch-per-host", fetcher.DefaultPerHostConcurrency, "concurrent fetches per agent host")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", worker.DefaultDrainTimeout, "on SIGTERM, finish in-flight events within this")
 	fs.DurationVar(&f.pinnedTTL, "pinned-ttl", worker.DefaultPinnedTTL, "a partition whose worker stopped pulling moves to another worker after this")
@@ -257,6 +259,20 @@ func (f *serveFlags) storeConfig() (store.Config, error) {
 	return cfg, nil
 }
 
+// registerHeartbeat adds --observe-heartbeat (serve and demo).
+func registerHeartbeat(fs *flag.FlagSet, p *time.Duration) {
+	fs.DurationVar(p, "observe-heartbeat", fetcher.DefaultObserveHeartbeat, "publish a card.observed that says nothing new "+
+		"at most this often per agent (changes of digest, signer or result are published at once; 0: every fetch, as contract v1.2)")
+}
+
+// heartbeat is fetcher.Options.ObserveHeartbeat of --observe-heartbeat d.
+func heartbeat(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // fetchOptions reads the fetch and trust flags; skipped lists the keys of a
 // --jwks file that cannot verify signatures.
 func (f *serveFlags) fetchOptions() (o fetcher.Options, skipped []error, err error) {
@@ -268,6 +284,7 @@ func (f *serveFlags) fetchOptions() (o fetcher.Options, skipped []error, err err
 		Allow: allow, TotalTimeout: f.fetchTimeout, ConnectTimeout: f.connTimeout,
 		MaxBodyBytes: f.maxBody, MinLease: f.minLease, MaxLease: f.maxLease, DefaultLease: f.defaultLease,
 		FullFetchInterval: f.fullFetch, PerHostConcurrency: f.hostConc, ConsistencyWindow: f.window,
+		ObserveHeartbeat: heartbeat(f.heartbeat),
 	}
 	if f.minLease == 0 {
 		o.MinLease = -1

@@ -197,7 +197,11 @@ func humanLine(ev events.Event) string {
 		}
 		return fmt.Sprintf("%s  PINNED   task=%s agent=%s  %s  (%s)%s", ts, d.TaskID, d.AgentURL, short(d.Digest), d.Source, signer)
 	case events.Observed:
-		return fmt.Sprintf("%s  OBSERVED agent=%s  %s  %d  %dms", ts, d.AgentURL, short(d.Digest), d.Status, d.LatencyMs)
+		since := ""
+		if d.Fetches > 1 { // since contract v1.3: the fetches since the last card.observed
+			since = fmt.Sprintf("  fetches=%d since=%s", d.Fetches, d.Since.UTC().Format(time.RFC3339))
+		}
+		return fmt.Sprintf("%s  OBSERVED agent=%s  %s  %d  %dms%s", ts, d.AgentURL, short(d.Digest), d.Status, d.LatencyMs, since)
 	case events.Unreachable:
 		return fmt.Sprintf("%s  UNREACH  task=%s agent=%s  %s: %s", ts, d.TaskID, d.AgentURL, d.Reason, d.Detail)
 	case events.Inconsistent:

@@ -27,9 +27,12 @@ func TestWatchLimitStops(t *testing.T) {
 	}
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i := range 3 {
-		m, err := events.Encode(events.Event{ID: fmt.Sprintf("obs-%d", i), Source: "urn:test", Time: t0,
-			Data: events.Observed{AgentURL: "https://a.example", CardURL: "https://a.example/.well-known/agent-card.json",
-				Digest: "sha256:" + strings.Repeat("ab", 32), Status: 200, FetchedAt: t0, LatencyMs: 3}}, events.Binary)
+		obs := events.Observed{AgentURL: "https://a.example", CardURL: "https://a.example/.well-known/agent-card.json",
+			Digest: "sha256:" + strings.Repeat("ab", 32), Status: 200, FetchedAt: t0, LatencyMs: 3}
+		if i == 2 { // contract v1.3: a heartbeat standing for 150 fetches
+			obs.Fetches, obs.Since = 150, t0.Add(-5*time.Minute)
+		}
+		m, err := events.Encode(events.Event{ID: fmt.Sprintf("obs-%d", i), Source: "urn:test", Time: t0, Data: obs}, events.Binary)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +52,8 @@ func TestWatchLimitStops(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	var out, errOut strings.Builder
-	if code := run(cctx, []string{"watch", "--nats-url", srv.ClientURL(), "--from-start", "--all"}, strings.NewReader(""), &out, &errOut); code != exitOK || strings.Count(out.String(), "OBSERVED") != 3 {
+	if code := run(cctx, []string{"watch", "--nats-url", srv.ClientURL(), "--from-start", "--all"}, strings.NewReader(""), &out, &errOut); code != exitOK || strings.Count(out.String(), "OBSERVED") != 3 ||
+		!strings.Contains(out.String(), "fetches=150 since=2026-03-01T11:55:00Z") {
 		t.Fatalf("watch until canceled = %d\n%s\n%s", code, out.String(), errOut.String())
 	}
 

@@ -323,7 +323,8 @@ func PartitionBuffer(total int64, n int, maxPayload int64) int {
 	return int(min(max(part, maxPayload+PullSlack), 1<<31-1))
 }
 
-// onFetch publishes card.observed for every completed fetch and counts it.
+// onFetch counts every completed fetch and publishes the card.observed the
+// lease decided on (contract v1.3: on change or heartbeat).
 func (w *Worker) onFetch(obs fetcher.Observation, err error) {
 	if err != nil {
 		var fe *fetcher.FetchError
@@ -341,12 +342,21 @@ func (w *Worker) onFetch(obs fetcher.Observation, err error) {
 		result = "304"
 	}
 	w.m.fetch(result, obs.Latency.Seconds())
+	if obs.Fetches == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	w.publish(ctx, events.Observed{
+	d := events.Observed{
 		AgentURL: agentOf(obs.CardURL), CardURL: obs.CardURL, Digest: obs.Digest, Status: obs.Status,
 		ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC(), LatencyMs: obs.Latency.Milliseconds(),
-	}, "")
+	}
+	if obs.Fetches > 1 {
+		// Absent, they mean this fetch alone: a card.observed that reports
+		// a change stays one a v1.2 consumer (a closed schema) reads.
+		d.Fetches, d.Since = obs.Fetches, obs.Since.UTC()
+	}
+	w.publish(ctx, d, "")
 }
 
 // withTrace returns ctx carrying ev's W3C trace context (the CloudEvents

@@ -103,3 +103,63 @@ func BenchmarkObserveSharedLease(b *testing.B) {
 	b.ReportMetric(float64(tr)/float64(tl), "store/copy")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkObserveRevalidateKV is a revalidation answered by 304 with the
+// lease in a JetStream bucket (the lease copy on), its lease expired before
+// every Observe: the lease writes each fetch costs ("writes/fetch", the
+// bucket's revisions per request), how many of those writes the copy's
+// watch decoded when it delivered them back ("decoded/write"), and its
+// time.
+//
+//	go test ./store/fetcher -run '^$' -bench ObserveRevalidateKV -benchtime 2000x
+func BenchmarkObserveRevalidateKV(b *testing.B) {
+	_, _, js := natstest.StartJetStream(b)
+	kv, err := js.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "leases", History: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	leases := &followCount{KVLeases: store.NewKVLeases(kv)}
+	a := newAgentB(b)
+	a.set(cardJSON("1", true), `"v1"`, "max-age=1")
+	clk := newClock()
+	f, err := New(Options{Allow: loopback, Leases: leases, Now: clk.Now, FullFetchInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	url := a.url("/card")
+	if _, err := f.Observe(ctx, url, false); err != nil {
+		b.Fatal(err)
+	}
+	head0, err := leases.Head(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	delivered(b, f, head0)
+	req0, decoded0 := a.requests.Load(), leases.decoded.Load()
+	b.ReportAllocs()
+	for b.Loop() {
+		clk.Advance(2 * time.Second)
+		if _, err := f.Observe(ctx, url, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	head, err := leases.Head(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	delivered(b, f, head)
+	b.ReportMetric(float64(head-head0)/float64(a.requests.Load()-req0), "writes/fetch")
+	b.ReportMetric(float64(leases.decoded.Load()-decoded0)/float64(head-head0), "decoded/write")
+}
+
+// delivered waits until f's lease copy has been delivered every write up
+// to head.
+func delivered(tb testing.TB, f *Fetcher, head uint64) {
+	natstest.Eventually(tb, 10*time.Second, "the watch delivers every write", func() bool {
+		f.copy.mu.Lock()
+		defer f.copy.mu.Unlock()
+		return f.copy.applied >= head
+	})
+}

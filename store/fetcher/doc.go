@@ -39,7 +39,11 @@
 //     store): a fresh lease answers without any request; a stale one is claimed by compare-and-set, the winner fetches
 //     (If-None-Match when it knows an ETag: a 304 reuses the digest and body
 //     without rehashing) and records the new lease, and the other workers
-//     wait for that result instead of fetching too;
+//     wait for that result instead of fetching too. A stale lease of a card
+//     known is claimed as the result that confirms it (Lease.Confirming):
+//     the other workers use that claim at once, and the winner writes
+//     again only if its fetch says otherwise, so a fetch that confirms the
+//     card costs one lease write;
 //   - derives the lease from Cache-Control max-age (minus Age), no-cache,
 //     no-store and max-age=0 meaning the lower clamp, clamped to
 //     [MinLease, MaxLease];
@@ -52,7 +56,11 @@
 // Bodies are stored by digest in store.Cards and cached parsed in a
 // byte-bounded LRU, so every Observation carries its Card. A per-host
 // semaphore bounds concurrent fetches per host. Options.OnFetch sees every
-// completed HTTP fetch once (for card.observed and metrics).
+// completed HTTP fetch once (for metrics), and Observation.Fetches says
+// whether to publish it as card.observed: the lease that every worker
+// shares keeps what the last card.observed said (Lease.Reported), so one
+// is published when the card's digest, signer or result class changes,
+// else one per Options.ObserveHeartbeat counting the fetches since.
 //
 // ObserveAgent resolves a card URL for an agent: the client's cardUrl, else
 // /.well-known/agent-card.json, falling back to the legacy

@@ -57,6 +57,13 @@ type Observation struct {
 	// detector.Replicas), judged with Window (Options.ConsistencyWindow):
 	// Replicas.Disagree(now, Window) is split brain.
 	Replicas detector.Replicas
+	// Fetches, when positive, says that this fetch is to be published as
+	// card.observed, standing for Fetches fetches and revalidations (this
+	// one included), the first of them at Since; 0 when the lease says
+	// nothing new is to be told (Options.ObserveHeartbeat). Only the
+	// worker whose lease write recorded the fetch sees it positive.
+	Fetches int
+	Since   time.Time
 }
 
 // Request is one low-level fetch.

@@ -14,8 +14,9 @@ import (
 // Options.Leases is one keeps a local copy of the leases (see
 // Options.LeaseCopyBytes).
 type LeaseFollower interface {
-	// Follow starts a feed of the current leases, then of every write.
-	Follow(ctx context.Context) (store.LeaseFeed, error)
+	// Follow starts a feed of the current leases, then of every write;
+	// a write known reports held (this Fetcher's own) need not be decoded.
+	Follow(ctx context.Context, known func(key string, rev uint64) bool) (store.LeaseFeed, error)
 	// Head returns the store's last revision: a feed that reported it has
 	// reported every write committed before Head was called.
 	Head(ctx context.Context) (uint64, error)
@@ -44,7 +45,10 @@ const (
 // committed up to lag ago). Entries are the latest revision seen of a key,
 // from the watch, from a store read or from this Fetcher's own writes; a
 // lower revision never replaces a higher one, and a removal is kept as a
-// tombstone of its revision. A key the copy does not hold (never seen,
+// tombstone of its revision. The watch delivers this Fetcher's own writes
+// too (one subject per card URL: a watch cannot leave them out), often
+// before the write's own reply: the copy knows them from the write
+// (writing, wrote), so the watch's copy of them is not decoded (holds). A key the copy does not hold (never seen,
 // evicted, removed) is a miss: the caller reads the store. The copy never
 // answers "not found".
 //
@@ -67,6 +71,19 @@ type leaseCopy struct {
 	// every write committed before it is in the copy.
 	confirmed time.Time
 	pending   []probe // heads read, not yet reached, oldest first
+	// own are this Fetcher's lease writes in flight, by key.
+	own map[string]*ownWrite
+}
+
+// ownWrite is a compare-and-set of this Fetcher's in flight on one key:
+// on the revision base (0: a create). The key's first write after base
+// that the watch delivers meanwhile is this one if the write succeeds
+// (a compare-and-set admits no write between), so it is not decoded;
+// should the write fail, the key is dropped instead.
+type ownWrite struct {
+	base    uint64
+	n       int  // writes in flight on the key (more than one: none is skipped)
+	skipped bool // the watch delivered the write after base, not decoded
 }
 
 // copyEntry is one key of the copy.
@@ -85,7 +102,8 @@ type probe struct {
 }
 
 func newLeaseCopy(src LeaseFollower, maxBytes int64, lag, timeout time.Duration) *leaseCopy {
-	return &leaseCopy{src: src, maxBytes: maxBytes, lag: lag, timeout: timeout, m: make(map[string]*list.Element)}
+	return &leaseCopy{src: src, maxBytes: maxBytes, lag: lag, timeout: timeout, m: make(map[string]*list.Element),
+		own: make(map[string]*ownWrite)}
 }
 
 // get returns the copied lease of key and its revision, false when the copy
@@ -124,12 +142,51 @@ func (c *leaseCopy) remove(key string, rev uint64) {
 	c.set(&copyEntry{key: key, rev: rev, removed: true, size: copyEntryOverhead + int64(len(key))})
 }
 
-// forget drops key (a compare-and-set on its copied revision failed): the
-// next read of it goes to the store.
-func (c *leaseCopy) forget(key string, rev uint64) {
+// holds reports whether the watch's write of key at rev need not be
+// decoded: the copy holds it or a later revision, or it is this Fetcher's
+// write in flight (ownWrite).
+func (c *leaseCopy) holds(key string, rev uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.m[key]; ok && el.Value.(*copyEntry).rev <= rev {
+	if w := c.own[key]; w != nil && w.n == 1 && !w.skipped && rev > w.base {
+		w.skipped = true
+		return true
+	}
+	el, ok := c.m[key]
+	return ok && el.Value.(*copyEntry).rev >= rev
+}
+
+// writing records a compare-and-set of key on rev about to be made.
+func (c *leaseCopy) writing(key string, rev uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w := c.own[key]; w != nil {
+		w.n++
+		return
+	}
+	c.own[key] = &ownWrite{base: rev, n: 1}
+}
+
+// wrote records the outcome of a compare-and-set of key on rev begun with
+// writing: l at next when err is nil, else the key (or, for a lost race
+// the watch's copy was not skipped for, its revisions up to rev) is
+// dropped.
+func (c *leaseCopy) wrote(key string, rev uint64, l store.Lease, next uint64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.own[key]
+	skipped := w != nil && w.skipped
+	if w != nil {
+		if w.n--; w.n == 0 {
+			delete(c.own, key)
+		}
+	}
+	el, held := c.m[key]
+	switch {
+	case err == nil:
+		c.set(&copyEntry{key: key, lease: l, rev: next, size: leaseSize(key, l)})
+	case held && (skipped || !isConflict(err) || el.Value.(*copyEntry).rev <= rev):
+		// Another's write may have been skipped, or the outcome is unknown.
 		c.drop(el)
 	}
 }
@@ -180,6 +237,8 @@ func (c *leaseCopy) apply(u store.LeaseUpdate) {
 		c.current = true
 	case u.Deleted:
 		c.set(&copyEntry{key: u.Key, rev: u.Rev, removed: true, size: copyEntryOverhead + int64(len(u.Key))})
+	case u.Known:
+		// Held already (holds).
 	case u.Corrupt:
 		// Reads of it go to the store, which reports it.
 		if el, ok := c.m[u.Key]; ok && el.Value.(*copyEntry).rev < u.Rev {
@@ -258,7 +317,7 @@ func (c *leaseCopy) follow(ctx context.Context) (caughtUp bool) {
 		c.reset()
 		c.mu.Unlock()
 	}()
-	feed, err := c.src.Follow(wctx)
+	feed, err := c.src.Follow(wctx, c.holds)
 	if err != nil {
 		return
 	}

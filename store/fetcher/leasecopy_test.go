@@ -38,6 +38,38 @@ func (c *countedLeases) Get(ctx context.Context, url string) (store.Lease, uint6
 	return c.KVLeases.Get(ctx, url)
 }
 
+// followCount counts what its Fetcher's copy is delivered: puts decoded,
+// and puts it held already (its own writes, not decoded).
+type followCount struct {
+	*store.KVLeases
+	decoded, known atomic.Int64
+}
+
+func (c *followCount) Follow(ctx context.Context, known func(string, uint64) bool) (store.LeaseFeed, error) {
+	f, err := c.KVLeases.Follow(ctx, known)
+	if err != nil {
+		return nil, err
+	}
+	return countedFeed{LeaseFeed: f, c: c}, nil
+}
+
+type countedFeed struct {
+	store.LeaseFeed
+	c *followCount
+}
+
+func (f countedFeed) Next(ctx context.Context) (store.LeaseUpdate, error) {
+	u, err := f.LeaseFeed.Next(ctx)
+	switch {
+	case err != nil || u.Current || u.Deleted:
+	case u.Known:
+		f.c.known.Add(1)
+	default:
+		f.c.decoded.Add(1)
+	}
+	return u, err
+}
+
 // copyHolds waits until f's copy is trusted and holds url at rev ≥ minRev.
 func copyHolds(t *testing.T, f *Fetcher, url string, minRev uint64) {
 	t.Helper()
@@ -45,6 +77,50 @@ func copyHolds(t *testing.T, f *Fetcher, url string, minRev uint64) {
 		_, rev, ok := f.copy.get(store.EncodeKey(url))
 		return ok && rev >= minRev
 	})
+}
+
+// A worker's copy is delivered its own lease writes too, but does not
+// decode them: it holds them since it made them. Another worker's writes
+// are decoded.
+func TestLeaseCopySkipsOwnWrites(t *testing.T) {
+	_, _, js := natstest.StartJetStream(t)
+	kv := kvLeases(t, js)
+	cards := memstore.NewCards()
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=10")
+	url := a.url("/.well-known/agent-card.json")
+	clk := newClock()
+	counted := &followCount{KVLeases: kv}
+	mk := func(leases store.Leases) *Fetcher {
+		o := testOptions(clk)
+		o.Leases, o.Cards = leases, cards
+		return newFetcher(t, o)
+	}
+	w, other := mk(counted), mk(kv)
+	ctx := context.Background()
+	observe := func(f *Fetcher) {
+		t.Helper()
+		if _, err := f.Observe(ctx, url, false); err != nil {
+			t.Fatal(err)
+		}
+		head, err := kv.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delivered(t, w, head)
+		clk.Advance(11 * time.Second)
+	}
+	observe(w) // the first fetch starts the copy
+	decoded0, known0 := counted.decoded.Load(), counted.known.Load()
+	for range 5 {
+		observe(w)
+	}
+	if d, k := counted.decoded.Load()-decoded0, counted.known.Load()-known0; d != 0 || k != 5 {
+		t.Errorf("five own writes: %d decoded, %d known; want 0 and 5", d, k)
+	}
+	observe(other)
+	if d := counted.decoded.Load() - decoded0; d != 1 {
+		t.Errorf("another worker's write: %d decoded, want 1", d)
+	}
 }
 
 // A lease another worker recorded reaches this worker's copy by the watch,
@@ -129,9 +205,9 @@ func (h *heldFeed) gate() (bool, chan struct{}) {
 	return h.paused, h.resume
 }
 
-func (h *heldFeed) Follow(ctx context.Context) (store.LeaseFeed, error) {
+func (h *heldFeed) Follow(ctx context.Context, known func(string, uint64) bool) (store.LeaseFeed, error) {
 	h.follows.Add(1)
-	f, err := h.KVLeases.Follow(ctx)
+	f, err := h.KVLeases.Follow(ctx, known)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package fetcher
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -138,7 +140,9 @@ func (f *Fetcher) fromCopy(url string, force bool, requested time.Time) (Observa
 // due.
 func answers(l store.Lease, force bool, requested, now time.Time, fullDue bool) bool {
 	if force {
-		return !l.LastFullFetch.Before(requested)
+		// A confirming claim's full fetch is still running: it is not
+		// evidence that the card is unchanged.
+		return !l.LastFullFetch.Before(requested) && !(l.Confirming && l.Held(now))
 	}
 	return l.Fresh(now) && !fullDue
 }
@@ -262,8 +266,11 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 		}
 
 		// 2. Another worker is fetching: wait for its result, or take over when
-		// its claim expires or we have waited TotalTimeout.
-		if lease.Held(now) && lease.Holder != f.id && time.Now().Before(waitUntil) {
+		// its claim expires or we have waited TotalTimeout. A confirming
+		// claim is not waited for (its holder writes again only if the
+		// card changed): it answered every caller that step 1 can answer,
+		// and the others fetch.
+		if lease.Held(now) && lease.Holder != f.id && !lease.Confirming && time.Now().Before(waitUntil) {
 			if err := sleepCtx(ctx, jitter(backoff)); err != nil {
 				return obs, time.Time{}, ctxError(url, ctx)
 			}
@@ -279,12 +286,18 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 			}
 		}
 
-		// 4. Claim the lease; on a lost race (or a revision of the copy that
-		// trailed the store), read it again from the store.
+		// 4. Claim the lease — unforced, of a card known and not failing, as
+		// the result that confirms it — and on a lost race (or a revision
+		// of the copy that trailed the store) read it again from the
+		// store: the winner's claim may answer.
 		claim := lease
 		claim.CardURL = url
-		claim.Holder = f.id
+		claim.Holder, claim.Confirming = f.id, false
 		claim.HeldUntil = now.Add(f.opts.TotalTimeout)
+		var report reported
+		if !force && lease.Digest != "" && lease.FailReason == "" && lease.MaxAge > 0 {
+			claim, report = f.confirmation(lease, prev == nil, now)
+		}
 		claimRev, err := f.putLease(ctx, claim, rev, found)
 		if isConflict(err) {
 			useCopy = false
@@ -299,13 +312,85 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 		if err != nil {
 			return obs, time.Time{}, f.storeFailure(ctx, url, "claim lease", err)
 		}
-		return f.fetchAndRecord(ctx, url, lease, claimRev, prev, force || fullDue)
+		c := recordedClaim{lease: lease, rev: claimRev, prev: prev}
+		if claim.Confirming {
+			c.confirming, c.report = &claim, report
+		}
+		return f.fetchAndRecord(ctx, url, c, force || fullDue)
 	}
 }
 
-// fetchAndRecord fetches under a claim, stores the body, and records the new
-// lease (releasing the claim).
-func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, lease store.Lease, claimRev uint64, prev *cardEntry, full bool) (Observation, time.Time, error) {
+// recordedClaim is a claim fetchAndRecord fetches under: the lease before
+// it, the claim's revision, the body a revalidation names, and for a
+// confirming claim the lease it recorded and the report it decided.
+type recordedClaim struct {
+	lease      store.Lease
+	rev        uint64
+	prev       *cardEntry
+	confirming *store.Lease
+	report     reported
+}
+
+// reported is a card.observed to publish: Fetches > 0 fetches since Since.
+type reported struct {
+	fetches int
+	since   time.Time
+}
+
+// Classes of a result (store.Reported.Class).
+const (
+	classFetched     = "fetched"
+	classNotModified = "not-modified"
+	classUnreachable = "unreachable"
+)
+
+// confirmation is the confirming claim of lease at now: the lease a fetch
+// confirming its card, ETag and lease at now would record (a full fetch
+// when full), claimed by this worker for as long as the lease or the fetch
+// lasts, and the report that result decides.
+func (f *Fetcher) confirmation(lease store.Lease, full bool, now time.Time) (store.Lease, reported) {
+	next := lease
+	next.FetchedAt = now
+	if full {
+		next.LastFullFetch = now
+	}
+	next.Holder, next.HeldUntil, next.Confirming = f.id, now.Add(min(f.opts.TotalTimeout, lease.MaxAge)), true
+	r := f.advance(lease, &next, classNotModified, lease.Reported.Signer)
+	return next, r
+}
+
+// confirms reports whether obs, a successful fetch under a confirming
+// claim of lease, is the result the claim recorded.
+func confirms(lease store.Lease, obs Observation) bool {
+	return obs.Digest == lease.Digest && obs.ETag == lease.ETag && obs.MaxAge == lease.MaxAge &&
+		(obs.Status == 304 || signerOf(obs) == lease.Reported.Signer)
+}
+
+// signerOf identifies who signed obs's card as far as its body tells (see
+// store.Reported.Signer).
+func signerOf(obs Observation) string {
+	if obs.Card == nil || !obs.Card.HasSignatures {
+		return ""
+	}
+	sum := sha256.Sum256(obs.Raw)
+	return hex.EncodeToString(sum[:16])
+}
+
+// classOf is the class of a successful fetch of the card lease knew: a
+// 304, or a 200 of its digest and ETag to an unconditional request, did
+// not modify it.
+func classOf(lease store.Lease, obs Observation) string {
+	if obs.Status == 304 || (obs.Full && obs.Digest == lease.Digest && obs.ETag == lease.ETag) {
+		return classNotModified
+	}
+	return classFetched
+}
+
+// fetchAndRecord fetches under claim c, stores the body, and records the
+// new lease (releasing the claim) unless c is a confirming claim the fetch
+// confirms.
+func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, c recordedClaim, full bool) (Observation, time.Time, error) {
+	lease, claimRev, prev := c.lease, c.rev, c.prev
 	req := Request{URL: url, NoCache: full}
 	if prev != nil {
 		req.ETag, req.Digest, req.MaxAge = lease.ETag, lease.Digest, lease.MaxAge
@@ -325,7 +410,18 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, lease store.Le
 	fullAt := lease.LastFullFetch
 	if obs.Status == 304 {
 		obs.Raw, obs.Card, obs.Fingerprint = prev.card.Raw, prev.card, prev.fingerprint
-	} else {
+	}
+	if c.confirming != nil && confirms(lease, obs) {
+		// The claim recorded this result: every worker has it already.
+		if obs.Status != 304 {
+			f.cache.put(&cardEntry{digest: obs.Digest, card: obs.Card, fingerprint: obs.Fingerprint})
+		}
+		obs.FetchedAt, obs.Replicas = c.confirming.FetchedAt, c.confirming.Replicas
+		obs.Fetches, obs.Since = c.report.fetches, c.report.since
+		f.notify(obs, nil)
+		return obs, c.confirming.LastFullFetch, nil
+	}
+	if obs.Status != 304 {
 		fullAt = obs.FetchedAt
 		f.cache.put(&cardEntry{digest: obs.Digest, card: obs.Card, fingerprint: obs.Fingerprint})
 		if f.cards != nil {
@@ -355,56 +451,80 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, lease store.Le
 		FetchedAt:     obs.FetchedAt,
 		LastFullFetch: fullAt,
 	}
-	f.advance(lease, &next)
+	class, signer := classOf(lease, obs), signerOf(obs)
+	report := f.advance(lease, &next, class, signer)
 	obs.Replicas = next.Replicas
-	if recorded, err := f.recordLease(ctx, next, claimRev); err != nil {
+	if recorded, r, err := f.recordLease(ctx, next, claimRev, class, signer, report); err != nil {
 		// The observation stands; other workers will fetch for themselves.
 		f.storeError(fmt.Errorf("%w: record lease %s: %w", ErrStore, url, err))
 	} else {
 		obs.Replicas = recorded.Replicas
+		obs.Fetches, obs.Since = r.fetches, r.since
 	}
 	f.notify(obs, nil)
 	return obs, fullAt, nil
 }
 
 // advance carries over to next, the lease a fetch records, what the lease
-// before it knew: when the live card last changed, and the window of live
-// digests with this fetch in it (detector.Replicas: every 200 and 304 counts).
-func (f *Fetcher) advance(prev store.Lease, next *store.Lease) {
+// before it knew: when the live card last changed, the window of live
+// digests with this fetch in it (detector.Replicas: every 200 and 304
+// counts), and what card.observed last reported. It returns the report to
+// publish: one when the digest, the signer or the result's class changed
+// or the heartbeat is due, none (fetches 0) when the fetch is only counted.
+// A card fetched and then not modified is no change of class: the 304
+// tells nothing new of it.
+func (f *Fetcher) advance(prev store.Lease, next *store.Lease, class, signer string) reported {
 	next.ChangedAt = prev.ChangedAt
 	if prev.Digest != next.Digest || next.ChangedAt.IsZero() {
 		next.ChangedAt = next.FetchedAt
 	}
 	next.Replicas = prev.Replicas.Observe(next.Digest, next.FetchedAt, f.opts.ConsistencyWindow)
+
+	last, now := prev.Reported, next.FetchedAt
+	r := reported{fetches: last.Fetches + 1, since: last.Since}
+	if last.Fetches == 0 {
+		r.since = now
+	}
+	same := last.Digest == next.Digest && last.Signer == signer &&
+		(last.Class == class || last.Class == classFetched && class == classNotModified)
+	if same && f.opts.ObserveHeartbeat > 0 && now.Sub(last.At) < f.opts.ObserveHeartbeat {
+		next.Reported = last
+		next.Reported.Class, next.Reported.Fetches, next.Reported.Since = class, r.fetches, r.since
+		return reported{}
+	}
+	next.Reported = store.Reported{Digest: next.Digest, Signer: signer, Class: class, At: now}
+	return r
 }
 
-// recordLease writes the result of a fetch and returns the lease as
-// recorded. If another worker wrote in the meantime (it took over an expired
-// claim), the newer observation wins (and is returned); an older one is
-// advanced by this fetch.
-func (f *Fetcher) recordLease(ctx context.Context, next store.Lease, rev uint64) (store.Lease, error) {
+// recordLease writes the result of a fetch, whose class and signer are
+// given and whose report advance decided, and returns the lease as recorded
+// and the report to publish. If another worker wrote in the meantime (it
+// took over an expired claim), the newer observation wins (and is
+// returned; this worker reports nothing); an older one is advanced by this
+// fetch.
+func (f *Fetcher) recordLease(ctx context.Context, next store.Lease, rev uint64, class, signer string, report reported) (store.Lease, reported, error) {
 	ctx = context.WithoutCancel(ctx) // record even if the flight budget just ran out
 	found := true
 	for range 4 {
 		_, err := f.putLease(ctx, next, rev, found)
 		if !isConflict(err) {
-			return next, err
+			return next, report, err
 		}
 		var cur store.Lease
 		cur, rev, found, err = f.getLease(ctx, next.CardURL)
 		if err != nil {
-			return next, err
+			return next, reported{}, err
 		}
 		if found && cur.Digest != "" && !cur.FetchedAt.Before(next.FetchedAt) {
-			return cur, nil
+			return cur, reported{}, nil
 		}
-		f.advance(cur, &next)
+		report = f.advance(cur, &next, class, signer)
 		if cur.Held(f.opts.Now()) && cur.Holder != f.id {
 			// Keep the other worker's claim; it will record its own result.
-			next.Holder, next.HeldUntil = cur.Holder, cur.HeldUntil
+			next.Holder, next.HeldUntil, next.Confirming = cur.Holder, cur.HeldUntil, cur.Confirming
 		}
 	}
-	return next, store.ErrConflict
+	return next, reported{}, store.ErrConflict
 }
 
 // MarkInconsistent records on the lease of cardURL that card.inconsistent
@@ -462,7 +582,8 @@ func (f *Fetcher) recordFailure(ctx context.Context, lease store.Lease, rev uint
 			detail = detail[:256]
 		}
 	}
-	lease.Holder, lease.HeldUntil = "", time.Time{}
+	lease.Holder, lease.HeldUntil, lease.Confirming = "", time.Time{}, false
+	lease.Reported.Class = classUnreachable
 	lease.FailedAt, lease.FailReason, lease.FailStatus, lease.FailDetail = now, string(fe.Reason), fe.Status, detail
 	lease.RetryAt = now.Add(backoff)
 	if _, err := f.putLease(context.WithoutCancel(ctx), lease, rev, true); err != nil && !isConflict(err) {
@@ -492,7 +613,7 @@ func recordedFailure(url string, l store.Lease) error {
 // releaseClaim gives up a claim after a failed fetch, keeping the previous
 // observation. Best effort: the claim expires anyway.
 func (f *Fetcher) releaseClaim(ctx context.Context, lease store.Lease, rev uint64) {
-	lease.Holder, lease.HeldUntil = "", time.Time{}
+	lease.Holder, lease.HeldUntil, lease.Confirming = "", time.Time{}, false
 	if _, err := f.putLease(context.WithoutCancel(ctx), lease, rev, true); err != nil && !isConflict(err) {
 		f.storeError(fmt.Errorf("%w: release claim %s: %w", ErrStore, lease.CardURL, err))
 	}
@@ -538,24 +659,23 @@ func (f *Fetcher) getLease(ctx context.Context, url string) (l store.Lease, rev 
 
 // putLease writes l with compare-and-set at rev (a create when !found), and
 // records the write in the copy; a lost compare-and-set drops the copy's
-// revision.
+// revision (or the key, when the outcome is unknown).
 func (f *Fetcher) putLease(ctx context.Context, l store.Lease, rev uint64, found bool) (uint64, error) {
 	sctx, cancel := f.storeCtx(ctx)
 	defer cancel()
 	var n uint64
 	var err error
+	key := store.EncodeKey(l.CardURL)
+	if f.copy != nil {
+		f.copy.writing(key, rev)
+	}
 	if !found {
 		n, err = f.leases.Create(sctx, l)
 	} else {
 		n, err = f.leases.Update(sctx, l, rev)
 	}
 	if f.copy != nil {
-		switch key := store.EncodeKey(l.CardURL); {
-		case err == nil:
-			f.copy.put(key, l, n)
-		case isConflict(err):
-			f.copy.forget(key, rev)
-		}
+		f.copy.wrote(key, rev, l, n, err)
 	}
 	return n, err
 }

@@ -3,6 +3,7 @@ package fetcher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -194,6 +195,240 @@ func testOneRequestPerLease(t *testing.T, leases store.Leases, cards store.Cards
 	}
 	if got := fetches.Load(); got != 2 {
 		t.Errorf("OnFetch calls = %d, want 2", got)
+	}
+}
+
+// Two workers race for one expired lease in a JetStream bucket: between
+// them one fetch and one lease write (the winner's claim records the
+// revalidation it makes), the winner publishes, and the loser answers
+// with the winner's record while the winner's fetch is still held.
+func TestObserveRaceOneFetchOneWrite(t *testing.T) {
+	_, _, js := natstest.StartJetStream(t)
+	leases := kvLeases(t, js)
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=30")
+	clk := newClock()
+	cards := memstore.NewCards()
+	var fetchers [2]*Fetcher
+	var fetches, published atomic.Int64
+	for i := range fetchers {
+		o := testOptions(clk)
+		o.Leases, o.Cards = leases, cards
+		o.OnFetch = func(obs Observation, err error) {
+			fetches.Add(1)
+			if obs.Fetches > 0 {
+				published.Add(1)
+			}
+		}
+		fetchers[i] = newFetcher(t, o)
+	}
+	ctx := context.Background()
+	url := a.url("/.well-known/agent-card.json")
+	if _, err := fetchers[0].Observe(ctx, url, false); err != nil {
+		t.Fatal(err)
+	}
+	head := func() uint64 {
+		t.Helper()
+		h, err := leases.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	type result struct {
+		obs Observation
+		err error
+	}
+	for round := range 3 {
+		clk.Advance(31 * time.Second)
+		head0, req0, fetches0 := head(), a.requests.Load(), fetches.Load()
+		release := a.hold()
+		start := make(chan struct{})
+		done := make(chan result, 2)
+		for _, f := range fetchers {
+			go func() {
+				<-start
+				obs, err := f.Observe(ctx, url, false)
+				done <- result{obs, err}
+			}()
+		}
+		close(start)
+		loser := <-done // before the held fetch is released
+		release()
+		winner := <-done
+		if loser.err != nil || winner.err != nil {
+			t.Fatalf("round %d: errors %v, %v", round, loser.err, winner.err)
+		}
+		if !loser.obs.FromLease || winner.obs.Status != 304 {
+			t.Fatalf("round %d: loser FromLease %t, winner status %d; want the loser on the winner's record, the winner's 304",
+				round, loser.obs.FromLease, winner.obs.Status)
+		}
+		rec, _, err := leases.Get(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []Observation{loser.obs, winner.obs} {
+			if o.Digest != rec.Digest || !o.FetchedAt.Equal(rec.FetchedAt) || !o.FetchedAt.Equal(clk.Now()) {
+				t.Errorf("round %d: observation %s at %v; the record is %s at %v", round, o.Digest, o.FetchedAt, rec.Digest, rec.FetchedAt)
+			}
+		}
+		if n := a.requests.Load() - req0; n != 1 {
+			t.Errorf("round %d: %d requests, want 1", round, n)
+		}
+		if n := fetches.Load() - fetches0; n != 1 {
+			t.Errorf("round %d: %d fetches heard, want 1", round, n)
+		}
+		if n := head() - head0; n != 1 {
+			t.Errorf("round %d: %d lease writes, want 1", round, n)
+		}
+	}
+	// The first fetch published; the 304s told nothing new.
+	if n := published.Load(); n != 1 {
+		t.Errorf("card.observed to publish: %d, want 1", n)
+	}
+}
+
+// card.observed is decided on the lease that every worker shares: one when
+// the card changes or comes back from a failure, else one per heartbeat
+// counting the fetches since, whichever worker fetches.
+func TestObserveReportsOnChangeOrHeartbeat(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=1")
+	clk := newClock()
+	o, _ := leasedOptions(clk)
+	o.ObserveHeartbeat = 10 * time.Second
+	var mu sync.Mutex
+	var reports []Observation
+	o.OnFetch = func(obs Observation, err error) {
+		if err == nil && obs.Fetches > 0 {
+			mu.Lock()
+			reports = append(reports, obs)
+			mu.Unlock()
+		}
+	}
+	w := [2]*Fetcher{newFetcher(t, o), newFetcher(t, o)}
+	url := a.url("/card")
+	i := 0
+	observe := func() error {
+		_, err := w[i%2].Observe(context.Background(), url, false)
+		i++
+		return err
+	}
+	// want checks that the reports since the last call are these
+	// (fetches, since).
+	seen := 0
+	want := func(step string, fetches ...any) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		got := reports[seen:]
+		seen = len(reports)
+		if len(got) != len(fetches)/2 {
+			t.Fatalf("%s: %d reports, want %d", step, len(got), len(fetches)/2)
+		}
+		for k, r := range got {
+			if r.Fetches != fetches[2*k].(int) || !r.Since.Equal(fetches[2*k+1].(time.Time)) {
+				t.Fatalf("%s: report %d stands for %d fetches since %v, want %v since %v", step, k, r.Fetches, r.Since, fetches[2*k], fetches[2*k+1])
+			}
+		}
+	}
+	t0 := clk.Now()
+	if err := observe(); err != nil {
+		t.Fatal(err)
+	}
+	want("first fetch", 1, t0)
+	for range 4 { // 304s at +2s … +8s: nothing new, no heartbeat yet
+		clk.Advance(2 * time.Second)
+		if err := observe(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want("revalidations")
+	clk.Advance(2 * time.Second) // +10s: the heartbeat is due
+	if err := observe(); err != nil {
+		t.Fatal(err)
+	}
+	want("heartbeat", 5, t0.Add(2*time.Second))
+
+	a.set(cardJSON("2", true), `"v2"`, "max-age=1")
+	clk.Advance(2 * time.Second)
+	if err := observe(); err != nil {
+		t.Fatal(err)
+	}
+	want("changed card", 1, clk.Now())
+
+	up := a.srv.Config.Handler
+	a.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	})
+	clk.Advance(2 * time.Second)
+	fetchErr(t, observe(), ReasonStatus)
+	a.srv.Config.Handler = up
+	clk.Advance(2 * time.Second)
+	if err := observe(); err != nil {
+		t.Fatal(err)
+	}
+	want("back from a failure", 1, clk.Now())
+}
+
+// A card re-signed with the same content keeps its digest; its new body is
+// a new signer, reported at once. The same signed body fetched again in
+// full (no ETag) is nothing new: no report and no second lease write.
+func TestObserveReportsSignerChange(t *testing.T) {
+	signed := func(sig string) []byte {
+		c := cardJSON("1", true)
+		return append(c[:len(c)-1], fmt.Sprintf(`,"signatures":[{"protected":%q,"signature":"c2ln"}]}`, sig)...)
+	}
+	a := newAgent(t, signed("eyJhbGciOiJFUzI1NiJ9"), "", "max-age=1")
+	clk := newClock()
+	o, leases := leasedOptions(clk)
+	var reports []Observation
+	o.OnFetch = func(obs Observation, err error) {
+		if err == nil && obs.Fetches > 0 {
+			reports = append(reports, obs)
+		}
+	}
+	f := newFetcher(t, o)
+	url := a.url("/card")
+	observe := func() {
+		t.Helper()
+		clk.Advance(2 * time.Second)
+		if _, err := f.Observe(context.Background(), url, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	observe()
+	_, rev, _ := leases.Get(context.Background(), url)
+	observe()
+	if _, again, _ := leases.Get(context.Background(), url); len(reports) != 1 || again != rev+1 {
+		t.Fatalf("the same signed body again: %d reports, lease revision %d after %d; want 1 report, one write", len(reports), again, rev)
+	}
+	a.set(signed("eyJhbGciOiJFUzI1NiIsImtpZCI6ImsyIn0"), "", "max-age=1")
+	observe()
+	if len(reports) != 2 || reports[1].Digest != reports[0].Digest {
+		t.Fatalf("re-signed card: %d reports (digests %v); want a second report of the same digest", len(reports), reports)
+	}
+}
+
+// A negative heartbeat reports every fetch, as contract v1.2 did.
+func TestObserveHeartbeatNegativeReportsEveryFetch(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=1")
+	clk := newClock()
+	o := testOptions(clk)
+	o.ObserveHeartbeat = -1
+	var reports atomic.Int64
+	o.OnFetch = func(obs Observation, err error) {
+		if err == nil && obs.Fetches == 1 && obs.Since.Equal(obs.FetchedAt) {
+			reports.Add(1)
+		}
+	}
+	f := newFetcher(t, o)
+	for range 3 {
+		if _, err := f.Observe(context.Background(), a.url("/card"), false); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(2 * time.Second)
+	}
+	if n := reports.Load(); n != 3 {
+		t.Errorf("%d fetches reported, want 3", n)
 	}
 }
 

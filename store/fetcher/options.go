@@ -28,6 +28,7 @@ const (
 	DefaultCacheBytes         = 32 << 20
 	DefaultLeaseCopyBytes     = 4 << 20
 	DefaultLeaseCopyLag       = 200 * time.Millisecond
+	DefaultObserveHeartbeat   = 5 * time.Minute
 	DefaultUserAgent          = "carddrift/1 (+https://github.com/carddrift/carddrift)"
 	DefaultA2AVersion         = "1.0"
 	DefaultAccept             = "application/json"
@@ -143,12 +144,21 @@ type Options struct {
 	// compare-and-set and re-reads. Default 200ms.
 	LeaseCopyLag time.Duration
 
+	// ObserveHeartbeat is how often, at most, a card.observed that says
+	// nothing new is published for a card URL: every worker sharing Leases
+	// publishes one when the card's digest, signer or result class changes,
+	// and otherwise one per heartbeat that counts the fetches since
+	// (Observation.Fetches). Default 5m; negative: one per fetch (contract
+	// v1.2). Every worker sharing Leases should use the same.
+	ObserveHeartbeat time.Duration
+
 	// OnFetch, if set, is called once for every HTTP fetch this Fetcher
 	// completes (not once per caller: coalesced callers share one fetch). err
-	// is nil for a 200 or 304 — obs is then what card.observed carries — else
-	// a *FetchError and obs holds what was known (CardURL, Status, Latency). It runs on the
-	// fetching goroutine before waiting callers are released: keep it short
-	// and never call back into the Fetcher.
+	// is nil for a 200 or 304 — obs is then what card.observed carries, to
+	// be published when obs.Fetches > 0 — else a *FetchError and obs holds
+	// what was known (CardURL, Status, Latency). It runs on the fetching
+	// goroutine before waiting callers are released: keep it short and
+	// never call back into the Fetcher.
 	OnFetch func(obs Observation, err error)
 
 	// OnStoreError, if set, is called when a Leases or Cards write that
@@ -194,6 +204,7 @@ func (o *Options) setDefaults() {
 	setDefault(&o.CacheBytes, DefaultCacheBytes)
 	setDefault(&o.LeaseCopyBytes, DefaultLeaseCopyBytes)
 	setDefault(&o.LeaseCopyLag, DefaultLeaseCopyLag)
+	setDefault(&o.ObserveHeartbeat, DefaultObserveHeartbeat)
 	setDefault(&o.UserAgent, DefaultUserAgent)
 	setDefault(&o.A2AVersion, DefaultA2AVersion)
 	setDefault(&o.Accept, DefaultAccept)
