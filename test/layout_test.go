@@ -86,8 +86,9 @@ var layoutLayers = []layoutLayer{
 	// The commands.
 	{"commands", []string{"cmd/carddrift", "cmd/carddrift-planner"}},
 	// Packages of tests only: deployment files, end-to-end and interop; and
-	// the measuring tools (test/iofloor: the floor of serve's round trips).
-	{"tests", []string{"deployments", "test", "test/iofloor"}},
+	// the measuring tools (test/iofloor: the floor of serve's round trips;
+	// test/soak: serve over hours).
+	{"tests", []string{"deployments", "test", "test/iofloor", "test/soak"}},
 }
 
 // plannedPkgs are table entries for packages not written yet: they may be

@@ -127,7 +127,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		TotalTimeout:      3 * time.Second,
 		ConnectTimeout:    time.Second,
 	}
-	lease := leaseFunc(fetchOpts.MinLease, fetchOpts.DefaultLease, fetchOpts.MaxLease)
+	lease := fleet.LeaseFunc(fetchOpts.MinLease, fetchOpts.DefaultLease, fetchOpts.MaxLease)
 
 	// Workers: two in this process, as two replicas of `carddrift serve`
 	// would run, sharing leases and pins.

@@ -70,7 +70,7 @@ type TrafficOptions struct {
 	// (default 4 × StepEvery).
 	SpanStepEvery time.Duration
 	// TaskPrefix starts every task id (and so every event id), so that
-	// several runs against one deployment never reuse an id (bench --soak
+	// several runs against one deployment never reuse an id (test/soak
 	// plays one round after another on the same fleet). Empty: none.
 	TaskPrefix string
 }
