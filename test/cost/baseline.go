@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +20,7 @@ import (
 	"github.com/carddrift/carddrift/events/fleet"
 )
 
-// MixBaseline is what the detection phase's traffic costs with no carddrift
+// MixBaseline is what the measured traffic costs with no carddrift
 // at all: the same fleet, seed, schedule, duration and task rate, published
 // by the same simulated clients onto a scratch stream of the same server,
 // which one raw durable consumer, a process of its own, consumes and
@@ -37,7 +41,7 @@ type MixBaseline struct {
 	// TotalMsPer1000 is the baseline's deployment-side CPU per 1,000
 	// events: the raw consumer's, plus the server's (serve's process's
 	// when the server is embedded in it). CarddriftTotalMsPer1000 is the
-	// detection phase's, counted alike: serve's, plus the standalone
+	// measured run's, counted alike: serve's, plus the standalone
 	// server's. Ratio is CarddriftTotalMsPer1000 / TotalMsPer1000 (absent
 	// when a figure was not read).
 	TotalMsPer1000          *float64 `json:"totalCpuMsPer1000Events,omitempty"`
@@ -82,32 +86,34 @@ func (p scratchPublisher) PublishMsgAsync(m *nats.Msg, opts ...jetstream.Publish
 // errBaselineEmpty: the baseline's clients published nothing.
 var errBaselineEmpty = errors.New("the baseline's traffic published no events")
 
-// benchMixBaseline plays the detection phase's traffic again onto a scratch
-// stream (the lifecycle stream's storage and duplicate window) that the raw
-// consumer, a process of its own, consumes and acknowledges, and returns
-// its cost. The fleet's agents serve their cards on loopback as in the
-// detection phase; nothing fetches them.
-func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags, lifecycle jetstream.StreamConfig, embedded bool) (*MixBaseline, error) {
+// mixBaseline plays the measured traffic again onto a scratch stream (the
+// lifecycle stream's storage and duplicate window) that the raw consumer,
+// a process of its own, consumes and acknowledges, and returns its cost.
+// The fleet's agents serve their cards on loopback as in the measured run;
+// nothing fetches them.
+func mixBaseline(ctx context.Context, js jetstream.JetStream, f *rigFlags, lifecycle jetstream.StreamConfig, embedded bool) (*MixBaseline, error) {
 	s, err := newScratch(ctx, js, jetstream.StreamConfig{Storage: lifecycle.Storage, Duplicates: lifecycle.Duplicates,
 		MaxMsgSize: lifecycle.MaxMsgSize})
 	if err != nil {
 		return nil, err
 	}
 	defer s.drop()
-	proc, err := startRawConsumer(ctx, &f.nats, s.name, "raw", 0, f.demo.duration+5*time.Minute)
+	proc, err := startRawConsumer(ctx, f, s.name, f.duration+5*time.Minute)
 	if err != nil {
 		return nil, err
 	}
 	defer proc.kill()
-	fl, err := startFleet(ctx, &f.demo)
+	fl, err := fleet.New(fleet.Options{Agents: f.agents, Seed: f.seed})
 	if err != nil {
 		return nil, err
 	}
+	if err := fl.Start(ctx); err != nil {
+		return nil, err
+	}
 	defer fl.Close()
-	// The detection phase's schedule: runBench set f.demo.driftShare.
-	sched, err := fleet.ScheduleShare(f.demo.seed, fl.Agents(), nil, f.demo.duration, f.demo.share())
+	sched, err := fleet.ScheduleShare(f.seed, fl.Agents(), nil, f.duration, f.driftShare)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, err
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -118,7 +124,7 @@ func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags
 	defer player.Stop()
 	traffic, err := fleet.NewTraffic(fleet.TrafficOptions{
 		JetStream: scratchPublisher{Publisher: js, subject: s.subject}, Schedule: sched, Start: player.Start(),
-		Duration: f.demo.duration, Seed: f.demo.seed, TaskEvery: f.demo.taskEvery, Spanning: true, TaskPrefix: "baseline-",
+		Duration: f.duration, Seed: f.seed, TaskEvery: f.taskEvery, Spanning: true, TaskPrefix: "baseline-",
 	})
 	if err != nil {
 		return nil, err
@@ -136,7 +142,7 @@ func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags
 	if n == 0 {
 		return nil, errBaselineEmpty
 	}
-	if err := waitDrained(ctx, js, s.name, []string{"raw"}, 10*time.Millisecond, 5*time.Minute); err != nil {
+	if err := waitDrained(ctx, js, s.name, []string{"raw"}, 10*time.Millisecond); err != nil {
 		return nil, fmt.Errorf("baseline: the raw consumer: %w", err)
 	}
 	after := f.cost.read(ctx)
@@ -149,7 +155,147 @@ func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags
 	return b, nil
 }
 
-// compare fills the totals and the ratio against the detection phase's
+// scratch is a stream of the rig's own, CARDDRIFT_BENCH_<run> on
+// carddrift.bench.<run>.>, with one durable pull consumer "raw" (explicit
+// acks, at most 1,000 pending): where the baseline's events go, apart from
+// the deployment's streams.
+type scratch struct {
+	name, subject string
+	drop          func() // deletes the stream
+}
+
+// newScratch creates a scratch stream; sc gives what it keeps of the
+// lifecycle stream's configuration (storage, duplicate window), its name
+// and subjects are the scratch's.
+func newScratch(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) (scratch, error) {
+	run := fmt.Sprint(time.Now().UnixNano())
+	s := scratch{name: "CARDDRIFT_BENCH_" + run, subject: "carddrift.bench." + run}
+	sc.Name, sc.Subjects = s.name, []string{s.subject + ".>"}
+	st, err := js.CreateStream(ctx, sc)
+	if err != nil {
+		return scratch{}, fmt.Errorf("scratch stream: %w", err)
+	}
+	s.drop = func() { js.DeleteStream(context.WithoutCancel(ctx), s.name) }
+	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
+		s.drop()
+		return scratch{}, err
+	}
+	return s, nil
+}
+
+// rawProcess is a running raw consumer: `carddrift internal-raw-consumer
+// --events 0` (bench's, a process of its own), which acknowledges until its
+// stdin closes, then prints "done N". Its owner is mixBaseline, which
+// ends it (finish, or kill on any error); its context's deadline kills it
+// too.
+type rawProcess struct {
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	stdin  io.Closer
+	lines  chan string // its stdout, line by line; closed at EOF
+	stderr strings.Builder
+}
+
+// startRawConsumer starts the raw consumer of the durable "raw" on stream
+// and waits until it consumes.
+func startRawConsumer(ctx context.Context, f *rigFlags, stream string, timeout time.Duration) (*rawProcess, error) {
+	args := []string{"internal-raw-consumer", "--stream", stream, "--durable", "raw",
+		"--events", "0", "--timeout", timeout.String(), "--nats-url", f.natsURL}
+	if f.creds != "" {
+		args = append(args, "--creds", f.creds)
+	}
+	// A little more than the child's own timeout: it ends itself first.
+	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
+	p := &rawProcess{cmd: exec.CommandContext(ctx, f.carddrift, args...), cancel: cancel, lines: make(chan string, 4)}
+	p.cmd.Stderr = &p.stderr
+	p.cmd.WaitDelay = 5 * time.Second
+	// Without CARDDRIFT_* (carddrift reads them as its flags).
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CARDDRIFT_") {
+			p.cmd.Env = append(p.cmd.Env, kv)
+		}
+	}
+	stdin, err := p.cmd.StdinPipe()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	p.stdin = stdin
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("raw consumer: %w", err)
+	}
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+	}()
+	if _, err := p.expect(ctx, "ready"); err != nil {
+		p.kill()
+		return nil, err
+	}
+	return p, nil
+}
+
+// expect waits for the next line of the child's stdout, which must start
+// with word; it returns the rest of the line.
+func (p *rawProcess) expect(ctx context.Context, word string) (string, error) {
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			err := p.cmd.Wait()
+			return "", fmt.Errorf("raw consumer exited before %q: %v: %s", word, err, strings.TrimSpace(p.stderr.String()))
+		}
+		rest, found := strings.CutPrefix(line, word)
+		if !found {
+			return "", fmt.Errorf("raw consumer said %q, want %q", line, word)
+		}
+		return strings.TrimSpace(rest), nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("raw consumer: waiting for %q: %w", word, ctx.Err())
+	}
+}
+
+// finish tells the raw consumer the traffic is over (its stdin closes),
+// waits for its "done n" (n: what it must have acknowledged) and its exit,
+// and returns the CPU time it used.
+func (p *rawProcess) finish(ctx context.Context, n int) (time.Duration, error) {
+	p.stdin.Close()
+	defer p.kill()
+	rest, err := p.expect(ctx, "done")
+	if err != nil {
+		return 0, err
+	}
+	if rest != strconv.Itoa(n) {
+		return 0, fmt.Errorf("raw consumer acknowledged %s messages, want %d", rest, n)
+	}
+	for range p.lines { // EOF: it is exiting
+	}
+	if err := p.cmd.Wait(); err != nil {
+		return 0, fmt.Errorf("raw consumer: %w: %s", err, strings.TrimSpace(p.stderr.String()))
+	}
+	st := p.cmd.ProcessState
+	return st.UserTime() + st.SystemTime(), nil
+}
+
+// kill ends the process if it still runs (its stdin closes, its context
+// is cancelled: exec kills it) and releases its context; safe twice.
+func (p *rawProcess) kill() {
+	p.stdin.Close()
+	p.cancel()
+	if p.cmd.ProcessState == nil {
+		p.cmd.Wait()
+	}
+}
+
+// compare fills the totals and the ratio against the measured run's
 // cost c.
 func (b *MixBaseline) compare(c *Cost) {
 	raw := b.RawCPUMsPer1000
@@ -197,7 +343,7 @@ func baselineTotal(c *Cost) *float64 {
 
 // write prints the baseline's lines, indented.
 func (b *MixBaseline) write(w io.Writer) {
-	fmt.Fprintf(w, "baseline: the detection phase's traffic again (fleet, seed, schedule, duration) onto a scratch stream of the same server,\n"+
+	fmt.Fprintf(w, "baseline: the same traffic again (fleet, seed, schedule, duration) onto a scratch stream of the same server,\n"+
 		"  consumed and acknowledged by one raw durable consumer, a process of its own: %d events\n", b.Events)
 	fmt.Fprintf(w, "  raw consumer's CPU: %.0f ms per 1,000\n", b.RawCPUMsPer1000)
 	c := b.Cost

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,31 +12,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events/service"
 )
 
-// costFlags say where bench and simulate read the deployment's CPU: serve's
+// costFlags say where the rig reads the deployment's CPU: serve's
 // /metrics (the process collector's process_cpu_seconds_total) and, when
 // the NATS server is a process of its own on this machine, its pid (its
 // CPU from /proc/<pid>/stat).
 type costFlags struct {
 	metricsURL string
 	serverPID  int
-	// unread, when set, is why serve's CPU is not read (bench --embedded).
-	unread string
-}
-
-// defaultMetricsURL is serve's /metrics at its default --http-addr.
-const defaultMetricsURL = "http://127.0.0.1:9464/metrics"
-
-func (c *costFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.metricsURL, "metrics-url", defaultMetricsURL, "serve's /metrics, read before and after for its CPU "+
-		"(process_cpu_seconds_total): the cost figure, CPU per 1,000 events (empty: not read)")
-	fs.IntVar(&c.serverPID, "nats-server-pid", 0, "pid of the NATS server process when it runs on this machine apart from serve: "+
-		"its CPU (/proc/PID/stat) is reported beside serve's (0: not read)")
 }
 
 // errNoProc is returned where /proc cannot be read (not Linux).
@@ -156,14 +142,6 @@ func loadAvg() ([3]float64, error) {
 	return l, nil
 }
 
-// embeddedServer reports whether nc is connected to carddrift's embedded
-// server (serve without --nats-url, the demo): the server runs in serve's
-// process, so serve's CPU includes the server's, and serve's workers reach
-// it without crossing a process boundary.
-func embeddedServer(nc *nats.Conn) bool {
-	return nc.ConnectedServerName() == service.EmbeddedServerName
-}
-
 // cpuReading is one reading of serve's and the server's CPU and of the
 // machine's load; an error says why a figure was not read.
 type cpuReading struct {
@@ -176,12 +154,9 @@ type cpuReading struct {
 // read takes a reading.
 func (c *costFlags) read(ctx context.Context) cpuReading {
 	r := c.readServer()
-	switch {
-	case c.unread != "":
-		r.serveErr = errors.New(c.unread)
-	case c.metricsURL == "":
-		r.serveErr = errors.New("--metrics-url is empty")
-	default:
+	if c.metricsURL == "" {
+		r.serveErr = errors.New("-metrics-url is empty")
+	} else {
 		r.serve, r.serveErr = metricsCPU(ctx, c.metricsURL)
 	}
 	r.load, r.loadErr = loadAvg()
@@ -192,7 +167,7 @@ func (c *costFlags) read(ctx context.Context) cpuReading {
 func (c *costFlags) readServer() cpuReading {
 	var r cpuReading
 	if c.serverPID == 0 {
-		r.serverErr = errors.New("pass --nats-server-pid")
+		r.serverErr = errors.New("pass -nats-server-pid")
 	} else {
 		r.server, r.serverErr = procCPU(c.serverPID)
 	}
@@ -239,7 +214,7 @@ func (c *costFlags) afterDrained(ctx context.Context, js jetstream.JetStream, st
 	start := time.Now()
 	durables, err := streamConsumers(ctx, js, stream)
 	if err == nil {
-		err = waitDrained(ctx, js, stream, durables, 100*time.Millisecond, 5*time.Minute)
+		err = waitDrained(ctx, js, stream, durables, 100*time.Millisecond)
 	}
 	waited := time.Since(start).Seconds()
 	out := c.cost(before, c.read(ctx), events, embedded)
@@ -322,4 +297,33 @@ func (c *Cost) write(w io.Writer, what string) {
 		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n",
 			c.LoadBefore[0], c.LoadBefore[1], c.LoadBefore[2], c.LoadAfter[0], c.LoadAfter[1], c.LoadAfter[2])
 	}
+}
+
+// streamConsumers returns the names of every consumer of stream (serve's
+// lifecycle durables, however many partitions it runs).
+func streamConsumers(ctx context.Context, js jetstream.JetStream, stream string) ([]string, error) {
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	names := st.ConsumerNames(ctx)
+	for n := range names.Name() {
+		out = append(out, n)
+	}
+	if err := names.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("stream %s has no consumers: is `carddrift serve` running?", stream)
+	}
+	return out, nil
+}
+
+// waitDrained waits, for at most 5 minutes, until none of the durables of
+// stream has pending or unacknowledged messages (service.WaitDrained).
+func waitDrained(ctx context.Context, js jetstream.JetStream, stream string, durables []string, every time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	return service.WaitDrained(ctx, js, stream, durables, every)
 }
