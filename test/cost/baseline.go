@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events/fleet"
+	"github.com/carddrift/carddrift/test/internal/rig"
 )
 
 // MixBaseline is what the measured traffic costs with no carddrift
@@ -92,17 +92,24 @@ var errBaselineEmpty = errors.New("the baseline's traffic published no events")
 // The fleet's agents serve their cards on loopback as in the measured run;
 // nothing fetches them.
 func mixBaseline(ctx context.Context, js jetstream.JetStream, f *rigFlags, lifecycle jetstream.StreamConfig, embedded bool) (*MixBaseline, error) {
-	s, err := newScratch(ctx, js, jetstream.StreamConfig{Storage: lifecycle.Storage, Duplicates: lifecycle.Duplicates,
-		MaxMsgSize: lifecycle.MaxMsgSize})
+	// The scratch stream, CARDDRIFT_BENCH_<run> on carddrift.bench.<run>.>,
+	// and its durable "raw" (explicit acks, at most 1,000 pending).
+	run := fmt.Sprint(time.Now().UnixNano())
+	name, subject := "CARDDRIFT_BENCH_"+run, "carddrift.bench."+run
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject + ".>"},
+		Storage: lifecycle.Storage, Duplicates: lifecycle.Duplicates, MaxMsgSize: lifecycle.MaxMsgSize})
+	if err != nil {
+		return nil, fmt.Errorf("scratch stream: %w", err)
+	}
+	defer js.DeleteStream(context.WithoutCancel(ctx), name)
+	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
+		return nil, err
+	}
+	raw, err := startRaw(ctx, f, name, f.duration+5*time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	defer s.drop()
-	proc, err := startRawConsumer(ctx, f, s.name, f.duration+5*time.Minute)
-	if err != nil {
-		return nil, err
-	}
-	defer proc.kill()
+	defer raw.kill()
 	fl, err := fleet.New(fleet.Options{Agents: f.agents, Seed: f.seed})
 	if err != nil {
 		return nil, err
@@ -123,7 +130,7 @@ func mixBaseline(ctx context.Context, js jetstream.JetStream, f *rigFlags, lifec
 	}
 	defer player.Stop()
 	traffic, err := fleet.NewTraffic(fleet.TrafficOptions{
-		JetStream: scratchPublisher{Publisher: js, subject: s.subject}, Schedule: sched, Start: player.Start(),
+		JetStream: scratchPublisher{Publisher: js, subject: subject}, Schedule: sched, Start: player.Start(),
 		Duration: f.duration, Seed: f.seed, TaskEvery: f.taskEvery, Spanning: true, TaskPrefix: "baseline-",
 	})
 	if err != nil {
@@ -134,164 +141,109 @@ func mixBaseline(ctx context.Context, js jetstream.JetStream, f *rigFlags, lifec
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	st, err := js.Stream(ctx, s.name)
+	info, err := st.Info(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n := st.CachedInfo().State.Msgs
+	n := info.State.Msgs
 	if n == 0 {
 		return nil, errBaselineEmpty
 	}
-	if err := waitDrained(ctx, js, s.name, []string{"raw"}, 10*time.Millisecond); err != nil {
+	if err := rig.WaitDrained(ctx, js, name, 10*time.Millisecond); err != nil {
 		return nil, fmt.Errorf("baseline: the raw consumer: %w", err)
 	}
 	after := f.cost.read(ctx)
-	cpu, err := proc.finish(ctx, int(n))
+	cpu, err := raw.finish(n)
 	if err != nil {
 		return nil, err
 	}
-	b := &MixBaseline{Events: int64(n), RawCPUMsPer1000: 1e6 * cpu.Seconds() / float64(n),
-		Cost: f.cost.cost(before, after, int64(n), embedded)}
-	return b, nil
+	return &MixBaseline{Events: int64(n), RawCPUMsPer1000: 1e6 * cpu.Seconds() / float64(n),
+		Cost: f.cost.cost(before, after, int64(n), embedded)}, nil
 }
 
-// scratch is a stream of the rig's own, CARDDRIFT_BENCH_<run> on
-// carddrift.bench.<run>.>, with one durable pull consumer "raw" (explicit
-// acks, at most 1,000 pending): where the baseline's events go, apart from
-// the deployment's streams.
-type scratch struct {
-	name, subject string
-	drop          func() // deletes the stream
-}
-
-// newScratch creates a scratch stream; sc gives what it keeps of the
-// lifecycle stream's configuration (storage, duplicate window), its name
-// and subjects are the scratch's.
-func newScratch(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) (scratch, error) {
-	run := fmt.Sprint(time.Now().UnixNano())
-	s := scratch{name: "CARDDRIFT_BENCH_" + run, subject: "carddrift.bench." + run}
-	sc.Name, sc.Subjects = s.name, []string{s.subject + ".>"}
-	st, err := js.CreateStream(ctx, sc)
-	if err != nil {
-		return scratch{}, fmt.Errorf("scratch stream: %w", err)
-	}
-	s.drop = func() { js.DeleteStream(context.WithoutCancel(ctx), s.name) }
-	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
-		s.drop()
-		return scratch{}, err
-	}
-	return s, nil
-}
-
-// rawProcess is a running raw consumer: `carddrift internal-raw-consumer
-// --events 0` (bench's, a process of its own), which acknowledges until its
-// stdin closes, then prints "done N". Its owner is mixBaseline, which
-// ends it (finish, or kill on any error); its context's deadline kills it
-// too.
-type rawProcess struct {
+// rawConsumer is a running `carddrift internal-raw-consumer --events 0`
+// (bench's raw consumer, a process of its own): it acknowledges what the
+// durable "raw" delivers until its stdin closes, then prints "done N" and
+// exits. mixBaseline owns it: finish, or kill on any error; the deadline
+// of its context kills it too.
+type rawConsumer struct {
 	cmd    *exec.Cmd
-	cancel context.CancelFunc
-	stdin  io.Closer
-	lines  chan string // its stdout, line by line; closed at EOF
+	stdin  io.WriteCloser
+	out    *bufio.Scanner
 	stderr strings.Builder
+	cancel context.CancelFunc
 }
 
-// startRawConsumer starts the raw consumer of the durable "raw" on stream
-// and waits until it consumes.
-func startRawConsumer(ctx context.Context, f *rigFlags, stream string, timeout time.Duration) (*rawProcess, error) {
-	args := []string{"internal-raw-consumer", "--stream", stream, "--durable", "raw",
-		"--events", "0", "--timeout", timeout.String(), "--nats-url", f.natsURL}
+// startRaw starts the raw consumer on stream and waits for its "ready".
+func startRaw(ctx context.Context, f *rigFlags, stream string, timeout time.Duration) (*rawConsumer, error) {
+	args := []string{"internal-raw-consumer", "--stream", stream, "--durable", "raw", "--events", "0",
+		"--timeout", timeout.String(), "--nats-url", f.natsURL}
 	if f.creds != "" {
 		args = append(args, "--creds", f.creds)
 	}
-	// A little more than the child's own timeout: it ends itself first.
-	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
-	p := &rawProcess{cmd: exec.CommandContext(ctx, f.carddrift, args...), cancel: cancel, lines: make(chan string, 4)}
-	p.cmd.Stderr = &p.stderr
-	p.cmd.WaitDelay = 5 * time.Second
-	// Without CARDDRIFT_* (carddrift reads them as its flags).
-	for _, kv := range os.Environ() {
+	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second) // it ends itself first
+	r := &rawConsumer{cmd: exec.CommandContext(ctx, f.carddrift, args...), cancel: cancel}
+	r.cmd.Stderr, r.cmd.WaitDelay = &r.stderr, 5*time.Second
+	for _, kv := range os.Environ() { // CARDDRIFT_* would be its flags
 		if !strings.HasPrefix(kv, "CARDDRIFT_") {
-			p.cmd.Env = append(p.cmd.Env, kv)
+			r.cmd.Env = append(r.cmd.Env, kv)
 		}
 	}
-	stdin, err := p.cmd.StdinPipe()
+	var err error
+	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
+		cancel()
+		return nil, err
+	}
+	stdout, err := r.cmd.StdoutPipe()
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	p.stdin = stdin
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	if err := p.cmd.Start(); err != nil {
+	if err := r.cmd.Start(); err != nil {
 		cancel()
 		return nil, fmt.Errorf("raw consumer: %w", err)
 	}
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-	}()
-	if _, err := p.expect(ctx, "ready"); err != nil {
-		p.kill()
-		return nil, err
+	r.out = bufio.NewScanner(stdout)
+	if line := r.line(); line != "ready" {
+		r.kill()
+		return nil, fmt.Errorf("raw consumer said %q, want ready: %s", line, strings.TrimSpace(r.stderr.String()))
 	}
-	return p, nil
+	return r, nil
 }
 
-// expect waits for the next line of the child's stdout, which must start
-// with word; it returns the rest of the line.
-func (p *rawProcess) expect(ctx context.Context, word string) (string, error) {
-	select {
-	case line, ok := <-p.lines:
-		if !ok {
-			err := p.cmd.Wait()
-			return "", fmt.Errorf("raw consumer exited before %q: %v: %s", word, err, strings.TrimSpace(p.stderr.String()))
-		}
-		rest, found := strings.CutPrefix(line, word)
-		if !found {
-			return "", fmt.Errorf("raw consumer said %q, want %q", line, word)
-		}
-		return strings.TrimSpace(rest), nil
-	case <-ctx.Done():
-		return "", fmt.Errorf("raw consumer: waiting for %q: %w", word, ctx.Err())
+// line reads the raw consumer's next line of output ("" at its end: the
+// process exited or was killed).
+func (r *rawConsumer) line() string {
+	if r.out.Scan() {
+		return r.out.Text()
 	}
+	return ""
 }
 
-// finish tells the raw consumer the traffic is over (its stdin closes),
-// waits for its "done n" (n: what it must have acknowledged) and its exit,
-// and returns the CPU time it used.
-func (p *rawProcess) finish(ctx context.Context, n int) (time.Duration, error) {
-	p.stdin.Close()
-	defer p.kill()
-	rest, err := p.expect(ctx, "done")
-	if err != nil {
-		return 0, err
+// finish closes the raw consumer's stdin (the traffic is over), checks
+// that it acknowledged n messages, waits for it to exit and returns the
+// CPU time it used.
+func (r *rawConsumer) finish(n uint64) (time.Duration, error) {
+	defer r.kill()
+	r.stdin.Close()
+	if line, want := r.line(), fmt.Sprint("done ", n); line != want {
+		return 0, fmt.Errorf("raw consumer said %q, want %q: %s", line, want, strings.TrimSpace(r.stderr.String()))
 	}
-	if rest != strconv.Itoa(n) {
-		return 0, fmt.Errorf("raw consumer acknowledged %s messages, want %d", rest, n)
+	for r.out.Scan() { // to its end: it is exiting
 	}
-	for range p.lines { // EOF: it is exiting
+	if err := r.cmd.Wait(); err != nil {
+		return 0, fmt.Errorf("raw consumer: %w: %s", err, strings.TrimSpace(r.stderr.String()))
 	}
-	if err := p.cmd.Wait(); err != nil {
-		return 0, fmt.Errorf("raw consumer: %w: %s", err, strings.TrimSpace(p.stderr.String()))
-	}
-	st := p.cmd.ProcessState
-	return st.UserTime() + st.SystemTime(), nil
+	return r.cmd.ProcessState.UserTime() + r.cmd.ProcessState.SystemTime(), nil
 }
 
-// kill ends the process if it still runs (its stdin closes, its context
-// is cancelled: exec kills it) and releases its context; safe twice.
-func (p *rawProcess) kill() {
-	p.stdin.Close()
-	p.cancel()
-	if p.cmd.ProcessState == nil {
-		p.cmd.Wait()
+// kill ends the process if it still runs and releases its context; safe
+// twice.
+func (r *rawConsumer) kill() {
+	r.stdin.Close()
+	r.cancel()
+	if r.cmd.ProcessState == nil {
+		r.cmd.Wait()
 	}
 }
 

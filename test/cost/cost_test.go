@@ -6,9 +6,6 @@ import (
 	"errors"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -20,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/carddrift/carddrift/events/service/servicetest"
+	"github.com/carddrift/carddrift/test/internal/rig"
 )
 
 // burn spends some CPU.
@@ -105,7 +102,7 @@ func TestProcessCPU(t *testing.T) {
 	if _, err := parseMetricsCPU(strings.NewReader("# no metrics\ngo_goroutines 7\n")); !errors.Is(err, errNoCPUMetric) {
 		t.Errorf("parseMetricsCPU of a page without it = %v, want errNoCPUMetric", err)
 	}
-	l, err := loadAvg()
+	l, err := rig.LoadAvg()
 	if err != nil || l[0] < 0 {
 		t.Errorf("loadAvg() = %v, %v", l, err)
 	}
@@ -119,30 +116,13 @@ func TestProcessCPU(t *testing.T) {
 // consumer's CPU, serve's process's (the embedded server's work) and the
 // ratio of the two sides.
 func TestCost(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "carddrift")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/carddrift").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../../cmd/carddrift: %v\n%s", err, out)
-	}
 	lease := []string{"-min-lease", "1s", "-default-lease", "2s", "-max-lease", "10s", "-full-fetch-interval", "10s"}
-	serve := exec.Command(bin, append([]string{"serve", "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
-		"--fetch-allow", "127.0.0.0/8", "--partitions", "2", "--log-format", "json", "--log-level", "error"}, lease...)...)
-	var out servicetest.Output
-	serve.Stdout, serve.Stderr = &out, &out
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		serve.Process.Signal(os.Interrupt)
-		serve.Wait()
-	}()
-	natsURL := waitMatch(t, &out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
-	httpAddr := waitMatch(t, &out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
-	waitMatch(t, &out, regexp.MustCompile(`consuming A2A_TASKS`))
+	serve := rig.StartServe(t, append([]string{"--partitions", "2"}, lease...)...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr strings.Builder
-	code := run(ctx, append([]string{"-nats-url", natsURL, "-metrics-url", httpAddr + "/metrics", "-carddrift", bin,
+	code := run(ctx, append([]string{"-nats-url", serve.NATSURL, "-metrics-url", serve.HTTPAddr + "/metrics", "-carddrift", serve.Bin,
 		"-agents", "6", "-duration", "8s", "-settle", "1s", "-json"}, lease...), &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("cost = %d:\n%s", code, stderr.String())
@@ -173,7 +153,7 @@ func TestCost(t *testing.T) {
 		*b.TotalMsPer1000 != *b.Cost.ServeCPUMsPer1000+b.RawCPUMsPer1000 || *b.CarddriftTotalMsPer1000 != *c.ServeCPUMsPer1000 {
 		t.Errorf("baseline %+v: want the totals (serve's process plus the raw consumer; serve's) and their ratio", b)
 	}
-	nc, err := nats.Connect(natsURL)
+	nc, err := nats.Connect(serve.NATSURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,18 +173,4 @@ func TestCost(t *testing.T) {
 			t.Errorf("cost lines lack %q:\n%s", w, buf.String())
 		}
 	}
-}
-
-// waitMatch waits up to 20s for re in what a process wrote to buf.
-func waitMatch(t *testing.T, buf *servicetest.Output, re *regexp.Regexp) []string {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(buf.String()); m != nil {
-			return m
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no %v in output:\n%s", re, buf.String())
-	return nil
 }

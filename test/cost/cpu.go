@@ -14,7 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/carddrift/carddrift/events/service"
+	"github.com/carddrift/carddrift/test/internal/rig"
 )
 
 // costFlags say where the rig reads the deployment's CPU: serve's
@@ -119,29 +119,6 @@ func parseMetricsCPU(r io.Reader) (time.Duration, error) {
 	return 0, errNoCPUMetric
 }
 
-// loadAvg returns the machine's load averages over 1, 5 and 15 minutes
-// (/proc/loadavg).
-func loadAvg() ([3]float64, error) {
-	var l [3]float64
-	b, err := os.ReadFile("/proc/loadavg")
-	if errors.Is(err, os.ErrNotExist) {
-		return l, errNoProc
-	}
-	if err != nil {
-		return l, err
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return l, fmt.Errorf("/proc/loadavg %q: want three averages", b)
-	}
-	for i := range l {
-		if l[i], err = strconv.ParseFloat(f[i], 64); err != nil {
-			return l, fmt.Errorf("/proc/loadavg: %w", err)
-		}
-	}
-	return l, nil
-}
-
 // cpuReading is one reading of serve's and the server's CPU and of the
 // machine's load; an error says why a figure was not read.
 type cpuReading struct {
@@ -159,7 +136,7 @@ func (c *costFlags) read(ctx context.Context) cpuReading {
 	} else {
 		r.serve, r.serveErr = metricsCPU(ctx, c.metricsURL)
 	}
-	r.load, r.loadErr = loadAvg()
+	r.load, r.loadErr = rig.LoadAvg()
 	return r
 }
 
@@ -212,10 +189,7 @@ type Cost struct {
 // since before.
 func (c *costFlags) afterDrained(ctx context.Context, js jetstream.JetStream, stream string, before cpuReading, events int64, embedded bool) *Cost {
 	start := time.Now()
-	durables, err := streamConsumers(ctx, js, stream)
-	if err == nil {
-		err = waitDrained(ctx, js, stream, durables, 100*time.Millisecond)
-	}
+	err := rig.WaitDrained(ctx, js, stream, 100*time.Millisecond)
 	waited := time.Since(start).Seconds()
 	out := c.cost(before, c.read(ctx), events, embedded)
 	if err != nil {
@@ -297,33 +271,4 @@ func (c *Cost) write(w io.Writer, what string) {
 		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n",
 			c.LoadBefore[0], c.LoadBefore[1], c.LoadBefore[2], c.LoadAfter[0], c.LoadAfter[1], c.LoadAfter[2])
 	}
-}
-
-// streamConsumers returns the names of every consumer of stream (serve's
-// lifecycle durables, however many partitions it runs).
-func streamConsumers(ctx context.Context, js jetstream.JetStream, stream string) ([]string, error) {
-	st, err := js.Stream(ctx, stream)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	names := st.ConsumerNames(ctx)
-	for n := range names.Name() {
-		out = append(out, n)
-	}
-	if err := names.Err(); err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("stream %s has no consumers: is `carddrift serve` running?", stream)
-	}
-	return out, nil
-}
-
-// waitDrained waits, for at most 5 minutes, until none of the durables of
-// stream has pending or unacknowledged messages (service.WaitDrained).
-func waitDrained(ctx context.Context, js jetstream.JetStream, stream string, durables []string, every time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	return service.WaitDrained(ctx, js, stream, durables, every)
 }

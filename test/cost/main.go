@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,14 +16,10 @@ import (
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
+	"github.com/carddrift/carddrift/test/internal/rig"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { rig.Main(run) }
 
 // rigFlags are the rig's flags: the deployment and where its CPU is read,
 // the fleet and its traffic, the deployment's leases (for the scorecard),

@@ -11,12 +11,10 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,14 +24,10 @@ import (
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
+	"github.com/carddrift/carddrift/test/internal/rig"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { rig.Main(run) }
 
 // soakFlags are soak's flags: the deployment, the fleet and its traffic,
 // how long to drive it, in rounds of what length, and how often to sample.
@@ -185,23 +179,10 @@ func (s *soakSampler) sample(ctx context.Context) SoakSample {
 	if err := streams.Err(); err != nil {
 		fail("streams", err)
 	}
-	if st, err := s.js.Stream(ctx, s.lifecycle); err != nil {
-		fail("lifecycle stream", err)
+	if backlog, _, err := rig.Backlog(ctx, s.js, s.lifecycle); err != nil {
+		fail("backlog", err)
 	} else {
-		// The workers' durables only: an ephemeral consumer (a replay, a
-		// tool) is not serve's backlog.
-		var backlog uint64
-		list := st.ListConsumers(ctx)
-		for ci := range list.Info() {
-			if ci.Config.Durable != "" {
-				backlog += ci.NumPending + uint64(ci.NumAckPending)
-			}
-		}
-		if err := list.Err(); err != nil {
-			fail("consumers", err)
-		} else {
-			out.Values["backlog"] = float64(backlog)
-		}
+		out.Values["backlog"] = float64(backlog)
 	}
 	if ai, err := s.js.AccountInfo(ctx); err != nil {
 		fail("account", err)
@@ -209,7 +190,7 @@ func (s *soakSampler) sample(ctx context.Context) SoakSample {
 		out.Values["account.storeBytes"] = float64(ai.Store)
 	}
 	var err error
-	if out.Load, err = loadAvg(); err != nil {
+	if out.Load, err = rig.LoadAvg(); err != nil {
 		fail("load", err)
 	}
 	return out
@@ -486,26 +467,6 @@ func soak(ctx context.Context, stdout io.Writer, js jetstream.JetStream, cfg sto
 	}
 	writeSoakSummary(stdout, rep)
 	return nil
-}
-
-// loadAvg returns the machine's load averages over 1, 5 and 15 minutes
-// (/proc/loadavg).
-func loadAvg() ([3]float64, error) {
-	var l [3]float64
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return l, err
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return l, fmt.Errorf("/proc/loadavg %q: want three averages", b)
-	}
-	for i := range l {
-		if l[i], err = strconv.ParseFloat(f[i], 64); err != nil {
-			return l, fmt.Errorf("/proc/loadavg: %w", err)
-		}
-	}
-	return l, nil
 }
 
 // sampleLine is one sample as a line of progress.

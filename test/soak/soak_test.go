@@ -3,14 +3,11 @@ package main
 import (
 	"math"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/carddrift/carddrift/events/service/servicetest"
+	"github.com/carddrift/carddrift/test/internal/rig"
 )
 
 func TestSlope(t *testing.T) {
@@ -101,28 +98,11 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Skip("set CARDDRIFT_SOAK to a duration (e.g. 2m) to soak serve")
 	}
-	bin := filepath.Join(t.TempDir(), "carddrift")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/carddrift").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../../cmd/carddrift: %v\n%s", err, out)
-	}
 	lease := []string{"-min-lease", "1s", "-default-lease", "2s", "-max-lease", "10s", "-full-fetch-interval", "10s"}
-	serve := exec.Command(bin, append([]string{"serve", "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
-		"--fetch-allow", "127.0.0.0/8", "--log-format", "json", "--log-level", "error"}, lease...)...)
-	var out servicetest.Output
-	serve.Stdout, serve.Stderr = &out, &out
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		serve.Process.Signal(os.Interrupt)
-		serve.Wait()
-	}()
-	natsURL := waitMatch(t, &out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
-	httpAddr := waitMatch(t, &out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
-	waitMatch(t, &out, regexp.MustCompile(`consuming A2A_TASKS`))
+	serve := rig.StartServe(t, lease...)
 	samples := t.TempDir() + "/samples.jsonl"
 	var stdout, stderr strings.Builder
-	code := run(t.Context(), append([]string{"-nats-url", natsURL, "-metrics-url", httpAddr + "/metrics",
+	code := run(t.Context(), append([]string{"-nats-url", serve.NATSURL, "-metrics-url", serve.HTTPAddr + "/metrics",
 		"-agents", "40", "-duration", d.String(), "-round", (d / 2).String(), "-sample-every", (d / 6).String(),
 		"-out", samples}, lease...), &stdout, &stderr)
 	t.Logf("%s", stdout.String())
@@ -141,18 +121,4 @@ func TestSoak(t *testing.T) {
 	if n := strings.Count(string(b), "\n"); err != nil || n < 6 {
 		t.Errorf("-out has %d lines (%v), want at least 6", n, err)
 	}
-}
-
-// waitMatch waits up to 20s for re in what a process wrote to buf.
-func waitMatch(t *testing.T, buf *servicetest.Output, re *regexp.Regexp) []string {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(buf.String()); m != nil {
-			return m
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no %v in output:\n%s", re, buf.String())
-	return nil
 }
