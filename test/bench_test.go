@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -449,10 +448,9 @@ func latencyWaveRun(b *testing.B, r *rig, agents []*servicetest.Agent, iter int)
 // TestBenchAsDeployed: the arrangement an operator deploys, every part its
 // own process — a standalone nats-server, `carddrift serve --nats-url`, and
 // `carddrift bench --nats-url`, whose raw consumer is a process of its own
-// too: bench's JSON says where the raw consumer ran and that the server is
-// not serve's. Then the cost rig (test/cost) on the same deployment reads
-// serve's CPU from its /metrics and the server's from /proc (a real other
-// process), for the fleet's mix and for its baseline.
+// too. bench reads serve's CPU from its /metrics and the server's from
+// /proc (a real other process), and its JSON says where the raw consumer
+// ran and that the server is not serve's.
 func TestBenchAsDeployed(t *testing.T) {
 	bin := buildCarddrift(t)
 	nsBin := natsServerBinary(t)
@@ -485,7 +483,8 @@ func TestBenchAsDeployed(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "bench", "--nats-url", natsURL, "--throughput-only", "--events", "1000", "--rounds", "2", "--json")
+	cmd := exec.CommandContext(ctx, bin, "bench", "--nats-url", natsURL, "--throughput-only", "--events", "1000", "--rounds", "2", "--json",
+		"--metrics-url", "http://"+sp.httpAddr+"/metrics", "--nats-server-pid", fmt.Sprint(ns.Process.Pid))
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "CARDDRIFT_") {
@@ -499,14 +498,24 @@ func TestBenchAsDeployed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("carddrift bench: %v\n%s", err, stderr.String())
 	}
+	type perK = *float64
 	var rep struct {
 		Throughput struct {
 			Rounds []struct {
 				RawPerSecond, CarddriftPerSecond float64
+				Serve                            perK `json:"serveCpuMsPer1000Events"`
+				Raw                              perK `json:"rawCpuMsPer1000Events"`
+				ServerCarddrift                  perK `json:"serverCpuMsPer1000EventsCarddrift"`
+				ServerRaw                        perK `json:"serverCpuMsPer1000EventsRaw"`
 			} `json:"rounds"`
 			Ratio          float64 `json:"ratio"`
 			RawConsumer    string  `json:"rawConsumer"`
 			EmbeddedServer bool    `json:"embeddedServer"`
+			CPU            struct {
+				Serve        perK              `json:"serveCpuMsPer1000Events"`
+				ServerSource string            `json:"serverSource"`
+				NotRead      map[string]string `json:"notRead"`
+			} `json:"cpu"`
 		} `json:"throughput"`
 	}
 	if err := json.Unmarshal(out, &rep); err != nil {
@@ -517,51 +526,52 @@ func TestBenchAsDeployed(t *testing.T) {
 		t.Fatalf("throughput %+v: want the raw consumer in its own process, a standalone server, a ratio, 2 rounds", tp)
 	}
 	for i, r := range tp.Rounds {
-		if r.RawPerSecond <= 0 || r.CarddriftPerSecond <= 0 {
-			t.Errorf("round %d: raw %v/s, carddrift %v/s: want both rates", i, r.RawPerSecond, r.CarddriftPerSecond)
+		if r.Serve == nil || r.Raw == nil || *r.Raw <= 0 || r.ServerCarddrift == nil || *r.ServerCarddrift <= 0 || r.ServerRaw == nil || *r.ServerRaw <= 0 {
+			t.Errorf("round %d: CPU per 1,000 events serve %v, raw %v, server %v / %v: want every one read, the processes' above zero",
+				i, r.Serve, r.Raw, r.ServerCarddrift, r.ServerRaw)
 		}
 	}
-
-	// The cost of the fleet's mix and its baseline, as deployed: the same
-	// traffic into the raw consumer process; the server's CPU read for
-	// both sides.
-	costBin := filepath.Join(t.TempDir(), "cost")
-	if out, err := exec.Command("go", "build", "-o", costBin, "./cost").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cost: %v\n%s", err, out)
+	if want := fmt.Sprintf("/proc/%d/stat", ns.Process.Pid); tp.CPU.ServerSource != want || len(tp.CPU.NotRead) != 0 {
+		t.Errorf("cpu: server source %q, not read %v; want %q, nothing missing", tp.CPU.ServerSource, tp.CPU.NotRead, want)
 	}
-	cmd = exec.CommandContext(ctx, costBin, "-nats-url", natsURL, "-carddrift", bin, "-agents", "4", "-duration", "6s",
-		"-settle", "1s", "-json", "-metrics-url", "http://"+sp.httpAddr+"/metrics", "-nats-server-pid", fmt.Sprint(ns.Process.Pid))
+
+	// The detection phase and its baseline, as deployed: the same traffic
+	// into the raw consumer process; the server's CPU read for both sides.
+	cmd = exec.CommandContext(ctx, bin, "bench", "--nats-url", natsURL, "--detection-only", "--agents", "4", "--duration", "6s",
+		"--settle", "1s", "--json", "--metrics-url", "http://"+sp.httpAddr+"/metrics", "--nats-server-pid", fmt.Sprint(ns.Process.Pid))
 	cmd.Env = env
 	stderr.Reset()
 	cmd.Stderr = &stderr
 	if out, err = cmd.Output(); err != nil {
-		t.Fatalf("test/cost: %v\n%s", err, stderr.String())
+		t.Fatalf("carddrift bench --detection-only: %v\n%s", err, stderr.String())
 	}
-	type perK = *float64
 	var det struct {
-		LifecycleEvents int64 `json:"events"`
-		Cost            struct {
-			Serve  perK `json:"serveCpuMsPer1000Events"`
-			Server perK `json:"serverCpuMsPer1000Events"`
-		} `json:"cost"`
-		Baseline struct {
-			Events int64   `json:"events"`
-			Raw    float64 `json:"rawCpuMsPer1000Events"`
-			Cost   struct {
-				Embedded bool `json:"embeddedServer"`
-				Server   perK `json:"serverCpuMsPer1000Events"`
+		Throughput *json.RawMessage `json:"throughput"`
+		Detection  struct {
+			LifecycleEvents int64 `json:"lifecycleEvents"`
+			Cost            struct {
+				Serve  perK `json:"serveCpuMsPer1000Events"`
+				Server perK `json:"serverCpuMsPer1000Events"`
 			} `json:"cost"`
-			Total     perK `json:"totalCpuMsPer1000Events"`
-			Carddrift perK `json:"carddriftTotalCpuMsPer1000Events"`
-			Ratio     perK `json:"ratio"`
-		} `json:"baseline"`
+			Baseline struct {
+				Events int64   `json:"events"`
+				Raw    float64 `json:"rawCpuMsPer1000Events"`
+				Cost   struct {
+					Embedded bool `json:"embeddedServer"`
+					Server   perK `json:"serverCpuMsPer1000Events"`
+				} `json:"cost"`
+				Total     perK `json:"totalCpuMsPer1000Events"`
+				Carddrift perK `json:"carddriftTotalCpuMsPer1000Events"`
+				Ratio     perK `json:"ratio"`
+			} `json:"baseline"`
+		} `json:"detection"`
 	}
 	if err := json.Unmarshal(out, &det); err != nil {
-		t.Fatalf("test/cost -json: %v\n%s", err, out)
+		t.Fatalf("bench --detection-only --json: %v\n%s", err, out)
 	}
-	d, b := det, det.Baseline
-	if d.LifecycleEvents == 0 || d.Cost.Serve == nil || d.Cost.Server == nil {
-		t.Fatalf("test/cost: %s: want the run's events and cost", out)
+	d, b := det.Detection, det.Detection.Baseline
+	if det.Throughput != nil || d.LifecycleEvents == 0 || d.Cost.Serve == nil || d.Cost.Server == nil {
+		t.Fatalf("bench --detection-only: %s: want no throughput phase, the detection phase's events and cost", out)
 	}
 	if b.Events == 0 || b.Raw <= 0 || b.Cost.Embedded || b.Cost.Server == nil || *b.Cost.Server <= 0 || b.Ratio == nil ||
 		*b.Total != b.Raw+*b.Cost.Server || *b.Carddrift != *d.Cost.Serve+*d.Cost.Server {

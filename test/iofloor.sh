@@ -4,9 +4,9 @@
 # standalone nats-server, then either `carddrift serve --nats-url` or
 # test/iofloor (the same per-event I/O — acks, pin puts, lease puts, card
 # fetches, card events — with none of carddrift's logic), drives the same
-# traffic into it with the cost rig, test/cost (the demo's leases; -metrics-url
-# reads the process's CPU, -nats-server-pid the server's; no baseline) and
-# prints the cost figures. Rounds alternate serve and the floor. MODE=embedded: no
+# traffic into it with `carddrift simulate` (the demo's leases; --metrics-url
+# reads the process's CPU, --nats-server-pid the server's) and prints the
+# cost figures. Rounds alternate serve and the floor. MODE=embedded: no
 # nats-server; serve embeds its server (no --nats-url) and so does the floor
 # (-data-dir), each reaching it in process, and the process's CPU includes
 # the server's. Not part of go test: each round takes ~40 s.
@@ -17,7 +17,7 @@
 #
 # IOFLOOR_LEASE is the floor's fetch period per agent: set it so that the
 # floor's fetch count (printed) is about serve's (printed beside it).
-# Needs curl and python3; builds carddrift, iofloor, cost and nats-server into a
+# Needs curl and python3; builds carddrift, iofloor and nats-server into a
 # temporary directory unless CARDDRIFT_BIN / CARDDRIFT_NATS_SERVER_BIN are set.
 set -euo pipefail
 
@@ -51,8 +51,6 @@ if [ -z "$natsd" ]; then
 fi
 floor=$work/iofloor
 (cd "$root" && go build -o "$floor" ./test/iofloor)
-cost=$work/cost
-(cd "$root" && go build -o "$cost" ./test/cost)
 
 port() { echo $((20000 + RANDOM % 20000)); }
 
@@ -67,7 +65,7 @@ one() {
 		ns=$!
 		pids+=("$ns")
 		for _ in $(seq 1 50); do (exec 3<>/dev/tcp/127.0.0.1/"$np") 2>/dev/null && break; sleep 0.1; done
-		pidflag=(-nats-server-pid "$ns")
+		pidflag=(--nats-server-pid "$ns")
 	fi
 	if [ "$kind" = serve ]; then
 		if [ "$mode" = standalone ]; then where=(--nats-url "nats://127.0.0.1:$np"); else where=(--data-dir "$d/data" --nats-port "$np"); fi
@@ -80,8 +78,8 @@ one() {
 	sp=$!
 	pids+=("$sp")
 	for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$hp/readyz" >/dev/null && break; sleep 0.2; done
-	"$cost" -nats-url "nats://127.0.0.1:$np" -agents "$agents" -duration "$duration" -seed 1 "${leases[@]}" -baseline=false \
-		-metrics-url "http://127.0.0.1:$hp/metrics" "${pidflag[@]}" -json >"$d/sim.json" 2>"$d/sim.err" || true
+	"$bin" simulate --nats-url "nats://127.0.0.1:$np" --agents "$agents" --duration "$duration" --seed 1 "${leases[@]}" \
+		--metrics-url "http://127.0.0.1:$hp/metrics" "${pidflag[@]}" --json >"$d/sim.json" 2>"$d/sim.err" || true
 	local fetches=""
 	if [ "$kind" = serve ]; then
 		fetches=$(curl -sf "http://127.0.0.1:$hp/metrics" | awk '/^carddrift_fetch_duration_seconds_count/{print $2}')

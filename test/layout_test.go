@@ -89,8 +89,8 @@ var layoutLayers = []layoutLayer{
 	{"measuring tools' parts", []string{"test/internal/rig"}},
 	// Packages of tests only: deployment files, end-to-end and interop; and
 	// the measuring tools (test/iofloor: the floor of serve's round trips;
-	// test/soak: serve over hours; test/cost: CPU per 1,000 events).
-	{"tests", []string{"deployments", "test", "test/cost", "test/iofloor", "test/soak"}},
+	// test/soak: serve over hours).
+	{"tests", []string{"deployments", "test", "test/iofloor", "test/soak"}},
 }
 
 // plannedPkgs are table entries for packages not written yet: they may be

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -34,9 +35,10 @@ type benchFlags struct {
 	driftShare float64
 	skipFleet  bool
 	deployment deploymentFlags
+	cost       costFlags
 	embedded   bool
-	// skipThroughput is --detection-only.
-	skipThroughput bool
+	// skipThroughput is --detection-only; mixBaseline is --mix-baseline.
+	skipThroughput, mixBaseline bool
 	// inProcess, with --embedded, is the in-process connection to the
 	// embedded server (the workers'), for the raw consumer inside the
 	// server's process.
@@ -55,8 +57,11 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.demo.seed, "seed", 1, "seed of the fleet, the schedule and the traffic")
 	fs.BoolVar(&f.skipFleet, "throughput-only", false, "skip the detection phase")
 	fs.BoolVar(&f.skipThroughput, "detection-only", false, "skip the throughput phase")
+	fs.BoolVar(&f.mixBaseline, "mix-baseline", true, "after the detection phase, play its traffic again into a raw consumer (a process of its own) "+
+		"on a scratch stream: the cost figure's baseline in the same arrangement (false: skip)")
 	fs.BoolVar(&f.demo.json, "json", false, "print one JSON object")
 	f.deployment.register(fs, "the deployment's --default-lease")
+	f.cost.register(fs)
 	fs.BoolVar(&f.embedded, "embedded", false, "measure serve's embedded arrangement here: an embedded NATS server and serve's workers "+
 		"(its defaults, fetches to loopback, the lease flags above) in this process, the raw consumer both as a process of its own and "+
 		"inside the server's process (exclusive with --nats-url)")
@@ -92,7 +97,8 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 // connection (serve's defaults, as `carddrift serve` with --fetch-allow
 // 127.0.0.0/8 and bench's lease flags would run them). bench publishes, as
 // a client would, over its own connection; the raw consumer runs as a
-// process of its own and on the workers' in-process connection.
+// process of its own and on the workers' in-process connection. serve's
+// CPU is this process's here (beside the publisher): not read.
 func (f *benchFlags) runEmbedded(ctx context.Context, e *env) error {
 	var sf serveFlags
 	sf.register(flag.NewFlagSet("serve", flag.ContinueOnError)) // serve's defaults
@@ -127,6 +133,8 @@ func (f *benchFlags) runEmbedded(ctx context.Context, e *env) error {
 	}
 	defer running.Stop()
 	f.inProcess = svc.JetStream()
+	f.cost.serverPID = 0
+	f.cost.unread = "--embedded: serve's workers and the server run in bench's own process, beside its publisher"
 	f.nats.url = svc.URL()
 	nc, js, err := f.nats.jetStream("carddrift-bench")
 	if err != nil {
@@ -159,6 +167,8 @@ type BenchThroughput struct {
 	// workers reached it inside serve's process (and serve's CPU includes
 	// the server's).
 	EmbeddedServer bool `json:"embeddedServer"`
+	// CPU is what each side cost, medians of the rounds.
+	CPU BenchCPU `json:"cpu"`
 	// RawInProcessPerSecond and RatioInProcess (--embedded only): the raw
 	// consumer inside the server's process, on the workers' in-process
 	// connection, and CarddriftPerSecond / RawInProcessPerSecond.
@@ -178,7 +188,8 @@ const (
 // rawOwnProcess: the raw consumer ran as a process of its own.
 const rawOwnProcess = "own-process"
 
-// BenchRound is one side-by-side measurement.
+// BenchRound is one side-by-side measurement. The CPU figures are absent
+// where they were not read.
 type BenchRound struct {
 	RawFirst           bool    `json:"rawFirst"`
 	RawPerSecond       float64 `json:"rawPerSecond"`
@@ -186,6 +197,29 @@ type BenchRound struct {
 	// RawInProcessPerSecond: the raw consumer inside the server's process
 	// (--embedded only).
 	RawInProcessPerSecond float64 `json:"rawInProcessPerSecond,omitempty"`
+	// ServeCPUMsPer1000 is serve's CPU while carddrift drained the round's
+	// events; RawCPUMsPer1000 the raw consumer process's.
+	ServeCPUMsPer1000 *float64 `json:"serveCpuMsPer1000Events,omitempty"`
+	RawCPUMsPer1000   *float64 `json:"rawCpuMsPer1000Events,omitempty"`
+	// ServerCPUMsPer1000Carddrift and ServerCPUMsPer1000Raw are the
+	// standalone NATS server's, while each side drained.
+	ServerCPUMsPer1000Carddrift *float64 `json:"serverCpuMsPer1000EventsCarddrift,omitempty"`
+	ServerCPUMsPer1000Raw       *float64 `json:"serverCpuMsPer1000EventsRaw,omitempty"`
+}
+
+// BenchCPU is the throughput phase's CPU per 1,000 events, medians of the
+// rounds (BenchRound), with where each was read, why one was not, and the
+// machine's load before and after the phase.
+type BenchCPU struct {
+	ServeCPUMsPer1000           *float64          `json:"serveCpuMsPer1000Events,omitempty"`
+	RawCPUMsPer1000             *float64          `json:"rawCpuMsPer1000Events,omitempty"`
+	ServerCPUMsPer1000Carddrift *float64          `json:"serverCpuMsPer1000EventsCarddrift,omitempty"`
+	ServerCPUMsPer1000Raw       *float64          `json:"serverCpuMsPer1000EventsRaw,omitempty"`
+	ServeSource                 string            `json:"serveSource,omitempty"`
+	ServerSource                string            `json:"serverSource,omitempty"`
+	NotRead                     map[string]string `json:"notRead,omitempty"`
+	LoadBefore                  *[3]float64       `json:"loadBefore,omitempty"`
+	LoadAfter                   *[3]float64       `json:"loadAfter,omitempty"`
 }
 
 // BenchDetection is the detection phase's figures.
@@ -204,6 +238,12 @@ type BenchDetection struct {
 	Late                    int            `json:"late"`
 	Missed                  int            `json:"missed"`
 	FalseAborts             int            `json:"falseAborts"`
+	// Cost is serve's CPU (and a standalone server's) per 1,000 lifecycle
+	// events of the fleet's mix.
+	Cost *Cost `json:"cost,omitempty"`
+	// Baseline is the same traffic's cost into a raw consumer (absent with
+	// --mix-baseline=false).
+	Baseline *MixBaseline `json:"baseline,omitempty"`
 }
 
 func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
@@ -220,9 +260,7 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 	if err != nil {
 		return err
 	}
-	// Against serve's embedded server, serve's workers reach it inside
-	// serve's process.
-	embedded := nc.ConnectedServerName() == service.EmbeddedServerName
+	embedded := embeddedServer(nc)
 	var rep BenchReport
 	if !f.skipThroughput {
 		if rep.Throughput, err = benchThroughput(ctx, e, js, cfg, f, info, embedded, say); err != nil {
@@ -235,12 +273,14 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 		jsonOut := f.demo.json
 		f.demo.json = true // driveFleet's own progress lines stay quiet
 		f.demo.driftShare = f.driftShare
+		before := f.cost.read(ctx)
 		card, err := driveFleet(ctx, e, js, cfg, &f.demo, nil,
 			f.deployment.lease(), f.deployment.fullFetch, "bench", f.deployment.settled(ctx))
 		f.demo.json = jsonOut
 		if err != nil {
 			return err
 		}
+		cost := f.cost.afterDrained(ctx, js, cfg.LifecycleStream, before, card.Events, embedded)
 		drifting := 0
 		for name, s := range card.Scenarios {
 			if name != fleet.Control {
@@ -253,6 +293,7 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 			FetchesPerAgentPerLease: card.FetchesPerAgentPerLease, MaxFetchesPerLease: card.MaxFetchesPerLease,
 			Verdicts: card.Verdicts, Injected: card.Injected, Detected: card.Detected, Late: card.Late,
 			Missed: card.Missed, FalseAborts: card.FalseAborts,
+			Cost: cost,
 		}
 		d := rep.Detection
 		say("  %d tasks, %d lifecycle events (%.0f/s)\n", d.Tasks, d.LifecycleEvents, d.EventsPerSecond)
@@ -260,6 +301,19 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 		say("  fetches per agent per lease: mean %.2f, max %.2f\n", d.FetchesPerAgentPerLease, d.MaxFetchesPerLease)
 		say("  verdicts: abort %d, replan %d, continue %d; injected %d, detected %d (late %d), missed %d, false aborts %d\n",
 			d.Verdicts["abort"], d.Verdicts["replan"], d.Verdicts["continue"], d.Injected, d.Detected, d.Late, d.Missed, d.FalseAborts)
+		if !f.demo.json {
+			d.Cost.write(e.stdout, "lifecycle events of the fleet's mix")
+		}
+		if f.mixBaseline {
+			say("\n")
+			if d.Baseline, err = benchMixBaseline(ctx, js, f, info.Config, embedded); err != nil {
+				return fmt.Errorf("bench: baseline: %w", err)
+			}
+			d.Baseline.compare(d.Cost)
+			if !f.demo.json {
+				d.Baseline.write(e.stdout)
+			}
+		}
 	}
 	if f.demo.json {
 		return json.NewEncoder(e.stdout).Encode(rep)
@@ -294,9 +348,10 @@ func benchThroughput(ctx context.Context, e *env, js jetstream.JetStream, cfg st
 	}
 	// Untimed: one event per pinned task, so that no round pays for the
 	// first reads of the pins.
-	if _, err := benchCarddrift(ctx, js, cfg, pins, len(pins.tasks)); err != nil {
+	if _, err := benchCarddrift(ctx, js, &f.cost, cfg, pins, len(pins.tasks)); err != nil {
 		return nil, fmt.Errorf("bench: warm-up: %w", err)
 	}
+	before := f.cost.read(ctx)
 	sides := []benchSideKind{sideRaw, sideCarddrift}
 	if f.inProcess != nil {
 		sides = append(sides, sideRawInProcess)
@@ -314,24 +369,28 @@ func benchThroughput(ctx context.Context, e *env, js jetstream.JetStream, cfg st
 		var r BenchRound
 		r.RawFirst = order[0] == sideRaw
 		for _, side := range order {
-			var took time.Duration
+			var s benchSide
 			switch side {
 			case sideRaw:
-				took, err = benchRaw(ctx, js, &f.nats, info.Config.Storage, pins, f.events)
+				s, err = benchRaw(ctx, js, &f.nats, &f.cost, info.Config.Storage, pins, f.events)
 			case sideCarddrift:
-				took, err = benchCarddrift(ctx, js, cfg, pins, f.events)
+				s, err = benchCarddrift(ctx, js, &f.cost, cfg, pins, f.events)
 			case sideRawInProcess:
-				took, err = benchRawInProcess(ctx, js, f.inProcess, info.Config.Storage, pins, f.events)
+				s, err = benchRawInProcess(ctx, js, f.inProcess, info.Config.Storage, pins, f.events)
 			}
 			if err != nil {
 				return nil, err
 			}
-			rate := float64(f.events) / took.Seconds()
+			rate := float64(f.events) / s.took.Seconds()
 			switch side {
 			case sideRaw:
 				r.RawPerSecond = rate
+				r.RawCPUMsPer1000 = s.cpuMsPer1000(f.events)
+				r.ServerCPUMsPer1000Raw = s.serverMsPer1000(f.events)
 			case sideCarddrift:
 				r.CarddriftPerSecond = rate
+				r.ServeCPUMsPer1000 = s.cpuMsPer1000(f.events)
+				r.ServerCPUMsPer1000Carddrift = s.serverMsPer1000(f.events)
 			case sideRawInProcess:
 				r.RawInProcessPerSecond = rate
 			}
@@ -343,6 +402,7 @@ func benchThroughput(ctx context.Context, e *env, js jetstream.JetStream, cfg st
 		say("\n")
 		t.Rounds = append(t.Rounds, r)
 	}
+	after := f.cost.read(ctx)
 	t.RawPerSecond = median(t.Rounds, func(r BenchRound) float64 { return r.RawPerSecond })
 	t.CarddriftPerSecond = median(t.Rounds, func(r BenchRound) float64 { return r.CarddriftPerSecond })
 	t.Ratio = t.CarddriftPerSecond / t.RawPerSecond
@@ -352,6 +412,11 @@ func benchThroughput(ctx context.Context, e *env, js jetstream.JetStream, cfg st
 		t.RatioInProcess = t.CarddriftPerSecond / t.RawInProcessPerSecond
 		say("  median, raw inside the server's process: %.0f events/s, ratio %.2f\n", t.RawInProcessPerSecond, t.RatioInProcess)
 	}
+	t.CPU = throughputCPU(t.Rounds, &f.cost, before, after, embedded)
+	if !f.demo.json {
+		t.CPU.write(e.stdout, embedded)
+	}
+
 	return t, nil
 }
 
@@ -486,6 +551,35 @@ func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) (*
 	return p, nil
 }
 
+// benchSide is one side of a round: how long it took from the first
+// publish to the last acknowledgement, and the CPU the consuming process
+// (serve, or the raw consumer) and the standalone server used meanwhile
+// (nil: not read).
+type benchSide struct {
+	took        time.Duration
+	cpu, server *time.Duration
+}
+
+func msPer1000(d *time.Duration, n int) *float64 {
+	if d == nil {
+		return nil
+	}
+	ms := 1e6 * d.Seconds() / float64(n)
+	return &ms
+}
+
+func (s benchSide) cpuMsPer1000(n int) *float64    { return msPer1000(s.cpu, n) }
+func (s benchSide) serverMsPer1000(n int) *float64 { return msPer1000(s.server, n) }
+
+// serverSpent is the standalone server's CPU between readings a and b.
+func serverSpent(a, b cpuReading) *time.Duration {
+	if a.serverErr != nil || b.serverErr != nil {
+		return nil
+	}
+	d := b.server - a.server
+	return &d
+}
+
 // scratchStream creates the raw side's scratch stream (storage: the
 // lifecycle stream's) with its durable "raw", and returns its name, the n
 // events to publish on it (benchMessages under its subject) and drop, which
@@ -538,45 +632,48 @@ func newScratch(ctx context.Context, js jetstream.JetStream, sc jetstream.Stream
 // (rawConsumerCommand), consuming and acknowledging n events on a scratch
 // stream (the lifecycle stream's storage), published as carddrift's are:
 // from the first publish to the last ack.
-func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, storage jetstream.StorageType, p *benchPinned, n int) (time.Duration, error) {
+func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *costFlags, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
 	name, msgs, drop, err := scratchStream(ctx, js, storage, p, n)
 	if err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
 	defer drop()
 	proc, err := startRawConsumer(ctx, nf, name, "raw", n, 5*time.Minute)
 	if err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
 	defer proc.kill()
+	a := cf.readServer()
 	start := time.Now()
 	if err := publishAll(ctx, js, msgs); err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
-	if err := proc.wait(ctx, n); err != nil {
-		return 0, err
+	cpu, err := proc.wait(ctx, n)
+	if err != nil {
+		return benchSide{}, err
 	}
 	// The consumer flushed its acks before it said done; the consumer's
 	// ack floor confirms the server has them.
 	if err := waitDrained(ctx, js, name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
-	return time.Since(start), nil
+	took := time.Since(start)
+	return benchSide{took: took, cpu: &cpu, server: serverSpent(a, cf.readServer())}, nil
 }
 
 // benchRawInProcess measures one durable pull consumer on consumeJS (the
 // embedded server's in-process connection) consuming and acknowledging n
 // events that js publishes on a scratch stream: from the first publish to
 // the last ack.
-func benchRawInProcess(ctx context.Context, js, consumeJS jetstream.JetStream, storage jetstream.StorageType, p *benchPinned, n int) (time.Duration, error) {
+func benchRawInProcess(ctx context.Context, js, consumeJS jetstream.JetStream, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
 	name, msgs, drop, err := scratchStream(ctx, js, storage, p, n)
 	if err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
 	defer drop()
 	cons, err := consumeJS.Consumer(ctx, name, "raw")
 	if err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
 	var acked atomic.Int64
 	done := make(chan struct{})
@@ -587,44 +684,121 @@ func benchRawInProcess(ctx context.Context, js, consumeJS jetstream.JetStream, s
 		}
 	}, jetstream.PullMaxMessages(500))
 	if err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
 	defer cc.Stop()
 	start := time.Now()
 	if err := publishAll(ctx, js, msgs); err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return benchSide{}, ctx.Err()
 	case <-time.After(5 * time.Minute):
-		return 0, errors.New("raw consumer did not finish within 5m")
+		return benchSide{}, errors.New("raw consumer did not finish within 5m")
 	}
 	if err := waitDrained(ctx, js, name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
-	return time.Since(start), nil
+	return benchSide{took: time.Since(start)}, nil
 }
 
 // benchCarddrift measures the deployment's workers draining n no-fetch
 // events from the lifecycle stream: from the first publish until every
-// lifecycle consumer has acknowledged everything.
-func benchCarddrift(ctx context.Context, js jetstream.JetStream, cfg store.Config, p *benchPinned, n int) (time.Duration, error) {
+// lifecycle consumer has acknowledged everything; serve's CPU is read from
+// its /metrics before and after.
+func benchCarddrift(ctx context.Context, js jetstream.JetStream, cf *costFlags, cfg store.Config, p *benchPinned, n int) (benchSide, error) {
 	msgs, err := benchMessages(n, fmt.Sprint(time.Now().UnixNano()), p)
 	if err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
 	durables, err := streamConsumers(ctx, js, cfg.LifecycleStream)
 	if err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
+	a := cf.read(ctx)
 	start := time.Now()
 	if err := publishAll(ctx, js, msgs); err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
 	if err := waitDrained(ctx, js, cfg.LifecycleStream, durables, 10*time.Millisecond, 5*time.Minute); err != nil {
-		return 0, err
+		return benchSide{}, err
 	}
-	return time.Since(start), nil
+	took := time.Since(start)
+	b := cf.read(ctx)
+	s := benchSide{took: took, server: serverSpent(a, b)}
+	if a.serveErr == nil && b.serveErr == nil {
+		d := b.serve - a.serve
+		s.cpu = &d
+	}
+	return s, nil
+}
+
+// throughputCPU is the medians of the rounds' CPU figures, with where
+// they were read and why one was not (readings before and after the phase).
+func throughputCPU(rs []BenchRound, cf *costFlags, before, after cpuReading, embedded bool) BenchCPU {
+	med := func(v func(BenchRound) *float64) *float64 {
+		var xs []float64
+		for _, r := range rs {
+			if p := v(r); p != nil {
+				xs = append(xs, *p)
+			}
+		}
+		if len(xs) == 0 {
+			return nil
+		}
+		slices.Sort(xs)
+		m := xs[len(xs)/2]
+		if len(xs)%2 == 0 {
+			m = (xs[len(xs)/2-1] + m) / 2
+		}
+		return &m
+	}
+	c := BenchCPU{
+		ServeCPUMsPer1000:           med(func(r BenchRound) *float64 { return r.ServeCPUMsPer1000 }),
+		RawCPUMsPer1000:             med(func(r BenchRound) *float64 { return r.RawCPUMsPer1000 }),
+		ServerCPUMsPer1000Carddrift: med(func(r BenchRound) *float64 { return r.ServerCPUMsPer1000Carddrift }),
+		ServerCPUMsPer1000Raw:       med(func(r BenchRound) *float64 { return r.ServerCPUMsPer1000Raw }),
+		NotRead:                     map[string]string{},
+	}
+	cost := cf.cost(before, after, 1, embedded) // the sources and reasons, the same for every round
+	c.ServeSource, c.ServerSource, c.LoadBefore, c.LoadAfter = cost.ServeSource, cost.ServerSource, cost.LoadBefore, cost.LoadAfter
+	for k, v := range cost.NotRead {
+		c.NotRead[k] = v
+	}
+	if len(c.NotRead) == 0 {
+		c.NotRead = nil
+	}
+	return c
+}
+
+// write prints the throughput phase's CPU lines.
+func (c *BenchCPU) write(w io.Writer, embedded bool) {
+	serve := "not read"
+	if r := c.NotRead["serve"]; r != "" {
+		serve += " (" + r + ")"
+	}
+	if c.ServeCPUMsPer1000 != nil {
+		serve = fmt.Sprintf("%.0f ms", *c.ServeCPUMsPer1000)
+		if embedded {
+			serve += " (its embedded NATS server's included)"
+		}
+	}
+	raw := "not read"
+	if c.RawCPUMsPer1000 != nil {
+		raw = fmt.Sprintf("%.0f ms", *c.RawCPUMsPer1000)
+	}
+	fmt.Fprintf(w, "  CPU per 1,000 events (medians): serve %s, raw consumer process %s\n", serve, raw)
+	switch {
+	case c.ServerCPUMsPer1000Carddrift != nil && c.ServerCPUMsPer1000Raw != nil:
+		fmt.Fprintf(w, "  NATS server's CPU per 1,000 events (%s): %.0f ms while carddrift drained, %.0f ms while the raw consumer did\n",
+			c.ServerSource, *c.ServerCPUMsPer1000Carddrift, *c.ServerCPUMsPer1000Raw)
+	case c.NotRead["server"] != "":
+		fmt.Fprintf(w, "  NATS server's CPU: not read (%s)\n", c.NotRead["server"])
+	}
+	if c.LoadBefore != nil && c.LoadAfter != nil {
+		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n",
+			c.LoadBefore[0], c.LoadBefore[1], c.LoadBefore[2], c.LoadAfter[0], c.LoadAfter[1], c.LoadAfter[2])
+	}
 }

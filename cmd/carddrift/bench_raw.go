@@ -215,22 +215,32 @@ func (p *rawProcess) expect(ctx context.Context, word string) (string, error) {
 	}
 }
 
-// wait waits for "done n" and for the process to exit.
-func (p *rawProcess) wait(ctx context.Context, n int) error {
+// wait waits for "done n" and for the process to exit; it returns the
+// CPU time the process used.
+func (p *rawProcess) wait(ctx context.Context, n int) (time.Duration, error) {
 	defer p.kill()
 	rest, err := p.expect(ctx, "done")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if rest != strconv.Itoa(n) {
-		return fmt.Errorf("raw consumer acknowledged %s messages, want %d", rest, n)
+		return 0, fmt.Errorf("raw consumer acknowledged %s messages, want %d", rest, n)
 	}
 	for range p.lines { // EOF: it is exiting
 	}
 	if err := p.cmd.Wait(); err != nil {
-		return fmt.Errorf("raw consumer: %w: %s", err, strings.TrimSpace(p.stderr.String()))
+		return 0, fmt.Errorf("raw consumer: %w: %s", err, strings.TrimSpace(p.stderr.String()))
 	}
-	return nil
+	st := p.cmd.ProcessState
+	return st.UserTime() + st.SystemTime(), nil
+}
+
+// finish tells a raw consumer started with n = 0 (consume until stdin
+// closes) that the traffic is over, and waits as wait does for its "done
+// n": n is what it must have acknowledged.
+func (p *rawProcess) finish(ctx context.Context, n int) (time.Duration, error) {
+	p.stdin.Close()
+	return p.wait(ctx, n)
 }
 
 // kill ends the process if it still runs (its stdin closes, its context

@@ -3,15 +3,22 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/carddrift/carddrift/store/natstest"
 )
@@ -23,6 +30,94 @@ func TestMain(m *testing.M) {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
+}
+
+// burn spends some CPU.
+func burn() {
+	x := 0
+	for i := range 50_000_000 {
+		x ^= i * i
+	}
+	runtime.KeepAlive(x)
+}
+
+func TestParseProcStat(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       time.Duration
+		wantErr    bool
+	}{
+		{"plain", "42 (nats-server) S 1 42 42 0 -1 4194560 1 0 0 0 250 130 0 0 20 0 12 0 100 0 0", 3800 * time.Millisecond, false},
+		{"parentheses and spaces in the name", "7 (a) (b c) R 1 7 7 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 1 0 0", 30 * time.Millisecond, false},
+		{"no name", "7 a R 1", 0, true},
+		{"too short", "7 (a) R 1 2 3", 0, true},
+		{"not a number", "7 (a) R 1 7 7 0 -1 0 0 0 0 0 x 2 0", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseProcStat(tt.line)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Fatalf("parseProcStat(%q) = %v, %v; want %v, error %v", tt.line, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestProcessCPU: this process's CPU read from /proc and from a real
+// /metrics page (the process collector serve registers) grow as it works
+// and agree; the load average reads.
+func TestProcessCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		_, err := procCPU(os.Getpid())
+		if !errors.Is(err, errNoProc) {
+			t.Fatalf("procCPU off Linux = %v, want errNoProc", err)
+		}
+		return
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	ctx := context.Background()
+
+	p0, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, err := metricsCPU(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	burn()
+	p1, err := procCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, err := metricsCPU(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p1 <= p0 || m1 <= m0 {
+		t.Fatalf("CPU did not grow: /proc %v → %v, /metrics %v → %v", p0, p1, m0, m1)
+	}
+	// Both read the same counters of the same process, a little apart.
+	if d := (m1 - p1).Abs(); d > 200*time.Millisecond {
+		t.Errorf("/metrics says %v, /proc %v: want them within 200ms", m1, p1)
+	}
+	if _, err := procCPU(1 << 30); err == nil {
+		t.Error("procCPU of a pid that does not exist: no error")
+	}
+	if _, err := metricsCPU(ctx, srv.URL+"/nope"); err != nil {
+		// promhttp serves any path; a page without the metric is the case below.
+		t.Logf("metricsCPU(/nope) = %v", err)
+	}
+	if _, err := parseMetricsCPU(strings.NewReader("# no metrics\ngo_goroutines 7\n")); !errors.Is(err, errNoCPUMetric) {
+		t.Errorf("parseMetricsCPU of a page without it = %v, want errNoCPUMetric", err)
+	}
+	l, err := loadAvg()
+	if err != nil || l[0] < 0 {
+		t.Errorf("loadAvg() = %v, %v", l, err)
+	}
 }
 
 // rawStream starts a JetStream server with stream name on subjects and its
@@ -96,16 +191,18 @@ func benchJSON(t *testing.T, args ...string) BenchReport {
 	return rep
 }
 
-// TestBenchEmbeddedServe: bench against serve's embedded server says so
-// and runs its raw consumer as a process of its own.
+// TestBenchEmbeddedServe: bench against serve's embedded server says so,
+// runs its raw consumer as a process of its own and reads serve's CPU
+// from its /metrics.
 func TestBenchEmbeddedServe(t *testing.T) {
 	out, _, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
 		"--partitions", "2", "--log-format", "json", "--log-level", "warn")
 	defer stop()
 	natsURL := waitMatch(t, out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
+	httpAddr := waitMatch(t, out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
 	waitMatch(t, out, regexp.MustCompile(`consuming A2A_TASKS`))
 
-	rep := benchJSON(t, "--nats-url", natsURL, "--throughput-only", "--events", "600", "--rounds", "2")
+	rep := benchJSON(t, "--nats-url", natsURL, "--metrics-url", httpAddr+"/metrics", "--throughput-only", "--events", "600", "--rounds", "2")
 	tp := rep.Throughput
 	if !tp.EmbeddedServer || tp.RawConsumer != rawOwnProcess {
 		t.Errorf("embeddedServer %v, rawConsumer %q; want true, %q", tp.EmbeddedServer, tp.RawConsumer, rawOwnProcess)
@@ -113,21 +210,43 @@ func TestBenchEmbeddedServe(t *testing.T) {
 	if len(tp.Rounds) != 2 || tp.RawPerSecond <= 0 || tp.CarddriftPerSecond <= 0 {
 		t.Errorf("rounds %+v, raw %v/s, carddrift %v/s", tp.Rounds, tp.RawPerSecond, tp.CarddriftPerSecond)
 	}
+	for i, r := range tp.Rounds {
+		if r.ServeCPUMsPer1000 == nil || r.RawCPUMsPer1000 == nil || *r.RawCPUMsPer1000 <= 0 {
+			t.Errorf("round %d: serve CPU %v, raw CPU %v; want both read, the raw consumer's above zero", i, r.ServeCPUMsPer1000, r.RawCPUMsPer1000)
+		}
+		if r.ServerCPUMsPer1000Carddrift != nil {
+			t.Errorf("round %d: a server CPU figure without --nats-server-pid", i)
+		}
+	}
+	c := tp.CPU
+	if c.ServeCPUMsPer1000 == nil || c.RawCPUMsPer1000 == nil || c.ServeSource != httpAddr+"/metrics process_cpu_seconds_total" {
+		t.Errorf("cpu %+v: want the medians and serve's source", c)
+	}
+	if _, ok := c.NotRead["server"]; ok {
+		t.Errorf("cpu.notRead %v: the embedded server's CPU is serve's, nothing is missing", c.NotRead)
+	}
+	if runtime.GOOS == "linux" && (c.LoadBefore == nil || c.LoadAfter == nil) {
+		t.Errorf("cpu: no load average: %+v", c)
+	}
 }
 
 // TestBenchStandaloneServer: against a server that is not serve's, bench
-// says nothing of an embedded server; text output.
+// says nothing of an embedded server and reports the server's CPU beside
+// serve's (the server runs in this test's process, so its pid is ours);
+// text output.
 func TestBenchStandaloneServer(t *testing.T) {
 	srv, _, _ := natstest.StartJetStream(t)
 	out, _, stop := serveInProcess(t, "--nats-url", srv.ClientURL(), "--http-addr", "127.0.0.1:0",
 		"--partitions", "2", "--log-format", "json", "--log-level", "warn")
 	defer stop()
+	httpAddr := waitMatch(t, out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
 	waitMatch(t, out, regexp.MustCompile(`consuming A2A_TASKS`))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bout, berr := &syncBuffer{}, &syncBuffer{}
-	if code := run(ctx, []string{"bench", "--nats-url", srv.ClientURL(), "--throughput-only", "--events", "600", "--rounds", "1"},
+	if code := run(ctx, []string{"bench", "--nats-url", srv.ClientURL(), "--metrics-url", httpAddr + "/metrics",
+		"--nats-server-pid", fmt.Sprint(os.Getpid()), "--throughput-only", "--events", "600", "--rounds", "1"},
 		strings.NewReader(""), bout, berr); code != 0 {
 		t.Fatalf("bench = %d:\n%s", code, berr.String())
 	}
@@ -135,7 +254,11 @@ func TestBenchStandaloneServer(t *testing.T) {
 	want := []string{
 		"the raw durable consumer runs as a process of its own",
 		"round 1: raw",
-		"median: raw ",
+		"CPU per 1,000 events (medians): serve ",
+		"raw consumer process ",
+	}
+	if runtime.GOOS == "linux" {
+		want = append(want, fmt.Sprintf("NATS server's CPU per 1,000 events (/proc/%d/stat): ", os.Getpid()), "load average (1, 5, 15 min): before ")
 	}
 	for _, w := range want {
 		if !strings.Contains(text, w) {
@@ -162,9 +285,9 @@ func serveDemoLeases(t *testing.T) (natsURL, httpAddr string) {
 	return natsURL, httpAddr
 }
 
-// TestSimulateJSON: simulate against serve names serve's fleet page
-// first (on stderr with --json) and prints its scorecard as JSON.
-func TestSimulateJSON(t *testing.T) {
+// TestSimulateCost: simulate against serve prints serve's CPU per 1,000
+// lifecycle events after its scorecard, and adds "cost" to its JSON.
+func TestSimulateCost(t *testing.T) {
 	natsURL, httpAddr := serveDemoLeases(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -178,16 +301,28 @@ func TestSimulateJSON(t *testing.T) {
 	}
 	var doc struct {
 		Events int64 `json:"events"`
-		Tasks  int   `json:"tasks"`
+		Cost   *Cost `json:"cost"`
 	}
 	if err := json.Unmarshal([]byte(sout.String()), &doc); err != nil {
 		t.Fatalf("simulate --json: %v\n%s", err, sout.String())
 	}
-	if doc.Events == 0 || doc.Tasks == 0 {
-		t.Fatalf("simulate --json: %s: want the scorecard's tasks and events", sout.String())
+	c := doc.Cost
+	if doc.Events == 0 || c == nil || c.Events != doc.Events || !c.Embedded {
+		t.Fatalf("events %d, cost %+v: want the scorecard's events, an embedded server", doc.Events, c)
+	}
+	if c.ServeCPUMsPer1000 == nil || *c.ServeCPUMsPer1000 <= 0 || c.ServeCPUSeconds == nil {
+		t.Errorf("cost %+v: want serve's CPU read, above zero", c)
 	}
 	if want := "carddrift simulate: the fleet as serve sees it: " + httpAddr + "/fleet\n"; !strings.HasPrefix(serr.String(), want) {
 		t.Errorf("simulate --json's stderr does not start with %q:\n%.300s", want, serr.String())
+	}
+	if c.ServerCPUMsPer1000 != nil || c.NotRead["server"] != "" {
+		t.Errorf("cost %+v: an embedded server's CPU is serve's; nothing else to read", c)
+	}
+	var buf strings.Builder
+	c.write(&buf, "lifecycle events")
+	if !strings.Contains(buf.String(), "ms per 1,000 (its embedded NATS server's included)") {
+		t.Errorf("cost lines:\n%s", buf.String())
 	}
 }
 
@@ -203,13 +338,16 @@ func TestBenchEmbeddedMode(t *testing.T) {
 	}
 	firsts := map[bool]int{}
 	for i, r := range tp.Rounds {
-		if r.RawInProcessPerSecond <= 0 {
-			t.Errorf("round %d: %+v: want the in-process rate", i, r)
+		if r.RawInProcessPerSecond <= 0 || r.RawCPUMsPer1000 == nil {
+			t.Errorf("round %d: %+v: want the in-process rate and the raw process's CPU", i, r)
 		}
 		firsts[r.RawFirst]++
 	}
 	if firsts[true] != 1 || firsts[false] != 2 {
 		t.Errorf("raw first in %d of 3 rounds, want 1 (the three sides take turns)", firsts[true])
+	}
+	if tp.CPU.ServeCPUMsPer1000 != nil || !strings.Contains(tp.CPU.NotRead["serve"], "--embedded") {
+		t.Errorf("cpu %+v: serve's CPU is bench's own with --embedded: not read, and said why", tp.CPU)
 	}
 	if code, _, stderr := runCLI(t, "", "bench", "--embedded", "--nats-url", "nats://127.0.0.1:1"); code != exitUsage || !strings.Contains(stderr, "exclusive") {
 		t.Errorf("bench --embedded --nats-url = %d, %q; want a usage error", code, stderr)
@@ -254,20 +392,54 @@ func TestRawConsumerUntilStdinCloses(t *testing.T) {
 	}
 }
 
-// TestBenchDetectionOnly: bench --detection-only skips the throughput
-// phase and reports the detection phase: its agents, tasks, events and
-// fetches per lease; it excludes --throughput-only.
-func TestBenchDetectionOnly(t *testing.T) {
-	natsURL, _ := serveDemoLeases(t)
+// TestBenchMixBaseline: bench --detection-only skips the throughput phase,
+// and after the detection phase plays its traffic again into the raw
+// consumer (a process of its own) on a scratch stream that it deletes
+// after: the baseline's events, the raw consumer's CPU, serve's process's
+// (the embedded server's work) and the ratio of the two sides.
+func TestBenchMixBaseline(t *testing.T) {
+	natsURL, httpAddr := serveDemoLeases(t)
 
-	rep := benchJSON(t, "--nats-url", natsURL, "--detection-only", "--agents", "6",
+	rep := benchJSON(t, "--nats-url", natsURL, "--metrics-url", httpAddr+"/metrics", "--detection-only", "--agents", "6",
 		"--duration", "8s", "--settle", "1s", "--min-lease", "1s", "--default-lease", "2s", "--max-lease", "10s", "--full-fetch-interval", "10s")
 	if rep.Throughput != nil {
 		t.Errorf("throughput %+v with --detection-only", rep.Throughput)
 	}
 	d := rep.Detection
-	if d == nil || d.Agents != 6 || d.LifecycleEvents == 0 || d.Tasks == 0 || d.FetchesPerAgentPerLease <= 0 {
-		t.Fatalf("detection %+v: want its agents, events, tasks and fetches per lease", d)
+	if d == nil || d.Cost == nil || d.Baseline == nil {
+		t.Fatalf("detection %+v: want its cost and its baseline", d)
+	}
+	b := d.Baseline
+	if b.Events == 0 || b.RawCPUMsPer1000 <= 0 || b.Cost == nil || !b.Cost.Embedded || b.Cost.Events != b.Events {
+		t.Fatalf("baseline %+v (cost %+v): want events, the raw consumer's CPU and serve's embedded server's cost of the same events", b, b.Cost)
+	}
+	// The same seed and duration publish about as many events: the traffic
+	// is the detection phase's.
+	if lo, hi := d.LifecycleEvents/2, d.LifecycleEvents*2; b.Events < lo || b.Events > hi {
+		t.Errorf("baseline %d events, detection %d: not the same traffic", b.Events, d.LifecycleEvents)
+	}
+	if b.Ratio == nil || b.TotalMsPer1000 == nil || b.CarddriftTotalMsPer1000 == nil ||
+		*b.TotalMsPer1000 != *b.Cost.ServeCPUMsPer1000+b.RawCPUMsPer1000 || *b.CarddriftTotalMsPer1000 != *d.Cost.ServeCPUMsPer1000 {
+		t.Errorf("baseline %+v: want the totals (serve's process plus the raw consumer; serve's) and their ratio", b)
+	}
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for name := range js.StreamNames(context.Background()).Name() {
+		if strings.HasPrefix(name, "CARDDRIFT_BENCH_") {
+			t.Errorf("scratch stream %s left behind", name)
+		}
+	}
+	var buf strings.Builder
+	b.write(&buf)
+	for _, w := range []string{"baseline: the detection phase's traffic again", "raw consumer's CPU: ",
+		"serve's process (its embedded server's work for the traffic; its workers idle): ", "× the baseline"} {
+		if !strings.Contains(buf.String(), w) {
+			t.Errorf("baseline lines lack %q:\n%s", w, buf.String())
+		}
 	}
 	if code, _, stderr := runCLI(t, "", "bench", "--nats-url", natsURL, "--throughput-only", "--detection-only"); code != exitUsage || !strings.Contains(stderr, "exclusive") {
 		t.Errorf("bench --throughput-only --detection-only = %d, %q; want a usage error", code, stderr)

@@ -186,7 +186,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		written = true
 		fmt.Fprintf(e.stderr, "carddrift demo: wrote the replay page %s (%d bytes)\n", f.replayHTML, n)
 	}
-	return reportScorecard(e, f, card)
+	return reportScorecard(e, f, card, nil)
 }
 
 // seen prints a card the verdict used: label, short digest and time.

@@ -130,14 +130,26 @@ func holdOnBacklog(ctx context.Context, js jetstream.JetStream, cfg store.Config
 	return over.Load
 }
 
-// reportScorecard prints the scorecard and decides the exit status.
-func reportScorecard(e *env, f *demoFlags, card fleet.Scorecard) error {
+// reportScorecard prints the scorecard, with what the deployment's
+// processes spent on it when cost is not nil (simulate), and decides the
+// exit status.
+func reportScorecard(e *env, f *demoFlags, card fleet.Scorecard, cost *Cost) error {
 	if f.json {
-		if err := json.NewEncoder(e.stdout).Encode(card); err != nil {
+		var doc any = card
+		if cost != nil {
+			doc = struct {
+				fleet.Scorecard
+				Cost *Cost `json:"cost"`
+			}{card, cost}
+		}
+		if err := json.NewEncoder(e.stdout).Encode(doc); err != nil {
 			return err
 		}
 	} else {
 		writeScorecard(e.stdout, &card)
+		if cost != nil {
+			cost.write(e.stdout, "lifecycle events")
+		}
 	}
 	if card.Missed > 0 || card.FalseAborts > 0 || card.UnreachableAsDrift > 0 || card.SplitBrain.Missed > 0 || card.SplitBrain.False > 0 {
 		return exitError{exitFindings}

@@ -15,7 +15,7 @@ type simulateFlags struct {
 	demo       demoFlags
 	nats       natsFlags
 	deployment deploymentFlags
-	metricsURL string
+	cost       costFlags
 }
 
 // register adds simulate's flags.
@@ -23,7 +23,7 @@ func (f *simulateFlags) register(fs *flag.FlagSet) {
 	f.nats.registerClient(fs)
 	f.demo.registerFleet(fs, 60*time.Second)
 	f.deployment.register(fs, "the deployment's lease for cards without max-age")
-	fs.StringVar(&f.metricsURL, "metrics-url", "http://127.0.0.1:9464/metrics", "serve's /metrics: its fleet page (/fleet beside it) is named first")
+	f.cost.register(fs)
 }
 
 // run checks the flags, connects and drives the fleet against the deployment.
@@ -46,11 +46,13 @@ func (f *simulateFlags) run(ctx context.Context, e *env) error {
 	if f.demo.json {
 		hint = e.stderr
 	}
-	fmt.Fprintf(hint, "carddrift simulate: %s\n", fleetHint(ctx, f.metricsURL))
+	fmt.Fprintf(hint, "carddrift simulate: %s\n", fleetHint(ctx, f.cost.metricsURL))
+	before := f.cost.read(ctx)
 	card, err := driveFleet(ctx, e, js, cfg, &f.demo, names, f.deployment.lease(), f.deployment.fullFetch,
 		fmt.Sprintf("publishing to %s", f.nats.url), f.deployment.settled(ctx))
 	if err != nil {
 		return err
 	}
-	return reportScorecard(e, &f.demo, card)
+	cost := f.cost.afterDrained(ctx, js, cfg.LifecycleStream, before, card.Events, embeddedServer(nc))
+	return reportScorecard(e, &f.demo, card, cost)
 }

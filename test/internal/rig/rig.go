@@ -66,30 +66,6 @@ func Backlog(ctx context.Context, js jetstream.JetStream, stream string) (backlo
 	return backlog, durables, list.Err()
 }
 
-// WaitDrained polls Backlog every so often until stream's durables have
-// acknowledged everything, for at most 5 minutes. A stream without
-// durables is an error: nothing would drain it.
-func WaitDrained(ctx context.Context, js jetstream.JetStream, stream string, every time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	for {
-		n, durables, err := Backlog(ctx, js, stream)
-		switch {
-		case err != nil:
-			return fmt.Errorf("%s: %w", stream, err)
-		case durables == 0:
-			return fmt.Errorf("stream %s has no durable consumers: is `carddrift serve` running?", stream)
-		case n == 0:
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %d events still to acknowledge: %w", stream, n, ctx.Err())
-		case <-time.After(every):
-		}
-	}
-}
-
 // Serve is a `carddrift serve` that a test started.
 type Serve struct {
 	// Bin is the carddrift binary; NATSURL its embedded server's client

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -17,10 +14,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events/fleet"
-	"github.com/carddrift/carddrift/test/internal/rig"
 )
 
-// MixBaseline is what the measured traffic costs with no carddrift
+// MixBaseline is what the detection phase's traffic costs with no carddrift
 // at all: the same fleet, seed, schedule, duration and task rate, published
 // by the same simulated clients onto a scratch stream of the same server,
 // which one raw durable consumer, a process of its own, consumes and
@@ -41,7 +37,7 @@ type MixBaseline struct {
 	// TotalMsPer1000 is the baseline's deployment-side CPU per 1,000
 	// events: the raw consumer's, plus the server's (serve's process's
 	// when the server is embedded in it). CarddriftTotalMsPer1000 is the
-	// measured run's, counted alike: serve's, plus the standalone
+	// detection phase's, counted alike: serve's, plus the standalone
 	// server's. Ratio is CarddriftTotalMsPer1000 / TotalMsPer1000 (absent
 	// when a figure was not read).
 	TotalMsPer1000          *float64 `json:"totalCpuMsPer1000Events,omitempty"`
@@ -86,41 +82,32 @@ func (p scratchPublisher) PublishMsgAsync(m *nats.Msg, opts ...jetstream.Publish
 // errBaselineEmpty: the baseline's clients published nothing.
 var errBaselineEmpty = errors.New("the baseline's traffic published no events")
 
-// mixBaseline plays the measured traffic again onto a scratch stream (the
-// lifecycle stream's storage and duplicate window) that the raw consumer,
-// a process of its own, consumes and acknowledges, and returns its cost.
-// The fleet's agents serve their cards on loopback as in the measured run;
-// nothing fetches them.
-func mixBaseline(ctx context.Context, js jetstream.JetStream, f *rigFlags, lifecycle jetstream.StreamConfig, embedded bool) (*MixBaseline, error) {
-	// The scratch stream, CARDDRIFT_BENCH_<run> on carddrift.bench.<run>.>,
-	// and its durable "raw" (explicit acks, at most 1,000 pending).
-	run := fmt.Sprint(time.Now().UnixNano())
-	name, subject := "CARDDRIFT_BENCH_"+run, "carddrift.bench."+run
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject + ".>"},
-		Storage: lifecycle.Storage, Duplicates: lifecycle.Duplicates, MaxMsgSize: lifecycle.MaxMsgSize})
-	if err != nil {
-		return nil, fmt.Errorf("scratch stream: %w", err)
-	}
-	defer js.DeleteStream(context.WithoutCancel(ctx), name)
-	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
-		return nil, err
-	}
-	raw, err := startRaw(ctx, f, name, f.duration+5*time.Minute)
+// benchMixBaseline plays the detection phase's traffic again onto a scratch
+// stream (the lifecycle stream's storage and duplicate window) that the raw
+// consumer, a process of its own, consumes and acknowledges, and returns
+// its cost. The fleet's agents serve their cards on loopback as in the
+// detection phase; nothing fetches them.
+func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags, lifecycle jetstream.StreamConfig, embedded bool) (*MixBaseline, error) {
+	s, err := newScratch(ctx, js, jetstream.StreamConfig{Storage: lifecycle.Storage, Duplicates: lifecycle.Duplicates,
+		MaxMsgSize: lifecycle.MaxMsgSize})
 	if err != nil {
 		return nil, err
 	}
-	defer raw.kill()
-	fl, err := fleet.New(fleet.Options{Agents: f.agents, Seed: f.seed})
+	defer s.drop()
+	proc, err := startRawConsumer(ctx, &f.nats, s.name, "raw", 0, f.demo.duration+5*time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	if err := fl.Start(ctx); err != nil {
+	defer proc.kill()
+	fl, err := startFleet(ctx, &f.demo)
+	if err != nil {
 		return nil, err
 	}
 	defer fl.Close()
-	sched, err := fleet.ScheduleShare(f.seed, fl.Agents(), nil, f.duration, f.driftShare)
+	// The detection phase's schedule: runBench set f.demo.driftShare.
+	sched, err := fleet.ScheduleShare(f.demo.seed, fl.Agents(), nil, f.demo.duration, f.demo.share())
 	if err != nil {
-		return nil, err
+		return nil, usageError{err}
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -130,8 +117,8 @@ func mixBaseline(ctx context.Context, js jetstream.JetStream, f *rigFlags, lifec
 	}
 	defer player.Stop()
 	traffic, err := fleet.NewTraffic(fleet.TrafficOptions{
-		JetStream: scratchPublisher{Publisher: js, subject: subject}, Schedule: sched, Start: player.Start(),
-		Duration: f.duration, Seed: f.seed, TaskEvery: f.taskEvery, Spanning: true, TaskPrefix: "baseline-",
+		JetStream: scratchPublisher{Publisher: js, subject: s.subject}, Schedule: sched, Start: player.Start(),
+		Duration: f.demo.duration, Seed: f.demo.seed, TaskEvery: f.demo.taskEvery, Spanning: true, TaskPrefix: "baseline-",
 	})
 	if err != nil {
 		return nil, err
@@ -141,113 +128,28 @@ func mixBaseline(ctx context.Context, js jetstream.JetStream, f *rigFlags, lifec
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	info, err := st.Info(ctx)
+	st, err := js.Stream(ctx, s.name)
 	if err != nil {
 		return nil, err
 	}
-	n := info.State.Msgs
+	n := st.CachedInfo().State.Msgs
 	if n == 0 {
 		return nil, errBaselineEmpty
 	}
-	if err := rig.WaitDrained(ctx, js, name, 10*time.Millisecond); err != nil {
+	if err := waitDrained(ctx, js, s.name, []string{"raw"}, 10*time.Millisecond, 5*time.Minute); err != nil {
 		return nil, fmt.Errorf("baseline: the raw consumer: %w", err)
 	}
 	after := f.cost.read(ctx)
-	cpu, err := raw.finish(n)
+	cpu, err := proc.finish(ctx, int(n))
 	if err != nil {
 		return nil, err
 	}
-	return &MixBaseline{Events: int64(n), RawCPUMsPer1000: 1e6 * cpu.Seconds() / float64(n),
-		Cost: f.cost.cost(before, after, int64(n), embedded)}, nil
+	b := &MixBaseline{Events: int64(n), RawCPUMsPer1000: 1e6 * cpu.Seconds() / float64(n),
+		Cost: f.cost.cost(before, after, int64(n), embedded)}
+	return b, nil
 }
 
-// rawConsumer is a running `carddrift internal-raw-consumer --events 0`
-// (bench's raw consumer, a process of its own): it acknowledges what the
-// durable "raw" delivers until its stdin closes, then prints "done N" and
-// exits. mixBaseline owns it: finish, or kill on any error; the deadline
-// of its context kills it too.
-type rawConsumer struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	out    *bufio.Scanner
-	stderr strings.Builder
-	cancel context.CancelFunc
-}
-
-// startRaw starts the raw consumer on stream and waits for its "ready".
-func startRaw(ctx context.Context, f *rigFlags, stream string, timeout time.Duration) (*rawConsumer, error) {
-	args := []string{"internal-raw-consumer", "--stream", stream, "--durable", "raw", "--events", "0",
-		"--timeout", timeout.String(), "--nats-url", f.natsURL}
-	if f.creds != "" {
-		args = append(args, "--creds", f.creds)
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second) // it ends itself first
-	r := &rawConsumer{cmd: exec.CommandContext(ctx, f.carddrift, args...), cancel: cancel}
-	r.cmd.Stderr, r.cmd.WaitDelay = &r.stderr, 5*time.Second
-	for _, kv := range os.Environ() { // CARDDRIFT_* would be its flags
-		if !strings.HasPrefix(kv, "CARDDRIFT_") {
-			r.cmd.Env = append(r.cmd.Env, kv)
-		}
-	}
-	var err error
-	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
-		cancel()
-		return nil, err
-	}
-	stdout, err := r.cmd.StdoutPipe()
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	if err := r.cmd.Start(); err != nil {
-		cancel()
-		return nil, fmt.Errorf("raw consumer: %w", err)
-	}
-	r.out = bufio.NewScanner(stdout)
-	if line := r.line(); line != "ready" {
-		r.kill()
-		return nil, fmt.Errorf("raw consumer said %q, want ready: %s", line, strings.TrimSpace(r.stderr.String()))
-	}
-	return r, nil
-}
-
-// line reads the raw consumer's next line of output ("" at its end: the
-// process exited or was killed).
-func (r *rawConsumer) line() string {
-	if r.out.Scan() {
-		return r.out.Text()
-	}
-	return ""
-}
-
-// finish closes the raw consumer's stdin (the traffic is over), checks
-// that it acknowledged n messages, waits for it to exit and returns the
-// CPU time it used.
-func (r *rawConsumer) finish(n uint64) (time.Duration, error) {
-	defer r.kill()
-	r.stdin.Close()
-	if line, want := r.line(), fmt.Sprint("done ", n); line != want {
-		return 0, fmt.Errorf("raw consumer said %q, want %q: %s", line, want, strings.TrimSpace(r.stderr.String()))
-	}
-	for r.out.Scan() { // to its end: it is exiting
-	}
-	if err := r.cmd.Wait(); err != nil {
-		return 0, fmt.Errorf("raw consumer: %w: %s", err, strings.TrimSpace(r.stderr.String()))
-	}
-	return r.cmd.ProcessState.UserTime() + r.cmd.ProcessState.SystemTime(), nil
-}
-
-// kill ends the process if it still runs and releases its context; safe
-// twice.
-func (r *rawConsumer) kill() {
-	r.stdin.Close()
-	r.cancel()
-	if r.cmd.ProcessState == nil {
-		r.cmd.Wait()
-	}
-}
-
-// compare fills the totals and the ratio against the measured run's
+// compare fills the totals and the ratio against the detection phase's
 // cost c.
 func (b *MixBaseline) compare(c *Cost) {
 	raw := b.RawCPUMsPer1000
@@ -295,7 +197,7 @@ func baselineTotal(c *Cost) *float64 {
 
 // write prints the baseline's lines, indented.
 func (b *MixBaseline) write(w io.Writer) {
-	fmt.Fprintf(w, "baseline: the same traffic again (fleet, seed, schedule, duration) onto a scratch stream of the same server,\n"+
+	fmt.Fprintf(w, "baseline: the detection phase's traffic again (fleet, seed, schedule, duration) onto a scratch stream of the same server,\n"+
 		"  consumed and acknowledged by one raw durable consumer, a process of its own: %d events\n", b.Events)
 	fmt.Fprintf(w, "  raw consumer's CPU: %.0f ms per 1,000\n", b.RawCPUMsPer1000)
 	c := b.Cost

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,18 +13,31 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/carddrift/carddrift/test/internal/rig"
+	"github.com/carddrift/carddrift/events/service"
 )
 
-// costFlags say where the rig reads the deployment's CPU: serve's
+// costFlags say where bench and simulate read the deployment's CPU: serve's
 // /metrics (the process collector's process_cpu_seconds_total) and, when
 // the NATS server is a process of its own on this machine, its pid (its
 // CPU from /proc/<pid>/stat).
 type costFlags struct {
 	metricsURL string
 	serverPID  int
+	// unread, when set, is why serve's CPU is not read (bench --embedded).
+	unread string
+}
+
+// defaultMetricsURL is serve's /metrics at its default --http-addr.
+const defaultMetricsURL = "http://127.0.0.1:9464/metrics"
+
+func (c *costFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.metricsURL, "metrics-url", defaultMetricsURL, "serve's /metrics, read before and after for its CPU "+
+		"(process_cpu_seconds_total): the cost figure, CPU per 1,000 events (empty: not read)")
+	fs.IntVar(&c.serverPID, "nats-server-pid", 0, "pid of the NATS server process when it runs on this machine apart from serve: "+
+		"its CPU (/proc/PID/stat) is reported beside serve's (0: not read)")
 }
 
 // errNoProc is returned where /proc cannot be read (not Linux).
@@ -119,6 +133,37 @@ func parseMetricsCPU(r io.Reader) (time.Duration, error) {
 	return 0, errNoCPUMetric
 }
 
+// loadAvg returns the machine's load averages over 1, 5 and 15 minutes
+// (/proc/loadavg).
+func loadAvg() ([3]float64, error) {
+	var l [3]float64
+	b, err := os.ReadFile("/proc/loadavg")
+	if errors.Is(err, os.ErrNotExist) {
+		return l, errNoProc
+	}
+	if err != nil {
+		return l, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return l, fmt.Errorf("/proc/loadavg %q: want three averages", b)
+	}
+	for i := range l {
+		if l[i], err = strconv.ParseFloat(f[i], 64); err != nil {
+			return l, fmt.Errorf("/proc/loadavg: %w", err)
+		}
+	}
+	return l, nil
+}
+
+// embeddedServer reports whether nc is connected to carddrift's embedded
+// server (serve without --nats-url, the demo): the server runs in serve's
+// process, so serve's CPU includes the server's, and serve's workers reach
+// it without crossing a process boundary.
+func embeddedServer(nc *nats.Conn) bool {
+	return nc.ConnectedServerName() == service.EmbeddedServerName
+}
+
 // cpuReading is one reading of serve's and the server's CPU and of the
 // machine's load; an error says why a figure was not read.
 type cpuReading struct {
@@ -131,12 +176,15 @@ type cpuReading struct {
 // read takes a reading.
 func (c *costFlags) read(ctx context.Context) cpuReading {
 	r := c.readServer()
-	if c.metricsURL == "" {
-		r.serveErr = errors.New("-metrics-url is empty")
-	} else {
+	switch {
+	case c.unread != "":
+		r.serveErr = errors.New(c.unread)
+	case c.metricsURL == "":
+		r.serveErr = errors.New("--metrics-url is empty")
+	default:
 		r.serve, r.serveErr = metricsCPU(ctx, c.metricsURL)
 	}
-	r.load, r.loadErr = rig.LoadAvg()
+	r.load, r.loadErr = loadAvg()
 	return r
 }
 
@@ -144,7 +192,7 @@ func (c *costFlags) read(ctx context.Context) cpuReading {
 func (c *costFlags) readServer() cpuReading {
 	var r cpuReading
 	if c.serverPID == 0 {
-		r.serverErr = errors.New("pass -nats-server-pid")
+		r.serverErr = errors.New("pass --nats-server-pid")
 	} else {
 		r.server, r.serverErr = procCPU(c.serverPID)
 	}
@@ -189,7 +237,10 @@ type Cost struct {
 // since before.
 func (c *costFlags) afterDrained(ctx context.Context, js jetstream.JetStream, stream string, before cpuReading, events int64, embedded bool) *Cost {
 	start := time.Now()
-	err := rig.WaitDrained(ctx, js, stream, 100*time.Millisecond)
+	durables, err := streamConsumers(ctx, js, stream)
+	if err == nil {
+		err = waitDrained(ctx, js, stream, durables, 100*time.Millisecond, 5*time.Minute)
+	}
 	waited := time.Since(start).Seconds()
 	out := c.cost(before, c.read(ctx), events, embedded)
 	if err != nil {
