@@ -85,9 +85,12 @@ var layoutLayers = []layoutLayer{
 	{"simulator", []string{"events/fleet", "events/service/servicetest"}},
 	// The commands.
 	{"commands", []string{"cmd/carddrift", "cmd/carddrift-planner"}},
+	// What the measuring tools under test/ share.
+	{"measuring tools' parts", []string{"test/internal/rig"}},
 	// Packages of tests only: deployment files, end-to-end and interop; and
-	// the measuring tools (test/iofloor: the floor of serve's round trips).
-	{"tests", []string{"deployments", "test", "test/iofloor"}},
+	// the measuring tools (test/iofloor: the floor of serve's round trips;
+	// test/soak: serve over hours).
+	{"tests", []string{"deployments", "test", "test/iofloor", "test/soak"}},
 }
 
 // plannedPkgs are table entries for packages not written yet: they may be

@@ -37,7 +37,6 @@ type benchFlags struct {
 	deployment deploymentFlags
 	cost       costFlags
 	embedded   bool
-	soak       soakFlags
 	// skipThroughput is --detection-only; mixBaseline is --mix-baseline.
 	skipThroughput, mixBaseline bool
 	// inProcess, with --embedded, is the in-process connection to the
@@ -66,7 +65,6 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.embedded, "embedded", false, "measure serve's embedded arrangement here: an embedded NATS server and serve's workers "+
 		"(its defaults, fetches to loopback, the lease flags above) in this process, the raw consumer both as a process of its own and "+
 		"inside the server's process (exclusive with --nats-url)")
-	f.soak.register(fs)
 }
 
 // run checks the flags, connects and runs the benchmark.
@@ -79,20 +77,6 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 	}
 	if f.skipFleet && f.skipThroughput {
 		return usagef("--throughput-only and --detection-only are exclusive")
-	}
-	if f.soak.duration > 0 {
-		if err := f.soak.validate(); err != nil {
-			return err
-		}
-		if f.embedded {
-			return usagef("--soak drives a deployment: start `carddrift serve` and pass --nats-url and --metrics-url")
-		}
-		nc, js, err := f.nats.jetStream("carddrift-bench-soak")
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		return runSoak(ctx, e, js, store.DefaultConfig(), f, embeddedServer(nc))
 	}
 	if f.embedded {
 		if f.nats.url != "" {

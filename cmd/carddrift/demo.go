@@ -131,7 +131,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		ConnectTimeout:    time.Second,
 		ObserveHeartbeat:  heartbeat(f.heartbeat),
 	}
-	lease := leaseFunc(fetchOpts.MinLease, fetchOpts.DefaultLease, fetchOpts.MaxLease)
+	lease := fleet.LeaseFunc(fetchOpts.MinLease, fetchOpts.DefaultLease, fetchOpts.MaxLease)
 
 	// Workers: two in this process, as two replicas of `carddrift serve`
 	// would run, sharing leases and pins.

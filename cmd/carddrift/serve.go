@@ -341,8 +341,8 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 		// duplicate window, its buffers) is this process's too and grows
 		// with the store and the rate, not with the budget: a soft limit
 		// of 1.5× the budget had the collector run without pause once the
-		// server's share filled the half left beside the budget (bench
-		// --soak: half of serve's CPU in GC after 20 minutes at the
+		// server's share filled the half left beside the budget (the soak,
+		// test/soak: half of serve's CPU in GC after 20 minutes at the
 		// 400-agent demo's rate). The budget still bounds carddrift's
 		// caches; GOMEMLIMIT sets a limit for both.
 		log.Info().Msg("memory budget: the NATS server is embedded, so Go's soft memory limit is not set from the budget (set GOMEMLIMIT for one)")

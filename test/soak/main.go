@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,42 +17,101 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events/fleet"
+	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/fetcher"
+	"github.com/carddrift/carddrift/test/internal/rig"
 )
 
-// soakFlags are bench --soak's flags: how long to drive the deployment,
-// in rounds of what length, and how often to sample it.
+func main() { rig.Main(run) }
+
+// soakFlags are soak's flags: the deployment, the fleet and its traffic,
+// how long to drive it, in rounds of what length, and how often to sample.
 type soakFlags struct {
-	duration time.Duration
-	round    time.Duration
-	every    time.Duration
-	out      string
+	natsURL, creds, metricsURL  string
+	agents                      int
+	taskEvery                   time.Duration
+	driftShare                  float64
+	seed                        int64
+	minLease, defaultLease      time.Duration
+	maxLease, fullFetch, settle time.Duration
+	duration, round, every      time.Duration
+	out                         string
+	json                        bool
 }
 
 func (s *soakFlags) register(fs *flag.FlagSet) {
-	fs.DurationVar(&s.duration, "soak", 0, "soak instead of benchmarking: drive the simulated fleet's traffic (--agents, --task-every, --drift-share) "+
-		"for this long, in rounds of --soak-round, and sample serve's /metrics (--metrics-url) and the server's streams every --sample-every; "+
-		"ends with each series' first and last values and its slope per hour (0: off)")
-	fs.DurationVar(&s.round, "soak-round", 5*time.Minute, "with --soak: length of one round (one schedule of card changes and its traffic, "+
+	fs.StringVar(&s.natsURL, "nats-url", nats.DefaultURL, "the deployment's NATS server")
+	fs.StringVar(&s.creds, "creds", "", "NATS credentials file (empty: none)")
+	fs.StringVar(&s.metricsURL, "metrics-url", "http://127.0.0.1:9464/metrics", "serve's /metrics (empty: not read)")
+	fs.IntVar(&s.agents, "agents", 40, "agents the fleet starts on loopback (serve needs --fetch-allow 127.0.0.0/8)")
+	fs.DurationVar(&s.taskEvery, "task-every", time.Second, "each agent gets a new task this often")
+	fs.Float64Var(&s.driftShare, "drift-share", 0.75, "share of the agents whose cards drift in each round")
+	fs.Int64Var(&s.seed, "seed", 1, "seed of the fleet and of the first round (each round adds one)")
+	fs.DurationVar(&s.minLease, "min-lease", fetcher.DefaultMinLease, "the deployment's --min-lease (for the fetches-per-lease figure)")
+	fs.DurationVar(&s.defaultLease, "default-lease", fetcher.DefaultDefaultLease, "the deployment's --default-lease")
+	fs.DurationVar(&s.maxLease, "max-lease", fetcher.DefaultMaxLease, "the deployment's --max-lease")
+	fs.DurationVar(&s.fullFetch, "full-fetch-interval", fetcher.DefaultFullFetchInterval, "the deployment's --full-fetch-interval")
+	fs.DurationVar(&s.settle, "settle", 5*time.Second, "after each round's traffic, wait this long for its last verdicts")
+	fs.DurationVar(&s.duration, "duration", 10*time.Minute, "how long to soak")
+	fs.DurationVar(&s.round, "round", 5*time.Minute, "length of one round (one schedule of card changes and its traffic, "+
 		"on the same fleet; each round's tasks have ids of their own)")
-	fs.DurationVar(&s.every, "sample-every", time.Minute, "with --soak: how often to sample")
-	fs.StringVar(&s.out, "soak-out", "", "with --soak: write every sample here as a line of JSON (empty: not written)")
+	fs.DurationVar(&s.every, "sample-every", time.Minute, "how often to sample")
+	fs.StringVar(&s.out, "out", "", "write every sample here as a line of JSON (empty: not written)")
+	fs.BoolVar(&s.json, "json", false, "print one JSON object")
 }
 
 // validate checks the flags of a soak.
 func (s *soakFlags) validate() error {
 	switch {
 	case s.round < 30*time.Second:
-		return usagef("--soak-round must be at least 30s")
+		return errors.New("-round must be at least 30s")
 	case s.every < time.Second:
-		return usagef("--sample-every must be at least 1s")
+		return errors.New("-sample-every must be at least 1s")
 	case s.duration < s.every:
-		return usagef("--soak must be at least --sample-every")
+		return errors.New("-duration must be at least -sample-every")
+	case s.driftShare < 0 || s.driftShare > 1:
+		return errors.New("-drift-share must be between 0 and 1")
 	}
 	return nil
+}
+
+// run parses args, connects and soaks; it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f soakFlags
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := f.validate(); err != nil {
+		fmt.Fprintln(stderr, "soak:", err)
+		return 2
+	}
+	opts := []nats.Option{nats.Name("carddrift-soak")}
+	if f.creds != "" {
+		opts = append(opts, nats.UserCredentials(f.creds))
+	}
+	nc, err := nats.Connect(f.natsURL, opts...)
+	if err != nil {
+		fmt.Fprintln(stderr, "soak:", err)
+		return 1
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err == nil {
+		err = soak(ctx, stdout, js, store.DefaultConfig(), &f, nc.ConnectedServerName() == service.EmbeddedServerName)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "soak:", err)
+		return 1
+	}
+	return 0
 }
 
 // soakMetrics are the series read from serve's /metrics at each sample,
@@ -119,23 +179,10 @@ func (s *soakSampler) sample(ctx context.Context) SoakSample {
 	if err := streams.Err(); err != nil {
 		fail("streams", err)
 	}
-	if st, err := s.js.Stream(ctx, s.lifecycle); err != nil {
-		fail("lifecycle stream", err)
+	if backlog, _, err := rig.Backlog(ctx, s.js, s.lifecycle); err != nil {
+		fail("backlog", err)
 	} else {
-		// The workers' durables only: an ephemeral consumer (a replay, a
-		// tool) is not serve's backlog.
-		var backlog uint64
-		list := st.ListConsumers(ctx)
-		for ci := range list.Info() {
-			if ci.Config.Durable != "" {
-				backlog += ci.NumPending + uint64(ci.NumAckPending)
-			}
-		}
-		if err := list.Err(); err != nil {
-			fail("consumers", err)
-		} else {
-			out.Values["backlog"] = float64(backlog)
-		}
+		out.Values["backlog"] = float64(backlog)
 	}
 	if ai, err := s.js.AccountInfo(ctx); err != nil {
 		fail("account", err)
@@ -143,7 +190,7 @@ func (s *soakSampler) sample(ctx context.Context) SoakSample {
 		out.Values["account.storeBytes"] = float64(ai.Store)
 	}
 	var err error
-	if out.Load, err = loadAvg(); err != nil {
+	if out.Load, err = rig.LoadAvg(); err != nil {
 		fail("load", err)
 	}
 	return out
@@ -284,7 +331,7 @@ func slope(xs, ys []float64) float64 {
 	return sxy / sxx
 }
 
-// SoakReport is bench --soak's result (its --json document).
+// SoakReport is a soak's result (its -json document).
 type SoakReport struct {
 	Agents         int          `json:"agents"`
 	TaskEvery      string       `json:"taskEvery"`
@@ -310,40 +357,42 @@ type SoakRound struct {
 	FalseAborts     int           `json:"falseAborts"`
 }
 
-// runSoak drives the deployment with the simulated fleet's traffic for
-// --soak, one round after another on the same fleet (the same agents),
-// sampling it every --sample-every, and reports the curve of each series.
-func runSoak(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Config, f *benchFlags, embedded bool) error {
-	jsonOut := f.demo.json
+// soak drives the deployment with the simulated fleet's traffic for
+// -duration, one round after another on the same fleet (the same agents),
+// sampling it every -sample-every, and reports the curve of each series.
+func soak(ctx context.Context, stdout io.Writer, js jetstream.JetStream, cfg store.Config, f *soakFlags, embedded bool) error {
 	say := func(format string, args ...any) {
-		if !jsonOut {
-			fmt.Fprintf(e.stdout, format, args...)
+		if !f.json {
+			fmt.Fprintf(stdout, format, args...)
 		}
 	}
 	if _, err := js.Stream(ctx, cfg.LifecycleStream); err != nil {
 		return fmt.Errorf("lifecycle stream %s: %w (is `carddrift serve` running against this server?)", cfg.LifecycleStream, err)
 	}
 	var out io.Writer = io.Discard
-	if f.soak.out != "" {
-		file, err := os.Create(f.soak.out)
+	if f.out != "" {
+		file, err := os.Create(f.out)
 		if err != nil {
 			return err
 		}
 		defer file.Close()
 		out = file
 	}
-	fl, err := startFleet(ctx, &f.demo)
+	fl, err := fleet.New(fleet.Options{Agents: f.agents, Seed: f.seed})
 	if err != nil {
+		return err
+	}
+	if err := fl.Start(ctx); err != nil {
 		return err
 	}
 	defer fl.Close()
 
 	start := time.Now()
-	end := start.Add(f.soak.duration)
-	sampler := &soakSampler{js: js, metricsURL: f.cost.metricsURL, lifecycle: cfg.LifecycleStream, start: start}
-	rep := &SoakReport{Agents: f.demo.agents, TaskEvery: f.demo.taskEvery.String(), EmbeddedServer: embedded}
+	end := start.Add(f.duration)
+	sampler := &soakSampler{js: js, metricsURL: f.metricsURL, lifecycle: cfg.LifecycleStream, start: start}
+	rep := &SoakReport{Agents: f.agents, TaskEvery: f.taskEvery.String(), EmbeddedServer: embedded}
 	say("soak: %d agents on loopback, a task per agent every %s, %.0f%% drifting, for %s in rounds of %s; a sample every %s\n",
-		f.demo.agents, f.demo.taskEvery, 100*f.driftShare, f.soak.duration, f.soak.round, f.soak.every)
+		f.agents, f.taskEvery, 100*f.driftShare, f.duration, f.round, f.every)
 	if embedded {
 		say("  (serve's embedded server: serve's RSS, heap and files include the NATS server's)\n")
 	}
@@ -364,7 +413,7 @@ func runSoak(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Conf
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		tick := time.NewTicker(f.soak.every)
+		tick := time.NewTicker(f.every)
 		defer tick.Stop()
 		record(sampler.sample(sctx))
 		for {
@@ -379,28 +428,31 @@ func runSoak(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Conf
 	stop := func() { stopSampling(); <-sampled }
 	defer stop()
 
-	f.demo.quiet = true
-	f.demo.driftShare = f.driftShare
-	f.demo.json = true // driveRound's own progress lines stay quiet
-	seed := f.demo.seed
+	settled := func() {
+		select {
+		case <-time.After(f.settle):
+		case <-ctx.Done():
+		}
+	}
 	for i := 0; time.Until(end) >= 10*time.Second; i++ { // a last round shorter than 10s would score nothing
-		f.demo.duration = min(f.soak.round, time.Until(end))
-		f.demo.seed = seed + int64(i)
-		card, err := driveRound(ctx, e, js, cfg, &f.demo, fl, nil, f.deployment.lease(), f.deployment.fullFetch, "bench --soak",
-			f.deployment.settled(ctx), fmt.Sprintf("soak%03d-", i))
+		o := fleet.DriveOptions{
+			JetStream: js, EventsStream: cfg.EventsStream,
+			Seed: f.seed + int64(i), Duration: min(f.round, time.Until(end)), DriftShare: f.driftShare, TaskEvery: f.taskEvery,
+			TaskPrefix: fmt.Sprintf("soak%03d-", i), Lease: fleet.LeaseFunc(f.minLease, f.defaultLease, f.maxLease),
+			FullFetch: f.fullFetch, Idle: settled, Warn: os.Stderr,
+		}
+		card, err := fl.Drive(ctx, o)
 		if err != nil {
-			f.demo.json = jsonOut
 			return err
 		}
-		r := SoakRound{Seed: f.demo.seed, Tasks: card.Tasks, Events: card.Events, EventsPerSecond: card.EventsPerSecond,
+		r := SoakRound{Seed: o.Seed, Tasks: card.Tasks, Events: card.Events, EventsPerSecond: card.EventsPerSecond,
 			LatencyMs: card.LatencyMs, Injected: card.Injected, Detected: card.Detected, Missed: card.Missed, FalseAborts: card.FalseAborts}
 		rep.Rounds = append(rep.Rounds, r)
 		rep.Events += card.Events
 		say("  round %d (seed %d, %s): %d tasks, %d lifecycle events (%.0f/s), p50 %.1f ms, p99 %.1f ms; injected %d, detected %d, missed %d, false aborts %d\n",
-			i+1, r.Seed, f.demo.duration.Round(time.Second), r.Tasks, r.Events, r.EventsPerSecond, r.LatencyMs.P50, r.LatencyMs.P99,
+			i+1, r.Seed, o.Duration.Round(time.Second), r.Tasks, r.Events, r.EventsPerSecond, r.LatencyMs.P50, r.LatencyMs.P99,
 			r.Injected, r.Detected, r.Missed, r.FalseAborts)
 	}
-	f.demo.json = jsonOut
 	stop()
 	record(sampler.sample(ctx))
 	rep.Seconds = time.Since(start).Seconds()
@@ -410,10 +462,10 @@ func runSoak(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Conf
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%.0f min: %s", s.Minutes, err))
 		}
 	}
-	if f.demo.json {
-		return json.NewEncoder(e.stdout).Encode(rep)
+	if f.json {
+		return json.NewEncoder(stdout).Encode(rep)
 	}
-	writeSoakSummary(e.stdout, rep)
+	writeSoakSummary(stdout, rep)
 	return nil
 }
 

@@ -3,10 +3,11 @@ package main
 import (
 	"math"
 	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/carddrift/carddrift/test/internal/rig"
 )
 
 func TestSlope(t *testing.T) {
@@ -88,40 +89,36 @@ carddrift_events_total{outcome="ok",type="a2a.task.request"} 2 1700000000000
 	}
 }
 
-// TestSoak runs bench --soak against serve in this process for
-// CARDDRIFT_SOAK (a duration, say 2m; unset: skipped, not part of the
-// default suite): two rounds or more, samples with every series, no failed
-// reading, no missed drift.
+// TestSoak runs the soak against `carddrift serve` (built from
+// cmd/carddrift, on its embedded server) for CARDDRIFT_SOAK (a duration,
+// say 2m; unset: skipped, not part of the default suite): two rounds or
+// more, samples with every series, no failed reading, no missed drift.
 func TestSoak(t *testing.T) {
 	d, err := time.ParseDuration(os.Getenv("CARDDRIFT_SOAK"))
 	if err != nil {
-		t.Skip("set CARDDRIFT_SOAK to a duration (e.g. 2m) to soak serve in this process")
+		t.Skip("set CARDDRIFT_SOAK to a duration (e.g. 2m) to soak serve")
 	}
-	out, _, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "127.0.0.1:0",
-		"--fetch-allow", "127.0.0.0/8", "--min-lease", "1s", "--default-lease", "2s", "--max-lease", "10s",
-		"--full-fetch-interval", "10s", "--log-format", "json", "--log-level", "error")
-	defer stop()
-	natsURL := waitMatch(t, out, regexp.MustCompile(`listening on (nats://\S+)`))[1]
-	httpAddr := waitMatch(t, out, regexp.MustCompile(`health on (http://[^/\s]+)/metrics`))[1]
-	waitMatch(t, out, regexp.MustCompile(`consuming A2A_TASKS`))
+	lease := []string{"-min-lease", "1s", "-default-lease", "2s", "-max-lease", "10s", "-full-fetch-interval", "10s"}
+	serve := rig.StartServe(t, lease...)
 	samples := t.TempDir() + "/samples.jsonl"
-	code, stdout, stderr := runCLI(t, "", "bench", "--nats-url", natsURL, "--metrics-url", httpAddr+"/metrics",
-		"--agents", "40", "--soak", d.String(), "--soak-round", (d / 2).String(), "--sample-every", (d / 6).String(),
-		"--soak-out", samples, "--min-lease", "1s", "--default-lease", "2s", "--max-lease", "10s", "--full-fetch-interval", "10s")
-	t.Logf("%s", stdout)
+	var stdout, stderr strings.Builder
+	code := run(t.Context(), append([]string{"-nats-url", serve.NATSURL, "-metrics-url", serve.HTTPAddr + "/metrics",
+		"-agents", "40", "-duration", d.String(), "-round", (d / 2).String(), "-sample-every", (d / 6).String(),
+		"-out", samples}, lease...), &stdout, &stderr)
+	t.Logf("%s", stdout.String())
 	if code != 0 {
-		t.Fatalf("bench --soak exited %d: %s", code, stderr)
+		t.Fatalf("soak exited %d: %s", code, stderr.String())
 	}
 	for _, want := range []string{"round 2 ", "process_resident_memory_bytes", "stream.KV_carddrift-pins.subjects", "go_goroutines", "process_open_fds", "missed 0"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("bench --soak printed no %q", want)
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("soak printed no %q", want)
 		}
 	}
-	if strings.Contains(stdout, "problem:") || strings.Contains(stdout, "failed:") {
-		t.Errorf("bench --soak failed a reading")
+	if strings.Contains(stdout.String(), "problem:") || strings.Contains(stdout.String(), "failed:") {
+		t.Errorf("soak failed a reading")
 	}
 	b, err := os.ReadFile(samples)
 	if n := strings.Count(string(b), "\n"); err != nil || n < 6 {
-		t.Errorf("--soak-out has %d lines (%v), want at least 6", n, err)
+		t.Errorf("-out has %d lines (%v), want at least 6", n, err)
 	}
 }
