@@ -53,7 +53,9 @@ func Parse(data []byte, lim Limits) (Value, error) {
 	if err := checkSize(data, lim); err != nil {
 		return Value{}, err
 	}
-	p := getParser(string(data), lim.maxDepth(), false)
+	p := parserPool.Get().(*parser)
+	p.reset(string(data), lim.maxDepth())
+	p.skipSpace()
 	defer p.release()
 	return p.document()
 }
@@ -102,30 +104,14 @@ type parser struct {
 
 	valueSlab  []Value  // unused rest of the current slab
 	memberSlab []Member // unused rest of the current slab
-
-	// state of the streaming canonicalizer (canon.go)
-	spans    []span // stack of the members of the objects being written
-	tmp      []byte // scratch for reordering members
-	omit     string // top-level member to leave out, if omitting
-	omitting bool
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
-// getParser returns a pooled parser ready to parse src, which the caller
-// has checked against the size limit. internal says whether the strings it
-// reads stay inside the package until release.
-func getParser(src string, maxDepth int, internal bool) *parser {
-	p := parserPool.Get().(*parser)
-	p.reset(src, maxDepth, internal)
-	p.skipSpace()
-	return p
-}
-
 // release drops every reference into the parsed document and returns p to
-// the pool. Strings read with internal set must no longer be used.
+// the pool.
 func (p *parser) release() {
-	p.reset("", 0, false)
+	p.reset("", 0)
 	// The slabs belong to the tree returned; the stacks are non-empty after
 	// an error.
 	p.valueSlab, p.memberSlab = nil, nil
@@ -133,9 +119,6 @@ func (p *parser) release() {
 	clear(p.members)
 	p.elems = reuse(p.elems, maxPooledStack)
 	p.members = reuse(p.members, maxPooledStack)
-	p.spans = reuse(p.spans, maxPooledStack)
-	p.tmp = reuse(p.tmp, maxPooledBuf)
-	p.omit, p.omitting = "", false
 	parserPool.Put(p)
 }
 
