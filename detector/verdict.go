@@ -23,7 +23,7 @@ func Evaluate(pinned, live *Card, req Requirements, posture Posture, taskFinding
 // findings, sets each one's Touches for the task, and judges them. The
 // findings are modified in place and returned.
 func Assess(findings []Finding, pinned, live *Card, req Requirements, posture Posture) ([]Finding, Verdict) {
-	sortFindings(findings)
+	SortFindings(findings)
 	for i := range findings {
 		findings[i].Touches = Touches(findings[i], pinned, live, req)
 	}
