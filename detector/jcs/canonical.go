@@ -218,10 +218,11 @@ func AppendCanonical(dst, data []byte, opt Options) ([]byte, error) {
 	if len(dst)+len(data) <= fastMaxBytes {
 		out, ok = appendFast(dst, src, opt.Limits.maxDepth(), opt.Omit)
 	}
-	if ok {
-		return requireObject(dst, out, data, opt)
+	if ok && (!opt.RequireObject || out[len(dst)] == '{') {
+		return out, nil
 	}
-	// out[:len(dst)] is dst, perhaps moved to a larger buffer.
+	// out[:len(dst)] is dst, perhaps moved to a larger buffer. A value that
+	// is not a required object goes to the tree path for its error.
 	out, err := appendTree(out[:len(dst)], data, opt)
 	if err != nil {
 		return dst, err
@@ -244,32 +245,4 @@ func appendTree(dst, data []byte, opt Options) ([]byte, error) {
 		return AppendWithout(dst, &v, opt.Omit), nil
 	}
 	return Append(dst, &v), nil
-}
-
-// requireObject returns out, the canonical form of data appended to dst,
-// or the error for a value other than an object if opt requires one.
-func requireObject(dst, out, data []byte, opt Options) ([]byte, error) {
-	if opt.RequireObject && (len(out) == len(dst) || out[len(dst)] != '{') {
-		return dst, notObject(data, kindOf(out[len(dst)]))
-	}
-	return out, nil
-}
-
-// kindOf returns the kind of the canonical value that starts with c.
-func kindOf(c byte) Kind {
-	switch c {
-	case '{':
-		return Object
-	case '[':
-		return Array
-	case '"':
-		return String
-	case 't':
-		return True
-	case 'f':
-		return False
-	case 'n':
-		return Null
-	}
-	return Number
 }

@@ -180,13 +180,9 @@ func inRange(off int, lit string) error {
 		return nil
 	}
 	if _, err := strconv.ParseFloat(lit, 64); err != nil {
-		return outOfRange(off, lit)
+		return &SyntaxError{Offset: off, Detail: "number " + quote(lit) + " out of range", Err: ErrNotJSON}
 	}
 	return nil
-}
-
-func outOfRange(off int, lit string) error {
-	return &SyntaxError{Offset: off, Detail: "number " + quote(lit) + " out of range", Err: ErrNotJSON}
 }
 
 // array collects the elements of the array just entered.
