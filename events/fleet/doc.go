@@ -51,9 +51,8 @@
 // remaining agents form the control group) and returns one Assignment per
 // agent: its cards by label with their digests, steps, profiles and
 // expectations. Fleet.Play (or the blocking Fleet.Run) applies the steps at
-// their offsets in one goroutine it owns. A scorecard finds the assignment of
-// an event's agentUrl (Find), maps a card.drift's pinned and live digests to
-// labels and looks the verdict up (Assignment.ExpectDigests, LabelOf,
+// their offsets in one goroutine it owns. A scorecard maps a card.drift's
+// pinned and live digests to labels and looks the verdict up (Assignment.ExpectDigests, LabelOf,
 // Expect); Assignment.Plannable says which profiles a client may plan
 // against the card it read, Assignment.Drifts when drift was injected,
 // Assignment.LiveAt what was served when, Player.Start and Player.Applied
