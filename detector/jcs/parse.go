@@ -133,44 +133,21 @@ func (p *parser) document() (Value, error) {
 	return v, nil
 }
 
-// value parses the value at p.pos. It does what Scanner.Value does,
-// calling the same pieces of the Scanner, without the extra call on every
-// value (this is the hot path of Parse).
+// value parses the value at p.pos.
 func (p *parser) value() (Value, error) {
-	if p.pos >= len(p.src) {
-		return Value{}, p.noValue()
-	}
-	switch c := p.src[p.pos]; c {
-	case '"':
-		s, err := p.string()
-		return Value{Kind: String, Str: s}, err
-	case '{':
-		if err := p.enter(len(p.keys)); err != nil {
-			return Value{}, err
-		}
+	start := p.pos
+	kind, text, err := p.Value()
+	switch {
+	case err != nil:
+		return Value{}, err
+	case kind == Object:
 		return p.object()
-	case '[':
-		if err := p.enter(-1); err != nil {
-			return Value{}, err
-		}
+	case kind == Array:
 		return p.array()
-	case 't':
-		return Value{Kind: True}, p.literal("true")
-	case 'f':
-		return Value{Kind: False}, p.literal("false")
-	case 'n':
-		return Value{Kind: Null}, p.literal("null")
-	default:
-		if c == '-' || isDigit(c) {
-			start := p.pos
-			lit, err := p.number()
-			if err == nil {
-				err = inRange(start, lit)
-			}
-			return Value{Kind: Number, Str: lit}, err
-		}
-		return Value{}, p.noValue()
+	case kind == Number:
+		return Value{Kind: Number, Str: text}, inRange(start, text)
 	}
+	return Value{Kind: kind, Str: text}, nil
 }
 
 // inRange rejects a number literal, read at offset off, that float64
