@@ -220,9 +220,6 @@ func mayDepend(data any) bool {
 // setForce asks for an unconditional fetch, saying why.
 func (t *Transition) setForce(reason string) { t.Force, t.ForceReason = true, reason }
 
-// Pin returns the task's pin with what the event recorded so far.
-func (t *Transition) Pin() Pin { return t.pin }
-
 // Recheck reports whether the observation cannot judge the pin and an
 // unconditional fetch must be made first: the live digest differs from the
 // pin, and the observation's content was last verified by a full fetch
