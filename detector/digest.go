@@ -34,9 +34,7 @@ var digestOptions = jcs.Options{Omit: signaturesKey, RequireObject: true}
 
 // ErrNotSigningPayload is returned (wrapped, with the reason) by
 // CheckSigningPayload when well-formed JSON presented as a card's signing
-// payload is not one: it keeps its top-level "signatures" member, or it is not
-// in RFC 8785 canonical form. (Declared here rather than in errors.go because
-// only the digest code returns it.)
+// payload keeps its top-level "signatures" member or is not canonical.
 var ErrNotSigningPayload = errors.New("not a card signing payload")
 
 var defaultMemo = NewDigestMemo(DigestMemoSize)
@@ -46,15 +44,9 @@ var defaultMemo = NewDigestMemo(DigestMemoSize)
 // with its top-level "signatures" member removed. Whitespace, key order and
 // number spelling do not change it; any other edit does.
 //
-// Results are memoised by the bytes of raw in a process-wide DigestMemo of
-// DigestMemoSize entries, so an unchanged body costs a seeded hash of it, a
-// map lookup and a comparison (a SHA-256 and a lookup for a body over
-// DigestMemoBody bytes). Errors are not memoised.
-//
-// Digest does not check that raw is an A2A card, only that it is a JSON
-// object. It returns a *SyntaxError wrapping ErrNotJSON, ErrNotObject,
-// ErrDuplicateKey, ErrInvalidUTF8, ErrTooLarge (over jcs.DefaultMaxBytes) or
-// ErrTooDeep (over jcs.DefaultMaxDepth). It is safe for concurrent use.
+// Results are memoised in a process-wide DigestMemo of DigestMemoSize
+// entries; errors are not. Digest checks only that raw is a JSON object: it
+// returns the *SyntaxError of Parse otherwise. It is safe for concurrent use.
 func Digest(raw []byte) (string, error) { return defaultMemo.Digest(raw) }
 
 // DigestValue returns the digest of a card that is already parsed, as Digest
@@ -114,10 +106,8 @@ func digestWith(raw []byte, opt jcs.Options) (string, error) {
 	return formatDigest(sum), nil
 }
 
-// formatDigest writes sum as "sha256:<hex>". It is on every digest's path
-// (and on the baseline's in BenchmarkDigestRatio), so it writes two hex
-// digits per table lookup rather than going through encoding/hex, whose
-// loop costs about as much as canonicalizing a small object.
+// formatDigest writes sum as "sha256:<hex>", two hex digits per table
+// lookup: encoding/hex costs about as much as canonicalizing a small object.
 func formatDigest(sum [sha256.Size]byte) string {
 	const prefix = "sha256:"
 	var out [len(prefix) + 2*sha256.Size]byte
@@ -157,13 +147,11 @@ func putBuf(bp *[]byte, b []byte) {
 
 // DigestMemo memoises card digests by the bytes of the card. For a body of
 // up to DigestMemoBody bytes a hit is a seeded hash of it (hash/maphash), a
-// map lookup and a comparison with the body held, so it can never return the
-// digest of another body, and costs far less than the SHA-256 of the body; a
-// longer body is looked up by its SHA-256 and not kept. It holds at most its
-// size entries and DigestMemoBytes of bodies, and evicts with the CLOCK
-// (second-chance) policy: an entry read since the hand last passed it
-// survives one more round. It is safe for concurrent use; the zero value is
-// not usable, use NewDigestMemo.
+// map lookup and a comparison with the body held, so it never returns the
+// digest of another body; a longer body is looked up by its SHA-256 and not
+// kept. It holds at most its size entries and DigestMemoBytes of bodies, and
+// evicts with the CLOCK (second-chance) policy. It is safe for concurrent
+// use; the zero value is not usable, use NewDigestMemo.
 type DigestMemo struct {
 	seed maphash.Seed
 
