@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"hash/maphash"
 	"sync"
 
@@ -32,11 +30,6 @@ const signaturesKey = "signatures"
 // (1 MiB, 64 levels), without its top-level signatures.
 var digestOptions = jcs.Options{Omit: signaturesKey, RequireObject: true}
 
-// ErrNotSigningPayload is returned (wrapped, with the reason) by
-// CheckSigningPayload when well-formed JSON presented as a card's signing
-// payload keeps its top-level "signatures" member or is not canonical.
-var ErrNotSigningPayload = errors.New("not a card signing payload")
-
 var defaultMemo = NewDigestMemo(DigestMemoSize)
 
 // Digest returns the digest of the agent card raw as served: "sha256:" and
@@ -48,47 +41,6 @@ var defaultMemo = NewDigestMemo(DigestMemoSize)
 // entries; errors are not. Digest checks only that raw is a JSON object: it
 // returns the *SyntaxError of Parse otherwise. It is safe for concurrent use.
 func Digest(raw []byte) (string, error) { return defaultMemo.Digest(raw) }
-
-// DigestValue returns the digest of a card that is already parsed, as Digest
-// would for its raw bytes. It is not memoised. v must come from jcs.Parse (or
-// hold valid strings and number literals); if v is not an object nothing is
-// removed from it.
-func DigestValue(v *jcs.Value) string {
-	bp := getBuf()
-	b := jcs.AppendWithout((*bp)[:0], v, signaturesKey)
-	sum := sha256.Sum256(b)
-	putBuf(bp, b)
-	return formatDigest(sum)
-}
-
-// CanonicalJSON returns the bytes that DigestValue hashes: the RFC 8785
-// canonical form of v without its top-level "signatures" member. For a card
-// that is its A2A signing payload (JWS payload before base64url encoding).
-func CanonicalJSON(v *jcs.Value) []byte {
-	return jcs.AppendWithout(nil, v, signaturesKey)
-}
-
-// CheckSigningPayload checks bytes presented as an agent card's signing
-// payload, as a verifier must before trusting a detached JWS payload: they
-// must be a JSON object in RFC 8785 canonical form without a top-level
-// "signatures" member (a payload cannot contain the signatures over it).
-//
-// It returns nil for a signing payload; the errors of Digest when payload is
-// not a well-formed JSON object; and an error wrapping ErrNotSigningPayload
-// when it keeps "signatures" or is not canonical.
-func CheckSigningPayload(payload []byte) error {
-	v, err := jcs.ParseObject(payload, jcs.Limits{})
-	if err != nil {
-		return err
-	}
-	if _, ok := v.Get(signaturesKey); ok {
-		return fmt.Errorf("%w: top-level %q present", ErrNotSigningPayload, signaturesKey)
-	}
-	if !bytes.Equal(jcs.Append(nil, &v), payload) {
-		return fmt.Errorf("%w: not in RFC 8785 canonical form", ErrNotSigningPayload)
-	}
-	return nil
-}
 
 // digestUncached canonicalizes and hashes raw, bypassing every memo.
 func digestUncached(raw []byte) (string, error) { return digestWith(raw, digestOptions) }
