@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
-
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
