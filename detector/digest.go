@@ -2,6 +2,7 @@ package detector
 
 import (
 	"bytes"
+	"container/list"
 	"crypto/sha256"
 	"encoding/binary"
 	"hash/maphash"
@@ -14,8 +15,8 @@ import (
 // DigestMemoBytes the most it holds of the card bodies it keeps to verify
 // hits against (bodies of up to DigestMemoBody bytes; longer ones are
 // memoised by their SHA-256 and not kept). Beside the bodies an entry costs
-// about 250 bytes (a 71-byte digest, a slot and map overhead), so the memo
-// holds at most about 5 MiB.
+// about 300 bytes (a 71-byte digest, a list element and map overhead), so
+// the memo holds at most about 5 MiB.
 const (
 	DigestMemoSize  = 4096
 	DigestMemoBytes = 4 << 20
@@ -101,19 +102,18 @@ func putBuf(bp *[]byte, b []byte) {
 // up to DigestMemoBody bytes a hit is a seeded hash of it (hash/maphash), a
 // map lookup and a comparison with the body held, so it never returns the
 // digest of another body; a longer body is looked up by its SHA-256 and not
-// kept. It holds at most its size entries and DigestMemoBytes of bodies, and
-// evicts with the CLOCK (second-chance) policy. It is safe for concurrent
-// use; the zero value is not usable, use NewDigestMemo.
+// kept. It holds at most its size entries and DigestMemoBytes of bodies,
+// evicting the least recently used. It is safe for concurrent use; the zero
+// value is not usable, use NewDigestMemo.
 type DigestMemo struct {
-	seed maphash.Seed
-
-	mu       sync.Mutex
-	index    map[memoKey]int
-	slots    []memoSlot
-	used     int // slots in use
-	bytes    int // length of the bodies held
+	seed     maphash.Seed
+	size     int
 	maxBytes int
-	hand     int
+
+	mu    sync.Mutex
+	index map[memoKey]*list.Element // → *memoEntry
+	lru   list.List
+	bytes int // length of the bodies held
 }
 
 // memoKey identifies a body: a short one by its seeded hash (sum zero), a
@@ -123,9 +123,7 @@ type memoKey struct {
 	sum  [sha256.Size]byte
 }
 
-type memoSlot struct {
-	used   bool
-	ref    bool // read since the hand last passed
+type memoEntry struct {
 	key    memoKey
 	raw    []byte // a short body, a copy owned by the memo and never written
 	digest string
@@ -137,9 +135,9 @@ func NewDigestMemo(size int) *DigestMemo {
 	size = max(size, 1)
 	return &DigestMemo{
 		seed:     maphash.MakeSeed(),
-		index:    make(map[memoKey]int, size),
-		slots:    make([]memoSlot, size),
+		size:     size,
 		maxBytes: DigestMemoBytes,
+		index:    make(map[memoKey]*list.Element, size),
 	}
 }
 
@@ -173,22 +171,21 @@ func keeps(n int) bool { return n <= DigestMemoBody }
 func (m *DigestMemo) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.used
+	return len(m.index)
 }
 
 func (m *DigestMemo) lookup(k memoKey, raw []byte) (string, bool) {
 	m.mu.Lock()
-	i, ok := m.index[k]
+	el, ok := m.index[k]
 	if !ok {
 		m.mu.Unlock()
 		return "", false
 	}
-	s := &m.slots[i]
-	held, digest := s.raw, s.digest
-	s.ref = true
+	m.lru.MoveToFront(el)
+	e := el.Value.(*memoEntry)
 	m.mu.Unlock()
-	// held is never written, so it is compared outside the lock.
-	return digest, !keeps(len(raw)) || bytes.Equal(held, raw)
+	// e.raw is never written, so it is compared outside the lock.
+	return e.digest, !keeps(len(raw)) || bytes.Equal(e.raw, raw)
 }
 
 func (m *DigestMemo) store(k memoKey, raw []byte, digest string) {
@@ -201,35 +198,22 @@ func (m *DigestMemo) store(k memoKey, raw []byte, digest string) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if i, ok := m.index[k]; ok {
-		if !keeps(len(raw)) || bytes.Equal(m.slots[i].raw, raw) {
+	if el, ok := m.index[k]; ok {
+		if !keeps(len(raw)) || bytes.Equal(el.Value.(*memoEntry).raw, raw) {
 			return // a concurrent caller stored it first
 		}
-		m.drop(i) // another body of the same hash: the newer one stays
+		m.drop(el) // another body of the same hash: the newer one stays
 	}
-	for m.used == len(m.slots) || m.bytes+len(body) > m.maxBytes {
-		if s := &m.slots[m.hand]; s.used && s.ref {
-			s.ref = false
-		} else if s.used {
-			m.drop(m.hand)
-		}
-		m.hand = (m.hand + 1) % len(m.slots)
-	}
-	for m.slots[m.hand].used {
-		m.hand = (m.hand + 1) % len(m.slots)
-	}
-	m.slots[m.hand] = memoSlot{used: true, key: k, raw: body, digest: digest}
-	m.index[k] = m.hand
-	m.used++
+	m.index[k] = m.lru.PushFront(&memoEntry{key: k, raw: body, digest: digest})
 	m.bytes += len(body)
-	m.hand = (m.hand + 1) % len(m.slots)
+	for len(m.index) > m.size || m.bytes > m.maxBytes {
+		m.drop(m.lru.Back())
+	}
 }
 
-// drop empties slot i.
-func (m *DigestMemo) drop(i int) {
-	s := &m.slots[i]
-	delete(m.index, s.key)
-	m.used--
-	m.bytes -= len(s.raw)
-	*s = memoSlot{}
+// drop removes an entry.
+func (m *DigestMemo) drop(el *list.Element) {
+	e := m.lru.Remove(el).(*memoEntry)
+	delete(m.index, e.key)
+	m.bytes -= len(e.raw)
 }

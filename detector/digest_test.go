@@ -236,7 +236,7 @@ func TestDigestMemoEviction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := m.Digest([]byte(docs[0])); err != nil { // a hit: a survives the next sweep
+	if _, err := m.Digest([]byte(docs[0])); err != nil { // a hit: b is now the least recently used
 		t.Fatal(err)
 	}
 	got, err := m.Digest([]byte(docs[2]))
@@ -254,7 +254,7 @@ func TestDigestMemoEviction(t *testing.T) {
 	if _, err := m.Digest([]byte(`{`)); err == nil || m.Len() != 2 {
 		t.Errorf("a failed digest changed the memo: Len() = %d, err %v", m.Len(), err)
 	}
-	if NewDigestMemo(0).slots == nil {
+	if NewDigestMemo(0).size != 1 {
 		t.Error("NewDigestMemo(0) has no room")
 	}
 }
@@ -263,8 +263,8 @@ func TestDigestMemoEviction(t *testing.T) {
 func (m *DigestMemo) holds(raw []byte) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	i, ok := m.index[m.key(raw)]
-	return ok && (!keeps(len(raw)) || bytes.Equal(m.slots[i].raw, raw))
+	el, ok := m.index[m.key(raw)]
+	return ok && (!keeps(len(raw)) || bytes.Equal(el.Value.(*memoEntry).raw, raw))
 }
 
 // TestDigestMemoVerifies checks that a hit is a body equal to the one held,
@@ -278,9 +278,9 @@ func TestDigestMemoVerifies(t *testing.T) {
 	}
 	kb := m.key(b)
 	m.mu.Lock()
-	i := m.index[m.key(a)]
-	delete(m.index, m.slots[i].key)
-	m.slots[i].key, m.index[kb] = kb, i // a now sits where b's hash leads
+	el := m.index[m.key(a)]
+	delete(m.index, el.Value.(*memoEntry).key)
+	el.Value.(*memoEntry).key, m.index[kb] = kb, el // a now sits where b's hash leads
 	m.mu.Unlock()
 	want, _ := digestUncached(b)
 	if got, err := m.Digest(b); err != nil || got != want {
