@@ -38,13 +38,9 @@ func Diff(pinned, live *Card) []Finding {
 		}
 	}
 	servedPaths(out, pinned, live)
-	sortFindings(out)
+	SortFindings(out)
 	return out
 }
-
-// SortFindings puts findings in Diff's output order: most serious first,
-// then rule id, path, skill, scheme and message. It is stable.
-func SortFindings(fs []Finding) { sortFindings(fs) }
 
 // RuleIDs returns the rule ids of fs, each once, in the order of their first
 // finding: what a verdict line or an event's summary lists.
@@ -58,8 +54,9 @@ func RuleIDs(fs []Finding) []string {
 	return ids
 }
 
-// sortFindings puts findings in Diff's output order.
-func sortFindings(fs []Finding) {
+// SortFindings puts findings in Diff's output order: most serious first,
+// then rule id, path, skill, scheme and message. It is stable.
+func SortFindings(fs []Finding) {
 	slices.SortStableFunc(fs, func(a, b Finding) int {
 		return cmp.Or(
 			cmp.Compare(b.Severity, a.Severity),
@@ -82,20 +79,7 @@ func pointer(tokens ...string) string {
 	b.Grow(n + 4)
 	for _, t := range tokens {
 		b.WriteByte('/')
-		if !strings.ContainsAny(t, "~/") {
-			b.WriteString(t)
-			continue
-		}
-		for i := 0; i < len(t); i++ {
-			switch t[i] {
-			case '~':
-				b.WriteString("~0")
-			case '/':
-				b.WriteString("~1")
-			default:
-				b.WriteByte(t[i])
-			}
-		}
+		b.WriteString(escapePointer(t))
 	}
 	return b.String()
 }

@@ -14,13 +14,9 @@ const diffMemoOverhead = 256
 
 // DiffMemo remembers Diff's findings per pair of cards, so that a shell
 // judging the same pinned and live card at every transition of a drifted
-// task diffs them once. Diff is a pure function of the two cards, and a
-// card is a function of its canonical digest and of what the digest leaves
-// out: the served "signatures" member (HasSignatures, the nonconformance
-// Parse found in it) and what verifying it found (Card.Signatures, which
-// the shells fill: Pin.Signatures, the observation's). A pair is keyed by
-// both digests and both cards' signature state (signatureState), so a
-// signed pair is diffed once per set of verification outcomes.
+// task diffs them once. A card is a function of its canonical digest and of
+// what the digest leaves out (its signatures: signatureState), so a pair is
+// keyed by both digests and both cards' signature state.
 //
 // It is bounded in bytes (each entry counted as its findings' JSON encoding
 // twice over, plus a fixed overhead), evicting the least recently used

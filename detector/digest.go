@@ -2,10 +2,9 @@ package detector
 
 import (
 	"bytes"
+	"container/list"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"hash/maphash"
 	"sync"
 
@@ -16,8 +15,8 @@ import (
 // DigestMemoBytes the most it holds of the card bodies it keeps to verify
 // hits against (bodies of up to DigestMemoBody bytes; longer ones are
 // memoised by their SHA-256 and not kept). Beside the bodies an entry costs
-// about 250 bytes (a 71-byte digest, a slot and map overhead), so the memo
-// holds at most about 5 MiB.
+// about 300 bytes (a 71-byte digest, a list element and map overhead), so
+// the memo holds at most about 5 MiB.
 const (
 	DigestMemoSize  = 4096
 	DigestMemoBytes = 4 << 20
@@ -32,13 +31,6 @@ const signaturesKey = "signatures"
 // (1 MiB, 64 levels), without its top-level signatures.
 var digestOptions = jcs.Options{Omit: signaturesKey, RequireObject: true}
 
-// ErrNotSigningPayload is returned (wrapped, with the reason) by
-// CheckSigningPayload when well-formed JSON presented as a card's signing
-// payload is not one: it keeps its top-level "signatures" member, or it is not
-// in RFC 8785 canonical form. (Declared here rather than in errors.go because
-// only the digest code returns it.)
-var ErrNotSigningPayload = errors.New("not a card signing payload")
-
 var defaultMemo = NewDigestMemo(DigestMemoSize)
 
 // Digest returns the digest of the agent card raw as served: "sha256:" and
@@ -46,57 +38,10 @@ var defaultMemo = NewDigestMemo(DigestMemoSize)
 // with its top-level "signatures" member removed. Whitespace, key order and
 // number spelling do not change it; any other edit does.
 //
-// Results are memoised by the bytes of raw in a process-wide DigestMemo of
-// DigestMemoSize entries, so an unchanged body costs a seeded hash of it, a
-// map lookup and a comparison (a SHA-256 and a lookup for a body over
-// DigestMemoBody bytes). Errors are not memoised.
-//
-// Digest does not check that raw is an A2A card, only that it is a JSON
-// object. It returns a *SyntaxError wrapping ErrNotJSON, ErrNotObject,
-// ErrDuplicateKey, ErrInvalidUTF8, ErrTooLarge (over jcs.DefaultMaxBytes) or
-// ErrTooDeep (over jcs.DefaultMaxDepth). It is safe for concurrent use.
+// Results are memoised in a process-wide DigestMemo of DigestMemoSize
+// entries; errors are not. Digest checks only that raw is a JSON object: it
+// returns the *SyntaxError of Parse otherwise. It is safe for concurrent use.
 func Digest(raw []byte) (string, error) { return defaultMemo.Digest(raw) }
-
-// DigestValue returns the digest of a card that is already parsed, as Digest
-// would for its raw bytes. It is not memoised. v must come from jcs.Parse (or
-// hold valid strings and number literals); if v is not an object nothing is
-// removed from it.
-func DigestValue(v *jcs.Value) string {
-	bp := getBuf()
-	b := jcs.AppendWithout((*bp)[:0], v, signaturesKey)
-	sum := sha256.Sum256(b)
-	putBuf(bp, b)
-	return formatDigest(sum)
-}
-
-// CanonicalJSON returns the bytes that DigestValue hashes: the RFC 8785
-// canonical form of v without its top-level "signatures" member. For a card
-// that is its A2A signing payload (JWS payload before base64url encoding).
-func CanonicalJSON(v *jcs.Value) []byte {
-	return jcs.AppendWithout(nil, v, signaturesKey)
-}
-
-// CheckSigningPayload checks bytes presented as an agent card's signing
-// payload, as a verifier must before trusting a detached JWS payload: they
-// must be a JSON object in RFC 8785 canonical form without a top-level
-// "signatures" member (a payload cannot contain the signatures over it).
-//
-// It returns nil for a signing payload; the errors of Digest when payload is
-// not a well-formed JSON object; and an error wrapping ErrNotSigningPayload
-// when it keeps "signatures" or is not canonical.
-func CheckSigningPayload(payload []byte) error {
-	v, err := jcs.ParseObject(payload, jcs.Limits{})
-	if err != nil {
-		return err
-	}
-	if _, ok := v.Get(signaturesKey); ok {
-		return fmt.Errorf("%w: top-level %q present", ErrNotSigningPayload, signaturesKey)
-	}
-	if !bytes.Equal(jcs.Append(nil, &v), payload) {
-		return fmt.Errorf("%w: not in RFC 8785 canonical form", ErrNotSigningPayload)
-	}
-	return nil
-}
 
 // digestUncached canonicalizes and hashes raw, bypassing every memo.
 func digestUncached(raw []byte) (string, error) { return digestWith(raw, digestOptions) }
@@ -114,10 +59,8 @@ func digestWith(raw []byte, opt jcs.Options) (string, error) {
 	return formatDigest(sum), nil
 }
 
-// formatDigest writes sum as "sha256:<hex>". It is on every digest's path
-// (and on the baseline's in BenchmarkDigestRatio), so it writes two hex
-// digits per table lookup rather than going through encoding/hex, whose
-// loop costs about as much as canonicalizing a small object.
+// formatDigest writes sum as "sha256:<hex>", two hex digits per table
+// lookup: encoding/hex costs about as much as canonicalizing a small object.
 func formatDigest(sum [sha256.Size]byte) string {
 	const prefix = "sha256:"
 	var out [len(prefix) + 2*sha256.Size]byte
@@ -157,23 +100,20 @@ func putBuf(bp *[]byte, b []byte) {
 
 // DigestMemo memoises card digests by the bytes of the card. For a body of
 // up to DigestMemoBody bytes a hit is a seeded hash of it (hash/maphash), a
-// map lookup and a comparison with the body held, so it can never return the
-// digest of another body, and costs far less than the SHA-256 of the body; a
-// longer body is looked up by its SHA-256 and not kept. It holds at most its
-// size entries and DigestMemoBytes of bodies, and evicts with the CLOCK
-// (second-chance) policy: an entry read since the hand last passed it
-// survives one more round. It is safe for concurrent use; the zero value is
-// not usable, use NewDigestMemo.
+// map lookup and a comparison with the body held, so it never returns the
+// digest of another body; a longer body is looked up by its SHA-256 and not
+// kept. It holds at most its size entries and DigestMemoBytes of bodies,
+// evicting the least recently used. It is safe for concurrent use; the zero
+// value is not usable, use NewDigestMemo.
 type DigestMemo struct {
-	seed maphash.Seed
-
-	mu       sync.Mutex
-	index    map[memoKey]int
-	slots    []memoSlot
-	used     int // slots in use
-	bytes    int // length of the bodies held
+	seed     maphash.Seed
+	size     int
 	maxBytes int
-	hand     int
+
+	mu    sync.Mutex
+	index map[memoKey]*list.Element // → *memoEntry
+	lru   list.List
+	bytes int // length of the bodies held
 }
 
 // memoKey identifies a body: a short one by its seeded hash (sum zero), a
@@ -183,9 +123,7 @@ type memoKey struct {
 	sum  [sha256.Size]byte
 }
 
-type memoSlot struct {
-	used   bool
-	ref    bool // read since the hand last passed
+type memoEntry struct {
 	key    memoKey
 	raw    []byte // a short body, a copy owned by the memo and never written
 	digest string
@@ -197,9 +135,9 @@ func NewDigestMemo(size int) *DigestMemo {
 	size = max(size, 1)
 	return &DigestMemo{
 		seed:     maphash.MakeSeed(),
-		index:    make(map[memoKey]int, size),
-		slots:    make([]memoSlot, size),
+		size:     size,
 		maxBytes: DigestMemoBytes,
+		index:    make(map[memoKey]*list.Element, size),
 	}
 }
 
@@ -233,22 +171,21 @@ func keeps(n int) bool { return n <= DigestMemoBody }
 func (m *DigestMemo) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.used
+	return len(m.index)
 }
 
 func (m *DigestMemo) lookup(k memoKey, raw []byte) (string, bool) {
 	m.mu.Lock()
-	i, ok := m.index[k]
+	el, ok := m.index[k]
 	if !ok {
 		m.mu.Unlock()
 		return "", false
 	}
-	s := &m.slots[i]
-	held, digest := s.raw, s.digest
-	s.ref = true
+	m.lru.MoveToFront(el)
+	e := el.Value.(*memoEntry)
 	m.mu.Unlock()
-	// held is never written, so it is compared outside the lock.
-	return digest, !keeps(len(raw)) || bytes.Equal(held, raw)
+	// e.raw is never written, so it is compared outside the lock.
+	return e.digest, !keeps(len(raw)) || bytes.Equal(e.raw, raw)
 }
 
 func (m *DigestMemo) store(k memoKey, raw []byte, digest string) {
@@ -261,35 +198,22 @@ func (m *DigestMemo) store(k memoKey, raw []byte, digest string) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if i, ok := m.index[k]; ok {
-		if !keeps(len(raw)) || bytes.Equal(m.slots[i].raw, raw) {
+	if el, ok := m.index[k]; ok {
+		if !keeps(len(raw)) || bytes.Equal(el.Value.(*memoEntry).raw, raw) {
 			return // a concurrent caller stored it first
 		}
-		m.drop(i) // another body of the same hash: the newer one stays
+		m.drop(el) // another body of the same hash: the newer one stays
 	}
-	for m.used == len(m.slots) || m.bytes+len(body) > m.maxBytes {
-		if s := &m.slots[m.hand]; s.used && s.ref {
-			s.ref = false
-		} else if s.used {
-			m.drop(m.hand)
-		}
-		m.hand = (m.hand + 1) % len(m.slots)
-	}
-	for m.slots[m.hand].used {
-		m.hand = (m.hand + 1) % len(m.slots)
-	}
-	m.slots[m.hand] = memoSlot{used: true, key: k, raw: body, digest: digest}
-	m.index[k] = m.hand
-	m.used++
+	m.index[k] = m.lru.PushFront(&memoEntry{key: k, raw: body, digest: digest})
 	m.bytes += len(body)
-	m.hand = (m.hand + 1) % len(m.slots)
+	for len(m.index) > m.size || m.bytes > m.maxBytes {
+		m.drop(m.lru.Back())
+	}
 }
 
-// drop empties slot i.
-func (m *DigestMemo) drop(i int) {
-	s := &m.slots[i]
-	delete(m.index, s.key)
-	m.used--
-	m.bytes -= len(s.raw)
-	*s = memoSlot{}
+// drop removes an entry.
+func (m *DigestMemo) drop(el *list.Element) {
+	e := m.lru.Remove(el).(*memoEntry)
+	delete(m.index, e.key)
+	m.bytes -= len(e.raw)
 }

@@ -3,7 +3,7 @@ package detector
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"sort"
+	"slices"
 
 	"github.com/carddrift/carddrift/detector/jcs"
 )
@@ -145,17 +145,5 @@ func fpMap[V any](m map[string]V, fn func(V) jcs.Value) jcs.Value {
 	return fpObject(ms...)
 }
 
-// sortedSet returns a sorted copy of ss without duplicates.
-func fpSorted(ss []string) []string {
-	out := append([]string(nil), ss...)
-	sort.Strings(out)
-	n := 0
-	for i, s := range out {
-		if i > 0 && s == out[n-1] {
-			continue
-		}
-		out[n] = s
-		n++
-	}
-	return out[:n]
-}
+// fpSorted returns a sorted copy of ss without duplicates.
+func fpSorted(ss []string) []string { return slices.Compact(slices.Sorted(slices.Values(ss))) }

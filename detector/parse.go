@@ -1,6 +1,8 @@
 package detector
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -299,13 +301,13 @@ func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 		p.legacy = true
 	}
 	main := Interface{
-		URL: url, ProtocolBinding: normBinding(orDefault(preferred, "JSONRPC")), ProtocolVersion: topVersion,
+		URL: url, ProtocolBinding: normBinding(cmp.Or(preferred, "JSONRPC")), ProtocolVersion: topVersion,
 		src: interfaceSource{ptr: "/url", url: "/url", binding: "/preferredTransport", version: "/protocolVersion"},
 	}
 	if len(c.Interfaces) > 0 {
 		// A hybrid card: supportedInterfaces is authoritative; a top-level url
 		// that it does not list is kept after them.
-		if url != "" && !hasURL(c.Interfaces, url) {
+		if url != "" && !slices.ContainsFunc(c.Interfaces, func(in Interface) bool { return in.URL == url }) {
 			c.Interfaces = append(c.Interfaces, main)
 		}
 		return
@@ -338,22 +340,6 @@ func (p *cardParser) firstStr(obj *jcs.Value, ptr string, keys ...string) (value
 		}
 	}
 	return value, key
-}
-
-func hasURL(ins []Interface, url string) bool {
-	for _, in := range ins {
-		if in.URL == url {
-			return true
-		}
-	}
-	return false
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func (p *cardParser) capabilities(root *jcs.Value) {
@@ -551,8 +537,12 @@ var schemeWrappers = []struct{ key, typ string }{
 
 // oneof reads the encoding protobuf-based SDKs (ts-proto) leak for a oneof
 // field: {"<field>": {"$case": "<member>", "value": {…}}}. It returns the
-// member name and its value, or ok false when v holds no such field.
+// member name and its value, or ok false when v (perhaps nil) holds no such
+// field.
 func oneof(v *jcs.Value, field string) (member string, value *jcs.Value, ptr string, ok bool) {
+	if v == nil {
+		return "", nil, "", false
+	}
 	o, found := v.Get(field)
 	if !found || o.Kind != jcs.Object {
 		return "", nil, "", false
@@ -566,14 +556,6 @@ func oneof(v *jcs.Value, field string) (member string, value *jcs.Value, ptr str
 		return "", nil, "", false
 	}
 	return c.Str, val, "/" + escapePointer(field) + "/value", true
-}
-
-// oneofIn is oneof on an object that may be nil.
-func oneofIn(v *jcs.Value, field string) (string, *jcs.Value, string, bool) {
-	if v == nil {
-		return "", nil, "", false
-	}
-	return oneof(v, field)
 }
 
 // scheme normalises one security scheme: v0.3 {"type": …}, v1.0's oneof
@@ -644,7 +626,7 @@ func (p *cardParser) scheme(v *jcs.Value, ptr string) SecurityScheme {
 	}
 	s.Location = strings.ToLower(s.Location)
 	flows := p.object(body, "flows", bodyPtr)
-	if member, val, sub, ok := oneofIn(flows, "flow"); ok {
+	if member, val, sub, ok := oneof(flows, "flow"); ok {
 		// ts-proto: "flows": {"flow": {"$case": "clientCredentials", "value": {…}}}
 		s.Flows = map[string]OAuthFlow{}
 		if f, ok := p.flow(val, bodyPtr+"/flows"+sub); ok {

@@ -83,64 +83,30 @@ const (
 
 // Rule is one kind of finding.
 //
-// Severity is the most serious severity the rule can produce. Most rules
-// always produce it; a few grade each finding because one rule id covers a
-// change in both directions, and a planner needs to tell them apart:
+// Severity is the most serious severity the rule can produce (the registry
+// audit checks that no finding exceeds it). Most rules always produce it; a
+// few grade each finding because one rule id covers both directions (their
+// checks say how): the mode rules are breaking when a media type the pinned
+// card covered is no longer covered, and info (input) or warning (output:
+// artifacts may arrive in a type the client did not plan for) when types
+// were only added; extended-card-changed, security-requirements-changed,
+// interface-changed and protocol-version-changed are breaking only in the
+// direction that can fail a task.
 //
-//   - skill-input-modes-changed, default-input-modes-changed: breaking when a
-//     media type the pinned card accepted is no longer covered (the client may
-//     send it and get -32005), info when types were only added.
-//   - skill-output-modes-changed, default-output-modes-changed: breaking when a
-//     pinned output type is no longer covered (the agent will not produce what
-//     the client asked for), warning when types were only added (artifacts may
-//     arrive in a type the client did not plan for).
-//   - extended-card-changed: breaking when the extended card is withdrawn
-//     (GetExtendedAgentCard now fails with -32007), info when it appears.
-//   - security-requirements-changed: breaking when some pinned alternative is
-//     no longer sufficient, info when requirements were only relaxed (every
-//     pinned alternative still satisfies some live alternative).
-//   - interface-changed: breaking when an interface (url + binding) is removed,
-//     moved to another url or its tenant changes; warning when the preferred
-//     (first) interface changes between retained ones; info when one is added.
-//   - protocol-version-changed: breaking when a pinned protocol version line
-//     (major.minor) is no longer offered, info when versions were only added
-//     or changed at patch level.
-//
-// Within a finding, Severity never exceeds the rule's (the registry audit
-// checks it). Added/removed and enabled/disabled pairs are separate rules with
-// a fixed severity each, so a consumer can filter them by id; the audit
-// requires every such rule to have its mirror or a written waiver:
-//
-//   - extension-added (info) mirrors extension-removed: an optional extension
-//     appeared. A new extension that is required is extension-required-added
-//     only, so one change is one finding.
-//   - extension-required-removed (info) mirrors extension-required-added: an
-//     extension both cards declare is no longer required (the requirement was
-//     dropped, not the extension; a required extension that disappears is
-//     extension-removed).
-//   - oauth-scope-removed has no "added" mirror (waived): a new scope asks
-//     nothing of a client that does not request it.
-//   - interface-changed and extended-card-changed are single rules graded per
-//     finding rather than pairs, because the public contract (schemas/README.md) names them that way.
+// Added/removed and enabled/disabled pairs are separate rules with a fixed
+// severity each, so a consumer can filter them by id; the audit requires
+// every such rule to have its mirror or a written waiver (oauth-scope-removed:
+// a new scope asks nothing of a client that does not request it). A new
+// extension that is required is extension-required-added only, so one change
+// is one finding.
 //
 // Touches declares which tasks a rule's findings concern (see Touch); the
-// registry audit has, per rule, a task it touches and one it spares. Choices
-// that are not obvious from the kind's name:
-//
-//   - every extension rule but extension-required-added is TouchExtension:
-//     it concerns tasks that activate the extension. A task activates an
-//     extension the pinned card required whether it says so or not, so
-//     extension-required-removed, and the removal of a required extension,
-//     touch every task planned on that card.
-//   - security-requirements-changed is TouchRequirements: a skill-level
-//     finding concerns the skill's tasks, a card-level one only tasks whose
-//     skill inherits the card's requirements in both cards.
-//   - the task-level rules are TouchAll: their findings are made for the task
-//     they are evaluated with. replicas-disagree is made for the agent, and
-//     every task on it may meet either card.
-//   - the signature rules are TouchAll, signature-added included (an info
-//     finding, which no verdict weighs): a card's signer vouches for every
-//     part of it, so a change of signer concerns every task on the agent.
+// registry audit has, per rule, a task it touches and one it spares. Every
+// extension rule but extension-required-added concerns the tasks that
+// activate the extension, and a task activates one the pinned card required
+// whether it says so or not. The task-level and signature rules touch every
+// task: their findings are made for the task, or (replicas-disagree, a
+// change of signer, who vouches for every part of the card) for the agent.
 type Rule struct {
 	ID       string
 	Severity Severity

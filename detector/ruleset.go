@@ -76,30 +76,19 @@ func ParseRuleSet(r io.Reader) (*RuleSet, error) {
 	if dec.More() {
 		return nil, &RuleSetError{Reason: "trailing data after the JSON object"}
 	}
-	rs := &RuleSet{}
-	for _, id := range file.Disable {
-		if _, ok := RuleByID(id); !ok {
-			return nil, &RuleSetError{Rule: id, Reason: "not a rule id (disable)"}
-		}
-		rs.Disable = append(rs.Disable, id)
-	}
-	slices.Sort(rs.Disable)
-	rs.Disable = slices.Compact(rs.Disable)
+	rs := &RuleSet{Disable: slices.Compact(slices.Sorted(slices.Values(file.Disable)))}
 	for id, sev := range file.Severity {
-		if _, ok := RuleByID(id); !ok {
-			return nil, &RuleSetError{Rule: id, Reason: "not a rule id (severity)"}
-		}
 		s, err := ParseSeverity(sev)
 		if err != nil {
 			return nil, &RuleSetError{Rule: id, Reason: fmt.Sprintf("severity %q: want info, warning or breaking", sev)}
-		}
-		if slices.Contains(rs.Disable, id) {
-			return nil, &RuleSetError{Rule: id, Reason: "both disabled and given a severity"}
 		}
 		if rs.Severity == nil {
 			rs.Severity = map[string]Severity{}
 		}
 		rs.Severity[id] = s
+	}
+	if err := rs.Validate(); err != nil {
+		return nil, err
 	}
 	return rs, nil
 }

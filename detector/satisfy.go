@@ -3,7 +3,6 @@ package detector
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -174,39 +173,20 @@ func schemeNamed(card *Card, name string) (SecurityScheme, bool) {
 // client uses (an empty requirement, {}, means "no authentication" and is
 // always met).
 func anyRequirementMet(reqs []SecurityRequirement, have []string) bool {
-	for _, r := range reqs {
-		met := true
+	return slices.ContainsFunc(reqs, func(r SecurityRequirement) bool {
 		for name := range r {
-			if !containsFold(have, name) {
-				met = false
-				break
+			if !slices.ContainsFunc(have, func(v string) bool { return strings.EqualFold(v, name) }) {
+				return false
 			}
 		}
-		if met {
-			return true
-		}
-	}
-	return false
-}
-
-func containsFold(list []string, s string) bool {
-	for _, v := range list {
-		if strings.EqualFold(v, s) {
-			return true
-		}
-	}
-	return false
+		return true
+	})
 }
 
 func requirementsString(reqs []SecurityRequirement) string {
 	parts := make([]string, 0, len(reqs))
 	for _, r := range reqs {
-		names := make([]string, 0, len(r))
-		for n := range r {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		parts = append(parts, "{"+strings.Join(names, "+")+"}")
+		parts = append(parts, "{"+strings.Join(sortedKeys(r), "+")+"}")
 	}
 	return strings.Join(parts, " or ")
 }

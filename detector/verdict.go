@@ -23,7 +23,7 @@ func Evaluate(pinned, live *Card, req Requirements, posture Posture, taskFinding
 // findings, sets each one's Touches for the task, and judges them. The
 // findings are modified in place and returned.
 func Assess(findings []Finding, pinned, live *Card, req Requirements, posture Posture) ([]Finding, Verdict) {
-	sortFindings(findings)
+	SortFindings(findings)
 	for i := range findings {
 		findings[i].Touches = Touches(findings[i], pinned, live, req)
 	}
@@ -51,10 +51,8 @@ func EvaluateUnknown(pinnedDigest, liveDigest string, live *Card, req Requiremen
 // Judge decides what a task should do about findings between its pinned card
 // and the live card, following the postures of the pinning write-up:
 //
-//   - a finding matters only if it touches what the task uses (its skill, the
-//     modes, streaming, push, security schemes and scopes, extensions and
-//     extended card it planned with; see Touches and Touch) and is at least
-//     a warning; those are Verdict.Impacting;
+//   - a finding matters only if it touches the task (Touches) and is at
+//     least a warning; those are Verdict.Impacting;
 //   - no impacting breaking finding: Continue;
 //   - FailClosed: any impacting breaking finding aborts;
 //   - Degrade: re-plan when the task is idempotent and its required skill is

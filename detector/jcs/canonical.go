@@ -199,12 +199,10 @@ func Transform(data []byte) ([]byte, error) {
 
 // AppendCanonical parses data as Parse does and appends its canonical form to
 // dst: the bytes Append(dst, &v) would write for the tree v that Parse
-// returns (AppendWithout when opt.Omit is set). It builds no tree: it writes
-// while it parses (see canon.go), its working memory is pooled and strings
-// are not copied, so in the steady state it allocates nothing beyond what dst
-// needs to grow, and a hostile document costs little more memory than its
-// output. data is only read, and only during the call; dst must not overlap
-// it.
+// returns (AppendWithout when opt.Omit is set). For the common card it
+// builds no tree and allocates nothing beyond what dst needs to grow (see
+// fast.go). data is only read, and only during the call; dst must not
+// overlap it.
 //
 // On error it returns dst (its length unchanged; bytes past it may have been
 // written) and the errors of Parse, or of ParseObject when opt.RequireObject
@@ -220,55 +218,31 @@ func AppendCanonical(dst, data []byte, opt Options) ([]byte, error) {
 	if len(dst)+len(data) <= fastMaxBytes {
 		out, ok = appendFast(dst, src, opt.Limits.maxDepth(), opt.Omit)
 	}
-	if ok {
-		return requireObject(dst, out, data, opt)
+	if ok && (!opt.RequireObject || out[len(dst)] == '{') {
+		return out, nil
 	}
-	// out[:len(dst)] is dst, perhaps moved to a larger buffer.
-	out, err := appendStreaming(out[:len(dst)], src, data, opt)
+	// out[:len(dst)] is dst, perhaps moved to a larger buffer. A value that
+	// is not a required object goes to the tree path for its error.
+	out, err := appendTree(out[:len(dst)], data, opt)
 	if err != nil {
 		return dst, err
 	}
 	return out, nil
 }
 
-// appendStreaming is AppendCanonical through the streaming canonicalizer of
-// canon.go, after the fast path gave up: it writes the output, or finds the
-// error.
-func appendStreaming(dst []byte, src string, data []byte, opt Options) ([]byte, error) {
-	p := getParser(src, opt.Limits.maxDepth(), true)
-	defer p.release()
-	p.omit, p.omitting = opt.Omit, opt.Omit != ""
-	out, err := p.canonical(dst)
+// appendTree is AppendCanonical through Parse and Append, for what the
+// fast path does not handle: it writes the output, or finds the error. It
+// is the oracle the fast path is tested against (FuzzFastCanonical).
+func appendTree(dst, data []byte, opt Options) ([]byte, error) {
+	v, err := Parse(data, opt.Limits)
 	if err != nil {
 		return dst, err
 	}
-	return requireObject(dst, out, data, opt)
-}
-
-// requireObject returns out, the canonical form of data appended to dst,
-// or the error for a value other than an object if opt requires one.
-func requireObject(dst, out, data []byte, opt Options) ([]byte, error) {
-	if opt.RequireObject && (len(out) == len(dst) || out[len(dst)] != '{') {
-		return dst, notObject(data, kindOf(out[len(dst)]))
+	if opt.RequireObject && v.Kind != Object {
+		return dst, notObject(data, v.Kind)
 	}
-	return out, nil
-}
-
-// kindOf returns the kind of the canonical value that starts with c.
-func kindOf(c byte) Kind {
-	switch c {
-	case '{':
-		return Object
-	case '[':
-		return Array
-	case '"':
-		return String
-	case 't':
-		return True
-	case 'f':
-		return False
-	case 'n':
-		return Null
+	if opt.Omit != "" {
+		return AppendWithout(dst, &v, opt.Omit), nil
 	}
-	return Number
+	return Append(dst, &v), nil
 }

@@ -38,17 +38,14 @@
 // them (AppendFloat), no whitespace. AppendWithout leaves out one top-level
 // member, as A2A card signing leaves out "signatures".
 //
-// Transform and AppendCanonical go from bytes to canonical bytes directly,
-// without a tree: they write while they parse, reordering only the members of
-// objects that are not already in canonical order. AppendCanonical allocates
-// nothing in the steady state when dst has room, which is what makes a card
-// digest cheap, and Options let it leave out a top-level member and require
-// an object. It first tries a fast canonicalizer (fast.go) that keeps no
-// Scanner state and reports no errors; on anything it does not handle (every
-// error, keys with escapes, objects of 64 members or more) the streaming
-// canonicalizer built on the Scanner (canon.go) writes the output or reports
-// the error, and stays the oracle the fast one is tested against
-// (FuzzFastCanonical).
+// Transform and AppendCanonical go from bytes to canonical bytes. They
+// first try a fast canonicalizer (fast.go) that writes while it parses,
+// keeps no Scanner state, allocates nothing in the steady state and reports
+// no errors, which is what makes a card digest cheap; on anything it does
+// not handle (every error, keys with escapes, objects of 64 members or
+// more) Parse and Append write the output or report the error, and stay the
+// oracle the fast path is tested against (FuzzFastCanonical). Options leave
+// out a top-level member and require an object.
 //
 // All functions are safe for concurrent use; a Value is not modified by
 // anything in this package after Parse returns it.

@@ -13,16 +13,15 @@ import (
 
 // The fast canonicalizer, tried first by AppendCanonical. It reads the same
 // grammar as the Scanner under the same limits and writes the same canonical
-// bytes as canon.go, but it reports no errors: it only says whether it
-// succeeded. It keeps no Scanner state (no frames, no key stack apart from
-// the members of the open objects, no arena): the position is a local index,
-// and every check is inline. Whenever it meets something it does not handle
-// (any error, a key with escapes, an object of dupMapAt members or more) it
-// gives up and AppendCanonical runs the streaming canonicalizer of canon.go,
+// bytes as Append of Parse's tree, but it reports no errors: it only says
+// whether it succeeded. It keeps no Scanner state (no frames, no key stack
+// apart from the members of the open objects): the position is a local
+// index, and every check is inline. Whenever it meets something it does not
+// handle (any error, a key with escapes, an object of dupMapAt members or
+// more) it gives up and AppendCanonical takes the tree path (appendTree),
 // which writes the output or finds the error Parse would report. So the
-// fast path must never accept what the streaming one rejects, nor write
-// anything else when both accept: FuzzFastCanonical checks both against
-// the streaming path, which stays as the oracle.
+// fast path must never accept what the tree path rejects, nor write
+// anything else when both accept: FuzzFastCanonical checks that.
 
 // fastSpan is one written member of an open object: dst[start:end] holds
 // `"key":value`; its key (which has no escapes) is src[key:key+keyLen], and
@@ -112,7 +111,7 @@ var fastPool = sync.Pool{New: func() any { return new(fastCanon) }}
 // fastMaxBytes bounds the output buffer and input the fast path takes, so
 // that its int32 offsets cannot overflow: a canonical number is at most
 // about five times its literal ("1e20"), so the output stays below 2 GiB.
-// Larger documents (Limits.MaxBytes may be raised) take the streaming path.
+// Larger documents (Limits.MaxBytes may be raised) take the tree path.
 const fastMaxBytes = 1 << 28
 
 // appendFast appends the canonical form of src, as AppendCanonical would
@@ -248,8 +247,8 @@ func (f *fastCanon) value(dst []byte, i int) ([]byte, int, bool) {
 // word past the end of the plain run are stored too, past the length of
 // dst, where they are not part of it. From its first escape on,
 // appendEscaped writes it. A key (key true) is written with the colon after
-// it, and a key with escapes is refused (left to canon.go, which decodes it
-// for sorting).
+// it, and a key with escapes is refused (left to the tree path, which decodes
+// it for sorting).
 func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 	dst = append(dst, '"')
 	j := i + 1

@@ -14,10 +14,10 @@ import (
 	"unsafe"
 )
 
-// The fast canonicalizer (fast.go) against the streaming one (canon.go),
-// which stays as the oracle: where the fast path succeeds, the streaming
+// The fast canonicalizer (fast.go) against the tree path (Parse and
+// Append), which stays as the oracle: where the fast path succeeds, the tree
 // path must accept the input and write the same bytes; where it gives up,
-// AppendCanonical's answer is the streaming path's anyway.
+// AppendCanonical's answer is the tree path's anyway.
 
 // fastOptions are the option sets the differential checks run under: the
 // defaults, the card digest's, a shallow depth limit and an omitted key that
@@ -29,7 +29,7 @@ var fastOptions = []Options{
 	{Omit: "a"},
 }
 
-// compareFast checks the fast path on data under opt against the streaming
+// compareFast checks the fast path on data under opt against the tree
 // path and reports whether the fast path succeeded.
 func compareFast(t *testing.T, data []byte, opt Options) bool {
 	t.Helper()
@@ -38,20 +38,20 @@ func compareFast(t *testing.T, data []byte, opt Options) bool {
 	}
 	src := unsafe.String(unsafe.SliceData(data), len(data))
 	fast, ok := appendFast([]byte("prefix"), src, opt.Limits.maxDepth(), opt.Omit)
-	slow, err := appendStreaming([]byte("prefix"), src, data, Options{Limits: opt.Limits, Omit: opt.Omit})
+	slow, err := appendTree([]byte("prefix"), data, Options{Limits: opt.Limits, Omit: opt.Omit})
 	if !ok {
 		return false
 	}
 	if err != nil {
-		t.Fatalf("%+v: fast path accepts %q as %q, the streaming path rejects it: %v", opt, data, fast, err)
+		t.Fatalf("%+v: fast path accepts %q as %q, the tree path rejects it: %v", opt, data, fast, err)
 	}
 	if !bytes.Equal(fast, slow) {
-		t.Fatalf("%+v: fast path writes %q for %q, the streaming path %q", opt, fast, data, slow)
+		t.Fatalf("%+v: fast path writes %q for %q, the tree path %q", opt, fast, data, slow)
 	}
 	got, err := AppendCanonical([]byte("prefix"), data, opt)
-	want, wantErr := appendStreaming([]byte("prefix"), src, data, opt)
+	want, wantErr := appendTree([]byte("prefix"), data, opt)
 	if !bytes.Equal(got, want) || (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
-		t.Fatalf("%+v: AppendCanonical(%q) = %q, %v; streaming path %q, %v", opt, data, got, err, want, wantErr)
+		t.Fatalf("%+v: AppendCanonical(%q) = %q, %v; tree path %q, %v", opt, data, got, err, want, wantErr)
 	}
 	return true
 }
@@ -162,7 +162,7 @@ func TestKeyRank(t *testing.T) {
 	}
 }
 
-// FuzzFastCanonical checks the fast path against the streaming path under
+// FuzzFastCanonical checks the fast path against the tree path under
 // each of fastOptions (seed corpus: testdata/fuzz/FuzzFastCanonical and
 // fastSeeds).
 func FuzzFastCanonical(f *testing.F) {
@@ -176,9 +176,9 @@ func FuzzFastCanonical(f *testing.F) {
 	})
 }
 
-// BenchmarkFastCanonical times the fast path and the streaming path
+// BenchmarkFastCanonical times the fast path and the tree path
 // alternately on the digest benchmark cards, so that machine noise hits both
-// alike, and reports the streaming path's time over the fast path's.
+// alike, and reports the tree path's time over the fast path's.
 func BenchmarkFastCanonical(b *testing.B) {
 	for _, size := range []string{"1k", "4k", "64k"} {
 		data, err := os.ReadFile("../testdata/digest/card-" + size + ".json")
@@ -198,7 +198,7 @@ func BenchmarkFastCanonical(b *testing.B) {
 					if _, ok := appendFast(buf, src, DefaultMaxDepth, opt.Omit); !ok {
 						b.Fatal("fast path gave up")
 					}
-				} else if _, err := appendStreaming(buf, src, data, opt); err != nil {
+				} else if _, err := appendTree(buf, data, opt); err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()
@@ -206,7 +206,7 @@ func BenchmarkFastCanonical(b *testing.B) {
 					if _, ok := appendFast(buf, src, DefaultMaxDepth, opt.Omit); !ok {
 						b.Fatal("fast path gave up")
 					}
-				} else if _, err := appendStreaming(buf, src, data, opt); err != nil {
+				} else if _, err := appendTree(buf, data, opt); err != nil {
 					b.Fatal(err)
 				}
 				t2 := time.Now()
@@ -218,7 +218,7 @@ func BenchmarkFastCanonical(b *testing.B) {
 			}
 			n := float64(b.N)
 			b.ReportMetric(float64(fast.Nanoseconds())/n, "fast-ns/op")
-			b.ReportMetric(float64(slow.Nanoseconds())/n, "streaming-ns/op")
+			b.ReportMetric(float64(slow.Nanoseconds())/n, "tree-ns/op")
 			b.ReportMetric(float64(slow)/float64(fast), "speedup")
 		})
 	}
@@ -250,7 +250,7 @@ func TestRankAt(t *testing.T) {
 // TestFastMemberOrders runs objects of the same keys in every order, with
 // keys that share their first eight bytes (equal ranks), and with a
 // duplicate key, which the fast path finds only once the members are in
-// order and must leave to the streaming path. Objects over sortInPlaceMax
+// order and must leave to the tree path. Objects over sortInPlaceMax
 // members are sorted otherwise, and checked for duplicates the same way.
 func TestFastMemberOrders(t *testing.T) {
 	keys := []string{"b", "abcdefgh2", "a", "abcdefgh1", "abcdefgh", "c"}

@@ -36,10 +36,7 @@ func appendNumber(dst []byte, lit string) []byte {
 	if isShortInt(lit) {
 		return append(dst, lit...)
 	}
-	if end, detail := scanNumber(lit, 0); detail != "" || end != len(lit) {
-		return append(dst, "null"...)
-	}
-	f, err := strconv.ParseFloat(lit, 64)
+	f, err := Value{Kind: Number, Str: lit}.Float()
 	if err != nil {
 		return append(dst, "null"...)
 	}

@@ -53,7 +53,9 @@ func Parse(data []byte, lim Limits) (Value, error) {
 	if err := checkSize(data, lim); err != nil {
 		return Value{}, err
 	}
-	p := getParser(string(data), lim.maxDepth(), false)
+	p := parserPool.Get().(*parser)
+	p.reset(string(data), lim.maxDepth())
+	p.skipSpace()
 	defer p.release()
 	return p.document()
 }
@@ -102,30 +104,14 @@ type parser struct {
 
 	valueSlab  []Value  // unused rest of the current slab
 	memberSlab []Member // unused rest of the current slab
-
-	// state of the streaming canonicalizer (canon.go)
-	spans    []span // stack of the members of the objects being written
-	tmp      []byte // scratch for reordering members
-	omit     string // top-level member to leave out, if omitting
-	omitting bool
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
-// getParser returns a pooled parser ready to parse src, which the caller
-// has checked against the size limit. internal says whether the strings it
-// reads stay inside the package until release.
-func getParser(src string, maxDepth int, internal bool) *parser {
-	p := parserPool.Get().(*parser)
-	p.reset(src, maxDepth, internal)
-	p.skipSpace()
-	return p
-}
-
 // release drops every reference into the parsed document and returns p to
-// the pool. Strings read with internal set must no longer be used.
+// the pool.
 func (p *parser) release() {
-	p.reset("", 0, false)
+	p.reset("", 0)
 	// The slabs belong to the tree returned; the stacks are non-empty after
 	// an error.
 	p.valueSlab, p.memberSlab = nil, nil
@@ -133,9 +119,6 @@ func (p *parser) release() {
 	clear(p.members)
 	p.elems = reuse(p.elems, maxPooledStack)
 	p.members = reuse(p.members, maxPooledStack)
-	p.spans = reuse(p.spans, maxPooledStack)
-	p.tmp = reuse(p.tmp, maxPooledBuf)
-	p.omit, p.omitting = "", false
 	parserPool.Put(p)
 }
 
@@ -150,44 +133,21 @@ func (p *parser) document() (Value, error) {
 	return v, nil
 }
 
-// value parses the value at p.pos. It does what Scanner.Value does,
-// calling the same pieces of the Scanner, without the extra call on every
-// value (this is the hot path of Parse).
+// value parses the value at p.pos.
 func (p *parser) value() (Value, error) {
-	if p.pos >= len(p.src) {
-		return Value{}, p.noValue()
-	}
-	switch c := p.src[p.pos]; c {
-	case '"':
-		s, err := p.string()
-		return Value{Kind: String, Str: s}, err
-	case '{':
-		if err := p.enter(len(p.keys)); err != nil {
-			return Value{}, err
-		}
+	start := p.pos
+	kind, text, err := p.Value()
+	switch {
+	case err != nil:
+		return Value{}, err
+	case kind == Object:
 		return p.object()
-	case '[':
-		if err := p.enter(-1); err != nil {
-			return Value{}, err
-		}
+	case kind == Array:
 		return p.array()
-	case 't':
-		return Value{Kind: True}, p.literal("true")
-	case 'f':
-		return Value{Kind: False}, p.literal("false")
-	case 'n':
-		return Value{Kind: Null}, p.literal("null")
-	default:
-		if c == '-' || isDigit(c) {
-			start := p.pos
-			lit, err := p.number()
-			if err == nil {
-				err = inRange(start, lit)
-			}
-			return Value{Kind: Number, Str: lit}, err
-		}
-		return Value{}, p.noValue()
+	case kind == Number:
+		return Value{Kind: Number, Str: text}, inRange(start, text)
 	}
+	return Value{Kind: kind, Str: text}, nil
 }
 
 // inRange rejects a number literal, read at offset off, that float64
@@ -197,13 +157,9 @@ func inRange(off int, lit string) error {
 		return nil
 	}
 	if _, err := strconv.ParseFloat(lit, 64); err != nil {
-		return outOfRange(off, lit)
+		return &SyntaxError{Offset: off, Detail: "number " + quote(lit) + " out of range", Err: ErrNotJSON}
 	}
 	return nil
-}
-
-func outOfRange(off int, lit string) error {
-	return &SyntaxError{Offset: off, Detail: "number " + quote(lit) + " out of range", Err: ErrNotJSON}
 }
 
 // array collects the elements of the array just entered.

@@ -117,7 +117,7 @@ func TestParseErrors(t *testing.T) {
 			if len(err.Error()) > 200 {
 				t.Errorf("Parse(%.40q) error message is %d bytes long, want it bounded", tt.in, len(err.Error()))
 			}
-			// The streaming canonicalizer finds the same problem at the same place.
+			// AppendCanonical finds the same problem at the same place.
 			_, cerr := jcs.AppendCanonical(nil, []byte(tt.in), jcs.Options{Limits: tt.lim})
 			var ce *jcs.SyntaxError
 			if !errors.As(cerr, &ce) || *ce != *se {

@@ -12,10 +12,9 @@ import (
 // Scanner reads one JSON text value by value, under the rules of Parse: the
 // RFC 8259 grammar in valid UTF-8, no escaped lone surrogates, no duplicate
 // object keys, no nesting deeper than Limits.MaxDepth, no input longer than
-// Limits.MaxBytes. It is the one strict JSON reader of carddrift: Parse and
-// AppendCanonical build on it here, and the event decoder (package events)
-// builds the value tree its schema validator takes with it. What a caller
-// builds is up to the caller; the Scanner only says what comes next.
+// Limits.MaxBytes. It is the one strict JSON reader of carddrift (Parse and
+// the event decoder of package events build on it); what a caller builds is
+// up to the caller.
 //
 // A caller reads a value with Value. For a string or a number Value returns
 // its text (the decoded string; the number literal as written). For an
@@ -42,7 +41,7 @@ import (
 // for the same input; after an error the Scanner must be Reset before it is
 // used again. Unlike Parse, the Scanner accepts numbers outside the float64
 // range (1e400): they are JSON, only RFC 8785 cannot write them, so Parse
-// and AppendCanonical reject them themselves.
+// rejects them itself.
 //
 // Strings the Scanner returns may share memory with the data passed to
 // Reset (a string without escapes is a piece of it): they stay valid while
@@ -68,13 +67,6 @@ type Scanner struct {
 
 	buf     []byte // scratch for unescaping strings
 	escaped bool   // whether the last string read had escapes
-	strOff  int    // offset of the opening quote of the last string read
-
-	// internal is set when no string read leaves the package before the
-	// next reset (AppendCanonical): unescaped strings then live in arena,
-	// which only grows until then, instead of being allocated.
-	internal bool
-	arena    []byte
 }
 
 // frame is the state of an array or object that encloses the innermost
@@ -109,20 +101,18 @@ const (
 // Limits{}) drops every reference s holds to earlier data.
 func (s *Scanner) Reset(data []byte, lim Limits) error {
 	if err := checkSize(data, lim); err != nil {
-		s.reset("", 0, false)
+		s.reset("", 0)
 		return err
 	}
-	s.reset(unsafe.String(unsafe.SliceData(data), len(data)), lim.maxDepth(), false)
+	s.reset(unsafe.String(unsafe.SliceData(data), len(data)), lim.maxDepth())
 	s.skipSpace()
 	return nil
 }
 
 // reset is Reset for src, which the caller has checked against the size
-// limit; internal says whether the strings read stay inside the package
-// until the next reset.
-func (s *Scanner) reset(src string, maxDepth int, internal bool) {
+// limit.
+func (s *Scanner) reset(src string, maxDepth int) {
 	s.src, s.pos, s.maxDepth = src, 0, maxDepth
-	s.internal = internal
 	s.escaped = false
 	s.more, s.keyBase = false, -1
 	clear(s.keys[:max(s.keysHW, len(s.keys))])
@@ -132,7 +122,6 @@ func (s *Scanner) reset(src string, maxDepth int, internal bool) {
 	s.frames = s.frames[:0]
 	s.keys = reuse(s.keys, maxPooledStack)
 	s.buf = reuse(s.buf, maxPooledBuf)
-	s.arena = reuse(s.arena, maxPooledBuf)
 }
 
 // reuse returns s emptied for the next document, or nil when it has grown
@@ -236,8 +225,8 @@ func (s *Scanner) NextElem() (bool, error) {
 
 // comma reads the comma between two elements of an array in the common
 // case where it follows the element and the next element follows it
-// directly, and reports whether it did; it inlines, so that the hot loops of
-// Parse and AppendCanonical try it before they call NextElem.
+// directly, and reports whether it did; it inlines, so that the hot loop of
+// Parse tries it before they call NextElem.
 func (s *Scanner) comma() bool {
 	if p := s.pos; s.more && p+1 < len(s.src) && s.src[p] == ',' && s.src[p+1] > ' ' {
 		s.pos = p + 1
@@ -252,19 +241,10 @@ func (s *Scanner) comma() bool {
 // then leaves. When the key repeats an earlier key of the object, the error
 // wraps ErrDuplicateKey and key is the repeated key.
 func (s *Scanner) NextKey() (key string, ok bool, err error) {
-	key, ok, err = s.member()
-	if !ok && err == nil {
-		s.leave()
-	}
-	return key, ok, err
-}
-
-// member is NextKey leaving the object open at its end, so that its keys
-// (objectKeys) can still be read; the caller then calls leave.
-func (s *Scanner) member() (key string, ok bool, err error) {
 	if !s.more {
 		if s.pos < len(s.src) && s.src[s.pos] == '}' {
 			s.pos++
+			s.leave()
 			return "", false, nil
 		}
 		s.more = true
@@ -279,6 +259,7 @@ func (s *Scanner) member() (key string, ok bool, err error) {
 			s.space()
 		case '}':
 			s.pos++
+			s.leave()
 			return "", false, nil
 		default:
 			return "", false, s.unexpected("in object, expected ',' or '}'")
@@ -368,10 +349,6 @@ func (s *Scanner) repeated(key string) bool {
 	s.seen = append(s.seen, seenKeys{s.keyBase, seen})
 	return false
 }
-
-// objectKeys returns the keys of the innermost object read so far, in input
-// order.
-func (s *Scanner) objectKeys() []string { return s.keys[s.keyBase:] }
 
 // push appends v to the stack s, growing it by doubling: the runtime grows
 // large slices by about a quarter, which for a hostile flat array of a
@@ -501,7 +478,6 @@ var plain = func() (t [256]bool) {
 // it decoded. A string without escapes is a substring of the input.
 func (s *Scanner) string() (string, error) {
 	src := s.src
-	s.strOff = s.pos
 	start := s.pos + 1
 	i := start
 	for {
@@ -547,11 +523,7 @@ func (s *Scanner) char(i int) (int, error) {
 // at i.
 func (s *Scanner) unescape(start, i int) (string, error) {
 	src := s.src
-	buf, off := s.buf[:0], 0
-	if s.internal {
-		buf, off = s.arena, len(s.arena)
-	}
-	buf = append(buf, src[start:i]...)
+	buf := append(s.buf[:0], src[start:i]...)
 	for i < len(src) {
 		c := src[i]
 		switch {
@@ -560,12 +532,6 @@ func (s *Scanner) unescape(start, i int) (string, error) {
 			i++
 		case c == '"':
 			s.pos = i + 1
-			if s.internal {
-				// The arena only grows until the next reset, so earlier
-				// strings keep pointing at bytes that do not change.
-				s.arena = buf
-				return unsafe.String(&buf[off], len(buf)-off), nil
-			}
 			s.buf = buf
 			return string(buf), nil
 		case c == '\\':

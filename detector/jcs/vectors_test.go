@@ -71,9 +71,10 @@ func TestCyberphone(t *testing.T) {
 
 // tckRejects names the typed error each must-reject vector gets. The A2
 // rejects are valid JSON in canonical form that still carries "signatures":
-// RFC 8785 has no objection to them, the A2A signing rule does, so they are
-// rejected one layer up (detector.CheckSigningPayload) and here only checked
-// to be accepted and already canonical.
+// RFC 8785 has no objection to them, the A2A signing rule does (carddrift
+// never takes a signing payload it did not build: package signature makes
+// each from the card), so here they are only checked to be accepted and
+// already canonical.
 var tckRejects = map[string]error{
 	"A2-REJECT-003": nil,
 	"A2-REJECT-004": nil,

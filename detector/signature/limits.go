@@ -5,20 +5,13 @@ import (
 	"time"
 )
 
-// Limits bound the work Verify does for one card, whoever wrote it: an
-// agent serving its card, or a client sending one in a2a.task.submitted.
-// Without them a card of 16 ES512 signatures whose kid names 100 keys, over
-// three distinct canonical forms, costs 4,800 P-521 verifications (about
-// 17 s of CPU on a 2-core machine, issue 19). With the defaults the same
-// card costs DefaultOperations verifications; a real card — one signature,
-// or two during a key rotation, each under a kid that names one key — needs
-// at most six, so every real card verifies as before.
-//
-// What a limit stops is in the Result: signatures past Signatures are one
-// ReasonNotChecked Result together; a signature that the other limits keep from being
-// checked to the end is ReasonOverLimit, which the detector reports as
-// signature-invalid. A zero field takes its default (DefaultLimits); there
-// is no "unlimited".
+// Limits bound the work Verify does for one card, whoever wrote it: without
+// them a card of 16 ES512 signatures whose kid names 100 keys, over three
+// canonical forms, costs 4,800 P-521 verifications (about 17 s of CPU). A
+// real card (one signature, two during a key rotation, each kid naming one
+// key) needs at most six, well within the defaults. What a limit stops is in
+// the Result (ReasonNotChecked, ReasonOverLimit). A zero field takes its
+// default (DefaultLimits); there is no "unlimited".
 type Limits struct {
 	// Signatures is how many entries of "signatures" are checked, in order:
 	// each costs a key lookup (perhaps a key set fetch). Default

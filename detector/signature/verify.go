@@ -96,26 +96,18 @@ func Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 // card without signatures (no member, null, or an empty array) yields
 // none.
 //
-// A signature verifies when its protected header is well-formed (alg, kid
-// and typ set; see ParseJWS), keys.Lookup(kid, jku) returns a key that fits
-// alg, and the signature checks out with go-jose over one of the card's
-// canonical forms (Forms, tried in that order, each distinct payload once)
-// as RFC 7515 detached payload: the signing input is BASE64URL(protected)
-// "." BASE64URL(canonical form).
-//
-// Whatever the card holds, Verify parses and looks keys up for at most
-// l.Signatures entries and makes at most l.Operations public-key
-// operations; a signature a limit stops is ReasonOverLimit (ReasonNotChecked
-// past l.Signatures). It checks ctx before every lookup and every
-// operation: once ctx is done, the signatures not yet decided are
-// ReasonKeysUnavailable — unverified, never invalid, since nothing was
-// learnt about them.
+// A signature verifies when its protected header is well-formed (see
+// ParseJWS), keys.Lookup(kid, jku) returns a key that fits alg, and the
+// signature checks out with go-jose over one of the card's canonical forms
+// (Forms, in that order, each distinct payload once) as RFC 7515 detached
+// payload. It checks ctx before every lookup and every operation: once ctx
+// is done, the signatures not yet decided are ReasonKeysUnavailable.
 //
 // Verify fails only when raw is not a card: an error wrapping ErrNotCard
-// (and the *jcs.SyntaxError). Everything wrong with a signature is in its
-// Result. Verify does no I/O of its own: keys does any, under ctx, once per
-// signature checked. keys may be nil: every well-formed signature is then
-// ReasonKeysUnavailable. Verify is safe for concurrent use if keys is.
+// (and the *jcs.SyntaxError); everything wrong with a signature is in its
+// Result. Verify does no I/O of its own: keys does any, under ctx. keys may
+// be nil: every well-formed signature is then ReasonKeysUnavailable. Verify
+// is safe for concurrent use if keys is.
 func (l Limits) Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 	return l.verify(ctx, raw, keys, time.Now)
 }

@@ -246,16 +246,6 @@ func (a *Agent) SetVariant(version string, raw []byte) {
 	a.variants[version] = a.bodyOf(slices.Clone(raw))
 }
 
-// Variant returns the body served for "A2A-Version: version", or nil.
-func (a *Agent) Variant(version string) []byte {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if b, ok := a.variants[version]; ok {
-		return slices.Clone(b.raw)
-	}
-	return nil
-}
-
 // servedGen returns the generation of what the agent serves (it moves at
 // every SetCard and SetReplicas) and its availability, read together.
 func (a *Agent) servedGen() (uint64, Outage) {
@@ -269,14 +259,6 @@ func (a *Agent) Outage() Outage {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.outage
-}
-
-// SetDown is SetOutage(Refused) when down, else SetOutage(Up).
-func (a *Agent) SetDown(down bool) error {
-	if down {
-		return a.SetOutage(Refused)
-	}
-	return a.SetOutage(Up)
 }
 
 // SetOutage changes the agent's availability. Refused closes its listener

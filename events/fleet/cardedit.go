@@ -120,12 +120,6 @@ func (e *editor) setCapability(name string, on bool) {
 	setMember(objectMember(&e.v, "capabilities"), name, jbool(on))
 }
 
-// capability reads capabilities[name] as a boolean.
-func (e *editor) capability(name string) bool {
-	v := member(member(&e.v, "capabilities"), name)
-	return v != nil && v.Kind == jcs.True
-}
-
 // setSkillModes sets a skill's own inputModes or outputModes (key).
 func (e *editor) setSkillModes(id, key string, modes ...string) error {
 	sk := e.skill(id)

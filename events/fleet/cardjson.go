@@ -161,20 +161,6 @@ func strMember(obj *jcs.Value, key string) string {
 	return ""
 }
 
-// strList returns the strings of an array value (nil for anything else).
-func strList(v *jcs.Value) []string {
-	if v == nil || v.Kind != jcs.Array {
-		return nil
-	}
-	out := make([]string, 0, len(v.Elems))
-	for i := range v.Elems {
-		if v.Elems[i].Kind == jcs.String {
-			out = append(out, v.Elems[i].Str)
-		}
-	}
-	return out
-}
-
 // setMember replaces obj[key] in place, or appends it.
 func setMember(obj *jcs.Value, key string, val jcs.Value) {
 	for i := range obj.Members {

@@ -33,31 +33,22 @@
 //
 // # Scenarios
 //
-// Scenarios is the scenario library: pinning-rotation (the pinning
-// write-up), modes-without-version-bump (the fingerprint write-up),
-// security-scheme-swap, protocol-version-change, interface-move,
-// skill-removed, skill-renamed, description-only, flapping, rolling-deploy,
-// agent-down and split-brain (two replicas behind one URL serving different
-// cards at once, which carddrift must report as card.inconsistent; the
-// scorecard judges it, Scorecard.SplitBrain). Each is data: task profiles (a detector.Requirements each,
-// posture included), a verdict table of Expectations — for a task of a
-// profile planned against one card version and meeting another: the outcome
-// (abort, replan, continue; none for no card.drift; unreachable) and rule
-// ids that must be among the findings — and a build function that derives
-// the card versions and timed steps from an agent's card. The tables are
-// tested against detector.Evaluate on every template card.
+// Scenarios is the scenario library (ScenarioNames lists it; split-brain is
+// two replicas behind one URL serving different cards at once, which
+// carddrift must report as card.inconsistent). Each is data: task profiles,
+// a verdict table of Expectations (for a task planned against one card
+// version and meeting another: the outcome and rule ids that must be among
+// the findings) and a build function that derives the card versions and
+// timed steps from an agent's card. The tables are tested against
+// detector.Evaluate on every template card.
 //
 // Schedule assigns scenarios to agents deterministically from a seed (the
 // remaining agents form the control group) and returns one Assignment per
 // agent: its cards by label with their digests, steps, profiles and
 // expectations. Fleet.Play (or the blocking Fleet.Run) applies the steps at
-// their offsets in one goroutine it owns. A scorecard finds the assignment of
-// an event's agentUrl (Find), maps a card.drift's pinned and live digests to
-// labels and looks the verdict up (Assignment.ExpectDigests, LabelOf,
-// Expect); Assignment.Plannable says which profiles a client may plan
-// against the card it read, Assignment.Drifts when drift was injected,
-// Assignment.LiveAt what was served when, Player.Start and Player.Applied
-// when each step actually took effect.
+// their offsets in one goroutine it owns. Score judges what carddrift
+// published against the schedule (Assignment.ExpectDigests maps a
+// card.drift's digests to labels and looks the verdict up).
 //
 // # Use
 //

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/detector/jcs"
 )
 
 // startFleet starts a fleet for the test and closes it when the test ends.
@@ -263,7 +264,8 @@ func TestVersionETagHidesContentChange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e.setCapability("streaming", !e.capability("streaming"))
+			v := member(member(&e.v, "capabilities"), "streaming")
+			e.setCapability("streaming", v == nil || v.Kind != jcs.True)
 			a.SetCard(e.bytes())
 			resp, body := get(t, c, a.CardURL(), "If-None-Match", etag)
 			if resp.StatusCode != tt.sameVer {
@@ -333,14 +335,14 @@ func TestAgentOutage(t *testing.T) {
 	a := f.Agents()[0]
 	host := a.Host()
 
-	if err := a.SetDown(true); err != nil {
-		t.Fatalf("SetDown(true): %v", err)
+	if err := a.SetOutage(Refused); err != nil {
+		t.Fatalf("SetOutage(Refused): %v", err)
 	}
 	if _, err := c.Get(a.CardURL()); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("GET while refused: error = %v, want connection refused", err)
 	}
-	if err := a.SetDown(false); err != nil {
-		t.Fatalf("SetDown(false): %v", err)
+	if err := a.SetOutage(Up); err != nil {
+		t.Fatalf("SetOutage(Up): %v", err)
 	}
 	if a.Host() != host {
 		t.Errorf("host %s → %s, want the same address back", host, a.Host())
@@ -470,8 +472,8 @@ func TestFleetLifecycle(t *testing.T) {
 	if a.URL() != "" || a.Card() != nil {
 		t.Errorf("before Start: URL %q, card %d bytes; want none", a.URL(), len(a.Card()))
 	}
-	if err := a.SetDown(true); !errors.Is(err, ErrNotStarted) {
-		t.Errorf("SetDown before Start = %v, want ErrNotStarted", err)
+	if err := a.SetOutage(Refused); !errors.Is(err, ErrNotStarted) {
+		t.Errorf("SetOutage before Start = %v, want ErrNotStarted", err)
 	}
 	if _, err := Schedule(1, f.Agents(), nil, time.Second); !errors.Is(err, ErrNotStarted) {
 		t.Errorf("Schedule before Start = %v, want ErrNotStarted", err)
@@ -491,8 +493,8 @@ func TestFleetLifecycle(t *testing.T) {
 	if err := f.Start(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Errorf("Start after Close = %v, want ErrClosed", err)
 	}
-	if err := a.SetDown(false); !errors.Is(err, ErrClosed) {
-		t.Errorf("SetDown after Close = %v, want ErrClosed", err)
+	if err := a.SetOutage(Up); !errors.Is(err, ErrClosed) {
+		t.Errorf("SetOutage after Close = %v, want ErrClosed", err)
 	}
 	if _, err := http.Get(a.CardURL()); err == nil {
 		t.Errorf("GET after Close succeeded")
@@ -517,10 +519,10 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	for _, a := range f.Agents() {
 		get(t, c, a.CardURL())
 	}
-	if err := f.Agents()[0].SetDown(true); err != nil {
+	if err := f.Agents()[0].SetOutage(Refused); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Agents()[0].SetDown(false); err != nil {
+	if err := f.Agents()[0].SetOutage(Up); err != nil {
 		t.Fatal(err)
 	}
 	sched, err := Schedule(9, f.Agents(), nil, time.Hour)

@@ -189,18 +189,6 @@ func (as *Assignment) ExpectDigests(profile, pinnedDigest, liveDigest string) (E
 	return as.Expect(profile, from, to)
 }
 
-// Find returns the assignment of the agent with the given base URL (an
-// event's agentUrl; a trailing slash is ignored), or nil.
-func Find(schedule []Assignment, agentURL string) *Assignment {
-	agentURL = strings.TrimSuffix(agentURL, "/")
-	for i := range schedule {
-		if schedule[i].AgentURL == agentURL {
-			return &schedule[i]
-		}
-	}
-	return nil
-}
-
 // LiveAt returns the labels served at offset d from the start ([LabelDown]
 // while the agent is down, several during a rolling deploy).
 func (as *Assignment) LiveAt(d time.Duration) []string {
@@ -410,6 +398,14 @@ func (b *builder) at(lo, hi float64) time.Duration {
 
 // step appends a step.
 func (b *builder) step(s Step) { b.steps = append(b.steps, s) }
+
+// change records the base card and the changed card e under label, which is
+// served from a random offset in the second quarter of the run on.
+func (b *builder) change(label string, e *editor, note string) {
+	b.card(LabelBase, b.base)
+	b.card(label, e)
+	b.step(Step{At: b.at(0.25, 0.45), Card: label, Note: note})
+}
 
 // pick chooses primary and, when the card has more than one skill, other.
 func (b *builder) pick() {

@@ -263,10 +263,8 @@ func buildPinningRotation(b *builder) error {
 	rotated.setCapability("streaming", false)
 	rotated.addSkill("translate", "Translate", "Translates text between languages.", "translation")
 	rotated.setSecurity("oauth2", schemeOAuth2, "agent:invoke")
-	b.card(LabelBase, base)
-	b.card("rotated", rotated)
 	b.roles[RolePrimary], b.roles[RoleAdded] = "summarize", "translate"
-	b.step(Step{At: b.at(0.25, 0.45), Card: "rotated", Note: "streaming off; skills [summarize] → [summarize, translate]; bearer → oauth2"})
+	b.change("rotated", rotated, "streaming off; skills [summarize] → [summarize, translate]; bearer → oauth2")
 	return nil
 }
 
@@ -288,10 +286,7 @@ func buildModesWithoutVersionBump(b *builder) error {
 	if err := changed.setSkillModes(id, "outputModes", modes...); err != nil {
 		return err
 	}
-	b.card(LabelBase, b.base)
-	b.card("modes-changed", changed)
-	b.step(Step{At: b.at(0.25, 0.45), Card: "modes-changed",
-		Note: fmt.Sprintf("skill %s outputModes %v → %v, version %q unchanged", id, old, modes, b.base.version())})
+	b.change("modes-changed", changed, fmt.Sprintf("skill %s outputModes %v → %v, version %q unchanged", id, old, modes, b.base.version()))
 	return nil
 }
 
@@ -337,9 +332,7 @@ func buildSecuritySchemeSwap(b *builder) error {
 	swapped := b.base.clone()
 	swapped.setSecurity(name, k, scopes...)
 	swapped.bumpVersion()
-	b.card(LabelBase, b.base)
-	b.card("swapped", swapped)
-	b.step(Step{At: b.at(0.25, 0.45), Card: "swapped", Note: fmt.Sprintf("security %v → %s; version %s → %s", oldNames, name, b.base.version(), swapped.version())})
+	b.change("swapped", swapped, fmt.Sprintf("security %v → %s; version %s → %s", oldNames, name, b.base.version(), swapped.version()))
 	return nil
 }
 
@@ -356,9 +349,7 @@ func buildProtocolVersionChange(b *builder) error {
 	if err != nil {
 		return err
 	}
-	b.card(LabelBase, b.base)
-	b.card("shifted", shifted)
-	b.step(Step{At: b.at(0.25, 0.45), Card: "shifted", Note: fmt.Sprintf("protocol versions %v → %v", before.ProtocolVersions(), after.ProtocolVersions())})
+	b.change("shifted", shifted, fmt.Sprintf("protocol versions %v → %v", before.ProtocolVersions(), after.ProtocolVersions()))
 	return nil
 }
 
@@ -383,9 +374,7 @@ func buildInterfaceMove(b *builder) error {
 	}
 	moved := b.base.clone()
 	moved.moveInterfaces(from, to)
-	b.card(LabelBase, b.base)
-	b.card("moved", moved)
-	b.step(Step{At: b.at(0.25, 0.45), Card: "moved", Note: fmt.Sprintf("interface %s → %s", from, to)})
+	b.change("moved", moved, fmt.Sprintf("interface %s → %s", from, to))
 	return nil
 }
 
@@ -407,9 +396,7 @@ func buildSkillRemoved(b *builder) error {
 	removed := b.base.clone()
 	removed.removeSkill(id)
 	removed.bumpVersion()
-	b.card(LabelBase, b.base)
-	b.card("removed", removed)
-	b.step(Step{At: b.at(0.25, 0.45), Card: "removed", Note: fmt.Sprintf("skill %s removed; version %s → %s", id, b.base.version(), removed.version())})
+	b.change("removed", removed, fmt.Sprintf("skill %s removed; version %s → %s", id, b.base.version(), removed.version()))
 	return nil
 }
 
@@ -435,9 +422,7 @@ func buildSkillRenamed(b *builder) error {
 	b.roles[RoleRenamed] = to
 	renamed := b.base.clone()
 	setMember(renamed.skill(id), "id", jstr(to))
-	b.card(LabelBase, b.base)
-	b.card("renamed", renamed)
-	b.step(Step{At: b.at(0.25, 0.45), Card: "renamed", Note: fmt.Sprintf("skill id %s → %s", id, to)})
+	b.change("renamed", renamed, fmt.Sprintf("skill id %s → %s", id, to))
 	return nil
 }
 
@@ -449,9 +434,7 @@ func buildDescriptionOnly(b *builder) error {
 	desc := strMember(&reworded.v, "description")
 	skillDesc := strMember(reworded.skill(id), "description")
 	reworded.setDescription(strings.TrimSpace(desc+" Now with faster responses."), id, strings.TrimSpace(skillDesc+" Results are more concise."))
-	b.card(LabelBase, b.base)
-	b.card("reworded", reworded)
-	b.step(Step{At: b.at(0.25, 0.45), Card: "reworded", Note: "card and skill " + id + " descriptions edited"})
+	b.change("reworded", reworded, "card and skill "+id+" descriptions edited")
 	return nil
 }
 

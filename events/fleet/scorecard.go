@@ -144,6 +144,11 @@ type CardSeen struct {
 	At     time.Time `json:"at,omitzero"`
 }
 
+// seen is the card of digest, seen at at.
+func (as *Assignment) seen(digest string, at time.Time) *CardSeen {
+	return &CardSeen{Digest: digest, Label: as.LabelOf(digest), At: at}
+}
+
 // ScoreInput is what Score judges.
 type ScoreInput struct {
 	Seed     int64
@@ -270,8 +275,7 @@ func Score(in ScoreInput) Scorecard {
 				s.FalseAborts++
 				sc.Problems = append(sc.Problems, Problem{Kind: "false-abort", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
 					Pinned: as.LabelOf(d.Pinned.Digest), Live: as.LabelOf(d.Live.Digest), Expected: string(e.Outcome), Got: actions(ds), Rules: detector.RuleIDs(d.Findings),
-					PinnedCard:  &CardSeen{Digest: d.Pinned.Digest, Label: as.LabelOf(d.Pinned.Digest), At: d.Pinned.FetchedAt},
-					Observation: &CardSeen{Digest: d.Live.Digest, Label: as.LabelOf(d.Live.Digest), At: d.Live.FetchedAt}})
+					PinnedCard: as.seen(d.Pinned.Digest, d.Pinned.FetchedAt), Observation: as.seen(d.Live.Digest, d.Live.FetchedAt)})
 				break
 			}
 		}
@@ -298,14 +302,14 @@ func Score(in ScoreInput) Scorecard {
 			p := Problem{Kind: "missed", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
 				Pinned: want.From, Live: want.To, Expected: string(want.Outcome), Got: actions(ds), Rules: want.Rules}
 			if dg := pinned[t.ID]; dg != "" {
-				p.PinnedCard = &CardSeen{Digest: dg, Label: as.LabelOf(dg), At: pinnedAt[t.ID]}
+				p.PinnedCard = as.seen(dg, pinnedAt[t.ID])
 			}
 			if len(ds) > 0 {
 				l := ds[len(ds)-1].Live
-				p.Observation = &CardSeen{Digest: l.Digest, Label: as.LabelOf(l.Digest), At: l.FetchedAt}
+				p.Observation = as.seen(l.Digest, l.FetchedAt)
 			} else if obs := observed[as.AgentURL]; len(obs) > 0 {
 				o := obs[len(obs)-1]
-				p.Observation = &CardSeen{Digest: o.Digest, Label: as.LabelOf(o.Digest), At: o.FetchedAt}
+				p.Observation = as.seen(o.Digest, o.FetchedAt)
 			}
 			sc.Problems = append(sc.Problems, p)
 		}
@@ -464,15 +468,9 @@ func stableLabel(as *Assignment, from, to time.Duration) (string, bool) {
 }
 
 func hasRules(d events.Drift, rules []string) bool {
+	ids := detector.RuleIDs(d.Findings)
 	for _, r := range rules {
-		found := false
-		for _, f := range d.Findings {
-			if f.Rule == r {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(ids, r) {
 			return false
 		}
 	}

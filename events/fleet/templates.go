@@ -94,23 +94,13 @@ func Templates() []string {
 	return out
 }
 
-// TemplateCard returns the embedded card file name as copied from the
-// fixtures, unmodified.
-func TemplateCard(name string) ([]byte, error) {
-	b, err := cardFiles.ReadFile("cards/" + name)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: no template %q: %w", name, err)
-	}
-	return b, nil
-}
-
 // renderTemplate builds the card an agent at host (an "ip:port") serves from
 // an embedded template: every interface URL points at host, keeping its path;
 // everything else is as in the fixture.
 func renderTemplate(name, host string) ([]byte, error) {
-	raw, err := TemplateCard(name)
+	raw, err := cardFiles.ReadFile("cards/" + name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("fleet: no template %q: %w", name, err)
 	}
 	v, err := parseTree(raw)
 	if err != nil {

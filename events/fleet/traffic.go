@@ -369,11 +369,7 @@ func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand, 
 	}
 }
 
-// streamMethod is the streaming method name of the card's generation.
-func streamMethod(as *Assignment, label string) string {
-	return streamMethodOf(detector.Parse(as.Card(label)))
-}
-
+// streamMethodOf is the streaming method name of the card's generation.
 func streamMethodOf(c *detector.Card, err error) string {
 	if err != nil {
 		return "message/stream"
@@ -387,43 +383,6 @@ func streamMethodOf(c *detector.Card, err error) string {
 		}
 	}
 	return "message/stream"
-}
-
-// cardSource returns the parsed card of a label.
-type cardSource func(label string) (*detector.Card, error)
-
-// parseEach parses the assignment's card each time it is asked.
-func parseEach(as *Assignment) cardSource {
-	return func(label string) (*detector.Card, error) { return detector.Parse(as.Card(label)) }
-}
-
-// artifactType is the media type the agent produces for skill now: the first
-// output mode of the skill in the card it serves (so an agent whose output
-// modes changed without a version bump produces the new type), made concrete.
-func artifactType(as *Assignment, planned, skill string) string {
-	return artifactTypeOf(liveLabels(as), parseEach(as), planned, skill)
-}
-
-// artifactTypeOf is artifactType given the live labels and the cards.
-func artifactTypeOf(live []string, card cardSource, planned, skill string) string {
-	label := planned
-	if len(live) == 1 {
-		label = live[0]
-	}
-	for _, l := range []string{label, planned} {
-		c, err := card(l)
-		if err != nil {
-			continue
-		}
-		s, ok := c.Skill(skill)
-		if !ok {
-			continue
-		}
-		if modes := c.OutputModes(s); len(modes) > 0 {
-			return concrete(detector.NormalizeMediaType(modes[0]))
-		}
-	}
-	return "text/plain"
 }
 
 func concrete(mt string) string {
@@ -440,19 +399,6 @@ func concrete(mt string) string {
 	return mt
 }
 
-// liveLabels returns the labels of the cards the agent serves right now, as
-// a client discovering it would see them; none while it is down. Without an
-// agent (a schedule built for tests) it falls back to the schedule.
-func liveLabels(as *Assignment) []string {
-	if as.Agent == nil {
-		return nil
-	}
-	if as.Agent.Outage() != Up {
-		return nil
-	}
-	return servedLabels(as)
-}
-
 // servedLabels returns the labels of the cards the agent serves, up or
 // not.
 func servedLabels(as *Assignment) []string {
@@ -465,25 +411,6 @@ func servedLabels(as *Assignment) []string {
 		}
 	}
 	return out
-}
-
-// declares reports whether the card labelled label declares mediaType among
-// the skill's output modes (the pinned card, for the artifact check).
-func declares(as *Assignment, label, skill, mediaType string) bool {
-	return declaresOf(parseEach(as), label, skill, mediaType)
-}
-
-func declaresOf(card cardSource, label, skill, mediaType string) bool {
-	c, err := card(label)
-	if err != nil {
-		return true
-	}
-	s, ok := c.Skill(skill)
-	if !ok {
-		return len(c.DefaultOutputModes) == 0 || detector.Covers(c.DefaultOutputModes, mediaType)
-	}
-	modes := c.OutputModes(s)
-	return len(modes) == 0 || detector.Covers(modes, mediaType)
 }
 
 // DriveOptions are what Drive plays on a started fleet against carddrift,

@@ -9,9 +9,7 @@ import (
 // plan is what the traffic reads of one assignment, computed once instead
 // of at every event: each card parsed (the cards of an assignment never
 // change), its streaming method, and the labels the agent serves, kept
-// until the agent serves something else. The answers are those of
-// streamMethod, artifactType, declares and liveLabels
-// (TestPlanIsTheTraffic).
+// until the agent serves something else (TestPlanIsTheTraffic).
 type plan struct {
 	as     *Assignment
 	cards  map[string]parsedCard // by label
@@ -38,8 +36,7 @@ func newPlan(as *Assignment) *plan {
 	return p
 }
 
-// card is a cardSource over the parsed cards (parsing a label the
-// assignment does not have, as parseEach would).
+// card returns the parsed card of a label.
 func (p *plan) card(label string) (*detector.Card, error) {
 	if pc, ok := p.cards[label]; ok {
 		return pc.c, pc.err
@@ -47,23 +44,57 @@ func (p *plan) card(label string) (*detector.Card, error) {
 	return detector.Parse(p.as.Card(label))
 }
 
+// streamMethod is the streaming method name of the card's generation.
 func (p *plan) streamMethod(label string) string {
 	if m, ok := p.method[label]; ok {
 		return m
 	}
-	return streamMethod(p.as, label)
+	return streamMethodOf(p.card(label))
 }
 
+// artifactType is the media type the agent produces for skill now: the first
+// output mode of the skill in the card it serves (so an agent whose output
+// modes changed without a version bump produces the new type), made concrete.
 func (p *plan) artifactType(planned, skill string) string {
-	return artifactTypeOf(p.liveLabels(), p.card, planned, skill)
+	label := planned
+	if live := p.liveLabels(); len(live) == 1 {
+		label = live[0]
+	}
+	for _, l := range []string{label, planned} {
+		c, err := p.card(l)
+		if err != nil {
+			continue
+		}
+		s, ok := c.Skill(skill)
+		if !ok {
+			continue
+		}
+		if modes := c.OutputModes(s); len(modes) > 0 {
+			return concrete(detector.NormalizeMediaType(modes[0]))
+		}
+	}
+	return "text/plain"
 }
 
+// declares reports whether the card labelled label declares mediaType among
+// the skill's output modes (the pinned card, for the artifact check).
 func (p *plan) declares(label, skill, mediaType string) bool {
-	return declaresOf(p.card, label, skill, mediaType)
+	c, err := p.card(label)
+	if err != nil {
+		return true
+	}
+	s, ok := c.Skill(skill)
+	if !ok {
+		return len(c.DefaultOutputModes) == 0 || detector.Covers(c.DefaultOutputModes, mediaType)
+	}
+	modes := c.OutputModes(s)
+	return len(modes) == 0 || detector.Covers(modes, mediaType)
 }
 
-// liveLabels is liveLabels(p.as), the served labels recomputed only when
-// the agent's serving generation moved. The slice is shared: read it only.
+// liveLabels returns the labels of the cards the agent serves right now, as
+// a client discovering it would see them (none while it is down),
+// recomputed only when the agent's serving generation moved. The slice is
+// shared: read it only.
 func (p *plan) liveLabels() []string {
 	a := p.as.Agent
 	if a == nil {

@@ -124,17 +124,18 @@ func (p Pin) OnPublicCard(obs Observation) Pin {
 	p = p.Clone()
 	p.Extended = events.ExtendedUnavailable
 	p.Source = events.PinFirstFetch
-	p.fill(obs.Digest, obs.Card)
-	p.signed(obs.Signatures)
-	p.observedAt(obs)
+	p.observe(obs)
 	p.LiveDigest = ""
 	return p
 }
 
-// observedAt records where the pin's card was observed: the public card's
-// URL (the extended card's endpoint is found from the public card, so a
-// pin of the extended card keeps the public card URL it was given).
-func (p *Pin) observedAt(obs Observation) {
+// observe pins the observed card, with its signatures, and records where it
+// was observed: the public card's URL (the extended card's endpoint is
+// found from the public card, so a pin of the extended card keeps the
+// public card URL it was given).
+func (p *Pin) observe(obs Observation) {
+	p.fill(obs.Digest, obs.Card)
+	p.signed(obs.Signatures)
 	if p.Extended != events.ExtendedPinned {
 		p.CardURL = obs.CardURL
 	}

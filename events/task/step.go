@@ -39,10 +39,8 @@ type Meta struct {
 // defaults: the task's posture, the registry's rules, signatures not
 // required.
 type Policy struct {
-	// RequireSigned is the shell's posture for signed fleets (carddrift
-	// serve --require-signed-cards): a live card none of whose signatures
-	// verifies is a breaking signature-required finding for every task
-	// (detector.CheckSigned), judged at every transition that observes it.
+	// RequireSigned is the posture for signed fleets (carddrift serve
+	// --require-signed-cards): detector.CheckSigned at every transition.
 	RequireSigned bool
 	// Posture, if set, replaces every task's own (Requirements.Posture):
 	// carddrift replay --reevaluate --posture, the planner's WithPosture.
@@ -51,17 +49,12 @@ type Policy struct {
 	// registry as it is, what carddrift serve runs).
 	Rules *detector.RuleSet
 	// Diffs, if set, remembers the diff of each pair of pinned and live
-	// digests (the worker's, shared by its tasks); it never changes a
-	// decision, only how often the two cards are diffed. nil diffs every
-	// time.
+	// digests; it never changes a decision.
 	Diffs *detector.DiffMemo
 }
 
-// Observation is the core's name for a live card observation: one type,
-// detector.Observation, whose Seen and Disagreeing say what the shared
-// lease held of the agent's replicas when it was made. observation.Of
-// (under events/internal) makes it from a fetcher observation, for the
-// worker and the planner's Checker.
+// Observation is the core's name for a live card observation
+// (detector.Observation; events/internal/observation.Of makes it).
 type Observation = detector.Observation
 
 // liveCard returns the observed card with its verified signatures (Card is
@@ -108,13 +101,9 @@ type CardBody struct {
 // (terminal states, working, first attempts of plain send/get/cancel,
 // errors outside the schema class), which the shell acknowledges at once.
 func NeedsCard(ev events.Event) bool {
-	switch d := ev.Data.(type) {
-	case events.Request:
-		return d.Attempt > 1 || detector.IsCapabilityMethod(d.Method)
-	case events.Status:
-		return detector.IsCapabilityState(d.State)
-	case events.Error:
-		return detector.IsSchemaClassError(d.Code)
+	switch ev.Data.(type) {
+	case events.Request, events.Status, events.Error:
+		return mayDepend(ev.Data)
 	}
 	return true
 }
@@ -231,9 +220,6 @@ func mayDepend(data any) bool {
 // setForce asks for an unconditional fetch, saying why.
 func (t *Transition) setForce(reason string) { t.Force, t.ForceReason = true, reason }
 
-// Pin returns the task's pin with what the event recorded so far.
-func (t *Transition) Pin() Pin { return t.pin }
-
 // Recheck reports whether the observation cannot judge the pin and an
 // unconditional fetch must be made first: the live digest differs from the
 // pin, and the observation's content was last verified by a full fetch
@@ -285,22 +271,14 @@ func (t *Transition) UseExtended(state string) {
 // Judge evaluates the live observation against the pin: a pending pin is
 // completed; otherwise findings and a verdict, and a card.drift unless the
 // cards are the same and the task shows nothing, or the same drift was
-// already published for this pin.
-//
-// A pin of the extended card observed through the public card (UseExtended
-// ExtendedUnavailable: the extended card can no longer be asked for) is not
-// judged against the public card, which was never what the task planned
-// on: the task is pinned again, on the public card observed, with
-// extended "unavailable" (a card.pinned that says so), as a task submitted
-// without credentials is; its task-level findings are judged on that pin.
+// already published for this pin. A pin that LostExtended is pinned again
+// on the public card observed, and its task-level findings judged on it.
 func (t *Transition) Judge(obs Observation) Result {
 	if t.pin.LostExtended(t.extended) {
 		return t.unavailable(obs)
 	}
 	if t.pin.Pending() {
-		t.pin.fill(obs.Digest, obs.Card)
-		t.pin.signed(obs.Signatures)
-		t.pin.observedAt(obs)
+		t.pin.observe(obs)
 		return Result{Pin: &t.pin, PinFirst: true, Publish: []events.Data{pinned(t.ev, t.pin)}, Outcome: OutcomePinned}
 	}
 	findings := t.Findings
@@ -321,13 +299,17 @@ func (t *Transition) unavailable(obs Observation) Result {
 	t.pin = t.pin.OnPublicCard(obs)
 	r := Result{Pin: &t.pin, Publish: []events.Data{pinned(t.ev, t.pin)}, Outcome: OutcomePinned}
 	if len(t.Findings) > 0 {
-		judged := evaluate(t.ev, t.meta, &t.pin, true, obs.Card, obs, t.Findings)
-		r.Publish = append(r.Publish, judged.Publish...)
-		if judged.Outcome == OutcomeDrift {
-			r.Outcome = OutcomeDrift
-		}
+		r.add(evaluate(t.ev, t.meta, &t.pin, true, obs.Card, obs, t.Findings))
 	}
 	return r
+}
+
+// add publishes what judged publishes too, and takes its drift outcome.
+func (r *Result) add(judged Result) {
+	r.Publish = append(r.Publish, judged.Publish...)
+	if judged.Outcome == OutcomeDrift {
+		r.Outcome = OutcomeDrift
+	}
 }
 
 // Fail reports a failed fetch: card.unreachable, and the pin as recorded.
@@ -400,25 +382,14 @@ type Decision struct {
 // decision: the cards were compared and some finding remains.
 func (d Decision) Drift() bool { return d.Compared && len(d.Findings) > 0 }
 
-// Decide is the task core's one verdict, the decision every shell takes (the
-// worker at each capability-dependent transition and when a client digest is
-// not the live card; carddrift impact; replay --reevaluate; the planner's
-// Checker): the findings and verdict of a task whose state is pin (pinned is
-// its stored body, nil when carddrift never saw it) against the live
-// observation obs, with the task-level findings the task's own events showed
-// (unmodeled-skill, artifact-type-undeclared, blind-retry), under the shell's
-// policy p. It is pure and deterministic; the shells do the I/O.
-//
-// Signatures never change a digest: a live card with the pinned digest is
-// still compared when either card is signed (who signed it may have
-// changed), with the signatures the pin recorded for the pinned card
-// (Pin.Signatures) and the observation's for the live one. Under
-// p.RequireSigned the live card must carry a signature that verifies with a
-// trusted key (signature-required). A pin by a digest whose body is unknown
-// is judged with pinned-card-unknown (detector.EvaluateUnknown). While the
-// agent's replicas disagree (Observation.Disagreeing), the findings, if any,
-// carry replicas-disagree. Then p.Rules drops and re-grades findings, and
-// the verdict is judged with p.Posture, else the task's own.
+// Decide is the task core's one verdict (see the package doc): the findings
+// and verdict of a task whose state is pin (pinned is its stored body, nil
+// when carddrift never saw it) against the live observation obs, with the
+// task-level findings its own events showed, under the shell's policy p. A
+// pin whose body is unknown is judged with pinned-card-unknown; while the
+// agent's replicas disagree the findings, if any, carry replicas-disagree;
+// p.Rules then drops and re-grades them, and p.Posture, if set, replaces
+// the task's own.
 func Decide(pin Pin, pinned *detector.Card, obs Observation, taskFindings []detector.Finding, p Policy) Decision {
 	req := pin.Requirements
 	posture := req.Posture
@@ -461,14 +432,10 @@ func Decide(pin Pin, pinned *detector.Card, obs Observation, taskFindings []dete
 	return Decision{Findings: findings, Verdict: v, Compared: true}
 }
 
-// Assess is what the core would judge of a live card for the task whose
-// state is pin (pinned is its stored body, nil when unknown) at a
-// capability-dependent transition that shows nothing of its own: the
-// findings and verdict of the card.drift it would publish, and false when
-// it would publish none (the pinned card, or a card no rule tells apart).
-// A pending pin would be completed, not judged: false. carddrift impact
-// asks it of a proposed card for every live pin of an agent; it is Decide,
-// without the bookkeeping of what was published.
+// Assess is Decide at a transition that shows nothing of its own, without
+// the bookkeeping of what was published (carddrift impact asks it of a
+// proposed card): the findings and verdict of the card.drift it would
+// publish, and false when it would publish none or the pin is pending.
 func Assess(pin Pin, pinned *detector.Card, obs Observation, m Meta) ([]detector.Finding, detector.Verdict, bool) {
 	if pin.Pending() {
 		return nil, detector.Verdict{}, false
@@ -583,14 +550,10 @@ func (s *Submission) UseExtended(state string) {
 }
 
 // WithoutCredentials says the shell holds no credentials for the agent's
-// origin. A client's card or digest of a task that uses the extended card
-// names the extended card the client planned on, which carddrift cannot ask
-// the agent for: it is set aside, and the task is judged on the public card,
-// pinned at its first fetch with extended "unavailable" (as a submission
-// without a card). Judged against the public card, the client's extended
-// card would read as drift (its extra skills "removed") at the first
-// transition. Other submissions ignore it. The shell says it before
-// NeedsObservation.
+// origin. The client's card or digest of a task that uses the extended card,
+// which carddrift cannot ask the agent for, is set aside (against the public
+// card it would read as drift): the task is pinned at its first fetch with
+// extended "unavailable". The shell says it before NeedsObservation.
 func (s *Submission) WithoutCredentials() {
 	p := s.pin
 	if !p.Requirements.ExtendedCard || p.Source == events.PinFirstFetch {
@@ -658,9 +621,7 @@ func (s *Submission) Observed(obs *Observation, f *Failure, digestBody *detector
 	}
 	switch {
 	case s.pin.Source == events.PinFirstFetch || obs.Digest == s.pin.Digest:
-		s.pin.fill(obs.Digest, obs.Card)
-		s.pin.signed(obs.Signatures)
-		s.pin.observedAt(*obs)
+		s.pin.observe(*obs)
 	default:
 		// The client planned against another card than the live one: keep
 		// its digest, and its body if carddrift ever stored it.
@@ -674,11 +635,7 @@ func (s *Submission) Observed(obs *Observation, f *Failure, digestBody *detector
 	r.Publish = append(r.Publish, pinned(s.ev, s.pin))
 	r.Outcome = OutcomePinned
 	if s.pin.Source == events.PinClientDigest && obs.Digest != s.pin.Digest {
-		judged := evaluate(s.ev, s.meta, &s.pin, true, digestBody, *obs, nil)
-		r.Publish = append(r.Publish, judged.Publish...)
-		if judged.Outcome == OutcomeDrift {
-			r.Outcome = OutcomeDrift
-		}
+		r.add(evaluate(s.ev, s.meta, &s.pin, true, digestBody, *obs, nil))
 	}
 	return r
 }
