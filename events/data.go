@@ -331,7 +331,7 @@ func readFinding(r *schemas.Reader) (detector.Finding, bool) {
 			f.Rule = r.String()
 		case "severity":
 			sev, err := detector.ParseSeverity(r.String())
-			if err != nil && !r.Failed() {
+			if err != nil {
 				r.Violate(err.Error())
 			}
 			f.Severity = sev
@@ -388,7 +388,7 @@ func readInconsistent(r *schemas.Reader) Inconsistent {
 			s := r.String()
 			if v, err := time.ParseDuration(s); err == nil {
 				d.Window = Duration(v)
-			} else if !r.Failed() {
+			} else {
 				r.Violate("not a duration: " + s)
 			}
 		}

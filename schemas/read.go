@@ -38,7 +38,10 @@ type Reader struct {
 
 	field, reason string
 	violations    int
-	err           error
+	// unheld: the first value the schema accepts and the decoder cannot
+	// hold, reported only when the data conforms.
+	unheldField, unheldReason string
+	err                       error
 }
 
 // maxPath bounds the depth at which a violation can be found: the depth
@@ -74,6 +77,9 @@ func (r *Reader) Err() error {
 		}
 	}
 	if r.violations == 0 {
+		if r.unheldReason != "" {
+			return &ValidationError{Type: r.typ, Field: r.unheldField, Reason: r.unheldReason}
+		}
 		return nil
 	}
 	reason := r.reason
@@ -84,11 +90,19 @@ func (r *Reader) Err() error {
 }
 
 // Failed reports whether a violation or a syntax error has been found.
-func (r *Reader) Failed() bool { return r.err != nil || r.violations > 0 }
+func (r *Reader) Failed() bool { return r.err != nil || r.violations > 0 || r.unheldReason != "" }
 
-// Violate records a violation of the value just read, for a value the
-// schema accepts and the decoder's type cannot hold.
-func (r *Reader) Violate(reason string) { r.record(r.pointer(""), reason) }
+// Violate records that the value just read, which the schema accepts, is
+// one the decoder's type cannot hold. Err reports the first such value
+// when the data conforms to the schema.
+func (r *Reader) Violate(reason string) {
+	if r.unheldReason == "" {
+		r.unheldField, r.unheldReason = r.pointer(""), reason
+	}
+}
+
+// violate records a violation of the schema by the value just read.
+func (r *Reader) violate(reason string) { r.record(r.pointer(""), reason) }
 
 func (r *Reader) record(field, reason string) {
 	r.violations++
@@ -516,25 +530,25 @@ func (a *Array) end() {
 // check applies to a value the keywords of n about the value itself.
 func (r *Reader) check(n *node, k jcs.Kind, s string) {
 	if n.never {
-		r.Violate("property not allowed together with the properties present")
+		r.violate("property not allowed together with the properties present")
 		return
 	}
 	t := typeOf(k, s)
 	if n.types != 0 && t&n.types == 0 {
-		r.Violate("got " + k.String() + ", want " + n.want)
+		r.violate("got " + k.String() + ", want " + n.want)
 	}
 	if n.enum != nil && !n.inEnum(k, s) {
-		r.Violate("value must be one of " + n.enumList())
+		r.violate("value must be one of " + n.enumList())
 	}
 	switch k {
 	case jcs.String:
 		r.checkString(n, s)
 	case jcs.Number:
 		if n.lo != nil && compare(s, n.lo) < 0 {
-			r.Violate("minimum: got " + s + ", want " + n.lo.RatString())
+			r.violate("minimum: got " + s + ", want " + n.lo.RatString())
 		}
 		if n.hi != nil && compare(s, n.hi) > 0 {
-			r.Violate("maximum: got " + s + ", want " + n.hi.RatString())
+			r.violate("maximum: got " + s + ", want " + n.hi.RatString())
 		}
 	}
 }
@@ -546,17 +560,17 @@ func (r *Reader) checkString(n *node, s string) {
 			l = utf8.RuneCountInString(s)
 		}
 		if n.minLen >= 0 && l < n.minLen {
-			r.Violate("minLength: got " + strconv.Itoa(l) + ", want " + strconv.Itoa(n.minLen))
+			r.violate("minLength: got " + strconv.Itoa(l) + ", want " + strconv.Itoa(n.minLen))
 		}
 		if n.maxLen >= 0 && l > n.maxLen {
-			r.Violate("maxLength: got " + strconv.Itoa(l) + ", want " + strconv.Itoa(n.maxLen))
+			r.violate("maxLength: got " + strconv.Itoa(l) + ", want " + strconv.Itoa(n.maxLen))
 		}
 	}
 	if n.pattern != nil && !n.pattern(s) {
-		r.Violate(quoteValue(s) + " does not match pattern " + strconv.Quote(n.patternSrc))
+		r.violate(quoteValue(s) + " does not match pattern " + strconv.Quote(n.patternSrc))
 	}
 	if n.format != nil && !n.format(s) {
-		r.Violate(quoteValue(s) + " is not valid " + n.formatName)
+		r.violate(quoteValue(s) + " is not valid " + n.formatName)
 	}
 }
 
