@@ -272,7 +272,7 @@ func validURIReference(s string) bool {
 		return false
 	}
 	if validSourceCount.Add(1) <= maxValidSources {
-		validSources.Store(s, struct{}{})
+		validSources.Store(strings.Clone(s), struct{}{}) // s may be a piece of a message
 	}
 	return true
 }

@@ -15,9 +15,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
+	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/schemas"
 )
 
@@ -143,6 +145,7 @@ func agree(t *testing.T, typ string, v any, what string) {
 func agreeJSON(t *testing.T, typ string, v any, data []byte, what string) {
 	t.Helper()
 	field, ok := Oracle(t, typ, v)
+	agreeDecode(t, typ, data, field, ok, what)
 	got := schemas.Validate(typ, data)
 	var verr *schemas.ValidationError
 	switch {
@@ -154,6 +157,31 @@ func agreeJSON(t *testing.T, typ string, v any, data []byte, what string) {
 		t.Errorf("%s %s: Validate error %T %v is not a *ValidationError", typ, what, got, got)
 	case !ok && verr.Field != field:
 		t.Errorf("%s %s: Validate names field %q (%s), JSON Schema %q", typ, what, verr.Field, verr.Reason, field)
+	}
+}
+
+// agreeDecode holds events.Decode to the oracle's verdict on data, as the
+// data of a binary-mode event of typ: it accepts exactly what the schema
+// accepts, but for values its Go type cannot hold (an integer beyond the
+// field's range, a leap second), and names the same field first.
+func agreeDecode(t *testing.T, typ string, data []byte, field string, ok bool, what string) {
+	t.Helper()
+	m := &nats.Msg{Subject: "x", Data: data, Header: nats.Header{
+		"ce-specversion": {"1.0"}, "ce-id": {"e1"}, "ce-source": {"urn:differential"}, "ce-type": {typ},
+	}}
+	ev, err := events.Decode(events.NATSMsg(m))
+	var de *events.DecodeError
+	switch {
+	case ok && err != nil && errors.As(err, &de) && errors.Is(err, events.ErrSchemaViolation) &&
+		(strings.HasPrefix(de.Reason, "integer out of range") || strings.HasPrefix(de.Reason, "unsupported date-time")):
+	case ok && err != nil:
+		t.Errorf("%s %s: Decode rejects (%v), JSON Schema accepts", typ, what, err)
+	case !ok && err == nil:
+		t.Errorf("%s %s: Decode accepts (%+v), JSON Schema rejects (field %q)", typ, what, ev.Data, field)
+	case !ok && (!errors.As(err, &de) || !errors.Is(err, events.ErrSchemaViolation)):
+		t.Errorf("%s %s: Decode = %v, want a schema violation", typ, what, err)
+	case !ok && de.Field != field:
+		t.Errorf("%s %s: Decode names field %q (%s), JSON Schema %q", typ, what, de.Field, de.Reason, field)
 	}
 }
 
@@ -335,7 +363,8 @@ func mutate(v any, depth int) []any {
 }
 
 // TestDifferential holds Validate, the Reader every decoder reads with,
-// to the JSON Schema validator (the oracle) on every example under testdata/<type>/{valid,
+// and events.Decode, which reads every event type's data into its Go type
+// with it, to the JSON Schema validator (the oracle) on every example under testdata/<type>/{valid,
 // invalid} and on every single-member mutation of each example: removed,
 // set to each of the replacements (every JSON type, boundary lengths and
 // values, near misses of the patterns and of the uri format), an unknown
@@ -432,7 +461,7 @@ func differential(t *testing.T, typ string) {
 	t.Logf("%d values compared", n)
 }
 
-// FuzzValidate holds Validate to the oracle on any data (seeded with
+// FuzzValidate holds Validate and events.Decode to the oracle on any data (seeded with
 // every example; committed corpus in testdata/fuzz/FuzzValidate) that both
 // read as JSON: decision and field.
 func FuzzValidate(f *testing.F) {

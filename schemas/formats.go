@@ -179,7 +179,7 @@ func isURI(s string) bool {
 		}
 	}
 	if validURICount.Add(1) <= maxURIs {
-		validURIs.Store(s, struct{}{})
+		validURIs.Store(strings.Clone(s), struct{}{}) // s may be a piece of a message
 	}
 	return true
 }
