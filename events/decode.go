@@ -319,26 +319,30 @@ func (d *decoder) finish(s *schemas.Schema, data Data, verr error) (Event, error
 // readAll reads data, one JSON value and nothing else, against s. It
 // returns the typed data and its violation, or the syntax error.
 func readAll(s *schemas.Schema, data []byte, owned bool) (Data, error, error) {
-	sc := getScanner(data)
-	defer putScanner(sc)
-	v, verr := readValue(s, sc, data, owned)
-	if errors.As(verr, new(*jcs.SyntaxError)) {
+	x := getReading(data)
+	defer putReading(x)
+	v, verr := x.read(s, data, owned)
+	if isSyntax(verr) {
 		return nil, nil, verr
 	}
-	if err := sc.End(); err != nil {
+	if err := x.sc.End(); err != nil {
 		return nil, nil, err
 	}
 	return v, verr, nil
 }
 
-// readValue reads the next value of sc, the data, against s; data is the
-// scanner's input. The error is the scanner's *jcs.SyntaxError or the
+// read reads the next value of x's scanner, the data, against s; data is
+// the scanner's input. The error is the scanner's *jcs.SyntaxError or the
 // schema's *schemas.ValidationError.
-func readValue(s *schemas.Schema, sc *jcs.Scanner, data []byte, owned bool) (Data, error) {
-	var r schemas.Reader
-	r.Reset(s, sc, data, owned)
-	v := readData(&r, s.Type)
-	return v, r.Err()
+func (x *reading) read(s *schemas.Schema, data []byte, owned bool) (Data, error) {
+	x.r.Reset(s, &x.sc, data, owned)
+	v := readData(&x.r, s.Type)
+	return v, x.r.Err()
+}
+
+func isSyntax(err error) bool {
+	_, ok := err.(*jcs.SyntaxError)
+	return ok
 }
 
 func (d *decoder) violation(err error) error {
@@ -375,8 +379,9 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 		return Event{}, d.malformed("", "structured event is not a JSON object")
 	}
 	b, owned := ownCopy(b)
-	sc := getScanner(b)
-	defer putScanner(sc)
+	x := getReading(b)
+	defer putReading(x)
+	sc := &x.sc
 	syntax := func(err error) (Event, error) {
 		return Event{}, d.errorf(ErrMalformedEnvelope, "", err.Error(), err)
 	}
@@ -414,8 +419,8 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 		start := sc.Pos()
 		if bit == bData {
 			if read = d.known(); read != nil {
-				data, verr = readValue(read, sc, b, owned)
-				if errors.As(verr, new(*jcs.SyntaxError)) {
+				data, verr = x.read(read, b, owned)
+				if isSyntax(verr) {
 					return syntax(verr)
 				}
 			} else if err := skipValue(sc); err != nil {
@@ -505,7 +510,7 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 		return Event{}, d.noData()
 	case read != s: // read again against the schema the envelope names
 		sc.Reset(raw, jsonLimits)
-		data, verr = readValue(s, sc, raw, owned)
+		data, verr = x.read(s, raw, owned)
 	}
 	return d.finish(s, data, verr)
 }
@@ -680,19 +685,26 @@ var jsonLimits = jcs.Limits{MaxBytes: math.MaxInt, MaxDepth: MaxDepth}
 // Messages are read with jcs.Scanner, the strict JSON scanner carddrift's
 // canonicalizer uses: the same rules (valid UTF-8, no escaped lone
 // surrogates, no duplicate keys, at most MaxDepth levels) and the same
-// *jcs.SyntaxError, which Decode keeps in its error chains. Scanners are
-// pooled, so that scanning allocates nothing of its own.
-var scanners = sync.Pool{New: func() any { return new(jcs.Scanner) }}
-
-func getScanner(data []byte) *jcs.Scanner {
-	sc := scanners.Get().(*jcs.Scanner)
-	sc.Reset(data, jsonLimits) // cannot fail: there is no size limit
-	return sc
+// *jcs.SyntaxError, which Decode keeps in its error chains. A scanner and
+// the schemas.Reader that reads the data with it are pooled together, so
+// that reading allocates nothing of its own.
+type reading struct {
+	sc jcs.Scanner
+	r  schemas.Reader
 }
 
-func putScanner(sc *jcs.Scanner) {
-	sc.Reset(nil, jcs.Limits{})
-	scanners.Put(sc)
+var readings = sync.Pool{New: func() any { return new(reading) }}
+
+func getReading(data []byte) *reading {
+	x := readings.Get().(*reading)
+	x.sc.Reset(data, jsonLimits) // cannot fail: there is no size limit
+	return x
+}
+
+func putReading(x *reading) {
+	x.sc.Reset(nil, jcs.Limits{})
+	x.r = schemas.Reader{}
+	readings.Put(x)
 }
 
 // maxOwnedCopy is the largest message Decode copies whole, so that the

@@ -159,14 +159,13 @@ func prepareWith(e *Event, typed bool) ([]byte, string, error) {
 // validate validates data (json.Marshal's) against s as Decode reads it,
 // in one pass over the bytes.
 func validate(s *schemas.Schema, typ string, data []byte) error {
-	sc := getScanner(data)
-	defer putScanner(sc)
-	var r schemas.Reader
-	r.Reset(s, sc, data, true)
-	r.Skip()
-	err := r.Err()
+	x := getReading(data)
+	defer putReading(x)
+	x.r.Reset(s, &x.sc, data, true)
+	x.r.Skip()
+	err := x.r.Err()
 	if err == nil {
-		err = sc.End()
+		err = x.sc.End()
 	}
 	var verr *schemas.ValidationError
 	switch {

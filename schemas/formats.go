@@ -199,7 +199,7 @@ const maxURIs = 4096
 // always accepts: url.Parse reads it without error, it is absolute, and its
 // host name holds no colon. Agent and card URLs are of this form, so that
 // the uri check costs neither url.Parse nor a lookup in the cache of
-// accepted URLs. FuzzCompiled and TestPlainHTTPURL hold it to isURI.
+// accepted URLs. FuzzValidate and TestPlainHTTPURL hold it to the uri format.
 func plainHTTPURL(s string) bool {
 	rest, ok := strings.CutPrefix(s, "https://")
 	if !ok {

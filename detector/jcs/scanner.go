@@ -14,7 +14,8 @@ import (
 // object keys, no nesting deeper than Limits.MaxDepth, no input longer than
 // Limits.MaxBytes. It is the one strict JSON reader of carddrift: Parse and
 // AppendCanonical build on it here, and the event decoder (package events)
-// builds the value tree its schema validator takes with it. What a caller
+// reads each event's data into its Go type with it, checking the data
+// against its schema on the way (package schemas' Reader). What a caller
 // builds is up to the caller; the Scanner only says what comes next.
 //
 // A caller reads a value with Value. For a string or a number Value returns
