@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -167,14 +166,13 @@ func validate(s *schemas.Schema, typ string, data []byte) error {
 	if err == nil {
 		err = x.sc.End()
 	}
-	var verr *schemas.ValidationError
-	switch {
-	case errors.As(err, &verr):
+	switch err.(type) {
+	case nil:
+		return nil
+	case *schemas.ValidationError:
 		return fmt.Errorf("events: encode %s: %w: %w", typ, ErrSchemaViolation, err)
-	case err != nil:
-		return fmt.Errorf("%w: data: %v", ErrInvalidEvent, err)
 	}
-	return nil
+	return fmt.Errorf("%w: data: %v", ErrInvalidEvent, err)
 }
 
 // sdkEvent builds the sdk-go event of e, checked by prepare, with data.
