@@ -1,6 +1,7 @@
 package schemas_test
 
 import (
+	"math/big"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -72,6 +73,35 @@ func TestFastPatterns(t *testing.T) {
 			if got, want := fast(string(b)), re.MatchString(string(b)); got != want {
 				t.Errorf("pattern %s on %q: loop %v, regexp %v", src, b, got, want)
 			}
+		}
+	}
+}
+
+// TestTame holds the exponent cap of number literals to big.Rat on the
+// literal itself: the same integrality and the same order against the
+// bounds and constants of the schemas.
+func TestTame(t *testing.T) {
+	bounds := []int64{0, 1, -1, 200, 304, 2147483647, -2147483648}
+	for _, lit := range []string{"1e2000", "1.5e2000", "-1.5e2000", "1e-2000", "0e-2000", "0.0e2000", "-0.5e+2000",
+		"123.456e-1999", "1E+1234", "-7e-1500", "1e999", "1.25e3", "10e-1"} {
+		want, ok1 := new(big.Rat).SetString(lit)
+		got, ok2 := new(big.Rat).SetString(schemas.Tame(lit))
+		if !ok1 || !ok2 {
+			t.Fatalf("%s: big.Rat reads the literal %v, tamed %q %v", lit, ok1, schemas.Tame(lit), ok2)
+		}
+		if want.IsInt() != got.IsInt() {
+			t.Errorf("%s: integer %v, tamed %q %v", lit, want.IsInt(), schemas.Tame(lit), got.IsInt())
+		}
+		for _, b := range bounds {
+			q := new(big.Rat).SetInt64(b)
+			if want.Cmp(q) != got.Cmp(q) {
+				t.Errorf("%s against %d: %d, tamed %q %d", lit, b, want.Cmp(q), schemas.Tame(lit), got.Cmp(q))
+			}
+		}
+	}
+	for _, lit := range []string{"1e99999999999999999999", "-1e-99999999999999999999", "1e1000000"} {
+		if _, ok := new(big.Rat).SetString(schemas.Tame(lit)); !ok || len(schemas.Tame(lit)) > 20 {
+			t.Errorf("%s tamed to %q", lit, schemas.Tame(lit))
 		}
 	}
 }

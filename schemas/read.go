@@ -300,7 +300,7 @@ func integer(lit string) (int64, bool) {
 	if i, err := strconv.ParseInt(lit, 10, 64); err == nil {
 		return i, true
 	}
-	q, ok := new(big.Rat).SetString(lit)
+	q, ok := new(big.Rat).SetString(tame(lit))
 	if !ok || !q.IsInt() || !q.Num().IsInt64() {
 		return 0, false
 	}
@@ -533,8 +533,7 @@ func (r *Reader) check(n *node, k jcs.Kind, s string) {
 		r.violate("property not allowed together with the properties present")
 		return
 	}
-	t := typeOf(k, s)
-	if n.types != 0 && t&n.types == 0 {
+	if n.types != 0 && !n.allows(k, s) {
 		r.violate("got " + k.String() + ", want " + n.want)
 	}
 	if n.enum != nil && !n.inEnum(k, s) {
@@ -581,27 +580,51 @@ func quoteValue(s string) string {
 	return strconv.Quote(strings.ToValidUTF8(s, "\uFFFD"))
 }
 
-// typeOf returns the type bits of a value.
-func typeOf(k jcs.Kind, s string) uint8 {
+// allows reports whether the type keyword of n admits the value.
+func (n *node) allows(k jcs.Kind, s string) bool {
 	switch k {
 	case jcs.Null:
-		return tNull
+		return n.types&tNull != 0
 	case jcs.True, jcs.False:
-		return tBoolean
+		return n.types&tBoolean != 0
 	case jcs.String:
-		return tString
+		return n.types&tString != 0
 	case jcs.Array:
-		return tArray
+		return n.types&tArray != 0
 	case jcs.Object:
-		return tObject
+		return n.types&tObject != 0
 	}
-	if !strings.ContainsAny(s, ".eE") {
-		return tNumber | tInteger
+	if n.types&tNumber != 0 {
+		return true
 	}
-	if q, ok := new(big.Rat).SetString(s); ok && q.IsInt() {
-		return tNumber | tInteger
+	return n.types&tInteger != 0 && (!strings.ContainsAny(s, ".eE") || isIntegral(s))
+}
+
+func isIntegral(lit string) bool {
+	q, ok := new(big.Rat).SetString(tame(lit))
+	return ok && q.IsInt()
+}
+
+// tame bounds the exponent of a number literal so that big.Rat holds it
+// cheaply (1e1000000 would cost it milliseconds), keeping what the checks
+// ask of it: whether it is an integer and how it compares with bounds and
+// constants of a few digits. A literal whose exponent is more than 400
+// beyond its digits is an integer larger than any of them (or a fraction
+// nearer zero than any); capping the exponent there keeps it so.
+func tame(lit string) string {
+	i := strings.IndexAny(lit, "eE")
+	if i < 0 || len(lit)-i < 5 {
+		return lit // no exponent, or one below 1000
 	}
-	return tNumber
+	exp, err := strconv.Atoi(lit[i+1:])
+	bound := i + 400
+	if err == nil && -bound <= exp && exp <= bound {
+		return lit
+	}
+	if exp > 0 || err != nil && lit[i+1] != '-' {
+		return lit[:i] + "e" + strconv.Itoa(bound)
+	}
+	return lit[:i] + "e-" + strconv.Itoa(bound)
 }
 
 func (n *node) inEnum(k jcs.Kind, s string) bool {
@@ -632,7 +655,7 @@ func compare(lit string, q *big.Rat) int {
 	if i, err := strconv.ParseInt(lit, 10, 64); err == nil && q.IsInt() && q.Num().IsInt64() {
 		return cmpInt(i, q.Num().Int64())
 	}
-	v, ok := new(big.Rat).SetString(lit)
+	v, ok := new(big.Rat).SetString(tame(lit))
 	if !ok {
 		return 0 // not reached: the scanner has read a JSON number
 	}
