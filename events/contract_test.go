@@ -16,37 +16,15 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// schemaEnum returns the enum of $defs/<def> in the schema of typ.
-func schemaEnum(t *testing.T, typ, def string) []string {
-	t.Helper()
-	s, err := schemas.Lookup(typ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Defs map[string]struct {
-			Enum []string `json:"enum"`
-		} `json:"$defs"`
-	}
-	if err := json.Unmarshal(s.Source(), &doc); err != nil {
-		t.Fatal(err)
-	}
-	enum := doc.Defs[def].Enum
-	if len(enum) == 0 {
-		t.Fatalf("%s: $defs/%s has no enum", typ, def)
-	}
-	return enum
-}
-
 // TestKnownNamesMatchDetector keeps the documented method and state names
 // of the schemas and the detector's lifecycle classification in step.
 func TestKnownNamesMatchDetector(t *testing.T) {
-	for _, m := range schemaEnum(t, events.TypeRequest, "knownMethods") {
+	for _, m := range schemas.KnownMethods {
 		if detector.ClassifyMethod(m) == detector.MethodUnknown {
 			t.Errorf("schema knownMethods has %q, which detector.ClassifyMethod does not know", m)
 		}
 	}
-	for _, s := range schemaEnum(t, events.TypeStatus, "knownStates") {
+	for _, s := range schemas.KnownStates {
 		if _, ok := detector.NormalizeState(s); !ok {
 			t.Errorf("schema knownStates has %q, which detector.NormalizeState does not know", s)
 		}
@@ -68,7 +46,7 @@ func TestUnreachableReasons(t *testing.T) {
 	if slices.Contains(want, string(fetcher.ReasonCanceled)) {
 		t.Errorf("UnreachableReasons() = %v: a canceled fetch is never published", want)
 	}
-	if got := schemaEnum(t, events.TypeUnreachable, "knownReasons"); !slices.Equal(got, want) {
+	if got := schemas.UnreachableReasons; !slices.Equal(got, want) {
 		t.Errorf("schema knownReasons = %v\nfetcher.UnreachableReasons() = %v", got, want)
 	}
 
@@ -106,10 +84,17 @@ func TestSignatureReasons(t *testing.T) {
 	for _, r := range signature.Reasons() {
 		want = append(want, string(r))
 	}
-	for _, typ := range []string{events.TypeDrift, events.TypePinned} {
-		if got := schemaEnum(t, typ, "knownSignatureReasons"); !slices.Equal(got, want) {
-			t.Errorf("%s schema knownSignatureReasons = %v\nsignature.Reasons() = %v", typ, got, want)
-		}
+	if !slices.Equal(schemas.SignatureReasons, want) {
+		t.Errorf("schema knownSignatureReasons = %v\nsignature.Reasons() = %v", schemas.SignatureReasons, want)
+	}
+	var pinned struct {
+		Defs map[string]struct {
+			Enum []string `json:"enum"`
+		} `json:"$defs"`
+	}
+	s, _ := schemas.Lookup(events.TypePinned)
+	if err := json.Unmarshal(s.Source(), &pinned); err != nil || !slices.Equal(pinned.Defs["knownSignatureReasons"].Enum, want) {
+		t.Errorf("card.pinned knownSignatureReasons = %v (%v)\nsignature.Reasons() = %v", pinned.Defs["knownSignatureReasons"].Enum, err, want)
 	}
 	if detector.SignatureVerified != string(signature.ReasonVerified) || detector.SignatureInvalid != string(signature.ReasonInvalidSignature) {
 		t.Errorf("detector's outcomes %q, %q differ from signature's %q, %q", detector.SignatureVerified, detector.SignatureInvalid,
@@ -128,5 +113,46 @@ func TestTypesHaveSchemas(t *testing.T) {
 	slices.Sort(want)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("schema types = %v, event types = %v", got, want)
+	}
+}
+
+// TestEnumsMatchCode keeps the code's constants for the contract's enums
+// equal to the lists generated from the schemas, in order.
+func TestEnumsMatchCode(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		code, want []string
+	}{
+		{"postures", []string{string(detector.FailClosed), string(detector.Degrade)}, schemas.Postures},
+		{"actions", []string{string(detector.Abort), string(detector.Replan), string(detector.Continue)}, schemas.Actions},
+		{"severities", []string{detector.Breaking.String(), detector.Warning.String(), detector.Info.String()}, schemas.Severities},
+		{"pin sources", []string{events.PinClientCard, events.PinClientDigest, events.PinFirstFetch}, schemas.PinSources},
+		{"extended", []string{events.ExtendedPinned, events.ExtendedUnavailable}, schemas.ExtendedStates},
+		{"signer sources", []string{detector.SourceTrusted, detector.SourceJKU}, schemas.SignerSources},
+	} {
+		if !slices.Equal(c.code, c.want) {
+			t.Errorf("%s: code %v, schema %v", c.name, c.code, c.want)
+		}
+	}
+}
+
+// TestFieldsMatchTypes keeps the members of every event type's data as
+// json.Marshal writes them (the Go type's json names) equal to the
+// members its schema lists.
+func TestFieldsMatchTypes(t *testing.T) {
+	for _, d := range []events.Data{events.Submitted{}, events.Request{}, events.Status{}, events.Artifact{}, events.Error{},
+		events.Drift{}, events.Pinned{}, events.Observed{}, events.Unreachable{}, events.Inconsistent{}} {
+		var names []string
+		rt := reflect.TypeOf(d)
+		for i := range rt.NumField() {
+			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			if name != "-" && name != "" {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		if want := schemas.Fields[d.EventType()]; !slices.Equal(names, want) {
+			t.Errorf("%s: Go type %T has members %v, the schema %v", d.EventType(), d, names, want)
+		}
 	}
 }

@@ -1,10 +1,11 @@
 package events
 
 import (
+	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"mime"
 	"net/url"
 	"strings"
@@ -30,10 +31,11 @@ import (
 // never panics; every failure is a *DecodeError whose Err is
 // ErrMalformedEnvelope, ErrUnknownType or ErrSchemaViolation.
 //
-// Decode parses each message once: the structured envelope and the data are
-// read in one pass into the value tree the validator takes, and the typed
-// data is built from that tree. It does not retain m's data (the card of a
-// submitted event is copied). Safe for concurrent use.
+// Decode reads each message once: the data is read into its Go type and
+// checked against its schema in the same pass (schemas.Reader), in
+// structured mode during the pass over the envelope when the type comes
+// before the data. It does not retain m's data (the card of a submitted
+// event is copied). Safe for concurrent use.
 func Decode(m Msg) (Event, error) {
 	d := decoder{subject: m.Subject()}
 	h := m.Headers()
@@ -166,11 +168,11 @@ func (d *decoder) binary(h headerMap, data []byte) (Event, error) {
 		return Event{}, d.noData()
 	}
 	data, owned := ownCopy(data)
-	tree, card, err := parseTree(data, "card", owned)
+	v, verr, err := readAll(s, data, owned)
 	if err != nil {
 		return Event{}, d.errorf(ErrMalformedEnvelope, "data", err.Error(), err)
 	}
-	return d.finish(s, tree, card)
+	return d.finish(s, v, verr)
 }
 
 func (d *decoder) noData() error {
@@ -271,7 +273,7 @@ func validURIReference(s string) bool {
 		return false
 	}
 	if validSourceCount.Add(1) <= maxValidSources {
-		validSources.Store(s, struct{}{})
+		validSources.Store(strings.Clone(s), struct{}{}) // s may be a piece of a message
 	}
 	return true
 }
@@ -301,13 +303,9 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// finish validates the data tree, builds the typed data and checks the
-// subject attribute against the data's task id.
-func (d *decoder) finish(s *schemas.Schema, tree any, card []byte) (Event, error) {
-	if err := s.ValidateValue(tree); err != nil {
-		return Event{}, d.violation(err)
-	}
-	data, verr := convert(s.Type, tree, card)
+// finish checks the subject attribute against the data's task id, once
+// the data has conformed.
+func (d *decoder) finish(s *schemas.Schema, data Data, verr error) (Event, error) {
 	if verr != nil {
 		return Event{}, d.violation(verr)
 	}
@@ -317,6 +315,35 @@ func (d *decoder) finish(s *schemas.Schema, tree any, card []byte) (Event, error
 	d.ev.Data = data
 	d.ev.DataSchema = s.ID
 	return d.ev, nil
+}
+
+// readAll reads data, one JSON value and nothing else, against s. It
+// returns the typed data and its violation, or the syntax error.
+func readAll(s *schemas.Schema, data []byte, owned bool) (Data, error, error) {
+	x := getReading(data)
+	defer putReading(x)
+	v, verr := x.read(s, data, owned)
+	if isSyntax(verr) {
+		return nil, nil, verr
+	}
+	if err := x.sc.End(); err != nil {
+		return nil, nil, err
+	}
+	return v, verr, nil
+}
+
+// read reads the next value of x's scanner, the data, against s; data is
+// the scanner's input. The error is the scanner's *jcs.SyntaxError or the
+// schema's *schemas.ValidationError.
+func (x *reading) read(s *schemas.Schema, data []byte, owned bool) (Data, error) {
+	x.r.Reset(s, &x.sc, data, owned)
+	v := readData(&x.r, s.Type)
+	return v, x.r.Err()
+}
+
+func isSyntax(err error) bool {
+	_, ok := err.(*jcs.SyntaxError)
+	return ok
 }
 
 func (d *decoder) violation(err error) error {
@@ -337,8 +364,10 @@ func quote(s string) string {
 	return `"` + strings.ToValidUTF8(s, "\uFFFD") + `"`
 }
 
-// structured reads a structured-mode event: one pass over the envelope,
-// with the data member parsed into the value tree in the same pass.
+// structured reads a structured-mode event in one pass over the envelope.
+// The data member is read into its type there when the type (and
+// dataschema) attributes come before it, as Encode and the sdk write them;
+// otherwise it is passed over, and read once the envelope is known.
 func (d *decoder) structured(ct string, b []byte) (Event, error) {
 	mt := ct
 	if i := strings.IndexByte(mt, ';'); i >= 0 {
@@ -351,19 +380,21 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 		return Event{}, d.malformed("", "structured event is not a JSON object")
 	}
 	b, owned := ownCopy(b)
-	sc := getScanner(b)
-	defer putScanner(sc)
+	x := getReading(b)
+	defer putReading(x)
+	sc := &x.sc
 	syntax := func(err error) (Event, error) {
 		return Event{}, d.errorf(ErrMalformedEnvelope, "", err.Error(), err)
 	}
 	if _, _, err := sc.Value(); err != nil { // the '{'
 		return syntax(err)
 	}
-	p := tree{sc: sc, owned: owned, capDepth: 2}
 	var (
 		seen       uint16
-		data       any
-		haveData   bool
+		raw        []byte // the data member
+		read       *schemas.Schema
+		data       Data
+		verr       error
 		dataBase64 string
 		haveB64    bool
 	)
@@ -382,32 +413,38 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 			break
 		}
 		k, bit := attribute(k)
-		if bit == 0 {
-			k = p.key(k)
+		if bit == 0 && !owned {
+			k = strings.Clone(k)
 		}
 		seen |= bit
+		start := sc.Pos()
 		if bit == bData {
-			p.capKey = "card" // only the data member's card
+			if read = d.known(); read != nil {
+				data, verr = x.read(read, b, owned)
+				if isSyntax(verr) {
+					return syntax(verr)
+				}
+			} else if err := skipValue(sc); err != nil {
+				return syntax(err)
+			}
+			raw = b[start:sc.Pos()]
+			continue
 		}
-		v, err := p.value()
-		p.capKey = ""
+		kind, sv, err := sc.Value()
+		if err == nil && (kind == jcs.Object || kind == jcs.Array) {
+			err = sc.Skip()
+		}
 		if err != nil {
 			return syntax(err)
 		}
-		if bit == bData {
-			data, haveData = v, true
+		if kind == jcs.Null { // null attributes are absent
 			continue
 		}
-		if v == nil { // null attributes are absent
-			continue
+		if bit != 0 && kind != jcs.String {
+			return Event{}, d.malformed(k, "not a string")
 		}
-		var sv string
-		if bit != 0 {
-			s, ok := v.(string)
-			if !ok {
-				return Event{}, d.malformed(k, "not a string")
-			}
-			sv = s
+		if !owned && kind == jcs.String && !sc.Escaped() {
+			sv = strings.Clone(sv)
 		}
 		switch bit {
 		case bSpec:
@@ -437,7 +474,7 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 		case bB64:
 			dataBase64, haveB64 = sv, true
 		default:
-			s, ok := scalarString(v)
+			s, ok := scalarString(kind, sv)
 			if !ok {
 				return Event{}, d.malformed(k, "extension attribute is not a string, number or boolean")
 			}
@@ -456,25 +493,55 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	card := p.captured(b)
 	switch {
-	case haveData && haveB64:
+	case raw != nil && haveB64:
 		return Event{}, d.malformed("data_base64", "both data and data_base64")
 	case haveB64:
-		raw, err := base64.StdEncoding.DecodeString(dataBase64)
+		dec, err := base64.StdEncoding.DecodeString(dataBase64)
 		if err != nil {
 			return Event{}, d.malformed("data_base64", "invalid base64")
 		}
-		if len(raw) == 0 {
+		if len(dec) == 0 {
 			return Event{}, d.noData()
 		}
-		if data, card, err = parseTree(raw, "card", true); err != nil {
+		if data, verr, err = readAll(s, dec, true); err != nil {
 			return Event{}, d.errorf(ErrMalformedEnvelope, "data_base64", err.Error(), err)
 		}
-	case !haveData:
+	case raw == nil:
 		return Event{}, d.noData()
+	case read != s: // read again against the schema the envelope names
+		sc.Reset(raw, jsonLimits)
+		data, verr = x.read(s, raw, owned)
 	}
-	return d.finish(s, data, card)
+	return d.finish(s, data, verr)
+}
+
+// known returns the schema the attributes read so far name, nil if they
+// name none yet.
+func (d *decoder) known() *schemas.Schema {
+	if d.ev.Type == "" {
+		return nil
+	}
+	var s *schemas.Schema
+	var err error
+	if d.ev.DataSchema != "" {
+		s, err = schemas.ByID(d.ev.DataSchema)
+	} else {
+		s, err = schemas.Lookup(d.ev.Type)
+	}
+	if err != nil || s.Type != d.ev.Type {
+		return nil
+	}
+	return s
+}
+
+// skipValue passes over the next value of sc.
+func skipValue(sc *jcs.Scanner) error {
+	k, _, err := sc.Value()
+	if err == nil && (k == jcs.Object || k == jcs.Array) {
+		err = sc.Skip()
+	}
+	return err
 }
 
 // The members of a structured event that are context attributes or data.
@@ -531,17 +598,14 @@ func jsonStart(b []byte) int {
 }
 
 // scalarString renders a JSON scalar extension value as a string.
-func scalarString(v any) (string, bool) {
-	switch v := v.(type) {
-	case string:
-		return v, true
-	case bool:
-		if v {
-			return "true", true
-		}
+func scalarString(k jcs.Kind, s string) (string, bool) {
+	switch k {
+	case jcs.String, jcs.Number:
+		return s, true
+	case jcs.True:
+		return "true", true
+	case jcs.False:
 		return "false", true
-	case json.Number:
-		return string(v), true
 	}
 	return "", false
 }
@@ -609,4 +673,53 @@ func isPartition(s string) bool {
 		n = n*10 + int(s[i]-'0')
 	}
 	return n < topology.MaxPartitions
+}
+
+// MaxDepth is the deepest nesting of arrays and objects Decode accepts in a
+// message (the structured envelope counts as one level).
+const MaxDepth = 64
+
+// jsonLimits are the limits of the scanner: no size limit of its own (the
+// NATS server bounds a message), MaxDepth levels.
+var jsonLimits = jcs.Limits{MaxBytes: math.MaxInt, MaxDepth: MaxDepth}
+
+// Messages are read with jcs.Scanner, the strict JSON scanner carddrift's
+// canonicalizer uses: the same rules (valid UTF-8, no escaped lone
+// surrogates, no duplicate keys, at most MaxDepth levels) and the same
+// *jcs.SyntaxError, which Decode keeps in its error chains. A scanner and
+// the schemas.Reader that reads the data with it are pooled together, so
+// that reading allocates nothing of its own.
+type reading struct {
+	sc jcs.Scanner
+	r  schemas.Reader
+}
+
+var readings = sync.Pool{New: func() any { return new(reading) }}
+
+func getReading(data []byte) *reading {
+	x := readings.Get().(*reading)
+	x.sc.Reset(data, jsonLimits) // cannot fail: there is no size limit
+	return x
+}
+
+func putReading(x *reading) {
+	x.sc.Reset(nil, jcs.Limits{})
+	x.r = schemas.Reader{}
+	readings.Put(x)
+}
+
+// maxOwnedCopy is the largest message Decode copies whole, so that the
+// strings of its data are pieces of one copy instead of one allocation
+// each. A string of the event keeps the copy alive, which for a message
+// this small costs less than the allocations it saves; larger messages
+// (a submitted event with its card) copy each string out.
+const maxOwnedCopy = 2048
+
+// ownCopy returns a copy of b that the caller owns and true when b is small
+// enough to copy whole (see maxOwnedCopy), b and false otherwise.
+func ownCopy(b []byte) ([]byte, bool) {
+	if len(b) > maxOwnedCopy {
+		return b, false
+	}
+	return bytes.Clone(b), true
 }

@@ -338,3 +338,22 @@ func TestDecodeObservedV12AndV13(t *testing.T) {
 		}
 	}
 }
+
+// Numbers with huge exponents cost the checks no more than small ones:
+// big.Rat would take milliseconds for each 1e1000000, here thousands of
+// them, in an array of strings and in the integer fields of a request.
+func TestDecodeHugeExponents(t *testing.T) {
+	huge := strings.TrimSuffix(strings.Repeat("1e1000000,", 5000), ",")
+	for _, tc := range []struct{ typ, data, field string }{
+		{events.TypeArtifact, `{"taskId":"t1","agentUrl":"https://a.example","artifactId":"a","mediaTypes":[` + huge + `]}`, "/mediaTypes"},
+		{events.TypeRequest, `{"taskId":"t1","agentUrl":"https://a.example","method":"m","attempt":1e1000000}`, "/attempt"},
+		{events.TypeRequest, `{"taskId":"t1","agentUrl":"https://a.example","method":"m","attempt":-1e1000000}`, "/attempt"},
+		{events.TypeRequest, `{"taskId":"t1","agentUrl":"https://a.example","method":"m","attempt":1e-1000000}`, "/attempt"},
+	} {
+		_, err := events.Decode(msg(binHeaders("ce-type", tc.typ), tc.data))
+		var de *events.DecodeError
+		if !errors.As(err, &de) || !errors.Is(err, events.ErrSchemaViolation) || de.Field != tc.field {
+			t.Errorf("%s %.80s: Decode = %v, want a violation of %s", tc.typ, tc.data, err, tc.field)
+		}
+	}
+}

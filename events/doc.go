@@ -27,8 +27,8 @@
 // format with content-type application/cloudevents+json. Encode uses the
 // sdk-go event model and codec for both; NewMessage exposes a NATS message
 // to sdk-go's binding package. Decode accepts both and is the fast path: one
-// parse per message, straight into the value tree the schema validator
-// takes, typed data built from that tree.
+// pass per message, the data read straight into its Go type and checked
+// against its schema as it is read (schemas.Reader).
 //
 // # Publishing
 //

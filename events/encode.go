@@ -95,8 +95,9 @@ func cloudEvent(e *Event) (*event.Event, string, error) {
 // returns its data as JSON, validated against its schema, and its subject.
 func prepare(e *Event) ([]byte, string, error) { return prepareWith(e, true) }
 
-// prepareWith is prepare; typed false validates the way Encode did before
-// the typed checks (the baseline of BenchmarkEncodeTypes).
+// prepareWith is prepare; typed false marshals with json.Marshal and
+// checks the source by parsing it, as Encode did before marshalData and
+// plainSource (the baseline of BenchmarkEncodeTypes).
 func prepareWith(e *Event, typed bool) ([]byte, string, error) {
 	if e.Data == nil {
 		return nil, "", fmt.Errorf("%w: no data", ErrInvalidEvent)
@@ -144,10 +145,8 @@ func prepareWith(e *Event, typed bool) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
-	if !typed || !conformsTyped(s, e.Data) {
-		if err := validateTree(s, typ, data); err != nil {
-			return nil, "", err
-		}
+	if err := validate(s, typ, data); err != nil {
+		return nil, "", err
 	}
 	subject, err := Subject(e.Data)
 	if err != nil {
@@ -156,20 +155,24 @@ func prepareWith(e *Event, typed bool) ([]byte, string, error) {
 	return data, subject, nil
 }
 
-// validateTree validates data (json.Marshal's) the general way: parsed
-// into a value tree, validated by the schema (its compiled checks, then
-// the JSON Schema validator). It is what Encode did for every event before
-// the typed checks (encode_check.go), and what it still does for what they
-// do not accept.
-func validateTree(s *schemas.Schema, typ string, data []byte) error {
-	tree, _, err := parseTree(data, "", true) // data is json.Marshal's, the tree is dropped
-	if err != nil {
-		return fmt.Errorf("%w: data: %v", ErrInvalidEvent, err)
+// validate validates data (json.Marshal's) against s as Decode reads it,
+// in one pass over the bytes.
+func validate(s *schemas.Schema, typ string, data []byte) error {
+	x := getReading(data)
+	defer putReading(x)
+	x.r.Reset(s, &x.sc, data, true)
+	x.r.Skip()
+	err := x.r.Err()
+	if err == nil {
+		err = x.sc.End()
 	}
-	if err := s.ValidateValue(tree); err != nil {
+	switch err.(type) {
+	case nil:
+		return nil
+	case *schemas.ValidationError:
 		return fmt.Errorf("events: encode %s: %w: %w", typ, ErrSchemaViolation, err)
 	}
-	return nil
+	return fmt.Errorf("%w: data: %v", ErrInvalidEvent, err)
 }
 
 // sdkEvent builds the sdk-go event of e, checked by prepare, with data.

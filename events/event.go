@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/carddrift/carddrift/schemas"
 )
 
 // Mode is a CloudEvents content mode over NATS.
@@ -111,12 +109,3 @@ const (
 	ContentTypeStructured = "application/cloudevents+json"
 	contentTypeJSON       = "application/json"
 )
-
-// schemaID returns the current schema id of an event type, "" for others.
-func schemaID(typ string) string {
-	s, err := schemas.Lookup(typ)
-	if err != nil {
-		return ""
-	}
-	return s.ID
-}

@@ -5,8 +5,6 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/nats-io/nats.go"
-
-	"github.com/carddrift/carddrift/schemas"
 )
 
 // EncodeBinarySDK is Encode in binary mode with the headers written by the
@@ -22,17 +20,6 @@ func EncodeBinarySDK(e Event) (*nats.Msg, error) {
 		return nil, err
 	}
 	return &nats.Msg{Subject: subject, Header: w.h, Data: w.data}, nil
-}
-
-// ConformsTyped applies the typed checks of Encode (encode_check.go) to d
-// against the current schema of its type: true when they accept it, false
-// when they leave it to the tree.
-func ConformsTyped(d Data) bool {
-	s, err := schemas.Lookup(d.EventType())
-	if err != nil {
-		return false
-	}
-	return conformsTyped(s, d)
 }
 
 // PlainSource is plainSource, for TestPlainSource.

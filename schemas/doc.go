@@ -22,12 +22,16 @@
 //		}
 //	}
 //
-// Schemas are compiled once, on first use, and are safe for concurrent use.
-// Validation uses github.com/santhosh-tekuri/jsonschema/v6 with format
-// assertions on (uri, date-time) and never loads anything from the network or
-// the file system. The schemas are also compiled into Go checks
-// (compiled.go), which decide what they accept without the validator's
-// run-time interpretation; what they reject goes to the validator, which
-// words every error, so decisions and errors are the validator's
-// (TestCompiledDifferential and FuzzCompiled hold the two equal).
+// Schemas are compiled once, on first use, from the embedded files
+// themselves (compile.go knows the keywords they use and refuses others),
+// and are safe for concurrent use. Reader checks data against a schema
+// while a decoder reads it (events.Decode reads each event's data into its
+// Go type and validates it in that one pass); Validate is the same check
+// for data held as bytes. Formats are asserted (uri, date-time); nothing
+// is loaded from the network or the file system. The files are the one
+// truth: TestDifferential and FuzzValidate hold Reader to a full JSON
+// Schema validator (github.com/santhosh-tekuri/jsonschema/v6, used by the
+// tests only): what it accepts, and the field it names first.
 package schemas
+
+//go:generate go run ./internal/gen

@@ -6,23 +6,11 @@ import (
 	"strings"
 )
 
-// ValidateGeneral validates v with the JSON Schema validator only: the
-// oracle the compiled checks are held to.
-func (s *Schema) ValidateGeneral(v any) error { return s.validateGeneral(v) }
-
-// CheckCompiled applies the schema's compiled checks to v: has is false
-// for a schema without them; otherwise ok says whether v conforms and
-// field names the first violating field when it does not.
-func (s *Schema) CheckCompiled(v any) (field string, ok, has bool) {
-	if s.fast == nil {
-		return "", false, false
-	}
-	field, ok = checkCompiled(s.fast, v)
-	return field, ok, true
-}
-
 // PlainHTTPURL is plainHTTPURL, for TestPlainHTTPURL.
 func PlainHTTPURL(s string) bool { return plainHTTPURL(s) }
+
+// FastPatterns are the loops that stand for patterns, by pattern.
+var FastPatterns = fastPatterns
 
 // IsURIGeneral is the uri format decided by url.Parse, without the
 // shortcut of plainHTTPURL or the cache.
@@ -42,3 +30,6 @@ func IsURIGeneral(s string) bool {
 	}
 	return true
 }
+
+// Tame is tame, for TestTame.
+func Tame(lit string) string { return tame(lit) }

@@ -12,9 +12,11 @@ import (
 // Scanner reads one JSON text value by value, under the rules of Parse: the
 // RFC 8259 grammar in valid UTF-8, no escaped lone surrogates, no duplicate
 // object keys, no nesting deeper than Limits.MaxDepth, no input longer than
-// Limits.MaxBytes. It is the one strict JSON reader of carddrift (Parse and
-// the event decoder of package events build on it); what a caller builds is
-// up to the caller.
+// Limits.MaxBytes. It is the one strict JSON reader of carddrift: Parse and
+// AppendCanonical build on it here, and the event decoder (package events)
+// reads each event's data into its Go type with it, checking the data
+// against its schema on the way (package schemas' Reader). What a caller
+// builds is up to the caller; the Scanner only says what comes next.
 //
 // A caller reads a value with Value. For a string or a number Value returns
 // its text (the decoded string; the number literal as written). For an

@@ -2,8 +2,6 @@ package schemas_test
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,49 +15,115 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
+	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/schemas"
 )
 
-// compiledTypes are the types whose schemas have compiled checks (all), with the SHA-256 of the schema file the checks were
-// derived from.
-var compiledTypes = map[string]string{
-	"a2a.task.artifact":  "4efa0546ea4d11b09852023d51e9cddc13787a147893849cc99337edcb72808d",
-	"a2a.task.error":     "fd773675210c631f00e74cee51032fde8009ead3bb48bc05d5df2a2e229e762f",
-	"a2a.task.request":   "d8d0a83f2615a5b83898f8ce801b084e904c9dde82a40525b5c53b889d5ed164",
-	"a2a.task.status":    "5f21b8ed4570c1660758fa1423ac67ef6e008e7842d5fa264e51c2c58961ae4e",
-	"a2a.task.submitted": "e265d4479f854e06e862538e3d8adebd6d3542dd416259ebe109159b4d2a4dca",
-	"card.drift":         "10a8112c964a9c958e2c7397431f9fc0299f331f963b989e778f4976dc2d5522",
-	"card.inconsistent":  "9f768f7377c6d0bfb104cb3a18b379ec34ca88f491a6357d95d46b1e7cfe36c5",
-	"card.observed":      "ea63c4d6cfdcc5dac463bd47e609cc532482f2fa4d1bdb2c48696c4bfeb4cf89",
-	"card.pinned":        "68c854a105e8f8caa5b7db9a07609dfbb1e3a13d82ac0385acfe496b1b829653",
-	"card.unreachable":   "a14c92163f3d0dc11ff56de01ed78dab82fb5a7a3fcb6018f12530c6b8e362ee",
-}
+// The JSON Schema files are the contract; schemas compiles them itself
+// (compile.go) and checks data while reading it (read.go). The oracle
+// here is github.com/santhosh-tekuri/jsonschema/v6, a test-only
+// dependency: a full draft 2020-12 validator with format assertions, which
+// decides what the contract accepts and which field it names first.
 
-// TestCompiledSchemasPinned fails when a schema with compiled checks
-// changes: the checks in compiled.go are derived from the file by hand, so
-// a change to the file must be carried into them (and the hash here
-// updated) in the same commit. It also fails for a schema without checks
-// and when the set of schemas with checks is not compiledTypes.
-func TestCompiledSchemasPinned(t *testing.T) {
+// oracles are the schema files compiled by the JSON Schema validator, by
+// type.
+var oracles = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(refuseLoader{})
 	for _, s := range schemas.All() {
-		_, _, has := s.CheckCompiled(map[string]any{})
-		want, listed := compiledTypes[s.Type]
-		if has != listed {
-			t.Errorf("%s: compiled checks %v, listed in compiledTypes %v", s.File, has, listed)
-			continue
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(s.Source()))
+		if err != nil {
+			return nil, err
 		}
-		if !has {
-			t.Errorf("%s has no compiled checks: derive them in compiled.go and list the type in compiledTypes (every schema has them)", s.File)
-			continue
-		}
-		sum := sha256.Sum256(s.Source())
-		if got := hex.EncodeToString(sum[:]); got != want {
-			t.Errorf("%s changed (sha256 %s, compiled.go was derived from %s): update its checks in compiled.go, then the hash in compiledTypes", s.File, got, want)
+		if err := c.AddResource(s.ID, doc); err != nil {
+			return nil, err
 		}
 	}
+	out := map[string]*jsonschema.Schema{}
+	for _, s := range schemas.All() {
+		cs, err := c.Compile(s.ID)
+		if err != nil {
+			return nil, err
+		}
+		out[s.Type] = cs
+	}
+	return out, nil
+})
+
+type refuseLoader struct{}
+
+func (refuseLoader) Load(url string) (any, error) { return nil, fmt.Errorf("refusing to load %s", url) }
+
+// Oracle validates v (a value tree with json.Number numbers) against the
+// contract of typ and returns whether it conforms and, when it does not,
+// the first violating field by JSON pointer.
+func Oracle(t testing.TB, typ string, v any) (field string, ok bool) {
+	t.Helper()
+	all, err := oracles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = all[typ].Validate(v)
+	if err == nil {
+		return "", true
+	}
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("oracle: %v", err)
+	}
+	return firstField(verr), false
 }
+
+// firstField returns the smallest JSON pointer among the leaves of the
+// validator's error tree (the property a required or additionalProperties
+// error names, the instance location otherwise).
+func firstField(verr *jsonschema.ValidationError) string {
+	var fields []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		for _, c := range e.Causes {
+			walk(c)
+		}
+		if len(e.Causes) > 0 {
+			return
+		}
+		loc := pointer(e.InstanceLocation)
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+			for _, m := range k.Missing {
+				fields = append(fields, loc+"/"+escape(m))
+			}
+		case *kind.AdditionalProperties:
+			for _, p := range k.Properties {
+				fields = append(fields, loc+"/"+escape(p))
+			}
+		case *kind.Group, *kind.Schema:
+		default:
+			fields = append(fields, loc)
+		}
+	}
+	walk(verr)
+	if len(fields) == 0 {
+		return ""
+	}
+	return slices.Min(fields)
+}
+
+func pointer(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteString("/" + escape(t))
+	}
+	return b.String()
+}
+
+func escape(t string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(t) }
 
 // parse reads data as the validator's value tree (json.Number numbers).
 func parse(t testing.TB, data []byte) (any, bool) {
@@ -67,36 +131,57 @@ func parse(t testing.TB, data []byte) (any, bool) {
 	return v, err == nil
 }
 
-// agree holds the compiled checks of typ to the JSON Schema validator on
-// v: the same decision, the same field named, and ValidateValue giving
-// the validator's error (or nil) exactly.
+// agree holds Validate to the oracle on v: the same decision, the same
+// field named.
 func agree(t *testing.T, typ string, v any, what string) {
 	t.Helper()
-	s, err := schemas.Lookup(typ)
+	data, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	field, ok, has := s.CheckCompiled(v)
-	if !has {
-		t.Fatalf("%s has no compiled checks", typ)
-	}
-	oracle := s.ValidateGeneral(v)
+	agreeJSON(t, typ, v, data, what)
+}
+
+func agreeJSON(t *testing.T, typ string, v any, data []byte, what string) {
+	t.Helper()
+	field, ok := Oracle(t, typ, v)
+	agreeDecode(t, typ, data, field, ok, what)
+	got := schemas.Validate(typ, data)
 	var verr *schemas.ValidationError
 	switch {
-	case ok && oracle != nil:
-		t.Errorf("%s %s: compiled accepts, JSON Schema rejects: %v", typ, what, oracle)
-		return
-	case !ok && oracle == nil:
-		t.Errorf("%s %s: compiled rejects (field %q), JSON Schema accepts", typ, what, field)
-		return
-	case !ok && !errors.As(oracle, &verr):
-		t.Errorf("%s %s: JSON Schema error %T %v is not a *ValidationError", typ, what, oracle, oracle)
-		return
+	case ok && got != nil:
+		t.Errorf("%s %s: Validate rejects (%v), JSON Schema accepts", typ, what, got)
+	case !ok && got == nil:
+		t.Errorf("%s %s: Validate accepts, JSON Schema rejects (field %q)", typ, what, field)
+	case !ok && !errors.As(got, &verr):
+		t.Errorf("%s %s: Validate error %T %v is not a *ValidationError", typ, what, got, got)
 	case !ok && verr.Field != field:
-		t.Errorf("%s %s: compiled names field %q, JSON Schema %q (%s)", typ, what, field, verr.Field, verr.Reason)
+		t.Errorf("%s %s: Validate names field %q (%s), JSON Schema %q", typ, what, verr.Field, verr.Reason, field)
 	}
-	if got := s.ValidateValue(v); fmt.Sprint(got) != fmt.Sprint(oracle) {
-		t.Errorf("%s %s: ValidateValue = %v, JSON Schema = %v", typ, what, got, oracle)
+}
+
+// agreeDecode holds events.Decode to the oracle's verdict on data, as the
+// data of a binary-mode event of typ: it accepts exactly what the schema
+// accepts, but for values its Go type cannot hold (an integer beyond the
+// field's range, a leap second), and names the same field first.
+func agreeDecode(t *testing.T, typ string, data []byte, field string, ok bool, what string) {
+	t.Helper()
+	m := &nats.Msg{Subject: "x", Data: data, Header: nats.Header{
+		"ce-specversion": {"1.0"}, "ce-id": {"e1"}, "ce-source": {"urn:differential"}, "ce-type": {typ},
+	}}
+	ev, err := events.Decode(events.NATSMsg(m))
+	var de *events.DecodeError
+	switch {
+	case ok && err != nil && errors.As(err, &de) && errors.Is(err, events.ErrSchemaViolation) &&
+		(strings.HasPrefix(de.Reason, "integer out of range") || strings.HasPrefix(de.Reason, "unsupported date-time")):
+	case ok && err != nil:
+		t.Errorf("%s %s: Decode rejects (%v), JSON Schema accepts", typ, what, err)
+	case !ok && err == nil:
+		t.Errorf("%s %s: Decode accepts (%+v), JSON Schema rejects (field %q)", typ, what, ev.Data, field)
+	case !ok && (!errors.As(err, &de) || !errors.Is(err, events.ErrSchemaViolation)):
+		t.Errorf("%s %s: Decode = %v, want a schema violation", typ, what, err)
+	case !ok && de.Field != field:
+		t.Errorf("%s %s: Decode names field %q (%s), JSON Schema %q", typ, what, de.Field, de.Reason, field)
 	}
 }
 
@@ -277,8 +362,9 @@ func mutate(v any, depth int) []any {
 	return out
 }
 
-// TestCompiledDifferential holds the compiled checks to the JSON Schema
-// validator (the oracle) on every example under testdata/<type>/{valid,
+// TestDifferential holds Validate, the Reader every decoder reads with,
+// and events.Decode, which reads every event type's data into its Go type
+// with it, to the JSON Schema validator (the oracle) on every example under testdata/<type>/{valid,
 // invalid} and on every single-member mutation of each example: removed,
 // set to each of the replacements (every JSON type, boundary lengths and
 // values, near misses of the patterns and of the uri format), an unknown
@@ -289,15 +375,15 @@ func mutate(v any, depth int) []any {
 // past go test's 10-minute package timeout). Under -race the test runs
 // the same comparison, every value, in a child `go test` built without it
 // (the subtests in parallel), and checks under the race detector what it
-// can see: the compiled checks and the validator used by several
+// can see: the compiled schemas and the validator used by several
 // goroutines at once (differentialConcurrent).
-func TestCompiledDifferential(t *testing.T) {
+func TestDifferential(t *testing.T) {
 	if raceEnabled && os.Getenv(differentialChild) == "" {
 		differentialConcurrent(t)
 		differentialWithoutRace(t)
 		return
 	}
-	for typ := range compiledTypes {
+	for _, typ := range wantTypes {
 		t.Run(typ, func(t *testing.T) {
 			t.Parallel()
 			differential(t, typ)
@@ -306,10 +392,10 @@ func TestCompiledDifferential(t *testing.T) {
 }
 
 // differentialChild is set in the environment of the child go test that
-// runs TestCompiledDifferential without the race detector.
+// runs TestDifferential without the race detector.
 const differentialChild = "CARDDRIFT_DIFFERENTIAL_CHILD"
 
-// differentialWithoutRace runs TestCompiledDifferential in a child go test
+// differentialWithoutRace runs TestDifferential in a child go test
 // of this package built without the race detector, and fails with its
 // output when it fails.
 func differentialWithoutRace(t *testing.T) {
@@ -317,26 +403,26 @@ func differentialWithoutRace(t *testing.T) {
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	cmd := exec.Command(goBin, "test", "-count=1", "-timeout=30m", "-run=^TestCompiledDifferential$", "-v", ".")
+	cmd := exec.Command(goBin, "test", "-count=1", "-timeout=30m", "-run=^TestDifferential$", "-v", ".")
 	cmd.Env = append(os.Environ(), differentialChild+"=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("TestCompiledDifferential without the race detector: %v\n%s", err, out)
+		t.Fatalf("TestDifferential without the race detector: %v\n%s", err, out)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
-		if line = strings.TrimSpace(line); strings.HasPrefix(line, "--- PASS: TestCompiledDifferential/") {
-			t.Log(strings.TrimPrefix(line, "--- PASS: TestCompiledDifferential/"))
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "--- PASS: TestDifferential/") {
+			t.Log(strings.TrimPrefix(line, "--- PASS: TestDifferential/"))
 		}
 	}
 }
 
-// differentialConcurrent holds the compiled checks to the validator on
+// differentialConcurrent holds Validate to the oracle on
 // every example of every type, the types in parallel goroutines and each
 // example twice at once: what the race detector can check of schemas'
 // shared state.
 func differentialConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
-	for typ := range compiledTypes {
+	for _, typ := range wantTypes {
 		for f, data := range examples(t, typ) {
 			v, ok := parse(t, data)
 			if !ok {
@@ -375,28 +461,24 @@ func differential(t *testing.T, typ string) {
 	t.Logf("%d values compared", n)
 }
 
-// FuzzCompiled mutates the data of inbound events (seeded with every
-// example; committed corpus in testdata/fuzz/FuzzCompiled) and requires
-// the compiled checks and the JSON Schema validator to agree: decision and
-// field.
-func FuzzCompiled(f *testing.F) {
-	types := slices.Sorted(func(yield func(string) bool) {
-		for typ := range compiledTypes {
-			if !yield(typ) {
-				return
-			}
-		}
-	})
-	for i, typ := range types {
+// FuzzValidate holds Validate and events.Decode to the oracle on any data (seeded with
+// every example; committed corpus in testdata/fuzz/FuzzValidate) that both
+// read as JSON: decision and field.
+func FuzzValidate(f *testing.F) {
+	for i, typ := range wantTypes {
 		for _, data := range examples(f, typ) {
 			f.Add(uint8(i), data)
 		}
 	}
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		typ := wantTypes[int(which)%len(wantTypes)]
 		v, ok := parse(t, data)
 		if !ok {
 			return
 		}
-		agree(t, types[int(which)%len(types)], v, string(data))
+		if err := schemas.Validate(typ, data); err != nil && strings.Contains(err.Error(), "not JSON") {
+			return // duplicate keys, invalid UTF-8, too deep: not JSON to carddrift
+		}
+		agreeJSON(t, typ, v, data, string(data))
 	})
 }

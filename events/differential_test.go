@@ -3,6 +3,7 @@ package events_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -21,7 +22,7 @@ import (
 )
 
 // oracle compiles the current schema of each type with the JSON Schema
-// validator alone (no compiled checks): what the typed checks are held to.
+// validator (a test-only dependency): what Encode's validation is held to.
 var oracle = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -46,12 +47,11 @@ var oracle = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 	return out, nil
 })
 
-// agreeTyped holds Encode's typed checks to the JSON Schema validator on
-// d as json.Marshal writes it: when the checks accept d, the validator
-// must; when the validator accepts it, so must the checks (but for
-// a2a.task.submitted, which they leave to the tree). It reports whether
-// d could be marshalled at all.
-func agreeTyped(t *testing.T, d events.Data, what string) bool {
+// agreeEncode holds Encode's validation to the JSON Schema validator on d
+// as json.Marshal writes it: Encode accepts d exactly when the validator
+// accepts its JSON, and what it accepts Decode reads back. It reports
+// whether d could be marshalled at all.
+func agreeEncode(t *testing.T, d events.Data, what string) bool {
 	t.Helper()
 	o, err := oracle()
 	if err != nil {
@@ -66,14 +66,25 @@ func agreeTyped(t *testing.T, d events.Data, what string) bool {
 		t.Fatalf("%s: json.Marshal wrote what the validator cannot read: %v", what, err)
 	}
 	verr := o[d.EventType()].Validate(tree)
-	typed := events.ConformsTyped(d)
+	m, err := events.Encode(events.Event{ID: "e1", Source: "carddrift/test", Data: d}, events.Binary)
 	switch {
-	case typed && verr != nil:
-		t.Errorf("%s %s: typed checks accept, JSON Schema rejects: %v\n%s", d.EventType(), what, verr, data)
-	case !typed && verr == nil && d.EventType() != events.TypeSubmitted:
-		t.Errorf("%s %s: typed checks leave to the tree what JSON Schema accepts\n%s", d.EventType(), what, data)
+	case errors.Is(err, events.ErrSchemaViolation) && verr == nil:
+		t.Errorf("%s %s: Encode rejects (%v), JSON Schema accepts\n%s", d.EventType(), what, err, data)
+	case err == nil && verr != nil:
+		t.Errorf("%s %s: Encode accepts, JSON Schema rejects: %v\n%s", d.EventType(), what, verr, data)
+	case err == nil:
+		if _, err := events.Decode(events.NATSMsg(m)); err != nil && !cannotHold(err) {
+			t.Errorf("%s %s: Decode of what Encode wrote: %v\n%s", d.EventType(), what, err, data)
+		}
 	}
 	return true
+}
+
+// cannotHold reports a decode error for a value the schema accepts and
+// the Go type cannot hold: an integer beyond its range, a leap second.
+func cannotHold(err error) bool {
+	var de *events.DecodeError
+	return errors.As(err, &de) && (strings.HasPrefix(de.Reason, "integer out of range") || strings.HasPrefix(de.Reason, "unsupported date-time"))
 }
 
 // Pools of values the mutator sets leaves to: each JSON type's edge cases,
@@ -291,25 +302,21 @@ func typedBases() []events.Data {
 	return append(samples(), full...)
 }
 
-// TestTypedChecksDifferential holds Encode's typed checks to the JSON
-// Schema validator on every sample and thousands of mutants of each (one
+// TestEncodeDifferential holds Encode's validation to the JSON Schema
+// validator on every sample and thousands of mutants of each (one
 // to three leaves set from pools of edge values, at any depth, slices and
 // pointers included). A member a data type gains is mutated too, so a
-// walk that does not check it (or a schema that does not describe it)
-// fails here.
-func TestTypedChecksDifferential(t *testing.T) {
+// schema that does not describe it fails here.
+func TestEncodeDifferential(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 27))
 	n, marshalled := 0, 0
 	for _, base := range typedBases() {
-		if !agreeTyped(t, base, "sample") {
+		if !agreeEncode(t, base, "sample") {
 			t.Fatalf("sample %T does not marshal", base)
-		}
-		if !events.ConformsTyped(base) && base.EventType() != events.TypeSubmitted {
-			t.Errorf("sample %T is left to the tree", base)
 		}
 		for i := range 1500 {
 			d := mutant(rng, base, 1+i%3)
-			if agreeTyped(t, d, fmt.Sprintf("mutant %d of %T", i, base)) {
+			if agreeEncode(t, d, fmt.Sprintf("mutant %d of %T", i, base)) {
 				marshalled++
 			}
 			n++
@@ -321,10 +328,10 @@ func TestTypedChecksDifferential(t *testing.T) {
 	t.Logf("%d mutants, %d marshalled and compared", n, marshalled)
 }
 
-// FuzzTypedChecks is TestTypedChecksDifferential driven by the fuzzer:
+// FuzzEncodeDifferential is TestEncodeDifferential driven by the fuzzer:
 // which sample, the mutator's seed and how many leaves it sets (committed
-// corpus in testdata/fuzz/FuzzTypedChecks).
-func FuzzTypedChecks(f *testing.F) {
+// corpus in testdata/fuzz/FuzzEncodeDifferential).
+func FuzzEncodeDifferential(f *testing.F) {
 	bases := typedBases()
 	for i := range bases {
 		f.Add(uint8(i), uint64(i)*7919, uint8(1))
@@ -333,7 +340,7 @@ func FuzzTypedChecks(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, seed uint64, n uint8) {
 		rng := rand.New(rand.NewPCG(seed, uint64(n)))
 		d := mutant(rng, bases[int(which)%len(bases)], int(n%8))
-		agreeTyped(t, d, fmt.Sprintf("seed %d n %d", seed, n))
+		agreeEncode(t, d, fmt.Sprintf("seed %d n %d", seed, n))
 	})
 }
 
