@@ -112,7 +112,7 @@ func TestDemoUsage(t *testing.T) {
 
 // buildWithoutRace builds this command without the race detector into a
 // temporary directory and returns the binary's path.
-func buildWithoutRace(t *testing.T) string {
+func buildWithoutRace(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "carddrift")
 	goBin, err := exec.LookPath("go")
@@ -127,7 +127,7 @@ func buildWithoutRace(t *testing.T) string {
 
 // runChild runs bin with args (in the test's environment) and returns its
 // exit status and output, as runCLI does in process.
-func runChild(t *testing.T, bin string, args ...string) (int, string, string) {
+func runChild(t testing.TB, bin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(bin, args...)
