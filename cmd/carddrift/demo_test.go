@@ -114,13 +114,20 @@ func TestDemoUsage(t *testing.T) {
 // temporary directory and returns the binary's path.
 func buildWithoutRace(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "carddrift")
+	return goBuild(t, ".", "carddrift")
+}
+
+// goBuild builds the package pkg into a temporary directory as name and
+// returns the binary's path.
+func goBuild(t testing.TB, pkg, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if out, err := exec.Command(goBin, "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -229,15 +228,7 @@ func benchNATSServer(b *testing.B) string {
 	if bin := os.Getenv("CARDDRIFT_NATS_SERVER_BIN"); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(b.TempDir(), "nats-server")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/nats-io/nats-server/v2").CombinedOutput(); err != nil {
-		b.Fatalf("go build nats-server: %v\n%s", err, out)
-	}
-	return bin
+	return goBuild(b, "github.com/nats-io/nats-server/v2", "nats-server")
 }
 
 // loadAverage is the machine's load average, "" where /proc has none.
