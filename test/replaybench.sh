@@ -158,8 +158,8 @@ for i in "${!bins[@]}"; do
 done
 
 echo
-echo "offline, ${bin}:"
-b=$bin
+b=${bins[${#bins[@]}-1]}
+echo "offline, $b:"
 dir=$d30
 before=$(cd "$dir" && find . -type f -exec sha256sum {} + | sort | sha256sum)
 timed off-full replay --data-dir "$dir"
