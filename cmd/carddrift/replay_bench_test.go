@@ -65,7 +65,7 @@ func BenchmarkReplayWindow(b *testing.B) {
 		urls[i] = serveStoreCopy(b, natsd, dir)
 		w := windowOf(b, urls[i], i == 0)
 		if i == 0 {
-			q = w
+			q.agent = w.agent
 		}
 		q.windows = append(q.windows, w.windows[0])
 	}
