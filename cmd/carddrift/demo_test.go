@@ -123,22 +123,29 @@ func TestDemoUsage(t *testing.T) {
 
 // buildWithoutRace builds this command without the race detector into a
 // temporary directory and returns the binary's path.
-func buildWithoutRace(t *testing.T) string {
+func buildWithoutRace(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "carddrift")
+	return goBuild(t, ".", "carddrift")
+}
+
+// goBuild builds the package pkg into a temporary directory as name and
+// returns the binary's path.
+func goBuild(t testing.TB, pkg, name string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if out, err := exec.Command(goBin, "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }
 
 // runChild runs bin with args (in the test's environment) and returns its
 // exit status and output, as runCLI does in process.
-func runChild(t *testing.T, bin string, args ...string) (int, string, string) {
+func runChild(t testing.TB, bin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := exec.Command(bin, args...)

@@ -176,27 +176,18 @@ func (sc *scanner) close() {
 // next returns the next message: a record, or (skip) one that did not
 // decode; ok is false once the scan is over.
 func (sc *scanner) next(ctx context.Context) (rec record, skip *Skipped, ok bool, err error) {
-	for {
-		msg, seq, stored, err := sc.msg(ctx)
-		if msg == nil || err != nil {
-			return record{}, nil, false, err
-		}
-		if sc.wanted == nil || sc.wanted(msg.Headers()) {
-			rec, skip := sc.decode(msg, seq, stored)
-			return rec, skip, true, nil
-		}
-		if sc.done {
-			return record{}, nil, false, nil
+	for !sc.done {
+		rec, skip, ok, err = sc.one(ctx)
+		if ok || err != nil {
+			return rec, skip, ok, err
 		}
 	}
+	return record{}, nil, false, nil
 }
 
-// msg returns the next message of the scan with its sequence and stored
-// time, nil once the scan is over.
-func (sc *scanner) msg(ctx context.Context) (jetstream.Msg, uint64, time.Time, error) {
-	if sc.done {
-		return nil, 0, time.Time{}, nil
-	}
+// one reads one message: ok is false when it was past the scan's end or
+// one the scan does not want (counted, not decoded).
+func (sc *scanner) one(ctx context.Context) (rec record, skip *Skipped, ok bool, err error) {
 	v := sc.v
 	nctx, cancel := context.WithTimeout(ctx, sc.r.idle)
 	msg, err := sc.it.Next(jetstream.NextContext(nctx))
@@ -204,17 +195,17 @@ func (sc *scanner) msg(ctx context.Context) (jetstream.Msg, uint64, time.Time, e
 	if err != nil {
 		sc.done = true
 		if ctx.Err() != nil {
-			return nil, 0, time.Time{}, ctx.Err()
+			return record{}, nil, false, ctx.Err()
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, 0, time.Time{}, fmt.Errorf("%w: %s delivered nothing for %s before sequence %d", ErrStalled, v.name, sc.r.idle, v.last)
+			return record{}, nil, false, fmt.Errorf("%w: %s delivered nothing for %s before sequence %d", ErrStalled, v.name, sc.r.idle, v.last)
 		}
-		return nil, 0, time.Time{}, fmt.Errorf("replay: read %s: %w", v.name, err)
+		return record{}, nil, false, fmt.Errorf("replay: read %s: %w", v.name, err)
 	}
 	md, err := msg.Metadata()
 	if err != nil {
 		sc.done = true
-		return nil, 0, time.Time{}, fmt.Errorf("replay: read %s: %w", v.name, err)
+		return record{}, nil, false, fmt.Errorf("replay: read %s: %w", v.name, err)
 	}
 	if sc.read != nil {
 		*sc.read++
@@ -222,17 +213,14 @@ func (sc *scanner) msg(ctx context.Context) (jetstream.Msg, uint64, time.Time, e
 	seq := md.Sequence.Stream
 	if seq > v.last || (!sc.to.IsZero() && md.Timestamp.After(sc.to)) {
 		sc.done = true
-		return nil, 0, time.Time{}, nil
+		return record{}, nil, false, nil
 	}
 	if seq >= v.last || md.NumPending == 0 {
 		sc.done = true
 	}
-	return msg, seq, md.Timestamp.UTC(), nil
-}
-
-// decode makes the record of a message, or says why it has none.
-func (sc *scanner) decode(msg jetstream.Msg, seq uint64, stored time.Time) (record, *Skipped) {
-	v := sc.v
+	if sc.wanted != nil && !sc.wanted(msg.Headers()) {
+		return record{}, nil, false, nil
+	}
 	ev, err := events.Decode(msg)
 	if err == nil && v.lifecycle {
 		// A publisher chose the subject: an event filed under another
@@ -240,13 +228,13 @@ func (sc *scanner) decode(msg jetstream.Msg, seq uint64, stored time.Time) (reco
 		err = events.CheckStoredSubject(ev, msg.Subject(), strings.TrimSuffix(sc.r.cfg.LifecycleSubjects, ">"), v.partitioned)
 	}
 	if err != nil {
-		return record{}, &Skipped{Stream: v.name, Seq: seq, Subject: msg.Subject(), Reason: err.Error()}
+		return record{}, &Skipped{Stream: v.name, Seq: seq, Subject: msg.Subject(), Reason: err.Error()}, true, nil
 	}
-	rec := record{ev: ev, stream: v.name, seq: seq, stored: stored, subject: msg.Subject()}
+	rec = record{ev: ev, stream: v.name, seq: seq, stored: md.Timestamp.UTC(), subject: msg.Subject()}
 	if v.lifecycle && v.partitioned {
 		rec.part = rec.subject[strings.LastIndexByte(rec.subject, '.')+1:]
 	}
-	return rec, nil
+	return rec, nil, true, nil
 }
 
 // filterBatch is how many subject filters one consumer of a task read
