@@ -34,18 +34,21 @@ type layoutLayer struct {
 // is checked on non-test imports; a package's tests may import rigs and
 // packages above it (the store's tests run on store/storetest).
 var layoutLayers = []layoutLayer{
-	// Leaves: packages that import no carddrift package. Canonical JSON,
-	// the embedded JSON Schemas, the stream topology, the internal helpers
+	// Leaves: packages that import no carddrift package. Canonical JSON
+	// and the strict JSON scanner, the stream topology, the internal helpers
 	// of one sub-tree (Go's internal rule keeps them to it), the inspection pages' shared style and
 	// formats, and the test harnesses that stand on nothing of carddrift
 	// (an embedded JetStream, the page checks).
 	{"leaves", []string{
-		"detector/jcs", "schemas",
+		"detector/jcs",
 		"events/internal/defaults", "events/internal/retained", "events/internal/wait",
 		"store/internal/kvkey", "store/topology",
 		"events/inspect/render", "events/inspect/render/rendertest", "store/natstest",
 		"events/client/a2aemitv2/a2aemitv2test",
 	}},
+	// The JSON Schemas of the contract, compiled and read over the strict
+	// JSON scanner (detector/jcs), and their generator (go generate).
+	{"schemas", []string{"schemas", "schemas/internal/gen"}},
 	// Card signatures (JWS over the canonical card), and the JCS test
 	// vectors' rig.
 	{"signature", []string{"detector/signature", "detector/jcs/jcstest"}},
