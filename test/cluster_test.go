@@ -171,6 +171,7 @@ func testClusterLeaderKilled(t *testing.T, cl *natsCluster, r *rig) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { emit.Close(context.Background()) })
 
 	leader := streamLeader(r.js, r.cfg.LifecycleStream)
 	if cl.node(leader) == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -181,6 +182,7 @@ func driveRound(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 	traffic, err := fleet.NewTraffic(fleet.TrafficOptions{
 		JetStream: js, Schedule: sched, Start: player.Start(), Duration: f.duration,
 		Seed: f.seed, TaskEvery: f.taskEvery, Hold: hold, TaskPrefix: taskPrefix, Spanning: true,
+		Logger: zerolog.New(e.stderr).With().Timestamp().Logger(),
 	})
 	if err != nil {
 		return fleet.Scorecard{}, err
