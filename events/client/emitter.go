@@ -83,6 +83,10 @@ func (e *Emitter) DroppedCounter(opts prometheus.CounterOpts) prometheus.Counter
 	return prometheus.NewCounterFunc(opts, func() float64 { return float64(e.Dropped()) })
 }
 
+// Pending returns how many events the emitter holds, queued or awaiting
+// their ack (at most publish.WithBuffer).
+func (e *Emitter) Pending() int { return e.q.Pending() }
+
 // Flush waits until every event queued before it is acknowledged or
 // dropped, or returns ctx's error.
 func (e *Emitter) Flush(ctx context.Context) error { return e.q.Flush(ctx) }

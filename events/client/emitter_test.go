@@ -224,8 +224,8 @@ func TestEmitterServerDown(t *testing.T) {
 			t.Fatalf("Status with the server down: %v", err)
 		}
 	}
-	if got := em.Dropped(); got != sent-8 {
-		t.Errorf("dropped %d with a buffer of 8, want %d", got, sent-8)
+	if got, held := em.Dropped(), em.Pending(); got != sent-8 || held != 8 {
+		t.Errorf("dropped %d, holding %d with a buffer of 8; want %d, 8", got, held, sent-8)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()

@@ -244,6 +244,10 @@ func (t *Traffic) run(ctx context.Context, root *client.Emitter) {
 	wg.Wait()
 }
 
+// holdPending is how many events the traffic's emitter may hold before a
+// task waits for them to be stored: half its buffer.
+const holdPending = publish.DefaultBuffer / 2
+
 // taskShape is how long a task runs: steps transitions, a pause of every
 // on average (every/2 to 3/2 × every) before each and before it completes,
 // and none started after until (zero: no bound).
@@ -292,6 +296,13 @@ func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n
 
 	evidence := false // set by an artifact step before it sends
 	send := func(typ string, capability bool, publish func() error) bool {
+		if root.Pending() > holdPending {
+			// The deployment takes the events slower than the fleet makes
+			// them (a slow host): the simulated client waits rather than
+			// overflow its emitter's buffer, as clients slowed by their
+			// calls would.
+			root.Flush(ctx)
+		}
 		at := time.Now()
 		if err := publish(); err != nil {
 			t.errs.Add(1)

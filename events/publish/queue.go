@@ -130,6 +130,10 @@ func (q *Queue) Put(msg *nats.Msg) bool {
 // only grows, as a metric counter does.
 func (q *Queue) Dropped() uint64 { return q.dropped.Load() }
 
+// Pending returns how many messages the Queue holds: queued, or published
+// and awaiting their ack (at most WithBuffer).
+func (q *Queue) Pending() int { return int(q.held.Load()) }
+
 // Flush waits until every message put before it is acknowledged or
 // dropped (Dropped counts those), or returns ctx's error.
 func (q *Queue) Flush(ctx context.Context) error {
