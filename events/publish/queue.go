@@ -22,18 +22,19 @@ const (
 	// how many.
 	linger   = 2 * time.Millisecond
 	maxBatch = 256
-	// attempts bounds the publishes of one message; retryWait is the pause
-	// after a publish the connection refused.
-	attempts  = 3
+	// retryWait is the least time between two publishes of one message;
+	// tries is how many ack waits the timeout makes room for.
 	retryWait = 250 * time.Millisecond
+	tries     = 4
 )
 
 // Queue publishes messages to JetStream off the caller's path: Put never
 // blocks; a sender publishes what is queued asynchronously (PublishMsgAsync),
 // many messages back to back, and an acker waits for their acks in order,
 // publishing again (the same message, so the same Nats-Msg-Id: stored once)
-// a message whose ack failed or did not come within the timeout, up to
-// three times. It holds at most WithBuffer messages, queued or awaiting
+// a message whose ack failed or did not come within a quarter of the
+// timeout, until the timeout has passed since its first publish (a stream
+// leader elected meanwhile, a reconnection, take a few tries). It holds at most WithBuffer messages, queued or awaiting
 // their ack; what it cannot hold or publish is dropped, counted (Dropped)
 // and logged (WithLogger, at most once per DropWarnEvery). It is what
 // client.Emitter publishes with.
@@ -238,19 +239,19 @@ func (q *Queue) ack() {
 	timer := time.NewTimer(q.timeout)
 	defer timer.Stop()
 	for s := range q.out {
-		err := s.err
-		for try := 1; ; try++ {
+		first, err := s.at, s.err
+		for {
 			if err == nil {
-				if err = q.wait(s, timer); err == nil {
+				if err = q.wait(s, first, timer); err == nil {
 					break
 				}
 			}
-			if try == attempts || errors.Is(err, errQuit) {
+			if errors.Is(err, errQuit) || time.Since(first) >= q.timeout {
 				q.drop(1, "not acknowledged", err)
 				break
 			}
-			if s.ack == nil { // the connection refused it: pause first
-				timer.Reset(retryWait)
+			if d := retryWait - time.Since(s.at); d > 0 {
+				timer.Reset(d)
 				select {
 				case <-timer.C:
 				case <-q.quit:
@@ -265,9 +266,10 @@ func (q *Queue) ack() {
 
 var errQuit = errors.New("events: queue closed")
 
-// wait waits for s's ack, within the timeout from when s was published.
-func (q *Queue) wait(s sent, timer *time.Timer) error {
-	timer.Reset(time.Until(s.at.Add(q.timeout)))
+// wait waits for s's ack, within a quarter of the timeout from when s was
+// published and the timeout from first, its first publish.
+func (q *Queue) wait(s sent, first time.Time, timer *time.Timer) error {
+	timer.Reset(min(time.Until(s.at.Add(q.timeout/tries)), time.Until(first.Add(q.timeout))))
 	select {
 	case <-s.ack.Ok():
 		return nil
