@@ -40,7 +40,7 @@ func TestAcknowledge(t *testing.T) {
 				}
 			}
 			var logs strings.Builder
-			outcome, err := acknowledge(zerolog.New(&logs))(c.h.handle)(context.Background(), deliveryOf(msgs[i], 1))
+			outcome, err := acknowledge(&acker{log: zerolog.New(&logs)})(c.h.handle)(context.Background(), deliveryOf(msgs[i], 1))
 			if outcome != c.outcome || !errors.Is(err, c.err) || (err == nil) != (c.err == nil) {
 				t.Errorf("acknowledge = %q, %v; want %q, %v", outcome, err, c.outcome, c.err)
 			}
