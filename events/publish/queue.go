@@ -34,14 +34,16 @@ const (
 // publishing again (the same message, so the same Nats-Msg-Id: stored once)
 // a message whose ack failed or did not come within a quarter of the
 // timeout, until the timeout has passed since its first publish (a stream
-// leader elected meanwhile, a reconnection, take a few tries). It holds at most WithBuffer messages, queued or awaiting
-// their ack; what it cannot hold or publish is dropped, counted (Dropped)
-// and logged (WithLogger, at most once per DropWarnEvery). It is what
-// client.Emitter publishes with.
+// leader elected meanwhile, a reconnection, take a few tries). It holds at
+// most WithBuffer messages, queued or awaiting their ack; what it cannot
+// hold or publish is dropped, counted (Dropped) and logged (WithLogger, at
+// most once per DropWarnEvery). It is what client.Emitter publishes with.
 //
 // Messages are published in the order they were put; a retried message is
-// stored after those published behind it. Safe for concurrent use. Its two
-// goroutines end with Close, which the owner must call.
+// stored after those published behind it. An ack that never comes keeps its
+// slot in js's pending acks (jetstream.WithPublishAsyncMaxPending) unless
+// js was made with jetstream.WithPublishAsyncTimeout. Safe for concurrent
+// use. Its goroutines end with Close, which the owner must call.
 type Queue struct {
 	js      jetstream.Publisher
 	log     zerolog.Logger
