@@ -83,6 +83,7 @@ func TestInteropA2AGoV2ClientServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { em.Close(context.Background()) })
 	cl, err := a2aclient.NewFromCard(ctx, card.AgentCard, a2aclient.WithCallInterceptors(orderLog{mu: &mu, log: &log}),
 		a2aemitv2.WithLifecycleEvents(em, a2aemitv2.Options{RawCard: card.Raw, CardURL: card.URL,
 			OnError: func(err error) { t.Errorf("emit: %v", err) }}))

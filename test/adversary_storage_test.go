@@ -169,6 +169,7 @@ func TestAdversaryStorageFloodLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { emit.Close(context.Background()) })
 	card := strings.ReplaceAll(servicetest.WriteupT0, "AGENT", "https://agent.example.com/a2a")
 	if err := emit.Submitted(ctx, events.Submitted{TaskID: "victim", AgentURL: "https://agent.example.com", SkillID: "summarize", Card: json.RawMessage(card)}); err != nil {
 		t.Fatalf("publish the victim's submission: %v", err)
@@ -214,6 +215,7 @@ func TestAdversaryStorageOrphanCardBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { emit.Close(context.Background()) })
 	const n = 20
 	for i := range n {
 		card := strings.ReplaceAll(servicetest.WriteupT0, "AGENT", "https://agent.example.com/a2a")

@@ -479,40 +479,65 @@ func serveWithIdentity(t *testing.T, bin, certs string) string {
 	return w
 }
 
-// retryingPublisher is what a careful A2A client does when a publish fails
-// (no stream leader for a moment): it publishes the same message again,
-// with the same Nats-Msg-Id, until the stream acknowledges it. The stream's
-// duplicate window drops a copy that was stored although its ack was lost.
+// retryingPublisher counts what the client's Emitter publishes through it:
+// the events acknowledged, the publishes again of an event (the emitter's
+// retries, by Nats-Msg-Id) and the longest time from an event's first
+// publish to its ack.
 type retryingPublisher struct {
 	jetstream.JetStream
-	attempt time.Duration // bound of one attempt
 
 	published atomic.Int64
 	retries   atomic.Int64
 	mu        sync.Mutex
-	stall     time.Duration // longest time one event took to be acknowledged
+	first     map[string]time.Time // Nats-Msg-Id → first publish; deleted once acknowledged
+	stall     time.Duration        // longest time one event took to be acknowledged
 }
 
-func (p *retryingPublisher) PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	start := time.Now()
-	for {
-		actx, cancel := context.WithTimeout(ctx, p.attempt)
-		ack, err := p.JetStream.PublishMsg(actx, msg, opts...)
-		cancel()
-		if err == nil {
-			p.published.Add(1)
-			p.mu.Lock()
-			p.stall = max(p.stall, time.Since(start))
-			p.mu.Unlock()
-			return ack, nil
-		}
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		p.retries.Add(1)
-		time.Sleep(100 * time.Millisecond)
+func (p *retryingPublisher) PublishMsgAsync(msg *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	id := msg.Header.Get(jetstream.MsgIDHeader)
+	p.mu.Lock()
+	if p.first == nil {
+		p.first = map[string]time.Time{}
 	}
+	if _, again := p.first[id]; again {
+		p.retries.Add(1)
+	} else {
+		p.first[id] = time.Now()
+	}
+	p.mu.Unlock()
+	f, err := p.JetStream.PublishMsgAsync(msg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	c := countedAck{PubAckFuture: f, ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1)}
+	go func() {
+		select {
+		case ack := <-f.Ok():
+			p.mu.Lock()
+			if start, ok := p.first[id]; ok {
+				delete(p.first, id)
+				p.published.Add(1)
+				p.stall = max(p.stall, time.Since(start))
+			}
+			p.mu.Unlock()
+			c.ok <- ack
+		case err := <-f.Err():
+			c.err <- err
+		case <-time.After(2 * time.Minute): // an ack lost for good: the emitter gave up on it long ago
+		}
+	}()
+	return c, nil
 }
+
+// countedAck is a PubAckFuture whose outcome retryingPublisher saw first.
+type countedAck struct {
+	jetstream.PubAckFuture
+	ok  chan *jetstream.PubAck
+	err chan error
+}
+
+func (c countedAck) Ok() <-chan *jetstream.PubAck { return c.ok }
+func (c countedAck) Err() <-chan error            { return c.err }
 
 func (p *retryingPublisher) longestStall() time.Duration {
 	p.mu.Lock()

@@ -166,11 +166,12 @@ func testClusterLeaderKilled(t *testing.T, cl *natsCluster, r *rig) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := &retryingPublisher{JetStream: cjs, attempt: 2 * time.Second}
+	pub := &retryingPublisher{JetStream: cjs}
 	emit, err := client.NewEmitter(pub, "urn:carddrift-test:cluster-client", publish.WithTimeout(60*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { emit.Close(context.Background()) })
 
 	leader := streamLeader(r.js, r.cfg.LifecycleStream)
 	if cl.node(leader) == nil {

@@ -58,6 +58,9 @@ func (r *rig) startWorkerOn(t testing.TB, url, name string, tweak func(*worker.O
 // acknowledged (or terminated) by the workers.
 func (r *rig) drained(t testing.TB, timeout time.Duration) {
 	t.Helper()
+	if r.emit != nil {
+		servicetest.Flushed(t, r.emit, timeout)
+	}
 	servicetest.Drained(t, r.js, r.cfg, timeout)
 }
 

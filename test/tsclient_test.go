@@ -56,6 +56,9 @@ func TestTSClientMatchesGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmpScenario(t, em)
+	if err := em.Close(ctx); err != nil { // publishes what is queued
+		t.Fatal(err)
+	}
 	goMsgs := readAll(t, js)
 
 	build := exec.CommandContext(ctx, node, "node_modules/typescript/bin/tsc", "-p", ".")

@@ -16,6 +16,7 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/planner"
+	"github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
@@ -187,10 +188,14 @@ func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger
 		return err
 	}
 	defer chk.Close()
-	em, err := client.NewEmitter(js, o.source)
+	em, err := client.NewEmitter(js, o.source, publish.WithLogger(log))
 	if err != nil {
 		return err
 	}
+	// Closed after the subscription's drain (deferred before it returns):
+	// what the last verdicts re-submitted is published before the
+	// connection closes.
+	defer em.Close(context.WithoutCancel(ctx))
 	o.sub.Pins, o.sub.Cards = stores.Pins, stores.Cards
 	o.sub.OnError = func(err error) { log.Warn().Err(err).Msg("verdict not handed to the planner") }
 

@@ -135,9 +135,11 @@ func TestImpactIsTheWorkersVerdict(t *testing.T) {
 	t.Cleanup(func() { stop(); <-done; w.Close() })
 	emit, err := client.NewEmitter(js, "urn:client:impact-test")
 	must(t, err)
+	t.Cleanup(func() { emit.Close(context.Background()) })
 	for _, tk := range rep.Tasks {
 		must(t, emit.Request(ctx, events.Request{TaskID: tk.TaskID, AgentURL: agent, Method: "tasks/resubscribe", Attempt: 1}))
 	}
+	servicetest.Flushed(t, emit, 30*time.Second)
 	servicetest.Drained(t, js, cfg, 30*time.Second)
 	out.CaughtUp(t) // what the worker published before it acknowledged is all collected
 

@@ -90,6 +90,7 @@ func TestServeWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { emit.Close(context.Background()) })
 	// The pin lands before the rotation: wait for its card.pinned (a fixed
 	// 300ms was not enough under -race on a busy machine, and the task was
 	// pinned on the rotated card, with no drift to see).

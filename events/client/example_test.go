@@ -59,6 +59,10 @@ func ExampleEmitter() {
 	if err := errors.Join(steps...); err != nil {
 		panic(err)
 	}
+	// The calls queued the events; Close publishes what is pending.
+	if err := em.Close(ctx); err != nil {
+		panic(err)
+	}
 
 	// What a carddrift worker sees on the stream.
 	c, _ := js.OrderedConsumer(ctx, "A2A", jetstream.OrderedConsumerConfig{})
@@ -85,6 +89,7 @@ func ExampleEmitter_Request_invalid() {
 	defer stop()
 
 	em, _ := client.NewEmitter(js, "urn:client:planner-7")
+	defer em.Close(context.Background())
 	err := em.Request(context.Background(), events.Request{TaskID: "task-42", AgentURL: "https://travel.example", Method: "message/send", Attempt: 0})
 
 	var verr *schemas.ValidationError

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -25,9 +26,13 @@ import (
 
 // TrafficOptions configure client traffic against a scheduled fleet.
 type TrafficOptions struct {
-	// JetStream is where lifecycle events are published (an Emitter per
-	// task, as a client library would hold one per client).
+	// JetStream is where lifecycle events are published, through one
+	// client.Emitter for the traffic (as a client process holds one), its
+	// buffer flushed before Run returns.
 	JetStream jetstream.Publisher
+	// Logger receives the Emitter's warnings of dropped events (none by
+	// default).
+	Logger zerolog.Logger
 	// Schedule is the fleet's schedule, and Start the instant its offsets
 	// count from (when Play was called).
 	Schedule []Assignment
@@ -161,9 +166,27 @@ func (t *Traffic) Tasks() map[string]*Task {
 }
 
 // Run starts tasks on every agent until Duration has passed since Start and
-// returns when every task it started has finished (or ctx is done). Every
+// returns when every task it started has finished (or ctx is done) and
+// what they published is acknowledged (within a minute, or the publish
+// timeout once ctx is done; Errors counts what was dropped). Every
 // goroutine it starts has ended when it returns.
 func (t *Traffic) Run(ctx context.Context) error {
+	emit, err := client.NewEmitter(t.opts.JetStream, t.opts.Source, publish.WithLogger(t.opts.Logger))
+	if err != nil {
+		return err
+	}
+	t.run(ctx, emit)
+	cctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if ctx.Err() == nil {
+		cctx, cancel = context.WithTimeout(ctx, time.Minute)
+	}
+	defer cancel()
+	err = emit.Close(cctx)
+	t.errs.Add(int64(emit.Dropped()))
+	return err
+}
+
+func (t *Traffic) run(ctx context.Context, root *client.Emitter) {
 	end := t.opts.Start.Add(t.opts.Duration)
 	ctx, cancel := context.WithDeadline(ctx, end.Add(2*time.Second))
 	defer cancel()
@@ -181,7 +204,7 @@ func (t *Traffic) Run(ctx context.Context) error {
 				if start.Add(3*every).After(end) || wait.Sleep(ctx, time.Until(start)) != nil {
 					return
 				}
-				t.runTask(ctx, pl, -1, rng, taskShape{steps: math.MaxInt, every: every, until: end.Add(-3 * every)})
+				t.runTask(ctx, root, pl, -1, rng, taskShape{steps: math.MaxInt, every: every, until: end.Add(-3 * every)})
 			})
 		}
 		wg.Add(1)
@@ -213,15 +236,18 @@ func (t *Traffic) Run(ctx context.Context) error {
 				go func() {
 					defer wg.Done()
 					defer func() { <-sem }()
-					t.runTask(ctx, pl, n, rand.New(rand.NewPCG(seed, uint64(n))), short)
+					t.runTask(ctx, root, pl, n, rand.New(rand.NewPCG(seed, uint64(n))), short)
 				}()
 				next = next.Add(t.opts.TaskEvery)
 			}
 		}()
 	}
 	wg.Wait()
-	return nil
 }
+
+// holdPending is how many events the traffic's emitter may hold before a
+// task waits for them to be stored: half its buffer.
+const holdPending = publish.DefaultBuffer / 2
 
 // taskShape is how long a task runs: steps transitions, a pause of every
 // on average (every/2 to 3/2 × every) before each and before it completes,
@@ -234,8 +260,9 @@ type taskShape struct {
 
 // runTask plans one task against what the agent serves now and drives its
 // lifecycle: submitted, then shape.steps transitions, then completed. n
-// numbers the agent's short tasks; -1 is its spanning task.
-func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand, shape taskShape) {
+// numbers the agent's short tasks; -1 is its spanning task. It publishes
+// through root with the task's own ids.
+func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n int, rng *rand.Rand, shape taskShape) {
 	as := pl.as
 	live := pl.liveLabels()
 	if len(live) == 0 {
@@ -257,7 +284,7 @@ func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand, 
 	}
 	var seq atomic.Int64
 	var lastID string // the id of the event last published
-	emit, err := client.NewEmitter(t.opts.JetStream, t.opts.Source,
+	emit, err := root.With(
 		publish.WithIDs(func() string {
 			// Publish asks on the task's goroutine, so send reads it back.
 			lastID = task.ID + "/" + strconv.FormatInt(seq.Add(1), 10)
@@ -270,6 +297,13 @@ func (t *Traffic) runTask(ctx context.Context, pl *plan, n int, rng *rand.Rand, 
 
 	evidence := false // set by an artifact step before it sends
 	send := func(typ string, capability bool, publish func() error) bool {
+		if root.Pending() > holdPending {
+			// The deployment takes the events slower than the fleet makes
+			// them (a slow host): the simulated client waits rather than
+			// overflow its emitter's buffer, as clients slowed by their
+			// calls would.
+			root.Flush(ctx)
+		}
 		at := time.Now()
 		if err := publish(); err != nil {
 			t.errs.Add(1)

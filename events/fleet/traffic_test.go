@@ -6,11 +6,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/store/natstest"
 )
+
+// lifecycleJetStream is an embedded JetStream with a stream for the
+// lifecycle subjects.
+func lifecycleJetStream(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	_, _, js := natstest.StartJetStream(t)
+	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "A2A", Subjects: []string{events.InboundSubjects}, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
 
 // TestTrafficHold: while Hold says so, no task starts (nothing is
 // published: the publisher here has no methods) and Held counts the
@@ -43,13 +54,6 @@ func TestTrafficHold(t *testing.T) {
 // noPublisher is a jetstream.Publisher without methods: a publish panics.
 type noPublisher struct{ jetstream.Publisher }
 
-// okPublisher acknowledges every publish without storing it.
-type okPublisher struct{ jetstream.Publisher }
-
-func (okPublisher) PublishMsg(context.Context, *nats.Msg, ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	return &jetstream.PubAck{Stream: "A2A_TASKS"}, nil
-}
-
 // Every agent runs one spanning task from the start of the run until
 // shortly before its end, whatever Hold says: a task planned on the card
 // served before a scenario's change that still runs when the change has
@@ -70,7 +74,7 @@ func TestTrafficSpanningTasks(t *testing.T) {
 	t.Cleanup(p.Stop)
 	start := p.Start()
 	tr, err := NewTraffic(TrafficOptions{
-		JetStream: okPublisher{}, Schedule: sched, Start: start, Duration: d,
+		JetStream: lifecycleJetStream(t), Schedule: sched, Start: start, Duration: d,
 		TaskEvery: 100 * time.Millisecond, StepEvery: 10 * time.Millisecond, SpanStepEvery: 40 * time.Millisecond,
 		Hold: func() bool { return true }, Spanning: true,
 	})

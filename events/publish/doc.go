@@ -6,7 +6,9 @@
 // published — waiting for the stream's ack.
 //
 // The worker publishes its outcomes with a Publisher; client.Emitter, the
-// A2A client's API, wraps one. WithTraceContext and TraceContext carry a
+// A2A client's API, encodes with one and publishes through a Queue: off
+// the caller's path, asynchronously and in batches, within a bounded
+// buffer, retrying (stored once) what was not acknowledged. WithTraceContext and TraceContext carry a
 // W3C trace context in a context.Context from an inbound event (or an A2A
 // client's call) to the events published in consequence.
 //

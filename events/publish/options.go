@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/events"
 )
@@ -20,11 +21,17 @@ const DefaultTimeout = 5 * time.Second
 // both lived in package events.
 type Option func(*options) error
 
+// DefaultBuffer is how many events a Queue (and so a client.Emitter) holds
+// at most, queued or awaiting their ack, unless WithBuffer says otherwise.
+const DefaultBuffer = 4096
+
 type options struct {
 	mode    events.Mode
 	timeout time.Duration
 	now     func() time.Time
 	newID   func() string
+	buffer  int
+	log     zerolog.Logger
 }
 
 func defaultOptions() options {
@@ -33,6 +40,8 @@ func defaultOptions() options {
 		timeout: DefaultTimeout,
 		now:     time.Now,
 		newID:   uuid.NewString,
+		buffer:  DefaultBuffer,
+		log:     zerolog.Nop(),
 	}
 }
 
@@ -61,7 +70,9 @@ func WithMode(m events.Mode) Option {
 }
 
 // WithTimeout bounds each publish call, ack included (DefaultTimeout by
-// default). The caller's context can only shorten it.
+// default). The caller's context can only shorten it. A Queue waits as long
+// for each ack before it tries again, and Close as long for what is
+// pending when its ctx has no deadline.
 func WithTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
@@ -93,6 +104,28 @@ func WithIDs(newID func() string) Option {
 			return errors.New("events: nil id generator")
 		}
 		o.newID = newID
+		return nil
+	}
+}
+
+// WithBuffer bounds the events a Queue (and so a client.Emitter) holds,
+// queued or published and awaiting their ack (DefaultBuffer by default):
+// what comes while it is full is dropped and counted.
+func WithBuffer(n int) Option {
+	return func(o *options) error {
+		if n <= 0 {
+			return errors.New("events: buffer must be positive")
+		}
+		o.buffer = n
+		return nil
+	}
+}
+
+// WithLogger sets where a Queue (and so a client.Emitter) warns of dropped
+// events, at most once per DropWarnEvery (nothing is logged by default).
+func WithLogger(l zerolog.Logger) Option {
+	return func(o *options) error {
+		o.log = l
 		return nil
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
@@ -55,6 +56,32 @@ func New(js jetstream.Publisher, source string, opts ...Option) (*Publisher, err
 // context.DeadlineExceeded on timeout, jetstream.ErrNoStreamResponse when
 // no stream covers the subject).
 func (p *Publisher) Publish(ctx context.Context, e events.Event) (dup bool, err error) {
+	msg, err := p.Message(e)
+	if err != nil {
+		return false, err
+	}
+	// The timeout bounds the publish; a caller's deadline that comes first
+	// bounds it already, and then no timer of its own is needed.
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > p.opts.timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.opts.timeout)
+		defer cancel()
+	}
+	ack, err := p.js.PublishMsg(ctx, msg)
+	if err != nil {
+		// The "events:" prefix is the message's as it was when Publisher
+		// lived in package events: logs and alerts match on it.
+		return false, fmt.Errorf("events: publish %s on %s: %w", e.Data.EventType(), msg.Subject, err)
+	}
+	return ack.Duplicate, nil
+}
+
+// Message returns the message Publish would publish for e: e stamped and
+// encoded as Publish does, with its Nats-Msg-Id header set, ready for
+// jetstream's PublishMsg or PublishMsgAsync (which need no WithMsgID). A
+// retry of the same message is stored once within the stream's duplicate
+// window. Errors: those of events.Encode.
+func (p *Publisher) Message(e events.Event) (*nats.Msg, error) {
 	if e.Source == "" {
 		e.Source = p.source
 	}
@@ -73,20 +100,15 @@ func (p *Publisher) Publish(ctx context.Context, e events.Event) (dup bool, err 
 	}
 	msg, err := events.Encode(e, p.opts.mode)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	// The timeout bounds the publish; a caller's deadline that comes first
-	// bounds it already, and then no timer of its own is needed.
-	if d, ok := ctx.Deadline(); !ok || time.Until(d) > p.opts.timeout {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.opts.timeout)
-		defer cancel()
+	if msg.Header == nil {
+		msg.Header = nats.Header{}
 	}
-	ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID))
-	if err != nil {
-		// The "events:" prefix is the message's as it was when Publisher
-		// lived in package events: logs and alerts match on it.
-		return false, fmt.Errorf("events: publish %s on %s: %w", e.Type, msg.Subject, err)
-	}
-	return ack.Duplicate, nil
+	msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	return msg, nil
 }
+
+// Timeout is the bound of each publish and ack wait (DefaultTimeout unless
+// WithTimeout).
+func (p *Publisher) Timeout() time.Duration { return p.opts.timeout }

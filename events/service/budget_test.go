@@ -46,6 +46,7 @@ func TestServiceMemoryBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { emit.Close(context.Background()) })
 	const agent = "http://127.0.0.1:9"
 	const cards, pins = 24, 24
 	for i := range cards {
@@ -67,6 +68,7 @@ func TestServiceMemoryBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	servicetest.Flushed(t, emit, time.Minute)
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := svc.WaitDrained(dctx); err != nil {

@@ -100,9 +100,9 @@ func ConnectJetStream(o ConnectOptions) (*nats.Conn, jetstream.JetStream, error)
 	}
 	var js jetstream.JetStream
 	if o.APIPrefix != "" {
-		js, err = jetstream.NewWithAPIPrefix(nc, o.APIPrefix)
+		js, err = jetstream.NewWithAPIPrefix(nc, o.APIPrefix, jetstream.WithPublishAsyncTimeout(asyncAckTimeout))
 	} else {
-		js, err = jetstream.New(nc)
+		js, err = jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncAckTimeout))
 	}
 	if err != nil {
 		nc.Close()
@@ -110,3 +110,8 @@ func ConnectJetStream(o ConnectOptions) (*nats.Conn, jetstream.JetStream, error)
 	}
 	return nc, js, nil
 }
+
+// asyncAckTimeout frees the pending slot of an asynchronous publish whose
+// ack never comes (a stream leader lost with it): the emitter and the
+// worker stopped waiting for it long before and published again.
+const asyncAckTimeout = time.Minute

@@ -143,7 +143,7 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		}
 		s.ownConn = true
 	}
-	if s.js, err = jetstream.New(s.nc); err != nil {
+	if s.js, err = jetstream.New(s.nc, jetstream.WithPublishAsyncTimeout(asyncAckTimeout)); err != nil {
 		return nil, err
 	}
 

@@ -39,11 +39,13 @@ func TestServiceEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { emit.Close(context.Background()) })
 	if err := emit.Submitted(ctx, events.Submitted{TaskID: "t1", AgentURL: agent.URL(), SkillID: "summarize"}); err != nil {
 		t.Fatal(err)
 	}
 	out := servicetest.Collect(t, svc.JetStream(), svc.Config())
 	out.WaitFor(t, "card.pinned", func(c *servicetest.Collector) bool { return len(c.Events(events.TypePinned, "t1")) == 1 })
+	servicetest.Flushed(t, emit, time.Minute)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := svc.WaitDrained(wctx); err != nil {

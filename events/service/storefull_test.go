@@ -63,6 +63,7 @@ func TestStoreFullLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { emit.Close(context.Background()) })
 	task := func(i int) string { return fmt.Sprintf("full-%d", i) }
 	for i := range fullTasks {
 		if err := emit.Submitted(ctx, events.Submitted{TaskID: task(i), AgentURL: agent.URL(), SkillID: "summarize",
@@ -139,6 +140,7 @@ func TestStoreFullLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.WaitFor(t, "every task's card.drift", func(c *servicetest.Collector) bool { return len(c.All(events.TypeDrift)) >= fullTasks })
+	servicetest.Flushed(t, emit, time.Minute)
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := svc.WaitDrained(wctx); err != nil {

@@ -68,7 +68,7 @@ func (w *Worker) chain(h handlerFunc) handlerFunc {
 		// delivery before the MaxDeliver-th: ack as no-pin.
 		awaitPin(w.cfg.MaxDeliver),
 		// ack.go: handled: ack.
-		acknowledge(w.log),
+		acknowledge(w.acks),
 		// keepalive.go: the handling is over: no more InProgress.
 		inProgress,
 		// poison.go: past MaxDeliver: not handled again (poison
@@ -112,9 +112,7 @@ func (w *Worker) handleMsg(ctx context.Context, msg jetstream.Msg) {
 	if !task.NeedsCard(ev) {
 		// The fast path of most lifecycle events: nothing to fetch, store or
 		// publish.
-		if aerr := msg.Ack(); aerr != nil {
-			w.log.Warn().Err(aerr).Msg("ack failed; the event will be redelivered")
-		}
+		w.acks.ack(msg, nil)
 		w.m.event(ev.Type, task.OutcomeNoFetch, time.Since(start).Seconds())
 		return
 	}

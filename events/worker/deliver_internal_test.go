@@ -228,7 +228,7 @@ func TestChain(t *testing.T) {
 			}
 			m := NewMetrics(nil)
 			w := &Worker{js: js, cfg: ccfg, opts: Options{HandleTimeout: 5 * time.Second}, log: zerolog.Nop(), m: m,
-				space: newSpace(zerolog.Nop(), m)}
+				space: newSpace(zerolog.Nop(), m), acks: &acker{log: zerolog.Nop(), m: m}}
 			d := deliveryOf(msgs[i], c.delivered)
 			ctx := context.Background()
 			if c.within > 0 {

@@ -22,6 +22,7 @@ type delivery struct {
 	seq       uint64
 	delivered uint64
 	stored    time.Time
+	later     *later // the publishes its acknowledgement waits for (nil: none waits)
 }
 
 // meta is the core's view of where and when ev was delivered.
@@ -97,7 +98,7 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 		w.reportInconsistent(ctx, pin.AgentURL, obs)
 		res = t.Judge(seen)
 	}
-	return w.carryOut(ctx, res, rev)
+	return w.carryOut(ctx, res, rev, dl)
 }
 
 // observation is the core's view of a fetcher observation
@@ -154,7 +155,13 @@ func failure(ctx context.Context, err error) (task.Failure, error) {
 // carryOut does what a Result says, in its order: store the card body,
 // write the pin first (submissions: create or replace), publish, then update
 // the pin (transitions, compare-and-set at rev).
-func (w *Worker) carryOut(ctx context.Context, res task.Result, rev uint64) (string, error) {
+//
+// Publishes that nothing after them depends on (no pin update follows) are
+// published asynchronously when dl.later collects them: the event's
+// acknowledgement waits for their PubAcks (acknowledge), not the task's
+// next event. A publish followed by a pin update is waited for first, so
+// that a pin never records a drift the stream does not hold.
+func (w *Worker) carryOut(ctx context.Context, res task.Result, rev uint64, dl delivery) (string, error) {
 	if b := res.StoreCard; b != nil {
 		if err := w.opts.Cards.Put(ctx, b.Digest, b.Raw); err != nil {
 			return "", transient(fmt.Errorf("store card: %w", err))
@@ -187,6 +194,12 @@ func (w *Worker) carryOut(ctx context.Context, res task.Result, rev uint64) (str
 			taskID = d.TaskID
 		case events.Unreachable:
 			taskID = d.TaskID
+		}
+		if dl.later != nil && (res.Pin == nil || res.PinFirst) {
+			if err := w.publishLater(ctx, d, taskID, dl.later); err != nil {
+				return "", err
+			}
+			continue
 		}
 		if err := w.publish(ctx, d, taskID); err != nil {
 			return "", err

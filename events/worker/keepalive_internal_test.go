@@ -64,8 +64,7 @@ func TestInProgress(t *testing.T) {
 				msgs[i].record("handled")
 				return c.h.handle(ctx, d)
 			}
-			w := &Worker{}
-			acknowledge(w.log)(inProgress(h))(context.Background(), d)
+			acknowledge(&acker{})(inProgress(h))(context.Background(), d)
 			if got := msgs[i].log(); !slices.Equal(got, c.want) {
 				t.Errorf("calls = %q, want %q", got, c.want)
 			}

@@ -31,7 +31,7 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 		p := s.Pin()
 		s.UseExtended(w.clientExtended(p))
 		s.ClientSignatures(w.fetch.VerifyAt(ctx, cmp.Or(p.CardURL, p.AgentURL), s.ClientCard()))
-		return w.carryOut(ctx, s.Pinned(), 0)
+		return w.carryOut(ctx, s.Pinned(), 0, dl)
 	}
 	pin := s.Pin()
 	var obsp *task.Observation
@@ -59,7 +59,7 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 			return "", err
 		}
 	}
-	return w.carryOut(ctx, s.Observed(obsp, fail, body), 0)
+	return w.carryOut(ctx, s.Observed(obsp, fail, body), 0, dl)
 }
 
 // errStaleSubmission: a redelivered submission older than the one that made

@@ -142,6 +142,7 @@ type Worker struct {
 	cards    *cardCache
 	diffs    *detector.DiffMemo // nil: Options.DiffMemoBytes < 0
 	dispatch *dispatcher
+	acks     *acker
 	inflight *inflight // nil: no byte bound (Options.InflightBytes)
 	space    *space    // writes refused for lack of space (nospace.go)
 
@@ -194,6 +195,7 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 		cards:    newCardCache(opts.CardCache, opts.CardCacheBytes),
 		diffs:    detector.NewDiffMemo(opts.DiffMemoBytes),
 		dispatch: newDispatcher(opts.Concurrency),
+		acks:     &acker{log: opts.Logger, m: opts.Metrics, timeout: publish.DefaultTimeout},
 		ready:    make(chan struct{}),
 		space:    newSpace(opts.Logger, opts.Metrics),
 	}
@@ -233,6 +235,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	hctx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHandlers()
 	defer w.dispatch.stop() // idle runners end now, busy ones when their work does
+	// The acker's goroutine (ack.go) acknowledges what the handlers handed
+	// it; it ends once the drain is over (or at once on a timed-out drain:
+	// what it still held is redelivered).
+	drainAcks, quitAcks, acksDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	w.acks.in = make(chan pendingAck, ackBuffer)
+	go func() {
+		defer close(acksDone)
+		w.acks.run(drainAcks, quitAcks)
+	}()
+	var quitOnce sync.Once
+	quit := func() { quitOnce.Do(func() { close(quitAcks) }) }
+	defer func() { quit(); <-acksDone }()
 
 	var ccs []jetstream.ConsumeContext
 	stopAll := func() {
@@ -287,6 +301,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.dispatch.abandon()
 		cancelHandlers()
 		stopAll()
+		quit()
 		return nil
 	}
 	for _, cc := range ccs {
@@ -299,6 +314,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	// The consumers have handed over every buffered message; wait for the
 	// handlers still running (cancelled handlers end within HandleTimeout).
 	if !w.dispatch.wait(deadline.C) {
+		return timedOut()
+	}
+	close(drainAcks)
+	select {
+	case <-acksDone:
+	case <-deadline.C:
 		return timedOut()
 	}
 	w.log.Info().Msg("worker drained")
@@ -381,6 +402,23 @@ func (w *Worker) publish(ctx context.Context, d events.Data, subject string) err
 		w.m.published(d.EventType(), "published")
 	}
 	return nil
+}
+
+// publishLater publishes d asynchronously and adds its future to l, for the
+// event's acknowledgement to wait for. An error (the publish could not be
+// sent) is transient, as publish's.
+func (w *Worker) publishLater(ctx context.Context, d events.Data, subject string, l *later) error {
+	msg, err := w.pub.Message(events.Event{Data: d, Subject: subject, Extensions: publish.TraceContext(ctx)})
+	if err == nil {
+		var ack jetstream.PubAckFuture
+		if ack, err = w.js.PublishMsgAsync(msg); err == nil {
+			l.acks = append(l.acks, published{typ: d.EventType(), ack: ack})
+			return nil
+		}
+	}
+	w.m.published(d.EventType(), "error")
+	w.log.Warn().Err(err).Str("type", d.EventType()).Msg("publish failed")
+	return transient(fmt.Errorf("publish %s: %w", d.EventType(), err))
 }
 
 // cardCache keeps parsed pinned cards by digest, bounded by count and by

@@ -49,6 +49,7 @@ func TestFloorDoesTheRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { emit.Close(context.Background()) })
 	must(t, emit.Submitted(ctx, events.Submitted{TaskID: "t1", AgentURL: agent.URL, SkillID: "summarize", Posture: detector.FailClosed}))
 	must(t, emit.Status(ctx, events.Status{TaskID: "t1", AgentURL: agent.URL, State: "working"}))
 	must(t, emit.Status(ctx, events.Status{TaskID: "t1", AgentURL: agent.URL, State: "completed"}))

@@ -19,7 +19,6 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/a2aemit"
 	"github.com/carddrift/carddrift/events/client/clienttest"
 	"github.com/carddrift/carddrift/events/client/planner"
@@ -126,10 +125,7 @@ func (a *a2aAgent) setCard(card []byte) {
 // interceptor: the one option an existing client adds.
 func newClient(t *testing.T, ctx context.Context, r *servicetest.Rig, a *a2aAgent) *a2aclient.Client {
 	t.Helper()
-	em, err := client.NewEmitter(r.JS, "urn:test:a2a-go-client")
-	if err != nil {
-		t.Fatal(err)
-	}
+	em := r.Emit
 	card, err := a2aemit.ResolveCard(ctx, clienttest.LoopbackFetcher(t), a.srv.URL)
 	if err != nil {
 		t.Fatalf("ResolveCard: %v", err)
@@ -224,6 +220,7 @@ func TestEndToEndStreamingDisabledUnderRunningClient(t *testing.T) {
 		t.Errorf("trigger = %+v, want the client's a2a.task.request", v.Trigger)
 	}
 
+	servicetest.Flushed(t, r.Emit, 15*time.Second)
 	got := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID)))
 	want := []string{
 		"submitted skill=translate stream=true push=false in=[text/plain] posture=fail-closed card=true", "request message/stream #1", "status submitted", "status input-required",
@@ -276,6 +273,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	if v := vs[1]; v.Trigger.Type != events.TypeRequest || !slices.Contains(rules(v), detector.RuleBlindRetry) {
 		t.Errorf("second verdict: trigger %s rules %v, want the retry's blind-retry", v.Trigger.Type, rules(v))
 	}
+	servicetest.Flushed(t, r.Emit, 15*time.Second)
 	got := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(task.ID)))
 	want := []string{
 		"submitted skill=translate stream=false push=false in=[text/plain] posture=fail-closed card=true", "request message/send #1", "status input-required",

@@ -91,6 +91,7 @@ func TestEndToEndStreamingTurnedOffMidTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { em.Close(context.Background()) })
 	cl, resolved := newClient(t, ctx, a, em, a2aemitv2.Options{OnError: func(err error) { t.Errorf("emit: %v", err) }},
 		callLog{mu: &mu, log: &log})
 
@@ -132,6 +133,7 @@ func TestEndToEndStreamingTurnedOffMidTask(t *testing.T) {
 	if !slices.ContainsFunc(v.Findings, func(f detector.Finding) bool { return f.Rule == detector.RuleStreamingDisabled && f.Touches }) {
 		t.Errorf("findings = %+v, want streaming-disabled touching the task", v.Findings)
 	}
+	servicetest.Flushed(t, em, 20*time.Second)
 	before := clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID))
 	last := before[len(before)-1]
 	if st, isStatus := last.Data.(events.Status); !isStatus || st.State != string(a2a.TaskStateInputRequired) ||
@@ -149,6 +151,7 @@ func TestEndToEndStreamingTurnedOffMidTask(t *testing.T) {
 	if want := []string{"call SendStreamingMessage", "verdict abort " + string(taskID), "call CancelTask"}; !slices.Equal(got, want) {
 		t.Errorf("order of calls and verdicts = %v, want %v", got, want)
 	}
+	servicetest.Flushed(t, em, 20*time.Second)
 	r.Drained(t, 20*time.Second)
 	kinds := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID)))
 	want := []string{
@@ -172,6 +175,7 @@ func TestSubmittedCardIsPinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { em.Close(context.Background()) })
 	cl, resolved := newClient(t, ctx, a, em, a2aemitv2.Options{OnError: func(err error) { t.Errorf("emit: %v", err) }})
 	res, err := cl.SendMessage(a2aemitv2.WithPlan(ctx, a2aemitv2.Plan{SkillID: "translate"}),
 		&a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))})
@@ -181,6 +185,7 @@ func TestSubmittedCardIsPinned(t *testing.T) {
 	taskID := res.(*a2a.Task).ID
 	pin := r.WaitPin(string(taskID))
 
+	servicetest.Flushed(t, em, 20*time.Second)
 	evs := clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(taskID))
 	sub, isSub := evs[0].Data.(events.Submitted)
 	if !isSub {
@@ -227,6 +232,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { em.Close(context.Background()) })
 	cl, _ := newClient(t, ctx, a, em, a2aemitv2.Options{OnError: func(err error) { t.Errorf("emit: %v", err) }})
 
 	res, err := cl.SendMessage(a2aemitv2.WithPlan(ctx, a2aemitv2.Plan{SkillID: "translate", Posture: detector.FailClosed}),
@@ -239,6 +245,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 		t.Fatalf("SendMessage = %#v, want a task in input-required", res)
 	}
 	r.WaitPin(string(tk.ID))
+	servicetest.Flushed(t, em, 20*time.Second)
 	r.Drained(t, 20*time.Second)
 
 	a.SetCard(cardJSONModes(a.URL()+"/a2a", true, `"application/json"`))
@@ -265,6 +272,7 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 	if v := vs[1]; v.Trigger.Type != events.TypeRequest || !slices.Contains(rules(v), detector.RuleBlindRetry) {
 		t.Errorf("second verdict: trigger %s rules %v, want the retry's blind-retry", v.Trigger.Type, rules(v))
 	}
+	servicetest.Flushed(t, em, 20*time.Second)
 	kinds := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(tk.ID)))
 	want := []string{
 		"submitted skill=translate stream=false push=false in=[text/plain] posture=fail-closed card=true", "request SendMessage #1", "status TASK_STATE_INPUT_REQUIRED",

@@ -17,7 +17,6 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/census"
 	"github.com/carddrift/carddrift/events/service/servicetest"
-	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
@@ -47,7 +46,7 @@ func TestAdversaryMetricLabels(t *testing.T) {
 	}, time.Nanosecond))
 
 	// Publish submissions for agents [from, to) from 8 publishers at once
-	// and wait until every one is pinned.
+	// and wait until every one is handled.
 	submit := func(from, to int) {
 		t.Helper()
 		var wg sync.WaitGroup
@@ -58,6 +57,13 @@ func TestAdversaryMetricLabels(t *testing.T) {
 					agent := fmt.Sprintf("https://fake-%05d.attacker.example", i)
 					err := r.Emit.Submitted(ctx, events.Submitted{TaskID: fmt.Sprintf("t%05d", i), AgentURL: agent, SkillID: "summarize",
 						Card: []byte(strings.ReplaceAll(servicetest.WriteupT0, "AGENT", agent))})
+					if err == nil {
+						// Each publisher waits for its event to be stored, at
+						// the pace the workers keep up with: a burst beyond it
+						// would be redelivered and add outcomes (retry, stale)
+						// that these counts do not expect.
+						err = r.Emit.Flush(ctx)
+					}
 					if err != nil {
 						errs <- err
 						return
@@ -70,13 +76,9 @@ func TestAdversaryMetricLabels(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(4 * time.Minute)
-		for r.Handled(events.TypeSubmitted, task.OutcomePinned) < to {
-			if time.Now().After(deadline) {
-				t.Fatalf("pinned %d of %d submissions", r.Handled(events.TypeSubmitted, task.OutcomePinned), to)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		// Every submission handled and acknowledged (a count of handled ones
+		// would count twice one redelivered while the burst is worked off).
+		r.Drained(t, 4*time.Minute)
 	}
 
 	submit(0, 10)

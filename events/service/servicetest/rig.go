@@ -16,6 +16,7 @@ import (
 
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/planner"
+	"github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
@@ -100,10 +101,13 @@ func Start(t testing.TB, opts Options) *Rig {
 	if opts.Source == "" {
 		opts.Source = "urn:client:servicetest"
 	}
-	emit, err := client.NewEmitter(js, opts.Source)
+	// Tests publish in bursts (10,000 submissions at once) that a client's
+	// default buffer would drop part of: Flushed and Drained fail on a drop.
+	emit, err := client.NewEmitter(js, opts.Source, publish.WithBuffer(1<<15))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { emit.Close(context.Background()) })
 	r := &Rig{T: t, Server: srv, Conn: nc, JS: js, Config: cfg, Stores: st, Emit: emit,
 		Metrics: worker.NewMetrics(nil), opts: opts}
 	for _, name := range opts.Workers {
@@ -248,11 +252,24 @@ func (r *Rig) Handled(typ, outcome string) int {
 	return int(m.GetCounter().GetValue())
 }
 
-// Drained waits until the workers have acknowledged (or terminated) every
-// lifecycle event published so far, or fails t after timeout.
+// Drained waits until the rig's Emitter has published what it queued and
+// the workers have acknowledged (or terminated) every lifecycle event
+// published so far, or fails t after timeout.
 func (r *Rig) Drained(t testing.TB, timeout time.Duration) {
 	t.Helper()
+	Flushed(t, r.Emit, timeout)
 	Drained(t, r.JS, r.Config, timeout)
+}
+
+// Flushed waits until em has published what it queued (Emitter.Flush) and
+// nothing was dropped, or fails t after timeout.
+func Flushed(t testing.TB, em *client.Emitter, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := em.Flush(ctx); err != nil || em.Dropped() != 0 {
+		t.Fatalf("emitter not flushed after %v: %v, %d dropped", timeout, err, em.Dropped())
+	}
 }
 
 // Drained is Rig.Drained for any connection to a deployment's streams.
