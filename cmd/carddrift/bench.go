@@ -7,22 +7,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
-	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -36,13 +32,8 @@ type benchFlags struct {
 	skipFleet  bool
 	deployment deploymentFlags
 	cost       costFlags
-	embedded   bool
 	// skipThroughput is --detection-only; mixBaseline is --mix-baseline.
 	skipThroughput, mixBaseline bool
-	// inProcess, with --embedded, is the in-process connection to the
-	// embedded server (the workers'), for the raw consumer inside the
-	// server's process.
-	inProcess jetstream.JetStream
 }
 
 // register adds bench's flags.
@@ -62,9 +53,6 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.demo.json, "json", false, "print one JSON object")
 	f.deployment.register(fs, "the deployment's --default-lease")
 	f.cost.register(fs)
-	fs.BoolVar(&f.embedded, "embedded", false, "measure serve's embedded arrangement here: an embedded NATS server and serve's workers "+
-		"(its defaults, fetches to loopback, the lease flags above) in this process, the raw consumer both as a process of its own and "+
-		"inside the server's process (exclusive with --nats-url)")
 }
 
 // run checks the flags, connects and runs the benchmark.
@@ -78,70 +66,12 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 	if f.skipFleet && f.skipThroughput {
 		return usagef("--throughput-only and --detection-only are exclusive")
 	}
-	if f.embedded {
-		if f.nats.url != "" {
-			return usagef("--embedded and --nats-url are exclusive: bench runs its own server, or loads a deployment's")
-		}
-		return f.runEmbedded(ctx, e)
-	}
 	nc, js, err := f.nats.jetStream("carddrift-bench")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	return runBench(ctx, e, nc, js, store.DefaultConfig(), f)
-}
-
-// runEmbedded runs the benchmark on serve's embedded arrangement, built
-// here: an embedded server with serve's workers on its in-process
-// connection (serve's defaults, as `carddrift serve` with --fetch-allow
-// 127.0.0.0/8 and bench's lease flags would run them). bench publishes, as
-// a client would, over its own connection; the raw consumer runs as a
-// process of its own and on the workers' in-process connection. serve's
-// CPU is this process's here (beside the publisher): not read.
-func (f *benchFlags) runEmbedded(ctx context.Context, e *env) error {
-	var sf serveFlags
-	sf.register(flag.NewFlagSet("serve", flag.ContinueOnError)) // serve's defaults
-	sf.fetchAllow = "127.0.0.0/8"
-	sf.minLease, sf.defaultLease, sf.maxLease, sf.fullFetch = f.deployment.minLease, f.deployment.defaultLease, f.deployment.maxLease, f.deployment.fullFetch
-	cfg, err := sf.storeConfig()
-	if err != nil {
-		return err
-	}
-	fo, _, err := sf.fetchOptions()
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "carddrift-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	svc, err := service.Open(ctx, service.Options{
-		DataDir: dir, ConnName: "carddrift-bench-embedded", Config: cfg,
-		Worker: worker.Options{Name: "bench-embedded", Fetch: fo, DrainTimeout: sf.drainTimeout, PinnedTTL: sf.pinnedTTL, Logger: zerolog.Nop()},
-		// As serve sets them.
-		PinCache: servePinCache, PinCacheMaxAge: servePinCacheMaxAge, MemoryBudget: sf.memBudget,
-	})
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	running, err := svc.Start(ctx, 30*time.Second)
-	if err != nil {
-		return err
-	}
-	defer running.Stop()
-	f.inProcess = svc.JetStream()
-	f.cost.serverPID = 0
-	f.cost.unread = "--embedded: serve's workers and the server run in bench's own process, beside its publisher"
-	f.nats.url = svc.URL()
-	nc, js, err := f.nats.jetStream("carddrift-bench")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	return runBench(ctx, e, nc, js, cfg, f)
 }
 
 // BenchReport is carddrift bench's result (its --json document).
@@ -169,21 +99,7 @@ type BenchThroughput struct {
 	EmbeddedServer bool `json:"embeddedServer"`
 	// CPU is what each side cost, medians of the rounds.
 	CPU BenchCPU `json:"cpu"`
-	// RawInProcessPerSecond and RatioInProcess (--embedded only): the raw
-	// consumer inside the server's process, on the workers' in-process
-	// connection, and CarddriftPerSecond / RawInProcessPerSecond.
-	RawInProcessPerSecond float64 `json:"rawInProcessPerSecond,omitempty"`
-	RatioInProcess        float64 `json:"ratioInProcess,omitempty"`
 }
-
-// benchSideKind is who drains a round's events.
-type benchSideKind int
-
-const (
-	sideRaw          benchSideKind = iota // the raw consumer, a process of its own
-	sideCarddrift                         // the deployment's workers
-	sideRawInProcess                      // the raw consumer inside the server's process (--embedded)
-)
 
 // rawOwnProcess: the raw consumer ran as a process of its own.
 const rawOwnProcess = "own-process"
@@ -194,9 +110,6 @@ type BenchRound struct {
 	RawFirst           bool    `json:"rawFirst"`
 	RawPerSecond       float64 `json:"rawPerSecond"`
 	CarddriftPerSecond float64 `json:"carddriftPerSecond"`
-	// RawInProcessPerSecond: the raw consumer inside the server's process
-	// (--embedded only).
-	RawInProcessPerSecond float64 `json:"rawInProcessPerSecond,omitempty"`
 	// ServeCPUMsPer1000 is serve's CPU while carddrift drained the round's
 	// events; RawCPUMsPer1000 the raw consumer process's.
 	ServeCPUMsPer1000 *float64 `json:"serveCpuMsPer1000Events,omitempty"`
@@ -360,17 +273,12 @@ func benchThroughput(ctx context.Context, e *env, js jetstream.JetStream, cfg st
 	t.EmbeddedServer = embedded
 	t.RawConsumer = rawOwnProcess
 	say("throughput: %d no-fetch events per round, %d round(s), raw consume+ack vs carddrift, same server\n", f.events, f.rounds)
-	switch {
-	case !embedded:
+	if !embedded {
 		say("  the raw durable consumer runs as a process of its own, as serve's workers do (both cross a process boundary to the server)\n")
-	case f.inProcess != nil:
-		say("  --embedded: an embedded server and serve's workers in this process (serve's defaults); the raw consumer both as a process of its own\n" +
-			"  and inside the server's process (its in-process connection, as the workers'): the second ratio compares like with like\n")
-	case embedded:
+	} else {
 		say("  the raw durable consumer runs as a process of its own; the server is serve's embedded one (%s):\n"+
 			"  serve's workers reach it inside serve's process, the raw consumer crosses a process boundary,\n"+
-			"  so the ratio flatters carddrift; as deployed, measure `carddrift serve --nats-url` against a standalone nats-server\n"+
-			"  (`carddrift bench --embedded` measures the raw consumer inside the server's process too)\n", service.EmbeddedServerName)
+			"  so the ratio flatters carddrift; as deployed, measure `carddrift serve --nats-url` against a standalone nats-server\n", service.EmbeddedServerName)
 	}
 	pins, err := benchPins(ctx, js, cfg)
 	if err != nil {
@@ -382,85 +290,60 @@ func benchThroughput(ctx context.Context, e *env, js jetstream.JetStream, cfg st
 		return nil, fmt.Errorf("bench: warm-up: %w", err)
 	}
 	before := f.cost.read(ctx)
-	sides := []benchSideKind{sideRaw, sideCarddrift}
-	if f.inProcess != nil {
-		sides = append(sides, sideRawInProcess)
-	}
 	for round := range f.rounds {
-		// Each round starts with another side, so that none always gets the
-		// warmest server (two sides: they alternate).
-		order := append(slices.Clone(sides[round%len(sides):]), sides[:round%len(sides)]...)
-		if len(sides) == 2 {
-			order = []benchSideKind{sideCarddrift, sideRaw}
-			if round%2 == 1 {
-				order = sides
+		// The sides alternate who goes first, so that neither always gets
+		// the warmest server.
+		r := BenchRound{RawFirst: round%2 == 1}
+		for _, raw := range []bool{r.RawFirst, !r.RawFirst} {
+			if !raw {
+				s, err := benchCarddrift(ctx, js, &f.cost, cfg, pins, f.events)
+				if err != nil {
+					return nil, err
+				}
+				r.CarddriftPerSecond = float64(f.events) / s.took.Seconds()
+				r.ServeCPUMsPer1000, r.ServerCPUMsPer1000Carddrift = s.msPer1000(f.events)
+				continue
 			}
-		}
-		var r BenchRound
-		r.RawFirst = order[0] == sideRaw
-		for _, side := range order {
-			var s benchSide
-			switch side {
-			case sideRaw:
-				s, err = benchRaw(ctx, js, &f.nats, &f.cost, info.Config.Storage, pins, f.events)
-			case sideCarddrift:
-				s, err = benchCarddrift(ctx, js, &f.cost, cfg, pins, f.events)
-			case sideRawInProcess:
-				s, err = benchRawInProcess(ctx, js, f.inProcess, info.Config.Storage, pins, f.events)
-			}
+			s, err := benchRaw(ctx, js, &f.nats, &f.cost, info.Config.Storage, pins, f.events)
 			if err != nil {
 				return nil, err
 			}
-			rate := float64(f.events) / s.took.Seconds()
-			switch side {
-			case sideRaw:
-				r.RawPerSecond = rate
-				r.RawCPUMsPer1000 = s.cpuMsPer1000(f.events)
-				r.ServerCPUMsPer1000Raw = s.serverMsPer1000(f.events)
-			case sideCarddrift:
-				r.CarddriftPerSecond = rate
-				r.ServeCPUMsPer1000 = s.cpuMsPer1000(f.events)
-				r.ServerCPUMsPer1000Carddrift = s.serverMsPer1000(f.events)
-			case sideRawInProcess:
-				r.RawInProcessPerSecond = rate
-			}
+			r.RawPerSecond = float64(f.events) / s.took.Seconds()
+			r.RawCPUMsPer1000, r.ServerCPUMsPer1000Raw = s.msPer1000(f.events)
 		}
-		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
-		if f.inProcess != nil {
-			say("; raw inside the server's process %8.0f events/s, ratio %.2f", r.RawInProcessPerSecond, r.CarddriftPerSecond/r.RawInProcessPerSecond)
-		}
-		say("\n")
+		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f\n", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
 		t.Rounds = append(t.Rounds, r)
 	}
 	after := f.cost.read(ctx)
-	t.RawPerSecond = median(t.Rounds, func(r BenchRound) float64 { return r.RawPerSecond })
-	t.CarddriftPerSecond = median(t.Rounds, func(r BenchRound) float64 { return r.CarddriftPerSecond })
+	t.RawPerSecond = *median(t.Rounds, func(r BenchRound) *float64 { return &r.RawPerSecond })
+	t.CarddriftPerSecond = *median(t.Rounds, func(r BenchRound) *float64 { return &r.CarddriftPerSecond })
 	t.Ratio = t.CarddriftPerSecond / t.RawPerSecond
 	say("  median: raw %.0f events/s, carddrift %.0f events/s, ratio %.2f\n", t.RawPerSecond, t.CarddriftPerSecond, t.Ratio)
-	if f.inProcess != nil {
-		t.RawInProcessPerSecond = median(t.Rounds, func(r BenchRound) float64 { return r.RawInProcessPerSecond })
-		t.RatioInProcess = t.CarddriftPerSecond / t.RawInProcessPerSecond
-		say("  median, raw inside the server's process: %.0f events/s, ratio %.2f\n", t.RawInProcessPerSecond, t.RatioInProcess)
-	}
 	t.CPU = throughputCPU(t.Rounds, &f.cost, before, after, embedded)
 	if !f.demo.json {
 		t.CPU.write(e.stdout, embedded)
 	}
-
 	return t, nil
 }
 
-func median(rs []BenchRound, v func(BenchRound) float64) float64 {
-	xs := make([]float64, len(rs))
-	for i, r := range rs {
-		xs[i] = v(r)
+// median is the median of v over the rounds where it is not nil (nil: in
+// none).
+func median(rs []BenchRound, v func(BenchRound) *float64) *float64 {
+	var xs []float64
+	for _, r := range rs {
+		if p := v(r); p != nil {
+			xs = append(xs, *p)
+		}
+	}
+	if len(xs) == 0 {
+		return nil
 	}
 	slices.Sort(xs)
-	if n := len(xs); n%2 == 1 {
-		return xs[n/2]
-	} else {
-		return (xs[n/2-1] + xs[n/2]) / 2
+	m := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		m = (xs[len(xs)/2-1] + m) / 2
 	}
+	return &m
 }
 
 // benchMessages returns n no-fetch lifecycle events: a2a.task.status
@@ -598,8 +481,11 @@ func msPer1000(d *time.Duration, n int) *float64 {
 	return &ms
 }
 
-func (s benchSide) cpuMsPer1000(n int) *float64    { return msPer1000(s.cpu, n) }
-func (s benchSide) serverMsPer1000(n int) *float64 { return msPer1000(s.server, n) }
+// msPer1000 is the consuming process's and the server's CPU per 1,000 of
+// the side's n events.
+func (s benchSide) msPer1000(n int) (cpu, server *float64) {
+	return msPer1000(s.cpu, n), msPer1000(s.server, n)
+}
 
 // serverSpent is the standalone server's CPU between readings a and b.
 func serverSpent(a, b cpuReading) *time.Duration {
@@ -691,49 +577,6 @@ func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *co
 	return benchSide{took: took, cpu: &cpu, server: serverSpent(a, cf.readServer())}, nil
 }
 
-// benchRawInProcess measures one durable pull consumer on consumeJS (the
-// embedded server's in-process connection) consuming and acknowledging n
-// events that js publishes on a scratch stream: from the first publish to
-// the last ack.
-func benchRawInProcess(ctx context.Context, js, consumeJS jetstream.JetStream, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
-	name, msgs, drop, err := scratchStream(ctx, js, storage, p, n)
-	if err != nil {
-		return benchSide{}, err
-	}
-	defer drop()
-	cons, err := consumeJS.Consumer(ctx, name, "raw")
-	if err != nil {
-		return benchSide{}, err
-	}
-	var acked atomic.Int64
-	done := make(chan struct{})
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		m.Ack()
-		if acked.Add(1) == int64(n) {
-			close(done)
-		}
-	}, jetstream.PullMaxMessages(500))
-	if err != nil {
-		return benchSide{}, err
-	}
-	defer cc.Stop()
-	start := time.Now()
-	if err := publishAll(ctx, js, msgs); err != nil {
-		return benchSide{}, err
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return benchSide{}, ctx.Err()
-	case <-time.After(5 * time.Minute):
-		return benchSide{}, errors.New("raw consumer did not finish within 5m")
-	}
-	if err := waitDrained(ctx, js, name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
-		return benchSide{}, err
-	}
-	return benchSide{took: time.Since(start)}, nil
-}
-
 // benchCarddrift measures the deployment's workers draining n no-fetch
 // events from the lifecycle stream: from the first publish until every
 // lifecycle consumer has acknowledged everything; serve's CPU is read from
@@ -768,23 +611,7 @@ func benchCarddrift(ctx context.Context, js jetstream.JetStream, cf *costFlags, 
 // throughputCPU is the medians of the rounds' CPU figures, with where
 // they were read and why one was not (readings before and after the phase).
 func throughputCPU(rs []BenchRound, cf *costFlags, before, after cpuReading, embedded bool) BenchCPU {
-	med := func(v func(BenchRound) *float64) *float64 {
-		var xs []float64
-		for _, r := range rs {
-			if p := v(r); p != nil {
-				xs = append(xs, *p)
-			}
-		}
-		if len(xs) == 0 {
-			return nil
-		}
-		slices.Sort(xs)
-		m := xs[len(xs)/2]
-		if len(xs)%2 == 0 {
-			m = (xs[len(xs)/2-1] + m) / 2
-		}
-		return &m
-	}
+	med := func(v func(BenchRound) *float64) *float64 { return median(rs, v) }
 	c := BenchCPU{
 		ServeCPUMsPer1000:           med(func(r BenchRound) *float64 { return r.ServeCPUMsPer1000 }),
 		RawCPUMsPer1000:             med(func(r BenchRound) *float64 { return r.RawCPUMsPer1000 }),

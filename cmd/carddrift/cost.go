@@ -26,8 +26,6 @@ import (
 type costFlags struct {
 	metricsURL string
 	serverPID  int
-	// unread, when set, is why serve's CPU is not read (bench --embedded).
-	unread string
 }
 
 // defaultMetricsURL is serve's /metrics at its default --http-addr.
@@ -177,8 +175,6 @@ type cpuReading struct {
 func (c *costFlags) read(ctx context.Context) cpuReading {
 	r := c.readServer()
 	switch {
-	case c.unread != "":
-		r.serveErr = errors.New(c.unread)
 	case c.metricsURL == "":
 		r.serveErr = errors.New("--metrics-url is empty")
 	default:

@@ -29,9 +29,8 @@ import (
 	"github.com/carddrift/carddrift/store/topology"
 )
 
-// The pin cache of carddrift serve, which the demo and bench's embedded
-// arrangement run with too, so that they measure what serve does. The
-// watch that keeps the cache fresh can miss a change made in the moment it
+// The pin cache of carddrift serve, which the demo runs with too, so that
+// it shows what serve does. The watch that keeps the cache fresh can miss a change made in the moment it
 // starts; a bounded entry age caps what that could cost.
 const (
 	servePinCache       = 100_000
