@@ -104,35 +104,34 @@ type BenchThroughput struct {
 // rawOwnProcess: the raw consumer ran as a process of its own.
 const rawOwnProcess = "own-process"
 
-// BenchRound is one side-by-side measurement. The CPU figures are absent
-// where they were not read.
+// BenchRound is one side-by-side measurement.
 type BenchRound struct {
 	RawFirst           bool    `json:"rawFirst"`
 	RawPerSecond       float64 `json:"rawPerSecond"`
 	CarddriftPerSecond float64 `json:"carddriftPerSecond"`
-	// ServeCPUMsPer1000 is serve's CPU while carddrift drained the round's
-	// events; RawCPUMsPer1000 the raw consumer process's.
-	ServeCPUMsPer1000 *float64 `json:"serveCpuMsPer1000Events,omitempty"`
-	RawCPUMsPer1000   *float64 `json:"rawCpuMsPer1000Events,omitempty"`
-	// ServerCPUMsPer1000Carddrift and ServerCPUMsPer1000Raw are the
-	// standalone NATS server's, while each side drained.
+	BenchSidesCPU
+}
+
+// BenchSidesCPU is the CPU per 1,000 events of each side, absent where it
+// was not read: serve's while carddrift drained, the raw consumer
+// process's, and the standalone NATS server's while each side drained.
+type BenchSidesCPU struct {
+	ServeCPUMsPer1000           *float64 `json:"serveCpuMsPer1000Events,omitempty"`
+	RawCPUMsPer1000             *float64 `json:"rawCpuMsPer1000Events,omitempty"`
 	ServerCPUMsPer1000Carddrift *float64 `json:"serverCpuMsPer1000EventsCarddrift,omitempty"`
 	ServerCPUMsPer1000Raw       *float64 `json:"serverCpuMsPer1000EventsRaw,omitempty"`
 }
 
-// BenchCPU is the throughput phase's CPU per 1,000 events, medians of the
-// rounds (BenchRound), with where each was read, why one was not, and the
-// machine's load before and after the phase.
+// BenchCPU is the throughput phase's CPU, medians of the rounds, with
+// where each was read, why one was not, and the machine's load before and
+// after the phase.
 type BenchCPU struct {
-	ServeCPUMsPer1000           *float64          `json:"serveCpuMsPer1000Events,omitempty"`
-	RawCPUMsPer1000             *float64          `json:"rawCpuMsPer1000Events,omitempty"`
-	ServerCPUMsPer1000Carddrift *float64          `json:"serverCpuMsPer1000EventsCarddrift,omitempty"`
-	ServerCPUMsPer1000Raw       *float64          `json:"serverCpuMsPer1000EventsRaw,omitempty"`
-	ServeSource                 string            `json:"serveSource,omitempty"`
-	ServerSource                string            `json:"serverSource,omitempty"`
-	NotRead                     map[string]string `json:"notRead,omitempty"`
-	LoadBefore                  *[3]float64       `json:"loadBefore,omitempty"`
-	LoadAfter                   *[3]float64       `json:"loadAfter,omitempty"`
+	BenchSidesCPU
+	ServeSource  string            `json:"serveSource,omitempty"`
+	ServerSource string            `json:"serverSource,omitempty"`
+	NotRead      map[string]string `json:"notRead,omitempty"`
+	LoadBefore   *[3]float64       `json:"loadBefore,omitempty"`
+	LoadAfter    *[3]float64       `json:"loadAfter,omitempty"`
 }
 
 // BenchDetection is the detection phase's figures.
@@ -300,16 +299,14 @@ func benchThroughput(ctx context.Context, e *env, js jetstream.JetStream, cfg st
 				if err != nil {
 					return nil, err
 				}
-				r.CarddriftPerSecond = float64(f.events) / s.took.Seconds()
-				r.ServeCPUMsPer1000, r.ServerCPUMsPer1000Carddrift = s.msPer1000(f.events)
+				r.CarddriftPerSecond, r.ServeCPUMsPer1000, r.ServerCPUMsPer1000Carddrift = s.perSecond, s.cpu, s.server
 				continue
 			}
 			s, err := benchRaw(ctx, js, &f.nats, &f.cost, info.Config.Storage, pins, f.events)
 			if err != nil {
 				return nil, err
 			}
-			r.RawPerSecond = float64(f.events) / s.took.Seconds()
-			r.RawCPUMsPer1000, r.ServerCPUMsPer1000Raw = s.msPer1000(f.events)
+			r.RawPerSecond, r.RawCPUMsPer1000, r.ServerCPUMsPer1000Raw = s.perSecond, s.cpu, s.server
 		}
 		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f\n", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
 		t.Rounds = append(t.Rounds, r)
@@ -464,56 +461,31 @@ func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) (*
 	return p, nil
 }
 
-// benchSide is one side of a round: how long it took from the first
-// publish to the last acknowledgement, and the CPU the consuming process
+// benchSide is one side of a round: its rate from the first publish to the
+// last acknowledgement, and the CPU per 1,000 events the consuming process
 // (serve, or the raw consumer) and the standalone server used meanwhile
 // (nil: not read).
 type benchSide struct {
-	took        time.Duration
-	cpu, server *time.Duration
+	perSecond   float64
+	cpu, server *float64
 }
 
-func msPer1000(d *time.Duration, n int) *float64 {
-	if d == nil {
-		return nil
+// newSide is the side that drained n events in took, its consuming process
+// spending cpu and the standalone server what it spent between readings a
+// and b.
+func newSide(n int, took time.Duration, cpu *time.Duration, a, b cpuReading) benchSide {
+	per1000 := func(d time.Duration) *float64 {
+		ms := 1e6 * d.Seconds() / float64(n)
+		return &ms
 	}
-	ms := 1e6 * d.Seconds() / float64(n)
-	return &ms
-}
-
-// msPer1000 is the consuming process's and the server's CPU per 1,000 of
-// the side's n events.
-func (s benchSide) msPer1000(n int) (cpu, server *float64) {
-	return msPer1000(s.cpu, n), msPer1000(s.server, n)
-}
-
-// serverSpent is the standalone server's CPU between readings a and b.
-func serverSpent(a, b cpuReading) *time.Duration {
-	if a.serverErr != nil || b.serverErr != nil {
-		return nil
+	s := benchSide{perSecond: float64(n) / took.Seconds()}
+	if cpu != nil {
+		s.cpu = per1000(*cpu)
 	}
-	d := b.server - a.server
-	return &d
-}
-
-// scratchStream creates the raw side's scratch stream (storage: the
-// lifecycle stream's) with its durable "raw", and returns its name, the n
-// events to publish on it (benchMessages under its subject) and drop, which
-// deletes it.
-func scratchStream(ctx context.Context, js jetstream.JetStream, storage jetstream.StorageType, p *benchPinned, n int) (string, []*nats.Msg, func(), error) {
-	s, err := newScratch(ctx, js, jetstream.StreamConfig{Storage: storage})
-	if err != nil {
-		return "", nil, nil, err
+	if a.serverErr == nil && b.serverErr == nil {
+		s.server = per1000(b.server - a.server)
 	}
-	msgs, err := benchMessages(n, s.run, p)
-	if err != nil {
-		s.drop()
-		return "", nil, nil, err
-	}
-	for _, m := range msgs {
-		m.Subject = s.subject + m.Subject[len("a2a.task"):]
-	}
-	return s.name, msgs, s.drop, nil
+	return s
 }
 
 // scratch is a stream of bench's own, CARDDRIFT_BENCH_<run> on
@@ -545,16 +517,22 @@ func newScratch(ctx context.Context, js jetstream.JetStream, sc jetstream.Stream
 }
 
 // benchRaw measures one durable pull consumer, in a process of its own
-// (rawConsumerCommand), consuming and acknowledging n events on a scratch
-// stream (the lifecycle stream's storage), published as carddrift's are:
-// from the first publish to the last ack.
+// (rawConsumerCommand), consuming and acknowledging n events (benchMessages)
+// on a scratch stream of the lifecycle stream's storage.
 func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *costFlags, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
-	name, msgs, drop, err := scratchStream(ctx, js, storage, p, n)
+	s, err := newScratch(ctx, js, jetstream.StreamConfig{Storage: storage})
 	if err != nil {
 		return benchSide{}, err
 	}
-	defer drop()
-	proc, err := startRawConsumer(ctx, nf, name, "raw", n, 5*time.Minute)
+	defer s.drop()
+	msgs, err := benchMessages(n, s.run, p)
+	if err != nil {
+		return benchSide{}, err
+	}
+	for _, m := range msgs {
+		m.Subject = s.subject + m.Subject[len("a2a.task"):]
+	}
+	proc, err := startRawConsumer(ctx, nf, s.name, "raw", n, 5*time.Minute)
 	if err != nil {
 		return benchSide{}, err
 	}
@@ -570,17 +548,15 @@ func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *co
 	}
 	// The consumer flushed its acks before it said done; the consumer's
 	// ack floor confirms the server has them.
-	if err := waitDrained(ctx, js, name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
+	if err := waitDrained(ctx, js, s.name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
 		return benchSide{}, err
 	}
-	took := time.Since(start)
-	return benchSide{took: took, cpu: &cpu, server: serverSpent(a, cf.readServer())}, nil
+	return newSide(n, time.Since(start), &cpu, a, cf.readServer()), nil
 }
 
 // benchCarddrift measures the deployment's workers draining n no-fetch
-// events from the lifecycle stream: from the first publish until every
-// lifecycle consumer has acknowledged everything; serve's CPU is read from
-// its /metrics before and after.
+// events from the lifecycle stream, until every lifecycle consumer has
+// acknowledged everything; serve's CPU is read from its /metrics.
 func benchCarddrift(ctx context.Context, js jetstream.JetStream, cf *costFlags, cfg store.Config, p *benchPinned, n int) (benchSide, error) {
 	msgs, err := benchMessages(n, fmt.Sprint(time.Now().UnixNano()), p)
 	if err != nil {
@@ -600,33 +576,27 @@ func benchCarddrift(ctx context.Context, js jetstream.JetStream, cf *costFlags, 
 	}
 	took := time.Since(start)
 	b := cf.read(ctx)
-	s := benchSide{took: took, server: serverSpent(a, b)}
+	var cpu *time.Duration
 	if a.serveErr == nil && b.serveErr == nil {
 		d := b.serve - a.serve
-		s.cpu = &d
+		cpu = &d
 	}
-	return s, nil
+	return newSide(n, took, cpu, a, b), nil
 }
 
 // throughputCPU is the medians of the rounds' CPU figures, with where
 // they were read and why one was not (readings before and after the phase).
 func throughputCPU(rs []BenchRound, cf *costFlags, before, after cpuReading, embedded bool) BenchCPU {
 	med := func(v func(BenchRound) *float64) *float64 { return median(rs, v) }
-	c := BenchCPU{
+	c := BenchCPU{BenchSidesCPU: BenchSidesCPU{
 		ServeCPUMsPer1000:           med(func(r BenchRound) *float64 { return r.ServeCPUMsPer1000 }),
 		RawCPUMsPer1000:             med(func(r BenchRound) *float64 { return r.RawCPUMsPer1000 }),
 		ServerCPUMsPer1000Carddrift: med(func(r BenchRound) *float64 { return r.ServerCPUMsPer1000Carddrift }),
 		ServerCPUMsPer1000Raw:       med(func(r BenchRound) *float64 { return r.ServerCPUMsPer1000Raw }),
-		NotRead:                     map[string]string{},
-	}
+	}}
 	cost := cf.cost(before, after, 1, embedded) // the sources and reasons, the same for every round
 	c.ServeSource, c.ServerSource, c.LoadBefore, c.LoadAfter = cost.ServeSource, cost.ServerSource, cost.LoadBefore, cost.LoadAfter
-	for k, v := range cost.NotRead {
-		c.NotRead[k] = v
-	}
-	if len(c.NotRead) == 0 {
-		c.NotRead = nil
-	}
+	c.NotRead = cost.NotRead
 	return c
 }
 
