@@ -17,29 +17,19 @@ import (
 )
 
 // MixBaseline is what the detection phase's traffic costs with no carddrift
-// at all: the same fleet, seed, schedule, duration and task rate, published
-// by the same simulated clients onto a scratch stream of the same server,
-// which one raw durable consumer, a process of its own, consumes and
-// acknowledges. It is the floor under the cost figure: the server's work
-// for the clients' publishes and one consumer's deliveries and acks, and
-// the cheapest consumer's own.
+// at all: the same traffic from the same simulated clients onto a scratch
+// stream of the same server, consumed and acknowledged by one raw durable
+// consumer, a process of its own. Events is what it acknowledged.
 type MixBaseline struct {
-	// Events is what the clients published (and the raw consumer
-	// acknowledged).
-	Events int64 `json:"events"`
-	// RawCPUMsPer1000 is the raw consumer process's CPU per 1,000 events.
+	Events          int64   `json:"events"`
 	RawCPUMsPer1000 float64 `json:"rawCpuMsPer1000Events"`
-	// Cost is serve's and the standalone server's CPU over the baseline's
-	// traffic: with an embedded server, serve's process carried the
-	// server's work for it (its workers had nothing to do); with a
-	// standalone one, serve's figure is its idle work.
+	// Cost is serve's and the standalone server's CPU meanwhile (serve's
+	// process carries an embedded server's work; its workers are idle).
 	Cost *Cost `json:"cost"`
-	// TotalMsPer1000 is the baseline's deployment-side CPU per 1,000
-	// events: the raw consumer's, plus the server's (serve's process's
-	// when the server is embedded in it). CarddriftTotalMsPer1000 is the
-	// detection phase's, counted alike: serve's, plus the standalone
-	// server's. Ratio is CarddriftTotalMsPer1000 / TotalMsPer1000 (absent
-	// when a figure was not read).
+	// TotalMsPer1000 is the raw consumer's plus the server's (baselineTotal),
+	// CarddriftTotalMsPer1000 the detection phase's counted alike
+	// (sideTotal), Ratio the second over the first (absent when a figure
+	// was not read).
 	TotalMsPer1000          *float64 `json:"totalCpuMsPer1000Events,omitempty"`
 	CarddriftTotalMsPer1000 *float64 `json:"carddriftTotalCpuMsPer1000Events,omitempty"`
 	Ratio                   *float64 `json:"ratio,omitempty"`
@@ -83,10 +73,8 @@ func (p scratchPublisher) PublishMsgAsync(m *nats.Msg, opts ...jetstream.Publish
 var errBaselineEmpty = errors.New("the baseline's traffic published no events")
 
 // benchMixBaseline plays the detection phase's traffic again onto a scratch
-// stream (the lifecycle stream's storage and duplicate window) that the raw
-// consumer, a process of its own, consumes and acknowledges, and returns
-// its cost. The fleet's agents serve their cards on loopback as in the
-// detection phase; nothing fetches them.
+// stream (the lifecycle stream's storage and duplicate window) for the raw
+// consumer, and returns its cost.
 func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags, lifecycle jetstream.StreamConfig, embedded bool) (*MixBaseline, error) {
 	s, err := newScratch(ctx, js, jetstream.StreamConfig{Storage: lifecycle.Storage, Duplicates: lifecycle.Duplicates,
 		MaxMsgSize: lifecycle.MaxMsgSize})

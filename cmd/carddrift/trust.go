@@ -113,15 +113,10 @@ func (t *trustFlags) options() (o fetcher.SignatureOptions, skipped []error, err
 			if !filepath.IsAbs(path) {
 				path = filepath.Join(dir, path)
 			}
-			if budget < maxJWKSFileBytes {
-				b, err := readBounded(path, budget)
-				if errors.Is(err, errTrustTooLarge) {
-					err = fmt.Errorf("%w: the JWKS files it names are larger than %d bytes together", errTrustTooLarge, maxTrustJWKSBytes)
-				}
-				budget -= int64(len(b))
-				return b, err
+			b, err := readBounded(path, min(budget, maxJWKSFileBytes))
+			if budget < maxJWKSFileBytes && errors.Is(err, errTrustTooLarge) {
+				err = fmt.Errorf("%w: the JWKS files it names are larger than %d bytes together", errTrustTooLarge, maxTrustJWKSBytes)
 			}
-			b, err := readBounded(path, maxJWKSFileBytes)
 			budget -= int64(len(b))
 			return b, err
 		}
