@@ -164,11 +164,11 @@ type BenchDetection struct {
 }
 
 func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
-	say := func(format string, args ...any) {
-		if !f.demo.json {
-			fmt.Fprintf(e.stdout, format, args...)
-		}
+	out := e.stdout // the text lines; with --json, one object at the end
+	if f.demo.json {
+		out = io.Discard
 	}
+	say := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
 	lc, err := js.Stream(ctx, cfg.LifecycleStream)
 	if err != nil {
 		return fmt.Errorf("lifecycle stream %s: %w (is `carddrift serve` running against this server?)", cfg.LifecycleStream, err)
@@ -180,7 +180,7 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 	embedded := embeddedServer(nc)
 	var rep BenchReport
 	if !f.skipThroughput {
-		if rep.Throughput, err = benchThroughput(ctx, e, js, cfg, f, info, embedded, say); err != nil {
+		if rep.Throughput, err = benchThroughput(ctx, out, js, cfg, f, info, embedded); err != nil {
 			return err
 		}
 	}
@@ -226,26 +226,20 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 		say("  fetches per agent per lease: mean %.2f, max %.2f\n", d.FetchesPerAgentPerLease, d.MaxFetchesPerLease)
 		say("  verdicts: abort %d, replan %d, continue %d; injected %d, detected %d (late %d), missed %d, false aborts %d\n",
 			d.Verdicts["abort"], d.Verdicts["replan"], d.Verdicts["continue"], d.Injected, d.Detected, d.Late, d.Missed, d.FalseAborts)
-		if !f.demo.json {
-			d.Cost.write(e.stdout, "lifecycle events of the fleet's mix")
-		}
+		d.Cost.write(out, "lifecycle events of the fleet's mix")
 		if f.mixBaseline {
 			say("\n")
 			if d.Baseline, err = benchMixBaseline(ctx, js, f, info.Config, embedded); err != nil {
 				return fmt.Errorf("bench: baseline: %w", err)
 			}
 			d.Baseline.compare(d.Cost)
-			if !f.demo.json {
-				d.Baseline.write(e.stdout)
-			}
+			d.Baseline.write(out)
 			say("\n")
 			if d.Efficient, err = benchEfficient(ctx, nc, f, info.Config, first+1, last, embedded); err != nil {
 				return fmt.Errorf("bench: efficient publisher: %w", err)
 			}
 			d.Ratios = ratios(d.Cost, d.Baseline, d.Efficient)
-			if !f.demo.json {
-				d.Efficient.write(e.stdout, d.Ratios)
-			}
+			d.Efficient.write(out, d.Ratios)
 		}
 	}
 	if f.demo.json {
@@ -265,8 +259,9 @@ func lastSeq(ctx context.Context, s jetstream.Stream) (uint64, error) {
 
 // benchThroughput runs the throughput phase: f.rounds rounds of f.events
 // no-fetch events, drained by the raw consumer and by carddrift in turn.
-func benchThroughput(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Config, f *benchFlags, info *jetstream.StreamInfo,
-	embedded bool, say func(string, ...any)) (*BenchThroughput, error) {
+func benchThroughput(ctx context.Context, out io.Writer, js jetstream.JetStream, cfg store.Config, f *benchFlags, info *jetstream.StreamInfo,
+	embedded bool) (*BenchThroughput, error) {
+	say := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
 	t := &BenchThroughput{}
 	t.Events = f.events
 	t.EmbeddedServer = embedded
@@ -317,9 +312,7 @@ func benchThroughput(ctx context.Context, e *env, js jetstream.JetStream, cfg st
 	t.Ratio = t.CarddriftPerSecond / t.RawPerSecond
 	say("  median: raw %.0f events/s, carddrift %.0f events/s, ratio %.2f\n", t.RawPerSecond, t.CarddriftPerSecond, t.Ratio)
 	t.CPU = throughputCPU(t.Rounds, &f.cost, before, after, embedded)
-	if !f.demo.json {
-		t.CPU.write(e.stdout, embedded)
-	}
+	t.CPU.write(out, embedded)
 	return t, nil
 }
 
@@ -624,8 +617,5 @@ func (c *BenchCPU) write(w io.Writer, embedded bool) {
 	case c.NotRead["server"] != "":
 		fmt.Fprintf(w, "  NATS server's CPU: not read (%s)\n", c.NotRead["server"])
 	}
-	if c.LoadBefore != nil && c.LoadAfter != nil {
-		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n",
-			c.LoadBefore[0], c.LoadBefore[1], c.LoadBefore[2], c.LoadAfter[0], c.LoadAfter[1], c.LoadAfter[2])
-	}
+	writeLoad(w, c.LoadBefore, c.LoadAfter)
 }

@@ -24,14 +24,7 @@ const (
 // phase's stored messages published again as cheaply as NATS allows (one
 // connection, asynchronously, at their stored pace) to the raw consumer;
 // its totals count alike the baseline's.
-type Efficient struct {
-	Events          int64   `json:"events"`
-	RawCPUMsPer1000 float64 `json:"rawCpuMsPer1000Events"`
-	Cost            *Cost   `json:"cost"`
-	// TotalMsPer1000 is the raw consumer's plus the server's (serve's
-	// process's when the server is embedded in it).
-	TotalMsPer1000 *float64 `json:"totalCpuMsPer1000Events,omitempty"`
-}
+type Efficient struct{ RawFigure }
 
 // storedMsg is one lifecycle message as stored, with its time.
 type storedMsg struct {
@@ -156,13 +149,8 @@ func benchEfficient(ctx context.Context, nc *nats.Conn, f *benchFlags, lifecycle
 		return nil, err
 	}
 	after := f.cost.read(ctx)
-	e := &Efficient{Events: int64(len(msgs)), RawCPUMsPer1000: 1e6 * cpu.Seconds() / float64(len(msgs)),
-		Cost: f.cost.cost(before, after, int64(len(msgs)), embedded)}
-	if base := baselineTotal(e.Cost); base != nil {
-		t := *base + e.RawCPUMsPer1000
-		e.TotalMsPer1000 = &t
-	}
-	return e, nil
+	n := int64(len(msgs))
+	return &Efficient{rawFigure(n, cpu, f.cost.cost(before, after, n, embedded))}, nil
 }
 
 // Ratios are the cost bars of DESIGN (contract v1.3), each absent when a

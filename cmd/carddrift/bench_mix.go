@@ -19,20 +19,35 @@ import (
 // MixBaseline is what the detection phase's traffic costs with no carddrift
 // at all: the same traffic from the same simulated clients onto a scratch
 // stream of the same server, consumed and acknowledged by one raw durable
-// consumer, a process of its own. Events is what it acknowledged.
+// consumer, a process of its own.
 type MixBaseline struct {
-	Events          int64   `json:"events"`
-	RawCPUMsPer1000 float64 `json:"rawCpuMsPer1000Events"`
-	// Cost is serve's and the standalone server's CPU meanwhile (serve's
-	// process carries an embedded server's work; its workers are idle).
-	Cost *Cost `json:"cost"`
-	// TotalMsPer1000 is the raw consumer's plus the server's (baselineTotal),
-	// CarddriftTotalMsPer1000 the detection phase's counted alike
-	// (sideTotal), Ratio the second over the first (absent when a figure
-	// was not read).
-	TotalMsPer1000          *float64 `json:"totalCpuMsPer1000Events,omitempty"`
+	RawFigure
+	// CarddriftTotalMsPer1000 is the detection phase's CPU counted alike
+	// (sideTotal), Ratio it over TotalMsPer1000 (absent when a figure was
+	// not read).
 	CarddriftTotalMsPer1000 *float64 `json:"carddriftTotalCpuMsPer1000Events,omitempty"`
 	Ratio                   *float64 `json:"ratio,omitempty"`
+}
+
+// RawFigure is what the raw consumer's side of a cost figure spent on
+// Events: its own CPU, serve's and the server's meanwhile (Cost: serve's
+// process carries an embedded server's work, its workers idle), and
+// TotalMsPer1000, the raw consumer's plus the server's (baselineTotal).
+type RawFigure struct {
+	Events          int64    `json:"events"`
+	RawCPUMsPer1000 float64  `json:"rawCpuMsPer1000Events"`
+	Cost            *Cost    `json:"cost"`
+	TotalMsPer1000  *float64 `json:"totalCpuMsPer1000Events,omitempty"`
+}
+
+// rawFigure is the figure of n events, the raw consumer spending cpu.
+func rawFigure(n int64, cpu time.Duration, cost *Cost) RawFigure {
+	r := RawFigure{Events: n, RawCPUMsPer1000: 1e6 * cpu.Seconds() / float64(n), Cost: cost}
+	if base := baselineTotal(cost); base != nil {
+		t := *base + r.RawCPUMsPer1000
+		r.TotalMsPer1000 = &t
+	}
+	return r
 }
 
 // scratchPublisher publishes what the simulated clients address to the
@@ -132,24 +147,13 @@ func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags
 	if err != nil {
 		return nil, err
 	}
-	b := &MixBaseline{Events: int64(n), RawCPUMsPer1000: 1e6 * cpu.Seconds() / float64(n),
-		Cost: f.cost.cost(before, after, int64(n), embedded)}
-	return b, nil
+	return &MixBaseline{RawFigure: rawFigure(int64(n), cpu, f.cost.cost(before, after, int64(n), embedded))}, nil
 }
 
-// compare fills the totals and the ratio against the detection phase's
-// cost c.
+// compare fills the ratio against the detection phase's cost c.
 func (b *MixBaseline) compare(c *Cost) {
-	raw := b.RawCPUMsPer1000
-	if base := baselineTotal(b.Cost); base != nil {
-		t := *base + raw
-		b.TotalMsPer1000 = &t
-	}
 	b.CarddriftTotalMsPer1000 = sideTotal(c)
-	if b.TotalMsPer1000 != nil && b.CarddriftTotalMsPer1000 != nil && *b.TotalMsPer1000 > 0 {
-		r := *b.CarddriftTotalMsPer1000 / *b.TotalMsPer1000
-		b.Ratio = &r
-	}
+	b.Ratio = ratio(b.CarddriftTotalMsPer1000, b.TotalMsPer1000)
 }
 
 // sideTotal is the deployment's CPU per 1,000 events beside the consumer

@@ -302,8 +302,12 @@ func (c *Cost) write(w io.Writer, what string) {
 	} else if r := c.NotRead["drained"]; r != "" {
 		fmt.Fprintf(w, "  (%s)\n", r)
 	}
-	if c.LoadBefore != nil && c.LoadAfter != nil {
-		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n",
-			c.LoadBefore[0], c.LoadBefore[1], c.LoadBefore[2], c.LoadAfter[0], c.LoadAfter[1], c.LoadAfter[2])
+	writeLoad(w, c.LoadBefore, c.LoadAfter)
+}
+
+// writeLoad prints the load averages before and after, when both were read.
+func writeLoad(w io.Writer, a, b *[3]float64) {
+	if a != nil && b != nil {
+		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n", a[0], a[1], a[2], b[0], b[1], b[2])
 	}
 }
