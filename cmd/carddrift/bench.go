@@ -82,23 +82,18 @@ type BenchReport struct {
 
 // BenchThroughput compares carddrift's drain rate of no-fetch events with
 // raw JetStream consume+ack of the same events on the same server.
+// The rates are in events per second, the medians of the rounds'; Ratio is
+// CarddriftPerSecond / RawPerSecond. EmbeddedServer: serve's workers
+// reached the server inside serve's process.
 type BenchThroughput struct {
-	Events int `json:"events"`
-	// Rounds are the per-round rates, in events per second.
-	Rounds []BenchRound `json:"rounds"`
-	// RawPerSecond and CarddriftPerSecond are the medians of the rounds;
-	// Ratio is CarddriftPerSecond / RawPerSecond.
-	RawPerSecond       float64 `json:"rawPerSecond"`
-	CarddriftPerSecond float64 `json:"carddriftPerSecond"`
-	Ratio              float64 `json:"ratio"`
-	// RawConsumer is where the raw consumer ran: "own-process".
-	RawConsumer string `json:"rawConsumer"`
-	// EmbeddedServer: the server is serve's embedded one, so serve's
-	// workers reached it inside serve's process (and serve's CPU includes
-	// the server's).
-	EmbeddedServer bool `json:"embeddedServer"`
-	// CPU is what each side cost, medians of the rounds.
-	CPU BenchCPU `json:"cpu"`
+	Events             int          `json:"events"`
+	Rounds             []BenchRound `json:"rounds"`
+	RawPerSecond       float64      `json:"rawPerSecond"`
+	CarddriftPerSecond float64      `json:"carddriftPerSecond"`
+	Ratio              float64      `json:"ratio"`
+	RawConsumer        string       `json:"rawConsumer"` // rawOwnProcess
+	EmbeddedServer     bool         `json:"embeddedServer"`
+	CPU                BenchCPU     `json:"cpu"`
 }
 
 // rawOwnProcess: the raw consumer ran as a process of its own.
@@ -150,17 +145,12 @@ type BenchDetection struct {
 	Late                    int            `json:"late"`
 	Missed                  int            `json:"missed"`
 	FalseAborts             int            `json:"falseAborts"`
-	// Cost is serve's CPU (and a standalone server's) per 1,000 lifecycle
-	// events of the fleet's mix.
-	Cost *Cost `json:"cost,omitempty"`
-	// Baseline is the same traffic's cost into a raw consumer (absent with
-	// --mix-baseline=false).
-	Baseline *MixBaseline `json:"baseline,omitempty"`
-	// Efficient is the same stored messages' cost from an efficient
-	// publisher into a raw consumer, and Ratios the cost bars (both absent
-	// with --mix-baseline=false).
-	Efficient *Efficient `json:"efficient,omitempty"`
-	Ratios    *Ratios    `json:"ratios,omitempty"`
+	// Cost is the fleet's mix's; the three others are absent with
+	// --mix-baseline=false.
+	Cost      *Cost        `json:"cost,omitempty"`
+	Baseline  *MixBaseline `json:"baseline,omitempty"`
+	Efficient *Efficient   `json:"efficient,omitempty"`
+	Ratios    *Ratios      `json:"ratios,omitempty"`
 }
 
 func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
