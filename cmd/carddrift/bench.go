@@ -7,22 +7,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/events/task"
-	"github.com/carddrift/carddrift/events/worker"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -36,13 +32,8 @@ type benchFlags struct {
 	skipFleet  bool
 	deployment deploymentFlags
 	cost       costFlags
-	embedded   bool
 	// skipThroughput is --detection-only; mixBaseline is --mix-baseline.
 	skipThroughput, mixBaseline bool
-	// inProcess, with --embedded, is the in-process connection to the
-	// embedded server (the workers'), for the raw consumer inside the
-	// server's process.
-	inProcess jetstream.JetStream
 }
 
 // register adds bench's flags.
@@ -62,9 +53,6 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.demo.json, "json", false, "print one JSON object")
 	f.deployment.register(fs, "the deployment's --default-lease")
 	f.cost.register(fs)
-	fs.BoolVar(&f.embedded, "embedded", false, "measure serve's embedded arrangement here: an embedded NATS server and serve's workers "+
-		"(its defaults, fetches to loopback, the lease flags above) in this process, the raw consumer both as a process of its own and "+
-		"inside the server's process (exclusive with --nats-url)")
 }
 
 // run checks the flags, connects and runs the benchmark.
@@ -78,70 +66,12 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 	if f.skipFleet && f.skipThroughput {
 		return usagef("--throughput-only and --detection-only are exclusive")
 	}
-	if f.embedded {
-		if f.nats.url != "" {
-			return usagef("--embedded and --nats-url are exclusive: bench runs its own server, or loads a deployment's")
-		}
-		return f.runEmbedded(ctx, e)
-	}
 	nc, js, err := f.nats.jetStream("carddrift-bench")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	return runBench(ctx, e, nc, js, store.DefaultConfig(), f)
-}
-
-// runEmbedded runs the benchmark on serve's embedded arrangement, built
-// here: an embedded server with serve's workers on its in-process
-// connection (serve's defaults, as `carddrift serve` with --fetch-allow
-// 127.0.0.0/8 and bench's lease flags would run them). bench publishes, as
-// a client would, over its own connection; the raw consumer runs as a
-// process of its own and on the workers' in-process connection. serve's
-// CPU is this process's here (beside the publisher): not read.
-func (f *benchFlags) runEmbedded(ctx context.Context, e *env) error {
-	var sf serveFlags
-	sf.register(flag.NewFlagSet("serve", flag.ContinueOnError)) // serve's defaults
-	sf.fetchAllow = "127.0.0.0/8"
-	sf.minLease, sf.defaultLease, sf.maxLease, sf.fullFetch = f.deployment.minLease, f.deployment.defaultLease, f.deployment.maxLease, f.deployment.fullFetch
-	cfg, err := sf.storeConfig()
-	if err != nil {
-		return err
-	}
-	fo, _, err := sf.fetchOptions()
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "carddrift-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	svc, err := service.Open(ctx, service.Options{
-		DataDir: dir, ConnName: "carddrift-bench-embedded", Config: cfg,
-		Worker: worker.Options{Name: "bench-embedded", Fetch: fo, DrainTimeout: sf.drainTimeout, PinnedTTL: sf.pinnedTTL, Logger: zerolog.Nop()},
-		// As serve sets them.
-		PinCache: servePinCache, PinCacheMaxAge: servePinCacheMaxAge, MemoryBudget: sf.memBudget,
-	})
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	running, err := svc.Start(ctx, 30*time.Second)
-	if err != nil {
-		return err
-	}
-	defer running.Stop()
-	f.inProcess = svc.JetStream()
-	f.cost.serverPID = 0
-	f.cost.unread = "--embedded: serve's workers and the server run in bench's own process, beside its publisher"
-	f.nats.url = svc.URL()
-	nc, js, err := f.nats.jetStream("carddrift-bench")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	return runBench(ctx, e, nc, js, cfg, f)
 }
 
 // BenchReport is carddrift bench's result (its --json document).
@@ -152,74 +82,51 @@ type BenchReport struct {
 
 // BenchThroughput compares carddrift's drain rate of no-fetch events with
 // raw JetStream consume+ack of the same events on the same server.
+// The rates are in events per second, the medians of the rounds'; Ratio is
+// CarddriftPerSecond / RawPerSecond. EmbeddedServer: serve's workers
+// reached the server inside serve's process.
 type BenchThroughput struct {
-	Events int `json:"events"`
-	// Rounds are the per-round rates, in events per second.
-	Rounds []BenchRound `json:"rounds"`
-	// RawPerSecond and CarddriftPerSecond are the medians of the rounds;
-	// Ratio is CarddriftPerSecond / RawPerSecond.
-	RawPerSecond       float64 `json:"rawPerSecond"`
-	CarddriftPerSecond float64 `json:"carddriftPerSecond"`
-	Ratio              float64 `json:"ratio"`
-	// RawConsumer is where the raw consumer ran: "own-process".
-	RawConsumer string `json:"rawConsumer"`
-	// EmbeddedServer: the server is serve's embedded one, so serve's
-	// workers reached it inside serve's process (and serve's CPU includes
-	// the server's).
-	EmbeddedServer bool `json:"embeddedServer"`
-	// CPU is what each side cost, medians of the rounds.
-	CPU BenchCPU `json:"cpu"`
-	// RawInProcessPerSecond and RatioInProcess (--embedded only): the raw
-	// consumer inside the server's process, on the workers' in-process
-	// connection, and CarddriftPerSecond / RawInProcessPerSecond.
-	RawInProcessPerSecond float64 `json:"rawInProcessPerSecond,omitempty"`
-	RatioInProcess        float64 `json:"ratioInProcess,omitempty"`
+	Events             int          `json:"events"`
+	Rounds             []BenchRound `json:"rounds"`
+	RawPerSecond       float64      `json:"rawPerSecond"`
+	CarddriftPerSecond float64      `json:"carddriftPerSecond"`
+	Ratio              float64      `json:"ratio"`
+	RawConsumer        string       `json:"rawConsumer"` // rawOwnProcess
+	EmbeddedServer     bool         `json:"embeddedServer"`
+	CPU                BenchCPU     `json:"cpu"`
 }
-
-// benchSideKind is who drains a round's events.
-type benchSideKind int
-
-const (
-	sideRaw          benchSideKind = iota // the raw consumer, a process of its own
-	sideCarddrift                         // the deployment's workers
-	sideRawInProcess                      // the raw consumer inside the server's process (--embedded)
-)
 
 // rawOwnProcess: the raw consumer ran as a process of its own.
 const rawOwnProcess = "own-process"
 
-// BenchRound is one side-by-side measurement. The CPU figures are absent
-// where they were not read.
+// BenchRound is one side-by-side measurement.
 type BenchRound struct {
 	RawFirst           bool    `json:"rawFirst"`
 	RawPerSecond       float64 `json:"rawPerSecond"`
 	CarddriftPerSecond float64 `json:"carddriftPerSecond"`
-	// RawInProcessPerSecond: the raw consumer inside the server's process
-	// (--embedded only).
-	RawInProcessPerSecond float64 `json:"rawInProcessPerSecond,omitempty"`
-	// ServeCPUMsPer1000 is serve's CPU while carddrift drained the round's
-	// events; RawCPUMsPer1000 the raw consumer process's.
-	ServeCPUMsPer1000 *float64 `json:"serveCpuMsPer1000Events,omitempty"`
-	RawCPUMsPer1000   *float64 `json:"rawCpuMsPer1000Events,omitempty"`
-	// ServerCPUMsPer1000Carddrift and ServerCPUMsPer1000Raw are the
-	// standalone NATS server's, while each side drained.
+	BenchSidesCPU
+}
+
+// BenchSidesCPU is the CPU per 1,000 events of each side, absent where it
+// was not read: serve's while carddrift drained, the raw consumer
+// process's, and the standalone NATS server's while each side drained.
+type BenchSidesCPU struct {
+	ServeCPUMsPer1000           *float64 `json:"serveCpuMsPer1000Events,omitempty"`
+	RawCPUMsPer1000             *float64 `json:"rawCpuMsPer1000Events,omitempty"`
 	ServerCPUMsPer1000Carddrift *float64 `json:"serverCpuMsPer1000EventsCarddrift,omitempty"`
 	ServerCPUMsPer1000Raw       *float64 `json:"serverCpuMsPer1000EventsRaw,omitempty"`
 }
 
-// BenchCPU is the throughput phase's CPU per 1,000 events, medians of the
-// rounds (BenchRound), with where each was read, why one was not, and the
-// machine's load before and after the phase.
+// BenchCPU is the throughput phase's CPU, medians of the rounds, with
+// where each was read, why one was not, and the machine's load before and
+// after the phase.
 type BenchCPU struct {
-	ServeCPUMsPer1000           *float64          `json:"serveCpuMsPer1000Events,omitempty"`
-	RawCPUMsPer1000             *float64          `json:"rawCpuMsPer1000Events,omitempty"`
-	ServerCPUMsPer1000Carddrift *float64          `json:"serverCpuMsPer1000EventsCarddrift,omitempty"`
-	ServerCPUMsPer1000Raw       *float64          `json:"serverCpuMsPer1000EventsRaw,omitempty"`
-	ServeSource                 string            `json:"serveSource,omitempty"`
-	ServerSource                string            `json:"serverSource,omitempty"`
-	NotRead                     map[string]string `json:"notRead,omitempty"`
-	LoadBefore                  *[3]float64       `json:"loadBefore,omitempty"`
-	LoadAfter                   *[3]float64       `json:"loadAfter,omitempty"`
+	BenchSidesCPU
+	ServeSource  string            `json:"serveSource,omitempty"`
+	ServerSource string            `json:"serverSource,omitempty"`
+	NotRead      map[string]string `json:"notRead,omitempty"`
+	LoadBefore   *[3]float64       `json:"loadBefore,omitempty"`
+	LoadAfter    *[3]float64       `json:"loadAfter,omitempty"`
 }
 
 // BenchDetection is the detection phase's figures.
@@ -238,25 +145,20 @@ type BenchDetection struct {
 	Late                    int            `json:"late"`
 	Missed                  int            `json:"missed"`
 	FalseAborts             int            `json:"falseAborts"`
-	// Cost is serve's CPU (and a standalone server's) per 1,000 lifecycle
-	// events of the fleet's mix.
-	Cost *Cost `json:"cost,omitempty"`
-	// Baseline is the same traffic's cost into a raw consumer (absent with
-	// --mix-baseline=false).
-	Baseline *MixBaseline `json:"baseline,omitempty"`
-	// Efficient is the same stored messages' cost from an efficient
-	// publisher into a raw consumer, and Ratios the cost bars (both absent
-	// with --mix-baseline=false).
-	Efficient *Efficient `json:"efficient,omitempty"`
-	Ratios    *Ratios    `json:"ratios,omitempty"`
+	// Cost is the fleet's mix's; the three others are absent with
+	// --mix-baseline=false.
+	Cost      *Cost        `json:"cost,omitempty"`
+	Baseline  *MixBaseline `json:"baseline,omitempty"`
+	Efficient *Efficient   `json:"efficient,omitempty"`
+	Ratios    *Ratios      `json:"ratios,omitempty"`
 }
 
 func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
-	say := func(format string, args ...any) {
-		if !f.demo.json {
-			fmt.Fprintf(e.stdout, format, args...)
-		}
+	out := e.stdout // the text lines; with --json, one object at the end
+	if f.demo.json {
+		out = io.Discard
 	}
+	say := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
 	lc, err := js.Stream(ctx, cfg.LifecycleStream)
 	if err != nil {
 		return fmt.Errorf("lifecycle stream %s: %w (is `carddrift serve` running against this server?)", cfg.LifecycleStream, err)
@@ -268,7 +170,7 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 	embedded := embeddedServer(nc)
 	var rep BenchReport
 	if !f.skipThroughput {
-		if rep.Throughput, err = benchThroughput(ctx, e, js, cfg, f, info, embedded, say); err != nil {
+		if rep.Throughput, err = benchThroughput(ctx, out, js, cfg, f, info, embedded); err != nil {
 			return err
 		}
 	}
@@ -314,26 +216,20 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 		say("  fetches per agent per lease: mean %.2f, max %.2f\n", d.FetchesPerAgentPerLease, d.MaxFetchesPerLease)
 		say("  verdicts: abort %d, replan %d, continue %d; injected %d, detected %d (late %d), missed %d, false aborts %d\n",
 			d.Verdicts["abort"], d.Verdicts["replan"], d.Verdicts["continue"], d.Injected, d.Detected, d.Late, d.Missed, d.FalseAborts)
-		if !f.demo.json {
-			d.Cost.write(e.stdout, "lifecycle events of the fleet's mix")
-		}
+		d.Cost.write(out, "lifecycle events of the fleet's mix")
 		if f.mixBaseline {
 			say("\n")
 			if d.Baseline, err = benchMixBaseline(ctx, js, f, info.Config, embedded); err != nil {
 				return fmt.Errorf("bench: baseline: %w", err)
 			}
 			d.Baseline.compare(d.Cost)
-			if !f.demo.json {
-				d.Baseline.write(e.stdout)
-			}
+			d.Baseline.write(out)
 			say("\n")
 			if d.Efficient, err = benchEfficient(ctx, nc, f, info.Config, first+1, last, embedded); err != nil {
 				return fmt.Errorf("bench: efficient publisher: %w", err)
 			}
 			d.Ratios = ratios(d.Cost, d.Baseline, d.Efficient)
-			if !f.demo.json {
-				d.Efficient.write(e.stdout, d.Ratios)
-			}
+			d.Efficient.write(out, d.Ratios)
 		}
 	}
 	if f.demo.json {
@@ -353,24 +249,20 @@ func lastSeq(ctx context.Context, s jetstream.Stream) (uint64, error) {
 
 // benchThroughput runs the throughput phase: f.rounds rounds of f.events
 // no-fetch events, drained by the raw consumer and by carddrift in turn.
-func benchThroughput(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Config, f *benchFlags, info *jetstream.StreamInfo,
-	embedded bool, say func(string, ...any)) (*BenchThroughput, error) {
+func benchThroughput(ctx context.Context, out io.Writer, js jetstream.JetStream, cfg store.Config, f *benchFlags, info *jetstream.StreamInfo,
+	embedded bool) (*BenchThroughput, error) {
+	say := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
 	t := &BenchThroughput{}
 	t.Events = f.events
 	t.EmbeddedServer = embedded
 	t.RawConsumer = rawOwnProcess
 	say("throughput: %d no-fetch events per round, %d round(s), raw consume+ack vs carddrift, same server\n", f.events, f.rounds)
-	switch {
-	case !embedded:
+	if !embedded {
 		say("  the raw durable consumer runs as a process of its own, as serve's workers do (both cross a process boundary to the server)\n")
-	case f.inProcess != nil:
-		say("  --embedded: an embedded server and serve's workers in this process (serve's defaults); the raw consumer both as a process of its own\n" +
-			"  and inside the server's process (its in-process connection, as the workers'): the second ratio compares like with like\n")
-	case embedded:
+	} else {
 		say("  the raw durable consumer runs as a process of its own; the server is serve's embedded one (%s):\n"+
 			"  serve's workers reach it inside serve's process, the raw consumer crosses a process boundary,\n"+
-			"  so the ratio flatters carddrift; as deployed, measure `carddrift serve --nats-url` against a standalone nats-server\n"+
-			"  (`carddrift bench --embedded` measures the raw consumer inside the server's process too)\n", service.EmbeddedServerName)
+			"  so the ratio flatters carddrift; as deployed, measure `carddrift serve --nats-url` against a standalone nats-server\n", service.EmbeddedServerName)
 	}
 	pins, err := benchPins(ctx, js, cfg)
 	if err != nil {
@@ -382,85 +274,56 @@ func benchThroughput(ctx context.Context, e *env, js jetstream.JetStream, cfg st
 		return nil, fmt.Errorf("bench: warm-up: %w", err)
 	}
 	before := f.cost.read(ctx)
-	sides := []benchSideKind{sideRaw, sideCarddrift}
-	if f.inProcess != nil {
-		sides = append(sides, sideRawInProcess)
-	}
 	for round := range f.rounds {
-		// Each round starts with another side, so that none always gets the
-		// warmest server (two sides: they alternate).
-		order := append(slices.Clone(sides[round%len(sides):]), sides[:round%len(sides)]...)
-		if len(sides) == 2 {
-			order = []benchSideKind{sideCarddrift, sideRaw}
-			if round%2 == 1 {
-				order = sides
+		// The sides alternate who goes first, so that neither always gets
+		// the warmest server.
+		r := BenchRound{RawFirst: round%2 == 1}
+		for _, raw := range []bool{r.RawFirst, !r.RawFirst} {
+			if !raw {
+				s, err := benchCarddrift(ctx, js, &f.cost, cfg, pins, f.events)
+				if err != nil {
+					return nil, err
+				}
+				r.CarddriftPerSecond, r.ServeCPUMsPer1000, r.ServerCPUMsPer1000Carddrift = s.perSecond, s.cpu, s.server
+				continue
 			}
-		}
-		var r BenchRound
-		r.RawFirst = order[0] == sideRaw
-		for _, side := range order {
-			var s benchSide
-			switch side {
-			case sideRaw:
-				s, err = benchRaw(ctx, js, &f.nats, &f.cost, info.Config.Storage, pins, f.events)
-			case sideCarddrift:
-				s, err = benchCarddrift(ctx, js, &f.cost, cfg, pins, f.events)
-			case sideRawInProcess:
-				s, err = benchRawInProcess(ctx, js, f.inProcess, info.Config.Storage, pins, f.events)
-			}
+			s, err := benchRaw(ctx, js, &f.nats, &f.cost, info.Config.Storage, pins, f.events)
 			if err != nil {
 				return nil, err
 			}
-			rate := float64(f.events) / s.took.Seconds()
-			switch side {
-			case sideRaw:
-				r.RawPerSecond = rate
-				r.RawCPUMsPer1000 = s.cpuMsPer1000(f.events)
-				r.ServerCPUMsPer1000Raw = s.serverMsPer1000(f.events)
-			case sideCarddrift:
-				r.CarddriftPerSecond = rate
-				r.ServeCPUMsPer1000 = s.cpuMsPer1000(f.events)
-				r.ServerCPUMsPer1000Carddrift = s.serverMsPer1000(f.events)
-			case sideRawInProcess:
-				r.RawInProcessPerSecond = rate
-			}
+			r.RawPerSecond, r.RawCPUMsPer1000, r.ServerCPUMsPer1000Raw = s.perSecond, s.cpu, s.server
 		}
-		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
-		if f.inProcess != nil {
-			say("; raw inside the server's process %8.0f events/s, ratio %.2f", r.RawInProcessPerSecond, r.CarddriftPerSecond/r.RawInProcessPerSecond)
-		}
-		say("\n")
+		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f\n", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
 		t.Rounds = append(t.Rounds, r)
 	}
 	after := f.cost.read(ctx)
-	t.RawPerSecond = median(t.Rounds, func(r BenchRound) float64 { return r.RawPerSecond })
-	t.CarddriftPerSecond = median(t.Rounds, func(r BenchRound) float64 { return r.CarddriftPerSecond })
+	t.RawPerSecond = *median(t.Rounds, func(r BenchRound) *float64 { return &r.RawPerSecond })
+	t.CarddriftPerSecond = *median(t.Rounds, func(r BenchRound) *float64 { return &r.CarddriftPerSecond })
 	t.Ratio = t.CarddriftPerSecond / t.RawPerSecond
 	say("  median: raw %.0f events/s, carddrift %.0f events/s, ratio %.2f\n", t.RawPerSecond, t.CarddriftPerSecond, t.Ratio)
-	if f.inProcess != nil {
-		t.RawInProcessPerSecond = median(t.Rounds, func(r BenchRound) float64 { return r.RawInProcessPerSecond })
-		t.RatioInProcess = t.CarddriftPerSecond / t.RawInProcessPerSecond
-		say("  median, raw inside the server's process: %.0f events/s, ratio %.2f\n", t.RawInProcessPerSecond, t.RatioInProcess)
-	}
 	t.CPU = throughputCPU(t.Rounds, &f.cost, before, after, embedded)
-	if !f.demo.json {
-		t.CPU.write(e.stdout, embedded)
-	}
-
+	t.CPU.write(out, embedded)
 	return t, nil
 }
 
-func median(rs []BenchRound, v func(BenchRound) float64) float64 {
-	xs := make([]float64, len(rs))
-	for i, r := range rs {
-		xs[i] = v(r)
+// median is the median of v over the rounds where it is not nil (nil: in
+// none).
+func median(rs []BenchRound, v func(BenchRound) *float64) *float64 {
+	var xs []float64
+	for _, r := range rs {
+		if p := v(r); p != nil {
+			xs = append(xs, *p)
+		}
+	}
+	if len(xs) == 0 {
+		return nil
 	}
 	slices.Sort(xs)
-	if n := len(xs); n%2 == 1 {
-		return xs[n/2]
-	} else {
-		return (xs[n/2-1] + xs[n/2]) / 2
+	m := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		m = (xs[len(xs)/2-1] + m) / 2
 	}
+	return &m
 }
 
 // benchMessages returns n no-fetch lifecycle events: a2a.task.status
@@ -581,53 +444,31 @@ func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) (*
 	return p, nil
 }
 
-// benchSide is one side of a round: how long it took from the first
-// publish to the last acknowledgement, and the CPU the consuming process
+// benchSide is one side of a round: its rate from the first publish to the
+// last acknowledgement, and the CPU per 1,000 events the consuming process
 // (serve, or the raw consumer) and the standalone server used meanwhile
 // (nil: not read).
 type benchSide struct {
-	took        time.Duration
-	cpu, server *time.Duration
+	perSecond   float64
+	cpu, server *float64
 }
 
-func msPer1000(d *time.Duration, n int) *float64 {
-	if d == nil {
-		return nil
+// newSide is the side that drained n events in took, its consuming process
+// spending cpu and the standalone server what it spent between readings a
+// and b.
+func newSide(n int, took time.Duration, cpu *time.Duration, a, b cpuReading) benchSide {
+	per1000 := func(d time.Duration) *float64 {
+		ms := 1e6 * d.Seconds() / float64(n)
+		return &ms
 	}
-	ms := 1e6 * d.Seconds() / float64(n)
-	return &ms
-}
-
-func (s benchSide) cpuMsPer1000(n int) *float64    { return msPer1000(s.cpu, n) }
-func (s benchSide) serverMsPer1000(n int) *float64 { return msPer1000(s.server, n) }
-
-// serverSpent is the standalone server's CPU between readings a and b.
-func serverSpent(a, b cpuReading) *time.Duration {
-	if a.serverErr != nil || b.serverErr != nil {
-		return nil
+	s := benchSide{perSecond: float64(n) / took.Seconds()}
+	if cpu != nil {
+		s.cpu = per1000(*cpu)
 	}
-	d := b.server - a.server
-	return &d
-}
-
-// scratchStream creates the raw side's scratch stream (storage: the
-// lifecycle stream's) with its durable "raw", and returns its name, the n
-// events to publish on it (benchMessages under its subject) and drop, which
-// deletes it.
-func scratchStream(ctx context.Context, js jetstream.JetStream, storage jetstream.StorageType, p *benchPinned, n int) (string, []*nats.Msg, func(), error) {
-	s, err := newScratch(ctx, js, jetstream.StreamConfig{Storage: storage})
-	if err != nil {
-		return "", nil, nil, err
+	if a.serverErr == nil && b.serverErr == nil {
+		s.server = per1000(b.server - a.server)
 	}
-	msgs, err := benchMessages(n, s.run, p)
-	if err != nil {
-		s.drop()
-		return "", nil, nil, err
-	}
-	for _, m := range msgs {
-		m.Subject = s.subject + m.Subject[len("a2a.task"):]
-	}
-	return s.name, msgs, s.drop, nil
+	return s
 }
 
 // scratch is a stream of bench's own, CARDDRIFT_BENCH_<run> on
@@ -659,16 +500,22 @@ func newScratch(ctx context.Context, js jetstream.JetStream, sc jetstream.Stream
 }
 
 // benchRaw measures one durable pull consumer, in a process of its own
-// (rawConsumerCommand), consuming and acknowledging n events on a scratch
-// stream (the lifecycle stream's storage), published as carddrift's are:
-// from the first publish to the last ack.
+// (rawConsumerCommand), consuming and acknowledging n events (benchMessages)
+// on a scratch stream of the lifecycle stream's storage.
 func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *costFlags, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
-	name, msgs, drop, err := scratchStream(ctx, js, storage, p, n)
+	s, err := newScratch(ctx, js, jetstream.StreamConfig{Storage: storage})
 	if err != nil {
 		return benchSide{}, err
 	}
-	defer drop()
-	proc, err := startRawConsumer(ctx, nf, name, "raw", n, 5*time.Minute)
+	defer s.drop()
+	msgs, err := benchMessages(n, s.run, p)
+	if err != nil {
+		return benchSide{}, err
+	}
+	for _, m := range msgs {
+		m.Subject = s.subject + m.Subject[len("a2a.task"):]
+	}
+	proc, err := startRawConsumer(ctx, nf, s.name, "raw", n, 5*time.Minute)
 	if err != nil {
 		return benchSide{}, err
 	}
@@ -684,60 +531,15 @@ func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *co
 	}
 	// The consumer flushed its acks before it said done; the consumer's
 	// ack floor confirms the server has them.
-	if err := waitDrained(ctx, js, name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
+	if err := waitDrained(ctx, js, s.name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
 		return benchSide{}, err
 	}
-	took := time.Since(start)
-	return benchSide{took: took, cpu: &cpu, server: serverSpent(a, cf.readServer())}, nil
-}
-
-// benchRawInProcess measures one durable pull consumer on consumeJS (the
-// embedded server's in-process connection) consuming and acknowledging n
-// events that js publishes on a scratch stream: from the first publish to
-// the last ack.
-func benchRawInProcess(ctx context.Context, js, consumeJS jetstream.JetStream, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
-	name, msgs, drop, err := scratchStream(ctx, js, storage, p, n)
-	if err != nil {
-		return benchSide{}, err
-	}
-	defer drop()
-	cons, err := consumeJS.Consumer(ctx, name, "raw")
-	if err != nil {
-		return benchSide{}, err
-	}
-	var acked atomic.Int64
-	done := make(chan struct{})
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		m.Ack()
-		if acked.Add(1) == int64(n) {
-			close(done)
-		}
-	}, jetstream.PullMaxMessages(500))
-	if err != nil {
-		return benchSide{}, err
-	}
-	defer cc.Stop()
-	start := time.Now()
-	if err := publishAll(ctx, js, msgs); err != nil {
-		return benchSide{}, err
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return benchSide{}, ctx.Err()
-	case <-time.After(5 * time.Minute):
-		return benchSide{}, errors.New("raw consumer did not finish within 5m")
-	}
-	if err := waitDrained(ctx, js, name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
-		return benchSide{}, err
-	}
-	return benchSide{took: time.Since(start)}, nil
+	return newSide(n, time.Since(start), &cpu, a, cf.readServer()), nil
 }
 
 // benchCarddrift measures the deployment's workers draining n no-fetch
-// events from the lifecycle stream: from the first publish until every
-// lifecycle consumer has acknowledged everything; serve's CPU is read from
-// its /metrics before and after.
+// events from the lifecycle stream, until every lifecycle consumer has
+// acknowledged everything; serve's CPU is read from its /metrics.
 func benchCarddrift(ctx context.Context, js jetstream.JetStream, cf *costFlags, cfg store.Config, p *benchPinned, n int) (benchSide, error) {
 	msgs, err := benchMessages(n, fmt.Sprint(time.Now().UnixNano()), p)
 	if err != nil {
@@ -757,49 +559,27 @@ func benchCarddrift(ctx context.Context, js jetstream.JetStream, cf *costFlags, 
 	}
 	took := time.Since(start)
 	b := cf.read(ctx)
-	s := benchSide{took: took, server: serverSpent(a, b)}
+	var cpu *time.Duration
 	if a.serveErr == nil && b.serveErr == nil {
 		d := b.serve - a.serve
-		s.cpu = &d
+		cpu = &d
 	}
-	return s, nil
+	return newSide(n, took, cpu, a, b), nil
 }
 
 // throughputCPU is the medians of the rounds' CPU figures, with where
 // they were read and why one was not (readings before and after the phase).
 func throughputCPU(rs []BenchRound, cf *costFlags, before, after cpuReading, embedded bool) BenchCPU {
-	med := func(v func(BenchRound) *float64) *float64 {
-		var xs []float64
-		for _, r := range rs {
-			if p := v(r); p != nil {
-				xs = append(xs, *p)
-			}
-		}
-		if len(xs) == 0 {
-			return nil
-		}
-		slices.Sort(xs)
-		m := xs[len(xs)/2]
-		if len(xs)%2 == 0 {
-			m = (xs[len(xs)/2-1] + m) / 2
-		}
-		return &m
-	}
-	c := BenchCPU{
+	med := func(v func(BenchRound) *float64) *float64 { return median(rs, v) }
+	c := BenchCPU{BenchSidesCPU: BenchSidesCPU{
 		ServeCPUMsPer1000:           med(func(r BenchRound) *float64 { return r.ServeCPUMsPer1000 }),
 		RawCPUMsPer1000:             med(func(r BenchRound) *float64 { return r.RawCPUMsPer1000 }),
 		ServerCPUMsPer1000Carddrift: med(func(r BenchRound) *float64 { return r.ServerCPUMsPer1000Carddrift }),
 		ServerCPUMsPer1000Raw:       med(func(r BenchRound) *float64 { return r.ServerCPUMsPer1000Raw }),
-		NotRead:                     map[string]string{},
-	}
+	}}
 	cost := cf.cost(before, after, 1, embedded) // the sources and reasons, the same for every round
 	c.ServeSource, c.ServerSource, c.LoadBefore, c.LoadAfter = cost.ServeSource, cost.ServerSource, cost.LoadBefore, cost.LoadAfter
-	for k, v := range cost.NotRead {
-		c.NotRead[k] = v
-	}
-	if len(c.NotRead) == 0 {
-		c.NotRead = nil
-	}
+	c.NotRead = cost.NotRead
 	return c
 }
 
@@ -827,8 +607,5 @@ func (c *BenchCPU) write(w io.Writer, embedded bool) {
 	case c.NotRead["server"] != "":
 		fmt.Fprintf(w, "  NATS server's CPU: not read (%s)\n", c.NotRead["server"])
 	}
-	if c.LoadBefore != nil && c.LoadAfter != nil {
-		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n",
-			c.LoadBefore[0], c.LoadBefore[1], c.LoadBefore[2], c.LoadAfter[0], c.LoadAfter[1], c.LoadAfter[2])
-	}
+	writeLoad(w, c.LoadBefore, c.LoadAfter)
 }

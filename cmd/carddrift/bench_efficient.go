@@ -20,21 +20,11 @@ const (
 	efficientMaxPending = 4096
 )
 
-// Efficient is the third figure of the cost comparison: the lifecycle
-// messages the detection phase stored, published again from one connection,
-// asynchronously, at the pace they were stored, onto a scratch stream that
-// one raw durable consumer (a process of its own) consumes and
-// acknowledges. It is what the fleet's events cost when they are published
-// as cheaply as NATS allows; its totals count alike the baseline's (the raw
-// consumer's and the server's).
-type Efficient struct {
-	Events          int64   `json:"events"`
-	RawCPUMsPer1000 float64 `json:"rawCpuMsPer1000Events"`
-	Cost            *Cost   `json:"cost"`
-	// TotalMsPer1000 is the raw consumer's plus the server's (serve's
-	// process's when the server is embedded in it).
-	TotalMsPer1000 *float64 `json:"totalCpuMsPer1000Events,omitempty"`
-}
+// Efficient is the third figure of the cost comparison: the detection
+// phase's stored messages published again as cheaply as NATS allows (one
+// connection, asynchronously, at their stored pace) to the raw consumer;
+// its totals count alike the baseline's.
+type Efficient struct{ RawFigure }
 
 // storedMsg is one lifecycle message as stored, with its time.
 type storedMsg struct {
@@ -159,24 +149,13 @@ func benchEfficient(ctx context.Context, nc *nats.Conn, f *benchFlags, lifecycle
 		return nil, err
 	}
 	after := f.cost.read(ctx)
-	e := &Efficient{Events: int64(len(msgs)), RawCPUMsPer1000: 1e6 * cpu.Seconds() / float64(len(msgs)),
-		Cost: f.cost.cost(before, after, int64(len(msgs)), embedded)}
-	if base := baselineTotal(e.Cost); base != nil {
-		t := *base + e.RawCPUMsPer1000
-		e.TotalMsPer1000 = &t
-	}
-	return e, nil
+	n := int64(len(msgs))
+	return &Efficient{rawFigure(n, cpu, f.cost.cost(before, after, n, embedded))}, nil
 }
 
 // Ratios are the cost bars of DESIGN (contract v1.3), each absent when a
-// figure it needs was not read: Deployment is carddrift's deployment
-// (serve and the server) over the efficient publisher's (raw consumer and
-// server); Serve is serve's own CPU over the raw consumer's on the fleet's
-// traffic; Emitter is the fleet's traffic as the emitter publishes it
-// (the baseline: raw consumer and server) over the efficient publisher's.
-// EventsPerCoreSecond is what one core carries at the measured cost:
-// 1,000 / (ms per 1,000 events) × 1,000, for the deployment and for
-// serve alone.
+// figure it needs was not read, and the events one core carries at the
+// measured cost (the deployment's, serve's alone).
 type Ratios struct {
 	Deployment               *float64 `json:"deployment,omitempty"`
 	Serve                    *float64 `json:"serve,omitempty"`

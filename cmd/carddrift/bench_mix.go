@@ -17,32 +17,37 @@ import (
 )
 
 // MixBaseline is what the detection phase's traffic costs with no carddrift
-// at all: the same fleet, seed, schedule, duration and task rate, published
-// by the same simulated clients onto a scratch stream of the same server,
-// which one raw durable consumer, a process of its own, consumes and
-// acknowledges. It is the floor under the cost figure: the server's work
-// for the clients' publishes and one consumer's deliveries and acks, and
-// the cheapest consumer's own.
+// at all: the same traffic from the same simulated clients onto a scratch
+// stream of the same server, consumed and acknowledged by one raw durable
+// consumer, a process of its own.
 type MixBaseline struct {
-	// Events is what the clients published (and the raw consumer
-	// acknowledged).
-	Events int64 `json:"events"`
-	// RawCPUMsPer1000 is the raw consumer process's CPU per 1,000 events.
-	RawCPUMsPer1000 float64 `json:"rawCpuMsPer1000Events"`
-	// Cost is serve's and the standalone server's CPU over the baseline's
-	// traffic: with an embedded server, serve's process carried the
-	// server's work for it (its workers had nothing to do); with a
-	// standalone one, serve's figure is its idle work.
-	Cost *Cost `json:"cost"`
-	// TotalMsPer1000 is the baseline's deployment-side CPU per 1,000
-	// events: the raw consumer's, plus the server's (serve's process's
-	// when the server is embedded in it). CarddriftTotalMsPer1000 is the
-	// detection phase's, counted alike: serve's, plus the standalone
-	// server's. Ratio is CarddriftTotalMsPer1000 / TotalMsPer1000 (absent
-	// when a figure was not read).
-	TotalMsPer1000          *float64 `json:"totalCpuMsPer1000Events,omitempty"`
+	RawFigure
+	// CarddriftTotalMsPer1000 is the detection phase's CPU counted alike
+	// (sideTotal), Ratio it over TotalMsPer1000 (absent when a figure was
+	// not read).
 	CarddriftTotalMsPer1000 *float64 `json:"carddriftTotalCpuMsPer1000Events,omitempty"`
 	Ratio                   *float64 `json:"ratio,omitempty"`
+}
+
+// RawFigure is what the raw consumer's side of a cost figure spent on
+// Events: its own CPU, serve's and the server's meanwhile (Cost: serve's
+// process carries an embedded server's work, its workers idle), and
+// TotalMsPer1000, the raw consumer's plus the server's (baselineTotal).
+type RawFigure struct {
+	Events          int64    `json:"events"`
+	RawCPUMsPer1000 float64  `json:"rawCpuMsPer1000Events"`
+	Cost            *Cost    `json:"cost"`
+	TotalMsPer1000  *float64 `json:"totalCpuMsPer1000Events,omitempty"`
+}
+
+// rawFigure is the figure of n events, the raw consumer spending cpu.
+func rawFigure(n int64, cpu time.Duration, cost *Cost) RawFigure {
+	r := RawFigure{Events: n, RawCPUMsPer1000: 1e6 * cpu.Seconds() / float64(n), Cost: cost}
+	if base := baselineTotal(cost); base != nil {
+		t := *base + r.RawCPUMsPer1000
+		r.TotalMsPer1000 = &t
+	}
+	return r
 }
 
 // scratchPublisher publishes what the simulated clients address to the
@@ -83,10 +88,8 @@ func (p scratchPublisher) PublishMsgAsync(m *nats.Msg, opts ...jetstream.Publish
 var errBaselineEmpty = errors.New("the baseline's traffic published no events")
 
 // benchMixBaseline plays the detection phase's traffic again onto a scratch
-// stream (the lifecycle stream's storage and duplicate window) that the raw
-// consumer, a process of its own, consumes and acknowledges, and returns
-// its cost. The fleet's agents serve their cards on loopback as in the
-// detection phase; nothing fetches them.
+// stream (the lifecycle stream's storage and duplicate window) for the raw
+// consumer, and returns its cost.
 func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags, lifecycle jetstream.StreamConfig, embedded bool) (*MixBaseline, error) {
 	s, err := newScratch(ctx, js, jetstream.StreamConfig{Storage: lifecycle.Storage, Duplicates: lifecycle.Duplicates,
 		MaxMsgSize: lifecycle.MaxMsgSize})
@@ -144,24 +147,13 @@ func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags
 	if err != nil {
 		return nil, err
 	}
-	b := &MixBaseline{Events: int64(n), RawCPUMsPer1000: 1e6 * cpu.Seconds() / float64(n),
-		Cost: f.cost.cost(before, after, int64(n), embedded)}
-	return b, nil
+	return &MixBaseline{RawFigure: rawFigure(int64(n), cpu, f.cost.cost(before, after, int64(n), embedded))}, nil
 }
 
-// compare fills the totals and the ratio against the detection phase's
-// cost c.
+// compare fills the ratio against the detection phase's cost c.
 func (b *MixBaseline) compare(c *Cost) {
-	raw := b.RawCPUMsPer1000
-	if base := baselineTotal(b.Cost); base != nil {
-		t := *base + raw
-		b.TotalMsPer1000 = &t
-	}
 	b.CarddriftTotalMsPer1000 = sideTotal(c)
-	if b.TotalMsPer1000 != nil && b.CarddriftTotalMsPer1000 != nil && *b.TotalMsPer1000 > 0 {
-		r := *b.CarddriftTotalMsPer1000 / *b.TotalMsPer1000
-		b.Ratio = &r
-	}
+	b.Ratio = ratio(b.CarddriftTotalMsPer1000, b.TotalMsPer1000)
 }
 
 // sideTotal is the deployment's CPU per 1,000 events beside the consumer

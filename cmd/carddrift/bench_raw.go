@@ -69,22 +69,19 @@ func runRawConsumer(ctx context.Context, args []string, stdin io.Reader, stdout,
 // errParentGone: the raw consumer's stdin closed before it was done.
 var errParentGone = errors.New("stdin closed: the parent went away")
 
-func (f *rawConsumerFlags) run(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+// run connects, consumes and acknowledges --events messages, and reports
+// on stdout.
+func (f *rawConsumerFlags) run(ctx context.Context, stdin io.Reader, stdout io.Writer) (err error) {
 	if f.stream == "" || f.durable == "" || f.events < 0 {
 		return usagef("--stream and --durable are required, --events at least 0")
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("--timeout %s passed", f.timeout))
 	defer cancel()
-	err := f.consume(ctx, stdin, stdout)
-	if err != nil && ctx.Err() != nil {
-		return context.Cause(ctx) // whichever step it interrupted
-	}
-	return err
-}
-
-// consume connects, consumes and acknowledges --events messages, and
-// reports on stdout.
-func (f *rawConsumerFlags) consume(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = context.Cause(ctx) // whichever step it interrupted
+		}
+	}()
 	parentGone := make(chan struct{})
 	go func() {
 		io.Copy(io.Discard, stdin)

@@ -326,34 +326,6 @@ func TestSimulateCost(t *testing.T) {
 	}
 }
 
-// TestBenchEmbeddedMode: --embedded builds serve's embedded arrangement in
-// bench's process and measures the raw consumer both as a process of its
-// own and inside the server's process, every round; it excludes
-// --nats-url.
-func TestBenchEmbeddedMode(t *testing.T) {
-	rep := benchJSON(t, "--embedded", "--throughput-only", "--events", "500", "--rounds", "3")
-	tp := rep.Throughput
-	if !tp.EmbeddedServer || tp.RawPerSecond <= 0 || tp.CarddriftPerSecond <= 0 || tp.RawInProcessPerSecond <= 0 || tp.RatioInProcess <= 0 {
-		t.Fatalf("throughput %+v: want an embedded server and every rate and both ratios", tp)
-	}
-	firsts := map[bool]int{}
-	for i, r := range tp.Rounds {
-		if r.RawInProcessPerSecond <= 0 || r.RawCPUMsPer1000 == nil {
-			t.Errorf("round %d: %+v: want the in-process rate and the raw process's CPU", i, r)
-		}
-		firsts[r.RawFirst]++
-	}
-	if firsts[true] != 1 || firsts[false] != 2 {
-		t.Errorf("raw first in %d of 3 rounds, want 1 (the three sides take turns)", firsts[true])
-	}
-	if tp.CPU.ServeCPUMsPer1000 != nil || !strings.Contains(tp.CPU.NotRead["serve"], "--embedded") {
-		t.Errorf("cpu %+v: serve's CPU is bench's own with --embedded: not read, and said why", tp.CPU)
-	}
-	if code, _, stderr := runCLI(t, "", "bench", "--embedded", "--nats-url", "nats://127.0.0.1:1"); code != exitUsage || !strings.Contains(stderr, "exclusive") {
-		t.Errorf("bench --embedded --nats-url = %d, %q; want a usage error", code, stderr)
-	}
-}
-
 // TestRawConsumerUntilStdinCloses: with --events 0 the raw consumer
 // acknowledges until its stdin closes, then says how many and exits 0.
 func TestRawConsumerUntilStdinCloses(t *testing.T) {

@@ -26,8 +26,6 @@ import (
 type costFlags struct {
 	metricsURL string
 	serverPID  int
-	// unread, when set, is why serve's CPU is not read (bench --embedded).
-	unread string
 }
 
 // defaultMetricsURL is serve's /metrics at its default --http-addr.
@@ -86,10 +84,8 @@ func parseProcStat(s string) (time.Duration, error) {
 }
 
 // metricsCPU reads process_cpu_seconds_total from a Prometheus text
-// exposition at url (serve's /metrics).
-//
-// A busy serve can take seconds to render its page (the fleet's gauges
-// are read at every scrape), hence the generous bound.
+// exposition at url (serve's /metrics; a busy serve takes seconds to render
+// it, hence the generous bound).
 func metricsCPU(ctx context.Context, url string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -177,8 +173,6 @@ type cpuReading struct {
 func (c *costFlags) read(ctx context.Context) cpuReading {
 	r := c.readServer()
 	switch {
-	case c.unread != "":
-		r.serveErr = errors.New(c.unread)
 	case c.metricsURL == "":
 		r.serveErr = errors.New("--metrics-url is empty")
 	default:
@@ -199,35 +193,25 @@ func (c *costFlags) readServer() cpuReading {
 	return r
 }
 
-// Cost is what the deployment's processes spent on a number of lifecycle
-// events, between two readings: serve's CPU (its embedded server's
-// included when it has one) and the NATS server's when it is a process of
-// its own, per 1,000 events, with the machine's load before and after.
-// A figure that could not be read is absent, and the reason is in NotRead.
+// Cost is what serve (with its embedded server, if any) and a standalone
+// NATS server spent on a number of lifecycle events between two readings,
+// with the machine's load; a figure not read is absent, its reason in
+// NotRead.
 type Cost struct {
 	Events int64 `json:"events"`
-	// Embedded: serve runs the NATS server in its own process, so its CPU
-	// includes the server's.
-	Embedded bool `json:"embeddedServer"`
-	// ServeCPUSeconds and ServeCPUMsPer1000 are serve's CPU, read from
-	// ServeSource.
-	ServeCPUSeconds   *float64 `json:"serveCpuSeconds,omitempty"`
-	ServeCPUMsPer1000 *float64 `json:"serveCpuMsPer1000Events,omitempty"`
-	ServeSource       string   `json:"serveSource,omitempty"`
-	// ServerCPUSeconds and ServerCPUMsPer1000 are the standalone NATS
-	// server's CPU, read from ServerSource.
+	// Embedded: serve's CPU includes the NATS server's.
+	Embedded           bool              `json:"embeddedServer"`
+	ServeCPUSeconds    *float64          `json:"serveCpuSeconds,omitempty"`
+	ServeCPUMsPer1000  *float64          `json:"serveCpuMsPer1000Events,omitempty"`
+	ServeSource        string            `json:"serveSource,omitempty"`
 	ServerCPUSeconds   *float64          `json:"serverCpuSeconds,omitempty"`
 	ServerCPUMsPer1000 *float64          `json:"serverCpuMsPer1000Events,omitempty"`
 	ServerSource       string            `json:"serverSource,omitempty"`
 	NotRead            map[string]string `json:"notRead,omitempty"`
-	// LoadBefore and LoadAfter are /proc/loadavg's 1, 5 and 15 minute
-	// averages.
-	LoadBefore *[3]float64 `json:"loadBefore,omitempty"`
-	LoadAfter  *[3]float64 `json:"loadAfter,omitempty"`
+	LoadBefore         *[3]float64       `json:"loadBefore,omitempty"`
+	LoadAfter          *[3]float64       `json:"loadAfter,omitempty"`
 	// DrainWaitSeconds is how long serve still worked through its backlog
-	// after the run (the second reading waits until its lifecycle
-	// consumers have nothing pending, so that the CPU figure covers every
-	// event).
+	// after the run (the second reading waits for it).
 	DrainWaitSeconds *float64 `json:"drainWaitSeconds,omitempty"`
 }
 
@@ -318,8 +302,12 @@ func (c *Cost) write(w io.Writer, what string) {
 	} else if r := c.NotRead["drained"]; r != "" {
 		fmt.Fprintf(w, "  (%s)\n", r)
 	}
-	if c.LoadBefore != nil && c.LoadAfter != nil {
-		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n",
-			c.LoadBefore[0], c.LoadBefore[1], c.LoadBefore[2], c.LoadAfter[0], c.LoadAfter[1], c.LoadAfter[2])
+	writeLoad(w, c.LoadBefore, c.LoadAfter)
+}
+
+// writeLoad prints the load averages before and after, when both were read.
+func writeLoad(w io.Writer, a, b *[3]float64) {
+	if a != nil && b != nil {
+		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n", a[0], a[1], a[2], b[0], b[1], b[2])
 	}
 }

@@ -5,9 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -222,12 +223,7 @@ func seen(c *fleet.CardSeen) string {
 func writeScorecard(w io.Writer, c *fleet.Scorecard) {
 	fmt.Fprintf(w, "\nscorecard (seed %d, %d agents, %.0fs)\n\n", c.Seed, c.Agents, c.DurationSeconds)
 	fmt.Fprintf(w, "  %-28s %6s %6s %8s %8s %6s %12s %7s %11s %12s\n", "scenario", "agents", "tasks", "injected", "detected", "missed", "false aborts", "drifts", "unreachable", "inconsistent")
-	names := make([]string, 0, len(c.Scenarios))
-	for n := range c.Scenarios {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(c.Scenarios)) {
 		s := c.Scenarios[n]
 		mark := ""
 		if !s.Exercised {

@@ -14,6 +14,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/impact"
+	"github.com/carddrift/carddrift/events/inspect/render"
 	"github.com/carddrift/carddrift/store"
 )
 
@@ -129,7 +130,7 @@ func writeImpactText(w io.Writer, rep *impact.Report) {
 			if other := len(t.Findings) - len(touching); other > 0 {
 				fs += fmt.Sprintf(" (+%d that do not)", other)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", strings.ToUpper(string(t.Action)), t.TaskID, t.Posture, orDash(t.Skill), fs)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", strings.ToUpper(string(t.Action)), t.TaskID, t.Posture, render.OrDash(t.Skill), fs)
 		}
 	}
 	tw.Flush()

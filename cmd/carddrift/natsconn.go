@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,9 +23,7 @@ type natsFlags struct {
 	apiPrefix string
 }
 
-func (n *natsFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-}) {
+func (n *natsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.url, "nats-url", "", "NATS server URL(s), comma-separated (empty: an embedded server where the command supports one)")
 	fs.StringVar(&n.creds, "creds", "", "NATS credentials file")
 	fs.StringVar(&n.tlsCert, "tls-cert", "", "client certificate (PEM) for NATS TLS")
@@ -35,9 +34,7 @@ func (n *natsFlags) register(fs interface {
 // registerClient registers the flags of a command that uses a deployment
 // as a client (watch, simulate, bench): the connection flags and the
 // JetStream API prefix.
-func (n *natsFlags) registerClient(fs interface {
-	StringVar(*string, string, string, string)
-}) {
+func (n *natsFlags) registerClient(fs *flag.FlagSet) {
 	n.register(fs)
 	fs.StringVar(&n.apiPrefix, "js-api-prefix", "", "JetStream API prefix to use (the shipped planner role: JS.carddrift.API, which its account maps onto its own JetStream and its copy of the card stream; or the prefix under which an account imports carddrift's JetStream); empty: $JS.API")
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
 // outputFlags are --format and --out of the commands that write a report as
@@ -50,10 +48,6 @@ func writeReport(e *env, o *outputFlags, asJSON, asHTML, asText func(io.Writer) 
 	}
 	return o.writeOut(e, buf.Bytes())
 }
-
-// orDash is an empty table cell, as the inspection tables write it
-// (impact's table).
-func orDash(s string) string { return render.OrDash(s) }
 
 // writeOut writes b to stdout, or to the file --out.
 func (o *outputFlags) writeOut(e *env, b []byte) error {

@@ -94,17 +94,14 @@ func (f *pinFlags) run(ctx context.Context, e *env, args []string) error {
 		return enc.Encode(out)
 	}
 	w := e.stdout
-	fmt.Fprintf(w, "source             %s\n", out.Source)
-	fmt.Fprintf(w, "name               %s\n", out.Name)
-	fmt.Fprintf(w, "digest             %s\n", out.Digest)
-	fmt.Fprintf(w, "fingerprint        %s\n", out.Fingerprint)
-	fmt.Fprintf(w, "structural digest  %s\n", out.StructuralDigest)
-	fmt.Fprintf(w, "version            %s\n", orNone(out.Version))
-	fmt.Fprintf(w, "protocol versions  %s\n", orNone(strings.Join(out.ProtocolVersions, ", ")))
-	fmt.Fprintf(w, "shape              %s\n", out.Shape)
-	fmt.Fprintf(w, "skills             %s\n", orNone(strings.Join(out.Skills, ", ")))
-	fmt.Fprintf(w, "etag               %s\n", orNone(out.ETag))
-	fmt.Fprintf(w, "cache-control      %s\n", orNone(out.CacheControl))
+	for _, row := range [][2]string{
+		{"source", out.Source}, {"name", out.Name}, {"digest", out.Digest}, {"fingerprint", out.Fingerprint},
+		{"structural digest", out.StructuralDigest}, {"version", orNone(out.Version)},
+		{"protocol versions", orNone(strings.Join(out.ProtocolVersions, ", "))}, {"shape", out.Shape},
+		{"skills", orNone(strings.Join(out.Skills, ", "))}, {"etag", orNone(out.ETag)}, {"cache-control", orNone(out.CacheControl)},
+	} {
+		fmt.Fprintf(w, "%-19s%s\n", row[0], row[1])
+	}
 	if len(out.Signatures) == 0 {
 		fmt.Fprintf(w, "signatures         none\n")
 	} else {

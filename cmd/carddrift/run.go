@@ -68,8 +68,7 @@ type commandFlags interface {
 	run(ctx context.Context, e *env) error
 }
 
-// noArgsCommand is the command name (described by its help file) that takes
-// no arguments: f's flags on its flag set, and an Exec that runs f.run, or
+// noArgsCommand is the command name whose flags are f's; it runs f.run, or
 // returns a usage error for any argument.
 func noArgsCommand(e *env, name string, f commandFlags) *ffcli.Command {
 	return newCommand(e, name, f.register, func(ctx context.Context, args []string) error {
@@ -80,29 +79,21 @@ func noArgsCommand(e *env, name string, f commandFlags) *ffcli.Command {
 	})
 }
 
-// argsFlags are the flags of a command that takes arguments: register adds
-// them to its flag set, run runs the command with what was parsed and the
-// arguments.
-type argsFlags interface {
-	register(fs *flag.FlagSet)
-	run(ctx context.Context, e *env, args []string) error
-}
-
-// argsCommand is the command name (described by its help file) that takes
-// arguments: f's flags on its flag set, f.run as its Exec.
-func argsCommand(e *env, name string, f argsFlags) *ffcli.Command {
-	return newCommand(e, name, f.register, func(ctx context.Context, args []string) error {
-		return f.run(ctx, e, args)
-	})
-}
-
 // newCommand is the command name, described by its help file, with the
-// flags register adds and exec as its Exec.
+// flags register adds (settable as CARDDRIFT_*, and after positional
+// arguments: parseInterspersed) and exec as its Exec.
 func newCommand(e *env, name string, register func(*flag.FlagSet), exec func(context.Context, []string) error) *ffcli.Command {
 	c := describe(name)
-	c.FlagSet = newFlagSet(name, e)
-	register(c.FlagSet)
-	c.Exec = exec
+	fs := newFlagSet(name, e)
+	register(fs)
+	c.FlagSet, c.Options = fs, ffOptions
+	c.Exec = func(ctx context.Context, args []string) error {
+		args, err := parseInterspersed(fs, args)
+		if err != nil {
+			return usageError{err}
+		}
+		return exec(ctx, args)
+	}
 	return c
 }
 
@@ -141,14 +132,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runRawConsumer(ctx, args[1:], stdin, stdout, stderr)
 	}
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	diff, pin := &diffFlags{}, &pinFlags{}
 	root := &ffcli.Command{
 		Name:       "carddrift",
 		ShortUsage: "carddrift <command> [flags] [args]",
 		LongHelp:   "carddrift detects A2A agent-card drift for in-flight tasks.\nEvery flag can also be set as CARDDRIFT_<FLAG_NAME> (for example CARDDRIFT_NATS_URL).",
 		FlagSet:    newFlagSet("", e),
 		Subcommands: []*ffcli.Command{
-			argsCommand(e, "diff", &diffFlags{}),
-			argsCommand(e, "pin", &pinFlags{}),
+			newCommand(e, "diff", diff.register, func(ctx context.Context, args []string) error { return diff.run(ctx, e, args) }),
+			newCommand(e, "pin", pin.register, func(ctx context.Context, args []string) error { return pin.run(ctx, e, args) }),
 			noArgsCommand(e, "serve", &serveFlags{}),
 			noArgsCommand(e, "watch", &watchFlags{}),
 			noArgsCommand(e, "demo", &demoFlags{}),
@@ -162,17 +154,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Exec: func(context.Context, []string) error {
 			return flag.ErrHelp
 		},
-	}
-	for _, sub := range root.Subcommands {
-		sub.Options = ffOptions
-		exec, fs := sub.Exec, sub.FlagSet
-		sub.Exec = func(ctx context.Context, args []string) error {
-			args, err := parseInterspersed(fs, args)
-			if err != nil {
-				return usageError{err}
-			}
-			return exec(ctx, args)
-		}
 	}
 	if err := root.Parse(args); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {

@@ -29,9 +29,8 @@ import (
 	"github.com/carddrift/carddrift/store/topology"
 )
 
-// The pin cache of carddrift serve, which the demo and bench's embedded
-// arrangement run with too, so that they measure what serve does. The
-// watch that keeps the cache fresh can miss a change made in the moment it
+// The pin cache of carddrift serve, which the demo runs with too, so that
+// it shows what serve does. The watch that keeps the cache fresh can miss a change made in the moment it
 // starts; a bounded entry age caps what that could cost.
 const (
 	servePinCache       = 100_000
@@ -330,25 +329,18 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 	}
 	shares := budget.Split(f.memBudget)
 	// The signatures share: two thirds for the verified outcomes, a third
-	// for the key sets fetched from signatures' jku (both counted at the
-	// memory they keep).
+	// for the key sets fetched from signatures' jku.
 	fo.Signatures.CacheBytes = int64(shares.Signatures) * 2 / 3
 	fo.Signatures.JWKS.MaxBytes = int64(shares.Signatures) / 3
 	switch {
 	case os.Getenv("GOMEMLIMIT") != "":
 	case f.nats.url == "":
-		// The embedded server's memory (every stream's subject index, the
-		// duplicate window, its buffers) is this process's too and grows
-		// with the store and the rate, not with the budget: a soft limit
-		// of 1.5× the budget had the collector run without pause once the
-		// server's share filled the half left beside the budget (the soak,
-		// test/soak: half of serve's CPU in GC after 20 minutes at the
-		// 400-agent demo's rate). The budget still bounds carddrift's
-		// caches; GOMEMLIMIT sets a limit for both.
+		// The embedded server's memory is this process's too and grows with
+		// the store and the rate, not with the budget: a limit from the
+		// budget would have the collector run without pause.
 		log.Info().Msg("memory budget: the NATS server is embedded, so Go's soft memory limit is not set from the budget (set GOMEMLIMIT for one)")
 	default:
-		// The collector runs before a full budget's heap doubles; restored on
-		// return (serve runs in-process in tests).
+		// Restored on return (serve runs in-process in tests).
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(f.memBudget.GoMemoryLimit()))
 	}
 	log.Info().Stringer("budget", f.memBudget).Stringer("pins", shares.Pins).Stringer("cards", shares.Cards).Stringer("liveCards", shares.LiveCards).
@@ -364,13 +356,9 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 			Name: f.name, Fetch: fo, DrainTimeout: f.drainTimeout, PinnedTTL: f.pinnedTTL, Logger: log,
 			RequireSignedCards: f.requireSig,
 		},
-		PinCache: servePinCache, PinCacheMaxAge: servePinCacheMaxAge,
-		// The caches and pull buffers share --memory-budget (service.Open
-		// splits it: budget.Split).
-		MemoryBudget: f.memBudget,
+		PinCache: servePinCache, PinCacheMaxAge: servePinCacheMaxAge, MemoryBudget: f.memBudget,
 	}
-	// /readyz answers from the start: what start-up waits for, then the
-	// running service's state (service.Readiness).
+	// /readyz answers from the start (service.Readiness).
 	readiness := &service.Readiness{}
 	so.Readiness = readiness
 	var mux *http.ServeMux

@@ -45,20 +45,16 @@ const (
 	maxTrustJWKSBytes = 16 << 20
 )
 
-// Errors of a --trust file, each wrapped in a *trustError.
+// Errors of a --trust file, each wrapped in a *trustError. The file is
+// strict JSON (no duplicate keys, valid UTF-8); errTrustDuplicate is two
+// spellings of one origin; errTrustTooLarge a bound passed (the file's, the
+// JWKS files' it names, maxTrustOrigins).
 var (
-	// errTrustSyntax: the file is not a JSON object (strict JSON: no
-	// duplicate keys, valid UTF-8), or an entry is not an object.
-	errTrustSyntax = errors.New("not a JSON object of agent origins")
-	// errTrustEntry: an entry is not {"jwks": FILE|URL} or {"keys": […]}.
-	errTrustEntry = errors.New(`want {"jwks": FILE|URL} or {"keys": [JWK, …]}`)
-	// errTrustNoKeys: a key set names no key that can verify signatures.
-	errTrustNoKeys = errors.New("no key that can verify signatures")
-	// errTrustDuplicate: two spellings of one origin.
+	errTrustSyntax    = errors.New("not a JSON object of agent origins")
+	errTrustEntry     = errors.New(`want {"jwks": FILE|URL} or {"keys": [JWK, …]}`)
+	errTrustNoKeys    = errors.New("no key that can verify signatures")
 	errTrustDuplicate = errors.New("the same origin twice")
-	// errTrustTooLarge: the file, or the JWKS files it names, exceed their
-	// bounds, or it has more than maxTrustOrigins origins.
-	errTrustTooLarge = errors.New("too large")
+	errTrustTooLarge  = errors.New("too large")
 )
 
 // trustError is what is wrong with a --trust file: File is its path, Origin
@@ -113,15 +109,10 @@ func (t *trustFlags) options() (o fetcher.SignatureOptions, skipped []error, err
 			if !filepath.IsAbs(path) {
 				path = filepath.Join(dir, path)
 			}
-			if budget < maxJWKSFileBytes {
-				b, err := readBounded(path, budget)
-				if errors.Is(err, errTrustTooLarge) {
-					err = fmt.Errorf("%w: the JWKS files it names are larger than %d bytes together", errTrustTooLarge, maxTrustJWKSBytes)
-				}
-				budget -= int64(len(b))
-				return b, err
+			b, err := readBounded(path, min(budget, maxJWKSFileBytes))
+			if budget < maxJWKSFileBytes && errors.Is(err, errTrustTooLarge) {
+				err = fmt.Errorf("%w: the JWKS files it names are larger than %d bytes together", errTrustTooLarge, maxTrustJWKSBytes)
 			}
-			b, err := readBounded(path, maxJWKSFileBytes)
 			budget -= int64(len(b))
 			return b, err
 		}
