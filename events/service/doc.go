@@ -17,14 +17,7 @@
 //	…
 //	err = running.Stop() // drain, then Run's result
 //
-// Open does the I/O (connect, provision) and builds the workers; Run blocks
-// until its context is done and returns nil after a clean drain; Start is Run
-// in the background with a readiness wait and a handle; Close releases the
-// workers, and the connection and server when Open made them. Backlog and
-// WaitDrained tell when the workers have handled everything published so far.
-// Connect is how every carddrift process (the commands, the reference
-// planner) dials a deployment: timeouts, reconnects, credentials and TLS.
-//
-// The package imports events/worker, events/task and store; only commands and
-// tests import it.
+// Backlog and WaitDrained tell when the workers have handled everything
+// published so far; Connect is how every carddrift process dials a
+// deployment.
 package service
