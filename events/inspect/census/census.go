@@ -200,8 +200,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 			}
 		}
 	}
-	// An agent may have several card URLs (a v0.2 agent answers 404 at
-	// agent-card.json before agent.json): its state is the lease that saw
+	// An agent may have several card URLs: its state is the lease that saw
 	// it last, its card the lease that fetched it last.
 	type leases struct{ current, fetched *store.Lease }
 	byAgent := map[*Agent]*leases{}
@@ -429,10 +428,12 @@ func agentOf(raw string) string {
 }
 
 // lastObserved reads the last card.observed of every agent subject of the
-// events stream (one message per agent, not the history).
+// events stream (one message per agent, not the history); a stall ends it
+// with what was read.
 func lastObserved(ctx context.Context, js jetstream.JetStream, stream string) ([]events.Observed, error) {
 	f := newStreamFollower(js, stream, "card.observed.", putObserved, func(*events.Observed) {})
-	if err := f.refresh(ctx, 0, time.Time{}, func() {}); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+	err := f.refresh(ctx, 0, time.Time{}, func() {})
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, ErrTallyStalled) {
 		return nil, err
 	}
 	return observations(f), nil
