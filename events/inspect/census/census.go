@@ -77,12 +77,23 @@ type Agent struct {
 }
 
 // Pins returns how many tasks are pinned on the agent.
-func (a Agent) Pins() int {
-	n := 0
-	for _, t := range a.Tasks {
-		n += t.Count
+func (a Agent) Pins() int { return sum(a.Tasks, func(t CardTasks) int { return t.Count }) }
+
+// sum adds up n of every element of s.
+func sum[T any](s []T, n func(T) int) int {
+	total := 0
+	for _, v := range s {
+		total += n(v)
 	}
-	return n
+	return total
+}
+
+// b2i is 1 for true.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // CardTasks counts the tasks pinned on one card version of an agent
@@ -130,24 +141,12 @@ type SplitBrain struct {
 
 // InconsistentSkills counts the shared skills whose contracts differ.
 func (f *Fleet) InconsistentSkills() int {
-	n := 0
-	for _, s := range f.Skills {
-		if !s.Consistent {
-			n++
-		}
-	}
-	return n
+	return sum(f.Skills, func(s detector.SharedSkill) int { return b2i(!s.Consistent) })
 }
 
 // SplitBrains counts the agents whose replicas disagree.
 func (f *Fleet) SplitBrains() int {
-	n := 0
-	for _, a := range f.Agents {
-		if a.SplitBrain != nil {
-			n++
-		}
-	}
-	return n
+	return sum(f.Agents, func(a Agent) int { return b2i(a.SplitBrain != nil) })
 }
 
 // Take takes a census. Errors are the stores' and the stream's; records
@@ -321,13 +320,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	live := map[string]int{} // digest → body size, of the live cards parsed
 	for _, a := range byHost {
 		slices.SortFunc(a.Tasks, func(x, y CardTasks) int {
-			if x.Live != y.Live {
-				if x.Live {
-					return -1
-				}
-				return 1
-			}
-			return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Digest, y.Digest), cmp.Compare(x.Extended, y.Extended))
+			return cmp.Or(b2i(y.Live)-b2i(x.Live), cmp.Compare(y.Count, x.Count), cmp.Compare(x.Digest, y.Digest), cmp.Compare(x.Extended, y.Extended))
 		})
 		if a.Extended != nil {
 			a.Extended.Version = cardVersion(card(a.Extended.Digest))

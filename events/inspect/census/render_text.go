@@ -28,13 +28,7 @@ func (f *Fleet) WriteText(w io.Writer) error {
 
 // unreachable counts the agents whose last fetch failed.
 func (f *Fleet) unreachable() int {
-	n := 0
-	for _, a := range f.Agents {
-		if a.UnreachableSince != nil {
-			n++
-		}
-	}
-	return n
+	return sum(f.Agents, func(a Agent) int { return b2i(a.UnreachableSince != nil) })
 }
 
 // agentState says what is wrong with an agent, for people: "ok",
