@@ -93,8 +93,7 @@ type Service struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 	readiness *Readiness
-	closeOnce sync.Once
-	closeErr  error
+	close     func() error // release, once
 }
 
 // Open connects (or starts the embedded server), provisions or binds the
@@ -109,6 +108,7 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	s := &Service{nc: opts.Conn, cfg: cfg, ready: make(chan struct{}), readiness: opts.Readiness}
+	s.close = sync.OnceValue(s.release)
 	if s.readiness == nil {
 		s.readiness = &Readiness{}
 	}
@@ -411,22 +411,21 @@ func (s *Service) Start(ctx context.Context, within time.Duration) (*Running, er
 
 // Close releases the workers and what Open started. Call it after Run has
 // returned; safe to call twice.
-func (s *Service) Close() error {
-	s.closeOnce.Do(func() {
-		var errs []error
-		for _, w := range s.workers {
-			errs = append(errs, w.Close())
-		}
-		if s.ownConn {
-			s.nc.Close()
-		}
-		if s.srv != nil {
-			s.srv.Shutdown()
-			s.srv.WaitForShutdown()
-		}
-		s.closeErr = errors.Join(errs...)
-	})
-	return s.closeErr
+func (s *Service) Close() error { return s.close() }
+
+func (s *Service) release() error {
+	var errs []error
+	for _, w := range s.workers {
+		errs = append(errs, w.Close())
+	}
+	if s.ownConn {
+		s.nc.Close()
+	}
+	if s.srv != nil {
+		s.srv.Shutdown()
+		s.srv.WaitForShutdown()
+	}
+	return errors.Join(errs...)
 }
 
 // Running is a service started with Start.

@@ -42,13 +42,10 @@ type CheckerOptions struct {
 // Close it when done.
 type Checker struct {
 	f      *fetcher.Fetcher
-	own    bool
 	cards  store.Cards
 	signed bool
 	now    func() time.Time
-
-	closeOnce sync.Once
-	closeErr  error
+	close  func() error // the own fetcher's Close, once
 }
 
 // NewChecker builds a Checker. It does not touch the network. Errors wrap
@@ -63,7 +60,7 @@ func NewChecker(opts CheckerOptions) (*Checker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
-		c.f, c.own = f, true
+		c.f, c.close = f, sync.OnceValue(f.Close)
 	}
 	return c, nil
 }
@@ -71,12 +68,10 @@ func NewChecker(opts CheckerOptions) (*Checker, error) {
 // Close closes the Checker's own fetcher (not one passed in
 // CheckerOptions.Fetcher). Safe to call twice.
 func (c *Checker) Close() error {
-	c.closeOnce.Do(func() {
-		if c.own {
-			c.closeErr = c.f.Close()
-		}
-	})
-	return c.closeErr
+	if c.close == nil {
+		return nil
+	}
+	return c.close()
 }
 
 // CheckOption adds to one Check.

@@ -156,15 +156,12 @@ func (r *Rig) NewWorker(name string, tweak func(*worker.Options)) *worker.Worker
 func (r *Rig) StartWorker(name string, tweak func(*worker.Options)) (stop func()) {
 	r.T.Helper()
 	svc, running := r.run(r.T, service.Options{Conn: r.Conn, Stores: r.Stores}, name, tweak)
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			if err := running.Stop(); err != nil {
-				r.T.Errorf("worker %s: Run = %v", name, err)
-			}
-			svc.Close()
-		})
-	}
+	stop = sync.OnceFunc(func() {
+		if err := running.Stop(); err != nil {
+			r.T.Errorf("worker %s: Run = %v", name, err)
+		}
+		svc.Close()
+	})
 	r.T.Cleanup(stop)
 	return stop
 }
@@ -181,19 +178,16 @@ func (r *Rig) StartWorkerOn(t testing.TB, url, name string, tweak func(*worker.O
 	}
 	svc, running := r.run(t, service.Options{Conn: nc, Bind: true}, name, tweak)
 	drain := r.WorkerOptions(name, tweak).DrainTimeout
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			running.Cancel()
-			select {
-			case <-running.Done():
-			case <-time.After(drain + 10*time.Second):
-				t.Errorf("worker %s: Run did not return after its drain timeout", name)
-			}
-			svc.Close()
-			nc.Close()
-		})
-	}
+	stop := sync.OnceFunc(func() {
+		running.Cancel()
+		select {
+		case <-running.Done():
+		case <-time.After(drain + 10*time.Second):
+			t.Errorf("worker %s: Run did not return after its drain timeout", name)
+		}
+		svc.Close()
+		nc.Close()
+	})
 	t.Cleanup(stop)
 	return nc, stop
 }
