@@ -74,11 +74,7 @@ func (c *Collector) Fleet(ctx context.Context) (*Fleet, error) {
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	f, err := c.Fleet(context.Background())
-	failed := 0.0
-	if err != nil {
-		failed = 1
-	}
-	ch <- prometheus.MustNewConstMetric(failedDesc, prometheus.GaugeValue, failed)
+	ch <- prometheus.MustNewConstMetric(failedDesc, prometheus.GaugeValue, float64(b2i(err != nil)))
 	if f == nil {
 		return
 	}

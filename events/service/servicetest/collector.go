@@ -114,15 +114,11 @@ func (c *Collector) CaughtUp(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := c.js.Stream(ctx, c.stream)
+	st, err := c.js.Stream(ctx, c.stream) // its info as of now
 	if err != nil {
 		t.Fatalf("collector: stream %s: %v", c.stream, err)
 	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatalf("collector: stream %s info: %v", c.stream, err)
-	}
-	last := info.State.LastSeq
+	last := st.CachedInfo().State.LastSeq
 	c.WaitFor(t, "the collector consumed the events stream up to its sequence "+strconv.FormatUint(last, 10), func(c *Collector) bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
