@@ -1,10 +1,8 @@
 // Package service runs carddrift as one unit: a NATS JetStream connection
-// (an embedded server, or the caller's connection to a real deployment),
-// the streams and buckets (provisioned, bound, or given), N workers that
-// share one set of metrics and, optionally, a pin cache, and a shutdown
-// that drains in-flight events within each worker's DrainTimeout.
-// `carddrift serve` and `carddrift demo` run one; the test rig
-// (events/service/servicetest) runs its workers through it.
+// (an embedded server, or the caller's), the streams and buckets, N
+// workers sharing one set of metrics and, optionally, a pin cache, and a
+// shutdown that drains in-flight events. serve, demo and the test rig run
+// their workers through it.
 //
 //	svc, err := service.Open(ctx, service.Options{
 //		DataDir: dir,                 // no Conn: an embedded server
