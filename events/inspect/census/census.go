@@ -211,7 +211,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		return l.FetchedAt
 	}
 	scanLeases := src.Leases.Scan
-	if src.Tally != nil && src.Tally.followsLeases() {
+	if src.Tally != nil && src.Tally.leases != nil {
 		scanLeases = src.Tally.scanLeases
 	}
 	err := scanLeases(ctx, func(l store.Lease, _ uint64) error {

@@ -268,9 +268,6 @@ func (t *Tally) dropLease(l *store.Lease) {
 	}
 }
 
-// followsLeases reports whether the Tally keeps the leases.
-func (t *Tally) followsLeases() bool { return t.leases != nil }
-
 // scanLeases is store.Scanner's Scan over the leases the Tally keeps.
 func (t *Tally) scanLeases(_ context.Context, fn func(store.Lease, uint64) error) error {
 	t.mu.Lock()
