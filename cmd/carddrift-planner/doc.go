@@ -4,18 +4,11 @@
 //
 //   - abort: cancel the task (this reference prints the cancellation; a real
 //     planner calls tasks/cancel on its A2A client);
-//   - replan: re-read the live card with the planner Checker (the workers'
-//     fetcher, leases and SSRF guard), and, when it still satisfies the
-//     task's requirements (read from the task's pin), publish a new
-//     a2a.task.submitted for the same task with the new card through the
-//     Emitter, which replaces the pin; when it no longer satisfies them, or
-//     cannot be read, abort instead; a verdict that names a replanSkill (the
-//     agent renamed the task's skill) re-plans onto that skill. A task that
-//     uses the authenticated extended card is re-read from the extended
-//     card, with --agent-credentials FILE (CARDDRIFT_AGENT_CREDENTIALS; the
-//     file serve's flag reads, read again when it changes); without a
-//     credential for its agent it is aborted, not re-planned onto the
-//     public card;
+//   - replan: re-read the live card with the planner Checker and, when it
+//     still satisfies the task's requirements (from its pin), publish a new
+//     a2a.task.submitted with it (onto the verdict's replanSkill, if any),
+//     which replaces the pin; else abort. A task on the extended card is
+//     re-read with --agent-credentials, and aborted without a credential;
 //   - continue: log it.
 //
 // Every flag can be set as CARDDRIFT_<FLAG> (upper case, dashes as
@@ -37,15 +30,10 @@
 //	carddrift-planner --nats-url nats://127.0.0.1:PORT --fetch-allow 127.0.0.0/8 --from-start
 //
 // The simulated fleet lives on loopback, which the SSRF guard refuses unless
-// --fetch-allow names it, exactly as for `carddrift serve`. Re-plans publish
-// a2a.task.submitted into the demo's own stream, so the demo's scorecard
-// then also sees the re-submissions.
+// --fetch-allow names it.
 //
 // Output: one line per verdict on stdout (--json: one JSON object per
 // line, with time, taskId, agentUrl, action, did, reason and digests);
 // errors are logged to stderr. Exit status 0 after a clean stop (SIGINT,
 // SIGTERM or --limit), 1 on a runtime error, 2 on a usage error.
-//
-// main only wires signals; run holds the whole command so tests drive it
-// in-process.
 package main

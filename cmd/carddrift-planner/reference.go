@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -45,11 +44,8 @@ type reference struct {
 	dryRun  bool
 	log     zerolog.Logger
 
-	limit int
-	done  func() // called once limit verdicts were handled
-
-	mu      sync.Mutex
-	handled int
+	limit, handled int
+	done           func() // called once limit verdicts were handled
 }
 
 // outcome is one line of output.
@@ -63,18 +59,14 @@ type outcome struct {
 	Rules    []string        `json:"rules"`
 	Pinned   string          `json:"pinned"`
 	Live     string          `json:"live"`
-	// Resubmitted is the digest of the card a re-plan submitted.
+	// Resubmitted is the digest of the card a re-plan submitted, Skill
+	// the verdict's replanSkill it went onto.
 	Resubmitted string `json:"resubmitted,omitempty"`
-	// Skill is the skill a re-plan went onto when it is not the task's own
-	// (the verdict's replanSkill: the agent renamed the skill).
-	Skill string `json:"skill,omitempty"`
+	Skill       string `json:"skill,omitempty"`
 }
 
 func (p *reference) handle(ctx context.Context, v planner.Verdict) error {
-	p.mu.Lock()
-	over := p.limit > 0 && p.handled >= p.limit
-	p.mu.Unlock()
-	if over {
+	if p.limit > 0 && p.handled >= p.limit {
 		return errLimit
 	}
 	o := outcome{
@@ -100,11 +92,7 @@ func (p *reference) handle(ctx context.Context, v planner.Verdict) error {
 		o.Reason = "(" + didDryRun + ") " + o.Reason
 	}
 	p.print(o)
-	p.mu.Lock()
-	p.handled++
-	reached := p.limit > 0 && p.handled == p.limit
-	p.mu.Unlock()
-	if reached {
+	if p.handled++; p.handled == p.limit {
 		p.done()
 	}
 	return nil

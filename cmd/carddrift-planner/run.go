@@ -31,73 +31,56 @@ const (
 	exitUsage = 2
 )
 
-type flags struct {
-	natsURL, creds, tlsCert, tlsKey, tlsCA string
-	apiPrefix                              string
-
-	durable     string
-	agent       string
-	actions     string
-	minSeverity string
-	fromStart   bool
-	stream      string
-	source      string
-	dryRun      bool
-	json        bool
-	limit       int
-
-	fetchAllow   string
-	fetchTimeout time.Duration
-	agentCreds   string
-	drainTimeout time.Duration
-	logLevel     string
-}
-
 // options are the parsed flags.
 type options struct {
-	flags
+	conn  service.ConnectOptions
 	sub   planner.Options
 	fetch fetcher.Options
 	level zerolog.Level
+
+	actions, minSeverity, source string
+	dryRun, json                 bool
+	limit                        int
+	fetchAllow, agentCreds       string
+	fetchTimeout, drainTimeout   time.Duration
+	logLevel                     string
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
-	var f flags
+	o := &options{conn: service.ConnectOptions{Name: "carddrift-planner"}}
 	fs := flag.NewFlagSet("carddrift-planner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
-	fs.StringVar(&f.creds, "creds", "", "NATS credentials file")
-	fs.StringVar(&f.tlsCert, "tls-cert", "", "client certificate (PEM) for NATS TLS")
-	fs.StringVar(&f.tlsKey, "tls-key", "", "client key (PEM) for NATS TLS")
-	fs.StringVar(&f.tlsCA, "tls-ca", "", "CA bundle (PEM) to verify the NATS servers")
-	fs.StringVar(&f.apiPrefix, "js-api-prefix", "", "JetStream API prefix of an account that imports carddrift's JetStream (see deployments/README.md); empty: $JS.API")
-	fs.StringVar(&f.durable, "durable", "carddrift-planner", "name of the planner's durable consumer (instances with one name share the work)")
-	fs.StringVar(&f.agent, "agent", "", "only verdicts of this agent URL (any URL of its host)")
-	fs.StringVar(&f.actions, "actions", "", "only these verdict actions, comma-separated: abort, replan, continue (default all)")
-	fs.StringVar(&f.minSeverity, "min-severity", "", "only verdicts whose findings touching the task reach this severity: info, warning, breaking")
-	fs.BoolVar(&f.fromStart, "from-start", false, "a new durable starts at the beginning of the stream (default: verdicts from now on)")
-	fs.StringVar(&f.stream, "stream", topology.DefaultEventsStream, "the stream of card.* events")
-	fs.StringVar(&f.source, "source", "urn:carddrift:planner", "CloudEvents source of the a2a.task.submitted events the planner publishes")
-	fs.BoolVar(&f.dryRun, "dry-run", false, "decide and print, but publish nothing")
-	fs.BoolVar(&f.json, "json", false, "one JSON object per line instead of human lines")
-	fs.IntVar(&f.limit, "limit", 0, "stop after handling this many verdicts (0: run until interrupted)")
-	fs.StringVar(&f.fetchAllow, "fetch-allow", "", "CIDR[,CIDR...] the SSRF guard lets the card fetcher dial (as carddrift serve --fetch-allow)")
-	fs.DurationVar(&f.fetchTimeout, "fetch-timeout", fetcher.DefaultTotalTimeout, "bound of one card fetch")
-	fs.StringVar(&f.agentCreds, "agent-credentials", "", `what to present to agents for their authenticated extended cards, as carddrift serve --agent-credentials: `+
+	fs.StringVar(&o.conn.URL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
+	fs.StringVar(&o.conn.Creds, "creds", "", "NATS credentials file")
+	fs.StringVar(&o.conn.TLSCert, "tls-cert", "", "client certificate (PEM) for NATS TLS")
+	fs.StringVar(&o.conn.TLSKey, "tls-key", "", "client key (PEM) for NATS TLS")
+	fs.StringVar(&o.conn.TLSCA, "tls-ca", "", "CA bundle (PEM) to verify the NATS servers")
+	fs.StringVar(&o.conn.APIPrefix, "js-api-prefix", "", "JetStream API prefix of an account that imports carddrift's JetStream (see deployments/README.md); empty: $JS.API")
+	fs.StringVar(&o.sub.Durable, "durable", "carddrift-planner", "name of the planner's durable consumer (instances with one name share the work)")
+	fs.StringVar(&o.sub.Agent, "agent", "", "only verdicts of this agent URL (any URL of its host)")
+	fs.StringVar(&o.actions, "actions", "", "only these verdict actions, comma-separated: abort, replan, continue (default all)")
+	fs.StringVar(&o.minSeverity, "min-severity", "", "only verdicts whose findings touching the task reach this severity: info, warning, breaking")
+	fs.BoolVar(&o.sub.FromStart, "from-start", false, "a new durable starts at the beginning of the stream (default: verdicts from now on)")
+	fs.StringVar(&o.sub.Stream, "stream", topology.DefaultEventsStream, "the stream of card.* events")
+	fs.StringVar(&o.source, "source", "urn:carddrift:planner", "CloudEvents source of the a2a.task.submitted events the planner publishes")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "decide and print, but publish nothing")
+	fs.BoolVar(&o.json, "json", false, "one JSON object per line instead of human lines")
+	fs.IntVar(&o.limit, "limit", 0, "stop after handling this many verdicts (0: run until interrupted)")
+	fs.StringVar(&o.fetchAllow, "fetch-allow", "", "CIDR[,CIDR...] the SSRF guard lets the card fetcher dial (as carddrift serve --fetch-allow)")
+	fs.DurationVar(&o.fetchTimeout, "fetch-timeout", fetcher.DefaultTotalTimeout, "bound of one card fetch")
+	fs.StringVar(&o.agentCreds, "agent-credentials", "", `what to present to agents for their authenticated extended cards, as carddrift serve --agent-credentials: `+
 		`a JSON file mapping an agent origin (scheme://host[:port]) to {"headers": {"Name": "value", …}} or {"cert": PEM_FILE, "key": PEM_FILE}; `+
 		`read again when it changes. Without a credential for its agent, a task that uses the extended card cannot be re-planned`)
-	fs.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on stop, how long to finish the verdicts in hand")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level of stderr logs: debug, info, warn, error")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "on stop, how long to finish the verdicts in hand")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level of stderr logs: debug, info, warn, error")
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("CARDDRIFT")); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	o := &options{flags: f}
-	o.sub = planner.Options{Durable: f.durable, Agent: f.agent, Stream: f.stream, FromStart: f.fromStart}
-	if f.actions != "" {
-		for _, a := range strings.Split(f.actions, ",") {
+	if o.actions != "" {
+		for _, a := range strings.Split(o.actions, ",") {
 			switch act := detector.Action(strings.TrimSpace(a)); act {
 			case detector.Abort, detector.Replan, detector.Continue:
 				o.sub.Actions = append(o.sub.Actions, act)
@@ -106,30 +89,30 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 			}
 		}
 	}
-	if f.minSeverity != "" {
-		sev, err := detector.ParseSeverity(f.minSeverity)
+	if o.minSeverity != "" {
+		sev, err := detector.ParseSeverity(o.minSeverity)
 		if err != nil {
 			return nil, fmt.Errorf("--min-severity: %w", err)
 		}
 		o.sub.MinSeverity = sev
 	}
-	if f.agent != "" {
-		if _, err := events.AgentKey(f.agent); err != nil {
+	if o.sub.Agent != "" {
+		if _, err := events.AgentKey(o.sub.Agent); err != nil {
 			return nil, fmt.Errorf("--agent: %w", err)
 		}
 	}
-	allow, err := fetcher.ParseAllow(f.fetchAllow)
+	allow, err := fetcher.ParseAllow(o.fetchAllow)
 	if err != nil {
 		return nil, fmt.Errorf("--fetch-allow: %w", err)
 	}
-	if f.fetchTimeout <= 0 {
+	if o.fetchTimeout <= 0 {
 		return nil, errors.New("--fetch-timeout must be positive")
 	}
-	o.fetch = fetcher.Options{Allow: allow, TotalTimeout: f.fetchTimeout, ConnectTimeout: min(f.fetchTimeout, fetcher.DefaultConnectTimeout)}
-	if f.limit < 0 {
+	o.fetch = fetcher.Options{Allow: allow, TotalTimeout: o.fetchTimeout, ConnectTimeout: min(o.fetchTimeout, fetcher.DefaultConnectTimeout)}
+	if o.limit < 0 {
 		return nil, errors.New("--limit must not be negative")
 	}
-	if o.level, err = zerolog.ParseLevel(f.logLevel); err != nil {
+	if o.level, err = zerolog.ParseLevel(o.logLevel); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	return o, nil
@@ -145,7 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	log := zerolog.New(stderr).Level(o.level).With().Timestamp().Str("durable", o.durable).Logger()
+	log := zerolog.New(stderr).Level(o.level).With().Timestamp().Str("durable", o.sub.Durable).Logger()
 	if o.agentCreds != "" {
 		creds, err := fetcher.OpenCredentials(o.agentCreds, fetcher.CredentialsFileOptions{OnReload: func(origins int, err error) {
 			if err != nil {
@@ -168,10 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger) error {
-	nc, js, err := service.ConnectJetStream(service.ConnectOptions{
-		URL: o.natsURL, Name: "carddrift-planner", Creds: o.creds, TLSCert: o.tlsCert, TLSKey: o.tlsKey, TLSCA: o.tlsCA,
-		APIPrefix: o.apiPrefix,
-	})
+	nc, js, err := service.ConnectJetStream(o.conn)
 	if err != nil {
 		return err
 	}
@@ -211,7 +191,7 @@ func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger
 	if err != nil {
 		return err
 	}
-	log.Info().Str("stream", o.stream).Str("agent", o.agent).Msg("planner subscribed to card.drift")
+	log.Info().Str("stream", o.sub.Stream).Str("agent", o.sub.Agent).Msg("planner subscribed to card.drift")
 	select {
 	case <-runCtx.Done():
 	case <-sub.Closed():

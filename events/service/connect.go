@@ -12,8 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// ConnectOptions say how a carddrift process (serve, watch, replay,
-// simulate, bench, the reference planner) reaches a NATS deployment.
+// ConnectOptions say how a carddrift process reaches a NATS deployment.
 type ConnectOptions struct {
 	// URL is the server URL, or several comma-separated.
 	URL string
@@ -24,20 +23,16 @@ type ConnectOptions struct {
 	// TLSCert and TLSKey are a client certificate and its key (PEM files;
 	// both or neither); TLSCA a CA bundle to verify the servers with.
 	TLSCert, TLSKey, TLSCA string
-	// APIPrefix is the JetStream API prefix of an account that imports
-	// carddrift's JetStream ("": $JS.API), for ConnectJetStream.
+	// APIPrefix is ConnectJetStream's JetStream API prefix ("": $JS.API).
 	APIPrefix string
-	// WaitForServer makes Connect return at once even when no server
-	// answers yet (nats.RetryOnFailedConnect): the connection keeps trying
-	// every second, and Open waits for it (serve, whose cluster may still
-	// be starting). Without it, no server is an error.
+	// WaitForServer makes Connect return even when no server answers yet
+	// (nats.RetryOnFailedConnect); Open waits for it.
 	WaitForServer bool
 }
 
 // Connect dials NATS: a 5s connect timeout, reconnecting for ever every
-// second, with the credentials and TLS settings of o. A setting that cannot
-// be used (a lone certificate or key, an unreadable or empty CA bundle, a
-// bad key pair) is ErrInvalidOptions.
+// second, with the credentials and TLS settings of o (ErrInvalidOptions
+// when they cannot be used).
 func Connect(o ConnectOptions) (*nats.Conn, error) {
 	opts := []nats.Option{
 		nats.Name(o.Name),

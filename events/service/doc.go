@@ -1,10 +1,8 @@
 // Package service runs carddrift as one unit: a NATS JetStream connection
-// (an embedded server, or the caller's connection to a real deployment),
-// the streams and buckets (provisioned, bound, or given), N workers that
-// share one set of metrics and, optionally, a pin cache, and a shutdown
-// that drains in-flight events within each worker's DrainTimeout.
-// `carddrift serve` and `carddrift demo` run one; the test rig
-// (events/service/servicetest) runs its workers through it.
+// (an embedded server, or the caller's), the streams and buckets, N
+// workers sharing one set of metrics and, optionally, a pin cache, and a
+// shutdown that drains in-flight events. serve, demo and the test rig run
+// their workers through it.
 //
 //	svc, err := service.Open(ctx, service.Options{
 //		DataDir: dir,                 // no Conn: an embedded server
@@ -17,14 +15,7 @@
 //	…
 //	err = running.Stop() // drain, then Run's result
 //
-// Open does the I/O (connect, provision) and builds the workers; Run blocks
-// until its context is done and returns nil after a clean drain; Start is Run
-// in the background with a readiness wait and a handle; Close releases the
-// workers, and the connection and server when Open made them. Backlog and
-// WaitDrained tell when the workers have handled everything published so far.
-// Connect is how every carddrift process (the commands, the reference
-// planner) dials a deployment: timeouts, reconnects, credentials and TLS.
-//
-// The package imports events/worker, events/task and store; only commands and
-// tests import it.
+// Backlog and WaitDrained tell when the workers have handled everything
+// published so far; Connect is how every carddrift process dials a
+// deployment.
 package service

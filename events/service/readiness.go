@@ -1,14 +1,10 @@
 package service
 
-import (
-	"sync"
-)
+import "sync"
 
 // Readiness is what a process's /readyz answers: ready, or why not. Open
-// keeps it while it connects and provisions (Options.Readiness), Run once
-// the workers start; after that it also asks the running service (the
-// connection, a store that refuses writes for lack of space). Its methods
-// are safe for concurrent use; the zero Readiness is not ready ("starting").
+// and Run keep it, then it asks the running service. Safe for concurrent
+// use; the zero Readiness is not ready ("starting").
 type Readiness struct {
 	mu     sync.Mutex
 	reason string

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,60 +33,46 @@ var ErrInvalidOptions = errors.New("service: invalid options")
 
 // Options configure a Service. Zero fields take their defaults.
 type Options struct {
-	// Conn is the NATS connection to use; the caller closes it (after
-	// Close). Nil: Open starts an embedded JetStream server with storage in
-	// DataDir (required then), listening on 127.0.0.1:Port (0: a free
-	// port), and connects to it in process; Close shuts both down.
-	Conn    *nats.Conn
-	DataDir string
-	Port    int
-	// ConnName names the connection to the embedded server (default
-	// "carddrift").
+	// Conn is the NATS connection to use; the caller closes it. Nil: Open
+	// starts an embedded JetStream server with storage in DataDir on
+	// 127.0.0.1:Port (0: a free port), and ConnName (default "carddrift")
+	// names the connection to it.
+	Conn     *nats.Conn
+	DataDir  string
+	Port     int
 	ConnName string
 
-	// Config names and sizes the streams, consumers and buckets (zero
-	// fields: their defaults).
+	// Config names and sizes the streams, consumers and buckets.
 	Config store.Config
 	// Stores, when set, are used as they are. Otherwise Open provisions the
-	// streams and buckets (store.Open) or, with Bind, binds to existing ones
-	// (store.Bind: for a process allowed to read and write but not to
-	// manage streams).
+	// streams and buckets (store.Open) or, with Bind, binds to existing
+	// ones (store.Bind).
 	Stores *store.Stores[task.Pin]
 	Bind   bool
 
 	// Workers is how many workers run (default 1).
 	Workers int
 	// Worker is every worker's options. Its Name is suffixed "-1", "-2", …
-	// when more than one runs; Config is the service's; Pins, Cards and
-	// Leases, when nil, are the stores'; Metrics, when nil, is one set
-	// shared by all workers (Service.Metrics).
+	// when more than one runs; nil stores are the service's; a nil Metrics
+	// is one set shared by all workers.
 	Worker worker.Options
 	// PinCache, when positive, puts a store.CachedPins of that many
-	// entries in front of the stores' pins (entries older than
-	// PinCacheMaxAge, when set, are read again); Run keeps it fresh.
+	// entries (read again after PinCacheMaxAge, when set; bounded by the
+	// bytes they retain with PinCacheBytes) in front of the pins.
 	PinCache       int
 	PinCacheMaxAge time.Duration
-	// PinCacheBytes, when positive, also bounds that cache by the bytes its
-	// pins retain (store.WithCacheBytes, sized with PinSize).
-	PinCacheBytes int64
-	// MemoryBudget, when positive, is split (budget.Split) across what it
-	// bounds unless set otherwise: PinCacheBytes, and in every worker's
-	// options CardCacheBytes, Fetch.CacheBytes, and PullBufferBytes and
-	// InflightBytes (half the Pull share each), each left at zero. Its
-	// Signatures share is the fetcher's to take (see Options.Signatures of
-	// worker.Options.Fetch); Open does not set it.
+	PinCacheBytes  int64
+	// MemoryBudget, when positive, is split (budget.Split) across the
+	// caches and buffers it bounds that are left at zero: PinCacheBytes and
+	// the workers' byte bounds.
 	MemoryBudget budget.Bytes
 	// Registerer registers the shared metrics (nil: not registered).
 	Registerer prometheus.Registerer
 
-	// SetupTimeout bounds connecting and provisioning (default 30s;
-	// negative: no bound). Until then Open waits for a deployment still
-	// forming (setupStores): not connected yet, no JetStream leader, too
-	// few servers to place the replicas.
+	// SetupTimeout bounds connecting and provisioning, while Open waits for
+	// a deployment still forming (default 30s; negative: no bound).
 	SetupTimeout time.Duration
-	// Readiness, when set, is kept up to date from Open on: what start-up
-	// waits for, then the running service's state (Service.Readiness).
-	// Nil: Open makes one.
+	// Readiness, when set, is kept up to date from Open on.
 	Readiness *Readiness
 }
 
@@ -106,8 +93,7 @@ type Service struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 	readiness *Readiness
-	closeOnce sync.Once
-	closeErr  error
+	close     func() error // release, once
 }
 
 // Open connects (or starts the embedded server), provisions or binds the
@@ -122,6 +108,7 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	s := &Service{nc: opts.Conn, cfg: cfg, ready: make(chan struct{}), readiness: opts.Readiness}
+	s.close = sync.OnceValue(s.release)
 	if s.readiness == nil {
 		s.readiness = &Readiness{}
 	}
@@ -134,11 +121,7 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 		if s.srv, err = startEmbedded(opts.DataDir, opts.Port, embeddedReserve(&cfg)); err != nil {
 			return nil, err
 		}
-		name := opts.ConnName
-		if name == "" {
-			name = "carddrift"
-		}
-		if s.nc, err = nats.Connect(s.srv.ClientURL(), nats.Name(name), nats.InProcessServer(s.srv)); err != nil {
+		if s.nc, err = nats.Connect(s.srv.ClientURL(), nats.Name(cmp.Or(opts.ConnName, "carddrift")), nats.InProcessServer(s.srv)); err != nil {
 			return nil, fmt.Errorf("connect to the embedded server: %w", err)
 		}
 		s.ownConn = true
@@ -161,28 +144,14 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 	s.readiness.waitFor("starting workers")
 
 	if opts.MemoryBudget > 0 {
-		sh := budget.Split(opts.MemoryBudget)
-		if opts.PinCacheBytes == 0 {
-			opts.PinCacheBytes = int64(sh.Pins)
-		}
-		if opts.Worker.CardCacheBytes == 0 {
-			opts.Worker.CardCacheBytes = sh.CardsOption()
-		}
-		if opts.Worker.DiffMemoBytes == 0 {
-			opts.Worker.DiffMemoBytes = sh.DiffMemoOption()
-		}
-		if opts.Worker.PullBufferBytes == 0 {
-			opts.Worker.PullBufferBytes = int64(sh.Pull) / 2
-		}
-		if opts.Worker.InflightBytes == 0 {
-			opts.Worker.InflightBytes = int64(sh.Pull) / 2
-		}
-		if opts.Worker.Fetch.CacheBytes == 0 {
-			opts.Worker.Fetch.CacheBytes = sh.LiveCardsOption()
-		}
-		if opts.Worker.Fetch.LeaseCopyBytes == 0 {
-			opts.Worker.Fetch.LeaseCopyBytes = sh.LeaseCopyOption()
-		}
+		sh, w := budget.Split(opts.MemoryBudget), &opts.Worker
+		opts.PinCacheBytes = cmp.Or(opts.PinCacheBytes, int64(sh.Pins))
+		w.CardCacheBytes = cmp.Or(w.CardCacheBytes, sh.CardsOption())
+		w.DiffMemoBytes = cmp.Or(w.DiffMemoBytes, sh.DiffMemoOption())
+		w.PullBufferBytes = cmp.Or(w.PullBufferBytes, int64(sh.Pull)/2)
+		w.InflightBytes = cmp.Or(w.InflightBytes, int64(sh.Pull)/2)
+		w.Fetch.CacheBytes = cmp.Or(w.Fetch.CacheBytes, sh.LiveCardsOption())
+		w.Fetch.LeaseCopyBytes = cmp.Or(w.Fetch.LeaseCopyBytes, sh.LeaseCopyOption())
 	}
 	wo := opts.Worker
 	wo.Config = cfg
@@ -224,18 +193,13 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 	return s, nil
 }
 
-// PinSize estimates the bytes a cached pin retains: its struct and every
-// string, slice and map it reaches (the client's requirements, signatures,
-// reported message ids), each allocation rounded to the allocator's size
-// class. The pin cache adds its own per-entry overhead
-// (store.CacheEntryOverhead).
+// PinSize estimates the bytes a cached pin retains (retained.Size), without
+// the cache's own per-entry overhead.
 func PinSize(p task.Pin) int64 { return retained.Size(&p) - int64(unsafe.Sizeof(&p)) }
 
-// DetachPin returns a copy of p that shares no memory with it: a pin made
-// from a parsed card holds strings (its version, signers) that are slices of
-// the card's whole parsed body, which a cached pin would keep alive. The
-// copy is a JSON round trip, as the pins store does; p is returned as it is
-// if it does not encode (the store's write would have failed first).
+// DetachPin returns a copy of p that shares no memory with it (a pin made
+// from a parsed card holds slices of the card's whole body): a JSON round
+// trip, as the pins store does; p itself if it does not encode.
 func DetachPin(p task.Pin) task.Pin {
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -248,12 +212,10 @@ func DetachPin(p task.Pin) task.Pin {
 	return c
 }
 
-// MemoryStats is what the caches the memory budget bounds hold now.
+// MemoryStats is what the caches the memory budget bounds hold now: the
+// pin cache's counters, and the parsed pinned cards of all workers.
 type MemoryStats struct {
-	// Pins are the pin cache's counters (zero without a cache).
-	Pins store.CacheStats
-	// Cards and CardBytes are the parsed pinned cards the workers cache
-	// and the bytes they count for them, summed over the workers.
+	Pins      store.CacheStats
 	Cards     int
 	CardBytes int64
 }
@@ -280,17 +242,12 @@ func StartEmbedded(dir string, port int) (*server.Server, error) {
 }
 
 // reserve is what an embedded server lets its streams reserve, per
-// storage kind (zero: nats-server's default, 75% of the free disk or of
-// the memory).
+// storage kind (zero: nats-server's default, 75% of what is free).
 type reserve struct{ file, memory int64 }
 
-// embeddedReserve is what carddrift's own embedded server must let cfg's
-// streams and buckets reserve: their byte limits and a quarter more. The
-// server reserves every byte limit against its maximum store when a stream
-// is created, and its default maximum is 75% of the disk free at start:
-// without this, a machine with less than 8 GiB free could not start serve
-// on its default 6 GiB of limits, though the streams hold only what is
-// written (the disk fills as it did before the limits, only later).
+// embeddedReserve is what cfg's streams and buckets must reserve: their
+// byte limits and a quarter more (the server reserves every limit when a
+// stream is created, and 75% of a small disk may not hold them).
 func embeddedReserve(cfg *store.Config) reserve {
 	var total int64
 	for _, n := range cfg.Limits() {
@@ -303,9 +260,7 @@ func embeddedReserve(cfg *store.Config) reserve {
 	return reserve{file: total}
 }
 
-// EmbeddedServerName is the server name of every embedded server
-// (StartEmbedded, Open without a connection): a client tells it apart from
-// a standalone server by it (nats.Conn.ConnectedServerName).
+// EmbeddedServerName is the server name of every embedded server.
 const EmbeddedServerName = "carddrift-embedded"
 
 func startEmbedded(dir string, port int, r reserve) (*server.Server, error) {
@@ -358,12 +313,7 @@ func (s *Service) Stores() *store.Stores[task.Pin] { return s.stores }
 // Metrics are the workers' metrics.
 func (s *Service) Metrics() *worker.Metrics { return s.metrics }
 
-// Readiness is what /readyz answers: what start-up waits for, then whether
-// the running service is ready (notReady).
-func (s *Service) Readiness() *Readiness { return s.readiness }
-
-// notReady says why a running service is not ready: its connection is
-// down, or a worker holds events the store refused for lack of space.
+// notReady says why a running service is not ready.
 func (s *Service) notReady() string {
 	if !s.nc.IsConnected() {
 		return "disconnected from NATS"
@@ -380,9 +330,8 @@ func (s *Service) notReady() string {
 func (s *Service) Ready() <-chan struct{} { return s.ready }
 
 // Run runs the pin cache (if any) and every worker until ctx is done, then
-// lets each worker drain its in-flight events within its DrainTimeout and
-// returns nil. If a worker fails, Run stops the others and returns the
-// failures. Call it once.
+// lets each drain within its DrainTimeout and returns nil; if a worker
+// fails, it stops the others and returns the failures. Call it once.
 func (s *Service) Run(ctx context.Context) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -432,9 +381,7 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 // Start runs the service in the background (Run) and waits until every
-// worker consumes. It returns an error if Run fails first, if within (when
-// positive) passes first, or if ctx is done first; the service is stopped
-// then. The Running handle stops it.
+// worker consumes, or Run fails, or within (when positive) passes.
 func (s *Service) Start(ctx context.Context, within time.Duration) (*Running, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	r := &Running{cancel: cancel, done: make(chan struct{})}
@@ -462,25 +409,23 @@ func (s *Service) Start(ctx context.Context, within time.Duration) (*Running, er
 	}
 }
 
-// Close releases the workers and, if Open started them, the connection and
-// the embedded server. Call it after Run has returned; it is safe to call
-// twice.
-func (s *Service) Close() error {
-	s.closeOnce.Do(func() {
-		var errs []error
-		for _, w := range s.workers {
-			errs = append(errs, w.Close())
-		}
-		if s.ownConn {
-			s.nc.Close()
-		}
-		if s.srv != nil {
-			s.srv.Shutdown()
-			s.srv.WaitForShutdown()
-		}
-		s.closeErr = errors.Join(errs...)
-	})
-	return s.closeErr
+// Close releases the workers and what Open started. Call it after Run has
+// returned; safe to call twice.
+func (s *Service) Close() error { return s.close() }
+
+func (s *Service) release() error {
+	var errs []error
+	for _, w := range s.workers {
+		errs = append(errs, w.Close())
+	}
+	if s.ownConn {
+		s.nc.Close()
+	}
+	if s.srv != nil {
+		s.srv.Shutdown()
+		s.srv.WaitForShutdown()
+	}
+	return errors.Join(errs...)
 }
 
 // Running is a service started with Start.
@@ -502,8 +447,8 @@ func (r *Running) Err() error {
 	return r.err
 }
 
-// Stop cancels the service, waits until its workers have drained (each
-// within its DrainTimeout) and returns Run's result. Safe to call twice.
+// Stop cancels the service, waits until its workers have drained and
+// returns Run's result. Safe to call twice.
 func (r *Running) Stop() error {
 	r.cancel()
 	return r.Err()

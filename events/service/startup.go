@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,41 +16,28 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// ErrStartupTimeout is returned (wrapped, with what start-up was still
-// waiting for and the last error) by Open when the deployment did not
-// become usable within Options.SetupTimeout.
-var ErrStartupTimeout = errors.New("service: start-up timed out")
+// Errors of Open (wrapped): the deployment did not become usable within
+// Options.SetupTimeout; the server refused a request the stores need.
+var (
+	ErrStartupTimeout = errors.New("service: start-up timed out")
+	ErrPermission     = errors.New("service: permission refused")
+)
 
-// ErrPermission is returned (wrapped, with the server's refusal) by Open
-// when the server refused a JetStream request the stores need: the
-// process's credentials lack a permission. Waiting does not cure it.
-var ErrPermission = errors.New("service: permission refused")
-
-// attemptTimeout bounds one attempt to provision or bind the stores; a
-// cluster that does not answer within it is tried again (after backoff).
+// attemptTimeout bounds one attempt to provision or bind the stores.
 const attemptTimeout = 10 * time.Second
 
-// startupBackoff is the backoff between attempts: from a quarter second,
-// doubling, at most 10s, jittered (wait.Backoff).
-func startupBackoff() wait.Backoff {
-	return wait.Backoff{Base: 250 * time.Millisecond, Max: 10 * time.Second}
-}
-
 // setupStores provisions the stores (store.Open) or binds them
-// (store.Bind) and retries while the deployment is still forming: not
-// connected yet, JetStream not answering or without a leader, too few
-// servers up to place the replicas (store.Waiting). Any other error ends
-// it at once (a conflicting stream, an invalid configuration, limits the
-// server cannot reserve, a refused permission: ErrPermission), as does ctx
+// (store.Bind), retrying with backoff while the deployment is still
+// forming (store.Waiting). Any other error ends it at once, as does ctx
 // (ErrStartupTimeout at its deadline). While it waits, r says what for,
-// and log says it once each time that changes.
+// and log says it each time that changes.
 func setupStores(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, bind bool, r *Readiness, log zerolog.Logger) (*store.Stores[task.Pin], error) {
 	what, op := "provision streams and buckets", store.Open[task.Pin]
 	if bind {
 		what, op = "bind streams and buckets", store.Bind[task.Pin]
 	}
 	start := time.Now()
-	backoff := startupBackoff()
+	backoff := wait.Backoff{Base: 250 * time.Millisecond, Max: 10 * time.Second}
 	var waitingFor string
 	for attempt := 1; ; attempt++ {
 		var err error
@@ -92,9 +80,8 @@ func setupStores(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg
 	}
 }
 
-// pause waits d before the next attempt, or less when nc is not connected
-// and connects meanwhile (the first server of a cluster coming up); it
-// returns ctx's error when ctx ends first.
+// pause waits d, or less when nc connects meanwhile; it returns ctx's
+// error when ctx ends first.
 func pause(ctx context.Context, nc *nats.Conn, d time.Duration) error {
 	if nc.IsConnected() {
 		return wait.Sleep(ctx, d)
@@ -115,12 +102,11 @@ func pause(ctx context.Context, nc *nats.Conn, d time.Duration) error {
 }
 
 // ended is the error of a start-up whose ctx ended: ErrStartupTimeout at
-// its deadline, with what it waited for and the last attempt's error, or
-// the context's error.
+// its deadline, else the context's error.
 func ended(ctx context.Context, what string, start time.Time, waitingFor string, last error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w after %v, still waiting for %s: %w", what, ErrStartupTimeout,
-			time.Since(start).Round(time.Second), orElse(waitingFor, "an answer"), last)
+			time.Since(start).Round(time.Second), cmp.Or(waitingFor, "an answer"), last)
 	}
 	return fmt.Errorf("%s: %w", what, ctx.Err())
 }
@@ -128,9 +114,8 @@ func ended(ctx context.Context, what string, start time.Time, waitingFor string,
 // permissionPoll is how often an attempt looks for a refused permission.
 const permissionPoll = 50 * time.Millisecond
 
-// cancelOnPermission cancels an attempt (cancel) as soon as the server
-// reports a permission violation on nc, instead of letting the refused
-// request run to its timeout; stop ends the watch and waits for it.
+// cancelOnPermission cancels an attempt as soon as the server reports a
+// permission violation on nc; stop ends the watch and waits for it.
 func cancelOnPermission(ctx context.Context, nc *nats.Conn, cancel context.CancelFunc) (stop func()) {
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -154,9 +139,7 @@ func cancelOnPermission(ctx context.Context, nc *nats.Conn, cancel context.Cance
 	return func() { close(done); <-exited }
 }
 
-// notConnected is the error of an attempt made while nc has no server:
-// nats.ErrConnectionReconnecting (or nats.ErrConnectionClosed), with the
-// connection's last error.
+// notConnected is the error of an attempt made while nc has no server.
 func notConnected(nc *nats.Conn) error {
 	base := nats.ErrConnectionReconnecting
 	if nc.IsClosed() {
@@ -166,11 +149,4 @@ func notConnected(nc *nats.Conn) error {
 		return fmt.Errorf("%w (last error: %w)", base, last)
 	}
 	return base
-}
-
-func orElse(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
 }

@@ -6,10 +6,7 @@ import (
 )
 
 // Eventually polls cond every 10ms until it holds, and fails the test with
-// what once timeout has passed without it holding. It is the one wait helper
-// of carddrift's tests: suites that wait for a store, a consumer or a
-// worker's verdict call it (or a helper built on it, such as
-// servicetest.Collector.WaitFor) rather than sleeping.
+// what once timeout has passed: the one wait helper of carddrift's tests.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)

@@ -10,17 +10,15 @@ import (
 )
 
 // StartJetStream starts an embedded nats-server with JetStream (storage in
-// t.TempDir(), a random loopback port, no logging) and connects to it. The
-// connection and the server are closed when the test ends. Every package's
-// tests that need a real JetStream use it.
+// t.TempDir(), a random loopback port, no logging) and connects to it, until
+// the test ends.
 func StartJetStream(t testing.TB) (*server.Server, *nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	return StartJetStreamWith(t, nil)
 }
 
 // StartJetStreamWith is StartJetStream with the server's options first
-// changed by set, when not nil (for one, JetStreamMaxStore: a server whose
-// storage is capped as a deployment's max_file_store caps it).
+// changed by set, when not nil.
 func StartJetStreamWith(t testing.TB, set func(*server.Options)) (*server.Server, *nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	opts := &server.Options{
@@ -32,10 +30,8 @@ func StartJetStreamWith(t testing.TB, set func(*server.Options)) (*server.Server
 	return start(t, opts)
 }
 
-// StartConf starts an embedded nats-server from the configuration file
-// conf (accounts, users, limits …) on a random loopback port, without
-// logging, and connects to it with copts (the credentials of one of its
-// users, say). Both are closed when the test ends.
+// StartConf is StartJetStream for the configuration file conf, connecting
+// with copts (a user's credentials, say).
 func StartConf(t testing.TB, conf string, copts ...nats.Option) (*server.Server, *nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	opts, err := server.ProcessConfigFile(conf)

@@ -7,10 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/conf"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -35,12 +33,11 @@ func (s *Shipped) Violations() []error {
 	return append([]error(nil), s.violations...)
 }
 
-// StartShipped starts an embedded nats-server (JetStream, storage in
-// t.TempDir()) with one account, CARDDRIFT, whose user may publish exactly
-// what the CARDDRIFT user of the accounts.conf at accountsConf may publish
-// (the path is relative to the test's package directory), and connects as
-// that user. Tests of code that serve runs use it to show that the code
-// needs nothing the shipped deployment does not grant.
+// StartShipped starts an embedded nats-server with one account whose user
+// may publish exactly what the CARDDRIFT user of the accounts.conf at
+// accountsConf (relative to the test's package) may, and connects as that
+// user: the code under test needs nothing the shipped deployment does not
+// grant.
 func StartShipped(t testing.TB, accountsConf string) *Shipped {
 	t.Helper()
 	quoted := []string{}
@@ -49,45 +46,20 @@ func StartShipped(t testing.TB, accountsConf string) *Shipped {
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "nats.conf")
-	text := fmt.Sprintf(`listen: "127.0.0.1:-1"
-jetstream { store_dir: %q, max_file_store: 256MB }
+	text := fmt.Sprintf(`jetstream { store_dir: %q, max_file_store: 256MB }
 accounts { CARDDRIFT { jetstream: enabled, users: [{user: carddrift, password: secret,
   permissions: {publish: {allow: [%s]}, subscribe: {allow: ["_INBOX.>"]}}}] } }
 `, filepath.Join(dir, "js"), strings.Join(quoted, ", "))
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := server.ProcessConfigFile(file)
-	if err != nil {
-		t.Fatalf("ProcessConfigFile: %v", err)
-	}
-	opts.NoLog, opts.NoSigs = true, true
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatalf("NewServer: %v", err)
-	}
-	srv.Start()
-	t.Cleanup(func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
 	s := &Shipped{}
-	s.nc, err = nats.Connect(srv.ClientURL(), nats.UserInfo("carddrift", "secret"),
+	_, s.nc, s.JS = StartConf(t, file, nats.UserInfo("carddrift", "secret"),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.violations = append(s.violations, err)
 		}))
-	if err != nil {
-		t.Fatalf("Connect: %v", err)
-	}
-	t.Cleanup(s.nc.Close)
-	if s.JS, err = jetstream.New(s.nc); err != nil {
-		t.Fatal(err)
-	}
 	return s
 }
 

@@ -24,15 +24,12 @@ func Body(seed string, n int) []byte {
 	if n == 0 {
 		return []byte{}
 	}
-	head := []byte(`{"name":"` + seed + `","description":"`)
-	var b bytes.Buffer
-	b.Grow(n)
-	b.Write(head)
-	for i := 0; b.Len() < n-2; i++ {
-		b.WriteByte('a' + byte(i%26))
+	b := make([]byte, 0, n+64)
+	b = append(b, `{"name":"`+seed+`","description":"`...)
+	for i := 0; len(b) < n-2; i++ {
+		b = append(b, 'a'+byte(i%26))
 	}
-	b.WriteString(`"}`)
-	return b.Bytes()[:n]
+	return append(b, `"}`...)[:n]
 }
 
 // wantBody checks that cs holds want under d; what says when, for the

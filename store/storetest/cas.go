@@ -23,11 +23,10 @@ type casWin struct {
 	holder    string
 }
 
-// casRace has casGoroutines goroutines read the current revision of one key
-// (get) and compare-and-set it (update) casAttempts times each, all at once,
-// then checks linearizability: every revision is won at most once, the wins
-// form one chain from start (each win's base is the previous win's new
-// revision), and the final value is the last winner's.
+// casRace has casGoroutines goroutines get and compare-and-set one key
+// casAttempts times each, all at once, then checks linearizability: the
+// wins form one chain from start, each revision won once, and the final
+// value is the last winner's.
 func casRace(t *testing.T, start uint64,
 	update func(n int, base uint64) (uint64, error),
 	get func() (holder string, rev uint64, err error),

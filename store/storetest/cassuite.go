@@ -10,8 +10,7 @@ import (
 )
 
 // casStore is the compare-and-set contract store.Pins and store.Leases
-// share: one value per key, Create of a missing key, Update at the current
-// revision.
+// share.
 type casStore[V any] interface {
 	Create(ctx context.Context, v V) (uint64, error)
 	Get(ctx context.Context, key string) (V, uint64, error)
@@ -19,8 +18,7 @@ type casStore[V any] interface {
 }
 
 // casValues makes what casSuite writes: the n-th value under a key, and
-// that value marked with the holder that won it (and how to read the mark),
-// for casRace.
+// the mark of the holder that won it, for casRace.
 type casValues[V any] struct {
 	value  func(key string, n int) V
 	mark   func(v V, holder string) V
@@ -28,9 +26,7 @@ type casValues[V any] struct {
 }
 
 // casSuite runs the subtests every compare-and-set store passes, writing
-// under key: create-get, create-twice, get-missing, update, update-stale,
-// update-missing, ids (every kind of key of IDs kept apart, updated and
-// conflicted) and concurrent-cas.
+// under key.
 func casSuite[V any](t *testing.T, newStore func(t *testing.T) casStore[V], key string, vs casValues[V]) {
 	missing := key + "/never-written"
 	update := func(t *testing.T, s casStore[V]) (old, cur uint64, want V) {
@@ -140,8 +136,7 @@ func casSuite[V any](t *testing.T, newStore func(t *testing.T) casStore[V], key 
 	})
 }
 
-// wantStored checks that s holds want under key at revision rev; what says
-// when, for the failure.
+// wantStored checks that s holds want under key at revision rev.
 func wantStored[V any](t *testing.T, s casStore[V], key string, want V, rev uint64, what string) {
 	t.Helper()
 	got, grev, err := s.Get(t.Context(), key)
@@ -156,8 +151,7 @@ func wantStored[V any](t *testing.T, s casStore[V], key string, want V, rev uint
 	}
 }
 
-// mustCreate creates v in s and returns its revision, which must be
-// positive.
+// mustCreate creates v in s and returns its positive revision.
 func mustCreate[V any](t *testing.T, s casStore[V], v V) uint64 {
 	t.Helper()
 	rev, err := s.Create(t.Context(), v)

@@ -7,16 +7,7 @@
 //	}
 //
 // Each function runs named subtests; the factory is called once per subtest
-// and must return an empty store that lives until the subtest ends (use
-// t.Cleanup). The suite covers: Create twice → ErrExists; Get of a missing
-// key → ErrNotFound; Update at a stale revision → ErrConflict; Delete then
-// Get → ErrNotFound; revisions that increase; ids with dots, spaces,
-// wildcards, unicode and very long ids kept apart; values isolated from the
-// caller's memory; compare-and-set from many goroutines with exactly one
-// winner per revision; idempotent card puts and bodies from empty to larger
-// than a default KV value.
-//
-// Its fixtures (Record, Pin, Lease, Digest, Body) serve every package's
-// store tests. The JetStream harness — embedded servers, the shipped
-// deployment's permissions, Eventually — is package natstest, beside it.
+// and returns an empty store that lives until the subtest ends. Its
+// fixtures (Record, Pin, Lease, Digest, Body) serve every package's store
+// tests; the JetStream harness is package natstest.
 package storetest

@@ -10,10 +10,8 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// IDs are the awkward ids every keyed store must keep apart and round-trip:
-// NATS token separators and wildcards, spaces, KV-reserved characters,
-// non-ASCII, control characters, and ids on both sides of
-// store.MaxReversibleID.
+// IDs are the awkward ids every keyed store must keep apart and
+// round-trip, by kind.
 func IDs() map[string]string {
 	return map[string]string{
 		"plain":          "task-1",
@@ -43,8 +41,7 @@ func IDs() map[string]string {
 }
 
 // Record is the pin-like record the conformance suites store: the kinds of
-// field a task's pin has (strings, a time, nested slices and a map), so that
-// the suites check what a real record needs without the store knowing it.
+// field a task's pin has.
 type Record struct {
 	TaskID          string       `json:"taskId"`
 	AgentURL        string       `json:"agentUrl"`
@@ -132,8 +129,7 @@ func Lease(cardURL string, n int) store.Lease {
 	}
 }
 
-// jsonOf renders v for comparisons: values stored as JSON compare equal
-// exactly when their encodings do.
+// jsonOf renders v for comparisons.
 func jsonOf(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)

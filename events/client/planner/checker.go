@@ -17,34 +17,23 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// CheckerOptions configure a Checker. Give it what the workers use — the
-// same lease and card stores, the same fetch settings — so that a check costs
-// no extra fetch while the agent's lease is fresh and sees the card the
-// workers see.
+// CheckerOptions configure a Checker. Give it the workers' lease and card
+// stores and fetch settings, so that a check inside a fresh lease costs no
+// fetch and sees the card the workers see.
 type CheckerOptions struct {
 	// Fetcher, if set, is used as is; the caller owns it (Close does not
 	// close it).
 	Fetcher *fetcher.Fetcher
 	// Fetch configures the Checker's own fetcher when Fetcher is nil (Close
-	// closes it). Set Fetch.Leases and Fetch.Cards to the workers' stores
-	// (store.Bind) to share their leases; Fetch.Allow widens the SSRF guard
-	// as the workers' --fetch-allow does; Fetch.Credentials (a
-	// *fetcher.Credentials, or the *fetcher.CredentialsFile of carddrift
-	// serve --agent-credentials) are what the Checker presents to an agent
-	// origin for its authenticated extended card, as the workers do (a
-	// Fetcher passed in presents its own). Without a credential for an
-	// agent, a task that uses the extended card is judged on the public
-	// card (Decision.Extended).
+	// closes it): Leases and Cards the workers' stores (store.Bind), Allow
+	// as --fetch-allow, Credentials what to present for extended cards (as
+	// serve --agent-credentials).
 	Fetch fetcher.Options
 	// Cards resolves WithPinnedDigest to a card body. Default Fetch.Cards.
 	Cards store.Cards
-	// RequireSigned judges as carddrift serve --require-signed-cards does:
-	// a live card none of whose signatures verifies with a trusted key is
-	// a breaking signature-required finding for every task. Set it as the
-	// workers run.
+	// RequireSigned judges as carddrift serve --require-signed-cards does.
 	RequireSigned bool
-	// Now is the clock split brain is judged at (default time.Now), as the
-	// workers' is.
+	// Now is the clock split brain is judged at (default time.Now).
 	Now func() time.Time
 }
 
@@ -53,13 +42,10 @@ type CheckerOptions struct {
 // Close it when done.
 type Checker struct {
 	f      *fetcher.Fetcher
-	own    bool
 	cards  store.Cards
 	signed bool
 	now    func() time.Time
-
-	closeOnce sync.Once
-	closeErr  error
+	close  func() error // the own fetcher's Close, once
 }
 
 // NewChecker builds a Checker. It does not touch the network. Errors wrap
@@ -74,7 +60,7 @@ func NewChecker(opts CheckerOptions) (*Checker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
-		c.f, c.own = f, true
+		c.f, c.close = f, sync.OnceValue(f.Close)
 	}
 	return c, nil
 }
@@ -82,12 +68,10 @@ func NewChecker(opts CheckerOptions) (*Checker, error) {
 // Close closes the Checker's own fetcher (not one passed in
 // CheckerOptions.Fetcher). Safe to call twice.
 func (c *Checker) Close() error {
-	c.closeOnce.Do(func() {
-		if c.own {
-			c.closeErr = c.f.Close()
-		}
-	})
-	return c.closeErr
+	if c.close == nil {
+		return nil
+	}
+	return c.close()
 }
 
 // CheckOption adds to one Check.
@@ -103,8 +87,7 @@ type checkConfig struct {
 }
 
 // WithPinned gives the card the planner planned against, as the JSON it
-// read: Check then also diffs it against the live card and judges the task
-// (Decision.Verdict).
+// read: Check then also judges the task (Decision.Verdict).
 func WithPinned(raw []byte) CheckOption {
 	return func(c *checkConfig) { c.pinnedRaw = raw }
 }
@@ -115,9 +98,8 @@ func WithPinnedCard(card *detector.Card) CheckOption {
 	return func(c *checkConfig) { c.pinnedCard = card }
 }
 
-// WithPinnedDigest names the planned-against card by digest; its body is
-// read from CheckerOptions.Cards (where workers store every card they pin or
-// fetch). ErrUnknownPinned if it is not there.
+// WithPinnedDigest names the planned-against card by digest, read from
+// CheckerOptions.Cards (ErrUnknownPinned if it is not there).
 func WithPinnedDigest(digest string) CheckOption {
 	return func(c *checkConfig) { c.pinnedDigest = digest }
 }
@@ -128,9 +110,8 @@ func WithCardURL(cardURL string) CheckOption {
 	return func(c *checkConfig) { c.cardURL = cardURL }
 }
 
-// WithForce makes the check fetch the card unconditionally, bypassing the
-// shared lease and the ETag — for when the planner has evidence of drift. A
-// full fetch by any worker that completes meanwhile satisfies it.
+// WithForce makes the check fetch the card, bypassing the shared lease and
+// the ETag (a worker's full fetch completing meanwhile satisfies it).
 func WithForce() CheckOption {
 	return func(c *checkConfig) { c.force = true }
 }
@@ -144,40 +125,29 @@ func WithPosture(p detector.Posture) CheckOption {
 // Decision is the answer of Check.
 type Decision struct {
 	// AgentURL is the agent asked about; CardURL the card URL that answered
-	// (for the extended card, its lease key: fetcher.IsExtendedKey).
+	// (for the extended card, its lease key).
 	AgentURL, CardURL string
-	// Extended is, for a task that uses the authenticated extended card
-	// (requirements.ExtendedCard), the card that answered, as a worker's
-	// card.pinned says it: events.ExtendedPinned — the extended card, asked
-	// for with the credential held for the agent's origin;
-	// events.ExtendedUnavailable — the public card, because no extended card
-	// can be asked for (no credential, none offered). "" for any other task.
+	// Extended is, for a task that uses the extended card, the card that
+	// answered as a worker's card.pinned says it (events.ExtendedPinned,
+	// events.ExtendedUnavailable: the public card); "" for any other task.
 	Extended string
-	// Live identifies the live card; FromLease is set when no request was
-	// made (a fresh shared lease answered).
+	// Live identifies the live card; FromLease is set when a fresh shared
+	// lease answered.
 	Live      events.CardRef
 	FromLease bool
-	// Card is the live card (read-only: it is shared with the fetcher's
-	// cache): the extended card when Extended is events.ExtendedPinned. Card.Raw is the body as served: submit it as
-	// events.Submitted.Card when (re-)planning against it.
+	// Card is the live card (read-only, shared with the fetcher's cache).
+	// Card.Raw is the body as served: submit it as events.Submitted.Card
+	// when (re-)planning against it.
 	Card *detector.Card
 	// Unmet lists what of the task's requirements the live card does not
-	// satisfy (see Unsatisfied); empty when it satisfies them all.
-	Unmet []Unmet
+	// satisfy (detector.Unsatisfied).
+	Unmet []detector.Unmet
 
-	// Pinned, Findings and Verdict are set only when a pinned card was given
-	// (WithPinned, WithPinnedCard, WithPinnedDigest): the pinned card's
-	// identity, every finding between it and the live card, and the task's
-	// verdict exactly as a worker would judge it (task.Decide, the worker's
-	// own decision: with the signers of both cards, the agent's split-brain
-	// window from the shared lease and CheckerOptions.RequireSigned). When
-	// the agent renamed the task's skill, Unmet says the old id is gone and
-	// a degrade verdict names the new one (Verdict.ReplanSkill). For a task
-	// that uses the extended card the pinned card is its extended card; when
-	// Extended is events.ExtendedUnavailable it is not judged against the
-	// public card (task.Pin.LostExtended): as a worker pins such a task again
-	// on the public card, Findings and Verdict are the public card's own (no
-	// drift).
+	// Pinned, Findings and Verdict are set only when a pinned card was given:
+	// its identity, every finding between it and the live card, and the
+	// verdict exactly as a worker would judge it (task.Decide). When the
+	// extended card is unavailable, the task is judged on the public card
+	// alone, as a worker pins it again there (no drift).
 	Pinned   *events.CardRef
 	Findings []detector.Finding
 	Verdict  *detector.Verdict
@@ -193,31 +163,16 @@ func (d Decision) OK() bool {
 	return d.Satisfied() && (d.Verdict == nil || d.Verdict.Action == detector.Continue)
 }
 
-// Check reads the live card of agentURL through the Checker's fetcher —
-// the shared lease when fresh, else a revalidation or fetch, exactly as a
-// worker does on a capability-dependent transition — and tells whether it
-// satisfies requirements (Decision.Unmet, see Unsatisfied). For a task that
-// uses the authenticated extended card (requirements.ExtendedCard) the live
-// card is the extended card, asked for with the Checker's credentials
-// exactly as a worker asks for it; without a credential for the agent's
-// origin it is the public card (Decision.Extended). With a pinned
-// card (WithPinned, WithPinnedCard, WithPinnedDigest) it also judges the
-// task as a worker would (task.Decide), with requirements.Posture (or
-// WithPosture): the pinned card's signatures are verified as a worker
-// verifies a client's card (with the keys of the agent's live cards), the
-// live card's are the fetcher's, and the shared lease's split-brain window
-// adds replicas-disagree. A pinned digest whose body is not stored is
-// ErrUnknownPinned, where a worker would judge pinned-card-unknown: the
-// planner asks about a card it names, and a digest nobody stored names
-// none it can be told about.
+// Check reads the live card of agentURL as a worker does on a
+// capability-dependent transition (the extended card for a task that uses
+// it, when the Checker holds a credential for the agent) and tells whether
+// it satisfies requirements. With a pinned card it also judges the task as
+// a worker would, with requirements.Posture (or WithPosture).
 //
-// Errors: *UnreachableError (matches ErrUnreachable) when the live card
-// cannot be read — never a satisfied Decision; ErrInvalidPinned,
+// Errors: *UnreachableError when the live card cannot be read (an extended
+// card refused included) — never a satisfied Decision; ErrInvalidPinned,
 // ErrUnknownPinned for a pinned card that cannot be used; ErrStore for a
-// failing store (transient). The Decision is zero on error. An extended card
-// refused (401, 403) is an *UnreachableError with Reason
-// fetcher.ReasonUnauthorized or ReasonForbidden. No error and no Decision
-// ever repeats a credential.
+// failing store (transient). No error and no Decision repeats a credential.
 func (c *Checker) Check(ctx context.Context, requirements detector.Requirements, agentURL string, opts ...CheckOption) (Decision, error) {
 	var cfg checkConfig
 	for _, o := range opts {
@@ -231,9 +186,7 @@ func (c *Checker) Check(ctx context.Context, requirements detector.Requirements,
 	}
 	pin := task.Pin{AgentURL: agentURL, CardURL: cfg.cardURL, Requirements: requirements}
 	if requirements.ExtendedCard {
-		// A task that uses the extended card was planned on it (A2A: a
-		// client's extended card replaces the public one for its session).
-		pin.Extended = events.ExtendedPinned
+		pin.Extended = events.ExtendedPinned // it was planned on it
 	}
 	obs, state, err := observation.Card(ctx, c.f, pin, cfg.force)
 	if err != nil {
@@ -242,7 +195,7 @@ func (c *Checker) Check(ctx context.Context, requirements detector.Requirements,
 	d := Decision{
 		AgentURL: agentURL, CardURL: obs.CardURL, Extended: state, FromLease: obs.FromLease, Card: obs.Card,
 		Live:  events.CardRef{Digest: obs.Digest, Fingerprint: obs.Fingerprint, ETag: obs.ETag, FetchedAt: obs.FetchedAt.UTC()},
-		Unmet: Unsatisfied(obs.Card, requirements),
+		Unmet: detector.Unsatisfied(obs.Card, requirements),
 	}
 	if pinned != nil {
 		pin.Digest, pin.Fingerprint = pinnedRef.Digest, pinnedRef.Fingerprint

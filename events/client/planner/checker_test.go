@@ -15,8 +15,8 @@ import (
 	"github.com/carddrift/carddrift/store/memstore"
 )
 
-func kinds(us []planner.Unmet) []planner.UnmetKind {
-	var out []planner.UnmetKind
+func kinds(us []detector.Unmet) []detector.UnmetKind {
+	var out []detector.UnmetKind
 	for _, u := range us {
 		out = append(out, u.Kind)
 	}
@@ -29,28 +29,28 @@ func TestUnsatisfied(t *testing.T) {
 		name string
 		card cardSpec
 		req  detector.Requirements
-		want []planner.UnmetKind
+		want []detector.UnmetKind
 	}{
 		{"satisfied", v1, detector.Requirements{SkillID: "echo", Streaming: true, InputModes: []string{"text/plain"}}, nil},
 		{"no requirements", v1, detector.Requirements{}, nil},
-		{"skill gone", v1, detector.Requirements{SkillID: "summarize"}, []planner.UnmetKind{planner.UnmetSkill}},
-		{"streaming off", noStream, streamEcho, []planner.UnmetKind{planner.UnmetStreaming}},
-		{"push off", v1, detector.Requirements{PushNotifications: true}, []planner.UnmetKind{planner.UnmetPushNotifications}},
-		{"input mode", v1, detector.Requirements{SkillID: "echo", InputModes: []string{"image/png", "text/plain"}}, []planner.UnmetKind{planner.UnmetInputMode}},
-		{"output mode of the skill", narrowedTr, detector.Requirements{SkillID: "translate", OutputModes: []string{"text/plain"}}, []planner.UnmetKind{planner.UnmetOutputMode}},
+		{"skill gone", v1, detector.Requirements{SkillID: "summarize"}, []detector.UnmetKind{detector.UnmetSkill}},
+		{"streaming off", noStream, streamEcho, []detector.UnmetKind{detector.UnmetStreaming}},
+		{"push off", v1, detector.Requirements{PushNotifications: true}, []detector.UnmetKind{detector.UnmetPushNotifications}},
+		{"input mode", v1, detector.Requirements{SkillID: "echo", InputModes: []string{"image/png", "text/plain"}}, []detector.UnmetKind{detector.UnmetInputMode}},
+		{"output mode of the skill", narrowedTr, detector.Requirements{SkillID: "translate", OutputModes: []string{"text/plain"}}, []detector.UnmetKind{detector.UnmetOutputMode}},
 		{"output mode wildcard covers", cardSpec{OutputModes: []string{"image/*"}}, detector.Requirements{OutputModes: []string{"image/png"}}, nil},
 		{"no modes declared constrain nothing", cardSpec{InputModes: []string{}, OutputModes: []string{}}, detector.Requirements{InputModes: []string{"x/y"}}, nil},
 		{"scheme present and required", secured, detector.Requirements{SkillID: "echo", Security: []string{"OAuth"}}, nil},
 		{"scheme missing", secured, detector.Requirements{SkillID: "echo", Security: []string{"apikey"}},
-			[]planner.UnmetKind{planner.UnmetSecurityScheme, planner.UnmetSecurityRequirements}},
+			[]detector.UnmetKind{detector.UnmetSecurityScheme, detector.UnmetSecurityRequirements}},
 		{"scheme present but not the required one", secured, detector.Requirements{SkillID: "echo", Security: []string{"bearer"}},
-			[]planner.UnmetKind{planner.UnmetSecurityRequirements}},
+			[]detector.UnmetKind{detector.UnmetSecurityRequirements}},
 		{"everything", noStream, detector.Requirements{SkillID: "gone", Streaming: true, PushNotifications: true, Security: []string{"bearer"}},
-			[]planner.UnmetKind{planner.UnmetSkill, planner.UnmetStreaming, planner.UnmetPushNotifications, planner.UnmetSecurityScheme}},
+			[]detector.UnmetKind{detector.UnmetSkill, detector.UnmetStreaming, detector.UnmetPushNotifications, detector.UnmetSecurityScheme}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := planner.Unsatisfied(c.card.Card(t), c.req)
+			got := detector.Unsatisfied(c.card.Card(t), c.req)
 			if !slices.Equal(kinds(got), c.want) {
 				t.Errorf("Unsatisfied = %v, want %v", got, c.want)
 			}
@@ -61,7 +61,7 @@ func TestUnsatisfied(t *testing.T) {
 			}
 		})
 	}
-	if got := planner.Unsatisfied(nil, streamEcho); got != nil {
+	if got := detector.Unsatisfied(nil, streamEcho); got != nil {
 		t.Errorf("Unsatisfied(nil) = %v, want nil", got)
 	}
 }
@@ -110,7 +110,7 @@ func TestCheckLiveCard(t *testing.T) {
 
 	a.Set(noStream.String())
 	d = check(t, c, streamEcho, a.URL())
-	if d.OK() || !slices.Equal(kinds(d.Unmet), []planner.UnmetKind{planner.UnmetStreaming}) {
+	if d.OK() || !slices.Equal(kinds(d.Unmet), []detector.UnmetKind{detector.UnmetStreaming}) {
 		t.Errorf("after streaming was disabled: OK %v unmet %v, want streaming-not-supported", d.OK(), d.Unmet)
 	}
 }

@@ -30,9 +30,10 @@ const exampleCard = `{
   "security": [{"oauth": ["book"]}]
 }`
 
-// Unsatisfied tells what of a task's requirements a card does not satisfy.
+// detector.Unsatisfied tells what of a task's requirements a card does not
+// satisfy (Decision.Unmet).
 // It is pure: the card here is parsed from a string.
-func ExampleUnsatisfied() {
+func Example_unsatisfied() {
 	card, err := detector.Parse([]byte(exampleCard))
 	if err != nil {
 		panic(err)
@@ -42,7 +43,7 @@ func ExampleUnsatisfied() {
 		InputModes: []string{"text/plain"}, OutputModes: []string{"application/pdf"},
 		Security: []string{"bearer"},
 	}
-	for _, u := range planner.Unsatisfied(card, req) {
+	for _, u := range detector.Unsatisfied(card, req) {
 		fmt.Printf("%s: %s\n", u.Kind, u.Message)
 	}
 	// Output:

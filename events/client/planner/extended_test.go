@@ -138,7 +138,7 @@ func TestCheckExtendedCard(t *testing.T) {
 		live     string
 		action   detector.Action
 		rules    []string
-		unmet    []planner.UnmetKind
+		unmet    []detector.UnmetKind
 	}
 	judge := func(name string, c *planner.Checker, w want) {
 		t.Helper()
@@ -161,7 +161,7 @@ func TestCheckExtendedCard(t *testing.T) {
 	}
 	// The public card never offers audit-ledger: without credentials it says
 	// so (Unmet), and nothing else.
-	publicUnmet := []planner.UnmetKind{planner.UnmetSkill}
+	publicUnmet := []detector.UnmetKind{detector.UnmetSkill}
 
 	judge("with credentials, unchanged", authed, want{events.ExtendedPinned, extDigest, detector.Continue, nil, nil})
 	judge("without credentials, unchanged", bare, want{events.ExtendedUnavailable, pubDigest, detector.Continue, nil, publicUnmet})

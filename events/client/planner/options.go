@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,14 +28,12 @@ const (
 
 // Options configure Subscribe. Zero fields take their defaults.
 type Options struct {
-	// Durable names the planner's durable consumer on the events stream.
-	// Required. Planner instances that share a name share the work (each
-	// verdict goes to one of them); a restarted planner resumes where the
-	// name left off. Valid characters: letters, digits, '-' and '_'.
+	// Durable names the planner's durable consumer (required: letters,
+	// digits, '-' and '_'). Instances that share a name share the work; a
+	// restarted planner resumes where the name left off.
 	Durable string
 	// Agent, if set, limits the subscription to this agent's verdicts (any
-	// URL of the agent's host: the subject filter is
-	// card.drift.<AgentKey(Agent)>.*). Empty: every agent (card.drift.*.*).
+	// URL of its host). Empty: every agent.
 	Agent string
 	// Actions, if set, delivers only verdicts with one of these actions.
 	Actions []detector.Action
@@ -44,21 +43,15 @@ type Options struct {
 	// Stream is the events stream (default topology.DefaultEventsStream).
 	Stream string
 	// FromStart makes a newly created durable start at the beginning of the
-	// stream, so that the planner also acts on verdicts published before it
-	// first ran. By default a new durable sees only verdicts published from
-	// then on (acting on week-old aborts is rarely wanted). It applies only
-	// when the durable is created: an existing durable resumes where it left
-	// off, and the server refuses to change its start (delete the durable
-	// first).
+	// stream; by default it sees the verdicts published from then on. An
+	// existing durable resumes where it left off.
 	FromStart bool
 	// AckWait is how long a delivered verdict may stay unacknowledged before
-	// the server redelivers it (default 30s). The handler may take longer:
-	// Subscribe tells the server the message is in progress every AckWait/3
-	// while the handler runs.
+	// it is redelivered (default 30s); a running handler keeps it in
+	// progress.
 	AckWait time.Duration
 	// MaxDeliver bounds deliveries of one verdict (default 10; negative:
-	// unlimited). After the last failed delivery the server gives the verdict
-	// up for this durable.
+	// unlimited).
 	MaxDeliver int
 	// NakDelay is the redelivery delay after the first handler error; it
 	// doubles with each further delivery up to MaxNakDelay (defaults 1s, 1m).
@@ -66,16 +59,13 @@ type Options struct {
 	// Buffer is how many verdicts the client pulls ahead (default 16).
 	Buffer int
 	// Pins and Cards, both set, make Verdict.Impacting exact for card.drift
-	// events that do not say which findings touch the task (written before
-	// contract v1.1; see Verdict): usually the workers' stores from
-	// store.Bind. Events that carry touches need no store.
+	// events that do not say which findings touch the task (see Verdict).
 	Pins  store.Pins[task.Pin]
 	Cards store.Cards
 	// StoreTimeout bounds the store reads of one verdict (default 5s).
 	StoreTimeout time.Duration
-	// OnError, if set, is told about verdicts that were not handed to the
-	// handler: undecodable messages (terminated) and store failures (NAKed).
-	// It runs on the consuming goroutine: keep it short.
+	// OnError, if set, is told about verdicts not handed to the handler
+	// (undecodable, store failures), on the consuming goroutine.
 	OnError func(err error)
 }
 
@@ -147,15 +137,7 @@ func (o *Options) consumerConfig(filter string) jetstream.ConsumerConfig {
 
 // wantsAction reports whether the verdict passes the action filter.
 func (o *Options) wantsAction(a detector.Action) bool {
-	if len(o.Actions) == 0 {
-		return true
-	}
-	for _, w := range o.Actions {
-		if w == a {
-			return true
-		}
-	}
-	return false
+	return len(o.Actions) == 0 || slices.Contains(o.Actions, a)
 }
 
 // nakDelay is the redelivery delay after the delivered-th delivery failed.

@@ -30,7 +30,7 @@ func TestCheckRenamedSkill(t *testing.T) {
 	if !hasRule(d.Findings, detector.RuleSkillRenamed) || hasRule(d.Findings, detector.RuleSkillRemoved) {
 		t.Errorf("findings = %+v, want skill-renamed and no skill-removed", d.Findings)
 	}
-	if !slices.Equal(kinds(d.Unmet), []planner.UnmetKind{planner.UnmetSkill}) {
+	if !slices.Equal(kinds(d.Unmet), []detector.UnmetKind{detector.UnmetSkill}) {
 		t.Errorf("unmet = %v, want the old id gone", d.Unmet)
 	}
 

@@ -12,11 +12,9 @@ import (
 	"github.com/carddrift/carddrift/events"
 )
 
-// Handler acts on one verdict. Its return value decides the acknowledgement:
-// nil acknowledges the verdict (it is done for this durable); an error NAKs it
-// for redelivery after a delay (see Options.NakDelay). ctx is canceled when
-// the subscription is stopped (Stop, or the context given to Subscribe
-// ending) — not by Drain, which lets a running handler finish.
+// Handler acts on one verdict: nil acknowledges it, an error NAKs it for
+// redelivery after a delay. ctx is canceled by Stop (or the context given
+// to Subscribe ending), not by Drain.
 type Handler func(ctx context.Context, v Verdict) error
 
 // Subscription is a running subscription to card.drift, like jetstream's
@@ -40,40 +38,19 @@ type Subscription struct {
 }
 
 // Subscribe starts delivering card.drift verdicts to handler through the
-// durable pull consumer opts.Durable on the events stream, creating the
-// consumer or updating its filter (Options). The stream must exist
-// (`carddrift serve` creates it).
+// durable pull consumer opts.Durable on the events stream (which must
+// exist), creating it or updating its filter.
 //
-// # Acknowledgement
+// Delivery is at least once, one verdict at a time, in stream order: a
+// verdict is acknowledged when handler returns nil or it does not pass the
+// filters; NAKed with a growing delay (up to Options.MaxDeliver deliveries)
+// when handler fails or panics or the stores fail; terminated when it does
+// not decode; NAKed at once when the subscription stops. While handler
+// runs the verdict is kept in progress; make its side effects idempotent
+// (keyed by Verdict.EventID).
 //
-// Delivery is at least once. Each verdict is handed to handler once per
-// delivery, one verdict at a time, in stream order (redeliveries aside):
-//
-//   - handler returns nil: the verdict is acknowledged; this durable will not
-//     see it again.
-//   - handler returns an error (or panics): the verdict is NAKed with a
-//     delay that grows with each delivery (Options.NakDelay, MaxNakDelay) and
-//     redelivered, up to Options.MaxDeliver deliveries in all; after the last
-//     one the server gives it up for this durable.
-//   - the verdict does not pass the filters (Options.Actions,
-//     Options.MinSeverity): acknowledged without calling handler.
-//   - the message does not decode as a card.drift CloudEvent: terminated
-//     (never redelivered, since redelivery cannot fix it) and reported to
-//     Options.OnError.
-//   - reading the stores for an exact impact fails: NAKed as for a handler
-//     error, and reported to Options.OnError.
-//   - the subscription is stopped while a verdict waits: NAKed at once, for
-//     another planner instance of the same durable (or the next run).
-//
-// While handler runs, the server is told every AckWait/3 that the verdict is
-// in progress, so a slow handler is not raced by a redelivery. A planner
-// whose handler has side effects should make them idempotent (keyed by
-// Verdict.EventID or the task): a lost ack means one more delivery.
-//
-// ctx bounds the subscription: when it ends, the subscription stops as with
-// Stop. Errors: ErrInvalidOptions (wrapped) for bad options; JetStream
-// errors (for example jetstream.ErrStreamNotFound) when the consumer cannot
-// be created.
+// ctx bounds the subscription as Stop does. Errors: ErrInvalidOptions
+// (wrapped); JetStream errors when the consumer cannot be created.
 func Subscribe(ctx context.Context, js jetstream.JetStream, opts Options, handler Handler) (*Subscription, error) {
 	if js == nil {
 		return nil, fmt.Errorf("%w: nil JetStream", ErrInvalidOptions)
@@ -102,9 +79,7 @@ func Subscribe(ctx context.Context, js jetstream.JetStream, opts Options, handle
 		s.cancel()
 		return nil, fmt.Errorf("planner: consume %s: %w", opts.Durable, err)
 	}
-	// The watcher is owned by the subscription; it exits once the
-	// subscription has closed.
-	go s.watch(ctx)
+	go s.watch(ctx) // exits once the subscription has closed
 	return s, nil
 }
 
@@ -118,8 +93,6 @@ func (s *Subscription) watch(ctx context.Context) {
 	case <-s.ending:
 	case <-consumed:
 	}
-	// The consumer reports closing once it is stopped or drained, or its
-	// connection closed.
 	<-consumed
 	s.mu.Lock()
 	s.stopped = true
@@ -130,9 +103,7 @@ func (s *Subscription) watch(ctx context.Context) {
 }
 
 // Stop ends the subscription at once: no further verdict reaches the
-// handler (buffered ones are left to be redelivered), and the running
-// handler's context is canceled. Closed is closed once that handler has
-// returned.
+// handler, and the running handler's context is canceled.
 func (s *Subscription) Stop() {
 	s.mu.Lock()
 	s.stopped = true
@@ -142,17 +113,14 @@ func (s *Subscription) Stop() {
 	s.cc.Stop()
 }
 
-// Drain ends the subscription gracefully: no more verdicts are pulled, the
-// ones already buffered are handed to the handler, and Closed is closed once
-// the last has been handled.
+// Drain ends the subscription once the verdicts already buffered are
+// handled.
 func (s *Subscription) Drain() {
 	s.endOnce.Do(func() { close(s.ending) })
 	s.cc.Drain()
 }
 
-// Closed is closed once the subscription has ended (Stop, Drain, the
-// context given to Subscribe, or the connection closing) and no handler
-// runs any more.
+// Closed is closed once the subscription has ended and no handler runs.
 func (s *Subscription) Closed() <-chan struct{} { return s.closed }
 
 // deliver handles one message from the consumer.

@@ -23,30 +23,20 @@ type Verdict struct {
 	Action  detector.Action
 	Posture detector.Posture
 	Reason  string
-	// ReplanSkill is the skill id to re-plan onto when it is not the task's
-	// own: with Action replan under degrade, the new id of the task's skill,
-	// which the agent renamed (a skill-renamed finding touches the task).
-	// Empty otherwise: a replan keeps the task's skill.
+	// ReplanSkill is the new id of the task's skill, which the agent
+	// renamed, for a replan under degrade; empty otherwise.
 	ReplanSkill string
-	// Findings are every difference between the pinned and the live card,
-	// plus the task-level findings (blind-retry, unmodeled-skill,
-	// artifact-type-undeclared), sorted as the worker sorted them.
+	// Findings are every finding of the card.drift, sorted as the worker
+	// sorted them.
 	Findings []detector.Finding
 	// Impacting are the findings that touch this task with warning severity
-	// or more (as detector.Judge weighs them), and Impact the highest
-	// severity among them (0 when none does).
-	//
-	// A card.drift says which findings touch the task (Finding.Touches), and
-	// Impacting is read from it: exact (ImpactExact), no store read. Only a
-	// card.drift written before contract v1.1 lacks touches; for it they are
-	// recomputed: exactly when Options.Pins and Options.Cards let Subscribe
-	// read the task's requirements and both card bodies; otherwise Impacting
-	// is nil and Impact is what the action implies — abort and replan mean a
-	// breaking finding touches the task (Breaking); continue means none does,
-	// and Impact is then Warning when any finding of warning severity or more
-	// exists (it may touch the task), else 0. The fallback errs towards
-	// delivering: a MinSeverity filter never drops a verdict whose impact
-	// might reach it.
+	// or more, and Impact the highest severity among them (0: none).
+	// ImpactExact is set when they were read from the findings' touches or,
+	// for a card.drift without touches (before contract v1.1), recomputed
+	// from Options.Pins and Cards; otherwise Impacting is nil and Impact is
+	// what the action implies (abort and replan: Breaking; continue:
+	// Warning when any finding reaches it, else 0), so that a MinSeverity
+	// filter never drops a verdict whose impact might reach it.
 	Impacting   []detector.Finding
 	Impact      detector.Severity
 	ImpactExact bool
@@ -59,9 +49,8 @@ type Verdict struct {
 	// EventID, Source and Time are the card.drift's CloudEvents attributes.
 	EventID, Source string
 	Time            time.Time
-	// Delivery counts deliveries of this card.drift to this durable
-	// consumer: 1 the first time, more after a handler error (Nak) or an ack
-	// that was lost.
+	// Delivery counts deliveries of this card.drift to this durable: 1 the
+	// first time.
 	Delivery uint64
 	// Sequence is the card.drift's sequence in the events stream.
 	Sequence uint64
@@ -97,11 +86,8 @@ func impliedImpact(v *Verdict) detector.Severity {
 	return 0
 }
 
-// resolveImpact fills Impacting, Impact and ImpactExact: from the findings'
-// touches when the card.drift carried them; else, with stores, by rejudging
-// the findings against the task's requirements and both cards; a missing pin
-// or card body falls back to the implied impact. Only store failures (not
-// absence) are returned, so that the message is retried.
+// resolveImpact fills Impacting, Impact and ImpactExact (see Verdict). Only
+// store failures (not absence) are returned, so that the message is retried.
 func resolveImpact(ctx context.Context, v *Verdict, pins store.Pins[task.Pin], cards store.Cards) error {
 	if v.touchesKnown {
 		var impacting []detector.Finding
@@ -112,8 +98,7 @@ func resolveImpact(ctx context.Context, v *Verdict, pins store.Pins[task.Pin], c
 				impact = max(impact, f.Severity)
 			}
 		}
-		// Abort and replan need a breaking finding that touches the task;
-		// touches that contradict the action (an event not made by a
+		// Touches that contradict the action (an event not made by a
 		// worker) are not trusted.
 		if impact == detector.Breaking || v.Action == detector.Continue {
 			v.Impacting, v.Impact, v.ImpactExact = impacting, impact, true

@@ -21,10 +21,7 @@ import (
 
 // Source is what a census reads. JS (with Config's events stream) is
 // optional: without it, agents are those with a lease or a pin. Tally, when
-// set, counts the pins instead of a scan of Pins (which is then not read),
-// and keeps the leases and the last observations instead of reading them
-// if it follows them: a census that is taken again and again (serve's
-// /metrics and /fleet) then reads only what was written since the last.
+// set, stands in for the scans of what it follows (see Tally).
 type Source struct {
 	Pins   store.Scanner[task.Pin]
 	Leases store.Scanner[store.Lease]
@@ -36,8 +33,8 @@ type Source struct {
 
 // Options adjust a census.
 type Options struct {
-	// Window is the consistency window split brain is judged with (the
-	// workers' --consistency-window; default fetcher.DefaultConsistencyWindow).
+	// Window is the workers' --consistency-window (default
+	// fetcher.DefaultConsistencyWindow).
 	Window time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -48,11 +45,10 @@ type Fleet struct {
 	Agents []Agent                `json:"agents"`
 	Skills []detector.SharedSkill `json:"skills"`
 
-	// Taken is when the census was taken, Window the consistency window.
 	Taken  time.Time     `json:"-"`
 	Window time.Duration `json:"-"`
-	// Problems are what could not be read (a corrupt record, a body
-	// carddrift does not have), for people.
+	// Problems are what could not be read (a corrupt record, a missing
+	// body), for people.
 	Problems []string `json:"-"`
 }
 
@@ -68,10 +64,8 @@ type Agent struct {
 	Tasks            []CardTasks `json:"tasks"`
 	SplitBrain       *SplitBrain `json:"splitBrain"`
 	UnreachableSince *time.Time  `json:"unreachableSince"`
-	// Extended is the agent's authenticated extended card (contract v1.2),
-	// absent unless carddrift fetched or tried to fetch one: its live
-	// digest and version, since when its last fetch failed. Additive: a
-	// fleet with no extended card has the JSON it always had.
+	// Extended is the agent's authenticated extended card, absent unless
+	// carddrift fetched or tried to fetch one.
 	Extended    *Extended     `json:"extended,omitempty"`
 	CardURL     string        `json:"-"`
 	Name        string        `json:"-"`
@@ -83,21 +77,29 @@ type Agent struct {
 }
 
 // Pins returns how many tasks are pinned on the agent.
-func (a Agent) Pins() int {
-	n := 0
-	for _, t := range a.Tasks {
-		n += t.Count
+func (a Agent) Pins() int { return sum(a.Tasks, func(t CardTasks) int { return t.Count }) }
+
+// sum adds up n of every element of s.
+func sum[T any](s []T, n func(T) int) int {
+	total := 0
+	for _, v := range s {
+		total += n(v)
 	}
-	return n
+	return total
+}
+
+// b2i is 1 for true.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // CardTasks counts the tasks pinned on one card version of an agent
 // (Digest "" for pins whose first fetch failed). Live marks the live card,
-// which comes first; the others by count. Extended is the card.pinned
-// extended state of the tasks that use the authenticated extended card
-// ("pinned": Digest is an extended card's, and Live means the live
-// extended card; "unavailable": the public card, no extended card could
-// be asked for), absent for the others (additive to the contract's JSON).
+// which comes first; the others by count. Extended is the pins'
+// task.Pin.Extended ("pinned": Digest and Live are the extended card's).
 type CardTasks struct {
 	Digest   string `json:"digest"`
 	Version  string `json:"version"`
@@ -106,10 +108,8 @@ type CardTasks struct {
 	Extended string `json:"extended,omitempty"`
 }
 
-// Extended is an agent's authenticated extended card as carddrift last
-// fetched it (its lease): Digest and Version ("" when never fetched),
-// UnreachableSince and Unreachable (the reason: unauthorized, forbidden,
-// rpc-error, …) while its last fetch failed.
+// Extended is an agent's authenticated extended card as its lease says
+// (Digest "" when never fetched; UnreachableSince while it fails).
 type Extended struct {
 	Digest           string     `json:"digest"`
 	Version          string     `json:"version"`
@@ -119,8 +119,7 @@ type Extended struct {
 }
 
 // ExtendedTasks counts the agent's tasks that use the extended card, by
-// state: pinned on an extended card, and unavailable (judged on the public
-// card).
+// state.
 func (a Agent) ExtendedTasks() (pinned, unavailable int) {
 	for _, t := range a.Tasks {
 		switch t.Extended {
@@ -133,8 +132,8 @@ func (a Agent) ExtendedTasks() (pinned, unavailable int) {
 	return pinned, unavailable
 }
 
-// SplitBrain is an agent whose replicas disagree: since when (the episode's
-// start) and the digests served within the window.
+// SplitBrain is an agent whose replicas disagree: since when and the
+// digests served within the window.
 type SplitBrain struct {
 	Since   time.Time           `json:"since"`
 	Digests []detector.Sighting `json:"digests"`
@@ -142,24 +141,12 @@ type SplitBrain struct {
 
 // InconsistentSkills counts the shared skills whose contracts differ.
 func (f *Fleet) InconsistentSkills() int {
-	n := 0
-	for _, s := range f.Skills {
-		if !s.Consistent {
-			n++
-		}
-	}
-	return n
+	return sum(f.Skills, func(s detector.SharedSkill) int { return b2i(!s.Consistent) })
 }
 
 // SplitBrains counts the agents whose replicas disagree.
 func (f *Fleet) SplitBrains() int {
-	n := 0
-	for _, a := range f.Agents {
-		if a.SplitBrain != nil {
-			n++
-		}
-	}
-	return n
+	return sum(f.Agents, func(a Agent) int { return b2i(a.SplitBrain != nil) })
 }
 
 // Take takes a census. Errors are the stores' and the stream's; records
@@ -194,8 +181,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		}
 	}
 
-	// The card stream first: every agent's last observation; leases, which
-	// are fresher, override it.
+	// The card stream first: the leases, fresher, override it.
 	if src.JS != nil {
 		last, ok := src.Tally.lastObserved()
 		if !ok {
@@ -213,8 +199,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 			}
 		}
 	}
-	// An agent may have several card URLs (a v0.2 agent answers 404 at
-	// agent-card.json before agent.json): its state is the lease that saw
+	// An agent may have several card URLs: its state is the lease that saw
 	// it last, its card the lease that fetched it last.
 	type leases struct{ current, fetched *store.Lease }
 	byAgent := map[*Agent]*leases{}
@@ -226,7 +211,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		return l.FetchedAt
 	}
 	scanLeases := src.Leases.Scan
-	if src.Tally != nil && src.Tally.followsLeases() {
+	if src.Tally != nil && src.Tally.leases != nil {
 		scanLeases = src.Tally.scanLeases
 	}
 	err := scanLeases(ctx, func(l store.Lease, _ uint64) error {
@@ -267,11 +252,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 			}
 		}
 		if l := ls.current; l.FailReason != "" {
-			since := l.FailingSince
-			if since.IsZero() {
-				since = l.FailedAt
-			}
-			a.UnreachableSince, a.Unreachable = &since, l.FailReason
+			a.UnreachableSince, a.Unreachable = failingSince(l), l.FailReason
 			if a.CardURL == "" {
 				a.CardURL = l.CardURL
 			}
@@ -284,11 +265,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 			e.Digest, e.LastFetch = l.Digest, l.FetchedAt
 		}
 		if l := ls.current; l.FailReason != "" {
-			since := l.FailingSince
-			if since.IsZero() {
-				since = l.FailedAt
-			}
-			e.UnreachableSince, e.Unreachable = &since, l.FailReason
+			e.UnreachableSince, e.Unreachable = failingSince(l), l.FailReason
 		}
 		a.Extended = e
 	}
@@ -343,13 +320,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	live := map[string]int{} // digest → body size, of the live cards parsed
 	for _, a := range byHost {
 		slices.SortFunc(a.Tasks, func(x, y CardTasks) int {
-			if x.Live != y.Live {
-				if x.Live {
-					return -1
-				}
-				return 1
-			}
-			return cmp.Or(cmp.Compare(y.Count, x.Count), cmp.Compare(x.Digest, y.Digest), cmp.Compare(x.Extended, y.Extended))
+			return cmp.Or(b2i(y.Live)-b2i(x.Live), cmp.Compare(y.Count, x.Count), cmp.Compare(x.Digest, y.Digest), cmp.Compare(x.Extended, y.Extended))
 		})
 		if a.Extended != nil {
 			a.Extended.Version = cardVersion(card(a.Extended.Digest))
@@ -379,11 +350,9 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	return f, nil
 }
 
-// countPins counts the pins per agent host and digest, from src.Tally if
-// set (refreshed), else by a scan of src.Pins; agent registers the agent of a pin's URL
-// (nil: the URL has no host, the pin is not counted). Corrupt records are
-// reported as an error wrapping store.ErrCorrupt after the others are
-// counted.
+// countPins counts the pins per group, from src.Tally if set, else by a
+// scan of src.Pins; agent registers a pin's agent (nil: not counted).
+// Corrupt records are an error wrapping store.ErrCorrupt, after the others.
 func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[groupKey]int, error) {
 	pins := map[groupKey]int{}
 	if t := src.Tally; t != nil {
@@ -408,9 +377,7 @@ func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[
 }
 
 // pinnedVersion is the card version of a pinned digest: the Tally's memo
-// if it has one (a body never changes under its digest; a body carddrift
-// lacks is looked for again after bodyRetry), else the body's (card), which
-// the memo then keeps.
+// if it has one, else the body's (card), which the memo then keeps.
 func pinnedVersion(t *Tally, digest string, card func(string) *detector.Card) string {
 	if t != nil {
 		if v, ok := t.version(digest); ok {
@@ -428,7 +395,16 @@ func cardVersion(c *detector.Card) string {
 	if c == nil {
 		return ""
 	}
-	return strings.Clone(c.Version) // not a slice of the card's whole body (the Tally keeps it)
+	return strings.Clone(c.Version) // not a slice of the whole body
+}
+
+// failingSince is when a failing lease's fetches began to fail.
+func failingSince(l *store.Lease) *time.Time {
+	since := l.FailingSince
+	if since.IsZero() {
+		since = l.FailedAt
+	}
+	return &since
 }
 
 // agentOf returns scheme://host of a URL.
@@ -445,49 +421,13 @@ func agentOf(raw string) string {
 }
 
 // lastObserved reads the last card.observed of every agent subject of the
-// events stream (one message per agent, not the history).
+// events stream (one message per agent, not the history); a stall ends it
+// with what was read.
 func lastObserved(ctx context.Context, js jetstream.JetStream, stream string) ([]events.Observed, error) {
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	cons, err := js.OrderedConsumer(cctx, stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{"card.observed.>"}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy,
-	})
-	if err != nil {
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("census: read %s: %w", stream, err)
+	f := newStreamFollower(js, stream, "card.observed.", putObserved, func(*events.Observed) {})
+	err := f.refresh(ctx, 0, time.Time{}, func() {})
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, ErrTallyStalled) {
+		return nil, err
 	}
-	info, err := cons.Info(cctx)
-	if err != nil {
-		return nil, fmt.Errorf("census: read %s: %w", stream, err)
-	}
-	pending := info.NumPending
-	var out []events.Observed
-	for pending > 0 {
-		batch, err := cons.Fetch(int(min(pending, 500)), jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return nil, fmt.Errorf("census: read %s: %w", stream, err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			md, _ := m.Metadata()
-			if ev, err := events.Decode(m); err == nil {
-				if o, ok := ev.Data.(events.Observed); ok {
-					out = append(out, o)
-				}
-			}
-			if md != nil {
-				pending = md.NumPending
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("census: read %s: %w", stream, err)
-		}
-		if n == 0 {
-			break
-		}
-	}
-	return out, nil
+	return observations(f), nil
 }

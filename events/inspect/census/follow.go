@@ -11,15 +11,11 @@ import (
 )
 
 // follower keeps what a census needs of every key of a KV bucket (or every
-// subject of a stream), from the stream: a full read first (and whenever
-// reset; the last message of each subject only when lastPerSubject), then
-// the messages written since the last refresh. put turns a message into
-// what is kept (and counts it), drop uncounts it. Removals the stream announces
-// (deletes, purges, expiry markers) drop the key; a key whose last message
-// the stream dropped without a marker (a limit, an age without markers) is
-// dropped from the stream's first sequence (expire).
-//
-// Not safe for concurrent use: the Tally serializes.
+// subject of a stream): a full read first (the last message of each subject
+// when lastPerSubject), then the messages written since the last refresh.
+// put turns a message into what is kept, drop uncounts it. Deletes, purges
+// and markers drop the key, and so does the stream dropping its last
+// message (expire). Not safe for concurrent use.
 type follower[V any] struct {
 	js             jetstream.JetStream
 	kv             jetstream.KeyValue // nil: a stream, named by stream and prefix
@@ -54,18 +50,18 @@ func newFollower[V any](js jetstream.JetStream, kv jetstream.KeyValue, put func(
 	return &follower[V]{js: js, kv: kv, name: kv.Bucket() + " bucket", seed: maphash.MakeSeed(), put: put, drop: drop}
 }
 
-// newStreamFollower follows the subjects prefix+">" of stream, from the
-// last message of each.
+// newStreamFollower follows the last message of each subject prefix+">" of
+// stream.
 func newStreamFollower[V any](js jetstream.JetStream, stream, prefix string, put func(jetstream.Msg) V, drop func(V)) *follower[V] {
 	return &follower[V]{js: js, stream: stream, prefix: prefix, name: stream + " stream", lastPerSubject: true,
 		seed: maphash.MakeSeed(), put: put, drop: drop}
 }
 
 // refresh brings the entries up to date. reset is called (and the entries
-// forgotten) before a full read: the first time, when resync has passed
-// since the last one (resync > 0), or when the stream is another (the
-// bucket was made again) or behind what was read. On an error the next
-// refresh carries on from what was read, or reads everything after a gap.
+// forgotten) before a full read: the first time, every resync (> 0), or
+// when the stream was made again or is behind what was read. On an error
+// the next refresh carries on from what was read, or from scratch after a
+// gap.
 func (f *follower[V]) refresh(ctx context.Context, resync time.Duration, now time.Time, reset func()) error {
 	if f.stream == "" {
 		st, err := f.kv.Status(ctx)
@@ -105,9 +101,8 @@ func (f *follower[V]) refresh(ctx context.Context, resync time.Duration, now tim
 	return nil
 }
 
-// pull applies the bucket's messages from f.next on, up to at least last
-// (the stream's last sequence when the refresh began), and returns how many
-// it read.
+// pull applies the messages from f.next up to at least last and returns
+// how many it read.
 func (f *follower[V]) pull(ctx context.Context, last uint64) (uint64, error) {
 	if f.next > last {
 		return 0, nil // nothing written since
@@ -134,8 +129,7 @@ func (f *follower[V]) pull(ctx context.Context, last uint64) (uint64, error) {
 		defer cancel()
 		_ = f.js.DeleteConsumer(dctx, f.stream, cons.CachedInfo().Name)
 	}()
-	// A batch holds at most maxBytes: two of the largest messages the
-	// server accepts, at least 4 MiB.
+	// A batch holds two of the largest messages, at least 4 MiB.
 	maxBytes := max(4<<20, 2*int(f.js.Conn().MaxPayload()))
 	pending := cons.CachedInfo().NumPending
 	var read, want uint64 = 0, 1 // want: the next consumer sequence
@@ -168,20 +162,17 @@ func (f *follower[V]) pull(ctx context.Context, last uint64) (uint64, error) {
 			return read, fmt.Errorf("census: read the %s: %w", f.name, err)
 		}
 		if n == 0 {
-			// Nothing came within the wait: the next refresh carries on
-			// from here; this one shows no half-read counts.
+			// The next refresh carries on from here.
 			return read, fmt.Errorf("census: read the %s: %d message(s) pending, none delivered: %w", f.name, pending, ErrTallyStalled)
 		}
 	}
-	// Everything up to the last sequence at the start is read (the
-	// consumer had nothing pending): a bucket whose last messages were
-	// removed does not make the next refresh read from scratch.
+	// Up to last is read, though its last messages may be gone.
 	f.next = max(f.next, last+1)
 	return read, nil
 }
 
-// apply takes one message of the bucket: a put replaces its key's entry, a
-// delete, purge or marker removes it.
+// apply takes one message: a put replaces its key's entry, a removal
+// removes it.
 func (f *follower[V]) apply(m jetstream.Msg, seq uint64) {
 	subj := m.Subject()
 	if len(subj) <= len(f.prefix) {
@@ -218,8 +209,8 @@ func (f *follower[V]) remove(h uint64) {
 	f.drop(e.v)
 }
 
-// expire drops the keys whose last message the stream no longer holds
-// (first: its first sequence): the bucket dropped them for a limit.
+// expire drops the keys whose last message is before first, the stream's
+// first sequence.
 func (f *follower[V]) expire(first uint64) {
 	i := 0
 	for ; i < len(f.queue) && f.queue[i].seq < first; i++ {
@@ -232,8 +223,8 @@ func (f *follower[V]) expire(first uint64) {
 	f.queue = f.queue[i:]
 }
 
-// compact drops the queue entries of superseded messages once they
-// outnumber the keys, so that the queue stays under twice the keys.
+// compact drops the queue entries of superseded messages, keeping the
+// queue under twice the keys.
 func (f *follower[V]) compact() {
 	if len(f.queue) <= 2*len(f.entries)+64 {
 		return
@@ -247,8 +238,7 @@ func (f *follower[V]) compact() {
 	f.queue = q
 }
 
-// each calls fn with every entry, in the order of their last messages (the
-// order of a scan of the bucket).
+// each calls fn with every entry, in stream order.
 func (f *follower[V]) each(fn func(V)) {
 	for _, q := range f.queue {
 		if e, ok := f.entries[q.hash]; ok && e.seq == q.seq {

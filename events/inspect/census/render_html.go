@@ -1,6 +1,7 @@
 package census
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
@@ -13,9 +14,8 @@ import (
 )
 
 // The fleet page (carddrift fleet --format html, serve's /fleet) is
-// package render's page frame around the fleet's header and tables, made
-// with html/template: every value read from a card (names, skill ids) is
-// escaped as text. serve shows it at /fleet with a refresh.
+// package render's frame around the fleet's tables (html/template: every
+// value read from a card is escaped).
 
 const fleetCSS = `
 .state-ok{color:#2c7a2c}
@@ -138,23 +138,16 @@ type skillView struct {
 }
 
 // WriteHTML writes the fleet view as one self-contained page: the agents
-// (a bar of their tasks per card version, their state), the details of
-// every split brain, and the skills several agents offer with how their
-// contracts differ. A refresh of a second or more makes the page reload
-// itself that often, in whole seconds (serve's /fleet); 0 never. It returns
-// the template's or w's error.
+// (a bar of their tasks per card version, their state), every split brain,
+// and the shared skills. A refresh of a second or more makes the page
+// reload itself that often; 0 never. It returns the template's or w's
+// error.
 func (f *Fleet) WriteHTML(w io.Writer, refresh time.Duration) error {
-	return writeFleetHTML(w, f, refresh)
-}
-
-func writeFleetHTML(w io.Writer, fl *Fleet, refresh time.Duration) error {
-	v := fleetView{F: fl, Frame: render.Frame{Title: "carddrift fleet", Refresh: int(refresh / time.Second), Style: fleetCSS}}
-	for _, a := range fl.Agents {
-		av := agentView{A: a, Tasks: tasksText(a), State: agentState(a), OK: a.SplitBrain == nil && a.UnreachableSince == nil}
-		av.Search = strings.ToLower(a.AgentURL + " " + a.Name + " " + strings.Join(a.Skills, " "))
-		if a.UnreachableSince != nil {
-			v.Unreachable++
-		}
+	v := fleetView{F: f, Unreachable: f.unreachable(),
+		Frame: render.Frame{Title: "carddrift fleet", Refresh: int(refresh / time.Second), Style: fleetCSS}}
+	for _, a := range f.Agents {
+		av := agentView{A: a, Tasks: tasksText(a), State: agentState(a), OK: a.SplitBrain == nil && a.UnreachableSince == nil,
+			Search: agentSearch(a)}
 		total := a.Pins()
 		x := 0
 		for i, t := range a.Tasks {
@@ -174,21 +167,19 @@ func writeFleetHTML(w io.Writer, fl *Fleet, refresh time.Duration) error {
 		av.Width = max(x, 1)
 		v.Agents = append(v.Agents, av)
 	}
-	for _, a := range fl.extendedAgents() {
-		ev := extendedView{A: a, E: a.Extended, State: extendedState(a.Extended), OK: extendedState(a.Extended) == "ok"}
-		if ev.E == nil {
-			ev.E = &Extended{}
-		}
+	for _, a := range f.extendedAgents() {
+		ev := extendedView{A: a, E: cmp.Or(a.Extended, &Extended{}), State: extendedState(a.Extended)}
+		ev.OK = ev.State == "ok"
 		ev.Pinned, ev.Unavailable = a.ExtendedTasks()
 		for _, t := range a.Tasks {
 			if t.Extended == events.ExtendedPinned {
 				ev.Versions = append(ev.Versions, t)
 			}
 		}
-		ev.Search = strings.ToLower(a.AgentURL + " " + a.Name + " " + strings.Join(a.Skills, " "))
+		ev.Search = agentSearch(a)
 		v.Extended = append(v.Extended, ev)
 	}
-	for _, s := range fl.Skills {
+	for _, s := range f.Skills {
 		sv := skillView{S: s, Search: strings.ToLower(s.ID + " " + strings.Join(s.Agents, " "))}
 		for _, a := range s.Agents {
 			row := []string{a}
@@ -200,4 +191,9 @@ func writeFleetHTML(w io.Writer, fl *Fleet, refresh time.Duration) error {
 		v.Skills = append(v.Skills, sv)
 	}
 	return fleetPage.Execute(w, v)
+}
+
+// agentSearch is what the page's filter matches an agent's rows by.
+func agentSearch(a Agent) string {
+	return strings.ToLower(a.AgentURL + " " + a.Name + " " + strings.Join(a.Skills, " "))
 }

@@ -1,10 +1,5 @@
 package census
 
-// The text and JSON renderings of a Fleet: what carddrift fleet prints with
-// --format text (the agents' table and the shared skills) and --format
-// json (fleet --json's object, also serve's /fleet.json). render_html.go
-// makes the page.
-
 import (
 	"encoding/json"
 	"fmt"
@@ -18,8 +13,7 @@ import (
 	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
-// WriteJSON writes the fleet's JSON (carddrift fleet --json's object),
-// indented by two spaces, and a newline.
+// WriteJSON writes fleet --json's object, indented by two spaces.
 func (f *Fleet) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -27,11 +21,14 @@ func (f *Fleet) WriteJSON(w io.Writer) error {
 }
 
 // WriteText writes the fleet view as carddrift fleet prints it: a summary
-// line, a table of the agents (live card, tasks per card version, state)
-// and the skills several agents offer with how their contracts differ. It
-// returns w's error.
+// line, the agents' table and the shared skills. It returns w's error.
 func (f *Fleet) WriteText(w io.Writer) error {
 	return render.Buffered(w, func(w io.Writer) { writeFleetText(w, f) })
+}
+
+// unreachable counts the agents whose last fetch failed.
+func (f *Fleet) unreachable() int {
+	return sum(f.Agents, func(a Agent) int { return b2i(a.UnreachableSince != nil) })
 }
 
 // agentState says what is wrong with an agent, for people: "ok",
@@ -63,9 +60,8 @@ func tasksText(a Agent) string {
 }
 
 // cardTasksText says which card a group of tasks is pinned on: "on live",
-// "pending", "on 1.0.0 (ab12…)", and for tasks that use the extended card
-// "on live extended", "on extended 2.0.0 (cd34…)" or, judged on the public
-// card, "extended unavailable, on live".
+// "pending", "on 1.0.0 (ab12…)", "on live extended", "extended
+// unavailable, on live", ….
 func cardTasksText(t CardTasks) string {
 	var on string
 	switch {
@@ -101,7 +97,7 @@ func extendedState(e *Extended) string {
 }
 
 // extendedAgents are the agents with an extended card or tasks that use
-// one: the rows of the extended cards' table.
+// one.
 func (f *Fleet) extendedAgents() []Agent {
 	var out []Agent
 	for _, a := range f.Agents {
@@ -112,8 +108,7 @@ func (f *Fleet) extendedAgents() []Agent {
 	return out
 }
 
-// writeExtendedText writes the table of authenticated extended cards, if
-// any agent has one or tasks that use one.
+// writeExtendedText writes the table of the extendedAgents, if any.
 func writeExtendedText(w io.Writer, fl *Fleet) {
 	agents := fl.extendedAgents()
 	if len(agents) == 0 {
@@ -135,14 +130,8 @@ func writeExtendedText(w io.Writer, fl *Fleet) {
 }
 
 func writeFleetText(w io.Writer, fl *Fleet) {
-	unreachable := 0
-	for _, a := range fl.Agents {
-		if a.UnreachableSince != nil {
-			unreachable++
-		}
-	}
 	fmt.Fprintf(w, "fleet at %s: %d agent(s), %d in split brain, %d unreachable; %d shared skill(s), %d inconsistent (window %s)\n\n",
-		fl.Taken.UTC().Format(time.RFC3339), len(fl.Agents), fl.SplitBrains(), unreachable, len(fl.Skills), fl.InconsistentSkills(), fl.Window)
+		fl.Taken.UTC().Format(time.RFC3339), len(fl.Agents), fl.SplitBrains(), fl.unreachable(), len(fl.Skills), fl.InconsistentSkills(), fl.Window)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  AGENT\tVERSION\tPROTOCOL\tLIVE\tCHANGED\tTASKS PER CARD VERSION\tSTATE")
 	for _, a := range fl.Agents {

@@ -12,81 +12,55 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/defaults"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
 
-// DefaultResync is how often a Tally reads the whole pins bucket again by
-// default, whatever the changes said: the bound on how long a removal the
-// bucket's stream does not announce (an operator's message delete) can
-// leave a pin counted.
+// DefaultResync is how often a Tally reads the buckets again from scratch:
+// the bound on how long a removal the stream does not announce (a message
+// deleted by hand) leaves a pin counted.
 const DefaultResync = 15 * time.Minute
 
-// ErrTallyGap is wrapped by Tally.Refresh when the consumer's sequence
-// skipped a message: the bucket is read again from scratch at the next
-// Refresh.
-var ErrTallyGap = errors.New("census: a bucket's changes arrived with a gap")
-
-// ErrTallyStalled is wrapped by Tally.Refresh when messages were pending
-// but none arrived within the wait: the next Refresh carries on from what
-// was read.
-var ErrTallyStalled = errors.New("census: a bucket's changes stalled")
+// Errors Tally.Refresh wraps: after a gap the next Refresh reads from
+// scratch; after a stall it carries on from what was read.
+var (
+	ErrTallyGap     = errors.New("census: a bucket's changes arrived with a gap")
+	ErrTallyStalled = errors.New("census: a bucket's changes stalled")
+)
 
 // Tally counts the tasks pinned per agent and card version, kept up to date
 // from the pins bucket's stream: the first Refresh reads every pin, each
-// later one only what was written since the last (puts, deletes, purges
-// and the markers of TTL expiries; a re-pin to another agent or card moves
-// its count). With TallyOptions.Leases and Events it keeps the leases and
-// the last card.observed of every agent the same way. A census taken with
-// a Tally (Source.Tally) therefore costs O(changes) of reads, not
-// O(pins + leases + agents); it also reads the body of a pinned card
-// once, not at every census (the versions are memoized by digest), and
-// keeps the live cards it parsed (up to 32 MiB of bodies).
+// later one only what was written since (puts, deletes, purges, expiry
+// markers). With TallyOptions.Leases and Events it keeps the leases and the
+// last card.observed of every agent the same way, so a census taken with it
+// costs O(changes) of reads. It memoizes the versions of pinned cards by
+// digest and keeps the parsed live cards (up to 32 MiB of bodies).
 //
-// Removals the stream does not announce are found too: a pin whose last
-// message the bucket dropped for a limit (a byte limit, an age without
-// expiry markers) is uncounted at the next Refresh, from the stream's
-// first sequence; anything else (a message deleted by hand) is corrected by
-// the full read every Resync.
+// A pin whose last message the bucket dropped for a limit is uncounted at
+// the next Refresh; other unannounced removals, at the full read every
+// Resync. Memory is about 260 bytes per pin (BenchmarkTake's tally-B/pin);
+// keys are kept as hashes seeded per Tally, so a publisher cannot aim two
+// task ids at one entry.
 //
-// Memory: per pin, a map entry (a 64-bit hash of its key, the sequence of
-// its last message, its group) and one or two 16-byte queue entries; per
-// (agent, card version) its host, agent URL, digest and count, and per
-// digest its card version: about 130 bytes per pin in all with 10 pins per
-// agent, bounded by the pins bucket, whose records are larger. Per lease,
-// the decoded lease; and the parsed live cards. BenchmarkTake's
-// tally-B/pin (10 pins, one lease and one live card per agent) is about
-// 260 bytes per pin, all of it. The key hash is seeded
-// per Tally, so a publisher cannot aim two task ids at one entry; an
-// accidental collision (p ≈ n²/2⁶⁵) miscounts one pin until the next full
-// read.
-//
-// Safe for concurrent use; Refresh calls are serialized. The zero value is
-// not usable: call NewTally.
+// Safe for concurrent use; Refresh calls are serialized. Use NewTally.
 type Tally struct {
 	resync time.Duration
 	now    func() time.Time
 
-	mu     sync.Mutex
-	pins   *follower[*group]
-	leases *follower[*store.Lease] // nil: not followed
-	// observed is the last card.observed of each agent subject of the
-	// card stream (nil: not followed).
-	observed *follower[*events.Observed]
+	mu       sync.Mutex
+	pins     *follower[*group]
+	leases   *follower[*store.Lease]     // nil: not followed
+	observed *follower[*events.Observed] // nil: not followed
 	groups   map[groupKey]*group
 	corrupt  int // pins that do not decode
-	// undecodable is the group of the values that are not pins (never in
-	// groups, never counted in a census).
-	undecodable group
-	// corruptLeases counts the leases that do not decode.
+	// undecodable is the group of the values that are not pins (never
+	// counted).
+	undecodable   group
 	corruptLeases int
-	// versions memoizes the card version of the digests the groups hold
-	// (a body never changes under its digest): a census reads and parses
-	// the body of a pinned card once, not at every census.
+	// versions memoizes the card version of the digests the groups hold.
 	versions map[string]*version
-	// parsed keeps the live cards of the last census, parsed, by digest
-	// (at most parsedBudget bytes of bodies): the next census parses only
-	// the live cards that changed.
+	// parsed keeps the live cards of the last census, parsed, by digest.
 	parsed    map[string]parsedCard
 	refreshes uint64
 }
@@ -97,13 +71,11 @@ type parsedCard struct {
 	size int
 }
 
-// parsedBudget bounds the bodies whose parsed cards a Tally keeps, in
-// bytes of the bodies; the live cards beyond it are parsed at every census.
+// parsedBudget bounds the bodies whose parsed cards a Tally keeps.
 const parsedBudget = 32 << 20
 
-// version is a digest's card version (known once a census read the body;
-// checked: when a census last found no body) and how many groups hold the
-// digest.
+// version is a digest's card version (known once its body was read;
+// checked: when a census last found none) and how many groups hold it.
 type version struct {
 	v       string
 	known   bool
@@ -111,23 +83,18 @@ type version struct {
 	refs    int
 }
 
-// bodyRetry is how long a census trusts that carddrift has no body for a
-// pinned digest (a pin by digest alone) before it looks again.
+// bodyRetry is how long a census trusts that a pinned digest has no body.
 const bodyRetry = time.Minute
 
 // TallyOptions adjust a Tally.
 type TallyOptions struct {
-	// Leases, when set, is the leases bucket (store.KVLeases.KV): the
-	// Tally keeps the leases too, and a census with it reads no lease it
-	// read before.
+	// Leases, when set, is the leases bucket (store.KVLeases.KV) to follow.
 	Leases jetstream.KeyValue
-	// Events, when set, is the card stream (store.Config.EventsStream): the
-	// Tally keeps the last card.observed of every agent too, and a census
-	// with it reads only the observations published since the last.
+	// Events, when set, is the card stream (store.Config.EventsStream) whose
+	// card.observed to follow.
 	Events string
 	// Resync is how often the buckets are read again from scratch (default
-	// DefaultResync; negative: never, beyond the first Refresh, gaps and a
-	// bucket made again).
+	// DefaultResync; negative: only when needed).
 	Resync time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -135,35 +102,26 @@ type TallyOptions struct {
 
 // TallyStats counts what a Tally read: for metrics and tests.
 type TallyStats struct {
-	// Loads counts the full reads of the pins bucket (the first Refresh,
-	// gaps, Resync, a bucket made again).
-	Loads uint64
-	// Refreshes counts the Refresh calls that succeeded.
-	Refreshes uint64
+	// Loads counts the full reads of the pins bucket, Refreshes the Refresh
+	// calls that succeeded.
+	Loads, Refreshes uint64
 	// Read counts the pins bucket's messages read in all, LastRead those of
-	// the last Refresh.
-	Read, LastRead uint64
-	// LeasesRead and LeasesLastRead are the same for the leases bucket,
-	// ObservedRead and ObservedLastRead for the card stream's
-	// card.observed.
+	// the last Refresh; the same for the leases and the card.observed.
+	Read, LastRead                 uint64
 	LeasesRead, LeasesLastRead     uint64
 	ObservedRead, ObservedLastRead uint64
 	// Dropped counts the pins uncounted because the bucket dropped their
-	// last message without a marker (a limit).
+	// last message for a limit.
 	Dropped uint64
-	// Pins is the number of pin records held now (those without an agent
-	// host or that do not decode included), Groups of (agent, card
-	// version) pairs, Leases of leases.
+	// Pins, Groups and Leases are the records, (agent, card version)
+	// pairs and leases held now.
 	Pins, Groups, Leases int
 }
 
-// groupKey is a group's agent host, digest and extended-card state (the
-// pins' task.Pin.Extended: "pinned", "unavailable" or "").
+// groupKey is a group's agent host, digest and task.Pin.Extended.
 type groupKey struct{ host, digest, extended string }
 
-// group is the pins of one agent host on one digest. agentURL is the agent
-// URL of a pin of the group (the census names an agent seen only through
-// its pins after it).
+// group is the pins of one groupKey; agentURL is one pin's.
 type group struct {
 	key      groupKey
 	agentURL string
@@ -176,10 +134,7 @@ func NewTally(js jetstream.JetStream, kv jetstream.KeyValue, opts TallyOptions) 
 	if opts.Resync == 0 {
 		opts.Resync = DefaultResync
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	t := &Tally{resync: opts.Resync, now: opts.Now}
+	t := &Tally{resync: opts.Resync, now: defaults.Clock(opts.Now)}
 	t.pins = newFollower(js, kv, t.putPin, t.dropPin)
 	if opts.Leases != nil {
 		t.leases = newFollower(js, opts.Leases, t.putLease, t.dropLease)
@@ -190,8 +145,7 @@ func NewTally(js jetstream.JetStream, kv jetstream.KeyValue, opts TallyOptions) 
 	return t
 }
 
-// putObserved decodes a card.observed (nil: it does not decode, or is
-// something else).
+// putObserved decodes a card.observed (nil: it is not one).
 func putObserved(m jetstream.Msg) *events.Observed {
 	ev, err := events.Decode(m)
 	if err != nil {
@@ -204,27 +158,30 @@ func putObserved(m jetstream.Msg) *events.Observed {
 	return &o
 }
 
-// lastObserved returns the last card.observed of every agent subject, in
-// stream order, as of the last Refresh; ok is false when the Tally does not
-// follow the card stream.
+// lastObserved returns the card.observed the Tally keeps; ok is false when
+// it does not follow the card stream.
 func (t *Tally) lastObserved() (out []events.Observed, ok bool) {
 	if t == nil || t.observed == nil {
 		return nil, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.observed.each(func(o *events.Observed) {
+	return observations(t.observed), true
+}
+
+// observations are the card.observed f keeps, in stream order.
+func observations(f *follower[*events.Observed]) (out []events.Observed) {
+	f.each(func(o *events.Observed) {
 		if o != nil {
 			out = append(out, *o)
 		}
 	})
-	return out, true
+	return out
 }
 
 // Refresh brings the counts up to date: everything at the first call (and
-// after a gap, once Resync has passed, or when a bucket was made again),
-// otherwise the messages written since the last call. On an error the next
-// Refresh carries on from what was read.
+// after a gap, every Resync, or when a bucket was made again), otherwise
+// the messages written since the last call.
 func (t *Tally) Refresh(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -311,11 +268,7 @@ func (t *Tally) dropLease(l *store.Lease) {
 	}
 }
 
-// followsLeases reports whether the Tally keeps the leases.
-func (t *Tally) followsLeases() bool { return t.leases != nil }
-
-// scanLeases is store.Scanner's Scan over the leases the Tally keeps, as of
-// the last Refresh, in the order of a scan of the bucket.
+// scanLeases is store.Scanner's Scan over the leases the Tally keeps.
 func (t *Tally) scanLeases(_ context.Context, fn func(store.Lease, uint64) error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -334,8 +287,7 @@ func (t *Tally) scanLeases(_ context.Context, fn func(store.Lease, uint64) error
 	return nil
 }
 
-// each calls fn for every (agent, card version, extended state) with pins, and returns how
-// many pins could not be decoded.
+// each calls fn for every group, and returns how many pins do not decode.
 func (t *Tally) each(fn func(k groupKey, agentURL string, n int)) (corrupt int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -345,8 +297,8 @@ func (t *Tally) each(fn func(k groupKey, agentURL string, n int)) (corrupt int) 
 	return t.corrupt
 }
 
-// version returns the memoized card version of digest ("" while a census
-// found no body, for bodyRetry), if a census recorded it.
+// version returns the memoized card version of digest ("" for bodyRetry
+// after a census found no body).
 func (t *Tally) version(digest string) (string, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -362,8 +314,8 @@ func (t *Tally) version(digest string) (string, bool) {
 	return "", false
 }
 
-// setVersion records the card version of digest (found: a census read its
-// body), if a group holds it.
+// setVersion records the card version of digest (found: its body was read),
+// if a group holds it.
 func (t *Tally) setVersion(digest, ver string, found bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -377,7 +329,7 @@ func (t *Tally) setVersion(digest, ver string, found bool) {
 }
 
 // parsedCard returns the parsed card of digest and its body's size if the
-// last census kept it. A nil Tally keeps nothing.
+// last census kept it.
 func (t *Tally) parsedCard(digest string) (*detector.Card, int, bool) {
 	if t == nil {
 		return nil, 0, false
@@ -388,9 +340,8 @@ func (t *Tally) parsedCard(digest string) (*detector.Card, int, bool) {
 	return p.card, p.size, ok
 }
 
-// keepParsed keeps the cards of a census whose digests are in live (digest
-// → body size), up to parsedBudget bytes of bodies, and forgets the others.
-// A nil Tally keeps nothing.
+// keepParsed keeps the cards whose digests are in live (digest → body
+// size), up to parsedBudget bytes, and forgets the others.
 func (t *Tally) keepParsed(cards map[string]*detector.Card, live map[string]int) {
 	if t == nil {
 		return

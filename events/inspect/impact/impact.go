@@ -17,8 +17,7 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// Source is where Assess reads: the pins (by task id; a store.Scanner, so
-// that every pin is read in one pass) and the card bodies by digest.
+// Source is where Assess reads: the pins (in one pass) and the card bodies.
 type Source struct {
 	Pins  store.Scanner[task.Pin]
 	Cards store.Cards
@@ -33,13 +32,9 @@ type Options struct {
 	// (nil: unsigned, or not verified).
 	Signatures []detector.Signature
 	// Extended says the proposed card is the agent's authenticated
-	// extended card (carddrift impact --extended): it is judged against the
-	// tasks pinned on the extended card (task.Pin.UsesExtended), and the
-	// others are Skipped. Without it the proposed card is the public card:
-	// it is judged against every other task, and the tasks pinned on the
-	// extended card are Skipped — their transitions observe the extended
-	// card, never the public one, so a public card cannot change their
-	// verdict.
+	// extended card (impact --extended): it judges the tasks pinned on the
+	// extended card, and the others are Skipped. Without it the tasks
+	// pinned on the extended card are Skipped.
 	Extended bool
 	// Workers bounds the goroutines that judge pins (default GOMAXPROCS).
 	Workers int
@@ -47,26 +42,22 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Finding is one finding of a task's verdict: its rule, severity, and
-// whether it touches the task.
+// Finding is one finding of a task's verdict.
 type Finding struct {
 	Rule     string            `json:"rule"`
 	Severity detector.Severity `json:"severity"`
 	Touches  bool              `json:"touches"`
 }
 
-// Task is what the proposed card would do to one task. Findings are every
-// finding of its card.drift (none when the worker would publish none: the
-// task continues). Reason and Pinned are for people, not part of the JSON.
+// Task is what the proposed card would do to one task: the findings of its
+// card.drift (none when the worker would publish none).
 type Task struct {
 	TaskID   string           `json:"taskId"`
 	Action   detector.Action  `json:"action"`
 	Posture  detector.Posture `json:"posture"`
 	Findings []Finding        `json:"findings"`
 
-	Reason string `json:"-"`
-	// ReplanSkill is the verdict's replanSkill: the renamed skill's new id
-	// a degrade task re-plans onto.
+	Reason      string `json:"-"`
 	ReplanSkill string `json:"-"`
 	Pinned      string `json:"-"` // the digest the task is pinned to
 	Skill       string `json:"-"`
@@ -75,8 +66,7 @@ type Task struct {
 // Counts are the tasks by action (detector.Counts, the one type of it).
 type Counts = detector.Counts
 
-// Proposed names the proposed card by its digest (the card itself, parsed,
-// is a detector.Card).
+// Proposed names the proposed card by its digest.
 type Proposed struct {
 	Digest string `json:"digest"`
 }
@@ -89,12 +79,9 @@ type Report struct {
 	Tasks  []Task `json:"tasks"`
 	Counts Counts `json:"counts"`
 	// Skipped are the agent's live pins the proposed card does not judge
-	// (on the other card of the two, Options.Extended), sorted by task id:
-	// for people (the text table), not part of the JSON, whose tasks and
-	// counts are the judged tasks'.
-	Skipped []Skipped `json:"-"`
-	// Extended is Options.Extended: the proposed card is an extended card.
-	Extended bool `json:"-"`
+	// (Options.Extended), sorted by task id.
+	Skipped  []Skipped `json:"-"`
+	Extended bool      `json:"-"`
 }
 
 // Skipped is a live pin the proposed card is not judged against, and why.
@@ -109,8 +96,7 @@ const (
 	SkipPublicPin   = "pinned on the public card: an extended card does not judge it"
 )
 
-// skip says why a proposed card (extended or public) does not judge p, or
-// "" when it does.
+// skip says why a proposed card does not judge p, or "" when it does.
 func skip(p task.Pin, extended bool) string {
 	switch {
 	case p.UsesExtended() && !extended:
@@ -125,13 +111,10 @@ func skip(p task.Pin, extended bool) string {
 var ErrNotACard = errors.New("impact: the proposed card is not a card")
 
 // Assess evaluates the proposed card raw for the agent at agentURL (any URL
-// of its host) against every live pin on it that the card would judge: the
-// pins on the public card, or with Options.Extended those on the extended
-// card (the others are Report.Skipped). A pin whose card is not known
-// yet (its first fetch failed) would be pinned to the proposed card: it
-// continues. Errors: ErrNotACard, the stores' errors (a pin that does not
-// decode is skipped by the scan and reported after it, wrapping
-// store.ErrCorrupt, with the report of the others).
+// of its host) against every live pin on it that the card would judge. A
+// pending pin would be pinned to it: it continues. Errors: ErrNotACard, the
+// stores' errors (pins that do not decode: store.ErrCorrupt, with the
+// report of the others).
 func Assess(ctx context.Context, src Source, agentURL string, raw []byte, opts Options) (*Report, error) {
 	host, err := events.AgentHost(agentURL)
 	if err != nil {
@@ -223,8 +206,8 @@ func judge(p task.Pin, pinned *detector.Card, obs task.Observation, m task.Meta)
 	return t
 }
 
-// loadBodies parses the stored body of every pinned digest once; a digest
-// carddrift never stored maps to nil (the core then judges it as unknown).
+// loadBodies parses the stored body of every pinned digest once (nil: never
+// stored).
 func loadBodies(ctx context.Context, cards store.Cards, pins []task.Pin) (map[string]*detector.Card, error) {
 	out := map[string]*detector.Card{}
 	for _, p := range pins {

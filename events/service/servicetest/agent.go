@@ -12,11 +12,9 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// Agent is an A2A agent on loopback (an httptest server) that serves a card
-// at the well-known path; the test swaps the card, fails it with a status,
-// slows it down, or serves it with caching headers while workers fetch it.
-// "AGENT" in a card stands for the agent's own URL. It is safe for
-// concurrent use and closed when the test ends.
+// Agent is an A2A agent on loopback serving a card at the well-known path,
+// which the test swaps, fails, slows down or serves with caching headers.
+// "AGENT" in a card stands for the agent's URL. Closed when the test ends.
 type Agent struct {
 	srv *httptest.Server
 
@@ -33,8 +31,7 @@ type Agent struct {
 	notModified atomic.Int64
 }
 
-// NewAgent starts an agent serving card with status 200 and
-// Cache-Control: no-cache (every transition revalidates).
+// NewAgent starts an agent serving card with Cache-Control: no-cache.
 func NewAgent(t testing.TB, card string) *Agent {
 	t.Helper()
 	a := &Agent{card: card, status: http.StatusOK, cacheControl: "no-cache"}
@@ -85,8 +82,7 @@ func (a *Agent) serve(w http.ResponseWriter, r *http.Request) {
 // URL is the agent's base URL (its card is at URL + fetcher.WellKnownPath).
 func (a *Agent) URL() string { return a.srv.URL }
 
-// Served returns the bytes the agent serves for card ("AGENT" replaced by
-// its URL): what a client that read the card holds.
+// Served returns the bytes the agent serves for card.
 func (a *Agent) Served(card string) []byte {
 	return []byte(strings.ReplaceAll(card, "AGENT", a.srv.URL))
 }
@@ -94,16 +90,14 @@ func (a *Agent) Served(card string) []byte {
 // Set swaps the card, from the next request on.
 func (a *Agent) Set(card string) { a.locked(func() { a.card = card }) }
 
-// SetStatus makes the agent answer with code instead of the card (200: the
-// card again).
+// SetStatus makes the agent answer with code (200: the card).
 func (a *Agent) SetStatus(code int) { a.locked(func() { a.status = code }) }
 
 // SetCacheControl sets the Cache-Control header of the card ("": none).
 func (a *Agent) SetCacheControl(cc string) { a.locked(func() { a.cacheControl = cc }) }
 
-// SetETag makes the agent send etag with the card and answer a request
-// whose If-None-Match equals it with 304, whatever the card now is (as
-// servers whose ETag derives from the card's version do).
+// SetETag makes the agent send etag and answer 304 to an If-None-Match of
+// it, whatever the card now is.
 func (a *Agent) SetETag(etag string) { a.locked(func() { a.etag = etag }) }
 
 // SetDelay makes every answer wait d (or until the client gives up).

@@ -17,9 +17,8 @@ import (
 // WaitTimeout bounds Collector.WaitFor.
 const WaitTimeout = 15 * time.Second
 
-// Collector gathers every card.* event stored in the events stream, from the
-// start of the stream, as a planner reading it would see them decoded. An
-// event that does not decode fails the test.
+// Collector gathers every event of the events stream, decoded; one that
+// does not decode fails the test.
 type Collector struct {
 	js     jetstream.JetStream
 	stream string
@@ -29,9 +28,8 @@ type Collector struct {
 	lastSeq uint64 // the stream sequence of the last message consumed
 }
 
-// Collect starts a Collector on cfg's events stream through js (any
-// connection: the rig's, or a planner's on a real deployment); it stops when
-// the test ends.
+// Collect starts a Collector on cfg's events stream through js until the
+// test ends.
 func Collect(t testing.TB, js jetstream.JetStream, cfg store.Config) *Collector {
 	t.Helper()
 	cfg.SetDefaults()
@@ -110,22 +108,17 @@ func (c *Collector) CountBy(typ string) map[string]int {
 	return m
 }
 
-// CaughtUp waits up to WaitTimeout until the collector has consumed every
-// message the events stream held when it was called: after the workers have
-// drained their work (Drained), what they published is then all collected.
+// CaughtUp waits until the collector has consumed every message the events
+// stream held when it was called (after Drained: all the workers wrote).
 func (c *Collector) CaughtUp(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := c.js.Stream(ctx, c.stream)
+	st, err := c.js.Stream(ctx, c.stream) // its info as of now
 	if err != nil {
 		t.Fatalf("collector: stream %s: %v", c.stream, err)
 	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatalf("collector: stream %s info: %v", c.stream, err)
-	}
-	last := info.State.LastSeq
+	last := st.CachedInfo().State.LastSeq
 	c.WaitFor(t, "the collector consumed the events stream up to its sequence "+strconv.FormatUint(last, 10), func(c *Collector) bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -133,8 +126,8 @@ func (c *Collector) CaughtUp(t testing.TB) {
 	})
 }
 
-// WaitFor waits up to WaitTimeout until cond holds for the collected events,
-// or fails t naming what, with the events collected so far.
+// WaitFor waits up to WaitTimeout until cond holds, or fails t naming
+// what, with the events collected so far.
 func (c *Collector) WaitFor(t testing.TB, what string, cond func(*Collector) bool) {
 	t.Helper()
 	held := false
@@ -148,8 +141,7 @@ func (c *Collector) WaitFor(t testing.TB, what string, cond func(*Collector) boo
 	held = true
 }
 
-// Summary names each event by type and task: "card.drift(t1)", for
-// failure messages.
+// Summary names each event by type and task: "card.drift(t1)".
 func Summary(evs []events.Event) []string {
 	out := make([]string, 0, len(evs))
 	for _, e := range evs {

@@ -1,10 +1,8 @@
 // Package servicetest is the one test rig of carddrift, in the manner of
-// nats.go's withJSServer: a function taking the test and options that
-// starts a real embedded JetStream server (t.TempDir() storage), provisions
-// the stores, runs workers through events/service, gives the test an
-// Emitter, loopback A2A agents whose cards it swaps, and a Collector of the
-// card.* events with wait helpers, and cleans all of it up when the test
-// ends.
+// nats.go's withJSServer: Start runs a real embedded JetStream server, the
+// stores and workers (through events/service), and gives the test an
+// Emitter, loopback agents whose cards it swaps, and a Collector of the
+// card.* events, until the test ends.
 //
 //	r := servicetest.Start(t, servicetest.Options{Workers: []string{"w1"}})
 //	a := servicetest.NewAgent(t, servicetest.WriteupT0)
@@ -14,8 +12,6 @@
 //	r.Emit.Request(ctx, events.Request{TaskID: "t", AgentURL: a.URL(), Method: "message/stream", Attempt: 1})
 //	r.Out().WaitFor(t, "the abort", func(c *servicetest.Collector) bool { return len(c.Drifts("t")) == 1 })
 //
-// The worker's, replay's, the planner's, the a2a-go interceptor's, the
-// reference planner's and the end-to-end suites all use it. Waits poll with
-// natstest.Eventually. Example functions, which have no test, get their
-// server from EmbeddedJetStream.
+// Example functions, which have no test, get their server from
+// EmbeddedJetStream.
 package servicetest

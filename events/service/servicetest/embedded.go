@@ -9,10 +9,8 @@ import (
 )
 
 // EmbeddedJetStream is the embedded JetStream server of Example functions,
-// which have no testing.TB for Start: a server (service.StartEmbedded) with
-// storage in a fresh temporary directory, and a connection to it. stop
-// closes the connection, shuts the server down and removes the directory.
-// It panics on failure.
+// which have no testing.TB: stop closes it and removes its storage. It
+// panics on failure.
 func EmbeddedJetStream() (js jetstream.JetStream, stop func()) {
 	dir, err := os.MkdirTemp("", "carddrift-example-")
 	if err != nil {

@@ -5,9 +5,8 @@ import (
 	"sync"
 )
 
-// Output collects what a command or process under test writes (its stdout,
-// stderr or logs) while the test reads it: a bytes.Buffer safe for
-// concurrent use.
+// Output is a bytes.Buffer safe for concurrent use: what a command under
+// test writes while the test reads it.
 type Output struct {
 	mu sync.Mutex
 	b  bytes.Buffer

@@ -12,10 +12,8 @@ import (
 )
 
 // SecondWriter is a worker's pin store with a second writer: once armed,
-// the next Update of its task is preceded by another writer's, whose own
-// connection and store handles on the same KV bucket read the pin and
-// record a drift id as reported, as another worker would during a
-// partition hand-over. Set Pins to the store it wraps before use.
+// the next Update of its task is preceded by another writer's, on its own
+// connection, recording a drift id as reported (a partition hand-over).
 type SecondWriter struct {
 	store.Pins[task.Pin]
 	other  store.Pins[task.Pin]
@@ -26,8 +24,7 @@ type SecondWriter struct {
 }
 
 // SecondWriter returns a SecondWriter around pins (nil: set Pins later)
-// whose other writer, on its own connection to the rig's server (closed
-// when the test ends), records drift on task taskID (any task when empty).
+// whose other writer records drift on task taskID (any when empty).
 func (r *Rig) SecondWriter(pins store.Pins[task.Pin], taskID, drift string) *SecondWriter {
 	r.T.Helper()
 	nc, err := nats.Connect(r.URL())

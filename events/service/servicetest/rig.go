@@ -1,6 +1,7 @@
 package servicetest
 
 import (
+	"cmp"
 	"context"
 	"net/netip"
 	"slices"
@@ -27,24 +28,20 @@ import (
 
 // Options configure a Rig. Zero fields take the defaults noted.
 type Options struct {
-	// Configure adjusts the store.Config (DefaultConfig: 4 partitions,
-	// AckWait 2s) before the streams and buckets are provisioned.
+	// Configure adjusts DefaultConfig before the stores are provisioned.
 	Configure func(*store.Config)
-	// Workers names the workers Start runs (none by default; StartWorker
-	// adds more at any time).
+	// Workers names the workers Start runs.
 	Workers []string
-	// Worker adjusts the options of every worker the rig starts, before the
-	// adjustment StartWorker is given.
+	// Worker adjusts the options of every worker the rig starts.
 	Worker func(*worker.Options)
 	// Source is the CloudEvents source of the rig's Emitter (default
 	// "urn:client:servicetest").
 	Source string
 }
 
-// Rig is carddrift in process against an embedded JetStream server with
-// t.TempDir() storage: the provisioned stores, workers run through
-// events/service, an Emitter for client traffic and metrics shared by the
-// workers. Everything it starts stops when the test ends.
+// Rig is carddrift in process against an embedded JetStream server: the
+// stores, workers run through events/service, an Emitter and the workers'
+// shared metrics. Everything it starts stops when the test ends.
 type Rig struct {
 	T       testing.TB
 	Server  *server.Server
@@ -60,8 +57,8 @@ type Rig struct {
 	out     *Collector
 }
 
-// DefaultConfig is the rig's store.Config: store.DefaultConfig with 4
-// lifecycle partitions and a 2s AckWait (redeliveries within a test).
+// DefaultConfig is store.DefaultConfig with 4 lifecycle partitions and a
+// 2s AckWait (redeliveries within a test).
 func DefaultConfig() store.Config {
 	cfg := store.DefaultConfig()
 	cfg.Partitions = 4
@@ -69,9 +66,8 @@ func DefaultConfig() store.Config {
 	return cfg
 }
 
-// InMemory is the Options of an end-to-end rig: its streams in memory on 2
-// partitions with a 5s AckWait, and the named workers, each draining within
-// 3s.
+// InMemory is the Options of an end-to-end rig: streams in memory on 2
+// partitions, a 5s AckWait, the named workers draining within 3s.
 func InMemory(workers ...string) Options {
 	return Options{
 		Configure: func(c *store.Config) {
@@ -98,12 +94,9 @@ func Start(t testing.TB, opts Options) *Rig {
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
-	if opts.Source == "" {
-		opts.Source = "urn:client:servicetest"
-	}
 	// Tests publish in bursts (10,000 submissions at once) that a client's
 	// default buffer would drop part of: Flushed and Drained fail on a drop.
-	emit, err := client.NewEmitter(js, opts.Source, publish.WithBuffer(1<<15))
+	emit, err := client.NewEmitter(js, cmp.Or(opts.Source, "urn:client:servicetest"), publish.WithBuffer(1<<15))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,13 +109,11 @@ func Start(t testing.TB, opts Options) *Rig {
 	return r
 }
 
-// URL is the embedded server's client URL, for processes and commands
-// under test.
+// URL is the embedded server's client URL.
 func (r *Rig) URL() string { return r.Server.ClientURL() }
 
-// LoopbackFetch is the fetcher configuration of the rig's workers: agents on
-// loopback allowed, short timeouts, and no lower lease clamp, so that an
-// agent's no-cache makes every transition revalidate.
+// LoopbackFetch is the rig's fetcher configuration: loopback allowed, short
+// timeouts, no lower lease clamp (no-cache revalidates every transition).
 func LoopbackFetch() fetcher.Options {
 	return fetcher.Options{
 		Allow:          []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
@@ -132,10 +123,9 @@ func LoopbackFetch() fetcher.Options {
 	}
 }
 
-// WorkerOptions returns the options of a rig worker named name: the rig's
-// stores and metrics, LoopbackFetch, a 5s drain and a 2s PinnedTTL (so a
-// partition moves on within a test), adjusted by Options.Worker and then by
-// tweak (nil: none).
+// WorkerOptions returns the options of a rig worker: the rig's stores and
+// metrics, LoopbackFetch, a 5s drain and a 2s PinnedTTL, adjusted by
+// Options.Worker and then by tweak (nil: none).
 func (r *Rig) WorkerOptions(name string, tweak func(*worker.Options)) worker.Options {
 	o := worker.Options{
 		Name: name, Config: r.Config,
@@ -153,8 +143,7 @@ func (r *Rig) WorkerOptions(name string, tweak func(*worker.Options)) worker.Opt
 	return o
 }
 
-// NewWorker builds a rig worker without running it, for tests that drive
-// it directly; it is closed when the test ends.
+// NewWorker builds a rig worker without running it.
 func (r *Rig) NewWorker(name string, tweak func(*worker.Options)) *worker.Worker {
 	r.T.Helper()
 	w, err := worker.New(r.JS, r.WorkerOptions(name, tweak))
@@ -166,29 +155,25 @@ func (r *Rig) NewWorker(name string, tweak func(*worker.Options)) *worker.Worker
 }
 
 // StartWorker runs a worker on the rig's connection until the test ends or
-// stop is called (which waits for its drain; safe to call twice). A worker
-// that fails fails the test.
+// stop is called (which waits for its drain). A worker that fails fails
+// the test.
 func (r *Rig) StartWorker(name string, tweak func(*worker.Options)) (stop func()) {
 	r.T.Helper()
 	svc, running := r.run(r.T, service.Options{Conn: r.Conn, Stores: r.Stores}, name, tweak)
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			if err := running.Stop(); err != nil {
-				r.T.Errorf("worker %s: Run = %v", name, err)
-			}
-			svc.Close()
-		})
-	}
+	stop = sync.OnceFunc(func() {
+		if err := running.Stop(); err != nil {
+			r.T.Errorf("worker %s: Run = %v", name, err)
+		}
+		svc.Close()
+	})
 	r.T.Cleanup(stop)
 	return stop
 }
 
-// StartWorkerOn runs a worker over a connection of its own to url, bound to
-// the rig's streams and buckets, so that closing that connection cuts the
-// worker off entirely, as a kill would. stop cancels it and fails t if Run
-// does not return within its drain timeout and 10s; an error from a
-// cut-off worker is expected and ignored. Both are closed when t ends.
+// StartWorkerOn runs a worker over a connection of its own to url, so that
+// closing it cuts the worker off as a kill would. stop cancels it and fails
+// t if Run does not return within its drain timeout and 10s (its error is
+// ignored).
 func (r *Rig) StartWorkerOn(t testing.TB, url, name string, tweak func(*worker.Options)) (*nats.Conn, func()) {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(0))
@@ -197,19 +182,16 @@ func (r *Rig) StartWorkerOn(t testing.TB, url, name string, tweak func(*worker.O
 	}
 	svc, running := r.run(t, service.Options{Conn: nc, Bind: true}, name, tweak)
 	drain := r.WorkerOptions(name, tweak).DrainTimeout
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			running.Cancel()
-			select {
-			case <-running.Done():
-			case <-time.After(drain + 10*time.Second):
-				t.Errorf("worker %s: Run did not return after its drain timeout", name)
-			}
-			svc.Close()
-			nc.Close()
-		})
-	}
+	stop := sync.OnceFunc(func() {
+		running.Cancel()
+		select {
+		case <-running.Done():
+		case <-time.After(drain + 10*time.Second):
+			t.Errorf("worker %s: Run did not return after its drain timeout", name)
+		}
+		svc.Close()
+		nc.Close()
+	})
 	t.Cleanup(stop)
 	return nc, stop
 }
@@ -218,8 +200,7 @@ func (r *Rig) StartWorkerOn(t testing.TB, url, name string, tweak func(*worker.O
 func (r *Rig) run(t testing.TB, so service.Options, name string, tweak func(*worker.Options)) (*service.Service, *service.Running) {
 	t.Helper()
 	so.Config, so.Worker = r.Config, r.WorkerOptions(name, tweak)
-	if so.Stores == nil {
-		// Bound on the service's own connection, not the rig's.
+	if so.Stores == nil { // bound on the service's own connection
 		so.Worker.Pins, so.Worker.Cards, so.Worker.Leases = nil, nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -242,8 +223,7 @@ func (r *Rig) Out() *Collector {
 	return r.out
 }
 
-// Handled returns how many events of type typ the rig's workers finished
-// with outcome (the carddrift_events_total counter).
+// Handled returns carddrift_events_total of typ and outcome.
 func (r *Rig) Handled(typ, outcome string) int {
 	var m dto.Metric
 	if err := r.Metrics.Events.WithLabelValues(typ, outcome).Write(&m); err != nil {
@@ -282,8 +262,7 @@ func Drained(t testing.TB, js jetstream.JetStream, cfg store.Config, timeout tim
 	}
 }
 
-// DumpLifecycle logs the state of the lifecycle consumers, for failure
-// reports.
+// DumpLifecycle logs the state of the lifecycle consumers.
 func DumpLifecycle(t testing.TB, js jetstream.JetStream, cfg store.Config) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -305,15 +284,13 @@ func DumpLifecycle(t testing.TB, js jetstream.JetStream, cfg store.Config) {
 	}
 }
 
-// Eventually waits up to WaitTimeout until cond holds, or fails the rig's
-// test naming what (natstest.Eventually).
+// Eventually is natstest.Eventually for WaitTimeout.
 func (r *Rig) Eventually(what string, cond func() bool) {
 	r.T.Helper()
 	natstest.Eventually(r.T, WaitTimeout, what, cond)
 }
 
-// WaitPin waits up to WaitTimeout until the task's pin is stored, with a
-// digest, and returns it.
+// WaitPin waits until the task's pin has a digest and returns it.
 func (r *Rig) WaitPin(taskID string) task.Pin {
 	r.T.Helper()
 	var pin task.Pin
@@ -325,9 +302,8 @@ func (r *Rig) WaitPin(taskID string) task.Pin {
 	return pin
 }
 
-// Verdicts subscribes as a planner does, with opts, and returns the
-// verdicts delivered so far for a task; the subscription stops when the
-// test ends.
+// Verdicts subscribes as a planner with opts; the function returns the
+// verdicts delivered so far for a task.
 func (r *Rig) Verdicts(opts planner.Options) func(taskID string) []planner.Verdict {
 	r.T.Helper()
 	var mu sync.Mutex
@@ -349,8 +325,8 @@ func (r *Rig) Verdicts(opts planner.Options) func(taskID string) []planner.Verdi
 	}
 }
 
-// Clock is a settable clock for leases and full-fetch intervals
-// (worker.Options.Now: o.Now = clock.Now). Timeouts keep the real clock.
+// Clock is a settable clock (worker.Options.Now); timeouts keep the real
+// clock.
 type Clock struct{ ns atomic.Int64 }
 
 // NewClock returns a Clock at the current time.

