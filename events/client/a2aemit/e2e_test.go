@@ -169,7 +169,9 @@ func newE2E(t *testing.T) (ctx context.Context, r *servicetest.Rig, verdicts fun
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	r = servicetest.Start(t, servicetest.InMemory("e2e-worker"))
+	o := servicetest.InMemory("e2e-worker")
+	o.Source = "urn:test:a2a-go-client" // the client's events, published by the rig's emitter
+	r = servicetest.Start(t, o)
 	agent = newA2AAgent(t)
 	client = newClient(t, ctx, r, agent)
 	plan = a2aemit.WithPlan(ctx, a2aemit.Plan{SkillID: "translate", Posture: detector.FailClosed})
