@@ -11,11 +11,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// scan reads every value of the bucket with one KV watch of all keys (an
+// Scan implements Scanner. It reads every value of the bucket with one KV watch of all keys (an
 // ordered consumer that delivers the latest value of each key, deletes
 // skipped, then a nil marker) and decodes them on a bounded pool of
 // goroutines; fn runs on the caller's goroutine.
-func (s *kvJSON[T]) scan(ctx context.Context, fn func(T, uint64) error) error {
+func (s *kvJSON[T]) Scan(ctx context.Context, fn func(T, uint64) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
@@ -107,18 +107,4 @@ func (s *kvJSON[T]) scan(ctx context.Context, fn func(T, uint64) error) error {
 		return fmt.Errorf("store: scan %s bucket: %d value(s) skipped: %w", s.kv.Bucket(), corrupt, ErrCorrupt)
 	}
 	return nil
-}
-
-var (
-	_ Scanner[Lease] = (*KVLeases)(nil)
-)
-
-// Scan implements Scanner.
-func (p *KVPins[T]) Scan(ctx context.Context, fn func(T, uint64) error) error {
-	return p.s.scan(ctx, fn)
-}
-
-// Scan implements Scanner.
-func (l *KVLeases) Scan(ctx context.Context, fn func(Lease, uint64) error) error {
-	return l.s.scan(ctx, fn)
 }
