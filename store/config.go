@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -201,25 +202,14 @@ func (c *Config) maxBytes(field string) int64 {
 	panic("store: no byte limit " + field)
 }
 
-// maxBytesField returns the byte-limit field named by a StorageShares entry.
+// maxBytesField returns the byte-limit field named by a StorageShares entry
+// (the Topology's promoted fields included).
 func (c *Config) maxBytesField(name string) *int64 {
-	switch name {
-	case "LifecycleMaxBytes":
-		return &c.LifecycleMaxBytes
-	case "EventsMaxBytes":
-		return &c.EventsMaxBytes
-	case "DLQMaxBytes":
-		return &c.DLQMaxBytes
-	case "PinsMaxBytes":
-		return &c.PinsMaxBytes
-	case "CardsMaxBytes":
-		return &c.CardsMaxBytes
-	case "CardsObjectMaxBytes":
-		return &c.CardsObjectMaxBytes
-	case "LeasesMaxBytes":
-		return &c.LeasesMaxBytes
+	f := reflect.ValueOf(c).Elem().FieldByName(name)
+	if !f.IsValid() {
+		panic("store: no byte limit " + name)
 	}
-	panic("store: no byte limit " + name)
+	return f.Addr().Interface().(*int64)
 }
 
 // Limits returns the byte limit in effect of every stream carddrift
