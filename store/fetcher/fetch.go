@@ -293,26 +293,34 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (Observation, error) {
 		return obs, nil
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		obs.Latency = time.Since(start)
-		return obs, &FetchError{URL: req.URL, Reason: ReasonStatus, Status: resp.StatusCode,
-			Err: fmt.Errorf("HTTP %s", resp.Status)}
+		return obs, statusError(req.URL, resp)
 	}
 	raw, err := readBody(ctx, req.URL, resp, f.opts.MaxBodyBytes)
 	obs.Latency = time.Since(start)
 	if err != nil {
 		return obs, err
 	}
+	return f.withCard(obs, resp, raw)
+}
+
+// withCard is obs, a fetch that read raw from resp (a 2xx), with the card
+// it parses to, its digest and fingerprint, ETag and lease.
+func (f *Fetcher) withCard(obs Observation, resp *http.Response, raw []byte) (Observation, error) {
 	card, digest, fingerprint, err := f.read(raw)
 	if err != nil {
-		return obs, classifyParse(req.URL, resp.StatusCode, err)
+		return obs, classifyParse(obs.CardURL, resp.StatusCode, err)
 	}
 	obs.FetchedAt = f.opts.Now()
-	obs.Digest = digest
-	obs.Fingerprint = fingerprint
+	obs.Digest, obs.Fingerprint, obs.Raw, obs.Card = digest, fingerprint, raw, card
 	obs.ETag = parseETag(resp.Header.Values("ETag"))
 	obs.MaxAge = f.lease(resp.Header)
-	obs.Raw = raw
-	obs.Card = card
 	return obs, nil
+}
+
+// statusError is the *FetchError of a fetch of url answered with a final
+// status other than 2xx (or a 304 it did not ask for).
+func statusError(url string, resp *http.Response) *FetchError {
+	return &FetchError{URL: url, Reason: ReasonStatus, Status: resp.StatusCode, Err: fmt.Errorf("HTTP %s", resp.Status)}
 }
 
 // read parses and digests a card body. A body this process parsed before,

@@ -345,7 +345,7 @@ func (j *JWKS) fetchSet(ctx context.Context, url string) (set *signature.KeySet,
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, 0, 0, &FetchError{URL: url, Reason: ReasonStatus, Status: resp.StatusCode, Err: fmt.Errorf("HTTP %s", resp.Status)}
+		return nil, 0, 0, statusError(url, resp)
 	}
 	body, err := readBody(ctx, url, resp, j.opts.MaxBodyBytes)
 	if err != nil {
