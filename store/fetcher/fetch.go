@@ -18,6 +18,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/memstore"
 )
 
 // Observation is one look at a live card: the observation itself
@@ -120,6 +121,10 @@ type Fetcher struct {
 	closeOnce sync.Once
 }
 
+// maxLocalLeases bounds the lease table a Fetcher keeps when Options.Leases
+// is nil.
+const maxLocalLeases = 1 << 16
+
 // MaxIdleConns bounds the idle connections to agents a Fetcher keeps for
 // its next revalidation (at most Options.PerHostConcurrency per agent, each
 // closed after 90 s idle). A fleet larger than it dials again for every
@@ -162,7 +167,8 @@ func New(opts Options) (*Fetcher, error) {
 	}
 	f.leases, f.cards = opts.Leases, opts.Cards
 	if f.leases == nil {
-		f.leases = newMemLeases(maxLocalLeases)
+		// In this process only; a lease dropped when full costs one fetch.
+		f.leases = memstore.NewLeases(memstore.WithMaxEntries(maxLocalLeases))
 	}
 	if lf, ok := f.leases.(LeaseFollower); ok && opts.LeaseCopyBytes > 0 {
 		f.copy = newLeaseCopy(lf, opts.LeaseCopyBytes, opts.LeaseCopyLag, opts.StoreTimeout)
@@ -221,9 +227,6 @@ func (f *Fetcher) Close() error {
 	f.ext.close()
 	return nil
 }
-
-// WorkerID returns the id this Fetcher uses in lease claims.
-func (f *Fetcher) WorkerID() string { return f.id }
 
 func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > f.opts.MaxRedirects {

@@ -316,9 +316,6 @@ func resultKey(scope string, raw []byte) [sha256.Size]byte {
 	return k
 }
 
-// JWKS returns the key set cache Verify fetches through.
-func (f *Fetcher) JWKS() *JWKS { return f.verify.jwks }
-
 func (v *verifier) get(key [sha256.Size]byte) ([]detector.Signature, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

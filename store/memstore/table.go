@@ -18,12 +18,18 @@ type Option func(*options)
 type options struct {
 	ttl time.Duration
 	now func() time.Time
+	max int
 }
 
 // WithTTL expires a value ttl after its last write, as a KV bucket's TTL
 // does. Zero or negative: never (the default). Expiries are not reported to
 // watches.
 func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl } }
+
+// WithMaxEntries bounds the store to n values: a Create into a full store
+// first drops an arbitrary other value, silently (as an expiry is), so that
+// it suits values that can be made again (the Fetcher's own leases).
+func WithMaxEntries(n int) Option { return func(o *options) { o.max = n } }
 
 // WithClock sets the clock TTLs are measured with (default time.Now).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
@@ -136,6 +142,12 @@ func (t *table[T]) Create(_ context.Context, v T) (uint64, error) {
 	defer t.mu.Unlock()
 	if _, ok := t.live(id); ok {
 		return 0, fmt.Errorf("memstore: create %s %s: %w", t.what, quote(id), store.ErrExists)
+	}
+	if t.opts.max > 0 && len(t.m) >= t.opts.max {
+		for k := range t.m {
+			delete(t.m, k)
+			break
+		}
 	}
 	return t.write(id, b, store.OpPut), nil
 }
