@@ -330,28 +330,11 @@ func rpcResult(body []byte) ([]byte, error) {
 	if _, err := jcs.ParseObject(body, jcs.Limits{MaxBytes: DefaultMaxBodyBytes}); err != nil {
 		return nil, classifyParse("", 0, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if _, err := dec.Token(); err != nil { // '{', checked above
+	var members map[string]json.RawMessage // keys are unique: jcs checked
+	if err := json.Unmarshal(body, &members); err != nil {
 		return nil, &FetchError{Reason: ReasonNotACard, Err: err}
 	}
-	var result, rpcErr json.RawMessage
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, &FetchError{Reason: ReasonNotACard, Err: err}
-		}
-		k, _ := t.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, &FetchError{Reason: ReasonNotACard, Err: err}
-		}
-		switch k {
-		case "result":
-			result = v
-		case "error":
-			rpcErr = v
-		}
-	}
+	result, rpcErr := members["result"], members["error"]
 	switch {
 	case rpcErr != nil && result == nil:
 		var e struct {
