@@ -21,15 +21,12 @@ import (
 	"github.com/carddrift/carddrift/store/memstore"
 )
 
-// Observation is one look at a live card: the observation itself
-// (detector.Observation, the one type the task core judges: card URL,
-// digest, fingerprint, ETag, card, when fetched and verified, signatures,
-// consistency window) and what the fetch was. Fetch leaves Fingerprint,
-// Raw and Card empty after a 304 (the digest is then the one already known
-// for the ETag; the body is not rehashed); Observe always fills them (from
-// its cache or Cards) and sets VerifiedAt, Replicas and Window;
-// ObserveAgent also fills Signatures (Verify). For a lease, FetchedAt is
-// when the fetch behind it completed.
+// Observation is one look at a live card: the observation the task core
+// judges (detector.Observation) and what the fetch was. Fetch leaves
+// Fingerprint, Raw and Card empty after a 304; Observe always fills them
+// (from its cache or Cards) and sets VerifiedAt, Replicas and Window;
+// ObserveAgent also fills Signatures. For a lease, FetchedAt is when the
+// fetch behind it completed.
 type Observation struct {
 	detector.Observation
 	// Status is 200 for a full response, 304 for a successful revalidation,
@@ -54,15 +51,12 @@ type Observation struct {
 	// shared lease's, fetched earlier by this or another worker.
 	FromLease bool
 	// Replicas is the agent's window of recent live digests as the shared
-	// lease holds it with this observation (Observe fills it; see
-	// detector.Replicas), judged with Window (Options.ConsistencyWindow):
-	// Replicas.Disagree(now, Window) is split brain.
+	// lease holds it (detector.Replicas; Disagree(now, Window) is split
+	// brain).
 	Replicas detector.Replicas
-	// Fetches, when positive, says that this fetch is to be published as
-	// card.observed, standing for Fetches fetches and revalidations (this
-	// one included), the first of them at Since; 0 when the lease says
-	// nothing new is to be told (Options.ObserveHeartbeat). Only the
-	// worker whose lease write recorded the fetch sees it positive.
+	// Fetches, when positive, says to publish this fetch as card.observed,
+	// standing for Fetches fetches (this one included) since Since; 0 when
+	// nothing new is to be told (Options.ObserveHeartbeat).
 	Fetches int
 	Since   time.Time
 }
@@ -127,11 +121,8 @@ const maxLocalLeases = 1 << 16
 
 // MaxIdleConns bounds the idle connections to agents a Fetcher keeps for
 // its next revalidation (at most Options.PerHostConcurrency per agent, each
-// closed after 90 s idle). A fleet larger than it dials again for every
-// revalidation of the agents beyond it: at 256, a 400-agent fleet
-// revalidated every second or two dialed for most of its fetches (and the
-// agent side accepted as many connections). Each idle connection costs a
-// file descriptor, two goroutines and their buffers (~25 KiB).
+// closed after 90 s idle); agents beyond it are dialed again for every
+// revalidation. Each costs a file descriptor, two goroutines and ~25 KiB.
 const MaxIdleConns = 1024
 
 // New builds a Fetcher from opts (defaults applied, then validated). It does
