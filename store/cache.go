@@ -27,7 +27,6 @@ type CacheOption func(*cacheOptions)
 
 type cacheOptions struct {
 	maxAge   time.Duration
-	onErr    func(error)
 	now      func() time.Time
 	maxBytes int64
 	sizeOf   any // func(T) int64 of the cache's T
@@ -81,12 +80,6 @@ func WithCacheMaxAge(d time.Duration) CacheOption {
 	return func(o *cacheOptions) { o.maxAge = d }
 }
 
-// WithCacheErrorHandler receives the errors that end or prevent a watch
-// while Run keeps retrying (log them). Default: dropped.
-func WithCacheErrorHandler(f func(error)) CacheOption {
-	return func(o *cacheOptions) { o.onErr = f }
-}
-
 // withCacheClock sets the clock of WithCacheMaxAge (tests).
 func withCacheClock(now func() time.Time) CacheOption {
 	return func(o *cacheOptions) { o.now = now }
@@ -126,7 +119,6 @@ type CachedPins[T Record[T]] struct {
 	size   int
 	maxAge time.Duration
 	now    func() time.Time
-	onErr  func(error)
 	seed   maphash.Seed
 	// maxBytes and sizeOf: WithCacheBytes (0, nil: no byte bound).
 	maxBytes int64
@@ -198,7 +190,6 @@ func NewCachedPins[T Record[T]](inner Pins[T], size int, opts ...CacheOption) *C
 		inner:  inner,
 		size:   size,
 		maxAge: o.maxAge,
-		onErr:  o.onErr,
 		now:    o.now,
 		seed:   maphash.MakeSeed(),
 		items:  make(map[string]*cacheEntry[T]),
@@ -250,7 +241,6 @@ func (c *CachedPins[T]) Run(ctx context.Context) error {
 			if first {
 				return err
 			}
-			c.report(err)
 			select {
 			case <-ctx.Done():
 				return nil
@@ -269,19 +259,12 @@ func (c *CachedPins[T]) Run(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return nil
 				}
-				c.report(err)
 				c.restarts.Add(1)
 				break
 			}
 			backoff = 50 * time.Millisecond
 			c.apply(ch)
 		}
-	}
-}
-
-func (c *CachedPins[T]) report(err error) {
-	if c.onErr != nil {
-		c.onErr(err)
 	}
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -62,12 +63,11 @@ var StorageShares = []struct {
 }
 
 // Config names and sizes every stream, consumer and bucket carddrift uses:
-// the Topology that clients, planners and workers share (streams, subjects,
-// partitions, consumers; its fields are promoted, cfg.LifecycleStream) and
-// the buckets that are carddrift's own state. One Config provisions both.
-// The zero value of a field means its default (SetDefaults fills them in);
-// for durations where "none" is meaningful, a negative value means none.
-// Build one with DefaultConfig, change what you need, then Validate.
+// the Topology that clients, planners and workers share (its fields are
+// promoted) and the buckets that are carddrift's own state. The zero value
+// of a field means its default (SetDefaults); for durations where "none" is
+// meaningful, a negative value means none. Build one with DefaultConfig,
+// change what you need, then Validate.
 type Config struct {
 	// Replicas of every stream and bucket: 1 (default), 3 for a 3-node
 	// cluster; at most 5.
@@ -77,20 +77,14 @@ type Config struct {
 	Storage jetstream.StorageType
 
 	// StorageLimit is the sum of the byte limits of every stream and
-	// bucket (zero: DefaultStorageLimit, or DefaultMemoryStorageLimit with
-	// memory storage; StorageLimitOf says which). Each limit left zero
-	// takes its share of it (StorageShares), decided when it is used, so
-	// that a Config whose Storage is changed after SetDefaults gets the
-	// default of its storage; a limit set explicitly is used as it is, and
-	// StorageLimit then only sizes the others. Limits says what is in
-	// effect. At a limit the oldest messages go first
-	// (JetStream's DiscardOld): a full stream or bucket forgets its oldest
-	// history and never refuses a write.
+	// bucket (zero: the default of the Storage, StorageLimitOf). Each limit
+	// left zero takes its share of it (StorageShares) when it is used; a
+	// limit set explicitly is used as it is. Limits says what is in effect.
+	// At a limit the oldest messages go first (DiscardOld).
 	StorageLimit int64
 
-	// Topology: the lifecycle, outbound-events and dead-letter streams, the
-	// partitions and the workers' consumers (topology.Topology; topology.go
-	// places them).
+	// Topology: the streams, partitions and consumers (topology.go places
+	// them).
 	topology.Topology
 
 	// PinsBucket is the KV bucket of pins (default "carddrift-pins").
@@ -201,25 +195,14 @@ func (c *Config) maxBytes(field string) int64 {
 	panic("store: no byte limit " + field)
 }
 
-// maxBytesField returns the byte-limit field named by a StorageShares entry.
+// maxBytesField returns the byte-limit field named by a StorageShares entry
+// (the Topology's promoted fields included).
 func (c *Config) maxBytesField(name string) *int64 {
-	switch name {
-	case "LifecycleMaxBytes":
-		return &c.LifecycleMaxBytes
-	case "EventsMaxBytes":
-		return &c.EventsMaxBytes
-	case "DLQMaxBytes":
-		return &c.DLQMaxBytes
-	case "PinsMaxBytes":
-		return &c.PinsMaxBytes
-	case "CardsMaxBytes":
-		return &c.CardsMaxBytes
-	case "CardsObjectMaxBytes":
-		return &c.CardsObjectMaxBytes
-	case "LeasesMaxBytes":
-		return &c.LeasesMaxBytes
+	f := reflect.ValueOf(c).Elem().FieldByName(name)
+	if !f.IsValid() {
+		panic("store: no byte limit " + name)
 	}
-	panic("store: no byte limit " + name)
+	return f.Addr().Interface().(*int64)
 }
 
 // Limits returns the byte limit in effect of every stream carddrift

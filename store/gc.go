@@ -87,36 +87,22 @@ type GCOptions struct {
 // CardsGC removes the card bodies that no pin or lease references, from a
 // KVCards' bucket and its Object Store, a bounded batch at a time.
 //
-// A sweep reads the metadata (no values) of the next Batch bodies of the
-// bucket, in revision order from where the last sweep stopped (wrapping
-// round at the end), and keeps those older than Grace as candidates; it
-// then marks every digest References names. A body is removed when it was
-// a candidate left unmarked by two sweeps in a row, Interval apart, and is
-// still at the revision the first one saw (the purge is conditional on it).
-// A sweep that purged something reads the references again afterwards and
-// restores each purged body one names (a pin written between the first
-// read and the purges, by a writer that found the body there), then
-// removes the objects of the rest. A body whose writer found it there
-// before the purge and writes its pin only after the second read is still
-// removed. A
-// removed body that is needed again is stored again by the next fetch or
-// client card that brings it, and meanwhile a pin naming it is judged as
-// pinned by digest alone, as when the bucket's byte limit dropped it.
+// A sweep reads the metadata of the next Batch bodies (in revision order
+// from where the last sweep stopped, wrapping round), keeps those older than
+// Grace as candidates and unmarks every digest References names. A body is
+// removed when two sweeps in a row, Interval apart, left it unmarked at the
+// same revision (the purge is conditional on it). A sweep that purged
+// something reads the references again and restores each purged body one
+// names (a pin written between the first read and the purge), then removes
+// the objects of the rest. A removed body that is needed again is stored
+// again by the next fetch that brings it; meanwhile a pin naming it is
+// judged as pinned by digest alone, as when the byte limit dropped it.
 //
-// Each sweep costs one scan of the pins and leases (References; two when
-// it purges something) and the metadata of at most Batch bodies; memory is
-// O(Batch) plus the purged values it holds until the second scan (at most
-// 16 MiB and one body; the rest wait for the next sweep).
-//
-// Why a sweep and not per-key TTLs (Nats-TTL, nats.go's KeyTTL): a TTL is
-// fixed when a key is written, so keeping a referenced body alive means
-// rewriting it (up to 1 MiB) whenever a pin or lease naming it is written,
-// and pins are written at every transition; the Object Store has no
-// per-object TTL at all; and the store's Pins are generic, so the pin
-// writer cannot see which digest a pin names. A sweep reads what pins and
-// leases name, costs nothing on the hot path, and removes only what is
-// unreferenced twice. Run owns its one
-// goroutine; Sweep may be called directly (not concurrently with Run).
+// A sweep costs one or two scans of the pins and leases and the metadata of
+// at most Batch bodies, nothing on the hot path (per-key TTLs would mean
+// rewriting a body whenever a pin naming it is written). Memory is O(Batch)
+// plus at most gcHoldBytes of purged values. Run owns its one goroutine;
+// Sweep may be called directly (not concurrently with Run).
 type CardsGC struct {
 	js      jetstream.JetStream
 	cards   *KVCards

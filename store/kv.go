@@ -12,9 +12,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// kvJSON is the part Pins and Leases share: JSON values in a KV bucket under
+// kvJSON is what KVPins and KVLeases are: JSON values in a KV bucket under
 // EncodeKey(id), with compare-and-set updates and JetStream errors converted
-// to this package's.
+// to this package's. Its methods implement Pins, Leases, Watcher and
+// Scanner.
 type kvJSON[T any] struct {
 	kv   jetstream.KeyValue
 	what string // "pin", "lease": for error messages
@@ -29,7 +30,9 @@ func quote(id string) string {
 	return strconv.Quote(id)
 }
 
-func (s *kvJSON[T]) get(ctx context.Context, id string) (T, uint64, error) {
+// Get returns the value stored under id and its revision. A stored value
+// that names another id is reported as ErrCorrupt.
+func (s *kvJSON[T]) Get(ctx context.Context, id string) (T, uint64, error) {
 	var v T
 	e, err := s.kv.Get(ctx, EncodeKey(id))
 	if err != nil {
@@ -47,8 +50,9 @@ func (s *kvJSON[T]) get(ctx context.Context, id string) (T, uint64, error) {
 	return v, e.Revision(), nil
 }
 
-func (s *kvJSON[T]) create(ctx context.Context, v *T) (uint64, error) {
-	id := s.id(v)
+// Create stores v under its id; ErrExists if the id has a value.
+func (s *kvJSON[T]) Create(ctx context.Context, v T) (uint64, error) {
+	id := s.id(&v)
 	if !utf8.ValidString(id) {
 		return 0, fmt.Errorf("store: create %s %s: %w", s.what, quote(id), ErrInvalidID)
 	}
@@ -66,8 +70,9 @@ func (s *kvJSON[T]) create(ctx context.Context, v *T) (uint64, error) {
 	return rev, nil
 }
 
-func (s *kvJSON[T]) update(ctx context.Context, v *T, rev uint64) (uint64, error) {
-	id := s.id(v)
+// Update replaces v's value if rev is its current revision.
+func (s *kvJSON[T]) Update(ctx context.Context, v T, rev uint64) (uint64, error) {
+	id := s.id(&v)
 	if !utf8.ValidString(id) {
 		return 0, fmt.Errorf("store: update %s %s: %w", s.what, quote(id), ErrInvalidID)
 	}
@@ -104,14 +109,17 @@ func (s *kvJSON[T]) casFailed(ctx context.Context, id, key string, rev uint64) e
 	return fmt.Errorf("store: update %s %s at revision %d: %w", s.what, quote(id), rev, ErrConflict)
 }
 
-func (s *kvJSON[T]) delete(ctx context.Context, id string) error {
+// Delete removes id's value; deleting a missing one is not an error.
+func (s *kvJSON[T]) Delete(ctx context.Context, id string) error {
 	if err := s.kv.Delete(ctx, EncodeKey(id)); err != nil {
 		return fmt.Errorf("store: delete %s %s: %w", s.what, quote(id), err)
 	}
 	return nil
 }
 
-func (s *kvJSON[T]) watch(ctx context.Context) (Watch, error) {
+// Watch implements Watcher. It reports expiries too when the bucket keeps
+// limit markers (Config.PinsMarkerTTL).
+func (s *kvJSON[T]) Watch(ctx context.Context) (Watch, error) {
 	// Start at the revision after the bucket's last one rather than with
 	// UpdatesOnly ("deliver new"): the ordered consumer behind a watch can
 	// come into being after Watch returns, and "new" then skips what was
@@ -134,6 +142,9 @@ func (s *kvJSON[T]) watch(ctx context.Context) (Watch, error) {
 	}
 	return &kvWatch{w: w}, nil
 }
+
+// KV returns the underlying bucket.
+func (s *kvJSON[T]) KV() jetstream.KeyValue { return s.kv }
 
 // kvWatch adapts a jetstream.KeyWatcher to Watch.
 type kvWatch struct {

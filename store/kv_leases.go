@@ -13,41 +13,19 @@ import (
 // card URL under EncodeKey(card URL). It also implements Watcher, so a
 // worker waiting for another's fetch can wake on its Update.
 type KVLeases struct {
-	s kvJSON[Lease]
+	kvJSON[Lease]
 }
 
 var (
-	_ Leases  = (*KVLeases)(nil)
-	_ Watcher = (*KVLeases)(nil)
+	_ Leases         = (*KVLeases)(nil)
+	_ Watcher        = (*KVLeases)(nil)
+	_ Scanner[Lease] = (*KVLeases)(nil)
 )
 
 // NewKVLeases returns Leases stored in kv. It does no I/O.
 func NewKVLeases(kv jetstream.KeyValue) *KVLeases {
-	return &KVLeases{s: kvJSON[Lease]{kv: kv, what: "lease", id: func(l *Lease) string { return l.CardURL }}}
+	return &KVLeases{kvJSON[Lease]{kv: kv, what: "lease", id: func(l *Lease) string { return l.CardURL }}}
 }
-
-// Get implements Leases.
-func (l *KVLeases) Get(ctx context.Context, cardURL string) (Lease, uint64, error) {
-	return l.s.get(ctx, cardURL)
-}
-
-// Create implements Leases.
-func (l *KVLeases) Create(ctx context.Context, lease Lease) (uint64, error) {
-	return l.s.create(ctx, &lease)
-}
-
-// Update implements Leases.
-func (l *KVLeases) Update(ctx context.Context, lease Lease, rev uint64) (uint64, error) {
-	return l.s.update(ctx, &lease, rev)
-}
-
-// Watch implements Watcher.
-func (l *KVLeases) Watch(ctx context.Context) (Watch, error) {
-	return l.s.watch(ctx)
-}
-
-// KV returns the underlying bucket.
-func (l *KVLeases) KV() jetstream.KeyValue { return l.s.kv }
 
 // LeaseUpdate is one lease as a LeaseFeed reports it: the lease stored at
 // Rev, or its removal.
@@ -94,9 +72,9 @@ type LeaseFeed interface {
 // its value is decoded, from the goroutine that calls Next: a revision the
 // follower holds already is reported Known, not decoded.
 func (l *KVLeases) Follow(ctx context.Context, known func(key string, rev uint64) bool) (LeaseFeed, error) {
-	w, err := l.s.kv.WatchAll(ctx)
+	w, err := l.kv.WatchAll(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("store: follow %s bucket: %w", l.s.kv.Bucket(), err)
+		return nil, fmt.Errorf("store: follow %s bucket: %w", l.kv.Bucket(), err)
 	}
 	return &leaseFeed{w: w, known: known}, nil
 }
@@ -105,13 +83,13 @@ func (l *KVLeases) Follow(ctx context.Context, known func(key string, rev uint64
 // write up to it has committed, and a LeaseFeed that reported Rev ≥ Head
 // has reported them all.
 func (l *KVLeases) Head(ctx context.Context) (uint64, error) {
-	st, err := l.s.kv.Status(ctx)
+	st, err := l.kv.Status(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("store: status of %s bucket: %w", l.s.kv.Bucket(), err)
+		return 0, fmt.Errorf("store: status of %s bucket: %w", l.kv.Bucket(), err)
 	}
 	bs, ok := st.(*jetstream.KeyValueBucketStatus)
 	if !ok || bs.StreamInfo() == nil {
-		return 0, fmt.Errorf("store: status of %s bucket: no stream state", l.s.kv.Bucket())
+		return 0, fmt.Errorf("store: status of %s bucket: no stream state", l.kv.Bucket())
 	}
 	if s := bs.StreamInfo().State; s.Msgs > 0 {
 		return s.LastSeq, nil

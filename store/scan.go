@@ -11,11 +11,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// scan reads every value of the bucket with one KV watch of all keys (an
-// ordered consumer that delivers the latest value of each key, deletes
-// skipped, then a nil marker) and decodes them on a bounded pool of
-// goroutines; fn runs on the caller's goroutine.
-func (s *kvJSON[T]) scan(ctx context.Context, fn func(T, uint64) error) error {
+// scanBatch is how many values Scan decodes at once.
+const scanBatch = 256
+
+// Scan implements Scanner. It reads every value of the bucket with one KV
+// watch of all keys (an ordered consumer that delivers the latest value of
+// each key, deletes skipped, then a nil marker) and decodes them a batch at
+// a time on a bounded pool of goroutines; fn runs on the caller's goroutine.
+func (s *kvJSON[T]) Scan(ctx context.Context, fn func(T, uint64) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
@@ -27,98 +30,54 @@ func (s *kvJSON[T]) scan(ctx context.Context, fn func(T, uint64) error) error {
 	}
 	defer w.Stop()
 
-	type decoded struct {
-		v       T
-		rev     uint64
-		corrupt bool
-	}
-	entries := make(chan jetstream.KeyValueEntry, 256)
-	out := make(chan decoded, 256)
 	workers := max(1, min(runtime.GOMAXPROCS(0), 8))
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for e := range entries {
-				var d decoded
-				d.rev = e.Revision()
-				if err := json.Unmarshal(e.Value(), &d.v); err != nil {
-					d.corrupt = true
-				}
-				select {
-				case out <- d:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	// The reader owns entries; it stops at the end of the initial values,
-	// or when ctx ends (the workers then stop too, and out is closed).
-	readErr := make(chan error, 1)
-	go func() {
-		defer func() { close(entries); wg.Wait(); close(out) }()
-		for {
-			select {
-			case <-ctx.Done():
-				readErr <- ctx.Err()
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					readErr <- ErrWatchClosed
-					return
-				}
-				if e == nil {
-					readErr <- nil
-					return
-				}
-				select {
-				case entries <- e:
-				case <-ctx.Done():
-					readErr <- ctx.Err()
-					return
-				}
-			}
-		}
-	}()
+	batch := make([]jetstream.KeyValueEntry, 0, scanBatch)
+	vals := make([]T, scanBatch)
+	bad := make([]bool, scanBatch)
 	corrupt := 0
-	var fnErr error
-	for d := range out {
-		if fnErr != nil {
-			continue
+	flush := func() error {
+		var wg sync.WaitGroup
+		for n := range workers {
+			wg.Go(func() {
+				for i := n; i < len(batch); i += workers {
+					vals[i] = *new(T)
+					bad[i] = json.Unmarshal(batch[i].Value(), &vals[i]) != nil
+				}
+			})
 		}
-		if d.corrupt {
-			corrupt++
-			continue
+		wg.Wait()
+		for i, e := range batch {
+			if bad[i] {
+				corrupt++
+			} else if err := fn(vals[i], e.Revision()); err != nil {
+				return err
+			}
 		}
-		if err := fn(d.v, d.rev); err != nil {
-			fnErr = err
-			cancel()
-		}
+		batch = batch[:0]
+		return nil
 	}
-	if fnErr != nil {
-		return fnErr
-	}
-	if err := <-readErr; err != nil {
-		return fmt.Errorf("store: scan %s bucket: %w", s.kv.Bucket(), err)
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("store: scan %s bucket: %w", s.kv.Bucket(), ctx.Err())
+		case e, ok := <-w.Updates():
+			switch {
+			case !ok:
+				return fmt.Errorf("store: scan %s bucket: %w", s.kv.Bucket(), ErrWatchClosed)
+			case e == nil: // the end of the current values
+				done = true
+			default:
+				batch = append(batch, e)
+			}
+			if done || len(batch) == scanBatch {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	if corrupt > 0 {
 		return fmt.Errorf("store: scan %s bucket: %d value(s) skipped: %w", s.kv.Bucket(), corrupt, ErrCorrupt)
 	}
 	return nil
-}
-
-var (
-	_ Scanner[Lease] = (*KVLeases)(nil)
-)
-
-// Scan implements Scanner.
-func (p *KVPins[T]) Scan(ctx context.Context, fn func(T, uint64) error) error {
-	return p.s.scan(ctx, fn)
-}
-
-// Scan implements Scanner.
-func (l *KVLeases) Scan(ctx context.Context, fn func(Lease, uint64) error) error {
-	return l.s.scan(ctx, fn)
 }

@@ -71,10 +71,8 @@ type Lease struct {
 	HeldUntil time.Time `json:"heldUntil,omitempty"`
 
 	// The last failed fetch, shared like a success: until RetryAt every
-	// worker reports it (card.unreachable) instead of fetching again, so an
-	// agent that is down or hanging costs one fetch per lease across all
-	// workers. FailCount counts failures in a row (the backoff grows with
-	// it); a successful fetch clears them all.
+	// worker reports it instead of fetching again. FailCount counts failures
+	// in a row (the backoff grows with it); a successful fetch clears them.
 	FailedAt   time.Time `json:"failedAt,omitzero"`
 	FailReason string    `json:"failReason,omitempty"`
 	FailStatus int       `json:"failStatus,omitempty"`
@@ -92,16 +90,13 @@ type Lease struct {
 	// split brain is decided on (see detector.Replicas).
 	Replicas detector.Replicas `json:"replicas,omitzero"`
 
-	// Confirming marks a claim recorded as the fetch it claims is expected
-	// to end: the card, its ETag and lease confirmed at the claim's time.
-	// While it is Held, other workers use it as that result (an unforced
-	// observation needs nothing more), and the holder writes again only
-	// when the fetch says otherwise: a fetch that confirms the card costs
-	// one lease write.
+	// Confirming marks a claim recorded as the result it expects (the card,
+	// its ETag and lease confirmed at the claim's time): while it is Held,
+	// other workers use it as that result, and the holder writes again only
+	// when the fetch says otherwise.
 	Confirming bool `json:"confirming,omitempty"`
 	// Reported is what the last card.observed of the card URL said, and
-	// the fetches since: every worker publishes the next one only when it
-	// says something new or its heartbeat is due (DESIGN, Wire economy).
+	// the fetches since (DESIGN, Wire economy).
 	Reported Reported `json:"reported,omitzero"`
 }
 
@@ -140,15 +135,10 @@ func (l Lease) Held(now time.Time) bool {
 	return l.Holder != "" && now.Before(l.HeldUntil)
 }
 
-// Leases stores one Lease per card URL with compare-and-set updates. Safe for
-// concurrent use. Revisions behave as for Pins.
-//
-// The claim protocol a fetcher follows: Get (or Create on ErrNotFound); if the
-// lease is Fresh, use it; if it is Held by someone else, wait (Watch) for their
-// result; otherwise Update it with Holder set — of all workers that read the
-// same revision exactly one Update succeeds, the others get ErrConflict and
-// re-read. A claim may already be the result it expects (Confirming): the
-// others then use it as they would the result.
+// Leases stores one Lease per card URL with compare-and-set updates (of all
+// workers that claim the same revision exactly one Update succeeds: the
+// fetcher's claim protocol). Safe for concurrent use. Revisions behave as
+// for Pins.
 type Leases interface {
 	// Get returns the lease and its revision; ErrNotFound if none.
 	Get(ctx context.Context, cardURL string) (Lease, uint64, error)

@@ -135,9 +135,6 @@ func NewMonitor(js jetstream.JetStream, cfg Config, opts MonitorOptions) (*Monit
 	return m, nil
 }
 
-// Streams are the names of the streams the Monitor reads, sorted.
-func (m *Monitor) Streams() []string { return slices.Clone(m.streams) }
-
 // Check reads every stream's size once (one STREAM.INFO request each, each
 // within a few seconds), updates the metrics, logs crossings and returns
 // the usages read, sorted by stream. A stream that cannot be read is

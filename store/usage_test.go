@@ -31,11 +31,8 @@ func TestMonitorReportsALimitThatBites(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NewMonitor() error = %v", err)
 		}
-		if got := len(m.Streams()); got != 7 {
-			t.Fatalf("Streams() = %v, want 7 streams", m.Streams())
-		}
-		if _, err := m.Check(ctx); err != nil {
-			t.Fatalf("Check() error = %v", err)
+		if us, err := m.Check(ctx); err != nil || len(us) != 7 {
+			t.Fatalf("Check() = %v, %v; want the usages of 7 streams", us, err)
 		}
 		payload := []byte(strings.Repeat("x", 32<<10))
 		flood := func(from, n int) {

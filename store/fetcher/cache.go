@@ -2,7 +2,7 @@ package fetcher
 
 import (
 	"bytes"
-	"container/list"
+	"math"
 	"sync"
 
 	"github.com/carddrift/carddrift/detector"
@@ -19,28 +19,22 @@ func (e *cardEntry) size() int64 { return int64(len(e.card.Raw)) + 512 }
 
 // cardCache is a byte-bounded LRU of parsed cards by digest. It saves a Cards
 // round trip and a parse when a 304 or a fresh lease names a digest this
-// process has seen.
+// process has seen. It always keeps the card put last: one larger than the
+// bound is counted at the bound.
 type cardCache struct {
-	max   int64
-	mu    sync.Mutex
-	used  int64
-	order *list.List // front = most recently used; values are *cardEntry
-	byKey map[string]*list.Element
+	mu  sync.Mutex
+	lru *lru[string, *cardEntry]
 }
 
 func newCardCache(maxBytes int64) *cardCache {
-	return &cardCache{max: maxBytes, order: list.New(), byKey: make(map[string]*list.Element)}
+	return &cardCache{lru: newLRU[string, *cardEntry](math.MaxInt, maxBytes)}
 }
 
 func (c *cardCache) get(digest string) *cardEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.byKey[digest]
-	if !ok {
-		return nil
-	}
-	c.order.MoveToFront(el)
-	return el.Value.(*cardEntry)
+	e, _ := c.lru.get(digest)
+	return e
 }
 
 // put adds e, or replaces the entry of its digest when the body differs:
@@ -50,24 +44,8 @@ func (c *cardCache) get(digest string) *cardEntry {
 func (c *cardCache) put(e *cardEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.byKey[e.digest]; ok {
-		c.order.MoveToFront(el)
-		old := el.Value.(*cardEntry)
-		if bytes.Equal(old.card.Raw, e.card.Raw) {
-			return
-		}
-		el.Value = e
-		c.used += e.size() - old.size()
-	} else {
-		c.byKey[e.digest] = c.order.PushFront(e)
-		c.used += e.size()
+	if old, ok := c.lru.get(e.digest); ok && bytes.Equal(old.card.Raw, e.card.Raw) {
+		return
 	}
-	// Evict least recently used entries, never the one just put.
-	for c.used > c.max && c.order.Len() > 1 {
-		old := c.order.Back()
-		oe := old.Value.(*cardEntry)
-		c.order.Remove(old)
-		delete(c.byKey, oe.digest)
-		c.used -= oe.size()
-	}
+	c.lru.put(e.digest, e, min(e.size(), c.lru.maxBytes))
 }

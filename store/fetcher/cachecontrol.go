@@ -146,6 +146,11 @@ func parseDeltaSeconds(s string) (int64, bool) {
 
 func trimOWS(s string) string { return strings.Trim(s, " \t") }
 
+// isToken reports an RFC 9110 token.
+func isToken(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r > 0x7e || !isTokenChar(byte(r)) })
+}
+
 // isTokenChar reports an RFC 9110 tchar.
 func isTokenChar(c byte) bool {
 	switch {

@@ -25,7 +25,7 @@ import (
 // redacted is how a Secret prints, whatever the verb or encoder.
 const redacted = "[redacted]"
 
-// Secret is a credential value that never prints: String, GoString, every
+// Secret is a credential value that never prints: String, every
 // fmt verb, JSON and text encoding (and so zerolog, slog and expvar) all
 // give "[redacted]". Reveal is the one way to the value, for the request
 // that carries it. The value is kept masked (XOR with a random pad of its
@@ -56,10 +56,7 @@ func (s Secret) Reveal() string {
 // String returns "[redacted]".
 func (Secret) String() string { return redacted }
 
-// GoString returns "[redacted]" (the %#v verb).
-func (Secret) GoString() string { return redacted }
-
-// Format writes "[redacted]" for every verb (%s, %v, %q, %x, ...).
+// Format writes "[redacted]" for every verb (%s, %v, %#v, %q, %x, ...).
 func (Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, redacted) }
 
 // MarshalJSON returns the JSON string "[redacted]".
@@ -101,9 +98,6 @@ func (c Credential) String() string {
 	return "headers " + strings.Join(names, ", ")
 }
 
-// GoString is String (the %#v verb must not print the key).
-func (c Credential) GoString() string { return c.String() }
-
 // Format writes String for every verb.
 func (c Credential) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
 
@@ -143,9 +137,6 @@ func (c *Credentials) For(origin string) (Credential, bool) {
 func (c *Credentials) String() string {
 	return fmt.Sprintf("credentials for %d origins %v", len(c.Origins()), c.Origins())
 }
-
-// GoString is String.
-func (c *Credentials) GoString() string { return c.String() }
 
 // Format writes String for every verb.
 func (c *Credentials) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
@@ -330,7 +321,7 @@ func headerEntry(v *jcs.Value) (Credential, error) {
 	}
 	var c Credential
 	for _, m := range v.Members {
-		if !validHeaderName(m.Key) {
+		if !isToken(m.Key) {
 			return Credential{}, fmt.Errorf("%w: name %q is not an HTTP token", ErrCredentialsHeader, m.Key)
 		}
 		name := http.CanonicalHeaderKey(m.Key)
@@ -389,21 +380,4 @@ func certEntry(cert, key *jcs.Value, read func(string) ([]byte, error), budget *
 		return Credential{}, fmt.Errorf("%w: %s and %s: %w", ErrCredentialsCertificate, cert.Str, key.Str, err)
 	}
 	return Credential{cert: &pair}, nil
-}
-
-// validHeaderName reports an RFC 9110 token.
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -1,7 +1,6 @@
 package fetcher
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -154,12 +153,12 @@ func readFileBounded(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var buf bytes.Buffer
-	if _, err := io.Copy(&buf, io.LimitReader(f, limit+1)); err != nil {
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if int64(buf.Len()) > limit {
+	case int64(len(b)) > limit:
 		return nil, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrCredentialsTooLarge, limit)
 	}
-	return buf.Bytes(), nil
+	return b, nil
 }

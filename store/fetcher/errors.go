@@ -19,116 +19,58 @@ import (
 // are tested against it.
 type Reason string
 
-// Reasons of a *FetchError. Each has a sentinel error (ErrTimeout, ...) that
-// errors.Is matches against any *FetchError with that reason.
+// Reasons of a *FetchError, each described in the reasons table below (the
+// one schemas/README.md repeats). Each has a sentinel error (ErrTimeout, ...)
+// that errors.Is matches against any *FetchError with that reason.
 const (
-	// ReasonTimeout: the fetch (host slot, connect, TLS, headers and body
-	// together) did not finish within Options.TotalTimeout, or the connect did
-	// not finish within Options.ConnectTimeout.
-	ReasonTimeout Reason = "timeout"
-	// ReasonConnect: the TCP connection failed (refused, reset, unreachable) or
-	// the connection broke before a complete response arrived.
-	ReasonConnect Reason = "connect"
-	// ReasonDNS: the host name did not resolve.
-	ReasonDNS Reason = "dns"
-	// ReasonTLS: the TLS handshake failed (unknown authority, bad name, expired
-	// certificate, protocol error).
-	ReasonTLS Reason = "tls"
-	// ReasonRefusedAddress: the resolved address of a connection (first request
-	// or any redirect hop) is refused by the SSRF guard.
-	ReasonRefusedAddress Reason = "refused-address"
-	// ReasonTooManyRedirects: more than Options.MaxRedirects redirects.
+	ReasonTimeout          Reason = "timeout"
+	ReasonConnect          Reason = "connect"
+	ReasonDNS              Reason = "dns"
+	ReasonTLS              Reason = "tls"
+	ReasonRefusedAddress   Reason = "refused-address"
 	ReasonTooManyRedirects Reason = "too-many-redirects"
-	// ReasonRedirectRefused: a redirect to a scheme other than http or https,
-	// or from https down to http.
-	ReasonRedirectRefused Reason = "redirect-refused"
-	// ReasonStatus: a final status other than 2xx or 304 (Status holds it), or
-	// a 304 to a request that was not conditional, or a bad URL.
-	ReasonStatus Reason = "status"
-	// ReasonTooLarge: the body (declared or read) exceeds Options.MaxBodyBytes.
-	ReasonTooLarge Reason = "too-large"
-	// ReasonInvalidJSON: the body is not well-formed JSON.
-	ReasonInvalidJSON Reason = "invalid-json"
-	// ReasonInvalidUTF8: the body contains invalid UTF-8 (or an escaped lone
-	// surrogate).
-	ReasonInvalidUTF8 Reason = "invalid-utf8"
-	// ReasonDuplicateKeys: an object in the body has the same key twice.
-	ReasonDuplicateKeys Reason = "duplicate-keys"
-	// ReasonTooDeep: the body nests deeper than the card parser allows.
-	ReasonTooDeep Reason = "too-deep"
-	// ReasonUnsupportedVersion: the card declared a protocol version carddrift
-	// did not support.
-	//
-	// Deprecated: no longer returned. Since contract v1.1 any JSON object is
-	// a card, whatever protocol version it declares; the reason stays listed
-	// because card.unreachable events recorded before carry it.
+	ReasonRedirectRefused  Reason = "redirect-refused"
+	ReasonStatus           Reason = "status"
+	ReasonTooLarge         Reason = "too-large"
+	ReasonInvalidJSON      Reason = "invalid-json"
+	ReasonInvalidUTF8      Reason = "invalid-utf8"
+	ReasonDuplicateKeys    Reason = "duplicate-keys"
+	ReasonTooDeep          Reason = "too-deep"
+	// Deprecated: no longer returned (since contract v1.1 any JSON object is a
+	// card); kept because card.unreachable events recorded before carry it.
 	ReasonUnsupportedVersion Reason = "unsupported-version"
-	// ReasonNotACard: the body is JSON but not an object, so not an agent
-	// card.
-	ReasonNotACard Reason = "not-a-card"
-	// ReasonInvalidURL: the card URL is not an absolute http or https URL.
-	ReasonInvalidURL Reason = "invalid-url"
-	// ReasonUnauthorized: an authenticated extended card was refused with
-	// 401: the credential for the agent's origin was not accepted.
-	ReasonUnauthorized Reason = "unauthorized"
-	// ReasonForbidden: an authenticated extended card was refused with 403:
-	// the credential was accepted and is not allowed the extended card.
-	ReasonForbidden Reason = "forbidden"
-	// ReasonRPCError: a JSON-RPC request for an extended card was answered
-	// with a JSON-RPC error (the detail names its code: -32007 not
-	// configured, -32004 unsupported, -32601 no such method, ...).
-	ReasonRPCError Reason = "rpc-error"
-	// ReasonCanceled: the caller's context was canceled, or the Fetcher was
-	// closed, before the fetch finished. It says nothing about the agent: no
-	// card.unreachable carries it (see UnreachableReasons).
-	ReasonCanceled Reason = "canceled"
+	ReasonNotACard           Reason = "not-a-card"
+	ReasonInvalidURL         Reason = "invalid-url"
+	ReasonUnauthorized       Reason = "unauthorized"
+	ReasonForbidden          Reason = "forbidden"
+	ReasonRPCError           Reason = "rpc-error"
+	ReasonCanceled           Reason = "canceled"
 )
 
 // Sentinel errors, one per Reason. A *FetchError matches the sentinel of its
 // Reason with errors.Is; use errors.As to read its URL and Status.
 var (
-	// ErrTimeout is matched by a *FetchError with ReasonTimeout.
-	ErrTimeout = errors.New("fetcher: timeout")
-	// ErrConnect is matched by a *FetchError with ReasonConnect.
-	ErrConnect = errors.New("fetcher: connection failed")
-	// ErrDNS is matched by a *FetchError with ReasonDNS.
-	ErrDNS = errors.New("fetcher: host name not resolved")
-	// ErrTLS is matched by a *FetchError with ReasonTLS.
-	ErrTLS = errors.New("fetcher: TLS handshake failed")
-	// ErrRefusedAddress is matched by a *FetchError with ReasonRefusedAddress.
-	ErrRefusedAddress = errors.New("fetcher: address refused by the SSRF guard")
-	// ErrTooManyRedirects is matched by a *FetchError with ReasonTooManyRedirects.
+	ErrTimeout          = errors.New("fetcher: timeout")
+	ErrConnect          = errors.New("fetcher: connection failed")
+	ErrDNS              = errors.New("fetcher: host name not resolved")
+	ErrTLS              = errors.New("fetcher: TLS handshake failed")
+	ErrRefusedAddress   = errors.New("fetcher: address refused by the SSRF guard")
 	ErrTooManyRedirects = errors.New("fetcher: too many redirects")
-	// ErrRedirectRefused is matched by a *FetchError with ReasonRedirectRefused.
-	ErrRedirectRefused = errors.New("fetcher: redirect refused")
-	// ErrStatus is matched by a *FetchError with ReasonStatus.
-	ErrStatus = errors.New("fetcher: unexpected HTTP status")
-	// ErrTooLarge is matched by a *FetchError with ReasonTooLarge.
-	ErrTooLarge = errors.New("fetcher: body too large")
-	// ErrInvalidJSON is matched by a *FetchError with ReasonInvalidJSON.
-	ErrInvalidJSON = errors.New("fetcher: body is not JSON")
-	// ErrInvalidUTF8 is matched by a *FetchError with ReasonInvalidUTF8.
-	ErrInvalidUTF8 = errors.New("fetcher: body is not valid UTF-8")
-	// ErrDuplicateKeys is matched by a *FetchError with ReasonDuplicateKeys.
-	ErrDuplicateKeys = errors.New("fetcher: body has duplicate keys")
-	// ErrTooDeep is matched by a *FetchError with ReasonTooDeep.
-	ErrTooDeep = errors.New("fetcher: body nests too deep")
-	// ErrUnsupportedVersion is matched by a *FetchError with ReasonUnsupportedVersion.
-	//
+	ErrRedirectRefused  = errors.New("fetcher: redirect refused")
+	ErrStatus           = errors.New("fetcher: unexpected HTTP status")
+	ErrTooLarge         = errors.New("fetcher: body too large")
+	ErrInvalidJSON      = errors.New("fetcher: body is not JSON")
+	ErrInvalidUTF8      = errors.New("fetcher: body is not valid UTF-8")
+	ErrDuplicateKeys    = errors.New("fetcher: body has duplicate keys")
+	ErrTooDeep          = errors.New("fetcher: body nests too deep")
 	// Deprecated: ReasonUnsupportedVersion is no longer returned.
 	ErrUnsupportedVersion = errors.New("fetcher: unsupported protocol version")
-	// ErrNotACard is matched by a *FetchError with ReasonNotACard.
-	ErrNotACard = errors.New("fetcher: body is not an agent card")
-	// ErrInvalidURL is matched by a *FetchError with ReasonInvalidURL.
-	ErrInvalidURL = errors.New("fetcher: invalid card URL")
-	// ErrUnauthorized is matched by a *FetchError with ReasonUnauthorized.
-	ErrUnauthorized = errors.New("fetcher: extended card refused: unauthorized")
-	// ErrForbidden is matched by a *FetchError with ReasonForbidden.
-	ErrForbidden = errors.New("fetcher: extended card refused: forbidden")
-	// ErrRPCError is matched by a *FetchError with ReasonRPCError.
-	ErrRPCError = errors.New("fetcher: JSON-RPC error answer")
-	// ErrCanceled is matched by a *FetchError with ReasonCanceled.
-	ErrCanceled = errors.New("fetcher: canceled")
+	ErrNotACard           = errors.New("fetcher: body is not an agent card")
+	ErrInvalidURL         = errors.New("fetcher: invalid card URL")
+	ErrUnauthorized       = errors.New("fetcher: extended card refused: unauthorized")
+	ErrForbidden          = errors.New("fetcher: extended card refused: forbidden")
+	ErrRPCError           = errors.New("fetcher: JSON-RPC error answer")
+	ErrCanceled           = errors.New("fetcher: canceled")
 )
 
 // ErrClosed is wrapped (inside a *FetchError with ReasonCanceled) by calls

@@ -279,16 +279,16 @@ func (f *Fetcher) fetchExtended(ctx context.Context, key string, e ExtendedEndpo
 	defer resp.Body.Close()
 	obs.Status = resp.StatusCode
 	obs.CacheControl = strings.Join(resp.Header.Values("Cache-Control"), ", ")
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized:
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		obs.Latency = time.Since(start)
-		return obs, &FetchError{URL: key, Reason: ReasonUnauthorized, Status: resp.StatusCode, Err: fmt.Errorf("HTTP %s", resp.Status)}
-	case resp.StatusCode == http.StatusForbidden:
-		obs.Latency = time.Since(start)
-		return obs, &FetchError{URL: key, Reason: ReasonForbidden, Status: resp.StatusCode, Err: fmt.Errorf("HTTP %s", resp.Status)}
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		obs.Latency = time.Since(start)
-		return obs, &FetchError{URL: key, Reason: ReasonStatus, Status: resp.StatusCode, Err: fmt.Errorf("HTTP %s", resp.Status)}
+		fe := statusError(key, resp)
+		switch resp.StatusCode {
+		case http.StatusUnauthorized:
+			fe.Reason = ReasonUnauthorized
+		case http.StatusForbidden:
+			fe.Reason = ReasonForbidden
+		}
+		return obs, fe
 	}
 	raw, err := readBody(ctx, key, resp, f.opts.MaxBodyBytes)
 	obs.Latency = time.Since(start)
@@ -304,22 +304,7 @@ func (f *Fetcher) fetchExtended(ctx context.Context, key string, e ExtendedEndpo
 			return obs, scrub(err, cred)
 		}
 	}
-	card, err := f.parse(raw)
-	if err != nil {
-		return obs, classifyParse(key, resp.StatusCode, err)
-	}
-	digest, err := f.digest(raw)
-	if err != nil {
-		return obs, classifyParse(key, resp.StatusCode, err)
-	}
-	obs.FetchedAt = f.opts.Now()
-	obs.Digest = digest
-	obs.Fingerprint = detector.Fingerprint(card)
-	obs.ETag = parseETag(resp.Header.Values("ETag"))
-	obs.MaxAge = f.lease(resp.Header)
-	obs.Raw = raw
-	obs.Card = card
-	return obs, nil
+	return f.withCard(obs, resp, raw)
 }
 
 // keyed names key, not the request URL, in a *FetchError.
@@ -345,28 +330,11 @@ func rpcResult(body []byte) ([]byte, error) {
 	if _, err := jcs.ParseObject(body, jcs.Limits{MaxBytes: DefaultMaxBodyBytes}); err != nil {
 		return nil, classifyParse("", 0, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if _, err := dec.Token(); err != nil { // '{', checked above
+	var members map[string]json.RawMessage // keys are unique: jcs checked
+	if err := json.Unmarshal(body, &members); err != nil {
 		return nil, &FetchError{Reason: ReasonNotACard, Err: err}
 	}
-	var result, rpcErr json.RawMessage
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, &FetchError{Reason: ReasonNotACard, Err: err}
-		}
-		k, _ := t.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, &FetchError{Reason: ReasonNotACard, Err: err}
-		}
-		switch k {
-		case "result":
-			result = v
-		case "error":
-			rpcErr = v
-		}
-	}
+	result, rpcErr := members["result"], members["error"]
 	switch {
 	case rpcErr != nil && result == nil:
 		var e struct {

@@ -18,17 +18,15 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/memstore"
 )
 
-// Observation is one look at a live card: the observation itself
-// (detector.Observation, the one type the task core judges: card URL,
-// digest, fingerprint, ETag, card, when fetched and verified, signatures,
-// consistency window) and what the fetch was. Fetch leaves Fingerprint,
-// Raw and Card empty after a 304 (the digest is then the one already known
-// for the ETag; the body is not rehashed); Observe always fills them (from
-// its cache or Cards) and sets VerifiedAt, Replicas and Window;
-// ObserveAgent also fills Signatures (Verify). For a lease, FetchedAt is
-// when the fetch behind it completed.
+// Observation is one look at a live card: the observation the task core
+// judges (detector.Observation) and what the fetch was. Fetch leaves
+// Fingerprint, Raw and Card empty after a 304; Observe always fills them
+// (from its cache or Cards) and sets VerifiedAt, Replicas and Window;
+// ObserveAgent also fills Signatures. For a lease, FetchedAt is when the
+// fetch behind it completed.
 type Observation struct {
 	detector.Observation
 	// Status is 200 for a full response, 304 for a successful revalidation,
@@ -53,15 +51,12 @@ type Observation struct {
 	// shared lease's, fetched earlier by this or another worker.
 	FromLease bool
 	// Replicas is the agent's window of recent live digests as the shared
-	// lease holds it with this observation (Observe fills it; see
-	// detector.Replicas), judged with Window (Options.ConsistencyWindow):
-	// Replicas.Disagree(now, Window) is split brain.
+	// lease holds it (detector.Replicas; Disagree(now, Window) is split
+	// brain).
 	Replicas detector.Replicas
-	// Fetches, when positive, says that this fetch is to be published as
-	// card.observed, standing for Fetches fetches and revalidations (this
-	// one included), the first of them at Since; 0 when the lease says
-	// nothing new is to be told (Options.ObserveHeartbeat). Only the
-	// worker whose lease write recorded the fetch sees it positive.
+	// Fetches, when positive, says to publish this fetch as card.observed,
+	// standing for Fetches fetches (this one included) since Since; 0 when
+	// nothing new is to be told (Options.ObserveHeartbeat).
 	Fetches int
 	Since   time.Time
 }
@@ -120,13 +115,14 @@ type Fetcher struct {
 	closeOnce sync.Once
 }
 
+// maxLocalLeases bounds the lease table a Fetcher keeps when Options.Leases
+// is nil.
+const maxLocalLeases = 1 << 16
+
 // MaxIdleConns bounds the idle connections to agents a Fetcher keeps for
 // its next revalidation (at most Options.PerHostConcurrency per agent, each
-// closed after 90 s idle). A fleet larger than it dials again for every
-// revalidation of the agents beyond it: at 256, a 400-agent fleet
-// revalidated every second or two dialed for most of its fetches (and the
-// agent side accepted as many connections). Each idle connection costs a
-// file descriptor, two goroutines and their buffers (~25 KiB).
+// closed after 90 s idle); agents beyond it are dialed again for every
+// revalidation. Each costs a file descriptor, two goroutines and ~25 KiB.
 const MaxIdleConns = 1024
 
 // New builds a Fetcher from opts (defaults applied, then validated). It does
@@ -162,7 +158,8 @@ func New(opts Options) (*Fetcher, error) {
 	}
 	f.leases, f.cards = opts.Leases, opts.Cards
 	if f.leases == nil {
-		f.leases = newMemLeases(maxLocalLeases)
+		// In this process only; a lease dropped when full costs one fetch.
+		f.leases = memstore.NewLeases(memstore.WithMaxEntries(maxLocalLeases))
 	}
 	if lf, ok := f.leases.(LeaseFollower); ok && opts.LeaseCopyBytes > 0 {
 		f.copy = newLeaseCopy(lf, opts.LeaseCopyBytes, opts.LeaseCopyLag, opts.StoreTimeout)
@@ -221,9 +218,6 @@ func (f *Fetcher) Close() error {
 	f.ext.close()
 	return nil
 }
-
-// WorkerID returns the id this Fetcher uses in lease claims.
-func (f *Fetcher) WorkerID() string { return f.id }
 
 func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > f.opts.MaxRedirects {
@@ -293,26 +287,34 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (Observation, error) {
 		return obs, nil
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		obs.Latency = time.Since(start)
-		return obs, &FetchError{URL: req.URL, Reason: ReasonStatus, Status: resp.StatusCode,
-			Err: fmt.Errorf("HTTP %s", resp.Status)}
+		return obs, statusError(req.URL, resp)
 	}
 	raw, err := readBody(ctx, req.URL, resp, f.opts.MaxBodyBytes)
 	obs.Latency = time.Since(start)
 	if err != nil {
 		return obs, err
 	}
+	return f.withCard(obs, resp, raw)
+}
+
+// withCard is obs, a fetch that read raw from resp (a 2xx), with the card
+// it parses to, its digest and fingerprint, ETag and lease.
+func (f *Fetcher) withCard(obs Observation, resp *http.Response, raw []byte) (Observation, error) {
 	card, digest, fingerprint, err := f.read(raw)
 	if err != nil {
-		return obs, classifyParse(req.URL, resp.StatusCode, err)
+		return obs, classifyParse(obs.CardURL, resp.StatusCode, err)
 	}
 	obs.FetchedAt = f.opts.Now()
-	obs.Digest = digest
-	obs.Fingerprint = fingerprint
+	obs.Digest, obs.Fingerprint, obs.Raw, obs.Card = digest, fingerprint, raw, card
 	obs.ETag = parseETag(resp.Header.Values("ETag"))
 	obs.MaxAge = f.lease(resp.Header)
-	obs.Raw = raw
-	obs.Card = card
 	return obs, nil
+}
+
+// statusError is the *FetchError of a fetch of url answered with a final
+// status other than 2xx (or a 304 it did not ask for).
+func statusError(url string, resp *http.Response) *FetchError {
+	return &FetchError{URL: url, Reason: ReasonStatus, Status: resp.StatusCode, Err: fmt.Errorf("HTTP %s", resp.Status)}
 }
 
 // read parses and digests a card body. A body this process parsed before,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/memstore"
 )
 
 // loopback widens the guard for httptest servers, which listen on 127.0.0.1.
@@ -36,8 +37,8 @@ func testOptions(clk *fakeClock) Options {
 
 // leasedOptions are testOptions on clk with a lease store of their own,
 // which every Fetcher built from them shares, as workers do.
-func leasedOptions(clk *fakeClock) (Options, *memLeases) {
-	leases := newMemLeases(10)
+func leasedOptions(clk *fakeClock) (Options, *memstore.Leases) {
+	leases := memstore.NewLeases()
 	o := testOptions(clk)
 	o.Leases = leases
 	return o, leases

@@ -44,21 +44,16 @@ type JWKSOptions struct {
 	// MaxEntries bounds how many key set URLs are cached (least recently
 	// used evicted first). Default 256.
 	MaxEntries int
-	// MaxBytes bounds the memory the cached key sets retain, each counted at
-	// jwksEntrySize (twice its body, which covers what a parsed set keeps,
-	// x5c certificates included, plus a fixed overhead); the least recently
-	// used are evicted first. Default 16 MiB: a jku is chosen by whoever
-	// wrote the card, and 256 sets of MaxBodyBytes each would otherwise
-	// retain about 100 MiB. The key sets of URL (the operator's) are kept
-	// apart: never evicted, not counted here.
+	// MaxBytes bounds the memory the cached jku key sets retain, each
+	// counted at jwksEntrySize; the least recently used are evicted first.
+	// Default 16 MiB. The key sets of URL (the operator's) are kept apart:
+	// never evicted, not counted here.
 	MaxBytes int64
 	// MaxBodyBytes is the largest key set read; a declared or actual body
 	// over it is ReasonTooLarge. Default 256 KiB, at most 1 MiB.
 	MaxBodyBytes int64
-	// AllowHTTP lets Lookup follow a jku that is http rather than https.
-	// Off by default: A2A §8.4.3 says keys SHOULD come over secure channels,
-	// and a jku is chosen by whoever wrote the card. URL (the operator's own
-	// key set) takes http or https either way.
+	// AllowHTTP lets Lookup follow a jku that is http rather than https
+	// (off by default: A2A §8.4.3). URL takes http or https either way.
 	AllowHTTP bool
 }
 
@@ -345,7 +340,7 @@ func (j *JWKS) fetchSet(ctx context.Context, url string) (set *signature.KeySet,
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, 0, 0, &FetchError{URL: url, Reason: ReasonStatus, Status: resp.StatusCode, Err: fmt.Errorf("HTTP %s", resp.Status)}
+		return nil, 0, 0, statusError(url, resp)
 	}
 	body, err := readBody(ctx, url, resp, j.opts.MaxBodyBytes)
 	if err != nil {

@@ -1,8 +1,8 @@
 package fetcher
 
 import (
-	"container/list"
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -62,11 +62,9 @@ type leaseCopy struct {
 	timeout  time.Duration // each Head call
 
 	mu      sync.Mutex
-	m       map[string]*list.Element // key → *copyEntry
-	lru     list.List                // front: most recently read or written
-	bytes   int64
-	applied uint64 // highest revision the running watch delivered
-	current bool   // the running watch delivered the store's current values
+	entries *lru[string, copyEntry] // front: most recently read or written
+	applied uint64                  // highest revision the running watch delivered
+	current bool                    // the running watch delivered the store's current values
 	// confirmed is when the latest head the watch has reached was read:
 	// every write committed before it is in the copy.
 	confirmed time.Time
@@ -102,8 +100,8 @@ type probe struct {
 }
 
 func newLeaseCopy(src LeaseFollower, maxBytes int64, lag, timeout time.Duration) *leaseCopy {
-	return &leaseCopy{src: src, maxBytes: maxBytes, lag: lag, timeout: timeout, m: make(map[string]*list.Element),
-		own: make(map[string]*ownWrite)}
+	return &leaseCopy{src: src, maxBytes: maxBytes, lag: lag, timeout: timeout,
+		entries: newLRU[string, copyEntry](math.MaxInt, maxBytes), own: make(map[string]*ownWrite)}
 }
 
 // get returns the copied lease of key and its revision, false when the copy
@@ -114,12 +112,10 @@ func (c *leaseCopy) get(key string) (store.Lease, uint64, bool) {
 	if !c.trusted(time.Now()) {
 		return store.Lease{}, 0, false
 	}
-	el, ok := c.m[key]
-	if !ok || el.Value.(*copyEntry).removed {
+	e, ok := c.entries.get(key)
+	if !ok || e.removed {
 		return store.Lease{}, 0, false
 	}
-	c.lru.MoveToFront(el)
-	e := el.Value.(*copyEntry)
 	return e.lease, e.rev, true
 }
 
@@ -132,14 +128,7 @@ func (c *leaseCopy) trusted(now time.Time) bool {
 func (c *leaseCopy) put(key string, l store.Lease, rev uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.set(&copyEntry{key: key, lease: l, rev: rev, size: leaseSize(key, l)})
-}
-
-// remove records that rev removed key.
-func (c *leaseCopy) remove(key string, rev uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.set(&copyEntry{key: key, rev: rev, removed: true, size: copyEntryOverhead + int64(len(key))})
+	c.set(copyEntry{key: key, lease: l, rev: rev, size: leaseSize(key, l)})
 }
 
 // holds reports whether the watch's write of key at rev need not be
@@ -152,8 +141,8 @@ func (c *leaseCopy) holds(key string, rev uint64) bool {
 		w.skipped = true
 		return true
 	}
-	el, ok := c.m[key]
-	return ok && el.Value.(*copyEntry).rev >= rev
+	e, ok := c.entries.peek(key)
+	return ok && e.rev >= rev
 }
 
 // writing records a compare-and-set of key on rev about to be made.
@@ -181,50 +170,30 @@ func (c *leaseCopy) wrote(key string, rev uint64, l store.Lease, next uint64, er
 			delete(c.own, key)
 		}
 	}
-	el, held := c.m[key]
+	e, held := c.entries.peek(key)
 	switch {
 	case err == nil:
-		c.set(&copyEntry{key: key, lease: l, rev: next, size: leaseSize(key, l)})
-	case held && (skipped || !isConflict(err) || el.Value.(*copyEntry).rev <= rev):
+		c.set(copyEntry{key: key, lease: l, rev: next, size: leaseSize(key, l)})
+	case held && (skipped || !isConflict(err) || e.rev <= rev):
 		// Another's write may have been skipped, or the outcome is unknown.
-		c.drop(el)
+		c.entries.remove(key)
 	}
 }
 
-// set installs e unless the copy holds a later revision of its key, then
-// evicts the least recently used entries over the bound. Called with c.mu
+// set installs e unless the copy holds a later revision of its key (the
+// least recently used entries over the bound are evicted). Called with c.mu
 // held.
-func (c *leaseCopy) set(e *copyEntry) {
-	if el, ok := c.m[e.key]; ok {
-		if el.Value.(*copyEntry).rev >= e.rev {
-			return
-		}
-		c.drop(el)
+func (c *leaseCopy) set(e copyEntry) {
+	if old, ok := c.entries.peek(e.key); !ok || old.rev < e.rev {
+		c.entries.put(e.key, e, e.size)
 	}
-	if e.size > c.maxBytes {
-		return
-	}
-	c.m[e.key] = c.lru.PushFront(e)
-	c.bytes += e.size
-	for c.bytes > c.maxBytes {
-		c.drop(c.lru.Back())
-	}
-}
-
-// drop removes el. Called with c.mu held.
-func (c *leaseCopy) drop(el *list.Element) {
-	e := el.Value.(*copyEntry)
-	c.lru.Remove(el)
-	delete(c.m, e.key)
-	c.bytes -= e.size
 }
 
 // reset empties the copy and forgets the watch's progress: a new watch
 // starts from the store's current values. Called with c.mu held.
 func (c *leaseCopy) reset() {
-	clear(c.m)
-	c.lru.Init()
-	c.bytes, c.applied, c.current = 0, 0, false
+	c.entries = newLRU[string, copyEntry](math.MaxInt, c.maxBytes)
+	c.applied, c.current = 0, false
 	c.confirmed, c.pending = time.Time{}, c.pending[:0]
 }
 
@@ -236,16 +205,16 @@ func (c *leaseCopy) apply(u store.LeaseUpdate) {
 	case u.Current:
 		c.current = true
 	case u.Deleted:
-		c.set(&copyEntry{key: u.Key, rev: u.Rev, removed: true, size: copyEntryOverhead + int64(len(u.Key))})
+		c.set(copyEntry{key: u.Key, rev: u.Rev, removed: true, size: copyEntryOverhead + int64(len(u.Key))})
 	case u.Known:
 		// Held already (holds).
 	case u.Corrupt:
 		// Reads of it go to the store, which reports it.
-		if el, ok := c.m[u.Key]; ok && el.Value.(*copyEntry).rev < u.Rev {
-			c.drop(el)
+		if e, ok := c.entries.peek(u.Key); ok && e.rev < u.Rev {
+			c.entries.remove(u.Key)
 		}
 	default:
-		c.set(&copyEntry{key: u.Key, lease: u.Lease, rev: u.Rev, size: leaseSize(u.Key, u.Lease)})
+		c.set(copyEntry{key: u.Key, lease: u.Lease, rev: u.Rev, size: leaseSize(u.Key, u.Lease)})
 	}
 	c.applied = max(c.applied, u.Rev)
 	c.reach()

@@ -486,11 +486,11 @@ func TestLeaseCopyBound(t *testing.T) {
 		if _, _, ok := c.get(store.EncodeKey(l(0).CardURL)); !ok {
 			t.Fatalf("after %d puts lease 0 is not held", i+1)
 		}
-		if c.bytes > c.maxBytes {
-			t.Fatalf("after %d puts bytes = %d, over the bound %d", i+1, c.bytes, c.maxBytes)
+		if c.entries.size() > c.maxBytes {
+			t.Fatalf("after %d puts bytes = %d, over the bound %d", i+1, c.entries.size(), c.maxBytes)
 		}
 	}
-	if got := len(c.m); got != 10 {
+	if got := c.entries.len(); got != 10 {
 		t.Errorf("entries = %d, want 10", got)
 	}
 	if _, _, ok := c.get(store.EncodeKey(l(1).CardURL)); ok {
@@ -507,7 +507,7 @@ func TestLeaseCopyBound(t *testing.T) {
 	if _, rev, _ := c.get(key); rev != 30 {
 		t.Errorf("after an older put rev = %d, want 30", rev)
 	}
-	c.remove(key, 31)
+	c.apply(store.LeaseUpdate{Key: key, Rev: 31, Deleted: true})
 	c.put(key, l(29), 30)
 	if _, _, ok := c.get(key); ok {
 		t.Error("a put older than the removal brought the lease back")
@@ -516,8 +516,8 @@ func TestLeaseCopyBound(t *testing.T) {
 	big := l(99)
 	big.FailDetail = string(make([]byte, 20*size))
 	c.put(store.EncodeKey(big.CardURL), big, 100)
-	if _, _, ok := c.get(store.EncodeKey(big.CardURL)); ok || c.bytes > c.maxBytes {
-		t.Errorf("a lease over the bound is held (%v) or bytes %d over %d", ok, c.bytes, c.maxBytes)
+	if _, _, ok := c.get(store.EncodeKey(big.CardURL)); ok || c.entries.size() > c.maxBytes {
+		t.Errorf("a lease over the bound is held (%v) or bytes %d over %d", ok, c.entries.size(), c.maxBytes)
 	}
 	// Untrusted: no answers.
 	c.confirmed = time.Now().Add(-2 * time.Hour)

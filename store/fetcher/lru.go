@@ -6,7 +6,8 @@ import "container/list"
 // and by their sizes (what each retains, as its owner counts it): a put
 // evicts the least recently used entries until both bounds hold, and an
 // entry larger than maxBytes is not kept at all. The key sets of JWKS and
-// the verification outcomes of the verifier live in one each. It is not safe
+// the verification outcomes of the verifier, the parsed cards and the lease
+// copy live in one each. It is not safe
 // for concurrent use: its owner's mutex guards it.
 type lru[K comparable, V any] struct {
 	maxEntries int
@@ -35,6 +36,15 @@ func (c *lru[K, V]) get(key K) (V, bool) {
 	}
 	c.order.MoveToFront(el)
 	return el.Value.(*lruEntry[K, V]).value, true
+}
+
+// peek returns the value of key without marking it used.
+func (c *lru[K, V]) peek(key K) (V, bool) {
+	if el, ok := c.items[key]; ok {
+		return el.Value.(*lruEntry[K, V]).value, true
+	}
+	var zero V
+	return zero, false
 }
 
 // put keeps value under key, counted at size, in place of what key held

@@ -42,18 +42,12 @@ type flight struct {
 
 // Observe returns a live observation of the card at cardURL (in the
 // CanonicalURL form, which Observation.CardURL then carries), with its Card
-// and Raw body always filled.
+// and Raw body always filled: the shared lease's when it is fresh and no
+// periodic full fetch is due, else a revalidation or a fetch. With force —
+// evidence of drift — it makes an unconditional fetch, unless a full fetch by
+// any worker completed after this call began.
 //
-// Without force it returns the shared lease's observation when the lease is
-// fresh and no periodic full fetch is due (no request at all), otherwise it
-// revalidates with If-None-Match (a 304 reuses the known digest and body) or
-// fetches. With force — evidence of drift — it makes an unconditional fetch
-// that bypasses both the lease and the ETag, unless a full fetch by any worker
-// completed after this call began, whose result then satisfies it.
-//
-// Concurrent calls for one URL share one flight in this process; across
-// workers, a claim on the shared lease makes the others wait for the winner's
-// result. The flight is not bound to ctx: a caller whose ctx ends leaves with a
+// The flight is not bound to ctx: a caller whose ctx ends leaves with a
 // *FetchError (ReasonCanceled or ReasonTimeout) while the flight completes for
 // the others. Observe returns within about 2×TotalTimeout + 6×StoreTimeout.
 //
@@ -102,10 +96,8 @@ func (f *Fetcher) observeKey(ctx context.Context, cardURL string, force bool, re
 
 // fromCopy answers an observation from this process alone when no flight
 // for url is running, the lease copy holds a lease that answers the request
-// (a flight's first step, below) and the card cache holds its body: the
-// observation a flight started now would return, without its goroutine,
-// timer and hand-over. Most capability-dependent transitions of a fleet
-// inside its leases end here.
+// and the card cache holds its body: what a flight started now would
+// return, without its goroutine.
 func (f *Fetcher) fromCopy(url string, force bool, requested time.Time) (Observation, bool) {
 	if f.copy == nil {
 		return Observation{}, false
@@ -429,12 +421,8 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, c recordedClai
 			err := f.cards.Put(sctx, obs.Digest, obs.Raw)
 			cancel()
 			if err != nil {
-				// A lease, a pin or a card.drift that names a digest
-				// promises its body to every reader (another worker, a
-				// later transition judging the pin, replay): an
-				// observation whose body is not stored is not one. The
-				// fetch happened (OnFetch hears of it); the claim is
-				// released unrecorded and the callers retry.
+				// What names a digest promises its body to every reader:
+				// the claim is released unrecorded and the callers retry.
 				f.notify(obs, nil)
 				f.releaseClaim(ctx, lease, claimRev)
 				err = fmt.Errorf("%w: put card body %s: %w", ErrStore, obs.Digest, err)
@@ -560,12 +548,10 @@ func (f *Fetcher) MarkInconsistent(ctx context.Context, cardURL string, since ti
 // recordFailure releases the claim and records a failed fetch on the lease,
 // keeping the previous observation, with a backoff that starts at the
 // agent's lease (MinLease for an agent never fetched) and doubles with each
-// failure in a row (up to MaxLease).
-// Best effort: without it, workers fetch for themselves.
+// failure in a row (up to MaxLease). Best effort: without it, workers fetch
+// for themselves.
 func (f *Fetcher) recordFailure(ctx context.Context, lease store.Lease, rev uint64, fe *FetchError) {
 	now := f.opts.Now()
-	// The agent's lease, or for an agent never fetched the shortest one
-	// (MinLease): the backoff then doubles with each failure in a row.
 	base := lease.MaxAge
 	if base <= 0 {
 		base = max(f.opts.MinLease, 0)
@@ -586,9 +572,7 @@ func (f *Fetcher) recordFailure(ctx context.Context, lease store.Lease, rev uint
 	lease.Reported.Class = classUnreachable
 	lease.FailedAt, lease.FailReason, lease.FailStatus, lease.FailDetail = now, string(fe.Reason), fe.Status, detail
 	lease.RetryAt = now.Add(backoff)
-	if _, err := f.putLease(context.WithoutCancel(ctx), lease, rev, true); err != nil && !isConflict(err) {
-		f.storeError(fmt.Errorf("%w: record failure %s: %w", ErrStore, lease.CardURL, err))
-	}
+	f.putBestEffort(ctx, lease, rev, "record failure")
 }
 
 // errRecorded is the cause of a failure reported from the lease.
@@ -614,8 +598,14 @@ func recordedFailure(url string, l store.Lease) error {
 // observation. Best effort: the claim expires anyway.
 func (f *Fetcher) releaseClaim(ctx context.Context, lease store.Lease, rev uint64) {
 	lease.Holder, lease.HeldUntil, lease.Confirming = "", time.Time{}, false
+	f.putBestEffort(ctx, lease, rev, "release claim")
+}
+
+// putBestEffort writes lease at rev even after the flight's context ended,
+// reporting a failure other than a lost race as op.
+func (f *Fetcher) putBestEffort(ctx context.Context, lease store.Lease, rev uint64, op string) {
 	if _, err := f.putLease(context.WithoutCancel(ctx), lease, rev, true); err != nil && !isConflict(err) {
-		f.storeError(fmt.Errorf("%w: release claim %s: %w", ErrStore, lease.CardURL, err))
+		f.storeError(fmt.Errorf("%w: %s %s: %w", ErrStore, op, lease.CardURL, err))
 	}
 }
 

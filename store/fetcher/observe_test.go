@@ -133,7 +133,7 @@ func TestObserveOneRequestPerLeaseAcrossWorkers(t *testing.T) {
 // the JetStream stores' semantics, JSON round trip included), and a
 // JetStream bucket, which every Fetcher reads through its lease copy.
 func forEachStore(t *testing.T, fn func(t *testing.T, leases store.Leases, cards store.Cards)) {
-	t.Run("local", func(t *testing.T) { fn(t, newMemLeases(100), newMemCards()) })
+	t.Run("local", func(t *testing.T) { fn(t, memstore.NewLeases(), newMemCards()) })
 	t.Run("memstore", func(t *testing.T) { fn(t, memstore.NewLeases(), memstore.NewCards()) })
 	t.Run("jetstream", func(t *testing.T) {
 		_, _, js := natstest.StartJetStream(t)
@@ -789,7 +789,7 @@ func TestObservePerHostConcurrency(t *testing.T) {
 // Another worker's claim that is never released is taken over when it expires.
 func TestObserveTakesOverExpiredClaim(t *testing.T) {
 	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
-	leases := newMemLeases(10)
+	leases := memstore.NewLeases()
 	url := a.url("/card")
 	o := testOptions(nil)
 	o.TotalTimeout = 300 * time.Millisecond

@@ -68,11 +68,8 @@ type Options struct {
 	MinLease time.Duration
 	// MaxLease is the upper clamp of a lease. Default 5m.
 	MaxLease time.Duration
-	// DefaultLease is the lease of a response without max-age (no
-	// Cache-Control, or one without max-age, no-cache or no-store). It is
-	// clamped to [MinLease, MaxLease]. Default 30s: short enough that an agent
-	// which says nothing about caching is still revalidated every few task
-	// transitions, long enough that a burst of transitions costs one request.
+	// DefaultLease is the lease of a response without max-age, no-cache or
+	// no-store, clamped to [MinLease, MaxLease]. Default 30s.
 	DefaultLease time.Duration
 	// FullFetchInterval is how often an unconditional fetch replaces
 	// If-None-Match revalidation, to catch a body that changed behind an ETag
@@ -80,9 +77,8 @@ type Options struct {
 	FullFetchInterval time.Duration
 
 	// ConsistencyWindow is how far back the lease's window of live digests
-	// reaches (detector.Replicas): within it, an agent whose fetches alternate
-	// between cards (A→B→A→B) has replicas that disagree — split brain.
-	// Every worker sharing Leases should use the same. Default 2m.
+	// reaches (detector.Replicas: split brain is decided within it). Every
+	// worker sharing Leases should use the same. Default 2m.
 	ConsistencyWindow time.Duration
 
 	// Allow widens the SSRF guard: addresses inside these prefixes may be
@@ -97,13 +93,10 @@ type Options struct {
 
 	// UserAgent is sent with every request. Default DefaultUserAgent.
 	UserAgent string
-	// A2AVersion is the A2A-Version header of every request. It is fixed for
-	// every fetch of every agent because servers may serve a different card per
-	// requested version (Vary: A2A-Version): a header that changed between
-	// fetches would look like drift. Default "1.0": v1.0 servers then serve
-	// their v1.0 card instead of treating the missing header as 0.3, and v0.x
-	// servers ignore it. Pins made from client-supplied cards should be
-	// compared knowing the client may have negotiated differently.
+	// A2AVersion is the A2A-Version header of every request, fixed because
+	// servers may serve a card per requested version (a header that changed
+	// between fetches would look like drift). Default "1.0" (v0.x servers
+	// ignore it).
 	A2AVersion string
 	// Accept is the Accept header of every request. Default "application/json".
 	Accept string
@@ -126,22 +119,15 @@ type Options struct {
 	// counted as body bytes). Default 32 MiB; it always holds at least the
 	// card being returned.
 	CacheBytes int64
-	// LeaseCopyBytes bounds the local copy of the shared leases that a
-	// Fetcher keeps when Leases can be followed (a LeaseFollower, such as
-	// store.KVLeases): lease reads are then served from the copy, kept
-	// current by a watch of the bucket, instead of one store read per
-	// observation; writes stay compare-and-set on the store. Leases over the
-	// bound (least recently read first) are read from the store. Default 4
-	// MiB; negative disables the copy.
+	// LeaseCopyBytes bounds the local copy of the shared leases a Fetcher
+	// keeps, current by a watch, when Leases is a LeaseFollower (such as
+	// store.KVLeases): lease reads are served from it, writes stay
+	// compare-and-set on the store. Default 4 MiB; negative disables it.
 	LeaseCopyBytes int64
 	// LeaseCopyLag is how stale the copy may be: it serves reads only while
 	// it holds every lease write committed up to LeaseCopyLag ago (checked
-	// against the bucket's head every LeaseCopyLag/4), and reads go to the
-	// store otherwise (the watch broke, lags, or the store is unreachable).
-	// A lease from the copy is used as one from the store would be, except
-	// that a recorded failure is read again from the store before it is
-	// reported, and a claim made on a stale revision loses its
-	// compare-and-set and re-reads. Default 200ms.
+	// against the bucket's head every LeaseCopyLag/4); reads go to the store
+	// otherwise. Default 200ms.
 	LeaseCopyLag time.Duration
 
 	// ObserveHeartbeat is how often, at most, a card.observed that says

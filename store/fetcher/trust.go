@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/carddrift/carddrift/detector/signature"
@@ -93,7 +94,7 @@ func (ks unionKeys) Lookup(ctx context.Context, kid, jku string) ([]signature.Ke
 	for _, k := range ks {
 		keys, err := k.Lookup(ctx, kid, jku)
 		for _, key := range keys {
-			if !containsKey(out, key.Thumbprint) {
+			if !slices.ContainsFunc(out, func(k signature.Key) bool { return k.Thumbprint == key.Thumbprint }) {
 				out = append(out, key)
 			}
 		}
@@ -105,15 +106,6 @@ func (ks unionKeys) Lookup(ctx context.Context, kid, jku string) ([]signature.Ke
 		return out, nil
 	}
 	return nil, errors.Join(errs...)
-}
-
-func containsKey(keys []signature.Key, thumbprint string) bool {
-	for _, k := range keys {
-		if k.Thumbprint == thumbprint {
-			return true
-		}
-	}
-	return false
 }
 
 // keySources returns the signature.Keys of an agent trusted with trusted

@@ -54,17 +54,11 @@ const (
 )
 
 // SignatureOptions configure how a Fetcher verifies the signatures of the
-// cards it observes (A2A v1.0.1 §8.4; see VerifyAt). The zero value follows
-// https jku URLs and trusts no key of its own.
-//
-// Trust is scoped: Trusted and TrustedURL are trusted for every agent,
-// Scoped for one agent origin each. A kid that a set trusted for the agent
-// holds is answered by those sets alone — a signature cannot bring its own
-// key for a kid the operator vouched for — and the key that verifies it has
-// source "trusted". Otherwise the jku a signature names is followed (JKU):
-// a key found there proves who controls that URL, not who the operator
-// trusts, and has source "jku". Keys trusted for another agent are never
-// asked.
+// cards it observes (A2A v1.0.1 §8.4; see VerifyAt; trust is scoped, see
+// trust.go). The zero value follows https jku URLs and trusts no key of its
+// own. A kid that a set trusted for the agent holds is answered by those
+// sets alone (source "trusted"): a signature cannot bring its own key for a
+// kid the operator vouched for.
 type SignatureOptions struct {
 	// Trusted is the key set trusted for every agent (carddrift --jwks
 	// FILE: signature.ParseJWKS), nil for none.
@@ -238,23 +232,18 @@ func (f *Fetcher) Verify(ctx context.Context, raw []byte) []detector.Signature {
 }
 
 // VerifyAt checks the signatures of the card raw, served at cardURL (or
-// submitted by a client for the agent there), against the keys the Fetcher
-// was configured with — the keys trusted for that agent's origin and for
-// every agent (SignatureOptions), and the key sets the signatures name in
-// jku — and returns one detector.Signature per entry of the card's
+// submitted by a client for the agent there), against the keys trusted for
+// that agent's origin and for every agent, and the key sets the signatures
+// name in jku, and returns one detector.Signature per entry of the card's
 // "signatures" array, in order; nil for an unsigned card or bytes that are
-// not a card. A cardURL that is not an http or https URL gets the keys
-// trusted for every agent only.
+// not a card.
 //
 // The outcome is kept per body (by its SHA-256) and trust scope for
-// SignatureOptions ResultTTL, or for the key set cache's FailureTTL when
-// some key set could not be obtained or lacked a kid: a card observed again
-// — a 304, a fresh lease, another task — costs a hash, not a verification.
-// Key sets are fetched through the Fetcher under ctx (each within
-// TotalTimeout, failures remembered for FailureTTL); a key set that cannot
-// be fetched makes a signature unverified ("keys-unavailable"), never
-// invalid. An outcome reached after ctx ended is returned but not kept.
-// Safe for concurrent use.
+// SignatureOptions.ResultTTL, or for the key set cache's FailureTTL when
+// some key set could not be obtained or lacked a kid, so a card observed
+// again costs a hash. A key set that cannot be fetched makes a signature
+// unverified ("keys-unavailable"), never invalid. An outcome reached after
+// ctx ended is returned but not kept. Safe for concurrent use.
 func (f *Fetcher) VerifyAt(ctx context.Context, cardURL string, raw []byte) []detector.Signature {
 	if !bytes.Contains(raw, []byte(`"signatures"`)) && bytes.IndexByte(raw, '\\') < 0 {
 		// Unsigned, without a parse. Only a card with no escape at all:
@@ -315,9 +304,6 @@ func resultKey(scope string, raw []byte) [sha256.Size]byte {
 	h.Sum(k[:0])
 	return k
 }
-
-// JWKS returns the key set cache Verify fetches through.
-func (f *Fetcher) JWKS() *JWKS { return f.verify.jwks }
 
 func (v *verifier) get(key [sha256.Size]byte) ([]detector.Signature, bool) {
 	v.mu.Lock()

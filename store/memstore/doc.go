@@ -5,8 +5,9 @@
 // tolerates a missing key, an optional TTL, and watches (store.Watcher) so
 // that store.CachedPins can run over it.
 //
-// Use it in tests, in single-process tools, and as the reference the shared
-// conformance suite (store/storetest) is checked against:
+// Use it in tests, in single-process tools (the Fetcher's own leases), and
+// as the reference the shared conformance suite (store/storetest) is
+// checked against:
 //
 //	pins := memstore.NewPins(memstore.WithTTL(24 * time.Hour))
 //	rev, err := pins.Create(ctx, pin)

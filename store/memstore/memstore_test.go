@@ -99,3 +99,25 @@ func TestWatch(t *testing.T) {
 		t.Fatalf("Stop() twice error = %v, want nil", err)
 	}
 }
+
+func TestMaxEntries(t *testing.T) {
+	ls := memstore.NewLeases(memstore.WithMaxEntries(2))
+	ctx := t.Context()
+	urls := []string{"https://a.example/", "https://b.example/", "https://c.example/"}
+	for _, u := range urls {
+		if _, err := ls.Create(ctx, store.Lease{CardURL: u}); err != nil {
+			t.Fatalf("Create(%s) error = %v", u, err)
+		}
+	}
+	held := 0
+	for _, u := range urls {
+		if _, _, err := ls.Get(ctx, u); err == nil {
+			held++
+		} else if !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Get(%s) error = %v", u, err)
+		}
+	}
+	if _, _, err := ls.Get(ctx, urls[2]); err != nil || held != 2 {
+		t.Fatalf("after 3 creates into 2 entries: %d held, the last one: %v; want 2 held, the last among them", held, err)
+	}
+}

@@ -18,6 +18,7 @@ type Option func(*options)
 type options struct {
 	ttl time.Duration
 	now func() time.Time
+	max int
 }
 
 // WithTTL expires a value ttl after its last write, as a KV bucket's TTL
@@ -25,10 +26,15 @@ type options struct {
 // watches.
 func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl } }
 
+// WithMaxEntries bounds the store to n values: a Create into a full store
+// first drops an arbitrary other value, silently (as an expiry is), so that
+// it suits values that can be made again (the Fetcher's own leases).
+func WithMaxEntries(n int) Option { return func(o *options) { o.max = n } }
+
 // WithClock sets the clock TTLs are measured with (default time.Now).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
-// table is the part Pins and Leases share: JSON values by id, one revision
+// table is what Pins and Leases are: JSON values by id, one revision
 // counter for the whole table, compare-and-set, TTL and watches. Values are
 // stored encoded, so callers never share memory with the store and values
 // round-trip as they would through a KV bucket.
@@ -97,7 +103,8 @@ func (t *table[T]) write(id string, val []byte, op store.Op) uint64 {
 	return t.rev
 }
 
-func (t *table[T]) get(_ context.Context, id string) (T, uint64, error) {
+// Get returns id's value and revision; store.ErrNotFound if none.
+func (t *table[T]) Get(_ context.Context, id string) (T, uint64, error) {
 	var v T
 	t.mu.Lock()
 	e, ok := t.live(id)
@@ -125,8 +132,9 @@ func (t *table[T]) encode(op string, v *T) (string, []byte, error) {
 	return id, b, nil
 }
 
-func (t *table[T]) create(_ context.Context, v *T) (uint64, error) {
-	id, b, err := t.encode("create", v)
+// Create stores v under its id; store.ErrExists if the id has a value.
+func (t *table[T]) Create(_ context.Context, v T) (uint64, error) {
+	id, b, err := t.encode("create", &v)
 	if err != nil {
 		return 0, err
 	}
@@ -135,11 +143,18 @@ func (t *table[T]) create(_ context.Context, v *T) (uint64, error) {
 	if _, ok := t.live(id); ok {
 		return 0, fmt.Errorf("memstore: create %s %s: %w", t.what, quote(id), store.ErrExists)
 	}
+	if t.opts.max > 0 && len(t.m) >= t.opts.max {
+		for k := range t.m {
+			delete(t.m, k)
+			break
+		}
+	}
 	return t.write(id, b, store.OpPut), nil
 }
 
-func (t *table[T]) update(_ context.Context, v *T, rev uint64) (uint64, error) {
-	id, b, err := t.encode("update", v)
+// Update replaces v's value if rev is its current revision.
+func (t *table[T]) Update(_ context.Context, v T, rev uint64) (uint64, error) {
+	id, b, err := t.encode("update", &v)
 	if err != nil {
 		return 0, err
 	}
@@ -155,14 +170,16 @@ func (t *table[T]) update(_ context.Context, v *T, rev uint64) (uint64, error) {
 	return t.write(id, b, store.OpPut), nil
 }
 
-func (t *table[T]) remove(_ context.Context, id string) error {
+// Delete removes id's value; deleting a missing one is not an error.
+func (t *table[T]) Delete(_ context.Context, id string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.write(id, nil, store.OpDelete)
 	return nil
 }
 
-func (t *table[T]) watch(ctx context.Context) (store.Watch, error) {
+// Watch implements store.Watcher.
+func (t *table[T]) Watch(ctx context.Context) (store.Watch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -239,8 +256,9 @@ func (w *watch) Stop() error {
 	return nil
 }
 
-// scan decodes a snapshot of the live values and calls fn with each.
-func (t *table[T]) scan(ctx context.Context, fn func(T, uint64) error) error {
+// Scan implements store.Scanner: it decodes a snapshot of the live values
+// and calls fn with each.
+func (t *table[T]) Scan(ctx context.Context, fn func(T, uint64) error) error {
 	t.mu.Lock()
 	type kv struct {
 		val []byte
@@ -271,4 +289,30 @@ func (t *table[T]) scan(ctx context.Context, fn func(T, uint64) error) error {
 		return fmt.Errorf("memstore: scan %s: %d value(s) skipped: %w", t.what, corrupt, store.ErrCorrupt)
 	}
 	return nil
+}
+
+// Pins is store.Pins in memory. The zero value is not usable; call NewPins.
+type Pins[T store.Record[T]] struct {
+	*table[T]
+}
+
+// NewPins returns an empty pin store.
+func NewPins[T store.Record[T]](opts ...Option) *Pins[T] {
+	return &Pins[T]{newTable("pin", func(p *T) string { return (*p).Key() }, opts)}
+}
+
+// Leases is store.Leases in memory. The zero value is not usable; call
+// NewLeases.
+type Leases struct {
+	*table[store.Lease]
+}
+
+var (
+	_ store.Leases  = (*Leases)(nil)
+	_ store.Watcher = (*Leases)(nil)
+)
+
+// NewLeases returns an empty lease store.
+func NewLeases(opts ...Option) *Leases {
+	return &Leases{newTable("lease", func(l *store.Lease) string { return l.CardURL }, opts)}
 }
