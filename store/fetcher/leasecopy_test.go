@@ -92,7 +92,7 @@ func TestLeaseCopySkipsOwnWrites(t *testing.T) {
 	counted := &followCount{KVLeases: kv}
 	mk := func(leases store.Leases) *Fetcher {
 		o := testOptions(clk)
-		o.Leases, o.Cards = leases, cards
+		o.Leases, o.Cards, o.ConfirmingClaims = leases, cards, true
 		return newFetcher(t, o)
 	}
 	w, other := mk(counted), mk(kv)

@@ -287,7 +287,7 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 		claim.Holder, claim.Confirming = f.id, false
 		claim.HeldUntil = now.Add(f.opts.TotalTimeout)
 		var report reported
-		if !force && lease.Digest != "" && lease.FailReason == "" && lease.MaxAge > 0 {
+		if f.opts.ConfirmingClaims && !force && lease.Digest != "" && lease.FailReason == "" && lease.MaxAge > 0 {
 			claim, report = f.confirmation(lease, prev == nil, now)
 		}
 		claimRev, err := f.putLease(ctx, claim, rev, found)

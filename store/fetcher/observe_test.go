@@ -212,7 +212,7 @@ func TestObserveRaceOneFetchOneWrite(t *testing.T) {
 	var fetches, published atomic.Int64
 	for i := range fetchers {
 		o := testOptions(clk)
-		o.Leases, o.Cards = leases, cards
+		o.Leases, o.Cards, o.ConfirmingClaims = leases, cards, true
 		o.OnFetch = func(obs Observation, err error) {
 			fetches.Add(1)
 			if obs.Fetches > 0 {
@@ -380,6 +380,7 @@ func TestObserveReportsSignerChange(t *testing.T) {
 	a := newAgent(t, signed("eyJhbGciOiJFUzI1NiJ9"), "", "max-age=1")
 	clk := newClock()
 	o, leases := leasedOptions(clk)
+	o.ConfirmingClaims = true
 	var reports []Observation
 	o.OnFetch = func(obs Observation, err error) {
 		if err == nil && obs.Fetches > 0 {

@@ -42,6 +42,15 @@ const maxBodyBytesCap = jcs.DefaultMaxBytes
 // default; New applies the defaults and then Validate. Options are read once
 // by New: changing them afterwards has no effect.
 type Options struct {
+	// ConfirmingClaims writes a claim on a known card as the result a
+	// confirming fetch would record (Lease.Confirming), so that a fetch
+	// that confirms the card costs one lease write instead of two. Off by
+	// default, and serve does not set it: other workers take the claim's
+	// predicted result as a fresh observation while the fetch is still in
+	// flight, so a card that changed in that moment is judged from the old
+	// one (the 400-agent demo showed a false abort: a task pinned on the
+	// new card judged against the prediction of the old).
+	ConfirmingClaims bool
 	// ConnectTimeout bounds each TCP connect and TLS handshake. Default 3s.
 	ConnectTimeout time.Duration
 	// TotalTimeout bounds one fetch from waiting for a host slot to the last
