@@ -17,10 +17,10 @@
 // store.Leases (through a local copy a KV watch keeps current, with a
 // LeaseFollower); answers from a fresh lease without a request, or claims a
 // stale one by compare-and-set, the winner fetching (If-None-Match when it
-// knows an ETag) while the other workers wait for its result. A stale lease
-// of a known card is claimed as the result that confirms it
-// (Lease.Confirming), so a fetch that confirms the card costs one lease
-// write. Observation.Fetches says whether to publish card.observed
+// knows an ETag) while the other workers wait for its result. With
+// Options.ConfirmingClaims (off by default) a stale lease of a known card
+// is claimed as the result that confirms it (Lease.Confirming), so a fetch
+// that confirms the card costs one lease write. Observation.Fetches says whether to publish card.observed
 // (Options.ObserveHeartbeat). ObserveAgent resolves the well-known card
 // URLs, verifies signed cards (VerifyAt, with scoped trust: SignatureOptions)
 // and ObserveExtended fetches authenticated extended cards (Credentials).
