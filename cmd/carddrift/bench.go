@@ -28,7 +28,7 @@ type benchFlags struct {
 	nats       natsFlags
 	events     int
 	rounds     int
-	driftShare float64
+	json       bool
 	skipFleet  bool
 	deployment deploymentFlags
 	cost       costFlags
@@ -44,13 +44,13 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.demo.agents, "agents", 40, "agents the detection phase starts on loopback")
 	fs.DurationVar(&f.demo.duration, "duration", 30*time.Second, "how long the detection phase sends traffic")
 	fs.DurationVar(&f.demo.taskEvery, "task-every", time.Second, "each agent gets a new task this often (the rate: agents/task-every tasks per second)")
-	fs.Float64Var(&f.driftShare, "drift-share", 0.75, "share of the agents whose cards drift during the detection phase (the rest are the control group)")
+	fs.Float64Var(&f.demo.driftShare, "drift-share", 0.75, "share of the agents whose cards drift during the detection phase (the rest are the control group)")
 	fs.Int64Var(&f.demo.seed, "seed", 1, "seed of the fleet, the schedule and the traffic")
 	fs.BoolVar(&f.skipFleet, "throughput-only", false, "skip the detection phase")
 	fs.BoolVar(&f.skipThroughput, "detection-only", false, "skip the throughput phase")
 	fs.BoolVar(&f.mixBaseline, "mix-baseline", true, "after the detection phase, play its traffic again into a raw consumer (a process of its own) "+
 		"on a scratch stream: the cost figure's baseline in the same arrangement (false: skip)")
-	fs.BoolVar(&f.demo.json, "json", false, "print one JSON object")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object")
 	f.deployment.register(fs, "the deployment's --default-lease")
 	f.cost.register(fs)
 }
@@ -60,7 +60,7 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 	if f.events < 100 || f.rounds < 1 {
 		return usagef("--events must be at least 100 and --rounds at least 1")
 	}
-	if f.driftShare < 0 || f.driftShare > 1 {
+	if f.demo.driftShare < 0 || f.demo.driftShare > 1 {
 		return usagef("--drift-share must be between 0 and 1")
 	}
 	if f.skipFleet && f.skipThroughput {
@@ -155,7 +155,7 @@ type BenchDetection struct {
 
 func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
 	out := e.stdout // the text lines; with --json, one object at the end
-	if f.demo.json {
+	if f.json {
 		out = io.Discard
 	}
 	say := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
@@ -175,19 +175,16 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 		}
 	}
 	if !f.skipFleet {
-		f.demo.quiet = true
-		say("\ndetection: %d agents on loopback, %.0f%% drifting, %s of traffic\n", f.demo.agents, 100*f.driftShare, f.demo.duration)
-		jsonOut := f.demo.json
-		f.demo.json = true // driveFleet's own progress lines stay quiet
-		f.demo.driftShare = f.driftShare
+		say("\ndetection: %d agents on loopback, %.0f%% drifting, %s of traffic\n", f.demo.agents, 100*f.demo.driftShare, f.demo.duration)
+		quiet := f.demo
+		quiet.json = true // driveFleet's own lines stay quiet
 		first, err := lastSeq(ctx, lc)
 		if err != nil {
 			return err
 		}
 		before := f.cost.read(ctx)
-		card, err := driveFleet(ctx, e, js, cfg, &f.demo, nil,
+		card, err := driveFleet(ctx, e, js, cfg, &quiet, nil,
 			f.deployment.lease(), f.deployment.fullFetch, "bench", f.deployment.settled(ctx))
-		f.demo.json = jsonOut
 		if err != nil {
 			return err
 		}
@@ -232,7 +229,7 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 			d.Efficient.write(out, d.Ratios)
 		}
 	}
-	if f.demo.json {
+	if f.json {
 		return json.NewEncoder(e.stdout).Encode(rep)
 	}
 	return nil

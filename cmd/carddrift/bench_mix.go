@@ -100,15 +100,15 @@ func scratchConfig(lifecycle jetstream.StreamConfig) jetstream.StreamConfig {
 	return jetstream.StreamConfig{Storage: lifecycle.Storage, Duplicates: lifecycle.Duplicates, MaxMsgSize: lifecycle.MaxMsgSize}
 }
 
-// benchMixBaseline plays the detection phase's traffic again (runBench set
-// f.demo.driftShare: the same schedule) for the raw consumer.
+// benchMixBaseline plays the detection phase's traffic again (the same
+// fleet, seed and schedule) for the raw consumer.
 func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags, lifecycle jetstream.StreamConfig, embedded bool) (*MixBaseline, error) {
 	fl, err := startFleet(ctx, &f.demo)
 	if err != nil {
 		return nil, err
 	}
 	defer fl.Close()
-	sched, err := fleet.ScheduleShare(f.demo.seed, fl.Agents(), nil, f.demo.duration, f.demo.share())
+	sched, err := fleet.ScheduleShare(f.demo.seed, fl.Agents(), nil, f.demo.duration, f.demo.driftShare)
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -33,7 +33,8 @@ type demoFlags struct {
 	quiet     bool
 	taskEvery time.Duration
 	logLevel  string
-	// driftShare is the share of agents with a scenario (0: three quarters).
+	// driftShare is the share of agents with a scenario: bench's
+	// --drift-share, three quarters for demo and simulate.
 	driftShare float64
 	// httpAddr and replayHTML: the demo's pages (demo_watch.go).
 	httpAddr, replayHTML string
@@ -58,6 +59,7 @@ func (f *demoFlags) register(fs *flag.FlagSet) {
 // registerFleet adds the flags demo and simulate share: the fleet, its
 // schedule, the traffic and the output.
 func (f *demoFlags) registerFleet(fs *flag.FlagSet, duration time.Duration) {
+	f.driftShare = 0.75
 	fs.IntVar(&f.agents, "agents", 40, "simulated agents in the fleet")
 	fs.DurationVar(&f.duration, "duration", duration, "how long the fleet drifts and clients send traffic")
 	fs.Int64Var(&f.seed, "seed", 1, "seed of the fleet, the schedule of card changes and the traffic (same seed, same schedule)")
