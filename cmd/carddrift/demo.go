@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/events/service"
@@ -80,11 +79,10 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return usageError{err}
 	}
-	lvl, err := zerolog.ParseLevel(f.logLevel)
+	log, err := newLogger(e.stderr, "json", f.logLevel)
 	if err != nil {
-		return usagef("--log-level: %v", err)
+		return err
 	}
-	log := zerolog.New(e.stderr).Level(lvl).With().Timestamp().Logger()
 	watch, err := newDemoWatch(f.httpAddr)
 	if err != nil {
 		return err
