@@ -68,6 +68,15 @@ func (f *demoFlags) registerFleet(fs *flag.FlagSet, duration time.Duration) {
 	fs.DurationVar(&f.taskEvery, "task-every", time.Second, "each agent gets a new task this often")
 }
 
+// notes is where demo and simulate say what to open: stdout, or stderr
+// with --json (stdout is the scorecard).
+func (f *demoFlags) notes(e *env) io.Writer {
+	if f.json {
+		return e.stderr
+	}
+	return e.stdout
+}
+
 func (f *demoFlags) run(ctx context.Context, e *env) error {
 	if f.agents < 1 {
 		return usagef("--agents must be at least 1")
@@ -157,11 +166,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	defer running.Stop()
 	if watch != nil {
 		// First, before the verdicts: where to watch them.
-		out := e.stdout
-		if f.json {
-			out = e.stderr
-		}
-		fmt.Fprintf(out, "carddrift demo: watch the fleet at %s (and /fleet.json, /metrics) while the demo runs\n", watch.start(svc, log))
+		fmt.Fprintf(f.notes(e), "carddrift demo: watch the fleet at %s (and /fleet.json, /metrics) while the demo runs\n", watch.start(svc, log))
 		defer watch.close() // before the service closes
 	}
 
