@@ -51,9 +51,9 @@ func hostRate(ctx context.Context, js jetstream.JetStream, storage jetstream.Sto
 		return 0, err
 	}
 	defer s.drop()
-	msgs := make([]*nats.Msg, hostProbeEvents)
+	body, msgs := bytes.Repeat([]byte("x"), 512), make([]*nats.Msg, hostProbeEvents)
 	for i := range msgs {
-		msgs[i] = &nats.Msg{Subject: fmt.Sprintf("%s.%d", s.subject, i), Data: bytes.Repeat([]byte("x"), 512)}
+		msgs[i] = &nats.Msg{Subject: fmt.Sprintf("%s.%d", s.subject, i), Data: body}
 	}
 	if err := publishAll(ctx, js, msgs); err != nil {
 		return 0, err
