@@ -101,15 +101,12 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	written := false
-	if page != nil {
-		defer func() {
+	defer func() {
+		if page != nil { // the run ended before its page was written
 			page.Close()
-			if !written {
-				os.Remove(f.replayHTML) // the run ended before its page
-			}
-		}()
-	}
+			os.Remove(f.replayHTML)
+		}
+	}()
 
 	// Storage: a temporary directory removed at exit, unless --data-dir.
 	dir, storage := f.dataDir, jetstream.MemoryStorage
@@ -203,7 +200,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		if err != nil {
 			return fmt.Errorf("--replay-html: %w", err)
 		}
-		written = true
+		page = nil
 		fmt.Fprintf(e.stderr, "carddrift demo: wrote the replay page %s (%d bytes)\n", f.replayHTML, n)
 	}
 	return reportScorecard(e, f, card, nil, &cost)
