@@ -28,7 +28,7 @@ type benchFlags struct {
 	nats       natsFlags
 	events     int
 	rounds     int
-	driftShare float64
+	json       bool
 	skipFleet  bool
 	deployment deploymentFlags
 	cost       costFlags
@@ -44,13 +44,13 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.demo.agents, "agents", 40, "agents the detection phase starts on loopback")
 	fs.DurationVar(&f.demo.duration, "duration", 30*time.Second, "how long the detection phase sends traffic")
 	fs.DurationVar(&f.demo.taskEvery, "task-every", time.Second, "each agent gets a new task this often (the rate: agents/task-every tasks per second)")
-	fs.Float64Var(&f.driftShare, "drift-share", 0.75, "share of the agents whose cards drift during the detection phase (the rest are the control group)")
+	fs.Float64Var(&f.demo.driftShare, "drift-share", 0.75, "share of the agents whose cards drift during the detection phase (the rest are the control group)")
 	fs.Int64Var(&f.demo.seed, "seed", 1, "seed of the fleet, the schedule and the traffic")
 	fs.BoolVar(&f.skipFleet, "throughput-only", false, "skip the detection phase")
 	fs.BoolVar(&f.skipThroughput, "detection-only", false, "skip the throughput phase")
 	fs.BoolVar(&f.mixBaseline, "mix-baseline", true, "after the detection phase, play its traffic again into a raw consumer (a process of its own) "+
 		"on a scratch stream: the cost figure's baseline in the same arrangement (false: skip)")
-	fs.BoolVar(&f.demo.json, "json", false, "print one JSON object")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object")
 	f.deployment.register(fs, "the deployment's --default-lease")
 	f.cost.register(fs)
 }
@@ -60,7 +60,7 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 	if f.events < 100 || f.rounds < 1 {
 		return usagef("--events must be at least 100 and --rounds at least 1")
 	}
-	if f.driftShare < 0 || f.driftShare > 1 {
+	if f.demo.driftShare < 0 || f.demo.driftShare > 1 {
 		return usagef("--drift-share must be between 0 and 1")
 	}
 	if f.skipFleet && f.skipThroughput {
@@ -155,7 +155,7 @@ type BenchDetection struct {
 
 func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
 	out := e.stdout // the text lines; with --json, one object at the end
-	if f.demo.json {
+	if f.json {
 		out = io.Discard
 	}
 	say := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
@@ -175,19 +175,16 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 		}
 	}
 	if !f.skipFleet {
-		f.demo.quiet = true
-		say("\ndetection: %d agents on loopback, %.0f%% drifting, %s of traffic\n", f.demo.agents, 100*f.driftShare, f.demo.duration)
-		jsonOut := f.demo.json
-		f.demo.json = true // driveFleet's own progress lines stay quiet
-		f.demo.driftShare = f.driftShare
+		say("\ndetection: %d agents on loopback, %.0f%% drifting, %s of traffic\n", f.demo.agents, 100*f.demo.driftShare, f.demo.duration)
+		quiet := f.demo
+		quiet.json = true // driveFleet's own lines stay quiet
 		first, err := lastSeq(ctx, lc)
 		if err != nil {
 			return err
 		}
 		before := f.cost.read(ctx)
-		card, err := driveFleet(ctx, e, js, cfg, &f.demo, nil,
+		card, err := driveFleet(ctx, e, js, cfg, &quiet, nil,
 			f.deployment.lease(), f.deployment.fullFetch, "bench", f.deployment.settled(ctx))
-		f.demo.json = jsonOut
 		if err != nil {
 			return err
 		}
@@ -232,7 +229,7 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 			d.Efficient.write(out, d.Ratios)
 		}
 	}
-	if f.demo.json {
+	if f.json {
 		return json.NewEncoder(e.stdout).Encode(rep)
 	}
 	return nil
@@ -270,7 +267,7 @@ func benchThroughput(ctx context.Context, out io.Writer, js jetstream.JetStream,
 	}
 	// Untimed: one event per pinned task, so that no round pays for the
 	// first reads of the pins.
-	if _, err := benchCarddrift(ctx, js, &f.cost, cfg, pins, len(pins.tasks)); err != nil {
+	if _, _, err := benchCarddrift(ctx, js, f, cfg, pins, len(pins.tasks), embedded); err != nil {
 		return nil, fmt.Errorf("bench: warm-up: %w", err)
 	}
 	before := f.cost.read(ctx)
@@ -280,18 +277,28 @@ func benchThroughput(ctx context.Context, out io.Writer, js jetstream.JetStream,
 		r := BenchRound{RawFirst: round%2 == 1}
 		for _, raw := range []bool{r.RawFirst, !r.RawFirst} {
 			if !raw {
-				s, err := benchCarddrift(ctx, js, &f.cost, cfg, pins, f.events)
+				rate, c, err := benchCarddrift(ctx, js, f, cfg, pins, f.events, embedded)
 				if err != nil {
 					return nil, err
 				}
-				r.CarddriftPerSecond, r.ServeCPUMsPer1000, r.ServerCPUMsPer1000Carddrift = s.perSecond, s.cpu, s.server
+				r.CarddriftPerSecond, r.ServeCPUMsPer1000, r.ServerCPUMsPer1000Carddrift = rate, c.ServeCPUMsPer1000, c.ServerCPUMsPer1000
 				continue
 			}
-			s, err := benchRaw(ctx, js, &f.nats, &f.cost, info.Config.Storage, pins, f.events)
+			side, err := f.runRaw(ctx, js, jetstream.StreamConfig{Storage: info.Config.Storage}, embedded, func(ctx context.Context, s scratch) error {
+				msgs, err := benchMessages(f.events, s.run, pins)
+				if err != nil {
+					return err
+				}
+				for _, m := range msgs {
+					m.Subject = s.subject + m.Subject[len("a2a.task"):]
+				}
+				return publishAll(ctx, js, msgs)
+			})
 			if err != nil {
 				return nil, err
 			}
-			r.RawPerSecond, r.RawCPUMsPer1000, r.ServerCPUMsPer1000Raw = s.perSecond, s.cpu, s.server
+			raw := side.figure().RawCPUMsPer1000
+			r.RawPerSecond, r.RawCPUMsPer1000, r.ServerCPUMsPer1000Raw = float64(side.events)/side.took.Seconds(), &raw, side.cost.ServerCPUMsPer1000
 		}
 		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f\n", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
 		t.Rounds = append(t.Rounds, r)
@@ -444,127 +451,29 @@ func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) (*
 	return p, nil
 }
 
-// benchSide is one side of a round: its rate from the first publish to the
-// last acknowledgement, and the CPU per 1,000 events the consuming process
-// (serve, or the raw consumer) and the standalone server used meanwhile
-// (nil: not read).
-type benchSide struct {
-	perSecond   float64
-	cpu, server *float64
-}
-
-// newSide is the side that drained n events in took, its consuming process
-// spending cpu and the standalone server what it spent between readings a
-// and b.
-func newSide(n int, took time.Duration, cpu *time.Duration, a, b cpuReading) benchSide {
-	per1000 := func(d time.Duration) *float64 {
-		ms := 1e6 * d.Seconds() / float64(n)
-		return &ms
-	}
-	s := benchSide{perSecond: float64(n) / took.Seconds()}
-	if cpu != nil {
-		s.cpu = per1000(*cpu)
-	}
-	if a.serverErr == nil && b.serverErr == nil {
-		s.server = per1000(b.server - a.server)
-	}
-	return s
-}
-
-// scratch is a stream of bench's own, CARDDRIFT_BENCH_<run> on
-// carddrift.bench.<run>.>, with one durable pull consumer "raw"
-// (explicit acks, at most 1,000 pending): where the raw consumer's events
-// go, apart from the deployment's streams.
-type scratch struct {
-	run, name, subject string
-	drop               func() // deletes the stream
-}
-
-// newScratch creates a scratch stream; sc gives what it keeps of the
-// lifecycle stream's configuration (storage, duplicate window), its name
-// and subjects are the scratch's.
-func newScratch(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) (scratch, error) {
-	run := fmt.Sprint(time.Now().UnixNano())
-	s := scratch{run: run, name: "CARDDRIFT_BENCH_" + run, subject: "carddrift.bench." + run}
-	sc.Name, sc.Subjects = s.name, []string{s.subject + ".>"}
-	st, err := js.CreateStream(ctx, sc)
-	if err != nil {
-		return scratch{}, fmt.Errorf("scratch stream: %w", err)
-	}
-	s.drop = func() { js.DeleteStream(context.WithoutCancel(ctx), s.name) }
-	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
-		s.drop()
-		return scratch{}, err
-	}
-	return s, nil
-}
-
-// benchRaw measures one durable pull consumer, in a process of its own
-// (rawConsumerCommand), consuming and acknowledging n events (benchMessages)
-// on a scratch stream of the lifecycle stream's storage.
-func benchRaw(ctx context.Context, js jetstream.JetStream, nf *natsFlags, cf *costFlags, storage jetstream.StorageType, p *benchPinned, n int) (benchSide, error) {
-	s, err := newScratch(ctx, js, jetstream.StreamConfig{Storage: storage})
-	if err != nil {
-		return benchSide{}, err
-	}
-	defer s.drop()
-	msgs, err := benchMessages(n, s.run, p)
-	if err != nil {
-		return benchSide{}, err
-	}
-	for _, m := range msgs {
-		m.Subject = s.subject + m.Subject[len("a2a.task"):]
-	}
-	proc, err := startRawConsumer(ctx, nf, s.name, "raw", n, 5*time.Minute)
-	if err != nil {
-		return benchSide{}, err
-	}
-	defer proc.kill()
-	a := cf.readServer()
-	start := time.Now()
-	if err := publishAll(ctx, js, msgs); err != nil {
-		return benchSide{}, err
-	}
-	cpu, err := proc.wait(ctx, n)
-	if err != nil {
-		return benchSide{}, err
-	}
-	// The consumer flushed its acks before it said done; the consumer's
-	// ack floor confirms the server has them.
-	if err := waitDrained(ctx, js, s.name, []string{"raw"}, time.Millisecond, time.Minute); err != nil {
-		return benchSide{}, err
-	}
-	return newSide(n, time.Since(start), &cpu, a, cf.readServer()), nil
-}
-
 // benchCarddrift measures the deployment's workers draining n no-fetch
 // events from the lifecycle stream, until every lifecycle consumer has
-// acknowledged everything; serve's CPU is read from its /metrics.
-func benchCarddrift(ctx context.Context, js jetstream.JetStream, cf *costFlags, cfg store.Config, p *benchPinned, n int) (benchSide, error) {
+// acknowledged everything: the rate, and what serve (read from its
+// /metrics) and the server spent meanwhile.
+func benchCarddrift(ctx context.Context, js jetstream.JetStream, f *benchFlags, cfg store.Config, p *benchPinned, n int, embedded bool) (float64, *Cost, error) {
 	msgs, err := benchMessages(n, fmt.Sprint(time.Now().UnixNano()), p)
 	if err != nil {
-		return benchSide{}, err
+		return 0, nil, err
 	}
 	durables, err := streamConsumers(ctx, js, cfg.LifecycleStream)
 	if err != nil {
-		return benchSide{}, err
+		return 0, nil, err
 	}
-	a := cf.read(ctx)
+	a := f.cost.read(ctx)
 	start := time.Now()
 	if err := publishAll(ctx, js, msgs); err != nil {
-		return benchSide{}, err
+		return 0, nil, err
 	}
 	if err := waitDrained(ctx, js, cfg.LifecycleStream, durables, 10*time.Millisecond, 5*time.Minute); err != nil {
-		return benchSide{}, err
+		return 0, nil, err
 	}
 	took := time.Since(start)
-	b := cf.read(ctx)
-	var cpu *time.Duration
-	if a.serveErr == nil && b.serveErr == nil {
-		d := b.serve - a.serve
-		cpu = &d
-	}
-	return newSide(n, took, cpu, a, b), nil
+	return float64(n) / took.Seconds(), f.cost.cost(a, f.cost.read(ctx), int64(n), embedded), nil
 }
 
 // throughputCPU is the medians of the rounds' CPU figures, with where

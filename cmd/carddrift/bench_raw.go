@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,28 +17,22 @@ import (
 )
 
 // rawConsumerCommand is the hidden command bench runs, as a process of its
-// own, for its raw baseline: one durable pull consumer that consumes and
-// acknowledges, so that the baseline crosses the same process boundary to
-// the server as `carddrift serve --nats-url` does. It is not a public
-// command (no help file, not in the usage): run dispatches it before
-// parsing the commands.
+// own, for its raw figures: one durable pull consumer that consumes and
+// acknowledges, so that they cross the same process boundary to the server
+// as `carddrift serve --nats-url` does. It has no help file and is not in
+// the usage: run dispatches it before parsing the commands.
 //
-//	carddrift internal-raw-consumer --nats-url URL --stream S --durable D --events N --timeout T
+//	carddrift internal-raw-consumer --nats-url URL --stream S --durable D --timeout T
 //
-// It prints "ready" once it consumes and "done N" once it has acknowledged
-// N messages and flushed the acks, then exits 0. It exits 1 when its
-// --timeout passes, and when its stdin closes (its parent went away).
-// With --events 0 it consumes until its stdin closes, then flushes its
-// acks, prints "done N" (N: what it acknowledged) and exits 0: bench's
-// baseline of the fleet's mix, whose count is known only at the end.
+// It prints "ready" once it consumes; when its stdin closes it flushes its
+// acks, prints "done N T" (N messages acknowledged, the last at T, Unix
+// nanoseconds) and exits 0. It exits 1 when its --timeout passes.
 const rawConsumerCommand = "internal-raw-consumer"
 
-// rawConsumerFlags are the hidden command's flags.
 type rawConsumerFlags struct {
 	nats    natsFlags
 	stream  string
 	durable string
-	events  int
 	timeout time.Duration
 }
 
@@ -47,7 +40,6 @@ func (f *rawConsumerFlags) register(fs *flag.FlagSet) {
 	f.nats.registerClient(fs)
 	fs.StringVar(&f.stream, "stream", "", "stream of the durable")
 	fs.StringVar(&f.durable, "durable", "", "durable consumer to consume with")
-	fs.IntVar(&f.events, "events", 0, "acknowledge this many messages, then exit (0: until stdin closes)")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "exit 1 after this")
 }
 
@@ -66,14 +58,9 @@ func runRawConsumer(ctx context.Context, args []string, stdin io.Reader, stdout,
 	return exitOK
 }
 
-// errParentGone: the raw consumer's stdin closed before it was done.
-var errParentGone = errors.New("stdin closed: the parent went away")
-
-// run connects, consumes and acknowledges --events messages, and reports
-// on stdout.
 func (f *rawConsumerFlags) run(ctx context.Context, stdin io.Reader, stdout io.Writer) (err error) {
-	if f.stream == "" || f.durable == "" || f.events < 0 {
-		return usagef("--stream and --durable are required, --events at least 0")
+	if f.stream == "" || f.durable == "" {
+		return usagef("--stream and --durable are required")
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("--timeout %s passed", f.timeout))
 	defer cancel()
@@ -82,10 +69,10 @@ func (f *rawConsumerFlags) run(ctx context.Context, stdin io.Reader, stdout io.W
 			err = context.Cause(ctx) // whichever step it interrupted
 		}
 	}()
-	parentGone := make(chan struct{})
+	stdinClosed := make(chan struct{})
 	go func() {
 		io.Copy(io.Discard, stdin)
-		close(parentGone)
+		close(stdinClosed)
 	}()
 	nc, js, err := f.nats.jetStream("carddrift-bench-raw")
 	if err != nil {
@@ -96,13 +83,11 @@ func (f *rawConsumerFlags) run(ctx context.Context, stdin io.Reader, stdout io.W
 	if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", f.durable, f.stream, err)
 	}
-	var acked atomic.Int64
-	done := make(chan struct{})
+	var acked, last atomic.Int64
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		m.Ack()
-		if acked.Add(1) == int64(f.events) {
-			close(done)
-		}
+		acked.Add(1)
+		last.Store(time.Now().UnixNano())
 	}, jetstream.PullMaxMessages(500))
 	if err != nil {
 		return err
@@ -110,11 +95,7 @@ func (f *rawConsumerFlags) run(ctx context.Context, stdin io.Reader, stdout io.W
 	defer cc.Stop()
 	fmt.Fprintln(stdout, "ready")
 	select {
-	case <-done:
-	case <-parentGone:
-		if f.events > 0 {
-			return errParentGone
-		}
+	case <-stdinClosed:
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -122,13 +103,13 @@ func (f *rawConsumerFlags) run(ctx context.Context, stdin io.Reader, stdout io.W
 	if err := nc.FlushWithContext(ctx); err != nil {
 		return fmt.Errorf("flush the acks: %w", err)
 	}
-	fmt.Fprintln(stdout, "done", acked.Load())
+	fmt.Fprintln(stdout, "done", acked.Load(), last.Load())
 	return nil
 }
 
 // rawProcess is a running raw consumer (rawConsumerCommand) that bench
-// started: its owner is the bench round that started it, which ends it
-// (wait, or kill on any error); its context's deadline kills it too.
+// started: its owner is the figure that started it, which ends it (finish,
+// or kill on any error); its context's deadline kills it too.
 type rawProcess struct {
 	cmd    *exec.Cmd
 	cancel context.CancelFunc
@@ -137,16 +118,15 @@ type rawProcess struct {
 	stderr strings.Builder
 }
 
-// startRawConsumer starts the raw consumer of n messages of durable on
-// stream as a process of its own (this binary again), with bench's
-// connection flags, and waits until it consumes.
-func startRawConsumer(ctx context.Context, nf *natsFlags, stream, durable string, n int, timeout time.Duration) (*rawProcess, error) {
+// startRawConsumer starts the raw consumer of durable "raw" on stream as a
+// process of its own (this binary again), with bench's connection flags,
+// and waits until it consumes.
+func startRawConsumer(ctx context.Context, nf *natsFlags, stream string, timeout time.Duration) (*rawProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("raw consumer: %w", err)
 	}
-	args := []string{rawConsumerCommand, "--stream", stream, "--durable", durable,
-		"--events", strconv.Itoa(n), "--timeout", timeout.String(), "--nats-url", nf.url}
+	args := []string{rawConsumerCommand, "--stream", stream, "--durable", "raw", "--timeout", timeout.String(), "--nats-url", nf.url}
 	for _, kv := range [][2]string{{"--creds", nf.creds}, {"--tls-cert", nf.tlsCert}, {"--tls-key", nf.tlsKey}, {"--tls-ca", nf.tlsCA}, {"--js-api-prefix", nf.apiPrefix}} {
 		if kv[1] != "" {
 			args = append(args, kv[0], kv[1])
@@ -212,32 +192,27 @@ func (p *rawProcess) expect(ctx context.Context, word string) (string, error) {
 	}
 }
 
-// wait waits for "done n" and for the process to exit; it returns the
-// CPU time the process used.
-func (p *rawProcess) wait(ctx context.Context, n int) (time.Duration, error) {
+// finish closes the raw consumer's stdin, waits for its "done n T" and its
+// exit, and returns T and the CPU time the process used.
+func (p *rawProcess) finish(ctx context.Context, n uint64) (last time.Time, cpu time.Duration, err error) {
 	defer p.kill()
+	p.stdin.Close()
 	rest, err := p.expect(ctx, "done")
 	if err != nil {
-		return 0, err
+		return last, 0, err
 	}
-	if rest != strconv.Itoa(n) {
-		return 0, fmt.Errorf("raw consumer acknowledged %s messages, want %d", rest, n)
+	var got uint64
+	var ns int64
+	if _, err := fmt.Sscan(rest, &got, &ns); err != nil || got != n {
+		return last, 0, fmt.Errorf("raw consumer said done %q, want %d messages and a time", rest, n)
 	}
 	for range p.lines { // EOF: it is exiting
 	}
 	if err := p.cmd.Wait(); err != nil {
-		return 0, fmt.Errorf("raw consumer: %w: %s", err, strings.TrimSpace(p.stderr.String()))
+		return last, 0, fmt.Errorf("raw consumer: %w: %s", err, strings.TrimSpace(p.stderr.String()))
 	}
 	st := p.cmd.ProcessState
-	return st.UserTime() + st.SystemTime(), nil
-}
-
-// finish tells a raw consumer started with n = 0 (consume until stdin
-// closes) that the traffic is over, and waits as wait does for its "done
-// n": n is what it must have acknowledged.
-func (p *rawProcess) finish(ctx context.Context, n int) (time.Duration, error) {
-	p.stdin.Close()
-	return p.wait(ctx, n)
+	return time.Unix(0, ns), st.UserTime() + st.SystemTime(), nil
 }
 
 // kill ends the process if it still runs (its stdin closes, its context
@@ -248,4 +223,85 @@ func (p *rawProcess) kill() {
 	if p.cmd.ProcessState == nil {
 		p.cmd.Wait()
 	}
+}
+
+// scratch is a stream of bench's own, CARDDRIFT_BENCH_<run> on
+// carddrift.bench.<run>.>, with one durable pull consumer "raw"
+// (explicit acks, at most 1,000 pending): where the raw consumer's events
+// go, apart from the deployment's streams.
+type scratch struct {
+	run, name, subject string
+	drop               func() // deletes the stream
+}
+
+// newScratch creates a scratch stream; sc gives what it keeps of the
+// lifecycle stream's configuration (storage, duplicate window), its name
+// and subjects are the scratch's.
+func newScratch(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) (scratch, error) {
+	run := fmt.Sprint(time.Now().UnixNano())
+	s := scratch{run: run, name: "CARDDRIFT_BENCH_" + run, subject: "carddrift.bench." + run}
+	sc.Name, sc.Subjects = s.name, []string{s.subject + ".>"}
+	st, err := js.CreateStream(ctx, sc)
+	if err != nil {
+		return scratch{}, fmt.Errorf("scratch stream: %w", err)
+	}
+	s.drop = func() { js.DeleteStream(context.WithoutCancel(ctx), s.name) }
+	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
+		s.drop()
+		return scratch{}, err
+	}
+	return s, nil
+}
+
+// errRawEmpty: a raw figure's publisher published nothing.
+var errRawEmpty = errors.New("the raw figure's traffic published no events")
+
+// rawSide is what one raw figure measured: the events the raw consumer
+// acknowledged, the time from the first publish to its last
+// acknowledgement, its own CPU, and the deployment's cost meanwhile.
+type rawSide struct {
+	events int64
+	took   time.Duration
+	cpu    time.Duration
+	cost   *Cost
+}
+
+// runRaw takes one raw figure: on a scratch stream (sc: what it keeps of
+// the lifecycle stream's configuration) consumed by the raw consumer, a
+// process of its own, publish sends its events under the scratch's
+// subject; the figure ends once the raw consumer has acknowledged them all.
+func (f *benchFlags) runRaw(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig, embedded bool,
+	publish func(ctx context.Context, s scratch) error) (rawSide, error) {
+	s, err := newScratch(ctx, js, sc)
+	if err != nil {
+		return rawSide{}, err
+	}
+	defer s.drop()
+	proc, err := startRawConsumer(ctx, &f.nats, s.name, f.demo.duration+5*time.Minute)
+	if err != nil {
+		return rawSide{}, err
+	}
+	defer proc.kill()
+	before := f.cost.read(ctx)
+	start := time.Now()
+	if err := publish(ctx, s); err != nil {
+		return rawSide{}, err
+	}
+	st, err := js.Stream(ctx, s.name)
+	if err != nil {
+		return rawSide{}, err
+	}
+	n := st.CachedInfo().State.Msgs
+	if n == 0 {
+		return rawSide{}, errRawEmpty
+	}
+	if err := waitDrained(ctx, js, s.name, []string{"raw"}, 100*time.Millisecond, 5*time.Minute); err != nil {
+		return rawSide{}, fmt.Errorf("the raw consumer: %w", err)
+	}
+	after := f.cost.read(ctx)
+	last, cpu, err := proc.finish(ctx, n)
+	if err != nil {
+		return rawSide{}, err
+	}
+	return rawSide{events: int64(n), took: last.Sub(start), cpu: cpu, cost: f.cost.cost(before, after, int64(n), embedded)}, nil
 }

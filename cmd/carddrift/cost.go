@@ -1,20 +1,20 @@
 package main
 
 import (
-	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
 
 	"github.com/carddrift/carddrift/events/service"
 )
@@ -28,59 +28,25 @@ type costFlags struct {
 	serverPID  int
 }
 
-// defaultMetricsURL is serve's /metrics at its default --http-addr.
-const defaultMetricsURL = "http://127.0.0.1:9464/metrics"
-
 func (c *costFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.metricsURL, "metrics-url", defaultMetricsURL, "serve's /metrics, read before and after for its CPU "+
+	fs.StringVar(&c.metricsURL, "metrics-url", "http://127.0.0.1:9464/metrics", "serve's /metrics, read before and after for its CPU "+
 		"(process_cpu_seconds_total): the cost figure, CPU per 1,000 events (empty: not read)")
 	fs.IntVar(&c.serverPID, "nats-server-pid", 0, "pid of the NATS server process when it runs on this machine apart from serve: "+
 		"its CPU (/proc/PID/stat) is reported beside serve's (0: not read)")
 }
 
-// errNoProc is returned where /proc cannot be read (not Linux).
-var errNoProc = errors.New("/proc is not available on this system")
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every
-// Linux architecture Go supports.
-const clockTicks = 100
-
 // procCPU returns the CPU time (user + system) process pid has used, from
 // /proc/<pid>/stat.
 func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if errors.Is(err, os.ErrNotExist) {
-		if _, serr := os.Stat("/proc/self/stat"); serr != nil {
-			return 0, errNoProc
-		}
-	}
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, err
 	}
-	return parseProcStat(string(b))
-}
-
-// parseProcStat reads utime and stime (fields 14 and 15) of a
-// /proc/<pid>/stat line; the command name (field 2, in parentheses) may
-// hold spaces and parentheses, so fields are counted after its last ')'.
-func parseProcStat(s string) (time.Duration, error) {
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc stat %q: no command name", s)
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
 	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc stat: %d fields after the command name, want at least 13", len(f))
-	}
-	var ticks int64
-	for _, v := range f[11:13] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc stat: %w", err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
+	return time.Duration(st.CPUTime() * float64(time.Second)), nil
 }
 
 // metricsCPU reads process_cpu_seconds_total from a Prometheus text
@@ -110,46 +76,30 @@ func metricsCPU(ctx context.Context, url string) (time.Duration, error) {
 var errNoCPUMetric = errors.New("no process_cpu_seconds_total on the page")
 
 func parseMetricsCPU(r io.Reader) (time.Duration, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		v, ok := strings.CutPrefix(sc.Text(), "process_cpu_seconds_total ")
-		if !ok {
-			continue
-		}
-		sec, err := strconv.ParseFloat(strings.Fields(v)[0], 64)
-		if err != nil {
-			return 0, fmt.Errorf("process_cpu_seconds_total: %w", err)
-		}
-		return time.Duration(sec * float64(time.Second)), nil
-	}
-	if err := sc.Err(); err != nil {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(r)
+	if err != nil {
 		return 0, err
 	}
-	return 0, errNoCPUMetric
+	mf := mfs["process_cpu_seconds_total"]
+	if mf == nil || len(mf.GetMetric()) == 0 {
+		return 0, errNoCPUMetric
+	}
+	return time.Duration(mf.GetMetric()[0].GetCounter().GetValue() * float64(time.Second)), nil
 }
 
 // loadAvg returns the machine's load averages over 1, 5 and 15 minutes
 // (/proc/loadavg).
 func loadAvg() ([3]float64, error) {
-	var l [3]float64
-	b, err := os.ReadFile("/proc/loadavg")
-	if errors.Is(err, os.ErrNotExist) {
-		return l, errNoProc
-	}
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
-		return l, err
+		return [3]float64{}, err
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return l, fmt.Errorf("/proc/loadavg %q: want three averages", b)
+	l, err := fs.LoadAvg()
+	if err != nil {
+		return [3]float64{}, err
 	}
-	for i := range l {
-		if l[i], err = strconv.ParseFloat(f[i], 64); err != nil {
-			return l, fmt.Errorf("/proc/loadavg: %w", err)
-		}
-	}
-	return l, nil
+	return [3]float64{l.Load1, l.Load5, l.Load15}, nil
 }
 
 // embeddedServer reports whether nc is connected to carddrift's embedded
@@ -171,25 +121,18 @@ type cpuReading struct {
 
 // read takes a reading.
 func (c *costFlags) read(ctx context.Context) cpuReading {
-	r := c.readServer()
-	switch {
-	case c.metricsURL == "":
+	var r cpuReading
+	if c.metricsURL == "" {
 		r.serveErr = errors.New("--metrics-url is empty")
-	default:
+	} else {
 		r.serve, r.serveErr = metricsCPU(ctx, c.metricsURL)
 	}
-	r.load, r.loadErr = loadAvg()
-	return r
-}
-
-// readServer reads only the standalone server's CPU (cheap: a file read).
-func (c *costFlags) readServer() cpuReading {
-	var r cpuReading
 	if c.serverPID == 0 {
 		r.serverErr = errors.New("pass --nats-server-pid")
 	} else {
 		r.server, r.serverErr = procCPU(c.serverPID)
 	}
+	r.load, r.loadErr = loadAvg()
 	return r
 }
 
@@ -246,22 +189,18 @@ func (c *costFlags) cost(a, b cpuReading, events int64, embedded bool) *Cost {
 		ms := 1e6 * s / float64(max(events, 1))
 		return &s, &ms
 	}
-	switch {
-	case a.serveErr != nil:
-		out.NotRead["serve"] = a.serveErr.Error()
-	case b.serveErr != nil:
-		out.NotRead["serve"] = b.serveErr.Error()
+	switch err := cmp.Or(a.serveErr, b.serveErr); {
+	case err != nil:
+		out.NotRead["serve"] = err.Error()
 	default:
 		out.ServeCPUSeconds, out.ServeCPUMsPer1000 = per(b.serve - a.serve)
 		out.ServeSource = c.metricsURL + " process_cpu_seconds_total"
 	}
-	switch {
+	switch err := cmp.Or(a.serverErr, b.serverErr); {
 	case embedded && c.serverPID == 0:
 		// serve's CPU is the server's too.
-	case a.serverErr != nil:
-		out.NotRead["server"] = a.serverErr.Error()
-	case b.serverErr != nil:
-		out.NotRead["server"] = b.serverErr.Error()
+	case err != nil:
+		out.NotRead["server"] = err.Error()
 	default:
 		out.ServerCPUSeconds, out.ServerCPUMsPer1000 = per(b.server - a.server)
 		out.ServerSource = fmt.Sprintf("/proc/%d/stat", c.serverPID)

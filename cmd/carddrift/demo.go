@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/events/fleet"
 	"github.com/carddrift/carddrift/events/service"
@@ -33,7 +32,8 @@ type demoFlags struct {
 	quiet     bool
 	taskEvery time.Duration
 	logLevel  string
-	// driftShare is the share of agents with a scenario (0: three quarters).
+	// driftShare is the share of agents with a scenario: bench's
+	// --drift-share, three quarters for demo and simulate.
 	driftShare float64
 	// httpAddr and replayHTML: the demo's pages (demo_watch.go).
 	httpAddr, replayHTML string
@@ -58,6 +58,7 @@ func (f *demoFlags) register(fs *flag.FlagSet) {
 // registerFleet adds the flags demo and simulate share: the fleet, its
 // schedule, the traffic and the output.
 func (f *demoFlags) registerFleet(fs *flag.FlagSet, duration time.Duration) {
+	f.driftShare = 0.75
 	fs.IntVar(&f.agents, "agents", 40, "simulated agents in the fleet")
 	fs.DurationVar(&f.duration, "duration", duration, "how long the fleet drifts and clients send traffic")
 	fs.Int64Var(&f.seed, "seed", 1, "seed of the fleet, the schedule of card changes and the traffic (same seed, same schedule)")
@@ -65,6 +66,15 @@ func (f *demoFlags) registerFleet(fs *flag.FlagSet, duration time.Duration) {
 	fs.BoolVar(&f.json, "json", false, "print only the scorecard, as one JSON object")
 	fs.BoolVar(&f.quiet, "quiet", false, "no verdict lines, only progress and the scorecard")
 	fs.DurationVar(&f.taskEvery, "task-every", time.Second, "each agent gets a new task this often")
+}
+
+// notes is where demo and simulate say what to open: stdout, or stderr
+// with --json (stdout is the scorecard).
+func (f *demoFlags) notes(e *env) io.Writer {
+	if f.json {
+		return e.stderr
+	}
+	return e.stdout
 }
 
 func (f *demoFlags) run(ctx context.Context, e *env) error {
@@ -78,11 +88,10 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return usageError{err}
 	}
-	lvl, err := zerolog.ParseLevel(f.logLevel)
+	log, err := newLogger(e.stderr, "json", f.logLevel)
 	if err != nil {
-		return usagef("--log-level: %v", err)
+		return err
 	}
-	log := zerolog.New(e.stderr).Level(lvl).With().Timestamp().Logger()
 	watch, err := newDemoWatch(f.httpAddr)
 	if err != nil {
 		return err
@@ -92,15 +101,12 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	written := false
-	if page != nil {
-		defer func() {
+	defer func() {
+		if page != nil { // the run ended before its page was written
 			page.Close()
-			if !written {
-				os.Remove(f.replayHTML) // the run ended before its page
-			}
-		}()
-	}
+			os.Remove(f.replayHTML)
+		}
+	}()
 
 	// Storage: a temporary directory removed at exit, unless --data-dir.
 	dir, storage := f.dataDir, jetstream.MemoryStorage
@@ -157,11 +163,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	defer running.Stop()
 	if watch != nil {
 		// First, before the verdicts: where to watch them.
-		out := e.stdout
-		if f.json {
-			out = e.stderr
-		}
-		fmt.Fprintf(out, "carddrift demo: watch the fleet at %s (and /fleet.json, /metrics) while the demo runs\n", watch.start(svc, log))
+		fmt.Fprintf(f.notes(e), "carddrift demo: watch the fleet at %s (and /fleet.json, /metrics) while the demo runs\n", watch.start(svc, log))
 		defer watch.close() // before the service closes
 	}
 
@@ -198,7 +200,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		if err != nil {
 			return fmt.Errorf("--replay-html: %w", err)
 		}
-		written = true
+		page = nil
 		fmt.Fprintf(e.stderr, "carddrift demo: wrote the replay page %s (%d bytes)\n", f.replayHTML, n)
 	}
 	return reportScorecard(e, f, card, nil, &cost)

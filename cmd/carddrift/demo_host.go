@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -50,16 +51,12 @@ func hostRate(ctx context.Context, js jetstream.JetStream, storage jetstream.Sto
 		return 0, err
 	}
 	defer s.drop()
-	body := bytes.Repeat([]byte("x"), 512)
-	for i := range hostProbeEvents {
-		if _, err := js.PublishAsync(fmt.Sprintf("%s.%d", s.subject, i), body); err != nil {
-			return 0, err
-		}
+	body, msgs := bytes.Repeat([]byte("x"), 512), make([]*nats.Msg, hostProbeEvents)
+	for i := range msgs {
+		msgs[i] = &nats.Msg{Subject: fmt.Sprintf("%s.%d", s.subject, i), Data: body}
 	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	if err := publishAll(ctx, js, msgs); err != nil {
+		return 0, err
 	}
 	c, err := js.Consumer(ctx, s.name, "raw")
 	if err != nil {

@@ -59,10 +59,9 @@ func listenLoopback(addr string) (net.Listener, error) {
 
 // demoWatch is the demo's HTTP side while it runs.
 type demoWatch struct {
-	reg    *prometheus.Registry
-	ln     net.Listener
-	stop   func()
-	closed bool
+	reg  *prometheus.Registry
+	ln   net.Listener
+	stop func() // set by start
 }
 
 // newDemoWatch listens on addr (loopback only) for the demo's pages; a nil
@@ -103,15 +102,14 @@ func (w *demoWatch) start(svc *service.Service, log zerolog.Logger) string {
 // close stops serving (or only closes the listener when start was never
 // called). Safe on a nil demoWatch, and more than once.
 func (w *demoWatch) close() {
-	switch {
-	case w == nil || w.closed:
+	if w == nil {
 		return
-	case w.stop != nil:
-		w.stop()
-	default:
-		w.ln.Close()
 	}
-	w.closed = true
+	if w.stop != nil {
+		w.stop() // closes the listener
+		w.stop = nil
+	}
+	w.ln.Close()
 }
 
 // createReplayPage creates the --replay-html file at the start of the demo,

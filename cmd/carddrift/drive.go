@@ -64,7 +64,7 @@ func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 	defer fl.Close()
 	o := fleet.DriveOptions{
 		JetStream: js, EventsStream: cfg.EventsStream,
-		Seed: f.seed, Scenarios: names, Duration: f.duration, DriftShare: f.share(), TaskEvery: f.taskEvery,
+		Seed: f.seed, Scenarios: names, Duration: f.duration, DriftShare: f.driftShare, TaskEvery: f.taskEvery,
 		Lease: lease, FullFetch: fullFetch, Idle: idle, Where: where, Warn: e.stderr,
 	}
 	if f.maxBacklog > 0 {
@@ -93,15 +93,6 @@ func startFleet(ctx context.Context, f *demoFlags) (*fleet.Fleet, error) {
 		return nil, err
 	}
 	return fl, nil
-}
-
-// share is the share of the fleet's agents whose cards drift: --drift-share
-// where the command has one, else (0) the demo's 0.75.
-func (f *demoFlags) share() float64 {
-	if f.driftShare == 0 {
-		return 0.75
-	}
-	return f.driftShare
 }
 
 // holdOnBacklog returns a fleet.TrafficOptions.Hold that reports whether

@@ -72,9 +72,6 @@ func (f *replayFlags) plan(now time.Time) (*replayPlan, error) {
 	if f.output.format == "html" && f.reevaluate {
 		return nil, usagef("--reevaluate prints text or json, not html")
 	}
-	if f.stores.nats.url != "" && f.stores.dataDir != "" {
-		return nil, usagef("--nats-url and --data-dir are exclusive: replay a live deployment or a store directory")
-	}
 	if f.cards {
 		if f.agent == "" {
 			return nil, usagef("--cards needs --agent URL")

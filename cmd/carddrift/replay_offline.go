@@ -105,7 +105,7 @@ func (o *offline) Close() {
 // (which exists), but what sel leaves out. Other kinds of files (sockets,
 // devices) are skipped; symbolic links are followed only for the root.
 func copyTree(src, dst string, sel offlineCopy) error {
-	var blocks *blockPicker
+	var keep func(name string) bool // of the msgs directory being copied
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -122,61 +122,35 @@ func copyTree(src, dst string, sel offlineCopy) error {
 			stream, part = parts[3], parts[4]
 		}
 		switch {
-		case part == "obs" && sel.noConsumers && d.IsDir() && len(parts) == 5:
-			return os.MkdirAll(target, 0o700)
-		case part == "obs" && sel.noConsumers && d.IsDir():
-			return fs.SkipDir
-		case part == "obs" && sel.noConsumers:
-			return nil
-		case d.IsDir() && part == "msgs" && len(parts) == 5:
-			if err := os.MkdirAll(target, 0o700); err != nil {
+		case d.IsDir():
+			if err := os.MkdirAll(target, 0o700); err != nil || len(parts) != 5 {
 				return err
 			}
-			if sel.empty[stream] {
+			if part == "obs" && sel.noConsumers || part == "msgs" && sel.empty[stream] {
 				return fs.SkipDir
 			}
-			blocks = nil
-			if r, ok := sel.ranges[stream]; ok && (!r.From.IsZero() || !r.To.IsZero()) {
-				if blocks, err = pickBlocks(path, r); err != nil {
-					return err
-				}
+			if part == "msgs" {
+				keep, err = pickBlocks(path, sel.ranges[stream])
 			}
-			return nil
-		case d.IsDir():
-			return os.MkdirAll(target, 0o700)
-		case !d.Type().IsRegular():
-			return nil
-		case part == "msgs" && blocks != nil && filepath.Dir(path) == blocks.dir && !blocks.keep(d.Name()):
+			return err
+		case !d.Type().IsRegular(), part == "msgs" && len(parts) == 6 && !keep(d.Name()):
 			return nil
 		}
 		return copyFile(path, target)
 	})
 }
 
-// blockPicker is the choice of a stream's message blocks (N.blk) a range
-// needs.
-type blockPicker struct {
-	dir     string
-	dropped bool
-	keepSet map[string]bool
-}
-
-// keep reports whether file name of the msgs directory is copied: the
-// blocks within the range, and the index only when no block is left out
-// (without it the server rebuilds the stream's state from the blocks).
-func (b *blockPicker) keep(name string) bool {
-	if strings.HasSuffix(name, ".blk") {
-		return b.keepSet[name]
+// pickBlocks returns which files of the msgs directory dir a range needs:
+// the blocks (N.blk) that can hold messages stored within r, and the index
+// only when no block is left out (without it the server rebuilds the
+// stream's state from the blocks). Block i holds the times from its first
+// message's to the next block's; a block whose first record does not read
+// (compressed, encrypted, empty) counts as within the range, and so does
+// the block before it.
+func pickBlocks(dir string, r replay.Range) (func(name string) bool, error) {
+	if r.From.IsZero() && r.To.IsZero() {
+		return func(string) bool { return true }, nil
 	}
-	return !b.dropped || !strings.HasPrefix(name, "index")
-}
-
-// pickBlocks reads the first message time of every block of the msgs
-// directory dir and keeps those that can hold messages stored within r:
-// block i holds the times from its first message's to the next block's.
-// A block whose first record does not read (compressed, encrypted, empty)
-// counts as within the range, and so does the block before it.
-func pickBlocks(dir string, r replay.Range) (*blockPicker, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -198,19 +172,21 @@ func pickBlocks(dir string, r replay.Range) (*blockPicker, error) {
 		bs = append(bs, blk{e.Name(), n, t, ok})
 	}
 	slices.SortFunc(bs, func(a, b blk) int { return a.n - b.n })
-	p := &blockPicker{dir: dir, keepSet: map[string]bool{}}
+	kept, dropped := map[string]bool{}, false
 	for i, b := range bs {
 		// Before the range (the next block starts before From: every
 		// message of this one is older), or after it.
 		before := !r.From.IsZero() && i+1 < len(bs) && bs[i+1].ok && !bs[i+1].first.After(r.From)
 		after := !r.To.IsZero() && b.ok && b.first.After(r.To)
-		if !before && !after {
-			p.keepSet[b.name] = true
-		} else {
-			p.dropped = true
-		}
+		kept[b.name] = !before && !after
+		dropped = dropped || before || after
 	}
-	return p, nil
+	return func(name string) bool {
+		if strings.HasSuffix(name, ".blk") {
+			return kept[name]
+		}
+		return !dropped || !strings.HasPrefix(name, "index")
+	}, nil
 }
 
 // blockFirstTime reads the time of a message block's first record: a

@@ -42,11 +42,7 @@ func (f *simulateFlags) run(ctx context.Context, e *env) error {
 	defer nc.Close()
 	cfg := store.DefaultConfig()
 	// First, before the verdicts: where serve shows the fleet.
-	hint := e.stdout
-	if f.demo.json {
-		hint = e.stderr
-	}
-	fmt.Fprintf(hint, "carddrift simulate: %s\n", fleetHint(ctx, f.cost.metricsURL))
+	fmt.Fprintf(f.demo.notes(e), "carddrift simulate: %s\n", fleetHint(ctx, f.cost.metricsURL))
 	before := f.cost.read(ctx)
 	card, err := driveFleet(ctx, e, js, cfg, &f.demo, names, f.deployment.lease(), f.deployment.fullFetch,
 		fmt.Sprintf("publishing to %s", f.nats.url), f.deployment.settled(ctx))

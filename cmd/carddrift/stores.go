@@ -15,17 +15,20 @@ import (
 
 // storeSource is an open connection to carddrift's stores and streams, for
 // the commands that only read them (replay, impact, fleet): a live
-// deployment, or an embedded server on a copy of a store directory.
+// deployment, or an embedded server on a copy of a store directory (off).
 type storeSource struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	stores *store.Stores[task.Pin]
-	close  []func()
+	off    *offline
 }
 
 func (s *storeSource) Close() {
-	for i := len(s.close) - 1; i >= 0; i-- {
-		s.close[i]()
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	if s.off != nil {
+		s.off.Close()
 	}
 }
 
@@ -59,24 +62,20 @@ func (s *storeFlags) open(ctx context.Context, name string) (_ *storeSource, err
 		return nil, usagef("--nats-url and --data-dir are exclusive: a live deployment or a store directory")
 	}
 	if s.dataDir != "" {
-		off, err := openOffline(s.dataDir, s.copy)
-		if err != nil {
+		if src.off, err = openOffline(s.dataDir, s.copy); err != nil {
 			return nil, err
 		}
-		src.close = append(src.close, off.Close)
-		if src.nc, err = off.connect(name); err != nil {
-			return nil, err
-		}
+		src.nc, err = src.off.connect(name)
 	} else {
 		n := s.nats
 		if n.url == "" {
 			n.url = defaultNATSURL
 		}
-		if src.nc, err = n.connect(name); err != nil {
-			return nil, err
-		}
+		src.nc, err = n.connect(name)
 	}
-	src.close = append(src.close, src.nc.Close)
+	if err != nil {
+		return nil, err
+	}
 	if src.js, err = jetstream.New(src.nc); err != nil {
 		return nil, err
 	}

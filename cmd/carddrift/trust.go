@@ -83,20 +83,12 @@ func (t *trustFlags) options() (o fetcher.SignatureOptions, skipped []error, err
 		return o, nil, usagef("--jku %q: want https, any or off", t.jku)
 	}
 	o.JKU = jku
-	switch src := t.jwks; {
-	case src == "":
-	case isHTTPURL(src):
-		o.TrustedURL = src
-	default:
-		b, err := readBounded(src, maxJWKSFileBytes)
+	if t.jwks != "" {
+		k, skip, err := jwksSource(t.jwks, func(path string) ([]byte, error) { return readBounded(path, maxJWKSFileBytes) })
 		if err != nil {
-			return o, nil, usageError{fmt.Errorf("--jwks: %w", err)}
+			return o, nil, usageError{fmt.Errorf("--jwks %s: %w", t.jwks, err)}
 		}
-		set, err := keySet(b)
-		if err != nil {
-			return o, nil, usageError{fmt.Errorf("--jwks %s: %w", src, err)}
-		}
-		o.Trusted, skipped = set, set.Skipped()
+		o.Trusted, o.TrustedURL, skipped = k.Keys, k.URL, skip
 	}
 	if t.trust != "" {
 		b, err := readBounded(t.trust, maxTrustFileBytes)
@@ -189,21 +181,12 @@ func trustEntry(v *jcs.Value, read func(string) ([]byte, error)) (fetcher.Truste
 	}
 	m := &v.Members[0]
 	switch {
-	case m.Key == "jwks" && m.Value.Kind == jcs.String && isHTTPURL(m.Value.Str):
-		if _, err := fetcher.CanonicalURL(m.Value.Str); err != nil {
-			return fetcher.TrustedKeys{}, nil, fmt.Errorf("jwks: %w", err)
-		}
-		return fetcher.TrustedKeys{URL: m.Value.Str}, nil, nil
 	case m.Key == "jwks" && m.Value.Kind == jcs.String && m.Value.Str != "":
-		b, err := read(m.Value.Str)
+		k, skip, err := jwksSource(m.Value.Str, read)
 		if err != nil {
-			return fetcher.TrustedKeys{}, nil, fmt.Errorf("jwks %s: %w", m.Value.Str, err)
+			return k, nil, fmt.Errorf("jwks %s: %w", m.Value.Str, err)
 		}
-		set, err := keySet(b)
-		if err != nil {
-			return fetcher.TrustedKeys{}, nil, fmt.Errorf("jwks %s: %w", m.Value.Str, err)
-		}
-		return fetcher.TrustedKeys{Keys: set}, set.Skipped(), nil
+		return k, skip, nil
 	case m.Key == "keys" && m.Value.Kind == jcs.Array:
 		set, err := keySet(append(jcs.Append([]byte(`{"keys":`), &m.Value), '}'))
 		if err != nil {
@@ -212,6 +195,24 @@ func trustEntry(v *jcs.Value, read func(string) ([]byte, error)) (fetcher.Truste
 		return fetcher.TrustedKeys{Keys: set}, set.Skipped(), nil
 	}
 	return fetcher.TrustedKeys{}, nil, fmt.Errorf("%w: %q", errTrustEntry, m.Key)
+}
+
+// jwksSource reads the keys of src, an http(s) URL of a key set (fetched
+// and cached like a jku's) or a JWKS file, which read returns.
+func jwksSource(src string, read func(string) ([]byte, error)) (fetcher.TrustedKeys, []error, error) {
+	if isHTTPURL(src) {
+		_, err := fetcher.CanonicalURL(src)
+		return fetcher.TrustedKeys{URL: src}, nil, err
+	}
+	b, err := read(src)
+	if err != nil {
+		return fetcher.TrustedKeys{}, nil, err
+	}
+	set, err := keySet(b)
+	if err != nil {
+		return fetcher.TrustedKeys{}, nil, err
+	}
+	return fetcher.TrustedKeys{Keys: set}, set.Skipped(), nil
 }
 
 // keySet parses a JWKS that must hold at least one usable key.
