@@ -8,6 +8,7 @@ import (
 	"math"
 	"mime"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -337,7 +338,7 @@ func readAll(s *schemas.Schema, data []byte, owned bool) (Data, error, error) {
 // schema's *schemas.ValidationError.
 func (x *reading) read(s *schemas.Schema, data []byte, owned bool) (Data, error) {
 	x.r.Reset(s, &x.sc, data, owned)
-	v := readData(&x.r, s.Type)
+	v := x.readData(s.Type)
 	return v, x.r.Err()
 }
 
@@ -692,6 +693,10 @@ var jsonLimits = jcs.Limits{MaxBytes: math.MaxInt, MaxDepth: MaxDepth}
 type reading struct {
 	sc jcs.Scanner
 	r  schemas.Reader
+
+	data    []reflect.Value // by dataTypes' index: the value readData reads into
+	used    reflect.Value   // the one last read into, zeroed when put back
+	touches int             // findings with touches, of the drift being read
 }
 
 var readings = sync.Pool{New: func() any { return new(reading) }}
@@ -705,6 +710,9 @@ func getReading(data []byte) *reading {
 func putReading(x *reading) {
 	x.sc.Reset(nil, jcs.Limits{})
 	x.r = schemas.Reader{}
+	if x.used.IsValid() {
+		x.used.SetZero()
+	}
 	readings.Put(x)
 }
 
