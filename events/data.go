@@ -61,7 +61,7 @@ var dataTypes, dataIndex = func() ([]dataType, map[string]int) {
 	index := make(map[string]int, len(all))
 	for i, d := range all {
 		t := reflect.TypeOf(d)
-		types[i] = dataType{t: t, fields: fieldsOf(t), flat: flat(t)}
+		types[i] = dataType{t: t, fields: fieldsOf(t)}
 		index[d.EventType()] = i
 	}
 	return types, index
@@ -70,15 +70,13 @@ var dataTypes, dataIndex = func() ([]dataType, map[string]int) {
 type dataType struct {
 	t      reflect.Type
 	fields []field
-	flat   bool // marshalData writes it
 }
 
 // A field is a member of an object and how to read it into its field.
 type field struct {
-	name      string
-	index     int
-	omitEmpty bool
-	read      func(x *reading, v reflect.Value)
+	name  string
+	index int
+	read  func(x *reading, v reflect.Value)
 }
 
 func (x *reading) readStruct(v reflect.Value, fields []field) {
@@ -98,7 +96,7 @@ func fieldsOf(t reflect.Type) []field {
 	var out []field
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" {
 			continue
 		}
@@ -110,7 +108,7 @@ func fieldsOf(t reflect.Type) []field {
 			inner := read
 			read = func(x *reading, v reflect.Value) { x.touches++; inner(x, v) }
 		}
-		out = append(out, field{name: name, index: i, omitEmpty: opts == "omitempty", read: read})
+		out = append(out, field{name: name, index: i, read: read})
 	}
 	return out
 }

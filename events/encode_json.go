@@ -2,75 +2,67 @@ package events
 
 import (
 	"encoding/json"
-	"reflect"
 	"strconv"
-	"strings"
 )
 
-// marshalData is json.Marshal(d), written directly, from the fields
-// readData reads, for the data types whose members are all strings,
-// integers and string lists (status, request, artifact and error: the
-// lifecycle events clients send most): the same bytes
-// (TestMarshalDataIsJSONMarshal, and TestEncodeGolden for Encode as a
-// whole) without encoding/json's reflection over the type. Other types go
-// to json.Marshal.
+// marshalData is json.Marshal(d), written directly for the lifecycle
+// events clients send most (status, request, artifact, error): the same
+// bytes (TestMarshalDataIsJSONMarshal, and TestEncodeGolden for Encode as
+// a whole) without encoding/json's reflection. Other types go to
+// json.Marshal.
 func marshalData(d Data) ([]byte, error) {
-	i, ok := dataIndex[d.EventType()]
-	if !ok || !dataTypes[i].flat {
-		return json.Marshal(d)
-	}
-	v := reflect.ValueOf(d)
-	b := append(make([]byte, 0, 256), '{')
-	for _, f := range dataTypes[i].fields {
-		fv := v.Field(f.index)
-		if f.omitEmpty && fv.IsZero() {
-			continue
+	switch d := d.(type) {
+	case Status:
+		b := make([]byte, 0, 64+len(d.TaskID)+len(d.AgentURL)+len(d.State)+len(d.SkillID))
+		b = appendMember(b, `{"taskId":`, d.TaskID)
+		b = appendMember(b, `,"agentUrl":`, d.AgentURL)
+		b = appendMember(b, `,"state":`, d.State)
+		if d.SkillID != "" {
+			b = appendMember(b, `,"skillId":`, d.SkillID)
 		}
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = append(appendString(b, f.name), ':')
-		switch fv.Kind() {
-		case reflect.String:
-			b = appendString(b, fv.String())
-		case reflect.Int:
-			b = strconv.AppendInt(b, fv.Int(), 10)
-		case reflect.Slice:
-			if fv.IsNil() {
-				b = append(b, "null"...)
-				continue
-			}
+		return append(b, '}'), nil
+	case Request:
+		b := make([]byte, 0, 72+len(d.TaskID)+len(d.AgentURL)+len(d.Method))
+		b = appendMember(b, `{"taskId":`, d.TaskID)
+		b = appendMember(b, `,"agentUrl":`, d.AgentURL)
+		b = appendMember(b, `,"method":`, d.Method)
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, int64(d.Attempt), 10)
+		return append(b, '}'), nil
+	case Artifact:
+		b := make([]byte, 0, 96+len(d.TaskID)+len(d.AgentURL)+len(d.ArtifactID))
+		b = appendMember(b, `{"taskId":`, d.TaskID)
+		b = appendMember(b, `,"agentUrl":`, d.AgentURL)
+		b = appendMember(b, `,"artifactId":`, d.ArtifactID)
+		b = append(b, `,"mediaTypes":`...)
+		if d.MediaTypes == nil {
+			b = append(b, "null"...)
+		} else {
 			b = append(b, '[')
-			for j := range fv.Len() {
-				if j > 0 {
+			for i, mt := range d.MediaTypes {
+				if i > 0 {
 					b = append(b, ',')
 				}
-				b = appendString(b, fv.Index(j).String())
+				b = appendString(b, mt)
 			}
 			b = append(b, ']')
 		}
+		return append(b, '}'), nil
+	case Error:
+		b := make([]byte, 0, 96+len(d.TaskID)+len(d.AgentURL)+len(d.Method)+len(d.Message))
+		b = appendMember(b, `{"taskId":`, d.TaskID)
+		b = appendMember(b, `,"agentUrl":`, d.AgentURL)
+		b = appendMember(b, `,"method":`, d.Method)
+		b = append(b, `,"code":`...)
+		b = strconv.AppendInt(b, int64(d.Code), 10)
+		b = appendMember(b, `,"message":`, d.Message)
+		return append(b, '}'), nil
 	}
-	return append(b, '}'), nil
+	return json.Marshal(d)
 }
 
-// flat reports whether json.Marshal writes struct type t as marshalData
-// does: every member a string, an int or a string list (exactly those
-// types), only strings omitempty, nothing the type marshals itself.
-func flat(t reflect.Type) bool {
-	if t.Implements(reflect.TypeFor[json.Marshaler]()) {
-		return false
-	}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		_, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch {
-		case f.Type == reflect.TypeFor[string]() && (opts == "" || opts == "omitempty"):
-		case (f.Type == reflect.TypeFor[int]() || f.Type == reflect.TypeFor[[]string]()) && opts == "":
-		default:
-			return false
-		}
-	}
-	return true
+func appendMember(b []byte, key, v string) []byte {
+	return appendString(append(b, key...), v)
 }
 
 // appendString appends s as encoding/json writes a string: as it is when
