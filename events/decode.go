@@ -599,7 +599,7 @@ func scalarString(k jcs.Kind, s string) (string, bool) {
 // (a2a.task.<kind>.<task>, read after the stream's prefix, without any
 // partition token the stream appends): kind must be the kind of ev's type
 // and task must be Token of the data's task id, so that ev sits in its own
-// task's partition and under its own task's filter (TaskFilter). The
+// task's partition and under its own task's filter (a2a.task.*.<task>). The
 // subject attribute, if any, Decode already holds to the data's task id.
 //
 // It returns nil when subject and event agree (exactly when Subject(ev.Data)
