@@ -214,3 +214,24 @@ func TestInconsistentMsgID(t *testing.T) {
 		t.Errorf("Subject = %q, %v", s, err)
 	}
 }
+
+// TestDecodeWindowBeyondDuration: a card.inconsistent window the schema's
+// pattern accepts and time.Duration cannot hold is a violation of the
+// window, as a value the Go type cannot hold.
+func TestDecodeWindowBeyondDuration(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "schemas", "testdata", events.TypeInconsistent, "valid", "two-replicas.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	d["window"] = "9999999999999h"
+	data, _ = json.Marshal(d)
+	_, err = events.Decode(msg(binHeaders("ce-type", events.TypeInconsistent, "ce-subject", "<delete>"), string(data)))
+	var de *events.DecodeError
+	if !errors.As(err, &de) || !errors.Is(err, events.ErrSchemaViolation) || de.Field != "/window" || de.Reason != "not a duration: 9999999999999h" {
+		t.Errorf("Decode = %v, want a schema violation of /window: not a duration", err)
+	}
+}
