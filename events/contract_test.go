@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -19,12 +20,12 @@ import (
 // TestKnownNamesMatchDetector keeps the documented method and state names
 // of the schemas and the detector's lifecycle classification in step.
 func TestKnownNamesMatchDetector(t *testing.T) {
-	for _, m := range schemas.KnownMethods {
+	for _, m := range enum(t, events.TypeRequest, "$defs/knownMethods/enum") {
 		if detector.ClassifyMethod(m) == detector.MethodUnknown {
 			t.Errorf("schema knownMethods has %q, which detector.ClassifyMethod does not know", m)
 		}
 	}
-	for _, s := range schemas.KnownStates {
+	for _, s := range enum(t, events.TypeStatus, "$defs/knownStates/enum") {
 		if _, ok := detector.NormalizeState(s); !ok {
 			t.Errorf("schema knownStates has %q, which detector.NormalizeState does not know", s)
 		}
@@ -46,7 +47,7 @@ func TestUnreachableReasons(t *testing.T) {
 	if slices.Contains(want, string(fetcher.ReasonCanceled)) {
 		t.Errorf("UnreachableReasons() = %v: a canceled fetch is never published", want)
 	}
-	if got := schemas.UnreachableReasons; !slices.Equal(got, want) {
+	if got := enum(t, events.TypeUnreachable, "$defs/knownReasons/enum"); !slices.Equal(got, want) {
 		t.Errorf("schema knownReasons = %v\nfetcher.UnreachableReasons() = %v", got, want)
 	}
 
@@ -84,17 +85,10 @@ func TestSignatureReasons(t *testing.T) {
 	for _, r := range signature.Reasons() {
 		want = append(want, string(r))
 	}
-	if !slices.Equal(schemas.SignatureReasons, want) {
-		t.Errorf("schema knownSignatureReasons = %v\nsignature.Reasons() = %v", schemas.SignatureReasons, want)
-	}
-	var pinned struct {
-		Defs map[string]struct {
-			Enum []string `json:"enum"`
-		} `json:"$defs"`
-	}
-	s, _ := schemas.Lookup(events.TypePinned)
-	if err := json.Unmarshal(s.Source(), &pinned); err != nil || !slices.Equal(pinned.Defs["knownSignatureReasons"].Enum, want) {
-		t.Errorf("card.pinned knownSignatureReasons = %v (%v)\nsignature.Reasons() = %v", pinned.Defs["knownSignatureReasons"].Enum, err, want)
+	for _, typ := range []string{events.TypeDrift, events.TypePinned} {
+		if got := enum(t, typ, "$defs/knownSignatureReasons/enum"); !slices.Equal(got, want) {
+			t.Errorf("%s knownSignatureReasons = %v\nsignature.Reasons() = %v", typ, got, want)
+		}
 	}
 	if detector.SignatureVerified != string(signature.ReasonVerified) || detector.SignatureInvalid != string(signature.ReasonInvalidSignature) {
 		t.Errorf("detector's outcomes %q, %q differ from signature's %q, %q", detector.SignatureVerified, detector.SignatureInvalid,
@@ -117,18 +111,24 @@ func TestTypesHaveSchemas(t *testing.T) {
 }
 
 // TestEnumsMatchCode keeps the code's constants for the contract's enums
-// equal to the lists generated from the schemas, in order.
+// equal to the schemas' lists, in order.
 func TestEnumsMatchCode(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		code, want []string
 	}{
-		{"postures", []string{string(detector.FailClosed), string(detector.Degrade)}, schemas.Postures},
-		{"actions", []string{string(detector.Abort), string(detector.Replan), string(detector.Continue)}, schemas.Actions},
-		{"severities", []string{detector.Breaking.String(), detector.Warning.String(), detector.Info.String()}, schemas.Severities},
-		{"pin sources", []string{events.PinClientCard, events.PinClientDigest, events.PinFirstFetch}, schemas.PinSources},
-		{"extended", []string{events.ExtendedPinned, events.ExtendedUnavailable}, schemas.ExtendedStates},
-		{"signer sources", []string{detector.SourceTrusted, detector.SourceJKU}, schemas.SignerSources},
+		{"postures", []string{string(detector.FailClosed), string(detector.Degrade)},
+			enum(t, events.TypeSubmitted, "properties/posture/enum")},
+		{"actions", []string{string(detector.Abort), string(detector.Replan), string(detector.Continue)},
+			enum(t, events.TypeDrift, "properties/verdict/properties/action/enum")},
+		{"severities", []string{detector.Breaking.String(), detector.Warning.String(), detector.Info.String()},
+			enum(t, events.TypeDrift, "$defs/finding/properties/severity/enum")},
+		{"pin sources", []string{events.PinClientCard, events.PinClientDigest, events.PinFirstFetch},
+			enum(t, events.TypePinned, "properties/source/enum")},
+		{"extended", []string{events.ExtendedPinned, events.ExtendedUnavailable},
+			enum(t, events.TypePinned, "properties/extended/enum")},
+		{"signer sources", []string{detector.SourceTrusted, detector.SourceJKU},
+			enum(t, events.TypeDrift, "$defs/signer/properties/source/enum")},
 	} {
 		if !slices.Equal(c.code, c.want) {
 			t.Errorf("%s: code %v, schema %v", c.name, c.code, c.want)
@@ -151,8 +151,48 @@ func TestFieldsMatchTypes(t *testing.T) {
 			}
 		}
 		slices.Sort(names)
-		if want := schemas.Fields[d.EventType()]; !slices.Equal(names, want) {
+		props, _ := schemaAt(t, d.EventType(), "properties").(map[string]any)
+		if want := slices.Sorted(maps.Keys(props)); !slices.Equal(names, want) {
 			t.Errorf("%s: Go type %T has members %v, the schema %v", d.EventType(), d, names, want)
 		}
 	}
+}
+
+// enum returns the list of strings at pointer (a JSON pointer without its
+// leading "/") in the current schema of typ.
+func enum(t *testing.T, typ, pointer string) []string {
+	t.Helper()
+	list, _ := schemaAt(t, typ, pointer).([]any)
+	var out []string
+	for _, v := range list {
+		s, ok := v.(string)
+		if !ok {
+			t.Fatalf("%s#/%s holds %v, not a string", typ, pointer, v)
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s#/%s is not a list of strings", typ, pointer)
+	}
+	return out
+}
+
+// schemaAt returns the value at pointer in the current schema of typ.
+func schemaAt(t *testing.T, typ, pointer string) any {
+	t.Helper()
+	s, err := schemas.Lookup(typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(s.Source(), &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range strings.Split(pointer, "/") {
+		m, _ := v.(map[string]any)
+		if v = m[tok]; v == nil {
+			t.Fatalf("%s has nothing at #/%s", typ, pointer)
+		}
+	}
+	return v
 }

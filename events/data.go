@@ -1,401 +1,180 @@
 package events
 
 import (
+	"encoding"
+	"encoding/json"
+	"fmt"
 	"math"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
-	"github.com/carddrift/carddrift/schemas"
 )
 
-// readData reads the data of an event of type typ into its Go type with r,
-// which checks it against the schema as it goes: Decode's one pass over
-// the data. Members the type does not hold are checked all the same; what
-// the schema accepts and Go cannot hold (an integer beyond the field's
-// range, a leap second) is a violation of the field.
-func readData(r *schemas.Reader, typ string) Data {
-	switch typ {
-	case TypeSubmitted:
-		return readSubmitted(r)
-	case TypeRequest:
-		var d Request
-		for o := r.Object(); o.Next(); {
-			switch o.Key() {
-			case "taskId":
-				d.TaskID = r.String()
-			case "agentUrl":
-				d.AgentURL = r.String()
-			case "method":
-				d.Method = r.String()
-			case "attempt":
-				d.Attempt = readInt32(r)
-			}
+// readData reads the data of an event of type typ into its Go type with
+// x.r, which checks it against the schema as it goes: Decode's one pass
+// over the data. A member is read into the field whose json name it has
+// (the names Encode writes, so the Go types are the one list of them);
+// members the type does not hold are checked all the same. What the schema
+// accepts and Go cannot hold (an integer beyond the field's range, a leap
+// second) is a violation of the field.
+//
+// Absent requires, posture and idempotent of a submitted event take their
+// defaults: nothing required, fail-closed, not idempotent. A drift's
+// TouchesKnown says that every finding had touches (events written before
+// contract v1.1 did not).
+func (x *reading) readData(typ string) Data {
+	i, ok := dataIndex[typ]
+	if !ok {
+		if x.r.Skip(); !x.r.Failed() {
+			x.r.Violate("no Go type for this event type")
 		}
-		return d
-	case TypeStatus:
-		var d Status
-		for o := r.Object(); o.Next(); {
-			switch o.Key() {
-			case "taskId":
-				d.TaskID = r.String()
-			case "agentUrl":
-				d.AgentURL = r.String()
-			case "state":
-				d.State = r.String()
-			case "skillId":
-				d.SkillID = r.String()
-			}
-		}
-		return d
-	case TypeArtifact:
-		var d Artifact
-		for o := r.Object(); o.Next(); {
-			switch o.Key() {
-			case "taskId":
-				d.TaskID = r.String()
-			case "agentUrl":
-				d.AgentURL = r.String()
-			case "artifactId":
-				d.ArtifactID = r.String()
-			case "mediaTypes":
-				d.MediaTypes = r.Strings()
-			}
-		}
-		return d
-	case TypeError:
-		var d Error
-		for o := r.Object(); o.Next(); {
-			switch o.Key() {
-			case "taskId":
-				d.TaskID = r.String()
-			case "agentUrl":
-				d.AgentURL = r.String()
-			case "method":
-				d.Method = r.String()
-			case "code":
-				d.Code = readInt32(r)
-			case "message":
-				d.Message = r.String()
-			}
-		}
-		return d
-	case TypeDrift:
-		return readDrift(r)
-	case TypePinned:
-		return readPinned(r)
-	case TypeObserved:
-		var d Observed
-		for o := r.Object(); o.Next(); {
-			switch o.Key() {
-			case "agentUrl":
-				d.AgentURL = r.String()
-			case "cardUrl":
-				d.CardURL = r.String()
-			case "digest":
-				d.Digest = r.String()
-			case "status":
-				d.Status = readInt32(r)
-			case "etag":
-				d.ETag = r.String()
-			case "fetchedAt":
-				d.FetchedAt = r.Time()
-			case "latencyMs":
-				d.LatencyMs = r.Int(math.MinInt64, math.MaxInt64)
-			case "fetches":
-				d.Fetches = readInt32(r)
-			case "since":
-				d.Since = r.Time()
-			}
-		}
-		return d
-	case TypeUnreachable:
-		var d Unreachable
-		for o := r.Object(); o.Next(); {
-			switch o.Key() {
-			case "agentUrl":
-				d.AgentURL = r.String()
-			case "cardUrl":
-				d.CardURL = r.String()
-			case "reason":
-				d.Reason = r.String()
-			case "detail":
-				d.Detail = r.String()
-			case "taskId":
-				d.TaskID = r.String()
-			case "attemptedAt":
-				d.AttemptedAt = r.Time()
-			case "trigger":
-				d.Trigger = readTrigger(r)
-			}
-		}
-		return d
-	case TypeInconsistent:
-		return readInconsistent(r)
+		return nil
 	}
-	if r.Skip(); !r.Failed() {
-		r.Violate("no Go type for this event type")
+	if x.data == nil {
+		x.data = make([]reflect.Value, len(dataTypes))
 	}
-	return nil
+	if !x.data[i].IsValid() {
+		x.data[i] = reflect.New(dataTypes[i].t).Elem()
+	}
+	v := x.data[i]
+	v.SetZero()
+	x.used, x.touches = v, 0
+	p := v.Addr().Interface()
+	if d, ok := p.(*Submitted); ok {
+		d.Posture = detector.FailClosed
+	}
+	x.readStruct(v, dataTypes[i].fields)
+	if d, ok := p.(*Drift); ok {
+		d.TouchesKnown = x.touches == len(d.Findings)
+	}
+	return v.Interface().(Data)
 }
 
-func readInt32(r *schemas.Reader) int { return int(r.Int(math.MinInt32, math.MaxInt32)) }
-
-// readSubmitted reads a2a.task.submitted data. Absent requires, posture
-// and idempotent take their defaults: nothing required, fail-closed, not
-// idempotent. The card is kept as the bytes the client sent.
-func readSubmitted(r *schemas.Reader) Submitted {
-	d := Submitted{Posture: detector.FailClosed}
-	for o := r.Object(); o.Next(); {
-		switch o.Key() {
-		case "taskId":
-			d.TaskID = r.String()
-		case "agentUrl":
-			d.AgentURL = r.String()
-		case "skillId":
-			d.SkillID = r.String()
-		case "requires":
-			d.Requires = readRequires(r)
-		case "posture":
-			d.Posture = detector.Posture(r.String())
-		case "idempotent":
-			d.Idempotent = r.Bool()
-		case "card":
-			d.Card = r.Raw()
-		case "cardDigest":
-			d.CardDigest = r.String()
-		case "cardUrl":
-			d.CardURL = r.String()
-		}
+// dataTypes are the Go types of the event types, with how to read each;
+// dataIndex finds them by event type.
+var dataTypes, dataIndex = func() ([]dataType, map[string]int) {
+	all := []Data{Submitted{}, Request{}, Status{}, Artifact{}, Error{},
+		Drift{}, Pinned{}, Observed{}, Unreachable{}, Inconsistent{}}
+	types := make([]dataType, len(all))
+	index := make(map[string]int, len(all))
+	for i, d := range all {
+		t := reflect.TypeOf(d)
+		types[i] = dataType{t: t, fields: fieldsOf(t)}
+		index[d.EventType()] = i
 	}
-	return d
+	return types, index
+}()
+
+type dataType struct {
+	t      reflect.Type
+	fields []field
 }
 
-func readRequires(r *schemas.Reader) Requires {
-	var q Requires
-	for o := r.Object(); o.Next(); {
-		switch o.Key() {
-		case "streaming":
-			q.Streaming = r.Bool()
-		case "pushNotifications":
-			q.PushNotifications = r.Bool()
-		case "inputModes":
-			q.InputModes = r.Strings()
-		case "outputModes":
-			q.OutputModes = r.Strings()
-		case "security":
-			q.Security = r.Strings()
-		case "scopes":
-			q.Scopes = map[string][]string{}
-			for s := r.Object(); s.Next(); {
-				q.Scopes[s.KeepKey()] = r.Strings()
-			}
-		case "extensions":
-			q.Extensions = r.Strings()
-		case "extendedCard":
-			q.ExtendedCard = r.Bool()
-		}
-	}
-	return q
+// A field is a member of an object and how to read it into its field.
+type field struct {
+	name  string
+	index int
+	read  func(x *reading, v reflect.Value)
 }
 
-func readTrigger(r *schemas.Reader) Trigger {
-	var t Trigger
-	for o := r.Object(); o.Next(); {
-		switch o.Key() {
-		case "eventId":
-			t.EventID = r.String()
-		case "type":
-			t.Type = r.String()
-		case "source":
-			t.Source = r.String()
-		}
-	}
-	return t
-}
-
-func readSigner(r *schemas.Reader) *detector.Signature {
-	s := &detector.Signature{}
-	for o := r.Object(); o.Next(); {
-		switch o.Key() {
-		case "kid":
-			s.KeyID = r.String()
-		case "alg":
-			s.Alg = r.String()
-		case "jku":
-			s.JKU = r.String()
-		case "thumbprint":
-			s.Thumbprint = r.String()
-		case "source":
-			s.Source = r.String()
-		case "verified":
-			s.Verified = r.Bool()
-		case "reason":
-			s.Reason = r.String()
-		}
-	}
-	return s
-}
-
-func readCardRef(r *schemas.Reader) CardRef {
-	var c CardRef
-	for o := r.Object(); o.Next(); {
-		switch o.Key() {
-		case "digest":
-			c.Digest = r.String()
-		case "fingerprint":
-			c.Fingerprint = r.String()
-		case "etag":
-			c.ETag = r.String()
-		case "fetchedAt":
-			c.FetchedAt = r.Time()
-		case "signer":
-			c.Signer = readSigner(r)
-		}
-	}
-	return c
-}
-
-func readPinned(r *schemas.Reader) Pinned {
-	var d Pinned
-	for o := r.Object(); o.Next(); {
-		switch o.Key() {
-		case "taskId":
-			d.TaskID = r.String()
-		case "agentUrl":
-			d.AgentURL = r.String()
-		case "cardUrl":
-			d.CardURL = r.String()
-		case "digest":
-			d.Digest = r.String()
-		case "fingerprint":
-			d.Fingerprint = r.String()
-		case "source":
-			d.Source = r.String()
-		case "trigger":
-			d.Trigger = readTrigger(r)
-		case "signer":
-			d.Signer = readSigner(r)
-		case "extended":
-			d.Extended = r.String()
-		}
-	}
-	return d
-}
-
-// readDrift reads card.drift data. TouchesKnown says that every finding
-// had touches (events written before contract v1.1 did not).
-func readDrift(r *schemas.Reader) Drift {
-	d := Drift{TouchesKnown: true}
-	for o := r.Object(); o.Next(); {
-		switch o.Key() {
-		case "taskId":
-			d.TaskID = r.String()
-		case "agentUrl":
-			d.AgentURL = r.String()
-		case "cardUrl":
-			d.CardURL = r.String()
-		case "pinned":
-			d.Pinned = readCardRef(r)
-		case "live":
-			d.Live = readCardRef(r)
-		case "findings":
-			d.Findings = []detector.Finding{}
-			for a := r.Array(); a.Next(); {
-				f, touches := readFinding(r)
-				d.Findings = append(d.Findings, f)
-				d.TouchesKnown = d.TouchesKnown && touches
-			}
-		case "verdict":
-			for v := r.Object(); v.Next(); {
-				switch v.Key() {
-				case "action":
-					d.Verdict.Action = detector.Action(r.String())
-				case "posture":
-					d.Verdict.Posture = detector.Posture(r.String())
-				case "reason":
-					d.Verdict.Reason = r.String()
-				case "replanSkill":
-					d.Verdict.ReplanSkill = r.String()
-				}
-			}
-		case "trigger":
-			d.Trigger = readTrigger(r)
-		}
-	}
-	return d
-}
-
-// readFinding reads one finding and whether it had touches.
-func readFinding(r *schemas.Reader) (detector.Finding, bool) {
-	var f detector.Finding
-	touches := false
-	for o := r.Object(); o.Next(); {
-		switch o.Key() {
-		case "rule":
-			f.Rule = r.String()
-		case "severity":
-			sev, err := detector.ParseSeverity(r.String())
-			if err != nil {
-				r.Violate(err.Error())
-			}
-			f.Severity = sev
-		case "path":
-			f.Path = r.String()
-		case "before":
-			f.Before = r.Any()
-		case "after":
-			f.After = r.Any()
-		case "message":
-			f.Message = r.String()
-		case "skill":
-			f.Skill = r.String()
-		case "scheme":
-			f.Scheme = r.String()
-		case "scope":
-			f.Scope = r.String()
-		case "extension":
-			f.Extension = r.String()
-		case "touches":
-			f.Touches, touches = r.Bool(), true
-		}
-	}
-	return f, touches
-}
-
-func readInconsistent(r *schemas.Reader) Inconsistent {
-	var d Inconsistent
-	for o := r.Object(); o.Next(); {
-		switch o.Key() {
-		case "agentUrl":
-			d.AgentURL = r.String()
-		case "cardUrl":
-			d.CardURL = r.String()
-		case "digests":
-			d.Digests = []DigestSeen{}
-			for a := r.Array(); a.Next(); {
-				var s DigestSeen
-				for so := r.Object(); so.Next(); {
-					switch so.Key() {
-					case "digest":
-						s.Digest = r.String()
-					case "count":
-						s.Count = readInt32(r)
-					case "firstSeen":
-						s.FirstSeen = r.Time()
-					case "lastSeen":
-						s.LastSeen = r.Time()
-					}
-				}
-				d.Digests = append(d.Digests, s)
-			}
-		case "window":
-			s := r.String()
-			if v, err := time.ParseDuration(s); err == nil {
-				d.Window = Duration(v)
-			} else {
-				r.Violate("not a duration: " + s)
+func (x *reading) readStruct(v reflect.Value, fields []field) {
+	for o := x.r.Object(); o.Next(); {
+		k := o.Key()
+		for i := range fields {
+			if fields[i].name == k {
+				fields[i].read(x, v.Field(fields[i].index))
+				break
 			}
 		}
 	}
-	return d
+}
+
+// fieldsOf returns the members of struct type t, by their json names.
+func fieldsOf(t reflect.Type) []field {
+	var out []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			panic(fmt.Sprintf("events: %s.%s has no json name", t, f.Name))
+		}
+		read := readerOf(f.Type)
+		if t == reflect.TypeFor[detector.Finding]() && name == "touches" {
+			inner := read
+			read = func(x *reading, v reflect.Value) { x.touches++; inner(x, v) }
+		}
+		out = append(out, field{name: name, index: i, read: read})
+	}
+	return out
+}
+
+// readerOf returns how to read a value of type t. The types are those of
+// the event data; any other panics when the package is loaded.
+func readerOf(t reflect.Type) func(x *reading, v reflect.Value) {
+	switch t {
+	case reflect.TypeFor[time.Time]():
+		return func(x *reading, v reflect.Value) { *v.Addr().Interface().(*time.Time) = x.r.Time() }
+	case reflect.TypeFor[json.RawMessage]():
+		return func(x *reading, v reflect.Value) { *v.Addr().Interface().(*json.RawMessage) = x.r.Raw() }
+	case reflect.TypeFor[[]string]():
+		return func(x *reading, v reflect.Value) { *v.Addr().Interface().(*[]string) = x.r.Strings() }
+	case reflect.TypeFor[map[string][]string]():
+		return func(x *reading, v reflect.Value) {
+			m := map[string][]string{}
+			for o := x.r.Object(); o.Next(); {
+				m[o.KeepKey()] = x.r.Strings()
+			}
+			*v.Addr().Interface().(*map[string][]string) = m
+		}
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) {
+		return func(x *reading, v reflect.Value) {
+			if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(x.r.String())); err != nil {
+				x.r.Violate(err.Error())
+			}
+		}
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return func(x *reading, v reflect.Value) { v.SetString(x.r.String()) }
+	case reflect.Bool:
+		return func(x *reading, v reflect.Value) { v.SetBool(x.r.Bool()) }
+	case reflect.Int:
+		return func(x *reading, v reflect.Value) { v.SetInt(x.r.Int(math.MinInt32, math.MaxInt32)) }
+	case reflect.Int64:
+		return func(x *reading, v reflect.Value) { v.SetInt(x.r.Int(math.MinInt64, math.MaxInt64)) }
+	case reflect.Interface:
+		return func(x *reading, v reflect.Value) {
+			if a := x.r.Any(); a != nil {
+				v.Set(reflect.ValueOf(a))
+			}
+		}
+	case reflect.Struct:
+		fields := fieldsOf(t)
+		return func(x *reading, v reflect.Value) { x.readStruct(v, fields) }
+	case reflect.Pointer:
+		fields := fieldsOf(t.Elem())
+		return func(x *reading, v reflect.Value) {
+			p := reflect.New(t.Elem())
+			x.readStruct(p.Elem(), fields)
+			v.Set(p)
+		}
+	case reflect.Slice:
+		read := readerOf(t.Elem())
+		return func(x *reading, v reflect.Value) {
+			v.Set(reflect.MakeSlice(t, 0, 0))
+			for a := x.r.Array(); a.Next(); {
+				n := v.Len()
+				v.Grow(1)
+				v.SetLen(n + 1)
+				read(x, v.Index(n))
+			}
+		}
+	}
+	panic("events: no reader for " + t.String())
 }

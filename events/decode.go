@@ -8,6 +8,7 @@ import (
 	"math"
 	"mime"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,11 +88,7 @@ func isCloudEventsContentType(ct string) bool {
 // isJSONContentType reports whether a datacontenttype denotes JSON:
 // application/json or any +json suffix, with optional parameters.
 func isJSONContentType(ct string) bool {
-	mt := ct
-	if i := strings.IndexByte(mt, ';'); i >= 0 {
-		mt = mt[:i]
-	}
-	mt = strings.TrimSpace(mt)
+	mt := mediaType(ct)
 	if strings.EqualFold(mt, contentTypeJSON) {
 		return true
 	}
@@ -100,6 +97,12 @@ func isJSONContentType(ct string) bool {
 		return err == nil
 	}
 	return false
+}
+
+// mediaType returns the media type of a content type, without parameters.
+func mediaType(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.TrimSpace(mt)
 }
 
 func (d *decoder) binary(h headerMap, data []byte) (Event, error) {
@@ -121,35 +124,15 @@ func (d *decoder) binary(h headerMap, data []byte) (Event, error) {
 		if !utf8.ValidString(v) {
 			return Event{}, d.malformed(k, "invalid UTF-8")
 		}
-		switch name := k[len(headerPrefix):]; name {
-		case "specversion":
-			d.specversion, seenSpec = v, true
-		case "id":
-			d.ev.ID = v
-		case "source":
-			d.ev.Source = v
-		case "type":
-			d.ev.Type = v
-		case "subject":
-			if v == "" {
-				return Event{}, d.malformed(k, "empty")
-			}
-			d.ev.Subject = v
-		case "time":
-			if d.ev.Time, err = parseTime(v); err != nil {
-				return Event{}, d.malformed(k, "not an RFC 3339 timestamp")
-			}
-		case "dataschema":
-			if v == "" {
-				return Event{}, d.malformed(k, "empty")
-			}
-			d.ev.DataSchema = v
-		case "datacontenttype":
-			d.datacontenttype = v
-		default:
-			if err := d.extension(name, v); err != nil {
-				return Event{}, err
-			}
+		name := k[len(headerPrefix):]
+		if _, bit := attribute(name); bit != 0 && bit < bData {
+			seenSpec = seenSpec || bit == bSpec
+			err = d.set(bit, k, v)
+		} else {
+			err = d.extension(name, v)
+		}
+		if err != nil {
+			return Event{}, err
 		}
 	}
 	if !seenSpec {
@@ -206,8 +189,36 @@ func validExtensionName(name string) bool {
 	return true
 }
 
-func parseTime(v string) (time.Time, error) {
-	return time.Parse(time.RFC3339Nano, v)
+// set sets the context attribute of bit (bSpec to bCT) to v; attr names
+// it in errors.
+func (d *decoder) set(bit uint16, attr, v string) error {
+	var err error
+	switch bit {
+	case bSpec:
+		d.specversion = v
+	case bID:
+		d.ev.ID = v
+	case bSource:
+		d.ev.Source = v
+	case bType:
+		d.ev.Type = v
+	case bSubject, bSchema:
+		if v == "" {
+			return d.malformed(attr, "empty")
+		}
+		if bit == bSubject {
+			d.ev.Subject = v
+		} else {
+			d.ev.DataSchema = v
+		}
+	case bTime:
+		if d.ev.Time, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return d.malformed(attr, "not an RFC 3339 timestamp")
+		}
+	case bCT:
+		d.datacontenttype = v
+	}
+	return nil
 }
 
 // envelope checks the attributes common to both modes and returns the schema
@@ -231,6 +242,12 @@ func (d *decoder) envelope() (*schemas.Schema, error) {
 	if d.datacontenttype != "" && !isJSONContentType(d.datacontenttype) {
 		return nil, d.malformed("datacontenttype", quote(d.datacontenttype)+" is not JSON")
 	}
+	return d.schema()
+}
+
+// schema returns the schema of the data: the one dataschema names, or the
+// current schema of the type.
+func (d *decoder) schema() (*schemas.Schema, error) {
 	if d.ev.DataSchema != "" {
 		s, err := schemas.ByID(d.ev.DataSchema)
 		if err != nil {
@@ -337,7 +354,7 @@ func readAll(s *schemas.Schema, data []byte, owned bool) (Data, error, error) {
 // schema's *schemas.ValidationError.
 func (x *reading) read(s *schemas.Schema, data []byte, owned bool) (Data, error) {
 	x.r.Reset(s, &x.sc, data, owned)
-	v := readData(&x.r, s.Type)
+	v := x.readData(s.Type)
 	return v, x.r.Err()
 }
 
@@ -369,11 +386,7 @@ func quote(s string) string {
 // dataschema) attributes come before it, as Encode and the sdk write them;
 // otherwise it is passed over, and read once the envelope is known.
 func (d *decoder) structured(ct string, b []byte) (Event, error) {
-	mt := ct
-	if i := strings.IndexByte(mt, ';'); i >= 0 {
-		mt = mt[:i]
-	}
-	if !strings.EqualFold(strings.TrimSpace(mt), ContentTypeStructured) {
+	if !strings.EqualFold(mediaType(ct), ContentTypeStructured) {
 		return Event{}, d.malformed(headerContentType, "unsupported CloudEvents format "+quote(ct)+" (want "+ContentTypeStructured+")")
 	}
 	if i := jsonStart(b); i >= len(b) || b[i] != '{' {
@@ -446,33 +459,13 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 		if !owned && kind == jcs.String && !sc.Escaped() {
 			sv = strings.Clone(sv)
 		}
-		switch bit {
-		case bSpec:
-			d.specversion = sv
-		case bID:
-			d.ev.ID = sv
-		case bSource:
-			d.ev.Source = sv
-		case bType:
-			d.ev.Type = sv
-		case bSubject:
-			if sv == "" {
-				return Event{}, d.malformed(k, "empty")
-			}
-			d.ev.Subject = sv
-		case bTime:
-			if d.ev.Time, err = parseTime(sv); err != nil {
-				return Event{}, d.malformed(k, "not an RFC 3339 timestamp")
-			}
-		case bSchema:
-			if sv == "" {
-				return Event{}, d.malformed(k, "empty")
-			}
-			d.ev.DataSchema = sv
-		case bCT:
-			d.datacontenttype = sv
-		case bB64:
+		switch {
+		case bit == bB64:
 			dataBase64, haveB64 = sv, true
+		case bit != 0:
+			if err := d.set(bit, k, sv); err != nil {
+				return Event{}, err
+			}
 		default:
 			s, ok := scalarString(kind, sv)
 			if !ok {
@@ -522,16 +515,7 @@ func (d *decoder) known() *schemas.Schema {
 	if d.ev.Type == "" {
 		return nil
 	}
-	var s *schemas.Schema
-	var err error
-	if d.ev.DataSchema != "" {
-		s, err = schemas.ByID(d.ev.DataSchema)
-	} else {
-		s, err = schemas.Lookup(d.ev.Type)
-	}
-	if err != nil || s.Type != d.ev.Type {
-		return nil
-	}
+	s, _ := d.schema()
 	return s
 }
 
@@ -615,7 +599,7 @@ func scalarString(k jcs.Kind, s string) (string, bool) {
 // (a2a.task.<kind>.<task>, read after the stream's prefix, without any
 // partition token the stream appends): kind must be the kind of ev's type
 // and task must be Token of the data's task id, so that ev sits in its own
-// task's partition and under its own task's filter (TaskFilter). The
+// task's partition and under its own task's filter (a2a.task.*.<task>). The
 // subject attribute, if any, Decode already holds to the data's task id.
 //
 // It returns nil when subject and event agree (exactly when Subject(ev.Data)
@@ -692,6 +676,10 @@ var jsonLimits = jcs.Limits{MaxBytes: math.MaxInt, MaxDepth: MaxDepth}
 type reading struct {
 	sc jcs.Scanner
 	r  schemas.Reader
+
+	data    []reflect.Value // by dataTypes' index: the value readData reads into
+	used    reflect.Value   // the one last read into, zeroed when put back
+	touches int             // findings with touches, of the drift being read
 }
 
 var readings = sync.Pool{New: func() any { return new(reading) }}
@@ -705,6 +693,9 @@ func getReading(data []byte) *reading {
 func putReading(x *reading) {
 	x.sc.Reset(nil, jcs.Limits{})
 	x.r = schemas.Reader{}
+	if x.used.IsValid() {
+		x.used.SetZero()
+	}
 	readings.Put(x)
 }
 

@@ -71,6 +71,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"bad percent escape", msg(binHeaders("ce-subject", "t%zz"), reqData), events.ErrMalformedEnvelope, "ce-subject", ""},
 		{"invalid UTF-8 header", msg(binHeaders("ce-subject", "t%FF"), reqData), events.ErrMalformedEnvelope, "ce-subject", ""},
 		{"bad extension name", msg(binHeaders("ce-trace_parent", "x"), reqData), events.ErrMalformedEnvelope, "trace_parent", ""},
+		{"data header", msg(binHeaders("ce-data", "x"), reqData), events.ErrMalformedEnvelope, "data", ""},
+		{"data_base64 header", msg(binHeaders("ce-data_base64", "e30="), reqData), events.ErrMalformedEnvelope, "data_base64", ""},
 		{"text datacontenttype", msg(binHeaders("ce-datacontenttype", "text/plain"), reqData), events.ErrMalformedEnvelope, "datacontenttype", ""},
 		{"unknown type", msg(binHeaders("ce-type", "a2a.task.teleported"), reqData), events.ErrUnknownType, "type", ""},
 		{"unknown dataschema", msg(binHeaders("ce-dataschema", "https://carddrift.dev/schemas/a2a.task.request/v2.json"), reqData), events.ErrUnknownType, "dataschema", ""},

@@ -16,9 +16,8 @@
 // Ids become subject tokens with Token, an injective, reversible encoding
 // (ParseToken) whose output uses only [A-Za-z0-9_=-]: dots, wildcards,
 // spaces, non-ASCII and empty ids are safe. AgentKey is the token of an
-// agent URL's normalised host. Subject gives an event's subject and
-// ParseSubject reverses it; streams cover InboundSubjects and
-// OutboundSubjects.
+// agent URL's normalised host. Subject gives an event's subject; streams
+// cover InboundSubjects and OutboundSubjects.
 //
 // # Content modes
 //

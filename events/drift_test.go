@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,5 +149,89 @@ func TestDecodeTouchesKnown(t *testing.T) {
 	d := got.Data.(events.Drift)
 	if !d.TouchesKnown || d.Findings[2].Scope != "seats:admin" || d.Findings[3].Extension != "urn:ext:x" || !d.Findings[0].Touches {
 		t.Errorf("decoded findings = %+v, want touches, scope and extension as sent", d.Findings)
+	}
+}
+
+// TestReplanSkillRoundTrip: a card.drift whose verdict re-plans a degrade
+// task onto a renamed skill (verdict.replanSkill, since contract v1.2) keeps
+// it through Encode and Decode in both modes, and its data validates; a
+// verdict without one has no replanSkill member.
+func TestReplanSkillRoundTrip(t *testing.T) {
+	d := samples()[5].(events.Drift)
+	d.Findings = []detector.Finding{{
+		Rule: detector.RuleSkillRenamed, Severity: detector.Breaking, Path: "/skills/0/id",
+		Before: "summarize", After: "summarize-v2", Message: "renamed", Skill: "summarize", Touches: true,
+	}}
+	d.Verdict = detector.Verdict{Action: detector.Replan, Posture: detector.Degrade, Reason: "renamed", ReplanSkill: "summarize-v2"}
+	for _, mode := range []events.Mode{events.Binary, events.Structured} {
+		m, err := events.Encode(events.Event{ID: "e1", Source: "urn:test", Time: time.Unix(0, 0), Data: d}, mode)
+		if err != nil {
+			t.Fatalf("%s: Encode: %v", mode, err)
+		}
+		got, err := events.Decode(events.NATSMsg(m))
+		if err != nil {
+			t.Fatalf("%s: Decode: %v", mode, err)
+		}
+		gd := got.Data.(events.Drift)
+		if gd.Verdict.ReplanSkill != d.Verdict.ReplanSkill || gd.Verdict.Action != d.Verdict.Action {
+			t.Errorf("%s: decoded verdict %+v, want %+v", mode, gd.Verdict, d.Verdict)
+		}
+		if err := schemas.Validate(events.TypeDrift, []byte(canonical(t, gd))); err != nil {
+			t.Errorf("%s: decoded data does not validate: %v", mode, err)
+		}
+	}
+	plain := samples()[5].(events.Drift)
+	if s := canonical(t, plain); strings.Contains(s, "replanSkill") {
+		t.Errorf("a verdict without a replan skill encodes one: %s", s)
+	}
+}
+
+// One split-brain episode is one card.inconsistent: the id depends on the
+// card URL and the episode's start, not on the counts of a later snapshot
+// nor on which worker publishes it.
+func TestInconsistentMsgID(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	a, b := digestA, digestB
+	ev := func(episode time.Time, countA int, cardURL string) events.Inconsistent {
+		return events.Inconsistent{AgentURL: "https://agent.example", CardURL: cardURL, Episode: episode, Window: events.Duration(time.Minute),
+			Digests: []events.DigestSeen{{Digest: a, Count: countA, FirstSeen: t0, LastSeen: t0}, {Digest: b, Count: 2, FirstSeen: t0, LastSeen: t0}}}
+	}
+	card := "https://agent.example/.well-known/agent-card.json"
+	first := events.MsgID(ev(t0, 2, card))
+	if first == "" || first[:len("inconsistent-")] != "inconsistent-" {
+		t.Fatalf("MsgID = %q", first)
+	}
+	if got := events.MsgID(ev(t0, 9, card)); got != first {
+		t.Errorf("a later snapshot of the same episode has id %s, want %s", got, first)
+	}
+	if got := events.MsgID(ev(t0.Add(time.Second), 2, card)); got == first {
+		t.Errorf("another episode has the same id")
+	}
+	if got := events.MsgID(ev(t0, 2, "https://agent.example/.well-known/agent.json")); got == first {
+		t.Errorf("another card URL has the same id")
+	}
+	if s, err := events.Subject(ev(t0, 2, card)); err != nil || s != "card.inconsistent.agent=2Eexample" {
+		t.Errorf("Subject = %q, %v", s, err)
+	}
+}
+
+// TestDecodeWindowBeyondDuration: a card.inconsistent window the schema's
+// pattern accepts and time.Duration cannot hold is a violation of the
+// window, as a value the Go type cannot hold.
+func TestDecodeWindowBeyondDuration(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "schemas", "testdata", events.TypeInconsistent, "valid", "two-replicas.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	d["window"] = "9999999999999h"
+	data, _ = json.Marshal(d)
+	_, err = events.Decode(msg(binHeaders("ce-type", events.TypeInconsistent, "ce-subject", "<delete>"), string(data)))
+	var de *events.DecodeError
+	if !errors.As(err, &de) || !errors.Is(err, events.ErrSchemaViolation) || de.Field != "/window" || de.Reason != "not a duration: 9999999999999h" {
+		t.Errorf("Decode = %v, want a schema violation of /window: not a duration", err)
 	}
 }

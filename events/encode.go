@@ -1,18 +1,14 @@
 package events
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
-	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/binding/format"
-	"github.com/cloudevents/sdk-go/v2/binding/spec"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
@@ -347,42 +343,11 @@ func writeBinary(e *Event, w *headerWriter) {
 	}
 }
 
-// headerWriter is a binding.BinaryWriter onto NATS headers: lower-case ce-
-// names, percent-encoded values.
+// headerWriter writes attributes onto NATS headers: lower-case ce- names,
+// percent-encoded values.
 type headerWriter struct {
 	h    nats.Header
 	vals []string // backing of the headers' one-value slices
-	data []byte
-}
-
-var _ binding.BinaryWriter = (*headerWriter)(nil)
-
-func (w *headerWriter) Start(context.Context) error { return nil }
-func (w *headerWriter) End(context.Context) error   { return nil }
-
-func (w *headerWriter) SetData(r io.Reader) (err error) {
-	w.data, err = io.ReadAll(r)
-	return err
-}
-
-func (w *headerWriter) SetAttribute(a spec.Attribute, v any) error {
-	return w.set(a.Name(), v)
-}
-
-func (w *headerWriter) SetExtension(name string, v any) error {
-	return w.set(name, v)
-}
-
-func (w *headerWriter) set(name string, v any) error {
-	if v == nil {
-		return nil
-	}
-	s, err := types.Format(v)
-	if err != nil {
-		return err
-	}
-	w.setString(name, s)
-	return nil
 }
 
 // setString sets the header of attribute name to s, percent-encoded.

@@ -36,9 +36,8 @@ var (
 	// ErrInvalidToken is returned (wrapped) by ParseToken for a string that
 	// Token cannot have produced.
 	ErrInvalidToken = errors.New("events: invalid subject token")
-	// ErrInvalidSubject is returned (wrapped) by Subject, AgentHost,
-	// AgentKey, AgentFilters and ParseSubject for ids, URLs or subjects that
-	// do not map to a carddrift subject.
+	// ErrInvalidSubject is returned (wrapped) by Subject, AgentHost and
+	// AgentKey for ids or URLs that do not map to a carddrift subject.
 	ErrInvalidSubject = errors.New("events: invalid subject")
 	// ErrSubjectMismatch is returned (wrapped) by CheckSubject for a
 	// lifecycle event whose subject names another kind than its type or

@@ -2,8 +2,11 @@ package events
 
 import (
 	"context"
+	"io"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/binding/spec"
+	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
 )
 
@@ -15,11 +18,42 @@ func EncodeBinarySDK(e Event) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &headerWriter{h: nats.Header{}}
+	w := &sdkWriter{headerWriter: headerWriter{h: nats.Header{}}}
 	if _, err := binding.Write(binding.WithForceBinary(context.Background()), binding.ToMessage(ce), nil, w); err != nil {
 		return nil, err
 	}
 	return &nats.Msg{Subject: subject, Header: w.h, Data: w.data}, nil
+}
+
+// sdkWriter is a binding.BinaryWriter onto NATS headers, writing each
+// attribute the binding formats as headerWriter writes it.
+type sdkWriter struct {
+	headerWriter
+	data []byte
+}
+
+var _ binding.BinaryWriter = (*sdkWriter)(nil)
+
+func (w *sdkWriter) Start(context.Context) error { return nil }
+func (w *sdkWriter) End(context.Context) error   { return nil }
+
+func (w *sdkWriter) SetData(r io.Reader) (err error) {
+	w.data, err = io.ReadAll(r)
+	return err
+}
+
+func (w *sdkWriter) SetAttribute(a spec.Attribute, v any) error { return w.SetExtension(a.Name(), v) }
+
+func (w *sdkWriter) SetExtension(name string, v any) error {
+	if v == nil {
+		return nil
+	}
+	s, err := types.Format(v)
+	if err != nil {
+		return err
+	}
+	w.setString(name, s)
+	return nil
 }
 
 // PlainSource is plainSource, for TestPlainSource.

@@ -189,82 +189,9 @@ func Subject(d Data) (string, error) {
 	return s, nil
 }
 
-// SubjectInfo is what a carddrift subject says.
-type SubjectInfo struct {
-	// Type is the event type the subject carries (for example card.drift).
-	Type string
-	// AgentHost is the decoded agent host of a card.* subject ("" for
-	// a2a.task.* subjects, which do not carry it).
-	AgentHost string
-	// TaskID is the decoded task id, "" for agent-level card.* subjects.
-	TaskID string
-	// HasTask tells an empty task id apart from no task part.
-	HasTask bool
-}
-
-// ParseSubject reverses Subject. Subjects with extra tokens (for example a
-// partition token added by a stream subject transform) are rejected.
-func ParseSubject(subject string) (SubjectInfo, error) {
-	parts := strings.Split(subject, ".")
-	bad := func(why string) (SubjectInfo, error) {
-		return SubjectInfo{}, fmt.Errorf("%w: %q: %s", ErrInvalidSubject, subject, why)
-	}
-	switch {
-	case len(parts) == 4 && parts[0] == "a2a" && parts[1] == "task":
-		typ := inboundPrefix + parts[2]
-		if !isInbound(typ) {
-			return bad("unknown kind " + parts[2])
-		}
-		id, err := ParseToken(parts[3])
-		if err != nil {
-			return bad(err.Error())
-		}
-		return SubjectInfo{Type: typ, TaskID: id, HasTask: true}, nil
-	case (len(parts) == 3 || len(parts) == 4) && parts[0] == "card":
-		typ := outboundPrefix + parts[1]
-		if !isOutbound(typ) {
-			return bad("unknown event " + parts[1])
-		}
-		host, err := ParseToken(parts[2])
-		if err != nil {
-			return bad(err.Error())
-		}
-		info := SubjectInfo{Type: typ, AgentHost: host}
-		if len(parts) == 4 {
-			if info.TaskID, err = ParseToken(parts[3]); err != nil {
-				return bad(err.Error())
-			}
-			info.HasTask = true
-		}
-		return info, nil
-	}
-	return bad("not a2a.task.<kind>.<task> or card.<event>.<agent>[.<task>]")
-}
-
-// TaskFilter returns the subject filter of every lifecycle event of a task.
-func TaskFilter(taskID string) string { return inboundPrefix + "*." + Token(taskID) }
-
-// AgentFilters returns the subject filters of every carddrift event about an
-// agent: agent-level and task-level.
-func AgentFilters(agentURL string) ([]string, error) {
-	key, err := AgentKey(agentURL)
-	if err != nil {
-		return nil, err
-	}
-	return []string{outboundPrefix + "*." + key, outboundPrefix + "*." + key + ".*"}, nil
-}
-
 func isInbound(typ string) bool {
 	switch typ {
 	case TypeSubmitted, TypeRequest, TypeStatus, TypeArtifact, TypeError:
-		return true
-	}
-	return false
-}
-
-func isOutbound(typ string) bool {
-	switch typ {
-	case TypeDrift, TypePinned, TypeObserved, TypeUnreachable, TypeInconsistent:
 		return true
 	}
 	return false

@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
@@ -334,7 +335,7 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
-		return err
+		return errors.New("not a duration: " + string(b))
 	}
 	*d = Duration(v)
 	return nil

@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"fmt"
+	"maps"
 	"math/big"
 	"regexp"
 	"slices"
@@ -144,7 +145,7 @@ func (c *compiler) node(v any, at string) (*node, error) {
 		return c.ref(m, ref, at)
 	}
 	n := &node{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, maxProps: -1}
-	for _, k := range slices.Sorted(mapKeys(m)) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if err := c.keyword(n, m, k, at); err != nil {
 			return nil, err
 		}
@@ -263,7 +264,7 @@ func (c *compiler) keyword(n *node, m map[string]any, k, at string) error {
 		n.required, err = c.names(v, at)
 	case "properties":
 		props, _ := v.(map[string]any)
-		for _, name := range slices.Sorted(mapKeys(props)) {
+		for _, name := range slices.Sorted(maps.Keys(props)) {
 			p, err := c.node(props[name], at+"/properties/"+name)
 			if err != nil {
 				return err
@@ -278,7 +279,7 @@ func (c *compiler) keyword(n *node, m map[string]any, k, at string) error {
 		}
 	case "dependentSchemas":
 		deps, _ := v.(map[string]any)
-		for _, name := range slices.Sorted(mapKeys(deps)) {
+		for _, name := range slices.Sorted(maps.Keys(deps)) {
 			forbid, require, err := c.presence(deps[name], at)
 			if err != nil {
 				return err
@@ -392,16 +393,6 @@ func (c *compiler) condition(m map[string]any, at string) (*condition, error) {
 		cond.els = req
 	}
 	return cond, nil
-}
-
-func mapKeys(m map[string]any) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // compilePattern compiles a pattern as the JSON Schema validator does

@@ -33,5 +33,3 @@
 // Schema validator (github.com/santhosh-tekuri/jsonschema/v6, used by the
 // tests only): what it accepts, and the field it names first.
 package schemas
-
-//go:generate go run ./internal/gen

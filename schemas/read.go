@@ -218,10 +218,7 @@ func (r *Reader) String() string {
 	before := r.violations
 	k, s := r.next()
 	if k != jcs.String {
-		if k == jcs.Object || k == jcs.Array {
-			r.rest(anything, k)
-		}
-		r.unheld(before, "not a string")
+		r.unheld(anything, before, k, "not a string")
 		return ""
 	}
 	if r.owned || r.sc.Escaped() {
@@ -230,9 +227,13 @@ func (r *Reader) String() string {
 	return strings.Clone(s)
 }
 
-// unheld records that the value just read is not of the type the decoder
-// holds, unless the schema already refused it.
-func (r *Reader) unheld(before int, reason string) {
+// unheld passes over the rest of the value just read, of kind k, checked
+// against n, and records that it is not of the type the decoder holds,
+// unless the schema already refused it.
+func (r *Reader) unheld(n *node, before int, k jcs.Kind, reason string) {
+	if k == jcs.Object || k == jcs.Array {
+		r.rest(n, k)
+	}
 	if r.violations == before && r.err == nil {
 		r.Violate(reason)
 	}
@@ -243,10 +244,7 @@ func (r *Reader) Bool() bool {
 	before := r.violations
 	k, _ := r.next()
 	if k != jcs.True && k != jcs.False {
-		if k == jcs.Object || k == jcs.Array {
-			r.rest(anything, k)
-		}
-		r.unheld(before, "not a boolean")
+		r.unheld(anything, before, k, "not a boolean")
 	}
 	return k == jcs.True
 }
@@ -257,15 +255,12 @@ func (r *Reader) Int(lo, hi int64) int64 {
 	before := r.violations
 	k, s := r.next()
 	if k != jcs.Number {
-		if k == jcs.Object || k == jcs.Array {
-			r.rest(anything, k)
-		}
-		r.unheld(before, "not an integer")
+		r.unheld(anything, before, k, "not an integer")
 		return 0
 	}
 	i, ok := integer(s)
 	if !ok || i < lo || i > hi {
-		r.unheld(before, "integer out of range: "+s)
+		r.unheld(anything, before, k, "integer out of range: "+s)
 		return 0
 	}
 	return i
@@ -329,10 +324,7 @@ func (r *Reader) Object() Object {
 	if k == jcs.Object {
 		return r.object(n)
 	}
-	if k == jcs.Array {
-		r.rest(n, k)
-	}
-	r.unheld(before, "not an object")
+	r.unheld(n, before, k, "not an object")
 	return Object{done: true}
 }
 
@@ -473,10 +465,7 @@ func (r *Reader) Array() Array {
 	if k == jcs.Array {
 		return r.array(n)
 	}
-	if k == jcs.Object {
-		r.rest(n, k)
-	}
-	r.unheld(before, "not an array")
+	r.unheld(n, before, k, "not an array")
 	return Array{done: true}
 }
 

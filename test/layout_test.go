@@ -47,8 +47,8 @@ var layoutLayers = []layoutLayer{
 		"events/client/a2aemitv2/a2aemitv2test",
 	}},
 	// The JSON Schemas of the contract, compiled and read over the strict
-	// JSON scanner (detector/jcs), and their generator (go generate).
-	{"schemas", []string{"schemas", "schemas/internal/gen"}},
+	// JSON scanner (detector/jcs).
+	{"schemas", []string{"schemas"}},
 	// Card signatures (JWS over the canonical card), and the JCS test
 	// vectors' rig.
 	{"signature", []string{"detector/signature", "detector/jcs/jcstest"}},

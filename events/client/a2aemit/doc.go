@@ -66,7 +66,8 @@
 // The interceptor never fails or changes a call: publish errors go to
 // Options.OnError. Each event is published synchronously (the JetStream ack
 // is awaited, bounded by the Emitter's timeout, independent of the call's
-// context) so that a task's events reach the stream in order; budget a
+// context, which carries the W3C trace context of an OpenTelemetry span
+// onto the events) so that a task's events reach the stream in order; budget a
 // JetStream round trip per event. The interceptor is safe for concurrent use
 // by many calls; it remembers per-task state for up to Options.MaxTasks
 // tasks and forgets a task when it reaches a terminal state.

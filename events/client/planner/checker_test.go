@@ -11,8 +11,10 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events/client/planner"
 	"github.com/carddrift/carddrift/events/service/servicetest"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store/fetcher"
 	"github.com/carddrift/carddrift/store/memstore"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 func kinds(us []detector.Unmet) []detector.UnmetKind {
@@ -259,5 +261,118 @@ func TestNewCheckerInvalid(t *testing.T) {
 	a := servicetest.NewAgent(t, v1.String())
 	if _, err := f.Observe(context.Background(), a.URL()+fetcher.WellKnownPath, false); err != nil {
 		t.Errorf("shared fetcher closed by Checker.Close: %v", err)
+	}
+}
+
+// renamedEcho is v1 with skill echo offered as echo-v2 (the same modes, tags
+// and security requirements).
+var renamedEcho = cardSpec{Streaming: true, Skills: []skillSpec{{ID: "echo-v2"}, {ID: "translate"}}}
+
+// TestCheckRenamedSkill: the Checker tells a degrade, idempotent task whose
+// skill was renamed to re-plan onto the new id; a fail-closed one aborts
+// and is told no skill to move to.
+func TestCheckRenamedSkill(t *testing.T) {
+	a := servicetest.NewAgent(t, renamedEcho.String())
+	c := newChecker(t, planner.CheckerOptions{Fetch: servicetest.LoopbackFetch()})
+	degrade := detector.Requirements{SkillID: "echo", Posture: detector.Degrade, Idempotent: true}
+
+	d := check(t, c, degrade, a.URL(), planner.WithPinned(v1.JSON()))
+	if d.Verdict == nil || d.Verdict.Action != detector.Replan || d.Verdict.ReplanSkill != "echo-v2" {
+		t.Fatalf("verdict = %+v, want replan onto echo-v2", d.Verdict)
+	}
+	if !hasRule(d.Findings, detector.RuleSkillRenamed) || hasRule(d.Findings, detector.RuleSkillRemoved) {
+		t.Errorf("findings = %+v, want skill-renamed and no skill-removed", d.Findings)
+	}
+	if !slices.Equal(kinds(d.Unmet), []detector.UnmetKind{detector.UnmetSkill}) {
+		t.Errorf("unmet = %v, want the old id gone", d.Unmet)
+	}
+
+	d = check(t, c, degrade, a.URL(), planner.WithPinned(v1.JSON()), planner.WithPosture(detector.FailClosed))
+	if d.Verdict.Action != detector.Abort || d.Verdict.ReplanSkill != "" {
+		t.Errorf("fail-closed verdict = %+v, want abort without a replan skill", d.Verdict)
+	}
+}
+
+// TestSubscribeReplanSkill: Subscribe hands the planner the card.drift's
+// replanSkill.
+func TestSubscribeReplanSkill(t *testing.T) {
+	js, _ := withJS(t)
+	rec := &recorder{}
+	subscribe(t, js, planner.Options{Durable: "replan"}, rec.handle)
+	degrade := detector.Requirements{SkillID: "echo", Posture: detector.Degrade, Idempotent: true}
+	publish(t, js, drift(t, "task-1", "https://a.example", v1, renamedEcho, degrade),
+		drift(t, "task-2", "https://a.example", v1, noStream, streamEcho))
+	natstest.Eventually(t, 10*time.Second, "verdicts", func() bool { return rec.len() == 2 })
+	for _, v := range rec.got {
+		want := ""
+		if v.TaskID == "task-1" {
+			want = "echo-v2"
+		}
+		if v.ReplanSkill != want {
+			t.Errorf("%s: ReplanSkill = %q (%s: %s), want %q", v.TaskID, v.ReplanSkill, v.Action, v.Reason, want)
+		}
+	}
+}
+
+// TestSubscribeUsesTouches: the impact comes from the touches the card.drift
+// carries, before any store: a pin whose requirements would say otherwise is
+// not read. Touches that contradict the action are not trusted, and a
+// card.drift without touches (written before contract v1.1) falls back to
+// the implied impact.
+func TestSubscribeUsesTouches(t *testing.T) {
+	js, _ := withJS(t)
+	ctx := context.Background()
+	a := "https://a.example"
+
+	// The stores hold a pin of "streams" that does not stream: recomputing
+	// from them would find no impact.
+	pins, cards := memstore.NewPins[task.Pin](), memstore.NewCards()
+	for _, c := range []cardSpec{v1, noStream, narrowedTr} {
+		raw := c.JSON()
+		if err := cards.Put(ctx, digest(t, raw), raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pins.Create(ctx, task.Pin{TaskID: "streams", AgentURL: a, Digest: digest(t, v1.JSON()),
+		Requirements: detector.Requirements{SkillID: "echo", Posture: detector.FailClosed}}); err != nil {
+		t.Fatal(err)
+	}
+
+	streams := drift(t, "streams", a, v1, noStream, streamEcho)
+	contradicts := drift(t, "contradicts", a, v1, noStream, streamEcho)
+	for i := range contradicts.Findings {
+		contradicts.Findings[i].Touches = false // abort, yet nothing touches
+	}
+	legacyWarn := drift(t, "legacy-warning", a, v1, narrowedTr, streamEcho)
+
+	all := &recorder{}
+	subscribe(t, js, planner.Options{Durable: "touches", Pins: pins, Cards: cards}, all.handle)
+	warn := &recorder{}
+	subscribe(t, js, planner.Options{Durable: "touches-warning", MinSeverity: detector.Warning}, warn.handle)
+	publish(t, js, streams, contradicts)
+	publishLegacy(t, js, legacyWarn)
+	natstest.Eventually(t, 10*time.Second, "three verdicts to each, durables idle", func() bool {
+		return all.len() == 3 && warn.len() == 3 && consumerIdle(t, js, "touches") && consumerIdle(t, js, "touches-warning")
+	})
+
+	byTask := map[string]planner.Verdict{}
+	for _, v := range all.got {
+		byTask[v.TaskID] = v
+	}
+	if v := byTask["streams"]; !v.ImpactExact || v.Impact != detector.Breaking || len(v.Impacting) != 1 || v.Impacting[0].Rule != detector.RuleStreamingDisabled {
+		t.Errorf("streams: exact %v impact %v impacting %v, want exact breaking streaming-disabled from the event's touches", v.ImpactExact, v.Impact, v.Impacting)
+	}
+	if v := byTask["contradicts"]; v.ImpactExact || v.Impact != detector.Breaking {
+		t.Errorf("contradicts: exact %v impact %v, want the implied breaking impact of an abort", v.ImpactExact, v.Impact)
+	}
+	if v := byTask["legacy-warning"]; v.ImpactExact || v.Impact != detector.Warning {
+		t.Errorf("legacy-warning: exact %v impact %v, want the implied warning (no pin in the stores)", v.ImpactExact, v.Impact)
+	}
+	// Without stores, MinSeverity warning keeps what may reach it: the
+	// legacy continue with a breaking finding elsewhere is delivered.
+	got := warn.tasks()
+	slices.Sort(got)
+	if want := []string{"contradicts", "legacy-warning", "streams"}; !slices.Equal(got, want) {
+		t.Errorf("MinSeverity warning delivered %v, want %v", got, want)
 	}
 }
