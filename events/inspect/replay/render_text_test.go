@@ -30,6 +30,25 @@ func reevaluated() *replay.Report {
 				New: detector.Verdict{Action: detector.Replan, ReplanSkill: "summarize-v2", Reason: "degrade: skill renamed"}}}}
 }
 
+// streamTimeline writes a timeline as carddrift replay streams it: its
+// entries, then its stories and the summary, as text or JSON lines.
+func streamTimeline(tl *replay.Timeline, asJSON bool) func(io.Writer) error {
+	return func(w io.Writer) error {
+		sw := replay.NewStreamWriter(w, tl.Query, asJSON)
+		for i := range tl.Entries {
+			if err := sw.Write(replay.Item{Entry: &tl.Entries[i]}); err != nil {
+				return err
+			}
+		}
+		for i := range tl.Stories {
+			if err := sw.Write(replay.Item{Story: &tl.Stories[i]}); err != nil {
+				return err
+			}
+		}
+		return sw.Close(&replay.Summary{Query: tl.Query, Entries: len(tl.Entries), Tasks: len(tl.Stories), Agents: len(tl.Agents()), Read: tl.Read})
+	}
+}
+
 // TestRenderGolden: every rendering of a timeline, a card history and a
 // re-evaluation is, byte for byte, what carddrift replay printed before the
 // renderers moved out of the command (testdata/render; the hostile history
@@ -42,9 +61,9 @@ func TestRenderGolden(t *testing.T) {
 		file  string
 		write func(io.Writer) error
 	}{
-		{"timeline.txt", tl.WriteText},
-		{"timeline.jsonl", tl.WriteJSON},
-		{"timeline-empty.txt", empty.WriteText},
+		{"timeline.txt", streamTimeline(tl, false)},
+		{"timeline.jsonl", streamTimeline(tl, true)},
+		{"timeline-empty.txt", streamTimeline(empty, false)},
 		{"cards.txt", h.WriteText},
 		{"cards.jsonl", h.WriteJSON},
 		{"cards-empty.txt", emptyCards.WriteText},
@@ -74,7 +93,7 @@ func TestRenderWriteError(t *testing.T) {
 	tl, h := hostileHistory(t)
 	rep := reevaluated()
 	for name, write := range map[string]func(io.Writer) error{
-		"Timeline.WriteText": tl.WriteText, "Timeline.WriteJSON": tl.WriteJSON, "Timeline.WriteHTML": tl.WriteHTML,
+		"StreamWriter text": streamTimeline(tl, false), "StreamWriter JSON": streamTimeline(tl, true), "Timeline.WriteHTML": tl.WriteHTML,
 		"CardHistory.WriteText": h.WriteText, "CardHistory.WriteJSON": h.WriteJSON, "CardHistory.WriteHTML": h.WriteHTML,
 		"Report.WriteText": rep.WriteText, "Report.WriteJSON": rep.WriteJSON,
 	} {

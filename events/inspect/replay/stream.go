@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"hash/maphash"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -65,29 +66,16 @@ const settle = 10 * time.Second
 const idleTask = 5 * time.Minute
 
 // Stream reads the history q selects and hands emit every entry, in
-// timeline order, and every task's story, as it reads: the entries Timeline
-// would hold, with the same changes, without holding them.
-//
-// A task or agent query reads as Timeline does (by subject; its answer is
-// that task's or agent's) and emits its stories after its entries. Any
-// other query reads both streams at once from the window's start (or the
-// beginning), merging them by time through a reorder buffer that holds the
-// entries of the last Latency (FetchLatency) of stored time, and emits each
-// task's story once it is over: it reached a terminal state and the workers
-// are past it — a card event answering a later lifecycle event of its
-// partition was read, and the stream moved on by settle and FetchLatency
-// (a task no worker is seen past stays open until idle for idleTask; the
-// rest at the end). Memory follows the tasks open at once (those the
-// workers have not answered yet included), not the history. A task's
-// entry that comes after its story (a worker far slower than that) is
-// written as an entry, counted in Summary.Late, and gives it no second
-// story while its story is recent (idleTask). A window first reads the card events stream from LookBack before
-// it for each agent's last observation and the pins of the tasks it
-// continues.
-//
-// An event stored more than Latency (FetchLatency) after its own time may
-// come out after entries of later times. emit's error ends the stream.
+// timeline order, and every task's story, as it reads (see the package
+// documentation): the entries Timeline holds, without holding them. emit's
+// error ends the stream.
 func (r *Reader) Stream(ctx context.Context, q Query, emit func(Item) error) (*Summary, error) {
+	return r.stream(ctx, q, true, emit)
+}
+
+// stream is Stream; without interleave, a window's or the whole history's
+// stories come at the end, each task's from all its entries.
+func (r *Reader) stream(ctx context.Context, q Query, interleave bool, emit func(Item) error) (*Summary, error) {
 	if err := q.validate(); err != nil {
 		return nil, err
 	}
@@ -115,8 +103,11 @@ func (r *Reader) Stream(ctx context.Context, q Query, emit func(Item) error) (*S
 				return nil, err
 			}
 		}
-	} else if err := r.merge(ctx, q, p); err != nil {
-		return nil, err
+	} else {
+		p.interleave = interleave
+		if err := r.merge(ctx, q, p); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.finish(ctx); err != nil {
 		return nil, err
@@ -144,7 +135,6 @@ func (r *Reader) merge(ctx context.Context, q Query, p *proc) error {
 		// store, matching two filters against ~15,000 subjects).
 		cw.from = cw.from.Add(-r.lookBack)
 	}
-	p.interleave = true
 	heads := []*head{{late: r.late}, {late: r.fetchLate}}
 	if heads[0].sc, err = r.scan(ctx, life, nil, lw.from, lw.to, &p.sum.Read); err != nil {
 		return err
@@ -486,6 +476,12 @@ func (p *proc) finish(ctx context.Context) error {
 	return nil
 }
 
+// Timeline reads the history q selects into one timeline, with the changes
+// between card versions and a story per task: it holds the whole answer.
+func (r *Reader) Timeline(ctx context.Context, q Query) (*Timeline, error) {
+	return r.capped(ctx, q, math.MaxInt, false)
+}
+
 // Capped reads the history q selects as Stream does and keeps the first max
 // entries (max ≤ 0: DefaultCap) with the stories of their tasks, counting
 // the rest in Omitted: a timeline whose size the cap bounds, not the
@@ -494,9 +490,13 @@ func (r *Reader) Capped(ctx context.Context, q Query, max int) (*Timeline, error
 	if max <= 0 {
 		max = DefaultCap
 	}
+	return r.capped(ctx, q, max, true)
+}
+
+func (r *Reader) capped(ctx context.Context, q Query, max int, interleave bool) (*Timeline, error) {
 	tl := &Timeline{Query: q, Entries: []Entry{}}
 	drawn := map[string]bool{}
-	sum, err := r.Stream(ctx, q, func(it Item) error {
+	sum, err := r.stream(ctx, q, interleave, func(it Item) error {
 		switch {
 		case it.Entry != nil && len(tl.Entries) < max:
 			tl.Entries = append(tl.Entries, *it.Entry)

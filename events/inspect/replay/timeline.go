@@ -122,45 +122,11 @@ func (t *Timeline) distinct(field func(Entry) string) []string {
 	return slices.Compact(out)
 }
 
-// Timeline reads the history q selects from both streams and merges it into
-// one timeline, with the changes between card versions and a story per task.
-// It holds the whole answer; Stream writes it as it reads.
-func (r *Reader) Timeline(ctx context.Context, q Query) (*Timeline, error) {
-	if err := q.validate(); err != nil {
-		return nil, err
-	}
-	var read int
-	recs, skipped, err := r.collect(ctx, q, &read)
-	if err != nil {
-		return nil, err
-	}
-	entries := make([]Entry, 0, len(recs))
-	for _, rec := range recs {
-		entries = append(entries, entryOf(rec))
-	}
-	sortEntries(entries)
-	if q.TaskID != "" {
-		entries = taskSpan(entries)
-	}
-	entries = slices.DeleteFunc(entries, func(e Entry) bool { return !q.inWindow(e.Time) })
-	if err := r.attachChanges(ctx, entries); err != nil {
-		return nil, err
-	}
-	tl := &Timeline{Query: q, Entries: entries, Skipped: skipped, Read: read}
-	if tl.Stories, err = r.stories(ctx, entries); err != nil {
-		return nil, err
-	}
-	return tl, nil
-}
-
-// collect reads the records q selects from both streams; every message
-// delivered counts in *read.
-//
-// A task query reads the task's subjects, then its agents' agent-level
-// subjects. An agent query reads the agent's card subjects
-// (card.<event>.<agentKey>[.<task>]), which name every task a worker saw on
-// the agent, then those tasks' lifecycle subjects, filters in batches. Any
-// other query reads both streams whole, or a window's stored-time range.
+// collect reads the records of a task or an agent query; every message
+// delivered counts in *read. A task query reads the task's subjects, then
+// its agents' agent-level subjects. An agent query reads the agent's card
+// subjects (card.<event>.<agentKey>[.<task>]), which name every task a
+// worker saw on the agent, then those tasks' lifecycle subjects.
 func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []Skipped, error) {
 	key, _ := q.agentKey()
 	lw, cw := r.window(q, r.late), r.window(q, r.fetchLate)
@@ -238,13 +204,6 @@ func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []S
 			return nil, nil, err
 		}
 		lrecs = slices.DeleteFunc(lrecs, func(rec record) bool { return agentKey(rec.ev.AgentURL()) != key })
-	default:
-		if lrecs, skipped, err = r.read(ctx, life, nil, lw, read); err != nil {
-			return nil, nil, err
-		}
-		if crecs, cskipped, err = r.read(ctx, card, nil, cw, read); err != nil {
-			return nil, nil, err
-		}
 	}
 	return append(lrecs, crecs...), append(skipped, cskipped...), nil
 }
@@ -372,36 +331,4 @@ func taskSpan(es []Entry) []Entry {
 		}
 	}
 	return out
-}
-
-// attachChanges sets the Change of every entry that shows a new card
-// version: a verdict (pinned → live), a pin replacing another one of its task,
-// an observation differing from the agent's previous one.
-func (r *Reader) attachChanges(ctx context.Context, es []Entry) error {
-	pins := map[string]string{} // task → pinned digest
-	live := map[string]string{} // agent key → last observed digest
-	for i := range es {
-		e := &es[i]
-		var from, to string
-		switch e.Kind {
-		case KindPin:
-			from, to = pins[e.TaskID], e.Digests.Pinned
-			pins[e.TaskID] = to
-		case KindObservation:
-			k := agentKey(e.AgentURL)
-			from, to = live[k], e.Digests.Live
-			live[k] = to
-		case KindVerdict:
-			from, to = e.Digests.Pinned, e.Digests.Live
-		}
-		if from == "" || to == "" || from == to {
-			continue
-		}
-		c, err := r.change(ctx, from, to)
-		if err != nil {
-			return err
-		}
-		e.Change = c
-	}
-	return nil
 }
