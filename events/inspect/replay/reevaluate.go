@@ -182,12 +182,8 @@ func (r *Reader) Rejudge(ctx context.Context, q Query, re Reevaluation) ([]Rejud
 // task's submission). Only these two kinds of events are read.
 func (r *Reader) verdicts(ctx context.Context, q Query) ([]Entry, map[string][]Entry, error) {
 	key, _ := q.agentKey()
-	w := r.window(q, r.late)
-	card, err := r.view(ctx, r.cfg.EventsStream)
-	if err != nil {
-		return nil, nil, err
-	}
-	life, err := r.view(ctx, r.cfg.LifecycleStream)
+	w := r.window(q, r.opts.Latency)
+	life, card, err := r.views(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -119,23 +119,19 @@ func (r *Reader) stream(ctx context.Context, q Query, interleave bool, emit func
 // merge reads both streams at once, in stored-time order, and feeds p the
 // entries in timeline order.
 func (r *Reader) merge(ctx context.Context, q Query, p *proc) error {
-	life, err := r.view(ctx, r.cfg.LifecycleStream)
+	life, card, err := r.views(ctx)
 	if err != nil {
 		return err
 	}
-	card, err := r.view(ctx, r.cfg.EventsStream)
-	if err != nil {
-		return err
-	}
-	lw, cw := r.window(q, r.late), r.window(q, r.fetchLate)
+	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)
 	if !cw.from.IsZero() {
 		// The state the window opens in: the look-back (a consumer of
 		// its own filtered to the pins and observations costs the server
 		// more than it saves: 3.6 s for its 4,576 messages on the demo's
 		// store, matching two filters against ~15,000 subjects).
-		cw.from = cw.from.Add(-r.lookBack)
+		cw.from = cw.from.Add(-r.opts.LookBack)
 	}
-	heads := []*head{{late: r.late}, {late: r.fetchLate}}
+	heads := []*head{{late: r.opts.Latency}, {late: r.opts.FetchLatency}}
 	if heads[0].sc, err = r.scan(ctx, life, nil, lw.from, lw.to, &p.sum.Read); err != nil {
 		return err
 	}
@@ -422,7 +418,7 @@ func (p *proc) sweep(ctx context.Context, now time.Time) error {
 		if !ts.endedAt.IsZero() && ts.caught.IsZero() && ts.lastSeq > 0 && p.front[ts.part] >= ts.lastSeq {
 			ts.caught = now // the workers are past its last lifecycle event
 		}
-		if (!ts.caught.IsZero() && now.Sub(ts.caught) >= settle+p.r.fetchLate) || now.Sub(ts.last) >= idleTask {
+		if (!ts.caught.IsZero() && now.Sub(ts.caught) >= settle+p.r.opts.FetchLatency) || now.Sub(ts.last) >= idleTask {
 			done = append(done, id)
 		}
 	}

@@ -129,12 +129,8 @@ func (t *Timeline) distinct(field func(Entry) string) []string {
 // worker saw on the agent, then those tasks' lifecycle subjects.
 func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []Skipped, error) {
 	key, _ := q.agentKey()
-	lw, cw := r.window(q, r.late), r.window(q, r.fetchLate)
-	life, err := r.view(ctx, r.cfg.LifecycleStream)
-	if err != nil {
-		return nil, nil, err
-	}
-	card, err := r.view(ctx, r.cfg.EventsStream)
+	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)
+	life, card, err := r.views(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -189,7 +185,7 @@ func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []S
 		// subjects name the agent's tasks.
 		dw := cw
 		if !dw.from.IsZero() {
-			dw.from = dw.from.Add(-r.lookBack)
+			dw.from = dw.from.Add(-r.opts.LookBack)
 		}
 		if crecs, cskipped, err = r.read(ctx, card, []string{cardPrefix + "*." + key, cardPrefix + "*." + key + ".*"}, dw, read); err != nil {
 			return nil, nil, err
