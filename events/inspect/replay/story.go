@@ -60,14 +60,6 @@ type Moment struct {
 // one type of it).
 type VerdictCounts = detector.Counts
 
-func sortedKeysOf[V any](m map[string]V) []string {
-	set := make(map[string]bool, len(m))
-	for k := range m {
-		set[k] = true
-	}
-	return sortedKeys(set)
-}
-
 // failing reports whether a lifecycle event shows the task failing.
 func failing(d events.Data) (string, bool) {
 	switch d := d.(type) {

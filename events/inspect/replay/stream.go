@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"hash/maphash"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -464,7 +465,7 @@ func (p *proc) close(ctx context.Context, id string) error {
 
 // finish writes the stories of the tasks still open, by task id.
 func (p *proc) finish(ctx context.Context) error {
-	for _, id := range sortedKeysOf(p.tasks) {
+	for _, id := range slices.Sorted(maps.Keys(p.tasks)) {
 		if err := p.close(ctx, id); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -169,7 +170,7 @@ func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []S
 			}
 		}
 		var af []string
-		for _, k := range sortedKeys(agents) {
+		for _, k := range slices.Sorted(maps.Keys(agents)) {
 			af = append(af, cardPrefix+"*."+k)
 		}
 		if len(af) > 0 {
@@ -190,13 +191,7 @@ func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []S
 		if crecs, cskipped, err = r.read(ctx, card, []string{cardPrefix + "*." + key, cardPrefix + "*." + key + ".*"}, dw, read); err != nil {
 			return nil, nil, err
 		}
-		toks := map[string]bool{}
-		for _, rec := range crecs {
-			if tok := taskToken(rec.subject); tok != "" {
-				toks[tok] = true
-			}
-		}
-		if lrecs, skipped, err = r.readTasks(ctx, life, "*", sortedKeys(toks), lw, read); err != nil {
+		if lrecs, skipped, err = r.readTasks(ctx, life, "*", taskTokens(crecs), lw, read); err != nil {
 			return nil, nil, err
 		}
 		lrecs = slices.DeleteFunc(lrecs, func(rec record) bool { return agentKey(rec.ev.AgentURL()) != key })
@@ -204,13 +199,15 @@ func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []S
 	return append(lrecs, crecs...), append(skipped, cskipped...), nil
 }
 
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// taskTokens returns the task tokens of card event records, sorted.
+func taskTokens(recs []record) []string {
+	toks := map[string]bool{}
+	for _, rec := range recs {
+		if tok := taskToken(rec.subject); tok != "" {
+			toks[tok] = true
+		}
 	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(toks))
 }
 
 // agentKey returns events.AgentKey of a URL, "" if it has none.
