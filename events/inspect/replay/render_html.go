@@ -265,9 +265,7 @@ func groupByAgent(tl *Timeline) []*agentGroup {
 // each task's story, entries and verdicts in expandable details; an index
 // of the agents when there are several. It returns the template's or w's
 // error.
-func (t *Timeline) WriteHTML(w io.Writer) error { return writeTimelineHTML(w, t) }
-
-func writeTimelineHTML(w io.Writer, tl *Timeline) error {
+func (tl *Timeline) WriteHTML(w io.Writer) error {
 	sub := fmt.Sprintf("%s — %d entries, %d task(s), %d agent(s)", describeQuery(tl.Query), len(tl.Entries), len(tl.Tasks()), len(tl.Agents()))
 	if n := len(tl.Entries); n > 0 {
 		sub += fmt.Sprintf("; %s to %s (UTC)", render.Time(tl.Entries[0].Time), render.Time(tl.Entries[n-1].Time))
@@ -546,9 +544,7 @@ func taskDetails(tl *Timeline, l *lane, gi int, s *Story, col colors) taskView {
 // replay --cards --format html): an SVG of when each version was seen, the
 // table of versions and the changelog. It returns the template's or w's
 // error.
-func (h *CardHistory) WriteHTML(w io.Writer) error { return writeCardsHTML(w, h) }
-
-func writeCardsHTML(w io.Writer, h *CardHistory) error {
+func (h *CardHistory) WriteHTML(w io.Writer) error {
 	p := &pageView{
 		Frame:    render.Frame{Title: "carddrift replay: card history"},
 		Subtitle: fmt.Sprintf("agent %s — %d card version(s)", h.AgentURL, len(h.Versions)),

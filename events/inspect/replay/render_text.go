@@ -25,7 +25,17 @@ func (h *CardHistory) WriteText(w io.Writer) error {
 
 // WriteJSON writes the card history's versions as JSON, one object per line:
 // a Version's JSON with the agentUrl.
-func (h *CardHistory) WriteJSON(w io.Writer) error { return writeCardsJSON(w, h) }
+func (h *CardHistory) WriteJSON(w io.Writer) error {
+	type line struct {
+		AgentURL string `json:"agentUrl"`
+		Version
+	}
+	lines := make([]line, len(h.Versions))
+	for i, v := range h.Versions {
+		lines[i] = line{h.AgentURL, v}
+	}
+	return jsonLines(w, lines)
+}
 
 // WriteText writes the re-evaluation as carddrift replay --reevaluate
 // prints it: what was re-evaluated under which posture and rules, the
@@ -37,7 +47,7 @@ func (r *Report) WriteText(w io.Writer) error {
 
 // WriteJSON writes the re-evaluation's differences as JSON, one object per
 // line (a Difference's JSON).
-func (r *Report) WriteJSON(w io.Writer) error { return writeReevalJSON(w, r) }
+func (r *Report) WriteJSON(w io.Writer) error { return jsonLines(w, r.Differences) }
 
 // describeQuery says what a query selected, in words.
 func describeQuery(q Query) string {
@@ -244,14 +254,15 @@ func writeStory(w io.Writer, s *Story) {
 		s.Verdicts.Abort, s.Verdicts.Replan, s.Verdicts.Continue, render.OrDash(s.State))
 }
 
-func writeJSONLine(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
+// jsonLines writes each of vs as JSON on a line of its own.
+func jsonLines[T any](w io.Writer, vs []T) error {
+	enc := json.NewEncoder(w)
+	for i := range vs {
+		if err := enc.Encode(&vs[i]); err != nil {
+			return err
+		}
 	}
-	b = append(b, '\n')
-	_, err = w.Write(b)
-	return err
+	return nil
 }
 
 func writeCardsText(w io.Writer, h *CardHistory) {
@@ -280,19 +291,6 @@ func writeCardsText(w io.Writer, h *CardHistory) {
 		fmt.Fprintf(w, "\n  %d → %d  %s → %s\n", i+1, i+2, h.Versions[i].Digest, v.Digest)
 		writeChange(w, "    ", v.Change)
 	}
-}
-
-func writeCardsJSON(w io.Writer, h *CardHistory) error {
-	for _, v := range h.Versions {
-		line := struct {
-			AgentURL string `json:"agentUrl"`
-			Version
-		}{h.AgentURL, v}
-		if err := writeJSONLine(w, line); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // describeRules says what a rules file changes, in words.
@@ -347,13 +345,4 @@ func writeReevalText(w io.Writer, rep *Report) {
 		fmt.Fprintf(w, "%-24s  %-*s  %-36s  %-20s  %s\n", render.Time(d.Time), taskW, d.TaskID, trigger,
 			string(d.Old.Action)+" → "+string(d.New.Action), onto(d.New)+d.New.Reason)
 	}
-}
-
-func writeReevalJSON(w io.Writer, rep *Report) error {
-	for _, d := range rep.Differences {
-		if err := writeJSONLine(w, d); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -101,20 +101,20 @@ type Timeline struct {
 }
 
 // Tasks returns the task ids of the timeline, sorted.
-func (t *Timeline) Tasks() []string {
-	return t.distinct(func(e Entry) string { return e.TaskID })
+func (tl *Timeline) Tasks() []string {
+	return tl.distinct(func(e Entry) string { return e.TaskID })
 }
 
 // Agents returns the agent URLs of the timeline, sorted.
-func (t *Timeline) Agents() []string {
-	return t.distinct(func(e Entry) string { return e.AgentURL })
+func (tl *Timeline) Agents() []string {
+	return tl.distinct(func(e Entry) string { return e.AgentURL })
 }
 
 // distinct returns the non-empty values of field over the entries, sorted,
 // each once.
-func (t *Timeline) distinct(field func(Entry) string) []string {
+func (tl *Timeline) distinct(field func(Entry) string) []string {
 	var out []string
-	for _, e := range t.Entries {
+	for _, e := range tl.Entries {
 		if v := field(e); v != "" {
 			out = append(out, v)
 		}
