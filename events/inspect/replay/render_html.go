@@ -26,7 +26,7 @@ var replayTemplateText string
 
 var replayTemplate = render.Page("replay", replayTemplateText, template.FuncMap{
 	"when": render.Time, "short": render.ShortDigest, "orDash": render.OrDash, "join": strings.Join,
-	"digests": entryDigests, "detail": entryDetail,
+	"digests": entryDigests, "detail": entryDetail, "list": func(v ...int) []int { return v },
 	"upper": func(a detector.Action) string { return strings.ToUpper(string(a)) },
 })
 
@@ -86,7 +86,8 @@ type (
 	indexRow struct {
 		Anchor, URL, Search string
 		Tasks, Versions     int
-		Counts              [4]int // abort, replan, continue, unreachable
+		Verdicts            VerdictCounts
+		Unreachable         int
 	}
 	sectionView struct {
 		Anchor, URL, Search string
@@ -325,16 +326,9 @@ func agentIndex(tl *Timeline, groups []*agentGroup) []indexRow {
 			}
 			switch d := e.Data.(type) {
 			case events.Drift:
-				switch d.Verdict.Action {
-				case detector.Abort:
-					row.Counts[0]++
-				case detector.Replan:
-					row.Counts[1]++
-				case detector.Continue:
-					row.Counts[2]++
-				}
+				row.Verdicts.Add(d.Verdict.Action)
 			case events.Unreachable:
-				row.Counts[3]++
+				row.Unreachable++
 			}
 		}
 		row.Tasks, row.Versions = len(tasks), len(agentDigests(tl, g))
