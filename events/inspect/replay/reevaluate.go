@@ -256,20 +256,11 @@ func recorded(d events.Drift, req detector.Requirements, liveBody *detector.Card
 	if s := d.Pinned.Signer; s != nil {
 		p.Signatures = []detector.Signature{*s}
 	}
-	obs.Card = signedAs(liveBody, d.Live.Signer)
-	return p, obs
-}
-
-// signedAs returns body as the worker judged it: signed by the signer the
-// card.drift recorded (nil: unsigned).
-func signedAs(body *detector.Card, s *detector.Signature) *detector.Card {
-	if body == nil {
-		return nil
-	}
-	c := *body
-	c.HasSignatures, c.Signatures = s != nil, nil
-	if s != nil {
+	c := *liveBody // the worker judged it signed by the recorded signer (nil: unsigned)
+	c.HasSignatures, c.Signatures = d.Live.Signer != nil, nil
+	if s := d.Live.Signer; s != nil {
 		c.Signatures = []detector.Signature{*s}
 	}
-	return &c
+	obs.Card = &c
+	return p, obs
 }
