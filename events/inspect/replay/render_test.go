@@ -51,10 +51,9 @@ func streamTimeline(tl *replay.Timeline, asJSON bool) func(io.Writer) error {
 	}
 }
 
-// TestRenderGolden: every rendering of a timeline, a card history and a
-// re-evaluation is, byte for byte, what carddrift replay printed before the
-// renderers moved out of the command (testdata/render; the hostile history
-// of render_html_test.go, and empty ones).
+// TestRenderGolden: every rendering of a timeline (as carddrift replay
+// streams it, and its page), a card history and a re-evaluation is, byte
+// for byte, testdata/render's (the hostile history, and empty ones).
 func TestRenderGolden(t *testing.T) {
 	tl, h := hostileHistory(t)
 	rep := reevaluated()

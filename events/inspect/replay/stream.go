@@ -328,7 +328,8 @@ func (p *proc) entry(ctx context.Context, e Entry) error {
 		_, late = p.closed[idHash]
 		late = late && p.tasks[e.TaskID] == nil
 	}
-	// The change the entry shows (attachChanges, one entry at a time).
+	// The change the entry shows: a verdict's, a pin replacing another of
+	// its task, an observation differing from the agent's previous one.
 	var from, to string
 	switch e.Kind {
 	case KindPin:
