@@ -148,7 +148,7 @@ func (f *replayFlags) run(ctx context.Context, e *env) error {
 		warnSkipped(e.stderr, tl.Skipped)
 		tl.Rest = f.restCommand()
 		fmt.Fprintf(e.stderr, "carddrift replay: %d entries drawn of %d in the answer; read %d message(s)\n", len(tl.Entries), len(tl.Entries)+tl.Omitted, tl.Read)
-		return writeReport(e, &f.output, tl.WriteJSON, tl.WriteHTML, tl.WriteText)
+		return writeReport(e, &f.output, nil, tl.WriteHTML, nil) // text and json stream
 	}
 }
 

@@ -79,7 +79,6 @@ type Agent struct {
 // Pins returns how many tasks are pinned on the agent.
 func (a Agent) Pins() int { return sum(a.Tasks, func(t CardTasks) int { return t.Count }) }
 
-// sum adds up n of every element of s.
 func sum[T any](s []T, n func(T) int) int {
 	total := 0
 	for _, v := range s {
@@ -88,7 +87,6 @@ func sum[T any](s []T, n func(T) int) int {
 	return total
 }
 
-// b2i is 1 for true.
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -352,7 +350,6 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 
 // countPins counts the pins per group, from src.Tally if set, else by a
 // scan of src.Pins; agent registers a pin's agent (nil: not counted).
-// Corrupt records are an error wrapping store.ErrCorrupt, after the others.
 func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[groupKey]int, error) {
 	pins := map[groupKey]int{}
 	if t := src.Tally; t != nil {
@@ -376,8 +373,8 @@ func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[
 	return pins, err
 }
 
-// pinnedVersion is the card version of a pinned digest: the Tally's memo
-// if it has one, else the body's (card), which the memo then keeps.
+// pinnedVersion is the card version of a pinned digest, memoized by the
+// Tally.
 func pinnedVersion(t *Tally, digest string, card func(string) *detector.Card) string {
 	if t != nil {
 		if v, ok := t.version(digest); ok {
@@ -421,8 +418,7 @@ func agentOf(raw string) string {
 }
 
 // lastObserved reads the last card.observed of every agent subject of the
-// events stream (one message per agent, not the history); a stall ends it
-// with what was read.
+// events stream; a stall ends it with what was read.
 func lastObserved(ctx context.Context, js jetstream.JetStream, stream string) ([]events.Observed, error) {
 	f := newStreamFollower(js, stream, "card.observed.", putObserved, func(*events.Observed) {})
 	err := f.refresh(ctx, 0, time.Time{}, func() {})

@@ -26,8 +26,8 @@ func (f *Fleet) WriteText(w io.Writer) error {
 	return render.Buffered(w, func(w io.Writer) { writeFleetText(w, f) })
 }
 
-// unreachable counts the agents whose last fetch failed.
-func (f *Fleet) unreachable() int {
+// Unreachable counts the agents whose last fetch failed.
+func (f *Fleet) Unreachable() int {
 	return sum(f.Agents, func(a Agent) int { return b2i(a.UnreachableSince != nil) })
 }
 
@@ -131,7 +131,7 @@ func writeExtendedText(w io.Writer, fl *Fleet) {
 
 func writeFleetText(w io.Writer, fl *Fleet) {
 	fmt.Fprintf(w, "fleet at %s: %d agent(s), %d in split brain, %d unreachable; %d shared skill(s), %d inconsistent (window %s)\n\n",
-		fl.Taken.UTC().Format(time.RFC3339), len(fl.Agents), fl.SplitBrains(), fl.unreachable(), len(fl.Skills), fl.InconsistentSkills(), fl.Window)
+		fl.Taken.UTC().Format(time.RFC3339), len(fl.Agents), fl.SplitBrains(), fl.Unreachable(), len(fl.Skills), fl.InconsistentSkills(), fl.Window)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  AGENT\tVERSION\tPROTOCOL\tLIVE\tCHANGED\tTASKS PER CARD VERSION\tSTATE")
 	for _, a := range fl.Agents {

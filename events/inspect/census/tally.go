@@ -31,41 +31,32 @@ var (
 
 // Tally counts the tasks pinned per agent and card version, kept up to date
 // from the pins bucket's stream: the first Refresh reads every pin, each
-// later one only what was written since (puts, deletes, purges, expiry
-// markers). With TallyOptions.Leases and Events it keeps the leases and the
-// last card.observed of every agent the same way, so a census taken with it
-// costs O(changes) of reads. It memoizes the versions of pinned cards by
-// digest and keeps the parsed live cards (up to 32 MiB of bodies).
-//
-// A pin whose last message the bucket dropped for a limit is uncounted at
-// the next Refresh; other unannounced removals, at the full read every
-// Resync. Memory is about 260 bytes per pin (BenchmarkTake's tally-B/pin);
-// keys are kept as hashes seeded per Tally, so a publisher cannot aim two
-// task ids at one entry.
+// later one only what was written since. With TallyOptions.Leases and
+// Events it keeps the leases and the last card.observed of every agent the
+// same way, so a census taken with it costs O(changes) of reads. It
+// memoizes the versions of pinned cards and keeps the parsed live cards (up
+// to 32 MiB of bodies). An unannounced removal is uncounted at the full
+// read every Resync. Memory is about 260 bytes per pin (BenchmarkTake's
+// tally-B/pin); keys are hashes seeded per Tally.
 //
 // Safe for concurrent use; Refresh calls are serialized. Use NewTally.
 type Tally struct {
 	resync time.Duration
 	now    func() time.Time
 
-	mu       sync.Mutex
-	pins     *follower[*group]
-	leases   *follower[*store.Lease]     // nil: not followed
-	observed *follower[*events.Observed] // nil: not followed
-	groups   map[groupKey]*group
-	corrupt  int // pins that do not decode
-	// undecodable is the group of the values that are not pins (never
-	// counted).
-	undecodable   group
+	mu            sync.Mutex
+	pins          *follower[*group]
+	leases        *follower[*store.Lease]     // nil: not followed
+	observed      *follower[*events.Observed] // nil: not followed
+	groups        map[groupKey]*group
+	corrupt       int   // pins that do not decode
+	undecodable   group // their group (never counted)
 	corruptLeases int
-	// versions memoizes the card version of the digests the groups hold.
-	versions map[string]*version
-	// parsed keeps the live cards of the last census, parsed, by digest.
-	parsed    map[string]parsedCard
-	refreshes uint64
+	versions      map[string]*version   // of the digests the groups hold
+	parsed        map[string]parsedCard // the live cards of the last census
+	refreshes     uint64
 }
 
-// parsedCard is a parsed live card and the size of its body.
 type parsedCard struct {
 	card *detector.Card
 	size int
@@ -100,22 +91,18 @@ type TallyOptions struct {
 	Now func() time.Time
 }
 
-// TallyStats counts what a Tally read: for metrics and tests.
+// TallyStats counts what a Tally read: the full reads of the pins bucket
+// (Loads), the Refresh calls that succeeded, the messages read in all and
+// by the last Refresh of each thing followed, the pins uncounted because
+// the bucket dropped their last message for a limit, and the records,
+// (agent, card version) groups and leases held now.
 type TallyStats struct {
-	// Loads counts the full reads of the pins bucket, Refreshes the Refresh
-	// calls that succeeded.
-	Loads, Refreshes uint64
-	// Read counts the pins bucket's messages read in all, LastRead those of
-	// the last Refresh; the same for the leases and the card.observed.
+	Loads, Refreshes               uint64
 	Read, LastRead                 uint64
 	LeasesRead, LeasesLastRead     uint64
 	ObservedRead, ObservedLastRead uint64
-	// Dropped counts the pins uncounted because the bucket dropped their
-	// last message for a limit.
-	Dropped uint64
-	// Pins, Groups and Leases are the records, (agent, card version)
-	// pairs and leases held now.
-	Pins, Groups, Leases int
+	Dropped                        uint64
+	Pins, Groups, Leases           int
 }
 
 // groupKey is a group's agent host, digest and task.Pin.Extended.
@@ -145,7 +132,7 @@ func NewTally(js jetstream.JetStream, kv jetstream.KeyValue, opts TallyOptions) 
 	return t
 }
 
-// putObserved decodes a card.observed (nil: it is not one).
+// putObserved decodes a card.observed (nil: not one).
 func putObserved(m jetstream.Msg) *events.Observed {
 	ev, err := events.Decode(m)
 	if err != nil {
@@ -158,8 +145,8 @@ func putObserved(m jetstream.Msg) *events.Observed {
 	return &o
 }
 
-// lastObserved returns the card.observed the Tally keeps; ok is false when
-// it does not follow the card stream.
+// lastObserved returns the card.observed the Tally keeps (ok: it follows
+// the card stream).
 func (t *Tally) lastObserved() (out []events.Observed, ok bool) {
 	if t == nil || t.observed == nil {
 		return nil, false
@@ -169,7 +156,6 @@ func (t *Tally) lastObserved() (out []events.Observed, ok bool) {
 	return observations(t.observed), true
 }
 
-// observations are the card.observed f keeps, in stream order.
 func observations(f *follower[*events.Observed]) (out []events.Observed) {
 	f.each(func(o *events.Observed) {
 		if o != nil {
@@ -207,7 +193,6 @@ func (t *Tally) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// putPin counts a pin's value in its group.
 func (t *Tally) putPin(m jetstream.Msg) *group {
 	var p task.Pin
 	if err := json.Unmarshal(m.Data(), &p); err != nil {
@@ -234,7 +219,6 @@ func (t *Tally) putPin(m jetstream.Msg) *group {
 	return g
 }
 
-// dropPin uncounts a pin.
 func (t *Tally) dropPin(g *group) {
 	switch {
 	case g == nil:
@@ -252,7 +236,6 @@ func (t *Tally) dropPin(g *group) {
 	}
 }
 
-// putLease decodes a lease (nil: it does not decode).
 func (t *Tally) putLease(m jetstream.Msg) *store.Lease {
 	var l store.Lease
 	if err := json.Unmarshal(m.Data(), &l); err != nil {
@@ -287,7 +270,7 @@ func (t *Tally) scanLeases(_ context.Context, fn func(store.Lease, uint64) error
 	return nil
 }
 
-// each calls fn for every group, and returns how many pins do not decode.
+// each calls fn for every group and returns how many pins do not decode.
 func (t *Tally) each(fn func(k groupKey, agentURL string, n int)) (corrupt int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -359,7 +342,7 @@ func (t *Tally) keepParsed(cards map[string]*detector.Card, live map[string]int)
 	t.mu.Unlock()
 }
 
-// Stats returns the counters.
+// Stats returns what the Tally read and holds.
 func (t *Tally) Stats() TallyStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()

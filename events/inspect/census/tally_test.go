@@ -64,11 +64,9 @@ func pinOn(id string, agent int, digest string) task.Pin {
 // another agent (its count moves) or one delete — and the census it gives
 // is the scan's, byte for byte.
 func TestTallyReadsChanges(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
+	js, cfg, st := openStores(t)
 	ctx := context.Background()
-	cfg := store.DefaultConfig()
-	st, err := store.Open[task.Pin](ctx, js, cfg)
-	must(t, err)
+	var err error
 	const pins, agents = 2000, 20
 	for i := range pins {
 		digest := digestA
@@ -256,11 +254,8 @@ func TestTallyResync(t *testing.T) {
 // are read at every census); tally-B/pin is the heap the Tally keeps
 // per pin (all of it, groups and memo included, divided by the pins).
 func BenchmarkTake(b *testing.B) {
-	_, _, js := natstest.StartJetStream(b)
+	js, cfg, st := openStores(b)
 	ctx := context.Background()
-	cfg := store.DefaultConfig()
-	st, err := store.Open[task.Pin](ctx, js, cfg)
-	must(b, err)
 	const pins, agents = 10_000, 1000
 	digest := func(agent int) string { return fmt.Sprintf("sha256:%064x", agent) }
 	for i := range agents {
@@ -433,11 +428,9 @@ func TestTallyBucketRecreated(t *testing.T) {
 // agent's last card.observed once, then only the observations published
 // since, and names the agents they show as the scan of the stream does.
 func TestTallyObserved(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
+	js, cfg, st := openStores(t)
 	ctx := context.Background()
-	cfg := store.DefaultConfig()
-	st, err := store.Open[task.Pin](ctx, js, cfg)
-	must(t, err)
+	var err error
 	pub, err := publish.New(js, "urn:carddrift:test")
 	must(t, err)
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -476,4 +469,14 @@ func TestTallyObserved(t *testing.T) {
 	observe(2, digestA)
 	observe(7, digestA)
 	take("two observations", 2)
+}
+
+// openStores opens the stores on an embedded JetStream server of their own.
+func openStores(tb testing.TB) (jetstream.JetStream, store.Config, *store.Stores[task.Pin]) {
+	tb.Helper()
+	_, _, js := natstest.StartJetStream(tb)
+	cfg := store.DefaultConfig()
+	st, err := store.Open[task.Pin](context.Background(), js, cfg)
+	must(tb, err)
+	return js, cfg, st
 }

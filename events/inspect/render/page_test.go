@@ -40,7 +40,7 @@ func TestPageFrame(t *testing.T) {
 		if has := strings.Contains(got, `<meta http-equiv="refresh" content="10"/>`); has != (refresh > 0) {
 			t.Errorf("refresh %d: refresh meta element %v", refresh, has)
 		}
-		if _, scripts, elements := rendertest.PageText(t, b.Bytes()); scripts != 1 || elements["style"] != 1 || elements["html"] != 1 {
+		if _, elements := rendertest.PageText(t, b.Bytes()); elements["script"] != 1 || elements["style"] != 1 || elements["html"] != 1 {
 			t.Errorf("refresh %d: elements %v, want one document, style and script", refresh, elements)
 		}
 	}

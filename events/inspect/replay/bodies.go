@@ -41,7 +41,7 @@ func (r *Reader) body(ctx context.Context, digest string) (*body, error) {
 		return b, nil
 	}
 	b = &body{}
-	raw, err := r.cards.Get(ctx, digest)
+	raw, err := r.opts.Cards.Get(ctx, digest)
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalidDigest):
 		b.missing = true

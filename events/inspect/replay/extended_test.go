@@ -29,7 +29,7 @@ func TestTimelineExtendedPin(t *testing.T) {
 	}
 	tl := &replay.Timeline{Entries: []replay.Entry{pin("ext", events.ExtendedPinned), pin("pub", events.ExtendedUnavailable), pin("plain", "")}}
 	var b bytes.Buffer
-	if err := tl.WriteText(&b); err != nil {
+	if err := streamTimeline(tl, false)(&b); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"pinned (first-fetch, the extended card)", "pinned (first-fetch, extended card unavailable: the public card)", "pinned (first-fetch)\n"} {
@@ -105,7 +105,7 @@ func TestReplayHTMLExtendedPin(t *testing.T) {
 	if err := tl.WriteHTML(&page); err != nil {
 		t.Fatal(err)
 	}
-	if err := tl.WriteText(&text); err != nil {
+	if err := streamTimeline(tl, false)(&text); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"first-fetch, the extended card, pinned", "pinned " + extDigest + " (first-fetch, the extended card)"} {

@@ -54,7 +54,7 @@ func (r *Reader) Cards(ctx context.Context, agentURL string, q Query) (*CardHist
 		return nil, err
 	}
 	key, _ := q.agentKey()
-	card, err := r.view(ctx, r.cfg.EventsStream)
+	card, err := r.view(ctx, r.opts.Config.EventsStream)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (r *Reader) Cards(ctx context.Context, agentURL string, q Query) (*CardHist
 		cardPrefix + "pinned." + key + ".*",
 		cardPrefix + "drift." + key + ".*",
 	}
-	recs, skipped, err := r.read(ctx, card, filters, r.window(q, r.fetchLate), nil)
+	recs, skipped, err := r.read(ctx, card, filters, r.window(q, r.opts.FetchLatency), nil)
 	if err != nil {
 		return nil, err
 	}

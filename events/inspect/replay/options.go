@@ -26,47 +26,43 @@ const (
 
 // Options configure a Reader. Zero fields take their defaults.
 type Options struct {
-	// Config names the lifecycle and card events streams (store.Config; zero
-	// fields take their defaults, so the default names A2A_TASKS and
-	// CARD_EVENTS). Whether the lifecycle stream is partitioned is read from
-	// the stream itself.
+	// Config names the lifecycle and card events streams (store.Config's
+	// defaults: A2A_TASKS, CARD_EVENTS).
 	Config store.Config
-	// Cards holds the recorded card bodies by digest (store.Bind's Cards).
-	// Required: changes, card history and re-evaluation diff recorded bodies.
+	// Cards holds the recorded card bodies (store.Bind's Cards). Required.
 	Cards store.Cards
-	// IdleTimeout bounds the wait for the next message of a read (default
-	// DefaultIdleTimeout).
+	// IdleTimeout bounds the wait for the next message of a read.
 	IdleTimeout time.Duration
 	// ClockSkew is how far ahead of the stream's clock an event's own time
-	// may be: a window's reads start that long before Since (default
-	// DefaultClockSkew).
+	// may be: a window's reads start that long before Since.
 	ClockSkew time.Duration
-	// Latency is how long after its time a lifecycle event (and a card
-	// event other than an observation) may be stored, FetchLatency the same
-	// for an observation, whose time is when the card was fetched: a
-	// window's reads stop that long after Until (defaults DefaultLatency,
-	// DefaultFetchLatency). An event stored later than that after its time
-	// is left out of a window that ends before it was stored.
+	// Latency is how long after its time an event may be stored,
+	// FetchLatency the same for an observation (its time is its fetch's):
+	// a window's reads stop that long after Until.
 	Latency      time.Duration
 	FetchLatency time.Duration
-	// LookBack bounds how far before a window's start the card events
-	// stream is read for the state the window opens in: each agent's last
-	// observed card and the pins of the tasks it continues, which the
-	// window's changes and stories start from (default DefaultLookBack).
+	// LookBack is how far before a window the card events stream is read
+	// for the state the window opens in: each agent's last observed card
+	// and the pins of the tasks it continues.
 	LookBack time.Duration
 }
 
+func (o Options) withDefaults() Options {
+	o.IdleTimeout = defaults.Positive(o.IdleTimeout, DefaultIdleTimeout)
+	o.ClockSkew = defaults.Positive(o.ClockSkew, DefaultClockSkew)
+	o.Latency = defaults.Positive(o.Latency, DefaultLatency)
+	o.FetchLatency = defaults.Positive(o.FetchLatency, DefaultFetchLatency)
+	o.LookBack = defaults.Positive(o.LookBack, DefaultLookBack)
+	o.Config.SetDefaults()
+	return o
+}
+
 // Reader reads carddrift's history. Build it with New; it is safe for
-// concurrent use and holds no goroutine or consumer between calls (each call
-// creates its ordered consumers and stops them before it returns). It does
+// concurrent use and holds no goroutine or consumer between calls. It does
 // not own the connection.
 type Reader struct {
-	js    jetstream.JetStream
-	cfg   store.Config
-	cards store.Cards
-	idle  time.Duration
-	// Bounds of windowed reads (Options).
-	skew, late, fetchLate, lookBack time.Duration
+	js   jetstream.JetStream
+	opts Options
 
 	mu      sync.Mutex
 	bodies  map[string]*body
@@ -88,16 +84,9 @@ func New(js jetstream.JetStream, opts Options) (*Reader, error) {
 	if opts.Cards == nil {
 		return nil, errors.New("replay: Options.Cards is required")
 	}
-	cfg := opts.Config
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
+	opts = opts.withDefaults()
+	if err := opts.Config.Validate(); err != nil {
 		return nil, err
 	}
-	opts.IdleTimeout = defaults.Positive(opts.IdleTimeout, DefaultIdleTimeout)
-	return &Reader{
-		js: js, cfg: cfg, cards: opts.Cards, idle: opts.IdleTimeout,
-		skew: defaults.Positive(opts.ClockSkew, DefaultClockSkew), late: defaults.Positive(opts.Latency, DefaultLatency),
-		fetchLate: defaults.Positive(opts.FetchLatency, DefaultFetchLatency), lookBack: defaults.Positive(opts.LookBack, DefaultLookBack),
-		bodies: map[string]*body{}, changes: map[[2]string]Change{},
-	}, nil
+	return &Reader{js: js, opts: opts, bodies: map[string]*body{}, changes: map[[2]string]Change{}}, nil
 }

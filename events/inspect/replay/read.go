@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events"
-	"github.com/carddrift/carddrift/events/internal/defaults"
 )
 
 // cardPrefix is the subject prefix of every card.* event.
@@ -47,6 +46,15 @@ type streamView struct {
 	stream      jetstream.Stream
 }
 
+// views returns the lifecycle and card events streams as a read starts.
+func (r *Reader) views(ctx context.Context) (life, card *streamView, err error) {
+	if life, err = r.view(ctx, r.opts.Config.LifecycleStream); err != nil {
+		return nil, nil, err
+	}
+	card, err = r.view(ctx, r.opts.Config.EventsStream)
+	return life, card, err
+}
+
 func (r *Reader) view(ctx context.Context, name string) (*streamView, error) {
 	s, err := r.js.Stream(ctx, name)
 	if err != nil {
@@ -54,7 +62,7 @@ func (r *Reader) view(ctx context.Context, name string) (*streamView, error) {
 	}
 	info := s.CachedInfo()
 	return &streamView{
-		name: name, last: info.State.LastSeq, stream: s, lifecycle: name == r.cfg.LifecycleStream,
+		name: name, last: info.State.LastSeq, stream: s, lifecycle: name == r.opts.Config.LifecycleStream,
 		partitioned: info.Config.SubjectTransform != nil && info.Config.SubjectTransform.Destination != "",
 	}, nil
 }
@@ -62,7 +70,7 @@ func (r *Reader) view(ctx context.Context, name string) (*streamView, error) {
 // lifecycleFilter returns the stored-subject filter of lifecycle events of
 // kind ("*" for any) and task token ("*" for any).
 func (r *Reader) lifecycleFilter(v *streamView, kind, taskToken string) string {
-	s := strings.TrimSuffix(r.cfg.LifecycleSubjects, ">") + kind + "." + taskToken
+	s := strings.TrimSuffix(r.opts.Config.LifecycleSubjects, ">") + kind + "." + taskToken
 	if v.partitioned {
 		s += ".*"
 	}
@@ -80,7 +88,7 @@ type readWindow struct{ from, to time.Time }
 func (r *Reader) window(q Query, late time.Duration) readWindow {
 	var w readWindow
 	if !q.Since.IsZero() {
-		w.from = q.Since.Add(-r.skew)
+		w.from = q.Since.Add(-r.opts.ClockSkew)
 	}
 	if !q.Until.IsZero() {
 		w.to = q.Until.Add(late)
@@ -189,7 +197,7 @@ func (sc *scanner) next(ctx context.Context) (rec record, skip *Skipped, ok bool
 // one the scan does not want (counted, not decoded).
 func (sc *scanner) one(ctx context.Context) (rec record, skip *Skipped, ok bool, err error) {
 	v := sc.v
-	nctx, cancel := context.WithTimeout(ctx, sc.r.idle)
+	nctx, cancel := context.WithTimeout(ctx, sc.r.opts.IdleTimeout)
 	msg, err := sc.it.Next(jetstream.NextContext(nctx))
 	cancel()
 	if err != nil {
@@ -198,7 +206,7 @@ func (sc *scanner) one(ctx context.Context) (rec record, skip *Skipped, ok bool,
 			return record{}, nil, false, ctx.Err()
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return record{}, nil, false, fmt.Errorf("%w: %s delivered nothing for %s before sequence %d", ErrStalled, v.name, sc.r.idle, v.last)
+			return record{}, nil, false, fmt.Errorf("%w: %s delivered nothing for %s before sequence %d", ErrStalled, v.name, sc.r.opts.IdleTimeout, v.last)
 		}
 		return record{}, nil, false, fmt.Errorf("replay: read %s: %w", v.name, err)
 	}
@@ -225,7 +233,7 @@ func (sc *scanner) one(ctx context.Context) (rec record, skip *Skipped, ok bool,
 	if err == nil && v.lifecycle {
 		// A publisher chose the subject: an event filed under another
 		// task's (or kind's) subject is not that task's history.
-		err = events.CheckStoredSubject(ev, msg.Subject(), strings.TrimSuffix(sc.r.cfg.LifecycleSubjects, ">"), v.partitioned)
+		err = events.CheckStoredSubject(ev, msg.Subject(), strings.TrimSuffix(sc.r.opts.Config.LifecycleSubjects, ">"), v.partitioned)
 	}
 	if err != nil {
 		return record{}, &Skipped{Stream: v.name, Seq: seq, Subject: msg.Subject(), Reason: err.Error()}, true, nil
@@ -289,15 +297,12 @@ type Range struct{ From, To time.Time }
 // copy of a store needs of each stream (carddrift replay --data-dir copies
 // only the message blocks within them).
 func Ranges(q Query, opts Options) (lifecycle, cardEvents Range) {
-	r := &Reader{
-		skew: defaults.Positive(opts.ClockSkew, DefaultClockSkew), late: defaults.Positive(opts.Latency, DefaultLatency),
-		fetchLate: defaults.Positive(opts.FetchLatency, DefaultFetchLatency), lookBack: defaults.Positive(opts.LookBack, DefaultLookBack),
-	}
-	lw, cw := r.window(q, r.late), r.window(q, r.fetchLate)
+	r := &Reader{opts: opts.withDefaults()}
+	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)
 	lifecycle, cardEvents = Range{From: lw.from, To: lw.to}, Range{To: cw.to}
 	if q.TaskID == "" && !cw.from.IsZero() {
 		// An agent's tasks and a window's opening state: the look-back.
-		cardEvents.From = cw.from.Add(-r.lookBack)
+		cardEvents.From = cw.from.Add(-r.opts.LookBack)
 	}
 	return lifecycle, cardEvents
 }

@@ -28,10 +28,9 @@ type Report struct {
 	Rules   *Rules           `json:"rules,omitempty"`
 	// Evaluated counts the recorded verdicts re-evaluated; Differences are
 	// those whose action differs, by time, task and trigger.
-	Evaluated   int          `json:"evaluated"`
-	Differences []Difference `json:"differences"`
-	// Skipped lists recorded verdicts that could not be re-evaluated.
-	Skipped []SkippedVerdict `json:"skipped,omitempty"`
+	Evaluated   int              `json:"evaluated"`
+	Differences []Difference     `json:"differences"`
+	Skipped     []SkippedVerdict `json:"skipped,omitempty"`
 }
 
 // Difference is a recorded verdict that would be different.
@@ -60,10 +59,8 @@ type SkippedVerdict struct {
 	Reason  string    `json:"reason"`
 }
 
-// Reevaluate re-runs the detector over every card.drift q selects, on the
-// recorded card bodies (never fetched), with re's posture and rules, and
-// reports every verdict whose action would change. See the package
-// documentation for what it can and cannot reproduce.
+// Reevaluate judges every card.drift q selects again (Rejudge) and reports
+// the verdicts whose action would change.
 func (r *Reader) Reevaluate(ctx context.Context, q Query, re Reevaluation) (*Report, error) {
 	judged, skipped, err := r.Rejudge(ctx, q, re)
 	if err != nil {
@@ -103,10 +100,9 @@ type Rejudged struct {
 	Verdict  detector.Verdict
 }
 
-// Rejudge judges every card.drift q selects again, as Reevaluate does, and
-// returns every verdict it could judge, in timeline order, with those it
-// could not. Reevaluate is Rejudge keeping only the verdicts whose action
-// changed.
+// Rejudge judges every card.drift q selects again, on the recorded card
+// bodies (never fetched), with re's posture and rules, and returns every
+// verdict it could judge, in timeline order, with those it could not.
 func (r *Reader) Rejudge(ctx context.Context, q Query, re Reevaluation) ([]Rejudged, []SkippedVerdict, error) {
 	if re.Posture != "" {
 		if _, err := detector.ParsePosture(string(re.Posture)); err != nil {
@@ -155,20 +151,13 @@ func (r *Reader) Rejudge(ctx context.Context, q Query, re Reevaluation) ([]Rejud
 		pin, obs := recorded(d, req, live.card)
 		var taskFindings []detector.Finding
 		for _, f := range d.Findings {
-			// What the worker's inputs beyond the two cards made, as it
-			// recorded them: the task's own events (unmodeled-skill,
-			// artifact-type-undeclared, blind-retry) and the shell's facts
-			// history keeps no other trace of — the lease's split-brain
-			// window (replicas-disagree) and --require-signed-cards
-			// (signature-required). pinned-card-unknown is a task-level
-			// rule, but not an observation: the core makes it again from
-			// the digests.
+			// The task-level findings, as recorded: history keeps no other
+			// trace of what made them (but pinned-card-unknown, which the
+			// core makes again from the digests).
 			if rule, ok := detector.RuleByID(f.Rule); ok && rule.TaskLevel && f.Rule != detector.RulePinnedCardUnknown {
 				taskFindings = append(taskFindings, f)
 			}
 		}
-		// The worker's own decision, on the recorded bodies, with re's
-		// posture and rules.
 		dec := task.Decide(pin, pinnedCard, obs, taskFindings, task.Policy{Posture: re.Posture, Rules: re.Rules})
 		judged = append(judged, Rejudged{Time: e.Time, EventID: e.ID, Recorded: d, Requirements: req,
 			Findings: dec.Findings, Verdict: dec.Verdict})
@@ -176,18 +165,13 @@ func (r *Reader) Rejudge(ctx context.Context, q Query, re Reevaluation) ([]Rejud
 	return judged, skipped, nil
 }
 
-// verdicts reads the card.drift entries q selects, in timeline order, and
-// the recorded submissions of their tasks by task id, in timeline order
-// (from the whole lifecycle stream up to q.Until: a window may start after a
-// task's submission). Only these two kinds of events are read.
+// verdicts reads the card.drift entries q selects and the submissions of
+// their tasks up to q.Until (a window may start after a submission), by
+// task id, both in timeline order.
 func (r *Reader) verdicts(ctx context.Context, q Query) ([]Entry, map[string][]Entry, error) {
 	key, _ := q.agentKey()
-	w := r.window(q, r.late)
-	card, err := r.view(ctx, r.cfg.EventsStream)
-	if err != nil {
-		return nil, nil, err
-	}
-	life, err := r.view(ctx, r.cfg.LifecycleStream)
+	w := r.window(q, r.opts.Latency)
+	life, card, err := r.views(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -217,14 +201,8 @@ func (r *Reader) verdicts(ctx context.Context, q Query) ([]Entry, map[string][]E
 	}
 	// The submissions of the drifts' tasks, by subject when they are few
 	// (an agent's, a window's), else the whole submitted subject.
-	toks := map[string]bool{}
-	for _, rec := range recs {
-		if tok := taskToken(rec.subject); tok != "" {
-			toks[tok] = true
-		}
-	}
-	if len(toks) <= 16*filterBatch {
-		recs, _, err = r.readTasks(ctx, life, "submitted", sortedKeys(toks), readWindow{to: w.to}, nil)
+	if toks := taskTokens(recs); len(toks) <= 16*filterBatch {
+		recs, _, err = r.readTasks(ctx, life, "submitted", toks, readWindow{to: w.to}, nil)
 	} else {
 		recs, _, err = r.read(ctx, life, []string{r.lifecycleFilter(life, "submitted", task)}, readWindow{to: w.to}, nil)
 	}
@@ -264,14 +242,10 @@ func submissionAt(subs []Entry, e Entry) (events.Submitted, bool) {
 	return s, ok
 }
 
-// recorded returns the pin (the pinned digest, the submission's
-// requirements, the recorded pinned signer) and the live observation a
-// card.drift was judged on, from what it recorded and the bodies stored
-// under its digests (nil when not stored). Signatures never change a digest, so the body stored
-// under one may be another signing of the same content: the recorded
-// signers (the signatures that spoke for the cards) are what the signature
-// rules compared. With no signer recorded (unsigned cards, or a card.drift
-// written before signers were), the bodies say what they say.
+// recorded returns the pin and the live observation a card.drift was judged
+// on. A digest does not cover signatures, so the body stored under one may
+// be another signing: the recorded signers are what the signature rules
+// compared (with none recorded, the bodies say what they say).
 func recorded(d events.Drift, req detector.Requirements, liveBody *detector.Card) (task.Pin, task.Observation) {
 	p := task.Pin{TaskID: d.TaskID, AgentURL: d.AgentURL, Digest: d.Pinned.Digest, Requirements: req}
 	obs := task.Observation{CardURL: d.CardURL, Digest: d.Live.Digest, Card: liveBody}
@@ -282,20 +256,11 @@ func recorded(d events.Drift, req detector.Requirements, liveBody *detector.Card
 	if s := d.Pinned.Signer; s != nil {
 		p.Signatures = []detector.Signature{*s}
 	}
-	obs.Card = signedAs(liveBody, d.Live.Signer)
-	return p, obs
-}
-
-// signedAs returns body as the worker judged it: signed by the signer the
-// card.drift recorded (nil: unsigned).
-func signedAs(body *detector.Card, s *detector.Signature) *detector.Card {
-	if body == nil {
-		return nil
-	}
-	c := *body
-	c.HasSignatures, c.Signatures = s != nil, nil
-	if s != nil {
+	c := *liveBody // the worker judged it signed by the recorded signer (nil: unsigned)
+	c.HasSignatures, c.Signatures = d.Live.Signer != nil, nil
+	if s := d.Live.Signer; s != nil {
 		c.Signatures = []detector.Signature{*s}
 	}
-	return &c
+	obs.Card = &c
+	return p, obs
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	_ "embed"
 	"fmt"
+	"html/template"
 	"io"
 	"slices"
 	"strconv"
@@ -23,7 +24,11 @@ import (
 //go:embed replay.html.tmpl
 var replayTemplateText string
 
-var replayTemplate = render.Page("replay", replayTemplateText, nil)
+var replayTemplate = render.Page("replay", replayTemplateText, template.FuncMap{
+	"when": render.Time, "short": render.ShortDigest, "orDash": render.OrDash, "join": strings.Join,
+	"digests": entryDigests, "detail": entryDetail, "list": func(v ...int) []int { return v },
+	"upper": func(a detector.Action) string { return strings.ToUpper(string(a)) },
+})
 
 // Colours of verdict actions and unreachable fetches.
 var actionColor = map[detector.Action]string{
@@ -81,15 +86,15 @@ type (
 	indexRow struct {
 		Anchor, URL, Search string
 		Tasks, Versions     int
-		Counts              [4]int // abort, replan, continue, unreachable
+		Verdicts            VerdictCounts
+		Unreachable         int
 	}
 	sectionView struct {
 		Anchor, URL, Search string
-		Versions            []swatchView
+		Versions            []digestView
 		SVG                 svgView
 		Tasks               []taskView
 	}
-	swatchView struct{ Digest, Short, Color string }
 
 	svgView struct {
 		W, H  int
@@ -135,42 +140,23 @@ type (
 	}
 	verdictMark struct{ Target, Title, Points, Color string }
 
+	// taskView is the expandable account of one task: its story, entries
+	// and verdicts.
 	taskView struct {
 		Anchor, Class, Search, Task, Summary string
-		Story                                *storyView
-		Entries                              []entryRow
+		Story                                *Story
+		PlannedAgainst, LiveThen             digestView
+		Entries                              []*Entry
 		Verdicts                             []verdictView
 	}
-	storyView struct {
-		Planned                  *plannedView
-		PlannedAgainst, LiveThen digestView
-		Moment                   *momentView
-		Abort, Replan, Continue  int
-		State                    string
-		Change                   *changeView
-	}
-	plannedView struct {
-		SkillID, Posture            string
-		Idempotent, Streaming, Push bool
-	}
-	momentView  struct{ Time, Type, What string }
-	entryRow    struct{ Time, Kind, Type, Digests, Detail string }
 	verdictView struct {
-		Anchor, Action, Upper, Time, Reason string
-		ReplanSkill                         string // verdict.replanSkill
-		Pinned, Live                        digestView
-		TriggerType, TriggerID              string
-		Findings                            []findingView
+		Anchor       string
+		Time         time.Time
+		D            events.Drift
+		Pinned, Live digestView
 	}
 	// digestView is a card digest with its colour; Digest "" is unknown.
 	digestView struct{ Digest, Color, Note string }
-	// changeView is what changed between two card versions: Missing (the
-	// digests whose body was never stored) or Error, else Findings.
-	changeView struct {
-		Missing, Error string
-		Findings       []findingView
-	}
-	findingView struct{ Severity, Rule, Path, Message string }
 
 	cardsView struct {
 		AgentURL   string
@@ -181,21 +167,15 @@ type (
 		Changelogs []changelogView
 	}
 	cardRow struct {
-		N                       int
-		Digest                  digestView
-		Version                 string
-		FirstSeen, LastSeen     string
-		Observed, Pinned, Drift int
+		N      int
+		Digest digestView
+		V      *Version
 	}
 	changelogView struct {
 		From, To int
-		Change   *changeView
+		Change   *Change
 	}
 )
-
-func writePage(w io.Writer, p *pageView) error {
-	return replayTemplate.Execute(w, p)
-}
 
 // colors assigns palette colours to card versions in order of first sight.
 type colors map[string]string
@@ -222,26 +202,6 @@ func (c colors) digest(d, note string) digestView {
 		return digestView{}
 	}
 	return digestView{Digest: d, Color: c.of(d), Note: note}
-}
-
-func findingViews(fs []detector.Finding) []findingView {
-	out := make([]findingView, len(fs))
-	for i, f := range fs {
-		out[i] = findingView{Severity: f.Severity.String(), Rule: f.Rule, Path: render.OrDash(f.Path), Message: f.Message}
-	}
-	return out
-}
-
-func changeOf(c *Change) *changeView {
-	switch {
-	case c == nil:
-		return nil
-	case len(c.Missing) > 0:
-		return &changeView{Missing: strings.Join(c.Missing, ", ")}
-	case c.Error != "":
-		return &changeView{Error: c.Error}
-	}
-	return &changeView{Findings: findingViews(c.Findings)}
 }
 
 // findingsTitle renders findings for a tooltip.
@@ -306,9 +266,7 @@ func groupByAgent(tl *Timeline) []*agentGroup {
 // each task's story, entries and verdicts in expandable details; an index
 // of the agents when there are several. It returns the template's or w's
 // error.
-func (t *Timeline) WriteHTML(w io.Writer) error { return writeTimelineHTML(w, t) }
-
-func writeTimelineHTML(w io.Writer, tl *Timeline) error {
+func (tl *Timeline) WriteHTML(w io.Writer) error {
 	sub := fmt.Sprintf("%s — %d entries, %d task(s), %d agent(s)", describeQuery(tl.Query), len(tl.Entries), len(tl.Tasks()), len(tl.Agents()))
 	if n := len(tl.Entries); n > 0 {
 		sub += fmt.Sprintf("; %s to %s (UTC)", render.Time(tl.Entries[0].Time), render.Time(tl.Entries[n-1].Time))
@@ -334,7 +292,7 @@ func writeTimelineHTML(w io.Writer, tl *Timeline) error {
 	for gi, g := range groups {
 		p.Timeline.Agents = append(p.Timeline.Agents, agentSection(tl, g, gi, stories))
 	}
-	return writePage(w, p)
+	return replayTemplate.Execute(w, p)
 }
 
 func agentAnchor(gi int) string { return "agent-" + strconv.Itoa(gi) }
@@ -368,16 +326,9 @@ func agentIndex(tl *Timeline, groups []*agentGroup) []indexRow {
 			}
 			switch d := e.Data.(type) {
 			case events.Drift:
-				switch d.Verdict.Action {
-				case detector.Abort:
-					row.Counts[0]++
-				case detector.Replan:
-					row.Counts[1]++
-				case detector.Continue:
-					row.Counts[2]++
-				}
+				row.Verdicts.Add(d.Verdict.Action)
 			case events.Unreachable:
-				row.Counts[3]++
+				row.Unreachable++
 			}
 		}
 		row.Tasks, row.Versions = len(tasks), len(agentDigests(tl, g))
@@ -425,7 +376,7 @@ func agentSection(tl *Timeline, g *agentGroup, gi int, stories map[string]*Story
 	digests := agentDigests(tl, g)
 	col := newColors(digests)
 	for _, d := range digests {
-		v.Versions = append(v.Versions, swatchView{Digest: d, Short: render.ShortDigest(d), Color: col.of(d)})
+		v.Versions = append(v.Versions, col.digest(d, ""))
 	}
 
 	height := axisH + laneH*(1+len(tasks)) + 8
@@ -564,45 +515,21 @@ func taskLane(tl *Timeline, l *lane, sc scale, y, gi int, col colors) laneView {
 
 // taskDetails is the expandable account of one task.
 func taskDetails(tl *Timeline, l *lane, gi int, s *Story, col colors) taskView {
-	es := tl.Entries
-	v := taskView{Anchor: taskID(gi, l.task), Search: strings.ToLower(l.task), Task: l.task, Summary: "no verdict"}
-	if s != nil && s.Moment != nil {
-		v.Summary = s.Moment.What
-		v.Class = string(s.Moment.Action)
-	}
+	v := taskView{Anchor: taskID(gi, l.task), Search: strings.ToLower(l.task), Task: l.task, Summary: "no verdict", Story: s}
 	if s != nil {
-		st := &storyView{
-			PlannedAgainst: col.digest(s.Planned, fmt.Sprintf("%s, pinned %s", pinText(s.PinSource, s.PinExtended), render.Time(s.PinnedAt))),
-			LiveThen:       col.digest(s.Live, "fetched "+render.Time(s.LiveAt)),
-			Abort:          s.Verdicts.Abort, Replan: s.Verdicts.Replan, Continue: s.Verdicts.Continue,
-			State:  render.OrDash(s.State),
-			Change: changeOf(s.Change),
+		if s.Moment != nil {
+			v.Summary, v.Class = s.Moment.What, string(s.Moment.Action)
 		}
-		if r := s.Requirements; r != nil {
-			st.Planned = &plannedView{SkillID: render.OrDash(r.SkillID), Posture: string(r.Posture), Idempotent: r.Idempotent, Streaming: r.Streaming, Push: r.PushNotifications}
-		}
-		if m := s.Moment; m != nil {
-			st.Moment = &momentView{Time: render.Time(m.Time), Type: m.Type, What: m.What}
-		}
-		v.Story = st
+		v.PlannedAgainst = col.digest(s.Planned, fmt.Sprintf("%s, pinned %s", pinText(s.PinSource, s.PinExtended), render.Time(s.PinnedAt)))
+		v.LiveThen = col.digest(s.Live, "fetched "+render.Time(s.LiveAt))
 	}
 	for _, i := range l.entries {
-		e := &es[i]
-		v.Entries = append(v.Entries, entryRow{Time: render.Time(e.Time), Kind: string(e.Kind), Type: e.Type, Digests: entryDigests(e), Detail: entryDetail(e)})
-	}
-	for _, i := range l.entries {
-		e := &es[i]
-		d, ok := e.Data.(events.Drift)
-		if !ok {
-			continue
+		e := &tl.Entries[i]
+		v.Entries = append(v.Entries, e)
+		if d, ok := e.Data.(events.Drift); ok {
+			v.Verdicts = append(v.Verdicts, verdictView{Anchor: verdictID(gi, i), Time: e.Time, D: d,
+				Pinned: col.digest(d.Pinned.Digest, ""), Live: col.digest(d.Live.Digest, "")})
 		}
-		v.Verdicts = append(v.Verdicts, verdictView{
-			Anchor: verdictID(gi, i), Action: string(d.Verdict.Action), Upper: strings.ToUpper(string(d.Verdict.Action)),
-			Time: render.Time(e.Time), Reason: d.Verdict.Reason, ReplanSkill: d.Verdict.ReplanSkill,
-			Pinned: col.digest(d.Pinned.Digest, ""), Live: col.digest(d.Live.Digest, ""),
-			TriggerType: d.Trigger.Type, TriggerID: d.Trigger.EventID,
-			Findings: findingViews(d.Findings),
-		})
 	}
 	return v
 }
@@ -611,16 +538,14 @@ func taskDetails(tl *Timeline, l *lane, gi int, s *Story, col colors) taskView {
 // replay --cards --format html): an SVG of when each version was seen, the
 // table of versions and the changelog. It returns the template's or w's
 // error.
-func (h *CardHistory) WriteHTML(w io.Writer) error { return writeCardsHTML(w, h) }
-
-func writeCardsHTML(w io.Writer, h *CardHistory) error {
+func (h *CardHistory) WriteHTML(w io.Writer) error {
 	p := &pageView{
 		Frame:    render.Frame{Title: "carddrift replay: card history"},
 		Subtitle: fmt.Sprintf("agent %s — %d card version(s)", h.AgentURL, len(h.Versions)),
 		Cards:    &cardsView{AgentURL: h.AgentURL},
 	}
 	if len(h.Versions) == 0 {
-		return writePage(w, p)
+		return replayTemplate.Execute(w, p)
 	}
 	v := p.Cards
 	var digests []string
@@ -647,11 +572,10 @@ func writeCardsHTML(w io.Writer, h *CardHistory) error {
 			Bands: []bandView{{X: x0, Y: y + 6, W: max(x1-x0, 3), H: laneH - 12, Color: col.of(ver.Digest),
 				Title: fmt.Sprintf("%s\nfirst seen %s\nlast seen %s\nobserved %d, pinned %d, drift %d%s", ver.Digest, render.Time(ver.FirstSeen), render.Time(ver.LastSeen), ver.Observed, ver.Pinned, ver.Drift, changeTitle(ver.Change))}},
 		})
-		v.Rows = append(v.Rows, cardRow{N: i + 1, Digest: col.digest(ver.Digest, ""), Version: render.OrDash(ver.CardVersion),
-			FirstSeen: render.Time(ver.FirstSeen), LastSeen: render.Time(ver.LastSeen), Observed: ver.Observed, Pinned: ver.Pinned, Drift: ver.Drift})
+		v.Rows = append(v.Rows, cardRow{N: i + 1, Digest: col.digest(ver.Digest, ""), V: &h.Versions[i]})
 	}
 	for i, ver := range h.Versions[1:] {
-		v.Changelogs = append(v.Changelogs, changelogView{From: i + 1, To: i + 2, Change: changeOf(ver.Change)})
+		v.Changelogs = append(v.Changelogs, changelogView{From: i + 1, To: i + 2, Change: ver.Change})
 	}
-	return writePage(w, p)
+	return replayTemplate.Execute(w, p)
 }

@@ -6,6 +6,7 @@ package replay
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -29,7 +30,7 @@ const (
 type StreamWriter struct {
 	w     *bufio.Writer
 	q     Query
-	json  bool
+	json  *json.Encoder // nil: text
 	rows  int
 	shown map[[2]string]bool // changes already listed in full
 }
@@ -37,8 +38,10 @@ type StreamWriter struct {
 // NewStreamWriter returns a StreamWriter of q's timeline to w, as text or,
 // with asJSON, as JSON lines.
 func NewStreamWriter(w io.Writer, q Query, asJSON bool) *StreamWriter {
-	s := &StreamWriter{w: bufio.NewWriterSize(w, 64<<10), q: q, json: asJSON, shown: map[[2]string]bool{}}
-	if !asJSON {
+	s := &StreamWriter{w: bufio.NewWriterSize(w, 64<<10), q: q, shown: map[[2]string]bool{}}
+	if asJSON {
+		s.json = json.NewEncoder(s.w)
+	} else {
 		fmt.Fprintf(s.w, "carddrift replay: %s\n", describeQuery(q))
 		if q.AgentURL != "" {
 			fmt.Fprintf(s.w, "agent %s\n", q.AgentURL)
@@ -50,11 +53,11 @@ func NewStreamWriter(w io.Writer, q Query, asJSON bool) *StreamWriter {
 // Write writes one item; it returns the writer's error.
 func (s *StreamWriter) Write(it Item) error {
 	switch {
-	case s.json && it.Entry != nil:
-		if err := writeJSONLine(s.w, it.Entry); err != nil {
+	case s.json != nil && it.Entry != nil:
+		if err := s.json.Encode(it.Entry); err != nil {
 			return err
 		}
-	case s.json:
+	case s.json != nil:
 	case it.Entry != nil:
 		s.row(it.Entry)
 	case it.Story != nil:
@@ -108,7 +111,7 @@ func SummaryLine(sum *Summary) string {
 // Close writes the summary line (text) and flushes; it returns the
 // writer's error.
 func (s *StreamWriter) Close(sum *Summary) error {
-	if !s.json && sum != nil {
+	if s.json == nil && sum != nil {
 		fmt.Fprintf(s.w, "\n%s\n", SummaryLine(sum))
 	}
 	return s.w.Flush()

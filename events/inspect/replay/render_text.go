@@ -1,9 +1,8 @@
 package replay
 
-// The text and JSON renderings of a Timeline, a CardHistory and a Report:
-// what carddrift replay prints with --format text (a table and each task's
-// story) and --format json (one object per line). render_html.go makes the
-// pages.
+// The text and JSON renderings of a CardHistory and a Report, and what
+// they share with a streamed timeline's (render_stream.go): what carddrift
+// replay prints with --format text and --format json (one object per line).
 
 import (
 	"encoding/json"
@@ -17,17 +16,6 @@ import (
 	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
-// WriteText writes the timeline as carddrift replay prints it: a line on
-// what the query selected, a table of the entries (each card change listed
-// in full once) and every task's story. It returns w's error.
-func (t *Timeline) WriteText(w io.Writer) error {
-	return render.Buffered(w, func(w io.Writer) { writeTimelineText(w, t) })
-}
-
-// WriteJSON writes the timeline's entries as JSON, one object per line (an
-// Entry's JSON).
-func (t *Timeline) WriteJSON(w io.Writer) error { return writeTimelineJSON(w, t) }
-
 // WriteText writes the card history as carddrift replay --cards prints it:
 // a table of the versions and the changelog between consecutive ones. It
 // returns w's error.
@@ -37,7 +25,17 @@ func (h *CardHistory) WriteText(w io.Writer) error {
 
 // WriteJSON writes the card history's versions as JSON, one object per line:
 // a Version's JSON with the agentUrl.
-func (h *CardHistory) WriteJSON(w io.Writer) error { return writeCardsJSON(w, h) }
+func (h *CardHistory) WriteJSON(w io.Writer) error {
+	type line struct {
+		AgentURL string `json:"agentUrl"`
+		Version
+	}
+	lines := make([]line, len(h.Versions))
+	for i, v := range h.Versions {
+		lines[i] = line{h.AgentURL, v}
+	}
+	return jsonLines(w, lines)
+}
 
 // WriteText writes the re-evaluation as carddrift replay --reevaluate
 // prints it: what was re-evaluated under which posture and rules, the
@@ -49,7 +47,7 @@ func (r *Report) WriteText(w io.Writer) error {
 
 // WriteJSON writes the re-evaluation's differences as JSON, one object per
 // line (a Difference's JSON).
-func (r *Report) WriteJSON(w io.Writer) error { return writeReevalJSON(w, r) }
+func (r *Report) WriteJSON(w io.Writer) error { return jsonLines(w, r.Differences) }
 
 // describeQuery says what a query selected, in words.
 func describeQuery(q Query) string {
@@ -218,53 +216,6 @@ func writeChange(w io.Writer, indent string, c *Change) {
 	}
 }
 
-func writeTimelineText(w io.Writer, tl *Timeline) {
-	agents, tasks := tl.Agents(), tl.Tasks()
-	fmt.Fprintf(w, "carddrift replay: %s: %d entries, %d task(s), %d agent(s)\n", describeQuery(tl.Query), len(tl.Entries), len(tasks), len(agents))
-	if len(tl.Entries) == 0 {
-		return
-	}
-	if len(agents) == 1 {
-		fmt.Fprintf(w, "agent %s\n", agents[0])
-	}
-	taskW, agentW, digW := len("TASK"), len("AGENT"), len("DIGESTS")
-	for i := range tl.Entries {
-		e := &tl.Entries[i]
-		taskW = max(taskW, min(len(e.TaskID), 40))
-		agentW = max(agentW, len(e.AgentURL))
-		digW = max(digW, len(entryDigests(e)))
-	}
-	multi := len(agents) > 1
-	fmt.Fprintln(w)
-	row := func(t, kind, typ, task, agent, dig, detail string) {
-		fmt.Fprintf(w, "%-24s  %-11s  %-18s  %-*s  ", t, kind, typ, taskW, task)
-		if multi {
-			fmt.Fprintf(w, "%-*s  ", agentW, agent)
-		}
-		fmt.Fprintf(w, "%-*s  %s\n", digW, dig, detail)
-	}
-	row("TIME", "KIND", "TYPE", "TASK", "AGENT", "DIGESTS", "DETAIL")
-	shown := map[[2]string]bool{} // changes already listed in full
-	for i := range tl.Entries {
-		e := &tl.Entries[i]
-		row(render.Time(e.Time), string(e.Kind), e.Type, render.OrDash(e.TaskID), e.AgentURL, entryDigests(e), entryDetail(e))
-		if c := e.Change; c != nil {
-			key := [2]string{c.From, c.To}
-			if shown[key] {
-				fmt.Fprintf(w, "%24s  changed %s → %s: as listed above (%d finding(s))\n", "", render.ShortDigest(c.From), render.ShortDigest(c.To), len(c.Findings))
-				continue
-			}
-			shown[key] = true
-			fmt.Fprintf(w, "%24s  changed %s → %s:\n", "", render.ShortDigest(c.From), render.ShortDigest(c.To))
-			writeChange(w, strings.Repeat(" ", 28), c)
-		}
-	}
-	for _, s := range tl.Stories {
-		fmt.Fprintln(w)
-		writeStory(w, &s)
-	}
-}
-
 // writeStory answers, for one task: which card was it planned against,
 // which card was live when it failed, what changed.
 func writeStory(w io.Writer, s *Story) {
@@ -303,19 +254,11 @@ func writeStory(w io.Writer, s *Story) {
 		s.Verdicts.Abort, s.Verdicts.Replan, s.Verdicts.Continue, render.OrDash(s.State))
 }
 
-func writeJSONLine(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	_, err = w.Write(b)
-	return err
-}
-
-func writeTimelineJSON(w io.Writer, tl *Timeline) error {
-	for i := range tl.Entries {
-		if err := writeJSONLine(w, &tl.Entries[i]); err != nil {
+// jsonLines writes each of vs as JSON on a line of its own.
+func jsonLines[T any](w io.Writer, vs []T) error {
+	enc := json.NewEncoder(w)
+	for i := range vs {
+		if err := enc.Encode(&vs[i]); err != nil {
 			return err
 		}
 	}
@@ -348,19 +291,6 @@ func writeCardsText(w io.Writer, h *CardHistory) {
 		fmt.Fprintf(w, "\n  %d → %d  %s → %s\n", i+1, i+2, h.Versions[i].Digest, v.Digest)
 		writeChange(w, "    ", v.Change)
 	}
-}
-
-func writeCardsJSON(w io.Writer, h *CardHistory) error {
-	for _, v := range h.Versions {
-		line := struct {
-			AgentURL string `json:"agentUrl"`
-			Version
-		}{h.AgentURL, v}
-		if err := writeJSONLine(w, line); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // describeRules says what a rules file changes, in words.
@@ -415,13 +345,4 @@ func writeReevalText(w io.Writer, rep *Report) {
 		fmt.Fprintf(w, "%-24s  %-*s  %-36s  %-20s  %s\n", render.Time(d.Time), taskW, d.TaskID, trigger,
 			string(d.Old.Action)+" → "+string(d.New.Action), onto(d.New)+d.New.Reason)
 	}
-}
-
-func writeReevalJSON(w io.Writer, rep *Report) error {
-	for _, d := range rep.Differences {
-		if err := writeJSONLine(w, d); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/inspect/replay"
+	"github.com/carddrift/carddrift/events/service/servicetest"
 )
 
 // recorded drives one history through a real worker (see rig.record) and
@@ -309,4 +311,178 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) error %v is not ErrInvalidQuery", tt.in, err)
 		}
 	}
+}
+
+// A submission for task "victim" that a publisher filed under another task's
+// subject is not victim's history: an agent-wide replay, which reads the
+// subjects of the agent's tasks, never meets it, and a replay of the whole
+// history lists it among the skipped messages (subject-mismatch), not as
+// victim's submission.
+func TestReplaySkipsSubjectMismatch(t *testing.T) {
+	r := newRig(t, cardV1)
+	ctx := context.Background()
+	url := r.agent.URL()
+	if err := r.Emit.Submitted(ctx, events.Submitted{TaskID: "honest", AgentURL: url, SkillID: "summarize",
+		Posture: detector.FailClosed, Card: []byte(cardV1)}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := events.Encode(events.Event{ID: "forged-1", Source: "urn:client:hostile", Data: events.Submitted{
+		TaskID: "victim", AgentURL: url, SkillID: "summarize", Posture: detector.FailClosed, Card: []byte(cardV1)}}, events.Binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Subject = "a2a.task.error.decoy"
+	if _, err := r.JS.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	r.waitCardEvents(events.TypePinned, 1)
+
+	tl, err := r.reader().Timeline(ctx, replay.Query{AgentURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tl.Entries {
+		if e.TaskID == "victim" {
+			t.Errorf("Timeline(agent) has an entry %+v for victim, from an event on another task's subject", e)
+		}
+	}
+	if len(tl.Skipped) != 0 {
+		t.Errorf("Timeline(agent).Skipped = %+v, want none: the agent's subjects do not carry it", tl.Skipped)
+	}
+	if tl, err = r.reader().Timeline(ctx, replay.Query{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tl.Entries {
+		if e.TaskID == "victim" {
+			t.Errorf("Timeline() has an entry %+v for victim, from an event on another task's subject", e)
+		}
+	}
+	var skipped []string
+	for _, s := range tl.Skipped {
+		skipped = append(skipped, s.Subject+": "+s.Reason)
+	}
+	if len(skipped) != 1 || !strings.Contains(skipped[0], "a2a.task.error.decoy") {
+		t.Errorf("Timeline().Skipped = %q, want the forged event on a2a.task.error.decoy", skipped)
+	}
+}
+
+// rig is the servicetest rig with one worker and an agent whose card (or
+// status) the test swaps.
+type rig struct {
+	*servicetest.Rig
+	agent *servicetest.Agent
+}
+
+func newRig(t *testing.T, card string) *rig {
+	t.Helper()
+	return &rig{
+		Rig:   servicetest.Start(t, servicetest.Options{Source: "urn:client:replay-test", Workers: []string{"replay-test-worker"}}),
+		agent: servicetest.NewAgent(t, card),
+	}
+}
+
+func (r *rig) reader() *replay.Reader {
+	r.T.Helper()
+	rd, err := replay.New(r.JS, replay.Options{Config: r.Config, Cards: r.Stores.Cards, IdleTimeout: 5 * time.Second})
+	if err != nil {
+		r.T.Fatal(err)
+	}
+	return rd
+}
+
+// waitCardEvents waits until at least n events of type typ are stored.
+func (r *rig) waitCardEvents(typ string, n int) {
+	r.T.Helper()
+	r.Out().WaitFor(r.T, fmt.Sprintf("%d %s events", n, typ), func(c *servicetest.Collector) bool { return len(c.All(typ)) >= n })
+}
+
+// Two versions of one card: v2 turns streaming off (and bumps the version).
+const (
+	cardV1 = `{"name":"B","version":"1.0.0","protocolVersion":"0.3.0","url":"https://b.example.com/a2a","capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":[]}]}`
+	cardV2 = `{"name":"B","version":"1.1.0","protocolVersion":"0.3.0","url":"https://b.example.com/a2a","capabilities":{"streaming":false},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":[]}]}`
+)
+
+func digest(t *testing.T, card string) string {
+	t.Helper()
+	d, err := detector.Digest([]byte(card))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// rigTask is one task the history drives.
+type rigTask struct {
+	id         string
+	posture    detector.Posture
+	idempotent bool
+	streaming  bool
+	want       detector.Action // the verdict carddrift emits
+}
+
+var tasks = []rigTask{
+	{id: "fc-idem", posture: detector.FailClosed, idempotent: true, streaming: true, want: detector.Abort},
+	{id: "fc-once", posture: detector.FailClosed, streaming: true, want: detector.Abort},
+	{id: "deg-idem", posture: detector.Degrade, idempotent: true, streaming: true, want: detector.Replan},
+	{id: "no-stream", posture: detector.FailClosed, want: detector.Continue},
+}
+
+// record drives a history through the real worker: every task is submitted
+// with card v1 and sends a plain request; the agent switches to v2; every
+// task then sends a capability-dependent request (a verdict each); fc-idem
+// fails; the agent goes down and no-stream resubscribes (unreachable).
+func (r *rig) record() {
+	r.T.Helper()
+	ctx := context.Background()
+	url := r.agent.URL()
+	must := func(err error) {
+		r.T.Helper()
+		if err != nil {
+			r.T.Fatal(err)
+		}
+	}
+	for _, tk := range tasks {
+		must(r.Emit.Submitted(ctx, events.Submitted{
+			TaskID: tk.id, AgentURL: url, SkillID: "summarize",
+			Requires: events.Requires{Streaming: tk.streaming}, Posture: tk.posture, Idempotent: tk.idempotent,
+			Card: []byte(cardV1),
+		}))
+		must(r.Emit.Request(ctx, events.Request{TaskID: tk.id, AgentURL: url, Method: "message/send", Attempt: 1}))
+	}
+	r.waitCardEvents(events.TypePinned, len(tasks))
+	r.agent.Set(cardV2)
+	for _, tk := range tasks {
+		must(r.Emit.Request(ctx, events.Request{TaskID: tk.id, AgentURL: url, Method: "message/stream", Attempt: 1}))
+	}
+	r.waitCardEvents(events.TypeDrift, len(tasks))
+	must(r.Emit.Status(ctx, events.Status{TaskID: "fc-idem", AgentURL: url, State: "failed"}))
+	r.agent.SetStatus(503)
+	must(r.Emit.Request(ctx, events.Request{TaskID: "no-stream", AgentURL: url, Method: "tasks/resubscribe", Attempt: 1}))
+	r.waitCardEvents(events.TypeUnreachable, 1)
+}
+
+// change is a task whose verdict a re-evaluation changes.
+type change struct {
+	task     string
+	old, new detector.Action
+}
+
+// reevaluate re-evaluates the whole history under re, requires all n tasks
+// evaluated and none skipped, and returns the report and its changes by
+// task.
+func reevaluate(t *testing.T, rd *replay.Reader, re replay.Reevaluation, n int) (*replay.Report, []change) {
+	t.Helper()
+	rep, err := rd.Reevaluate(context.Background(), replay.Query{}, re)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Evaluated != n || len(rep.Skipped) != 0 {
+		t.Fatalf("evaluated %d, skipped %+v; want %d, none", rep.Evaluated, rep.Skipped, n)
+	}
+	var out []change
+	for _, d := range rep.Differences {
+		out = append(out, change{d.TaskID, d.Old.Action, d.New.Action})
+	}
+	slices.SortFunc(out, func(a, b change) int { return strings.Compare(a.task, b.task) })
+	return rep, out
 }

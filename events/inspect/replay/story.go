@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -61,33 +60,6 @@ type Moment struct {
 // one type of it).
 type VerdictCounts = detector.Counts
 
-// stories builds the story of every task in es (sorted entries), by task id.
-func (r *Reader) stories(ctx context.Context, es []Entry) ([]Story, error) {
-	byTask := map[string][]int{}
-	for i, e := range es {
-		if e.TaskID != "" {
-			byTask[e.TaskID] = append(byTask[e.TaskID], i)
-		}
-	}
-	var out []Story
-	for _, id := range sortedKeysOf(byTask) {
-		s, err := r.story(ctx, es, byTask[id])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-func sortedKeysOf[V any](m map[string]V) []string {
-	set := make(map[string]bool, len(m))
-	for k := range m {
-		set[k] = true
-	}
-	return sortedKeys(set)
-}
-
 // failing reports whether a lifecycle event shows the task failing.
 func failing(d events.Data) (string, bool) {
 	switch d := d.(type) {
@@ -101,109 +73,4 @@ func failing(d events.Data) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func (r *Reader) story(ctx context.Context, es []Entry, idx []int) (Story, error) {
-	first := es[idx[0]]
-	s := Story{TaskID: first.TaskID, AgentURL: first.AgentURL}
-	var abort, fail, replan, lastVerdict = -1, -1, -1, -1
-	for _, i := range idx {
-		e := &es[i]
-		if s.AgentURL == "" {
-			s.AgentURL = e.AgentURL
-		}
-		switch d := e.Data.(type) {
-		case events.Drift:
-			lastVerdict = i
-			s.Verdicts.Add(d.Verdict.Action)
-			switch d.Verdict.Action {
-			case detector.Abort:
-				if abort < 0 {
-					abort = i
-				}
-			case detector.Replan:
-				if replan < 0 {
-					replan = i
-				}
-			}
-		case events.Status:
-			s.State = d.State
-		}
-		if _, ok := failing(e.Data); ok && fail < 0 {
-			fail = i
-		}
-	}
-	moment := -1
-	switch {
-	case abort >= 0:
-		moment = abort
-	case fail >= 0:
-		moment = fail
-	case replan >= 0:
-		moment = replan
-	default:
-		moment = lastVerdict
-	}
-	end := len(es) - 1
-	if moment >= 0 {
-		end = moment
-	}
-	// The task's pin and requirements as they stood at the moment.
-	for _, i := range idx {
-		if i > end {
-			break
-		}
-		switch d := es[i].Data.(type) {
-		case events.Pinned:
-			s.Planned, s.PinSource, s.PinExtended, s.PinnedAt = d.Digest, d.Source, d.Extended, es[i].Time
-		case events.Submitted:
-			req := d.Requirements()
-			if req.Posture == "" {
-				req.Posture = detector.FailClosed
-			}
-			s.Requirements = &req
-		}
-	}
-	if moment >= 0 {
-		e := es[moment]
-		s.Moment = &Moment{Time: e.Time, Type: e.Type}
-		if d, ok := e.Data.(events.Drift); ok {
-			s.Moment.Action = d.Verdict.Action
-			s.Moment.What = verdictText(d.Verdict, false)
-			s.Planned = d.Pinned.Digest
-			s.Live, s.LiveAt = d.Live.Digest, d.Live.FetchedAt.UTC()
-		} else {
-			s.Moment.What, _ = failing(e.Data)
-		}
-	}
-	if s.Live == "" {
-		s.Live, s.LiveAt = liveAt(es, s.AgentURL, end, moment >= 0)
-	}
-	if s.Planned != "" && s.Live != "" && s.Planned != s.Live {
-		c, err := r.change(ctx, s.Planned, s.Live)
-		if err != nil {
-			return Story{}, err
-		}
-		s.Change = c
-	}
-	return s, nil
-}
-
-// liveAt returns the digest and time of the agent's last observation at or
-// before es[end]; with after, failing that, the first one after it.
-func liveAt(es []Entry, agentURL string, end int, after bool) (string, time.Time) {
-	key := agentKey(agentURL)
-	for i := end; i >= 0; i-- {
-		if es[i].Kind == KindObservation && agentKey(es[i].AgentURL) == key {
-			return es[i].Digests.Live, es[i].Time
-		}
-	}
-	if after {
-		for i := end + 1; i < len(es); i++ {
-			if es[i].Kind == KindObservation && agentKey(es[i].AgentURL) == key {
-				return es[i].Digests.Live, es[i].Time
-			}
-		}
-	}
-	return "", time.Time{}
 }

@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"context"
 	"hash/maphash"
+	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -65,29 +67,16 @@ const settle = 10 * time.Second
 const idleTask = 5 * time.Minute
 
 // Stream reads the history q selects and hands emit every entry, in
-// timeline order, and every task's story, as it reads: the entries Timeline
-// would hold, with the same changes, without holding them.
-//
-// A task or agent query reads as Timeline does (by subject; its answer is
-// that task's or agent's) and emits its stories after its entries. Any
-// other query reads both streams at once from the window's start (or the
-// beginning), merging them by time through a reorder buffer that holds the
-// entries of the last Latency (FetchLatency) of stored time, and emits each
-// task's story once it is over: it reached a terminal state and the workers
-// are past it — a card event answering a later lifecycle event of its
-// partition was read, and the stream moved on by settle and FetchLatency
-// (a task no worker is seen past stays open until idle for idleTask; the
-// rest at the end). Memory follows the tasks open at once (those the
-// workers have not answered yet included), not the history. A task's
-// entry that comes after its story (a worker far slower than that) is
-// written as an entry, counted in Summary.Late, and gives it no second
-// story while its story is recent (idleTask). A window first reads the card events stream from LookBack before
-// it for each agent's last observation and the pins of the tasks it
-// continues.
-//
-// An event stored more than Latency (FetchLatency) after its own time may
-// come out after entries of later times. emit's error ends the stream.
+// timeline order, and every task's story, as it reads (see the package
+// documentation): the entries Timeline holds, without holding them. emit's
+// error ends the stream.
 func (r *Reader) Stream(ctx context.Context, q Query, emit func(Item) error) (*Summary, error) {
+	return r.stream(ctx, q, true, emit)
+}
+
+// stream is Stream; without interleave, a window's or the whole history's
+// stories come at the end, each task's from all its entries.
+func (r *Reader) stream(ctx context.Context, q Query, interleave bool, emit func(Item) error) (*Summary, error) {
 	if err := q.validate(); err != nil {
 		return nil, err
 	}
@@ -115,8 +104,11 @@ func (r *Reader) Stream(ctx context.Context, q Query, emit func(Item) error) (*S
 				return nil, err
 			}
 		}
-	} else if err := r.merge(ctx, q, p); err != nil {
-		return nil, err
+	} else {
+		p.interleave = interleave
+		if err := r.merge(ctx, q, p); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.finish(ctx); err != nil {
 		return nil, err
@@ -128,24 +120,19 @@ func (r *Reader) Stream(ctx context.Context, q Query, emit func(Item) error) (*S
 // merge reads both streams at once, in stored-time order, and feeds p the
 // entries in timeline order.
 func (r *Reader) merge(ctx context.Context, q Query, p *proc) error {
-	life, err := r.view(ctx, r.cfg.LifecycleStream)
+	life, card, err := r.views(ctx)
 	if err != nil {
 		return err
 	}
-	card, err := r.view(ctx, r.cfg.EventsStream)
-	if err != nil {
-		return err
-	}
-	lw, cw := r.window(q, r.late), r.window(q, r.fetchLate)
+	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)
 	if !cw.from.IsZero() {
 		// The state the window opens in: the look-back (a consumer of
 		// its own filtered to the pins and observations costs the server
 		// more than it saves: 3.6 s for its 4,576 messages on the demo's
 		// store, matching two filters against ~15,000 subjects).
-		cw.from = cw.from.Add(-r.lookBack)
+		cw.from = cw.from.Add(-r.opts.LookBack)
 	}
-	p.interleave = true
-	heads := []*head{{late: r.late}, {late: r.fetchLate}}
+	heads := []*head{{late: r.opts.Latency}, {late: r.opts.FetchLatency}}
 	if heads[0].sc, err = r.scan(ctx, life, nil, lw.from, lw.to, &p.sum.Read); err != nil {
 		return err
 	}
@@ -341,7 +328,8 @@ func (p *proc) entry(ctx context.Context, e Entry) error {
 		_, late = p.closed[idHash]
 		late = late && p.tasks[e.TaskID] == nil
 	}
-	// The change the entry shows (attachChanges, one entry at a time).
+	// The change the entry shows: a verdict's, a pin replacing another of
+	// its task, an observation differing from the agent's previous one.
 	var from, to string
 	switch e.Kind {
 	case KindPin:
@@ -432,7 +420,7 @@ func (p *proc) sweep(ctx context.Context, now time.Time) error {
 		if !ts.endedAt.IsZero() && ts.caught.IsZero() && ts.lastSeq > 0 && p.front[ts.part] >= ts.lastSeq {
 			ts.caught = now // the workers are past its last lifecycle event
 		}
-		if (!ts.caught.IsZero() && now.Sub(ts.caught) >= settle+p.r.fetchLate) || now.Sub(ts.last) >= idleTask {
+		if (!ts.caught.IsZero() && now.Sub(ts.caught) >= settle+p.r.opts.FetchLatency) || now.Sub(ts.last) >= idleTask {
 			done = append(done, id)
 		}
 	}
@@ -478,12 +466,18 @@ func (p *proc) close(ctx context.Context, id string) error {
 
 // finish writes the stories of the tasks still open, by task id.
 func (p *proc) finish(ctx context.Context) error {
-	for _, id := range sortedKeysOf(p.tasks) {
+	for _, id := range slices.Sorted(maps.Keys(p.tasks)) {
 		if err := p.close(ctx, id); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Timeline reads the history q selects into one timeline, with the changes
+// between card versions and a story per task: it holds the whole answer.
+func (r *Reader) Timeline(ctx context.Context, q Query) (*Timeline, error) {
+	return r.capped(ctx, q, math.MaxInt, false)
 }
 
 // Capped reads the history q selects as Stream does and keeps the first max
@@ -494,9 +488,13 @@ func (r *Reader) Capped(ctx context.Context, q Query, max int) (*Timeline, error
 	if max <= 0 {
 		max = DefaultCap
 	}
+	return r.capped(ctx, q, max, true)
+}
+
+func (r *Reader) capped(ctx context.Context, q Query, max int, interleave bool) (*Timeline, error) {
 	tl := &Timeline{Query: q, Entries: []Entry{}}
 	drawn := map[string]bool{}
-	sum, err := r.Stream(ctx, q, func(it Item) error {
+	sum, err := r.stream(ctx, q, interleave, func(it Item) error {
 		switch {
 		case it.Entry != nil && len(tl.Entries) < max:
 			tl.Entries = append(tl.Entries, *it.Entry)

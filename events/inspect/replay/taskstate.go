@@ -10,28 +10,23 @@ import (
 )
 
 // taskState is an open task of a stream: what its story needs, kept as it
-// goes (the same story Reader.story makes from a whole timeline), and no
-// more. It holds no event: a decoded event's strings share one copy of the
-// whole message (events.Decode), so every string it keeps is the stream's
-// own (strs), and of a verdict it keeps only the two card versions.
+// goes, and no more. It holds no event: every string it keeps is the
+// stream's own (strs), and of a verdict only the two card versions.
 type taskState struct {
 	id, agentURL, state string // the story's TaskID, AgentURL, State
 	verdicts            VerdictCounts
 	agent               string    // key
 	last                time.Time // of its latest entry
 	endedAt             time.Time // its terminal status, zero while it runs
-	// Where its lifecycle events are: the partition, the sequence of the
-	// latest, and the latest few by id (a card event names the one that
-	// triggered it), for the workers' progress (proc.sweep). caught is
-	// when (in event time) the workers were seen past the latest (zero
-	// until then).
+	// Its lifecycle events' partition, the latest's sequence and the
+	// latest few by id (a card event names its trigger), for the workers'
+	// progress; caught is when the workers were seen past the latest.
 	part    string
 	lastSeq uint64
 	evs     []evRef
 	caught  time.Time
-	// at is what the task stood on now, and the candidate moments what it
-	// stood on at each (Story.Moment: abort, else fail, else re-plan, else
-	// the last verdict).
+	// at is what the task stands on now, the candidate moments what it
+	// stood on at each (Story.Moment).
 	at                          standing
 	abort, fail, replan, verdct *standing
 }
@@ -51,13 +46,10 @@ type standing struct {
 	needsLive          bool // no observation before it: the first one after
 }
 
-// evRef is one of a task's lifecycle events: its id's hash and its
-// sequence.
 type evRef struct{ id, seq uint64 }
 
 // maxEvRefs bounds the lifecycle events a task keeps for its triggers: a
-// worker's card event answers one of a task's latest (and any that
-// answers one moves the workers' progress on).
+// worker's card event answers one of a task's latest.
 const maxEvRefs = 8
 
 // lifecycle takes the task's lifecycle entry e, whose id hashes to id.
@@ -69,8 +61,6 @@ func (ts *taskState) lifecycle(e *Entry, id uint64, strs *strs) {
 	ts.part, ts.lastSeq, ts.caught = strs.own(e.part), e.Seq, time.Time{}
 }
 
-// triggerSeq returns the sequence of the task's lifecycle event whose id
-// hashes to id.
 func (ts *taskState) triggerSeq(id uint64) (uint64, bool) {
 	for _, r := range ts.evs {
 		if r.id == id {
@@ -94,8 +84,7 @@ func trigger(d events.Data) string {
 	return ""
 }
 
-// driftCards is what a story takes from a verdict: the card versions it
-// judged.
+// driftCards are the card versions a verdict judged.
 type driftCards struct {
 	pinned, live string
 	liveAt       time.Time
@@ -199,13 +188,10 @@ func (ts *taskState) story(ctx context.Context, r *Reader) (Story, error) {
 }
 
 // strs owns the strings a stream keeps: a decoded event's strings share
-// the message's bytes (events.Decode copies a small message whole), so a
-// kept one would hold the whole message. The few that repeat (agents,
-// digests, states, modes) are kept once; the table is a bound, not a
-// history: past maxStrs it starts over.
+// the message's bytes, so a kept one would hold the whole message. Those
+// that repeat are kept once, up to maxStrs (then it starts over).
 type strs struct{ m map[string]string }
 
-// maxStrs bounds the strings a stream keeps once.
 const maxStrs = 1 << 14
 
 // own returns s as a string of its own: the one kept, else a copy.

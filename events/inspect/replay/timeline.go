@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -100,20 +101,20 @@ type Timeline struct {
 }
 
 // Tasks returns the task ids of the timeline, sorted.
-func (t *Timeline) Tasks() []string {
-	return t.distinct(func(e Entry) string { return e.TaskID })
+func (tl *Timeline) Tasks() []string {
+	return tl.distinct(func(e Entry) string { return e.TaskID })
 }
 
 // Agents returns the agent URLs of the timeline, sorted.
-func (t *Timeline) Agents() []string {
-	return t.distinct(func(e Entry) string { return e.AgentURL })
+func (tl *Timeline) Agents() []string {
+	return tl.distinct(func(e Entry) string { return e.AgentURL })
 }
 
 // distinct returns the non-empty values of field over the entries, sorted,
 // each once.
-func (t *Timeline) distinct(field func(Entry) string) []string {
+func (tl *Timeline) distinct(field func(Entry) string) []string {
 	var out []string
-	for _, e := range t.Entries {
+	for _, e := range tl.Entries {
 		if v := field(e); v != "" {
 			out = append(out, v)
 		}
@@ -122,53 +123,15 @@ func (t *Timeline) distinct(field func(Entry) string) []string {
 	return slices.Compact(out)
 }
 
-// Timeline reads the history q selects from both streams and merges it into
-// one timeline, with the changes between card versions and a story per task.
-// It holds the whole answer; Stream writes it as it reads.
-func (r *Reader) Timeline(ctx context.Context, q Query) (*Timeline, error) {
-	if err := q.validate(); err != nil {
-		return nil, err
-	}
-	var read int
-	recs, skipped, err := r.collect(ctx, q, &read)
-	if err != nil {
-		return nil, err
-	}
-	entries := make([]Entry, 0, len(recs))
-	for _, rec := range recs {
-		entries = append(entries, entryOf(rec))
-	}
-	sortEntries(entries)
-	if q.TaskID != "" {
-		entries = taskSpan(entries)
-	}
-	entries = slices.DeleteFunc(entries, func(e Entry) bool { return !q.inWindow(e.Time) })
-	if err := r.attachChanges(ctx, entries); err != nil {
-		return nil, err
-	}
-	tl := &Timeline{Query: q, Entries: entries, Skipped: skipped, Read: read}
-	if tl.Stories, err = r.stories(ctx, entries); err != nil {
-		return nil, err
-	}
-	return tl, nil
-}
-
-// collect reads the records q selects from both streams; every message
-// delivered counts in *read.
-//
-// A task query reads the task's subjects, then its agents' agent-level
-// subjects. An agent query reads the agent's card subjects
-// (card.<event>.<agentKey>[.<task>]), which name every task a worker saw on
-// the agent, then those tasks' lifecycle subjects, filters in batches. Any
-// other query reads both streams whole, or a window's stored-time range.
+// collect reads the records of a task or an agent query; every message
+// delivered counts in *read. A task query reads the task's subjects, then
+// its agents' agent-level subjects. An agent query reads the agent's card
+// subjects (card.<event>.<agentKey>[.<task>]), which name every task a
+// worker saw on the agent, then those tasks' lifecycle subjects.
 func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []Skipped, error) {
 	key, _ := q.agentKey()
-	lw, cw := r.window(q, r.late), r.window(q, r.fetchLate)
-	life, err := r.view(ctx, r.cfg.LifecycleStream)
-	if err != nil {
-		return nil, nil, err
-	}
-	card, err := r.view(ctx, r.cfg.EventsStream)
+	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)
+	life, card, err := r.views(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -207,7 +170,7 @@ func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []S
 			}
 		}
 		var af []string
-		for _, k := range sortedKeys(agents) {
+		for _, k := range slices.Sorted(maps.Keys(agents)) {
 			af = append(af, cardPrefix+"*."+k)
 		}
 		if len(af) > 0 {
@@ -223,39 +186,28 @@ func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []S
 		// subjects name the agent's tasks.
 		dw := cw
 		if !dw.from.IsZero() {
-			dw.from = dw.from.Add(-r.lookBack)
+			dw.from = dw.from.Add(-r.opts.LookBack)
 		}
 		if crecs, cskipped, err = r.read(ctx, card, []string{cardPrefix + "*." + key, cardPrefix + "*." + key + ".*"}, dw, read); err != nil {
 			return nil, nil, err
 		}
-		toks := map[string]bool{}
-		for _, rec := range crecs {
-			if tok := taskToken(rec.subject); tok != "" {
-				toks[tok] = true
-			}
-		}
-		if lrecs, skipped, err = r.readTasks(ctx, life, "*", sortedKeys(toks), lw, read); err != nil {
+		if lrecs, skipped, err = r.readTasks(ctx, life, "*", taskTokens(crecs), lw, read); err != nil {
 			return nil, nil, err
 		}
 		lrecs = slices.DeleteFunc(lrecs, func(rec record) bool { return agentKey(rec.ev.AgentURL()) != key })
-	default:
-		if lrecs, skipped, err = r.read(ctx, life, nil, lw, read); err != nil {
-			return nil, nil, err
-		}
-		if crecs, cskipped, err = r.read(ctx, card, nil, cw, read); err != nil {
-			return nil, nil, err
-		}
 	}
 	return append(lrecs, crecs...), append(skipped, cskipped...), nil
 }
 
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// taskTokens returns the task tokens of card event records, sorted.
+func taskTokens(recs []record) []string {
+	toks := map[string]bool{}
+	for _, rec := range recs {
+		if tok := taskToken(rec.subject); tok != "" {
+			toks[tok] = true
+		}
 	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(toks))
 }
 
 // agentKey returns events.AgentKey of a URL, "" if it has none.
@@ -372,36 +324,4 @@ func taskSpan(es []Entry) []Entry {
 		}
 	}
 	return out
-}
-
-// attachChanges sets the Change of every entry that shows a new card
-// version: a verdict (pinned → live), a pin replacing another one of its task,
-// an observation differing from the agent's previous one.
-func (r *Reader) attachChanges(ctx context.Context, es []Entry) error {
-	pins := map[string]string{} // task → pinned digest
-	live := map[string]string{} // agent key → last observed digest
-	for i := range es {
-		e := &es[i]
-		var from, to string
-		switch e.Kind {
-		case KindPin:
-			from, to = pins[e.TaskID], e.Digests.Pinned
-			pins[e.TaskID] = to
-		case KindObservation:
-			k := agentKey(e.AgentURL)
-			from, to = live[k], e.Digests.Live
-			live[k] = to
-		case KindVerdict:
-			from, to = e.Digests.Pinned, e.Digests.Live
-		}
-		if from == "" || to == "" || from == to {
-			continue
-		}
-		c, err := r.change(ctx, from, to)
-		if err != nil {
-			return err
-		}
-		e.Change = c
-	}
-	return nil
 }

@@ -1,3 +1,8 @@
+// Package rendertest checks the inspection renderers in tests: CheckPage
+// and PageText read a page as strict XML, RenderHostile and
+// RenderInChromium open it in headless Chromium, Golden and GoldenPage
+// compare a rendering with a testdata file, and FailingWriter checks that a
+// renderer returns its writer's error.
 package rendertest
 
 import (
@@ -5,6 +10,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"image/png"
 	"io"
 	"os"
@@ -24,42 +30,67 @@ func CheckPage(t testing.TB, path string, minSVG int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := xml.NewDecoder(bytes.NewReader(b))
+	p := parse(t, filepath.Base(path), b)
+	for _, ref := range p.external {
+		t.Errorf("%s: %s: external asset or link", filepath.Base(path), ref)
+	}
+	if c := p.elements; c["html"] != 1 || c["style"] != 1 || c["link"] != 0 || c["svg"] < minSVG || c["details"] == 0 || p.titled == 0 {
+		t.Errorf("%s: elements %v, %d tooltips", filepath.Base(path), c, p.titled)
+	}
+}
+
+// PageText parses a page as strict XML and returns its character data
+// (tooltips and attribute values included) and the count of every element
+// name.
+func PageText(t testing.TB, page []byte) (string, map[string]int) {
+	t.Helper()
+	p := parse(t, "the page", page)
+	return p.text, p.elements
+}
+
+type parsed struct {
+	text     string
+	elements map[string]int
+	titled   int      // titles of a g or a rect: tooltips
+	external []string // elements with a src, or an href not to the page
+}
+
+func parse(t testing.TB, name string, page []byte) parsed {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(page))
 	dec.Strict = true
-	count := map[string]int{}
+	p := parsed{elements: map[string]int{}}
+	var text strings.Builder
 	var stack []string
-	titled := 0
 	for {
 		tok, err := dec.Token()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			t.Fatalf("%s is not well-formed: %v", filepath.Base(path), err)
+			t.Fatalf("%s is not well-formed: %v", name, err)
 		}
 		switch el := tok.(type) {
 		case xml.StartElement:
-			name := el.Name.Local
-			count[name]++
-			if name == "title" && len(stack) > 0 && (stack[len(stack)-1] == "g" || stack[len(stack)-1] == "rect") {
-				titled++
+			p.elements[el.Name.Local]++
+			if n := len(stack); el.Name.Local == "title" && n > 0 && (stack[n-1] == "g" || stack[n-1] == "rect") {
+				p.titled++
 			}
 			for _, a := range el.Attr {
-				switch {
-				case a.Name.Local == "src":
-					t.Errorf("%s: <%s src=%q>: external asset", filepath.Base(path), name, a.Value)
-				case a.Name.Local == "href" && !strings.HasPrefix(a.Value, "#"):
-					t.Errorf("%s: <%s href=%q>: external link", filepath.Base(path), name, a.Value)
+				text.WriteString(a.Value + "\n")
+				if a.Name.Local == "src" || (a.Name.Local == "href" && !strings.HasPrefix(a.Value, "#")) {
+					p.external = append(p.external, fmt.Sprintf("<%s %s=%q>", el.Name.Local, a.Name.Local, a.Value))
 				}
 			}
-			stack = append(stack, name)
+			stack = append(stack, el.Name.Local)
 		case xml.EndElement:
 			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			text.Write(el)
 		}
 	}
-	if count["html"] != 1 || count["style"] != 1 || count["link"] != 0 || count["svg"] < minSVG || count["details"] == 0 || titled == 0 {
-		t.Errorf("%s: elements %v, %d tooltips", filepath.Base(path), count, titled)
-	}
+	p.text = text.String()
+	return p
 }
 
 // RenderInChromium takes a screenshot of the page (a file) with headless
@@ -150,36 +181,6 @@ func chromium(t testing.TB, page string, args ...string) []byte {
 		t.Fatalf("chromium %v: %v", args, err)
 	}
 	return out
-}
-
-// PageText parses a page as strict XML and returns its character data
-// (tooltips and attribute values included), the number of script elements
-// and the count of every element name.
-func PageText(t testing.TB, page []byte) (string, int, map[string]int) {
-	t.Helper()
-	dec := xml.NewDecoder(bytes.NewReader(page))
-	dec.Strict = true
-	var text strings.Builder
-	elements := map[string]int{}
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("not well-formed: %v", err)
-		}
-		switch tok := tok.(type) {
-		case xml.StartElement:
-			elements[tok.Name.Local]++
-			for _, a := range tok.Attr {
-				text.WriteString(a.Value + "\n")
-			}
-		case xml.CharData:
-			text.Write(tok)
-		}
-	}
-	return text.String(), elements["script"], elements
 }
 
 // Golden compares got with the file path byte for byte and reports the
