@@ -3,6 +3,7 @@ package fleet
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,8 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/carddrift/carddrift/detector/jcs"
 )
 
 // Caching is how an agent lets clients cache its card.
@@ -348,15 +347,13 @@ func strongETag(raw []byte) string {
 // ("v1.2.0"); a body that is not a card, or has no usable version, gets a
 // strong tag of its bytes instead.
 func versionETag(raw []byte) string {
-	v, err := jcs.ParseObject(raw, jcs.Limits{})
-	if err != nil {
+	var card struct{ Version string }
+	if json.Unmarshal(raw, &card) != nil || card.Version == "" {
 		return strongETag(raw)
 	}
-	ver := strMember(&v, "version")
-	if ver == "" {
-		return strongETag(raw)
-	}
-	if sanitizeETagChars(ver) {
+	ver := card.Version
+	if !strings.ContainsFunc(ver, func(r rune) bool { return r < 0x21 || r == '"' || r > 0x7e }) {
+		// Every byte may appear inside a quoted entity tag (RFC 9110 §8.8.3).
 		return `"v` + ver + `"`
 	}
 	sum := sha256.Sum256([]byte(ver))

@@ -250,14 +250,14 @@ var scenarios = []Scenario{
 func buildPinningRotation(b *builder) error {
 	base := b.base
 	base.setCapability("streaming", true)
-	base.setSkills(jobj(
-		"id", jstr("summarize"),
-		"name", jstr("Summarize"),
-		"description", jstr("Summarizes documents and conversations."),
-		"tags", jstrs("summarization", "text"),
-		"inputModes", jstrs("text/plain"),
-		"outputModes", jstrs("text/plain", "text/markdown"),
-	))
+	base.v["skills"] = []any{object{
+		"id":          "summarize",
+		"name":        "Summarize",
+		"description": "Summarizes documents and conversations.",
+		"tags":        []string{"summarization", "text"},
+		"inputModes":  []string{"text/plain"},
+		"outputModes": []string{"text/plain", "text/markdown"},
+	}}
 	base.setSecurity("bearer", schemeBearer)
 	rotated := base.clone()
 	rotated.setCapability("streaming", false)
@@ -283,9 +283,7 @@ func buildModesWithoutVersionBump(b *builder) error {
 		modes = []string{"application/json"}
 	}
 	changed := b.base.clone()
-	if err := changed.setSkillModes(id, "outputModes", modes...); err != nil {
-		return err
-	}
+	changed.skill(id)["outputModes"] = modes
 	b.change("modes-changed", changed, fmt.Sprintf("skill %s outputModes %v → %v, version %q unchanged", id, old, modes, b.base.version()))
 	return nil
 }
@@ -373,7 +371,11 @@ func buildInterfaceMove(b *builder) error {
 		to += "-next"
 	}
 	moved := b.base.clone()
-	moved.moveInterfaces(from, to)
+	for _, o := range interfaces(moved.v) {
+		if o["url"] == from {
+			o["url"] = to
+		}
+	}
 	b.change("moved", moved, fmt.Sprintf("interface %s → %s", from, to))
 	return nil
 }
@@ -421,7 +423,7 @@ func buildSkillRenamed(b *builder) error {
 	to := successorID(id, "v2", b.base.skillIDs())
 	b.roles[RoleRenamed] = to
 	renamed := b.base.clone()
-	setMember(renamed.skill(id), "id", jstr(to))
+	renamed.skill(id)["id"] = to
 	b.change("renamed", renamed, fmt.Sprintf("skill id %s → %s", id, to))
 	return nil
 }
@@ -431,8 +433,8 @@ func buildDescriptionOnly(b *builder) error {
 	b.pick()
 	id := b.roles[RolePrimary]
 	reworded := b.base.clone()
-	desc := strMember(&reworded.v, "description")
-	skillDesc := strMember(reworded.skill(id), "description")
+	desc := str(reworded.v, "description")
+	skillDesc := str(reworded.skill(id), "description")
 	reworded.setDescription(strings.TrimSpace(desc+" Now with faster responses."), id, strings.TrimSpace(skillDesc+" Results are more concise."))
 	b.change("reworded", reworded, "card and skill "+id+" descriptions edited")
 	return nil
@@ -471,11 +473,11 @@ func buildRollingDeploy(b *builder) error {
 	b.pick()
 	id := b.roles[RolePrimary]
 	added := successorID(id, "batch", b.base.skillIDs())
-	name := strMember(b.base.skill(id), "name")
+	name := str(b.base.skill(id), "name")
 	next := b.base.clone()
 	next.bumpVersion()
 	next.addSkill(added, strings.TrimSpace("Batch "+name), "Runs "+id+" over many inputs at once.", "batch")
-	next.setDescription(strings.TrimSpace(strMember(&next.v, "description")+" Now with batch processing."), "", "")
+	next.setDescription(strings.TrimSpace(str(next.v, "description")+" Now with batch processing."), "", "")
 	b.roles[RoleAdded] = added
 	b.card(LabelBase, b.base)
 	b.card("next", next)
@@ -498,7 +500,7 @@ func buildSplitBrain(b *builder) error {
 	b.base.setCapability("streaming", true)
 	stale := b.base.clone()
 	stale.setCapability("streaming", false)
-	stale.setDescription(strings.TrimSpace(strMember(&stale.v, "description")+" (previous release)"), "", "")
+	stale.setDescription(strings.TrimSpace(str(stale.v, "description")+" (previous release)"), "", "")
 	b.base.bumpVersion()
 	b.card(LabelBase, b.base)
 	b.card("stale", stale)

@@ -4,8 +4,6 @@ import (
 	"embed"
 	"fmt"
 	"strings"
-
-	"github.com/carddrift/carddrift/detector/jcs"
 )
 
 // Generation is the A2A generation an agent's card is written in. It decides
@@ -84,53 +82,23 @@ var varyTemplate = template{
 	VariantVersion: "1.0",
 }
 
-// Templates returns the file names of the embedded card templates, in the
-// order agents are built from them (before the seed shuffles it).
-func Templates() []string {
-	out := make([]string, len(templates))
-	for i, t := range templates {
-		out[i] = t.Name
-	}
-	return out
-}
-
 // renderTemplate builds the card an agent at host (an "ip:port") serves from
-// an embedded template: every interface URL points at host, keeping its path;
-// everything else is as in the fixture.
+// an embedded template: every interface URL points at host, keeping its path.
 func renderTemplate(name, host string) ([]byte, error) {
 	raw, err := cardFiles.ReadFile("cards/" + name)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: no template %q: %w", name, err)
 	}
-	v, err := parseTree(raw)
+	e, err := newEditor(raw, "")
 	if err != nil {
 		return nil, fmt.Errorf("fleet: template %s: %w", name, err)
 	}
-	for _, u := range interfaceURLs(&v) {
-		u.Str = rehost(u.Str, host)
-	}
-	return encodeTree(&v), nil
-}
-
-// interfaceURLs returns the string values of every interface URL of a card:
-// top-level url, additionalInterfaces[].url and supportedInterfaces[].url.
-func interfaceURLs(v *jcs.Value) []*jcs.Value {
-	var out []*jcs.Value
-	if u := member(v, "url"); u != nil && u.Kind == jcs.String {
-		out = append(out, u)
-	}
-	for _, key := range []string{"additionalInterfaces", "supportedInterfaces"} {
-		arr := member(v, key)
-		if arr == nil || arr.Kind != jcs.Array {
-			continue
-		}
-		for i := range arr.Elems {
-			if u := member(&arr.Elems[i], "url"); u != nil && u.Kind == jcs.String {
-				out = append(out, u)
-			}
+	for _, o := range interfaces(e.v) {
+		if u, ok := o["url"].(string); ok {
+			o["url"] = rehost(u, host)
 		}
 	}
-	return out
+	return e.bytes(), nil
 }
 
 // rehost points u at host: "https://x.example.com/a2a/v1" becomes
