@@ -108,7 +108,7 @@ func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags
 	}
 	defer fl.Close()
 	// The detection phase's schedule: runBench set f.demo.driftShare.
-	sched, err := fleet.ScheduleShare(f.demo.seed, fl.Agents(), nil, f.demo.duration, f.demo.share())
+	sched, err := fleet.Schedule(f.demo.seed, fl.Agents(), nil, f.demo.duration, f.demo.share())
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -475,7 +475,7 @@ func TestFleetLifecycle(t *testing.T) {
 	if err := a.SetOutage(Refused); !errors.Is(err, ErrNotStarted) {
 		t.Errorf("SetOutage before Start = %v, want ErrNotStarted", err)
 	}
-	if _, err := Schedule(1, f.Agents(), nil, time.Second); !errors.Is(err, ErrNotStarted) {
+	if _, err := Schedule(1, f.Agents(), nil, time.Second, 0.75); !errors.Is(err, ErrNotStarted) {
 		t.Errorf("Schedule before Start = %v, want ErrNotStarted", err)
 	}
 	if err := f.Start(context.Background()); err != nil {
@@ -525,7 +525,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	if err := f.Agents()[0].SetOutage(Up); err != nil {
 		t.Fatal(err)
 	}
-	sched, err := Schedule(9, f.Agents(), nil, time.Hour)
+	sched, err := Schedule(9, f.Agents(), nil, time.Hour, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -455,7 +455,7 @@ type DriveOptions struct {
 	JetStream    jetstream.JetStream
 	EventsStream string
 	// Seed, Scenarios, Duration and DriftShare make the schedule
-	// (ScheduleShare); TaskEvery, TaskPrefix and Hold the traffic
+	// (Schedule); TaskEvery, TaskPrefix and Hold the traffic
 	// (TrafficOptions).
 	Seed       int64
 	Scenarios  []string
@@ -502,7 +502,7 @@ func LeaseFunc(minLease, defaultLease, maxLease time.Duration) func(*Agent) time
 // planner would, and scores them. Run after run on one fleet (a soak)
 // needs a TaskPrefix of its own for each.
 func (f *Fleet) Drive(ctx context.Context, o DriveOptions) (Scorecard, error) {
-	sched, err := ScheduleShare(o.Seed, f.Agents(), o.Scenarios, o.Duration, o.DriftShare)
+	sched, err := Schedule(o.Seed, f.Agents(), o.Scenarios, o.Duration, o.DriftShare)
 	if err != nil {
 		return Scorecard{}, err
 	}

@@ -14,7 +14,7 @@ import (
 // outages) equal those of a plan made after the change.
 func TestPlanIsTheTraffic(t *testing.T) {
 	f := startFleet(t, Options{Agents: 60, Seed: 4})
-	schedule, err := Schedule(4, f.Agents(), nil, time.Minute)
+	schedule, err := Schedule(4, f.Agents(), nil, time.Minute, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}

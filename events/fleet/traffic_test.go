@@ -28,7 +28,7 @@ func lifecycleJetStream(t *testing.T) jetstream.JetStream {
 // agents' tries.
 func TestTrafficHold(t *testing.T) {
 	f := startFleet(t, Options{Agents: 2, Seed: 1})
-	sched, err := Schedule(1, f.Agents(), ScenarioNames()[:1], 10*time.Second)
+	sched, err := Schedule(1, f.Agents(), ScenarioNames()[:1], 10*time.Second, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ type noPublisher struct{ jetstream.Publisher }
 func TestTrafficSpanningTasks(t *testing.T) {
 	f := startFleet(t, Options{Agents: 3, Seed: 1})
 	const d = 3 * time.Second
-	sched, err := Schedule(1, f.Agents(), ScenarioNames()[:1], d)
+	sched, err := Schedule(1, f.Agents(), ScenarioNames()[:1], d, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
