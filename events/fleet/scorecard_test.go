@@ -34,7 +34,7 @@ func TestScoreNamesTheObservation(t *testing.T) {
 	}
 	sc := Score(ScoreInput{
 		Schedule: []Assignment{as}, Start: start, Duration: time.Minute,
-		Tasks: map[string]*Task{"t1": {ID: "t1", AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: Profile{Name: "p"},
+		Tasks: map[string]*Task{"t1": {ID: "t1", AgentURL: as.AgentURL, Profile: Profile{Name: "p"},
 			PlannedLabel: "rotated", PinSource: events.PinClientCard}},
 		Received: []Received{
 			{Event: events.Event{Data: events.Pinned{TaskID: "t1", AgentURL: as.AgentURL, Digest: "sha256:rotated", Source: events.PinClientCard}}, At: pinAt},
@@ -98,7 +98,7 @@ func scoreUnknownPin(t *testing.T, req detector.Requirements) Scorecard {
 	}
 	return Score(ScoreInput{
 		Schedule: []Assignment{as}, Start: start, Duration: time.Minute,
-		Tasks: map[string]*Task{"t1": {ID: "t1", AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: as.Profiles[0],
+		Tasks: map[string]*Task{"t1": {ID: "t1", AgentURL: as.AgentURL, Profile: as.Profiles[0],
 			PlannedLabel: "flipped", PinSource: events.PinClientDigest}},
 		Received: []Received{{Event: events.Event{Data: drift}, At: start.Add(time.Second)}},
 		Lease:    func(*Agent) time.Duration { return time.Second },
@@ -122,7 +122,7 @@ func TestScoreSplitBrainJudgedByFetches(t *testing.T) {
 		Steps: []Step{{At: 0, Card: LabelBase}, {At: 5 * time.Second, Replicas: []string{LabelBase, "stale"}},
 			{At: 50 * time.Second, Card: LabelBase}},
 	}
-	task := &Task{ID: "t1", AgentURL: as.AgentURL, Scenario: SplitBrain, PlannedLabel: LabelBase, PinSource: events.PinClientCard}
+	task := &Task{ID: "t1", AgentURL: as.AgentURL, PlannedLabel: LabelBase, PinSource: events.PinClientCard}
 	for i := range 10 {
 		task.Events = append(task.Events, SentEvent{ID: fmt.Sprintf("e%d", i), At: start.Add(time.Duration(10+i) * time.Second), Capability: true})
 	}
@@ -165,9 +165,9 @@ func TestScoreLagIsTheRunsLatency(t *testing.T) {
 		},
 	}
 	tasks := map[string]*Task{
-		"t1": {ID: "t1", AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: Profile{Name: "p"}, PlannedLabel: LabelBase,
+		"t1": {ID: "t1", AgentURL: as.AgentURL, Profile: Profile{Name: "p"}, PlannedLabel: LabelBase,
 			PinSource: events.PinClientCard, Events: []SentEvent{{ID: "t1/2", At: start.Add(10500 * time.Millisecond), Capability: true}}},
-		"t2": {ID: "t2", AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: Profile{Name: "p"}, PlannedLabel: LabelBase,
+		"t2": {ID: "t2", AgentURL: as.AgentURL, Profile: Profile{Name: "p"}, PlannedLabel: LabelBase,
 			PinSource: events.PinClientCard, Events: []SentEvent{{ID: "t2/2", At: start.Add(time.Second), Capability: true}}},
 	}
 	received := []Received{
