@@ -11,48 +11,27 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/carddrift/carddrift/events/internal/defaults"
 )
 
-// Defaults of Options.
-const (
-	DefaultAgents          = 40
-	DefaultMaxAge          = 2 * time.Second
-	DefaultShutdownTimeout = 2 * time.Second
-)
+// DefaultAgents is the size of a fleet whose Options.Agents is 0.
+const DefaultAgents = 40
 
 // Options configure a Fleet. The zero value is a 40-agent fleet with seed 0.
 type Options struct {
-	// Agents is the number of agents; 0 means DefaultAgents. Negative is
-	// invalid.
+	// Agents is the number of agents; 0 means DefaultAgents.
 	Agents int
 	// Seed decides, deterministically, which template card and which
 	// caching behaviour each agent gets, and which agent varies its card by
 	// A2A-Version. The same seed builds the same fleet (up to the ports).
 	Seed int64
-	// Clock stamps the steps a Player applies; nil means time.Now. Step
-	// timing itself uses real timers.
-	Clock func() time.Time
 	// MaxAge is the max-age agents with CacheStrong or CacheVersion send,
-	// in whole seconds; 0 means DefaultMaxAge. Below one second is invalid.
+	// in whole seconds (default 2s).
 	MaxAge time.Duration
 	// ShutdownTimeout bounds Close: servers still busy after it are closed
-	// hard. 0 means DefaultShutdownTimeout.
+	// hard (default 2s).
 	ShutdownTimeout time.Duration
-}
-
-func (o *Options) setDefaults() {
-	if o.Agents == 0 {
-		o.Agents = DefaultAgents
-	}
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
-	if o.MaxAge == 0 {
-		o.MaxAge = DefaultMaxAge
-	}
-	if o.ShutdownTimeout == 0 {
-		o.ShutdownTimeout = DefaultShutdownTimeout
-	}
 }
 
 // Validate reports options out of range, wrapping ErrInvalidOptions.
@@ -102,8 +81,9 @@ func New(opts Options) (*Fleet, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	opts.setDefaults()
-	opts.MaxAge = opts.MaxAge.Truncate(time.Second)
+	opts.Agents = defaults.Positive(opts.Agents, DefaultAgents)
+	opts.MaxAge = defaults.Positive(opts.MaxAge, 2*time.Second).Truncate(time.Second)
+	opts.ShutdownTimeout = defaults.Positive(opts.ShutdownTimeout, 2*time.Second)
 	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x5eed_f1ee7))
 	n := opts.Agents
 
@@ -141,22 +121,9 @@ func New(opts Options) (*Fleet, error) {
 	return f, nil
 }
 
-// Options returns the fleet's options with defaults filled in.
-func (f *Fleet) Options() Options { return f.opts }
-
 // Agents returns the agents in index order. The slice is a copy; the agents
 // are shared.
 func (f *Fleet) Agents() []*Agent { return append([]*Agent(nil), f.agents...) }
-
-// Agent returns the agent with the given ID, or nil.
-func (f *Fleet) Agent(id string) *Agent {
-	for _, a := range f.agents {
-		if a.id == id {
-			return a
-		}
-	}
-	return nil
-}
 
 // Start listens on 127.0.0.1 port 0 for every agent, builds each agent's
 // card with its interface URLs pointing at its own address, and serves. ctx
@@ -208,7 +175,7 @@ func (a *Agent) init(host string) error {
 		if err != nil {
 			return err
 		}
-		a.SetVariant(a.tmpl.VariantVersion, v)
+		a.variant = a.bodyOf(v)
 	}
 	return nil
 }

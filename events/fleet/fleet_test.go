@@ -82,13 +82,13 @@ func TestFleetServesCardsAtWellKnownPaths(t *testing.T) {
 	f := startFleet(t, Options{Seed: 1})
 	c := newClient(t)
 	for _, a := range f.Agents() {
-		t.Run(a.ID()+"/"+a.Template(), func(t *testing.T) {
+		t.Run(a.ID()+"/"+a.tmpl.Name, func(t *testing.T) {
 			want := LegacyCardPath
 			other := CardPath
-			if a.Generation() != GenV02 {
+			if a.tmpl.Gen != GenV02 {
 				want, other = CardPath, LegacyCardPath
 			}
-			if a.CardPath() != want || a.CardURL() != a.URL()+want {
+			if a.tmpl.Gen.Path() != want || a.CardURL() != a.URL()+want {
 				t.Errorf("CardURL() = %s, want %s%s", a.CardURL(), a.URL(), want)
 			}
 			resp, body := get(t, c, a.CardURL())
@@ -98,15 +98,15 @@ func TestFleetServesCardsAtWellKnownPaths(t *testing.T) {
 			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q", ct)
 			}
-			if !bytes.Equal(body, a.Card()) || !bytes.Equal(body, a.BaseCard()) {
-				t.Errorf("body is not Card()/BaseCard()")
+			if !bytes.Equal(body, a.Card()) || !bytes.Equal(body, a.base) {
+				t.Errorf("body is not Card() and the base card")
 			}
 			card, err := detector.Parse(body)
 			if err != nil {
 				t.Fatalf("served card does not parse: %v", err)
 			}
-			if u := card.URL(); !strings.Contains(u, a.Host()) {
-				t.Errorf("interface URL %q does not point at the agent (%s)", u, a.Host())
+			if u := card.URL(); !strings.Contains(u, a.host) {
+				t.Errorf("interface URL %q does not point at the agent (%s)", u, a.host)
 			}
 			if resp, _ := get(t, c, a.URL()+other); resp.StatusCode != http.StatusNotFound {
 				t.Errorf("GET %s = %d, want 404", other, resp.StatusCode)
@@ -122,7 +122,7 @@ func TestNewCoversTemplatesAndCaching(t *testing.T) {
 	}
 	tmpls, cachings, vary := map[string]bool{}, map[Caching]int{}, 0
 	for _, a := range f.Agents() {
-		tmpls[a.Template()] = true
+		tmpls[a.tmpl.Name] = true
 		cachings[a.Caching()]++
 		if a.Varies() {
 			vary++
@@ -151,7 +151,7 @@ func TestNewIsDeterministic(t *testing.T) {
 		}
 		var out []string
 		for _, a := range f.Agents() {
-			out = append(out, a.ID()+" "+a.Template()+" "+a.Caching().String())
+			out = append(out, a.ID()+" "+a.tmpl.Name+" "+a.Caching().String())
 		}
 		return out
 	}
@@ -259,7 +259,7 @@ func TestVersionETagHidesContentChange(t *testing.T) {
 			resp, _ := get(t, c, a.CardURL())
 			etag := resp.Header.Get("ETag")
 
-			e, err := newEditor(a.Card(), a.Generation())
+			e, err := newEditor(a.Card(), a.tmpl.Gen)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,7 +333,7 @@ func TestAgentOutage(t *testing.T) {
 	f := startFleet(t, Options{Agents: 4, Seed: 1})
 	c := newClient(t)
 	a := f.Agents()[0]
-	host := a.Host()
+	host := a.host
 
 	if err := a.SetOutage(Refused); err != nil {
 		t.Fatalf("SetOutage(Refused): %v", err)
@@ -344,8 +344,8 @@ func TestAgentOutage(t *testing.T) {
 	if err := a.SetOutage(Up); err != nil {
 		t.Fatalf("SetOutage(Up): %v", err)
 	}
-	if a.Host() != host {
-		t.Errorf("host %s → %s, want the same address back", host, a.Host())
+	if a.host != host {
+		t.Errorf("host %s → %s, want the same address back", host, a.host)
 	}
 	if resp, _ := get(t, c, a.CardURL()); resp.StatusCode != http.StatusOK {
 		t.Errorf("GET after coming back = %d, want 200", resp.StatusCode)
@@ -384,7 +384,7 @@ func TestAgentRollingDeploy(t *testing.T) {
 	c := newClient(t)
 	a := agentWhere(t, f, "with an ETag", func(a *Agent) bool { return a.Caching() != CacheNone && !a.Varies() })
 	old := a.Card()
-	e, err := newEditor(old, a.Generation())
+	e, err := newEditor(old, a.tmpl.Gen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func TestAgentRequestCounters(t *testing.T) {
 	c := newClient(t)
 	a := agentWhere(t, f, "with a strong ETag", func(a *Agent) bool { return a.Caching() == CacheStrong && !a.Varies() })
 	wrong := LegacyCardPath
-	if a.CardPath() == LegacyCardPath {
+	if a.tmpl.Gen.Path() == LegacyCardPath {
 		wrong = CardPath
 	}
 	resp, _ := get(t, c, a.CardURL())
@@ -446,10 +446,6 @@ func TestAgentRequestCounters(t *testing.T) {
 	get(t, c, a.URL()+wrong)
 	get(t, c, a.URL()+"/")
 
-	full, cond := a.Requests()
-	if full != 2 || cond != 2 {
-		t.Errorf("Requests() = %d, %d, want 2, 2", full, cond)
-	}
 	want := Stats{Full: 2, Conditional: 2, NotModified: 1, NotFound: 2}
 	if got := a.Stats(); got != want {
 		t.Errorf("Stats() = %+v, want %+v", got, want)

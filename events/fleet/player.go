@@ -10,16 +10,15 @@ import (
 	"time"
 )
 
-// Applied records one step a Player applied.
+// Applied records one step a Player applied: the agent's id, the index
+// and the step in its assignment's Steps, when it took effect and the
+// error it met.
 type Applied struct {
-	Agent    string `json:"agent"`
-	Scenario string `json:"scenario"`
-	// Step is the index in the assignment's Steps.
-	Step int  `json:"step"`
-	Spec Step `json:"spec"`
-	// At is when the step took effect, by the fleet's Clock.
-	At  time.Time `json:"at"`
-	Err error     `json:"-"`
+	Agent string
+	Step  int
+	Spec  Step
+	At    time.Time
+	Err   error
 }
 
 // Player applies a schedule's steps at their offsets. It owns one goroutine,
@@ -68,8 +67,8 @@ func (f *Fleet) Play(ctx context.Context, schedule []Assignment) (*Player, error
 	})
 
 	ctx, cancel := context.WithCancel(ctx)
-	p := &Player{start: f.opts.Clock(), cancel: cancel, done: make(chan struct{})}
 	origin := time.Now()
+	p := &Player{start: origin, cancel: cancel, done: make(chan struct{})}
 	n := 0
 	for n < len(steps) && steps[n].step.At <= 0 {
 		p.apply(f, steps[n])
@@ -77,19 +76,6 @@ func (f *Fleet) Play(ctx context.Context, schedule []Assignment) (*Player, error
 	}
 	go p.run(ctx, f, origin, steps[n:])
 	return p, nil
-}
-
-// Run plays the schedule and blocks until every step has been applied or
-// ctx ends. It returns nil on a clean stop, ErrClosed if the fleet closed
-// first, and otherwise the first error of a step (every later step is still
-// applied).
-func (f *Fleet) Run(ctx context.Context, schedule []Assignment) error {
-	p, err := f.Play(ctx, schedule)
-	if err != nil {
-		return err
-	}
-	<-p.Done()
-	return p.Err()
 }
 
 func (p *Player) run(ctx context.Context, f *Fleet, origin time.Time, steps []timedStep) {
@@ -130,7 +116,7 @@ func (p *Player) apply(f *Fleet, ts timedStep) {
 		a.SetCard(ts.as.Card(s.Card))
 	}
 	err := a.SetOutage(s.Outage)
-	rec := Applied{Agent: a.id, Scenario: ts.as.Scenario, Step: ts.i, Spec: s, At: f.opts.Clock(), Err: err}
+	rec := Applied{Agent: a.id, Step: ts.i, Spec: s, At: time.Now(), Err: err}
 	p.mu.Lock()
 	p.applied = append(p.applied, rec)
 	p.mu.Unlock()
@@ -157,8 +143,7 @@ func describe(s Step) string {
 	return "outage " + s.Outage.String()
 }
 
-// Start returns the fleet Clock's time when the schedule started: step
-// offsets count from it.
+// Start returns when the schedule started: step offsets count from it.
 func (p *Player) Start() time.Time { return p.start }
 
 // Done is closed when the Player's goroutine has exited.

@@ -23,8 +23,8 @@ type skeleton struct {
 func skeletonOf(sched []Assignment) []skeleton {
 	var out []skeleton
 	for _, as := range sched {
-		host := []byte(as.Agent.Host())
-		sk := skeleton{Index: as.Agent.Index(), Scenario: as.Scenario, Steps: as.Steps, Profiles: as.Profiles, Expect: as.Expectations}
+		host := []byte(as.Agent.host)
+		sk := skeleton{Index: as.Agent.index, Scenario: as.Scenario, Steps: as.Steps, Profiles: as.Profiles, Expect: as.Expectations}
 		for _, c := range as.Cards {
 			sk.Cards = append(sk.Cards, bytes.ReplaceAll(c.Raw, host, []byte("HOST")))
 		}
@@ -89,7 +89,7 @@ func TestScheduleCoversScenarios(t *testing.T) {
 		if as.Scenario == ModesWithoutVersionBump && as.Agent.Caching() != CacheVersion {
 			t.Errorf("%s runs on a %s agent, want version-etag", as.Scenario, as.Agent.Caching())
 		}
-		if as.Scenario == Control && (len(as.Steps) != 1 || len(as.Cards) != 1 || !bytes.Equal(as.Card(LabelBase), as.Agent.BaseCard())) {
+		if as.Scenario == Control && (len(as.Steps) != 1 || len(as.Cards) != 1 || !bytes.Equal(as.Card(LabelBase), as.Agent.base)) {
 			t.Errorf("control %s: %d steps, %d cards, want its base card only", as.AgentID, len(as.Steps), len(as.Cards))
 		}
 		if len(as.Profiles) == 0 {
@@ -294,20 +294,22 @@ func TestPlayStopsOnContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- f.Run(ctx, sched) }()
+	p, err := f.Play(ctx, sched)
+	if err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(20 * time.Millisecond)
 	cancel()
 	select {
-	case err := <-errc:
-		if err != nil {
-			t.Errorf("Run after cancel = %v, want nil", err)
+	case <-p.Done():
+		if err := p.Err(); err != nil {
+			t.Errorf("Player.Err() after cancel = %v, want nil", err)
 		}
 	case <-time.After(2 * time.Second):
-		t.Fatal("Run did not return after cancel")
+		t.Fatal("Player did not stop after cancel")
 	}
 
-	p, err := f.Play(context.Background(), sched)
+	p, err = f.Play(context.Background(), sched)
 	if err != nil {
 		t.Fatal(err)
 	}
