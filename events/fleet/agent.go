@@ -16,18 +16,15 @@ import (
 // Caching is how an agent lets clients cache its card.
 type Caching int
 
-// Caching behaviours, as real servers do it.
+// Caching behaviours, as real servers do it: CacheStrong sends
+// "Cache-Control: max-age=N" and a strong ETag of the body; CacheVersion
+// max-age and an ETag derived from the card's "version" only, as A2A v1.0
+// §8.6 allows (a content change without a version bump still answers 304);
+// CacheRevalidate "no-cache" and a strong ETag; CacheNone neither.
 const (
-	// CacheStrong sends "Cache-Control: max-age=N" and a strong ETag of the
-	// body.
 	CacheStrong Caching = iota
-	// CacheVersion sends "Cache-Control: max-age=N" and an ETag derived from
-	// the card's "version" only, as A2A v1.0 §8.6 allows: a content change
-	// without a version bump still answers 304 to If-None-Match.
 	CacheVersion
-	// CacheRevalidate sends "Cache-Control: no-cache" and a strong ETag.
 	CacheRevalidate
-	// CacheNone sends no Cache-Control and no ETag, so never a 304.
 	CacheNone
 )
 
@@ -75,7 +72,6 @@ type Stats struct {
 	NotFound    int `json:"notFound"`
 }
 
-// body is one card body an agent can answer with, and its ETag.
 type body struct {
 	raw  []byte
 	etag string
@@ -112,10 +108,9 @@ type Agent struct {
 	rotated int
 }
 
-// ID returns the agent's name in the fleet, "agent-00", "agent-01", ….
+// ID returns the agent's name, "agent-00", "agent-01", ….
 func (a *Agent) ID() string { return a.id }
 
-// Caching returns the agent's caching behaviour.
 func (a *Agent) Caching() Caching { return a.caching }
 
 // MaxAge returns the max-age the agent sends, or 0 when it sends none
@@ -148,18 +143,6 @@ func (a *Agent) CardURL() string {
 	return a.URL() + a.tmpl.Gen.Path()
 }
 
-// Card returns the body the agent serves now to a request without an
-// A2A-Version header (the first replica during a rolling deploy), or nil
-// before Fleet.Start.
-func (a *Agent) Card() []byte {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.served) == 0 {
-		return nil
-	}
-	return slices.Clone(a.served[0].raw)
-}
-
 // Served returns every body the agent answers with in turn: one, or the
 // replicas of a rolling deploy.
 func (a *Agent) Served() [][]byte {
@@ -171,10 +154,6 @@ func (a *Agent) Served() [][]byte {
 	}
 	return out
 }
-
-// ETag returns the entity tag the agent sends with raw ("" under
-// CacheNone). It is what a client's If-None-Match must carry to get a 304.
-func (a *Agent) ETag(raw []byte) string { return a.bodyOf(raw).etag }
 
 // SetCard makes the agent serve raw from now on, ending a rolling deploy.
 // raw is served as given (it need not be a valid card).
@@ -203,12 +182,6 @@ func (a *Agent) servedGen() (uint64, Outage) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.gen, a.outage
-}
-
-// Outage returns the agent's availability.
-func (a *Agent) Outage() Outage {
-	_, o := a.servedGen()
-	return o
 }
 
 // SetOutage changes the agent's availability. Refused closes its listener
@@ -254,7 +227,6 @@ func (a *Agent) setOutage(o Outage) {
 	a.mu.Unlock()
 }
 
-// Stats returns the agent's request counters.
 func (a *Agent) Stats() Stats {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -270,7 +242,7 @@ func (a *Agent) Rotated() int {
 	return a.rotated
 }
 
-// bodyOf computes the ETag of raw under the agent's caching behaviour.
+// bodyOf computes the ETag the agent sends with raw.
 func (a *Agent) bodyOf(raw []byte) body {
 	b := body{raw: raw}
 	switch a.caching {

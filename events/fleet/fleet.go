@@ -72,7 +72,7 @@ const (
 // opts.Seed, each agent's template card and caching behaviour. It returns an
 // error wrapping ErrInvalidOptions for options out of range.
 //
-// Every template appears once the fleet has at least len(Templates()) agents,
+// Every template appears once the fleet has at least len(templates) agents,
 // and every Caching at least once from four agents on. With two agents or
 // more, exactly one agent varies its card by A2A-Version (the ADK currency
 // agent: its v0.3 card by default, its v1.0 twin to "A2A-Version: 1.0"); it
@@ -100,9 +100,8 @@ func New(opts Options) (*Fleet, error) {
 	}
 	rng.Shuffle(n, func(i, j int) { cachings[i], cachings[j] = cachings[j], cachings[i] })
 
-	vary := -1
 	if n >= 2 {
-		vary = rng.IntN(n)
+		vary := rng.IntN(n)
 		tmpls[vary] = varyTemplate
 		cachings[vary] = CacheStrong
 	}
@@ -215,9 +214,6 @@ func (f *Fleet) isClosed() bool {
 	defer f.mu.Unlock()
 	return f.state == fleetClosed
 }
-
-// Done is closed when Close begins.
-func (f *Fleet) Done() <-chan struct{} { return f.closed }
 
 // Close shuts every agent's server down, waiting up to
 // Options.ShutdownTimeout for requests in flight, then closing what is left

@@ -98,7 +98,7 @@ func TestFleetServesCardsAtWellKnownPaths(t *testing.T) {
 			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q", ct)
 			}
-			if !bytes.Equal(body, a.Card()) || !bytes.Equal(body, a.base) {
+			if !bytes.Equal(body, a.Served()[0]) || !bytes.Equal(body, a.base) {
 				t.Errorf("body is not Card() and the base card")
 			}
 			card, err := detector.Parse(body)
@@ -206,8 +206,8 @@ func TestAgentCaching(t *testing.T) {
 				t.Errorf("Cache-Control = %q, want %q", got, tt.cacheControl)
 			}
 			etag := resp.Header.Get("ETag")
-			if (etag != "") != tt.etag || etag != a.ETag(a.Card()) {
-				t.Fatalf("ETag = %q, want present=%v and = ETag(Card()) %q", etag, tt.etag, a.ETag(a.Card()))
+			if (etag != "") != tt.etag || etag != a.bodyOf(a.Served()[0]).etag {
+				t.Fatalf("ETag = %q, want present=%v and = ETag(Card()) %q", etag, tt.etag, a.bodyOf(a.Served()[0]).etag)
 			}
 			wantMaxAge := time.Duration(0)
 			if strings.HasPrefix(tt.cacheControl, "max-age") {
@@ -259,7 +259,7 @@ func TestVersionETagHidesContentChange(t *testing.T) {
 			resp, _ := get(t, c, a.CardURL())
 			etag := resp.Header.Get("ETag")
 
-			e, err := newEditor(a.Card(), a.tmpl.Gen)
+			e, err := newEditor(a.Served()[0], a.tmpl.Gen)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -371,8 +371,8 @@ func TestAgentOutage(t *testing.T) {
 	if err := a.SetOutage(Up); err != nil {
 		t.Fatal(err)
 	}
-	if resp, _ := get(t, c, a.CardURL()); resp.StatusCode != http.StatusOK || a.Outage() != Up {
-		t.Errorf("GET after up = %d (outage %s), want 200", resp.StatusCode, a.Outage())
+	if resp, _ := get(t, c, a.CardURL()); resp.StatusCode != http.StatusOK || a.outage != Up {
+		t.Errorf("GET after up = %d (outage %s), want 200", resp.StatusCode, a.outage)
 	}
 	if s := a.Stats(); s.Unavailable != 2 {
 		t.Errorf("Stats().Unavailable = %d, want 2", s.Unavailable)
@@ -383,7 +383,7 @@ func TestAgentRollingDeploy(t *testing.T) {
 	f := startFleet(t, Options{Agents: 4, Seed: 1})
 	c := newClient(t)
 	a := agentWhere(t, f, "with an ETag", func(a *Agent) bool { return a.Caching() != CacheNone && !a.Varies() })
-	old := a.Card()
+	old := a.Served()[0]
 	e, err := newEditor(old, a.tmpl.Gen)
 	if err != nil {
 		t.Fatal(err)
@@ -415,7 +415,7 @@ func TestAgentRollingDeploy(t *testing.T) {
 	// new card from the other one.
 	var statuses []int
 	for range 2 {
-		resp, _ := get(t, c, a.CardURL(), "If-None-Match", a.ETag(old))
+		resp, _ := get(t, c, a.CardURL(), "If-None-Match", a.bodyOf(old).etag)
 		statuses = append(statuses, resp.StatusCode)
 	}
 	if !slices.Equal(statuses, []int{http.StatusNotModified, http.StatusOK}) {
@@ -465,8 +465,8 @@ func TestFleetLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := f.Agents()[0]
-	if a.URL() != "" || a.Card() != nil {
-		t.Errorf("before Start: URL %q, card %d bytes; want none", a.URL(), len(a.Card()))
+	if a.URL() != "" || len(a.Served()) != 0 {
+		t.Errorf("before Start: URL %q, %d cards; want none", a.URL(), len(a.Served()))
 	}
 	if err := a.SetOutage(Refused); !errors.Is(err, ErrNotStarted) {
 		t.Errorf("SetOutage before Start = %v, want ErrNotStarted", err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -71,7 +70,7 @@ func (f *Fleet) Play(ctx context.Context, schedule []Assignment) (*Player, error
 	p := &Player{start: origin, cancel: cancel, done: make(chan struct{})}
 	n := 0
 	for n < len(steps) && steps[n].step.At <= 0 {
-		p.apply(f, steps[n])
+		p.apply(steps[n])
 		n++
 	}
 	go p.run(ctx, f, origin, steps[n:])
@@ -89,39 +88,37 @@ func (p *Player) run(ctx context.Context, f *Fleet, origin time.Time, steps []ti
 		select {
 		case <-ctx.Done():
 			return
-		case <-f.Done():
+		case <-f.closed:
 			p.fail(ErrClosed)
 			return
 		case <-timer.C:
 		}
 		now := time.Since(origin)
 		for len(steps) > 0 && steps[0].step.At <= now {
-			p.apply(f, steps[0])
+			p.apply(steps[0])
 			steps = steps[1:]
 		}
 	}
 }
 
 // apply makes one step take effect.
-func (p *Player) apply(f *Fleet, ts timedStep) {
+func (p *Player) apply(ts timedStep) {
 	a, s := ts.as.Agent, ts.step
-	switch {
-	case len(s.Replicas) > 0:
-		bodies := make([][]byte, len(s.Replicas))
-		for i, l := range s.Replicas {
-			bodies[i] = ts.as.Card(l)
-		}
-		a.SetReplicas(bodies...)
-	case s.Card != "":
-		a.SetCard(ts.as.Card(s.Card))
+	labels := s.Replicas
+	if len(labels) == 0 && s.Card != "" {
+		labels = []string{s.Card}
 	}
+	var bodies [][]byte
+	for _, l := range labels {
+		bodies = append(bodies, ts.as.Card(l))
+	}
+	a.SetReplicas(bodies...)
 	err := a.SetOutage(s.Outage)
-	rec := Applied{Agent: a.id, Step: ts.i, Spec: s, At: time.Now(), Err: err}
 	p.mu.Lock()
-	p.applied = append(p.applied, rec)
+	p.applied = append(p.applied, Applied{Agent: a.id, Step: ts.i, Spec: s, At: time.Now(), Err: err})
 	p.mu.Unlock()
 	if err != nil {
-		p.fail(fmt.Errorf("fleet: %s step %d (%s): %w", a.id, ts.i, describe(s), err))
+		p.fail(fmt.Errorf("fleet: %s step %d: %w", a.id, ts.i, err))
 	}
 }
 
@@ -131,16 +128,6 @@ func (p *Player) fail(err error) {
 	if p.err == nil {
 		p.err = err
 	}
-}
-
-func describe(s Step) string {
-	switch {
-	case len(s.Replicas) > 0:
-		return "replicas " + strings.Join(s.Replicas, ",")
-	case s.Card != "":
-		return "card " + s.Card
-	}
-	return "outage " + s.Outage.String()
 }
 
 // Start returns when the schedule started: step offsets count from it.

@@ -196,8 +196,8 @@ func TestPlayAppliesSteps(t *testing.T) {
 				t.Errorf("%s (%s) does not end serving %s", as.AgentID, as.Scenario, live[0])
 			}
 		}
-		if as.Agent.Outage() != Up {
-			t.Errorf("%s ends %s", as.AgentID, as.Agent.Outage())
+		if _, o := as.Agent.servedGen(); o != Up {
+			t.Errorf("%s ends %s", as.AgentID, o)
 		}
 	}
 	applied := p.Applied()

@@ -136,7 +136,7 @@ func TestScoreSplitBrainJudgedByFetches(t *testing.T) {
 	if got := score(); got != (SplitBrainScore{}) {
 		t.Errorf("no fetch from the rotation: split brain %+v, want nothing injected", got)
 	}
-	a.SetReplicas(a.Card(), append(a.Card(), ' '))
+	a.SetReplicas(a.Served()[0], append(a.Served()[0], ' '))
 	for range SplitVisible {
 		get(t, c, a.CardURL())
 	}
