@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -85,7 +86,6 @@ type Agent struct {
 	id      string
 	tmpl    template
 	caching Caching
-	maxAge  time.Duration
 	fleet   *Fleet
 
 	// Set once by Fleet.Start.
@@ -117,7 +117,7 @@ func (a *Agent) Caching() Caching { return a.caching }
 // (CacheRevalidate, CacheNone): a client's lease is then its lower clamp.
 func (a *Agent) MaxAge() time.Duration {
 	if a.caching == CacheStrong || a.caching == CacheVersion {
-		return a.maxAge
+		return maxAge
 	}
 	return 0
 }
@@ -211,9 +211,11 @@ func (a *Agent) SetOutage(o Outage) error {
 		// the backlog and then reset instead of refused.
 		<-done
 	case o != Refused && a.srv == nil:
-		if err := a.fleet.serve(a); err != nil {
+		ln, err := net.Listen("tcp", a.host)
+		if err != nil {
 			return fmt.Errorf("fleet: %s back up: %w", a.id, err)
 		}
+		a.fleet.serveOn(a, ln)
 		a.setOutage(o)
 	default:
 		a.setOutage(o)
@@ -334,7 +336,7 @@ func (a *Agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch a.caching {
 	case CacheStrong, CacheVersion:
-		h.Set("Cache-Control", "max-age="+strconv.Itoa(int(a.maxAge/time.Second)))
+		h.Set("Cache-Control", "max-age="+strconv.Itoa(int(maxAge/time.Second)))
 	case CacheRevalidate:
 		h.Set("Cache-Control", "no-cache")
 	}

@@ -15,34 +15,28 @@ import (
 	"github.com/carddrift/carddrift/events/internal/defaults"
 )
 
-// DefaultAgents is the size of a fleet whose Options.Agents is 0.
-const DefaultAgents = 40
+// Defaults: the size of a fleet whose Options.Agents is 0, the max-age that
+// agents with CacheStrong or CacheVersion send, and how long Close waits
+// for requests in flight before it closes servers hard.
+const (
+	DefaultAgents   = 40
+	maxAge          = 2 * time.Second
+	shutdownTimeout = 2 * time.Second
+)
 
 // Options configure a Fleet. The zero value is a 40-agent fleet with seed 0.
+// Seed decides, deterministically, which template card and which caching
+// behaviour each agent gets, and which agent varies its card by
+// A2A-Version: the same seed builds the same fleet (up to the ports).
 type Options struct {
-	// Agents is the number of agents; 0 means DefaultAgents.
 	Agents int
-	// Seed decides, deterministically, which template card and which
-	// caching behaviour each agent gets, and which agent varies its card by
-	// A2A-Version. The same seed builds the same fleet (up to the ports).
-	Seed int64
-	// MaxAge is the max-age agents with CacheStrong or CacheVersion send,
-	// in whole seconds (default 2s).
-	MaxAge time.Duration
-	// ShutdownTimeout bounds Close: servers still busy after it are closed
-	// hard (default 2s).
-	ShutdownTimeout time.Duration
+	Seed   int64
 }
 
 // Validate reports options out of range, wrapping ErrInvalidOptions.
 func (o Options) Validate() error {
-	switch {
-	case o.Agents < 0:
+	if o.Agents < 0 {
 		return fmt.Errorf("%w: Agents %d < 0", ErrInvalidOptions, o.Agents)
-	case o.MaxAge < 0 || (o.MaxAge > 0 && o.MaxAge < time.Second):
-		return fmt.Errorf("%w: MaxAge %v below one second", ErrInvalidOptions, o.MaxAge)
-	case o.ShutdownTimeout < 0:
-		return fmt.Errorf("%w: ShutdownTimeout %v < 0", ErrInvalidOptions, o.ShutdownTimeout)
 	}
 	return nil
 }
@@ -52,7 +46,6 @@ func (o Options) Validate() error {
 // Agent methods or a Player, and stop it with Close. Its methods are safe for
 // concurrent use.
 type Fleet struct {
-	opts   Options
 	agents []*Agent
 
 	wg sync.WaitGroup // one Serve goroutine per agent that is listening
@@ -82,8 +75,6 @@ func New(opts Options) (*Fleet, error) {
 		return nil, err
 	}
 	opts.Agents = defaults.Positive(opts.Agents, DefaultAgents)
-	opts.MaxAge = defaults.Positive(opts.MaxAge, 2*time.Second).Truncate(time.Second)
-	opts.ShutdownTimeout = defaults.Positive(opts.ShutdownTimeout, 2*time.Second)
 	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x5eed_f1ee7))
 	n := opts.Agents
 
@@ -106,14 +97,13 @@ func New(opts Options) (*Fleet, error) {
 		cachings[vary] = CacheStrong
 	}
 
-	f := &Fleet{opts: opts, closed: make(chan struct{})}
+	f := &Fleet{closed: make(chan struct{})}
 	for i := range n {
 		f.agents = append(f.agents, &Agent{
 			index:   i,
 			id:      fmt.Sprintf("agent-%02d", i),
 			tmpl:    tmpls[i],
 			caching: cachings[i],
-			maxAge:  opts.MaxAge,
 			fleet:   f,
 		})
 	}
@@ -179,16 +169,6 @@ func (a *Agent) init(host string) error {
 	return nil
 }
 
-// serve listens again on the agent's address and serves; a.ctl is held.
-func (f *Fleet) serve(a *Agent) error {
-	ln, err := net.Listen("tcp", a.host)
-	if err != nil {
-		return err
-	}
-	f.serveOn(a, ln)
-	return nil
-}
-
 // serveOn starts the agent's server on ln in a goroutine the fleet owns; it
 // exits when the server is closed (SetOutage(Refused) or Close). a.ctl is
 // held.
@@ -215,9 +195,8 @@ func (f *Fleet) isClosed() bool {
 	return f.state == fleetClosed
 }
 
-// Close shuts every agent's server down, waiting up to
-// Options.ShutdownTimeout for requests in flight, then closing what is left
-// hard; it returns when every goroutine the fleet started has exited. It
+// Close shuts every agent's server down, waiting up to 2s for requests in
+// flight, then closing what is left hard; it returns when every goroutine the fleet started has exited. It
 // returns an error wrapping context.DeadlineExceeded when it had to close
 // hard. Close is safe to call more than once; later calls return nil.
 func (f *Fleet) Close() error {
@@ -239,19 +218,17 @@ func (f *Fleet) Close() error {
 		}
 		a.ctl.Unlock()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), f.opts.ShutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, len(srvs))
 	for i, srv := range srvs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := srv.Shutdown(ctx); err != nil {
 				_ = srv.Close()
 				errs[i] = err
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	f.wg.Wait()

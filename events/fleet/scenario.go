@@ -26,8 +26,7 @@ const (
 	OutcomeUnreachable Outcome = "unreachable"
 )
 
-// Action returns the verdict action of a card.drift outcome, and false for
-// OutcomeNone and OutcomeUnreachable.
+// Action returns the verdict action of a card.drift outcome.
 func (o Outcome) Action() (detector.Action, bool) {
 	switch o {
 	case OutcomeContinue, OutcomeReplan, OutcomeAbort:
@@ -106,30 +105,24 @@ type Assignment struct {
 	Expectations []Expectation
 }
 
-// Version returns the card with the given label.
 func (as *Assignment) Version(label string) (CardVersion, bool) {
 	return find(as.Cards, func(c CardVersion) bool { return c.Label == label })
 }
 
-// Card returns the body of the card with the given label, or nil.
 func (as *Assignment) Card(label string) []byte {
 	c, _ := as.Version(label)
 	return c.Raw
 }
 
-// LabelOf returns the label of the card with the given digest, or "".
 func (as *Assignment) LabelOf(digest string) string {
 	c, _ := find(as.Cards, func(c CardVersion) bool { return c.Digest == digest })
 	return c.Label
 }
 
-// Profile returns the profile with the given name.
 func (as *Assignment) Profile(name string) (Profile, bool) {
 	return find(as.Profiles, func(p Profile) bool { return p.Name == name })
 }
 
-// Plannable returns the profiles a client could plan against the card with
-// the given label.
 func (as *Assignment) Plannable(label string) []Profile {
 	c, _ := as.Version(label)
 	var out []Profile
@@ -156,7 +149,7 @@ func (as *Assignment) Expect(profile, from, to string) (Expectation, bool) {
 }
 
 // ExpectDigests is Expect for the digests of a card.drift's pinned and live
-// cards. It reports false when either digest is not one of the assignment's.
+// cards.
 func (as *Assignment) ExpectDigests(profile, pinnedDigest, liveDigest string) (Expectation, bool) {
 	from, to := as.LabelOf(pinnedDigest), as.LabelOf(liveDigest)
 	if from == "" || to == "" {
@@ -225,22 +218,18 @@ func (as *Assignment) SplitAt() (at, length time.Duration) {
 }
 
 // Scenario is a named, seeded schedule of card changes with the verdicts it
-// must produce (see scenarios.go).
+// must produce (see scenarios.go): the task profiles to drive, and the
+// verdict table (for each from, to and profile, the outcome and rule ids
+// detector.Evaluate must give; rows whose profile is not plannable on from
+// are dropped when it is applied). build derives its cards and steps from an
+// agent's base card; prefers, when set, says which agents suit it best.
 type Scenario struct {
 	Name        string
 	Description string
-	// Profiles are the task kinds to drive against the scenario's agent.
-	Profiles []ProfileSpec
-	// Expect is the verdict table: for each (from, to, profile), the outcome
-	// and rule ids detector.Evaluate must give. Rows whose profile is not
-	// plannable on from are dropped when a scenario is applied.
-	Expect []Expectation
-
-	// build derives the scenario's cards and steps from an agent's base card.
-	build func(b *builder) error
-	// prefers, when set, says which agents suit the scenario best
-	// (Schedule gives them to it first).
-	prefers func(*Agent) bool
+	Profiles    []ProfileSpec
+	Expect      []Expectation
+	build       func(b *builder) error
+	prefers     func(*Agent) bool
 }
 
 // ProfileSpec describes a Profile by role: Skill is a skill role the
@@ -268,7 +257,6 @@ const (
 	RoleRenamed = "renamed"
 )
 
-// builder is the state of one scenario instantiation.
 type builder struct {
 	rng   *rand.Rand
 	d     time.Duration
@@ -279,7 +267,6 @@ type builder struct {
 	roles map[string]string
 }
 
-// card records a card version under label.
 func (b *builder) card(label string, e *editor) {
 	if _, dup := b.cards[label]; !dup {
 		b.order = append(b.order, label)
@@ -451,7 +438,6 @@ func LookupScenario(name string) (Scenario, bool) {
 	return s, ok
 }
 
-// find returns the first element of s that match accepts.
 func find[T any](s []T, match func(T) bool) (T, bool) {
 	if i := slices.IndexFunc(s, match); i >= 0 {
 		return s[i], true

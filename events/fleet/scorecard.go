@@ -177,33 +177,29 @@ func Score(in ScoreInput) Scorecard {
 	for i := range in.Schedule {
 		as := &in.Schedule[i]
 		byURL[as.AgentURL] = as
-		s := sc.Scenarios[as.Scenario]
-		if s == nil {
-			s = &ScenarioScore{}
-			sc.Scenarios[as.Scenario] = s
+		if sc.Scenarios[as.Scenario] == nil {
+			sc.Scenarios[as.Scenario] = &ScenarioScore{}
 		}
-		s.Agents++
+		sc.Scenarios[as.Scenario].Agents++
 	}
-	inconsistent := map[string]int{} // agent → card.inconsistent events
-	pinned := map[string]string{}    // task → pinned digest (last card.pinned)
-	pinnedAt := map[string]time.Time{}
-	drifts := map[string][]events.Drift{}
-	driftLatency := map[string][]time.Duration{} // task → latency of each of its drifts (-1: unknown)
-	observed := map[string][]events.Observed{}   // agent → card.observed, in arrival order
 	sentAt := map[string]time.Time{}
 	for _, t := range in.Tasks {
 		for _, e := range t.Events {
 			sentAt[e.ID] = e.At
 		}
 	}
+	inconsistent := map[string]int{}             // agent → card.inconsistent events
+	observed := map[string]events.Observed{}     // agent → its last card.observed
+	pins := map[string]Received{}                // task → its last card.pinned
+	drifts := map[string][]events.Drift{}        // task → its card.drift events
+	driftLatency := map[string][]time.Duration{} // task → the latency of each (-1: unknown)
 	var latencies []float64
 	for _, r := range in.Received {
 		switch d := r.Event.Data.(type) {
 		case events.Pinned:
-			pinned[d.TaskID] = d.Digest
-			pinnedAt[d.TaskID] = r.At
+			pins[d.TaskID] = r
 		case events.Observed:
-			observed[d.AgentURL] = append(observed[d.AgentURL], d)
+			observed[d.AgentURL] = d
 		case events.Drift:
 			drifts[d.TaskID] = append(drifts[d.TaskID], d)
 			sc.Verdicts[string(d.Verdict.Action)]++
@@ -239,21 +235,19 @@ func Score(in ScoreInput) Scorecard {
 		s.Tasks++
 		ds := drifts[t.ID]
 		s.Drifts += len(ds)
-		if t.PinSource == events.PinFirstFetch && pinned[t.ID] != "" && as.LabelOf(pinned[t.ID]) != t.PlannedLabel {
+		pin, _ := pins[t.ID].Event.Data.(events.Pinned)
+		if t.PinSource == events.PinFirstFetch && pin.Digest != "" && as.LabelOf(pin.Digest) != t.PlannedLabel {
 			sc.PinRaced++
 			continue
 		}
 		for _, d := range ds {
-			if as.Scenario == "agent-down" {
+			if as.Scenario == AgentDown {
 				sc.UnreachableAsDrift++
 			}
 			if d.Verdict.Action != detector.Abort {
 				continue
 			}
-			if e, ok := as.ExpectDigests(t.Profile.Name, d.Pinned.Digest, d.Live.Digest); !ok || e.Outcome != OutcomeAbort {
-				if unknownPinVerdict(as, t, d) {
-					continue // the contract's verdict for a pin whose body carddrift never saw
-				}
+			if e, ok := as.ExpectDigests(t.Profile.Name, d.Pinned.Digest, d.Live.Digest); (!ok || e.Outcome != OutcomeAbort) && !unknownPinVerdict(as, t, d) {
 				s.FalseAborts++
 				sc.Problems = append(sc.Problems, Problem{Kind: "false-abort", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
 					Pinned: as.LabelOf(d.Pinned.Digest), Live: as.LabelOf(d.Live.Digest), Expected: string(e.Outcome), Got: actions(ds), Rules: detector.RuleIDs(d.Findings),
@@ -261,44 +255,39 @@ func Score(in ScoreInput) Scorecard {
 				break
 			}
 		}
-		want, ok := exposure(actual[as.AgentURL], t, pinned[t.ID], in)
+		want, ok := exposure(actual[as.AgentURL], t, pin.Digest, in)
 		if !ok {
 			continue
 		}
 		s.Injected++
-		found, late := false, false
-		for i, d := range ds {
-			if string(d.Verdict.Action) == string(want.Outcome) && hasRules(d, want.Rules) && d.Verdict.ReplanSkill == want.ReplanSkill ||
-				unknownPinVerdict(as, t, d) {
-				found, late = true, driftLatency[t.ID][i] > LateAfter
-				break
-			}
-		}
-		if found {
+		i := slices.IndexFunc(ds, func(d events.Drift) bool {
+			return string(d.Verdict.Action) == string(want.Outcome) && hasRules(d, want.Rules) && d.Verdict.ReplanSkill == want.ReplanSkill ||
+				unknownPinVerdict(as, t, d)
+		})
+		if i >= 0 {
 			s.Detected++
-			if late {
+			if driftLatency[t.ID][i] > LateAfter {
 				s.Late++
 			}
-		} else {
-			s.Missed++
-			p := Problem{Kind: "missed", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
-				Pinned: want.From, Live: want.To, Expected: string(want.Outcome), Got: actions(ds), Rules: want.Rules}
-			if dg := pinned[t.ID]; dg != "" {
-				p.PinnedCard = as.seen(dg, pinnedAt[t.ID])
-			}
-			if len(ds) > 0 {
-				l := ds[len(ds)-1].Live
-				p.Observation = as.seen(l.Digest, l.FetchedAt)
-			} else if obs := observed[as.AgentURL]; len(obs) > 0 {
-				o := obs[len(obs)-1]
-				p.Observation = as.seen(o.Digest, o.FetchedAt)
-			}
-			sc.Problems = append(sc.Problems, p)
+			continue
 		}
+		s.Missed++
+		p := Problem{Kind: "missed", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
+			Pinned: want.From, Live: want.To, Expected: string(want.Outcome), Got: actions(ds), Rules: want.Rules}
+		if pin.Digest != "" {
+			p.PinnedCard = as.seen(pin.Digest, pins[t.ID].At)
+		}
+		if len(ds) > 0 {
+			l := ds[len(ds)-1].Live
+			p.Observation = as.seen(l.Digest, l.FetchedAt)
+		} else if o, ok := observed[as.AgentURL]; ok {
+			p.Observation = as.seen(o.Digest, o.FetchedAt)
+		}
+		sc.Problems = append(sc.Problems, p)
 	}
 	sc.SplitBrain = splitBrains(in, actual, inconsistent, &sc.Problems)
 	for name, s := range sc.Scenarios {
-		s.Exercised = s.Injected > 0 || (name == "agent-down" && s.Unreachable > 0) || name == Control ||
+		s.Exercised = s.Injected > 0 || (name == AgentDown && s.Unreachable > 0) || name == Control ||
 			(name == SplitBrain && s.Inconsistent > 0)
 		sc.Injected += s.Injected
 		sc.Detected += s.Detected

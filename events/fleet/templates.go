@@ -6,30 +6,24 @@ import (
 	"strings"
 )
 
-// Generation is the A2A generation an agent's card is written in. It decides
-// the discovery path the agent serves and how scenarios spell the fields they
-// edit (a v1.0 card gets wrapped security schemes, a v0.3 card "type" ones).
+// Generation is the A2A generation a card is written in (hybrid cards mix
+// them, as real cards do). It decides the discovery path (v0.2 cards are
+// served at LegacyCardPath only, the others at CardPath) and how scenarios
+// spell what they edit (a v1.0 card gets wrapped security schemes).
 type Generation string
 
 // Generations of the embedded card templates.
 const (
-	// GenV02 cards are served at /.well-known/agent.json only.
-	GenV02 Generation = "v0.2"
-	// GenV03 cards are served at /.well-known/agent-card.json.
-	GenV03 Generation = "v0.3"
-	// GenV10 cards are served at /.well-known/agent-card.json.
-	GenV10 Generation = "v1.0"
-	// GenHybrid cards mix generations, as real cards do; served at
-	// /.well-known/agent-card.json.
+	GenV02    Generation = "v0.2"
+	GenV03    Generation = "v0.3"
+	GenV10    Generation = "v1.0"
 	GenHybrid Generation = "hybrid"
 )
 
-// Discovery paths.
+// The discovery paths of A2A up to v0.2.6 and from v0.3.0 on.
 const (
-	// LegacyCardPath is where A2A up to v0.2.6 serves the card.
 	LegacyCardPath = "/.well-known/agent.json"
-	// CardPath is where A2A v0.3.0 and later serve the card.
-	CardPath = "/.well-known/agent-card.json"
+	CardPath       = "/.well-known/agent-card.json"
 )
 
 // Path returns the well-known path a card of this generation is served at.
@@ -43,13 +37,12 @@ func (g Generation) Path() string {
 //go:embed cards/*.json
 var cardFiles embed.FS
 
-// template is one embedded real card an agent's card is built from.
+// template is one embedded real card an agent's card is built from: Name is
+// its file under cards/. Variant, when set, is a second card of the same
+// agent served to requests with "A2A-Version: <VariantVersion>".
 type template struct {
-	// Name is the file under cards/ (a copy of detector/testdata/cards/).
-	Name string
-	Gen  Generation
-	// Variant, when set, is a second card of the same agent served to
-	// requests with "A2A-Version: <VariantVersion>" (content negotiation).
+	Name           string
+	Gen            Generation
 	Variant        string
 	VariantVersion string
 }
