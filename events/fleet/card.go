@@ -117,8 +117,7 @@ func (e *editor) removeSkill(id string) {
 	}
 }
 
-// ensureSkills adds generic skills until the card has at least n, so that a
-// scenario can change one skill and watch a task on another.
+// ensureSkills adds generic skills until the card has at least n.
 func (e *editor) ensureSkills(n int) {
 	for _, x := range []struct{ id, name, desc, tag string }{
 		{"faq", "Answer FAQs", "Answers frequently asked questions about this agent's service.", "support"},

@@ -289,6 +289,13 @@ func (b *builder) change(label string, e *editor) {
 	b.steps = append(b.steps, Step{At: b.at(0.25, 0.45), Card: label})
 }
 
+// twoSkills gives the base card a second skill if it has one only, and picks
+// primary and other.
+func (b *builder) twoSkills() {
+	b.base.ensureSkills(2)
+	b.pick()
+}
+
 // pick chooses primary and, when the card has more than one skill, other.
 func (b *builder) pick() {
 	ids := b.base.skillIDs()

@@ -32,27 +32,19 @@ const (
 	SplitBrain              = "split-brain"
 )
 
-// Profiles shared by several scenarios.
+// Profiles shared by several scenarios: a plain task, a streaming one, an
+// idempotent, restartable one under pin-and-degrade, and one on a skill the
+// scenario does not touch.
 var (
-	profilePlain = ProfileSpec{Name: "plain", Skill: RolePrimary}
-	// profileStream plans a streaming task (message/stream,
-	// tasks/sendSubscribe, SendStreamingMessage).
-	profileStream = ProfileSpec{Name: "stream", Skill: RolePrimary, Streaming: true}
-	// profileDegrade is an idempotent, restartable task under pin-and-degrade.
+	profilePlain   = ProfileSpec{Name: "plain", Skill: RolePrimary}
+	profileStream  = ProfileSpec{Name: "stream", Skill: RolePrimary, Streaming: true}
 	profileDegrade = ProfileSpec{Name: "degrade", Skill: RolePrimary, Posture: detector.Degrade, Idempotent: true}
-	// profileOther uses a skill the scenario does not touch.
-	profileOther = ProfileSpec{Name: "other", Skill: RoleOther}
+	profileOther   = ProfileSpec{Name: "other", Skill: RoleOther}
 )
 
 // row is one line of a verdict table.
 func row(from, to, profile string, o Outcome, rules ...string) Expectation {
 	return Expectation{Profile: profile, From: from, To: to, Outcome: o, Rules: rules}
-}
-
-// replanOnto is row e whose replan names the skill of a role.
-func replanOnto(e Expectation, role string) Expectation {
-	e.ReplanSkill = role
-	return e
 }
 
 // controlScenario is what Schedule gives agents outside every scenario.
@@ -149,7 +141,7 @@ var scenarios = []Scenario{
 		Profiles: []ProfileSpec{profilePlain, profileDegrade, profileOther},
 		Expect: []Expectation{
 			row(LabelBase, "renamed", "plain", OutcomeAbort, detector.RuleSkillRenamed, detector.RuleContentChangedWithoutVersion),
-			replanOnto(row(LabelBase, "renamed", "degrade", OutcomeReplan, detector.RuleSkillRenamed), RoleRenamed),
+			{Profile: "degrade", From: LabelBase, To: "renamed", Outcome: OutcomeReplan, Rules: []string{detector.RuleSkillRenamed}, ReplanSkill: RoleRenamed},
 			row(LabelBase, "renamed", "other", OutcomeContinue, detector.RuleSkillRenamed),
 		},
 		build: buildSkillRenamed,
@@ -258,8 +250,7 @@ func buildPinningRotation(b *builder) error {
 }
 
 func buildModesWithoutVersionBump(b *builder) error {
-	b.base.ensureSkills(2)
-	b.pick()
+	b.twoSkills()
 	c, err := b.base.parsed()
 	if err != nil {
 		return err
@@ -357,8 +348,7 @@ func buildInterfaceMove(b *builder) error {
 }
 
 func buildSkillRemoved(b *builder) error {
-	b.base.ensureSkills(2)
-	b.pick()
+	b.twoSkills()
 	removed := b.base.clone()
 	removed.removeSkill(b.roles[RolePrimary])
 	removed.bumpVersion()
@@ -381,8 +371,7 @@ func successorID(id, suffix string, taken []string) string {
 }
 
 func buildSkillRenamed(b *builder) error {
-	b.base.ensureSkills(2)
-	b.pick()
+	b.twoSkills()
 	id := b.roles[RolePrimary]
 	b.roles[RoleRenamed] = successorID(id, "v2", b.base.skillIDs())
 	renamed := b.base.clone()
@@ -392,8 +381,7 @@ func buildSkillRenamed(b *builder) error {
 }
 
 func buildDescriptionOnly(b *builder) error {
-	b.base.ensureSkills(2)
-	b.pick()
+	b.twoSkills()
 	id := b.roles[RolePrimary]
 	reworded := b.base.clone()
 	reworded.setDescription(strings.TrimSpace(str(reworded.v, "description")+" Now with faster responses."),
@@ -452,8 +440,7 @@ func buildRollingDeploy(b *builder) error {
 // version, two cards of one version answer each other's If-None-Match with
 // 304, and only the periodic full fetch could tell them apart.
 func buildSplitBrain(b *builder) error {
-	b.base.ensureSkills(2)
-	b.pick()
+	b.twoSkills()
 	b.base.setCapability("streaming", true)
 	stale := b.base.clone()
 	stale.setCapability("streaming", false)

@@ -15,15 +15,7 @@ import (
 // alone — the shape of the 400-agent demo's false aborts.
 func TestScoreNamesTheObservation(t *testing.T) {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	as := Assignment{
-		AgentURL: "http://127.0.0.1:1", Scenario: "pinning-rotation",
-		Cards:    []CardVersion{{Label: LabelBase, Digest: "sha256:base"}, {Label: "rotated", Digest: "sha256:rotated"}},
-		Profiles: []Profile{{Name: "p"}},
-		Expectations: []Expectation{
-			{Profile: "p", From: LabelBase, To: "rotated", Outcome: OutcomeAbort},
-			{Profile: "p", From: "rotated", To: LabelBase, Outcome: OutcomeContinue},
-		},
-	}
+	as := changeAndBack(PinningRotation, "rotated")
 	pinAt, obsAt := start.Add(2*time.Second), start.Add(time.Second) // the observation predates the pin
 	drift := events.Drift{
 		TaskID: "t1", AgentURL: as.AgentURL,
@@ -153,17 +145,8 @@ func TestScoreSplitBrainJudgedByFetches(t *testing.T) {
 // load). With a Lag of 1s it is an exposure, and missed.
 func TestScoreLagIsTheRunsLatency(t *testing.T) {
 	start := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	as := Assignment{
-		AgentURL: "http://127.0.0.1:1", Scenario: "flapping",
-		Cards:    []CardVersion{{Label: LabelBase, Digest: "sha256:base"}, {Label: "flipped", Digest: "sha256:flipped"}},
-		Profiles: []Profile{{Name: "p"}},
-		Steps: []Step{{At: 0, Card: LabelBase}, {At: 10 * time.Second, Card: "flipped"},
-			{At: 12 * time.Second, Card: LabelBase}},
-		Expectations: []Expectation{
-			{Profile: "p", From: LabelBase, To: "flipped", Outcome: OutcomeAbort},
-			{Profile: "p", From: "flipped", To: LabelBase, Outcome: OutcomeContinue},
-		},
-	}
+	as := changeAndBack(Flapping, "flipped")
+	as.Steps = []Step{{At: 0, Card: LabelBase}, {At: 10 * time.Second, Card: "flipped"}, {At: 12 * time.Second, Card: LabelBase}}
 	tasks := map[string]*Task{
 		"t1": {ID: "t1", AgentURL: as.AgentURL, Profile: Profile{Name: "p"}, PlannedLabel: LabelBase,
 			PinSource: events.PinClientCard, Events: []SentEvent{{ID: "t1/2", At: start.Add(10500 * time.Millisecond), Capability: true}}},
@@ -185,5 +168,19 @@ func TestScoreLagIsTheRunsLatency(t *testing.T) {
 		if sc.Missed != tc.missed {
 			t.Errorf("Lag %v: missed %d, want %d (problems %+v)", tc.lag, sc.Missed, tc.missed, sc.Problems)
 		}
+	}
+}
+
+// changeAndBack is an assignment of scenario with the base card and a
+// changed one: profile p aborts on the change and continues on the way back.
+func changeAndBack(scenario, changed string) Assignment {
+	return Assignment{
+		AgentURL: "http://127.0.0.1:1", Scenario: scenario,
+		Cards:    []CardVersion{{Label: LabelBase, Digest: "sha256:base"}, {Label: changed, Digest: "sha256:" + changed}},
+		Profiles: []Profile{{Name: "p"}},
+		Expectations: []Expectation{
+			{Profile: "p", From: LabelBase, To: changed, Outcome: OutcomeAbort},
+			{Profile: "p", From: changed, To: LabelBase, Outcome: OutcomeContinue},
+		},
 	}
 }
