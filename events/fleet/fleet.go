@@ -61,15 +61,12 @@ const (
 	fleetClosed
 )
 
-// New builds a fleet without touching the network: it chooses, from
-// opts.Seed, each agent's template card and caching behaviour. It returns an
-// error wrapping ErrInvalidOptions for options out of range.
-//
-// Every template appears once the fleet has at least len(templates) agents,
-// and every Caching at least once from four agents on. With two agents or
-// more, exactly one agent varies its card by A2A-Version (the ADK currency
-// agent: its v0.3 card by default, its v1.0 twin to "A2A-Version: 1.0"); it
-// uses CacheStrong.
+// New builds a fleet without touching the network, choosing from opts.Seed
+// each agent's template card and caching behaviour: every template appears
+// once there are enough agents, every Caching from four agents on, and from
+// two agents on exactly one agent (with CacheStrong) varies its card by
+// A2A-Version: the ADK currency agent's v0.3 card, its v1.0 twin to
+// "A2A-Version: 1.0".
 func New(opts Options) (*Fleet, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err

@@ -7,20 +7,13 @@ import (
 	"time"
 )
 
-// Schedule assigns scenarios to agents, deterministically from seed: the
-// same seed, agents and names give the same schedule (the same scenario on
-// the same agent index, the same skills, steps and offsets; cards differ only
-// in the agents' ports). names empty means every scenario; an unknown name
-// is an error wrapping ErrUnknownScenario. Agents must have been started.
-//
-// It returns one Assignment per agent, in agent order. share of the agents
-// (the demo's is three quarters) get the scenarios in turn, each scenario at
-// least once when there are enough agents; the others, and always the agent
-// that varies its card by A2A-Version, form the control group (Scenario
-// Control: base card throughout). A scenario that prefers some agents
-// (modes-without-version-bump prefers version-derived ETags, flapping strong
-// ETags) gets one of them when one is left. All changes happen between a
-// fifth and 95% of duration.
+// Schedule assigns scenarios (names; empty: all) to started agents,
+// deterministically from seed (cards differ only in the agents' ports), and
+// returns one Assignment per agent, in agent order. share of the agents (the
+// demo's is three quarters) get the scenarios in turn, each at least once
+// when there are enough, preferring the agents a scenario prefers; the
+// others, always with the agent that varies its card by A2A-Version, form the
+// control group. All changes happen between a fifth and 95% of duration.
 func Schedule(seed int64, agents []*Agent, names []string, duration time.Duration, share float64) ([]Assignment, error) {
 	if share < 0 || share > 1 {
 		return nil, fmt.Errorf("%w: drift share %v", ErrInvalidOptions, share)
