@@ -265,7 +265,9 @@ func strongETag(raw []byte) string {
 // ("v1.2.0"); a body that is not a card, or has no version, gets a strong
 // tag of its bytes instead.
 func versionETag(raw []byte) string {
-	var card struct{ Version string }
+	var card struct {
+		Version string `json:"version"`
+	}
 	if json.Unmarshal(raw, &card) != nil || card.Version == "" {
 		return strongETag(raw)
 	}

@@ -44,7 +44,7 @@ func (e *editor) bytes() []byte {
 }
 
 func (e *editor) clone() *editor {
-	c, _ := newEditor(e.bytes(), e.gen)
+	c, _ := newEditor(e.bytes(), e.gen) // what bytes writes decodes
 	return c
 }
 
