@@ -108,7 +108,7 @@ func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags
 		return nil, err
 	}
 	defer fl.Close()
-	sched, err := fleet.ScheduleShare(f.demo.seed, fl.Agents(), nil, f.demo.duration, f.demo.driftShare)
+	sched, err := fleet.Schedule(f.demo.seed, fl.Agents(), nil, f.demo.duration, f.demo.driftShare)
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -37,7 +37,7 @@ func demoSchedule(t *testing.T, seed int64, duration time.Duration) map[string]f
 		t.Fatal(err)
 	}
 	defer fl.Close()
-	sched, err := fleet.Schedule(seed, fl.Agents(), nil, duration)
+	sched, err := fleet.Schedule(seed, fl.Agents(), nil, duration, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,59 +11,32 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/carddrift/carddrift/events/internal/defaults"
 )
 
-// Defaults of Options.
+// Defaults: the size of a fleet whose Options.Agents is 0, the max-age that
+// agents with CacheStrong or CacheVersion send, and how long Close waits
+// for requests in flight before it closes servers hard.
 const (
-	DefaultAgents          = 40
-	DefaultMaxAge          = 2 * time.Second
-	DefaultShutdownTimeout = 2 * time.Second
+	DefaultAgents   = 40
+	maxAge          = 2 * time.Second
+	shutdownTimeout = 2 * time.Second
 )
 
 // Options configure a Fleet. The zero value is a 40-agent fleet with seed 0.
+// Seed decides, deterministically, which template card and which caching
+// behaviour each agent gets, and which agent varies its card by
+// A2A-Version: the same seed builds the same fleet (up to the ports).
 type Options struct {
-	// Agents is the number of agents; 0 means DefaultAgents. Negative is
-	// invalid.
 	Agents int
-	// Seed decides, deterministically, which template card and which
-	// caching behaviour each agent gets, and which agent varies its card by
-	// A2A-Version. The same seed builds the same fleet (up to the ports).
-	Seed int64
-	// Clock stamps the steps a Player applies; nil means time.Now. Step
-	// timing itself uses real timers.
-	Clock func() time.Time
-	// MaxAge is the max-age agents with CacheStrong or CacheVersion send,
-	// in whole seconds; 0 means DefaultMaxAge. Below one second is invalid.
-	MaxAge time.Duration
-	// ShutdownTimeout bounds Close: servers still busy after it are closed
-	// hard. 0 means DefaultShutdownTimeout.
-	ShutdownTimeout time.Duration
-}
-
-func (o *Options) setDefaults() {
-	if o.Agents == 0 {
-		o.Agents = DefaultAgents
-	}
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
-	if o.MaxAge == 0 {
-		o.MaxAge = DefaultMaxAge
-	}
-	if o.ShutdownTimeout == 0 {
-		o.ShutdownTimeout = DefaultShutdownTimeout
-	}
+	Seed   int64
 }
 
 // Validate reports options out of range, wrapping ErrInvalidOptions.
 func (o Options) Validate() error {
-	switch {
-	case o.Agents < 0:
+	if o.Agents < 0 {
 		return fmt.Errorf("%w: Agents %d < 0", ErrInvalidOptions, o.Agents)
-	case o.MaxAge < 0 || (o.MaxAge > 0 && o.MaxAge < time.Second):
-		return fmt.Errorf("%w: MaxAge %v below one second", ErrInvalidOptions, o.MaxAge)
-	case o.ShutdownTimeout < 0:
-		return fmt.Errorf("%w: ShutdownTimeout %v < 0", ErrInvalidOptions, o.ShutdownTimeout)
 	}
 	return nil
 }
@@ -73,7 +46,6 @@ func (o Options) Validate() error {
 // Agent methods or a Player, and stop it with Close. Its methods are safe for
 // concurrent use.
 type Fleet struct {
-	opts   Options
 	agents []*Agent
 
 	wg sync.WaitGroup // one Serve goroutine per agent that is listening
@@ -89,21 +61,17 @@ const (
 	fleetClosed
 )
 
-// New builds a fleet without touching the network: it chooses, from
-// opts.Seed, each agent's template card and caching behaviour. It returns an
-// error wrapping ErrInvalidOptions for options out of range.
-//
-// Every template appears once the fleet has at least len(Templates()) agents,
-// and every Caching at least once from four agents on. With two agents or
-// more, exactly one agent varies its card by A2A-Version (the ADK currency
-// agent: its v0.3 card by default, its v1.0 twin to "A2A-Version: 1.0"); it
-// uses CacheStrong.
+// New builds a fleet without touching the network, choosing from opts.Seed
+// each agent's template card and caching behaviour: every template appears
+// once there are enough agents, every Caching from four agents on, and from
+// two agents on exactly one agent (with CacheStrong) varies its card by
+// A2A-Version: the ADK currency agent's v0.3 card, its v1.0 twin to
+// "A2A-Version: 1.0".
 func New(opts Options) (*Fleet, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	opts.setDefaults()
-	opts.MaxAge = opts.MaxAge.Truncate(time.Second)
+	opts.Agents = defaults.Positive(opts.Agents, DefaultAgents)
 	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x5eed_f1ee7))
 	n := opts.Agents
 
@@ -120,43 +88,28 @@ func New(opts Options) (*Fleet, error) {
 	}
 	rng.Shuffle(n, func(i, j int) { cachings[i], cachings[j] = cachings[j], cachings[i] })
 
-	vary := -1
 	if n >= 2 {
-		vary = rng.IntN(n)
+		vary := rng.IntN(n)
 		tmpls[vary] = varyTemplate
 		cachings[vary] = CacheStrong
 	}
 
-	f := &Fleet{opts: opts, closed: make(chan struct{})}
+	f := &Fleet{closed: make(chan struct{})}
 	for i := range n {
 		f.agents = append(f.agents, &Agent{
 			index:   i,
 			id:      fmt.Sprintf("agent-%02d", i),
 			tmpl:    tmpls[i],
 			caching: cachings[i],
-			maxAge:  opts.MaxAge,
 			fleet:   f,
 		})
 	}
 	return f, nil
 }
 
-// Options returns the fleet's options with defaults filled in.
-func (f *Fleet) Options() Options { return f.opts }
-
 // Agents returns the agents in index order. The slice is a copy; the agents
 // are shared.
 func (f *Fleet) Agents() []*Agent { return append([]*Agent(nil), f.agents...) }
-
-// Agent returns the agent with the given ID, or nil.
-func (f *Fleet) Agent(id string) *Agent {
-	for _, a := range f.agents {
-		if a.id == id {
-			return a
-		}
-	}
-	return nil
-}
 
 // Start listens on 127.0.0.1 port 0 for every agent, builds each agent's
 // card with its interface URLs pointing at its own address, and serves. ctx
@@ -208,18 +161,8 @@ func (a *Agent) init(host string) error {
 		if err != nil {
 			return err
 		}
-		a.SetVariant(a.tmpl.VariantVersion, v)
+		a.variant = a.bodyOf(v)
 	}
-	return nil
-}
-
-// serve listens again on the agent's address and serves; a.ctl is held.
-func (f *Fleet) serve(a *Agent) error {
-	ln, err := net.Listen("tcp", a.host)
-	if err != nil {
-		return err
-	}
-	f.serveOn(a, ln)
 	return nil
 }
 
@@ -249,12 +192,8 @@ func (f *Fleet) isClosed() bool {
 	return f.state == fleetClosed
 }
 
-// Done is closed when Close begins.
-func (f *Fleet) Done() <-chan struct{} { return f.closed }
-
-// Close shuts every agent's server down, waiting up to
-// Options.ShutdownTimeout for requests in flight, then closing what is left
-// hard; it returns when every goroutine the fleet started has exited. It
+// Close shuts every agent's server down, waiting up to 2s for requests in
+// flight, then closing what is left hard; it returns when every goroutine the fleet started has exited. It
 // returns an error wrapping context.DeadlineExceeded when it had to close
 // hard. Close is safe to call more than once; later calls return nil.
 func (f *Fleet) Close() error {
@@ -276,19 +215,17 @@ func (f *Fleet) Close() error {
 		}
 		a.ctl.Unlock()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), f.opts.ShutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, len(srvs))
 	for i, srv := range srvs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := srv.Shutdown(ctx); err != nil {
 				_ = srv.Close()
 				errs[i] = err
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	f.wg.Wait()

@@ -5,21 +5,19 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
 
-// Applied records one step a Player applied.
+// Applied records one step a Player applied: the agent's id, the index
+// and the step in its assignment's Steps, when it took effect and the
+// error it met.
 type Applied struct {
-	Agent    string `json:"agent"`
-	Scenario string `json:"scenario"`
-	// Step is the index in the assignment's Steps.
-	Step int  `json:"step"`
-	Spec Step `json:"spec"`
-	// At is when the step took effect, by the fleet's Clock.
-	At  time.Time `json:"at"`
-	Err error     `json:"-"`
+	Agent string
+	Step  int
+	Spec  Step
+	At    time.Time
+	Err   error
 }
 
 // Player applies a schedule's steps at their offsets. It owns one goroutine,
@@ -68,28 +66,15 @@ func (f *Fleet) Play(ctx context.Context, schedule []Assignment) (*Player, error
 	})
 
 	ctx, cancel := context.WithCancel(ctx)
-	p := &Player{start: f.opts.Clock(), cancel: cancel, done: make(chan struct{})}
 	origin := time.Now()
+	p := &Player{start: origin, cancel: cancel, done: make(chan struct{})}
 	n := 0
 	for n < len(steps) && steps[n].step.At <= 0 {
-		p.apply(f, steps[n])
+		p.apply(steps[n])
 		n++
 	}
 	go p.run(ctx, f, origin, steps[n:])
 	return p, nil
-}
-
-// Run plays the schedule and blocks until every step has been applied or
-// ctx ends. It returns nil on a clean stop, ErrClosed if the fleet closed
-// first, and otherwise the first error of a step (every later step is still
-// applied).
-func (f *Fleet) Run(ctx context.Context, schedule []Assignment) error {
-	p, err := f.Play(ctx, schedule)
-	if err != nil {
-		return err
-	}
-	<-p.Done()
-	return p.Err()
 }
 
 func (p *Player) run(ctx context.Context, f *Fleet, origin time.Time, steps []timedStep) {
@@ -103,39 +88,37 @@ func (p *Player) run(ctx context.Context, f *Fleet, origin time.Time, steps []ti
 		select {
 		case <-ctx.Done():
 			return
-		case <-f.Done():
+		case <-f.closed:
 			p.fail(ErrClosed)
 			return
 		case <-timer.C:
 		}
 		now := time.Since(origin)
 		for len(steps) > 0 && steps[0].step.At <= now {
-			p.apply(f, steps[0])
+			p.apply(steps[0])
 			steps = steps[1:]
 		}
 	}
 }
 
 // apply makes one step take effect.
-func (p *Player) apply(f *Fleet, ts timedStep) {
+func (p *Player) apply(ts timedStep) {
 	a, s := ts.as.Agent, ts.step
-	switch {
-	case len(s.Replicas) > 0:
-		bodies := make([][]byte, len(s.Replicas))
-		for i, l := range s.Replicas {
-			bodies[i] = ts.as.Card(l)
-		}
-		a.SetReplicas(bodies...)
-	case s.Card != "":
-		a.SetCard(ts.as.Card(s.Card))
+	labels := s.Replicas
+	if len(labels) == 0 && s.Card != "" {
+		labels = []string{s.Card}
 	}
+	var bodies [][]byte
+	for _, l := range labels {
+		bodies = append(bodies, ts.as.Card(l))
+	}
+	a.SetReplicas(bodies...)
 	err := a.SetOutage(s.Outage)
-	rec := Applied{Agent: a.id, Scenario: ts.as.Scenario, Step: ts.i, Spec: s, At: f.opts.Clock(), Err: err}
 	p.mu.Lock()
-	p.applied = append(p.applied, rec)
+	p.applied = append(p.applied, Applied{Agent: a.id, Step: ts.i, Spec: s, At: time.Now(), Err: err})
 	p.mu.Unlock()
 	if err != nil {
-		p.fail(fmt.Errorf("fleet: %s step %d (%s): %w", a.id, ts.i, describe(s), err))
+		p.fail(fmt.Errorf("fleet: %s step %d: %w", a.id, ts.i, err))
 	}
 }
 
@@ -147,18 +130,7 @@ func (p *Player) fail(err error) {
 	}
 }
 
-func describe(s Step) string {
-	switch {
-	case len(s.Replicas) > 0:
-		return "replicas " + strings.Join(s.Replicas, ",")
-	case s.Card != "":
-		return "card " + s.Card
-	}
-	return "outage " + s.Outage.String()
-}
-
-// Start returns the fleet Clock's time when the schedule started: step
-// offsets count from it.
+// Start returns when the schedule started: step offsets count from it.
 func (p *Player) Start() time.Time { return p.start }
 
 // Done is closed when the Player's goroutine has exited.

@@ -7,29 +7,14 @@ import (
 	"time"
 )
 
-// Schedule assigns scenarios to agents, deterministically from seed: the
-// same seed, agents and names give the same schedule (the same scenario on
-// the same agent index, the same skills, steps and offsets; cards differ only
-// in the agents' ports). names empty means every scenario; an unknown name
-// is an error wrapping ErrUnknownScenario. Agents must have been started.
-//
-// It returns one Assignment per agent, in agent order. About a quarter of
-// the agents, and always the agent that varies its card by A2A-Version,
-// form the control group (Scenario Control: base card throughout); the
-// others get the scenarios in turn, each scenario at least once when there
-// are enough agents, later ones cycling through names again. A scenario that
-// prefers some agents (modes-without-version-bump prefers version-derived
-// ETags, flapping strong ETags) gets one of them when one is left. All
-// changes happen between a fifth and 95% of duration.
-func Schedule(seed int64, agents []*Agent, names []string, duration time.Duration) ([]Assignment, error) {
-	return ScheduleShare(seed, agents, names, duration, 0.75)
-}
-
-// ScheduleShare is Schedule with share of the agents drifting (a scenario
-// each) and the rest in the control group; Schedule uses three quarters.
-// The control group never takes the slots the scenarios need (each named
-// scenario gets an agent when there are enough).
-func ScheduleShare(seed int64, agents []*Agent, names []string, duration time.Duration, share float64) ([]Assignment, error) {
+// Schedule assigns scenarios (names; empty: all) to started agents,
+// deterministically from seed (cards differ only in the agents' ports), and
+// returns one Assignment per agent, in agent order. share of the agents (the
+// demo's is three quarters) get the scenarios in turn, each at least once
+// when there are enough, preferring the agents a scenario prefers; the
+// others, always with the agent that varies its card by A2A-Version, form the
+// control group. All changes happen between a fifth and 95% of duration.
+func Schedule(seed int64, agents []*Agent, names []string, duration time.Duration, share float64) ([]Assignment, error) {
 	if share < 0 || share > 1 {
 		return nil, fmt.Errorf("%w: drift share %v", ErrInvalidOptions, share)
 	}
@@ -86,10 +71,11 @@ func ScheduleShare(seed int64, agents []*Agent, names []string, duration time.Du
 			s = controlScenario
 		}
 		arng := rand.New(rand.NewPCG(uint64(seed), uint64(a.index)+1))
-		as, err := s.Apply(arng, a, duration)
+		as, err := s.instantiate(arng, a.tmpl.Gen, a.base, duration)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("fleet: scenario %s on %s (%s): %w", s.Name, a.id, a.tmpl.Name, err)
 		}
+		as.Agent, as.AgentID, as.AgentURL, as.CardURL = a, a.id, a.URL(), a.CardURL()
 		out = append(out, as)
 	}
 	return out, nil

@@ -23,12 +23,8 @@ type skeleton struct {
 func skeletonOf(sched []Assignment) []skeleton {
 	var out []skeleton
 	for _, as := range sched {
-		host := []byte(as.Agent.Host())
-		sk := skeleton{Index: as.Agent.Index(), Scenario: as.Scenario, Profiles: as.Profiles, Expect: as.Expectations}
-		for _, s := range as.Steps {
-			s.Note = string(bytes.ReplaceAll([]byte(s.Note), host, []byte("HOST")))
-			sk.Steps = append(sk.Steps, s)
-		}
+		host := []byte(as.Agent.host)
+		sk := skeleton{Index: as.Agent.index, Scenario: as.Scenario, Steps: as.Steps, Profiles: as.Profiles, Expect: as.Expectations}
 		for _, c := range as.Cards {
 			sk.Cards = append(sk.Cards, bytes.ReplaceAll(c.Raw, host, []byte("HOST")))
 		}
@@ -40,11 +36,11 @@ func skeletonOf(sched []Assignment) []skeleton {
 func TestScheduleSameSeedSameSchedule(t *testing.T) {
 	const d = 30 * time.Second
 	f := startFleet(t, Options{Seed: 11})
-	a, err := Schedule(11, f.Agents(), nil, d)
+	a, err := Schedule(11, f.Agents(), nil, d, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Schedule(11, f.Agents(), nil, d)
+	b, err := Schedule(11, f.Agents(), nil, d, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +51,7 @@ func TestScheduleSameSeedSameSchedule(t *testing.T) {
 	// Another fleet built from the same seed gets the same schedule, up to
 	// its ports.
 	g := startFleet(t, Options{Seed: 11})
-	c, err := Schedule(11, g.Agents(), nil, d)
+	c, err := Schedule(11, g.Agents(), nil, d, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +59,7 @@ func TestScheduleSameSeedSameSchedule(t *testing.T) {
 		t.Errorf("Schedule(11) on two fleets of seed 11 differs")
 	}
 
-	other, err := Schedule(12, f.Agents(), nil, d)
+	other, err := Schedule(12, f.Agents(), nil, d, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +70,7 @@ func TestScheduleSameSeedSameSchedule(t *testing.T) {
 
 func TestScheduleCoversScenarios(t *testing.T) {
 	f := startFleet(t, Options{Seed: 4})
-	sched, err := Schedule(4, f.Agents(), nil, 20*time.Second)
+	sched, err := Schedule(4, f.Agents(), nil, 20*time.Second, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +89,7 @@ func TestScheduleCoversScenarios(t *testing.T) {
 		if as.Scenario == ModesWithoutVersionBump && as.Agent.Caching() != CacheVersion {
 			t.Errorf("%s runs on a %s agent, want version-etag", as.Scenario, as.Agent.Caching())
 		}
-		if as.Scenario == Control && (len(as.Steps) != 1 || len(as.Cards) != 1 || !bytes.Equal(as.Card(LabelBase), as.Agent.BaseCard())) {
+		if as.Scenario == Control && (len(as.Steps) != 1 || len(as.Cards) != 1 || !bytes.Equal(as.Card(LabelBase), as.Agent.base)) {
 			t.Errorf("control %s: %d steps, %d cards, want its base card only", as.AgentID, len(as.Steps), len(as.Cards))
 		}
 		if len(as.Profiles) == 0 {
@@ -112,7 +108,7 @@ func TestScheduleCoversScenarios(t *testing.T) {
 
 func TestScheduleSmallFleet(t *testing.T) {
 	f := startFleet(t, Options{Agents: 3, Seed: 1})
-	sched, err := Schedule(1, f.Agents(), []string{Flapping, AgentDown, SkillRemoved}, time.Minute)
+	sched, err := Schedule(1, f.Agents(), []string{Flapping, AgentDown, SkillRemoved}, time.Minute, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +136,7 @@ func TestScheduleErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := Schedule(1, f.Agents(), tt.names, tt.d); !errors.Is(err, tt.want) {
+			if _, err := Schedule(1, f.Agents(), tt.names, tt.d, 0.75); !errors.Is(err, tt.want) {
 				t.Errorf("Schedule error = %v, want %v", err, tt.want)
 			}
 		})
@@ -153,7 +149,7 @@ func TestScheduleErrors(t *testing.T) {
 func TestPlayAppliesSteps(t *testing.T) {
 	const d = 600 * time.Millisecond
 	f := startFleet(t, Options{Agents: 24, Seed: 21})
-	sched, err := Schedule(21, f.Agents(), nil, d)
+	sched, err := Schedule(21, f.Agents(), nil, d, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,8 +196,8 @@ func TestPlayAppliesSteps(t *testing.T) {
 				t.Errorf("%s (%s) does not end serving %s", as.AgentID, as.Scenario, live[0])
 			}
 		}
-		if as.Agent.Outage() != Up {
-			t.Errorf("%s ends %s", as.AgentID, as.Agent.Outage())
+		if _, o := as.Agent.servedGen(); o != Up {
+			t.Errorf("%s ends %s", as.AgentID, o)
 		}
 	}
 	applied := p.Applied()
@@ -226,7 +222,7 @@ func TestPlayAppliesSteps(t *testing.T) {
 func TestPlayOutageAndReplicas(t *testing.T) {
 	const d = 3 * time.Second
 	f := startFleet(t, Options{Agents: 8, Seed: 3})
-	sched, err := Schedule(3, f.Agents(), []string{AgentDown, RollingDeploy}, d)
+	sched, err := Schedule(3, f.Agents(), []string{AgentDown, RollingDeploy}, d, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,25 +289,27 @@ func waitUntil(t *testing.T, p *Player, d time.Duration) {
 
 func TestPlayStopsOnContext(t *testing.T) {
 	f := startFleet(t, Options{Agents: 4, Seed: 1})
-	sched, err := Schedule(1, f.Agents(), nil, time.Hour)
+	sched, err := Schedule(1, f.Agents(), nil, time.Hour, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- f.Run(ctx, sched) }()
+	p, err := f.Play(ctx, sched)
+	if err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(20 * time.Millisecond)
 	cancel()
 	select {
-	case err := <-errc:
-		if err != nil {
-			t.Errorf("Run after cancel = %v, want nil", err)
+	case <-p.Done():
+		if err := p.Err(); err != nil {
+			t.Errorf("Player.Err() after cancel = %v, want nil", err)
 		}
 	case <-time.After(2 * time.Second):
-		t.Fatal("Run did not return after cancel")
+		t.Fatal("Player did not stop after cancel")
 	}
 
-	p, err := f.Play(context.Background(), sched)
+	p, err = f.Play(context.Background(), sched)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +322,7 @@ func TestPlayStopsOnContext(t *testing.T) {
 
 func TestPlayRejectsUnknownLabel(t *testing.T) {
 	f := startFleet(t, Options{Agents: 2, Seed: 1})
-	sched, err := Schedule(1, f.Agents(), nil, time.Second)
+	sched, err := Schedule(1, f.Agents(), nil, time.Second, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +334,7 @@ func TestPlayRejectsUnknownLabel(t *testing.T) {
 
 func TestExpectDigests(t *testing.T) {
 	f := startFleet(t, Options{Agents: 6, Seed: 2})
-	sched, err := Schedule(2, f.Agents(), []string{SkillRemoved}, time.Minute)
+	sched, err := Schedule(2, f.Agents(), []string{SkillRemoved}, time.Minute, 0.75)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +365,7 @@ func TestExpectDigests(t *testing.T) {
 }
 
 func TestScenariosAreCopies(t *testing.T) {
-	s := Scenarios()[0]
+	s, _ := LookupScenario(PinningRotation)
 	s.Expect[0].Outcome = "changed"
 	s.Expect[0].Rules[0] = "changed"
 	if again, _ := LookupScenario(s.Name); again.Expect[0].Outcome == "changed" || again.Expect[0].Rules[0] == "changed" {

@@ -3,7 +3,6 @@ package fleet
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -18,37 +17,31 @@ type Received struct {
 	At    time.Time
 }
 
-// ScenarioScore is the scorecard of one scenario.
+// ScenarioScore is the scorecard of one scenario. Injected counts tasks
+// that met, at a capability-dependent transition, a changed card live for
+// at least a lease that their scenario says must produce a card.drift;
+// Detected those that got one with the expected action, Missed the others;
+// Late the detected whose card.drift came more than LateAfter after its
+// trigger. FalseAborts counts tasks aborted although their scenario's table
+// says otherwise; Inconsistent the card.inconsistent events of its agents.
+// Exercised is true when the scenario did what it exists to show: drift
+// injected (for agent-down, the agent seen unreachable; for split-brain,
+// card.inconsistent).
 type ScenarioScore struct {
-	Agents int `json:"agents"`
-	Tasks  int `json:"tasks"`
-	// Injected counts tasks that met, at a capability-dependent transition,
-	// a changed card that had been live for at least a lease (so carddrift
-	// could see it) and that their scenario says must produce a card.drift.
-	Injected int `json:"injected"`
-	// Detected counts injected tasks that got a card.drift with the
-	// expected action; Missed the others.
-	Detected int `json:"detected"`
-	// Late counts detected drifts whose card.drift came more than LateAfter
-	// after the lifecycle event that triggered it (still detected: a drift
-	// in a backlog is late, not missed).
-	Late   int `json:"late"`
-	Missed int `json:"missed"`
-	// FalseAborts counts tasks aborted although their scenario's verdict
-	// table says otherwise for the cards in the card.drift.
-	FalseAborts int `json:"falseAborts"`
-	Drifts      int `json:"drifts"`
-	Unreachable int `json:"unreachable"`
-	// Inconsistent counts the card.inconsistent events of the scenario's
-	// agents (split brain: their replicas served different cards at once).
-	Inconsistent int `json:"inconsistent"`
-	// Exercised is true when the scenario did what it exists to show: drift
-	// injected (or, for agent-down, the agent seen unreachable; for
-	// split-brain, card.inconsistent).
-	Exercised bool `json:"exercised"`
+	Agents       int  `json:"agents"`
+	Tasks        int  `json:"tasks"`
+	Injected     int  `json:"injected"`
+	Detected     int  `json:"detected"`
+	Late         int  `json:"late"`
+	Missed       int  `json:"missed"`
+	FalseAborts  int  `json:"falseAborts"`
+	Drifts       int  `json:"drifts"`
+	Unreachable  int  `json:"unreachable"`
+	Inconsistent int  `json:"inconsistent"`
+	Exercised    bool `json:"exercised"`
 }
 
-// Latency is a pair of percentiles in milliseconds.
+// Latency is a pair of percentiles and the maximum, in milliseconds.
 type Latency struct {
 	P50 float64 `json:"p50"`
 	P99 float64 `json:"p99"`
@@ -59,7 +52,11 @@ type Latency struct {
 // drift's card.drift may come before the scorecard counts it late.
 const LateAfter = time.Second
 
-// Scorecard is the demo's closing report.
+// Scorecard is the demo's closing report. PinRaced counts first-fetch tasks
+// whose pin (carddrift's first fetch) is not the card the client planned
+// against, because the card changed in between: nobody can judge them, so
+// they are left out. Problems lists every missed drift and false abort,
+// every missed and false split brain, for forensics.
 type Scorecard struct {
 	Seed                    int64                     `json:"seed"`
 	Agents                  int                       `json:"agents"`
@@ -79,26 +76,17 @@ type Scorecard struct {
 	LatencyMs               Latency                   `json:"latencyMs"`
 	EventsPerSecond         float64                   `json:"eventsPerSecond"`
 	Verdicts                map[string]int            `json:"verdicts"`
-	// PinRaced counts first-fetch tasks whose pin (carddrift's first fetch)
-	// is not the card the client planned against, because the card changed
-	// in between: with no card or digest from the client, nobody can judge
-	// them, so they are left out of injected, missed and false aborts.
-	PinRaced int `json:"pinRaced"`
-	// SplitBrain judges card.inconsistent.
-	SplitBrain SplitBrainScore `json:"splitBrain"`
-	// Problems lists every missed drift and false abort, every missed and
-	// false split brain, for forensics.
-	Problems []Problem `json:"problems,omitempty"`
+	PinRaced                int                       `json:"pinRaced"`
+	SplitBrain              SplitBrainScore           `json:"splitBrain"`
+	Problems                []Problem                 `json:"problems,omitempty"`
 }
 
-// SplitBrainScore judges card.inconsistent. Injected counts the agents of
-// the split-brain scenario whose replicas served two cards at once long
-// enough to be seen alternating (SplitVisible leases, with traffic) and
-// answered carddrift's fetches from both (SplitVisible answers from the
-// rotation, Agent.Rotated); Detected those that got a card.inconsistent, Missed the others. False
-// counts the agents that got one although nothing they served alternated
-// (Assignment.Alternates): a rolling deploy that serves both versions in
-// turn, or a card flipped twice within the window, may get one.
+// SplitBrainScore judges card.inconsistent. Injected counts the split-brain
+// agents whose replicas served two cards at once for SplitVisible leases,
+// with traffic, and answered carddrift's fetches from both (SplitVisible
+// answers from the rotation, Agent.Rotated); Detected those that got a
+// card.inconsistent, Missed the others. False counts the agents that got
+// one although nothing they served alternated (Assignment.Alternates).
 type SplitBrainScore struct {
 	Injected int `json:"injected"`
 	Detected int `json:"detected"`
@@ -111,27 +99,25 @@ type SplitBrainScore struct {
 // A→B→A→B takes four fetches, one per lease at most.
 const SplitVisible = 4
 
-// Problem is one missed drift, false abort, missed split brain or false
-// split brain.
+// Problem is one missed drift ("missed"), false abort ("false-abort"),
+// missed or false split brain ("missed-split-brain", "false-split-brain",
+// naming the Agent). Pinned and Live are the labels of the cards; Got the
+// actions of the task's card.drift events. PinnedCard and Observation are
+// the cards the verdict compared (for a miss, those of the task's last
+// card.drift, else the agent's last card.observed), so that a problem can
+// be diagnosed from the scorecard alone: an observation fetched before the
+// pin is a stale lease.
 type Problem struct {
-	// Kind is "missed", "false-abort", "missed-split-brain" or
-	// "false-split-brain".
-	Kind     string   `json:"kind"`
-	Task     string   `json:"task"`
-	Agent    string   `json:"agent,omitempty"` // the agent, for split-brain problems
-	Scenario string   `json:"scenario"`
-	Profile  string   `json:"profile"`
-	Pinned   string   `json:"pinned"` // label of the pinned card
-	Live     string   `json:"live"`   // label of the live card (of the false abort, or the exposure)
-	Expected string   `json:"expected"`
-	Got      []string `json:"got"` // actions of the task's card.drift events
-	Rules    []string `json:"rules,omitempty"`
-	// PinnedCard and Observation are the cards the verdict compared: the
-	// task's pin and the live observation carddrift used (for a false abort,
-	// those of the card.drift; for a miss, those of the task's last
-	// card.drift, else the agent's last card.observed before the deadline),
-	// so that a problem can be diagnosed from the scorecard alone — an
-	// observation fetched before the pin is a stale lease.
+	Kind        string    `json:"kind"`
+	Task        string    `json:"task"`
+	Agent       string    `json:"agent,omitempty"`
+	Scenario    string    `json:"scenario"`
+	Profile     string    `json:"profile"`
+	Pinned      string    `json:"pinned"`
+	Live        string    `json:"live"`
+	Expected    string    `json:"expected"`
+	Got         []string  `json:"got"`
+	Rules       []string  `json:"rules,omitempty"`
 	PinnedCard  *CardSeen `json:"pinnedCard,omitempty"`
 	Observation *CardSeen `json:"observation,omitempty"`
 }
@@ -144,7 +130,6 @@ type CardSeen struct {
 	At     time.Time `json:"at,omitzero"`
 }
 
-// seen is the card of digest, seen at at.
 func (as *Assignment) seen(digest string, at time.Time) *CardSeen {
 	return &CardSeen{Digest: digest, Label: as.LabelOf(digest), At: at}
 }
@@ -159,23 +144,21 @@ type ScoreInput struct {
 	Sent     int64
 	Errors   int64
 	Received []Received
-	// Lease returns the lease carddrift runs for an agent (its clamped
-	// max-age): a change counts as visible a lease after it happened.
+	// Lease returns the lease carddrift runs for an agent: a change counts
+	// as visible a lease after it happened.
 	Lease func(*Agent) time.Duration
-	// Applied is the player's record of when each step really took effect
-	// (Player.Applied); exposures are judged against it, not the nominal
-	// offsets, so that a late step on a loaded machine is not a miss.
+	// Applied is Player.Applied: exposures are judged against when each step
+	// really took effect, so that a late step on a loaded machine is not a
+	// miss.
 	Applied []Applied
-	// FullFetch is carddrift's periodic unconditional fetch interval: an
-	// agent whose ETag derives from its version alone answers 304 to a change
-	// that keeps the version, so such a change is visible only after it.
+	// FullFetch is carddrift's periodic unconditional fetch interval: behind
+	// an ETag derived from the version, a change that keeps the version is
+	// visible only after it.
 	FullFetch time.Duration
 	// Lag is how long after a transition was sent the card must still be
-	// the same for the transition to count as an exposure: the time a worker
-	// may take to handle it (default: the run's p99 verdict latency, at
-	// least 1s: on a machine too busy to keep up, carddrift fetches the
-	// card a transition meets seconds after it was sent, and a change that
-	// was already undone by then is not one it could see).
+	// the same for it to count as an exposure: the time a worker may take
+	// to handle it (default: the run's p99 verdict latency, at least 1s; a
+	// change undone before carddrift fetched is not one it could see).
 	Lag time.Duration
 	// Window is carddrift's consistency window (default 2m): what split
 	// brain is judged over.
@@ -194,33 +177,29 @@ func Score(in ScoreInput) Scorecard {
 	for i := range in.Schedule {
 		as := &in.Schedule[i]
 		byURL[as.AgentURL] = as
-		s := sc.Scenarios[as.Scenario]
-		if s == nil {
-			s = &ScenarioScore{}
-			sc.Scenarios[as.Scenario] = s
+		if sc.Scenarios[as.Scenario] == nil {
+			sc.Scenarios[as.Scenario] = &ScenarioScore{}
 		}
-		s.Agents++
+		sc.Scenarios[as.Scenario].Agents++
 	}
-	inconsistent := map[string]int{} // agent → card.inconsistent events
-	pinned := map[string]string{}    // task → pinned digest (last card.pinned)
-	pinnedAt := map[string]time.Time{}
-	drifts := map[string][]events.Drift{}
-	driftLatency := map[string][]time.Duration{} // task → latency of each of its drifts (-1: unknown)
-	observed := map[string][]events.Observed{}   // agent → card.observed, in arrival order
 	sentAt := map[string]time.Time{}
 	for _, t := range in.Tasks {
 		for _, e := range t.Events {
 			sentAt[e.ID] = e.At
 		}
 	}
+	inconsistent := map[string]int{}             // agent → card.inconsistent events
+	observed := map[string]events.Observed{}     // agent → its last card.observed
+	pins := map[string]Received{}                // task → its last card.pinned
+	drifts := map[string][]events.Drift{}        // task → its card.drift events
+	driftLatency := map[string][]time.Duration{} // task → the latency of each (-1: unknown)
 	var latencies []float64
 	for _, r := range in.Received {
 		switch d := r.Event.Data.(type) {
 		case events.Pinned:
-			pinned[d.TaskID] = d.Digest
-			pinnedAt[d.TaskID] = r.At
+			pins[d.TaskID] = r
 		case events.Observed:
-			observed[d.AgentURL] = append(observed[d.AgentURL], d)
+			observed[d.AgentURL] = d
 		case events.Drift:
 			drifts[d.TaskID] = append(drifts[d.TaskID], d)
 			sc.Verdicts[string(d.Verdict.Action)]++
@@ -243,10 +222,9 @@ func Score(in ScoreInput) Scorecard {
 	}
 
 	actual := actualSchedule(in)
+	slices.Sort(latencies)
 	if in.Lag <= 0 {
-		sorted := slices.Clone(latencies)
-		sort.Float64s(sorted)
-		in.Lag = max(time.Second, time.Duration(percentile(sorted, 0.99)*float64(time.Millisecond)))
+		in.Lag = max(time.Second, time.Duration(percentile(latencies, 0.99)*float64(time.Millisecond)))
 	}
 	for _, t := range in.Tasks {
 		as := byURL[t.AgentURL]
@@ -257,21 +235,19 @@ func Score(in ScoreInput) Scorecard {
 		s.Tasks++
 		ds := drifts[t.ID]
 		s.Drifts += len(ds)
-		if t.PinSource == events.PinFirstFetch && pinned[t.ID] != "" && as.LabelOf(pinned[t.ID]) != t.PlannedLabel {
+		pin, _ := pins[t.ID].Event.Data.(events.Pinned)
+		if t.PinSource == events.PinFirstFetch && pin.Digest != "" && as.LabelOf(pin.Digest) != t.PlannedLabel {
 			sc.PinRaced++
 			continue
 		}
 		for _, d := range ds {
-			if as.Scenario == "agent-down" {
+			if as.Scenario == AgentDown {
 				sc.UnreachableAsDrift++
 			}
 			if d.Verdict.Action != detector.Abort {
 				continue
 			}
-			if e, ok := as.ExpectDigests(t.Profile.Name, d.Pinned.Digest, d.Live.Digest); !ok || e.Outcome != OutcomeAbort {
-				if unknownPinVerdict(as, t, d) {
-					continue // the contract's verdict for a pin whose body carddrift never saw
-				}
+			if e, ok := as.ExpectDigests(t.Profile.Name, d.Pinned.Digest, d.Live.Digest); (!ok || e.Outcome != OutcomeAbort) && !unknownPinVerdict(as, t, d) {
 				s.FalseAborts++
 				sc.Problems = append(sc.Problems, Problem{Kind: "false-abort", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
 					Pinned: as.LabelOf(d.Pinned.Digest), Live: as.LabelOf(d.Live.Digest), Expected: string(e.Outcome), Got: actions(ds), Rules: detector.RuleIDs(d.Findings),
@@ -279,44 +255,39 @@ func Score(in ScoreInput) Scorecard {
 				break
 			}
 		}
-		want, ok := exposure(actual[as.AgentURL], t, pinned[t.ID], in)
+		want, ok := exposure(actual[as.AgentURL], t, pin.Digest, in)
 		if !ok {
 			continue
 		}
 		s.Injected++
-		found, late := false, false
-		for i, d := range ds {
-			if string(d.Verdict.Action) == string(want.Outcome) && hasRules(d, want.Rules) && d.Verdict.ReplanSkill == want.ReplanSkill ||
-				unknownPinVerdict(as, t, d) {
-				found, late = true, driftLatency[t.ID][i] > LateAfter
-				break
-			}
-		}
-		if found {
+		i := slices.IndexFunc(ds, func(d events.Drift) bool {
+			return string(d.Verdict.Action) == string(want.Outcome) && hasRules(d, want.Rules) && d.Verdict.ReplanSkill == want.ReplanSkill ||
+				unknownPinVerdict(as, t, d)
+		})
+		if i >= 0 {
 			s.Detected++
-			if late {
+			if driftLatency[t.ID][i] > LateAfter {
 				s.Late++
 			}
-		} else {
-			s.Missed++
-			p := Problem{Kind: "missed", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
-				Pinned: want.From, Live: want.To, Expected: string(want.Outcome), Got: actions(ds), Rules: want.Rules}
-			if dg := pinned[t.ID]; dg != "" {
-				p.PinnedCard = as.seen(dg, pinnedAt[t.ID])
-			}
-			if len(ds) > 0 {
-				l := ds[len(ds)-1].Live
-				p.Observation = as.seen(l.Digest, l.FetchedAt)
-			} else if obs := observed[as.AgentURL]; len(obs) > 0 {
-				o := obs[len(obs)-1]
-				p.Observation = as.seen(o.Digest, o.FetchedAt)
-			}
-			sc.Problems = append(sc.Problems, p)
+			continue
 		}
+		s.Missed++
+		p := Problem{Kind: "missed", Task: t.ID, Scenario: as.Scenario, Profile: t.Profile.Name,
+			Pinned: want.From, Live: want.To, Expected: string(want.Outcome), Got: actions(ds), Rules: want.Rules}
+		if pin.Digest != "" {
+			p.PinnedCard = as.seen(pin.Digest, pins[t.ID].At)
+		}
+		if len(ds) > 0 {
+			l := ds[len(ds)-1].Live
+			p.Observation = as.seen(l.Digest, l.FetchedAt)
+		} else if o, ok := observed[as.AgentURL]; ok {
+			p.Observation = as.seen(o.Digest, o.FetchedAt)
+		}
+		sc.Problems = append(sc.Problems, p)
 	}
 	sc.SplitBrain = splitBrains(in, actual, inconsistent, &sc.Problems)
 	for name, s := range sc.Scenarios {
-		s.Exercised = s.Injected > 0 || (name == "agent-down" && s.Unreachable > 0) || name == Control ||
+		s.Exercised = s.Injected > 0 || (name == AgentDown && s.Unreachable > 0) || name == Control ||
 			(name == SplitBrain && s.Inconsistent > 0)
 		sc.Injected += s.Injected
 		sc.Detected += s.Detected
@@ -324,7 +295,6 @@ func Score(in ScoreInput) Scorecard {
 		sc.Missed += s.Missed
 		sc.FalseAborts += s.FalseAborts
 	}
-	sort.Float64s(latencies)
 	sc.LatencyMs = Latency{P50: percentile(latencies, 0.50), P99: percentile(latencies, 0.99), Max: percentile(latencies, 1)}
 	if in.Duration > 0 {
 		sc.EventsPerSecond = float64(in.Sent) / in.Duration.Seconds()
@@ -414,16 +384,12 @@ func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput) (Expe
 			hidden = in.FullFetch
 		}
 	}
-	lag := in.Lag
-	if lag <= 0 {
-		lag = time.Second
-	}
 	for _, e := range t.Events {
 		if !e.Capability {
 			continue
 		}
 		off := e.At.Sub(in.Start)
-		to, stable := stableLabel(as, off-settle, off+lag)
+		to, stable := stableLabel(as, off-settle, off+in.Lag)
 		if !stable || to == from {
 			continue
 		}
@@ -436,7 +402,7 @@ func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput) (Expe
 		// fetch, or at once through evidence of drift (an undeclared artifact
 		// type) that forces an unconditional fetch.
 		if hidden > 0 && !e.Evidence && sameVersion(as, from, to) {
-			if _, stable := stableLabel(as, off-settle-hidden, off+lag); !stable {
+			if _, stable := stableLabel(as, off-settle-hidden, off+in.Lag); !stable {
 				continue
 			}
 		}

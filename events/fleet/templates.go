@@ -4,34 +4,26 @@ import (
 	"embed"
 	"fmt"
 	"strings"
-
-	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// Generation is the A2A generation an agent's card is written in. It decides
-// the discovery path the agent serves and how scenarios spell the fields they
-// edit (a v1.0 card gets wrapped security schemes, a v0.3 card "type" ones).
+// Generation is the A2A generation a card is written in (hybrid cards mix
+// them, as real cards do). It decides the discovery path (v0.2 cards are
+// served at LegacyCardPath only, the others at CardPath) and how scenarios
+// spell what they edit (a v1.0 card gets wrapped security schemes).
 type Generation string
 
 // Generations of the embedded card templates.
 const (
-	// GenV02 cards are served at /.well-known/agent.json only.
-	GenV02 Generation = "v0.2"
-	// GenV03 cards are served at /.well-known/agent-card.json.
-	GenV03 Generation = "v0.3"
-	// GenV10 cards are served at /.well-known/agent-card.json.
-	GenV10 Generation = "v1.0"
-	// GenHybrid cards mix generations, as real cards do; served at
-	// /.well-known/agent-card.json.
+	GenV02    Generation = "v0.2"
+	GenV03    Generation = "v0.3"
+	GenV10    Generation = "v1.0"
 	GenHybrid Generation = "hybrid"
 )
 
-// Discovery paths.
+// The discovery paths of A2A up to v0.2.6 and from v0.3.0 on.
 const (
-	// LegacyCardPath is where A2A up to v0.2.6 serves the card.
 	LegacyCardPath = "/.well-known/agent.json"
-	// CardPath is where A2A v0.3.0 and later serve the card.
-	CardPath = "/.well-known/agent-card.json"
+	CardPath       = "/.well-known/agent-card.json"
 )
 
 // Path returns the well-known path a card of this generation is served at.
@@ -45,13 +37,12 @@ func (g Generation) Path() string {
 //go:embed cards/*.json
 var cardFiles embed.FS
 
-// template is one embedded real card an agent's card is built from.
+// template is one embedded real card an agent's card is built from: Name is
+// its file under cards/. Variant, when set, is a second card of the same
+// agent served to requests with "A2A-Version: <VariantVersion>".
 type template struct {
-	// Name is the file under cards/ (a copy of detector/testdata/cards/).
-	Name string
-	Gen  Generation
-	// Variant, when set, is a second card of the same agent served to
-	// requests with "A2A-Version: <VariantVersion>" (content negotiation).
+	Name           string
+	Gen            Generation
 	Variant        string
 	VariantVersion string
 }
@@ -84,53 +75,23 @@ var varyTemplate = template{
 	VariantVersion: "1.0",
 }
 
-// Templates returns the file names of the embedded card templates, in the
-// order agents are built from them (before the seed shuffles it).
-func Templates() []string {
-	out := make([]string, len(templates))
-	for i, t := range templates {
-		out[i] = t.Name
-	}
-	return out
-}
-
 // renderTemplate builds the card an agent at host (an "ip:port") serves from
-// an embedded template: every interface URL points at host, keeping its path;
-// everything else is as in the fixture.
+// an embedded template: every interface URL points at host, keeping its path.
 func renderTemplate(name, host string) ([]byte, error) {
 	raw, err := cardFiles.ReadFile("cards/" + name)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: no template %q: %w", name, err)
 	}
-	v, err := parseTree(raw)
+	e, err := newEditor(raw, "")
 	if err != nil {
 		return nil, fmt.Errorf("fleet: template %s: %w", name, err)
 	}
-	for _, u := range interfaceURLs(&v) {
-		u.Str = rehost(u.Str, host)
-	}
-	return encodeTree(&v), nil
-}
-
-// interfaceURLs returns the string values of every interface URL of a card:
-// top-level url, additionalInterfaces[].url and supportedInterfaces[].url.
-func interfaceURLs(v *jcs.Value) []*jcs.Value {
-	var out []*jcs.Value
-	if u := member(v, "url"); u != nil && u.Kind == jcs.String {
-		out = append(out, u)
-	}
-	for _, key := range []string{"additionalInterfaces", "supportedInterfaces"} {
-		arr := member(v, key)
-		if arr == nil || arr.Kind != jcs.Array {
-			continue
-		}
-		for i := range arr.Elems {
-			if u := member(&arr.Elems[i], "url"); u != nil && u.Kind == jcs.String {
-				out = append(out, u)
-			}
+	for _, o := range interfaces(e.v) {
+		if u, ok := o["url"].(string); ok {
+			o["url"] = rehost(u, host)
 		}
 	}
-	return out
+	return e.bytes(), nil
 }
 
 // rehost points u at host: "https://x.example.com/a2a/v1" becomes

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -27,14 +27,11 @@ import (
 // TrafficOptions configure client traffic against a scheduled fleet.
 type TrafficOptions struct {
 	// JetStream is where lifecycle events are published, through one
-	// client.Emitter for the traffic (as a client process holds one), its
-	// buffer flushed before Run returns.
+	// client.Emitter (as a client process holds one), flushed before Run
+	// returns.
 	JetStream jetstream.Publisher
-	// Logger receives the Emitter's warnings of dropped events (none by
-	// default).
-	Logger zerolog.Logger
 	// Schedule is the fleet's schedule, and Start the instant its offsets
-	// count from (when Play was called).
+	// count from (Player.Start).
 	Schedule []Assignment
 	Start    time.Time
 	// Duration bounds the traffic: no task starts after it, and every task
@@ -42,78 +39,60 @@ type TrafficOptions struct {
 	Duration time.Duration
 	// Seed makes the task mix reproducible (profiles, pin sources, steps).
 	Seed int64
-	// TaskEvery is how often each agent gets a new task (default 1s).
+	// TaskEvery is how often each agent gets a new task (default 1s),
+	// StepEvery the mean gap between a task's events (default 400ms), Steps
+	// the transitions of a task before it completes (default 12).
 	TaskEvery time.Duration
-	// StepEvery is the mean gap between a task's lifecycle events
-	// (default 400ms).
 	StepEvery time.Duration
-	// Steps is the number of transitions per task before it completes
-	// (default 12).
-	Steps int
-	// MaxTasks bounds the tasks in flight at once (default 2000).
-	MaxTasks int
-	// Source is the CloudEvents source of the events (default "carddrift-demo-client").
-	Source string
+	Steps     int
 	// Hold, when set, is asked before each new task: while it returns true
-	// no task starts (tasks already started carry on), and the agent tries
-	// again HoldPoll later. The demo holds while carddrift's backlog is over
-	// a bound, so that a machine slower than the traffic gets fewer tasks
-	// rather than verdicts too late to judge.
-	Hold func() bool
-	// HoldPoll is how often a held agent asks Hold again (default 100ms).
+	// no task starts, and the agent asks again HoldPoll later (default
+	// 100ms). The demo holds while carddrift's backlog is over a bound, so
+	// that a machine slower than the traffic gets fewer tasks rather than
+	// verdicts too late to judge.
+	Hold     func() bool
 	HoldPoll time.Duration
-	// Spanning adds to every agent one long-running task (a streaming
-	// subscription, a batch job) that starts as the run does and lasts
-	// until its end, a step every SpanStepEvery on average: a task planned
-	// on the card served before a scenario's change that is still running
-	// when the change settles — the drift carddrift exists to catch
-	// mid-lifecycle. It is never held. The short tasks alone meet a change
-	// that way only by chance (a change settles a lease after it happens,
-	// and a task lasts about Steps × StepEvery), so a scenario could go
-	// unexercised in a run.
-	Spanning bool
-	// SpanStepEvery is the mean gap between a spanning task's events
-	// (default 4 × StepEvery).
+	// Spanning adds to every agent one task that starts with the run and
+	// steps (every SpanStepEvery on average, default 4 × StepEvery) until
+	// its end, never held: a task planned on the card served before a
+	// scenario's change that still runs when the change settles, so that no
+	// scenario depends on a short task meeting its change by chance.
+	Spanning      bool
 	SpanStepEvery time.Duration
 	// TaskPrefix starts every task id (and so every event id), so that
-	// several runs against one deployment never reuse an id (test/soak
-	// plays one round after another on the same fleet). Empty: none.
+	// several runs against one deployment never reuse an id.
 	TaskPrefix string
 }
+
+// maxTasks bounds the tasks in flight at once.
+const maxTasks = 2000
 
 func (o *TrafficOptions) setDefaults() {
 	o.TaskEvery = defaults.Positive(o.TaskEvery, time.Second)
 	o.StepEvery = defaults.Positive(o.StepEvery, 400*time.Millisecond)
 	o.Steps = defaults.Positive(o.Steps, 12)
-	o.MaxTasks = defaults.Positive(o.MaxTasks, 2000)
 	o.HoldPoll = defaults.Positive(o.HoldPoll, 100*time.Millisecond)
 	o.SpanStepEvery = defaults.Positive(o.SpanStepEvery, 4*o.StepEvery)
-	if o.Source == "" {
-		o.Source = "carddrift-demo-client"
-	}
 }
 
-// SentEvent is one lifecycle event the traffic published.
+// SentEvent is one lifecycle event the traffic published. Capability marks
+// a capability-dependent transition (carddrift fetches the live card),
+// Evidence an artifact whose media type the planned card does not declare
+// (carddrift fetches unconditionally).
 type SentEvent struct {
-	ID   string
-	Type string
-	At   time.Time
-	// Capability marks a capability-dependent transition (one that makes
-	// carddrift fetch the live card).
+	ID         string
+	Type       string
+	At         time.Time
 	Capability bool
-	// Evidence marks evidence of drift (an artifact whose media type the
-	// planned card does not declare): carddrift fetches unconditionally.
-	Evidence bool
+	Evidence   bool
 }
 
-// Task is one task the traffic drove: what it planned and what it sent.
+// Task is one task the traffic drove: what it planned against (the card
+// PlannedLabel, told to carddrift as PinSource) and what it sent.
 type Task struct {
-	ID       string
-	AgentURL string
-	Scenario string
-	Profile  Profile
-	// PlannedLabel is the card the client planned against; PinSource says
-	// how it told carddrift ("client-card", "client-digest", "first-fetch").
+	ID           string
+	AgentURL     string
+	Profile      Profile
 	PlannedLabel string
 	PinSource    string
 	Events       []SentEvent
@@ -144,13 +123,12 @@ func NewTraffic(opts TrafficOptions) (*Traffic, error) {
 	return &Traffic{opts: opts, plans: plans, tasks: map[string]*Task{}}, nil
 }
 
-// Sent returns the number of lifecycle events published so far, and Errors
-// the publishes that failed.
+// Sent returns the number of lifecycle events published so far, Errors the
+// publishes that failed, and Held how many times a task did not start
+// because Hold said so.
 func (t *Traffic) Sent() int64   { return t.sent.Load() }
 func (t *Traffic) Errors() int64 { return t.errs.Load() }
-
-// Held returns how many times a task did not start because Hold said so.
-func (t *Traffic) Held() int64 { return t.held.Load() }
+func (t *Traffic) Held() int64   { return t.held.Load() }
 
 // Tasks returns every task started, by id.
 func (t *Traffic) Tasks() map[string]*Task {
@@ -171,7 +149,7 @@ func (t *Traffic) Tasks() map[string]*Task {
 // timeout once ctx is done; Errors counts what was dropped). Every
 // goroutine it starts has ended when it returns.
 func (t *Traffic) Run(ctx context.Context) error {
-	emit, err := client.NewEmitter(t.opts.JetStream, t.opts.Source, publish.WithLogger(t.opts.Logger))
+	emit, err := client.NewEmitter(t.opts.JetStream, "carddrift-demo-client")
 	if err != nil {
 		return err
 	}
@@ -190,7 +168,7 @@ func (t *Traffic) run(ctx context.Context, root *client.Emitter) {
 	end := t.opts.Start.Add(t.opts.Duration)
 	ctx, cancel := context.WithDeadline(ctx, end.Add(2*time.Second))
 	defer cancel()
-	sem := make(chan struct{}, t.opts.MaxTasks)
+	sem := make(chan struct{}, maxTasks)
 	var wg sync.WaitGroup
 	short := taskShape{steps: t.opts.Steps, every: t.opts.StepEvery}
 	for i, pl := range t.plans {
@@ -207,18 +185,13 @@ func (t *Traffic) run(ctx context.Context, root *client.Emitter) {
 				t.runTask(ctx, root, pl, -1, rng, taskShape{steps: math.MaxInt, every: every, until: end.Add(-3 * every)})
 			})
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(t.opts.Seed), uint64(i)+1))
 			// Stagger agents so that transitions do not come in lockstep.
 			next := t.opts.Start.Add(time.Duration(rng.Int64N(int64(t.opts.TaskEvery))))
 			for n := 0; ; n++ {
 				// A task needs time for its steps before the end.
-				if next.Add(time.Duration(short.steps+1) * short.every * 3 / 2).After(end) {
-					return
-				}
-				if wait.Sleep(ctx, time.Until(next)) != nil {
+				if next.Add(time.Duration(short.steps+1)*short.every*3/2).After(end) || wait.Sleep(ctx, time.Until(next)) != nil {
 					return
 				}
 				if t.opts.Hold != nil && t.opts.Hold() {
@@ -232,15 +205,13 @@ func (t *Traffic) run(ctx context.Context, root *client.Emitter) {
 					return
 				}
 				seed := rng.Uint64()
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					defer func() { <-sem }()
 					t.runTask(ctx, root, pl, n, rand.New(rand.NewPCG(seed, uint64(n))), short)
-				}()
+				})
 				next = next.Add(t.opts.TaskEvery)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }
@@ -278,10 +249,7 @@ func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n
 	if n < 0 {
 		id = fmt.Sprintf("%s%s-%s-span", t.opts.TaskPrefix, as.AgentID, p.Name)
 	}
-	task := &Task{
-		ID:       id,
-		AgentURL: as.AgentURL, Scenario: as.Scenario, Profile: p, PlannedLabel: label,
-	}
+	task := &Task{ID: id, AgentURL: as.AgentURL, Profile: p, PlannedLabel: label}
 	var seq atomic.Int64
 	var lastID string // the id of the event last published
 	emit, err := root.With(
@@ -311,11 +279,20 @@ func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n
 		}
 		t.sent.Add(1)
 		t.mu.Lock()
-		task.Events = append(task.Events, SentEvent{ID: lastID, Type: typ, At: at,
-			Capability: capability, Evidence: evidence})
+		task.Events = append(task.Events, SentEvent{ID: lastID, Type: typ, At: at, Capability: capability, Evidence: evidence})
 		t.mu.Unlock()
 		evidence = false
 		return true
+	}
+	status := func(state, skill string, capability bool) bool {
+		return send(events.TypeStatus, capability, func() error {
+			return emit.Status(ctx, events.Status{TaskID: task.ID, AgentURL: as.AgentURL, State: state, SkillID: skill})
+		})
+	}
+	request := func(method string, capability bool) bool {
+		return send(events.TypeRequest, capability, func() error {
+			return emit.Request(ctx, events.Request{TaskID: task.ID, AgentURL: as.AgentURL, Method: method, Attempt: 1})
+		})
 	}
 
 	req := p.Task
@@ -323,9 +300,6 @@ func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n
 		TaskID: task.ID, AgentURL: as.AgentURL, SkillID: req.SkillID, Posture: req.Posture, Idempotent: req.Idempotent,
 		Requires: events.Requires{Streaming: req.Streaming, PushNotifications: req.PushNotifications,
 			InputModes: req.InputModes, OutputModes: req.OutputModes, Security: req.Security},
-	}
-	if sub.Posture == "" {
-		sub.Posture = detector.FailClosed
 	}
 	// How the client tells carddrift what it planned against: its card, its
 	// digest, or nothing (carddrift pins its first fetch). An agent that
@@ -353,29 +327,20 @@ func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n
 		d := shape.every/2 + time.Duration(rng.Int64N(int64(shape.every)))
 		return wait.Sleep(ctx, d) == nil
 	}
-	method := pl.streamMethod(label)
 	for step := 0; step < shape.steps && (shape.until.IsZero() || time.Now().Before(shape.until)); step++ {
 		if !pause() {
 			return
 		}
-		ok := true
+		var ok bool
 		switch k := rng.IntN(6); {
 		case k == 0:
-			ok = send(events.TypeStatus, false, func() error {
-				return emit.Status(ctx, events.Status{TaskID: task.ID, AgentURL: as.AgentURL, State: "working"})
-			})
+			ok = status("working", "", false)
 		case k == 1 && req.Streaming:
-			ok = send(events.TypeRequest, true, func() error {
-				return emit.Request(ctx, events.Request{TaskID: task.ID, AgentURL: as.AgentURL, Method: method, Attempt: 1})
-			})
+			ok = request(pl.method[label], true)
 		case k == 1:
-			ok = send(events.TypeRequest, false, func() error {
-				return emit.Request(ctx, events.Request{TaskID: task.ID, AgentURL: as.AgentURL, Method: "tasks/get", Attempt: 1})
-			})
+			ok = request("tasks/get", false)
 		case k == 2:
-			ok = send(events.TypeStatus, true, func() error {
-				return emit.Status(ctx, events.Status{TaskID: task.ID, AgentURL: as.AgentURL, State: "input-required", SkillID: req.SkillID})
-			})
+			ok = status("input-required", req.SkillID, true)
 		case k == 3:
 			mt := pl.artifactType(label, req.SkillID)
 			evidence = !pl.declares(label, req.SkillID, mt)
@@ -384,39 +349,71 @@ func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n
 					ArtifactID: fmt.Sprintf("a%d", step), MediaTypes: []string{mt}})
 			})
 		case k == 4 && req.Streaming:
-			ok = send(events.TypeRequest, true, func() error {
-				return emit.Request(ctx, events.Request{TaskID: task.ID, AgentURL: as.AgentURL, Method: "tasks/resubscribe", Attempt: 1})
-			})
+			ok = request("tasks/resubscribe", true)
 		default:
-			ok = send(events.TypeStatus, true, func() error {
-				return emit.Status(ctx, events.Status{TaskID: task.ID, AgentURL: as.AgentURL, State: "TASK_STATE_AUTH_REQUIRED"})
-			})
+			ok = status("TASK_STATE_AUTH_REQUIRED", "", true)
 		}
 		if !ok {
 			return
 		}
 	}
 	if pause() {
-		send(events.TypeStatus, false, func() error {
-			return emit.Status(ctx, events.Status{TaskID: task.ID, AgentURL: as.AgentURL, State: "completed"})
-		})
+		status("completed", "", false)
 	}
 }
 
-// streamMethodOf is the streaming method name of the card's generation.
-func streamMethodOf(c *detector.Card, err error) string {
-	if err != nil {
-		return "message/stream"
-	}
-	for _, v := range c.ProtocolVersions() {
-		if strings.HasPrefix(v, "1.") {
-			return "SendStreamingMessage"
+// plan is what the traffic reads of one assignment, computed once instead
+// of at every event: each card parsed and its streaming method, and the
+// labels the agent serves, kept until the agent serves something else
+// (TestPlanIsTheTraffic).
+type plan struct {
+	as     *Assignment
+	cards  map[string]*detector.Card // by label
+	method map[string]string         // the streaming method by label
+
+	mu     sync.Mutex
+	known  bool
+	gen    uint64   // the agent's serving generation served was read at
+	served []string // the labels served at gen; shared, never written
+}
+
+func newPlan(as *Assignment) *plan {
+	p := &plan{as: as, cards: map[string]*detector.Card{}, method: map[string]string{}}
+	for _, c := range as.Cards {
+		p.cards[c.Label], _ = detector.Parse(c.Raw) // Schedule parsed them
+		p.method[c.Label] = "message/stream"
+		for _, v := range p.cards[c.Label].ProtocolVersions() {
+			if strings.HasPrefix(v, "1.") {
+				p.method[c.Label] = "SendStreamingMessage"
+				break
+			}
+			if strings.HasPrefix(v, "0.1") {
+				p.method[c.Label] = "tasks/sendSubscribe"
+				break
+			}
 		}
-		if strings.HasPrefix(v, "0.1") {
-			return "tasks/sendSubscribe"
+	}
+	return p
+}
+
+// artifactType is the media type the agent produces for skill now: the first
+// output mode of the skill in the card it serves (so an agent whose output
+// modes changed without a version bump produces the new type), made concrete.
+func (p *plan) artifactType(planned, skill string) string {
+	label := planned
+	if live := p.liveLabels(); len(live) == 1 {
+		label = live[0]
+	}
+	for _, c := range []*detector.Card{p.cards[label], p.cards[planned]} {
+		s, ok := c.Skill(skill)
+		if !ok {
+			continue
+		}
+		if modes := c.OutputModes(s); len(modes) > 0 {
+			return concrete(detector.NormalizeMediaType(modes[0]))
 		}
 	}
-	return "message/stream"
+	return "text/plain"
 }
 
 func concrete(mt string) string {
@@ -433,18 +430,45 @@ func concrete(mt string) string {
 	return mt
 }
 
-// servedLabels returns the labels of the cards the agent serves, up or
-// not.
-func servedLabels(as *Assignment) []string {
-	var out []string
-	for _, raw := range as.Agent.Served() {
-		for _, c := range as.Cards {
-			if string(c.Raw) == string(raw) && !slices.Contains(out, c.Label) {
-				out = append(out, c.Label)
+// declares reports whether the card labelled label declares mediaType among
+// the skill's output modes (the pinned card, for the artifact check).
+func (p *plan) declares(label, skill, mediaType string) bool {
+	c := p.cards[label]
+	modes := c.DefaultOutputModes
+	if s, ok := c.Skill(skill); ok {
+		modes = c.OutputModes(s)
+	}
+	return len(modes) == 0 || detector.Covers(modes, mediaType)
+}
+
+// liveLabels returns the labels of the cards the agent serves right now, as
+// a client discovering it would see them (none while it is down),
+// recomputed only when the agent's serving generation moved. The slice is
+// shared: read it only.
+func (p *plan) liveLabels() []string {
+	a := p.as.Agent
+	if a == nil {
+		return nil
+	}
+	gen, outage := a.servedGen()
+	if outage != Up {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.known || p.gen != gen {
+		// Read after gen: at least as new as gen; if it is newer, the
+		// next call sees another generation and reads again.
+		p.served, p.gen, p.known = nil, gen, true
+		for _, raw := range a.Served() {
+			for _, c := range p.as.Cards {
+				if string(c.Raw) == string(raw) && !slices.Contains(p.served, c.Label) {
+					p.served = append(p.served, c.Label)
+				}
 			}
 		}
 	}
-	return out
+	return p.served
 }
 
 // DriveOptions are what Drive plays on a started fleet against carddrift,
@@ -454,9 +478,8 @@ type DriveOptions struct {
 	// EventsStream (the card.* events) as a planner would.
 	JetStream    jetstream.JetStream
 	EventsStream string
-	// Seed, Scenarios, Duration and DriftShare make the schedule
-	// (ScheduleShare); TaskEvery, TaskPrefix and Hold the traffic
-	// (TrafficOptions).
+	// Seed, Scenarios, Duration and DriftShare make the schedule; TaskEvery,
+	// TaskPrefix and Hold the traffic (TrafficOptions).
 	Seed       int64
 	Scenarios  []string
 	Duration   time.Duration
@@ -497,20 +520,20 @@ func LeaseFunc(minLease, defaultLease, maxLease time.Duration) func(*Agent) time
 	}
 }
 
-// Drive plays one schedule on the fleet (o.Duration from o.Seed) with its
-// client traffic, watches the card.* events carddrift publishes as a
-// planner would, and scores them. Run after run on one fleet (a soak)
-// needs a TaskPrefix of its own for each.
+// Drive plays one schedule on the fleet with its client traffic, watches
+// the card.* events carddrift publishes as a planner would, and scores
+// them. Run after run on one fleet (a soak) needs a TaskPrefix of its own
+// for each.
 func (f *Fleet) Drive(ctx context.Context, o DriveOptions) (Scorecard, error) {
-	sched, err := ScheduleShare(o.Seed, f.Agents(), o.Scenarios, o.Duration, o.DriftShare)
+	sched, err := Schedule(o.Seed, f.Agents(), o.Scenarios, o.Duration, o.DriftShare)
 	if err != nil {
 		return Scorecard{}, err
 	}
-	byURL := map[string]*Assignment{}
-	for i := range sched {
-		byURL[sched[i].AgentURL] = &sched[i]
+	scenarioOf := map[string]string{}
+	for _, as := range sched {
+		scenarioOf[as.AgentURL] = as.Scenario
 	}
-	var recvMu sync.Mutex
+	var mu sync.Mutex
 	var received []Received
 	var viewed atomic.Uint64 // the highest stream sequence the planner's view has seen
 	start := time.Now()
@@ -522,10 +545,6 @@ func (f *Fleet) Drive(ctx context.Context, o DriveOptions) (Scorecard, error) {
 	}
 	// Stop does not wait for a callback under way, which may still run
 	// after Drive returns: it reads only what Drive does not change.
-	verdicts := o.Out
-	if !o.Verdicts {
-		verdicts = nil
-	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		if md, err := m.Metadata(); err == nil && md.Sequence.Stream > viewed.Load() {
 			viewed.Store(md.Sequence.Stream) // one callback at a time
@@ -535,20 +554,16 @@ func (f *Fleet) Drive(ctx context.Context, o DriveOptions) (Scorecard, error) {
 			return
 		}
 		now := time.Now()
-		recvMu.Lock()
+		mu.Lock()
 		received = append(received, Received{Event: ev, At: now})
-		recvMu.Unlock()
-		if d, ok := ev.Data.(events.Drift); ok && verdicts != nil {
-			scenario := "?"
-			if as := byURL[d.AgentURL]; as != nil {
-				scenario = as.Scenario
-			}
+		mu.Unlock()
+		if d, ok := ev.Data.(events.Drift); ok && o.Verdicts && o.Out != nil {
 			onto := ""
 			if d.Verdict.ReplanSkill != "" {
 				onto = fmt.Sprintf(" (re-plan onto %q)", d.Verdict.ReplanSkill)
 			}
-			fmt.Fprintf(verdicts, "  %6.1fs  %-8s %-28s %-34s %s%s\n", now.Sub(start).Seconds(),
-				strings.ToUpper(string(d.Verdict.Action)), scenario, d.TaskID, strings.Join(detector.RuleIDs(d.Findings), ", "), onto)
+			fmt.Fprintf(o.Out, "  %6.1fs  %-8s %-28s %-34s %s%s\n", now.Sub(start).Seconds(), strings.ToUpper(string(d.Verdict.Action)),
+				cmp.Or(scenarioOf[d.AgentURL], "?"), d.TaskID, strings.Join(detector.RuleIDs(d.Findings), ", "), onto)
 		}
 	})
 	if err != nil {
@@ -582,26 +597,24 @@ func (f *Fleet) Drive(ctx context.Context, o DriveOptions) (Scorecard, error) {
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-progress:
-	for {
+	for running := true; running; {
 		select {
 		case <-trafficDone:
-			break progress
+			running = false
 		case <-ctx.Done():
 			stop()
 			<-trafficDone
 			return Scorecard{}, ctx.Err()
 		case <-tick.C:
-			if o.Progress == nil {
-				continue
+			if o.Progress != nil {
+				mu.Lock()
+				n := len(received)
+				mu.Unlock()
+				elapsed := time.Since(player.Start())
+				fmt.Fprintf(o.Progress, "  [%4.0fs/%s] tasks %d, lifecycle events %d (%.0f/s), card events %d\n",
+					elapsed.Seconds(), o.Duration, len(traffic.Tasks()), traffic.Sent(),
+					float64(traffic.Sent())/max(elapsed.Seconds(), 1), n)
 			}
-			recvMu.Lock()
-			n := len(received)
-			recvMu.Unlock()
-			elapsed := time.Since(player.Start())
-			fmt.Fprintf(o.Progress, "  [%4.0fs/%s] tasks %d, lifecycle events %d (%.0f/s), card events %d\n",
-				elapsed.Seconds(), o.Duration, len(traffic.Tasks()), traffic.Sent(),
-				float64(traffic.Sent())/max(elapsed.Seconds(), 1), n)
 		}
 	}
 	elapsed := time.Since(player.Start())
@@ -615,9 +628,9 @@ progress:
 		fmt.Fprintf(o.Progress, "  new tasks held %d times while carddrift's backlog was over its bound\n", n)
 	}
 
-	recvMu.Lock()
+	mu.Lock()
 	got := append([]Received(nil), received...)
-	recvMu.Unlock()
+	mu.Unlock()
 	return Score(ScoreInput{
 		Seed: o.Seed, Schedule: sched, Start: player.Start(), Duration: elapsed,
 		Tasks: traffic.Tasks(), Sent: traffic.Sent(), Errors: traffic.Errors(), Received: got, Lease: o.Lease,
