@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -338,39 +337,12 @@ func appendEscaped(dst []byte, s string, j int) ([]byte, int, bool) {
 		case c == '"':
 			return append(dst, '"'), j + 1, true
 		case c == '\\':
-			if j+1 >= len(s) {
+			r, n, bad := escape(s, j)
+			if bad != nil {
 				return dst, j, false
 			}
-			switch e := s[j+1]; e {
-			case '"', '\\':
-				dst = append(dst, '\\', e)
-			case '/':
-				dst = append(dst, '/')
-			case 'b', 'f', 'n', 'r', 't':
-				dst = append(dst, '\\', e)
-			case 'u':
-				r, ok := hex4(s, j+2)
-				if !ok {
-					return dst, j, false
-				}
-				if utf16.IsSurrogate(r) {
-					var lo rune
-					if r < 0xDC00 && j+12 <= len(s) && s[j+6] == '\\' && s[j+7] == 'u' {
-						lo, ok = hex4(s, j+8)
-					}
-					if !ok || lo < 0xDC00 || lo > 0xDFFF {
-						return dst, j, false
-					}
-					r = utf16.DecodeRune(r, lo)
-					j += 6
-				}
-				dst = appendRune(dst, r)
-				j += 6
-				continue
-			default:
-				return dst, j, false
-			}
-			j += 2
+			dst = appendRune(dst, r)
+			j += n
 		case c < 0x20:
 			return dst, j, false
 		default:
