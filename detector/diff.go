@@ -98,17 +98,10 @@ func interfacePointer(i int, field ...string) string {
 // schemeWrapper is the v1.0 oneof member that holds a scheme of the given
 // normalised type.
 func schemeWrapper(typ string) string {
-	switch typ {
-	case "apiKey":
-		return "apiKeySecurityScheme"
-	case "http":
-		return "httpAuthSecurityScheme"
-	case "oauth2":
-		return "oauth2SecurityScheme"
-	case "openIdConnect":
-		return "openIdConnectSecurityScheme"
-	case "mutualTLS":
-		return "mtlsSecurityScheme"
+	for _, w := range schemeWrappers {
+		if w.typ == typ {
+			return w.key
+		}
 	}
 	return typ
 }

@@ -535,6 +535,13 @@ var schemeWrappers = []struct{ key, typ string }{
 	{"mtlsSecurityScheme", "mutualTLS"},
 }
 
+// schemeTypes maps the lower-cased v0.3 "type" of a security scheme onto
+// its v1.0 spelling.
+var schemeTypes = map[string]string{
+	"apikey": "apiKey", "http": "http", "oauth2": "oauth2", "openidconnect": "openIdConnect",
+	"mutualtls": "mutualTLS", "mtls": "mutualTLS",
+}
+
 // oneof reads the encoding protobuf-based SDKs (ts-proto) leak for a oneof
 // field: {"<field>": {"$case": "<member>", "value": {…}}}. It returns the
 // member name and its value, or ok false when v (perhaps nil) holds no such
@@ -595,18 +602,9 @@ func (p *cardParser) scheme(v *jcs.Value, ptr string) SecurityScheme {
 	if typ == "" && body == v {
 		p.legacy = true
 		typ = p.str(v, "type", ptr)
-		switch strings.ToLower(typ) {
-		case "apikey":
-			typ = "apiKey"
-		case "http":
-			typ = "http"
-		case "oauth2":
-			typ = "oauth2"
-		case "openidconnect":
-			typ = "openIdConnect"
-		case "mutualtls", "mtls":
-			typ = "mutualTLS"
-		case "":
+		if t, ok := schemeTypes[strings.ToLower(typ)]; ok {
+			typ = t
+		} else if typ == "" {
 			p.note(ptr, "security scheme has no type")
 		}
 	}
@@ -671,6 +669,17 @@ func (p *cardParser) flow(v *jcs.Value, ptr string) (OAuthFlow, bool) {
 	return f, true
 }
 
+// authSchemes maps the lower-cased v0.1 authentication scheme names onto
+// security schemes; those of no Type declare none.
+var authSchemes = map[string]SecurityScheme{
+	"public": {}, "none": {}, "anonymous": {}, "": {},
+	"bearer": {Type: "http", Scheme: "bearer"}, "basic": {Type: "http", Scheme: "basic"},
+	"oauth2": {Type: "oauth2"}, "oauth": {Type: "oauth2"},
+	"openidconnect": {Type: "openIdConnect"}, "oidc": {Type: "openIdConnect"},
+	"apikey": {Type: "apiKey"}, "api_key": {Type: "apiKey"},
+	"mtls": {Type: "mutualTLS"}, "mutualtls": {Type: "mutualTLS"},
+}
+
 // authentication maps a v0.1 "authentication": {"schemes": [...]} onto
 // security schemes (one per named scheme) and requirements (any one of them).
 // "public", "none" and "anonymous" declare no scheme.
@@ -678,23 +687,11 @@ func (p *cardParser) authentication(auth *jcs.Value) {
 	c := p.card
 	names := p.strs(auth, "schemes", "/authentication")
 	for _, name := range names {
-		var s SecurityScheme
-		switch strings.ToLower(name) {
-		case "public", "none", "anonymous", "":
-			continue
-		case "bearer":
-			s = SecurityScheme{Type: "http", Scheme: "bearer"}
-		case "basic":
-			s = SecurityScheme{Type: "http", Scheme: "basic"}
-		case "oauth2", "oauth":
-			s = SecurityScheme{Type: "oauth2"}
-		case "openidconnect", "oidc":
-			s = SecurityScheme{Type: "openIdConnect"}
-		case "apikey", "api_key":
-			s = SecurityScheme{Type: "apiKey"}
-		case "mtls", "mutualtls":
-			s = SecurityScheme{Type: "mutualTLS"}
-		default:
+		s, known := authSchemes[strings.ToLower(name)]
+		switch {
+		case known && s.Type == "":
+			continue // public
+		case !known:
 			s = SecurityScheme{Type: "http", Scheme: strings.ToLower(name)}
 		}
 		s.src = "/authentication/schemes"
