@@ -276,23 +276,30 @@ func normBinding(s string) string {
 
 func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 	c := p.card
-	if si := p.array(root, "supportedInterfaces", ""); si != nil {
-		p.v1 = true
-		p.eachObject(si, "/supportedInterfaces", func(_ int, ptr string, e *jcs.Value) {
-			binding, bindingKey := p.firstStr(e, ptr, "protocolBinding", "transport")
+	// read reads the interface objects of arr; only v1.0 entries carry
+	// their own version and tenant, and a v0.3 additional interface equal
+	// to the preferred one is not repeated.
+	read := func(arr *jcs.Value, at string, v1 bool, bindingKeys ...string) {
+		p.eachObject(arr, at, func(_ int, ptr string, e *jcs.Value) {
+			binding, bindingKey := p.firstStr(e, ptr, bindingKeys...)
 			in := Interface{
-				URL:             p.str(e, "url", ptr),
-				ProtocolBinding: normBinding(binding),
-				ProtocolVersion: p.str(e, "protocolVersion", ptr),
-				Tenant:          p.str(e, "tenant", ptr),
-				src:             interfaceSource{ptr: ptr, url: ptr + "/url", binding: ptr + "/" + bindingKey, version: ptr + "/protocolVersion", tenant: ptr + "/tenant"},
+				URL: p.str(e, "url", ptr), ProtocolBinding: normBinding(binding), ProtocolVersion: topVersion,
+				src: interfaceSource{ptr: ptr, url: ptr + "/url", binding: ptr + "/" + bindingKey, version: "/protocolVersion"},
 			}
-			if in.ProtocolVersion == "" {
-				in.ProtocolVersion = topVersion
-				in.src.version = "/protocolVersion"
+			if v1 {
+				if v := p.str(e, "protocolVersion", ptr); v != "" {
+					in.ProtocolVersion, in.src.version = v, ptr+"/protocolVersion"
+				}
+				in.Tenant, in.src.tenant = p.str(e, "tenant", ptr), ptr+"/tenant"
+			} else if len(c.Interfaces) > 0 && c.Interfaces[0].URL == in.URL && c.Interfaces[0].ProtocolBinding == in.ProtocolBinding {
+				return
 			}
 			c.Interfaces = append(c.Interfaces, in)
 		})
+	}
+	if si := p.array(root, "supportedInterfaces", ""); si != nil {
+		p.v1 = true
+		read(si, "/supportedInterfaces", true, "protocolBinding", "transport")
 	}
 	url := p.str(root, "url", "")
 	preferred := p.str(root, "preferredTransport", "")
@@ -315,20 +322,9 @@ func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 	if url != "" {
 		c.Interfaces = append(c.Interfaces, main)
 	}
-	if additional == nil {
-		return
+	if additional != nil {
+		read(additional, "/additionalInterfaces", false, "transport", "protocolBinding")
 	}
-	p.eachObject(additional, "/additionalInterfaces", func(_ int, ptr string, e *jcs.Value) {
-		binding, bindingKey := p.firstStr(e, ptr, "transport", "protocolBinding")
-		in := Interface{
-			URL: p.str(e, "url", ptr), ProtocolBinding: normBinding(binding), ProtocolVersion: topVersion,
-			src: interfaceSource{ptr: ptr, url: ptr + "/url", binding: ptr + "/" + bindingKey, version: "/protocolVersion"},
-		}
-		if len(c.Interfaces) > 0 && c.Interfaces[0].URL == in.URL && c.Interfaces[0].ProtocolBinding == in.ProtocolBinding {
-			return
-		}
-		c.Interfaces = append(c.Interfaces, in)
-	})
 }
 
 // firstStr reads the first of keys whose string value is not empty, and

@@ -6,13 +6,9 @@ import (
 )
 
 // Split brain: replicas behind one agent URL that serve different cards at
-// once. The fetcher keeps, on each agent's lease (store.Lease.Replicas), a
-// window of the live digests its fetches saw (Replicas); every worker reads
-// the same window, so one decision (Disagree) holds across them. Deciding is
-// judgement, not storage: it lives here, pure and deterministic, the clock
-// passed in; the store only keeps the window, the fetcher only records
-// observations into it, and CheckReplicas turns a disagreeing window into a
-// finding.
+// once. The fetcher keeps a window of the digests its fetches saw on each
+// agent's lease (Replicas); deciding on it (Disagree, CheckReplicas) is pure
+// and lives here, the clock passed in.
 
 // Bounds of a Replicas window, whatever its duration: a lease stays small.
 const (
@@ -21,19 +17,14 @@ const (
 	MaxSightings = 4
 	// MaxReturns is how many returns a window keeps (the oldest first).
 	MaxReturns = 4
-	// SplitBrainReturns is how many returns within the window make split
-	// brain. A return is an observation of a digest the window already
-	// holds, right after an observation of another one: A→B→A. One return
-	// is a change and its revert (a flip and back, a rollback); a rolling
-	// deploy (A→B, never back) has none. Two, A→B→A→B, is an alternation:
-	// the agent serves both cards at once.
+	// SplitBrainReturns is how many returns within the window make split brain.
+	// A return is an observation of a digest the window holds right after one of
+	// another: A→B→A is a change and its revert, A→B→A→B an alternation.
 	SplitBrainReturns = 2
 )
 
 // Sighting is one card digest an agent served within the window: how many
-// fetches (200 or 304) saw it, first and last. It is the one type for a
-// sighting: the lease's window holds them, a task's observation carries them
-// (to tell a stale observation from a newer one), census reports them.
+// fetches (200 or 304) saw it, first and last.
 type Sighting struct {
 	Digest    string    `json:"digest"`
 	Count     int       `json:"count"`
