@@ -11,15 +11,11 @@ import (
 // size (the entry, its list element and map slot, its key).
 const diffMemoOverhead = 256
 
-// DiffMemo remembers Diff's findings per pair of cards, so that a shell
-// judging the same pinned and live card at every transition of a drifted
-// task diffs them once. A card is a function of its canonical digest and of
-// what the digest leaves out (its signatures: signatureState), so a pair is
-// keyed by both digests and both cards' signature state.
-//
-// It is bounded in bytes (each entry counted as its findings' JSON encoding
-// twice over, plus a fixed overhead), evicting the least recently used
-// pair. Safe for concurrent use; the nil *DiffMemo diffs every time.
+// DiffMemo remembers Diff's findings per pair of cards, keyed by both digests
+// and both cards' signatureState (what the digest leaves out), so that a
+// drifted task's pair is diffed once. It is bounded in bytes (each entry as
+// twice its findings' JSON encoding, plus an overhead). Safe for concurrent
+// use; the nil *DiffMemo diffs every time.
 type DiffMemo struct {
 	cache lru[diffKey, []Finding]
 }

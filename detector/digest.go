@@ -12,11 +12,8 @@ import (
 )
 
 // DigestMemoSize is the number of entries in the memo behind Digest, and
-// DigestMemoBytes the most it holds of the card bodies it keeps to verify
-// hits against (bodies of up to DigestMemoBody bytes; longer ones are
-// memoised by their SHA-256 and not kept). Beside the bodies an entry costs
-// about 300 bytes (a 71-byte digest, a list element and map overhead), so
-// the memo holds at most about 5 MiB.
+// DigestMemoBytes the most it holds of the bodies (of up to DigestMemoBody
+// bytes) it keeps to verify hits against: about 5 MiB in all.
 const (
 	DigestMemoSize  = 4096
 	DigestMemoBytes = 4 << 20
@@ -98,13 +95,11 @@ func putBuf(bp *[]byte, b []byte) {
 	bufPool.Put(bp)
 }
 
-// DigestMemo memoises card digests by the bytes of the card. For a body of
-// up to DigestMemoBody bytes a hit is a seeded hash of it (hash/maphash), a
-// map lookup and a comparison with the body held, so it never returns the
-// digest of another body; a longer body is looked up by its SHA-256 and not
-// kept. It holds at most its size entries and DigestMemoBytes of bodies,
-// evicting the least recently used. It is safe for concurrent use; the zero
-// value is not usable, use NewDigestMemo.
+// DigestMemo memoises card digests by the bytes of the card, evicting the
+// least recently used. A body of up to DigestMemoBody bytes is found by its
+// seeded hash and compared with the body held, so a hit is never another
+// body's digest; a longer one is found by its SHA-256 and not kept. It is safe
+// for concurrent use; use NewDigestMemo.
 type DigestMemo struct {
 	seed  maphash.Seed
 	cache lru[memoKey, memoEntry]

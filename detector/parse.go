@@ -10,9 +10,7 @@ import (
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// Limits bound what Parse accepts: the bounds of the JSON parse under it
-// (jcs.Limits, the one type of the concept). A zero or negative field means
-// its default (1 MiB, depth 64).
+// Limits bound what Parse accepts (jcs.Limits); a zero field is its default.
 type Limits = jcs.Limits
 
 // DefaultLimits are the limits Parse applies.
@@ -22,28 +20,16 @@ var DefaultLimits = Limits{MaxBytes: jcs.DefaultMaxBytes, MaxDepth: jcs.DefaultM
 // DefaultLimits. See ParseLimits.
 func Parse(raw []byte) (*Card, error) { return ParseLimits(raw, DefaultLimits) }
 
-// ParseLimits reads an agent card of any generation (v0.1, v0.2, v0.3, v1.0,
-// hybrids, and the shapes SDKs leak from their own types) from raw bytes and
-// normalises it onto the v1.0 shape. The returned Card keeps raw (not a copy:
-// the caller must not modify it).
-//
-// Any JSON object is a card. Parse refuses only bytes that are not one —
-// ErrTooLarge, ErrNotJSON, ErrInvalidUTF8, ErrDuplicateKey, ErrTooDeep,
-// ErrNotObject, testable with errors.Is (a *SyntaxError gives the offset).
-// Parts that follow no known version's schema (a descriptive field of the
-// wrong type, a skill without an id, a security scheme without a type, no
-// name and no URL) are read around and listed in Card.Conformance; an
-// interface or card at a protocol version carddrift does not know is carried
-// like any other.
-//
-// Lenient where real cards are sloppy and the meaning is unambiguous: explicit
-// nulls are absent fields, booleans written as the strings "true"/"false"
-// (any case, as Python serialisers emit them) are booleans, a single media
-// type string where a list is expected is a one-element list (noted), and the
-// oneof encoding some protobuf-based SDKs serve ({"$case": …, "value": …}) is
-// read like the v1.0 JSON form. In cards with v1.0 fields, empty lists and
-// strings mean unset (proto3): a skill with "inputModes": [] takes the card's
-// defaults, one with "securityRequirements": [] the card's requirements.
+// ParseLimits reads an agent card of any generation (v0.1 to v1.0, hybrids,
+// and the shapes SDKs leak from their own types) and normalises it onto the
+// v1.0 shape; the Card keeps raw (not a copy). Any JSON object is a card:
+// Parse refuses only bytes that are not one (the sentinels of errors.go), and
+// reads around and lists in Card.Conformance what follows no known schema.
+// It is lenient where the meaning is unambiguous: nulls are absent fields,
+// "true"/"false" strings (any case) are booleans, a single media type string
+// is a list of one (noted), the ts-proto oneof encoding ({"$case": …,
+// "value": …}) reads like the v1.0 form, and in cards with v1.0 fields empty
+// lists and strings mean unset (proto3).
 func ParseLimits(raw []byte, lim Limits) (*Card, error) {
 	v, err := jcs.Parse(raw, lim)
 	if err != nil {
@@ -61,9 +47,8 @@ func ParseLimits(raw []byte, lim Limits) (*Card, error) {
 	return c, nil
 }
 
-// cardParser walks the JSON tree. What it cannot read it notes in
-// Card.Conformance and reads around, which keeps the walk free of error
-// plumbing.
+// cardParser walks the JSON tree, noting in Card.Conformance what it cannot
+// read and reading around it.
 type cardParser struct {
 	card *Card
 

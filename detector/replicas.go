@@ -93,45 +93,25 @@ func (r Replicas) Observe(digest string, at time.Time, window time.Duration) Rep
 
 // prune returns a copy of r without what was seen before now-window.
 func (r Replicas) prune(now time.Time, window time.Duration) Replicas {
-	from := now.Add(-window)
-	seen := make([]Sighting, 0, len(r.Seen)+1)
-	for _, s := range r.Seen {
-		if !s.LastSeen.Before(from) {
-			seen = append(seen, s)
-		}
-	}
-	var returns []time.Time
-	for _, t := range r.Returns {
-		if !t.Before(from) {
-			returns = append(returns, t)
-		}
-	}
-	r.Seen, r.Returns = seen, returns
+	r.Seen, r.Returns = r.Window(now, window), recent(r.Returns, now.Add(-window))
 	return r
+}
+
+// recent returns the times of ts from from on.
+func recent(ts []time.Time, from time.Time) []time.Time {
+	var out []time.Time
+	for _, t := range ts {
+		if !t.Before(from) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Disagree reports split brain at now: at least SplitBrainReturns returns
 // within window, between digests the window still holds.
 func (r Replicas) Disagree(now time.Time, window time.Duration) bool {
-	// Counted in place: every judged transition asks, and the answer is
-	// almost always no (prune's copy is for Observe and Window).
-	from := now.Add(-window)
-	returns := 0
-	for _, t := range r.Returns {
-		if !t.Before(from) {
-			returns++
-		}
-	}
-	if returns < SplitBrainReturns {
-		return false
-	}
-	seen := 0
-	for _, s := range r.Seen {
-		if !s.LastSeen.Before(from) {
-			seen++
-		}
-	}
-	return seen >= 2
+	return len(recent(r.Returns, now.Add(-window))) >= SplitBrainReturns && len(r.Window(now, window)) >= 2
 }
 
 // Window returns the digests seen within window at now, in order of first

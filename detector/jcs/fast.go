@@ -153,11 +153,9 @@ func skipWS(s string, i int) int {
 	return skipSpaceFast(s, i)
 }
 
-// skipSpaceFast is skipWS past its first byte. It is the fast path's own (the
-// Scanner's skipSpaceAt stays the oracle's), and takes the two runs of
-// whitespace of indented JSON with the fewest operations: a single space
-// (after a colon), and a newline followed by spaces of indentation, a word
-// of them a turn. Any other run goes word by word, as skipSpaceAt does.
+// skipSpaceFast is skipWS past its first byte: a single space (after a colon)
+// and a newline followed by indentation take the fewest operations; any other
+// run goes word by word.
 func skipSpaceFast(s string, i int) int {
 	if i+1 < len(s) && s[i] == '\n' {
 		for i++; i+8 <= len(s); i += 8 {
@@ -314,19 +312,16 @@ func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 }
 
 // plainEnd is specialBytes in fewer operations, exact for the lowest flagged
-// byte only (all copyString uses), and is the fast path's own (the
-// Scanner's specialBytes stays the oracle's). Once bytes of 0x80 and up are
-// flagged as such, the tests for the other classes need not exclude them: a
-// subtraction flags a byte of 0x80 and up, already flagged, or one of the
-// class, and borrows into the next byte only from a byte of the class.
+// byte only (all copyString uses; TestPlainEnd checks it). Once bytes of 0x80
+// and up are flagged, the other tests need not exclude them: a subtraction
+// borrows into the next byte only from a byte of the class.
 func plainEnd(w uint64) uint64 {
 	// (In Go '-' and '|' bind alike: each difference is bracketed.)
 	return ((w - lsb*0x20) | ((w ^ (lsb * '"')) - lsb) | ((w ^ (lsb * '\\')) - lsb) | w) & msb
 }
 
-// appendEscaped writes the rest of a string from its first escape at s[j]:
-// each character as RFC 8785 writes it once decoded, as the Scanner decodes
-// it (unescape) and appendString writes it.
+// appendEscaped writes the rest of a string from its first escape at s[j],
+// each character decoded (escape) and written as appendString writes it.
 func appendEscaped(dst []byte, s string, j int) ([]byte, int, bool) {
 	for j < len(s) {
 		c := s[j]
