@@ -1,6 +1,9 @@
 package detector
 
-import "bytes"
+import (
+	"bytes"
+	"slices"
+)
 
 // The signature rules compare who signed the pinned card with who signs the
 // live one (Card.Signatures, set by whoever verified them; see Signature).
@@ -63,12 +66,10 @@ func checkSignerChanged(pinned, live *Card) []Finding {
 // the pinned card: the pinned signer still vouches for the card (a co-signer
 // added during a key rotation included), whatever else it carries.
 func vouched(pinned, live *Card) bool {
-	for _, l := range live.Signatures {
-		if _, ok := pinnedSignature(pinned, l.Thumbprint, true); ok && l.Verified {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(live.Signatures, func(l Signature) bool {
+		_, ok := pinnedSignature(pinned, l.Thumbprint, true)
+		return ok && l.Verified
+	})
 }
 
 // pinnedSignature returns the pinned card's signature by the key with
@@ -115,10 +116,8 @@ func invalidSignature(pinned, live *Card) (Finding, bool) {
 			}, true
 		}
 	}
-	for _, l := range live.Signatures {
-		if l.Trusted() {
-			return Finding{}, false
-		}
+	if slices.ContainsFunc(live.Signatures, Signature.Trusted) {
+		return Finding{}, false
 	}
 	for i, l := range live.Signatures {
 		if !failedSignature(l.Reason) || l.Thumbprint == "" {
@@ -231,10 +230,8 @@ func CheckSigned(live *Card) (Finding, bool) {
 		f.Message = render(RuleSignatureRequired + "/unchecked")
 		return f, true
 	}
-	for _, s := range live.Signatures {
-		if s.Trusted() {
-			return Finding{}, false
-		}
+	if slices.ContainsFunc(live.Signatures, Signature.Trusted) {
+		return Finding{}, false
 	}
 	for i, s := range live.Signatures {
 		if failedSignature(s.Reason) {

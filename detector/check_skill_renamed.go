@@ -104,15 +104,3 @@ func skillContract(c *Card, s Skill) string {
 	}
 	return b.String()
 }
-
-// renamedFrom reports whether the pinned skill id is the old id of a rename
-// in renames.
-func renamedFrom(renames []skillRename, id string) bool {
-	return slices.ContainsFunc(renames, func(r skillRename) bool { return r.from.ID == id })
-}
-
-// renamedTo reports whether the live skill id is the new id of a rename in
-// renames.
-func renamedTo(renames []skillRename, id string) bool {
-	return slices.ContainsFunc(renames, func(r skillRename) bool { return r.to.ID == id })
-}

@@ -66,21 +66,11 @@ func (p *cardParser) wrongType(ptr, want string, got *jcs.Value) {
 	p.note(ptr, "want "+want+", got "+kindName(got.Kind))
 }
 
-func kindName(k jcs.Kind) string {
-	switch k {
-	case jcs.True, jcs.False:
-		return "a boolean"
-	case jcs.Number:
-		return "a number"
-	case jcs.String:
-		return "a string"
-	case jcs.Array:
-		return "an array"
-	case jcs.Object:
-		return "an object"
-	}
-	return "null"
-}
+// kindNames name the JSON kinds in notes.
+var kindNames = [...]string{jcs.Null: "null", jcs.False: "a boolean", jcs.True: "a boolean", jcs.Number: "a number",
+	jcs.String: "a string", jcs.Array: "an array", jcs.Object: "an object"}
+
+func kindName(k jcs.Kind) string { return kindNames[k] }
 
 func present(v *jcs.Value, ok bool) bool { return ok && v.Kind != jcs.Null }
 

@@ -153,7 +153,7 @@ func Touches(f Finding, pinned, live *Card, req Requirements) bool {
 		live = &Card{}
 	}
 	if r, ok := RuleByID(f.Rule); ok && r.Touches.valid() {
-		return touchDecisions[r.Touches](f, pinned, live, req)
+		return touches[r.Touches].decide(f, pinned, live, req)
 	}
 	return f.Skill == "" || f.Skill == req.SkillID
 }
@@ -201,67 +201,50 @@ const (
 	TouchExtendedCard
 )
 
-var touchNames = [...]string{
-	TouchNone:               "none",
-	TouchAll:                "all",
-	TouchSkill:              "skill",
-	TouchStreaming:          "streaming",
-	TouchPush:               "push",
-	TouchInputModes:         "input-modes",
-	TouchOutputModes:        "output-modes",
-	TouchDefaultInputModes:  "default-input-modes",
-	TouchDefaultOutputModes: "default-output-modes",
-	TouchScheme:             "scheme",
-	TouchScope:              "scope",
-	TouchRequirements:       "requirements",
-	TouchExtension:          "extension",
-	TouchExtensionRequired:  "extension-required",
-	TouchExtendedCard:       "extended-card",
-}
-
 // String returns the kind's kebab-case name, or "undeclared".
 func (t Touch) String() string {
 	if !t.valid() {
 		return "undeclared"
 	}
-	return touchNames[t]
+	return touches[t].name
 }
 
 func (t Touch) valid() bool { return t >= TouchNone && t <= TouchExtendedCard }
 
-// touchDecision decides for one kind; pinned and live are never nil.
-type touchDecision func(f Finding, pinned, live *Card, req Requirements) bool
-
-// touchDecisions holds the one decision of each kind.
-var touchDecisions = [...]touchDecision{
-	TouchNone: func(Finding, *Card, *Card, Requirements) bool { return false },
-	TouchAll:  func(Finding, *Card, *Card, Requirements) bool { return true },
-	TouchSkill: func(f Finding, _, _ *Card, req Requirements) bool {
+// touches holds each kind's name and its one decision; pinned and live are
+// never nil.
+var touches = [...]struct {
+	name   string
+	decide func(f Finding, pinned, live *Card, req Requirements) bool
+}{
+	TouchNone: {"none", func(Finding, *Card, *Card, Requirements) bool { return false }},
+	TouchAll:  {"all", func(Finding, *Card, *Card, Requirements) bool { return true }},
+	TouchSkill: {"skill", func(f Finding, _, _ *Card, req Requirements) bool {
 		return f.Skill != "" && f.Skill == req.SkillID
-	},
-	TouchStreaming: func(_ Finding, _, _ *Card, req Requirements) bool { return req.Streaming },
-	TouchPush:      func(_ Finding, _, _ *Card, req Requirements) bool { return req.PushNotifications },
-	TouchInputModes: func(f Finding, pinned, live *Card, req Requirements) bool {
+	}},
+	TouchStreaming: {"streaming", func(_ Finding, _, _ *Card, req Requirements) bool { return req.Streaming }},
+	TouchPush:      {"push", func(_ Finding, _, _ *Card, req Requirements) bool { return req.PushNotifications }},
+	TouchInputModes: {"input-modes", func(f Finding, pinned, live *Card, req Requirements) bool {
 		return f.Skill == req.SkillID && modesTouch(req.SkillID, req.InputModes, pinned, live, (*Card).InputModes)
-	},
-	TouchOutputModes: func(f Finding, pinned, live *Card, req Requirements) bool {
+	}},
+	TouchOutputModes: {"output-modes", func(f Finding, pinned, live *Card, req Requirements) bool {
 		return f.Skill == req.SkillID && modesTouch(req.SkillID, req.OutputModes, pinned, live, (*Card).OutputModes)
-	},
-	TouchDefaultInputModes: func(_ Finding, pinned, live *Card, req Requirements) bool {
+	}},
+	TouchDefaultInputModes: {"default-input-modes", func(_ Finding, pinned, live *Card, req Requirements) bool {
 		return usesDefaults(pinned, req.SkillID, func(s Skill) bool { return s.InputModes == nil }) &&
 			modesTouch(req.SkillID, req.InputModes, pinned, live, (*Card).InputModes)
-	},
-	TouchDefaultOutputModes: func(_ Finding, pinned, live *Card, req Requirements) bool {
+	}},
+	TouchDefaultOutputModes: {"default-output-modes", func(_ Finding, pinned, live *Card, req Requirements) bool {
 		return usesDefaults(pinned, req.SkillID, func(s Skill) bool { return s.OutputModes == nil }) &&
 			modesTouch(req.SkillID, req.OutputModes, pinned, live, (*Card).OutputModes)
-	},
-	TouchScheme: func(f Finding, pinned, _ *Card, req Requirements) bool {
+	}},
+	TouchScheme: {"scheme", func(f Finding, pinned, _ *Card, req Requirements) bool {
 		return usesScheme(f.Scheme, pinned, req)
-	},
-	TouchScope: func(f Finding, pinned, _ *Card, req Requirements) bool {
+	}},
+	TouchScope: {"scope", func(f Finding, pinned, _ *Card, req Requirements) bool {
 		return requestsScope(f.Scheme, f.Scope, pinned, req)
-	},
-	TouchRequirements: func(f Finding, pinned, live *Card, req Requirements) bool {
+	}},
+	TouchRequirements: {"requirements", func(f Finding, pinned, live *Card, req Requirements) bool {
 		if f.Skill != "" {
 			return f.Skill == req.SkillID
 		}
@@ -269,14 +252,14 @@ var touchDecisions = [...]touchDecision{
 		// its own in either card, its skill-level finding grades the change
 		// of what applies to it (see checkSecurityRequirements).
 		return !ownRequirements(pinned, req.SkillID) && !ownRequirements(live, req.SkillID)
-	},
-	TouchExtension: func(f Finding, pinned, _ *Card, req Requirements) bool {
+	}},
+	TouchExtension: {"extension", func(f Finding, pinned, _ *Card, req Requirements) bool {
 		return f.Extension == "" || activates(f.Extension, pinned, req)
-	},
-	TouchExtensionRequired: func(f Finding, _, _ *Card, req Requirements) bool {
+	}},
+	TouchExtensionRequired: {"extension-required", func(f Finding, _, _ *Card, req Requirements) bool {
 		return f.Extension == "" || !slices.Contains(req.Extensions, f.Extension)
-	},
-	TouchExtendedCard: func(_ Finding, _, _ *Card, req Requirements) bool { return req.ExtendedCard },
+	}},
+	TouchExtendedCard: {"extended-card", func(_ Finding, _, _ *Card, req Requirements) bool { return req.ExtendedCard }},
 }
 
 // usesDefaults reports whether the task's skill takes its modes from the
@@ -300,12 +283,9 @@ func modesTouch(skillID string, need []string, pinned, live *Card, modes func(*C
 		return modes(c, Skill{})
 	}
 	before, after := effective(pinned), effective(live)
-	for _, m := range need {
-		if (len(before) == 0 || Covers(before, m)) && len(after) > 0 && !Covers(after, m) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(need, func(m string) bool {
+		return (len(before) == 0 || Covers(before, m)) && len(after) > 0 && !Covers(after, m)
+	})
 }
 
 // usesScheme reports whether the task authenticates with scheme: named in its
@@ -317,12 +297,10 @@ func usesScheme(scheme string, pinned *Card, req Requirements) bool {
 	if len(req.Security) > 0 {
 		return slices.ContainsFunc(req.Security, func(s string) bool { return strings.EqualFold(s, scheme) })
 	}
-	for _, r := range effectiveRequirements(pinned, req.SkillID) {
-		if _, ok := r[scheme]; ok {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(effectiveRequirements(pinned, req.SkillID), func(r SecurityRequirement) bool {
+		_, ok := r[scheme]
+		return ok
+	})
 }
 
 // requestsScope reports whether the task requests scope of scheme: listed in
