@@ -179,29 +179,31 @@ func (s *Scanner) NextElem() (bool, error) {
 	if s.comma() {
 		return true, nil
 	}
-	if !s.more {
-		if s.pos < len(s.src) && s.src[s.pos] == ']' {
-			s.pos++
-			s.leave()
-			return false, nil
-		}
+	return s.next(']', "in array, expected ',' or ']'")
+}
+
+// next reads what follows a value inside the innermost array or object
+// (or its opening): a comma, or close, which it leaves. It reports whether
+// an element or member follows.
+func (s *Scanner) next(close byte, where string) (bool, error) {
+	first := !s.more
+	if !first {
+		s.space()
+	}
+	switch {
+	case s.pos < len(s.src) && s.src[s.pos] == close:
+		s.pos++
+		s.leave()
+		return false, nil
+	case first:
 		s.more = true
 		return true, nil
+	case s.pos < len(s.src) && s.src[s.pos] == ',':
+		s.pos++
+		s.space()
+		return true, nil
 	}
-	s.space()
-	if s.pos < len(s.src) {
-		switch s.src[s.pos] {
-		case ',':
-			s.pos++
-			s.space()
-			return true, nil
-		case ']':
-			s.pos++
-			s.leave()
-			return false, nil
-		}
-	}
-	return false, s.unexpected("in array, expected ',' or ']'")
+	return false, s.unexpected(where)
 }
 
 // comma reads the comma between two elements of an array in the common
@@ -222,29 +224,8 @@ func (s *Scanner) comma() bool {
 // then leaves. When the key repeats an earlier key of the object, the error
 // wraps ErrDuplicateKey and key is the repeated key.
 func (s *Scanner) NextKey() (key string, ok bool, err error) {
-	if !s.more {
-		if s.pos < len(s.src) && s.src[s.pos] == '}' {
-			s.pos++
-			s.leave()
-			return "", false, nil
-		}
-		s.more = true
-	} else {
-		s.space()
-		if s.pos >= len(s.src) {
-			return "", false, s.unexpected("in object, expected ',' or '}'")
-		}
-		switch s.src[s.pos] {
-		case ',':
-			s.pos++
-			s.space()
-		case '}':
-			s.pos++
-			s.leave()
-			return "", false, nil
-		default:
-			return "", false, s.unexpected("in object, expected ',' or '}'")
-		}
+	if ok, err = s.next('}', "in object, expected ',' or '}'"); !ok {
+		return "", false, err
 	}
 	if s.pos >= len(s.src) || s.src[s.pos] != '"' {
 		return "", false, s.unexpected("in object, expected a string key")
