@@ -350,12 +350,8 @@ func (p *cardParser) capabilities(root *jcs.Value) {
 	for _, key := range []string{"supportsAuthenticatedExtendedCard", "supportsExtendedAgentCard"} {
 		if v, ok := root.Get(key); present(v, ok) {
 			p.legacy = true
-			if c.src.extendedCard == "" {
-				c.src.extendedCard = "/" + key
-			}
-			if p.boolean(root, key, "") {
-				c.Capabilities.ExtendedAgentCard = true
-			}
+			c.src.extendedCard = cmp.Or(c.src.extendedCard, "/"+key)
+			c.Capabilities.ExtendedAgentCard = p.boolean(root, key, "") || c.Capabilities.ExtendedAgentCard
 		}
 	}
 }
@@ -487,9 +483,7 @@ func (p *cardParser) security(root *jcs.Value) {
 	if auth, ok := root.Get("authentication"); ok {
 		p.v01 = true
 		if auth.Kind == jcs.Object {
-			if c.src.requirements == "" {
-				c.src.requirements = "/authentication"
-			}
+			c.src.requirements = cmp.Or(c.src.requirements, "/authentication")
 			p.authentication(auth)
 		} else if auth.Kind != jcs.Null {
 			p.wrongType("/authentication", "an object", auth)
