@@ -42,13 +42,7 @@ func checkInterfaces(pinned, live *Card) []Finding {
 		}
 	}
 	for _, r := range removed {
-		i := -1
-		for j, a := range added {
-			if strings.EqualFold(a.binding, r.binding) {
-				i = j
-				break
-			}
-		}
+		i := slices.IndexFunc(added, func(a interfaceGroup) bool { return strings.EqualFold(a.binding, r.binding) })
 		if i < 0 {
 			change("removed", Breaking, interfacePointer(r.index), r.value(), nil, "binding", r.binding, "url", quote(r.url))
 			continue
@@ -90,9 +84,7 @@ func (g interfaceGroup) key() interfaceKey { return interfaceKey{g.norm, g.bindi
 // value is the Before/After value of an interface.
 func (g interfaceGroup) value() map[string]string {
 	m := map[string]string{"url": g.url, "protocolBinding": g.binding}
-	if len(g.versions) == 1 {
-		m["protocolVersion"] = g.versions[0]
-	} else if len(g.versions) > 1 {
+	if len(g.versions) > 0 {
 		m["protocolVersion"] = strings.Join(g.versions, ", ")
 	}
 	if g.tenant != "" {

@@ -7,20 +7,13 @@ import (
 )
 
 // checkSecurityRequirements reports a change of the card-level security
-// requirements and, per skill present in both cards whose own requirements
-// changed, of the requirements that apply to the skill (Finding.Skill set).
-// Requirements compare as sets: the order of alternatives, of schemes and of
-// scopes does not matter, and an empty list equals one empty alternative (no
-// authentication). A change is breaking unless it only relaxes: every pinned
-// alternative must still satisfy some live alternative (same schemes or
-// fewer, each with the same scopes or fewer).
-//
-// A skill's own requirements override the card's, and a skill that declares
-// none inherits them (in v1.0 cards an empty list is unset, so it inherits
-// too). A skill-level change is therefore graded by the skill's effective
-// requirements: a skill that drops its own is compared with the card-level
-// requirements that now apply to it, not with no authentication. Its path
-// points into the live skill, or into the pinned one when the live skill
+// requirements and, per retained skill, of the requirements that apply to it
+// (Finding.Skill set): its own, else the card's (in v1.0 cards an empty list
+// is unset, so it inherits). Requirements compare as sets, and an empty list
+// equals one empty alternative (no authentication). A change is breaking
+// unless it only relaxes: every pinned alternative still satisfies some live
+// one (same schemes or fewer, each with the same scopes or fewer). A skill
+// path points into the live skill, or into the pinned one when the live skill
 // declares none.
 func checkSecurityRequirements(pinned, live *Card) []Finding {
 	var out []Finding

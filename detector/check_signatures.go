@@ -1,15 +1,15 @@
 package detector
 
-import "bytes"
+import (
+	"bytes"
+	"slices"
+)
 
 // The signature rules compare who signed the pinned card with who signs the
-// live one (Card.Signatures, set by whoever verified them; see Signature).
-// Signatures never change a card's digest, so these are the only findings
-// between two bodies with the same digest. Signature bytes are never
-// compared: ECDSA signatures differ every time a card is signed, and a new
-// signature by the same key over the same content is no finding. Every
-// finding touches every task on the agent: a card's signer vouches for all
-// of it.
+// live one (Card.Signatures). Signatures never change a card's digest, and
+// signature bytes are never compared (ECDSA signatures differ at every
+// signing): a new signature by the same key over the same content is no
+// finding.
 
 // checkSignatureAdded reports a card that is signed now and was not.
 func checkSignatureAdded(pinned, live *Card) []Finding {
@@ -63,12 +63,10 @@ func checkSignerChanged(pinned, live *Card) []Finding {
 // the pinned card: the pinned signer still vouches for the card (a co-signer
 // added during a key rotation included), whatever else it carries.
 func vouched(pinned, live *Card) bool {
-	for _, l := range live.Signatures {
-		if _, ok := pinnedSignature(pinned, l.Thumbprint, true); ok && l.Verified {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(live.Signatures, func(l Signature) bool {
+		_, ok := pinnedSignature(pinned, l.Thumbprint, true)
+		return ok && l.Verified
+	})
 }
 
 // pinnedSignature returns the pinned card's signature by the key with
@@ -115,10 +113,8 @@ func invalidSignature(pinned, live *Card) (Finding, bool) {
 			}, true
 		}
 	}
-	for _, l := range live.Signatures {
-		if l.Trusted() {
-			return Finding{}, false
-		}
+	if slices.ContainsFunc(live.Signatures, Signature.Trusted) {
+		return Finding{}, false
 	}
 	for i, l := range live.Signatures {
 		if !failedSignature(l.Reason) || l.Thumbprint == "" {
@@ -207,16 +203,10 @@ func signerOf(c *Card) string {
 	return describeSigner(s)
 }
 
-// CheckSigned is the posture for signed fleets (carddrift serve
-// --require-signed-cards): it returns a signature-required finding
-// (breaking, touching every task) unless a signature of the live card
-// verifies with a key trusted for its agent (Signature.Trusted). A key
-// fetched from the jku a signature names is the signer's own claim: a card
-// re-signed by anyone who can publish a key set is not signed by anyone the
-// operator trusts. The message says why: the card is unsigned, its
-// signature is invalid, it verifies only with an untrusted key, or none
-// could be verified (no key, keys unavailable, an algorithm or entry
-// carddrift does not accept, or not checked at all).
+// CheckSigned is the posture for signed fleets (--require-signed-cards): a
+// signature-required finding unless a signature of the live card verifies
+// with a key trusted for its agent (Signature.Trusted; a key from the jku a
+// signature names is the signer's own claim). The message says why.
 func CheckSigned(live *Card) (Finding, bool) {
 	if live == nil {
 		live = &Card{}
@@ -231,10 +221,8 @@ func CheckSigned(live *Card) (Finding, bool) {
 		f.Message = render(RuleSignatureRequired + "/unchecked")
 		return f, true
 	}
-	for _, s := range live.Signatures {
-		if s.Trusted() {
-			return Finding{}, false
-		}
+	if slices.ContainsFunc(live.Signatures, Signature.Trusted) {
+		return Finding{}, false
 	}
 	for i, s := range live.Signatures {
 		if failedSignature(s.Reason) {
@@ -254,15 +242,12 @@ func CheckSigned(live *Card) (Finding, bool) {
 }
 
 // SignatureOverLimit is package detector/signature's ReasonOverLimit: a
-// verification limit (keys under one kid, canonical forms, the card's budget
-// of public-key operations or time) stopped the signature's check.
+// verification limit stopped the signature's check.
 const SignatureOverLimit = "over-limit"
 
-// failedSignature reports an outcome the signature rules read as a
-// signature that does not verify: invalid-signature, or over-limit — a card
-// that costs more to verify than any real card is not taken on trust
-// (signature-invalid against the pinned signer's key, signature-required's
-// "does not verify" under --require-signed-cards).
+// failedSignature reports an outcome read as a signature that does not
+// verify: invalid-signature, or over-limit (a card that costs more to verify
+// than any real card is not taken on trust).
 func failedSignature(reason string) bool {
 	return reason == SignatureInvalid || reason == SignatureOverLimit
 }

@@ -5,19 +5,11 @@ import (
 	"strings"
 )
 
-// checkSkillRenamed reports every skill of the pinned card whose id the live
-// card no longer declares while exactly one new id of the live card has the
-// same contract (see renamedSkills): the vendor renamed the skill. It is
-// breaking, as skill-removed is — the id a task planned on the old skill
-// calls is gone — and touches the tasks on the old id (Finding.Skill), but
-// it names the new id (After), so that a degrade task re-plans onto it
-// (Verdict.ReplanSkill). The path is the new skill's id in the live card.
-//
-// The pairs it reports are not skill-removed nor skill-added findings (those
-// checks leave them out), so a rename is one finding. A rename that keeps
-// the card's version is still content-changed-without-version-bump: the
-// skill id is structure, and a cache keyed on the version keeps serving the
-// card with the old id.
+// checkSkillRenamed reports every pinned skill whose id is gone while exactly
+// one new id of the live card has the same contract (renamedSkills): breaking,
+// as skill-removed is, touching the tasks on the old id (Skill) and naming the
+// new id (After) for a degrade task to re-plan onto. Such a pair is neither
+// skill-removed nor skill-added.
 func checkSkillRenamed(pinned, live *Card) []Finding {
 	var out []Finding
 	for _, r := range renamedSkills(pinned, live) {
@@ -40,18 +32,13 @@ type skillRename struct {
 	from, to Skill
 }
 
-// renamedSkills pairs the skills the pinned card declares and the live card
-// does not (gone) with those the live card declares and the pinned card does
-// not (new) when their contracts are the same: effective input and output
-// modes (as the modes checks compare them: normalised, by coverage, as
-// sets), tags (as sets) and the security requirements that apply to the
-// skill (its own, else the card's; alternatives as sets). A pair is a
-// rename only when it is unambiguous: the gone skill's contract matches
-// exactly one new skill, and that new skill's matches exactly one gone
-// skill. Any other gone or new skill stays skill-removed or skill-added.
-// Skills with an empty id are never paired (nothing can call them). The
-// pairs are in the gone skills' id order. Pure: the three skill checks call
-// it and agree on its answer.
+// renamedSkills pairs the skills only the pinned card declares (gone) with
+// those only the live card declares (new) when their contracts are the same:
+// effective modes (by coverage, as sets), tags (as sets) and the security
+// requirements that apply to the skill (alternatives as sets). A pair is a
+// rename only when each side matches exactly one skill of the other; skills
+// with an empty id are never paired. The pairs are in the gone skills' id
+// order.
 func renamedSkills(pinned, live *Card) []skillRename {
 	var gone, added []Skill
 	for _, s := range skillsByID(pinned) {
@@ -116,16 +103,4 @@ func skillContract(c *Card, s Skill) string {
 		b.WriteByte(3)
 	}
 	return b.String()
-}
-
-// renamedFrom reports whether the pinned skill id is the old id of a rename
-// in renames.
-func renamedFrom(renames []skillRename, id string) bool {
-	return slices.ContainsFunc(renames, func(r skillRename) bool { return r.from.ID == id })
-}
-
-// renamedTo reports whether the live skill id is the new id of a rename in
-// renames.
-func renamedTo(renames []skillRename, id string) bool {
-	return slices.ContainsFunc(renames, func(r skillRename) bool { return r.to.ID == id })
 }

@@ -1,22 +1,14 @@
 package detector
 
+import "slices"
+
 // checkSkillRemoved reports every skill id of the pinned card that the live
 // card no longer declares, unless the live card offers the skill under a new
 // id (skill-renamed; see renamedSkills).
 func checkSkillRemoved(pinned, live *Card) []Finding {
 	var out []Finding
-	var renames []skillRename
-	looked := false
-	for _, s := range skillsByID(pinned) {
-		if _, ok := skillByID(live, s.ID); ok {
-			continue
-		}
-		if !looked {
-			renames, looked = renamedSkills(pinned, live), true
-		}
-		if !renamedFrom(renames, s.ID) {
-			out = append(out, skillFinding(RuleSkillRemoved, Breaking, s, s.ID, nil))
-		}
+	for _, s := range unrenamed(pinned, live, skillsByID(pinned), live, func(r skillRename) Skill { return r.from }) {
+		out = append(out, skillFinding(RuleSkillRemoved, Breaking, s, s.ID, nil))
 	}
 	return out
 }
@@ -25,17 +17,27 @@ func checkSkillRemoved(pinned, live *Card) []Finding {
 // did not declare, unless it is a pinned skill's new id (skill-renamed).
 func checkSkillAdded(pinned, live *Card) []Finding {
 	var out []Finding
+	for _, s := range unrenamed(pinned, live, skillsByID(live), pinned, func(r skillRename) Skill { return r.to }) {
+		out = append(out, skillFinding(RuleSkillAdded, Info, s, nil, s.ID))
+	}
+	return out
+}
+
+// unrenamed returns the skills that other does not declare and that are not
+// their side of a rename; renames are looked for only when there is one.
+func unrenamed(pinned, live *Card, skills []Skill, other *Card, side func(skillRename) Skill) []Skill {
+	var out []Skill
 	var renames []skillRename
 	looked := false
-	for _, s := range skillsByID(live) {
-		if _, ok := skillByID(pinned, s.ID); ok {
+	for _, s := range skills {
+		if _, ok := skillByID(other, s.ID); ok {
 			continue
 		}
 		if !looked {
 			renames, looked = renamedSkills(pinned, live), true
 		}
-		if !renamedTo(renames, s.ID) {
-			out = append(out, skillFinding(RuleSkillAdded, Info, s, nil, s.ID))
+		if !slices.ContainsFunc(renames, func(r skillRename) bool { return side(r).ID == s.ID }) {
+			out = append(out, s)
 		}
 	}
 	return out

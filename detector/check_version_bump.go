@@ -6,13 +6,10 @@ import (
 )
 
 // checkVersionBump reports a structural change (anything but descriptive text)
-// with the card's version unchanged: the skill fingerprint write-up's case,
-// where servers and caches keyed on version alone keep serving the stale card.
-// It compares its own canonical projection of each card, facet by facet, with
-// the same equivalences as the other checks (modes by coverage, sets
-// unordered, interfaces ordered), so a change no other rule locates (a new
-// OAuth flow or scope, stateTransitionHistory) still counts. The message names
-// the facets that changed; the path is the live card's version.
+// with the card's version unchanged, where caches keyed on version keep
+// serving the stale card. It compares structure's projection of each card,
+// facet by facet, so a change no other rule locates (a new OAuth flow or
+// scope, stateTransitionHistory) still counts.
 func checkVersionBump(pinned, live *Card) []Finding {
 	if pinned.Version != live.Version {
 		return nil

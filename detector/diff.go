@@ -9,21 +9,12 @@ import (
 )
 
 // Diff compares the card a task was planned against (pinned) with the card the
-// agent serves now (live) and returns every card-level finding of the rule
-// registry (see Rules), sorted by severity (most serious first), then rule id,
-// then path, then skill, scheme and message. Equal inputs give equal output;
-// identical cards, or cards that differ only in whitespace, key order, the
-// order of sets (skills, modes, tags, requirement alternatives) or the
-// spelling of equivalent media types, give none.
-//
-// Paths are JSON pointers into the card's A2A v1.0 form, the shape Parse
-// normalises every generation onto (supportedInterfaces,
-// securityRequirements, capabilities/extendedAgentCard, wrapped security
-// schemes such as /securitySchemes/x/oauth2SecurityScheme); for a v1.0 card
-// that is the served document. Skills are addressed by their served index.
-// Additions and changes point into live, removals into pinned.
-//
-// A nil card is treated as an empty one. Diff never modifies its inputs.
+// agent serves now (live) and returns every card-level finding of the registry,
+// sorted by severity (most serious first), rule id, path, skill, scheme and
+// message. Cards that differ only in whitespace, key order, the order of sets
+// or the spelling of equivalent media types give none. Paths are JSON pointers
+// into the card as served (additions and changes into live, removals into
+// pinned). A nil card is an empty one; Diff never modifies its inputs.
 func Diff(pinned, live *Card) []Finding {
 	if pinned == nil {
 		pinned = &Card{}
@@ -98,17 +89,10 @@ func interfacePointer(i int, field ...string) string {
 // schemeWrapper is the v1.0 oneof member that holds a scheme of the given
 // normalised type.
 func schemeWrapper(typ string) string {
-	switch typ {
-	case "apiKey":
-		return "apiKeySecurityScheme"
-	case "http":
-		return "httpAuthSecurityScheme"
-	case "oauth2":
-		return "oauth2SecurityScheme"
-	case "openIdConnect":
-		return "openIdConnectSecurityScheme"
-	case "mutualTLS":
-		return "mtlsSecurityScheme"
+	for _, w := range schemeWrappers {
+		if w.typ == typ {
+			return w.key
+		}
 	}
 	return typ
 }

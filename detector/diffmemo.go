@@ -1,33 +1,23 @@
 package detector
 
 import (
-	"container/list"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // diffMemoOverhead is what a memo entry costs beside its findings' encoded
 // size (the entry, its list element and map slot, its key).
 const diffMemoOverhead = 256
 
-// DiffMemo remembers Diff's findings per pair of cards, so that a shell
-// judging the same pinned and live card at every transition of a drifted
-// task diffs them once. A card is a function of its canonical digest and of
-// what the digest leaves out (its signatures: signatureState), so a pair is
-// keyed by both digests and both cards' signature state.
-//
-// It is bounded in bytes (each entry counted as its findings' JSON encoding
-// twice over, plus a fixed overhead), evicting the least recently used
-// pair. Safe for concurrent use; the nil *DiffMemo diffs every time.
+// DiffMemo remembers Diff's findings per pair of cards, keyed by both digests
+// and both cards' signatureState (what the digest leaves out), so that a
+// drifted task's pair is diffed once. It is bounded in bytes (each entry as
+// twice its findings' JSON encoding, plus an overhead). Safe for concurrent
+// use; the nil *DiffMemo diffs every time.
 type DiffMemo struct {
-	max int64
-
-	mu    sync.Mutex
-	bytes int64
-	m     map[diffKey]*list.Element // → *diffEntry
-	lru   list.List
+	cache lru[diffKey, []Finding]
 }
 
 type diffKey struct{ pinned, live, pinnedSigs, liveSigs string }
@@ -69,19 +59,13 @@ func signatureState(c *Card) string {
 	return string(b)
 }
 
-type diffEntry struct {
-	key      diffKey
-	findings []Finding
-	size     int64
-}
-
 // NewDiffMemo returns a memo bounded to maxBytes; nil when maxBytes is not
 // positive (no memo).
 func NewDiffMemo(maxBytes int64) *DiffMemo {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &DiffMemo{max: maxBytes, m: make(map[diffKey]*list.Element)}
+	return &DiffMemo{cache: newLRU[diffKey, []Finding](math.MaxInt, int(min(maxBytes, math.MaxInt)))}
 }
 
 // Diff returns Diff(pinned, live), where pinned is the card whose canonical
@@ -93,41 +77,17 @@ func (m *DiffMemo) Diff(pinnedDigest, liveDigest string, pinned, live *Card) []F
 		return Diff(pinned, live)
 	}
 	k := diffKey{pinnedDigest, liveDigest, signatureState(pinned), signatureState(live)}
-	m.mu.Lock()
-	if el, ok := m.m[k]; ok {
-		m.lru.MoveToFront(el)
-		fs := el.Value.(*diffEntry).findings
-		m.mu.Unlock()
+	if fs, ok := m.cache.get(k); ok {
 		return fs
 	}
-	m.mu.Unlock()
-
 	fs := Diff(pinned, live)
 	fs = fs[:len(fs):len(fs)]
-	size := int64(diffMemoOverhead + len(k.pinned) + len(k.live) + len(k.pinnedSigs) + len(k.liveSigs))
-	if b, err := json.Marshal(fs); err == nil {
-		size += 2 * int64(len(b))
-	} else {
-		return fs // not measurable: not kept
+	size := diffMemoOverhead + len(k.pinned) + len(k.live) + len(k.pinnedSigs) + len(k.liveSigs)
+	b, err := json.Marshal(fs)
+	if err != nil || size+2*len(b) > m.cache.maxCost {
+		return fs // not measurable, or too large: not kept
 	}
-	if size > m.max {
-		return fs
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if el, ok := m.m[k]; ok { // another caller's, meanwhile
-		return el.Value.(*diffEntry).findings
-	}
-	m.m[k] = m.lru.PushFront(&diffEntry{key: k, findings: fs, size: size})
-	m.bytes += size
-	for m.bytes > m.max {
-		el := m.lru.Back()
-		e := el.Value.(*diffEntry)
-		m.lru.Remove(el)
-		delete(m.m, e.key)
-		m.bytes -= e.size
-	}
-	return fs
+	return m.cache.put(k, fs, size+2*len(b), func([]Finding) bool { return true })
 }
 
 // Len returns how many pairs the memo holds.
@@ -135,9 +95,7 @@ func (m *DiffMemo) Len() int {
 	if m == nil {
 		return 0
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.m)
+	return m.cache.Len()
 }
 
 // Bytes returns what the memo counts its pairs as.
@@ -145,7 +103,7 @@ func (m *DiffMemo) Bytes() int64 {
 	if m == nil {
 		return 0
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.bytes
+	m.cache.mu.Lock()
+	defer m.cache.mu.Unlock()
+	return int64(m.cache.cost)
 }

@@ -12,11 +12,8 @@ import (
 )
 
 // DigestMemoSize is the number of entries in the memo behind Digest, and
-// DigestMemoBytes the most it holds of the card bodies it keeps to verify
-// hits against (bodies of up to DigestMemoBody bytes; longer ones are
-// memoised by their SHA-256 and not kept). Beside the bodies an entry costs
-// about 300 bytes (a 71-byte digest, a list element and map overhead), so
-// the memo holds at most about 5 MiB.
+// DigestMemoBytes the most it holds of the bodies (of up to DigestMemoBody
+// bytes) it keeps to verify hits against: about 5 MiB in all.
 const (
 	DigestMemoSize  = 4096
 	DigestMemoBytes = 4 << 20
@@ -98,22 +95,14 @@ func putBuf(bp *[]byte, b []byte) {
 	bufPool.Put(bp)
 }
 
-// DigestMemo memoises card digests by the bytes of the card. For a body of
-// up to DigestMemoBody bytes a hit is a seeded hash of it (hash/maphash), a
-// map lookup and a comparison with the body held, so it never returns the
-// digest of another body; a longer body is looked up by its SHA-256 and not
-// kept. It holds at most its size entries and DigestMemoBytes of bodies,
-// evicting the least recently used. It is safe for concurrent use; the zero
-// value is not usable, use NewDigestMemo.
+// DigestMemo memoises card digests by the bytes of the card, evicting the
+// least recently used. A body of up to DigestMemoBody bytes is found by its
+// seeded hash and compared with the body held, so a hit is never another
+// body's digest; a longer one is found by its SHA-256 and not kept. It is safe
+// for concurrent use; use NewDigestMemo.
 type DigestMemo struct {
-	seed     maphash.Seed
-	size     int
-	maxBytes int
-
-	mu    sync.Mutex
-	index map[memoKey]*list.Element // → *memoEntry
-	lru   list.List
-	bytes int // length of the bodies held
+	seed  maphash.Seed
+	cache lru[memoKey, memoEntry]
 }
 
 // memoKey identifies a body: a short one by its seeded hash (sum zero), a
@@ -124,7 +113,6 @@ type memoKey struct {
 }
 
 type memoEntry struct {
-	key    memoKey
 	raw    []byte // a short body, a copy owned by the memo and never written
 	digest string
 }
@@ -132,13 +120,7 @@ type memoEntry struct {
 // NewDigestMemo returns a memo of at most size entries (at least 1) and
 // DigestMemoBytes of bodies.
 func NewDigestMemo(size int) *DigestMemo {
-	size = max(size, 1)
-	return &DigestMemo{
-		seed:     maphash.MakeSeed(),
-		size:     size,
-		maxBytes: DigestMemoBytes,
-		index:    make(map[memoKey]*list.Element, size),
-	}
+	return &DigestMemo{seed: maphash.MakeSeed(), cache: newLRU[memoKey, memoEntry](max(size, 1), DigestMemoBytes)}
 }
 
 // Digest is the package-level Digest with this memo: it returns the memoised
@@ -146,15 +128,28 @@ func NewDigestMemo(size int) *DigestMemo {
 // package-level Digest, which are not remembered.
 func (m *DigestMemo) Digest(raw []byte) (string, error) {
 	k := m.key(raw)
-	if d, ok := m.lookup(k, raw); ok {
-		return d, nil
+	// e.raw is never written, so it is compared outside the lock.
+	if e, ok := m.cache.get(k); ok && m.same(e, raw) {
+		return e.digest, nil
 	}
 	d, err := digestUncached(raw)
 	if err != nil {
 		return "", err
 	}
-	m.store(k, raw, d)
+	e := memoEntry{digest: d}
+	if keeps(len(raw)) {
+		if len(raw) > m.cache.maxCost {
+			return d, nil
+		}
+		e.raw = bytes.Clone(raw)
+	}
+	// Another body of the same hash is replaced: the newer one stays.
+	m.cache.put(k, e, len(e.raw), func(old memoEntry) bool { return m.same(old, raw) })
 	return d, nil
+}
+
+func (m *DigestMemo) same(e memoEntry, raw []byte) bool {
+	return !keeps(len(raw)) || bytes.Equal(e.raw, raw)
 }
 
 func (m *DigestMemo) key(raw []byte) memoKey {
@@ -167,53 +162,68 @@ func (m *DigestMemo) key(raw []byte) memoKey {
 // keeps reports whether the memo keeps bodies of n bytes to compare.
 func keeps(n int) bool { return n <= DigestMemoBody }
 
-// Len returns the number of digests held.
-func (m *DigestMemo) Len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.index)
+// lru is a map bounded by its number of entries and by the sum of their
+// costs, evicting the least recently used. Safe for concurrent use.
+type lru[K comparable, V any] struct {
+	maxLen, maxCost int
+
+	mu    sync.Mutex
+	index map[K]*list.Element // → *lruEntry
+	order list.List
+	cost  int
 }
 
-func (m *DigestMemo) lookup(k memoKey, raw []byte) (string, bool) {
-	m.mu.Lock()
-	el, ok := m.index[k]
+type lruEntry[K comparable, V any] struct {
+	key  K
+	val  V
+	cost int
+}
+
+func newLRU[K comparable, V any](maxLen, maxCost int) lru[K, V] {
+	return lru[K, V]{maxLen: maxLen, maxCost: maxCost, index: map[K]*list.Element{}}
+}
+
+// get returns the value of k and marks it used.
+func (c *lru[K, V]) get(k K) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.index[k]
 	if !ok {
-		m.mu.Unlock()
-		return "", false
+		var zero V
+		return zero, false
 	}
-	m.lru.MoveToFront(el)
-	e := el.Value.(*memoEntry)
-	m.mu.Unlock()
-	// e.raw is never written, so it is compared outside the lock.
-	return e.digest, !keeps(len(raw)) || bytes.Equal(e.raw, raw)
+	c.order.MoveToFront(el)
+	return el.Value.(*lruEntry[K, V]).val, true
 }
 
-func (m *DigestMemo) store(k memoKey, raw []byte, digest string) {
-	var body []byte
-	if keeps(len(raw)) {
-		if len(raw) > m.maxBytes {
-			return
+// put stores v at k and returns it, unless k holds a value for which keep
+// reports true (a concurrent caller stored it first): then it returns that.
+func (c *lru[K, V]) put(k K, v V, cost int, keep func(V) bool) V {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.index[k]; ok {
+		if old := el.Value.(*lruEntry[K, V]).val; keep(old) {
+			return old
 		}
-		body = bytes.Clone(raw)
+		c.drop(el)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if el, ok := m.index[k]; ok {
-		if !keeps(len(raw)) || bytes.Equal(el.Value.(*memoEntry).raw, raw) {
-			return // a concurrent caller stored it first
-		}
-		m.drop(el) // another body of the same hash: the newer one stays
+	c.index[k] = c.order.PushFront(&lruEntry[K, V]{k, v, cost})
+	c.cost += cost
+	for len(c.index) > c.maxLen || c.cost > c.maxCost {
+		c.drop(c.order.Back())
 	}
-	m.index[k] = m.lru.PushFront(&memoEntry{key: k, raw: body, digest: digest})
-	m.bytes += len(body)
-	for len(m.index) > m.size || m.bytes > m.maxBytes {
-		m.drop(m.lru.Back())
-	}
+	return v
 }
 
-// drop removes an entry.
-func (m *DigestMemo) drop(el *list.Element) {
-	e := m.lru.Remove(el).(*memoEntry)
-	delete(m.index, e.key)
-	m.bytes -= len(e.raw)
+func (c *lru[K, V]) drop(el *list.Element) {
+	e := c.order.Remove(el).(*lruEntry[K, V])
+	delete(c.index, e.key)
+	c.cost -= e.cost
+}
+
+// Len returns the number of entries held.
+func (c *lru[K, V]) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.index)
 }

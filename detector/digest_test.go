@@ -243,28 +243,28 @@ func TestDigestMemoEviction(t *testing.T) {
 	if want, _ := digestUncached([]byte(docs[2])); err != nil || got != want {
 		t.Fatalf("Digest(%s) = %s, %v; want %s", docs[2], got, err, want)
 	}
-	if m.Len() != 2 {
-		t.Errorf("Len() = %d, want 2", m.Len())
+	if m.cache.Len() != 2 {
+		t.Errorf("Len() = %d, want 2", m.cache.Len())
 	}
 	for i, wantHeld := range []bool{true, false, true} {
 		if held := m.holds([]byte(docs[i])); held != wantHeld {
 			t.Errorf("memo holds %s = %v, want %v", docs[i], held, wantHeld)
 		}
 	}
-	if _, err := m.Digest([]byte(`{`)); err == nil || m.Len() != 2 {
-		t.Errorf("a failed digest changed the memo: Len() = %d, err %v", m.Len(), err)
+	if _, err := m.Digest([]byte(`{`)); err == nil || m.cache.Len() != 2 {
+		t.Errorf("a failed digest changed the memo: Len() = %d, err %v", m.cache.Len(), err)
 	}
-	if NewDigestMemo(0).size != 1 {
+	if NewDigestMemo(0).cache.maxLen != 1 {
 		t.Error("NewDigestMemo(0) has no room")
 	}
 }
 
 // holds reports whether m holds the digest of raw.
 func (m *DigestMemo) holds(raw []byte) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	el, ok := m.index[m.key(raw)]
-	return ok && (!keeps(len(raw)) || bytes.Equal(el.Value.(*memoEntry).raw, raw))
+	m.cache.mu.Lock()
+	defer m.cache.mu.Unlock()
+	el, ok := m.cache.index[m.key(raw)]
+	return ok && m.same(el.Value.(*lruEntry[memoKey, memoEntry]).val, raw)
 }
 
 // TestDigestMemoVerifies checks that a hit is a body equal to the one held,
@@ -277,17 +277,18 @@ func TestDigestMemoVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	kb := m.key(b)
-	m.mu.Lock()
-	el := m.index[m.key(a)]
-	delete(m.index, el.Value.(*memoEntry).key)
-	el.Value.(*memoEntry).key, m.index[kb] = kb, el // a now sits where b's hash leads
-	m.mu.Unlock()
+	m.cache.mu.Lock()
+	el := m.cache.index[m.key(a)]
+	e := el.Value.(*lruEntry[memoKey, memoEntry])
+	delete(m.cache.index, e.key)
+	e.key, m.cache.index[kb] = kb, el // a now sits where b's hash leads
+	m.cache.mu.Unlock()
 	want, _ := digestUncached(b)
 	if got, err := m.Digest(b); err != nil || got != want {
 		t.Fatalf("Digest(%s) = %s, %v; want %s", b, got, err, want)
 	}
-	if !m.holds(b) || m.Len() != 1 {
-		t.Errorf("after the collision the memo holds b = %v, Len() = %d; want true, 1", m.holds(b), m.Len())
+	if !m.holds(b) || m.cache.Len() != 1 {
+		t.Errorf("after the collision the memo holds b = %v, Len() = %d; want true, 1", m.holds(b), m.cache.Len())
 	}
 }
 
@@ -295,14 +296,14 @@ func TestDigestMemoVerifies(t *testing.T) {
 // evicted to make room, and a body over the bound is not memoised.
 func TestDigestMemoBytes(t *testing.T) {
 	m := NewDigestMemo(100)
-	m.maxBytes = 64
+	m.cache.maxCost = 64
 	body := func(i int) []byte { return fmt.Appendf(nil, `{"k":"%030d"}`, i) } // 38 bytes
 	for i := range 5 {
 		if _, err := m.Digest(body(i)); err != nil {
 			t.Fatal(err)
 		}
-		if m.bytes > m.maxBytes || m.Len() != 1 || !m.holds(body(i)) {
-			t.Fatalf("after body %d: %d bytes held in %d entries, holds it %v", i, m.bytes, m.Len(), m.holds(body(i)))
+		if m.cache.cost > m.cache.maxCost || m.cache.Len() != 1 || !m.holds(body(i)) {
+			t.Fatalf("after body %d: %d bytes held in %d entries, holds it %v", i, m.cache.cost, m.cache.Len(), m.holds(body(i)))
 		}
 	}
 	big := fmt.Appendf(nil, `{"k":"%070d"}`, 0)
@@ -314,8 +315,8 @@ func TestDigestMemoBytes(t *testing.T) {
 	long := fmt.Appendf(nil, `{"k":"%0*d"}`, DigestMemoBody, 0)
 	want, _ = digestUncached(long)
 	for range 2 {
-		if got, err := m.Digest(long); err != nil || got != want || !m.holds(long) || m.bytes > m.maxBytes {
-			t.Fatalf("a long body: Digest = %s, %v (want %s); held %v, %d bytes held", got, err, want, m.holds(long), m.bytes)
+		if got, err := m.Digest(long); err != nil || got != want || !m.holds(long) || m.cache.cost > m.cache.maxCost {
+			t.Fatalf("a long body: Digest = %s, %v (want %s); held %v, %d bytes held", got, err, want, m.holds(long), m.cache.cost)
 		}
 	}
 }
@@ -342,8 +343,8 @@ func TestDigestMemoConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if m.Len() > 8 {
-		t.Errorf("Len() = %d, want at most 8", m.Len())
+	if m.cache.Len() > 8 {
+		t.Errorf("Len() = %d, want at most 8", m.cache.Len())
 	}
 }
 

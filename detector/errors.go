@@ -7,24 +7,15 @@ import (
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// Sentinel errors returned by Parse. Test with errors.Is; the concrete error
-// returned may wrap them with the position where the problem was found.
+// Sentinel errors returned by Parse, inside a *SyntaxError: those of package
+// jcs, which does the parsing (see jcs.ErrNotJSON and the others for when).
 var (
-	// ErrNotJSON is returned when the input is not well-formed JSON. It is
-	// jcs.ErrNotJSON: the JSON-level sentinels are those of package jcs, which
-	// does the parsing.
-	ErrNotJSON = jcs.ErrNotJSON
-	// ErrNotObject is returned when the input is JSON but not an object.
-	ErrNotObject = jcs.ErrNotObject
-	// ErrDuplicateKey is returned when an object has the same key twice.
+	ErrNotJSON      = jcs.ErrNotJSON
+	ErrNotObject    = jcs.ErrNotObject
 	ErrDuplicateKey = jcs.ErrDuplicateKey
-	// ErrInvalidUTF8 is returned when a string is not valid UTF-8 (including
-	// escaped lone surrogates).
-	ErrInvalidUTF8 = jcs.ErrInvalidUTF8
-	// ErrTooLarge is returned when the input exceeds Limits.MaxBytes.
-	ErrTooLarge = jcs.ErrTooLarge
-	// ErrTooDeep is returned when nesting exceeds Limits.MaxDepth.
-	ErrTooDeep = jcs.ErrTooDeep
+	ErrInvalidUTF8  = jcs.ErrInvalidUTF8
+	ErrTooLarge     = jcs.ErrTooLarge
+	ErrTooDeep      = jcs.ErrTooDeep
 )
 
 // SupportedVersions are the protocol version lines carddrift knows the

@@ -1,5 +1,7 @@
 package detector
 
+import "slices"
+
 // Severity ranks a finding. The zero value is invalid.
 type Severity int
 
@@ -10,30 +12,22 @@ const (
 	Breaking
 )
 
+var severityNames = []string{Info: "info", Warning: "warning", Breaking: "breaking"}
+
 // String returns "info", "warning" or "breaking".
 func (s Severity) String() string {
-	switch s {
-	case Info:
-		return "info"
-	case Warning:
-		return "warning"
-	case Breaking:
-		return "breaking"
+	if s < Info || s > Breaking {
+		return "invalid"
 	}
-	return "invalid"
+	return severityNames[s]
 }
 
 // ParseSeverity reads "info", "warning" or "breaking".
 func ParseSeverity(s string) (Severity, error) {
-	switch s {
-	case "info":
-		return Info, nil
-	case "warning":
-		return Warning, nil
-	case "breaking":
-		return Breaking, nil
+	if i := slices.Index(severityNames, s); i >= int(Info) {
+		return Severity(i), nil
 	}
-	return 0, &ValueError{Field: "severity", Value: s, Allowed: []string{"info", "warning", "breaking"}}
+	return 0, &ValueError{Field: "severity", Value: s, Allowed: slices.Clone(severityNames[Info:])}
 }
 
 // MarshalText encodes the severity as its name.

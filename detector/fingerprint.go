@@ -21,9 +21,9 @@ import (
 // streaming or push support — whatever the card's version says.
 func Fingerprint(c *Card) string {
 	v := fpObject(
-		fpMember("pushNotifications", fpBool(c.Capabilities.PushNotifications)),
+		fpMember("pushNotifications", jcs.Bool(c.Capabilities.PushNotifications)),
 		fpMember("skills", fpArray(c.Skills, func(s Skill) jcs.Value { return fpSkill(c, s) })),
-		fpMember("streaming", fpBool(c.Capabilities.Streaming)),
+		fpMember("streaming", jcs.Bool(c.Capabilities.Streaming)),
 	)
 	return fpHash(&v)
 }
@@ -38,26 +38,26 @@ func Fingerprint(c *Card) string {
 func StructuralDigest(c *Card) string {
 	v := fpObject(
 		fpMember("capabilities", fpObject(
-			fpMember("extendedAgentCard", fpBool(c.Capabilities.ExtendedAgentCard)),
+			fpMember("extendedAgentCard", jcs.Bool(c.Capabilities.ExtendedAgentCard)),
 			fpMember("extensions", fpArray(c.Capabilities.Extensions, func(e Extension) jcs.Value {
 				return fpObject(
-					fpMember("params", fpStr(e.Params)),
-					fpMember("required", fpBool(e.Required)),
-					fpMember("uri", fpStr(e.URI)),
+					fpMember("params", jcs.Str(e.Params)),
+					fpMember("required", jcs.Bool(e.Required)),
+					fpMember("uri", jcs.Str(e.URI)),
 				)
 			})),
-			fpMember("pushNotifications", fpBool(c.Capabilities.PushNotifications)),
-			fpMember("stateTransitionHistory", fpBool(c.Capabilities.StateTransitionHistory)),
-			fpMember("streaming", fpBool(c.Capabilities.Streaming)),
+			fpMember("pushNotifications", jcs.Bool(c.Capabilities.PushNotifications)),
+			fpMember("stateTransitionHistory", jcs.Bool(c.Capabilities.StateTransitionHistory)),
+			fpMember("streaming", jcs.Bool(c.Capabilities.Streaming)),
 		)),
 		fpMember("defaultInputModes", fpStrings(fpSorted(c.DefaultInputModes))),
 		fpMember("defaultOutputModes", fpStrings(fpSorted(c.DefaultOutputModes))),
 		fpMember("interfaces", fpArray(c.Interfaces, func(in Interface) jcs.Value {
 			return fpObject(
-				fpMember("protocolBinding", fpStr(in.ProtocolBinding)),
-				fpMember("protocolVersion", fpStr(in.ProtocolVersion)),
-				fpMember("tenant", fpStr(in.Tenant)),
-				fpMember("url", fpStr(in.URL)),
+				fpMember("protocolBinding", jcs.Str(in.ProtocolBinding)),
+				fpMember("protocolVersion", jcs.Str(in.ProtocolVersion)),
+				fpMember("tenant", jcs.Str(in.Tenant)),
+				fpMember("url", jcs.Str(in.URL)),
 			)
 		})),
 		fpMember("securityRequirements", fpRequirements(c.SecurityRequirements)),
@@ -73,7 +73,7 @@ func StructuralDigest(c *Card) string {
 // the members in more.
 func fpSkill(c *Card, s Skill, more ...jcs.Member) jcs.Value {
 	return fpObject(append([]jcs.Member{
-		fpMember("id", fpStr(s.ID)),
+		fpMember("id", jcs.Str(s.ID)),
 		fpMember("inputModes", fpStrings(fpSorted(c.InputModes(s)))),
 		fpMember("outputModes", fpStrings(fpSorted(c.OutputModes(s)))),
 	}, more...)...)
@@ -81,22 +81,22 @@ func fpSkill(c *Card, s Skill, more ...jcs.Member) jcs.Value {
 
 func fpScheme(s SecurityScheme) jcs.Value {
 	return fpObject(
-		fpMember("bearerFormat", fpStr(s.BearerFormat)),
+		fpMember("bearerFormat", jcs.Str(s.BearerFormat)),
 		fpMember("flows", fpMap(s.Flows, func(f OAuthFlow) jcs.Value {
 			return fpObject(
-				fpMember("authorizationUrl", fpStr(f.AuthorizationURL)),
-				fpMember("deviceAuthorizationUrl", fpStr(f.DeviceAuthorizationURL)),
-				fpMember("refreshUrl", fpStr(f.RefreshURL)),
+				fpMember("authorizationUrl", jcs.Str(f.AuthorizationURL)),
+				fpMember("deviceAuthorizationUrl", jcs.Str(f.DeviceAuthorizationURL)),
+				fpMember("refreshUrl", jcs.Str(f.RefreshURL)),
 				fpMember("scopes", fpStrings(sortedKeys(f.Scopes))),
-				fpMember("tokenUrl", fpStr(f.TokenURL)),
+				fpMember("tokenUrl", jcs.Str(f.TokenURL)),
 			)
 		})),
-		fpMember("location", fpStr(s.Location)),
-		fpMember("name", fpStr(s.Name)),
-		fpMember("oauth2MetadataUrl", fpStr(s.OAuth2MetadataURL)),
-		fpMember("openIdConnectUrl", fpStr(s.OpenIDConnectURL)),
-		fpMember("scheme", fpStr(s.Scheme)),
-		fpMember("type", fpStr(s.Type)),
+		fpMember("location", jcs.Str(s.Location)),
+		fpMember("name", jcs.Str(s.Name)),
+		fpMember("oauth2MetadataUrl", jcs.Str(s.OAuth2MetadataURL)),
+		fpMember("openIdConnectUrl", jcs.Str(s.OpenIDConnectURL)),
+		fpMember("scheme", jcs.Str(s.Scheme)),
+		fpMember("type", jcs.Str(s.Type)),
 	)
 }
 
@@ -115,16 +115,7 @@ func fpObject(ms ...jcs.Member) jcs.Value { return jcs.Value{Kind: jcs.Object, M
 
 func fpMember(k string, v jcs.Value) jcs.Member { return jcs.Member{Key: k, Value: v} }
 
-func fpStr(s string) jcs.Value { return jcs.Value{Kind: jcs.String, Str: s} }
-
-func fpBool(b bool) jcs.Value {
-	if b {
-		return jcs.Value{Kind: jcs.True}
-	}
-	return jcs.Value{Kind: jcs.False}
-}
-
-func fpStrings(ss []string) jcs.Value { return fpArray(ss, fpStr) }
+func fpStrings(ss []string) jcs.Value { return fpArray(ss, jcs.Str) }
 
 // fpArray is an array of fn of each element of xs.
 func fpArray[T any](xs []T, fn func(T) jcs.Value) jcs.Value {

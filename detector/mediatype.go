@@ -68,15 +68,7 @@ func isLowerASCII(s string) bool {
 // does not cover "image/*". An empty mediaType is never covered.
 func Covers(modes []string, mediaType string) bool {
 	t := NormalizeMediaType(mediaType)
-	if t == "" {
-		return false
-	}
-	for _, m := range modes {
-		if coversNormalized(NormalizeMediaType(m), t) {
-			return true
-		}
-	}
-	return false
+	return t != "" && slices.ContainsFunc(modes, func(m string) bool { return coversNormalized(NormalizeMediaType(m), t) })
 }
 
 // coversNormalized reports whether mode m covers media type t; both are
@@ -108,15 +100,8 @@ func normalizeModes(modes []string) []string {
 	slices.Sort(out)
 	out = slices.Compact(out)
 	kept := out[:0]
-	for i, m := range out {
-		covered := false
-		for j, o := range out {
-			if i != j && o != m && coversNormalized(o, m) {
-				covered = true
-				break
-			}
-		}
-		if !covered {
+	for _, m := range out {
+		if !slices.ContainsFunc(out, func(o string) bool { return o != m && coversNormalized(o, m) }) {
 			kept = append(kept, m)
 		}
 	}
@@ -158,10 +143,5 @@ func uncovered(declared, by []string) []string {
 }
 
 func coveredByNormalized(modes []string, t string) bool {
-	for _, m := range modes {
-		if coversNormalized(m, t) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(modes, func(m string) bool { return coversNormalized(m, t) })
 }

@@ -2,14 +2,9 @@ package detector
 
 import "time"
 
-// Observation is one observation of an agent's live card: what was read at
-// a card URL, when, and what verifying its signatures found. It is pure
-// data, the one type of the concept: the fetcher makes it
-// (store/fetcher.Observation carries it, with what the fetch itself was:
-// status, cache headers, latency, the shared lease's window of the agent's
-// digests), and the task core judges it (events/task.Observation is this
-// type; Seen and Disagreeing say what the lease's window showed of split
-// brain, filled by events/internal/observation.Of).
+// Observation is one observation of an agent's live card: what was read at a
+// card URL, when, and what verifying its signatures found. The fetcher makes
+// it (store/fetcher.Observation carries it) and the task core judges it.
 type Observation struct {
 	// CardURL is the URL requested (redirects are followed but not
 	// recorded).

@@ -10,9 +10,7 @@ import (
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// Limits bound what Parse accepts: the bounds of the JSON parse under it
-// (jcs.Limits, the one type of the concept). A zero or negative field means
-// its default (1 MiB, depth 64).
+// Limits bound what Parse accepts (jcs.Limits); a zero field is its default.
 type Limits = jcs.Limits
 
 // DefaultLimits are the limits Parse applies.
@@ -22,28 +20,16 @@ var DefaultLimits = Limits{MaxBytes: jcs.DefaultMaxBytes, MaxDepth: jcs.DefaultM
 // DefaultLimits. See ParseLimits.
 func Parse(raw []byte) (*Card, error) { return ParseLimits(raw, DefaultLimits) }
 
-// ParseLimits reads an agent card of any generation (v0.1, v0.2, v0.3, v1.0,
-// hybrids, and the shapes SDKs leak from their own types) from raw bytes and
-// normalises it onto the v1.0 shape. The returned Card keeps raw (not a copy:
-// the caller must not modify it).
-//
-// Any JSON object is a card. Parse refuses only bytes that are not one —
-// ErrTooLarge, ErrNotJSON, ErrInvalidUTF8, ErrDuplicateKey, ErrTooDeep,
-// ErrNotObject, testable with errors.Is (a *SyntaxError gives the offset).
-// Parts that follow no known version's schema (a descriptive field of the
-// wrong type, a skill without an id, a security scheme without a type, no
-// name and no URL) are read around and listed in Card.Conformance; an
-// interface or card at a protocol version carddrift does not know is carried
-// like any other.
-//
-// Lenient where real cards are sloppy and the meaning is unambiguous: explicit
-// nulls are absent fields, booleans written as the strings "true"/"false"
-// (any case, as Python serialisers emit them) are booleans, a single media
-// type string where a list is expected is a one-element list (noted), and the
-// oneof encoding some protobuf-based SDKs serve ({"$case": …, "value": …}) is
-// read like the v1.0 JSON form. In cards with v1.0 fields, empty lists and
-// strings mean unset (proto3): a skill with "inputModes": [] takes the card's
-// defaults, one with "securityRequirements": [] the card's requirements.
+// ParseLimits reads an agent card of any generation (v0.1 to v1.0, hybrids,
+// and the shapes SDKs leak from their own types) and normalises it onto the
+// v1.0 shape; the Card keeps raw (not a copy). Any JSON object is a card:
+// Parse refuses only bytes that are not one (the sentinels of errors.go), and
+// reads around and lists in Card.Conformance what follows no known schema.
+// It is lenient where the meaning is unambiguous: nulls are absent fields,
+// "true"/"false" strings (any case) are booleans, a single media type string
+// is a list of one (noted), the ts-proto oneof encoding ({"$case": …,
+// "value": …}) reads like the v1.0 form, and in cards with v1.0 fields empty
+// lists and strings mean unset (proto3).
 func ParseLimits(raw []byte, lim Limits) (*Card, error) {
 	v, err := jcs.Parse(raw, lim)
 	if err != nil {
@@ -61,9 +47,8 @@ func ParseLimits(raw []byte, lim Limits) (*Card, error) {
 	return c, nil
 }
 
-// cardParser walks the JSON tree. What it cannot read it notes in
-// Card.Conformance and reads around, which keeps the walk free of error
-// plumbing.
+// cardParser walks the JSON tree, noting in Card.Conformance what it cannot
+// read and reading around it.
 type cardParser struct {
 	card *Card
 
@@ -81,21 +66,11 @@ func (p *cardParser) wrongType(ptr, want string, got *jcs.Value) {
 	p.note(ptr, "want "+want+", got "+kindName(got.Kind))
 }
 
-func kindName(k jcs.Kind) string {
-	switch k {
-	case jcs.True, jcs.False:
-		return "a boolean"
-	case jcs.Number:
-		return "a number"
-	case jcs.String:
-		return "a string"
-	case jcs.Array:
-		return "an array"
-	case jcs.Object:
-		return "an object"
-	}
-	return "null"
-}
+// kindNames name the JSON kinds in notes.
+var kindNames = [...]string{jcs.Null: "null", jcs.False: "a boolean", jcs.True: "a boolean", jcs.Number: "a number",
+	jcs.String: "a string", jcs.Array: "an array", jcs.Object: "an object"}
+
+func kindName(k jcs.Kind) string { return kindNames[k] }
 
 func present(v *jcs.Value, ok bool) bool { return ok && v.Kind != jcs.Null }
 
@@ -276,23 +251,30 @@ func normBinding(s string) string {
 
 func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 	c := p.card
-	if si := p.array(root, "supportedInterfaces", ""); si != nil {
-		p.v1 = true
-		p.eachObject(si, "/supportedInterfaces", func(_ int, ptr string, e *jcs.Value) {
-			binding, bindingKey := p.firstStr(e, ptr, "protocolBinding", "transport")
+	// read reads the interface objects of arr; only v1.0 entries carry
+	// their own version and tenant, and a v0.3 additional interface equal
+	// to the preferred one is not repeated.
+	read := func(arr *jcs.Value, at string, v1 bool, bindingKeys ...string) {
+		p.eachObject(arr, at, func(_ int, ptr string, e *jcs.Value) {
+			binding, bindingKey := p.firstStr(e, ptr, bindingKeys...)
 			in := Interface{
-				URL:             p.str(e, "url", ptr),
-				ProtocolBinding: normBinding(binding),
-				ProtocolVersion: p.str(e, "protocolVersion", ptr),
-				Tenant:          p.str(e, "tenant", ptr),
-				src:             interfaceSource{ptr: ptr, url: ptr + "/url", binding: ptr + "/" + bindingKey, version: ptr + "/protocolVersion", tenant: ptr + "/tenant"},
+				URL: p.str(e, "url", ptr), ProtocolBinding: normBinding(binding), ProtocolVersion: topVersion,
+				src: interfaceSource{ptr: ptr, url: ptr + "/url", binding: ptr + "/" + bindingKey, version: "/protocolVersion"},
 			}
-			if in.ProtocolVersion == "" {
-				in.ProtocolVersion = topVersion
-				in.src.version = "/protocolVersion"
+			if v1 {
+				if v := p.str(e, "protocolVersion", ptr); v != "" {
+					in.ProtocolVersion, in.src.version = v, ptr+"/protocolVersion"
+				}
+				in.Tenant, in.src.tenant = p.str(e, "tenant", ptr), ptr+"/tenant"
+			} else if len(c.Interfaces) > 0 && c.Interfaces[0].URL == in.URL && c.Interfaces[0].ProtocolBinding == in.ProtocolBinding {
+				return
 			}
 			c.Interfaces = append(c.Interfaces, in)
 		})
+	}
+	if si := p.array(root, "supportedInterfaces", ""); si != nil {
+		p.v1 = true
+		read(si, "/supportedInterfaces", true, "protocolBinding", "transport")
 	}
 	url := p.str(root, "url", "")
 	preferred := p.str(root, "preferredTransport", "")
@@ -315,20 +297,9 @@ func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 	if url != "" {
 		c.Interfaces = append(c.Interfaces, main)
 	}
-	if additional == nil {
-		return
+	if additional != nil {
+		read(additional, "/additionalInterfaces", false, "transport", "protocolBinding")
 	}
-	p.eachObject(additional, "/additionalInterfaces", func(_ int, ptr string, e *jcs.Value) {
-		binding, bindingKey := p.firstStr(e, ptr, "transport", "protocolBinding")
-		in := Interface{
-			URL: p.str(e, "url", ptr), ProtocolBinding: normBinding(binding), ProtocolVersion: topVersion,
-			src: interfaceSource{ptr: ptr, url: ptr + "/url", binding: ptr + "/" + bindingKey, version: "/protocolVersion"},
-		}
-		if len(c.Interfaces) > 0 && c.Interfaces[0].URL == in.URL && c.Interfaces[0].ProtocolBinding == in.ProtocolBinding {
-			return
-		}
-		c.Interfaces = append(c.Interfaces, in)
-	})
 }
 
 // firstStr reads the first of keys whose string value is not empty, and
@@ -379,12 +350,8 @@ func (p *cardParser) capabilities(root *jcs.Value) {
 	for _, key := range []string{"supportsAuthenticatedExtendedCard", "supportsExtendedAgentCard"} {
 		if v, ok := root.Get(key); present(v, ok) {
 			p.legacy = true
-			if c.src.extendedCard == "" {
-				c.src.extendedCard = "/" + key
-			}
-			if p.boolean(root, key, "") {
-				c.Capabilities.ExtendedAgentCard = true
-			}
+			c.src.extendedCard = cmp.Or(c.src.extendedCard, "/"+key)
+			c.Capabilities.ExtendedAgentCard = p.boolean(root, key, "") || c.Capabilities.ExtendedAgentCard
 		}
 	}
 }
@@ -516,9 +483,7 @@ func (p *cardParser) security(root *jcs.Value) {
 	if auth, ok := root.Get("authentication"); ok {
 		p.v01 = true
 		if auth.Kind == jcs.Object {
-			if c.src.requirements == "" {
-				c.src.requirements = "/authentication"
-			}
+			c.src.requirements = cmp.Or(c.src.requirements, "/authentication")
 			p.authentication(auth)
 		} else if auth.Kind != jcs.Null {
 			p.wrongType("/authentication", "an object", auth)
@@ -533,6 +498,13 @@ var schemeWrappers = []struct{ key, typ string }{
 	{"oauth2SecurityScheme", "oauth2"},
 	{"openIdConnectSecurityScheme", "openIdConnect"},
 	{"mtlsSecurityScheme", "mutualTLS"},
+}
+
+// schemeTypes maps the lower-cased v0.3 "type" of a security scheme onto
+// its v1.0 spelling.
+var schemeTypes = map[string]string{
+	"apikey": "apiKey", "http": "http", "oauth2": "oauth2", "openidconnect": "openIdConnect",
+	"mutualtls": "mutualTLS", "mtls": "mutualTLS",
 }
 
 // oneof reads the encoding protobuf-based SDKs (ts-proto) leak for a oneof
@@ -595,18 +567,9 @@ func (p *cardParser) scheme(v *jcs.Value, ptr string) SecurityScheme {
 	if typ == "" && body == v {
 		p.legacy = true
 		typ = p.str(v, "type", ptr)
-		switch strings.ToLower(typ) {
-		case "apikey":
-			typ = "apiKey"
-		case "http":
-			typ = "http"
-		case "oauth2":
-			typ = "oauth2"
-		case "openidconnect":
-			typ = "openIdConnect"
-		case "mutualtls", "mtls":
-			typ = "mutualTLS"
-		case "":
+		if t, ok := schemeTypes[strings.ToLower(typ)]; ok {
+			typ = t
+		} else if typ == "" {
 			p.note(ptr, "security scheme has no type")
 		}
 	}
@@ -671,6 +634,17 @@ func (p *cardParser) flow(v *jcs.Value, ptr string) (OAuthFlow, bool) {
 	return f, true
 }
 
+// authSchemes maps the lower-cased v0.1 authentication scheme names onto
+// security schemes; those of no Type declare none.
+var authSchemes = map[string]SecurityScheme{
+	"public": {}, "none": {}, "anonymous": {}, "": {},
+	"bearer": {Type: "http", Scheme: "bearer"}, "basic": {Type: "http", Scheme: "basic"},
+	"oauth2": {Type: "oauth2"}, "oauth": {Type: "oauth2"},
+	"openidconnect": {Type: "openIdConnect"}, "oidc": {Type: "openIdConnect"},
+	"apikey": {Type: "apiKey"}, "api_key": {Type: "apiKey"},
+	"mtls": {Type: "mutualTLS"}, "mutualtls": {Type: "mutualTLS"},
+}
+
 // authentication maps a v0.1 "authentication": {"schemes": [...]} onto
 // security schemes (one per named scheme) and requirements (any one of them).
 // "public", "none" and "anonymous" declare no scheme.
@@ -678,23 +652,11 @@ func (p *cardParser) authentication(auth *jcs.Value) {
 	c := p.card
 	names := p.strs(auth, "schemes", "/authentication")
 	for _, name := range names {
-		var s SecurityScheme
-		switch strings.ToLower(name) {
-		case "public", "none", "anonymous", "":
-			continue
-		case "bearer":
-			s = SecurityScheme{Type: "http", Scheme: "bearer"}
-		case "basic":
-			s = SecurityScheme{Type: "http", Scheme: "basic"}
-		case "oauth2", "oauth":
-			s = SecurityScheme{Type: "oauth2"}
-		case "openidconnect", "oidc":
-			s = SecurityScheme{Type: "openIdConnect"}
-		case "apikey", "api_key":
-			s = SecurityScheme{Type: "apiKey"}
-		case "mtls", "mutualtls":
-			s = SecurityScheme{Type: "mutualTLS"}
-		default:
+		s, known := authSchemes[strings.ToLower(name)]
+		switch {
+		case known && s.Type == "":
+			continue // public
+		case !known:
 			s = SecurityScheme{Type: "http", Scheme: strings.ToLower(name)}
 		}
 		s.src = "/authentication/schemes"

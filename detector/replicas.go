@@ -6,13 +6,9 @@ import (
 )
 
 // Split brain: replicas behind one agent URL that serve different cards at
-// once. The fetcher keeps, on each agent's lease (store.Lease.Replicas), a
-// window of the live digests its fetches saw (Replicas); every worker reads
-// the same window, so one decision (Disagree) holds across them. Deciding is
-// judgement, not storage: it lives here, pure and deterministic, the clock
-// passed in; the store only keeps the window, the fetcher only records
-// observations into it, and CheckReplicas turns a disagreeing window into a
-// finding.
+// once. The fetcher keeps a window of the digests its fetches saw on each
+// agent's lease (Replicas); deciding on it (Disagree, CheckReplicas) is pure
+// and lives here, the clock passed in.
 
 // Bounds of a Replicas window, whatever its duration: a lease stays small.
 const (
@@ -21,19 +17,14 @@ const (
 	MaxSightings = 4
 	// MaxReturns is how many returns a window keeps (the oldest first).
 	MaxReturns = 4
-	// SplitBrainReturns is how many returns within the window make split
-	// brain. A return is an observation of a digest the window already
-	// holds, right after an observation of another one: A→B→A. One return
-	// is a change and its revert (a flip and back, a rollback); a rolling
-	// deploy (A→B, never back) has none. Two, A→B→A→B, is an alternation:
-	// the agent serves both cards at once.
+	// SplitBrainReturns is how many returns within the window make split brain.
+	// A return is an observation of a digest the window holds right after one of
+	// another: A→B→A is a change and its revert, A→B→A→B an alternation.
 	SplitBrainReturns = 2
 )
 
 // Sighting is one card digest an agent served within the window: how many
-// fetches (200 or 304) saw it, first and last. It is the one type for a
-// sighting: the lease's window holds them, a task's observation carries them
-// (to tell a stale observation from a newer one), census reports them.
+// fetches (200 or 304) saw it, first and last.
 type Sighting struct {
 	Digest    string    `json:"digest"`
 	Count     int       `json:"count"`
@@ -102,45 +93,25 @@ func (r Replicas) Observe(digest string, at time.Time, window time.Duration) Rep
 
 // prune returns a copy of r without what was seen before now-window.
 func (r Replicas) prune(now time.Time, window time.Duration) Replicas {
-	from := now.Add(-window)
-	seen := make([]Sighting, 0, len(r.Seen)+1)
-	for _, s := range r.Seen {
-		if !s.LastSeen.Before(from) {
-			seen = append(seen, s)
-		}
-	}
-	var returns []time.Time
-	for _, t := range r.Returns {
-		if !t.Before(from) {
-			returns = append(returns, t)
-		}
-	}
-	r.Seen, r.Returns = seen, returns
+	r.Seen, r.Returns = r.Window(now, window), recent(r.Returns, now.Add(-window))
 	return r
+}
+
+// recent returns the times of ts from from on.
+func recent(ts []time.Time, from time.Time) []time.Time {
+	var out []time.Time
+	for _, t := range ts {
+		if !t.Before(from) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Disagree reports split brain at now: at least SplitBrainReturns returns
 // within window, between digests the window still holds.
 func (r Replicas) Disagree(now time.Time, window time.Duration) bool {
-	// Counted in place: every judged transition asks, and the answer is
-	// almost always no (prune's copy is for Observe and Window).
-	from := now.Add(-window)
-	returns := 0
-	for _, t := range r.Returns {
-		if !t.Before(from) {
-			returns++
-		}
-	}
-	if returns < SplitBrainReturns {
-		return false
-	}
-	seen := 0
-	for _, s := range r.Seen {
-		if !s.LastSeen.Before(from) {
-			seen++
-		}
-	}
-	return seen >= 2
+	return len(recent(r.Returns, now.Add(-window))) >= SplitBrainReturns && len(r.Window(now, window)) >= 2
 }
 
 // Window returns the digests seen within window at now, in order of first

@@ -81,32 +81,12 @@ const (
 	AreaTask         = "task"
 )
 
-// Rule is one kind of finding.
-//
-// Severity is the most serious severity the rule can produce (the registry
-// audit checks that no finding exceeds it). Most rules always produce it; a
-// few grade each finding because one rule id covers both directions (their
-// checks say how): the mode rules are breaking when a media type the pinned
-// card covered is no longer covered, and info (input) or warning (output:
-// artifacts may arrive in a type the client did not plan for) when types
-// were only added; extended-card-changed, security-requirements-changed,
-// interface-changed and protocol-version-changed are breaking only in the
-// direction that can fail a task.
-//
-// Added/removed and enabled/disabled pairs are separate rules with a fixed
-// severity each, so a consumer can filter them by id; the audit requires
-// every such rule to have its mirror or a written waiver (oauth-scope-removed:
-// a new scope asks nothing of a client that does not request it). A new
-// extension that is required is extension-required-added only, so one change
-// is one finding.
-//
-// Touches declares which tasks a rule's findings concern (see Touch); the
-// registry audit has, per rule, a task it touches and one it spares. Every
-// extension rule but extension-required-added concerns the tasks that
-// activate the extension, and a task activates one the pinned card required
-// whether it says so or not. The task-level and signature rules touch every
-// task: their findings are made for the task, or (replicas-disagree, a
-// change of signer, who vouches for every part of the card) for the agent.
+// Rule is one kind of finding. Severity is the most serious severity the rule
+// can produce; the mode, extended-card, security-requirements, interface and
+// protocol-version rules grade each finding by direction (their checks say
+// how). Added/removed and enabled/disabled pairs are separate rules, and the
+// registry audit requires each to have its mirror or a written waiver.
+// Touches declares which tasks the rule's findings concern (see Touch).
 type Rule struct {
 	ID       string
 	Severity Severity
@@ -114,13 +94,11 @@ type Rule struct {
 	// TaskLevel marks a rule emitted from task lifecycle facts (see the task
 	// checks) rather than by comparing two cards; its Check is nil.
 	TaskLevel bool
-	// Touches is what the rule's findings can touch of a task: the one
-	// decision Touches (and so Judge) applies to them. Every rule declares
-	// one; the registry audit refuses the zero value.
+	// Touches is the one decision Touches (and so Judge) applies to the rule's
+	// findings.
 	Touches Touch
-	// Check compares a pinned and a live card and returns this rule's
-	// findings, complete with Rule, Severity and Message. It must be pure,
-	// deterministic and return nothing when both cards are the same.
+	// Check returns this rule's findings between a pinned and a live card,
+	// complete with Rule, Severity and Message; pure and deterministic.
 	Check func(pinned, live *Card) []Finding
 }
 

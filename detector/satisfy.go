@@ -37,9 +37,8 @@ const (
 	UnmetScope UnmetKind = "oauth-scope-not-offered"
 	// UnmetExtension: an extension the client activates is not declared.
 	UnmetExtension UnmetKind = "extension-not-declared"
-	// UnmetExtensionRequired: the card requires an extension the client
-	// does not activate (only checked when the client lists its
-	// extensions).
+	// UnmetExtensionRequired: the card requires an extension the client does not
+	// activate (checked when the client lists its extensions).
 	UnmetExtensionRequired UnmetKind = "extension-required"
 	// UnmetExtendedCard: the task uses the extended card and the card does
 	// not offer one.
@@ -57,24 +56,11 @@ type Unmet struct {
 }
 
 // Unsatisfied returns what of req the card does not satisfy, in a fixed
-// order (skill, streaming, push, input modes, output modes, schemes,
-// security requirements); nil when the card satisfies the task. It is pure.
-//
-// These are the requirements Touches uses to judge drift, checked against one
-// card (a planner's pre-dispatch check, events/client/planner.Checker):
-//
-//   - the skill (req.SkillID, when set) must be offered;
-//   - streaming and push notifications must be declared when the task needs
-//     them;
-//   - each of req.InputModes and req.OutputModes must be covered
-//     (Covers, so "image/*" covers "image/png") by the skill's
-//     effective modes — its own, else the card's defaults. A card that
-//     declares no modes at all constrains nothing;
-//   - each scheme in req.Security must be declared in securitySchemes
-//     (names compare case-insensitively), and when the skill (else the card)
-//     lists security requirements, at least one of them must use only the
-//     client's schemes. With no req.Security, security is not checked: the
-//     client said nothing about how it authenticates.
+// order; nil when it satisfies the task. These are the requirements Touches
+// uses to judge drift, checked against one card (a planner's pre-dispatch
+// check): modes are covered by the skill's effective modes (a card that
+// declares none constrains nothing), and security is checked only when
+// req.Security names the client's schemes (names compare case-insensitively).
 func Unsatisfied(card *Card, req Requirements) []Unmet {
 	if card == nil {
 		return nil
@@ -170,8 +156,7 @@ func schemeNamed(card *Card, name string) (SecurityScheme, bool) {
 }
 
 // anyRequirementMet reports whether one requirement names only schemes the
-// client uses (an empty requirement, {}, means "no authentication" and is
-// always met).
+// client uses ({} means no authentication and is always met).
 func anyRequirementMet(reqs []SecurityRequirement, have []string) bool {
 	return slices.ContainsFunc(reqs, func(r SecurityRequirement) bool {
 		for name := range r {

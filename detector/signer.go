@@ -5,12 +5,9 @@ import (
 	"strings"
 )
 
-// Signature is what verifying one entry of a card's "signatures" array
-// found (A2A v1.0.1 §8.4). The detector never verifies a signature — that
-// takes keys, and keys take I/O — so whoever did (the fetcher for a live
-// card, carddrift pin, the worker for a client's card) sets Card.Signatures,
-// and a task's pin records them. Package detector/signature does the
-// verifying; fetcher.Signatures converts its results.
+// Signature is what verifying one entry of a card's "signatures" array found
+// (A2A v1.0.1 §8.4). The detector does no I/O: whoever verified the card
+// (package detector/signature does the verifying) sets Card.Signatures.
 type Signature struct {
 	// KeyID and Alg are the protected header's kid and alg; JKU its jku, if
 	// any.
@@ -81,11 +78,9 @@ func Signer(sigs []Signature) (s Signature, index int, ok bool) {
 func signed(c *Card) bool { return len(c.Signatures) > 0 || c.HasSignatures }
 
 // sameSigner reports that two signatures name the same signer: the same key
-// thumbprint when both keys are known, else the same kid, both looked up
-// among the keys or neither (lookedUp). A key set that could not be fetched
-// (no thumbprint) is then not mistaken for a new signer, and an entry no
-// key was ever looked up for (a kid anyone can write under an algorithm
-// carddrift refuses, say) is not mistaken for a signer whose key was.
+// thumbprint when both are known, else the same kid, both looked up among the
+// keys or neither (so a key set that could not be fetched, or a refused entry,
+// is not mistaken for a new signer).
 func sameSigner(a, b Signature) bool {
 	if a.Thumbprint != "" && b.Thumbprint != "" {
 		return a.Thumbprint == b.Thumbprint

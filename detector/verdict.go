@@ -9,19 +9,13 @@ import (
 )
 
 // Evaluate diffs the pinned card against the live one, adds the task-level
-// findings the caller observed (unmodeled-skill, artifact-type-undeclared,
-// blind-retry), and judges them for one task. It returns every finding (in
-// Diff order) and the task's verdict; see Judge.
-//
-// Each returned finding has Touches set: whether it affects this task.
+// findings the caller observed, and judges them for one task (see Assess).
 func Evaluate(pinned, live *Card, req Requirements, posture Posture, taskFindings ...Finding) ([]Finding, Verdict) {
 	return Assess(append(Diff(pinned, live), taskFindings...), pinned, live, req, posture)
 }
 
 // Assess is the last step of Evaluate, for callers that change the findings
-// first (the re-evaluation of history under another rule set): it sorts the
-// findings, sets each one's Touches for the task, and judges them. The
-// findings are modified in place and returned.
+// first: it sorts them in place, sets each one's Touches, and judges them.
 func Assess(findings []Finding, pinned, live *Card, req Requirements, posture Posture) ([]Finding, Verdict) {
 	SortFindings(findings)
 	for i := range findings {
@@ -31,12 +25,8 @@ func Assess(findings []Finding, pinned, live *Card, req Requirements, posture Po
 }
 
 // EvaluateUnknown is Evaluate for a task pinned by a digest whose card body
-// carddrift never saw (a client-digest pin): it can tell that the pinned card
-// is not the live one, not what changed. When the digests differ the findings
-// hold one pinned-card-unknown finding (breaking, touching the task), so
-// fail-closed aborts and degrade re-plans an idempotent task whose skill the
-// live card still offers; the task-level findings the caller observed are
-// added and judged against the live card.
+// carddrift never saw: when the digests differ, one pinned-card-unknown
+// finding stands for what changed, judged against the live card.
 func EvaluateUnknown(pinnedDigest, liveDigest string, live *Card, req Requirements, posture Posture, taskFindings ...Finding) ([]Finding, Verdict) {
 	all := append([]Finding(nil), taskFindings...)
 	if pinnedDigest != liveDigest {
@@ -49,18 +39,11 @@ func EvaluateUnknown(pinnedDigest, liveDigest string, live *Card, req Requiremen
 }
 
 // Judge decides what a task should do about findings between its pinned card
-// and the live card, following the postures of the pinning write-up:
-//
-//   - a finding matters only if it touches the task (Touches) and is at
-//     least a warning; those are Verdict.Impacting;
-//   - no impacting breaking finding: Continue;
-//   - FailClosed: any impacting breaking finding aborts;
-//   - Degrade: re-plan when the task is idempotent and its required skill is
-//     still offered by the live card, otherwise abort; a skill the live card
-//     offers under a new id (an impacting skill-renamed finding) is still
-//     offered: the task re-plans onto the new id (Verdict.ReplanSkill).
-//
-// An empty posture is FailClosed. Judge is pure and deterministic.
+// and the live card. Only findings that touch the task and are at least a
+// warning matter (Verdict.Impacting). Without an impacting breaking finding the
+// task continues; with one, FailClosed (also the empty posture) aborts, and
+// Degrade re-plans an idempotent task whose skill the live card still offers
+// (or offers under a new id: Verdict.ReplanSkill), and aborts otherwise.
 func Judge(findings []Finding, pinned, live *Card, req Requirements, posture Posture) Verdict {
 	if posture == "" {
 		posture = FailClosed
@@ -125,9 +108,8 @@ func Judge(findings []Finding, pinned, live *Card, req Requirements, posture Pos
 	return v
 }
 
-// renamedTarget is the new id of the task's skill when an impacting
-// skill-renamed finding renamed it and the live card offers that id; ""
-// otherwise.
+// renamedTarget is the new id of the task's skill that an impacting
+// skill-renamed finding names and the live card offers, or "".
 func renamedTarget(impacting []Finding, live *Card, skillID string) string {
 	for _, f := range impacting {
 		to, ok := f.After.(string)
@@ -141,9 +123,8 @@ func renamedTarget(impacting []Finding, live *Card, skillID string) string {
 	return ""
 }
 
-// summarize lists the rule ids of findings for a verdict's reason. A
-// signature-required finding comes with its message: the rule is a posture
-// of the deployment, and the reason must say why the card failed it.
+// summarize lists the rule ids of findings for a verdict's reason;
+// signature-required comes with its message, which says why the card failed.
 func summarize(fs []Finding) string {
 	seen := map[string]bool{}
 	var parts []string
@@ -161,11 +142,9 @@ func summarize(fs []Finding) string {
 	return strings.Join(parts, ", ")
 }
 
-// Touches reports whether a finding concerns what the task uses. The decision
-// is the finding's rule's Touch (declared beside its check in the registry)
-// applied to the finding, the two cards and the task's requirements; see
-// Touch for what each kind means. A finding of a rule the registry does not
-// know touches the task when it names no skill or the task's skill.
+// Touches reports whether a finding concerns what the task uses: its rule's
+// Touch decision, or, for a rule the registry does not know, whether it names
+// no skill or the task's skill.
 func Touches(f Finding, pinned, live *Card, req Requirements) bool {
 	if pinned == nil {
 		pinned = &Card{}
@@ -174,26 +153,21 @@ func Touches(f Finding, pinned, live *Card, req Requirements) bool {
 		live = &Card{}
 	}
 	if r, ok := RuleByID(f.Rule); ok && r.Touches.valid() {
-		return touchDecisions[r.Touches](f, pinned, live, req)
+		return touches[r.Touches].decide(f, pinned, live, req)
 	}
 	return f.Skill == "" || f.Skill == req.SkillID
 }
 
-// Touch is what the findings of a rule can touch: the part of a task's plan
-// (its Requirements, read against the pinned card) a finding must concern to
-// affect the task. Every rule declares one (Rule.Touches); the zero value is
-// no declaration, which the registry audit refuses. Each kind has one
-// decision function, so a kind means the same for every rule that uses it.
+// Touch is the part of a task's plan (its Requirements, read against the
+// pinned card) that a rule's findings must concern to affect the task. The
+// zero value is no declaration, which the registry audit refuses.
 type Touch int
 
 // Kinds of Touch.
 const (
-	// TouchNone: the finding affects no task (additions that ask nothing of
-	// a client, descriptive text, versions, conformance).
+	// TouchNone: the finding affects no task.
 	TouchNone Touch = iota + 1
-	// TouchAll: the finding affects every task on the agent (interfaces,
-	// protocol versions, and the task-level rules, whose findings are made
-	// for the task).
+	// TouchAll: the finding affects every task on the agent.
 	TouchAll
 	// TouchSkill: the finding's skill is the task's skill.
 	TouchSkill
@@ -201,102 +175,76 @@ const (
 	TouchStreaming
 	// TouchPush: the task configures push notifications.
 	TouchPush
-	// TouchInputModes: the finding's skill is the task's, and a media type
-	// the task sends (any, when it names none) is no longer accepted.
+	// TouchInputModes: the finding's skill is the task's, and a media type the
+	// task sends (any, when it names none) is no longer accepted.
 	TouchInputModes
 	// TouchOutputModes: as TouchInputModes for the types the task expects.
 	TouchOutputModes
-	// TouchDefaultInputModes: the task's skill takes the card's default
-	// input modes (or the task names no declared skill), and a type the task
-	// sends is no longer covered.
+	// TouchDefaultInputModes: the task's skill takes the card's default input
+	// modes (or is not declared), and a type the task sends is no longer covered.
 	TouchDefaultInputModes
 	// TouchDefaultOutputModes: as TouchDefaultInputModes for output modes.
 	TouchDefaultOutputModes
-	// TouchScheme: the task authenticates with the finding's scheme (named
-	// in Requirements.Security, else in a pinned requirement that applies to
-	// its skill).
+	// TouchScheme: the task authenticates with the finding's scheme (see usesScheme).
 	TouchScheme
-	// TouchScope: the task requests the finding's scope of its scheme
-	// (Requirements.Scopes, else a pinned requirement that applies to its
-	// skill lists it).
+	// TouchScope: the task requests the finding's scope (see requestsScope).
 	TouchScope
-	// TouchRequirements: the finding is about the requirements that apply to
-	// the task's skill: the skill's own (a finding with Skill set), or the
-	// card's when the skill declares none in either card.
+	// TouchRequirements: the finding is about the requirements that apply to the
+	// task's skill: its own, or the card's when it declares none in either card.
 	TouchRequirements
-	// TouchExtension: the task activates the finding's extension (listed in
-	// Requirements.Extensions, or required by the pinned card, without
-	// which no task ran on it).
+	// TouchExtension: the task activates the finding's extension (see activates).
 	TouchExtension
-	// TouchExtensionRequired: the task does not activate the finding's
-	// extension, which the agent now requires: it will be refused.
+	// TouchExtensionRequired: the task does not activate the finding's extension,
+	// which the agent now requires.
 	TouchExtensionRequired
 	// TouchExtendedCard: the task uses the authenticated extended card.
 	TouchExtendedCard
 )
-
-var touchNames = [...]string{
-	TouchNone:               "none",
-	TouchAll:                "all",
-	TouchSkill:              "skill",
-	TouchStreaming:          "streaming",
-	TouchPush:               "push",
-	TouchInputModes:         "input-modes",
-	TouchOutputModes:        "output-modes",
-	TouchDefaultInputModes:  "default-input-modes",
-	TouchDefaultOutputModes: "default-output-modes",
-	TouchScheme:             "scheme",
-	TouchScope:              "scope",
-	TouchRequirements:       "requirements",
-	TouchExtension:          "extension",
-	TouchExtensionRequired:  "extension-required",
-	TouchExtendedCard:       "extended-card",
-}
 
 // String returns the kind's kebab-case name, or "undeclared".
 func (t Touch) String() string {
 	if !t.valid() {
 		return "undeclared"
 	}
-	return touchNames[t]
+	return touches[t].name
 }
 
 func (t Touch) valid() bool { return t >= TouchNone && t <= TouchExtendedCard }
 
-// touchDecision decides, for one kind, whether a finding touches a task.
-// pinned and live are never nil.
-type touchDecision func(f Finding, pinned, live *Card, req Requirements) bool
-
-// touchDecisions holds the one decision of each kind.
-var touchDecisions = [...]touchDecision{
-	TouchNone: func(Finding, *Card, *Card, Requirements) bool { return false },
-	TouchAll:  func(Finding, *Card, *Card, Requirements) bool { return true },
-	TouchSkill: func(f Finding, _, _ *Card, req Requirements) bool {
+// touches holds each kind's name and its one decision; pinned and live are
+// never nil.
+var touches = [...]struct {
+	name   string
+	decide func(f Finding, pinned, live *Card, req Requirements) bool
+}{
+	TouchNone: {"none", func(Finding, *Card, *Card, Requirements) bool { return false }},
+	TouchAll:  {"all", func(Finding, *Card, *Card, Requirements) bool { return true }},
+	TouchSkill: {"skill", func(f Finding, _, _ *Card, req Requirements) bool {
 		return f.Skill != "" && f.Skill == req.SkillID
-	},
-	TouchStreaming: func(_ Finding, _, _ *Card, req Requirements) bool { return req.Streaming },
-	TouchPush:      func(_ Finding, _, _ *Card, req Requirements) bool { return req.PushNotifications },
-	TouchInputModes: func(f Finding, pinned, live *Card, req Requirements) bool {
+	}},
+	TouchStreaming: {"streaming", func(_ Finding, _, _ *Card, req Requirements) bool { return req.Streaming }},
+	TouchPush:      {"push", func(_ Finding, _, _ *Card, req Requirements) bool { return req.PushNotifications }},
+	TouchInputModes: {"input-modes", func(f Finding, pinned, live *Card, req Requirements) bool {
 		return f.Skill == req.SkillID && modesTouch(req.SkillID, req.InputModes, pinned, live, (*Card).InputModes)
-	},
-	TouchOutputModes: func(f Finding, pinned, live *Card, req Requirements) bool {
+	}},
+	TouchOutputModes: {"output-modes", func(f Finding, pinned, live *Card, req Requirements) bool {
 		return f.Skill == req.SkillID && modesTouch(req.SkillID, req.OutputModes, pinned, live, (*Card).OutputModes)
-	},
-	TouchDefaultInputModes: func(_ Finding, pinned, live *Card, req Requirements) bool {
+	}},
+	TouchDefaultInputModes: {"default-input-modes", func(_ Finding, pinned, live *Card, req Requirements) bool {
 		return usesDefaults(pinned, req.SkillID, func(s Skill) bool { return s.InputModes == nil }) &&
 			modesTouch(req.SkillID, req.InputModes, pinned, live, (*Card).InputModes)
-	},
-	TouchDefaultOutputModes: func(_ Finding, pinned, live *Card, req Requirements) bool {
+	}},
+	TouchDefaultOutputModes: {"default-output-modes", func(_ Finding, pinned, live *Card, req Requirements) bool {
 		return usesDefaults(pinned, req.SkillID, func(s Skill) bool { return s.OutputModes == nil }) &&
 			modesTouch(req.SkillID, req.OutputModes, pinned, live, (*Card).OutputModes)
-	},
-	TouchScheme: func(f Finding, pinned, _ *Card, req Requirements) bool {
+	}},
+	TouchScheme: {"scheme", func(f Finding, pinned, _ *Card, req Requirements) bool {
 		return usesScheme(f.Scheme, pinned, req)
-	},
-	TouchScope: func(f Finding, pinned, _ *Card, req Requirements) bool {
+	}},
+	TouchScope: {"scope", func(f Finding, pinned, _ *Card, req Requirements) bool {
 		return requestsScope(f.Scheme, f.Scope, pinned, req)
-	},
-	TouchRequirements: func(f Finding, pinned, live *Card, req Requirements) bool {
+	}},
+	TouchRequirements: {"requirements", func(f Finding, pinned, live *Card, req Requirements) bool {
 		if f.Skill != "" {
 			return f.Skill == req.SkillID
 		}
@@ -304,28 +252,26 @@ var touchDecisions = [...]touchDecision{
 		// its own in either card, its skill-level finding grades the change
 		// of what applies to it (see checkSecurityRequirements).
 		return !ownRequirements(pinned, req.SkillID) && !ownRequirements(live, req.SkillID)
-	},
-	TouchExtension: func(f Finding, pinned, _ *Card, req Requirements) bool {
+	}},
+	TouchExtension: {"extension", func(f Finding, pinned, _ *Card, req Requirements) bool {
 		return f.Extension == "" || activates(f.Extension, pinned, req)
-	},
-	TouchExtensionRequired: func(f Finding, _, _ *Card, req Requirements) bool {
+	}},
+	TouchExtensionRequired: {"extension-required", func(f Finding, _, _ *Card, req Requirements) bool {
 		return f.Extension == "" || !slices.Contains(req.Extensions, f.Extension)
-	},
-	TouchExtendedCard: func(_ Finding, _, _ *Card, req Requirements) bool { return req.ExtendedCard },
+	}},
+	TouchExtendedCard: {"extended-card", func(_ Finding, _, _ *Card, req Requirements) bool { return req.ExtendedCard }},
 }
 
-// usesDefaults reports whether the task's skill (in the pinned card) takes its
-// modes from the card defaults; a task with no or an unknown skill does.
+// usesDefaults reports whether the task's skill takes its modes from the
+// pinned card's defaults (a task with no or an unknown skill does).
 func usesDefaults(pinned *Card, skillID string, undeclared func(Skill) bool) bool {
 	s, ok := skillByID(pinned, skillID)
 	return !ok || undeclared(s)
 }
 
-// modesTouch decides whether a mode change matters to the task. Without
-// declared task modes, any change does (the finding's severity then decides
-// whether it impacts the task: narrowing is breaking). With them, it matters
-// when a mode the task needs was covered by the pinned card and no longer is
-// by the live card.
+// modesTouch reports whether a mode change matters to the task: any does when
+// the task declares no modes (severity then decides); otherwise one that the
+// pinned card covered and the live card no longer does.
 func modesTouch(skillID string, need []string, pinned, live *Card, modes func(*Card, Skill) []string) bool {
 	if len(need) == 0 {
 		return true
@@ -337,17 +283,13 @@ func modesTouch(skillID string, need []string, pinned, live *Card, modes func(*C
 		return modes(c, Skill{})
 	}
 	before, after := effective(pinned), effective(live)
-	for _, m := range need {
-		if (len(before) == 0 || Covers(before, m)) && len(after) > 0 && !Covers(after, m) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(need, func(m string) bool {
+		return (len(before) == 0 || Covers(before, m)) && len(after) > 0 && !Covers(after, m)
+	})
 }
 
-// usesScheme reports whether the task authenticates with scheme: named in the
-// task's requirements, or else in a pinned requirement that applies to its
-// skill.
+// usesScheme reports whether the task authenticates with scheme: named in its
+// requirements, else in a pinned requirement that applies to its skill.
 func usesScheme(scheme string, pinned *Card, req Requirements) bool {
 	if scheme == "" {
 		return true
@@ -355,19 +297,15 @@ func usesScheme(scheme string, pinned *Card, req Requirements) bool {
 	if len(req.Security) > 0 {
 		return slices.ContainsFunc(req.Security, func(s string) bool { return strings.EqualFold(s, scheme) })
 	}
-	for _, r := range effectiveRequirements(pinned, req.SkillID) {
-		if _, ok := r[scheme]; ok {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(effectiveRequirements(pinned, req.SkillID), func(r SecurityRequirement) bool {
+		_, ok := r[scheme]
+		return ok
+	})
 }
 
-// requestsScope reports whether the task requests scope of scheme: listed
-// for the scheme in Requirements.Scopes when the client said which scopes it
-// requests, else listed for the scheme by a pinned requirement that applies
-// to the task's skill (and the task authenticates with the scheme). A scope
-// no requirement uses is requested by no task that did not name it.
+// requestsScope reports whether the task requests scope of scheme: listed in
+// Requirements.Scopes when the client named its scopes, else listed by a
+// pinned requirement that applies to the task's skill.
 func requestsScope(scheme, scope string, pinned *Card, req Requirements) bool {
 	if scope == "" {
 		return usesScheme(scheme, pinned, req)
@@ -393,15 +331,14 @@ func requestsScope(scheme, scope string, pinned *Card, req Requirements) bool {
 	return false
 }
 
-// ownRequirements reports whether the skill declares security requirements of
-// its own in c, which then override the card's.
+// ownRequirements reports whether the skill has requirements of its own in c.
 func ownRequirements(c *Card, skillID string) bool {
 	s, ok := skillByID(c, skillID)
 	return ok && len(s.SecurityRequirements) > 0
 }
 
-// activates reports whether the task activates the extension uri: it lists
-// it, or the pinned card requires it (no task ran on that card without it).
+// activates reports whether the task lists the extension uri, or the pinned
+// card requires it (no task ran on that card without it).
 func activates(uri string, pinned *Card, req Requirements) bool {
 	if slices.Contains(req.Extensions, uri) {
 		return true
@@ -426,8 +363,7 @@ func CheckInputRequest(pinned *Card, skillID string) (Finding, bool) {
 }
 
 // CheckArtifact returns an artifact-type-undeclared finding for each media type
-// of an artifact that the pinned skill's effective output modes do not cover
-// (the card's default output modes when the task names no declared skill).
+// of an artifact that the pinned skill's effective output modes do not cover.
 func CheckArtifact(pinned *Card, skillID, artifactID string, mediaTypes []string) []Finding {
 	var modes []string
 	path := "/defaultOutputModes"
@@ -456,9 +392,8 @@ func CheckArtifact(pinned *Card, skillID, artifactID string, mediaTypes []string
 	return out
 }
 
-// Retry is what a task's history says about a retry: the retried method
-// and attempt, the schema-class error that preceded it (ErrorAt zero: none),
-// and the digest the task is pinned to.
+// Retry is what a task's history says about a retry (ErrorAt zero: no
+// schema-class error preceded it).
 type Retry struct {
 	Method       string
 	Attempt      int
@@ -468,10 +403,8 @@ type Retry struct {
 	SkillID      string
 }
 
-// CheckRetry returns a blind-retry finding when a retry (attempt > 1)
-// follows a schema-class error on a pin that no longer matches the live
-// card: the client is retrying with a stale card instead of re-reading it
-// and re-planning.
+// CheckRetry returns a blind-retry finding when a retry (attempt > 1) follows
+// a schema-class error on a pin that no longer matches the live card.
 func CheckRetry(r Retry, liveDigest string) (Finding, bool) {
 	if r.Attempt <= 1 || r.ErrorAt.IsZero() || liveDigest == "" || r.PinnedDigest == liveDigest {
 		return Finding{}, false

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -154,11 +153,9 @@ func skipWS(s string, i int) int {
 	return skipSpaceFast(s, i)
 }
 
-// skipSpaceFast is skipWS past its first byte. It is the fast path's own (the
-// Scanner's skipSpaceAt stays the oracle's), and takes the two runs of
-// whitespace of indented JSON with the fewest operations: a single space
-// (after a colon), and a newline followed by spaces of indentation, a word
-// of them a turn. Any other run goes word by word, as skipSpaceAt does.
+// skipSpaceFast is skipWS past its first byte: a single space (after a colon)
+// and a newline followed by indentation take the fewest operations; any other
+// run goes word by word.
 func skipSpaceFast(s string, i int) int {
 	if i+1 < len(s) && s[i] == '\n' {
 		for i++; i+8 <= len(s); i += 8 {
@@ -315,19 +312,16 @@ func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 }
 
 // plainEnd is specialBytes in fewer operations, exact for the lowest flagged
-// byte only (all copyString uses), and is the fast path's own (the
-// Scanner's specialBytes stays the oracle's). Once bytes of 0x80 and up are
-// flagged as such, the tests for the other classes need not exclude them: a
-// subtraction flags a byte of 0x80 and up, already flagged, or one of the
-// class, and borrows into the next byte only from a byte of the class.
+// byte only (all copyString uses; TestPlainEnd checks it). Once bytes of 0x80
+// and up are flagged, the other tests need not exclude them: a subtraction
+// borrows into the next byte only from a byte of the class.
 func plainEnd(w uint64) uint64 {
 	// (In Go '-' and '|' bind alike: each difference is bracketed.)
 	return ((w - lsb*0x20) | ((w ^ (lsb * '"')) - lsb) | ((w ^ (lsb * '\\')) - lsb) | w) & msb
 }
 
-// appendEscaped writes the rest of a string from its first escape at s[j]:
-// each character as RFC 8785 writes it once decoded, as the Scanner decodes
-// it (unescape) and appendString writes it.
+// appendEscaped writes the rest of a string from its first escape at s[j],
+// each character decoded (escape) and written as appendString writes it.
 func appendEscaped(dst []byte, s string, j int) ([]byte, int, bool) {
 	for j < len(s) {
 		c := s[j]
@@ -338,39 +332,12 @@ func appendEscaped(dst []byte, s string, j int) ([]byte, int, bool) {
 		case c == '"':
 			return append(dst, '"'), j + 1, true
 		case c == '\\':
-			if j+1 >= len(s) {
+			r, n, bad := escape(s, j)
+			if bad != nil {
 				return dst, j, false
 			}
-			switch e := s[j+1]; e {
-			case '"', '\\':
-				dst = append(dst, '\\', e)
-			case '/':
-				dst = append(dst, '/')
-			case 'b', 'f', 'n', 'r', 't':
-				dst = append(dst, '\\', e)
-			case 'u':
-				r, ok := hex4(s, j+2)
-				if !ok {
-					return dst, j, false
-				}
-				if utf16.IsSurrogate(r) {
-					var lo rune
-					if r < 0xDC00 && j+12 <= len(s) && s[j+6] == '\\' && s[j+7] == 'u' {
-						lo, ok = hex4(s, j+8)
-					}
-					if !ok || lo < 0xDC00 || lo > 0xDFFF {
-						return dst, j, false
-					}
-					r = utf16.DecodeRune(r, lo)
-					j += 6
-				}
-				dst = appendRune(dst, r)
-				j += 6
-				continue
-			default:
-				return dst, j, false
-			}
-			j += 2
+			dst = appendRune(dst, r)
+			j += n
 		case c < 0x20:
 			return dst, j, false
 		default:

@@ -1,6 +1,7 @@
 package jcs
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"sync"
@@ -24,19 +25,9 @@ type Limits struct {
 	MaxDepth int
 }
 
-func (l Limits) maxBytes() int {
-	if l.MaxBytes <= 0 {
-		return DefaultMaxBytes
-	}
-	return l.MaxBytes
-}
+func (l Limits) maxBytes() int { return cmp.Or(max(l.MaxBytes, 0), DefaultMaxBytes) }
 
-func (l Limits) maxDepth() int {
-	if l.MaxDepth <= 0 {
-		return DefaultMaxDepth
-	}
-	return l.MaxDepth
-}
+func (l Limits) maxDepth() int { return cmp.Or(max(l.MaxDepth, 0), DefaultMaxDepth) }
 
 // Parse parses one RFC 8259 JSON text into a Value tree. Whitespace around the
 // value is allowed; anything else after it is an error.

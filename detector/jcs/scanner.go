@@ -1,31 +1,20 @@
 package jcs
 
 import (
+	"errors"
 	"fmt"
-	"math/bits"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
 
-// Scanner reads one JSON text value by value, under the rules of Parse: the
-// RFC 8259 grammar in valid UTF-8, no escaped lone surrogates, no duplicate
-// object keys, no nesting deeper than Limits.MaxDepth, no input longer than
-// Limits.MaxBytes. It is the one strict JSON reader of carddrift: Parse and
-// AppendCanonical build on it here, and the event decoder (package events)
-// reads each event's data into its Go type with it, checking the data
-// against its schema on the way (package schemas' Reader). What a caller
-// builds is up to the caller; the Scanner only says what comes next.
-//
-// A caller reads a value with Value. For a string or a number Value returns
-// its text (the decoded string; the number literal as written). For an
-// array or object it enters the container; the caller then calls NextElem
-// (arrays) or NextKey (objects) before each element or member value, and
-// reads that value with Value, until NextElem or NextKey reports the end of
-// the container; Skip passes over the rest of a container the caller does
-// not need. After the top-level value, End checks that only whitespace
-// follows:
+// Scanner reads one JSON text value by value, under the rules of Parse (see
+// the package doc), and leaves what to build to its caller. Value reads a
+// value: a string's decoded text, a number's literal, or it enters an array
+// or object, which the caller walks with NextElem or NextKey (each reports
+// whether a value follows, to read with Value) or passes over with Skip.
+// End checks that only whitespace follows the top-level value:
 //
 //	var s jcs.Scanner
 //	if err := s.Reset(data, jcs.Limits{}); err != nil { ... }
@@ -38,21 +27,11 @@ import (
 //	}
 //	err = s.End()
 //
-// Every error is a *SyntaxError wrapping ErrNotJSON, ErrDuplicateKey,
-// ErrInvalidUTF8, ErrTooLarge or ErrTooDeep, at the offset Parse reports
-// for the same input; after an error the Scanner must be Reset before it is
-// used again. Unlike Parse, the Scanner accepts numbers outside the float64
-// range (1e400): they are JSON, only RFC 8785 cannot write them, so Parse
-// rejects them itself.
-//
-// Strings the Scanner returns may share memory with the data passed to
-// Reset (a string without escapes is a piece of it): they stay valid while
-// that data is not modified; copy them (strings.Clone) to keep them longer.
-//
-// The zero Scanner is ready for Reset. A Scanner keeps its buffers from one
-// Reset to the next, so pooling Scanners makes scanning allocate nothing
-// but the strings that hold escapes. A Scanner is not safe for concurrent
-// use.
+// Errors are those of Parse, at the same offsets; after one, Reset before
+// reuse. Unlike Parse, the Scanner accepts numbers outside the float64 range
+// (1e400). Strings may share memory with the data passed to Reset. The zero
+// Scanner is ready for Reset and keeps its buffers from one Reset to the
+// next. It is not safe for concurrent use.
 type Scanner struct {
 	src      string
 	pos      int
@@ -200,29 +179,31 @@ func (s *Scanner) NextElem() (bool, error) {
 	if s.comma() {
 		return true, nil
 	}
-	if !s.more {
-		if s.pos < len(s.src) && s.src[s.pos] == ']' {
-			s.pos++
-			s.leave()
-			return false, nil
-		}
+	return s.next(']', "in array, expected ',' or ']'")
+}
+
+// next reads what follows a value inside the innermost array or object
+// (or its opening): a comma, or close, which it leaves. It reports whether
+// an element or member follows.
+func (s *Scanner) next(close byte, where string) (bool, error) {
+	first := !s.more
+	if !first {
+		s.space()
+	}
+	switch {
+	case s.pos < len(s.src) && s.src[s.pos] == close:
+		s.pos++
+		s.leave()
+		return false, nil
+	case first:
 		s.more = true
 		return true, nil
+	case s.pos < len(s.src) && s.src[s.pos] == ',':
+		s.pos++
+		s.space()
+		return true, nil
 	}
-	s.space()
-	if s.pos < len(s.src) {
-		switch s.src[s.pos] {
-		case ',':
-			s.pos++
-			s.space()
-			return true, nil
-		case ']':
-			s.pos++
-			s.leave()
-			return false, nil
-		}
-	}
-	return false, s.unexpected("in array, expected ',' or ']'")
+	return false, s.unexpected(where)
 }
 
 // comma reads the comma between two elements of an array in the common
@@ -243,29 +224,8 @@ func (s *Scanner) comma() bool {
 // then leaves. When the key repeats an earlier key of the object, the error
 // wraps ErrDuplicateKey and key is the repeated key.
 func (s *Scanner) NextKey() (key string, ok bool, err error) {
-	if !s.more {
-		if s.pos < len(s.src) && s.src[s.pos] == '}' {
-			s.pos++
-			s.leave()
-			return "", false, nil
-		}
-		s.more = true
-	} else {
-		s.space()
-		if s.pos >= len(s.src) {
-			return "", false, s.unexpected("in object, expected ',' or '}'")
-		}
-		switch s.src[s.pos] {
-		case ',':
-			s.pos++
-			s.space()
-		case '}':
-			s.pos++
-			s.leave()
-			return "", false, nil
-		default:
-			return "", false, s.unexpected("in object, expected ',' or '}'")
-		}
+	if ok, err = s.next('}', "in object, expected ',' or '}'"); !ok {
+		return "", false, err
 	}
 	if s.pos >= len(s.src) || s.src[s.pos] != '"' {
 		return "", false, s.unexpected("in object, expected a string key")
@@ -430,34 +390,7 @@ func (s *Scanner) space() {
 }
 
 // skipSpace advances past whitespace.
-func (s *Scanner) skipSpace() { s.pos = skipSpaceAt(s.src, s.pos) }
-
-// skipSpaceAt returns the index of the first byte of src at or after i that
-// is not whitespace, or len(src). It tests eight bytes at a time for bytes
-// other than ' ' and '\n' (indentation is a newline and a run of spaces),
-// and passes over '\r' and '\t' one by one.
-func skipSpaceAt(src string, i int) int {
-	if i+1 < len(src) && src[i] == ' ' && src[i+1] > ' ' { // after a colon
-		return i + 1
-	}
-	for i+8 <= len(src) {
-		w := load8(src, i)
-		m := nonZeroBytes(w^(lsb*' ')) & nonZeroBytes(w^(lsb*'\n'))
-		if m == 0 {
-			i += 8
-			continue
-		}
-		i += bits.TrailingZeros64(m) >> 3
-		if c := src[i]; c != '\r' && c != '\t' {
-			return i
-		}
-		i++
-	}
-	for i < len(src) && isSpace(src[i]) {
-		i++
-	}
-	return i
-}
+func (s *Scanner) skipSpace() { s.pos = skipWS(s.src, s.pos) }
 
 func (s *Scanner) literal(word string) error {
 	if !strings.HasPrefix(s.src[s.pos:], word) {
@@ -537,45 +470,19 @@ func (s *Scanner) unescape(start, i int) (string, error) {
 			s.buf = buf
 			return string(buf), nil
 		case c == '\\':
-			if i+1 >= len(src) {
+			r, n, bad := escape(src, i)
+			switch {
+			case bad == errUnterminated:
 				return "", s.fail(len(src), ErrNotJSON, "unterminated string")
-			}
-			switch e := src[i+1]; e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, ok := hex4(src, i+2)
-				if !ok {
-					return "", s.fail(i, ErrNotJSON, "invalid \\u escape")
-				}
-				if utf16.IsSurrogate(r) {
-					var lo rune
-					if r < 0xDC00 && i+12 <= len(src) && src[i+6] == '\\' && src[i+7] == 'u' {
-						lo, ok = hex4(src, i+8)
-					}
-					if !ok || lo < 0xDC00 || lo > 0xDFFF {
-						return "", s.fail(i, ErrInvalidUTF8, "lone surrogate %s", src[i:i+6])
-					}
-					r = utf16.DecodeRune(r, lo)
-					i += 6
-				}
-				buf = utf8.AppendRune(buf, r)
-				i += 6
-				continue
-			default:
+			case bad == ErrInvalidUTF8:
+				return "", s.fail(i, ErrInvalidUTF8, "lone surrogate %s", src[i:i+6])
+			case bad != nil && src[i+1] == 'u':
+				return "", s.fail(i, ErrNotJSON, "invalid \\u escape")
+			case bad != nil:
 				return "", s.fail(i, ErrNotJSON, "invalid escape %q", src[i:i+2])
 			}
-			i += 2
+			buf = utf8.AppendRune(buf, r)
+			i += n
 		default:
 			size, err := s.char(i)
 			if err != nil {
@@ -587,6 +494,43 @@ func (s *Scanner) unescape(start, i int) (string, error) {
 	}
 	return "", s.fail(len(src), ErrNotJSON, "unterminated string")
 }
+
+// errUnterminated is what escape returns for a backslash that ends the input.
+var errUnterminated = errors.New("unterminated string")
+
+// escape decodes the escape whose backslash is at s[i]: the character (a
+// surrogate pair read as one) and the escape's length, or a reason it is not
+// valid: errUnterminated, ErrInvalidUTF8 for a lone surrogate, else ErrNotJSON.
+func escape(s string, i int) (r rune, n int, bad error) {
+	if i+1 >= len(s) {
+		return 0, 0, errUnterminated
+	}
+	if d := unescapes[s[i+1]]; d != 0 {
+		return rune(d), 2, nil
+	}
+	if s[i+1] != 'u' {
+		return 0, 0, ErrNotJSON
+	}
+	r, ok := hex4(s, i+2)
+	if !ok {
+		return 0, 0, ErrNotJSON
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, 6, nil
+	}
+	var lo rune
+	if r < 0xDC00 && i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
+		lo, ok = hex4(s, i+8)
+	}
+	if !ok || lo < 0xDC00 || lo > 0xDFFF {
+		return 0, 0, ErrInvalidUTF8
+	}
+	return utf16.DecodeRune(r, lo), 12, nil
+}
+
+// unescapes maps the character after a backslash to what a two-character
+// escape stands for.
+var unescapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // hex4 decodes the four hex digits at s[i:i+4].
 func hex4(s string, i int) (rune, bool) {

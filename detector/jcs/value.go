@@ -33,6 +33,17 @@ type Member struct {
 	Value Value
 }
 
+// Str returns the String value s.
+func Str(s string) Value { return Value{Kind: String, Str: s} }
+
+// Bool returns the True or False value.
+func Bool(b bool) Value {
+	if b {
+		return Value{Kind: True}
+	}
+	return Value{Kind: False}
+}
+
 // Get returns the member value for key in an object, and whether it exists.
 func (v *Value) Get(key string) (*Value, bool) {
 	if v.Kind != Object {

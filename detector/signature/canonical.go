@@ -163,18 +163,18 @@ func (n normalizer) field(f *field, fv *jcs.Value) (jcs.Value, bool) {
 	switch f.kind {
 	case kString:
 		s := jsString(fv)
-		return str(s), s != "" || keepEmpty
+		return jcs.Str(s), s != "" || keepEmpty
 	case kOptString:
-		return str(jsString(fv)), true
+		return jcs.Str(jsString(fv)), true
 	case kBool:
 		b := jsBool(fv)
-		return boolean(b), b || keepEmpty
+		return jcs.Bool(b), b || keepEmpty
 	case kOptBool:
-		return boolean(jsBool(fv)), true
+		return jcs.Bool(jsBool(fv)), true
 	case kStrings:
 		out := jcs.Value{Kind: jcs.Array, Elems: make([]jcs.Value, len(fv.Elems))}
 		for i := range fv.Elems {
-			out.Elems[i] = str(jsString(&fv.Elems[i]))
+			out.Elems[i] = jcs.Str(jsString(&fv.Elems[i]))
 		}
 		return out, len(out.Elems) > 0 || keepEmpty
 	case kMessage:
@@ -197,7 +197,7 @@ func (n normalizer) field(f *field, fv *jcs.Value) (jcs.Value, bool) {
 			if f.kind == kMessageMap {
 				nv = n.message(f.msg, val)
 			} else {
-				nv = str(jsString(val))
+				nv = jcs.Str(jsString(val))
 			}
 			out.Members = append(out.Members, jcs.Member{Key: key, Value: nv})
 		})
@@ -255,15 +255,6 @@ func cleanEmpty(v *jcs.Value) (jcs.Value, bool) {
 		return jcs.Value{Kind: jcs.Object, Members: kept}, len(kept) > 0
 	}
 	return *v, true
-}
-
-func str(s string) jcs.Value { return jcs.Value{Kind: jcs.String, Str: s} }
-
-func boolean(b bool) jcs.Value {
-	if b {
-		return jcs.Value{Kind: jcs.True}
-	}
-	return jcs.Value{Kind: jcs.False}
 }
 
 // jsString is JavaScript's String(v) for a parsed JSON value: numbers as

@@ -12,24 +12,9 @@
 // into the signing input BASE64URL(protected) "." BASE64URL(canonical). The
 // canonical form is the card without "signatures", in RFC 8785 (JCS) form
 // after a normalisation that signers do not agree on, so Verify tries three
-// (Form), from the one that covers most:
-//
-//   - FormServed: the card as served. Equal to the bytes carddrift's card
-//     digest hashes; what the A2A TCK's card-signing vectors expect.
-//   - FormSDK: what @a2a-js/sdk's canonicalizeAgentCard signs and verifies,
-//     byte for byte: the card read as a v1.0 AgentCard (members outside the
-//     schema dropped, snake_case accepted, JavaScript coercions), proto3
-//     defaults left out, then every "", null, [] and {} removed at any depth.
-//   - FormSpec: the §8.4.1 presence rules read literally (REQUIRED and
-//     optional fields kept at their defaults when set), which reproduces the
-//     specification's own example.
-//
-// Result.Form records which form verified, so callers know what the
-// signature vouches for. An SDK-form signature says nothing about members
-// outside the v1.0 schema, nor about security schemes served in the ts-proto
-// shape ({"scheme":{"$case":…}}) that @a2a-js/sdk itself serves, nor about a
-// security requirement with an empty scope list: the normalisation drops
-// them all.
+// (Form: FormServed, FormSDK, FormSpec, from the one that covers most) and
+// Result.Form records which verified, so callers know what the signature
+// vouches for.
 //
 // # Keys and trust
 //
@@ -43,16 +28,11 @@
 //
 // # Limits
 //
-// A card is written by whoever serves it, or by the client that sends it in
-// a2a.task.submitted, and each signature check is a public-key operation
-// (an ES512 check costs milliseconds). Verify bounds the work per card
-// (Limits, DefaultLimits): at most 16 signatures looked up, at most 2 keys
-// that fit under one kid, the three forms, 8 public-key operations and 2 s
-// of work in all, and it checks its context before every lookup and
-// operation. A signature a limit stops is ReasonOverLimit — the detector
-// reads it as one that does not verify — or ReasonNotChecked past the
-// signatures limit. No real card comes near them: one signature costs at
-// most three operations, a key rotation's two at most six.
+// A card is written by whoever serves it, and each signature check is a
+// public-key operation: Verify bounds the work per card (Limits,
+// DefaultLimits) and checks its context before every lookup and operation.
+// A signature a limit stops is ReasonOverLimit, read by the detector as one
+// that does not verify, or ReasonNotChecked past the signatures limit.
 //
 // # Use
 //

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"fmt"
+	"slices"
 
 	"github.com/go-jose/go-jose/v4"
 
@@ -74,12 +75,7 @@ func Algorithms() []string {
 }
 
 func supportedAlg(alg string) bool {
-	for _, a := range algorithms {
-		if string(a) == alg {
-			return true
-		}
-	}
-	return alg == algEd25519
+	return slices.Contains(algorithms, jose.SignatureAlgorithm(alg)) || alg == algEd25519
 }
 
 // maxHeaderBytes bounds a decoded protected header (and, parsed, the

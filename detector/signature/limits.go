@@ -1,6 +1,7 @@
 package signature
 
 import (
+	"cmp"
 	"sync/atomic"
 	"time"
 )
@@ -73,22 +74,13 @@ func DefaultLimits() Limits {
 // default, and Forms at most len(Forms()).
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	if l.Signatures <= 0 {
-		l.Signatures = d.Signatures
+	return Limits{
+		Signatures:       cmp.Or(max(l.Signatures, 0), d.Signatures),
+		KeysPerSignature: cmp.Or(max(l.KeysPerSignature, 0), d.KeysPerSignature),
+		Forms:            cmp.Or(min(max(l.Forms, 0), d.Forms), d.Forms),
+		Operations:       cmp.Or(max(l.Operations, 0), d.Operations),
+		Time:             cmp.Or(max(l.Time, 0), d.Time),
 	}
-	if l.KeysPerSignature <= 0 {
-		l.KeysPerSignature = d.KeysPerSignature
-	}
-	if l.Forms <= 0 || l.Forms > d.Forms {
-		l.Forms = d.Forms
-	}
-	if l.Operations <= 0 {
-		l.Operations = d.Operations
-	}
-	if l.Time <= 0 {
-		l.Time = d.Time
-	}
-	return l
 }
 
 // operations counts every public-key operation the package performs (each

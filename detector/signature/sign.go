@@ -60,8 +60,8 @@ func Sign(raw []byte, key crypto.Signer, opts SignOptions) ([]byte, error) {
 		return nil, err
 	}
 	entry := jcs.Value{Kind: jcs.Object, Members: []jcs.Member{
-		{Key: "protected", Value: str(protected)},
-		{Key: "signature", Value: str(sig)},
+		{Key: "protected", Value: jcs.Str(protected)},
+		{Key: "signature", Value: jcs.Str(sig)},
 	}}
 
 	out := jcs.Value{Kind: jcs.Object, Members: make([]jcs.Member, 0, len(card.Members)+1)}
@@ -93,10 +93,10 @@ func signJWS(payload []byte, key crypto.Signer, opts SignOptions) (protected, si
 			return "", "", fmt.Errorf("signature: alg Ed25519 needs an ed25519.PrivateKey, not %T", key)
 		}
 		hdr := jcs.Value{Kind: jcs.Object, Members: []jcs.Member{
-			{Key: "alg", Value: str(algEd25519)}, {Key: "kid", Value: str(opts.KeyID)}, {Key: "typ", Value: str("JOSE")},
+			{Key: "alg", Value: jcs.Str(algEd25519)}, {Key: "kid", Value: jcs.Str(opts.KeyID)}, {Key: "typ", Value: jcs.Str("JOSE")},
 		}}
 		if opts.JKU != "" {
-			hdr.Members = append(hdr.Members, jcs.Member{Key: "jku", Value: str(opts.JKU)})
+			hdr.Members = append(hdr.Members, jcs.Member{Key: "jku", Value: jcs.Str(opts.JKU)})
 		}
 		protected = base64.RawURLEncoding.EncodeToString(jcs.Append(nil, &hdr))
 		input := base64.RawURLEncoding.AppendEncode([]byte(protected+"."), payload)

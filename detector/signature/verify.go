@@ -89,25 +89,15 @@ func Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 	return Limits{}.Verify(ctx, raw, keys)
 }
 
-// Verify checks every signature of the agent card raw against keys, within
-// l (a zero field at its default), and returns one Result per entry of its
-// "signatures" array, in order, up to l.Signatures; past them, one
-// ReasonNotChecked Result (Index l.Signatures) stands for all the rest. A
-// card without signatures (no member, null, or an empty array) yields
-// none.
-//
-// A signature verifies when its protected header is well-formed (see
-// ParseJWS), keys.Lookup(kid, jku) returns a key that fits alg, and the
-// signature checks out with go-jose over one of the card's canonical forms
-// (Forms, in that order, each distinct payload once) as RFC 7515 detached
-// payload. It checks ctx before every lookup and every operation: once ctx
-// is done, the signatures not yet decided are ReasonKeysUnavailable.
-//
-// Verify fails only when raw is not a card: an error wrapping ErrNotCard
-// (and the *jcs.SyntaxError); everything wrong with a signature is in its
-// Result. Verify does no I/O of its own: keys does any, under ctx. keys may
-// be nil: every well-formed signature is then ReasonKeysUnavailable. Verify
-// is safe for concurrent use if keys is.
+// Verify checks every signature of the agent card raw against keys within l
+// (a zero field at its default) and returns one Result per entry of its
+// "signatures" array, in order, up to l.Signatures, then one ReasonNotChecked
+// Result for the rest; none for a card without signatures. A signature
+// verifies when its protected header is well-formed (ParseJWS), keys.Lookup
+// returns a key that fits alg, and it checks out over one of the card's
+// canonical forms (Forms, each distinct payload once). Once ctx is done, the
+// signatures not yet decided are ReasonKeysUnavailable. Verify fails only
+// when raw is not a card (ErrNotCard); keys may be nil.
 func (l Limits) Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 	return l.verify(ctx, raw, keys, time.Now)
 }
