@@ -342,8 +342,8 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, r read, full bool) (Observ
 	var next store.Lease
 	var report reported
 	var won *cardEntry // the body of another worker's record that stands
-	cur, wrote, err := f.settle(ctx, r, func(cur store.Lease, first bool) (store.Lease, bool) {
-		if !first && f.stands(cur, r, obs) {
+	cur, wrote, err := f.settle(ctx, r, func(cur store.Lease) (store.Lease, bool) {
+		if f.stands(cur, r, obs) {
 			if won, _ = f.loadCard(context.WithoutCancel(ctx), cur.Digest); won != nil {
 				return cur, false
 			}
@@ -377,11 +377,12 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, r read, full bool) (Observ
 	return obs, fullAt, nil
 }
 
-// stands reports whether cur, a lease another worker recorded while this
-// worker fetched obs for r, is to be used instead of recording obs: it
-// answers r and holds obs's card, or is as new as obs and its window holds
-// obs's digest already (recording the older digest after it would look
-// like a return to it: A→B→A).
+// stands reports whether cur, the lease another worker recorded while this
+// worker fetched obs for r (or the lease read, when only its body was
+// missing), is to be used instead of recording obs: it answers r and holds
+// obs's card, or is as new as obs and its window holds obs's digest
+// already (recording the older digest after it would look like a return
+// to it: A→B→A).
 func (f *Fetcher) stands(cur store.Lease, r read, obs Observation) bool {
 	now := f.opts.Now()
 	if cur.Digest == "" || cur.Failing(now) || !answers(cur, r.force, r.requested, now, f.fullDue(cur, now)) {
@@ -427,16 +428,16 @@ func (f *Fetcher) advance(prev store.Lease, next *store.Lease, class, signer str
 
 // settle records what a fetch leaves on the lease of r in one
 // compare-and-set on the revision read before the fetch: next returns the
-// lease to write over cur (first: the lease the fetch was decided on), or
-// false when cur, another worker's record, stands. A lost race reads the
+// lease to write over cur (the lease the fetch was decided on, then the
+// winner's of each lost race), or false when cur stands. A lost race reads the
 // lease again and asks next of the winner's record. It returns the lease
 // recorded and whether this fetch wrote it: at most one successful write
 // per fetch.
-func (f *Fetcher) settle(ctx context.Context, r read, next func(cur store.Lease, first bool) (store.Lease, bool)) (store.Lease, bool, error) {
+func (f *Fetcher) settle(ctx context.Context, r read, next func(cur store.Lease) (store.Lease, bool)) (store.Lease, bool, error) {
 	ctx = context.WithoutCancel(ctx) // record even if the flight budget just ran out
 	cur, rev, found := r.lease, r.rev, r.found
-	for i := range 4 {
-		l, write := next(cur, i == 0)
+	for range 4 {
+		l, write := next(cur)
 		if !write {
 			return cur, false, nil
 		}
@@ -495,9 +496,9 @@ func (f *Fetcher) recordFailure(ctx context.Context, r read, fe *FetchError) {
 			detail = detail[:256]
 		}
 	}
-	_, _, err := f.settle(ctx, r, func(lease store.Lease, first bool) (store.Lease, bool) {
+	_, _, err := f.settle(ctx, r, func(lease store.Lease) (store.Lease, bool) {
 		now := f.opts.Now()
-		if !first && (lease.Failing(now) || lease.Digest != "" && answers(lease, r.force, r.requested, now, f.fullDue(lease, now))) {
+		if lease.Failing(now) || lease.Digest != "" && answers(lease, r.force, r.requested, now, f.fullDue(lease, now)) {
 			return lease, false // a failure or a success recorded meanwhile
 		}
 		base := lease.MaxAge
