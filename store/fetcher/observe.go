@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
@@ -380,19 +379,11 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, r read, full bool) (Observ
 // stands reports whether cur, the lease another worker recorded while this
 // worker fetched obs for r (or the lease read, when only its body was
 // missing), is to be used instead of recording obs: it answers r and holds
-// obs's card, or is as new as obs and its window holds obs's digest
-// already (recording the older digest after it would look like a return
-// to it: A→B→A).
+// obs's card. A lease of another card does not stand: obs is recorded
+// after it, and the window of live digests holds both (split brain).
 func (f *Fetcher) stands(cur store.Lease, r read, obs Observation) bool {
 	now := f.opts.Now()
-	if cur.Digest == "" || cur.Failing(now) || !answers(cur, r.force, r.requested, now, f.fullDue(cur, now)) {
-		return false
-	}
-	if cur.Digest == obs.Digest {
-		return true
-	}
-	seen := cur.Replicas.Window(now, f.opts.ConsistencyWindow)
-	return !cur.FetchedAt.Before(obs.FetchedAt) && slices.ContainsFunc(seen, func(s detector.Sighting) bool { return s.Digest == obs.Digest })
+	return cur.Digest == obs.Digest && !cur.Failing(now) && answers(cur, r.force, r.requested, now, f.fullDue(cur, now))
 }
 
 // advance carries over to next, the lease a fetch records, what the lease
