@@ -10,8 +10,8 @@ import (
 )
 
 // KVLeases is Leases in a JetStream KV bucket: one JSON-encoded Lease per
-// card URL under EncodeKey(card URL). It also implements Watcher, so a
-// worker waiting for another's fetch can wake on its Update.
+// card URL under EncodeKey(card URL). It also implements Watcher, and
+// LeaseFeed (Follow) for a fetcher's copy of the leases.
 type KVLeases struct {
 	kvJSON[Lease]
 }

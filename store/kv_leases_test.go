@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,53 @@ func TestKVLeasesFollowKnown(t *testing.T) {
 		}
 		if len(asked) != 2 {
 			t.Errorf("known asked of revisions %v, want the two puts", asked)
+		}
+	})
+}
+
+// A lease the previous version wrote with a claim on it (holder, heldUntil,
+// confirming) reads as the observation it carries, by Get and by Follow;
+// the claim is dropped when the lease is written again.
+func TestKVLeasesReadPreviousVersionClaim(t *testing.T) {
+	withJS(t, func(js jetstream.JetStream) {
+		kv := newKV(t, js, "leases", jetstream.KeyValueConfig{})
+		ls := store.NewKVLeases(kv)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		url := "https://a.example/card.json"
+		old := `{"cardUrl":"` + url + `","digest":"sha256:` + hex64('a') + `","etag":"\"v1\"","maxAge":30000000000,` +
+			`"fetchedAt":"2026-11-10T12:00:00Z","lastFullFetch":"2026-11-10T12:00:00Z",` +
+			`"holder":"worker-1","heldUntil":"2026-11-10T12:00:10Z","confirming":true}`
+		rev, err := kv.Put(ctx, store.EncodeKey(url), []byte(old))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := store.Lease{CardURL: url, Digest: "sha256:" + hex64('a'), ETag: `"v1"`, MaxAge: 30 * time.Second,
+			FetchedAt: time.Date(2026, 11, 10, 12, 0, 0, 0, time.UTC), LastFullFetch: time.Date(2026, 11, 10, 12, 0, 0, 0, time.UTC)}
+		l, got, err := ls.Get(ctx, url)
+		if err != nil || got != rev || l.CardURL != want.CardURL || l.Digest != want.Digest || l.ETag != want.ETag ||
+			l.MaxAge != want.MaxAge || !l.FetchedAt.Equal(want.FetchedAt) || !l.LastFullFetch.Equal(want.LastFullFetch) {
+			t.Fatalf("Get = %+v at %d, %v; want %+v at %d", l, got, err, want, rev)
+		}
+		feed, err := ls.Follow(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = feed.Stop() }()
+		if u, err := feed.Next(ctx); err != nil || u.Corrupt || u.Lease.Digest != want.Digest {
+			t.Fatalf("Follow = %+v, %v; want the lease", u, err)
+		}
+		if _, err := ls.Update(ctx, l, rev); err != nil {
+			t.Fatal(err)
+		}
+		e, err := kv.Get(ctx, store.EncodeKey(url))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, field := range []string{"holder", "heldUntil", "confirming"} {
+			if strings.Contains(string(e.Value()), `"`+field+`"`) {
+				t.Errorf("written again: %s, still with %q", e.Value(), field)
+			}
 		}
 	})
 }

@@ -53,7 +53,9 @@ type Cards interface {
 }
 
 // Lease is the last observation of one agent card URL, shared by every worker
-// so that one lease costs one fetch across the fleet of workers.
+// so that a lease costs at most one fetch per worker, however many tasks
+// transition. Leases written before v1.3 may carry a claim (holder,
+// heldUntil, confirming): it is ignored.
 type Lease struct {
 	CardURL string `json:"cardUrl"`
 	// Digest of the card last seen ("" if never fetched successfully).
@@ -65,10 +67,6 @@ type Lease struct {
 	FetchedAt time.Time `json:"fetchedAt"`
 	// LastFullFetch is when the last unconditional (200) fetch completed.
 	LastFullFetch time.Time `json:"lastFullFetch"`
-	// Holder and HeldUntil record a worker's claim to fetch now: others wait for
-	// its result instead of fetching too, unless the claim has expired.
-	Holder    string    `json:"holder,omitempty"`
-	HeldUntil time.Time `json:"heldUntil,omitempty"`
 
 	// The last failed fetch, shared like a success: until RetryAt every
 	// worker reports it instead of fetching again. FailCount counts failures
@@ -90,11 +88,6 @@ type Lease struct {
 	// split brain is decided on (see detector.Replicas).
 	Replicas detector.Replicas `json:"replicas,omitzero"`
 
-	// Confirming marks a claim recorded as the result it expects (the card,
-	// its ETag and lease confirmed at the claim's time): while it is Held,
-	// other workers use it as that result, and the holder writes again only
-	// when the fetch says otherwise.
-	Confirming bool `json:"confirming,omitempty"`
 	// Reported is what the last card.observed of the card URL said, and
 	// the fetches since (DESIGN, Wire economy).
 	Reported Reported `json:"reported,omitzero"`
@@ -130,15 +123,10 @@ func (l Lease) Failing(now time.Time) bool {
 	return l.FailReason != "" && now.Before(l.RetryAt)
 }
 
-// Held reports whether another fetch is claimed and unexpired at now.
-func (l Lease) Held(now time.Time) bool {
-	return l.Holder != "" && now.Before(l.HeldUntil)
-}
-
 // Leases stores one Lease per card URL with compare-and-set updates (of all
-// workers that claim the same revision exactly one Update succeeds: the
-// fetcher's claim protocol). Safe for concurrent use. Revisions behave as
-// for Pins.
+// workers that write on the same revision exactly one Update succeeds: a
+// fetch records its result, or reads the winner's). Safe for concurrent
+// use. Revisions behave as for Pins.
 type Leases interface {
 	// Get returns the lease and its revision; ErrNotFound if none.
 	Get(ctx context.Context, cardURL string) (Lease, uint64, error)

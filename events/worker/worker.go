@@ -52,8 +52,8 @@ const CardEntryOverhead = 128
 
 // Options configure a Worker. Zero fields take their defaults.
 type Options struct {
-	// Name identifies the worker: the CloudEvents source of what it publishes
-	// and its id in lease claims. Required; unique per process.
+	// Name identifies the worker: the CloudEvents source of what it
+	// publishes. Required; unique per process.
 	Name string
 	// Config names the streams, consumers and buckets (store.Config; zero
 	// fields take their defaults). The worker creates its consumers; streams
@@ -64,8 +64,8 @@ type Options struct {
 	Pins   store.Pins[task.Pin]
 	Cards  store.Cards
 	Leases store.Leases
-	// Fetch configures the worker's fetcher. Leases, Cards, WorkerID and
-	// OnFetch are set by New.
+	// Fetch configures the worker's fetcher. Leases, Cards and OnFetch are
+	// set by New.
 	Fetch fetcher.Options
 	// HandleTimeout bounds the handling of one event (default 30s; keep it
 	// below the consumer's AckWait times MaxDeliver).
@@ -204,7 +204,7 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	}
 	w.deliver = w.chain(w.handler)
 	fo := opts.Fetch
-	fo.Leases, fo.Cards, fo.WorkerID = opts.Leases, opts.Cards, opts.Name
+	fo.Leases, fo.Cards = opts.Leases, opts.Cards
 	fo.OnFetch = w.onFetch
 	fo.OnStoreError = func(err error) {
 		// A lease not recorded costs another fetch; a body not stored fails

@@ -15,17 +15,18 @@
 // transition. Per card URL (in CanonicalURL form) it coalesces concurrent
 // callers into one flight owned by the Fetcher; consults the shared
 // store.Leases (through a local copy a KV watch keeps current, with a
-// LeaseFollower); answers from a fresh lease without a request, or claims a
-// stale one by compare-and-set, the winner fetching (If-None-Match when it
-// knows an ETag) while the other workers wait for its result. With
-// Options.ConfirmingClaims (off by default) a stale lease of a known card
-// is claimed as the result that confirms it (Lease.Confirming), so a fetch
-// that confirms the card costs one lease write. Observation.Fetches says whether to publish card.observed
-// (Options.ObserveHeartbeat). ObserveAgent resolves the well-known card
-// URLs, verifies signed cards (VerifyAt, with scoped trust: SignatureOptions)
-// and ObserveExtended fetches authenticated extended cards (Credentials).
+// LeaseFollower); answers from a fresh lease without a request, or fetches
+// (If-None-Match when it knows an ETag) and records the result with one
+// compare-and-set on the revision it read. A worker that loses that race
+// uses the winner's record, or advances from it when it saw another card
+// (the window of live digests keeps both): at most one fetch per worker
+// per lease, at most one lease write per fetch. Observation.Fetches says whether
+// to publish card.observed (Options.ObserveHeartbeat), decided by the write
+// that wins. ObserveAgent resolves the well-known card URLs, verifies
+// signed cards (VerifyAt, with scoped trust: SignatureOptions) and
+// ObserveExtended fetches authenticated extended cards (Credentials).
 //
-// The only goroutines are flights (exiting within 2×TotalTimeout +
+// The only goroutines are flights (exiting within TotalTimeout +
 // 6×StoreTimeout, or promptly after Close, which waits for them) and the
 // lease copy's watch, which runs until Close.
 package fetcher

@@ -3,9 +3,7 @@ package fetcher
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -92,7 +90,6 @@ type Fetcher struct {
 	leases store.Leases
 	copy   *leaseCopy // nil: every lease read goes to leases
 	cards  store.Cards
-	id     string
 	verify *verifier
 	ext    extendedClients // credentialed requests (extended.go)
 
@@ -140,17 +137,11 @@ func New(opts Options) (*Fetcher, error) {
 		allow = append(allow, p.Masked())
 	}
 	opts.Allow = allow
-	if opts.WorkerID == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		opts.WorkerID = "fetcher-" + hex.EncodeToString(b[:])
-	}
 	f := &Fetcher{
 		opts:    opts,
 		guard:   guard{allow: opts.Allow},
 		hosts:   newHostLimiter(opts.PerHostConcurrency),
 		cache:   newCardCache(opts.CacheBytes),
-		id:      opts.WorkerID,
 		parse:   detector.Parse,
 		digest:  detector.Digest,
 		flights: make(map[string]*flight),

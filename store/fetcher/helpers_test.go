@@ -291,10 +291,6 @@ func asFetchError(err error) (*FetchError, bool) {
 
 func isSentinel(err error, r Reason) bool { return errors.Is(err, r.Sentinel()) }
 
-func leaseClaim(url, holder string, until time.Time) store.Lease {
-	return store.Lease{CardURL: url, Holder: holder, HeldUntil: until}
-}
-
 func newAgentB(b *testing.B) *agent { return newAgent(b, cardJSON("1", true), `"v1"`, "max-age=300") }
 
 // waitInFlight waits until the agent is serving a request, failing the test if

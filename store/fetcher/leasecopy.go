@@ -3,6 +3,7 @@ package fetcher
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -332,10 +333,26 @@ func (c *leaseCopy) probe(ctx context.Context, stop context.CancelFunc) {
 
 // leaseSize is what the copy charges for l under key.
 func leaseSize(key string, l store.Lease) int64 {
-	n := copyEntryOverhead + len(key) + len(l.CardURL) + len(l.Digest) + len(l.ETag) + len(l.Holder) +
+	n := copyEntryOverhead + len(key) + len(l.CardURL) + len(l.Digest) + len(l.ETag) +
 		len(l.FailReason) + len(l.FailDetail) + len(l.Replicas.Last) + 24*len(l.Replicas.Returns)
 	for _, s := range l.Replicas.Seen {
 		n += 64 + len(s.Digest)
 	}
 	return int64(n)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// jitter returns d ± 25%.
+func jitter(d time.Duration) time.Duration {
+	return d*3/4 + rand.N(d/2+1)
 }

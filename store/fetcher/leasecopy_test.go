@@ -27,15 +27,31 @@ func kvLeases(t *testing.T, js jetstream.JetStream) *store.KVLeases {
 	return store.NewKVLeases(kv)
 }
 
-// countedLeases counts the reads that reach the store.
+// countedLeases counts the reads that reach the store and the writes that
+// succeed.
 type countedLeases struct {
 	*store.KVLeases
-	gets atomic.Int64
+	gets, writes atomic.Int64
 }
 
 func (c *countedLeases) Get(ctx context.Context, url string) (store.Lease, uint64, error) {
 	c.gets.Add(1)
 	return c.KVLeases.Get(ctx, url)
+}
+
+func (c *countedLeases) Create(ctx context.Context, l store.Lease) (uint64, error) {
+	return c.wrote(c.KVLeases.Create(ctx, l))
+}
+
+func (c *countedLeases) Update(ctx context.Context, l store.Lease, rev uint64) (uint64, error) {
+	return c.wrote(c.KVLeases.Update(ctx, l, rev))
+}
+
+func (c *countedLeases) wrote(rev uint64, err error) (uint64, error) {
+	if err == nil {
+		c.writes.Add(1)
+	}
+	return rev, err
 }
 
 // followCount counts what its Fetcher's copy is delivered: puts decoded,
@@ -92,7 +108,7 @@ func TestLeaseCopySkipsOwnWrites(t *testing.T) {
 	counted := &followCount{KVLeases: kv}
 	mk := func(leases store.Leases) *Fetcher {
 		o := testOptions(clk)
-		o.Leases, o.Cards, o.ConfirmingClaims = leases, cards, true
+		o.Leases, o.Cards = leases, cards
 		return newFetcher(t, o)
 	}
 	w, other := mk(counted), mk(kv)
@@ -268,9 +284,11 @@ func (g *gatedFeed) Next(ctx context.Context) (store.LeaseUpdate, error) {
 
 func (g *gatedFeed) Stop() error { return g.f.Stop() }
 
-// A copy that trails the store makes a claim on a revision that is no
-// longer current: it loses its compare-and-set, re-reads the store, and
-// uses the lease another worker recorded meanwhile — no second fetch.
+// A copy that trails the store shows a lease another worker renewed as
+// stale: the worker fetches (once: at most one fetch per worker per
+// lease), loses its compare-and-set on the revision it read, re-reads the
+// store, and uses the lease the other worker recorded — no write of its
+// own.
 func TestLeaseCopyStaleLosesCASAndRecovers(t *testing.T) {
 	_, _, js := natstest.StartJetStream(t)
 	leases := &countedLeases{KVLeases: kvLeases(t, js)}
@@ -309,14 +327,17 @@ func TestLeaseCopyStaleLosesCASAndRecovers(t *testing.T) {
 		t.Fatalf("w2's copy = rev %d, %v; want the stale rev %d", stale, ok, rev)
 	}
 
-	gets := leases.gets.Load()
+	gets, writes := leases.gets.Load(), leases.writes.Load()
 	got, err := w2.Observe(t.Context(), url, false)
 	if err != nil || !got.FromLease {
 		t.Fatalf("w2.Observe on a stale copy = FromLease %v, %v; want w1's renewed lease", got.FromLease, err)
 	}
-	a.wantRequests(t, 2)
+	a.wantRequests(t, 3)
 	if n := leases.gets.Load() - gets; n != 1 {
 		t.Errorf("store reads after the lost compare-and-set = %d, want 1", n)
+	}
+	if n := leases.writes.Load() - writes; n != 0 {
+		t.Errorf("lease writes by the worker whose copy trailed = %d, want 0 (w1's record stands)", n)
 	}
 	held.unpause()
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
@@ -17,12 +16,6 @@ import (
 // Options.Cards (not from the agent): they are transient, so retry the event
 // later rather than reporting the card unreachable.
 var ErrStore = errors.New("fetcher: lease or card store failed")
-
-// Lease polling while another worker holds the claim.
-const (
-	pollMin = 10 * time.Millisecond
-	pollMax = 200 * time.Millisecond
-)
 
 // flight is one in-process observation of a card URL, shared by every caller
 // that joins it. Its goroutine is started by join and owned by the Fetcher
@@ -49,7 +42,8 @@ type flight struct {
 //
 // The flight is not bound to ctx: a caller whose ctx ends leaves with a
 // *FetchError (ReasonCanceled or ReasonTimeout) while the flight completes for
-// the others. Observe returns within about 2×TotalTimeout + 6×StoreTimeout.
+// the others. Observe returns within two flights (a forced caller may wait
+// for the running one, then its own), each about TotalTimeout + 6×StoreTimeout.
 //
 // Errors: a *FetchError when the card is unreachable (publish card.unreachable
 // with its Reason); an error wrapping ErrStore when the lease or card store
@@ -132,9 +126,7 @@ func (f *Fetcher) fromCopy(url string, force bool, requested time.Time) (Observa
 // due.
 func answers(l store.Lease, force bool, requested, now time.Time, fullDue bool) bool {
 	if force {
-		// A confirming claim's full fetch is still running: it is not
-		// evidence that the card is unchanged.
-		return !l.LastFullFetch.Before(requested) && !(l.Confirming && l.Held(now))
+		return !l.LastFullFetch.Before(requested)
 	}
 	return l.Fresh(now) && !fullDue
 }
@@ -183,10 +175,9 @@ func (f *Fetcher) start(url string, fl *flight) {
 	go f.run(url, fl)
 }
 
-// flightBudget bounds one flight: waiting for another worker's claim, one
-// fetch, and a handful of store calls.
+// flightBudget bounds one flight: one fetch and a handful of store calls.
 func (f *Fetcher) flightBudget() time.Duration {
-	return 2*f.opts.TotalTimeout + 6*f.opts.StoreTimeout
+	return f.opts.TotalTimeout + 6*f.opts.StoreTimeout
 }
 
 // run is the body of a flight's goroutine.
@@ -214,25 +205,21 @@ func (f *Fetcher) run(url string, fl *flight) {
 	close(fl.done)
 }
 
-// observe is the cross-worker lease protocol for one flight.
+// observe is the cross-worker lease protocol for one flight: read the
+// lease, answer from it when it can, else fetch and record the result in
+// one compare-and-set on the revision read (settle).
 func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested time.Time) (Observation, time.Time, error) {
 	obs := observationAt(url)
-	waitUntil := time.Now().Add(f.opts.TotalTimeout)
-	backoff := pollMin
-	useCopy := true // the lease copy may answer the next read
+	useCopy := true // the lease copy may answer
 	for {
-		if ctx.Err() != nil {
-			return obs, time.Time{}, ctxError(url, ctx)
-		}
 		lease, rev, found, copied, err := f.readLease(ctx, url, useCopy)
 		if err != nil {
 			return obs, time.Time{}, f.storeFailure(ctx, url, "get lease", err)
 		}
-		useCopy = true
 		now := f.opts.Now()
 		fullDue := f.fullDue(lease, now)
 
-		// 0. A failure another worker (or this one) recorded is still being
+		// A failure another worker (or this one) recorded is still being
 		// backed off: report it without fetching. Evidence does not bring an
 		// agent back faster, so forced requests share it too. A failure the
 		// copy shows is read again from the store first: the copy may trail
@@ -245,7 +232,7 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 			return obs, time.Time{}, recordedFailure(url, lease)
 		}
 
-		// 1. The lease already answers the request: no HTTP at all.
+		// The lease already answers the request: no HTTP at all.
 		if lease.Digest != "" && answers(lease, force, requested, now, fullDue) {
 			e, err := f.loadCard(ctx, lease.Digest)
 			if err != nil {
@@ -257,70 +244,26 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 			// The body is not available to this worker: fetch it.
 		}
 
-		// 2. Another worker is fetching: wait for its result, or take over when
-		// its claim expires or we have waited TotalTimeout. A confirming
-		// claim is not waited for (its holder writes again only if the
-		// card changed): it answered every caller that step 1 can answer,
-		// and the others fetch.
-		if lease.Held(now) && lease.Holder != f.id && !lease.Confirming && time.Now().Before(waitUntil) {
-			if err := sleepCtx(ctx, jitter(backoff)); err != nil {
-				return obs, time.Time{}, ctxError(url, ctx)
-			}
-			backoff = min(2*backoff, pollMax)
-			continue
-		}
-
-		// 3. Revalidate when we know an ETag and still have the body it names.
+		// Revalidate when we know an ETag and still have the body it names.
 		var prev *cardEntry
 		if !force && !fullDue && lease.ETag != "" && lease.Digest != "" {
 			if prev, err = f.loadCard(ctx, lease.Digest); err != nil {
 				return obs, time.Time{}, f.storeFailure(ctx, url, "get card body", err)
 			}
 		}
-
-		// 4. Claim the lease — unforced, of a card known and not failing, as
-		// the result that confirms it — and on a lost race (or a revision
-		// of the copy that trailed the store) read it again from the
-		// store: the winner's claim may answer.
-		claim := lease
-		claim.CardURL = url
-		claim.Holder, claim.Confirming = f.id, false
-		claim.HeldUntil = now.Add(f.opts.TotalTimeout)
-		var report reported
-		if f.opts.ConfirmingClaims && !force && lease.Digest != "" && lease.FailReason == "" && lease.MaxAge > 0 {
-			claim, report = f.confirmation(lease, prev == nil, now)
-		}
-		claimRev, err := f.putLease(ctx, claim, rev, found)
-		if isConflict(err) {
-			useCopy = false
-			if copied {
-				continue // the copy trailed: no race to back off from
-			}
-			if err := sleepCtx(ctx, jitter(pollMin/2)); err != nil {
-				return obs, time.Time{}, ctxError(url, ctx)
-			}
-			continue
-		}
-		if err != nil {
-			return obs, time.Time{}, f.storeFailure(ctx, url, "claim lease", err)
-		}
-		c := recordedClaim{lease: lease, rev: claimRev, prev: prev}
-		if claim.Confirming {
-			c.confirming, c.report = &claim, report
-		}
-		return f.fetchAndRecord(ctx, url, c, force || fullDue)
+		return f.fetchAndRecord(ctx, read{lease: lease, rev: rev, found: found, prev: prev, force: force, requested: requested}, force || fullDue)
 	}
 }
 
-// recordedClaim is a claim fetchAndRecord fetches under: the lease before
-// it, the claim's revision, the body a revalidation names, and for a
-// confirming claim the lease it recorded and the report it decided.
-type recordedClaim struct {
-	lease      store.Lease
-	rev        uint64
-	prev       *cardEntry
-	confirming *store.Lease
-	report     reported
+// read is the lease a fetch was decided on: its revision (found: it
+// existed), the body a revalidation names, and the request.
+type read struct {
+	lease     store.Lease
+	rev       uint64
+	found     bool
+	prev      *cardEntry
+	force     bool
+	requested time.Time
 }
 
 // reported is a card.observed to publish: Fetches > 0 fetches since Since.
@@ -335,28 +278,6 @@ const (
 	classNotModified = "not-modified"
 	classUnreachable = "unreachable"
 )
-
-// confirmation is the confirming claim of lease at now: the lease a fetch
-// confirming its card, ETag and lease at now would record (a full fetch
-// when full), claimed by this worker for as long as the lease or the fetch
-// lasts, and the report that result decides.
-func (f *Fetcher) confirmation(lease store.Lease, full bool, now time.Time) (store.Lease, reported) {
-	next := lease
-	next.FetchedAt = now
-	if full {
-		next.LastFullFetch = now
-	}
-	next.Holder, next.HeldUntil, next.Confirming = f.id, now.Add(min(f.opts.TotalTimeout, lease.MaxAge)), true
-	r := f.advance(lease, &next, classNotModified, lease.Reported.Signer)
-	return next, r
-}
-
-// confirms reports whether obs, a successful fetch under a confirming
-// claim of lease, is the result the claim recorded.
-func confirms(lease store.Lease, obs Observation) bool {
-	return obs.Digest == lease.Digest && obs.ETag == lease.ETag && obs.MaxAge == lease.MaxAge &&
-		(obs.Status == 304 || signerOf(obs) == lease.Reported.Signer)
-}
 
 // signerOf identifies who signed obs's card as far as its body tells (see
 // store.Reported.Signer).
@@ -378,42 +299,28 @@ func classOf(lease store.Lease, obs Observation) string {
 	return classFetched
 }
 
-// fetchAndRecord fetches under claim c, stores the body, and records the
-// new lease (releasing the claim) unless c is a confirming claim the fetch
-// confirms.
-func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, c recordedClaim, full bool) (Observation, time.Time, error) {
-	lease, claimRev, prev := c.lease, c.rev, c.prev
+// fetchAndRecord fetches the card of r's lease, stores the body, and
+// records the result (settle).
+func (f *Fetcher) fetchAndRecord(ctx context.Context, r read, full bool) (Observation, time.Time, error) {
+	url := r.lease.CardURL
 	req := Request{URL: url, NoCache: full}
-	if prev != nil {
-		req.ETag, req.Digest, req.MaxAge = lease.ETag, lease.Digest, lease.MaxAge
+	if r.prev != nil {
+		req.ETag, req.Digest, req.MaxAge = r.lease.ETag, r.lease.Digest, r.lease.MaxAge
 	}
 	obs, err := f.fetchKey(ctx, req)
 	if err != nil {
 		f.notify(obs, err)
 		var fe *FetchError
 		if errors.As(err, &fe) && fe.Reason != ReasonCanceled && ctx.Err() == nil {
-			f.recordFailure(ctx, lease, claimRev, fe)
-		} else {
-			f.releaseClaim(ctx, lease, claimRev)
+			f.recordFailure(ctx, r, fe)
 		}
 		return observationAt(url), time.Time{}, err
 	}
 
-	fullAt := lease.LastFullFetch
+	fullAt := r.lease.LastFullFetch
 	if obs.Status == 304 {
-		obs.Raw, obs.Card, obs.Fingerprint = prev.card.Raw, prev.card, prev.fingerprint
-	}
-	if c.confirming != nil && confirms(lease, obs) {
-		// The claim recorded this result: every worker has it already.
-		if obs.Status != 304 {
-			f.cache.put(&cardEntry{digest: obs.Digest, card: obs.Card, fingerprint: obs.Fingerprint})
-		}
-		obs.FetchedAt, obs.Replicas = c.confirming.FetchedAt, c.confirming.Replicas
-		obs.Fetches, obs.Since = c.report.fetches, c.report.since
-		f.notify(obs, nil)
-		return obs, c.confirming.LastFullFetch, nil
-	}
-	if obs.Status != 304 {
+		obs.Raw, obs.Card, obs.Fingerprint = r.prev.card.Raw, r.prev.card, r.prev.fingerprint
+	} else {
 		fullAt = obs.FetchedAt
 		f.cache.put(&cardEntry{digest: obs.Digest, card: obs.Card, fingerprint: obs.Fingerprint})
 		if f.cards != nil {
@@ -422,35 +329,61 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, url string, c recordedClai
 			cancel()
 			if err != nil {
 				// What names a digest promises its body to every reader:
-				// the claim is released unrecorded and the callers retry.
+				// nothing is recorded and the callers retry.
 				f.notify(obs, nil)
-				f.releaseClaim(ctx, lease, claimRev)
 				err = fmt.Errorf("%w: put card body %s: %w", ErrStore, obs.Digest, err)
 				f.storeError(err)
 				return observationAt(url), time.Time{}, err
 			}
 		}
 	}
-	next := store.Lease{
-		CardURL:       url,
-		Digest:        obs.Digest,
-		ETag:          obs.ETag,
-		MaxAge:        obs.MaxAge,
-		FetchedAt:     obs.FetchedAt,
-		LastFullFetch: fullAt,
-	}
-	class, signer := classOf(lease, obs), signerOf(obs)
-	report := f.advance(lease, &next, class, signer)
-	obs.Replicas = next.Replicas
-	if recorded, r, err := f.recordLease(ctx, next, claimRev, class, signer, report); err != nil {
+	signer := signerOf(obs)
+	var next store.Lease
+	var report reported
+	var won *cardEntry // the body of another worker's record that stands
+	cur, wrote, err := f.settle(ctx, r, func(cur store.Lease) (store.Lease, bool) {
+		if f.stands(cur, r, obs) {
+			if won, _ = f.loadCard(context.WithoutCancel(ctx), cur.Digest); won != nil {
+				return cur, false
+			}
+		}
+		next = store.Lease{
+			CardURL:       url,
+			Digest:        obs.Digest,
+			ETag:          obs.ETag,
+			MaxAge:        obs.MaxAge,
+			FetchedAt:     obs.FetchedAt,
+			LastFullFetch: fullAt,
+		}
+		report = f.advance(cur, &next, classOf(cur, obs), signer)
+		return next, true
+	})
+	switch {
+	case err != nil:
 		// The observation stands; other workers will fetch for themselves.
 		f.storeError(fmt.Errorf("%w: record lease %s: %w", ErrStore, url, err))
-	} else {
-		obs.Replicas = recorded.Replicas
-		obs.Fetches, obs.Since = r.fetches, r.since
+		obs.Replicas = next.Replicas
+	case !wrote:
+		// Another worker's record stands: it is the observation every
+		// worker shares, and its write decided what to report.
+		obs.Replicas = cur.Replicas
+		f.notify(obs, nil)
+		return leaseObservation(cur, won), cur.LastFullFetch, nil
+	default:
+		obs.Replicas, obs.Fetches, obs.Since = next.Replicas, report.fetches, report.since
 	}
 	f.notify(obs, nil)
 	return obs, fullAt, nil
+}
+
+// stands reports whether cur, the lease another worker recorded while this
+// worker fetched obs for r (or the lease read, when only its body was
+// missing), is to be used instead of recording obs: it answers r and holds
+// obs's card. A lease of another card does not stand: obs is recorded
+// after it, and the window of live digests holds both (split brain).
+func (f *Fetcher) stands(cur store.Lease, r read, obs Observation) bool {
+	now := f.opts.Now()
+	return cur.Digest == obs.Digest && !cur.Failing(now) && answers(cur, r.force, r.requested, now, f.fullDue(cur, now))
 }
 
 // advance carries over to next, the lease a fetch records, what the lease
@@ -484,35 +417,30 @@ func (f *Fetcher) advance(prev store.Lease, next *store.Lease, class, signer str
 	return r
 }
 
-// recordLease writes the result of a fetch, whose class and signer are
-// given and whose report advance decided, and returns the lease as recorded
-// and the report to publish. If another worker wrote in the meantime (it
-// took over an expired claim), the newer observation wins (and is
-// returned; this worker reports nothing); an older one is advanced by this
-// fetch.
-func (f *Fetcher) recordLease(ctx context.Context, next store.Lease, rev uint64, class, signer string, report reported) (store.Lease, reported, error) {
+// settle records what a fetch leaves on the lease of r in one
+// compare-and-set on the revision read before the fetch: next returns the
+// lease to write over cur (the lease the fetch was decided on, then the
+// winner's of each lost race), or false when cur stands. A lost race reads the
+// lease again and asks next of the winner's record. It returns the lease
+// recorded and whether this fetch wrote it: at most one successful write
+// per fetch.
+func (f *Fetcher) settle(ctx context.Context, r read, next func(cur store.Lease) (store.Lease, bool)) (store.Lease, bool, error) {
 	ctx = context.WithoutCancel(ctx) // record even if the flight budget just ran out
-	found := true
+	cur, rev, found := r.lease, r.rev, r.found
 	for range 4 {
-		_, err := f.putLease(ctx, next, rev, found)
+		l, write := next(cur)
+		if !write {
+			return cur, false, nil
+		}
+		_, err := f.putLease(ctx, l, rev, found)
 		if !isConflict(err) {
-			return next, report, err
+			return l, err == nil, err
 		}
-		var cur store.Lease
-		cur, rev, found, err = f.getLease(ctx, next.CardURL)
-		if err != nil {
-			return next, reported{}, err
-		}
-		if found && cur.Digest != "" && !cur.FetchedAt.Before(next.FetchedAt) {
-			return cur, reported{}, nil
-		}
-		report = f.advance(cur, &next, class, signer)
-		if cur.Held(f.opts.Now()) && cur.Holder != f.id {
-			// Keep the other worker's claim; it will record its own result.
-			next.Holder, next.HeldUntil, next.Confirming = cur.Holder, cur.HeldUntil, cur.Confirming
+		if cur, rev, found, err = f.getLease(ctx, l.CardURL); err != nil {
+			return cur, false, err
 		}
 	}
-	return next, reported{}, store.ErrConflict
+	return cur, false, store.ErrConflict
 }
 
 // MarkInconsistent records on the lease of cardURL that card.inconsistent
@@ -545,22 +473,13 @@ func (f *Fetcher) MarkInconsistent(ctx context.Context, cardURL string, since ti
 	return fmt.Errorf("%w: mark inconsistent %s: %w", ErrStore, cardURL, store.ErrConflict)
 }
 
-// recordFailure releases the claim and records a failed fetch on the lease,
-// keeping the previous observation, with a backoff that starts at the
-// agent's lease (MinLease for an agent never fetched) and doubles with each
-// failure in a row (up to MaxLease). Best effort: without it, workers fetch
-// for themselves.
-func (f *Fetcher) recordFailure(ctx context.Context, lease store.Lease, rev uint64, fe *FetchError) {
-	now := f.opts.Now()
-	base := lease.MaxAge
-	if base <= 0 {
-		base = max(f.opts.MinLease, 0)
-	}
-	lease.FailCount++
-	if lease.FailCount == 1 || lease.FailingSince.IsZero() {
-		lease.FailingSince = now
-	}
-	backoff := min(base<<min(lease.FailCount-1, 6), max(f.opts.MaxLease, base))
+// recordFailure records a failed fetch on the lease of r, keeping the
+// previous observation, with a backoff that starts at the agent's lease
+// (MinLease for an agent never fetched) and doubles with each failure in a
+// row (up to MaxLease), in one compare-and-set (settle): a failure or a
+// success another worker recorded first stands. Best effort: without it,
+// workers fetch for themselves.
+func (f *Fetcher) recordFailure(ctx context.Context, r read, fe *FetchError) {
 	detail := ""
 	if fe.Err != nil {
 		detail = fe.Err.Error()
@@ -568,11 +487,28 @@ func (f *Fetcher) recordFailure(ctx context.Context, lease store.Lease, rev uint
 			detail = detail[:256]
 		}
 	}
-	lease.Holder, lease.HeldUntil, lease.Confirming = "", time.Time{}, false
-	lease.Reported.Class = classUnreachable
-	lease.FailedAt, lease.FailReason, lease.FailStatus, lease.FailDetail = now, string(fe.Reason), fe.Status, detail
-	lease.RetryAt = now.Add(backoff)
-	f.putBestEffort(ctx, lease, rev, "record failure")
+	_, _, err := f.settle(ctx, r, func(lease store.Lease) (store.Lease, bool) {
+		now := f.opts.Now()
+		if lease.Failing(now) || lease.Digest != "" && answers(lease, r.force, r.requested, now, f.fullDue(lease, now)) {
+			return lease, false // a failure or a success recorded meanwhile
+		}
+		base := lease.MaxAge
+		if base <= 0 {
+			base = max(f.opts.MinLease, 0)
+		}
+		lease.FailCount++
+		if lease.FailCount == 1 || lease.FailingSince.IsZero() {
+			lease.FailingSince = now
+		}
+		backoff := min(base<<min(lease.FailCount-1, 6), max(f.opts.MaxLease, base))
+		lease.Reported.Class = classUnreachable
+		lease.FailedAt, lease.FailReason, lease.FailStatus, lease.FailDetail = now, string(fe.Reason), fe.Status, detail
+		lease.RetryAt = now.Add(backoff)
+		return lease, true
+	})
+	if err != nil {
+		f.storeError(fmt.Errorf("%w: record failure %s: %w", ErrStore, r.lease.CardURL, err))
+	}
 }
 
 // errRecorded is the cause of a failure reported from the lease.
@@ -592,21 +528,6 @@ func (e errRecorded) Error() string {
 // recordedFailure is the *FetchError of a failure recorded on the lease.
 func recordedFailure(url string, l store.Lease) error {
 	return &FetchError{URL: url, Reason: Reason(l.FailReason), Status: l.FailStatus, Err: errRecorded{at: l.FailedAt, detail: l.FailDetail}}
-}
-
-// releaseClaim gives up a claim after a failed fetch, keeping the previous
-// observation. Best effort: the claim expires anyway.
-func (f *Fetcher) releaseClaim(ctx context.Context, lease store.Lease, rev uint64) {
-	lease.Holder, lease.HeldUntil, lease.Confirming = "", time.Time{}, false
-	f.putBestEffort(ctx, lease, rev, "release claim")
-}
-
-// putBestEffort writes lease at rev even after the flight's context ended,
-// reporting a failure other than a lost race as op.
-func (f *Fetcher) putBestEffort(ctx context.Context, lease store.Lease, rev uint64, op string) {
-	if _, err := f.putLease(context.WithoutCancel(ctx), lease, rev, true); err != nil && !isConflict(err) {
-		f.storeError(fmt.Errorf("%w: %s %s: %w", ErrStore, op, lease.CardURL, err))
-	}
 }
 
 func (f *Fetcher) fullDue(l store.Lease, now time.Time) bool {
@@ -752,20 +673,4 @@ func ctxError(url string, ctx context.Context) error {
 		r = ReasonTimeout
 	}
 	return &FetchError{URL: url, Reason: r, Err: cause}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// jitter returns d ± 25%.
-func jitter(d time.Duration) time.Duration {
-	return d*3/4 + rand.N(d/2+1)
 }

@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
 	"github.com/carddrift/carddrift/store/natstest"
@@ -122,8 +127,10 @@ func TestObserveRevalidates304WithoutRehash(t *testing.T) {
 	}
 }
 
-// One fetch per lease across workers: N concurrent callers on 3 Fetchers that
-// share Leases and Cards cost one request per lease.
+// At most one fetch per worker per lease, never one per transition: 60
+// concurrent callers on 3 Fetchers that share Leases and Cards cost 1 to 3
+// requests per lease, at most one lease write per fetch, and one
+// card.observed decision for the new card (none for the 304s).
 func TestObserveOneRequestPerLeaseAcrossWorkers(t *testing.T) {
 	forEachStore(t, testOneRequestPerLease)
 }
@@ -141,23 +148,40 @@ func forEachStore(t *testing.T, fn func(t *testing.T, leases store.Leases, cards
 	})
 }
 
+// leaseRev is the revision of url's lease in leases, 0 when there is none:
+// in a store that holds only it, how many writes it took.
+func leaseRev(t *testing.T, leases store.Leases, url string) uint64 {
+	t.Helper()
+	_, rev, err := leases.Get(context.Background(), url)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.Fatal(err)
+	}
+	return rev
+}
+
 func testOneRequestPerLease(t *testing.T, leases store.Leases, cards store.Cards) {
 	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=30")
 	a.setDelay(50 * time.Millisecond)
 	clk := newClock()
 	var fetchers []*Fetcher
-	var fetches atomic.Int64
+	var fetches, reports atomic.Int64
 	for range 3 {
 		o := testOptions(clk)
 		o.Leases, o.Cards = leases, cards
-		o.OnFetch = func(Observation, error) { fetches.Add(1) }
+		o.OnFetch = func(obs Observation, err error) {
+			fetches.Add(1)
+			if obs.Fetches > 0 {
+				reports.Add(1)
+			}
+		}
 		fetchers = append(fetchers, newFetcher(t, o))
 	}
 	url := a.url("/.well-known/agent-card.json")
 
-	round := func(name string, wantStatus int) {
+	round := func(name string) {
 		t.Helper()
 		const n = 60
+		req0, rev0 := a.requests.Load(), leaseRev(t, leases, url)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		digests := make([]string, n)
@@ -179,111 +203,239 @@ func testOneRequestPerLease(t *testing.T, leases store.Leases, cards store.Cards
 				t.Fatalf("%s: caller %d: digest %q err %v; want %q", name, i, digests[i], errs[i], digests[0])
 			}
 		}
+		req, writes := a.requests.Load()-req0, leaseRev(t, leases, url)-rev0
+		if req < 1 || req > 3 {
+			t.Fatalf("%s: %d requests for %d callers on 3 workers, want 1 to 3 (at most one per worker)", name, req, n)
+		}
+		if writes < 1 || writes > uint64(req) {
+			t.Fatalf("%s: %d lease writes for %d fetches, want 1 to %d (at most one per fetch)", name, writes, req, req)
+		}
 	}
 
-	round("first lease", 200)
-	if got := a.requests.Load(); got != 1 {
-		t.Fatalf("first lease: requests = %d, want 1", got)
+	round("first lease")
+	if n := reports.Load(); n != 1 {
+		t.Errorf("first lease: %d card.observed decisions, want 1", n)
 	}
+	first := a.requests.Load()
 	clk.Advance(31 * time.Second)
-	round("second lease", 304)
-	if got := a.requests.Load(); got != 2 {
-		t.Fatalf("second lease: requests = %d, want 2", got)
+	round("second lease")
+	if got, want := a.notModified.Load(), a.requests.Load()-first; got != want {
+		t.Errorf("304s = %d, want %d (every revalidation of the second lease)", got, want)
 	}
-	if got := a.notModified.Load(); got != 1 {
-		t.Errorf("304s = %d, want 1", got)
+	if got := fetches.Load(); got != a.requests.Load() {
+		t.Errorf("OnFetch calls = %d, want one per request (%d)", got, a.requests.Load())
 	}
-	if got := fetches.Load(); got != 2 {
-		t.Errorf("OnFetch calls = %d, want 2", got)
+	if n := reports.Load(); n != 1 {
+		t.Errorf("card.observed decisions = %d after the 304s, want still 1", n)
 	}
 }
 
-// Two workers race for one expired lease in a JetStream bucket: between
-// them one fetch and one lease write (the winner's claim records the
-// revalidation it makes), the winner publishes, and the loser answers
-// with the winner's record while the winner's fetch is still held.
-func TestObserveRaceOneFetchOneWrite(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
-	leases := kvLeases(t, js)
-	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=30")
-	clk := newClock()
-	cards := memstore.NewCards()
-	var fetchers [2]*Fetcher
-	var fetches, published atomic.Int64
-	for i := range fetchers {
-		o := testOptions(clk)
-		o.Leases, o.Cards, o.ConfirmingClaims = leases, cards, true
-		o.OnFetch = func(obs Observation, err error) {
-			fetches.Add(1)
-			if obs.Fetches > 0 {
-				published.Add(1)
-			}
+// raceAgent serves bodies[i] (a 503 when nil) to its i-th request, once
+// open(i) lets it: a test decides which of two racing fetches answers
+// first.
+type raceAgent struct {
+	srv     *httptest.Server
+	bodies  [][]byte
+	gates   []chan struct{}
+	arrived chan int
+	n       atomic.Int64
+}
+
+func newRaceAgent(t *testing.T, bodies ...[]byte) *raceAgent {
+	a := &raceAgent{bodies: bodies, arrived: make(chan int, len(bodies))}
+	for range bodies {
+		a.gates = append(a.gates, make(chan struct{}))
+	}
+	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := int(a.n.Add(1)) - 1
+		if i >= len(a.bodies) {
+			http.Error(w, "unexpected request", http.StatusTeapot)
+			return
 		}
-		fetchers[i] = newFetcher(t, o)
-	}
-	ctx := context.Background()
-	url := a.url("/.well-known/agent-card.json")
-	if _, err := fetchers[0].Observe(ctx, url, false); err != nil {
-		t.Fatal(err)
-	}
-	head := func() uint64 {
-		t.Helper()
-		h, err := leases.Head(ctx)
+		a.arrived <- i
+		select {
+		case <-a.gates[i]:
+		case <-r.Context().Done():
+			return
+		}
+		if a.bodies[i] == nil {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=30")
+		_, _ = w.Write(a.bodies[i])
+	}))
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *raceAgent) open(i int) { close(a.gates[i]) }
+
+// Two workers (two Fetchers, two NATS connections) race on one stale lease
+// in a JetStream bucket: both fetch, and the first to answer records its
+// result in one compare-and-set. The loser's compare-and-set fails; it
+// uses the winner's record when that holds its card, else advances from
+// the winner's record so that the window keeps both digests (a replica
+// serving the old card every other request is split brain). Each fetch writes the lease at most once,
+// and card.observed is decided once per change by the write that records
+// it. Failures race the same way: one backoff.
+func TestObserveRaceTwoWorkers(t *testing.T) {
+	cardA, cardB, cardC := cardJSON("1", true), cardJSON("2", true), cardJSON("3", true)
+	digest := func(b []byte) string {
+		d, err := detector.Digest(b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return h
+		return d
 	}
-	type result struct {
-		obs Observation
-		err error
-	}
-	for round := range 3 {
-		clk.Advance(31 * time.Second)
-		head0, req0, fetches0 := head(), a.requests.Load(), fetches.Load()
-		release := a.hold()
-		start := make(chan struct{})
-		done := make(chan result, 2)
-		for _, f := range fetchers {
-			go func() {
-				<-start
-				obs, err := f.Observe(ctx, url, false)
-				done <- result{obs, err}
-			}()
-		}
-		close(start)
-		loser := <-done // before the held fetch is released
-		release()
-		winner := <-done
-		if loser.err != nil || winner.err != nil {
-			t.Fatalf("round %d: errors %v, %v", round, loser.err, winner.err)
-		}
-		if !loser.obs.FromLease || winner.obs.Status != 304 {
-			t.Fatalf("round %d: loser FromLease %t, winner status %d; want the loser on the winner's record, the winner's 304",
-				round, loser.obs.FromLease, winner.obs.Status)
-		}
-		rec, _, err := leases.Get(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range []Observation{loser.obs, winner.obs} {
-			if o.Digest != rec.Digest || !o.FetchedAt.Equal(rec.FetchedAt) || !o.FetchedAt.Equal(clk.Now()) {
-				t.Errorf("round %d: observation %s at %v; the record is %s at %v", round, o.Digest, o.FetchedAt, rec.Digest, rec.FetchedAt)
+	for _, tc := range []struct {
+		name           string
+		winner, loser  []byte // what the first and the second answer serve
+		writes         int    // lease revisions the race adds
+		reports        int    // card.observed decisions
+		window         []string
+		loserFromLease bool // the loser returns the winner's record
+	}{
+		{"the same new card", cardB, cardB, 1, 1, []string{digest(cardA), digest(cardB)}, true},
+		{"the same card again", cardA, cardA, 1, 0, []string{digest(cardA)}, true},
+		{"two new cards", cardB, cardC, 2, 2, []string{digest(cardA), digest(cardB), digest(cardC)}, false},
+		{"the loser saw the old card", cardB, cardA, 2, 2, []string{digest(cardA), digest(cardB)}, false},
+		{"both fail", nil, nil, 1, 0, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _, js := natstest.StartJetStream(t)
+			kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "leases", History: 64})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if n := a.requests.Load() - req0; n != 1 {
-			t.Errorf("round %d: %d requests, want 1", round, n)
-		}
-		if n := fetches.Load() - fetches0; n != 1 {
-			t.Errorf("round %d: %d fetches heard, want 1", round, n)
-		}
-		if n := head() - head0; n != 1 {
-			t.Errorf("round %d: %d lease writes, want 1", round, n)
-		}
-	}
-	// The first fetch published; the 304s told nothing new.
-	if n := published.Load(); n != 1 {
-		t.Errorf("card.observed to publish: %d, want 1", n)
+			a := newRaceAgent(t, cardA, tc.winner, tc.loser)
+			a.open(0) // the first lease
+			url := a.srv.URL + "/.well-known/agent-card.json"
+			key := store.EncodeKey(url)
+			clk := newClock()
+			cards := memstore.NewCards()
+			var reports atomic.Int64
+			var w [2]*Fetcher
+			var leases [2]*countedLeases
+			for i := range w {
+				nc, err := nats.Connect(srv.ClientURL())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(nc.Close)
+				js2, err := jetstream.New(nc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kv2, err := js2.KeyValue(t.Context(), "leases")
+				if err != nil {
+					t.Fatal(err)
+				}
+				leases[i] = &countedLeases{KVLeases: store.NewKVLeases(kv2)}
+				o := testOptions(clk)
+				o.Leases, o.Cards = leases[i], cards
+				o.OnFetch = func(obs Observation, err error) {
+					if err == nil && obs.Fetches > 0 {
+						reports.Add(1)
+					}
+				}
+				w[i] = newFetcher(t, o)
+			}
+			ctx := context.Background()
+			if _, err := w[0].Observe(ctx, url, false); err != nil {
+				t.Fatal(err)
+			}
+			<-a.arrived // the first lease's request
+			before, err := kv.History(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rev0, reports0, writes0 := before[len(before)-1].Revision(), reports.Load(), [2]int64{leases[0].writes.Load(), leases[1].writes.Load()}
+
+			clk.Advance(31 * time.Second)
+			type result struct {
+				obs Observation
+				err error
+			}
+			done := [2]chan result{make(chan result, 1), make(chan result, 1)}
+			for i, f := range w {
+				go func() {
+					obs, err := f.Observe(ctx, url, false)
+					done[i] <- result{obs, err}
+				}()
+			}
+			// Both have read the lease and are fetching; the first answer
+			// is recorded before the second is sent.
+			<-a.arrived
+			<-a.arrived
+			a.open(1)
+			natstest.Eventually(t, 10*time.Second, "the first answer is recorded", func() bool {
+				e, err := kv.Get(ctx, key)
+				return err == nil && e.Revision() > rev0
+			})
+			a.open(2)
+			res := [2]result{<-done[0], <-done[1]}
+
+			hist, err := kv.History(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(hist) - len(before); n != tc.writes {
+				t.Errorf("lease revisions added by the race = %d, want %d", n, tc.writes)
+			}
+			for i := range leases {
+				if n := leases[i].writes.Load() - writes0[i]; n > 1 {
+					t.Errorf("worker %d wrote the lease %d times for one fetch, want at most 1", i, n)
+				}
+			}
+			if n := reports.Load() - reports0; n != int64(tc.reports) {
+				t.Errorf("card.observed decisions = %d, want %d", n, tc.reports)
+			}
+			rec, _, err := leases[0].Get(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.winner == nil {
+				for i, r := range res {
+					fetchErr(t, r.err, ReasonStatus)
+					_ = i
+				}
+				if rec.FailCount != 1 || rec.FailReason != string(ReasonStatus) || rec.Digest != digest(cardA) {
+					t.Errorf("lease after the failure race = %+v, want one failure recorded over card A", rec)
+				}
+				return
+			}
+			var seen []string
+			for _, s := range rec.Replicas.Window(clk.Now(), DefaultConsistencyWindow) {
+				seen = append(seen, s.Digest)
+			}
+			if !slices.Equal(seen, tc.window) {
+				t.Errorf("window = %v, want %v", seen, tc.window)
+			}
+			fromLease := 0
+			for i, r := range res {
+				if r.err != nil || r.obs.Card == nil {
+					t.Fatalf("worker %d: %v", i, r.err)
+				}
+				if r.obs.FromLease {
+					fromLease++
+				}
+			}
+			if tc.loserFromLease {
+				// Both return the recorded observation.
+				if fromLease != 1 {
+					t.Errorf("%d observations from the lease, want the loser's", fromLease)
+				}
+				for i, r := range res {
+					if r.obs.Digest != rec.Digest || !r.obs.FetchedAt.Equal(rec.FetchedAt) || len(r.obs.Replicas.Seen) != len(rec.Replicas.Seen) {
+						t.Errorf("worker %d: observation %s at %v (window %v); the record is %s at %v (%v)",
+							i, r.obs.Digest, r.obs.FetchedAt, r.obs.Replicas.Seen, rec.Digest, rec.FetchedAt, rec.Replicas.Seen)
+					}
+				}
+			} else if fromLease != 0 || res[0].obs.Digest == res[1].obs.Digest {
+				t.Errorf("each worker returns what it fetched: digests %s, %s; %d from the lease", res[0].obs.Digest, res[1].obs.Digest, fromLease)
+			}
+		})
 	}
 }
 
@@ -380,7 +532,6 @@ func TestObserveReportsSignerChange(t *testing.T) {
 	a := newAgent(t, signed("eyJhbGciOiJFUzI1NiJ9"), "", "max-age=1")
 	clk := newClock()
 	o, leases := leasedOptions(clk)
-	o.ConfirmingClaims = true
 	var reports []Observation
 	o.OnFetch = func(obs Observation, err error) {
 		if err == nil && obs.Fetches > 0 {
@@ -557,8 +708,9 @@ func TestObserveForceBypassesLeaseAndETag(t *testing.T) {
 	}
 }
 
-// 100 tasks with evidence of drift at once, on 3 workers, cost one fetch.
-func TestObserveForcedBurstCostsOneFetch(t *testing.T) {
+// 100 tasks with evidence of drift at once, on 3 workers, cost at most
+// one fetch per worker, and each fetch at most one lease write.
+func TestObserveForcedBurstCostsOneFetchPerWorker(t *testing.T) {
 	forEachStore(t, testForcedBurst)
 }
 
@@ -574,8 +726,9 @@ func testForcedBurst(t *testing.T, leases store.Leases, cards store.Cards) {
 	if _, err := fetchers[0].Observe(context.Background(), url, false); err != nil {
 		t.Fatal(err)
 	}
-	burst := func() {
+	burst := func(name string) {
 		t.Helper()
+		req0, rev0 := a.requests.Load(), leaseRev(t, leases, url)
 		// The forced fetch is held until every caller has asked: a force asked
 		// after a full fetch completed rightly costs another one.
 		release := a.hold()
@@ -603,19 +756,20 @@ func testForcedBurst(t *testing.T, leases store.Leases, cards store.Cards) {
 				t.Fatal(err)
 			}
 		}
+		req, writes := a.requests.Load()-req0, leaseRev(t, leases, url)-rev0
+		if req < 1 || req > 3 {
+			t.Fatalf("%s: %d requests for 100 forced callers on 3 workers, want 1 to 3", name, req)
+		}
+		if writes < 1 || writes > uint64(req) {
+			t.Fatalf("%s: %d lease writes for %d fetches, want 1 to %d", name, writes, req, req)
+		}
 	}
-	burst()
-	if got := a.requests.Load(); got != 2 {
-		t.Fatalf("requests after one forced burst = %d, want 2 (first fetch + 1)", got)
-	}
+	burst("one forced burst")
 	if a.conditional.Load() != 0 {
 		t.Errorf("a forced fetch was conditional")
 	}
-	// A later burst is new evidence: one more fetch.
-	burst()
-	if got := a.requests.Load(); got != 3 {
-		t.Fatalf("requests after two forced bursts = %d, want 3", got)
-	}
+	// A later burst is new evidence: it fetches again.
+	burst("a second forced burst")
 }
 
 // A forced caller arriving during a revalidation does not take its 304: it gets
@@ -787,35 +941,47 @@ func TestObservePerHostConcurrency(t *testing.T) {
 	}
 }
 
-// Another worker's claim that is never released is taken over when it expires.
-func TestObserveTakesOverExpiredClaim(t *testing.T) {
-	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
-	leases := memstore.NewLeases()
-	url := a.url("/card")
-	o := testOptions(nil)
-	o.TotalTimeout = 300 * time.Millisecond
-	o.ConnectTimeout = 100 * time.Millisecond
-	o.Leases = leases
-	f := newFetcher(t, o)
-	// A crashed worker claimed the lease for a long time.
-	if _, err := leases.Create(context.Background(), leaseClaim(url, "crashed", time.Now().Add(time.Hour))); err != nil {
+// A lease the previous version wrote with a claim on it (held for an hour
+// by a worker that crashed, as the result it expected) is a lease like
+// any other: a stale one is fetched at once, not waited for, and the
+// record left has no claim.
+func TestObserveIgnoresClaimOfPreviousVersion(t *testing.T) {
+	_, _, js := natstest.StartJetStream(t)
+	leases := kvLeases(t, js)
+	kv, err := js.KeyValue(t.Context(), "leases")
+	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
+	url := a.url("/card")
+	clk := newClock()
+	o := testOptions(clk)
+	o.Leases = leases
+	f := newFetcher(t, o)
+	old := fmt.Sprintf(`{"cardUrl":%q,"digest":"sha256:%s","etag":"\"v0\"","maxAge":60000000000,`+
+		`"fetchedAt":%q,"lastFullFetch":%q,"holder":"crashed","heldUntil":%q,"confirming":true}`,
+		url, strings.Repeat("ab", 32), clk.Now().Add(-time.Hour).Format(time.RFC3339Nano),
+		clk.Now().Add(-time.Hour).Format(time.RFC3339Nano), clk.Now().Add(time.Hour).Format(time.RFC3339Nano))
+	if _, err := kv.Put(t.Context(), store.EncodeKey(url), []byte(old)); err != nil {
+		t.Fatal(err)
+	}
 	obs, err := f.Observe(context.Background(), url, false)
-	if err != nil || obs.Card == nil {
-		t.Fatalf("Observe: %v", err)
+	if err != nil || obs.Card == nil || obs.Status != 200 {
+		t.Fatalf("Observe over the old claim = status %d, %v; want a 200", obs.Status, err)
 	}
-	if el := time.Since(start); el < 250*time.Millisecond || el > 5*time.Second {
-		t.Errorf("took %v, want about TotalTimeout (300ms) of waiting", el)
+	a.wantRequests(t, 1)
+	e, err := kv.Get(t.Context(), store.EncodeKey(url))
+	if err != nil {
+		t.Fatal(err)
 	}
-	l, _, _ := leases.Get(context.Background(), url)
-	if l.Holder != "" || l.Digest != obs.Digest {
-		t.Errorf("lease after takeover: %+v", l)
+	if v := string(e.Value()); strings.Contains(v, "holder") || strings.Contains(v, "heldUntil") || strings.Contains(v, "confirming") || !strings.Contains(v, obs.Digest) {
+		t.Errorf("lease recorded over the old claim = %s; want the fetch's, without a claim", v)
 	}
 }
 
-func TestObserveFailureReleasesClaimAndKeepsLease(t *testing.T) {
+// A failed fetch writes the lease once (its backoff) and keeps the previous
+// observation.
+func TestObserveFailureKeepsLease(t *testing.T) {
 	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=10")
 	clk := newClock()
 	o, leases := leasedOptions(clk)
@@ -831,6 +997,7 @@ func TestObserveFailureReleasesClaimAndKeepsLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rev := leaseRev(t, leases, url)
 	a.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "down", http.StatusServiceUnavailable)
 	})
@@ -839,9 +1006,9 @@ func TestObserveFailureReleasesClaimAndKeepsLease(t *testing.T) {
 	if fe := fetchErr(t, err, ReasonStatus); fe.Status != 503 {
 		t.Errorf("Status = %d", fe.Status)
 	}
-	l, _, _ := leases.Get(context.Background(), url)
-	if l.Holder != "" || l.Digest != first.Digest {
-		t.Errorf("lease after a failed fetch = %+v; want the old digest, unclaimed", l)
+	l, again, _ := leases.Get(context.Background(), url)
+	if l.Digest != first.Digest || l.FailCount != 1 || again != rev+1 {
+		t.Errorf("lease after a failed fetch = %+v at revision %d after %d; want the old digest, one failure, one write", l, again, rev)
 	}
 	if failures.Load() != 1 {
 		t.Errorf("OnFetch failures = %d, want 1", failures.Load())

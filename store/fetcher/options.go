@@ -42,21 +42,10 @@ const maxBodyBytesCap = jcs.DefaultMaxBytes
 // default; New applies the defaults and then Validate. Options are read once
 // by New: changing them afterwards has no effect.
 type Options struct {
-	// ConfirmingClaims writes a claim on a known card as the result a
-	// confirming fetch would record (Lease.Confirming), so that a fetch
-	// that confirms the card costs one lease write instead of two. Off by
-	// default, and serve does not set it: other workers take the claim's
-	// predicted result as a fresh observation while the fetch is still in
-	// flight, so a card that changed in that moment is judged from the old
-	// one (the 400-agent demo showed a false abort: a task pinned on the
-	// new card judged against the prediction of the old).
-	ConfirmingClaims bool
 	// ConnectTimeout bounds each TCP connect and TLS handshake. Default 3s.
 	ConnectTimeout time.Duration
 	// TotalTimeout bounds one fetch from waiting for a host slot to the last
-	// byte of the body, redirects included. It is also how long a worker's
-	// claim on a shared lease lasts, and how long other workers wait for that
-	// claim before taking over. Default 10s.
+	// byte of the body, redirects included. Default 10s.
 	TotalTimeout time.Duration
 	// MaxBodyBytes is the largest card body read; a declared or actual body
 	// over it is ReasonTooLarge. At most 1 byte more is ever read. Default and
@@ -119,9 +108,6 @@ type Options struct {
 	// cache: an observation fetched elsewhere then costs one unconditional
 	// fetch here. Give every worker the same Leases and Cards.
 	Cards store.Cards
-	// WorkerID names this Fetcher in lease claims (Lease.Holder). Default a
-	// random id; if set, it must differ between processes sharing Leases.
-	WorkerID string
 	// StoreTimeout bounds each Leases and Cards call. Default 2s.
 	StoreTimeout time.Duration
 	// CacheBytes bounds the in-process cache of parsed cards by digest (sizes
@@ -266,7 +252,7 @@ func (o Options) Validate() error {
 		bad("TLSConfig.InsecureSkipVerify is not allowed: card fetches always verify TLS")
 	}
 	for _, h := range []struct{ name, v string }{
-		{"UserAgent", o.UserAgent}, {"A2AVersion", o.A2AVersion}, {"Accept", o.Accept}, {"WorkerID", o.WorkerID},
+		{"UserAgent", o.UserAgent}, {"A2AVersion", o.A2AVersion}, {"Accept", o.Accept},
 	} {
 		if !validHeaderValue(h.v) {
 			bad("%s %q contains control characters", h.name, h.v)

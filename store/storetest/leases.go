@@ -18,7 +18,7 @@ func Leases(t *testing.T, newLeases func(t *testing.T) store.Leases) {
 	casSuite(t, func(t *testing.T) casStore[store.Lease] { return newLeases(t) },
 		"https://agent.example.com/.well-known/agent-card.json", casValues[store.Lease]{
 			value:  Lease,
-			mark:   func(l store.Lease, holder string) store.Lease { l.Holder = holder; return l },
-			holder: func(l store.Lease) string { return l.Holder },
+			mark:   func(l store.Lease, holder string) store.Lease { l.ETag = holder; return l },
+			holder: func(l store.Lease) string { return l.ETag },
 		})
 }
