@@ -11,7 +11,7 @@
 // bodies no pin or lease references.
 //
 // Pins, Cards and Leases are small interfaces with one contract, checked by
-// the conformance suite in store/storetest: KVPins, KVCards and KVLeases
+// the conformance suite of this package's tests: KVPins, KVCards and KVLeases
 // (JetStream KV, and an Object Store for large cards), store/memstore (the
 // same in memory), and CachedPins (a bounded read-through cache in front of
 // any watchable Pins). Errors are the sentinels ErrNotFound, ErrExists,

@@ -6,7 +6,7 @@
 // that store.CachedPins can run over it.
 //
 // Use it in tests, in single-process tools (the Fetcher's own leases), and
-// as the reference the shared conformance suite (store/storetest) is
+// as the reference the shared conformance suite (package store's tests) is
 // checked against:
 //
 //	pins := memstore.NewPins(memstore.WithTTL(24 * time.Hour))
