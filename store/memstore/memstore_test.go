@@ -4,49 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
 )
-
-func TestPinsTTL(t *testing.T) {
-	var now atomic.Int64
-	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	ps := memstore.NewPins[pin](memstore.WithTTL(time.Hour), memstore.WithClock(func() time.Time {
-		return time.Unix(0, now.Load())
-	}))
-	ctx := t.Context()
-	rev, err := ps.Create(ctx, newPin("t1", 1))
-	if err != nil {
-		t.Fatalf("Create() error = %v", err)
-	}
-	now.Add(int64(59 * time.Minute))
-	rev, err = ps.Update(ctx, newPin("t1", 2), rev) // restarts the clock
-	if err != nil {
-		t.Fatalf("Update() error = %v", err)
-	}
-	for _, tc := range []struct {
-		advance time.Duration
-		wantErr error
-	}{
-		{59 * time.Minute, nil},
-		{time.Minute, store.ErrNotFound},
-	} {
-		now.Add(int64(tc.advance))
-		if _, _, err := ps.Get(ctx, "t1"); !errors.Is(err, tc.wantErr) {
-			t.Fatalf("Get() after +%v error = %v, want %v", tc.advance, err, tc.wantErr)
-		}
-	}
-	if _, err := ps.Update(ctx, newPin("t1", 3), rev); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("Update() after expiry error = %v, want %v", err, store.ErrNotFound)
-	}
-	if _, err := ps.Create(ctx, newPin("t1", 4)); err != nil {
-		t.Fatalf("Create() after expiry error = %v", err)
-	}
-}
 
 func TestWatch(t *testing.T) {
 	ps := memstore.NewPins[pin]()
