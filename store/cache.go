@@ -80,11 +80,6 @@ func WithCacheMaxAge(d time.Duration) CacheOption {
 	return func(o *cacheOptions) { o.maxAge = d }
 }
 
-// withCacheClock sets the clock of WithCacheMaxAge (tests).
-func withCacheClock(now func() time.Time) CacheOption {
-	return func(o *cacheOptions) { o.now = now }
-}
-
 // CachedPins is a bounded, in-process, read-through LRU cache in front of a
 // Pins store, bounded by count and, with WithCacheBytes, by bytes. It implements Pins; reads of cached pins cost no I/O.
 //
@@ -271,13 +266,6 @@ func (c *CachedPins[T]) Run(ctx context.Context) error {
 // Ready is closed once Run's first watch is live, that is once the cache
 // starts serving cached pins.
 func (c *CachedPins[T]) Ready() <-chan struct{} { return c.ready }
-
-// Live reports whether the watch is live and cached pins are served.
-func (c *CachedPins[T]) Live() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.live
-}
 
 func (c *CachedPins[T]) goLive() {
 	c.mu.Lock()

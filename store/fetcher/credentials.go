@@ -80,12 +80,6 @@ type Credential struct {
 	cert    *tls.Certificate
 }
 
-// Headers returns the headers the credential sends (a copy).
-func (c Credential) Headers() []Header { return slices.Clone(c.headers) }
-
-// HasCertificate reports a client-certificate credential.
-func (c Credential) HasCertificate() bool { return c.cert != nil }
-
 // String names what the credential presents, never a value.
 func (c Credential) String() string {
 	if c.cert != nil {

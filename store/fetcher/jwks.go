@@ -208,17 +208,6 @@ func (j *JWKS) lookup(ctx context.Context, url, kid string) ([]signature.Key, er
 	return e.set.Lookup(ctx, kid, "")
 }
 
-// Get returns the key set at url, from the cache while it is fresh, else
-// fetched (one fetch however many callers ask at once). A remembered failure
-// is returned as it was until FailureTTL has passed.
-func (j *JWKS) Get(ctx context.Context, url string) (*signature.KeySet, error) {
-	e, err := j.get(ctx, url, false)
-	if err != nil {
-		return nil, err
-	}
-	return e.set, nil
-}
-
 // get returns a fresh entry for url (refresh: also one fetched less than
 // MinTTL ago), fetching it if needed. The error is that of the entry.
 func (j *JWKS) get(ctx context.Context, url string, refresh bool) (*jwksEntry, error) {
@@ -288,27 +277,6 @@ func (j *JWKS) store(e *jwksEntry) {
 		return
 	}
 	j.sets.put(e.url, e, e.size)
-}
-
-// Len returns the number of key set URLs cached (sets and failures).
-func (j *JWKS) Len() int {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	n := j.sets.len()
-	for _, e := range j.fixed {
-		if e != nil {
-			n++
-		}
-	}
-	return n
-}
-
-// Bytes returns what the cached jku key sets are counted at against
-// MaxBytes.
-func (j *JWKS) Bytes() int64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.sets.size()
 }
 
 // fetch makes one request for the key set at url (a CanonicalURL) and

@@ -225,12 +225,6 @@ func newVerifier(f *Fetcher, o SignatureOptions) (*verifier, error) {
 	return v, nil
 }
 
-// Verify is VerifyAt for a card served from no agent in particular (a file):
-// only the keys trusted for every agent are trusted.
-func (f *Fetcher) Verify(ctx context.Context, raw []byte) []detector.Signature {
-	return f.VerifyAt(ctx, "", raw)
-}
-
 // VerifyAt checks the signatures of the card raw, served at cardURL (or
 // submitted by a client for the agent there), against the keys trusted for
 // that agent's origin and for every agent, and the key sets the signatures
@@ -378,14 +372,6 @@ func cloneSignatures(sigs []detector.Signature) []detector.Signature {
 		out[i] = s
 	}
 	return out
-}
-
-// Len returns how many verification outcomes are kept, and the bytes they
-// retain (as SignatureOptions.CacheBytes counts them).
-func (v *verifier) Len() (n int, bytes int64) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.results.len(), v.results.size()
 }
 
 // Signatures converts what signature.Verify found into the detector's
