@@ -41,13 +41,7 @@ type cacheOptions struct {
 // keep alive beyond what WithCacheBytes counts; a JSON round trip is such a
 // copy. NewCachedPins panics if T is not the cache's record type.
 func WithCacheDetach[T any](detach func(T) T) CacheOption {
-	return func(o *cacheOptions) {
-		if detach == nil {
-			o.detach = nil
-			return
-		}
-		o.detach = detach
-	}
+	return func(o *cacheOptions) { o.detach = detach }
 }
 
 // CacheEntryOverhead is what WithCacheBytes adds to the size of every cached
@@ -64,13 +58,7 @@ const CacheEntryOverhead = 160
 // pin cached, outside the cache's lock. maxBytes <= 0 or a nil size: no byte
 // bound. NewCachedPins panics if T is not the cache's record type.
 func WithCacheBytes[T any](maxBytes int64, size func(T) int64) CacheOption {
-	return func(o *cacheOptions) {
-		if maxBytes <= 0 || size == nil {
-			o.maxBytes, o.sizeOf = 0, nil
-			return
-		}
-		o.maxBytes, o.sizeOf = maxBytes, size
-	}
+	return func(o *cacheOptions) { o.maxBytes, o.sizeOf = maxBytes, size }
 }
 
 // WithCacheMaxAge makes a cached pin older than d (since it was cached) a
@@ -189,25 +177,26 @@ func NewCachedPins[T Record[T]](inner Pins[T], size int, opts ...CacheOption) *C
 		seed:   maphash.MakeSeed(),
 		items:  make(map[string]*cacheEntry[T]),
 		ready:  make(chan struct{}),
-
-		maxBytes: o.maxBytes,
+		detach: option[func(T) T](o.detach, "WithCacheDetach detach"),
 	}
-	if o.sizeOf != nil {
-		f, ok := o.sizeOf.(func(T) int64)
-		if !ok {
-			panic(fmt.Sprintf("store: WithCacheBytes size is a %T, want a func(%T) int64", o.sizeOf, *new(T)))
-		}
-		c.sizeOf = f
+	if o.maxBytes > 0 {
+		c.maxBytes, c.sizeOf = o.maxBytes, option[func(T) int64](o.sizeOf, "WithCacheBytes size")
 	}
-	if o.detach != nil {
-		f, ok := o.detach.(func(T) T)
-		if !ok {
-			panic(fmt.Sprintf("store: WithCacheDetach detach is a %T, want a func(%T) %T", o.detach, *new(T), *new(T)))
-		}
-		c.detach = f
+	if c.sizeOf == nil {
+		c.maxBytes = 0
 	}
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
 	return c
+}
+
+// option returns the func an option holds for the cache's T (nil for
+// none), panicking when it is one of another type.
+func option[F any](v any, what string) F {
+	f, ok := v.(F)
+	if v != nil && !ok {
+		panic(fmt.Sprintf("store: %s is a %T, want a %T", what, v, f))
+	}
+	return f
 }
 
 // Run keeps a watch on the inner store and applies the changes it reports,
