@@ -221,14 +221,6 @@ func (c *Config) Limits() map[string]int64 {
 	}
 }
 
-// checkMaxBytes reports a byte limit below MinMaxBytes.
-func checkMaxBytes(field string, v int64) error {
-	if v < MinMaxBytes {
-		return invalid(field, v, "must be at least "+FormatSize(MinMaxBytes))
-	}
-	return nil
-}
-
 // setDefault sets *p to v if it is the zero value.
 func setDefault[T comparable](p *T, v T) {
 	var zero T
@@ -260,8 +252,8 @@ func (c *Config) Validate() error {
 		return invalid("StorageLimit", c.StorageLimit, "must be 0 (the default) or at least "+FormatSize(24*MinMaxBytes/2))
 	}
 	for _, sh := range StorageShares {
-		if err := checkMaxBytes(sh.Field, c.maxBytes(sh.Field)); err != nil {
-			return err
+		if v := c.maxBytes(sh.Field); v < MinMaxBytes {
+			return invalid(sh.Field, v, "must be at least "+FormatSize(MinMaxBytes))
 		}
 	}
 	if lc := c.maxBytes("LifecycleMaxBytes"); c.LifecycleMaxMsgSize < 1<<10 || int64(c.LifecycleMaxMsgSize) > lc {
@@ -284,12 +276,19 @@ func (c *Config) Validate() error {
 	if c.PinsMarkerTTL > 0 && c.PinsMarkerTTL < time.Second {
 		return invalid("PinsMarkerTTL", c.PinsMarkerTTL, "must be at least 1s, or negative for none")
 	}
-	if err := unique("same bucket as", []struct{ field, v string }{
+	buckets := map[string]string{}
+	for _, b := range []struct{ field, v string }{
 		{"PinsBucket", c.PinsBucket},
 		{"CardsBucket", c.CardsBucket},
 		{"LeasesBucket", c.LeasesBucket},
-	}, checkName); err != nil {
-		return err
+	} {
+		if err := checkName(b.field, b.v); err != nil {
+			return err
+		}
+		if other, dup := buckets[b.v]; dup {
+			return invalid(b.field, b.v, "same bucket as "+other)
+		}
+		buckets[b.v] = b.field
 	}
 	if err := checkName("CardsObjectBucket", c.CardsObjectBucket); err != nil {
 		return err
@@ -309,22 +308,6 @@ func (c *Config) Validate() error {
 // invalid returns a *ConfigError, its message prefixed "store: ".
 func invalid(field string, v any, reason string) error {
 	return fmt.Errorf("store: %w", &ConfigError{Field: field, Value: v, Reason: reason})
-}
-
-// unique checks each name with check, then that no two are the same
-// (reported on the later one as "<what> <earlier field>").
-func unique(what string, names []struct{ field, v string }, check func(field, v string) error) error {
-	seen := map[string]string{}
-	for _, n := range names {
-		if err := check(n.field, n.v); err != nil {
-			return err
-		}
-		if other, dup := seen[n.v]; dup {
-			return invalid(n.field, n.v, what+" "+other)
-		}
-		seen[n.v] = n.field
-	}
-	return nil
 }
 
 // none maps a negative "none" duration to JetStream's 0 (no limit).
