@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -181,9 +182,6 @@ func (g *CardsGC) Run(ctx context.Context) error {
 	}
 }
 
-// candidate is a body a sweep may remove.
-type candidate struct{ rev uint64 }
-
 // Sweep runs one sweep (see CardsGC).
 func (g *CardsGC) Sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
@@ -193,15 +191,12 @@ func (g *CardsGC) Sweep(ctx context.Context) (SweepResult, error) {
 	}
 	res.Examined = len(batch)
 	cutoff := g.opts.Now().Add(-g.opts.Grace)
-	cands := map[string]candidate{}
-	for k, rev := range g.suspects {
-		cands[k] = candidate{rev: rev}
-	}
+	cands := maps.Clone(g.suspects) // key → revision: the bodies this sweep may remove
 	for _, e := range batch {
 		// A suspect written again since has the batch's newer revision:
 		// its first strike starts over.
 		if e.Created().Before(cutoff) {
-			cands[e.Key()] = candidate{rev: e.Revision()}
+			cands[e.Key()] = e.Revision()
 		}
 	}
 	if len(cands) > 0 {
@@ -218,17 +213,12 @@ func (g *CardsGC) Sweep(ctx context.Context) (SweepResult, error) {
 	var errs []error
 	var purged []purgedBody
 	held := 0
-	for k, c := range cands {
-		rev, ok := g.suspects[k]
-		if !ok || rev != c.rev {
-			suspects[k] = c.rev
+	for k, rev := range cands {
+		if last, ok := g.suspects[k]; !ok || last != rev || held >= gcHoldBytes {
+			suspects[k] = rev // a first strike, or past what one sweep holds: the next sweep
 			continue
 		}
-		if held >= gcHoldBytes { // the rest wait for the next sweep
-			suspects[k] = c.rev
-			continue
-		}
-		p, removed, err := g.purge(ctx, k, c.rev)
+		p, removed, err := g.purge(ctx, k, rev)
 		if err != nil {
 			errs = append(errs, err)
 			continue

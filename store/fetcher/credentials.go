@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -53,16 +54,11 @@ func (s Secret) Reveal() string {
 	return string(b)
 }
 
-// String returns "[redacted]".
-func (Secret) String() string { return redacted }
-
-// Format writes "[redacted]" for every verb (%s, %v, %#v, %q, %x, ...).
-func (Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, redacted) }
-
-// MarshalJSON returns the JSON string "[redacted]".
+// String, Format (for every verb: %s, %v, %#v, %q, %x, ...), MarshalJSON
+// and MarshalText all give "[redacted]".
+func (Secret) String() string               { return redacted }
+func (Secret) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, redacted) }
 func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
-
-// MarshalText returns "[redacted]".
 func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 
 // Header is one header a Credential sends: its canonical name, and its value
@@ -92,10 +88,8 @@ func (c Credential) String() string {
 	return "headers " + strings.Join(names, ", ")
 }
 
-// Format writes String for every verb.
-func (c Credential) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
-
-// MarshalJSON encodes String.
+// Format (for every verb) and MarshalJSON give String.
+func (c Credential) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, c.String()) }
 func (c Credential) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%q", c.String())), nil }
 
 // apply puts the credential's headers on req.
@@ -149,12 +143,7 @@ func (c *Credentials) Origins() []string {
 	if c == nil {
 		return nil
 	}
-	out := make([]string, 0, len(c.byOrigin))
-	for o := range c.byOrigin {
-		out = append(out, o)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(c.byOrigin))
 }
 
 // Bounds of a credentials file.

@@ -212,15 +212,9 @@ func newVerifier(f *Fetcher, o SignatureOptions) (*verifier, error) {
 			v.scoped[origin] = keySources(j, policy, append(slices.Clip(every), k.asKeys(j)...))
 		}
 	}
-	if v.ttl == 0 {
-		v.ttl = j.opts.MaxTTL
-	}
-	if o.MaxResults == 0 {
-		o.MaxResults = DefaultMaxSignatureResults
-	}
-	if o.CacheBytes == 0 {
-		o.CacheBytes = DefaultSignatureCacheBytes
-	}
+	setDefault(&v.ttl, j.opts.MaxTTL)
+	setDefault(&o.MaxResults, DefaultMaxSignatureResults)
+	setDefault(&o.CacheBytes, DefaultSignatureCacheBytes)
 	v.results = newLRU[[sha256.Size]byte, verifyEntry](o.MaxResults, o.CacheBytes)
 	return v, nil
 }
