@@ -29,19 +29,16 @@ const (
 )
 
 // Usage is one stream's size against its byte limit, as the server reports
-// it. Buckets are reported under their streams' names (KV_<bucket>,
-// OBJ_<bucket>).
+// it: the Bytes and Msgs it holds now, its byte Limit on the server (-1:
+// none) and the sequence of its oldest message, which advances when the
+// oldest messages are discarded (or expire, or, in a bucket, are
+// overwritten). Buckets are reported under their streams' names
+// (KV_<bucket>, OBJ_<bucket>).
 type Usage struct {
-	Stream string
-	// Bytes and Msgs the stream holds now.
-	Bytes uint64
-	Msgs  uint64
-	// Limit is the stream's byte limit on the server (-1: none).
-	Limit int64
-	// FirstSeq is the sequence of its oldest message: it advances when the
-	// oldest messages are discarded (or expire, or, in a bucket, are
-	// overwritten).
-	FirstSeq uint64
+	Stream      string
+	Bytes, Msgs uint64
+	Limit       int64
+	FirstSeq    uint64
 }
 
 // Ratio is Bytes/Limit, or 0 without a limit.
