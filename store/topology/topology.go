@@ -107,8 +107,7 @@ type Topology struct {
 	// on EventsSubjects (default "card.>").
 	EventsStream   string
 	EventsSubjects string
-	// EventsMaxAge (default 7 days; negative: forever).
-	EventsMaxAge time.Duration
+	EventsMaxAge   time.Duration // default 7 days; negative: forever
 	// EventsDuplicates is the Nats-Msg-Id window that makes card.drift
 	// publish-once (default 2m).
 	EventsDuplicates time.Duration
@@ -120,8 +119,7 @@ type Topology struct {
 	// DLQSubjects (default "carddrift.dlq.>").
 	DLQStream   string
 	DLQSubjects string
-	// DLQMaxAge (default 30 days; negative: forever).
-	DLQMaxAge time.Duration
+	DLQMaxAge   time.Duration // default 30 days; negative: forever
 	// DLQMaxBytes bounds the stream's size (zero: its share of
 	// store.Config.StorageLimit); the oldest dead letters go first.
 	DLQMaxBytes int64
@@ -165,7 +163,6 @@ func (t *Topology) SetDefaults() {
 	setDefault(&t.DLQMaxAge, DefaultDLQMaxAge)
 }
 
-// setDefault sets *p to v if it is the zero value.
 func setDefault[T comparable](p *T, v T) {
 	var zero T
 	if *p == zero {
@@ -273,7 +270,6 @@ func (t *Topology) Validate() error {
 	return nil
 }
 
-// lifecyclePrefix is LifecycleSubjects without the trailing ".>".
 func (t *Topology) lifecyclePrefix() string { return strings.TrimSuffix(t.LifecycleSubjects, ".>") }
 
 // LifecycleFilter returns the subject filter of the events of partition p as
@@ -302,8 +298,8 @@ func (t *Topology) ConsumerNameOf(p int) string {
 	return t.ConsumerName + "-p" + strconv.Itoa(p)
 }
 
-// ConsumerNames returns the durable names of every partition's consumer
-// (ConsumerNameOf of each; one name without partitions).
+// ConsumerNames returns ConsumerNameOf every partition (one name without
+// partitions).
 func (t *Topology) ConsumerNames() []string {
 	out := make([]string, max(t.Partitions, 1))
 	for p := range out {
