@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
@@ -304,7 +306,7 @@ func headerEntry(v *jcs.Value) (Credential, error) {
 	}
 	var c Credential
 	for _, m := range v.Members {
-		if !isToken(m.Key) {
+		if !httpguts.ValidHeaderFieldName(m.Key) {
 			return Credential{}, fmt.Errorf("%w: name %q is not an HTTP token", ErrCredentialsHeader, m.Key)
 		}
 		name := http.CanonicalHeaderKey(m.Key)
