@@ -197,28 +197,18 @@ func parseETag(lines []string) string {
 		return ""
 	}
 	t := trimOWS(lines[0])
-	if t == "" || len(t) > maxETagLen {
+	body, weak := strings.CutPrefix(t, "W/")
+	quoted := len(body) >= 2 && body[0] == '"' && body[len(body)-1] == '"'
+	if t == "" || len(t) > maxETagLen || weak && !quoted {
 		return ""
 	}
-	body := t
-	if strings.HasPrefix(body, "W/") {
-		body = body[2:]
+	if quoted {
+		body = body[1 : len(body)-1]
 	}
-	if len(body) >= 2 && body[0] == '"' && body[len(body)-1] == '"' {
-		for i := 1; i < len(body)-1; i++ {
-			if !isETagChar(body[i]) {
-				return ""
-			}
-		}
-		return t
-	}
-	// Bare (unquoted) form: etagc only, no quotes and no comma (which would
-	// split If-None-Match into a list).
-	if body != t {
-		return ""
-	}
-	for i := 0; i < len(t); i++ {
-		if !isETagChar(t[i]) || t[i] == ',' {
+	// A bare form may hold no comma either (it would split If-None-Match
+	// into a list).
+	for i := 0; i < len(body); i++ {
+		if !isETagChar(body[i]) || !quoted && body[i] == ',' {
 			return ""
 		}
 	}
