@@ -68,8 +68,9 @@ func WithCacheMaxAge(d time.Duration) CacheOption {
 	return func(o *cacheOptions) { o.maxAge = d }
 }
 
-// CachedPins is a bounded, in-process, read-through LRU cache in front of a
-// Pins store, bounded by count and, with WithCacheBytes, by bytes. It implements Pins; reads of cached pins cost no I/O.
+// CachedPins is a bounded (by count and, with WithCacheBytes, by bytes)
+// in-process read-through LRU cache in front of a Pins store. It implements
+// Pins; reads of cached pins cost no I/O.
 //
 // Consistency:
 //
@@ -90,11 +91,9 @@ func WithCacheMaxAge(d time.Duration) CacheOption {
 //   - A pin that expires by TTL is dropped when the watch reports the expiry
 //     (KV buckets need limit markers, Config.PinsMarkerTTL).
 //   - Ids longer than MaxReversibleID are never cached.
-//   - With a replicated bucket (Replicas > 1), nats.go KV reads are direct
-//     gets that a follower may answer a few milliseconds behind the leader.
-//     The write-through entry hides that from this process's own writes
-//     while it stays cached (not evicted); a miss may read a lagging
-//     follower like any KVPins.Get.
+//   - With a replicated bucket, the write-through entry hides a lagging
+//     follower (see KVPins) from this process's own writes while it stays
+//     cached; a miss may read one like any KVPins.Get.
 //
 // Safe for concurrent use. The zero value is not usable.
 type CachedPins[T Record[T]] struct {

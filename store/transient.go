@@ -27,16 +27,12 @@ var errStreamForming = errors.New("stream created but not found yet")
 
 // Waiting returns what a failed JetStream request (Provision, Bind, a
 // consumer's creation) waits for when its error is one that a deployment
-// still forming returns and that goes away by itself: no answer in time, no
-// JetStream responding yet, no connection yet, no meta or stream leader
-// yet, too few servers up to place the replicas, a stream created (by this
-// worker or another one at the same time) that is not found yet. It returns "" for any
-// other error, which waiting does not cure: a refused permission, a
-// stream whose configuration conflicts, an invalid configuration, limits
-// the server cannot reserve (ErrStorageExceeded), a cancelled context.
-//
-// A deadline (context.DeadlineExceeded) counts as no answer: the caller
-// tells its own overall deadline apart from one attempt's.
+// still forming returns and that goes away by itself (the cases below), and
+// "" for any other error, which waiting does not cure: a refused
+// permission, a conflicting or invalid configuration, limits the server
+// cannot reserve (ErrStorageExceeded), a cancelled context. A deadline
+// counts as no answer: the caller tells its own overall deadline apart from
+// one attempt's.
 func Waiting(err error) string {
 	var apiErr *jetstream.APIError
 	switch {

@@ -181,16 +181,8 @@ func (e *refusedError) Is(target error) bool { return target == ReasonRefusedAdd
 // cancellation (by the caller or by Close) means "canceled".
 func classifyTransport(url string, ctx context.Context, err error) *FetchError {
 	fe := &FetchError{URL: url, Err: err}
-	var (
-		dnsErr    *net.DNSError
-		certErr   *tls.CertificateVerificationError
-		unkAuth   x509.UnknownAuthorityError
-		hostErr   x509.HostnameError
-		certInval x509.CertificateInvalidError
-		recErr    tls.RecordHeaderError
-		alertErr  tls.AlertError
-		netErr    net.Error
-	)
+	dnsErr, isDNS := errors.AsType[*net.DNSError](err)
+	netErr, isNet := errors.AsType[net.Error](err)
 	// The client's own checks (the SSRF guard, the redirect policy, the
 	// body limit) surface from http.Client.Do or a body read.
 	for _, r := range []Reason{ReasonRefusedAddress, ReasonTooManyRedirects, ReasonRedirectRefused, ReasonTooLarge} {
@@ -212,16 +204,14 @@ func classifyTransport(url string, ctx context.Context, err error) *FetchError {
 		}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		fe.Reason = ReasonTimeout
-	case errors.As(err, &dnsErr):
-		if dnsErr.IsTimeout {
-			fe.Reason = ReasonTimeout
-		} else {
-			fe.Reason = ReasonDNS
-		}
-	case errors.As(err, &certErr), errors.As(err, &unkAuth), errors.As(err, &hostErr),
-		errors.As(err, &certInval), errors.As(err, &recErr), errors.As(err, &alertErr):
+	case isDNS && dnsErr.IsTimeout:
+		fe.Reason = ReasonTimeout
+	case isDNS:
+		fe.Reason = ReasonDNS
+	case isA[*tls.CertificateVerificationError](err), isA[x509.UnknownAuthorityError](err), isA[x509.HostnameError](err),
+		isA[x509.CertificateInvalidError](err), isA[tls.RecordHeaderError](err), isA[tls.AlertError](err):
 		fe.Reason = ReasonTLS
-	case errors.As(err, &netErr) && netErr.Timeout():
+	case isNet && netErr.Timeout():
 		fe.Reason = ReasonTimeout
 	case errors.Is(err, context.Canceled):
 		fe.Reason = ReasonCanceled
@@ -229,6 +219,12 @@ func classifyTransport(url string, ctx context.Context, err error) *FetchError {
 		fe.Reason = ReasonConnect
 	}
 	return fe
+}
+
+// isA reports whether err wraps an E.
+func isA[E error](err error) bool {
+	_, ok := errors.AsType[E](err)
+	return ok
 }
 
 // classifyParse turns an error from detector.Parse or detector.Digest into a
