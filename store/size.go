@@ -19,18 +19,14 @@ type SizeError struct {
 }
 
 func (e *SizeError) Error() string {
-	return fmt.Sprintf("store: invalid size %q: %s", truncateInput(e.Input), e.Reason)
-}
-
-// Unwrap makes errors.Is(err, ErrInvalidSize) hold.
-func (e *SizeError) Unwrap() error { return ErrInvalidSize }
-
-func truncateInput(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
+	in := e.Input
+	if len(in) > 40 {
+		in = in[:40] + "…"
 	}
-	return s
+	return fmt.Sprintf("store: invalid size %q: %s", in, e.Reason)
 }
+
+func (e *SizeError) Unwrap() error { return ErrInvalidSize }
 
 // sizeUnits are the suffixes ParseSize reads (case-insensitive). "GB" and
 // its kin mean what nats-server's configuration means by them (max_file_store:

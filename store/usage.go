@@ -13,19 +13,16 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Monitor defaults and thresholds.
+// Monitor defaults and thresholds: how often a Monitor reads the streams'
+// sizes (one STREAM.INFO request per stream, each bounded), the fraction of
+// its byte limit at which a stream counts as full (the Monitor logs it once
+// and counts a limit hit), and the fraction below which a full stream no
+// longer does (hysteresis: one log line per crossing, not per check).
 const (
-	// DefaultMonitorInterval is how often a Monitor reads the streams'
-	// sizes (one STREAM.INFO request per stream).
 	DefaultMonitorInterval = 30 * time.Second
-	// FullRatio is the fraction of its byte limit at which a stream counts
-	// as full: the Monitor logs it once and counts a limit hit.
-	FullRatio = 0.95
-	// ClearRatio is the fraction below which a full stream counts as no
-	// longer full (hysteresis: one log line per crossing, not per check).
-	ClearRatio = 0.90
-	// monitorRequestTimeout bounds one STREAM.INFO request.
-	monitorRequestTimeout = 5 * time.Second
+	FullRatio              = 0.95
+	ClearRatio             = 0.90
+	monitorRequestTimeout  = 5 * time.Second
 )
 
 // Usage is one stream's size against its byte limit, as the server reports

@@ -148,21 +148,16 @@ func (c *Credentials) Origins() []string {
 	return slices.Sorted(maps.Keys(c.byOrigin))
 }
 
-// Bounds of a credentials file.
+// Bounds of a credentials file: its bytes, its origins, the headers of one
+// origin, one header's name and value together, one certificate or key
+// file, and the certificate and key files of the file together.
 const (
-	// MaxCredentialsFileBytes bounds the credentials file.
-	MaxCredentialsFileBytes = 1 << 20
-	// MaxCredentialOrigins bounds its origins.
-	MaxCredentialOrigins = 4096
-	// MaxCredentialHeaders bounds the headers of one origin.
-	MaxCredentialHeaders = 16
-	// MaxCredentialHeaderBytes bounds one header's name and value together.
+	MaxCredentialsFileBytes  = 1 << 20
+	MaxCredentialOrigins     = 4096
+	MaxCredentialHeaders     = 16
 	MaxCredentialHeaderBytes = 8 << 10
-	// MaxCredentialPEMBytes bounds one certificate or key file.
-	MaxCredentialPEMBytes = 256 << 10
-	// MaxCredentialPEMTotal bounds the certificate and key files of one
-	// credentials file together.
-	MaxCredentialPEMTotal = 16 << 20
+	MaxCredentialPEMBytes    = 256 << 10
+	MaxCredentialPEMTotal    = 16 << 20
 )
 
 // Errors of a credentials file, each wrapped in a *CredentialsError. None of

@@ -21,15 +21,13 @@ import (
 // for its keys (the jku is chosen by whoever wrote the card).
 type JKUPolicy string
 
-// JKU policies.
+// JKU policies: follow https jku URLs only (the default; A2A §8.4.3: keys
+// SHOULD come over secure channels), http ones too (tests and labs on
+// loopback), or none (only the operator's keys verify).
 const (
-	// JKUHTTPS follows https jku URLs only (A2A §8.4.3: keys SHOULD come
-	// over secure channels). The default.
 	JKUHTTPS JKUPolicy = "https"
-	// JKUAny follows http jku URLs too: for tests and labs on loopback.
-	JKUAny JKUPolicy = "any"
-	// JKUOff never follows a jku: only the operator's keys verify.
-	JKUOff JKUPolicy = "off"
+	JKUAny   JKUPolicy = "any"
+	JKUOff   JKUPolicy = "off"
 )
 
 // ParseJKUPolicy reads "https", "any" or "off" ("" is JKUHTTPS).
@@ -43,13 +41,11 @@ func ParseJKUPolicy(s string) (JKUPolicy, error) {
 	return "", fmt.Errorf("fetcher: jku policy %q: want https, any or off", s)
 }
 
-// Defaults of SignatureOptions.
+// Defaults of SignatureOptions.MaxResults and CacheBytes: with the
+// Fetcher's card cache (DefaultCacheBytes) and the worker's, the bytes
+// leave most of a 512 MiB pod to the rest.
 const (
-	// DefaultMaxSignatureResults is SignatureOptions.MaxResults' default.
 	DefaultMaxSignatureResults = 4096
-	// DefaultSignatureCacheBytes is SignatureOptions.CacheBytes' default:
-	// with the Fetcher's card cache (DefaultCacheBytes) and the worker's, it
-	// leaves most of a 512 MiB pod to the rest.
 	DefaultSignatureCacheBytes = 32 << 20
 )
 
