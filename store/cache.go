@@ -322,12 +322,6 @@ func (c *CachedPins[T]) valid(id string, tok cacheToken, rev uint64) bool {
 	return f.drops == tok.drops && (f.epoch == tok.epoch || f.maxRev <= rev)
 }
 
-func (c *CachedPins[T]) lockedToken(id string) cacheToken {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.token(id)
-}
-
 // store records that the inner store held pin at rev, observed under tok.
 // Whatever happens, no entry older than rev survives: either the pin is
 // cached (tok still valid) or an older entry is dropped. An own write
@@ -441,34 +435,32 @@ func (c *CachedPins[T]) Get(ctx context.Context, taskID string) (T, uint64, erro
 	return pin, rev, err
 }
 
-// Create implements Pins, caching the new pin.
+// Create and Update implement Pins, caching the new pin.
 func (c *CachedPins[T]) Create(ctx context.Context, pin T) (uint64, error) {
-	if len(pin.Key()) > MaxReversibleID {
-		return c.inner.Create(ctx, pin)
-	}
-	tok := c.lockedToken(pin.Key())
-	rev, err := c.inner.Create(ctx, pin)
-	if err != nil {
-		c.drop(pin.Key())
-		return rev, err
-	}
-	c.store(pin.Key(), tok, pin, rev, true)
-	return rev, nil
+	return c.write(pin, func() (uint64, error) { return c.inner.Create(ctx, pin) })
 }
 
-// Update implements Pins, caching the new pin.
 func (c *CachedPins[T]) Update(ctx context.Context, pin T, rev uint64) (uint64, error) {
-	if len(pin.Key()) > MaxReversibleID {
-		return c.inner.Update(ctx, pin, rev)
+	return c.write(pin, func() (uint64, error) { return c.inner.Update(ctx, pin, rev) })
+}
+
+// write makes an own write of pin to the inner store (do) and writes it
+// through to the cache, or drops the entry when it fails.
+func (c *CachedPins[T]) write(pin T, do func() (uint64, error)) (uint64, error) {
+	id := pin.Key()
+	if len(id) > MaxReversibleID {
+		return do()
 	}
-	tok := c.lockedToken(pin.Key())
-	n, err := c.inner.Update(ctx, pin, rev)
+	c.mu.Lock()
+	tok := c.token(id)
+	c.mu.Unlock()
+	rev, err := do()
 	if err != nil {
-		c.drop(pin.Key())
-		return n, err
+		c.drop(id)
+		return rev, err
 	}
-	c.store(pin.Key(), tok, pin, n, true)
-	return n, nil
+	c.store(id, tok, pin, rev, true)
+	return rev, nil
 }
 
 // Delete implements Pins.
