@@ -69,12 +69,10 @@ var StorageShares = []struct {
 // meaningful, a negative value means none. Build one with DefaultConfig,
 // change what you need, then Validate.
 type Config struct {
-	// Replicas of every stream and bucket: 1 (default), 3 for a 3-node
-	// cluster; at most 5.
+	// Replicas (1 to 5: 3 for a 3-node cluster) and Storage (file, the zero
+	// value, or memory: ParseStorage) of every stream and bucket.
 	Replicas int
-	// Storage of every stream and bucket: jetstream.FileStorage (the zero
-	// value, default) or jetstream.MemoryStorage. See ParseStorage.
-	Storage jetstream.StorageType
+	Storage  jetstream.StorageType
 
 	// StorageLimit is the sum of the byte limits of every stream and
 	// bucket (zero: the default of the Storage, StorageLimitOf). Each limit
@@ -87,11 +85,10 @@ type Config struct {
 	// them).
 	topology.Topology
 
-	// PinsBucket is the KV bucket of pins (default "carddrift-pins").
+	// PinsBucket is the KV bucket of pins; PinsTTL expires a pin this long
+	// after its last write (negative: never).
 	PinsBucket string
-	// PinsTTL expires a pin this long after its last write (default 24h;
-	// negative: never).
-	PinsTTL time.Duration
+	PinsTTL    time.Duration
 	// PinsMarkerTTL is how long the marker left by a TTL expiry is kept, so
 	// that watches (and so CachedPins) see expiries (default 15m; negative:
 	// no markers, expiries are silent). Needs nats-server 2.11 or later.
@@ -108,10 +105,8 @@ type Config struct {
 	CardsObjectBucket string
 	// CardsTTL expires card bodies (default and zero: never; cards are the
 	// evidence replay reads, and CardsGC removes those nothing references).
-	CardsTTL time.Duration
-	// CardsMaxValueSize is the KV bucket's max value size in bytes (default
-	// 1 MiB).
-	CardsMaxValueSize int32
+	CardsTTL          time.Duration
+	CardsMaxValueSize int32 // the KV bucket's max value size in bytes
 	// CardsInlineMax is the largest body stored in the KV bucket itself;
 	// larger ones go to the Object Store (default CardsMaxValueSize minus
 	// InlineHeadroom; tests set it small). The connection's max payload
@@ -125,12 +120,10 @@ type Config struct {
 	CardsMaxBytes       int64
 	CardsObjectMaxBytes int64
 
-	// LeasesBucket is the KV bucket of leases by card URL (default
-	// "carddrift-leases").
+	// LeasesBucket is the KV bucket of leases by card URL; LeasesTTL
+	// expires a lease this long after its last write (negative: never).
 	LeasesBucket string
-	// LeasesTTL expires a lease this long after its last write (default 24h;
-	// negative: never).
-	LeasesTTL time.Duration
+	LeasesTTL    time.Duration
 	// LeasesMaxBytes bounds the leases bucket (default: its share of
 	// StorageLimit); the least recently written leases go first (their
 	// cards are fetched again).
