@@ -92,9 +92,7 @@ func NewMonitor(js jetstream.JetStream, cfg Config, opts MonitorOptions) (*Monit
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Interval == 0 {
-		opts.Interval = DefaultMonitorInterval
-	}
+	setDefault(&opts.Interval, DefaultMonitorInterval)
 	if opts.Interval < time.Second {
 		return nil, invalid("MonitorOptions.Interval", opts.Interval, "must be at least 1s")
 	}

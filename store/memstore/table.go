@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -228,20 +230,11 @@ func (w *watch) Stop() error {
 	return nil
 }
 
-// Scan implements store.Scanner: it decodes a snapshot of the live values
+// Scan implements store.Scanner: it decodes a snapshot of the values
 // and calls fn with each.
 func (t *table[T]) Scan(ctx context.Context, fn func(T, uint64) error) error {
 	t.mu.Lock()
-	type kv struct {
-		val []byte
-		rev uint64
-	}
-	snap := make([]kv, 0, len(t.m))
-	for id := range t.m {
-		if e, ok := t.m[id]; ok {
-			snap = append(snap, kv{e.val, e.rev})
-		}
-	}
+	snap := slices.Collect(maps.Values(t.m))
 	t.mu.Unlock()
 	corrupt := 0
 	for _, e := range snap {
