@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -334,6 +335,24 @@ func TestProvisionRestartUpdatesNothing(t *testing.T) {
 			}
 			if err := js.Conn().Flush(); err != nil {
 				t.Fatalf("Flush() error = %v", err)
+			}
+			// The first Provision's own updates may still be advised: the
+			// server sends advisories in order, so once a sentinel stream's
+			// update is advised they all were.
+			sentinel := jetstream.StreamConfig{Name: fmt.Sprintf("SENTINEL_%d", partitions), Subjects: []string{fmt.Sprintf("sentinel.%d", partitions)}}
+			if _, err := js.CreateStream(t.Context(), sentinel); err != nil {
+				t.Fatalf("CreateStream(sentinel) error = %v", err)
+			}
+			sentinel.Description = "updated"
+			if _, err := js.UpdateStream(t.Context(), sentinel); err != nil {
+				t.Fatalf("UpdateStream(sentinel) error = %v", err)
+			}
+			for got := ""; got != "$JS.EVENT.ADVISORY.STREAM.UPDATED."+sentinel.Name; {
+				select {
+				case got = <-updates:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("partitions %d: no update advisory for the sentinel stream", partitions)
+				}
 			}
 			if err := store.Provision(t.Context(), js, cfg); err != nil {
 				t.Fatalf("Provision() again error = %v", err)
