@@ -156,27 +156,18 @@ func leaseFor(h http.Header, def, lo, hi time.Duration) time.Duration {
 	case cc.revalidate:
 		d = 0
 	case cc.hasMaxAge:
+		// The response's Age (RFC 9111 §5.1) has passed already; a
+		// malformed one is ignored.
 		d = cc.maxAge
-		if age, ok := parseAge(h.Values("Age")); ok {
-			d -= age
+		if age := h.Values("Age"); len(age) > 0 {
+			if secs, ok := parseDeltaSeconds(trimOWS(age[0])); ok {
+				d -= time.Duration(secs) * time.Second
+			}
 		}
 	default:
 		d = def
 	}
 	return clampDuration(d, lo, hi)
-}
-
-// parseAge reads the Age header (RFC 9111 §5.1); a missing or malformed Age is
-// ignored.
-func parseAge(lines []string) (time.Duration, bool) {
-	if len(lines) == 0 {
-		return 0, false
-	}
-	secs, ok := parseDeltaSeconds(trimOWS(lines[0]))
-	if !ok {
-		return 0, false
-	}
-	return time.Duration(secs) * time.Second, true
 }
 
 func clampDuration(d, lo, hi time.Duration) time.Duration {

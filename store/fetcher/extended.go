@@ -69,19 +69,17 @@ func (e *ExtendedUnavailableError) Error() string {
 // Is matches ErrExtendedUnavailable.
 func (e *ExtendedUnavailableError) Is(target error) bool { return target == ErrExtendedUnavailable }
 
-// ExtendedEndpoint is where and how an agent's extended card is asked for.
+// ExtendedEndpoint is where and how an agent's extended card is asked for:
+// the request URL (the JSON-RPC interface URL, or the HTTP+JSON GET URL:
+// interface URL and path), the binding ("JSONRPC" or "HTTP+JSON"), the
+// JSON-RPC method ("" for HTTP+JSON), the A2A-Version sent ("0.3" or "1.0")
+// and the v1.0 JSON-RPC request's tenant, if the interface names one.
 type ExtendedEndpoint struct {
-	// URL is the request URL: the JSON-RPC interface URL, or the HTTP+JSON
-	// GET URL (interface URL and path).
-	URL string
-	// Binding is "JSONRPC" or "HTTP+JSON".
+	URL     string
 	Binding string
-	// Method is the JSON-RPC method ("" for HTTP+JSON).
-	Method string
-	// Version is the A2A-Version sent: "0.3" or "1.0".
+	Method  string
 	Version string
-	// Tenant is the v1.0 JSON-RPC request's tenant, if the interface names one.
-	Tenant string
+	Tenant  string
 }
 
 // Key is the endpoint's lease key: its URL with a fragment no public card
