@@ -41,14 +41,12 @@ type JWKSOptions struct {
 	// that fails once its caller is done (canceled, or past the caller's own
 	// deadline) is not remembered. Default 30s.
 	FailureTTL time.Duration
-	// MaxEntries bounds how many key set URLs are cached (least recently
-	// used evicted first). Default 256.
+	// MaxEntries bounds how many key set URLs are cached, and MaxBytes the
+	// memory the cached jku key sets retain (each counted at
+	// jwksEntrySize), the least recently used evicted first. The key sets
+	// of URL (the operator's) are kept apart: never evicted, not counted.
 	MaxEntries int
-	// MaxBytes bounds the memory the cached jku key sets retain, each
-	// counted at jwksEntrySize; the least recently used are evicted first.
-	// Default 16 MiB. The key sets of URL (the operator's) are kept apart:
-	// never evicted, not counted here.
-	MaxBytes int64
+	MaxBytes   int64
 	// MaxBodyBytes is the largest key set read; a declared or actual body
 	// over it is ReasonTooLarge. Default 256 KiB, at most 1 MiB.
 	MaxBodyBytes int64

@@ -83,15 +83,12 @@ type SignatureOptions struct {
 	// cache's FailureTTL only.
 	ResultTTL time.Duration
 	// MaxResults bounds how many outcomes (one per body and trust scope) are
-	// kept (default DefaultMaxSignatureResults; least recently used evicted
-	// first).
+	// kept, the least recently used evicted first.
 	MaxResults int
-	// CacheBytes bounds the memory the kept outcomes retain: each is counted
+	// CacheBytes bounds the memory the kept outcomes retain, each counted
 	// at its size in memory (the entry, one detector.Signature per
-	// signature and the bytes of its strings, which are copied out of the
-	// card), and the least recently used are evicted until the total is
-	// within the bound; an outcome larger than the bound is not kept.
-	// Default DefaultSignatureCacheBytes.
+	// signature and the bytes of its strings, copied out of the card); an
+	// outcome larger than the bound is not kept.
 	CacheBytes int64
 }
 
