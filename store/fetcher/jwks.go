@@ -94,10 +94,9 @@ func (o JWKSOptions) Validate() error {
 // caches them by Cache-Control. It implements signature.Keys over the jku a
 // signature names; URL gives the Keys of one fixed key set (--jwks URL).
 //
-// Every failure is a *FetchError with the card fetches' reasons: ReasonTimeout,
-// ReasonRefusedAddress, ReasonTooLarge, ReasonStatus, ReasonInvalidJSON, ...;
-// a body that is JSON but not a key set is ReasonNotACard and wraps
-// signature.ErrInvalidJWKS; a jku that is not https (without AllowHTTP) is
+// Every failure is a *FetchError with the card fetches' reasons; a body that
+// is JSON but not a key set is ReasonNotACard (wrapping
+// signature.ErrInvalidJWKS), a jku that is not https (without AllowHTTP)
 // ReasonInvalidURL. Concurrent lookups of one URL share one fetch. A JWKS
 // starts no goroutines; closing its Fetcher cancels its fetches. It is safe
 // for concurrent use.

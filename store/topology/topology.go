@@ -322,14 +322,11 @@ func (t *Topology) PartitionOf(taskToken string) int {
 }
 
 // DeclaredConsumer returns what the topology declares of the durable pull
-// consumer that workers share for partition p (0 without partitions):
-// explicit acks, AckWait, MaxAckPending and BackOff, unlimited deliveries
-// (the worker dead-letters an event on its MaxDeliver-th delivery itself,
-// and only acknowledges it once the dead letter is stored: the server must
-// not drop it first), filtered to the partition, delivering from the start
-// of the stream. Placement (replicas, storage) is left zero:
-// store.Config.LifecycleConsumer adds it. It panics if p is out of range,
-// as LifecycleFilter does.
+// consumer that workers share for partition p, placement (replicas,
+// storage) left to store.Config.LifecycleConsumer. Deliveries are unlimited:
+// the worker dead-letters an event on its MaxDeliver-th delivery itself,
+// and only acknowledges it once the dead letter is stored. It panics if p
+// is out of range, as LifecycleFilter does.
 func (t *Topology) DeclaredConsumer(p int) jetstream.ConsumerConfig {
 	name := t.ConsumerNameOf(p)
 	return jetstream.ConsumerConfig{
@@ -347,13 +344,10 @@ func (t *Topology) DeclaredConsumer(p int) jetstream.ConsumerConfig {
 }
 
 // DeclaredStreams returns what the topology declares of its three streams,
-// lifecycle, events and dead letters in that order: names, descriptions,
-// subjects (with the partitions' subject transform), max ages, dedup
-// windows, the lifecycle stream's max message size, and retention by
-// limits discarding the oldest messages — a full stream never refuses a
-// publish (a verdict, a dead letter), it forgets history. MaxBytes is each
-// stream's field as set (zero when left to the provisioner); storage and
-// replicas are left zero. store.Provision places them.
+// lifecycle, events and dead letters in that order, placement (storage,
+// replicas, byte limits left zero) left to store.Provision. Each discards
+// its oldest messages at its limits: a full stream never refuses a publish
+// (a verdict, a dead letter), it forgets history.
 func (t *Topology) DeclaredStreams() []jetstream.StreamConfig {
 	stream := func(name, description, subjects string, maxAge, dup time.Duration, maxBytes int64) jetstream.StreamConfig {
 		return jetstream.StreamConfig{
