@@ -112,14 +112,6 @@ func provisionError(what, name string, err error) error {
 	return fmt.Errorf("store: provision %s %s: %w", what, name, err)
 }
 
-// nats-server's JSStorageResourcesExceededErr, JSMemoryResourcesExceededErr
-// and JSMessageTTLDisabledErr, which nats.go does not name.
-const (
-	jsErrCodeStorageResourcesExceeded jetstream.ErrorCode = 10047
-	jsErrCodeMemoryResourcesExceeded  jetstream.ErrorCode = 10028
-	jsErrCodeMessageTTLDisabled       jetstream.ErrorCode = 10166
-)
-
 // provisionStream creates the stream sc names if it is missing, or brings
 // the fields sc sets to sc's values, updating the stream only when one
 // differs (a restart with the same Config sends no update). Fields sc leaves
