@@ -268,11 +268,7 @@ func TestCardsGCPinWrittenAfterScan(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NewCardsGC() error = %v", err)
 		}
-		for i := range 2 {
-			if _, err := gc.Sweep(ctx); err != nil {
-				t.Fatalf("Sweep(%d) error = %v", i, err)
-			}
-		}
+		sweeps(t, gc, 2)
 		for _, c := range []struct {
 			d    string
 			want []byte
@@ -288,15 +284,7 @@ func TestCardsGCPinWrittenAfterScan(t *testing.T) {
 				t.Fatalf("Delete(pin) error = %v", err)
 			}
 		}
-		removed := 0
-		for i := range 2 {
-			res, err := gc.Sweep(ctx)
-			if err != nil {
-				t.Fatalf("Sweep(%d) error = %v", i+2, err)
-			}
-			removed += res.Removed
-		}
-		if removed != 2 {
+		if removed := sweeps(t, gc, 2); removed != 2 {
 			t.Fatalf("two sweeps after the pins went removed %d bodies, want 2", removed)
 		}
 	})
@@ -333,11 +321,7 @@ func TestCardsGCLargeBodyStoredDuringRemoval(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NewCardsGC() error = %v", err)
 		}
-		for i := range 2 {
-			if _, err := gc.Sweep(ctx); err != nil {
-				t.Fatalf("Sweep(%d) error = %v", i, err)
-			}
-		}
+		sweeps(t, gc, 2)
 		if scans < 3 {
 			t.Fatalf("References called %d times, want the second sweep to check again after purging", scans)
 		}
@@ -402,4 +386,17 @@ func TestCardsLargeBodyDroppedByLimit(t *testing.T) {
 			}
 		}
 	})
+}
+
+// sweeps runs n sweeps of gc and returns how many bodies they removed.
+func sweeps(t *testing.T, gc *store.CardsGC, n int) (removed int) {
+	t.Helper()
+	for i := range n {
+		res, err := gc.Sweep(t.Context())
+		if err != nil {
+			t.Fatalf("Sweep(%d) error = %v", i, err)
+		}
+		removed += res.Removed
+	}
+	return removed
 }
