@@ -214,7 +214,6 @@ func (c *Config) Limits() map[string]int64 {
 	}
 }
 
-// setDefault sets *p to v if it is the zero value.
 func setDefault[T comparable](p *T, v T) {
 	var zero T
 	if *p == zero {

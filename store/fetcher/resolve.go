@@ -45,8 +45,7 @@ func CardURLs(agentURL string) ([]string, error) {
 //
 // The Observation's Signatures say who signed the card: a signed card is
 // verified (VerifyAt, with the keys trusted for the origin of the card URL)
-// once per body, so a 304 or a fresh lease of a card
-// already verified costs a hash.
+// once per body, so a 304 or a fresh lease of it costs a hash.
 func (f *Fetcher) ObserveAgent(ctx context.Context, agentURL, cardURL string, force bool) (Observation, error) {
 	obs, err := f.observeAgent(ctx, agentURL, cardURL, force)
 	if err == nil && obs.Card != nil && obs.Card.HasSignatures {
