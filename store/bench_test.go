@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
 )
 
 // BenchmarkPinLookup compares, in one run on one embedded server, a pin
@@ -18,14 +17,14 @@ func BenchmarkPinLookup(b *testing.B) {
 	const pins = 1000
 	js := startJS(b)
 	ctx := context.Background()
-	st, err := store.Open[storetest.Record](ctx, js, store.Config{})
+	st, err := store.Open[testRecord](ctx, js, store.Config{})
 	if err != nil {
 		b.Fatalf("Open() error = %v", err)
 	}
 	ids := make([]string, pins)
 	for i := range ids {
 		ids[i] = "task-" + strconv.Itoa(i)
-		if _, err := st.Pins.Create(ctx, storetest.Pin(ids[i], i)); err != nil {
+		if _, err := st.Pins.Create(ctx, testPin(ids[i], i)); err != nil {
 			b.Fatalf("Create() error = %v", err)
 		}
 	}
@@ -39,7 +38,7 @@ func BenchmarkPinLookup(b *testing.B) {
 			if err != nil {
 				b.Fatalf("kv.Get() error = %v", err)
 			}
-			var p storetest.Record
+			var p testRecord
 			if err := json.Unmarshal(e.Value(), &p); err != nil {
 				b.Fatalf("json.Unmarshal() error = %v", err)
 			}

@@ -41,13 +41,7 @@ type cacheOptions struct {
 // keep alive beyond what WithCacheBytes counts; a JSON round trip is such a
 // copy. NewCachedPins panics if T is not the cache's record type.
 func WithCacheDetach[T any](detach func(T) T) CacheOption {
-	return func(o *cacheOptions) {
-		if detach == nil {
-			o.detach = nil
-			return
-		}
-		o.detach = detach
-	}
+	return func(o *cacheOptions) { o.detach = detach }
 }
 
 // CacheEntryOverhead is what WithCacheBytes adds to the size of every cached
@@ -64,13 +58,7 @@ const CacheEntryOverhead = 160
 // pin cached, outside the cache's lock. maxBytes <= 0 or a nil size: no byte
 // bound. NewCachedPins panics if T is not the cache's record type.
 func WithCacheBytes[T any](maxBytes int64, size func(T) int64) CacheOption {
-	return func(o *cacheOptions) {
-		if maxBytes <= 0 || size == nil {
-			o.maxBytes, o.sizeOf = 0, nil
-			return
-		}
-		o.maxBytes, o.sizeOf = maxBytes, size
-	}
+	return func(o *cacheOptions) { o.maxBytes, o.sizeOf = maxBytes, size }
 }
 
 // WithCacheMaxAge makes a cached pin older than d (since it was cached) a
@@ -80,13 +68,9 @@ func WithCacheMaxAge(d time.Duration) CacheOption {
 	return func(o *cacheOptions) { o.maxAge = d }
 }
 
-// withCacheClock sets the clock of WithCacheMaxAge (tests).
-func withCacheClock(now func() time.Time) CacheOption {
-	return func(o *cacheOptions) { o.now = now }
-}
-
-// CachedPins is a bounded, in-process, read-through LRU cache in front of a
-// Pins store, bounded by count and, with WithCacheBytes, by bytes. It implements Pins; reads of cached pins cost no I/O.
+// CachedPins is a bounded (by count and, with WithCacheBytes, by bytes)
+// in-process read-through LRU cache in front of a Pins store. It implements
+// Pins; reads of cached pins cost no I/O.
 //
 // Consistency:
 //
@@ -107,11 +91,9 @@ func withCacheClock(now func() time.Time) CacheOption {
 //   - A pin that expires by TTL is dropped when the watch reports the expiry
 //     (KV buckets need limit markers, Config.PinsMarkerTTL).
 //   - Ids longer than MaxReversibleID are never cached.
-//   - With a replicated bucket (Replicas > 1), nats.go KV reads are direct
-//     gets that a follower may answer a few milliseconds behind the leader.
-//     The write-through entry hides that from this process's own writes
-//     while it stays cached (not evicted); a miss may read a lagging
-//     follower like any KVPins.Get.
+//   - With a replicated bucket, the write-through entry hides a lagging
+//     follower (see KVPins) from this process's own writes while it stays
+//     cached; a miss may read one like any KVPins.Get.
 //
 // Safe for concurrent use. The zero value is not usable.
 type CachedPins[T Record[T]] struct {
@@ -194,25 +176,26 @@ func NewCachedPins[T Record[T]](inner Pins[T], size int, opts ...CacheOption) *C
 		seed:   maphash.MakeSeed(),
 		items:  make(map[string]*cacheEntry[T]),
 		ready:  make(chan struct{}),
-
-		maxBytes: o.maxBytes,
+		detach: option[func(T) T](o.detach, "WithCacheDetach detach"),
 	}
-	if o.sizeOf != nil {
-		f, ok := o.sizeOf.(func(T) int64)
-		if !ok {
-			panic(fmt.Sprintf("store: WithCacheBytes size is a %T, want a func(%T) int64", o.sizeOf, *new(T)))
-		}
-		c.sizeOf = f
+	if o.maxBytes > 0 {
+		c.maxBytes, c.sizeOf = o.maxBytes, option[func(T) int64](o.sizeOf, "WithCacheBytes size")
 	}
-	if o.detach != nil {
-		f, ok := o.detach.(func(T) T)
-		if !ok {
-			panic(fmt.Sprintf("store: WithCacheDetach detach is a %T, want a func(%T) %T", o.detach, *new(T), *new(T)))
-		}
-		c.detach = f
+	if c.sizeOf == nil {
+		c.maxBytes = 0
 	}
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
 	return c
+}
+
+// option returns the func an option holds for the cache's T (nil for
+// none), panicking when it is one of another type.
+func option[F any](v any, what string) F {
+	f, ok := v.(F)
+	if v != nil && !ok {
+		panic(fmt.Sprintf("store: %s is a %T, want a %T", what, v, f))
+	}
+	return f
 }
 
 // Run keeps a watch on the inner store and applies the changes it reports,
@@ -271,13 +254,6 @@ func (c *CachedPins[T]) Run(ctx context.Context) error {
 // Ready is closed once Run's first watch is live, that is once the cache
 // starts serving cached pins.
 func (c *CachedPins[T]) Ready() <-chan struct{} { return c.ready }
-
-// Live reports whether the watch is live and cached pins are served.
-func (c *CachedPins[T]) Live() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.live
-}
 
 func (c *CachedPins[T]) goLive() {
 	c.mu.Lock()
@@ -344,12 +320,6 @@ func (c *CachedPins[T]) valid(id string, tok cacheToken, rev uint64) bool {
 	}
 	f := &c.stripes[c.stripe(id)]
 	return f.drops == tok.drops && (f.epoch == tok.epoch || f.maxRev <= rev)
-}
-
-func (c *CachedPins[T]) lockedToken(id string) cacheToken {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.token(id)
 }
 
 // store records that the inner store held pin at rev, observed under tok.
@@ -465,34 +435,32 @@ func (c *CachedPins[T]) Get(ctx context.Context, taskID string) (T, uint64, erro
 	return pin, rev, err
 }
 
-// Create implements Pins, caching the new pin.
+// Create and Update implement Pins, caching the new pin.
 func (c *CachedPins[T]) Create(ctx context.Context, pin T) (uint64, error) {
-	if len(pin.Key()) > MaxReversibleID {
-		return c.inner.Create(ctx, pin)
-	}
-	tok := c.lockedToken(pin.Key())
-	rev, err := c.inner.Create(ctx, pin)
-	if err != nil {
-		c.drop(pin.Key())
-		return rev, err
-	}
-	c.store(pin.Key(), tok, pin, rev, true)
-	return rev, nil
+	return c.write(pin, func() (uint64, error) { return c.inner.Create(ctx, pin) })
 }
 
-// Update implements Pins, caching the new pin.
 func (c *CachedPins[T]) Update(ctx context.Context, pin T, rev uint64) (uint64, error) {
-	if len(pin.Key()) > MaxReversibleID {
-		return c.inner.Update(ctx, pin, rev)
+	return c.write(pin, func() (uint64, error) { return c.inner.Update(ctx, pin, rev) })
+}
+
+// write makes an own write of pin to the inner store (do) and writes it
+// through to the cache, or drops the entry when it fails.
+func (c *CachedPins[T]) write(pin T, do func() (uint64, error)) (uint64, error) {
+	id := pin.Key()
+	if len(id) > MaxReversibleID {
+		return do()
 	}
-	tok := c.lockedToken(pin.Key())
-	n, err := c.inner.Update(ctx, pin, rev)
+	c.mu.Lock()
+	tok := c.token(id)
+	c.mu.Unlock()
+	rev, err := do()
 	if err != nil {
-		c.drop(pin.Key())
-		return n, err
+		c.drop(id)
+		return rev, err
 	}
-	c.store(pin.Key(), tok, pin, n, true)
-	return n, nil
+	c.store(id, tok, pin, rev, true)
+	return rev, nil
 }
 
 // Delete implements Pins.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
-	"github.com/carddrift/carddrift/store/storetest"
 )
 
 // FuzzCachedPinsBytes runs a sequence of writes, reads and deletes of pins
@@ -21,7 +20,7 @@ func FuzzCachedPinsBytes(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		const limit = 64 << 10
-		c := store.NewCachedPins(memstore.NewPins[storetest.Record](), 8, store.WithCacheBytes(limit, recordSize))
+		c := store.NewCachedPins(memstore.NewPins[testRecord](), 8, store.WithCacheBytes(limit, recordSize))
 		runCache(t, c)
 		ctx := context.Background()
 		latest := map[string]string{}

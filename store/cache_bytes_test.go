@@ -9,16 +9,15 @@ import (
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
-	"github.com/carddrift/carddrift/store/storetest"
 )
 
 // recordSize is a size function for WithCacheBytes: the ETag's length
 // (which the tests below make large) stands for the pin's size.
-func recordSize(r storetest.Record) int64 { return int64(len(r.ETag)) }
+func recordSize(r testRecord) int64 { return int64(len(r.ETag)) }
 
 // bigPin is a pin whose recordSize is kib KiB.
-func bigPin(id string, kib int) storetest.Record {
-	p := storetest.Pin(id, 0)
+func bigPin(id string, kib int) testRecord {
+	p := testPin(id, 0)
 	p.ETag = strings.Repeat("e", kib<<10)
 	return p
 }
@@ -27,7 +26,7 @@ func bigPin(id string, kib int) storetest.Record {
 func entrySize(id string, s int64) int64 { return s + int64(len(id)) + store.CacheEntryOverhead }
 
 func TestCachedPinsEvictsByBytes(t *testing.T) {
-	inner := &countingPins{Pins: memstore.NewPins[storetest.Record]()}
+	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
 	limit := 3*entrySize("a", 100<<10) + 10
 	c := store.NewCachedPins(inner, 1000, store.WithCacheBytes(limit, recordSize))
 	runCache(t, c)
@@ -67,7 +66,7 @@ func TestCachedPinsEvictsByBytes(t *testing.T) {
 }
 
 func TestCachedPinsBytesUpdateAndOversize(t *testing.T) {
-	inner := &countingPins{Pins: memstore.NewPins[storetest.Record]()}
+	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
 	limit := int64(1 << 20)
 	c := store.NewCachedPins(inner, 1000, store.WithCacheBytes(limit, recordSize))
 	runCache(t, c)
@@ -114,7 +113,7 @@ func TestCachedPinsBytesUpdateAndOversize(t *testing.T) {
 // A long flood of pins never holds more than the bound, however many
 // distinct tasks it writes (the count bound alone would keep them all).
 func TestCachedPinsBytesBoundHolds(t *testing.T) {
-	inner := memstore.NewPins[storetest.Record]()
+	inner := memstore.NewPins[testRecord]()
 	limit := int64(512 << 10)
 	c := store.NewCachedPins(inner, 100_000, store.WithCacheBytes(limit, recordSize))
 	runCache(t, c)
@@ -144,22 +143,22 @@ func TestWithCacheBytesWrongType(t *testing.T) {
 			t.Fatal("NewCachedPins with a size func of another type did not panic")
 		}
 	}()
-	store.NewCachedPins(memstore.NewPins[storetest.Record](), 10, store.WithCacheBytes(1<<20, func(string) int64 { return 0 }))
+	store.NewCachedPins(memstore.NewPins[testRecord](), 10, store.WithCacheBytes(1<<20, func(string) int64 { return 0 }))
 }
 
 func TestCachedPinsDetachesWrites(t *testing.T) {
 	var detached atomic.Int64
-	detach := func(r storetest.Record) storetest.Record {
+	detach := func(r testRecord) testRecord {
 		detached.Add(1)
 		r.ETag = strings.Clone(r.ETag)
 		return r
 	}
-	inner := memstore.NewPins[storetest.Record]()
+	inner := memstore.NewPins[testRecord]()
 	c := store.NewCachedPins(inner, 10, store.WithCacheDetach(detach))
 	runCache(t, c)
 	ctx := t.Context()
 	big := strings.Repeat("b", 1<<20)
-	p := storetest.Pin("t", 1)
+	p := testPin("t", 1)
 	p.ETag = big[:8] // a slice of a much larger string
 	rev, err := c.Create(ctx, p)
 	if err != nil {
@@ -179,7 +178,7 @@ func TestCachedPinsDetachesWrites(t *testing.T) {
 		t.Fatalf("detach calls after Create and Update = %d, want 2", got)
 	}
 	// Reads through the inner store are not detached again.
-	other := storetest.Pin("u", 2)
+	other := testPin("u", 2)
 	if _, err := inner.Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,11 @@ import (
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
 	"github.com/carddrift/carddrift/store/natstest"
-	"github.com/carddrift/carddrift/store/storetest"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // runCache starts c.Run for the rest of the test and waits until it serves.
-func runCache(t *testing.T, c *store.CachedPins[storetest.Record]) {
+func runCache(t *testing.T, c *store.CachedPins[testRecord]) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -39,16 +38,16 @@ func runCache(t *testing.T, c *store.CachedPins[storetest.Record]) {
 
 func TestCachedPinsConformance(t *testing.T) {
 	t.Run("memstore", func(t *testing.T) {
-		storetest.Pins(t, func(t *testing.T) store.Pins[storetest.Record] {
-			c := store.NewCachedPins(memstore.NewPins[storetest.Record](), 100)
+		pinsSuite(t, func(t *testing.T) store.Pins[testRecord] {
+			c := store.NewCachedPins(memstore.NewPins[testRecord](), 100)
 			runCache(t, c)
 			return c
 		})
 	})
 	t.Run("kv", func(t *testing.T) {
 		withJS(t, func(js jetstream.JetStream) {
-			storetest.Pins(t, func(t *testing.T) store.Pins[storetest.Record] {
-				c := store.NewCachedPins(store.NewKVPins[storetest.Record](newKV(t, js, "pins", jetstream.KeyValueConfig{})), 100)
+			pinsSuite(t, func(t *testing.T) store.Pins[testRecord] {
+				c := store.NewCachedPins(store.NewKVPins[testRecord](newKV(t, js, "pins", jetstream.KeyValueConfig{})), 100)
 				runCache(t, c)
 				return c
 			})
@@ -59,12 +58,12 @@ func TestCachedPinsConformance(t *testing.T) {
 // countingPins counts the Gets that reach the inner store and can make
 // them slow, to widen the window between a read and its cache fill.
 type countingPins struct {
-	*memstore.Pins[storetest.Record]
+	*memstore.Pins[testRecord]
 	gets     atomic.Int64
 	maxDelay time.Duration
 }
 
-func (p *countingPins) Get(ctx context.Context, id string) (storetest.Record, uint64, error) {
+func (p *countingPins) Get(ctx context.Context, id string) (testRecord, uint64, error) {
 	p.gets.Add(1)
 	pin, rev, err := p.Pins.Get(ctx, id)
 	if p.maxDelay > 0 {
@@ -74,10 +73,10 @@ func (p *countingPins) Get(ctx context.Context, id string) (storetest.Record, ui
 }
 
 func TestCachedPinsHits(t *testing.T) {
-	inner := &countingPins{Pins: memstore.NewPins[storetest.Record]()}
+	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
 	c := store.NewCachedPins(inner, 10)
 	ctx := t.Context()
-	if _, err := c.Create(ctx, storetest.Pin("t1", 1)); err != nil {
+	if _, err := c.Create(ctx, testPin("t1", 1)); err != nil {
 		t.Fatalf("Create() error = %v", err)
 	}
 	// Before Run: every read goes through, nothing is cached.
@@ -104,7 +103,7 @@ func TestCachedPinsHits(t *testing.T) {
 	}
 	// Own writes are written through: the next read is a hit with the new pin.
 	_, rev, _ := c.Get(ctx, "t1")
-	nrev, err := c.Update(ctx, storetest.Pin("t1", 2), rev)
+	nrev, err := c.Update(ctx, testPin("t1", 2), rev)
 	if err != nil {
 		t.Fatalf("Update() error = %v", err)
 	}
@@ -118,13 +117,13 @@ func TestCachedPinsHits(t *testing.T) {
 }
 
 func TestCachedPinsEvictsLRU(t *testing.T) {
-	inner := &countingPins{Pins: memstore.NewPins[storetest.Record]()}
+	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
 	c := store.NewCachedPins(inner, 3)
 	runCache(t, c)
 	ctx := t.Context()
 	ids := []string{"a", "b", "c", "d", "e"}
 	for i, id := range ids {
-		if _, err := c.Create(ctx, storetest.Pin(id, i)); err != nil {
+		if _, err := c.Create(ctx, testPin(id, i)); err != nil {
 			t.Fatalf("Create(%s) error = %v", id, err)
 		}
 		if id == "c" {
@@ -153,7 +152,7 @@ func TestCachedPinsEvictsLRU(t *testing.T) {
 }
 
 func TestCachedPinsMaxAge(t *testing.T) {
-	inner := &countingPins{Pins: memstore.NewPins[storetest.Record]()}
+	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
 	var now atomic.Int64
 	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	c := store.NewCachedPins(inner, 10, store.WithCacheMaxAge(time.Minute), store.WithCacheClock(func() time.Time {
@@ -161,7 +160,7 @@ func TestCachedPinsMaxAge(t *testing.T) {
 	}))
 	runCache(t, c)
 	ctx := t.Context()
-	if _, err := c.Create(ctx, storetest.Pin("t1", 1)); err != nil {
+	if _, err := c.Create(ctx, testPin("t1", 1)); err != nil {
 		t.Fatalf("Create() error = %v", err)
 	}
 	for _, tc := range []struct {
@@ -189,14 +188,14 @@ func TestCachedPinsMaxAge(t *testing.T) {
 func TestCachedPinsOwnWritesNeverStale(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		inner func(t *testing.T) store.Pins[storetest.Record]
+		inner func(t *testing.T) store.Pins[testRecord]
 		iters int
 	}{
-		{"memstore", func(*testing.T) store.Pins[storetest.Record] {
-			return &countingPins{Pins: memstore.NewPins[storetest.Record](), maxDelay: 200 * time.Microsecond}
+		{"memstore", func(*testing.T) store.Pins[testRecord] {
+			return &countingPins{Pins: memstore.NewPins[testRecord](), maxDelay: 200 * time.Microsecond}
 		}, 300},
-		{"kv", func(t *testing.T) store.Pins[storetest.Record] {
-			return store.NewKVPins[storetest.Record](newKV(t, startJS(t), "pins", jetstream.KeyValueConfig{}))
+		{"kv", func(t *testing.T) store.Pins[testRecord] {
+			return store.NewKVPins[testRecord](newKV(t, startJS(t), "pins", jetstream.KeyValueConfig{}))
 		}, 60},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,11 +236,11 @@ func TestCachedPinsOwnWritesNeverStale(t *testing.T) {
 				id := ids[w]
 				wwg.Go(func() {
 					for i := range tc.iters {
-						rev, err := c.Create(ctx, storetest.Pin(id, i))
+						rev, err := c.Create(ctx, testPin(id, i))
 						if !readsOwnWrite(id, "Create", rev, err) {
 							return
 						}
-						rev, err = c.Update(ctx, storetest.Pin(id, i+1), rev)
+						rev, err = c.Update(ctx, testPin(id, i+1), rev)
 						if !readsOwnWrite(id, "Update", rev, err) {
 							return
 						}
@@ -270,18 +269,18 @@ func TestCachedPinsOwnWritesNeverStale(t *testing.T) {
 func TestCachedPinsOtherWriter(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		kv := newKV(t, js, "pins", jetstream.KeyValueConfig{})
-		c := store.NewCachedPins(store.NewKVPins[storetest.Record](kv), 100)
-		other := store.NewKVPins[storetest.Record](kv)
+		c := store.NewCachedPins(store.NewKVPins[testRecord](kv), 100)
+		other := store.NewKVPins[testRecord](kv)
 		runCache(t, c)
 		ctx := t.Context()
-		rev, err := c.Create(ctx, storetest.Pin("t1", 1))
+		rev, err := c.Create(ctx, testPin("t1", 1))
 		if err != nil {
 			t.Fatalf("Create() error = %v", err)
 		}
 		if _, got, _ := c.Get(ctx, "t1"); got != rev {
 			t.Fatalf("Get() rev = %d, want %d", got, rev)
 		}
-		nrev, err := other.Update(ctx, storetest.Pin("t1", 2), rev)
+		nrev, err := other.Update(ctx, testPin("t1", 2), rev)
 		if err != nil {
 			t.Fatalf("other.Update() error = %v", err)
 		}
@@ -305,7 +304,7 @@ func TestCachedPinsOtherWriter(t *testing.T) {
 // killableWatcher hands out watches the test can end, as a dropped
 // connection would.
 type killableWatcher struct {
-	*memstore.Pins[storetest.Record]
+	*memstore.Pins[testRecord]
 	mu      sync.Mutex
 	cancels []context.CancelFunc
 }
@@ -328,11 +327,11 @@ func (k *killableWatcher) kill() {
 }
 
 func TestCachedPinsWatchRestart(t *testing.T) {
-	inner := &killableWatcher{Pins: memstore.NewPins[storetest.Record]()}
+	inner := &killableWatcher{Pins: memstore.NewPins[testRecord]()}
 	c := store.NewCachedPins(inner, 10)
 	runCache(t, c)
 	ctx := t.Context()
-	if _, err := c.Create(ctx, storetest.Pin("t1", 1)); err != nil {
+	if _, err := c.Create(ctx, testPin("t1", 1)); err != nil {
 		t.Fatalf("Create() error = %v", err)
 	}
 	inner.kill()
@@ -350,10 +349,10 @@ func TestCachedPinsWatchRestart(t *testing.T) {
 	}
 }
 
-type unwatchable struct{ store.Pins[storetest.Record] }
+type unwatchable struct{ store.Pins[testRecord] }
 
 func TestCachedPinsRunNeedsWatcher(t *testing.T) {
-	c := store.NewCachedPins(unwatchable{memstore.NewPins[storetest.Record]()}, 10)
+	c := store.NewCachedPins(unwatchable{memstore.NewPins[testRecord]()}, 10)
 	if err := c.Run(t.Context()); !errors.Is(err, store.ErrNotWatchable) {
 		t.Fatalf("Run() = %v, want %v", err, store.ErrNotWatchable)
 	}
@@ -363,7 +362,7 @@ func TestCachedPinsRunNeedsWatcher(t *testing.T) {
 // releases it, so a test can interleave a write between a cache miss's read
 // and its fill.
 type gatedPins struct {
-	*memstore.Pins[storetest.Record]
+	*memstore.Pins[testRecord]
 	armed    atomic.Bool
 	read     chan struct{} // receives when the armed Get has read
 	released chan struct{} // closed to let it return
@@ -393,10 +392,10 @@ func (h heldWatch) Next(ctx context.Context) (store.Change, error) {
 }
 
 func newGatedPins() *gatedPins {
-	return &gatedPins{Pins: memstore.NewPins[storetest.Record](), read: make(chan struct{}), released: make(chan struct{})}
+	return &gatedPins{Pins: memstore.NewPins[testRecord](), read: make(chan struct{}), released: make(chan struct{})}
 }
 
-func (g *gatedPins) Get(ctx context.Context, id string) (storetest.Record, uint64, error) {
+func (g *gatedPins) Get(ctx context.Context, id string) (testRecord, uint64, error) {
 	pin, rev, err := g.Pins.Get(ctx, id)
 	if g.armed.CompareAndSwap(true, false) {
 		g.read <- struct{}{}
@@ -418,9 +417,9 @@ func TestCachedPinsRacingFill(t *testing.T) {
 		size int
 		// write changes t1 (current revision rev) while a read is in flight
 		// and returns the revision a later Get must see (0: ErrNotFound).
-		write func(t *testing.T, c *store.CachedPins[storetest.Record], inner *gatedPins, rev uint64) uint64
+		write func(t *testing.T, c *store.CachedPins[testRecord], inner *gatedPins, rev uint64) uint64
 	}{
-		{"own-delete", false, 0, func(t *testing.T, c *store.CachedPins[storetest.Record], _ *gatedPins, _ uint64) uint64 {
+		{"own-delete", false, 0, func(t *testing.T, c *store.CachedPins[testRecord], _ *gatedPins, _ uint64) uint64 {
 			if err := c.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
 			}
@@ -428,7 +427,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 		}},
 		{"own-update", false, 0, ownUpdate},
 		{"own-update-slow-watch", true, 0, ownUpdate},
-		{"own-delete-slow-watch", true, 0, func(t *testing.T, c *store.CachedPins[storetest.Record], _ *gatedPins, _ uint64) uint64 {
+		{"own-delete-slow-watch", true, 0, func(t *testing.T, c *store.CachedPins[testRecord], _ *gatedPins, _ uint64) uint64 {
 			if err := c.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
 			}
@@ -436,9 +435,9 @@ func TestCachedPinsRacingFill(t *testing.T) {
 		}},
 		// The own update's entry is evicted before the read it raced fills:
 		// the older read must not be cached in its place.
-		{"own-update-evicted-slow-watch", true, 1, func(t *testing.T, c *store.CachedPins[storetest.Record], inner *gatedPins, rev uint64) uint64 {
+		{"own-update-evicted-slow-watch", true, 1, func(t *testing.T, c *store.CachedPins[testRecord], inner *gatedPins, rev uint64) uint64 {
 			n := ownUpdate(t, c, inner, rev)
-			if _, err := c.Create(t.Context(), storetest.Pin("t2", 1)); err != nil {
+			if _, err := c.Create(t.Context(), testPin("t2", 1)); err != nil {
 				t.Fatalf("Create(t2) error = %v", err)
 			}
 			if st := c.Stats(); st.Evictions != 1 {
@@ -446,16 +445,16 @@ func TestCachedPinsRacingFill(t *testing.T) {
 			}
 			return n
 		}},
-		{"other-update", false, 0, func(t *testing.T, c *store.CachedPins[storetest.Record], inner *gatedPins, rev uint64) uint64 {
+		{"other-update", false, 0, func(t *testing.T, c *store.CachedPins[testRecord], inner *gatedPins, rev uint64) uint64 {
 			before := c.Stats().Changes
-			n, err := inner.Pins.Update(t.Context(), storetest.Pin("t1", 2), rev)
+			n, err := inner.Pins.Update(t.Context(), testPin("t1", 2), rev)
 			if err != nil {
 				t.Fatalf("Update() error = %v", err)
 			}
 			natstest.Eventually(t, 5*time.Second, "the watch to report the update", func() bool { return c.Stats().Changes > before })
 			return n
 		}},
-		{"other-delete", false, 0, func(t *testing.T, c *store.CachedPins[storetest.Record], inner *gatedPins, _ uint64) uint64 {
+		{"other-delete", false, 0, func(t *testing.T, c *store.CachedPins[testRecord], inner *gatedPins, _ uint64) uint64 {
 			before := c.Stats().Changes
 			if err := inner.Pins.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
@@ -472,7 +471,7 @@ func TestCachedPinsRacingFill(t *testing.T) {
 			}
 			c := store.NewCachedPins(inner, size)
 			runCache(t, c)
-			rev, err := inner.Pins.Create(t.Context(), storetest.Pin("t1", 1))
+			rev, err := inner.Pins.Create(t.Context(), testPin("t1", 1))
 			if err != nil {
 				t.Fatalf("Create() error = %v", err)
 			}
@@ -509,8 +508,8 @@ func TestCachedPinsRacingFill(t *testing.T) {
 	}
 }
 
-func ownUpdate(t *testing.T, c *store.CachedPins[storetest.Record], _ *gatedPins, rev uint64) uint64 {
-	n, err := c.Update(t.Context(), storetest.Pin("t1", 2), rev)
+func ownUpdate(t *testing.T, c *store.CachedPins[testRecord], _ *gatedPins, rev uint64) uint64 {
+	n, err := c.Update(t.Context(), testPin("t1", 2), rev)
 	if err != nil {
 		t.Fatalf("Update() error = %v", err)
 	}
@@ -524,14 +523,14 @@ func ownUpdate(t *testing.T, c *store.CachedPins[storetest.Record], _ *gatedPins
 type reportedFirstPins struct {
 	*countingPins
 	t *testing.T
-	c *store.CachedPins[storetest.Record]
+	c *store.CachedPins[testRecord]
 }
 
 func (p *reportedFirstPins) waitReported(before uint64) {
 	natstest.Eventually(p.t, 5*time.Second, "the watch to report the own write", func() bool { return p.c.Stats().Changes > before })
 }
 
-func (p *reportedFirstPins) Create(ctx context.Context, pin storetest.Record) (uint64, error) {
+func (p *reportedFirstPins) Create(ctx context.Context, pin testRecord) (uint64, error) {
 	before := p.c.Stats().Changes
 	rev, err := p.Pins.Create(ctx, pin)
 	if err == nil {
@@ -540,7 +539,7 @@ func (p *reportedFirstPins) Create(ctx context.Context, pin storetest.Record) (u
 	return rev, err
 }
 
-func (p *reportedFirstPins) Update(ctx context.Context, pin storetest.Record, rev uint64) (uint64, error) {
+func (p *reportedFirstPins) Update(ctx context.Context, pin testRecord, rev uint64) (uint64, error) {
 	before := p.c.Stats().Changes
 	n, err := p.Pins.Update(ctx, pin, rev)
 	if err == nil {
@@ -553,20 +552,20 @@ func (p *reportedFirstPins) Update(ctx context.Context, pin storetest.Record, re
 // write, applied before the write-through, must not keep the write from
 // being cached.
 func TestCachedPinsOwnWriteReportedFirst(t *testing.T) {
-	inner := &countingPins{Pins: memstore.NewPins[storetest.Record]()}
+	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
 	rf := &reportedFirstPins{countingPins: inner, t: t}
 	c := store.NewCachedPins(rf, 10)
 	rf.c = c
 	runCache(t, c)
 	ctx := t.Context()
-	rev, err := c.Create(ctx, storetest.Pin("t1", 1))
+	rev, err := c.Create(ctx, testPin("t1", 1))
 	if err != nil {
 		t.Fatalf("Create() error = %v", err)
 	}
 	if _, got, err := c.Get(ctx, "t1"); err != nil || got != rev {
 		t.Fatalf("Get() after Create = rev %d, %v; want %d", got, err, rev)
 	}
-	nrev, err := c.Update(ctx, storetest.Pin("t1", 2), rev)
+	nrev, err := c.Update(ctx, testPin("t1", 2), rev)
 	if err != nil {
 		t.Fatalf("Update() error = %v", err)
 	}

@@ -69,12 +69,10 @@ var StorageShares = []struct {
 // meaningful, a negative value means none. Build one with DefaultConfig,
 // change what you need, then Validate.
 type Config struct {
-	// Replicas of every stream and bucket: 1 (default), 3 for a 3-node
-	// cluster; at most 5.
+	// Replicas (1 to 5: 3 for a 3-node cluster) and Storage (file, the zero
+	// value, or memory: ParseStorage) of every stream and bucket.
 	Replicas int
-	// Storage of every stream and bucket: jetstream.FileStorage (the zero
-	// value, default) or jetstream.MemoryStorage. See ParseStorage.
-	Storage jetstream.StorageType
+	Storage  jetstream.StorageType
 
 	// StorageLimit is the sum of the byte limits of every stream and
 	// bucket (zero: the default of the Storage, StorageLimitOf). Each limit
@@ -87,11 +85,10 @@ type Config struct {
 	// them).
 	topology.Topology
 
-	// PinsBucket is the KV bucket of pins (default "carddrift-pins").
+	// PinsBucket is the KV bucket of pins; PinsTTL expires a pin this long
+	// after its last write (negative: never).
 	PinsBucket string
-	// PinsTTL expires a pin this long after its last write (default 24h;
-	// negative: never).
-	PinsTTL time.Duration
+	PinsTTL    time.Duration
 	// PinsMarkerTTL is how long the marker left by a TTL expiry is kept, so
 	// that watches (and so CachedPins) see expiries (default 15m; negative:
 	// no markers, expiries are silent). Needs nats-server 2.11 or later.
@@ -108,10 +105,8 @@ type Config struct {
 	CardsObjectBucket string
 	// CardsTTL expires card bodies (default and zero: never; cards are the
 	// evidence replay reads, and CardsGC removes those nothing references).
-	CardsTTL time.Duration
-	// CardsMaxValueSize is the KV bucket's max value size in bytes (default
-	// 1 MiB).
-	CardsMaxValueSize int32
+	CardsTTL          time.Duration
+	CardsMaxValueSize int32 // the KV bucket's max value size in bytes
 	// CardsInlineMax is the largest body stored in the KV bucket itself;
 	// larger ones go to the Object Store (default CardsMaxValueSize minus
 	// InlineHeadroom; tests set it small). The connection's max payload
@@ -125,12 +120,10 @@ type Config struct {
 	CardsMaxBytes       int64
 	CardsObjectMaxBytes int64
 
-	// LeasesBucket is the KV bucket of leases by card URL (default
-	// "carddrift-leases").
+	// LeasesBucket is the KV bucket of leases by card URL; LeasesTTL
+	// expires a lease this long after its last write (negative: never).
 	LeasesBucket string
-	// LeasesTTL expires a lease this long after its last write (default 24h;
-	// negative: never).
-	LeasesTTL time.Duration
+	LeasesTTL    time.Duration
 	// LeasesMaxBytes bounds the leases bucket (default: its share of
 	// StorageLimit); the least recently written leases go first (their
 	// cards are fetched again).
@@ -221,15 +214,6 @@ func (c *Config) Limits() map[string]int64 {
 	}
 }
 
-// checkMaxBytes reports a byte limit below MinMaxBytes.
-func checkMaxBytes(field string, v int64) error {
-	if v < MinMaxBytes {
-		return invalid(field, v, "must be at least "+FormatSize(MinMaxBytes))
-	}
-	return nil
-}
-
-// setDefault sets *p to v if it is the zero value.
 func setDefault[T comparable](p *T, v T) {
 	var zero T
 	if *p == zero {
@@ -260,8 +244,8 @@ func (c *Config) Validate() error {
 		return invalid("StorageLimit", c.StorageLimit, "must be 0 (the default) or at least "+FormatSize(24*MinMaxBytes/2))
 	}
 	for _, sh := range StorageShares {
-		if err := checkMaxBytes(sh.Field, c.maxBytes(sh.Field)); err != nil {
-			return err
+		if v := c.maxBytes(sh.Field); v < MinMaxBytes {
+			return invalid(sh.Field, v, "must be at least "+FormatSize(MinMaxBytes))
 		}
 	}
 	if lc := c.maxBytes("LifecycleMaxBytes"); c.LifecycleMaxMsgSize < 1<<10 || int64(c.LifecycleMaxMsgSize) > lc {
@@ -284,12 +268,19 @@ func (c *Config) Validate() error {
 	if c.PinsMarkerTTL > 0 && c.PinsMarkerTTL < time.Second {
 		return invalid("PinsMarkerTTL", c.PinsMarkerTTL, "must be at least 1s, or negative for none")
 	}
-	if err := unique("same bucket as", []struct{ field, v string }{
+	buckets := map[string]string{}
+	for _, b := range []struct{ field, v string }{
 		{"PinsBucket", c.PinsBucket},
 		{"CardsBucket", c.CardsBucket},
 		{"LeasesBucket", c.LeasesBucket},
-	}, checkName); err != nil {
-		return err
+	} {
+		if err := checkName(b.field, b.v); err != nil {
+			return err
+		}
+		if other, dup := buckets[b.v]; dup {
+			return invalid(b.field, b.v, "same bucket as "+other)
+		}
+		buckets[b.v] = b.field
 	}
 	if err := checkName("CardsObjectBucket", c.CardsObjectBucket); err != nil {
 		return err
@@ -309,22 +300,6 @@ func (c *Config) Validate() error {
 // invalid returns a *ConfigError, its message prefixed "store: ".
 func invalid(field string, v any, reason string) error {
 	return fmt.Errorf("store: %w", &ConfigError{Field: field, Value: v, Reason: reason})
-}
-
-// unique checks each name with check, then that no two are the same
-// (reported on the later one as "<what> <earlier field>").
-func unique(what string, names []struct{ field, v string }, check func(field, v string) error) error {
-	seen := map[string]string{}
-	for _, n := range names {
-		if err := check(n.field, n.v); err != nil {
-			return err
-		}
-		if other, dup := seen[n.v]; dup {
-			return invalid(n.field, n.v, what+" "+other)
-		}
-		seen[n.v] = n.field
-	}
-	return nil
 }
 
 // none maps a negative "none" duration to JetStream's 0 (no limit).

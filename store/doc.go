@@ -11,14 +11,12 @@
 // bodies no pin or lease references.
 //
 // Pins, Cards and Leases are small interfaces with one contract, checked by
-// the conformance suite in store/storetest: KVPins, KVCards and KVLeases
+// the conformance suite of this package's tests: KVPins, KVCards and KVLeases
 // (JetStream KV, and an Object Store for large cards), store/memstore (the
 // same in memory), and CachedPins (a bounded read-through cache in front of
-// any watchable Pins). Errors are the sentinels ErrNotFound, ErrExists,
-// ErrConflict, ErrInvalidDigest, ErrInvalidID and ErrCorrupt, and
-// *ConfigError; JetStream's own errors are converted at this edge (a stale
-// revision is ErrConflict). Task ids and card URLs may contain anything:
-// EncodeKey maps them injectively to KV-safe keys.
+// any watchable Pins). JetStream's errors are converted at this edge to the
+// sentinels of errors.go (a stale revision is ErrConflict). Task ids and
+// card URLs may contain anything: EncodeKey maps them to KV-safe keys.
 //
 //	st, err := store.Open[task.Pin](ctx, js, store.DefaultConfig()) // provisions and binds
 //	pins := store.NewCachedPins(st.Pins, 100_000)

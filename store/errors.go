@@ -24,17 +24,15 @@ var (
 	// its connection closed.
 	ErrWatchClosed = errors.New("store: watch closed")
 	// ErrInvalidID is returned by Create and Update when the task id or card
-	// URL is not valid UTF-8 (values are stored as JSON, which cannot hold
-	// it).
+	// URL is not valid UTF-8 (which the JSON values are stored as cannot hold).
 	ErrInvalidID = errors.New("store: id is not valid UTF-8")
 	// ErrCorrupt is returned by Get when a stored value cannot be decoded or does
 	// not belong to the key it is stored under.
 	ErrCorrupt = errors.New("store: corrupt value")
 	// ErrStorageExceeded is returned (wrapped with the server's error) by
-	// Provision and Open when the server refuses to reserve the byte limits:
-	// their sum (Config.StorageLimit) is more than its max_file_store (or
-	// max_memory_store) has left, or than the account may use. Lower
-	// StorageLimit or raise the server's.
+	// Provision and Open when the server refuses to reserve the byte limits
+	// (Config.StorageLimit: more than its storage has left, or than the
+	// account may use). Lower StorageLimit or raise the server's.
 	ErrStorageExceeded = errors.New("store: byte limits exceed the server's storage")
 )
 

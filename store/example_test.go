@@ -7,7 +7,6 @@ import (
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
-	"github.com/carddrift/carddrift/store/storetest"
 )
 
 func ExampleEncodeKey() {
@@ -53,11 +52,11 @@ func ExampleCachedPins() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	pins := store.NewCachedPins(memstore.NewPins[storetest.Record](), 1000)
+	pins := store.NewCachedPins(memstore.NewPins[testRecord](), 1000)
 	go pins.Run(ctx) // until then, reads go through
 	<-pins.Ready()
 
-	rev, _ := pins.Create(ctx, storetest.Pin("task-1", 1))
+	rev, _ := pins.Create(ctx, testPin("task-1", 1))
 	pin, got, _ := pins.Get(ctx, "task-1") // served from the cache
 	fmt.Println(pin.TaskID, got == rev)
 

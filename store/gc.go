@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -15,16 +16,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// CardsGC defaults.
+// CardsGC defaults (GCOptions). The grace is more than the time between
+// storing a body and writing the pin or lease that names it.
 const (
-	// DefaultGCInterval is how often CardsGC sweeps.
 	DefaultGCInterval = 10 * time.Minute
-	// DefaultGCGrace is how old a body must be before CardsGC may remove
-	// it: more than the time between storing a body and writing the pin or
-	// lease that names it.
-	DefaultGCGrace = time.Hour
-	// DefaultGCBatch is how many bodies one sweep examines.
-	DefaultGCBatch = 10_000
+	DefaultGCGrace    = time.Hour
+	DefaultGCBatch    = 10_000
 	// gcMarkerTTL is how long the purge marker of a removed body stays.
 	gcMarkerTTL = time.Minute
 )
@@ -67,12 +64,10 @@ type GCOptions struct {
 	// References names the digests to keep (required; see
 	// PinLeaseReferences).
 	References References
-	// Interval between sweeps (default DefaultGCInterval; at least 1s).
-	Interval time.Duration
-	// Grace: a body stored less than this long ago is kept (default
-	// DefaultGCGrace; at least 1s).
-	Grace time.Duration
-	// Batch is how many bodies a sweep examines (default DefaultGCBatch).
+	// Interval between sweeps and Grace, under which a body stored less
+	// long ago is kept: at least 1s each.
+	Interval, Grace time.Duration
+	// Batch is how many bodies a sweep examines.
 	Batch int
 	// Logger receives a line per sweep that removed something and per
 	// failed sweep (default: no logging).
@@ -114,11 +109,10 @@ type CardsGC struct {
 	suspects map[string]uint64 // key → revision: unmarked candidates of the last sweep
 }
 
-// SweepResult is what one sweep did.
+// SweepResult is what one sweep did: how many bodies the batch read, how
+// many of them (and of the last sweep's suspects) were older than Grace and
+// unreferenced, and how many were removed.
 type SweepResult struct {
-	// Examined is how many bodies the batch read; Candidates how many of
-	// them (and of the last sweep's suspects) were older than Grace and
-	// unreferenced; Removed how many were removed.
 	Examined, Candidates, Removed int
 }
 
@@ -181,9 +175,6 @@ func (g *CardsGC) Run(ctx context.Context) error {
 	}
 }
 
-// candidate is a body a sweep may remove.
-type candidate struct{ rev uint64 }
-
 // Sweep runs one sweep (see CardsGC).
 func (g *CardsGC) Sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
@@ -193,15 +184,12 @@ func (g *CardsGC) Sweep(ctx context.Context) (SweepResult, error) {
 	}
 	res.Examined = len(batch)
 	cutoff := g.opts.Now().Add(-g.opts.Grace)
-	cands := map[string]candidate{}
-	for k, rev := range g.suspects {
-		cands[k] = candidate{rev: rev}
-	}
+	cands := maps.Clone(g.suspects) // key → revision: the bodies this sweep may remove
 	for _, e := range batch {
 		// A suspect written again since has the batch's newer revision:
 		// its first strike starts over.
 		if e.Created().Before(cutoff) {
-			cands[e.Key()] = candidate{rev: e.Revision()}
+			cands[e.Key()] = e.Revision()
 		}
 	}
 	if len(cands) > 0 {
@@ -218,17 +206,12 @@ func (g *CardsGC) Sweep(ctx context.Context) (SweepResult, error) {
 	var errs []error
 	var purged []purgedBody
 	held := 0
-	for k, c := range cands {
-		rev, ok := g.suspects[k]
-		if !ok || rev != c.rev {
-			suspects[k] = c.rev
+	for k, rev := range cands {
+		if last, ok := g.suspects[k]; !ok || last != rev || held >= gcHoldBytes {
+			suspects[k] = rev // a first strike, or past what one sweep holds: the next sweep
 			continue
 		}
-		if held >= gcHoldBytes { // the rest wait for the next sweep
-			suspects[k] = c.rev
-			continue
-		}
-		p, removed, err := g.purge(ctx, k, c.rev)
+		p, removed, err := g.purge(ctx, k, rev)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -395,12 +378,11 @@ func (g *CardsGC) purge(ctx context.Context, key string, rev uint64) (purgedBody
 
 // removeObject deletes an object the way ObjectStore.Delete does, without
 // the STREAM.PURGE request it ends with (a purge that fails leaves the
-// object deleted and its chunks behind; rollups need only publishes on
-// the object's own subjects, which carddrift may make): it publishes the object's metadata marked deleted (a rollup of
-// its meta subject), then rolls its chunk subject up to one empty message
-// that expires (or, on a stream without message TTLs, stays: a few bytes).
-// These are the Object Store's own subjects, $O.<bucket>.M.<base64url
-// name> and $O.<bucket>.C.<nuid>, which carddrift may publish to.
+// object deleted and its chunks behind): it publishes the object's metadata
+// marked deleted (a rollup of $O.<bucket>.M.<base64url name>), then rolls
+// its chunk subject $O.<bucket>.C.<nuid> up to one empty message that
+// expires (or, on a stream without message TTLs, stays: a few bytes).
+// Publishing on the object's own subjects is all carddrift may do there.
 func (g *CardsGC) removeObject(ctx context.Context, name string) error {
 	info, err := g.cards.obj.GetInfo(ctx, name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {

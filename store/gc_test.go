@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
 )
 
 func digestOf(b []byte) string {
@@ -28,7 +27,7 @@ func TestCardsGC(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		ctx := t.Context()
 		cfg := store.Config{StorageLimit: 24 << 20, CardsInlineMax: 1 << 10}
-		st, err := store.Open[storetest.Record](ctx, js, cfg)
+		st, err := store.Open[testRecord](ctx, js, cfg)
 		if err != nil {
 			t.Fatalf("Open() error = %v", err)
 		}
@@ -46,7 +45,7 @@ func TestCardsGC(t *testing.T) {
 				t.Fatalf("Put(%s) error = %v", c.digest, err)
 			}
 		}
-		pin := storetest.Pin("task-1", 0)
+		pin := testPin("task-1", 0)
 		pin.Digest = pinnedD
 		if _, err := st.Pins.Create(ctx, pin); err != nil {
 			t.Fatalf("Create(pin) error = %v", err)
@@ -59,7 +58,7 @@ func TestCardsGC(t *testing.T) {
 		now := time.Now()
 		reg := prometheus.NewPedanticRegistry()
 		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{
-			References: store.PinLeaseReferences(st.Pins, func(r storetest.Record) []string { return []string{r.Digest} }, st.Leases),
+			References: store.PinLeaseReferences(st.Pins, func(r testRecord) []string { return []string{r.Digest} }, st.Leases),
 			Grace:      time.Hour, Now: func() time.Time { return now }, Registerer: reg,
 		})
 		if err != nil {
@@ -136,7 +135,7 @@ func TestCardsGC(t *testing.T) {
 func TestCardsGCBatch(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		ctx := t.Context()
-		st, err := store.Open[storetest.Record](ctx, js, store.Config{StorageLimit: 24 << 20})
+		st, err := store.Open[testRecord](ctx, js, store.Config{StorageLimit: 24 << 20})
 		if err != nil {
 			t.Fatalf("Open() error = %v", err)
 		}
@@ -176,7 +175,7 @@ func TestCardsGCBatch(t *testing.T) {
 func TestCardsGCKeepsOnError(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		ctx := t.Context()
-		st, err := store.Open[storetest.Record](ctx, js, store.Config{StorageLimit: 24 << 20})
+		st, err := store.Open[testRecord](ctx, js, store.Config{StorageLimit: 24 << 20})
 		if err != nil {
 			t.Fatalf("Open() error = %v", err)
 		}
@@ -232,7 +231,7 @@ func valueOfPlain(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestCardsGCPinWrittenAfterScan(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		ctx := t.Context()
-		st, err := store.Open[storetest.Record](ctx, js, store.Config{StorageLimit: 24 << 20, CardsInlineMax: 1 << 10})
+		st, err := store.Open[testRecord](ctx, js, store.Config{StorageLimit: 24 << 20, CardsInlineMax: 1 << 10})
 		if err != nil {
 			t.Fatalf("Open() error = %v", err)
 		}
@@ -246,7 +245,7 @@ func TestCardsGCPinWrittenAfterScan(t *testing.T) {
 		}
 		now := time.Now().Add(2 * time.Hour)
 		scans := 0
-		scan := store.PinLeaseReferences(st.Pins, func(r storetest.Record) []string { return []string{r.Digest} }, st.Leases)
+		scan := store.PinLeaseReferences(st.Pins, func(r testRecord) []string { return []string{r.Digest} }, st.Leases)
 		refs := func(ctx context.Context, mark func(string)) error {
 			err := scan(ctx, mark)
 			scans++
@@ -256,7 +255,7 @@ func TestCardsGCPinWrittenAfterScan(t *testing.T) {
 					if err := st.Cards.Put(ctx, d, map[string][]byte{smallD: small, largeD: large}[d]); err != nil {
 						t.Errorf("Put() error = %v", err)
 					}
-					pin := storetest.Pin("task-late-"+string(rune('a'+i)), 0)
+					pin := testPin("task-late-"+string(rune('a'+i)), 0)
 					pin.Digest = d
 					if _, err := st.Pins.Create(ctx, pin); err != nil {
 						t.Errorf("Create(pin) error = %v", err)
@@ -269,11 +268,7 @@ func TestCardsGCPinWrittenAfterScan(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NewCardsGC() error = %v", err)
 		}
-		for i := range 2 {
-			if _, err := gc.Sweep(ctx); err != nil {
-				t.Fatalf("Sweep(%d) error = %v", i, err)
-			}
-		}
+		sweeps(t, gc, 2)
 		for _, c := range []struct {
 			d    string
 			want []byte
@@ -289,15 +284,7 @@ func TestCardsGCPinWrittenAfterScan(t *testing.T) {
 				t.Fatalf("Delete(pin) error = %v", err)
 			}
 		}
-		removed := 0
-		for i := range 2 {
-			res, err := gc.Sweep(ctx)
-			if err != nil {
-				t.Fatalf("Sweep(%d) error = %v", i+2, err)
-			}
-			removed += res.Removed
-		}
-		if removed != 2 {
+		if removed := sweeps(t, gc, 2); removed != 2 {
 			t.Fatalf("two sweeps after the pins went removed %d bodies, want 2", removed)
 		}
 	})
@@ -310,7 +297,7 @@ func TestCardsGCPinWrittenAfterScan(t *testing.T) {
 func TestCardsGCLargeBodyStoredDuringRemoval(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		ctx := t.Context()
-		st, err := store.Open[storetest.Record](ctx, js, store.Config{StorageLimit: 24 << 20, CardsInlineMax: 1 << 10})
+		st, err := store.Open[testRecord](ctx, js, store.Config{StorageLimit: 24 << 20, CardsInlineMax: 1 << 10})
 		if err != nil {
 			t.Fatalf("Open() error = %v", err)
 		}
@@ -334,11 +321,7 @@ func TestCardsGCLargeBodyStoredDuringRemoval(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NewCardsGC() error = %v", err)
 		}
-		for i := range 2 {
-			if _, err := gc.Sweep(ctx); err != nil {
-				t.Fatalf("Sweep(%d) error = %v", i, err)
-			}
-		}
+		sweeps(t, gc, 2)
 		if scans < 3 {
 			t.Fatalf("References called %d times, want the second sweep to check again after purging", scans)
 		}
@@ -361,7 +344,7 @@ func TestCardsGCLargeBodyStoredDuringRemoval(t *testing.T) {
 func TestCardsLargeBodyDroppedByLimit(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		ctx := t.Context()
-		st, err := store.Open[storetest.Record](ctx, js, store.Config{StorageLimit: 24 << 20, CardsInlineMax: 1 << 10, CardsObjectMaxBytes: store.MinMaxBytes})
+		st, err := store.Open[testRecord](ctx, js, store.Config{StorageLimit: 24 << 20, CardsInlineMax: 1 << 10, CardsObjectMaxBytes: store.MinMaxBytes})
 		if err != nil {
 			t.Fatalf("Open() error = %v", err)
 		}
@@ -403,4 +386,17 @@ func TestCardsLargeBodyDroppedByLimit(t *testing.T) {
 			}
 		}
 	})
+}
+
+// sweeps runs n sweeps of gc and returns how many bodies they removed.
+func sweeps(t *testing.T, gc *store.CardsGC, n int) (removed int) {
+	t.Helper()
+	for i := range n {
+		res, err := gc.Sweep(t.Context())
+		if err != nil {
+			t.Fatalf("Sweep(%d) error = %v", i, err)
+		}
+		removed += res.Removed
+	}
+	return removed
 }

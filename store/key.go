@@ -24,6 +24,3 @@ func EncodeKey(id string) string { return kvkey.Encode(id) }
 // DecodeKey inverts EncodeKey. It returns ErrHashedKey for the key of a long
 // id, and an error for a string EncodeKey does not produce.
 func DecodeKey(key string) (string, error) { return kvkey.Decode(key) }
-
-// isLowerHex reports whether s is non-empty and all lowercase hex digits.
-func isLowerHex(s string) bool { return kvkey.IsLowerHex(s) }

@@ -52,13 +52,9 @@ func (s *kvJSON[T]) Get(ctx context.Context, id string) (T, uint64, error) {
 
 // Create stores v under its id; ErrExists if the id has a value.
 func (s *kvJSON[T]) Create(ctx context.Context, v T) (uint64, error) {
-	id := s.id(&v)
-	if !utf8.ValidString(id) {
-		return 0, fmt.Errorf("store: create %s %s: %w", s.what, quote(id), ErrInvalidID)
-	}
-	b, err := json.Marshal(v)
+	id, b, err := s.encode("create", &v)
 	if err != nil {
-		return 0, fmt.Errorf("store: create %s %s: %w", s.what, quote(id), err)
+		return 0, err
 	}
 	rev, err := s.kv.Create(ctx, EncodeKey(id), b)
 	if err != nil {
@@ -72,18 +68,14 @@ func (s *kvJSON[T]) Create(ctx context.Context, v T) (uint64, error) {
 
 // Update replaces v's value if rev is its current revision.
 func (s *kvJSON[T]) Update(ctx context.Context, v T, rev uint64) (uint64, error) {
-	id := s.id(&v)
-	if !utf8.ValidString(id) {
-		return 0, fmt.Errorf("store: update %s %s: %w", s.what, quote(id), ErrInvalidID)
+	id, b, err := s.encode("update", &v)
+	if err != nil {
+		return 0, err
 	}
 	key := EncodeKey(id)
 	if rev == 0 {
 		// Revision 0 would make the KV write a create; it is never current.
 		return 0, s.casFailed(ctx, id, key, rev)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return 0, fmt.Errorf("store: update %s %s: %w", s.what, quote(id), err)
 	}
 	n, err := s.kv.Update(ctx, key, b, rev)
 	if err != nil {
@@ -95,6 +87,20 @@ func (s *kvJSON[T]) Update(ctx context.Context, v T, rev uint64) (uint64, error)
 		return 0, fmt.Errorf("store: update %s %s: %w", s.what, quote(id), err)
 	}
 	return n, nil
+}
+
+// encode returns the id of v and its JSON, for the write op ("create",
+// "update"); ErrInvalidID for an id that is not UTF-8.
+func (s *kvJSON[T]) encode(op string, v *T) (string, []byte, error) {
+	id := s.id(v)
+	if !utf8.ValidString(id) {
+		return id, nil, fmt.Errorf("store: %s %s %s: %w", op, s.what, quote(id), ErrInvalidID)
+	}
+	b, err := json.Marshal(*v)
+	if err != nil {
+		return id, nil, fmt.Errorf("store: %s %s %s: %w", op, s.what, quote(id), err)
+	}
+	return id, b, nil
 }
 
 // casFailed tells a conflict from a missing key after a failed update.

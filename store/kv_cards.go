@@ -39,8 +39,6 @@ type KVCards struct {
 	objStream jetstream.Stream
 }
 
-var _ Cards = (*KVCards)(nil)
-
 // NewKVCards returns Cards stored in kv, with bodies over inlineMax bytes in
 // obj. inlineMax must leave room for headers below the bucket's max value
 // size and the connection's max payload (Bind derives it from Config); a

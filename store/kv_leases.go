@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -76,7 +75,7 @@ func (l *KVLeases) Follow(ctx context.Context, known func(key string, rev uint64
 	if err != nil {
 		return nil, fmt.Errorf("store: follow %s bucket: %w", l.kv.Bucket(), err)
 	}
-	return &leaseFeed{w: w, known: known}, nil
+	return &leaseFeed{kvWatch: kvWatch{w: w}, known: known}, nil
 }
 
 // Head returns the bucket's last revision (0 when it holds nothing): every
@@ -97,12 +96,11 @@ func (l *KVLeases) Head(ctx context.Context) (uint64, error) {
 	return 0, nil
 }
 
-// leaseFeed adapts a jetstream.KeyWatcher to LeaseFeed.
+// leaseFeed adapts a jetstream.KeyWatcher to LeaseFeed (its Stop is
+// kvWatch's).
 type leaseFeed struct {
-	w     jetstream.KeyWatcher
+	kvWatch
 	known func(key string, rev uint64) bool
-	once  sync.Once
-	err   error
 }
 
 func (f *leaseFeed) Next(ctx context.Context) (LeaseUpdate, error) {
@@ -130,9 +128,4 @@ func (f *leaseFeed) Next(ctx context.Context) (LeaseUpdate, error) {
 		}
 		return u, nil
 	}
-}
-
-func (f *leaseFeed) Stop() error {
-	f.once.Do(func() { f.err = f.w.Stop() })
-	return f.err
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -26,15 +25,15 @@ func newKV(t *testing.T, js jetstream.JetStream, prefix string, cfg jetstream.Ke
 
 func TestKVPinsConformance(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
-		storetest.Pins(t, func(t *testing.T) store.Pins[storetest.Record] {
-			return store.NewKVPins[storetest.Record](newKV(t, js, "pins", jetstream.KeyValueConfig{}))
+		pinsSuite(t, func(t *testing.T) store.Pins[testRecord] {
+			return store.NewKVPins[testRecord](newKV(t, js, "pins", jetstream.KeyValueConfig{}))
 		})
 	})
 }
 
 func TestKVLeasesConformance(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
-		storetest.Leases(t, func(t *testing.T) store.Leases {
+		leasesSuite(t, func(t *testing.T) store.Leases {
 			return store.NewKVLeases(newKV(t, js, "leases", jetstream.KeyValueConfig{}))
 		})
 	})
@@ -50,7 +49,7 @@ func TestKVCardsConformance(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			withJS(t, func(js jetstream.JetStream) {
-				storetest.Cards(t, func(t *testing.T) store.Cards {
+				cardsSuite(t, func(t *testing.T) store.Cards {
 					kv := newKV(t, js, "cards", jetstream.KeyValueConfig{MaxValueSize: 1 << 20})
 					obj, err := js.CreateObjectStore(t.Context(), jetstream.ObjectStoreConfig{Bucket: freshName("cards-large")})
 					if err != nil {
@@ -66,8 +65,8 @@ func TestKVCardsConformance(t *testing.T) {
 func TestKVPinsPurgedIsNotFound(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		kv := newKV(t, js, "pins", jetstream.KeyValueConfig{History: 5})
-		ps := store.NewKVPins[storetest.Record](kv)
-		rev, err := ps.Create(t.Context(), storetest.Pin("t1", 1))
+		ps := store.NewKVPins[testRecord](kv)
+		rev, err := ps.Create(t.Context(), testPin("t1", 1))
 		if err != nil {
 			t.Fatalf("Create() error = %v", err)
 		}
@@ -77,7 +76,7 @@ func TestKVPinsPurgedIsNotFound(t *testing.T) {
 		if _, _, err := ps.Get(t.Context(), "t1"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("Get() after purge error = %v, want %v", err, store.ErrNotFound)
 		}
-		if _, err := ps.Update(t.Context(), storetest.Pin("t1", 2), rev); !errors.Is(err, store.ErrNotFound) {
+		if _, err := ps.Update(t.Context(), testPin("t1", 2), rev); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("Update() after purge error = %v, want %v", err, store.ErrNotFound)
 		}
 	})
@@ -86,7 +85,7 @@ func TestKVPinsPurgedIsNotFound(t *testing.T) {
 func TestKVPinsCorruptValue(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		kv := newKV(t, js, "pins", jetstream.KeyValueConfig{})
-		ps := store.NewKVPins[storetest.Record](kv)
+		ps := store.NewKVPins[testRecord](kv)
 		for _, tc := range []struct {
 			name, id string
 			value    []byte
@@ -116,9 +115,9 @@ func TestKVWatch(t *testing.T) {
 		}
 		url := "https://a.example/.well-known/agent-card.json"
 		long := "https://a.example/" + strings.Repeat("x", store.MaxReversibleID)
-		r1, _ := ls.Create(t.Context(), storetest.Lease(url, 1))
-		r2, _ := ls.Update(t.Context(), storetest.Lease(url, 2), r1)
-		r3, _ := ls.Create(t.Context(), storetest.Lease(long, 1))
+		r1, _ := ls.Create(t.Context(), testLease(url, 1))
+		r2, _ := ls.Update(t.Context(), testLease(url, 2), r1)
+		r3, _ := ls.Create(t.Context(), testLease(long, 1))
 		if err := kv.Delete(t.Context(), store.EncodeKey(url)); err != nil {
 			t.Fatalf("kv.Delete() error = %v", err)
 		}

@@ -14,13 +14,12 @@ import (
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/natstest"
-	"github.com/carddrift/carddrift/store/storetest"
 	"github.com/carddrift/carddrift/store/topology"
 )
 
 // padded is a pin of taskID with pad in it, to fill buckets.
-func padded(taskID, pad string) storetest.Record {
-	r := storetest.Pin(taskID, 0)
+func padded(taskID, pad string) testRecord {
+	r := testPin(taskID, 0)
 	r.Reported = []string{pad}
 	return r
 }
@@ -198,7 +197,7 @@ func TestFullStoresNeverRefuse(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		ctx := t.Context()
 		cfg := store.Config{StorageLimit: 24 << 20} // pins 4 MiB, DLQ 2 MiB
-		st, err := store.Open[storetest.Record](ctx, js, cfg)
+		st, err := store.Open[testRecord](ctx, js, cfg)
 		if err != nil {
 			t.Fatalf("Open() error = %v", err)
 		}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/natstest"
-	"github.com/carddrift/carddrift/store/storetest"
 )
 
 // TestStorageJobsUnderShippedPermissions: provisioning with byte limits,
@@ -28,7 +27,7 @@ func TestStorageJobsUnderShippedPermissions(t *testing.T) {
 	defer cancel()
 
 	cfg := store.Config{StorageLimit: 96 << 20, CardsInlineMax: 1 << 10}
-	st, err := store.Open[storetest.Record](ctx, js, cfg)
+	st, err := store.Open[testRecord](ctx, js, cfg)
 	if err != nil {
 		t.Fatalf("Open() under the shipped permissions: %v", err)
 	}
@@ -51,7 +50,7 @@ func TestStorageJobsUnderShippedPermissions(t *testing.T) {
 	}
 	now := time.Now().Add(2 * time.Hour)
 	gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{
-		References: store.PinLeaseReferences(st.Pins, func(r storetest.Record) []string { return []string{r.Digest} }, st.Leases),
+		References: store.PinLeaseReferences(st.Pins, func(r testRecord) []string { return []string{r.Digest} }, st.Leases),
 		Now:        func() time.Time { return now },
 	})
 	if err != nil {
@@ -93,7 +92,7 @@ func TestObjectPutsUnderShippedPermissions(t *testing.T) {
 	// not fit, so the second one's upload discards the first one's oldest
 	// chunks.
 	cfg := store.Config{StorageLimit: 96 << 20, CardsInlineMax: 1 << 10, CardsObjectMaxBytes: store.MinMaxBytes}
-	st, err := store.Open[storetest.Record](ctx, js, cfg)
+	st, err := store.Open[testRecord](ctx, js, cfg)
 	if err != nil {
 		t.Fatalf("Open() under the shipped permissions: %v", err)
 	}

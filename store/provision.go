@@ -11,7 +11,7 @@ import (
 )
 
 // Stores are the JetStream-backed stores of one Config, bound by Open or
-// Bind. They share the caller's connection; closing it is the caller's job.
+// Bind on the caller's connection.
 type Stores[T Record[T]] struct {
 	Pins   *KVPins[T]
 	Cards  *KVCards
@@ -73,15 +73,11 @@ func Bind[T Record[T]](ctx context.Context, js jetstream.JetStream, cfg Config) 
 }
 
 // Provision creates or updates every stream and bucket of cfg (zero fields
-// take their defaults): the lifecycle, outbound-events and dead-letter
-// streams, the pins, cards and leases KV buckets and the large-cards Object
-// Store. Every one of them is bounded in bytes (Config.StorageLimit) and
-// discards its oldest messages at the bound. It is idempotent: running it
-// again with the same cfg changes nothing. Consumers are the worker's (see
-// Config.LifecycleConsumer).
-// A change the server cannot apply in place (say, Storage) fails with the
-// server's error; limits that do not fit the server's storage fail with
-// ErrStorageExceeded.
+// take their defaults), each bounded in bytes and discarding its oldest
+// messages at the bound. It is idempotent; consumers are the worker's
+// (Config.LifecycleConsumer). A change the server cannot apply in place
+// (say, Storage) fails with the server's error; limits that do not fit the
+// server's storage fail with ErrStorageExceeded.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -115,14 +111,6 @@ func provisionError(what, name string, err error) error {
 	}
 	return fmt.Errorf("store: provision %s %s: %w", what, name, err)
 }
-
-// nats-server's JSStorageResourcesExceededErr, JSMemoryResourcesExceededErr
-// and JSMessageTTLDisabledErr, which nats.go does not name.
-const (
-	jsErrCodeStorageResourcesExceeded jetstream.ErrorCode = 10047
-	jsErrCodeMemoryResourcesExceeded  jetstream.ErrorCode = 10028
-	jsErrCodeMessageTTLDisabled       jetstream.ErrorCode = 10166
-)
 
 // provisionStream creates the stream sc names if it is missing, or brings
 // the fields sc sets to sc's values, updating the stream only when one

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/storetest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -121,7 +121,7 @@ func TestProvisionInvalidConfig(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Field != "PinsBucket" {
 			t.Fatalf("Provision(bad bucket) error = %v, want *ConfigError for PinsBucket", err)
 		}
-		if _, err := store.Bind[storetest.Record](t.Context(), js, store.Config{}); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		if _, err := store.Bind[testRecord](t.Context(), js, store.Config{}); !errors.Is(err, jetstream.ErrBucketNotFound) {
 			t.Fatalf("Bind() before Provision error = %v, want %v", err, jetstream.ErrBucketNotFound)
 		}
 	})
@@ -221,12 +221,12 @@ func TestEventsDedup(t *testing.T) {
 func TestOpenLargeCardsUseObjectStore(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		cfg := store.Config{CardsInlineMax: 256}
-		st, err := store.Open[storetest.Record](t.Context(), js, cfg)
+		st, err := store.Open[testRecord](t.Context(), js, cfg)
 		if err != nil {
 			t.Fatalf("Open() error = %v", err)
 		}
-		small, large := storetest.Body("small", 200), storetest.Body("large", 300<<10)
-		ds, dl := storetest.Digest("small"), storetest.Digest("large")
+		small, large := testBody("small", 200), testBody("large", 300<<10)
+		ds, dl := testDigest("small"), testDigest("large")
 		for d, raw := range map[string][]byte{ds: small, dl: large} {
 			if err := st.Cards.Put(t.Context(), d, raw); err != nil {
 				t.Fatalf("Put(%d bytes) error = %v", len(raw), err)
@@ -278,7 +278,7 @@ func TestOpenLargeCardsUseObjectStore(t *testing.T) {
 func TestPinsTTLExpiryIsWatched(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		cfg := store.Config{PinsTTL: time.Second, PinsMarkerTTL: time.Second}
-		st, err := store.Open[storetest.Record](t.Context(), js, cfg)
+		st, err := store.Open[testRecord](t.Context(), js, cfg)
 		if err != nil {
 			t.Fatalf("Open() error = %v", err)
 		}
@@ -287,7 +287,7 @@ func TestPinsTTLExpiryIsWatched(t *testing.T) {
 			t.Fatalf("Watch() error = %v", err)
 		}
 		defer w.Stop()
-		rev, err := st.Pins.Create(t.Context(), storetest.Pin("short-lived", 1))
+		rev, err := st.Pins.Create(t.Context(), testPin("short-lived", 1))
 		if err != nil {
 			t.Fatalf("Create() error = %v", err)
 		}
@@ -310,7 +310,7 @@ func TestPinsTTLExpiryIsWatched(t *testing.T) {
 		if _, _, err := st.Pins.Get(t.Context(), "short-lived"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("Get() after TTL error = %v, want %v", err, store.ErrNotFound)
 		}
-		if _, err := st.Pins.Create(t.Context(), storetest.Pin("short-lived", 2)); err != nil {
+		if _, err := st.Pins.Create(t.Context(), testPin("short-lived", 2)); err != nil {
 			t.Fatalf("Create() after expiry error = %v", err)
 		}
 	})
@@ -335,6 +335,24 @@ func TestProvisionRestartUpdatesNothing(t *testing.T) {
 			}
 			if err := js.Conn().Flush(); err != nil {
 				t.Fatalf("Flush() error = %v", err)
+			}
+			// The first Provision's own updates may still be advised: the
+			// server sends advisories in order, so once a sentinel stream's
+			// update is advised they all were.
+			sentinel := jetstream.StreamConfig{Name: fmt.Sprintf("SENTINEL_%d", partitions), Subjects: []string{fmt.Sprintf("sentinel.%d", partitions)}}
+			if _, err := js.CreateStream(t.Context(), sentinel); err != nil {
+				t.Fatalf("CreateStream(sentinel) error = %v", err)
+			}
+			sentinel.Description = "updated"
+			if _, err := js.UpdateStream(t.Context(), sentinel); err != nil {
+				t.Fatalf("UpdateStream(sentinel) error = %v", err)
+			}
+			for got := ""; got != "$JS.EVENT.ADVISORY.STREAM.UPDATED."+sentinel.Name; {
+				select {
+				case got = <-updates:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("partitions %d: no update advisory for the sentinel stream", partitions)
+				}
 			}
 			if err := store.Provision(t.Context(), js, cfg); err != nil {
 				t.Fatalf("Provision() again error = %v", err)

@@ -3,8 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
-	"math"
-	"math/bits"
+	"math/big"
 	"strconv"
 	"strings"
 )
@@ -20,18 +19,14 @@ type SizeError struct {
 }
 
 func (e *SizeError) Error() string {
-	return fmt.Sprintf("store: invalid size %q: %s", truncateInput(e.Input), e.Reason)
-}
-
-// Unwrap makes errors.Is(err, ErrInvalidSize) hold.
-func (e *SizeError) Unwrap() error { return ErrInvalidSize }
-
-func truncateInput(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
+	in := e.Input
+	if len(in) > 40 {
+		in = in[:40] + "…"
 	}
-	return s
+	return fmt.Sprintf("store: invalid size %q: %s", in, e.Reason)
 }
+
+func (e *SizeError) Unwrap() error { return ErrInvalidSize }
 
 // sizeUnits are the suffixes ParseSize reads (case-insensitive). "GB" and
 // its kin mean what nats-server's configuration means by them (max_file_store:
@@ -76,46 +71,14 @@ func ParseSize(s string) (int64, error) {
 	if strings.Contains(frac, ".") || whole == "" && frac == "" || hasFrac && frac == "" {
 		return 0, &SizeError{Input: s, Reason: "malformed number"}
 	}
-	var n int64
-	for _, c := range whole {
-		d := int64(c - '0')
-		if n > (math.MaxInt64-d)/10 {
-			return 0, &SizeError{Input: s, Reason: "too large"}
-		}
-		n = n*10 + d
-	}
-	if n > math.MaxInt64/mult {
+	// Exactly, rounded down: the number is at most maxSizeLen digits.
+	r, _ := new(big.Rat).SetString(num)
+	r.Mul(r, new(big.Rat).SetInt64(mult))
+	n := new(big.Int).Quo(r.Num(), r.Denom())
+	if !n.IsInt64() {
 		return 0, &SizeError{Input: s, Reason: "too large"}
 	}
-	n *= mult
-	// The fraction, exactly: frac digits d1 d2 … contribute
-	// mult·0.d1d2… bytes, rounded down. Digits beyond 19 cannot add a byte
-	// for any unit here (mult ≤ 2^40 < 10^13).
-	if len(frac) > 19 {
-		frac = frac[:19]
-	}
-	if frac != "" {
-		f, _ := strconv.ParseUint(frac, 10, 64) // ≤ 19 digits: fits
-		scale := uint64(1)
-		for range len(frac) {
-			scale *= 10
-		}
-		// mult·f/scale without overflow: split mult = q·scale + r.
-		m := uint64(mult)
-		add := (m/scale)*f + mulDiv(m%scale, f, scale)
-		if add > uint64(math.MaxInt64-n) {
-			return 0, &SizeError{Input: s, Reason: "too large"}
-		}
-		n += int64(add)
-	}
-	return n, nil
-}
-
-// mulDiv returns a·b/c rounded down for a, b < c ≤ 10^19, without overflow.
-func mulDiv(a, b, c uint64) uint64 {
-	hi, lo := bits.Mul64(a, b)
-	q, _ := bits.Div64(hi, lo, c) // hi < c since a·b < c²
-	return q
+	return n.Int64(), nil
 }
 
 // FormatSize writes n bytes the way ParseSize reads them back exactly: the

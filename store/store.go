@@ -7,14 +7,12 @@ import (
 	"github.com/carddrift/carddrift/detector"
 )
 
-// Record is what Pins holds: a JSON-encodable value that names the key it is
-// stored under and copies itself. The task core's pin (events/task.Pin) is
-// the record carddrift stores; the store defines nothing of its content.
+// Record is what Pins holds: a JSON-encodable value that names the id it is
+// stored under (Key: a task id) and copies itself (Clone: a copy sharing no
+// slices or maps, which caches hand out). The task core's pin
+// (events/task.Pin) is the record carddrift stores.
 type Record[T any] interface {
-	// Key is the id the record is stored under (a task id).
 	Key() string
-	// Clone returns a copy that shares no memory (slices, maps) with the
-	// receiver: caches hand out clones.
 	Clone() T
 }
 
@@ -27,8 +25,7 @@ type Pins[T Record[T]] interface {
 	// Create stores a new pin under pin.Key(); ErrExists if the task already
 	// has one. A deleted or expired pin can be created again.
 	Create(ctx context.Context, pin T) (rev uint64, err error)
-	// Get returns the task's pin and its revision; ErrNotFound if none, or if
-	// it was deleted or expired.
+	// Get returns the task's pin and its revision; ErrNotFound if none.
 	Get(ctx context.Context, taskID string) (T, uint64, error)
 	// Update replaces the pin if rev is its current revision and returns the
 	// new revision; ErrConflict if someone wrote it since, ErrNotFound if the
@@ -43,9 +40,9 @@ type Pins[T Record[T]] interface {
 // servings with the same canonical digest but different bytes keep the first.
 // Safe for concurrent use.
 type Cards interface {
-	// Put stores raw under digest. Putting the same digest again is a no-op.
-	// ErrInvalidDigest if digest is malformed. Put does not check that raw
-	// hashes to digest; that is the caller's business.
+	// Put stores raw under digest (not checking that raw hashes to it);
+	// putting the same digest again is a no-op. ErrInvalidDigest if digest
+	// is malformed.
 	Put(ctx context.Context, digest string, raw []byte) error
 	// Get returns the body stored under digest; ErrNotFound if none,
 	// ErrInvalidDigest if digest is malformed.
@@ -112,13 +109,12 @@ type Reported struct {
 	Since   time.Time `json:"since,omitzero"`
 }
 
-// Fresh reports whether the lease's observation is still valid at now.
+// Fresh and Failing report whether, at now, the lease's observation is
+// still valid and a recorded failure is still being backed off.
 func (l Lease) Fresh(now time.Time) bool {
 	return l.Digest != "" && now.Before(l.FetchedAt.Add(l.MaxAge))
 }
 
-// Failing reports whether the lease records a failure that is still being
-// backed off at now.
 func (l Lease) Failing(now time.Time) bool {
 	return l.FailReason != "" && now.Before(l.RetryAt)
 }
@@ -128,12 +124,9 @@ func (l Lease) Failing(now time.Time) bool {
 // fetch records its result, or reads the winner's). Safe for concurrent
 // use. Revisions behave as for Pins.
 type Leases interface {
-	// Get returns the lease and its revision; ErrNotFound if none.
+	// Get, Create (under l.CardURL) and Update behave as Pins' do.
 	Get(ctx context.Context, cardURL string) (Lease, uint64, error)
-	// Create stores a new lease under l.CardURL; ErrExists if one exists.
 	Create(ctx context.Context, l Lease) (uint64, error)
-	// Update replaces the lease if rev is current; ErrConflict otherwise,
-	// ErrNotFound if there is no lease.
 	Update(ctx context.Context, l Lease, rev uint64) (uint64, error)
 }
 
@@ -151,11 +144,10 @@ type Scanner[T any] interface {
 // Op is the kind of write a Change reports.
 type Op uint8
 
-// Ops of a Change.
+// Ops of a Change: OpPut is a create or update, OpDelete a delete, a purge
+// or an expiry (TTL).
 const (
-	// OpPut is a create or update.
 	OpPut Op = iota + 1
-	// OpDelete is a delete, a purge or an expiry (TTL).
 	OpDelete
 )
 
@@ -169,12 +161,12 @@ func (o Op) String() string {
 	return "unknown"
 }
 
-// Change is one write to a keyed store (Pins or Leases), as a Watch reports it.
+// Change is one write to a keyed store (Pins or Leases), as a Watch reports
+// it: its stored key (EncodeKey of the id) and the id, a task id or card
+// URL ("" when the id was too long to be stored reversibly: only Key
+// identifies it then).
 type Change struct {
-	// Key is the stored key (EncodeKey of the id).
 	Key string
-	// ID is the task id or card URL; "" when the id was too long to be
-	// stored reversibly (see EncodeKey), in which case only Key identifies it.
 	ID  string
 	Rev uint64
 	Op  Op

@@ -9,13 +9,9 @@ import (
 // the Config's replicas, storage and byte limits on what it declares.
 
 // LifecycleConsumer returns the config of the durable pull consumer that
-// workers share for partition p (0 without partitions): what the topology
-// declares of it (topology.Topology.DeclaredConsumer: explicit acks, AckWait,
-// MaxAckPending and BackOff from c, unlimited deliveries, filtered to the
-// partition, delivering from the start of the stream) with the Config's
-// Replicas and Storage. The worker creates it with
-// js.CreateOrUpdateConsumer(ctx, c.LifecycleStream, cc). It panics if p is
-// out of range, as LifecycleFilter does.
+// workers share for partition p: what the topology declares of it
+// (topology.Topology.DeclaredConsumer) with the Config's Replicas and
+// Storage. It panics if p is out of range.
 func (c *Config) LifecycleConsumer(p int) jetstream.ConsumerConfig {
 	cc := c.DeclaredConsumer(p)
 	cc.Replicas = c.Replicas

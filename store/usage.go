@@ -13,35 +13,29 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Monitor defaults and thresholds.
+// Monitor defaults and thresholds: how often a Monitor reads the streams'
+// sizes (one STREAM.INFO request per stream, each bounded), the fraction of
+// its byte limit at which a stream counts as full (the Monitor logs it once
+// and counts a limit hit), and the fraction below which a full stream no
+// longer does (hysteresis: one log line per crossing, not per check).
 const (
-	// DefaultMonitorInterval is how often a Monitor reads the streams'
-	// sizes (one STREAM.INFO request per stream).
 	DefaultMonitorInterval = 30 * time.Second
-	// FullRatio is the fraction of its byte limit at which a stream counts
-	// as full: the Monitor logs it once and counts a limit hit.
-	FullRatio = 0.95
-	// ClearRatio is the fraction below which a full stream counts as no
-	// longer full (hysteresis: one log line per crossing, not per check).
-	ClearRatio = 0.90
-	// monitorRequestTimeout bounds one STREAM.INFO request.
-	monitorRequestTimeout = 5 * time.Second
+	FullRatio              = 0.95
+	ClearRatio             = 0.90
+	monitorRequestTimeout  = 5 * time.Second
 )
 
 // Usage is one stream's size against its byte limit, as the server reports
-// it. Buckets are reported under their streams' names (KV_<bucket>,
-// OBJ_<bucket>).
+// it: the Bytes and Msgs it holds now, its byte Limit on the server (-1:
+// none) and the sequence of its oldest message, which advances when the
+// oldest messages are discarded (or expire, or, in a bucket, are
+// overwritten). Buckets are reported under their streams' names
+// (KV_<bucket>, OBJ_<bucket>).
 type Usage struct {
-	Stream string
-	// Bytes and Msgs the stream holds now.
-	Bytes uint64
-	Msgs  uint64
-	// Limit is the stream's byte limit on the server (-1: none).
-	Limit int64
-	// FirstSeq is the sequence of its oldest message: it advances when the
-	// oldest messages are discarded (or expire, or, in a bucket, are
-	// overwritten).
-	FirstSeq uint64
+	Stream      string
+	Bytes, Msgs uint64
+	Limit       int64
+	FirstSeq    uint64
 }
 
 // Ratio is Bytes/Limit, or 0 without a limit.
@@ -98,9 +92,7 @@ func NewMonitor(js jetstream.JetStream, cfg Config, opts MonitorOptions) (*Monit
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Interval == 0 {
-		opts.Interval = DefaultMonitorInterval
-	}
+	setDefault(&opts.Interval, DefaultMonitorInterval)
 	if opts.Interval < time.Second {
 		return nil, invalid("MonitorOptions.Interval", opts.Interval, "must be at least 1s")
 	}

@@ -32,7 +32,7 @@ type layoutLayer struct {
 // layoutLayers is carddrift's layout, bottom up. A package that is not in it
 // fails TestLayout: add it to the layer that says what it is. The layering
 // is checked on non-test imports; a package's tests may import rigs and
-// packages above it (the store's tests run on store/storetest).
+// packages above it (the store's tests run on store/memstore).
 var layoutLayers = []layoutLayer{
 	// Leaves: packages that import no carddrift package. Canonical JSON
 	// and the strict JSON scanner, the stream topology, the internal helpers
@@ -60,8 +60,8 @@ var layoutLayers = []layoutLayer{
 	// tree and the topology, below the contract.
 	{"store", []string{"store"}},
 	// The event contract: types, codec and subjects; the stores' second
-	// implementation and their conformance rig.
-	{"contract, stores", []string{"events", "store/memstore", "store/storetest"}},
+	// implementation.
+	{"contract, stores", []string{"events", "store/memstore"}},
 	// Publishing the contract's events onto JetStream (events/publish, the
 	// contract's emitter and publisher).
 	{"publish", []string{"events/publish"}},
@@ -190,7 +190,7 @@ func modRel(p string) (string, bool) {
 }
 
 // isRig reports whether a package is a test rig: a package nested under what
-// it tests and named for it with "test" appended (store/storetest,
+// it tests and named for it with "test" appended (store/natstest,
 // events/service/servicetest), imported by tests.
 func isRig(r string) bool {
 	if slices.Contains(harnesses, r) {

@@ -213,7 +213,7 @@ func TestParseTrust(t *testing.T) {
 		{name: "no usable key inline", file: `{"https://a.example":{"keys":[]}}`, origin: "https://a.example", want: errTrustNoKeys},
 		{name: "no usable key in the file", file: `{"https://a.example":{"jwks":"secret.json"}}`, origin: "https://a.example", want: errTrustNoKeys},
 		{name: "a file that is not there", file: `{"https://a.example":{"jwks":"none.json"}}`, origin: "https://a.example", want: os.ErrNotExist},
-		{name: "a jwks URL without a host", file: `{"https://a.example":{"jwks":"https://"}}`, origin: "https://a.example", want: fetcher.ErrInvalidURL},
+		{name: "a jwks URL without a host", file: `{"https://a.example":{"jwks":"https://"}}`, origin: "https://a.example", want: fetcher.ReasonInvalidURL},
 		{name: "too many origins", file: many.String(), want: errTrustTooLarge},
 		{name: "too large", file: `{"https://a.example":{"jwks":"` + strings.Repeat("x", maxTrustFileBytes) + `"}}`, want: errTrustTooLarge},
 	} {

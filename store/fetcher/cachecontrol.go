@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // cacheControl is what the fetcher needs from a response's Cache-Control.
@@ -60,39 +62,27 @@ func parseCacheControl(lines []string) cacheControl {
 
 // nextDirective splits the first directive off s. It returns the directive's
 // name and value, whether it had "=", the rest of s after the following comma,
-// and ok=false when s cannot be parsed further.
+// and ok=false when s cannot be parsed further. Empty list elements (",,")
+// are allowed.
 func nextDirective(s string) (name, value string, hasValue bool, rest string, ok bool) {
-	s = trimOWS(s)
-	// Empty list elements (",,") are allowed.
-	for strings.HasPrefix(s, ",") {
-		s = trimOWS(s[1:])
-	}
+	s = strings.TrimLeft(s, " \t,")
 	if s == "" {
 		return "", "", false, "", true
 	}
-	i := 0
-	for i < len(s) && isTokenChar(s[i]) {
-		i++
-	}
-	if i == 0 {
+	name, s = cutToken(s)
+	if name == "" {
 		return "", "", false, "", false
 	}
-	name, s = s[:i], trimOWS(s[i:])
-	if strings.HasPrefix(s, "=") {
+	if s = trimOWS(s); strings.HasPrefix(s, "=") {
 		hasValue = true
-		s = trimOWS(s[1:])
-		if strings.HasPrefix(s, `"`) {
+		if s = trimOWS(s[1:]); strings.HasPrefix(s, `"`) {
 			v, n, qok := readQuoted(s)
 			if !qok {
 				return "", "", false, "", false
 			}
 			value, s = v, s[n:]
 		} else {
-			j := 0
-			for j < len(s) && isTokenChar(s[j]) {
-				j++
-			}
-			value, s = s[:j], s[j:]
+			value, s = cutToken(s)
 		}
 		s = trimOWS(s)
 	}
@@ -103,6 +93,15 @@ func nextDirective(s string) (name, value string, hasValue bool, rest string, ok
 		return name, value, hasValue, s[1:], true
 	}
 	return "", "", false, "", false
+}
+
+// cutToken splits the RFC 9110 token at the start of s off it.
+func cutToken(s string) (token, rest string) {
+	i := strings.IndexFunc(s, func(r rune) bool { return !httpguts.IsTokenRune(r) })
+	if i < 0 {
+		i = len(s)
+	}
+	return s[:i], s[i:]
 }
 
 // readQuoted reads a quoted-string at the start of s (which begins with '"').
@@ -146,20 +145,6 @@ func parseDeltaSeconds(s string) (int64, bool) {
 
 func trimOWS(s string) string { return strings.Trim(s, " \t") }
 
-// isToken reports an RFC 9110 token.
-func isToken(s string) bool {
-	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r > 0x7e || !isTokenChar(byte(r)) })
-}
-
-// isTokenChar reports an RFC 9110 tchar.
-func isTokenChar(c byte) bool {
-	switch {
-	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
-
 // leaseFor returns how long an observation from a response with header h stays
 // valid: max-age minus Age when the server sent max-age, the lower clamp for
 // no-cache, no-store, max-age=0 or a malformed max-age, def when there is no
@@ -171,27 +156,18 @@ func leaseFor(h http.Header, def, lo, hi time.Duration) time.Duration {
 	case cc.revalidate:
 		d = 0
 	case cc.hasMaxAge:
+		// The response's Age (RFC 9111 §5.1) has passed already; a
+		// malformed one is ignored.
 		d = cc.maxAge
-		if age, ok := parseAge(h.Values("Age")); ok {
-			d -= age
+		if age := h.Values("Age"); len(age) > 0 {
+			if secs, ok := parseDeltaSeconds(trimOWS(age[0])); ok {
+				d -= time.Duration(secs) * time.Second
+			}
 		}
 	default:
 		d = def
 	}
 	return clampDuration(d, lo, hi)
-}
-
-// parseAge reads the Age header (RFC 9111 §5.1); a missing or malformed Age is
-// ignored.
-func parseAge(lines []string) (time.Duration, bool) {
-	if len(lines) == 0 {
-		return 0, false
-	}
-	secs, ok := parseDeltaSeconds(trimOWS(lines[0]))
-	if !ok {
-		return 0, false
-	}
-	return time.Duration(secs) * time.Second, true
 }
 
 func clampDuration(d, lo, hi time.Duration) time.Duration {
@@ -212,28 +188,18 @@ func parseETag(lines []string) string {
 		return ""
 	}
 	t := trimOWS(lines[0])
-	if t == "" || len(t) > maxETagLen {
+	body, weak := strings.CutPrefix(t, "W/")
+	quoted := len(body) >= 2 && body[0] == '"' && body[len(body)-1] == '"'
+	if t == "" || len(t) > maxETagLen || weak && !quoted {
 		return ""
 	}
-	body := t
-	if strings.HasPrefix(body, "W/") {
-		body = body[2:]
+	if quoted {
+		body = body[1 : len(body)-1]
 	}
-	if len(body) >= 2 && body[0] == '"' && body[len(body)-1] == '"' {
-		for i := 1; i < len(body)-1; i++ {
-			if !isETagChar(body[i]) {
-				return ""
-			}
-		}
-		return t
-	}
-	// Bare (unquoted) form: etagc only, no quotes and no comma (which would
-	// split If-None-Match into a list).
-	if body != t {
-		return ""
-	}
-	for i := 0; i < len(t); i++ {
-		if !isETagChar(t[i]) || t[i] == ',' {
+	// A bare form may hold no comma either (it would split If-None-Match
+	// into a list).
+	for i := 0; i < len(body); i++ {
+		if !isETagChar(body[i]) || !quoted && body[i] == ',' {
 			return ""
 		}
 	}

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/carddrift/carddrift/detector/jcs"
 )
@@ -53,16 +56,11 @@ func (s Secret) Reveal() string {
 	return string(b)
 }
 
-// String returns "[redacted]".
-func (Secret) String() string { return redacted }
-
-// Format writes "[redacted]" for every verb (%s, %v, %#v, %q, %x, ...).
-func (Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, redacted) }
-
-// MarshalJSON returns the JSON string "[redacted]".
+// String, Format (for every verb: %s, %v, %#v, %q, %x, ...), MarshalJSON
+// and MarshalText all give "[redacted]".
+func (Secret) String() string               { return redacted }
+func (Secret) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, redacted) }
 func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
-
-// MarshalText returns "[redacted]".
 func (Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
 
 // Header is one header a Credential sends: its canonical name, and its value
@@ -80,12 +78,6 @@ type Credential struct {
 	cert    *tls.Certificate
 }
 
-// Headers returns the headers the credential sends (a copy).
-func (c Credential) Headers() []Header { return slices.Clone(c.headers) }
-
-// HasCertificate reports a client-certificate credential.
-func (c Credential) HasCertificate() bool { return c.cert != nil }
-
 // String names what the credential presents, never a value.
 func (c Credential) String() string {
 	if c.cert != nil {
@@ -98,10 +90,8 @@ func (c Credential) String() string {
 	return "headers " + strings.Join(names, ", ")
 }
 
-// Format writes String for every verb.
-func (c Credential) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String()) }
-
-// MarshalJSON encodes String.
+// Format (for every verb) and MarshalJSON give String.
+func (c Credential) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, c.String()) }
 func (c Credential) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%q", c.String())), nil }
 
 // apply puts the credential's headers on req.
@@ -155,29 +145,19 @@ func (c *Credentials) Origins() []string {
 	if c == nil {
 		return nil
 	}
-	out := make([]string, 0, len(c.byOrigin))
-	for o := range c.byOrigin {
-		out = append(out, o)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(c.byOrigin))
 }
 
-// Bounds of a credentials file.
+// Bounds of a credentials file: its bytes, its origins, the headers of one
+// origin, one header's name and value together, one certificate or key
+// file, and the certificate and key files of the file together.
 const (
-	// MaxCredentialsFileBytes bounds the credentials file.
-	MaxCredentialsFileBytes = 1 << 20
-	// MaxCredentialOrigins bounds its origins.
-	MaxCredentialOrigins = 4096
-	// MaxCredentialHeaders bounds the headers of one origin.
-	MaxCredentialHeaders = 16
-	// MaxCredentialHeaderBytes bounds one header's name and value together.
+	MaxCredentialsFileBytes  = 1 << 20
+	MaxCredentialOrigins     = 4096
+	MaxCredentialHeaders     = 16
 	MaxCredentialHeaderBytes = 8 << 10
-	// MaxCredentialPEMBytes bounds one certificate or key file.
-	MaxCredentialPEMBytes = 256 << 10
-	// MaxCredentialPEMTotal bounds the certificate and key files of one
-	// credentials file together.
-	MaxCredentialPEMTotal = 16 << 20
+	MaxCredentialPEMBytes    = 256 << 10
+	MaxCredentialPEMTotal    = 16 << 20
 )
 
 // Errors of a credentials file, each wrapped in a *CredentialsError. None of
@@ -321,7 +301,7 @@ func headerEntry(v *jcs.Value) (Credential, error) {
 	}
 	var c Credential
 	for _, m := range v.Members {
-		if !isToken(m.Key) {
+		if !httpguts.ValidHeaderFieldName(m.Key) {
 			return Credential{}, fmt.Errorf("%w: name %q is not an HTTP token", ErrCredentialsHeader, m.Key)
 		}
 		name := http.CanonicalHeaderKey(m.Key)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 
 	"github.com/carddrift/carddrift/detector"
 )
@@ -17,11 +18,13 @@ import (
 // contract: add new ones, never rename. UnreachableReasons is the one list of
 // the reasons an event may carry; the card.unreachable schema and schemas/README.md
 // are tested against it.
+//
+// A Reason is also the error that errors.Is matches against any *FetchError
+// with that reason: errors.Is(err, ReasonTimeout).
 type Reason string
 
 // Reasons of a *FetchError, each described in the reasons table below (the
-// one schemas/README.md repeats). Each has a sentinel error (ErrTimeout, ...)
-// that errors.Is matches against any *FetchError with that reason.
+// one schemas/README.md repeats).
 const (
 	ReasonTimeout          Reason = "timeout"
 	ReasonConnect          Reason = "connect"
@@ -47,75 +50,50 @@ const (
 	ReasonCanceled           Reason = "canceled"
 )
 
-// Sentinel errors, one per Reason. A *FetchError matches the sentinel of its
-// Reason with errors.Is; use errors.As to read its URL and Status.
+// The errors the redirect policy wraps (a fetch failing with them has their
+// reason).
 var (
-	ErrTimeout          = errors.New("fetcher: timeout")
-	ErrConnect          = errors.New("fetcher: connection failed")
-	ErrDNS              = errors.New("fetcher: host name not resolved")
-	ErrTLS              = errors.New("fetcher: TLS handshake failed")
-	ErrRefusedAddress   = errors.New("fetcher: address refused by the SSRF guard")
-	ErrTooManyRedirects = errors.New("fetcher: too many redirects")
-	ErrRedirectRefused  = errors.New("fetcher: redirect refused")
-	ErrStatus           = errors.New("fetcher: unexpected HTTP status")
-	ErrTooLarge         = errors.New("fetcher: body too large")
-	ErrInvalidJSON      = errors.New("fetcher: body is not JSON")
-	ErrInvalidUTF8      = errors.New("fetcher: body is not valid UTF-8")
-	ErrDuplicateKeys    = errors.New("fetcher: body has duplicate keys")
-	ErrTooDeep          = errors.New("fetcher: body nests too deep")
-	// Deprecated: ReasonUnsupportedVersion is no longer returned.
-	ErrUnsupportedVersion = errors.New("fetcher: unsupported protocol version")
-	ErrNotACard           = errors.New("fetcher: body is not an agent card")
-	ErrInvalidURL         = errors.New("fetcher: invalid card URL")
-	ErrUnauthorized       = errors.New("fetcher: extended card refused: unauthorized")
-	ErrForbidden          = errors.New("fetcher: extended card refused: forbidden")
-	ErrRPCError           = errors.New("fetcher: JSON-RPC error answer")
-	ErrCanceled           = errors.New("fetcher: canceled")
+	ErrTooManyRedirects error = ReasonTooManyRedirects
+	ErrRedirectRefused  error = ReasonRedirectRefused
 )
 
 // ErrClosed is wrapped (inside a *FetchError with ReasonCanceled) by calls
 // made after Close and by fetches that Close interrupted.
 var ErrClosed = errors.New("fetcher: closed")
 
-// reasons is the one list of reasons, in the order of the contract: each
-// with its sentinel, whether a card.unreachable event carries it, and the
-// one-line description schemas/README.md's table of reasons repeats (a test
-// compares them).
+// reasons is the one list of reasons, in the order of the contract, each
+// with the one-line description schemas/README.md's table of reasons
+// repeats (a test compares them). A card.unreachable event carries every
+// one but ReasonCanceled.
 var reasons = []struct {
 	reason      Reason
-	sentinel    error
-	unreachable bool
 	description string
 }{
-	{ReasonTimeout, ErrTimeout, true, "the fetch did not finish within the total timeout, or the connection within the connect timeout"},
-	{ReasonConnect, ErrConnect, true, "the TCP connection failed (refused, reset, unreachable) or broke before a complete response"},
-	{ReasonDNS, ErrDNS, true, "the agent's host name did not resolve"},
-	{ReasonTLS, ErrTLS, true, "the TLS handshake failed (unknown authority, wrong name, expired certificate, protocol error)"},
-	{ReasonRefusedAddress, ErrRefusedAddress, true, "the SSRF guard refused the resolved address of the request or of a redirect"},
-	{ReasonTooManyRedirects, ErrTooManyRedirects, true, "more redirects than the limit"},
-	{ReasonRedirectRefused, ErrRedirectRefused, true, "a redirect to a scheme other than http or https, or from https down to http"},
-	{ReasonStatus, ErrStatus, true, "a final HTTP status other than 2xx or 304 (the detail names it)"},
-	{ReasonTooLarge, ErrTooLarge, true, "the body is over the size limit"},
-	{ReasonInvalidJSON, ErrInvalidJSON, true, "the body is not JSON"},
-	{ReasonInvalidUTF8, ErrInvalidUTF8, true, "the body is not valid UTF-8"},
-	{ReasonDuplicateKeys, ErrDuplicateKeys, true, "an object in the body has the same key twice"},
-	{ReasonTooDeep, ErrTooDeep, true, "the body nests deeper than the card parser allows"},
-	{ReasonUnsupportedVersion, ErrUnsupportedVersion, true, "no longer sent: before contract v1.1, the card declared a protocol version carddrift did not read"},
-	{ReasonNotACard, ErrNotACard, true, "the body is JSON but not an object"},
-	{ReasonInvalidURL, ErrInvalidURL, true, "the card URL is not an absolute http or https URL"},
-	{ReasonUnauthorized, ErrUnauthorized, true, "the agent refused the authenticated extended card with HTTP 401: the credential for its origin was not accepted"},
-	{ReasonForbidden, ErrForbidden, true, "the agent refused the authenticated extended card with HTTP 403: the credential is not allowed it"},
-	{ReasonRPCError, ErrRPCError, true, "the agent answered the request for its extended card with a JSON-RPC error (the detail names its code)"},
-	{ReasonCanceled, ErrCanceled, false, ""},
+	{ReasonTimeout, "the fetch did not finish within the total timeout, or the connection within the connect timeout"},
+	{ReasonConnect, "the TCP connection failed (refused, reset, unreachable) or broke before a complete response"},
+	{ReasonDNS, "the agent's host name did not resolve"},
+	{ReasonTLS, "the TLS handshake failed (unknown authority, wrong name, expired certificate, protocol error)"},
+	{ReasonRefusedAddress, "the SSRF guard refused the resolved address of the request or of a redirect"},
+	{ReasonTooManyRedirects, "more redirects than the limit"},
+	{ReasonRedirectRefused, "a redirect to a scheme other than http or https, or from https down to http"},
+	{ReasonStatus, "a final HTTP status other than 2xx or 304 (the detail names it)"},
+	{ReasonTooLarge, "the body is over the size limit"},
+	{ReasonInvalidJSON, "the body is not JSON"},
+	{ReasonInvalidUTF8, "the body is not valid UTF-8"},
+	{ReasonDuplicateKeys, "an object in the body has the same key twice"},
+	{ReasonTooDeep, "the body nests deeper than the card parser allows"},
+	{ReasonUnsupportedVersion, "no longer sent: before contract v1.1, the card declared a protocol version carddrift did not read"},
+	{ReasonNotACard, "the body is JSON but not an object"},
+	{ReasonInvalidURL, "the card URL is not an absolute http or https URL"},
+	{ReasonUnauthorized, "the agent refused the authenticated extended card with HTTP 401: the credential for its origin was not accepted"},
+	{ReasonForbidden, "the agent refused the authenticated extended card with HTTP 403: the credential is not allowed it"},
+	{ReasonRPCError, "the agent answered the request for its extended card with a JSON-RPC error (the detail names its code)"},
+	{ReasonCanceled, ""},
 }
 
-var sentinels = func() map[Reason]error {
-	m := make(map[Reason]error, len(reasons))
-	for _, r := range reasons {
-		m[r.reason] = r.sentinel
-	}
-	return m
-}()
+// Error makes a Reason the error errors.Is matches a *FetchError against;
+// it is the Reason itself, so a Reason prints the same as an error or not.
+func (r Reason) Error() string { return string(r) }
 
 // Reasons returns every Reason, in declaration order (for metrics).
 func Reasons() []Reason {
@@ -132,17 +110,8 @@ func Reasons() []Reason {
 // one list of the contract: the card.unreachable schema's knownReasons and
 // schemas/README.md's table of reasons are tested against it.
 func UnreachableReasons() []Reason {
-	var out []Reason
-	for _, r := range reasons {
-		if r.unreachable {
-			out = append(out, r.reason)
-		}
-	}
-	return out
+	return slices.DeleteFunc(Reasons(), func(r Reason) bool { return r == ReasonCanceled })
 }
-
-// Sentinel returns the sentinel error of r, or nil for an unknown reason.
-func (r Reason) Sentinel() error { return sentinels[r] }
 
 // Description returns a one-line description of when a fetch fails with r,
 // "" for ReasonCanceled and for a reason this package does not know.
@@ -158,7 +127,7 @@ func (r Reason) Description() string {
 // FetchError is returned for every failed fetch: the card is unreachable, which
 // is never drift. Reason goes into card.unreachable verbatim.
 //
-// errors.Is matches the Reason's sentinel (ErrTimeout, ErrRefusedAddress, ...)
+// errors.Is matches its Reason (ReasonTimeout, ReasonRefusedAddress, ...)
 // and anything Err wraps (context.DeadlineExceeded, detector.ErrDuplicateKey,
 // ...).
 type FetchError struct {
@@ -182,11 +151,11 @@ func (e *FetchError) Error() string {
 	return msg
 }
 
-// Unwrap returns the Reason's sentinel and Err.
+// Unwrap returns the Reason and Err.
 func (e *FetchError) Unwrap() []error {
 	out := make([]error, 0, 2)
-	if s := e.Reason.Sentinel(); s != nil {
-		out = append(out, s)
+	if e.Reason != "" {
+		out = append(out, e.Reason)
 	}
 	if e.Err != nil {
 		out = append(out, e.Err)
@@ -194,7 +163,7 @@ func (e *FetchError) Unwrap() []error {
 	return out
 }
 
-// refusedError is what the dial guard returns; it matches ErrRefusedAddress
+// refusedError is what the dial guard returns; it matches ReasonRefusedAddress
 // wherever it surfaces in the error chain.
 type refusedError struct {
 	addr string
@@ -205,26 +174,22 @@ func (e *refusedError) Error() string {
 	return "address " + e.addr + " refused by the SSRF guard (" + e.why + ")"
 }
 
-func (e *refusedError) Is(target error) bool { return target == ErrRefusedAddress }
+func (e *refusedError) Is(target error) bool { return target == ReasonRefusedAddress }
 
 // classifyTransport turns an error from http.Client.Do or a body read into a
 // *FetchError. ctx is the fetch's own context: its expiry means "timeout", its
 // cancellation (by the caller or by Close) means "canceled".
 func classifyTransport(url string, ctx context.Context, err error) *FetchError {
 	fe := &FetchError{URL: url, Err: err}
-	var (
-		dnsErr    *net.DNSError
-		certErr   *tls.CertificateVerificationError
-		unkAuth   x509.UnknownAuthorityError
-		hostErr   x509.HostnameError
-		certInval x509.CertificateInvalidError
-		recErr    tls.RecordHeaderError
-		alertErr  tls.AlertError
-		netErr    net.Error
-	)
-	if r, ok := matchReason(err, transportReasons); ok {
-		fe.Reason = r
-		return fe
+	dnsErr, isDNS := errors.AsType[*net.DNSError](err)
+	netErr, isNet := errors.AsType[net.Error](err)
+	// The client's own checks (the SSRF guard, the redirect policy, the
+	// body limit) surface from http.Client.Do or a body read.
+	for _, r := range []Reason{ReasonRefusedAddress, ReasonTooManyRedirects, ReasonRedirectRefused, ReasonTooLarge} {
+		if errors.Is(err, r) {
+			fe.Reason = r
+			return fe
+		}
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -239,16 +204,14 @@ func classifyTransport(url string, ctx context.Context, err error) *FetchError {
 		}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		fe.Reason = ReasonTimeout
-	case errors.As(err, &dnsErr):
-		if dnsErr.IsTimeout {
-			fe.Reason = ReasonTimeout
-		} else {
-			fe.Reason = ReasonDNS
-		}
-	case errors.As(err, &certErr), errors.As(err, &unkAuth), errors.As(err, &hostErr),
-		errors.As(err, &certInval), errors.As(err, &recErr), errors.As(err, &alertErr):
+	case isDNS && dnsErr.IsTimeout:
+		fe.Reason = ReasonTimeout
+	case isDNS:
+		fe.Reason = ReasonDNS
+	case isA[*tls.CertificateVerificationError](err), isA[x509.UnknownAuthorityError](err), isA[x509.HostnameError](err),
+		isA[x509.CertificateInvalidError](err), isA[tls.RecordHeaderError](err), isA[tls.AlertError](err):
 		fe.Reason = ReasonTLS
-	case errors.As(err, &netErr) && netErr.Timeout():
+	case isNet && netErr.Timeout():
 		fe.Reason = ReasonTimeout
 	case errors.Is(err, context.Canceled):
 		fe.Reason = ReasonCanceled
@@ -258,49 +221,32 @@ func classifyTransport(url string, ctx context.Context, err error) *FetchError {
 	return fe
 }
 
+// isA reports whether err wraps an E.
+func isA[E error](err error) bool {
+	_, ok := errors.AsType[E](err)
+	return ok
+}
+
 // classifyParse turns an error from detector.Parse or detector.Digest into a
-// *FetchError. A parse failure is an unreachable card, never drift.
+// *FetchError. A parse failure is an unreachable card, never drift: the
+// parser's errors that have a Reason of their own get it, any other is
+// ReasonNotACard.
 func classifyParse(url string, status int, err error) *FetchError {
 	fe := &FetchError{URL: url, Status: status, Err: err, Reason: ReasonNotACard}
-	if r, ok := matchReason(err, parseReasons); ok {
-		fe.Reason = r
-	}
-	return fe
-}
-
-// errorReason pairs an error with the Reason of a fetch that fails with it.
-type errorReason struct {
-	err    error
-	reason Reason
-}
-
-// transportReasons are the errors of the client's own checks (the SSRF
-// guard, the redirect policy, the body limit) that can surface from
-// http.Client.Do or a body read.
-var transportReasons = []errorReason{
-	{ErrRefusedAddress, ReasonRefusedAddress},
-	{ErrTooManyRedirects, ReasonTooManyRedirects},
-	{ErrRedirectRefused, ReasonRedirectRefused},
-	{ErrTooLarge, ReasonTooLarge},
-}
-
-// parseReasons are the errors of detector.Parse and detector.Digest that
-// have a Reason of their own; any other is ReasonNotACard.
-var parseReasons = []errorReason{
-	{detector.ErrTooLarge, ReasonTooLarge},
-	{detector.ErrTooDeep, ReasonTooDeep},
-	{detector.ErrDuplicateKey, ReasonDuplicateKeys},
-	{detector.ErrInvalidUTF8, ReasonInvalidUTF8},
-	{detector.ErrNotJSON, ReasonInvalidJSON},
-}
-
-// matchReason returns the reason of the first entry of table whose error
-// err wraps.
-func matchReason(err error, table []errorReason) (Reason, bool) {
-	for _, m := range table {
+	for _, m := range []struct {
+		err    error
+		reason Reason
+	}{
+		{detector.ErrTooLarge, ReasonTooLarge},
+		{detector.ErrTooDeep, ReasonTooDeep},
+		{detector.ErrDuplicateKey, ReasonDuplicateKeys},
+		{detector.ErrInvalidUTF8, ReasonInvalidUTF8},
+		{detector.ErrNotJSON, ReasonInvalidJSON},
+	} {
 		if errors.Is(err, m.err) {
-			return m.reason, true
+			fe.Reason = m.reason
+			break
 		}
 	}
-	return "", false
+	return fe
 }

@@ -1,6 +1,7 @@
 package fetcher
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -21,8 +22,8 @@ func TestUnreachableReasons(t *testing.T) {
 		t.Errorf("UnreachableReasons() = %v, want %v", got, want)
 	}
 	for _, r := range got {
-		if r.Description() == "" || r.Sentinel() == nil {
-			t.Errorf("reason %q: description %q, sentinel %v; want both", r, r.Description(), r.Sentinel())
+		if r.Description() == "" || !errors.Is(&FetchError{Reason: r}, r) {
+			t.Errorf("reason %q: description %q, matched by its errors: %v; want both", r, r.Description(), errors.Is(&FetchError{Reason: r}, r))
 		}
 	}
 	if d := ReasonCanceled.Description(); d != "" {

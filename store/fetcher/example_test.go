@@ -60,7 +60,7 @@ func ExampleFetchError() {
 	_, err = f.Observe(context.Background(), "http://169.254.169.254/latest/meta-data/", false)
 	var fe *fetcher.FetchError
 	if errors.As(err, &fe) {
-		fmt.Println(fe.Reason, errors.Is(err, fetcher.ErrRefusedAddress))
+		fmt.Println(fe.Reason, errors.Is(err, fetcher.ReasonRefusedAddress))
 	}
 	// Output:
 	// refused-address true

@@ -69,19 +69,17 @@ func (e *ExtendedUnavailableError) Error() string {
 // Is matches ErrExtendedUnavailable.
 func (e *ExtendedUnavailableError) Is(target error) bool { return target == ErrExtendedUnavailable }
 
-// ExtendedEndpoint is where and how an agent's extended card is asked for.
+// ExtendedEndpoint is where and how an agent's extended card is asked for:
+// the request URL (the JSON-RPC interface URL, or the HTTP+JSON GET URL:
+// interface URL and path), the binding ("JSONRPC" or "HTTP+JSON"), the
+// JSON-RPC method ("" for HTTP+JSON), the A2A-Version sent ("0.3" or "1.0")
+// and the v1.0 JSON-RPC request's tenant, if the interface names one.
 type ExtendedEndpoint struct {
-	// URL is the request URL: the JSON-RPC interface URL, or the HTTP+JSON
-	// GET URL (interface URL and path).
-	URL string
-	// Binding is "JSONRPC" or "HTTP+JSON".
+	URL     string
 	Binding string
-	// Method is the JSON-RPC method ("" for HTTP+JSON).
-	Method string
-	// Version is the A2A-Version sent: "0.3" or "1.0".
+	Method  string
 	Version string
-	// Tenant is the v1.0 JSON-RPC request's tenant, if the interface names one.
-	Tenant string
+	Tenant  string
 }
 
 // Key is the endpoint's lease key: its URL with a fragment no public card
@@ -170,12 +168,8 @@ func ExtendedEndpointOf(cardURL string, public *detector.Card) (ExtendedEndpoint
 // HasCredentials reports that the Fetcher holds a credential for the origin
 // of agentURL.
 func (f *Fetcher) HasCredentials(agentURL string) bool {
-	o, err := Origin(agentURL)
-	if err != nil || f.opts.Credentials == nil {
-		return false
-	}
-	_, ok := f.opts.Credentials.For(o)
-	return ok
+	_, err := f.credential(agentURL)
+	return err == nil
 }
 
 // ObserveExtended is Observe for the authenticated extended card of the
@@ -195,9 +189,8 @@ func (f *Fetcher) ObserveExtended(ctx context.Context, public Observation, force
 	if err != nil {
 		return observationAt(public.CardURL), err
 	}
-	if _, ok := f.credential(e.URL); !ok {
-		o, _ := Origin(e.URL)
-		return observationAt(e.Key()), &ExtendedUnavailableError{Origin: o, Why: "no-credentials"}
+	if _, err := f.credential(e.URL); err != nil {
+		return observationAt(e.Key()), err
 	}
 	obs, err := f.observeKey(ctx, e.Key(), force, f.opts.Now())
 	if err == nil && obs.Card != nil && obs.Card.HasSignatures {
@@ -206,16 +199,16 @@ func (f *Fetcher) ObserveExtended(ctx context.Context, public Observation, force
 	return obs, err
 }
 
-// credential returns the credential for the origin of rawURL.
-func (f *Fetcher) credential(rawURL string) (Credential, bool) {
-	if f.opts.Credentials == nil {
-		return Credential{}, false
-	}
+// credential returns the credential for the origin of rawURL, or an
+// *ExtendedUnavailableError (no-credentials).
+func (f *Fetcher) credential(rawURL string) (Credential, error) {
 	o, err := Origin(rawURL)
-	if err != nil {
-		return Credential{}, false
+	if err == nil && f.opts.Credentials != nil {
+		if c, ok := f.opts.Credentials.For(o); ok {
+			return c, nil
+		}
 	}
-	return f.opts.Credentials.For(o)
+	return Credential{}, &ExtendedUnavailableError{Origin: o, Why: "no-credentials"}
 }
 
 // fetchKey makes the fetch behind a lease key: an extended card's, or a
@@ -236,10 +229,9 @@ var errCredentialRedirect = fmt.Errorf("%w: a request that carries credentials f
 func (f *Fetcher) fetchExtended(ctx context.Context, key string, e ExtendedEndpoint) (_ Observation, err error) {
 	obs := observationAt(key)
 	obs.Full = true
-	cred, ok := f.credential(e.URL)
-	if !ok {
-		o, _ := Origin(e.URL)
-		return obs, &ExtendedUnavailableError{Origin: o, Why: "no-credentials"}
+	cred, err := f.credential(e.URL)
+	if err != nil {
+		return obs, err
 	}
 	defer func() {
 		if err != nil {

@@ -251,7 +251,7 @@ func TestObserveExtendedRefusals(t *testing.T) {
 			f := newFetcher(t, o)
 			_, _, err := observeBoth(t, f, a)
 			var fe *FetchError
-			if !errors.As(err, &fe) || fe.Reason != tc.reason || !errors.Is(err, tc.reason.Sentinel()) {
+			if !errors.As(err, &fe) || fe.Reason != tc.reason || !errors.Is(err, tc.reason) {
 				t.Fatalf("error = %v, want reason %s", err, tc.reason)
 			}
 			if strings.Contains(err.Error(), testSecret) {

@@ -74,8 +74,10 @@ func (g guard) check(addr netip.Addr) error {
 	if g.allows(addr) {
 		return nil
 	}
-	if why := refusedWhy(addr); why != "" {
-		return &refusedError{addr: addr.String(), why: why}
+	for _, r := range refusedPrefixes {
+		if r.prefix.Contains(addr) {
+			return &refusedError{addr: addr.String(), why: r.why}
+		}
 	}
 	// IPv6 addresses that route to an embedded IPv4 address are judged by it.
 	if v4, ok := embeddedV4(addr); ok {
@@ -102,15 +104,6 @@ func (g guard) allowsExactly(addr netip.Addr) bool {
 		}
 	}
 	return false
-}
-
-func refusedWhy(addr netip.Addr) string {
-	for _, r := range refusedPrefixes {
-		if r.prefix.Contains(addr) {
-			return r.why
-		}
-	}
-	return ""
 }
 
 func embeddedV4(addr netip.Addr) (netip.Addr, bool) {

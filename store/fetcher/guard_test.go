@@ -60,8 +60,8 @@ func TestGuardCheck(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("check(%s) with allow %v = %v, want ok=%t", tc.addr, tc.allow, err, tc.ok)
 		}
-		if err != nil && !errors.Is(err, ErrRefusedAddress) {
-			t.Errorf("check(%s) = %v, does not match ErrRefusedAddress", tc.addr, err)
+		if err != nil && !errors.Is(err, ReasonRefusedAddress) {
+			t.Errorf("check(%s) = %v, does not match ReasonRefusedAddress", tc.addr, err)
 		}
 	}
 }

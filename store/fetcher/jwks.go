@@ -41,14 +41,12 @@ type JWKSOptions struct {
 	// that fails once its caller is done (canceled, or past the caller's own
 	// deadline) is not remembered. Default 30s.
 	FailureTTL time.Duration
-	// MaxEntries bounds how many key set URLs are cached (least recently
-	// used evicted first). Default 256.
+	// MaxEntries bounds how many key set URLs are cached, and MaxBytes the
+	// memory the cached jku key sets retain (each counted at
+	// jwksEntrySize), the least recently used evicted first. The key sets
+	// of URL (the operator's) are kept apart: never evicted, not counted.
 	MaxEntries int
-	// MaxBytes bounds the memory the cached jku key sets retain, each
-	// counted at jwksEntrySize; the least recently used are evicted first.
-	// Default 16 MiB. The key sets of URL (the operator's) are kept apart:
-	// never evicted, not counted here.
-	MaxBytes int64
+	MaxBytes   int64
 	// MaxBodyBytes is the largest key set read; a declared or actual body
 	// over it is ReasonTooLarge. Default 256 KiB, at most 1 MiB.
 	MaxBodyBytes int64
@@ -96,10 +94,9 @@ func (o JWKSOptions) Validate() error {
 // caches them by Cache-Control. It implements signature.Keys over the jku a
 // signature names; URL gives the Keys of one fixed key set (--jwks URL).
 //
-// Every failure is a *FetchError with the card fetches' reasons: ReasonTimeout,
-// ReasonRefusedAddress, ReasonTooLarge, ReasonStatus, ReasonInvalidJSON, ...;
-// a body that is JSON but not a key set is ReasonNotACard and wraps
-// signature.ErrInvalidJWKS; a jku that is not https (without AllowHTTP) is
+// Every failure is a *FetchError with the card fetches' reasons; a body that
+// is JSON but not a key set is ReasonNotACard (wrapping
+// signature.ErrInvalidJWKS), a jku that is not https (without AllowHTTP)
 // ReasonInvalidURL. Concurrent lookups of one URL share one fetch. A JWKS
 // starts no goroutines; closing its Fetcher cancels its fetches. It is safe
 // for concurrent use.
@@ -208,17 +205,6 @@ func (j *JWKS) lookup(ctx context.Context, url, kid string) ([]signature.Key, er
 	return e.set.Lookup(ctx, kid, "")
 }
 
-// Get returns the key set at url, from the cache while it is fresh, else
-// fetched (one fetch however many callers ask at once). A remembered failure
-// is returned as it was until FailureTTL has passed.
-func (j *JWKS) Get(ctx context.Context, url string) (*signature.KeySet, error) {
-	e, err := j.get(ctx, url, false)
-	if err != nil {
-		return nil, err
-	}
-	return e.set, nil
-}
-
 // get returns a fresh entry for url (refresh: also one fetched less than
 // MinTTL ago), fetching it if needed. The error is that of the entry.
 func (j *JWKS) get(ctx context.Context, url string, refresh bool) (*jwksEntry, error) {
@@ -288,27 +274,6 @@ func (j *JWKS) store(e *jwksEntry) {
 		return
 	}
 	j.sets.put(e.url, e, e.size)
-}
-
-// Len returns the number of key set URLs cached (sets and failures).
-func (j *JWKS) Len() int {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	n := j.sets.len()
-	for _, e := range j.fixed {
-		if e != nil {
-			n++
-		}
-	}
-	return n
-}
-
-// Bytes returns what the cached jku key sets are counted at against
-// MaxBytes.
-func (j *JWKS) Bytes() int64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.sets.size()
 }
 
 // fetch makes one request for the key set at url (a CanonicalURL) and

@@ -5,10 +5,8 @@ import "container/list"
 // lru is a least recently used cache bounded by the number of its entries
 // and by their sizes (what each retains, as its owner counts it): a put
 // evicts the least recently used entries until both bounds hold, and an
-// entry larger than maxBytes is not kept at all. The key sets of JWKS and
-// the verification outcomes of the verifier, the parsed cards and the lease
-// copy live in one each. It is not safe
-// for concurrent use: its owner's mutex guards it.
+// entry larger than maxBytes is not kept at all. It is not safe for
+// concurrent use: its owner's mutex guards it.
 type lru[K comparable, V any] struct {
 	maxEntries int
 	maxBytes   int64

@@ -45,8 +45,7 @@ func CardURLs(agentURL string) ([]string, error) {
 //
 // The Observation's Signatures say who signed the card: a signed card is
 // verified (VerifyAt, with the keys trusted for the origin of the card URL)
-// once per body, so a 304 or a fresh lease of a card
-// already verified costs a hash.
+// once per body, so a 304 or a fresh lease of it costs a hash.
 func (f *Fetcher) ObserveAgent(ctx context.Context, agentURL, cardURL string, force bool) (Observation, error) {
 	obs, err := f.observeAgent(ctx, agentURL, cardURL, force)
 	if err == nil && obs.Card != nil && obs.Card.HasSignatures {
@@ -86,7 +85,7 @@ func (f *Fetcher) observeAgent(ctx context.Context, agentURL, cardURL string, fo
 // (CardURLs), then the legacy agent.json when agent-card.json answers 404,
 // 405 or 410. Each request is a Fetch: the workers' fixed headers, SSRF
 // guard, timeouts and limits, and no lease, coalescing or memory of legacy
-// agents; signatures are not verified (Verify does that). It is the one
+// agents; signatures are not verified (VerifyAt does that). It is the one
 // look at an agent that a command or a client takes (carddrift pin and
 // diff, a2aemit.ResolveCard), so that it sees what a worker sees. When both
 // URLs fail, the error is that of the first (a *FetchError), naming the

@@ -63,11 +63,7 @@ func ParseOrigin(s string) (string, error) {
 	if p := u.Port(); p == "" && strings.HasSuffix(u.Host, ":") {
 		return "", fmt.Errorf("%w: %q has an empty port", ErrNotOrigin, s)
 	}
-	o, err := Origin(s)
-	if err != nil {
-		return "", fmt.Errorf("%w: %q", ErrNotOrigin, s)
-	}
-	return o, nil
+	return u.Scheme + "://" + canonicalHost(u), nil
 }
 
 // validate reports what is wrong with k, for the trusted keys of what.

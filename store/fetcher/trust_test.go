@@ -22,8 +22,8 @@ func TestOrigin(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"", "agent.example", "ftp://agent.example", "https://", "/relative"} {
-		if got, err := Origin(in); !errors.Is(err, ErrInvalidURL) {
-			t.Errorf("Origin(%q) = %q, %v; want ErrInvalidURL", in, got, err)
+		if got, err := Origin(in); !errors.Is(err, ReasonInvalidURL) {
+			t.Errorf("Origin(%q) = %q, %v; want ReasonInvalidURL", in, got, err)
 		}
 	}
 	for in, want := range map[string]string{

@@ -21,15 +21,13 @@ import (
 // for its keys (the jku is chosen by whoever wrote the card).
 type JKUPolicy string
 
-// JKU policies.
+// JKU policies: follow https jku URLs only (the default; A2A §8.4.3: keys
+// SHOULD come over secure channels), http ones too (tests and labs on
+// loopback), or none (only the operator's keys verify).
 const (
-	// JKUHTTPS follows https jku URLs only (A2A §8.4.3: keys SHOULD come
-	// over secure channels). The default.
 	JKUHTTPS JKUPolicy = "https"
-	// JKUAny follows http jku URLs too: for tests and labs on loopback.
-	JKUAny JKUPolicy = "any"
-	// JKUOff never follows a jku: only the operator's keys verify.
-	JKUOff JKUPolicy = "off"
+	JKUAny   JKUPolicy = "any"
+	JKUOff   JKUPolicy = "off"
 )
 
 // ParseJKUPolicy reads "https", "any" or "off" ("" is JKUHTTPS).
@@ -43,13 +41,11 @@ func ParseJKUPolicy(s string) (JKUPolicy, error) {
 	return "", fmt.Errorf("fetcher: jku policy %q: want https, any or off", s)
 }
 
-// Defaults of SignatureOptions.
+// Defaults of SignatureOptions.MaxResults and CacheBytes: with the
+// Fetcher's card cache (DefaultCacheBytes) and the worker's, the bytes
+// leave most of a 512 MiB pod to the rest.
 const (
-	// DefaultMaxSignatureResults is SignatureOptions.MaxResults' default.
 	DefaultMaxSignatureResults = 4096
-	// DefaultSignatureCacheBytes is SignatureOptions.CacheBytes' default:
-	// with the Fetcher's card cache (DefaultCacheBytes) and the worker's, it
-	// leaves most of a 512 MiB pod to the rest.
 	DefaultSignatureCacheBytes = 32 << 20
 )
 
@@ -87,15 +83,12 @@ type SignatureOptions struct {
 	// cache's FailureTTL only.
 	ResultTTL time.Duration
 	// MaxResults bounds how many outcomes (one per body and trust scope) are
-	// kept (default DefaultMaxSignatureResults; least recently used evicted
-	// first).
+	// kept, the least recently used evicted first.
 	MaxResults int
-	// CacheBytes bounds the memory the kept outcomes retain: each is counted
+	// CacheBytes bounds the memory the kept outcomes retain, each counted
 	// at its size in memory (the entry, one detector.Signature per
-	// signature and the bytes of its strings, which are copied out of the
-	// card), and the least recently used are evicted until the total is
-	// within the bound; an outcome larger than the bound is not kept.
-	// Default DefaultSignatureCacheBytes.
+	// signature and the bytes of its strings, copied out of the card); an
+	// outcome larger than the bound is not kept.
 	CacheBytes int64
 }
 
@@ -212,23 +205,11 @@ func newVerifier(f *Fetcher, o SignatureOptions) (*verifier, error) {
 			v.scoped[origin] = keySources(j, policy, append(slices.Clip(every), k.asKeys(j)...))
 		}
 	}
-	if v.ttl == 0 {
-		v.ttl = j.opts.MaxTTL
-	}
-	if o.MaxResults == 0 {
-		o.MaxResults = DefaultMaxSignatureResults
-	}
-	if o.CacheBytes == 0 {
-		o.CacheBytes = DefaultSignatureCacheBytes
-	}
+	setDefault(&v.ttl, j.opts.MaxTTL)
+	setDefault(&o.MaxResults, DefaultMaxSignatureResults)
+	setDefault(&o.CacheBytes, DefaultSignatureCacheBytes)
 	v.results = newLRU[[sha256.Size]byte, verifyEntry](o.MaxResults, o.CacheBytes)
 	return v, nil
-}
-
-// Verify is VerifyAt for a card served from no agent in particular (a file):
-// only the keys trusted for every agent are trusted.
-func (f *Fetcher) Verify(ctx context.Context, raw []byte) []detector.Signature {
-	return f.VerifyAt(ctx, "", raw)
 }
 
 // VerifyAt checks the signatures of the card raw, served at cardURL (or
@@ -378,14 +359,6 @@ func cloneSignatures(sigs []detector.Signature) []detector.Signature {
 		out[i] = s
 	}
 	return out
-}
-
-// Len returns how many verification outcomes are kept, and the bytes they
-// retain (as SignatureOptions.CacheBytes counts them).
-func (v *verifier) Len() (n int, bytes int64) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.results.len(), v.results.size()
 }
 
 // Signatures converts what signature.Verify found into the detector's

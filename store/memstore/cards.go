@@ -14,8 +14,6 @@ type Cards struct {
 	m  map[string][]byte
 }
 
-var _ store.Cards = (*Cards)(nil)
-
 // NewCards returns an empty card store.
 func NewCards() *Cards { return &Cards{} }
 

@@ -2,14 +2,14 @@
 // store.Leases) in process memory, with the semantics of the JetStream
 // implementations: revisions that increase with every write to a store,
 // Create that fails on an existing key, compare-and-set Update, Delete that
-// tolerates a missing key, an optional TTL, and watches (store.Watcher) so
-// that store.CachedPins can run over it.
+// tolerates a missing key, and watches (store.Watcher) so that
+// store.CachedPins can run over it.
 //
 // Use it in tests, in single-process tools (the Fetcher's own leases), and
-// as the reference the shared conformance suite (store/storetest) is
+// as the reference the shared conformance suite (package store's tests) is
 // checked against:
 //
-//	pins := memstore.NewPins(memstore.WithTTL(24 * time.Hour))
+//	pins := memstore.NewPins[task.Pin]()
 //	rev, err := pins.Create(ctx, pin)
 //
 // Values are stored JSON-encoded, so a caller never shares memory with the

@@ -4,75 +4,24 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
-	"github.com/carddrift/carddrift/store/storetest"
 )
 
-func TestPinsConformance(t *testing.T) {
-	storetest.Pins(t, func(*testing.T) store.Pins[storetest.Record] { return memstore.NewPins[storetest.Record]() })
-}
-
-func TestLeasesConformance(t *testing.T) {
-	storetest.Leases(t, func(*testing.T) store.Leases { return memstore.NewLeases() })
-}
-
-func TestCardsConformance(t *testing.T) {
-	storetest.Cards(t, func(*testing.T) store.Cards { return memstore.NewCards() })
-}
-
-func TestPinsTTL(t *testing.T) {
-	var now atomic.Int64
-	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	ps := memstore.NewPins[storetest.Record](memstore.WithTTL(time.Hour), memstore.WithClock(func() time.Time {
-		return time.Unix(0, now.Load())
-	}))
-	ctx := t.Context()
-	rev, err := ps.Create(ctx, storetest.Pin("t1", 1))
-	if err != nil {
-		t.Fatalf("Create() error = %v", err)
-	}
-	now.Add(int64(59 * time.Minute))
-	rev, err = ps.Update(ctx, storetest.Pin("t1", 2), rev) // restarts the clock
-	if err != nil {
-		t.Fatalf("Update() error = %v", err)
-	}
-	for _, tc := range []struct {
-		advance time.Duration
-		wantErr error
-	}{
-		{59 * time.Minute, nil},
-		{time.Minute, store.ErrNotFound},
-	} {
-		now.Add(int64(tc.advance))
-		if _, _, err := ps.Get(ctx, "t1"); !errors.Is(err, tc.wantErr) {
-			t.Fatalf("Get() after +%v error = %v, want %v", tc.advance, err, tc.wantErr)
-		}
-	}
-	if _, err := ps.Update(ctx, storetest.Pin("t1", 3), rev); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("Update() after expiry error = %v, want %v", err, store.ErrNotFound)
-	}
-	if _, err := ps.Create(ctx, storetest.Pin("t1", 4)); err != nil {
-		t.Fatalf("Create() after expiry error = %v", err)
-	}
-}
-
 func TestWatch(t *testing.T) {
-	ps := memstore.NewPins[storetest.Record]()
+	ps := memstore.NewPins[pin]()
 	ctx, cancel := context.WithCancel(t.Context())
 	w, err := ps.Watch(ctx)
 	if err != nil {
 		t.Fatalf("Watch() error = %v", err)
 	}
 	long := strings.Repeat("x", store.MaxReversibleID+1)
-	r1, _ := ps.Create(t.Context(), storetest.Pin("a.b", 1))
-	r2, _ := ps.Update(t.Context(), storetest.Pin("a.b", 2), r1)
+	r1, _ := ps.Create(t.Context(), newPin("a.b", 1))
+	r2, _ := ps.Update(t.Context(), newPin("a.b", 2), r1)
 	_ = ps.Delete(t.Context(), "a.b")
-	r4, _ := ps.Create(t.Context(), storetest.Pin(long, 1))
+	r4, _ := ps.Create(t.Context(), newPin(long, 1))
 	want := []store.Change{
 		{Key: store.EncodeKey("a.b"), ID: "a.b", Rev: r1, Op: store.OpPut},
 		{Key: store.EncodeKey("a.b"), ID: "a.b", Rev: r2, Op: store.OpPut},
@@ -121,3 +70,14 @@ func TestMaxEntries(t *testing.T) {
 		t.Fatalf("after 3 creates into 2 entries: %d held, the last one: %v; want 2 held, the last among them", held, err)
 	}
 }
+
+// pin is the record these tests store (the conformance suite, with its
+// fixtures, runs on memstore from package store's tests).
+type pin struct {
+	TaskID string `json:"taskId"`
+	N      int    `json:"n"`
+}
+
+func newPin(taskID string, n int) pin { return pin{TaskID: taskID, N: n} }
+func (p pin) Key() string             { return p.TaskID }
+func (p pin) Clone() pin              { return p }

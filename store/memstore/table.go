@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/carddrift/carddrift/store"
@@ -15,27 +16,15 @@ import (
 // Option configures a Pins or Leases store.
 type Option func(*options)
 
-type options struct {
-	ttl time.Duration
-	now func() time.Time
-	max int
-}
-
-// WithTTL expires a value ttl after its last write, as a KV bucket's TTL
-// does. Zero or negative: never (the default). Expiries are not reported to
-// watches.
-func WithTTL(ttl time.Duration) Option { return func(o *options) { o.ttl = ttl } }
+type options struct{ max int }
 
 // WithMaxEntries bounds the store to n values: a Create into a full store
-// first drops an arbitrary other value, silently (as an expiry is), so that
-// it suits values that can be made again (the Fetcher's own leases).
+// first drops an arbitrary other value, silently, so that it suits values
+// that can be made again (the Fetcher's own leases).
 func WithMaxEntries(n int) Option { return func(o *options) { o.max = n } }
 
-// WithClock sets the clock TTLs are measured with (default time.Now).
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
-
 // table is what Pins and Leases are: JSON values by id, one revision
-// counter for the whole table, compare-and-set, TTL and watches. Values are
+// counter for the whole table, compare-and-set and watches. Values are
 // stored encoded, so callers never share memory with the store and values
 // round-trip as they would through a KV bucket.
 type table[T any] struct {
@@ -50,14 +39,12 @@ type table[T any] struct {
 }
 
 type entry struct {
-	val     []byte
-	rev     uint64
-	written time.Time
+	val []byte
+	rev uint64
 }
 
 func newTable[T any](what string, id func(*T) string, opts []Option) *table[T] {
 	t := &table[T]{what: what, id: id, m: map[string]entry{}, watches: map[*watch]struct{}{}}
-	t.opts.now = time.Now
 	for _, o := range opts {
 		o(&t.opts)
 	}
@@ -71,19 +58,6 @@ func quote(id string) string {
 	return strconv.Quote(id)
 }
 
-// live returns the entry of id unless it is missing or expired. t.mu held.
-func (t *table[T]) live(id string) (entry, bool) {
-	e, ok := t.m[id]
-	if !ok {
-		return entry{}, false
-	}
-	if t.opts.ttl > 0 && !t.opts.now().Before(e.written.Add(t.opts.ttl)) {
-		delete(t.m, id)
-		return entry{}, false
-	}
-	return e, true
-}
-
 // write stores val under id at the next revision and tells the watches.
 // t.mu held.
 func (t *table[T]) write(id string, val []byte, op store.Op) uint64 {
@@ -91,7 +65,7 @@ func (t *table[T]) write(id string, val []byte, op store.Op) uint64 {
 	if op == store.OpDelete {
 		delete(t.m, id)
 	} else {
-		t.m[id] = entry{val: val, rev: t.rev, written: t.opts.now()}
+		t.m[id] = entry{val: val, rev: t.rev}
 	}
 	c := store.Change{Key: store.EncodeKey(id), Rev: t.rev, Op: op}
 	if len(id) <= store.MaxReversibleID {
@@ -107,7 +81,7 @@ func (t *table[T]) write(id string, val []byte, op store.Op) uint64 {
 func (t *table[T]) Get(_ context.Context, id string) (T, uint64, error) {
 	var v T
 	t.mu.Lock()
-	e, ok := t.live(id)
+	e, ok := t.m[id]
 	t.mu.Unlock()
 	if !ok {
 		return v, 0, fmt.Errorf("memstore: get %s %s: %w", t.what, quote(id), store.ErrNotFound)
@@ -140,7 +114,7 @@ func (t *table[T]) Create(_ context.Context, v T) (uint64, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.live(id); ok {
+	if _, ok := t.m[id]; ok {
 		return 0, fmt.Errorf("memstore: create %s %s: %w", t.what, quote(id), store.ErrExists)
 	}
 	if t.opts.max > 0 && len(t.m) >= t.opts.max {
@@ -160,7 +134,7 @@ func (t *table[T]) Update(_ context.Context, v T, rev uint64) (uint64, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e, ok := t.live(id)
+	e, ok := t.m[id]
 	switch {
 	case !ok:
 		return 0, fmt.Errorf("memstore: update %s %s at revision %d: %w", t.what, quote(id), rev, store.ErrNotFound)
@@ -256,20 +230,11 @@ func (w *watch) Stop() error {
 	return nil
 }
 
-// Scan implements store.Scanner: it decodes a snapshot of the live values
+// Scan implements store.Scanner: it decodes a snapshot of the values
 // and calls fn with each.
 func (t *table[T]) Scan(ctx context.Context, fn func(T, uint64) error) error {
 	t.mu.Lock()
-	type kv struct {
-		val []byte
-		rev uint64
-	}
-	snap := make([]kv, 0, len(t.m))
-	for id := range t.m {
-		if e, ok := t.live(id); ok {
-			snap = append(snap, kv{e.val, e.rev})
-		}
-	}
+	snap := slices.Collect(maps.Values(t.m))
 	t.mu.Unlock()
 	corrupt := 0
 	for _, e := range snap {

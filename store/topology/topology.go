@@ -107,8 +107,7 @@ type Topology struct {
 	// on EventsSubjects (default "card.>").
 	EventsStream   string
 	EventsSubjects string
-	// EventsMaxAge (default 7 days; negative: forever).
-	EventsMaxAge time.Duration
+	EventsMaxAge   time.Duration // default 7 days; negative: forever
 	// EventsDuplicates is the Nats-Msg-Id window that makes card.drift
 	// publish-once (default 2m).
 	EventsDuplicates time.Duration
@@ -120,8 +119,7 @@ type Topology struct {
 	// DLQSubjects (default "carddrift.dlq.>").
 	DLQStream   string
 	DLQSubjects string
-	// DLQMaxAge (default 30 days; negative: forever).
-	DLQMaxAge time.Duration
+	DLQMaxAge   time.Duration // default 30 days; negative: forever
 	// DLQMaxBytes bounds the stream's size (zero: its share of
 	// store.Config.StorageLimit); the oldest dead letters go first.
 	DLQMaxBytes int64
@@ -165,7 +163,6 @@ func (t *Topology) SetDefaults() {
 	setDefault(&t.DLQMaxAge, DefaultDLQMaxAge)
 }
 
-// setDefault sets *p to v if it is the zero value.
 func setDefault[T comparable](p *T, v T) {
 	var zero T
 	if *p == zero {
@@ -273,7 +270,6 @@ func (t *Topology) Validate() error {
 	return nil
 }
 
-// lifecyclePrefix is LifecycleSubjects without the trailing ".>".
 func (t *Topology) lifecyclePrefix() string { return strings.TrimSuffix(t.LifecycleSubjects, ".>") }
 
 // LifecycleFilter returns the subject filter of the events of partition p as
@@ -302,8 +298,8 @@ func (t *Topology) ConsumerNameOf(p int) string {
 	return t.ConsumerName + "-p" + strconv.Itoa(p)
 }
 
-// ConsumerNames returns the durable names of every partition's consumer
-// (ConsumerNameOf of each; one name without partitions).
+// ConsumerNames returns ConsumerNameOf every partition (one name without
+// partitions).
 func (t *Topology) ConsumerNames() []string {
 	out := make([]string, max(t.Partitions, 1))
 	for p := range out {
@@ -326,14 +322,11 @@ func (t *Topology) PartitionOf(taskToken string) int {
 }
 
 // DeclaredConsumer returns what the topology declares of the durable pull
-// consumer that workers share for partition p (0 without partitions):
-// explicit acks, AckWait, MaxAckPending and BackOff, unlimited deliveries
-// (the worker dead-letters an event on its MaxDeliver-th delivery itself,
-// and only acknowledges it once the dead letter is stored: the server must
-// not drop it first), filtered to the partition, delivering from the start
-// of the stream. Placement (replicas, storage) is left zero:
-// store.Config.LifecycleConsumer adds it. It panics if p is out of range,
-// as LifecycleFilter does.
+// consumer that workers share for partition p, placement (replicas,
+// storage) left to store.Config.LifecycleConsumer. Deliveries are unlimited:
+// the worker dead-letters an event on its MaxDeliver-th delivery itself,
+// and only acknowledges it once the dead letter is stored. It panics if p
+// is out of range, as LifecycleFilter does.
 func (t *Topology) DeclaredConsumer(p int) jetstream.ConsumerConfig {
 	name := t.ConsumerNameOf(p)
 	return jetstream.ConsumerConfig{
@@ -351,13 +344,10 @@ func (t *Topology) DeclaredConsumer(p int) jetstream.ConsumerConfig {
 }
 
 // DeclaredStreams returns what the topology declares of its three streams,
-// lifecycle, events and dead letters in that order: names, descriptions,
-// subjects (with the partitions' subject transform), max ages, dedup
-// windows, the lifecycle stream's max message size, and retention by
-// limits discarding the oldest messages — a full stream never refuses a
-// publish (a verdict, a dead letter), it forgets history. MaxBytes is each
-// stream's field as set (zero when left to the provisioner); storage and
-// replicas are left zero. store.Provision places them.
+// lifecycle, events and dead letters in that order, placement (storage,
+// replicas, byte limits left zero) left to store.Provision. Each discards
+// its oldest messages at its limits: a full stream never refuses a publish
+// (a verdict, a dead letter), it forgets history.
 func (t *Topology) DeclaredStreams() []jetstream.StreamConfig {
 	stream := func(name, description, subjects string, maxAge, dup time.Duration, maxBytes int64) jetstream.StreamConfig {
 		return jetstream.StreamConfig{

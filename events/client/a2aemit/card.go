@@ -29,7 +29,7 @@ const MaxCardBytes = fetcher.DefaultMaxBodyBytes
 type ResolvedCard = track.ResolvedCard[a2a.AgentCard]
 
 // ErrCardStatus is wrapped by ResolveCard when no card URL answered with a
-// 2xx status (the error also matches fetcher.ErrStatus and is a
+// 2xx status (the error also matches fetcher.ReasonStatus and is a
 // *fetcher.FetchError holding the status).
 var ErrCardStatus = track.ErrCardStatus
 

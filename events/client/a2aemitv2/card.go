@@ -23,7 +23,7 @@ const (
 type ResolvedCard = track.ResolvedCard[a2a.AgentCard]
 
 // ErrCardStatus is wrapped by ResolveCard when no card URL answered with a
-// 2xx status (the error also matches fetcher.ErrStatus and is a
+// 2xx status (the error also matches fetcher.ReasonStatus and is a
 // *fetcher.FetchError holding the status). It is package a2aemit's too.
 var ErrCardStatus = track.ErrCardStatus
 

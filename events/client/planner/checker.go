@@ -226,7 +226,7 @@ func (c *Checker) fetchError(agentURL, cardURL string, obs fetcher.Observation, 
 		if fe.URL != "" {
 			ue.CardURL = fe.URL
 		}
-	} else if errors.Is(err, fetcher.ErrInvalidURL) {
+	} else if errors.Is(err, fetcher.ReasonInvalidURL) {
 		ue.Reason = fetcher.ReasonInvalidURL
 	}
 	return ue

@@ -195,8 +195,8 @@ func TestCheckUnreachable(t *testing.T) {
 	a.SetStatus(http.StatusInternalServerError)
 	_, err := c.Check(ctx, streamEcho, a.URL())
 	var ue *planner.UnreachableError
-	if !errors.As(err, &ue) || !errors.Is(err, planner.ErrUnreachable) || !errors.Is(err, fetcher.ErrStatus) {
-		t.Fatalf("500: Check = %v, want *UnreachableError matching ErrUnreachable and fetcher.ErrStatus", err)
+	if !errors.As(err, &ue) || !errors.Is(err, planner.ErrUnreachable) || !errors.Is(err, fetcher.ReasonStatus) {
+		t.Fatalf("500: Check = %v, want *UnreachableError matching ErrUnreachable and fetcher.ReasonStatus", err)
 	}
 	if ue.Reason != fetcher.ReasonStatus || ue.Status != http.StatusInternalServerError || ue.AgentURL != a.URL() || ue.CardURL == "" {
 		t.Errorf("unreachable = %+v", ue)
@@ -206,7 +206,7 @@ func TestCheckUnreachable(t *testing.T) {
 	// lease: another agent shows the next kind of failure.
 	b := servicetest.NewAgent(t, v1.String())
 	b.Set(`{"name": "x", "name": "y"}`)
-	if _, err := c.Check(ctx, streamEcho, b.URL()); !errors.Is(err, fetcher.ErrDuplicateKeys) || !errors.Is(err, planner.ErrUnreachable) {
+	if _, err := c.Check(ctx, streamEcho, b.URL()); !errors.Is(err, fetcher.ReasonDuplicateKeys) || !errors.Is(err, planner.ErrUnreachable) {
 		t.Errorf("duplicate keys: Check = %v, want unreachable, duplicate-keys", err)
 	}
 

@@ -10,9 +10,6 @@ import (
 // MaxReversible is the longest id, in bytes, that Encode stores reversibly.
 const MaxReversible = 512
 
-// MaxLen is the longest key Encode returns: base64 of MaxReversible bytes.
-const MaxLen = (MaxReversible*8 + 5) / 6
-
 // Key prefixes. The unpadded base64url alphabet ([A-Za-z0-9_-]) never
 // contains '=', so keys that start with '=' are distinct from every
 // reversible key.

@@ -67,3 +67,6 @@ func FuzzKey(f *testing.F) {
 		}
 	})
 }
+
+// MaxLen is the longest key Encode returns: base64 of MaxReversible bytes.
+const MaxLen = (MaxReversible*8 + 5) / 6

@@ -446,7 +446,7 @@ func Resolve[T any](ctx context.Context, f *fetcher.Fetcher, agentURL, pkg strin
 		defer f.Close()
 	}
 	obs, err := f.FetchAgent(ctx, agentURL, "")
-	if errors.Is(err, fetcher.ErrStatus) {
+	if errors.Is(err, fetcher.ReasonStatus) {
 		return nil, fmt.Errorf("%s: %w: %w", pkg, ErrCardStatus, err)
 	}
 	if err != nil {

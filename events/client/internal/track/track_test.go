@@ -326,7 +326,7 @@ func TestResolve(t *testing.T) {
 	if _, err := Resolve[agentCard](ctx, f, srv.URL+"/bad", "pkg"); err == nil {
 		t.Error("a card that does not decode: Resolve = nil error")
 	}
-	if _, err := Resolve[agentCard](ctx, nil, srv.URL+"/legacy", "pkg"); !errors.Is(err, fetcher.ErrRefusedAddress) {
-		t.Errorf("default guard: Resolve = %v, want ErrRefusedAddress", err)
+	if _, err := Resolve[agentCard](ctx, nil, srv.URL+"/legacy", "pkg"); !errors.Is(err, fetcher.ReasonRefusedAddress) {
+		t.Errorf("default guard: Resolve = %v, want ReasonRefusedAddress", err)
 	}
 }
