@@ -12,16 +12,15 @@ import (
 // and the bookkeeping that makes verdicts independent of delivery order and
 // published once. It is the record the task store holds (JSON), one per task.
 type Pin struct {
-	TaskID           string    `json:"taskId"`
-	AgentURL         string    `json:"agentUrl"`
-	CardURL          string    `json:"cardUrl,omitempty"`
-	Digest           string    `json:"digest"`
-	Fingerprint      string    `json:"fingerprint"`
-	StructuralDigest string    `json:"structuralDigest,omitempty"`
-	ProtocolVersion  string    `json:"protocolVersion,omitempty"`
-	CardVersion      string    `json:"cardVersion,omitempty"`
-	ETag             string    `json:"etag,omitempty"`
-	PinnedAt         time.Time `json:"pinnedAt"`
+	TaskID          string    `json:"taskId"`
+	AgentURL        string    `json:"agentUrl"`
+	CardURL         string    `json:"cardUrl,omitempty"`
+	Digest          string    `json:"digest"`
+	Fingerprint     string    `json:"fingerprint"`
+	ProtocolVersion string    `json:"protocolVersion,omitempty"`
+	CardVersion     string    `json:"cardVersion,omitempty"`
+	ETag            string    `json:"etag,omitempty"`
+	PinnedAt        time.Time `json:"pinnedAt"`
 	// Signatures are what verifying the pinned card's signatures found when
 	// the pin was made (one per entry of its "signatures" array; none for an
 	// unsigned card), and SignaturesKnown says they were recorded. Signatures
@@ -134,7 +133,7 @@ func (p Pin) OnPublicCard(obs Observation) Pin {
 // found from the public card, so a pin of the extended card keeps the
 // public card URL it was given).
 func (p *Pin) observe(obs Observation) {
-	p.fill(obs.Digest, obs.Card)
+	p.fill(obs.Digest, obs.Fingerprint, obs.Card)
 	p.signed(obs.Signatures)
 	if p.Extended != events.ExtendedPinned {
 		p.CardURL = obs.CardURL
@@ -161,13 +160,15 @@ func (p *Pin) AddReported(id string) {
 	}
 }
 
-// fill records the card a pin was made against; its signatures are not
-// known until signed says who signed it.
-func (p *Pin) fill(digest string, c *detector.Card) {
+// fill records the card a pin was made against (fingerprint: the card's,
+// if known; "" computes it); its signatures are not known until signed says
+// who signed it.
+func (p *Pin) fill(digest, fingerprint string, c *detector.Card) {
 	p.Signatures, p.SignaturesKnown = nil, false
-	p.Digest = digest
-	p.Fingerprint = detector.Fingerprint(c)
-	p.StructuralDigest = detector.StructuralDigest(c)
+	p.Digest, p.Fingerprint = digest, fingerprint
+	if fingerprint == "" {
+		p.Fingerprint = detector.Fingerprint(c)
+	}
 	p.CardVersion = c.Version
 	p.ProtocolVersion = ""
 	if vs := c.ProtocolVersions(); len(vs) > 0 {
