@@ -1,7 +1,9 @@
 package task
 
 import (
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
@@ -94,6 +96,49 @@ func (p Pin) Clone() Pin {
 		r.Scopes = m
 	}
 	return p
+}
+
+// Detach returns a copy of p that shares no memory with it, strings
+// included: a pin made from a parsed card holds slices of the card's whole
+// body (its version, its signatures' key ids), which a cached pin must not
+// keep alive.
+func (p Pin) Detach() Pin {
+	p = p.Clone()
+	detachStrings(reflect.ValueOf(&p).Elem())
+	return p
+}
+
+// detachStrings copies every string v reaches in place (v's slices and
+// maps are its own: Clone's).
+func detachStrings(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString(strings.Clone(v.String()))
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			detachStrings(v.Field(i))
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			detachStrings(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() || !v.CanSet() {
+			return
+		}
+		m := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+			k.Set(it.Key())
+			e.Set(it.Value())
+			detachStrings(k)
+			detachStrings(e)
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
+	}
 }
 
 // UsesExtended reports a pin of the extended card: its transitions observe
