@@ -54,8 +54,9 @@ func msgSize(msg jetstream.Msg) int64 {
 func (f *inflight) take(ctx context.Context, msg jetstream.Msg) (jetstream.Msg, bool) {
 	m := &heldMsg{Msg: msg, f: f, n: min(msgSize(msg), f.max)}
 	f.mu.Lock()
+	var now time.Time
 	for {
-		now := time.Now()
+		now = time.Now()
 		f.expire(now)
 		if f.used+m.n <= f.max {
 			break
@@ -79,7 +80,7 @@ func (f *inflight) take(ctx context.Context, msg jetstream.Msg) (jetstream.Msg, 
 		}
 	}
 	f.used += m.n
-	f.push(m, time.Now())
+	f.push(m, now)
 	f.mu.Unlock()
 	return m, true
 }
