@@ -35,11 +35,15 @@ func TestServeMemoryBudgetUsage(t *testing.T) {
 }
 
 // serve with a budget logs how it is split, sets Go's soft memory limit to
-// 1.5× it while it runs, and restores the limit it found when it returns.
+// 1.5× it and GOGC to serveGCPercent (unless GOGC is set) while it runs,
+// and restores what it found when it returns.
 // With an embedded server it leaves the limit alone (the server's memory is
 // the process's too, outside the budget).
 func TestServeMemoryBudgetApplied(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1)
+	t.Setenv("GOGC", "") // as unset: serve sets its own
+	gcPercent := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	prevGC := gcPercent()
 	t.Run("embedded server", func(t *testing.T) {
 		out, errOut, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "",
 			"--partitions", "2", "--log-format", "json", "--memory-budget", "64MiB")
@@ -47,6 +51,9 @@ func TestServeMemoryBudgetApplied(t *testing.T) {
 		waitMatch(t, out, regexp.MustCompile(`consuming`))
 		if got := debug.SetMemoryLimit(-1); got != prev {
 			t.Errorf("Go memory limit while serving with an embedded server = %d, want the previous %d", got, prev)
+		}
+		if got := gcPercent(); got != prevGC {
+			t.Errorf("GOGC while serving with an embedded server = %d, want the previous %d", got, prevGC)
 		}
 		if !stop() {
 			t.FailNow()
@@ -65,10 +72,16 @@ func TestServeMemoryBudgetApplied(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != 96<<20 {
 		t.Errorf("Go memory limit while serving = %d, want %d (1.5 × 64 MiB)", got, 96<<20)
 	}
+	if got := gcPercent(); got != serveGCPercent {
+		t.Errorf("GOGC while serving = %d, want %d", got, serveGCPercent)
+	}
 	if !stop() {
 		t.FailNow()
 	}
 	if got := debug.SetMemoryLimit(-1); got != prev {
 		t.Errorf("Go memory limit after serve = %d, want the previous %d", got, prev)
+	}
+	if got := gcPercent(); got != prevGC {
+		t.Errorf("GOGC after serve = %d, want the previous %d", got, prevGC)
 	}
 }

@@ -3,7 +3,6 @@ package service
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -197,20 +196,9 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 // the cache's own per-entry overhead.
 func PinSize(p task.Pin) int64 { return retained.Size(&p) - int64(unsafe.Sizeof(&p)) }
 
-// DetachPin returns a copy of p that shares no memory with it (a pin made
-// from a parsed card holds slices of the card's whole body): a JSON round
-// trip, as the pins store does; p itself if it does not encode.
-func DetachPin(p task.Pin) task.Pin {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return p
-	}
-	var c task.Pin
-	if err := json.Unmarshal(b, &c); err != nil {
-		return p
-	}
-	return c
-}
+// DetachPin returns a copy of p that shares no memory with it
+// (task.Pin.Detach).
+func DetachPin(p task.Pin) task.Pin { return p.Detach() }
 
 // MemoryStats is what the caches the memory budget bounds hold now: the
 // pin cache's counters, and the parsed pinned cards of all workers.

@@ -1,7 +1,9 @@
 package task
 
 import (
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/carddrift/carddrift/detector"
@@ -12,16 +14,15 @@ import (
 // and the bookkeeping that makes verdicts independent of delivery order and
 // published once. It is the record the task store holds (JSON), one per task.
 type Pin struct {
-	TaskID           string    `json:"taskId"`
-	AgentURL         string    `json:"agentUrl"`
-	CardURL          string    `json:"cardUrl,omitempty"`
-	Digest           string    `json:"digest"`
-	Fingerprint      string    `json:"fingerprint"`
-	StructuralDigest string    `json:"structuralDigest,omitempty"`
-	ProtocolVersion  string    `json:"protocolVersion,omitempty"`
-	CardVersion      string    `json:"cardVersion,omitempty"`
-	ETag             string    `json:"etag,omitempty"`
-	PinnedAt         time.Time `json:"pinnedAt"`
+	TaskID          string    `json:"taskId"`
+	AgentURL        string    `json:"agentUrl"`
+	CardURL         string    `json:"cardUrl,omitempty"`
+	Digest          string    `json:"digest"`
+	Fingerprint     string    `json:"fingerprint"`
+	ProtocolVersion string    `json:"protocolVersion,omitempty"`
+	CardVersion     string    `json:"cardVersion,omitempty"`
+	ETag            string    `json:"etag,omitempty"`
+	PinnedAt        time.Time `json:"pinnedAt"`
 	// Signatures are what verifying the pinned card's signatures found when
 	// the pin was made (one per entry of its "signatures" array; none for an
 	// unsigned card), and SignaturesKnown says they were recorded. Signatures
@@ -97,6 +98,49 @@ func (p Pin) Clone() Pin {
 	return p
 }
 
+// Detach returns a copy of p that shares no memory with it, strings
+// included: a pin made from a parsed card holds slices of the card's whole
+// body (its version, its signatures' key ids), which a cached pin must not
+// keep alive.
+func (p Pin) Detach() Pin {
+	p = p.Clone()
+	detachStrings(reflect.ValueOf(&p).Elem())
+	return p
+}
+
+// detachStrings copies every string v reaches in place (v's slices and
+// maps are its own: Clone's).
+func detachStrings(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString(strings.Clone(v.String()))
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			detachStrings(v.Field(i))
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			detachStrings(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() || !v.CanSet() {
+			return
+		}
+		m := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+			k.Set(it.Key())
+			e.Set(it.Value())
+			detachStrings(k)
+			detachStrings(e)
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
+	}
+}
+
 // UsesExtended reports a pin of the extended card: its transitions observe
 // the extended card.
 func (p Pin) UsesExtended() bool {
@@ -134,7 +178,7 @@ func (p Pin) OnPublicCard(obs Observation) Pin {
 // found from the public card, so a pin of the extended card keeps the
 // public card URL it was given).
 func (p *Pin) observe(obs Observation) {
-	p.fill(obs.Digest, obs.Card)
+	p.fill(obs.Digest, obs.Fingerprint, obs.Card)
 	p.signed(obs.Signatures)
 	if p.Extended != events.ExtendedPinned {
 		p.CardURL = obs.CardURL
@@ -161,13 +205,15 @@ func (p *Pin) AddReported(id string) {
 	}
 }
 
-// fill records the card a pin was made against; its signatures are not
-// known until signed says who signed it.
-func (p *Pin) fill(digest string, c *detector.Card) {
+// fill records the card a pin was made against (fingerprint: the card's,
+// if known; "" computes it); its signatures are not known until signed says
+// who signed it.
+func (p *Pin) fill(digest, fingerprint string, c *detector.Card) {
 	p.Signatures, p.SignaturesKnown = nil, false
-	p.Digest = digest
-	p.Fingerprint = detector.Fingerprint(c)
-	p.StructuralDigest = detector.StructuralDigest(c)
+	p.Digest, p.Fingerprint = digest, fingerprint
+	if fingerprint == "" {
+		p.Fingerprint = detector.Fingerprint(c)
+	}
 	p.CardVersion = c.Version
 	p.ProtocolVersion = ""
 	if vs := c.ProtocolVersions(); len(vs) > 0 {

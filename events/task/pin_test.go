@@ -3,8 +3,10 @@ package task
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/carddrift/carddrift/detector"
 )
@@ -77,4 +79,46 @@ func TestPinRecordFormat(t *testing.T) {
 	if !reflect.DeepEqual(p, want) {
 		t.Fatalf("decoded %+v\nwant    %+v", p, want)
 	}
+}
+
+// TestDetachSharesNoMemory: every string of a detached pin is a copy, in
+// every field, slice and map (keys too), and the content is the same.
+func TestDetachSharesNoMemory(t *testing.T) {
+	body := strings.Repeat("b", 64)
+	s := func(i int) string { return body[i : i+1] } // slices of body
+	p := Pin{TaskID: s(0), AgentURL: s(1), CardURL: s(2), Digest: s(3), Fingerprint: s(4), CardVersion: s(5),
+		ProtocolVersion: s(6), ETag: s(7), Source: s(8), Extended: s(9), RetryMethod: s(10), LiveDigest: s(11),
+		Reported: []string{s(12)}, Signatures: []detector.Signature{{KeyID: s(13), Alg: s(14), Reason: s(15)}},
+		Requirements: detector.Requirements{SkillID: s(16), InputModes: []string{s(17)}, OutputModes: []string{s(18)},
+			Security: []string{s(19)}, Scopes: map[string][]string{s(20): {s(21)}}, Extensions: []string{s(22)}, Posture: detector.Posture(s(23))}}
+	d := p.Detach()
+	if !reflect.DeepEqual(d, p) {
+		t.Fatalf("Detach() = %+v, want %+v", d, p)
+	}
+	lo, hi := uintptr(unsafe.Pointer(unsafe.StringData(body))), uintptr(unsafe.Pointer(unsafe.StringData(body)))+uintptr(len(body))
+	var walk func(v reflect.Value, path string)
+	walk = func(v reflect.Value, path string) {
+		switch v.Kind() {
+		case reflect.String:
+			if at := uintptr(unsafe.Pointer(unsafe.StringData(v.String()))); at >= lo && at < hi {
+				t.Errorf("Detach().%s shares the original's memory", path)
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i), path+"."+v.Type().Field(i).Name)
+				}
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				walk(v.Index(i), path+"[]")
+			}
+		case reflect.Map:
+			for it := v.MapRange(); it.Next(); {
+				walk(it.Key(), path+" key")
+				walk(it.Value(), path+"[key]")
+			}
+		}
+	}
+	walk(reflect.ValueOf(d), "")
 }

@@ -505,7 +505,7 @@ func Submit(ev events.Event, d events.Submitted, m Meta) (*Submission, error) {
 			return nil, err
 		}
 		s.body = &CardBody{Digest: digest, Raw: d.Card, Card: card}
-		s.pin.fill(digest, card)
+		s.pin.fill(digest, "", card)
 		s.pin.Source = events.PinClientCard
 	case d.CardDigest != "":
 		s.pin.Source = events.PinClientDigest
@@ -609,7 +609,7 @@ func (s *Submission) Observed(obs *Observation, f *Failure, digestBody *detector
 	if obs == nil {
 		r.Publish = append(r.Publish, unreachable(s.ev, s.meta, s.pin.AgentURL, s.pin.TaskID, *f))
 		if s.pin.Source == events.PinClientDigest && digestBody != nil {
-			s.pin.fill(s.pin.Digest, digestBody)
+			s.pin.fill(s.pin.Digest, "", digestBody)
 		}
 		if s.pin.Pending() {
 			r.Outcome = OutcomeUnreachable
@@ -626,7 +626,7 @@ func (s *Submission) Observed(obs *Observation, f *Failure, digestBody *detector
 		// The client planned against another card than the live one: keep
 		// its digest, and its body if carddrift ever stored it.
 		if digestBody != nil {
-			s.pin.fill(s.pin.Digest, digestBody)
+			s.pin.fill(s.pin.Digest, "", digestBody)
 		}
 		if s.pin.Extended != events.ExtendedPinned {
 			s.pin.CardURL = obs.CardURL

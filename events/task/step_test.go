@@ -53,7 +53,7 @@ func request(method string, attempt int) events.Event {
 
 func pinOn(c card, req detector.Requirements) Pin {
 	p := Pin{TaskID: "t1", AgentURL: "https://a.example.com", PinnedAt: t0, Source: events.PinClientCard, Requirements: req}
-	p.fill(c.digest, c.c)
+	p.fill(c.digest, "", c.c)
 	return p
 }
 

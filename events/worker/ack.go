@@ -129,11 +129,7 @@ func (a *acker) settle(p pendingAck, timer *time.Timer, quit <-chan struct{}) {
 		var err error
 		select {
 		case ack := <-pub.ack.Ok():
-			result := "published"
-			if ack.Duplicate {
-				result = "duplicate"
-			}
-			a.m.published(pub.typ, result)
+			a.m.published(pub.typ, pubResult(ack.Duplicate))
 			continue
 		case err = <-pub.ack.Err():
 		case <-timer.C:

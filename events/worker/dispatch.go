@@ -140,13 +140,6 @@ func (d *dispatcher) isAbandoned() bool {
 	return d.abandoned
 }
 
-// inFlight returns how many tasks have work queued or running.
-func (d *dispatcher) inFlight() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.queues)
-}
-
 // wait blocks until every submitted function has run, or until a value
 // arrives on deadline (then it reports false). The goroutine it starts ends
 // when the running functions do.

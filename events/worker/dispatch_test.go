@@ -58,8 +58,8 @@ func TestDispatcherOrderAndConcurrency(t *testing.T) {
 	if p := peak.Load(); p > limit {
 		t.Fatalf("%d tasks ran at once, limit %d", p, limit)
 	}
-	if d.inFlight() != 0 {
-		t.Fatalf("inFlight = %d after wait", d.inFlight())
+	if n := len(d.queues); n != 0 {
+		t.Fatalf("tasks with work = %d after wait", n)
 	}
 }
 

@@ -78,11 +78,11 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 	obs, ext, err := w.observeCard(ctx, pin, t.Force)
 	var seen task.Observation // the core's view of obs, made once
 	if err == nil {
-		seen = w.observation(obs)
+		seen = observation.Of(obs, w.opts.Now())
 		if again, why := t.Recheck(seen); again {
 			w.log.Debug().Str("task", taskID).Str("why", why).Msg("revalidating before judging")
 			if obs, ext, err = w.observeCard(ctx, pin, true); err == nil {
-				seen = w.observation(obs)
+				seen = observation.Of(obs, w.opts.Now())
 			}
 		}
 	}
@@ -99,13 +99,6 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 		res = t.Judge(seen)
 	}
 	return w.carryOut(ctx, res, rev, dl)
-}
-
-// observation is the core's view of a fetcher observation
-// (observation.Of, as the planner's Checker makes it), at the worker's
-// clock.
-func (w *Worker) observation(o fetcher.Observation) task.Observation {
-	return observation.Of(o, w.opts.Now())
 }
 
 // reportInconsistent publishes card.inconsistent for a split-brain episode
@@ -181,19 +174,13 @@ func (w *Worker) carryOut(ctx context.Context, res task.Result, rev uint64, dl d
 		}
 	}
 	for _, d := range res.Publish {
-		taskID := ""
-		switch d := d.(type) {
-		case events.Drift:
-			taskID = d.TaskID
+		taskID := events.Event{Data: d}.TaskID()
+		if d, ok := d.(events.Drift); ok {
 			for _, f := range d.Findings {
 				w.m.drift(f.Rule, string(d.Verdict.Action))
 			}
 			w.log.Info().Str("task", d.TaskID).Str("agent", d.AgentURL).Str("action", string(d.Verdict.Action)).
 				Str("reason", d.Verdict.Reason).Msg("card.drift")
-		case events.Pinned:
-			taskID = d.TaskID
-		case events.Unreachable:
-			taskID = d.TaskID
 		}
 		if dl.later != nil && (res.Pin == nil || res.PinFirst) {
 			if err := w.publishLater(ctx, d, taskID, dl.later); err != nil {

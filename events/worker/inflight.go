@@ -17,17 +17,25 @@ import (
 // Ack, Nak or Term — or once AckWait has passed since its delivery or its
 // last InProgress, when the server redelivers it anyway. An event larger
 // than the whole bound takes all of it.
+//
+// The held events are a list in the order of their deadlines (a take or an
+// InProgress puts its event last, AckWait from now): the expired ones are
+// at its front, dropped whenever the bytes are counted. No timer per event.
 type inflight struct {
 	max     int64
 	ackWait time.Duration
 
-	mu   sync.Mutex
-	used int64
-	free chan struct{} // closed and replaced whenever bytes are given back
+	mu      sync.Mutex
+	used    int64
+	list    heldMsg       // sentinel of the held events, earliest deadline first
+	waiting int           // takes blocked on free
+	free    chan struct{} // closed and replaced when bytes come back to a waiting take
 }
 
 func newInflight(max int64, ackWait time.Duration) *inflight {
-	return &inflight{max: max, ackWait: ackWait, free: make(chan struct{})}
+	f := &inflight{max: max, ackWait: ackWait, free: make(chan struct{})}
+	f.list.prev, f.list.next = &f.list, &f.list
+	return f
 }
 
 // msgSize is what an event counts: its data, subject and headers.
@@ -44,41 +52,73 @@ func msgSize(msg jetstream.Msg) int64 {
 // take waits until msg's bytes are free and returns msg wrapped so that
 // finishing it gives them back; ok is false if ctx ended first.
 func (f *inflight) take(ctx context.Context, msg jetstream.Msg) (jetstream.Msg, bool) {
-	n := min(msgSize(msg), f.max)
+	m := &heldMsg{Msg: msg, f: f, n: min(msgSize(msg), f.max)}
+	f.mu.Lock()
+	var now time.Time
 	for {
-		f.mu.Lock()
-		if f.used+n <= f.max {
-			f.used += n
-			f.mu.Unlock()
+		now = time.Now()
+		f.expire(now)
+		if f.used+m.n <= f.max {
 			break
 		}
-		free := f.free
+		// Wait for bytes back, or for the earliest deadline.
+		free, next := f.free, f.list.next.deadline.Sub(now)
+		f.waiting++
 		f.mu.Unlock()
+		t := time.NewTimer(next)
 		select {
 		case <-free:
+		case <-t.C:
 		case <-ctx.Done():
+		}
+		t.Stop()
+		f.mu.Lock()
+		f.waiting--
+		if ctx.Err() != nil {
+			f.mu.Unlock()
 			return msg, false
 		}
 	}
-	m := &heldMsg{Msg: msg, f: f, n: n}
-	m.mu.Lock()
-	m.timer = time.AfterFunc(f.ackWait, m.release)
-	m.mu.Unlock()
+	f.used += m.n
+	f.push(m, now)
+	f.mu.Unlock()
 	return m, true
 }
 
-func (f *inflight) give(n int64) {
-	f.mu.Lock()
-	f.used -= n
-	close(f.free)
-	f.free = make(chan struct{})
-	f.mu.Unlock()
+// expire gives back the bytes of the events whose deadline passed; f.mu is
+// held.
+func (f *inflight) expire(now time.Time) {
+	for m := f.list.next; m != &f.list && !m.deadline.After(now); m = f.list.next {
+		f.drop(m)
+	}
+}
+
+// push puts m last, AckWait from now; f.mu is held.
+func (f *inflight) push(m *heldMsg, now time.Time) {
+	m.deadline = now.Add(f.ackWait)
+	m.prev, m.next = f.list.prev, &f.list
+	m.prev.next, f.list.prev = m, m
+}
+
+// drop takes m off the list and gives its bytes back (once); f.mu is held.
+func (f *inflight) drop(m *heldMsg) {
+	if m.next == nil {
+		return
+	}
+	m.prev.next, m.next.prev = m.next, m.prev
+	m.prev, m.next = nil, nil
+	f.used -= m.n
+	if f.waiting > 0 {
+		close(f.free)
+		f.free = make(chan struct{})
+	}
 }
 
 // held returns the bytes taken now.
 func (f *inflight) held() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.expire(time.Now())
 	return f.used
 }
 
@@ -88,21 +128,15 @@ type heldMsg struct {
 	f *inflight
 	n int64
 
-	mu       sync.Mutex
-	released bool
-	timer    *time.Timer
+	// On f's list, under f.mu (next nil: off it).
+	prev, next *heldMsg
+	deadline   time.Time
 }
 
 func (m *heldMsg) release() {
-	m.mu.Lock()
-	if m.released {
-		m.mu.Unlock()
-		return
-	}
-	m.released = true
-	m.timer.Stop()
-	m.mu.Unlock()
-	m.f.give(m.n)
+	m.f.mu.Lock()
+	m.f.drop(m)
+	m.f.mu.Unlock()
 }
 
 // Ack implements jetstream.Msg, giving the bytes back.
@@ -133,12 +167,14 @@ func (m *heldMsg) TermWithReason(reason string) error {
 }
 
 // InProgress implements jetstream.Msg: the event stays in flight for
-// another AckWait.
+// another AckWait (last on the list).
 func (m *heldMsg) InProgress() error {
-	m.mu.Lock()
-	if !m.released {
-		m.timer.Reset(m.f.ackWait)
+	f := m.f
+	f.mu.Lock()
+	if m.next != nil {
+		m.prev.next, m.next.prev = m.next, m.prev
+		f.push(m, time.Now())
 	}
-	m.mu.Unlock()
+	f.mu.Unlock()
 	return m.Msg.InProgress()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/internal/observation"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 )
@@ -37,7 +38,7 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 	var obsp *task.Observation
 	var fail *task.Failure
 	obs, ext, err := w.observeCard(ctx, pin, false)
-	if err == nil && s.Recheck(w.observation(obs)) {
+	if err == nil && s.Recheck(observation.Of(obs, w.opts.Now())) {
 		// The lease may predate the card the client planned against.
 		obs, ext, err = w.observeCard(ctx, pin, true)
 	}
@@ -50,7 +51,7 @@ func (w *Worker) submitted(ctx context.Context, ev events.Event, d events.Submit
 		fail = &f
 	} else {
 		w.reportInconsistent(ctx, pin.AgentURL, obs)
-		o := w.observation(obs)
+		o := observation.Of(obs, w.opts.Now())
 		obsp = &o
 	}
 	var body *detector.Card

@@ -391,16 +391,10 @@ func withTrace(ctx context.Context, ev events.Event) context.Context {
 // lifecycle event that caused it (withTrace), and counts it.
 func (w *Worker) publish(ctx context.Context, d events.Data, subject string) error {
 	dup, err := w.pub.Publish(ctx, events.Event{Data: d, Subject: subject, Extensions: publish.TraceContext(ctx)})
-	switch {
-	case err != nil:
-		w.m.published(d.EventType(), "error")
-		w.log.Warn().Err(err).Str("type", d.EventType()).Msg("publish failed")
-		return transient(fmt.Errorf("publish %s: %w", d.EventType(), err))
-	case dup:
-		w.m.published(d.EventType(), "duplicate")
-	default:
-		w.m.published(d.EventType(), "published")
+	if err != nil {
+		return w.publishFailed(d, err)
 	}
+	w.m.published(d.EventType(), pubResult(dup))
 	return nil
 }
 
@@ -409,16 +403,31 @@ func (w *Worker) publish(ctx context.Context, d events.Data, subject string) err
 // sent) is transient, as publish's.
 func (w *Worker) publishLater(ctx context.Context, d events.Data, subject string, l *later) error {
 	msg, err := w.pub.Message(events.Event{Data: d, Subject: subject, Extensions: publish.TraceContext(ctx)})
+	var ack jetstream.PubAckFuture
 	if err == nil {
-		var ack jetstream.PubAckFuture
-		if ack, err = w.js.PublishMsgAsync(msg); err == nil {
-			l.acks = append(l.acks, published{typ: d.EventType(), ack: ack})
-			return nil
-		}
+		ack, err = w.js.PublishMsgAsync(msg)
 	}
+	if err != nil {
+		return w.publishFailed(d, err)
+	}
+	l.acks = append(l.acks, published{typ: d.EventType(), ack: ack})
+	return nil
+}
+
+// publishFailed counts and logs a publish of d that failed: a transient
+// error.
+func (w *Worker) publishFailed(d events.Data, err error) error {
 	w.m.published(d.EventType(), "error")
 	w.log.Warn().Err(err).Str("type", d.EventType()).Msg("publish failed")
 	return transient(fmt.Errorf("publish %s: %w", d.EventType(), err))
+}
+
+// pubResult is the result label of a stored publish.
+func pubResult(duplicate bool) string {
+	if duplicate {
+		return "duplicate"
+	}
+	return "published"
 }
 
 // cardCache keeps parsed pinned cards by digest, bounded by count and by
@@ -457,7 +466,7 @@ func (c *cardCache) get(digest string) (*detector.Card, bool) {
 }
 
 func (c *cardCache) put(digest string, card *detector.Card) {
-	if c.has(digest) {
+	if _, ok := c.get(digest); ok {
 		return
 	}
 	size := cardSize(digest, card) // outside the lock: linear in the card
@@ -478,13 +487,6 @@ func (c *cardCache) put(digest string, card *detector.Card) {
 	c.m[digest] = cachedCard{card: card, size: size}
 	c.bytes += size
 	c.order = append(c.order, digest)
-}
-
-func (c *cardCache) has(digest string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.m[digest]
-	return ok
 }
 
 // Inflight returns the bytes of the events the worker has handed on and not
