@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -21,32 +20,22 @@ import (
 	"github.com/carddrift/carddrift/events/fleet"
 )
 
-// The detection phase's cost figures beside the fleet's own: the baseline
-// (the same traffic, no carddrift) and the efficient publisher (the stored
-// messages again, as cheaply as NATS allows), each into the raw consumer.
-
-// MixBaseline is what the detection phase's traffic costs with no carddrift
-// at all: the same traffic from the same simulated clients onto a scratch
-// stream of the same server, consumed and acknowledged by one raw durable
-// consumer, a process of its own.
+// MixBaseline is what the detection phase's traffic costs with no carddrift:
+// the same traffic onto a scratch stream, into the raw consumer.
 type MixBaseline struct {
 	RawFigure
 	// CarddriftTotalMsPer1000 is the detection phase's CPU counted alike
-	// (sideTotal), Ratio it over TotalMsPer1000 (absent when a figure was
-	// not read).
+	// (sideTotal), Ratio it over TotalMsPer1000.
 	CarddriftTotalMsPer1000 *float64 `json:"carddriftTotalCpuMsPer1000Events,omitempty"`
 	Ratio                   *float64 `json:"ratio,omitempty"`
 }
 
-// Efficient is the third figure of the cost comparison: the detection
-// phase's stored messages published again as cheaply as NATS allows (one
-// connection, asynchronously, at their stored pace) to the raw consumer;
-// its totals count alike the baseline's.
+// Efficient is the detection phase's stored messages published again as
+// cheaply as NATS allows into the raw consumer.
 type Efficient struct{ RawFigure }
 
 // RawFigure is what the raw consumer's side of a cost figure spent on
-// Events: its own CPU, serve's and the server's meanwhile (Cost: serve's
-// process carries an embedded server's work, its workers idle), and
+// Events: its own CPU, serve's and the server's meanwhile, and
 // TotalMsPer1000, the raw consumer's plus the server's (baselineTotal).
 type RawFigure struct {
 	Events          int64    `json:"events"`
@@ -55,7 +44,6 @@ type RawFigure struct {
 	TotalMsPer1000  *float64 `json:"totalCpuMsPer1000Events,omitempty"`
 }
 
-// figure is the raw side's figure.
 func (s rawSide) figure() RawFigure {
 	r := RawFigure{Events: s.events, RawCPUMsPer1000: 1e6 * s.cpu.Seconds() / float64(s.events), Cost: s.cost}
 	if base := baselineTotal(s.cost); base != nil {
@@ -65,9 +53,8 @@ func (s rawSide) figure() RawFigure {
 	return r
 }
 
-// scratchPublisher publishes what the simulated clients address to the
-// lifecycle subjects (a2a.task.…) under a scratch stream's subject instead
-// (carddrift.bench.<run>.…), so that the deployment's workers never see it.
+// scratchPublisher moves the lifecycle subjects (a2a.task.…) under a
+// scratch stream's subject, so that the deployment's workers never see them.
 type scratchPublisher struct {
 	jetstream.Publisher
 	subject string
@@ -99,8 +86,7 @@ func (p scratchPublisher) PublishMsgAsync(m *nats.Msg, opts ...jetstream.Publish
 	return p.Publisher.PublishMsgAsync(m, opts...)
 }
 
-// scratchConfig is what a scratch stream keeps of the lifecycle stream's
-// configuration.
+// scratchConfig is what a scratch stream keeps of the lifecycle stream's.
 func scratchConfig(lifecycle jetstream.StreamConfig) jetstream.StreamConfig {
 	return jetstream.StreamConfig{Storage: lifecycle.Storage, Duplicates: lifecycle.Duplicates, MaxMsgSize: lifecycle.MaxMsgSize}
 }
@@ -141,27 +127,22 @@ func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags
 	return &MixBaseline{RawFigure: side.figure()}, nil
 }
 
-// Bounds of the efficient publisher's copy of the detection phase's
-// messages (held in memory so that reading them costs the server nothing
-// while the figure is taken).
+// Bounds of the efficient publisher's in-memory copy of the messages (so
+// that reading them costs the server nothing while the figure is taken).
 const (
 	efficientMaxBytes   = 512 << 20
 	efficientMaxPending = 4096
 )
 
-// storedMsg is one lifecycle message as stored, with its time.
 type storedMsg struct {
 	msg *nats.Msg
 	at  time.Time
 }
 
-// errEfficientTooLarge: the detection phase stored more than the copy may
-// hold.
 var errEfficientTooLarge = errors.New("the detection phase's messages exceed the efficient publisher's copy bound")
 
-// storedRange reads the messages of stream from sequence first to last
-// (inclusive) whose subject starts with a2a.task., with an ordered
-// consumer, into memory (at most efficientMaxBytes).
+// storedRange reads the a2a.task. messages of stream from sequence first
+// to last (inclusive) into memory (at most efficientMaxBytes).
 func storedRange(ctx context.Context, js jetstream.JetStream, stream string, first, last uint64) ([]storedMsg, error) {
 	if last < first {
 		return nil, nil
@@ -209,10 +190,9 @@ func storedRange(ctx context.Context, js jetstream.JetStream, stream string, fir
 	}
 }
 
-// benchEfficient takes the third figure: the detection phase's stored
-// messages (lifecycle stream sequences first to last) again, published
-// from one connection, asynchronously, each no earlier than its stored
-// offset from the first, into the raw consumer.
+// benchEfficient publishes the stored messages first to last again from
+// one connection, asynchronously, each no earlier than its stored offset
+// from the first, into the raw consumer.
 func benchEfficient(ctx context.Context, nc *nats.Conn, f *benchFlags, lifecycle jetstream.StreamConfig, first, last uint64, embedded bool) (*Efficient, error) {
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(efficientMaxPending))
 	if err != nil {
@@ -253,9 +233,8 @@ func benchEfficient(ctx context.Context, nc *nats.Conn, f *benchFlags, lifecycle
 	return &Efficient{side.figure()}, nil
 }
 
-// Ratios are the cost bars of DESIGN (contract v1.3), each absent when a
-// figure it needs was not read, and the events one core carries at the
-// measured cost (the deployment's, serve's alone).
+// Ratios are DESIGN's cost bars and the events one core carries at the
+// measured cost, each absent when a figure it needs was not read.
 type Ratios struct {
 	Deployment               *float64 `json:"deployment,omitempty"`
 	Serve                    *float64 `json:"serve,omitempty"`
@@ -277,14 +256,13 @@ func perCore(ms *float64) *float64 {
 	return ratio(&one, ms)
 }
 
-// compare fills the ratio against the detection phase's cost c.
 func (b *MixBaseline) compare(c *Cost) {
 	b.CarddriftTotalMsPer1000 = sideTotal(c)
 	b.Ratio = ratio(b.CarddriftTotalMsPer1000, b.TotalMsPer1000)
 }
 
-// ratios computes the bars from the detection phase's cost c, the
-// baseline b and the efficient publisher's figure e.
+// ratios computes the bars from the detection phase's cost c and the
+// figures b and e.
 func ratios(c *Cost, b *MixBaseline, e *Efficient) *Ratios {
 	r := &Ratios{DeploymentEventsPerCoreS: perCore(sideTotal(c)), ServeEventsPerCoreS: perCore(c.ServeCPUMsPer1000),
 		Deployment: ratio(sideTotal(c), e.TotalMsPer1000), Emitter: ratio(b.TotalMsPer1000, e.TotalMsPer1000)}
@@ -294,10 +272,8 @@ func ratios(c *Cost, b *MixBaseline, e *Efficient) *Ratios {
 	return r
 }
 
-// sideTotal is the deployment's CPU per 1,000 events beside the consumer
-// itself: with an embedded server serve's process (the server's and
-// serve's), with a standalone one serve's plus the server's. Nil when a
-// figure it needs was not read.
+// sideTotal is the deployment's CPU per 1,000 events: serve's process,
+// plus a standalone server's. Nil when a figure was not read.
 func sideTotal(c *Cost) *float64 {
 	if c.ServeCPUMsPer1000 == nil {
 		return nil
@@ -312,9 +288,8 @@ func sideTotal(c *Cost) *float64 {
 	return &t
 }
 
-// baselineTotal is the baseline's side of the comparison: with an embedded
-// server serve's process carried only the server's work, so it counts;
-// with a standalone one serve was idle, and the server's counts.
+// baselineTotal is the server's work for a raw figure: serve's process
+// with an embedded server (its workers idle), else the server's.
 func baselineTotal(c *Cost) *float64 {
 	if c.Embedded {
 		return c.ServeCPUMsPer1000
@@ -322,7 +297,6 @@ func baselineTotal(c *Cost) *float64 {
 	return c.ServerCPUMsPer1000
 }
 
-// write prints the baseline's lines, indented.
 func (b *MixBaseline) write(w io.Writer) {
 	fmt.Fprintf(w, "baseline: the detection phase's traffic again (fleet, seed, schedule, duration) onto a scratch stream of the same server,\n"+
 		"  consumed and acknowledged by one raw durable consumer, a process of its own: %d events\n", b.Events)
@@ -352,7 +326,6 @@ func (b *MixBaseline) write(w io.Writer) {
 	}
 }
 
-// write prints the efficient publisher's lines and the bars.
 func (e *Efficient) write(w io.Writer, r *Ratios) {
 	fmt.Fprintf(w, "efficient publisher: the detection phase's %d stored messages again, from one connection, asynchronously, at the pace\n"+
 		"  they were stored, onto a scratch stream consumed and acknowledged by one raw durable consumer, a process of its own\n", e.Events)
@@ -385,17 +358,12 @@ func (e *Efficient) write(w io.Writer, r *Ratios) {
 	}
 }
 
-// rawConsumerCommand is the hidden command bench runs, as a process of its
-// own, for its raw figures: one durable pull consumer that consumes and
-// acknowledges, so that they cross the same process boundary to the server
-// as `carddrift serve --nats-url` does. It has no help file and is not in
-// the usage: run dispatches it before parsing the commands.
-//
-//	carddrift internal-raw-consumer --nats-url URL --stream S --durable D --timeout T
-//
-// It prints "ready" once it consumes; when its stdin closes it flushes its
-// acks, prints "done N T" (N messages acknowledged, the last at T, Unix
-// nanoseconds) and exits 0. It exits 1 when its --timeout passes.
+// rawConsumerCommand is the hidden command bench runs as a process of its
+// own for its raw figures (crossing the process boundary serve's workers
+// cross): one durable pull consumer that consumes and acknowledges. It
+// prints "ready" once it consumes; when its stdin closes it flushes its
+// acks, prints "done N T" (N acknowledged, the last at T, Unix ns) and
+// exits 0. It exits 1 when its --timeout passes.
 const rawConsumerCommand = "internal-raw-consumer"
 
 type rawConsumerFlags struct {
@@ -405,18 +373,13 @@ type rawConsumerFlags struct {
 	timeout time.Duration
 }
 
-func (f *rawConsumerFlags) register(fs *flag.FlagSet) {
+func runRawConsumer(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var f rawConsumerFlags
+	fs := newFlagSet(rawConsumerCommand, &env{stderr: stderr})
 	f.nats.registerClient(fs)
 	fs.StringVar(&f.stream, "stream", "", "stream of the durable")
 	fs.StringVar(&f.durable, "durable", "", "durable consumer to consume with")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "exit 1 after this")
-}
-
-// runRawConsumer runs the hidden command; it returns the exit status.
-func runRawConsumer(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var f rawConsumerFlags
-	fs := newFlagSet(rawConsumerCommand, &env{stderr: stderr})
-	f.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -476,9 +439,8 @@ func (f *rawConsumerFlags) run(ctx context.Context, stdin io.Reader, stdout io.W
 	return nil
 }
 
-// rawProcess is a running raw consumer (rawConsumerCommand) that bench
-// started: its owner is the figure that started it, which ends it (finish,
-// or kill on any error); its context's deadline kills it too.
+// rawProcess is a running raw consumer: the figure that started it ends it
+// (finish, or kill on any error); its context's deadline kills it too.
 type rawProcess struct {
 	cmd    *exec.Cmd
 	cancel context.CancelFunc
@@ -487,9 +449,8 @@ type rawProcess struct {
 	stderr strings.Builder
 }
 
-// startRawConsumer starts the raw consumer of durable "raw" on stream as a
-// process of its own (this binary again), with bench's connection flags,
-// and waits until it consumes.
+// startRawConsumer starts this binary as the raw consumer of durable "raw"
+// on stream, and waits until it consumes.
 func startRawConsumer(ctx context.Context, nf *natsFlags, stream string, timeout time.Duration) (*rawProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -595,17 +556,13 @@ func (p *rawProcess) kill() {
 }
 
 // scratch is a stream of bench's own, CARDDRIFT_BENCH_<run> on
-// carddrift.bench.<run>.>, with one durable pull consumer "raw"
-// (explicit acks, at most 1,000 pending): where the raw consumer's events
-// go, apart from the deployment's streams.
+// carddrift.bench.<run>.>, with one durable pull consumer "raw".
 type scratch struct {
 	run, name, subject string
 	drop               func() // deletes the stream
 }
 
-// newScratch creates a scratch stream; sc gives what it keeps of the
-// lifecycle stream's configuration (storage, duplicate window), its name
-// and subjects are the scratch's.
+// newScratch creates a scratch stream with sc's storage and limits.
 func newScratch(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) (scratch, error) {
 	run := fmt.Sprint(time.Now().UnixNano())
 	s := scratch{run: run, name: "CARDDRIFT_BENCH_" + run, subject: "carddrift.bench." + run}
@@ -622,12 +579,10 @@ func newScratch(ctx context.Context, js jetstream.JetStream, sc jetstream.Stream
 	return s, nil
 }
 
-// errRawEmpty: a raw figure's publisher published nothing.
 var errRawEmpty = errors.New("the raw figure's traffic published no events")
 
-// rawSide is what one raw figure measured: the events the raw consumer
-// acknowledged, the time from the first publish to its last
-// acknowledgement, its own CPU, and the deployment's cost meanwhile.
+// rawSide is one raw figure: the events acknowledged, the time from the
+// first publish to the last ack, the raw consumer's CPU, and the cost.
 type rawSide struct {
 	events int64
 	took   time.Duration
@@ -635,10 +590,8 @@ type rawSide struct {
 	cost   *Cost
 }
 
-// runRaw takes one raw figure: on a scratch stream (sc: what it keeps of
-// the lifecycle stream's configuration) consumed by the raw consumer, a
-// process of its own, publish sends its events under the scratch's
-// subject; the figure ends once the raw consumer has acknowledged them all.
+// runRaw takes one raw figure: publish sends its events under a scratch
+// stream's subject; the figure ends once the raw consumer has acked them all.
 func (f *benchFlags) runRaw(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig, embedded bool,
 	publish func(ctx context.Context, s scratch) error) (rawSide, error) {
 	s, err := newScratch(ctx, js, sc)

@@ -26,28 +26,22 @@ import (
 )
 
 type demoFlags struct {
-	agents    int
-	duration  time.Duration
-	seed      int64
-	scenarios string
-	json      bool
-	dataDir   string
-	quiet     bool
-	taskEvery time.Duration
-	logLevel  string
-	// driftShare is the share of agents with a scenario: bench's
-	// --drift-share, three quarters for demo and simulate.
-	driftShare float64
-	// httpAddr and replayHTML: the demo's pages (demo_watch.go).
-	httpAddr, replayHTML string
-	// maxBacklog, when positive, holds new tasks while carddrift's backlog
-	// (lifecycle events not yet acknowledged) is over it.
+	agents     int
+	duration   time.Duration
+	seed       int64
+	scenarios  string
+	json       bool
+	dataDir    string
+	quiet      bool
+	taskEvery  time.Duration
+	logLevel   string
+	driftShare float64 // bench's --drift-share; 0.75 for demo and simulate
+	httpAddr   string
+	replayHTML string
 	maxBacklog int
-	// heartbeat is --observe-heartbeat.
-	heartbeat time.Duration
+	heartbeat  time.Duration
 }
 
-// register adds demo's flags.
 func (f *demoFlags) register(fs *flag.FlagSet) {
 	f.registerFleet(fs, 30*time.Second)
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep the JetStream store here for replay (default: a temporary store removed at exit)")
@@ -58,8 +52,7 @@ func (f *demoFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxBacklog, "max-backlog", 0, "hold new tasks while carddrift has more lifecycle events than this to handle (0: never): on a machine slower than the traffic, fewer tasks instead of verdicts that come after the changes they judge are over")
 }
 
-// registerFleet adds the flags demo and simulate share: the fleet, its
-// schedule, the traffic and the output.
+// registerFleet adds the flags demo and simulate share.
 func (f *demoFlags) registerFleet(fs *flag.FlagSet, duration time.Duration) {
 	f.driftShare = 0.75
 	fs.IntVar(&f.agents, "agents", 40, "simulated agents in the fleet")
@@ -71,8 +64,7 @@ func (f *demoFlags) registerFleet(fs *flag.FlagSet, duration time.Duration) {
 	fs.DurationVar(&f.taskEvery, "task-every", time.Second, "each agent gets a new task this often")
 }
 
-// notes is where demo and simulate say what to open: stdout, or stderr
-// with --json (stdout is the scorecard).
+// notes is where demo and simulate say what to open: stderr with --json.
 func (f *demoFlags) notes(e *env) io.Writer {
 	if f.json {
 		return e.stderr
@@ -111,7 +103,6 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		}
 	}()
 
-	// Storage: a temporary directory removed at exit, unless --data-dir.
 	dir, storage := f.dataDir, jetstream.MemoryStorage
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "carddrift-demo-")
@@ -143,13 +134,11 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	}
 	lease := fleet.LeaseFunc(fetchOpts.MinLease, fetchOpts.DefaultLease, fetchOpts.MaxLease)
 
-	// Workers: two in this process, as two replicas of `carddrift serve`
-	// would run, sharing leases and pins.
+	// Two workers, as two replicas of serve would run, sharing leases and pins.
 	svc, err := service.Open(ctx, service.Options{
 		DataDir: dir, ConnName: "carddrift-demo", Config: cfg, Workers: 2, Registerer: watch.registerer(),
 		Worker: worker.Options{Name: "demo-worker", Fetch: fetchOpts, Logger: log, DrainTimeout: 3 * time.Second},
-		// serve's caches and budget (the lease copy, the diff memo, the
-		// pin cache): the demo shows what serve does.
+		// serve's caches and budget: the demo shows what serve does.
 		PinCache: servePinCache, PinCacheMaxAge: servePinCacheMaxAge, MemoryBudget: budget.Default,
 	})
 	if err != nil {
@@ -165,7 +154,6 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	}
 	defer running.Stop()
 	if watch != nil {
-		// First, before the verdicts: where to watch them.
 		fmt.Fprintf(f.notes(e), "carddrift demo: watch the fleet at %s (and /fleet.json, /metrics) while the demo runs\n", watch.start(svc, log))
 		defer watch.close() // before the service closes
 	}
@@ -263,25 +251,18 @@ func writeScorecard(w io.Writer, c *fleet.Scorecard) {
 	}
 }
 
-// hostProbeEvents is how many messages the host probe consumes.
 const hostProbeEvents = 20000
 
-// DemoCost is what the demo's process (clients, workers and embedded
-// server together) spent per 1,000 lifecycle events, beside the host's
-// raw consume+ack rate on the same embedded server, so that runs on a slow
-// and a fast host can be compared.
+// DemoCost is what the demo's process spent per 1,000 lifecycle events,
+// beside the host's raw consume+ack rate, so that hosts can be compared.
 type DemoCost struct {
-	Events       int64   `json:"events"`
-	CPUSeconds   float64 `json:"cpuSeconds"`
-	CPUMsPer1000 float64 `json:"cpuMsPer1000Events"`
-	// HostRawPerSecond is one durable pull consumer's consume+ack rate,
-	// in the demo's process, over hostProbeEvents messages published
-	// beforehand to a scratch stream of the demo's storage (0: not read).
+	Events           int64       `json:"events"`
+	CPUSeconds       float64     `json:"cpuSeconds"`
+	CPUMsPer1000     float64     `json:"cpuMsPer1000Events"`
 	HostRawPerSecond float64     `json:"hostRawConsumeAckPerSecond"`
 	LoadBefore       *[3]float64 `json:"loadBefore,omitempty"`
 }
 
-// processCPU is this process's user and system CPU so far.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
@@ -290,10 +271,8 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// hostRate measures the host: hostProbeEvents messages of 512 bytes
-// published to a scratch stream, then consumed and acknowledged by one
-// durable pull consumer; the rate is from the first delivery to the last
-// ack. The stream is deleted before it returns.
+// hostRate is one durable pull consumer's consume+ack rate, in process,
+// over hostProbeEvents messages of 512 bytes on a scratch stream.
 func hostRate(ctx context.Context, js jetstream.JetStream, storage jetstream.StorageType) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
