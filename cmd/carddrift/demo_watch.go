@@ -27,16 +27,10 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// A demo you can watch: while it runs, the demo serves serve's /fleet,
-// /fleet.json and /metrics on loopback (--http-addr), and at the end it can
-// write the page carddrift replay --format html writes (--replay-html).
-
-// errNotLoopback is returned for a demo --http-addr that is not a loopback
-// address: the demo's pages have no credentials.
+// errNotLoopback: the demo's pages have no credentials.
 var errNotLoopback = errors.New("not a loopback address (the demo serves its pages on loopback only)")
 
-// listenLoopback listens on addr, which must name a loopback host
-// ("localhost", 127.0.0.0/8 or ::1) and may have port 0.
+// listenLoopback listens on addr, which must name a loopback host.
 func listenLoopback(addr string) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -59,16 +53,15 @@ func listenLoopback(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// demoWatch is the demo's HTTP side while it runs.
+// demoWatch serves the demo's /fleet, /fleet.json and /metrics while it runs.
 type demoWatch struct {
 	reg  *prometheus.Registry
 	ln   net.Listener
 	stop func() // set by start
 }
 
-// newDemoWatch listens on addr (loopback only) for the demo's pages; a nil
-// demoWatch and no error when addr is "" (off). The workers' metrics go to
-// its registry (demoWatch.registerer), so it is made before the service.
+// newDemoWatch listens on addr; nil when addr is "". It is made before the
+// service, whose metrics go to its registry.
 func newDemoWatch(addr string) (*demoWatch, error) {
 	if addr == "" {
 		return nil, nil
@@ -82,8 +75,6 @@ func newDemoWatch(addr string) (*demoWatch, error) {
 	return &demoWatch{reg: reg, ln: ln}, nil
 }
 
-// registerer is where the service registers the workers' metrics (nil when
-// the demo serves no pages).
 func (w *demoWatch) registerer() prometheus.Registerer {
 	if w == nil {
 		return nil
@@ -91,9 +82,7 @@ func (w *demoWatch) registerer() prometheus.Registerer {
 	return w.reg
 }
 
-// start serves /fleet, /fleet.json and /metrics of svc (statusMux, as serve
-// does, the page refreshing every demoFleetRefresh) and returns the fleet
-// page's URL.
+// start serves svc's pages as serve does and returns the fleet page's URL.
 func (w *demoWatch) start(svc *service.Service, log zerolog.Logger) string {
 	col := fleetCollector(svc, fetcher.DefaultConsistencyWindow, demoFleetRefresh)
 	w.reg.MustRegister(col)
@@ -101,8 +90,7 @@ func (w *demoWatch) start(svc *service.Service, log zerolog.Logger) string {
 	return "http://" + w.ln.Addr().String() + "/fleet"
 }
 
-// close stops serving (or only closes the listener when start was never
-// called). Safe on a nil demoWatch, and more than once.
+// close stops serving; safe on a nil demoWatch, and more than once.
 func (w *demoWatch) close() {
 	if w == nil {
 		return
@@ -115,7 +103,7 @@ func (w *demoWatch) close() {
 }
 
 // createReplayPage creates the --replay-html file at the start of the demo,
-// so that a path that cannot be written fails before the run, not after it.
+// so that a path that cannot be written fails before the run.
 func createReplayPage(path string) (*os.File, error) {
 	if path == "" {
 		return nil, nil
@@ -127,9 +115,8 @@ func createReplayPage(path string) (*os.File, error) {
 	return f, nil
 }
 
-// writeReplayPage writes the replay page of everything the demo recorded
-// (carddrift replay --format html over the whole history) to out and returns
-// its size.
+// writeReplayPage writes the replay page of the whole history to out and
+// returns its size.
 func writeReplayPage(ctx context.Context, js jetstream.JetStream, cfg store.Config, cards store.Cards, out io.Writer) (int, error) {
 	rd, err := replay.New(js, replay.Options{Config: cfg, Cards: cards})
 	if err != nil {
@@ -174,19 +161,14 @@ func fleetHint(ctx context.Context, metricsURL string) string {
 	return "the fleet as serve sees it: " + page
 }
 
-// fleetRefresh is how often serve's /fleet page reloads itself; the census
-// behind it and the fleet gauges is taken at most this often. The demo's
-// page refreshes every demoFleetRefresh, for a run that lasts seconds.
+// How often the fleet page reloads itself and its census is taken at most.
 const (
 	fleetRefresh     = 10 * time.Second
 	demoFleetRefresh = 2 * time.Second
 )
 
-// fleetCollector is the census of a running service's stores and card
-// stream: the gauges of /metrics and the data of /fleet and /fleet.json,
-// taken at most every refresh. Its pin counts, leases and last observations
-// are a census.Tally's, so that each census reads only what was written
-// since the last one.
+// fleetCollector is the census behind the fleet gauges and pages, taken at
+// most every refresh; its Tally reads only what was written since the last.
 func fleetCollector(svc *service.Service, window, refresh time.Duration) *census.Collector {
 	st := svc.Stores()
 	src := census.Source{Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: svc.JetStream(), Config: svc.Config(),
@@ -196,8 +178,7 @@ func fleetCollector(svc *service.Service, window, refresh time.Duration) *census
 	}, refresh)
 }
 
-// mountFleet serves the fleet page at /fleet (reloading itself every
-// refresh) and its JSON at /fleet.json; both read-only (GET and HEAD).
+// mountFleet serves /fleet and /fleet.json, read-only (GET and HEAD).
 func mountFleet(mux *http.ServeMux, col *census.Collector, refresh time.Duration) {
 	serve := func(contentType string, render func(*census.Fleet, io.Writer) error) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
@@ -227,8 +208,7 @@ func mountFleet(mux *http.ServeMux, col *census.Collector, refresh time.Duration
 	mux.HandleFunc("/fleet.json", serve("application/json", (*census.Fleet).WriteJSON))
 }
 
-// statusMux serves the metrics of reg at /metrics and the fleet of col at
-// /fleet and /fleet.json (mountFleet): what serve and demo both offer.
+// statusMux serves /metrics of reg and the fleet of col, for serve and demo.
 func statusMux(reg *prometheus.Registry, col *census.Collector, refresh time.Duration) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -237,8 +217,7 @@ func statusMux(reg *prometheus.Registry, col *census.Collector, refresh time.Dur
 }
 
 // serveHTTP serves h on ln in a goroutine it owns, until the returned stop
-// shuts the server down (waiting at most 5s for requests in flight) and
-// waits for it. Errors other than the shutdown are logged.
+// shuts it down (at most 5s for requests in flight) and waits for it.
 func serveHTTP(ln net.Listener, h http.Handler, log zerolog.Logger) (stop func()) {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})

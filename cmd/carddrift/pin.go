@@ -14,40 +14,32 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// pinFlags are the flags of carddrift pin.
 type pinFlags struct {
 	json  bool
 	trust trustFlags
 	fetch fetchFlags
 }
 
-// register adds pin's flags.
 func (f *pinFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print one JSON object")
 	f.trust.register(fs)
 	f.fetch.register(fs)
 }
 
-// pinOutput is the --json document of carddrift pin.
 type pinOutput struct {
-	Source           string   `json:"source"`
-	Name             string   `json:"name"`
-	Digest           string   `json:"digest"`
-	Fingerprint      string   `json:"fingerprint"`
-	StructuralDigest string   `json:"structuralDigest"`
-	Version          string   `json:"version"`
-	ProtocolVersions []string `json:"protocolVersions"`
-	Shape            string   `json:"shape"`
-	Skills           []string `json:"skills"`
-	ETag             string   `json:"etag,omitempty"`
-	CacheControl     string   `json:"cacheControl,omitempty"`
-	// Conformance lists the parts of the card that follow no known version's
-	// schema; carddrift reads around them (never a refusal).
-	Conformance []detector.Nonconformance `json:"conformance"`
-	// Signatures are what verifying the card's signatures found, one per
-	// entry of its "signatures" array (kid, alg, verified, reason; the key's
-	// thumbprint, source and jku when known); [] for an unsigned card.
-	Signatures []detector.Signature `json:"signatures"`
+	Source           string                    `json:"source"`
+	Name             string                    `json:"name"`
+	Digest           string                    `json:"digest"`
+	Fingerprint      string                    `json:"fingerprint"`
+	StructuralDigest string                    `json:"structuralDigest"`
+	Version          string                    `json:"version"`
+	ProtocolVersions []string                  `json:"protocolVersions"`
+	Shape            string                    `json:"shape"`
+	Skills           []string                  `json:"skills"`
+	ETag             string                    `json:"etag,omitempty"`
+	CacheControl     string                    `json:"cacheControl,omitempty"`
+	Conformance      []detector.Nonconformance `json:"conformance"`
+	Signatures       []detector.Signature      `json:"signatures"` // one per entry of its "signatures"
 }
 
 func (f *pinFlags) run(ctx context.Context, e *env, args []string) error {
@@ -74,21 +66,13 @@ func (f *pinFlags) run(ctx context.Context, e *env, args []string) error {
 	out := pinOutput{
 		Source: src.Where, Name: c.Name, Digest: digest,
 		Fingerprint: detector.Fingerprint(c), StructuralDigest: detector.StructuralDigest(c),
-		Version: c.Version, ProtocolVersions: c.ProtocolVersions(), Shape: c.Shape,
-		ETag: src.ETag, CacheControl: src.CacheControl,
+		Version: c.Version, ProtocolVersions: append([]string{}, c.ProtocolVersions()...), Shape: c.Shape,
+		ETag: src.ETag, CacheControl: src.CacheControl, Skills: make([]string, 0, len(c.Skills)),
+		Conformance: append([]detector.Nonconformance{}, c.Conformance...), Signatures: []detector.Signature{},
 	}
-	if out.ProtocolVersions == nil {
-		out.ProtocolVersions = []string{}
-	}
-	out.Conformance = c.Conformance
-	if out.Conformance == nil {
-		out.Conformance = []detector.Nonconformance{}
-	}
-	out.Signatures = []detector.Signature{}
 	if c.HasSignatures {
 		out.Signatures = append(out.Signatures, fe.VerifyAt(ctx, src.Where, src.Raw)...)
 	}
-	out.Skills = make([]string, 0, len(c.Skills))
 	for _, s := range c.Skills {
 		out.Skills = append(out.Skills, s.ID)
 	}
@@ -136,8 +120,6 @@ func orNone(s string) string {
 	return s
 }
 
-// describeSignature says what verifying a signature found, for pin's text
-// output.
 func describeSignature(s detector.Signature) string {
 	var b strings.Builder
 	if s.Verified {
@@ -157,7 +139,6 @@ func describeSignature(s detector.Signature) string {
 	return b.String()
 }
 
-// cardSource is a card as read by the CLI, with the HTTP facts pin reports.
 type cardSource struct {
 	Where        string // file path, "-" or the URL the card was read from
 	Raw          []byte
@@ -168,13 +149,10 @@ type cardSource struct {
 const cliMaxCardBytes = 1 << 20
 
 // cliFetchAllow is the default of --fetch-allow for pin and diff: every
-// address (the cloud-metadata ones stay refused, as they do for a worker
-// whose --fetch-allow covers them). Pinning an agent on localhost or a
-// private network is a normal use of an operator's command.
+// address but cloud metadata. Pinning an agent on localhost or a private
+// network is a normal use of an operator's command.
 const cliFetchAllow = "0.0.0.0/0,::/0"
 
-// fetchFlags are the fetch flags of the commands that read cards from URLs
-// (pin, diff).
 type fetchFlags struct {
 	allow string
 }
@@ -184,9 +162,7 @@ func (f *fetchFlags) register(fs *flag.FlagSet) {
 		"the default reaches any address but cloud metadata; give serve's value to see what its workers see (empty: the workers' default guard)")
 }
 
-// fetcher returns the Fetcher the command reads URLs with: the workers'
-// fetcher (fixed headers, timeouts, size and redirect limits, TLS, the SSRF
-// guard with --fetch-allow) and, for pin, the signature options. Close it.
+// fetcher returns the workers' Fetcher with --fetch-allow and sig. Close it.
 func (f *fetchFlags) fetcher(sig fetcher.SignatureOptions) (*fetcher.Fetcher, error) {
 	allow, err := fetcher.ParseAllow(f.allow)
 	if err != nil {
@@ -200,32 +176,29 @@ func (f *fetchFlags) fetcher(sig fetcher.SignatureOptions) (*fetcher.Fetcher, er
 }
 
 // readSource reads a card from a file path, "-" (stdin) or, with a Fetcher,
-// an http(s) URL (fetchSource).
+// an http(s) URL.
 func readSource(ctx context.Context, e *env, where string, f *fetcher.Fetcher) (cardSource, error) {
-	if where == "-" {
-		raw, err := io.ReadAll(io.LimitReader(e.stdin, cliMaxCardBytes+1))
-		if err != nil {
-			return cardSource{}, fmt.Errorf("read stdin: %w", err)
-		}
-		return cardSource{Where: "-", Raw: raw}, nil
-	}
 	if f != nil && (strings.HasPrefix(where, "http://") || strings.HasPrefix(where, "https://")) {
 		return fetchSource(ctx, f, where)
 	}
-	file, err := os.Open(where)
-	if err != nil {
-		return cardSource{}, usageError{err}
+	r, name := e.stdin, "stdin"
+	if where != "-" {
+		file, err := os.Open(where)
+		if err != nil {
+			return cardSource{}, usageError{err}
+		}
+		defer file.Close()
+		r, name = file, where
 	}
-	defer file.Close()
-	raw, err := io.ReadAll(io.LimitReader(file, cliMaxCardBytes+1))
+	raw, err := io.ReadAll(io.LimitReader(r, cliMaxCardBytes+1))
 	if err != nil {
-		return cardSource{}, fmt.Errorf("read %s: %w", where, err)
+		return cardSource{}, fmt.Errorf("read %s: %w", name, err)
 	}
 	return cardSource{Where: where, Raw: raw}, nil
 }
 
-// readCard reads a card (readSource), parses it and computes its digest; a
-// card that cannot be read or parsed is a usage error.
+// readCard reads a card, parses it and computes its digest; a card that
+// cannot be read or parsed is a usage error.
 func readCard(ctx context.Context, e *env, where string, f *fetcher.Fetcher) (src cardSource, c *detector.Card, digest string, err error) {
 	if src, err = readSource(ctx, e, where, f); err != nil {
 		return src, nil, "", usageError{err}
@@ -239,12 +212,9 @@ func readCard(ctx context.Context, e *env, where string, f *fetcher.Fetcher) (sr
 	return src, c, digest, nil
 }
 
-// fetchSource fetches the card a worker would observe for where, through
-// f.FetchAgent: a URL whose path ends in .json is a card URL (as a client's
-// cardUrl is) and is fetched as it is; any other URL is the agent's, and
-// resolves as the workers resolve it (fetcher.CardURLs: the URL's path plus
-// /.well-known/agent-card.json, then the legacy /.well-known/agent.json on
-// 404, 405 or 410).
+// fetchSource fetches the card a worker would observe for where: a URL
+// whose path ends in .json is a card URL, any other the agent's
+// (fetcher.CardURLs).
 func fetchSource(ctx context.Context, f *fetcher.Fetcher, where string) (cardSource, error) {
 	u, err := url.Parse(where)
 	if err != nil {

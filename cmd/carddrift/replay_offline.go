@@ -19,9 +19,8 @@ import (
 	"github.com/carddrift/carddrift/events/inspect/replay"
 )
 
-// offline is an embedded JetStream server on a private copy of a store
-// directory. It accepts no network connections (DontListen): only this
-// process reaches it, in process.
+// offline is an embedded JetStream server, reached in process only, on a
+// private copy of a store directory.
 type offline struct {
 	dir string
 	srv *server.Server
@@ -30,22 +29,16 @@ type offline struct {
 // offlineCopy says what of a store directory a command needs; the zero
 // value copies everything.
 type offlineCopy struct {
-	// empty names the streams copied without their messages (their
-	// configuration only: an empty stream or bucket).
-	empty map[string]bool
-	// noConsumers leaves the streams' consumers out (a command that reads
-	// with ordered consumers only).
+	empty       map[string]bool // streams copied without their messages
 	noConsumers bool
 	// ranges bounds, by stream, the stored times whose message blocks are
-	// copied; a block wholly outside its stream's range is left out, and
-	// the server opens the stream without it.
+	// copied (pickBlocks).
 	ranges map[string]replay.Range
 }
 
-// openOffline copies what sel needs of the store directory dir to a
-// temporary directory and starts an embedded server on the copy. The
-// original is only read: a server rewrites index files and applies
-// retention as it opens a store, so it must never open the original.
+// openOffline copies what sel needs of dir and starts an embedded server
+// on the copy: a server rewrites index files and applies retention as it
+// opens a store, so it must never open the original.
 func openOffline(dir string, sel offlineCopy) (_ *offline, err error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -92,7 +85,6 @@ func (o *offline) connect(name string) (*nats.Conn, error) {
 	return nats.Connect("", nats.Name(name), nats.InProcessServer(o.srv))
 }
 
-// Close stops the server and removes the copy.
 func (o *offline) Close() {
 	if o.srv != nil {
 		o.srv.Shutdown()
@@ -101,9 +93,8 @@ func (o *offline) Close() {
 	os.RemoveAll(o.dir)
 }
 
-// copyTree copies the directories and regular files under src into dst
-// (which exists), but what sel leaves out. Other kinds of files (sockets,
-// devices) are skipped; symbolic links are followed only for the root.
+// copyTree copies the directories and regular files under src into dst,
+// but what sel leaves out.
 func copyTree(src, dst string, sel offlineCopy) error {
 	var keep func(name string) bool // of the msgs directory being copied
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
@@ -207,8 +198,6 @@ func blockFirstTime(path string) (time.Time, bool) {
 	return parseBlockHeader(hdr[:])
 }
 
-// parseBlockHeader reads the first record header of a message block (see
-// blockFirstTime).
 func parseBlockHeader(b []byte) (time.Time, bool) {
 	if len(b) < 22 {
 		return time.Time{}, false

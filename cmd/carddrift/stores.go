@@ -16,9 +16,8 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// storeSource is an open connection to carddrift's stores and streams, for
-// the commands that only read them (replay, impact, fleet): a live
-// deployment, or an embedded server on a copy of a store directory (off).
+// storeSource is an open connection to carddrift's stores and streams: a
+// live deployment, or an embedded server on a copy of a store directory.
 type storeSource struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
@@ -36,24 +35,22 @@ func (s *storeSource) Close() {
 }
 
 // storeFlags say where the commands that only read the stores (replay,
-// impact, fleet) find them: a deployment's NATS, or a store directory.
+// impact, fleet) find them.
 type storeFlags struct {
 	nats    natsFlags
 	dataDir string
-	// copy is what of --data-dir the command needs (zero: everything).
-	copy offlineCopy
+	copy    offlineCopy // what of --data-dir the command needs
 }
 
 // register adds the connection flags and --data-dir; reads says what the
-// command does offline ("replay offline", "read the pins offline").
+// command does offline.
 func (s *storeFlags) register(fs *flag.FlagSet, reads string) {
 	s.nats.register(fs)
 	fs.StringVar(&s.dataDir, "data-dir", "", reads+" from this store directory (the one `serve` or `demo --data-dir` wrote); it is copied first and never changed")
 }
 
-// open connects to the deployment at --nats-url (default
-// nats://127.0.0.1:4222), or, with --data-dir, opens a private copy of that
-// store directory offline (see openOffline), and binds the stores.
+// open connects to --nats-url or opens a copy of --data-dir, and binds the
+// stores.
 func (s *storeFlags) open(ctx context.Context, name string) (_ *storeSource, err error) {
 	src := &storeSource{}
 	defer func() {
@@ -90,20 +87,16 @@ func (s *storeFlags) open(ctx context.Context, name string) (_ *storeSource, err
 	return src, nil
 }
 
-// outputFlags are --format and --out of the commands that write a report as
-// text, json or html (replay, fleet).
 type outputFlags struct {
 	format string
 	out    string
 }
 
-// register adds --format, described by formats, and --out.
 func (o *outputFlags) register(fs *flag.FlagSet, formats string) {
 	fs.StringVar(&o.format, "format", "text", formats)
 	fs.StringVar(&o.out, "out", "", "write the output to this file instead of stdout")
 }
 
-// check refuses a --format other than text, json or html.
 func (o *outputFlags) check() error {
 	switch o.format {
 	case "text", "json", "html":
@@ -112,10 +105,8 @@ func (o *outputFlags) check() error {
 	return usagef("--format %q: want text, json or html", o.format)
 }
 
-// writeReport renders a report in o's format with asJSON, asHTML or asText
-// (any other format) — the inspection packages' WriteJSON, WriteHTML and
-// WriteText — and writes it to stdout, or to the file --out, once whole.
-// asHTML may be nil where the command refuses --format html.
+// writeReport renders a report in o's format and writes it to stdout or
+// --out, once whole.
 func writeReport(e *env, o *outputFlags, asJSON, asHTML, asText func(io.Writer) error) error {
 	write := asText
 	switch o.format {
@@ -131,7 +122,6 @@ func writeReport(e *env, o *outputFlags, asJSON, asHTML, asText func(io.Writer) 
 	return o.writeOut(e, buf.Bytes())
 }
 
-// writeOut writes b to stdout, or to the file --out.
 func (o *outputFlags) writeOut(e *env, b []byte) error {
 	if o.out == "" || o.out == "-" {
 		_, err := e.stdout.Write(b)
