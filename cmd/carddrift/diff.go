@@ -32,7 +32,6 @@ func (f *diffFlags) taskGiven() bool {
 		f.inputModes != "" || f.outputModes != "" || f.security != ""
 }
 
-// register adds diff's flags.
 func (f *diffFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, `print {"findings":[…],"verdict":…} as JSON`)
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a finding at or above this severity exists: breaking, warning or info")
@@ -47,7 +46,6 @@ func (f *diffFlags) register(fs *flag.FlagSet) {
 	f.fetch.register(fs)
 }
 
-// diffOutput is the --json document.
 type diffOutput struct {
 	Old      cardSummary            `json:"old"`
 	New      cardSummary            `json:"new"`
@@ -110,8 +108,7 @@ func (f *diffFlags) run(ctx context.Context, e *env, args []string) error {
 			InputModes: splitList(f.inputModes), OutputModes: splitList(f.outputModes),
 			Security: splitList(f.security), Posture: posture, Idempotent: f.idempotent,
 		}
-		// The task's verdict is the core's (task.Decide), as a worker
-		// would judge the second card for a task pinned on the first.
+		// As a worker would judge the second card for a task pinned on the first.
 		d := task.Decide(task.Pin{Digest: sums[0].Digest, Requirements: req}, cards[0],
 			task.Observation{Digest: sums[1].Digest, Card: cards[1]}, nil, task.Policy{})
 		v := d.Verdict

@@ -31,7 +31,6 @@ type impactFlags struct {
 	ext    bool
 }
 
-// register adds impact's flags.
 func (f *impactFlags) register(fs *flag.FlagSet) {
 	f.stores.register(fs, "read the pins offline")
 	fs.StringVar(&f.agent, "agent", "", "the agent about to deploy the card (any URL of its host)")
@@ -155,7 +154,6 @@ type fleetFlags struct {
 	window time.Duration
 }
 
-// register adds fleet's flags.
 func (f *fleetFlags) register(fs *flag.FlagSet) {
 	f.stores.register(fs, "read offline")
 	f.output.register(fs, "text, json or html (one self-contained page)")
