@@ -53,24 +53,6 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	f.cost.register(fs)
 }
 
-func (f *benchFlags) run(ctx context.Context, e *env) error {
-	if f.events < 100 || f.rounds < 1 {
-		return usagef("--events must be at least 100 and --rounds at least 1")
-	}
-	if f.demo.driftShare < 0 || f.demo.driftShare > 1 {
-		return usagef("--drift-share must be between 0 and 1")
-	}
-	if f.skipFleet && f.skipThroughput {
-		return usagef("--throughput-only and --detection-only are exclusive")
-	}
-	nc, js, err := f.nats.jetStream("carddrift-bench")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	return runBench(ctx, e, nc, js, store.DefaultConfig(), f)
-}
-
 // BenchReport is carddrift bench's result (its --json document).
 type BenchReport struct {
 	Throughput *BenchThroughput `json:"throughput,omitempty"` // absent with --detection-only
@@ -145,7 +127,22 @@ type BenchDetection struct {
 	Ratios    *Ratios      `json:"ratios,omitempty"`
 }
 
-func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
+func (f *benchFlags) run(ctx context.Context, e *env) error {
+	if f.events < 100 || f.rounds < 1 {
+		return usagef("--events must be at least 100 and --rounds at least 1")
+	}
+	if f.demo.driftShare < 0 || f.demo.driftShare > 1 {
+		return usagef("--drift-share must be between 0 and 1")
+	}
+	if f.skipFleet && f.skipThroughput {
+		return usagef("--throughput-only and --detection-only are exclusive")
+	}
+	nc, js, err := f.nats.jetStream("carddrift-bench")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	cfg := store.DefaultConfig()
 	out := e.stdout // the text lines; with --json, one object at the end
 	if f.json {
 		out = io.Discard
@@ -211,7 +208,8 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 			if d.Baseline, err = benchMixBaseline(ctx, js, f, info.Config, embedded); err != nil {
 				return fmt.Errorf("bench: baseline: %w", err)
 			}
-			d.Baseline.compare(d.Cost)
+			d.Baseline.CarddriftTotalMsPer1000 = sideTotal(d.Cost)
+			d.Baseline.Ratio = ratio(d.Baseline.CarddriftTotalMsPer1000, d.Baseline.TotalMsPer1000)
 			d.Baseline.write(out)
 			say("\n")
 			if d.Efficient, err = benchEfficient(ctx, nc, f, info.Config, first+1, last, embedded); err != nil {

@@ -256,11 +256,6 @@ func perCore(ms *float64) *float64 {
 	return ratio(&one, ms)
 }
 
-func (b *MixBaseline) compare(c *Cost) {
-	b.CarddriftTotalMsPer1000 = sideTotal(c)
-	b.Ratio = ratio(b.CarddriftTotalMsPer1000, b.TotalMsPer1000)
-}
-
 // ratios computes the bars from the detection phase's cost c and the
 // figures b and e.
 func ratios(c *Cost, b *MixBaseline, e *Efficient) *Ratios {

@@ -27,11 +27,6 @@ type diffFlags struct {
 	fetch             fetchFlags
 }
 
-func (f *diffFlags) taskGiven() bool {
-	return f.skill != "" || f.requiresStreaming || f.requiresPush || f.posture != "" || f.idempotent ||
-		f.inputModes != "" || f.outputModes != "" || f.security != ""
-}
-
 func (f *diffFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, `print {"findings":[…],"verdict":…} as JSON`)
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a finding at or above this severity exists: breaking, warning or info")
@@ -102,7 +97,8 @@ func (f *diffFlags) run(ctx context.Context, e *env, args []string) error {
 			StructuralDigest: detector.StructuralDigest(c), Version: c.Version}
 	}
 	out := diffOutput{Old: sums[0], New: sums[1]}
-	if f.taskGiven() {
+	if f.skill != "" || f.requiresStreaming || f.requiresPush || f.posture != "" || f.idempotent ||
+		f.inputModes != "" || f.outputModes != "" || f.security != "" {
 		req := detector.Requirements{
 			SkillID: f.skill, Streaming: f.requiresStreaming, PushNotifications: f.requiresPush,
 			InputModes: splitList(f.inputModes), OutputModes: splitList(f.outputModes),

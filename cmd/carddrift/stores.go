@@ -119,17 +119,13 @@ func writeReport(e *env, o *outputFlags, asJSON, asHTML, asText func(io.Writer) 
 	if err := write(&buf); err != nil {
 		return err
 	}
-	return o.writeOut(e, buf.Bytes())
-}
-
-func (o *outputFlags) writeOut(e *env, b []byte) error {
 	if o.out == "" || o.out == "-" {
-		_, err := e.stdout.Write(b)
+		_, err := e.stdout.Write(buf.Bytes())
 		return err
 	}
-	if err := os.WriteFile(o.out, b, 0o644); err != nil {
+	if err := os.WriteFile(o.out, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	fmt.Fprintf(e.stderr, "carddrift: wrote %s (%d bytes)\n", o.out, len(b))
+	fmt.Fprintf(e.stderr, "carddrift: wrote %s (%d bytes)\n", o.out, buf.Len())
 	return nil
 }
