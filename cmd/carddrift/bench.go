@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -253,7 +252,7 @@ func benchThroughput(ctx context.Context, out io.Writer, js jetstream.JetStream,
 	}
 	// Untimed: one event per pinned task, so that no round pays for the
 	// first reads of the pins.
-	if _, _, err := benchCarddrift(ctx, js, f, cfg, pins, len(pins.tasks), embedded); err != nil {
+	if _, _, err := benchCarddrift(ctx, js, f, cfg, pins, len(pins), embedded); err != nil {
 		return nil, fmt.Errorf("bench: warm-up: %w", err)
 	}
 	before := f.cost.read(ctx)
@@ -319,7 +318,7 @@ func median(rs []BenchRound, v func(BenchRound) *float64) *float64 {
 
 // benchMessages returns n no-fetch events: status working (v0.3 and v1
 // spellings) of the pinned tasks, binary mode, as the Emitter sends them.
-func benchMessages(n int, run string, p *benchPinned) ([]*nats.Msg, error) {
+func benchMessages(n int, run string, tasks []string) ([]*nats.Msg, error) {
 	msgs := make([]*nats.Msg, n)
 	now := time.Now()
 	for i := range msgs {
@@ -327,7 +326,7 @@ func benchMessages(n int, run string, p *benchPinned) ([]*nats.Msg, error) {
 		if i%2 == 1 {
 			state = "TASK_STATE_WORKING"
 		}
-		d := events.Status{TaskID: p.tasks[i%len(p.tasks)], AgentURL: p.agentURL, State: state}
+		d := events.Status{TaskID: tasks[i%len(tasks)], AgentURL: benchAgent, State: state}
 		m, err := events.Encode(events.Event{ID: fmt.Sprintf("bench-%s-ev-%d", run, i), Source: "urn:carddrift:bench", Time: now, Data: d}, events.Binary)
 		if err != nil {
 			return nil, err
@@ -381,28 +380,25 @@ func streamConsumers(ctx context.Context, js jetstream.JetStream, stream string)
 
 const benchTasks = 1024 // the throughput events are spread over these
 
-// benchCard is the card the bench tasks are pinned on; its agent is
-// never fetched.
-const benchCard = `{"name":"bench","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT","capabilities":{"streaming":true},` +
-	`"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":[]}]}`
-
-type benchPinned struct {
-	agentURL string
-	tasks    []string
-}
+// benchCard is the card the bench tasks are pinned on; its agent,
+// benchAgent, is never fetched.
+const (
+	benchAgent = "http://127.0.0.1:9"
+	benchCard  = `{"name":"bench","version":"1.0.0","protocolVersion":"1.0.0","url":"` + benchAgent + `","capabilities":{"streaming":true},` +
+		`"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":[]}]}`
+)
 
 // benchPins pins benchTasks tasks straight into the deployment's pin
 // store, so that the throughput events need no fetch; the pins expire
 // with --pins-ttl.
-func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) (*benchPinned, error) {
+func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) ([]string, error) {
 	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	st, err := store.Bind[task.Pin](bctx, js, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bench: open the stores: %w (is `carddrift serve` running against this server?)", err)
 	}
-	p := &benchPinned{agentURL: "http://127.0.0.1:9"}
-	body := []byte(strings.ReplaceAll(benchCard, "AGENT", p.agentURL))
+	body := []byte(benchCard)
 	card, err := detector.Parse(body)
 	if err != nil {
 		return nil, err
@@ -416,24 +412,25 @@ func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) (*
 	}
 	run := fmt.Sprint(time.Now().UnixNano())
 	now := time.Now().UTC()
+	var tasks []string
 	for i := range benchTasks {
 		id := fmt.Sprintf("bench-%s-%d", run, i)
 		if _, err := st.Pins.Create(bctx, task.Pin{
-			TaskID: id, AgentURL: p.agentURL, Digest: digest, Fingerprint: detector.Fingerprint(card),
+			TaskID: id, AgentURL: benchAgent, Digest: digest, Fingerprint: detector.Fingerprint(card),
 			CardVersion: card.Version, PinnedAt: now, Source: events.PinClientCard,
 			Requirements: detector.Requirements{SkillID: "summarize", Posture: detector.FailClosed},
 		}); err != nil {
 			return nil, fmt.Errorf("bench: pin %s: %w", id, err)
 		}
-		p.tasks = append(p.tasks, id)
+		tasks = append(tasks, id)
 	}
-	return p, nil
+	return tasks, nil
 }
 
 // benchCarddrift measures the workers draining n no-fetch events, until
 // every lifecycle consumer has acknowledged everything, and the cost.
-func benchCarddrift(ctx context.Context, js jetstream.JetStream, f *benchFlags, cfg store.Config, p *benchPinned, n int, embedded bool) (float64, *Cost, error) {
-	msgs, err := benchMessages(n, fmt.Sprint(time.Now().UnixNano()), p)
+func benchCarddrift(ctx context.Context, js jetstream.JetStream, f *benchFlags, cfg store.Config, tasks []string, n int, embedded bool) (float64, *Cost, error) {
+	msgs, err := benchMessages(n, fmt.Sprint(time.Now().UnixNano()), tasks)
 	if err != nil {
 		return 0, nil, err
 	}

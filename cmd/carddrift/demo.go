@@ -118,19 +118,11 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		storage = jetstream.FileStorage
 	}
 	cfg := store.DefaultConfig()
-	cfg.Partitions = 4
-	cfg.Storage = storage
-	cfg.AckWait = 10 * time.Second
-
+	cfg.Partitions, cfg.Storage, cfg.AckWait = 4, storage, 10*time.Second
 	fetchOpts := fetcher.Options{
-		Allow:             []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		MinLease:          time.Second,
-		DefaultLease:      2 * time.Second,
-		MaxLease:          10 * time.Second,
-		FullFetchInterval: 10 * time.Second,
-		TotalTimeout:      3 * time.Second,
-		ConnectTimeout:    time.Second,
-		ObserveHeartbeat:  heartbeat(f.heartbeat),
+		Allow:    []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		MinLease: time.Second, DefaultLease: 2 * time.Second, MaxLease: 10 * time.Second, FullFetchInterval: 10 * time.Second,
+		TotalTimeout: 3 * time.Second, ConnectTimeout: time.Second, ObserveHeartbeat: heartbeat(f.heartbeat),
 	}
 	lease := fleet.LeaseFunc(fetchOpts.MinLease, fetchOpts.DefaultLease, fetchOpts.MaxLease)
 

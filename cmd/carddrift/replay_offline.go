@@ -63,14 +63,7 @@ func openOffline(dir string, sel offlineCopy) (_ *offline, err error) {
 	if err := copyTree(dir, tmp, sel); err != nil {
 		return nil, fmt.Errorf("copy %s: %w", dir, err)
 	}
-	o.srv, err = server.NewServer(&server.Options{
-		ServerName: "carddrift-replay",
-		JetStream:  true,
-		StoreDir:   tmp,
-		DontListen: true,
-		NoSigs:     true,
-		NoLog:      true,
-	})
+	o.srv, err = server.NewServer(&server.Options{ServerName: "carddrift-replay", JetStream: true, StoreDir: tmp, DontListen: true, NoSigs: true, NoLog: true})
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS: %w", err)
 	}
