@@ -273,10 +273,7 @@ func benchThroughput(ctx context.Context, out io.Writer, js jetstream.JetStream,
 				if err != nil {
 					return err
 				}
-				for _, m := range msgs {
-					m.Subject = s.subject + m.Subject[len("a2a.task"):]
-				}
-				return publishAll(ctx, js, msgs)
+				return publishAll(ctx, scratchPublisher{Publisher: js, subject: s.subject}, msgs)
 			})
 			if err != nil {
 				return nil, err
@@ -338,7 +335,7 @@ func benchMessages(n int, run string, tasks []string) ([]*nats.Msg, error) {
 
 // publishAll publishes msgs asynchronously, in windows of at most 2000
 // unacknowledged messages, and waits for every ack.
-func publishAll(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg) error {
+func publishAll(ctx context.Context, js jetstream.Publisher, msgs []*nats.Msg) error {
 	const window = 2000
 	for i := 0; i < len(msgs); i += window {
 		for _, m := range msgs[i:min(i+window, len(msgs))] {

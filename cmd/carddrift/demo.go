@@ -92,9 +92,11 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer watch.close()
-	page, err := createReplayPage(f.replayHTML)
-	if err != nil {
-		return err
+	var page *os.File // created first: a path that cannot be written fails before the run
+	if f.replayHTML != "" {
+		if page, err = os.Create(f.replayHTML); err != nil {
+			return usagef("--replay-html: %v", err)
+		}
 	}
 	defer func() {
 		if page != nil { // the run ended before its page was written

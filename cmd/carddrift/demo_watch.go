@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -100,19 +99,6 @@ func (w *demoWatch) close() {
 		w.stop = nil
 	}
 	w.ln.Close()
-}
-
-// createReplayPage creates the --replay-html file at the start of the demo,
-// so that a path that cannot be written fails before the run.
-func createReplayPage(path string) (*os.File, error) {
-	if path == "" {
-		return nil, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, usagef("--replay-html: %v", err)
-	}
-	return f, nil
 }
 
 // writeReplayPage writes the replay page of the whole history to out and
