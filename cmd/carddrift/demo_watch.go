@@ -59,8 +59,7 @@ type demoWatch struct {
 	stop func() // set by start
 }
 
-// newDemoWatch listens on addr; nil when addr is "". It is made before the
-// service, whose metrics go to its registry.
+// newDemoWatch listens on addr (nil when ""), before the service registers.
 func newDemoWatch(addr string) (*demoWatch, error) {
 	if addr == "" {
 		return nil, nil
@@ -85,7 +84,10 @@ func (w *demoWatch) registerer() prometheus.Registerer {
 func (w *demoWatch) start(svc *service.Service, log zerolog.Logger) string {
 	col := fleetCollector(svc, fetcher.DefaultConsistencyWindow, demoFleetRefresh)
 	w.reg.MustRegister(col)
-	w.stop = serveHTTP(w.ln, statusMux(w.reg, col, demoFleetRefresh), log)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(w.reg, promhttp.HandlerOpts{Registry: w.reg}))
+	mountFleet(mux, col, demoFleetRefresh)
+	w.stop = serveHTTP(w.ln, mux, log)
 	return "http://" + w.ln.Addr().String() + "/fleet"
 }
 
@@ -101,8 +103,7 @@ func (w *demoWatch) close() {
 	w.ln.Close()
 }
 
-// writeReplayPage writes the replay page of the whole history to out and
-// returns its size.
+// writeReplayPage writes the replay page of the whole history to out.
 func writeReplayPage(ctx context.Context, js jetstream.JetStream, cfg store.Config, cards store.Cards, out io.Writer) (int, error) {
 	rd, err := replay.New(js, replay.Options{Config: cfg, Cards: cards})
 	if err != nil {
@@ -119,8 +120,7 @@ func writeReplayPage(ctx context.Context, js jetstream.JetStream, cfg store.Conf
 	return out.Write(buf.Bytes())
 }
 
-// fleetHint says where serve's /fleet page is, for simulate: beside the
-// /metrics of --metrics-url when serve answers there, else how to open it.
+// fleetHint says where serve's /fleet page is, for simulate.
 func fleetHint(ctx context.Context, metricsURL string) string {
 	const how = "open /fleet on serve's --http-addr (default http://127.0.0.1:9464/fleet) to watch the fleet as carddrift sees it"
 	u, err := url.Parse(metricsURL)
@@ -153,8 +153,8 @@ const (
 	demoFleetRefresh = 2 * time.Second
 )
 
-// fleetCollector is the census behind the fleet gauges and pages, taken at
-// most every refresh; its Tally reads only what was written since the last.
+// fleetCollector is the census behind the fleet gauges and pages; its Tally
+// reads only what was written since the last.
 func fleetCollector(svc *service.Service, window, refresh time.Duration) *census.Collector {
 	st := svc.Stores()
 	src := census.Source{Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: svc.JetStream(), Config: svc.Config(),
@@ -192,14 +192,6 @@ func mountFleet(mux *http.ServeMux, col *census.Collector, refresh time.Duration
 		return fl.WriteHTML(w, refresh)
 	}))
 	mux.HandleFunc("/fleet.json", serve("application/json", (*census.Fleet).WriteJSON))
-}
-
-// statusMux serves /metrics of reg and the fleet of col, for serve and demo.
-func statusMux(reg *prometheus.Registry, col *census.Collector, refresh time.Duration) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mountFleet(mux, col, refresh)
-	return mux
 }
 
 // serveHTTP serves h on ln in a goroutine it owns, until the returned stop

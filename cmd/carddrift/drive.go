@@ -49,9 +49,8 @@ func (d *deploymentFlags) settled(ctx context.Context) func() {
 	}
 }
 
-// driveFleet runs the simulated fleet and its traffic against carddrift
-// and scores the card.* events. idle waits until carddrift has handled
-// everything sent.
+// driveFleet runs the fleet and its traffic against carddrift and scores
+// the card.* events; idle waits until carddrift has handled everything.
 func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Config, f *demoFlags, names []string,
 	lease func(*fleet.Agent) time.Duration, fullFetch time.Duration, where string, idle func()) (fleet.Scorecard, error) {
 	fl, err := startFleet(ctx, f)
@@ -91,9 +90,8 @@ func startFleet(ctx context.Context, f *demoFlags) (*fleet.Fleet, error) {
 	return fl, nil
 }
 
-// holdOnBacklog returns a fleet.TrafficOptions.Hold that reports whether
-// carddrift's backlog is over limit, read every 100ms by a goroutine that
-// ends with ctx.
+// holdOnBacklog reports whether carddrift's backlog is over limit, read
+// every 100ms by a goroutine that ends with ctx.
 func holdOnBacklog(ctx context.Context, js jetstream.JetStream, cfg store.Config, limit uint64) func() bool {
 	var over atomic.Bool
 	go func() {

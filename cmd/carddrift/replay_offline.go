@@ -124,12 +124,10 @@ func copyTree(src, dst string, sel offlineCopy) error {
 	})
 }
 
-// pickBlocks returns which files of the msgs directory dir a range needs:
-// the blocks (N.blk) that can hold messages stored within r, and the index
-// only when no block is left out (without it the server rebuilds the
-// stream's state from the blocks). Block i holds the times from its first
-// message's to the next block's; a block whose first record does not read
-// (compressed, encrypted, empty) counts as within the range, and so does
+// pickBlocks returns which files of the msgs directory dir r needs: the
+// blocks (N.blk) that can hold messages stored within r, and the index only
+// when no block is left out (the server then rebuilds the stream's state).
+// A block whose first record does not read counts as within r, and so does
 // the block before it.
 func pickBlocks(dir string, r replay.Range) (func(name string) bool, error) {
 	if r.From.IsZero() && r.To.IsZero() {
@@ -158,8 +156,7 @@ func pickBlocks(dir string, r replay.Range) (func(name string) bool, error) {
 	slices.SortFunc(bs, func(a, b blk) int { return a.n - b.n })
 	kept, dropped := map[string]bool{}, false
 	for i, b := range bs {
-		// Before the range (the next block starts before From: every
-		// message of this one is older), or after it.
+		// Before the range: the next block starts before From.
 		before := !r.From.IsZero() && i+1 < len(bs) && bs[i+1].ok && !bs[i+1].first.After(r.From)
 		after := !r.To.IsZero() && b.ok && b.first.After(r.To)
 		kept[b.name] = !before && !after
@@ -174,10 +171,8 @@ func pickBlocks(dir string, r replay.Range) (func(name string) bool, error) {
 }
 
 // blockFirstTime reads the time of a message block's first record: a
-// 4-byte length, an 8-byte sequence and an 8-byte Unix time in nanoseconds,
-// little-endian (nats-server's file store). It reports false for anything
-// else: too short, a length that cannot hold the record's header, a time
-// outside 2000 to a day from now.
+// 4-byte length, an 8-byte sequence and an 8-byte Unix time in ns,
+// little-endian (nats-server's file store); false for anything else.
 func blockFirstTime(path string) (time.Time, bool) {
 	f, err := os.Open(path)
 	if err != nil {

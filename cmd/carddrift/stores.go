@@ -34,8 +34,7 @@ func (s *storeSource) Close() {
 	}
 }
 
-// storeFlags say where the commands that only read the stores (replay,
-// impact, fleet) find them.
+// storeFlags say where replay, impact and fleet find the stores.
 type storeFlags struct {
 	nats    natsFlags
 	dataDir string
@@ -49,8 +48,7 @@ func (s *storeFlags) register(fs *flag.FlagSet, reads string) {
 	fs.StringVar(&s.dataDir, "data-dir", "", reads+" from this store directory (the one `serve` or `demo --data-dir` wrote); it is copied first and never changed")
 }
 
-// open connects to --nats-url or opens a copy of --data-dir, and binds the
-// stores.
+// open connects to --nats-url or a copy of --data-dir and binds the stores.
 func (s *storeFlags) open(ctx context.Context, name string) (_ *storeSource, err error) {
 	src := &storeSource{}
 	defer func() {
@@ -105,8 +103,7 @@ func (o *outputFlags) check() error {
 	return usagef("--format %q: want text, json or html", o.format)
 }
 
-// writeReport renders a report in o's format and writes it to stdout or
-// --out, once whole.
+// writeReport renders a report in o's format to stdout or --out, once whole.
 func writeReport(e *env, o *outputFlags, asJSON, asHTML, asText func(io.Writer) error) error {
 	write := asText
 	switch o.format {
