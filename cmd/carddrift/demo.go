@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -159,7 +158,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	if l, err := loadAvg(); err == nil {
 		cost.LoadBefore = &l
 	}
-	cpu := processCPU()
+	cpu, _ := procCPU(os.Getpid())
 	card, err := driveFleet(ctx, e, svc.JetStream(), cfg, f, names, lease, fetchOpts.FullFetchInterval, "embedded NATS at "+svc.URL()+", 2 workers", func() {
 		// Judge only once carddrift has handled the backlog: a drift still
 		// in the queue is late, not missed.
@@ -169,7 +168,8 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 			fmt.Fprintln(e.stderr, "demo:", err)
 		}
 	})
-	cost.Events, cost.CPUSeconds = card.Events, (processCPU() - cpu).Seconds()
+	now, _ := procCPU(os.Getpid())
+	cost.Events, cost.CPUSeconds = card.Events, (now - cpu).Seconds()
 	cost.CPUMsPer1000 = 1e6 * cost.CPUSeconds / float64(max(card.Events, 1))
 	if stopErr := running.Stop(); err == nil {
 		err = stopErr
@@ -255,14 +255,6 @@ type DemoCost struct {
 	CPUMsPer1000     float64     `json:"cpuMsPer1000Events"`
 	HostRawPerSecond float64     `json:"hostRawConsumeAckPerSecond"`
 	LoadBefore       *[3]float64 `json:"loadBefore,omitempty"`
-}
-
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // hostRate is one durable pull consumer's consume+ack rate, in process,
