@@ -118,8 +118,7 @@ type BenchDetection struct {
 	Late                    int            `json:"late"`
 	Missed                  int            `json:"missed"`
 	FalseAborts             int            `json:"falseAborts"`
-	// Cost is the fleet's mix's; the three others are absent with
-	// --mix-baseline=false.
+	// Cost is the fleet's mix's; the others are absent with --mix-baseline=false.
 	Cost      *Cost        `json:"cost,omitempty"`
 	Baseline  *MixBaseline `json:"baseline,omitempty"`
 	Efficient *Efficient   `json:"efficient,omitempty"`
@@ -180,7 +179,6 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
-		cost := f.cost.afterDrained(ctx, js, cfg.LifecycleStream, before, card.Events, embedded)
 		drifting := 0
 		for name, s := range card.Scenarios {
 			if name != fleet.Control {
@@ -193,7 +191,7 @@ func (f *benchFlags) run(ctx context.Context, e *env) error {
 			FetchesPerAgentPerLease: card.FetchesPerAgentPerLease, MaxFetchesPerLease: card.MaxFetchesPerLease,
 			Verdicts: card.Verdicts, Injected: card.Injected, Detected: card.Detected, Late: card.Late,
 			Missed: card.Missed, FalseAborts: card.FalseAborts,
-			Cost: cost,
+			Cost: f.cost.afterDrained(ctx, js, cfg.LifecycleStream, before, card.Events, embedded),
 		}
 		d := rep.Detection
 		say("  %d tasks, %d lifecycle events (%.0f/s)\n", d.Tasks, d.LifecycleEvents, d.EventsPerSecond)
@@ -377,17 +375,15 @@ func streamConsumers(ctx context.Context, js jetstream.JetStream, stream string)
 
 const benchTasks = 1024 // the throughput events are spread over these
 
-// benchCard is the card the bench tasks are pinned on; its agent,
-// benchAgent, is never fetched.
+// benchCard is the card the bench tasks are pinned on; benchAgent is never fetched.
 const (
 	benchAgent = "http://127.0.0.1:9"
 	benchCard  = `{"name":"bench","version":"1.0.0","protocolVersion":"1.0.0","url":"` + benchAgent + `","capabilities":{"streaming":true},` +
 		`"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":[]}]}`
 )
 
-// benchPins pins benchTasks tasks straight into the deployment's pin
-// store, so that the throughput events need no fetch; the pins expire
-// with --pins-ttl.
+// benchPins pins benchTasks tasks straight into the deployment's pin store,
+// so that the throughput events need no fetch.
 func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) ([]string, error) {
 	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

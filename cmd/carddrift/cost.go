@@ -101,8 +101,7 @@ func embeddedServer(nc *nats.Conn) bool {
 	return nc.ConnectedServerName() == service.EmbeddedServerName
 }
 
-// cpuReading is one reading of serve's and the server's CPU and of the
-// machine's load; an error says why a figure was not read.
+// cpuReading is one reading; an error says why a figure was not read.
 type cpuReading struct {
 	serve, server       time.Duration
 	serveErr, serverErr error
@@ -140,8 +139,7 @@ type Cost struct {
 	NotRead            map[string]string `json:"notRead,omitempty"`
 	LoadBefore         *[3]float64       `json:"loadBefore,omitempty"`
 	LoadAfter          *[3]float64       `json:"loadAfter,omitempty"`
-	// DrainWaitSeconds is how long serve still worked through its backlog
-	// after the run.
+	// DrainWaitSeconds: how long serve still worked through its backlog.
 	DrainWaitSeconds *float64 `json:"drainWaitSeconds,omitempty"`
 }
 

@@ -160,8 +160,7 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	}
 	cpu, _ := procCPU(os.Getpid())
 	card, err := driveFleet(ctx, e, svc.JetStream(), cfg, f, names, lease, fetchOpts.FullFetchInterval, "embedded NATS at "+svc.URL()+", 2 workers", func() {
-		// Judge only once carddrift has handled the backlog: a drift still
-		// in the queue is late, not missed.
+		// Judge once the backlog is handled: a drift still queued is late, not missed.
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
 		if err := svc.WaitDrained(wctx); err != nil {
