@@ -469,12 +469,10 @@ func startRawConsumer(ctx context.Context, nf *natsFlags, stream string, timeout
 			p.cmd.Env = append(p.cmd.Env, kv)
 		}
 	}
-	stdin, err := p.cmd.StdinPipe()
-	if err != nil {
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		cancel()
 		return nil, err
 	}
-	p.stdin = stdin
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		cancel()
