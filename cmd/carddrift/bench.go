@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,7 +21,6 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// benchFlags are the flags of carddrift bench.
 type benchFlags struct {
 	demo       demoFlags
 	nats       natsFlags
@@ -36,7 +34,6 @@ type benchFlags struct {
 	skipThroughput, mixBaseline bool
 }
 
-// register adds bench's flags.
 func (f *benchFlags) register(fs *flag.FlagSet) {
 	f.nats.registerClient(fs)
 	fs.IntVar(&f.events, "events", 50000, "no-fetch lifecycle events per throughput round")
@@ -55,25 +52,6 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	f.cost.register(fs)
 }
 
-// run checks the flags, connects and runs the benchmark.
-func (f *benchFlags) run(ctx context.Context, e *env) error {
-	if f.events < 100 || f.rounds < 1 {
-		return usagef("--events must be at least 100 and --rounds at least 1")
-	}
-	if f.demo.driftShare < 0 || f.demo.driftShare > 1 {
-		return usagef("--drift-share must be between 0 and 1")
-	}
-	if f.skipFleet && f.skipThroughput {
-		return usagef("--throughput-only and --detection-only are exclusive")
-	}
-	nc, js, err := f.nats.jetStream("carddrift-bench")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	return runBench(ctx, e, nc, js, store.DefaultConfig(), f)
-}
-
 // BenchReport is carddrift bench's result (its --json document).
 type BenchReport struct {
 	Throughput *BenchThroughput `json:"throughput,omitempty"` // absent with --detection-only
@@ -81,10 +59,8 @@ type BenchReport struct {
 }
 
 // BenchThroughput compares carddrift's drain rate of no-fetch events with
-// raw JetStream consume+ack of the same events on the same server.
-// The rates are in events per second, the medians of the rounds'; Ratio is
-// CarddriftPerSecond / RawPerSecond. EmbeddedServer: serve's workers
-// reached the server inside serve's process.
+// raw consume+ack of the same events on the same server: events per
+// second, medians of the rounds'.
 type BenchThroughput struct {
 	Events             int          `json:"events"`
 	Rounds             []BenchRound `json:"rounds"`
@@ -108,8 +84,7 @@ type BenchRound struct {
 }
 
 // BenchSidesCPU is the CPU per 1,000 events of each side, absent where it
-// was not read: serve's while carddrift drained, the raw consumer
-// process's, and the standalone NATS server's while each side drained.
+// was not read.
 type BenchSidesCPU struct {
 	ServeCPUMsPer1000           *float64 `json:"serveCpuMsPer1000Events,omitempty"`
 	RawCPUMsPer1000             *float64 `json:"rawCpuMsPer1000Events,omitempty"`
@@ -117,9 +92,7 @@ type BenchSidesCPU struct {
 	ServerCPUMsPer1000Raw       *float64 `json:"serverCpuMsPer1000EventsRaw,omitempty"`
 }
 
-// BenchCPU is the throughput phase's CPU, medians of the rounds, with
-// where each was read, why one was not, and the machine's load before and
-// after the phase.
+// BenchCPU is the throughput phase's CPU, medians of the rounds.
 type BenchCPU struct {
 	BenchSidesCPU
 	ServeSource  string            `json:"serveSource,omitempty"`
@@ -145,15 +118,29 @@ type BenchDetection struct {
 	Late                    int            `json:"late"`
 	Missed                  int            `json:"missed"`
 	FalseAborts             int            `json:"falseAborts"`
-	// Cost is the fleet's mix's; the three others are absent with
-	// --mix-baseline=false.
+	// Cost is the fleet's mix's; the others are absent with --mix-baseline=false.
 	Cost      *Cost        `json:"cost,omitempty"`
 	Baseline  *MixBaseline `json:"baseline,omitempty"`
 	Efficient *Efficient   `json:"efficient,omitempty"`
 	Ratios    *Ratios      `json:"ratios,omitempty"`
 }
 
-func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, f *benchFlags) error {
+func (f *benchFlags) run(ctx context.Context, e *env) error {
+	if f.events < 100 || f.rounds < 1 {
+		return usagef("--events must be at least 100 and --rounds at least 1")
+	}
+	if f.demo.driftShare < 0 || f.demo.driftShare > 1 {
+		return usagef("--drift-share must be between 0 and 1")
+	}
+	if f.skipFleet && f.skipThroughput {
+		return usagef("--throughput-only and --detection-only are exclusive")
+	}
+	nc, js, err := f.nats.jetStream("carddrift-bench")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	cfg := store.DefaultConfig()
 	out := e.stdout // the text lines; with --json, one object at the end
 	if f.json {
 		out = io.Discard
@@ -192,7 +179,6 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 		if err != nil {
 			return err
 		}
-		cost := f.cost.afterDrained(ctx, js, cfg.LifecycleStream, before, card.Events, embedded)
 		drifting := 0
 		for name, s := range card.Scenarios {
 			if name != fleet.Control {
@@ -205,7 +191,7 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 			FetchesPerAgentPerLease: card.FetchesPerAgentPerLease, MaxFetchesPerLease: card.MaxFetchesPerLease,
 			Verdicts: card.Verdicts, Injected: card.Injected, Detected: card.Detected, Late: card.Late,
 			Missed: card.Missed, FalseAborts: card.FalseAborts,
-			Cost: cost,
+			Cost: f.cost.afterDrained(ctx, js, cfg.LifecycleStream, before, card.Events, embedded),
 		}
 		d := rep.Detection
 		say("  %d tasks, %d lifecycle events (%.0f/s)\n", d.Tasks, d.LifecycleEvents, d.EventsPerSecond)
@@ -219,7 +205,8 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 			if d.Baseline, err = benchMixBaseline(ctx, js, f, info.Config, embedded); err != nil {
 				return fmt.Errorf("bench: baseline: %w", err)
 			}
-			d.Baseline.compare(d.Cost)
+			d.Baseline.CarddriftTotalMsPer1000 = sideTotal(d.Cost)
+			d.Baseline.Ratio = ratio(d.Baseline.CarddriftTotalMsPer1000, d.Baseline.TotalMsPer1000)
 			d.Baseline.write(out)
 			say("\n")
 			if d.Efficient, err = benchEfficient(ctx, nc, f, info.Config, first+1, last, embedded); err != nil {
@@ -235,7 +222,6 @@ func runBench(ctx context.Context, e *env, nc *nats.Conn, js jetstream.JetStream
 	return nil
 }
 
-// lastSeq is the stream's last sequence now.
 func lastSeq(ctx context.Context, s jetstream.Stream) (uint64, error) {
 	info, err := s.Info(ctx)
 	if err != nil {
@@ -244,15 +230,12 @@ func lastSeq(ctx context.Context, s jetstream.Stream) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
-// benchThroughput runs the throughput phase: f.rounds rounds of f.events
-// no-fetch events, drained by the raw consumer and by carddrift in turn.
+// benchThroughput runs f.rounds rounds of f.events no-fetch events,
+// drained by the raw consumer and by carddrift in turn.
 func benchThroughput(ctx context.Context, out io.Writer, js jetstream.JetStream, cfg store.Config, f *benchFlags, info *jetstream.StreamInfo,
 	embedded bool) (*BenchThroughput, error) {
 	say := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
-	t := &BenchThroughput{}
-	t.Events = f.events
-	t.EmbeddedServer = embedded
-	t.RawConsumer = rawOwnProcess
+	t := &BenchThroughput{Events: f.events, EmbeddedServer: embedded, RawConsumer: rawOwnProcess}
 	say("throughput: %d no-fetch events per round, %d round(s), raw consume+ack vs carddrift, same server\n", f.events, f.rounds)
 	if !embedded {
 		say("  the raw durable consumer runs as a process of its own, as serve's workers do (both cross a process boundary to the server)\n")
@@ -267,13 +250,12 @@ func benchThroughput(ctx context.Context, out io.Writer, js jetstream.JetStream,
 	}
 	// Untimed: one event per pinned task, so that no round pays for the
 	// first reads of the pins.
-	if _, _, err := benchCarddrift(ctx, js, f, cfg, pins, len(pins.tasks), embedded); err != nil {
+	if _, _, err := benchCarddrift(ctx, js, f, cfg, pins, len(pins), embedded); err != nil {
 		return nil, fmt.Errorf("bench: warm-up: %w", err)
 	}
 	before := f.cost.read(ctx)
 	for round := range f.rounds {
-		// The sides alternate who goes first, so that neither always gets
-		// the warmest server.
+		// Alternate who goes first: neither always gets the warmest server.
 		r := BenchRound{RawFirst: round%2 == 1}
 		for _, raw := range []bool{r.RawFirst, !r.RawFirst} {
 			if !raw {
@@ -289,10 +271,7 @@ func benchThroughput(ctx context.Context, out io.Writer, js jetstream.JetStream,
 				if err != nil {
 					return err
 				}
-				for _, m := range msgs {
-					m.Subject = s.subject + m.Subject[len("a2a.task"):]
-				}
-				return publishAll(ctx, js, msgs)
+				return publishAll(ctx, scratchPublisher{Publisher: js, subject: s.subject}, msgs)
 			})
 			if err != nil {
 				return nil, err
@@ -313,8 +292,7 @@ func benchThroughput(ctx context.Context, out io.Writer, js jetstream.JetStream,
 	return t, nil
 }
 
-// median is the median of v over the rounds where it is not nil (nil: in
-// none).
+// median is the median of v over the rounds where it is not nil.
 func median(rs []BenchRound, v func(BenchRound) *float64) *float64 {
 	var xs []float64
 	for _, r := range rs {
@@ -333,10 +311,9 @@ func median(rs []BenchRound, v func(BenchRound) *float64) *float64 {
 	return &m
 }
 
-// benchMessages returns n no-fetch lifecycle events: a2a.task.status
-// working (in both spellings, v0.3 and v1) of the pinned tasks (benchPins),
-// binary mode, as the Emitter sends them.
-func benchMessages(n int, run string, p *benchPinned) ([]*nats.Msg, error) {
+// benchMessages returns n no-fetch events: status working (v0.3 and v1
+// spellings) of the pinned tasks, binary mode, as the Emitter sends them.
+func benchMessages(n int, run string, tasks []string) ([]*nats.Msg, error) {
 	msgs := make([]*nats.Msg, n)
 	now := time.Now()
 	for i := range msgs {
@@ -344,7 +321,7 @@ func benchMessages(n int, run string, p *benchPinned) ([]*nats.Msg, error) {
 		if i%2 == 1 {
 			state = "TASK_STATE_WORKING"
 		}
-		d := events.Status{TaskID: p.tasks[i%len(p.tasks)], AgentURL: p.agentURL, State: state}
+		d := events.Status{TaskID: tasks[i%len(tasks)], AgentURL: benchAgent, State: state}
 		m, err := events.Encode(events.Event{ID: fmt.Sprintf("bench-%s-ev-%d", run, i), Source: "urn:carddrift:bench", Time: now, Data: d}, events.Binary)
 		if err != nil {
 			return nil, err
@@ -356,7 +333,7 @@ func benchMessages(n int, run string, p *benchPinned) ([]*nats.Msg, error) {
 
 // publishAll publishes msgs asynchronously, in windows of at most 2000
 // unacknowledged messages, and waits for every ack.
-func publishAll(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg) error {
+func publishAll(ctx context.Context, js jetstream.Publisher, msgs []*nats.Msg) error {
 	const window = 2000
 	for i := 0; i < len(msgs); i += window {
 		for _, m := range msgs[i:min(i+window, len(msgs))] {
@@ -375,9 +352,8 @@ func publishAll(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg) e
 	return nil
 }
 
-// streamConsumers lists the durable consumers of a stream: the deployment's
-// workers' (their number depends on its partitions, which bench does not
-// know).
+// streamConsumers lists the durable consumers of a stream: the workers'
+// (bench does not know the deployment's partitions).
 func streamConsumers(ctx context.Context, js jetstream.JetStream, stream string) ([]string, error) {
 	st, err := js.Stream(ctx, stream)
 	if err != nil {
@@ -397,33 +373,25 @@ func streamConsumers(ctx context.Context, js jetstream.JetStream, stream string)
 	return out, nil
 }
 
-// benchTasks is how many tasks the throughput events are spread over.
-const benchTasks = 1024
+const benchTasks = 1024 // the throughput events are spread over these
 
-// benchCard is the card the bench tasks are pinned on; its agent is
-// never fetched (status working of a pinned task needs no live card).
-const benchCard = `{"name":"bench","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT","capabilities":{"streaming":true},` +
-	`"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":[]}]}`
+// benchCard is the card the bench tasks are pinned on; benchAgent is never fetched.
+const (
+	benchAgent = "http://127.0.0.1:9"
+	benchCard  = `{"name":"bench","version":"1.0.0","protocolVersion":"1.0.0","url":"` + benchAgent + `","capabilities":{"streaming":true},` +
+		`"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"Summarize","description":"d","tags":[]}]}`
+)
 
-// benchPinned are the tasks bench pinned for its throughput phase.
-type benchPinned struct {
-	agentURL string
-	tasks    []string
-}
-
-// benchPins pins benchTasks tasks beforehand, straight into the
-// deployment's pin store (with their card body), so that the throughput
-// events are transitions of pinned tasks that need no fetch, not events
-// waiting for a pin. The pins expire with the store's --pins-ttl.
-func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) (*benchPinned, error) {
+// benchPins pins benchTasks tasks straight into the deployment's pin store,
+// so that the throughput events need no fetch.
+func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) ([]string, error) {
 	bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	st, err := store.Bind[task.Pin](bctx, js, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bench: open the stores: %w (is `carddrift serve` running against this server?)", err)
 	}
-	p := &benchPinned{agentURL: "http://127.0.0.1:9"}
-	body := []byte(strings.ReplaceAll(benchCard, "AGENT", p.agentURL))
+	body := []byte(benchCard)
 	card, err := detector.Parse(body)
 	if err != nil {
 		return nil, err
@@ -437,26 +405,25 @@ func benchPins(ctx context.Context, js jetstream.JetStream, cfg store.Config) (*
 	}
 	run := fmt.Sprint(time.Now().UnixNano())
 	now := time.Now().UTC()
+	var tasks []string
 	for i := range benchTasks {
 		id := fmt.Sprintf("bench-%s-%d", run, i)
 		if _, err := st.Pins.Create(bctx, task.Pin{
-			TaskID: id, AgentURL: p.agentURL, Digest: digest, Fingerprint: detector.Fingerprint(card),
+			TaskID: id, AgentURL: benchAgent, Digest: digest, Fingerprint: detector.Fingerprint(card),
 			CardVersion: card.Version, PinnedAt: now, Source: events.PinClientCard,
 			Requirements: detector.Requirements{SkillID: "summarize", Posture: detector.FailClosed},
 		}); err != nil {
 			return nil, fmt.Errorf("bench: pin %s: %w", id, err)
 		}
-		p.tasks = append(p.tasks, id)
+		tasks = append(tasks, id)
 	}
-	return p, nil
+	return tasks, nil
 }
 
-// benchCarddrift measures the deployment's workers draining n no-fetch
-// events from the lifecycle stream, until every lifecycle consumer has
-// acknowledged everything: the rate, and what serve (read from its
-// /metrics) and the server spent meanwhile.
-func benchCarddrift(ctx context.Context, js jetstream.JetStream, f *benchFlags, cfg store.Config, p *benchPinned, n int, embedded bool) (float64, *Cost, error) {
-	msgs, err := benchMessages(n, fmt.Sprint(time.Now().UnixNano()), p)
+// benchCarddrift measures the workers draining n no-fetch events, until
+// every lifecycle consumer has acknowledged everything, and the cost.
+func benchCarddrift(ctx context.Context, js jetstream.JetStream, f *benchFlags, cfg store.Config, tasks []string, n int, embedded bool) (float64, *Cost, error) {
+	msgs, err := benchMessages(n, fmt.Sprint(time.Now().UnixNano()), tasks)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -472,27 +439,21 @@ func benchCarddrift(ctx context.Context, js jetstream.JetStream, f *benchFlags, 
 	if err := waitDrained(ctx, js, cfg.LifecycleStream, durables, 10*time.Millisecond, 5*time.Minute); err != nil {
 		return 0, nil, err
 	}
-	took := time.Since(start)
-	return float64(n) / took.Seconds(), f.cost.cost(a, f.cost.read(ctx), int64(n), embedded), nil
+	return float64(n) / time.Since(start).Seconds(), f.cost.cost(a, f.cost.read(ctx), int64(n), embedded), nil
 }
 
-// throughputCPU is the medians of the rounds' CPU figures, with where
-// they were read and why one was not (readings before and after the phase).
+// throughputCPU is the medians of the rounds' CPU figures.
 func throughputCPU(rs []BenchRound, cf *costFlags, before, after cpuReading, embedded bool) BenchCPU {
 	med := func(v func(BenchRound) *float64) *float64 { return median(rs, v) }
-	c := BenchCPU{BenchSidesCPU: BenchSidesCPU{
+	cost := cf.cost(before, after, 1, embedded) // the sources and reasons, the same for every round
+	return BenchCPU{BenchSidesCPU: BenchSidesCPU{
 		ServeCPUMsPer1000:           med(func(r BenchRound) *float64 { return r.ServeCPUMsPer1000 }),
 		RawCPUMsPer1000:             med(func(r BenchRound) *float64 { return r.RawCPUMsPer1000 }),
 		ServerCPUMsPer1000Carddrift: med(func(r BenchRound) *float64 { return r.ServerCPUMsPer1000Carddrift }),
 		ServerCPUMsPer1000Raw:       med(func(r BenchRound) *float64 { return r.ServerCPUMsPer1000Raw }),
-	}}
-	cost := cf.cost(before, after, 1, embedded) // the sources and reasons, the same for every round
-	c.ServeSource, c.ServerSource, c.LoadBefore, c.LoadAfter = cost.ServeSource, cost.ServerSource, cost.LoadBefore, cost.LoadAfter
-	c.NotRead = cost.NotRead
-	return c
+	}, ServeSource: cost.ServeSource, ServerSource: cost.ServerSource, NotRead: cost.NotRead, LoadBefore: cost.LoadBefore, LoadAfter: cost.LoadAfter}
 }
 
-// write prints the throughput phase's CPU lines.
 func (c *BenchCPU) write(w io.Writer, embedded bool) {
 	serve := "not read"
 	if r := c.NotRead["serve"]; r != "" {

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,32 +20,22 @@ import (
 	"github.com/carddrift/carddrift/events/fleet"
 )
 
-// The detection phase's cost figures beside the fleet's own: the baseline
-// (the same traffic, no carddrift) and the efficient publisher (the stored
-// messages again, as cheaply as NATS allows), each into the raw consumer.
-
-// MixBaseline is what the detection phase's traffic costs with no carddrift
-// at all: the same traffic from the same simulated clients onto a scratch
-// stream of the same server, consumed and acknowledged by one raw durable
-// consumer, a process of its own.
+// MixBaseline is what the detection phase's traffic costs with no carddrift:
+// the same traffic onto a scratch stream, into the raw consumer.
 type MixBaseline struct {
 	RawFigure
 	// CarddriftTotalMsPer1000 is the detection phase's CPU counted alike
-	// (sideTotal), Ratio it over TotalMsPer1000 (absent when a figure was
-	// not read).
+	// (sideTotal), Ratio it over TotalMsPer1000.
 	CarddriftTotalMsPer1000 *float64 `json:"carddriftTotalCpuMsPer1000Events,omitempty"`
 	Ratio                   *float64 `json:"ratio,omitempty"`
 }
 
-// Efficient is the third figure of the cost comparison: the detection
-// phase's stored messages published again as cheaply as NATS allows (one
-// connection, asynchronously, at their stored pace) to the raw consumer;
-// its totals count alike the baseline's.
+// Efficient is the detection phase's stored messages published again as
+// cheaply as NATS allows into the raw consumer.
 type Efficient struct{ RawFigure }
 
 // RawFigure is what the raw consumer's side of a cost figure spent on
-// Events: its own CPU, serve's and the server's meanwhile (Cost: serve's
-// process carries an embedded server's work, its workers idle), and
+// Events: its own CPU, serve's and the server's meanwhile, and
 // TotalMsPer1000, the raw consumer's plus the server's (baselineTotal).
 type RawFigure struct {
 	Events          int64    `json:"events"`
@@ -50,7 +44,6 @@ type RawFigure struct {
 	TotalMsPer1000  *float64 `json:"totalCpuMsPer1000Events,omitempty"`
 }
 
-// figure is the raw side's figure.
 func (s rawSide) figure() RawFigure {
 	r := RawFigure{Events: s.events, RawCPUMsPer1000: 1e6 * s.cpu.Seconds() / float64(s.events), Cost: s.cost}
 	if base := baselineTotal(s.cost); base != nil {
@@ -60,9 +53,8 @@ func (s rawSide) figure() RawFigure {
 	return r
 }
 
-// scratchPublisher publishes what the simulated clients address to the
-// lifecycle subjects (a2a.task.…) under a scratch stream's subject instead
-// (carddrift.bench.<run>.…), so that the deployment's workers never see it.
+// scratchPublisher moves the lifecycle subjects (a2a.task.…) under a
+// scratch stream's subject, so that the deployment's workers never see them.
 type scratchPublisher struct {
 	jetstream.Publisher
 	subject string
@@ -94,8 +86,7 @@ func (p scratchPublisher) PublishMsgAsync(m *nats.Msg, opts ...jetstream.Publish
 	return p.Publisher.PublishMsgAsync(m, opts...)
 }
 
-// scratchConfig is what a scratch stream keeps of the lifecycle stream's
-// configuration.
+// scratchConfig is what a scratch stream keeps of the lifecycle stream's.
 func scratchConfig(lifecycle jetstream.StreamConfig) jetstream.StreamConfig {
 	return jetstream.StreamConfig{Storage: lifecycle.Storage, Duplicates: lifecycle.Duplicates, MaxMsgSize: lifecycle.MaxMsgSize}
 }
@@ -136,27 +127,22 @@ func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags
 	return &MixBaseline{RawFigure: side.figure()}, nil
 }
 
-// Bounds of the efficient publisher's copy of the detection phase's
-// messages (held in memory so that reading them costs the server nothing
-// while the figure is taken).
+// Bounds of the efficient publisher's in-memory copy of the messages (so
+// that reading them costs the server nothing while the figure is taken).
 const (
 	efficientMaxBytes   = 512 << 20
 	efficientMaxPending = 4096
 )
 
-// storedMsg is one lifecycle message as stored, with its time.
 type storedMsg struct {
 	msg *nats.Msg
 	at  time.Time
 }
 
-// errEfficientTooLarge: the detection phase stored more than the copy may
-// hold.
 var errEfficientTooLarge = errors.New("the detection phase's messages exceed the efficient publisher's copy bound")
 
-// storedRange reads the messages of stream from sequence first to last
-// (inclusive) whose subject starts with a2a.task., with an ordered
-// consumer, into memory (at most efficientMaxBytes).
+// storedRange reads the a2a.task. messages of stream from sequence first
+// to last (inclusive) into memory (at most efficientMaxBytes).
 func storedRange(ctx context.Context, js jetstream.JetStream, stream string, first, last uint64) ([]storedMsg, error) {
 	if last < first {
 		return nil, nil
@@ -204,10 +190,9 @@ func storedRange(ctx context.Context, js jetstream.JetStream, stream string, fir
 	}
 }
 
-// benchEfficient takes the third figure: the detection phase's stored
-// messages (lifecycle stream sequences first to last) again, published
-// from one connection, asynchronously, each no earlier than its stored
-// offset from the first, into the raw consumer.
+// benchEfficient publishes the stored messages first to last again from
+// one connection, asynchronously, each no earlier than its stored offset
+// from the first, into the raw consumer.
 func benchEfficient(ctx context.Context, nc *nats.Conn, f *benchFlags, lifecycle jetstream.StreamConfig, first, last uint64, embedded bool) (*Efficient, error) {
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(efficientMaxPending))
 	if err != nil {
@@ -248,9 +233,8 @@ func benchEfficient(ctx context.Context, nc *nats.Conn, f *benchFlags, lifecycle
 	return &Efficient{side.figure()}, nil
 }
 
-// Ratios are the cost bars of DESIGN (contract v1.3), each absent when a
-// figure it needs was not read, and the events one core carries at the
-// measured cost (the deployment's, serve's alone).
+// Ratios are DESIGN's cost bars and the events one core carries at the
+// measured cost, each absent when a figure it needs was not read.
 type Ratios struct {
 	Deployment               *float64 `json:"deployment,omitempty"`
 	Serve                    *float64 `json:"serve,omitempty"`
@@ -272,14 +256,8 @@ func perCore(ms *float64) *float64 {
 	return ratio(&one, ms)
 }
 
-// compare fills the ratio against the detection phase's cost c.
-func (b *MixBaseline) compare(c *Cost) {
-	b.CarddriftTotalMsPer1000 = sideTotal(c)
-	b.Ratio = ratio(b.CarddriftTotalMsPer1000, b.TotalMsPer1000)
-}
-
-// ratios computes the bars from the detection phase's cost c, the
-// baseline b and the efficient publisher's figure e.
+// ratios computes the bars from the detection phase's cost c and the
+// figures b and e.
 func ratios(c *Cost, b *MixBaseline, e *Efficient) *Ratios {
 	r := &Ratios{DeploymentEventsPerCoreS: perCore(sideTotal(c)), ServeEventsPerCoreS: perCore(c.ServeCPUMsPer1000),
 		Deployment: ratio(sideTotal(c), e.TotalMsPer1000), Emitter: ratio(b.TotalMsPer1000, e.TotalMsPer1000)}
@@ -289,10 +267,8 @@ func ratios(c *Cost, b *MixBaseline, e *Efficient) *Ratios {
 	return r
 }
 
-// sideTotal is the deployment's CPU per 1,000 events beside the consumer
-// itself: with an embedded server serve's process (the server's and
-// serve's), with a standalone one serve's plus the server's. Nil when a
-// figure it needs was not read.
+// sideTotal is the deployment's CPU per 1,000 events: serve's process,
+// plus a standalone server's. Nil when a figure was not read.
 func sideTotal(c *Cost) *float64 {
 	if c.ServeCPUMsPer1000 == nil {
 		return nil
@@ -307,9 +283,8 @@ func sideTotal(c *Cost) *float64 {
 	return &t
 }
 
-// baselineTotal is the baseline's side of the comparison: with an embedded
-// server serve's process carried only the server's work, so it counts;
-// with a standalone one serve was idle, and the server's counts.
+// baselineTotal is the server's work for a raw figure: serve's process
+// with an embedded server (its workers idle), else the server's.
 func baselineTotal(c *Cost) *float64 {
 	if c.Embedded {
 		return c.ServeCPUMsPer1000
@@ -317,7 +292,6 @@ func baselineTotal(c *Cost) *float64 {
 	return c.ServerCPUMsPer1000
 }
 
-// write prints the baseline's lines, indented.
 func (b *MixBaseline) write(w io.Writer) {
 	fmt.Fprintf(w, "baseline: the detection phase's traffic again (fleet, seed, schedule, duration) onto a scratch stream of the same server,\n"+
 		"  consumed and acknowledged by one raw durable consumer, a process of its own: %d events\n", b.Events)
@@ -347,7 +321,6 @@ func (b *MixBaseline) write(w io.Writer) {
 	}
 }
 
-// write prints the efficient publisher's lines and the bars.
 func (e *Efficient) write(w io.Writer, r *Ratios) {
 	fmt.Fprintf(w, "efficient publisher: the detection phase's %d stored messages again, from one connection, asynchronously, at the pace\n"+
 		"  they were stored, onto a scratch stream consumed and acknowledged by one raw durable consumer, a process of its own\n", e.Events)
@@ -378,4 +351,272 @@ func (e *Efficient) write(w io.Writer, r *Ratios) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// rawConsumerCommand is the hidden command bench runs as a process of its
+// own for its raw figures (crossing the process boundary serve's workers
+// cross): one durable pull consumer that consumes and acknowledges. It
+// prints "ready" once it consumes; when its stdin closes it flushes its
+// acks, prints "done N T" (N acknowledged, the last at T, Unix ns) and
+// exits 0. It exits 1 when its --timeout passes.
+const rawConsumerCommand = "internal-raw-consumer"
+
+type rawConsumerFlags struct {
+	nats    natsFlags
+	stream  string
+	durable string
+	timeout time.Duration
+}
+
+func runRawConsumer(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var f rawConsumerFlags
+	fs := newFlagSet(rawConsumerCommand, &env{stderr: stderr})
+	f.nats.registerClient(fs)
+	fs.StringVar(&f.stream, "stream", "", "stream of the durable")
+	fs.StringVar(&f.durable, "durable", "", "durable consumer to consume with")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "exit 1 after this")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if err := f.run(ctx, stdin, stdout); err != nil {
+		fmt.Fprintln(stderr, "carddrift "+rawConsumerCommand+":", err)
+		return 1
+	}
+	return exitOK
+}
+
+func (f *rawConsumerFlags) run(ctx context.Context, stdin io.Reader, stdout io.Writer) (err error) {
+	if f.stream == "" || f.durable == "" {
+		return usagef("--stream and --durable are required")
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("--timeout %s passed", f.timeout))
+	defer cancel()
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = context.Cause(ctx) // whichever step it interrupted
+		}
+	}()
+	stdinClosed := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, stdin)
+		close(stdinClosed)
+	}()
+	nc, js, err := f.nats.jetStream("carddrift-bench-raw")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	cons, err := js.Consumer(ctx, f.stream, f.durable)
+	if err != nil {
+		return fmt.Errorf("consumer %s on %s: %w", f.durable, f.stream, err)
+	}
+	var acked, last atomic.Int64
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		m.Ack()
+		acked.Add(1)
+		last.Store(time.Now().UnixNano())
+	}, jetstream.PullMaxMessages(500))
+	if err != nil {
+		return err
+	}
+	defer cc.Stop()
+	fmt.Fprintln(stdout, "ready")
+	select {
+	case <-stdinClosed:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	// The acks are written; they leave this process before it says done.
+	if err := nc.FlushWithContext(ctx); err != nil {
+		return fmt.Errorf("flush the acks: %w", err)
+	}
+	fmt.Fprintln(stdout, "done", acked.Load(), last.Load())
+	return nil
+}
+
+// rawProcess is a running raw consumer: the figure that started it ends it
+// (finish, or kill on any error); its context's deadline kills it too.
+type rawProcess struct {
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	stdin  io.Closer
+	lines  chan string // its stdout, line by line; closed at EOF
+	stderr strings.Builder
+}
+
+// startRawConsumer starts this binary as the raw consumer of durable "raw"
+// on stream, and waits until it consumes.
+func startRawConsumer(ctx context.Context, nf *natsFlags, stream string, timeout time.Duration) (*rawProcess, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("raw consumer: %w", err)
+	}
+	args := []string{rawConsumerCommand, "--stream", stream, "--durable", "raw", "--timeout", timeout.String(), "--nats-url", nf.url}
+	for _, kv := range [][2]string{{"--creds", nf.creds}, {"--tls-cert", nf.tlsCert}, {"--tls-key", nf.tlsKey}, {"--tls-ca", nf.tlsCA}, {"--js-api-prefix", nf.apiPrefix}} {
+		if kv[1] != "" {
+			args = append(args, kv[0], kv[1])
+		}
+	}
+	// A little more than the child's own timeout: it ends itself first.
+	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
+	p := &rawProcess{cmd: exec.CommandContext(ctx, exe, args...), cancel: cancel, lines: make(chan string, 4)}
+	p.cmd.Stderr = &p.stderr
+	p.cmd.WaitDelay = 5 * time.Second
+	// The child's environment without CARDDRIFT_* (ff would read them as
+	// its flags): what it needs is on its command line.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CARDDRIFT_") {
+			p.cmd.Env = append(p.cmd.Env, kv)
+		}
+	}
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		cancel()
+		return nil, err
+	}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("raw consumer: %w", err)
+	}
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+	}()
+	if _, err := p.expect(ctx, "ready"); err != nil {
+		p.kill()
+		return nil, err
+	}
+	return p, nil
+}
+
+// expect waits for the next line of the child's stdout, which must start
+// with word; it returns the rest of the line.
+func (p *rawProcess) expect(ctx context.Context, word string) (string, error) {
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			err := p.cmd.Wait()
+			return "", fmt.Errorf("raw consumer exited before %q: %v: %s", word, err, strings.TrimSpace(p.stderr.String()))
+		}
+		rest, found := strings.CutPrefix(line, word)
+		if !found {
+			return "", fmt.Errorf("raw consumer said %q, want %q", line, word)
+		}
+		return strings.TrimSpace(rest), nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("raw consumer: waiting for %q: %w", word, ctx.Err())
+	}
+}
+
+// finish closes the raw consumer's stdin, waits for its "done n T" and its
+// exit, and returns T and the CPU time the process used.
+func (p *rawProcess) finish(ctx context.Context, n uint64) (last time.Time, cpu time.Duration, err error) {
+	defer p.kill()
+	p.stdin.Close()
+	rest, err := p.expect(ctx, "done")
+	if err != nil {
+		return last, 0, err
+	}
+	var got uint64
+	var ns int64
+	if _, err := fmt.Sscan(rest, &got, &ns); err != nil || got != n {
+		return last, 0, fmt.Errorf("raw consumer said done %q, want %d messages and a time", rest, n)
+	}
+	for range p.lines { // EOF: it is exiting
+	}
+	if err := p.cmd.Wait(); err != nil {
+		return last, 0, fmt.Errorf("raw consumer: %w: %s", err, strings.TrimSpace(p.stderr.String()))
+	}
+	st := p.cmd.ProcessState
+	return time.Unix(0, ns), st.UserTime() + st.SystemTime(), nil
+}
+
+// kill ends the process if it still runs (its stdin closes, its context
+// is cancelled: exec kills it) and releases its context; safe twice.
+func (p *rawProcess) kill() {
+	p.stdin.Close()
+	p.cancel()
+	if p.cmd.ProcessState == nil {
+		p.cmd.Wait()
+	}
+}
+
+// scratch is a stream of bench's own, CARDDRIFT_BENCH_<run> on
+// carddrift.bench.<run>.>, with one durable pull consumer "raw".
+type scratch struct {
+	run, name, subject string
+	drop               func() // deletes the stream
+}
+
+// newScratch creates a scratch stream with sc's storage and limits.
+func newScratch(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) (scratch, error) {
+	run := fmt.Sprint(time.Now().UnixNano())
+	s := scratch{run: run, name: "CARDDRIFT_BENCH_" + run, subject: "carddrift.bench." + run}
+	sc.Name, sc.Subjects = s.name, []string{s.subject + ".>"}
+	st, err := js.CreateStream(ctx, sc)
+	if err != nil {
+		return scratch{}, fmt.Errorf("scratch stream: %w", err)
+	}
+	s.drop = func() { js.DeleteStream(context.WithoutCancel(ctx), s.name) }
+	if _, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "raw", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000}); err != nil {
+		s.drop()
+		return scratch{}, err
+	}
+	return s, nil
+}
+
+var errRawEmpty = errors.New("the raw figure's traffic published no events")
+
+// rawSide is one raw figure: the events acknowledged, the time from the
+// first publish to the last ack, the raw consumer's CPU, and the cost.
+type rawSide struct {
+	events int64
+	took   time.Duration
+	cpu    time.Duration
+	cost   *Cost
+}
+
+// runRaw takes one raw figure: publish sends its events under a scratch
+// stream's subject; the figure ends once the raw consumer has acked them all.
+func (f *benchFlags) runRaw(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig, embedded bool,
+	publish func(ctx context.Context, s scratch) error) (rawSide, error) {
+	s, err := newScratch(ctx, js, sc)
+	if err != nil {
+		return rawSide{}, err
+	}
+	defer s.drop()
+	proc, err := startRawConsumer(ctx, &f.nats, s.name, f.demo.duration+5*time.Minute)
+	if err != nil {
+		return rawSide{}, err
+	}
+	defer proc.kill()
+	before := f.cost.read(ctx)
+	start := time.Now()
+	if err := publish(ctx, s); err != nil {
+		return rawSide{}, err
+	}
+	st, err := js.Stream(ctx, s.name)
+	if err != nil {
+		return rawSide{}, err
+	}
+	n := st.CachedInfo().State.Msgs
+	if n == 0 {
+		return rawSide{}, errRawEmpty
+	}
+	if err := waitDrained(ctx, js, s.name, []string{"raw"}, 100*time.Millisecond, 5*time.Minute); err != nil {
+		return rawSide{}, fmt.Errorf("the raw consumer: %w", err)
+	}
+	after := f.cost.read(ctx)
+	last, cpu, err := proc.finish(ctx, n)
+	if err != nil {
+		return rawSide{}, err
+	}
+	return rawSide{events: int64(n), took: last.Sub(start), cpu: cpu, cost: f.cost.cost(before, after, int64(n), embedded)}, nil
 }

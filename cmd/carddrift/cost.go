@@ -20,9 +20,7 @@ import (
 )
 
 // costFlags say where bench and simulate read the deployment's CPU: serve's
-// /metrics (the process collector's process_cpu_seconds_total) and, when
-// the NATS server is a process of its own on this machine, its pid (its
-// CPU from /proc/<pid>/stat).
+// /metrics and a local NATS server's /proc/<pid>/stat.
 type costFlags struct {
 	metricsURL string
 	serverPID  int
@@ -35,8 +33,7 @@ func (c *costFlags) register(fs *flag.FlagSet) {
 		"its CPU (/proc/PID/stat) is reported beside serve's (0: not read)")
 }
 
-// procCPU returns the CPU time (user + system) process pid has used, from
-// /proc/<pid>/stat.
+// procCPU returns the user + system CPU time process pid has used.
 func procCPU(pid int) (time.Duration, error) {
 	p, err := procfs.NewProc(pid)
 	if err != nil {
@@ -49,9 +46,8 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration(st.CPUTime() * float64(time.Second)), nil
 }
 
-// metricsCPU reads process_cpu_seconds_total from a Prometheus text
-// exposition at url (serve's /metrics; a busy serve takes seconds to render
-// it, hence the generous bound).
+// metricsCPU reads process_cpu_seconds_total from url (a busy serve takes
+// seconds to render its /metrics, hence the generous bound).
 func metricsCPU(ctx context.Context, url string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -71,8 +67,6 @@ func metricsCPU(ctx context.Context, url string) (time.Duration, error) {
 	return parseMetricsCPU(resp.Body)
 }
 
-// errNoCPUMetric is returned when a /metrics page has no
-// process_cpu_seconds_total.
 var errNoCPUMetric = errors.New("no process_cpu_seconds_total on the page")
 
 func parseMetricsCPU(r io.Reader) (time.Duration, error) {
@@ -88,8 +82,7 @@ func parseMetricsCPU(r io.Reader) (time.Duration, error) {
 	return time.Duration(mf.GetMetric()[0].GetCounter().GetValue() * float64(time.Second)), nil
 }
 
-// loadAvg returns the machine's load averages over 1, 5 and 15 minutes
-// (/proc/loadavg).
+// loadAvg returns the machine's load averages over 1, 5 and 15 minutes.
 func loadAvg() ([3]float64, error) {
 	fs, err := procfs.NewDefaultFS()
 	if err != nil {
@@ -103,15 +96,12 @@ func loadAvg() ([3]float64, error) {
 }
 
 // embeddedServer reports whether nc is connected to carddrift's embedded
-// server (serve without --nats-url, the demo): the server runs in serve's
-// process, so serve's CPU includes the server's, and serve's workers reach
-// it without crossing a process boundary.
+// server: serve's CPU then includes the server's.
 func embeddedServer(nc *nats.Conn) bool {
 	return nc.ConnectedServerName() == service.EmbeddedServerName
 }
 
-// cpuReading is one reading of serve's and the server's CPU and of the
-// machine's load; an error says why a figure was not read.
+// cpuReading is one reading; an error says why a figure was not read.
 type cpuReading struct {
 	serve, server       time.Duration
 	serveErr, serverErr error
@@ -119,7 +109,6 @@ type cpuReading struct {
 	loadErr             error
 }
 
-// read takes a reading.
 func (c *costFlags) read(ctx context.Context) cpuReading {
 	var r cpuReading
 	if c.metricsURL == "" {
@@ -136,13 +125,10 @@ func (c *costFlags) read(ctx context.Context) cpuReading {
 	return r
 }
 
-// Cost is what serve (with its embedded server, if any) and a standalone
-// NATS server spent on a number of lifecycle events between two readings,
-// with the machine's load; a figure not read is absent, its reason in
-// NotRead.
+// Cost is what serve and a standalone NATS server spent on Events between
+// two readings; a figure not read is absent, its reason in NotRead.
 type Cost struct {
-	Events int64 `json:"events"`
-	// Embedded: serve's CPU includes the NATS server's.
+	Events             int64             `json:"events"`
 	Embedded           bool              `json:"embeddedServer"`
 	ServeCPUSeconds    *float64          `json:"serveCpuSeconds,omitempty"`
 	ServeCPUMsPer1000  *float64          `json:"serveCpuMsPer1000Events,omitempty"`
@@ -153,15 +139,12 @@ type Cost struct {
 	NotRead            map[string]string `json:"notRead,omitempty"`
 	LoadBefore         *[3]float64       `json:"loadBefore,omitempty"`
 	LoadAfter          *[3]float64       `json:"loadAfter,omitempty"`
-	// DrainWaitSeconds is how long serve still worked through its backlog
-	// after the run (the second reading waits for it).
+	// DrainWaitSeconds: how long serve still worked through its backlog.
 	DrainWaitSeconds *float64 `json:"drainWaitSeconds,omitempty"`
 }
 
-// afterDrained waits, for at most 5 minutes, until the lifecycle
-// stream's consumers have handled everything (serve has worked through its
-// backlog), then takes the second reading and returns the cost of events
-// since before.
+// afterDrained waits, for at most 5 minutes, until the lifecycle stream's
+// consumers have handled everything, then returns the cost since before.
 func (c *costFlags) afterDrained(ctx context.Context, js jetstream.JetStream, stream string, before cpuReading, events int64, embedded bool) *Cost {
 	start := time.Now()
 	durables, err := streamConsumers(ctx, js, stream)
@@ -181,7 +164,6 @@ func (c *costFlags) afterDrained(ctx context.Context, js jetstream.JetStream, st
 	return out
 }
 
-// cost is the cost of events between readings a and b.
 func (c *costFlags) cost(a, b cpuReading, events int64, embedded bool) *Cost {
 	out := &Cost{Events: events, Embedded: embedded, NotRead: map[string]string{}}
 	per := func(d time.Duration) (*float64, *float64) {
@@ -219,7 +201,6 @@ func (c *costFlags) cost(a, b cpuReading, events int64, embedded bool) *Cost {
 	return out
 }
 
-// write prints the cost lines, indented.
 func (c *Cost) write(w io.Writer, what string) {
 	if c.ServeCPUMsPer1000 != nil {
 		incl := ""
@@ -244,7 +225,6 @@ func (c *Cost) write(w io.Writer, what string) {
 	writeLoad(w, c.LoadBefore, c.LoadAfter)
 }
 
-// writeLoad prints the load averages before and after, when both were read.
 func writeLoad(w io.Writer, a, b *[3]float64) {
 	if a != nil && b != nil {
 		fmt.Fprintf(w, "  load average (1, 5, 15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f\n", a[0], a[1], a[2], b[0], b[1], b[2])

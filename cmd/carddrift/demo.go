@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/events/fleet"
@@ -23,28 +25,22 @@ import (
 )
 
 type demoFlags struct {
-	agents    int
-	duration  time.Duration
-	seed      int64
-	scenarios string
-	json      bool
-	dataDir   string
-	quiet     bool
-	taskEvery time.Duration
-	logLevel  string
-	// driftShare is the share of agents with a scenario: bench's
-	// --drift-share, three quarters for demo and simulate.
-	driftShare float64
-	// httpAddr and replayHTML: the demo's pages (demo_watch.go).
-	httpAddr, replayHTML string
-	// maxBacklog, when positive, holds new tasks while carddrift's backlog
-	// (lifecycle events not yet acknowledged) is over it.
+	agents     int
+	duration   time.Duration
+	seed       int64
+	scenarios  string
+	json       bool
+	dataDir    string
+	quiet      bool
+	taskEvery  time.Duration
+	logLevel   string
+	driftShare float64 // bench's --drift-share; 0.75 for demo and simulate
+	httpAddr   string
+	replayHTML string
 	maxBacklog int
-	// heartbeat is --observe-heartbeat.
-	heartbeat time.Duration
+	heartbeat  time.Duration
 }
 
-// register adds demo's flags.
 func (f *demoFlags) register(fs *flag.FlagSet) {
 	f.registerFleet(fs, 30*time.Second)
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep the JetStream store here for replay (default: a temporary store removed at exit)")
@@ -55,8 +51,7 @@ func (f *demoFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxBacklog, "max-backlog", 0, "hold new tasks while carddrift has more lifecycle events than this to handle (0: never): on a machine slower than the traffic, fewer tasks instead of verdicts that come after the changes they judge are over")
 }
 
-// registerFleet adds the flags demo and simulate share: the fleet, its
-// schedule, the traffic and the output.
+// registerFleet adds the flags demo and simulate share.
 func (f *demoFlags) registerFleet(fs *flag.FlagSet, duration time.Duration) {
 	f.driftShare = 0.75
 	fs.IntVar(&f.agents, "agents", 40, "simulated agents in the fleet")
@@ -68,8 +63,7 @@ func (f *demoFlags) registerFleet(fs *flag.FlagSet, duration time.Duration) {
 	fs.DurationVar(&f.taskEvery, "task-every", time.Second, "each agent gets a new task this often")
 }
 
-// notes is where demo and simulate say what to open: stdout, or stderr
-// with --json (stdout is the scorecard).
+// notes is where demo and simulate say what to open: stderr with --json.
 func (f *demoFlags) notes(e *env) io.Writer {
 	if f.json {
 		return e.stderr
@@ -97,9 +91,11 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer watch.close()
-	page, err := createReplayPage(f.replayHTML)
-	if err != nil {
-		return err
+	var page *os.File // created first: a path that cannot be written fails before the run
+	if f.replayHTML != "" {
+		if page, err = os.Create(f.replayHTML); err != nil {
+			return usagef("--replay-html: %v", err)
+		}
 	}
 	defer func() {
 		if page != nil { // the run ended before its page was written
@@ -108,7 +104,6 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		}
 	}()
 
-	// Storage: a temporary directory removed at exit, unless --data-dir.
 	dir, storage := f.dataDir, jetstream.MemoryStorage
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "carddrift-demo-")
@@ -124,29 +119,19 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 		storage = jetstream.FileStorage
 	}
 	cfg := store.DefaultConfig()
-	cfg.Partitions = 4
-	cfg.Storage = storage
-	cfg.AckWait = 10 * time.Second
-
+	cfg.Partitions, cfg.Storage, cfg.AckWait = 4, storage, 10*time.Second
 	fetchOpts := fetcher.Options{
-		Allow:             []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		MinLease:          time.Second,
-		DefaultLease:      2 * time.Second,
-		MaxLease:          10 * time.Second,
-		FullFetchInterval: 10 * time.Second,
-		TotalTimeout:      3 * time.Second,
-		ConnectTimeout:    time.Second,
-		ObserveHeartbeat:  heartbeat(f.heartbeat),
+		Allow:    []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		MinLease: time.Second, DefaultLease: 2 * time.Second, MaxLease: 10 * time.Second, FullFetchInterval: 10 * time.Second,
+		TotalTimeout: 3 * time.Second, ConnectTimeout: time.Second, ObserveHeartbeat: heartbeat(f.heartbeat),
 	}
 	lease := fleet.LeaseFunc(fetchOpts.MinLease, fetchOpts.DefaultLease, fetchOpts.MaxLease)
 
-	// Workers: two in this process, as two replicas of `carddrift serve`
-	// would run, sharing leases and pins.
+	// Two workers, as two replicas of serve would run, sharing leases and pins.
 	svc, err := service.Open(ctx, service.Options{
 		DataDir: dir, ConnName: "carddrift-demo", Config: cfg, Workers: 2, Registerer: watch.registerer(),
 		Worker: worker.Options{Name: "demo-worker", Fetch: fetchOpts, Logger: log, DrainTimeout: 3 * time.Second},
-		// serve's caches and budget (the lease copy, the diff memo, the
-		// pin cache): the demo shows what serve does.
+		// serve's caches and budget: the demo shows what serve does.
 		PinCache: servePinCache, PinCacheMaxAge: servePinCacheMaxAge, MemoryBudget: budget.Default,
 	})
 	if err != nil {
@@ -162,7 +147,6 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	}
 	defer running.Stop()
 	if watch != nil {
-		// First, before the verdicts: where to watch them.
 		fmt.Fprintf(f.notes(e), "carddrift demo: watch the fleet at %s (and /fleet.json, /metrics) while the demo runs\n", watch.start(svc, log))
 		defer watch.close() // before the service closes
 	}
@@ -174,17 +158,17 @@ func (f *demoFlags) run(ctx context.Context, e *env) error {
 	if l, err := loadAvg(); err == nil {
 		cost.LoadBefore = &l
 	}
-	cpu := processCPU()
+	cpu, _ := procCPU(os.Getpid())
 	card, err := driveFleet(ctx, e, svc.JetStream(), cfg, f, names, lease, fetchOpts.FullFetchInterval, "embedded NATS at "+svc.URL()+", 2 workers", func() {
-		// Judge only once carddrift has handled the backlog: a drift still
-		// in the queue is late, not missed.
+		// Judge once the backlog is handled: a drift still queued is late, not missed.
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
 		if err := svc.WaitDrained(wctx); err != nil {
 			fmt.Fprintln(e.stderr, "demo:", err)
 		}
 	})
-	cost.Events, cost.CPUSeconds = card.Events, (processCPU() - cpu).Seconds()
+	now, _ := procCPU(os.Getpid())
+	cost.Events, cost.CPUSeconds = card.Events, (now - cpu).Seconds()
 	cost.CPUMsPer1000 = 1e6 * cost.CPUSeconds / float64(max(card.Events, 1))
 	if stopErr := running.Stop(); err == nil {
 		err = stopErr
@@ -257,5 +241,74 @@ func writeScorecard(w io.Writer, c *fleet.Scorecard) {
 	}
 	if c.Missed == 0 && c.FalseAborts == 0 && c.UnreachableAsDrift == 0 && c.SplitBrain.Missed == 0 && c.SplitBrain.False == 0 {
 		fmt.Fprintln(w, "\n  every injected drift and split brain detected, no task falsely aborted")
+	}
+}
+
+const hostProbeEvents = 20000
+
+// DemoCost is what the demo's process spent per 1,000 lifecycle events,
+// beside the host's raw consume+ack rate, so that hosts can be compared.
+type DemoCost struct {
+	Events           int64       `json:"events"`
+	CPUSeconds       float64     `json:"cpuSeconds"`
+	CPUMsPer1000     float64     `json:"cpuMsPer1000Events"`
+	HostRawPerSecond float64     `json:"hostRawConsumeAckPerSecond"`
+	LoadBefore       *[3]float64 `json:"loadBefore,omitempty"`
+}
+
+// hostRate is one durable pull consumer's consume+ack rate, in process,
+// over hostProbeEvents messages of 512 bytes on a scratch stream.
+func hostRate(ctx context.Context, js jetstream.JetStream, storage jetstream.StorageType) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	s, err := newScratch(ctx, js, jetstream.StreamConfig{Storage: storage})
+	if err != nil {
+		return 0, err
+	}
+	defer s.drop()
+	body, msgs := bytes.Repeat([]byte("x"), 512), make([]*nats.Msg, hostProbeEvents)
+	for i := range msgs {
+		msgs[i] = &nats.Msg{Subject: fmt.Sprintf("%s.%d", s.subject, i), Data: body}
+	}
+	if err := publishAll(ctx, js, msgs); err != nil {
+		return 0, err
+	}
+	c, err := js.Consumer(ctx, s.name, "raw")
+	if err != nil {
+		return 0, err
+	}
+	done := make(chan struct{})
+	var n int
+	var first time.Time
+	cc, err := c.Consume(func(m jetstream.Msg) {
+		if n == 0 {
+			first = time.Now()
+		}
+		m.Ack()
+		if n++; n == hostProbeEvents {
+			close(done)
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer cc.Stop()
+	select {
+	case <-done:
+		return float64(n) / time.Since(first).Seconds(), nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (c *DemoCost) write(w io.Writer) {
+	fmt.Fprintf(w, "  the demo's process (clients, workers, embedded server): %.1f s of CPU for %d lifecycle events, %.0f ms per 1,000\n",
+		c.CPUSeconds, c.Events, c.CPUMsPer1000)
+	if c.HostRawPerSecond > 0 {
+		fmt.Fprintf(w, "  this host: raw consume+ack %.0f msg/s (one durable pull consumer on the demo's server, before the run)", c.HostRawPerSecond)
+		if c.LoadBefore != nil {
+			fmt.Fprintf(w, ", load %.2f %.2f %.2f", c.LoadBefore[0], c.LoadBefore[1], c.LoadBefore[2])
+		}
+		fmt.Fprintln(w)
 	}
 }

@@ -10,31 +10,26 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/carddrift/carddrift/events/inspect/census"
 	"github.com/carddrift/carddrift/events/inspect/replay"
 	"github.com/carddrift/carddrift/events/service"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// A demo you can watch: while it runs, the demo serves serve's /fleet,
-// /fleet.json and /metrics on loopback (--http-addr), and at the end it can
-// write the page carddrift replay --format html writes (--replay-html).
-
-// errNotLoopback is returned for a demo --http-addr that is not a loopback
-// address: the demo's pages have no credentials.
+// errNotLoopback: the demo's pages have no credentials.
 var errNotLoopback = errors.New("not a loopback address (the demo serves its pages on loopback only)")
 
-// listenLoopback listens on addr, which must name a loopback host
-// ("localhost", 127.0.0.0/8 or ::1) and may have port 0.
+// listenLoopback listens on addr, which must name a loopback host.
 func listenLoopback(addr string) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -57,16 +52,14 @@ func listenLoopback(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// demoWatch is the demo's HTTP side while it runs.
+// demoWatch serves the demo's /fleet, /fleet.json and /metrics while it runs.
 type demoWatch struct {
 	reg  *prometheus.Registry
 	ln   net.Listener
 	stop func() // set by start
 }
 
-// newDemoWatch listens on addr (loopback only) for the demo's pages; a nil
-// demoWatch and no error when addr is "" (off). The workers' metrics go to
-// its registry (demoWatch.registerer), so it is made before the service.
+// newDemoWatch listens on addr (nil when ""), before the service registers.
 func newDemoWatch(addr string) (*demoWatch, error) {
 	if addr == "" {
 		return nil, nil
@@ -80,8 +73,6 @@ func newDemoWatch(addr string) (*demoWatch, error) {
 	return &demoWatch{reg: reg, ln: ln}, nil
 }
 
-// registerer is where the service registers the workers' metrics (nil when
-// the demo serves no pages).
 func (w *demoWatch) registerer() prometheus.Registerer {
 	if w == nil {
 		return nil
@@ -89,18 +80,18 @@ func (w *demoWatch) registerer() prometheus.Registerer {
 	return w.reg
 }
 
-// start serves /fleet, /fleet.json and /metrics of svc (statusMux, as serve
-// does, the page refreshing every demoFleetRefresh) and returns the fleet
-// page's URL.
+// start serves svc's pages as serve does and returns the fleet page's URL.
 func (w *demoWatch) start(svc *service.Service, log zerolog.Logger) string {
 	col := fleetCollector(svc, fetcher.DefaultConsistencyWindow, demoFleetRefresh)
 	w.reg.MustRegister(col)
-	w.stop = serveHTTP(w.ln, statusMux(w.reg, col, demoFleetRefresh), log)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(w.reg, promhttp.HandlerOpts{Registry: w.reg}))
+	mountFleet(mux, col, demoFleetRefresh)
+	w.stop = serveHTTP(w.ln, mux, log)
 	return "http://" + w.ln.Addr().String() + "/fleet"
 }
 
-// close stops serving (or only closes the listener when start was never
-// called). Safe on a nil demoWatch, and more than once.
+// close stops serving; safe on a nil demoWatch, and more than once.
 func (w *demoWatch) close() {
 	if w == nil {
 		return
@@ -112,22 +103,7 @@ func (w *demoWatch) close() {
 	w.ln.Close()
 }
 
-// createReplayPage creates the --replay-html file at the start of the demo,
-// so that a path that cannot be written fails before the run, not after it.
-func createReplayPage(path string) (*os.File, error) {
-	if path == "" {
-		return nil, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, usagef("--replay-html: %v", err)
-	}
-	return f, nil
-}
-
-// writeReplayPage writes the replay page of everything the demo recorded
-// (carddrift replay --format html over the whole history) to out and returns
-// its size.
+// writeReplayPage writes the replay page of the whole history to out.
 func writeReplayPage(ctx context.Context, js jetstream.JetStream, cfg store.Config, cards store.Cards, out io.Writer) (int, error) {
 	rd, err := replay.New(js, replay.Options{Config: cfg, Cards: cards})
 	if err != nil {
@@ -144,8 +120,7 @@ func writeReplayPage(ctx context.Context, js jetstream.JetStream, cfg store.Conf
 	return out.Write(buf.Bytes())
 }
 
-// fleetHint says where serve's /fleet page is, for simulate: beside the
-// /metrics of --metrics-url when serve answers there, else how to open it.
+// fleetHint says where serve's /fleet page is, for simulate.
 func fleetHint(ctx context.Context, metricsURL string) string {
 	const how = "open /fleet on serve's --http-addr (default http://127.0.0.1:9464/fleet) to watch the fleet as carddrift sees it"
 	u, err := url.Parse(metricsURL)
@@ -170,4 +145,70 @@ func fleetHint(ctx context.Context, metricsURL string) string {
 		return fmt.Sprintf("serve answers %d at %s; %s", resp.StatusCode, page, how)
 	}
 	return "the fleet as serve sees it: " + page
+}
+
+// How often the fleet page reloads itself and its census is taken at most.
+const (
+	fleetRefresh     = 10 * time.Second
+	demoFleetRefresh = 2 * time.Second
+)
+
+// fleetCollector is the census behind the fleet gauges and pages; its Tally
+// reads only what was written since the last.
+func fleetCollector(svc *service.Service, window, refresh time.Duration) *census.Collector {
+	st := svc.Stores()
+	src := census.Source{Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: svc.JetStream(), Config: svc.Config(),
+		Tally: census.NewTally(svc.JetStream(), st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV(), Events: svc.Config().EventsStream})}
+	return census.NewCollector(func(ctx context.Context) (*census.Fleet, error) {
+		return census.Take(ctx, src, census.Options{Window: window})
+	}, refresh)
+}
+
+// mountFleet serves /fleet and /fleet.json, read-only (GET and HEAD).
+func mountFleet(mux *http.ServeMux, col *census.Collector, refresh time.Duration) {
+	serve := func(contentType string, render func(*census.Fleet, io.Writer) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				w.Header().Set("Allow", "GET, HEAD")
+				http.Error(w, "read-only", http.StatusMethodNotAllowed)
+				return
+			}
+			fl, err := col.Fleet(r.Context())
+			if fl == nil {
+				http.Error(w, "no census of the fleet: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			var buf bytes.Buffer
+			if err := render(fl, &buf); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", contentType)
+			w.Header().Set("Cache-Control", "no-store")
+			w.Write(buf.Bytes())
+		}
+	}
+	mux.HandleFunc("/fleet", serve("text/html; charset=utf-8", func(fl *census.Fleet, w io.Writer) error {
+		return fl.WriteHTML(w, refresh)
+	}))
+	mux.HandleFunc("/fleet.json", serve("application/json", (*census.Fleet).WriteJSON))
+}
+
+// serveHTTP serves h on ln in a goroutine it owns, until the returned stop
+// shuts it down (at most 5s for requests in flight) and waits for it.
+func serveHTTP(ln net.Listener, h http.Handler, log zerolog.Logger) (stop func()) {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("http server")
+		}
+	}()
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+		<-done
+	}
 }

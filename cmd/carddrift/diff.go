@@ -27,12 +27,6 @@ type diffFlags struct {
 	fetch             fetchFlags
 }
 
-func (f *diffFlags) taskGiven() bool {
-	return f.skill != "" || f.requiresStreaming || f.requiresPush || f.posture != "" || f.idempotent ||
-		f.inputModes != "" || f.outputModes != "" || f.security != ""
-}
-
-// register adds diff's flags.
 func (f *diffFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, `print {"findings":[…],"verdict":…} as JSON`)
 	fs.StringVar(&f.failOn, "fail-on", "", "exit 1 when a finding at or above this severity exists: breaking, warning or info")
@@ -47,7 +41,6 @@ func (f *diffFlags) register(fs *flag.FlagSet) {
 	f.fetch.register(fs)
 }
 
-// diffOutput is the --json document.
 type diffOutput struct {
 	Old      cardSummary            `json:"old"`
 	New      cardSummary            `json:"new"`
@@ -104,14 +97,14 @@ func (f *diffFlags) run(ctx context.Context, e *env, args []string) error {
 			StructuralDigest: detector.StructuralDigest(c), Version: c.Version}
 	}
 	out := diffOutput{Old: sums[0], New: sums[1]}
-	if f.taskGiven() {
+	if f.skill != "" || f.requiresStreaming || f.requiresPush || f.posture != "" || f.idempotent ||
+		f.inputModes != "" || f.outputModes != "" || f.security != "" {
 		req := detector.Requirements{
 			SkillID: f.skill, Streaming: f.requiresStreaming, PushNotifications: f.requiresPush,
 			InputModes: splitList(f.inputModes), OutputModes: splitList(f.outputModes),
 			Security: splitList(f.security), Posture: posture, Idempotent: f.idempotent,
 		}
-		// The task's verdict is the core's (task.Decide), as a worker
-		// would judge the second card for a task pinned on the first.
+		// As a worker would judge the second card for a task pinned on the first.
 		d := task.Decide(task.Pin{Digest: sums[0].Digest, Requirements: req}, cards[0],
 			task.Observation{Digest: sums[1].Digest, Card: cards[1]}, nil, task.Policy{})
 		v := d.Verdict

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -17,8 +18,7 @@ import (
 )
 
 // deploymentFlags describe the deployment simulate and bench drive the fleet
-// against: its lease clamps and full-fetch interval (for the
-// fetches-per-lease figure), and how long its last verdicts may take.
+// against (for the fetches-per-lease figure and the last verdicts).
 type deploymentFlags struct {
 	minLease     time.Duration
 	defaultLease time.Duration
@@ -27,7 +27,6 @@ type deploymentFlags struct {
 	settle       time.Duration
 }
 
-// register adds the flags; defaultLeaseHelp describes --default-lease.
 func (d *deploymentFlags) register(fs *flag.FlagSet, defaultLeaseHelp string) {
 	fs.DurationVar(&d.minLease, "min-lease", fetcher.DefaultMinLease, "the deployment's --min-lease (for the fetches-per-lease figure)")
 	fs.DurationVar(&d.defaultLease, "default-lease", fetcher.DefaultDefaultLease, defaultLeaseHelp)
@@ -36,13 +35,11 @@ func (d *deploymentFlags) register(fs *flag.FlagSet, defaultLeaseHelp string) {
 	fs.DurationVar(&d.settle, "settle", 5*time.Second, "after the traffic, wait this long for the last verdicts")
 }
 
-// lease is the deployment's lease of an agent (leaseFunc).
 func (d *deploymentFlags) lease() func(*fleet.Agent) time.Duration {
 	return fleet.LeaseFunc(d.minLease, d.defaultLease, d.maxLease)
 }
 
-// settled is driveFleet's idle for a deployment: it waits --settle, or
-// until ctx ends.
+// settled is driveFleet's idle for a deployment: it waits --settle.
 func (d *deploymentFlags) settled(ctx context.Context) func() {
 	return func() {
 		select {
@@ -52,9 +49,8 @@ func (d *deploymentFlags) settled(ctx context.Context) func() {
 	}
 }
 
-// driveFleet runs the simulated fleet and its client traffic against
-// carddrift through js, watches the card.* events as a planner would, and
-// scores them. idle waits until carddrift has handled everything sent.
+// driveFleet runs the fleet and its traffic against carddrift and scores
+// the card.* events; idle waits until carddrift has handled everything.
 func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.Config, f *demoFlags, names []string,
 	lease func(*fleet.Agent) time.Duration, fullFetch time.Duration, where string, idle func()) (fleet.Scorecard, error) {
 	fl, err := startFleet(ctx, f)
@@ -82,8 +78,7 @@ func driveFleet(ctx context.Context, e *env, js jetstream.JetStream, cfg store.C
 	return card, err
 }
 
-// startFleet builds the simulated fleet of --agents and --seed and starts
-// it on loopback; the caller closes it.
+// startFleet starts the fleet of --agents and --seed; the caller closes it.
 func startFleet(ctx context.Context, f *demoFlags) (*fleet.Fleet, error) {
 	fl, err := fleet.New(fleet.Options{Agents: f.agents, Seed: f.seed})
 	if err != nil {
@@ -95,10 +90,8 @@ func startFleet(ctx context.Context, f *demoFlags) (*fleet.Fleet, error) {
 	return fl, nil
 }
 
-// holdOnBacklog returns a fleet.TrafficOptions.Hold that reports whether
-// carddrift's backlog (service.Backlog of the lifecycle consumers) is over
-// limit, read every 100ms by a goroutine that ends with ctx. Until the
-// first read it does not hold; a read that fails holds until the next.
+// holdOnBacklog reports whether carddrift's backlog is over limit, read
+// every 100ms by a goroutine that ends with ctx.
 func holdOnBacklog(ctx context.Context, js jetstream.JetStream, cfg store.Config, limit uint64) func() bool {
 	var over atomic.Bool
 	go func() {
@@ -108,8 +101,7 @@ func holdOnBacklog(ctx context.Context, js jetstream.JetStream, cfg store.Config
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			n, err := service.Backlog(rctx, js, cfg.LifecycleStream, cfg.ConsumerNames()...)
 			cancel()
-			// A backlog the server cannot report within 5s is taken as
-			// over: that server is busier than the traffic should make it.
+			// A backlog not reported within 5s counts as over.
 			over.Store(err != nil || n > limit)
 			select {
 			case <-ctx.Done():
@@ -121,10 +113,8 @@ func holdOnBacklog(ctx context.Context, js jetstream.JetStream, cfg store.Config
 	return over.Load
 }
 
-// reportScorecard prints the scorecard, with what the deployment's
-// processes spent on it when cost is not nil (simulate) or what the demo's
-// process did and the host's rate when demo is not nil (demo), and decides
-// the exit status.
+// reportScorecard prints the scorecard, with cost (simulate) or demo's cost
+// when not nil, and decides the exit status.
 func reportScorecard(e *env, f *demoFlags, card fleet.Scorecard, cost *Cost, demo *DemoCost) error {
 	if f.json {
 		doc := struct {
@@ -150,11 +140,49 @@ func reportScorecard(e *env, f *demoFlags, card fleet.Scorecard, cost *Cost, dem
 	return nil
 }
 
-// waitDrained waits until none of the durables of stream has pending or
-// unacknowledged messages, polling every so often, for at most bound
-// (service.WaitDrained).
+// waitDrained is service.WaitDrained for at most bound.
 func waitDrained(ctx context.Context, js jetstream.JetStream, stream string, durables []string, every, bound time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	return service.WaitDrained(ctx, js, stream, durables, every)
+}
+
+type simulateFlags struct {
+	demo       demoFlags
+	nats       natsFlags
+	deployment deploymentFlags
+	cost       costFlags
+}
+
+func (f *simulateFlags) register(fs *flag.FlagSet) {
+	f.nats.registerClient(fs)
+	f.demo.registerFleet(fs, 60*time.Second)
+	f.deployment.register(fs, "the deployment's lease for cards without max-age")
+	f.cost.register(fs)
+}
+
+func (f *simulateFlags) run(ctx context.Context, e *env) error {
+	if f.demo.duration < 5*time.Second {
+		return usagef("--duration must be at least 5s")
+	}
+	names, err := fleet.ParseScenarios(f.demo.scenarios)
+	if err != nil {
+		return usageError{err}
+	}
+	nc, js, err := f.nats.jetStream("carddrift-simulate")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	cfg := store.DefaultConfig()
+	// First, before the verdicts: where serve shows the fleet.
+	fmt.Fprintf(f.demo.notes(e), "carddrift simulate: %s\n", fleetHint(ctx, f.cost.metricsURL))
+	before := f.cost.read(ctx)
+	card, err := driveFleet(ctx, e, js, cfg, &f.demo, names, f.deployment.lease(), f.deployment.fullFetch,
+		fmt.Sprintf("publishing to %s", f.nats.url), f.deployment.settled(ctx))
+	if err != nil {
+		return err
+	}
+	cost := f.cost.afterDrained(ctx, js, cfg.LifecycleStream, before, card.Events, embeddedServer(nc))
+	return reportScorecard(e, &f.demo, card, cost, nil)
 }

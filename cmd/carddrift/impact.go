@@ -10,12 +10,15 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/inspect/census"
 	"github.com/carddrift/carddrift/events/inspect/impact"
 	"github.com/carddrift/carddrift/events/inspect/render"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 type impactFlags struct {
@@ -28,7 +31,6 @@ type impactFlags struct {
 	ext    bool
 }
 
-// register adds impact's flags.
 func (f *impactFlags) register(fs *flag.FlagSet) {
 	f.stores.register(fs, "read the pins offline")
 	fs.StringVar(&f.agent, "agent", "", "the agent about to deploy the card (any URL of its host)")
@@ -143,4 +145,48 @@ func writeImpactText(w io.Writer, rep *impact.Report) {
 		}
 		tw.Flush()
 	}
+}
+
+type fleetFlags struct {
+	stores storeFlags
+	output outputFlags
+	json   bool
+	window time.Duration
+}
+
+func (f *fleetFlags) register(fs *flag.FlagSet) {
+	f.stores.register(fs, "read offline")
+	f.output.register(fs, "text, json or html (one self-contained page)")
+	fs.BoolVar(&f.json, "json", false, "same as --format json: {agents[{agentUrl, digest, version, protocolVersions, tasks, splitBrain, unreachableSince}], skills[{id, agents[], consistent, differences[]}]}")
+	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "judge split brain over this window (the workers' --consistency-window)")
+}
+
+func (f *fleetFlags) run(ctx context.Context, e *env) error {
+	if f.json {
+		if f.output.format != "text" && f.output.format != "json" {
+			return usagef("--json and --format %s disagree", f.output.format)
+		}
+		f.output.format = "json"
+	}
+	if err := f.output.check(); err != nil {
+		return err
+	}
+	if f.window <= 0 {
+		return usagef("--consistency-window must be positive")
+	}
+	st, err := f.stores.open(ctx, "carddrift-fleet")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	fl, err := census.Take(ctx, census.Source{Pins: st.stores.Pins, Leases: st.stores.Leases, Cards: st.stores.Cards, JS: st.js},
+		census.Options{Window: f.window})
+	if err != nil {
+		return err
+	}
+	for _, p := range fl.Problems {
+		fmt.Fprintln(e.stderr, "carddrift:", p)
+	}
+	asHTML := func(w io.Writer) error { return fl.WriteHTML(w, 0) } // no refresh: a file
+	return writeReport(e, &f.output, fl.WriteJSON, asHTML, fl.WriteText)
 }

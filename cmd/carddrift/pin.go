@@ -5,45 +5,41 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/url"
+	"os"
 	"strings"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// pinFlags are the flags of carddrift pin.
 type pinFlags struct {
 	json  bool
 	trust trustFlags
 	fetch fetchFlags
 }
 
-// register adds pin's flags.
 func (f *pinFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print one JSON object")
 	f.trust.register(fs)
 	f.fetch.register(fs)
 }
 
-// pinOutput is the --json document of carddrift pin.
 type pinOutput struct {
-	Source           string   `json:"source"`
-	Name             string   `json:"name"`
-	Digest           string   `json:"digest"`
-	Fingerprint      string   `json:"fingerprint"`
-	StructuralDigest string   `json:"structuralDigest"`
-	Version          string   `json:"version"`
-	ProtocolVersions []string `json:"protocolVersions"`
-	Shape            string   `json:"shape"`
-	Skills           []string `json:"skills"`
-	ETag             string   `json:"etag,omitempty"`
-	CacheControl     string   `json:"cacheControl,omitempty"`
-	// Conformance lists the parts of the card that follow no known version's
-	// schema; carddrift reads around them (never a refusal).
-	Conformance []detector.Nonconformance `json:"conformance"`
-	// Signatures are what verifying the card's signatures found, one per
-	// entry of its "signatures" array (kid, alg, verified, reason; the key's
-	// thumbprint, source and jku when known); [] for an unsigned card.
-	Signatures []detector.Signature `json:"signatures"`
+	Source           string                    `json:"source"`
+	Name             string                    `json:"name"`
+	Digest           string                    `json:"digest"`
+	Fingerprint      string                    `json:"fingerprint"`
+	StructuralDigest string                    `json:"structuralDigest"`
+	Version          string                    `json:"version"`
+	ProtocolVersions []string                  `json:"protocolVersions"`
+	Shape            string                    `json:"shape"`
+	Skills           []string                  `json:"skills"`
+	ETag             string                    `json:"etag,omitempty"`
+	CacheControl     string                    `json:"cacheControl,omitempty"`
+	Conformance      []detector.Nonconformance `json:"conformance"`
+	Signatures       []detector.Signature      `json:"signatures"` // one per entry of its "signatures"
 }
 
 func (f *pinFlags) run(ctx context.Context, e *env, args []string) error {
@@ -70,21 +66,13 @@ func (f *pinFlags) run(ctx context.Context, e *env, args []string) error {
 	out := pinOutput{
 		Source: src.Where, Name: c.Name, Digest: digest,
 		Fingerprint: detector.Fingerprint(c), StructuralDigest: detector.StructuralDigest(c),
-		Version: c.Version, ProtocolVersions: c.ProtocolVersions(), Shape: c.Shape,
-		ETag: src.ETag, CacheControl: src.CacheControl,
+		Version: c.Version, ProtocolVersions: append([]string{}, c.ProtocolVersions()...), Shape: c.Shape,
+		ETag: src.ETag, CacheControl: src.CacheControl, Skills: make([]string, 0, len(c.Skills)),
+		Conformance: append([]detector.Nonconformance{}, c.Conformance...), Signatures: []detector.Signature{},
 	}
-	if out.ProtocolVersions == nil {
-		out.ProtocolVersions = []string{}
-	}
-	out.Conformance = c.Conformance
-	if out.Conformance == nil {
-		out.Conformance = []detector.Nonconformance{}
-	}
-	out.Signatures = []detector.Signature{}
 	if c.HasSignatures {
 		out.Signatures = append(out.Signatures, fe.VerifyAt(ctx, src.Where, src.Raw)...)
 	}
-	out.Skills = make([]string, 0, len(c.Skills))
 	for _, s := range c.Skills {
 		out.Skills = append(out.Skills, s.ID)
 	}
@@ -132,8 +120,6 @@ func orNone(s string) string {
 	return s
 }
 
-// describeSignature says what verifying a signature found, for pin's text
-// output.
 func describeSignature(s detector.Signature) string {
 	var b strings.Builder
 	if s.Verified {
@@ -151,4 +137,96 @@ func describeSignature(s detector.Signature) string {
 		fmt.Fprintf(&b, "  jku %s", s.JKU)
 	}
 	return b.String()
+}
+
+type cardSource struct {
+	Where        string // file path, "-" or the URL the card was read from
+	Raw          []byte
+	ETag         string
+	CacheControl string
+}
+
+const cliMaxCardBytes = 1 << 20
+
+// cliFetchAllow is the default of --fetch-allow for pin and diff: every
+// address but cloud metadata. Pinning an agent on localhost or a private
+// network is a normal use of an operator's command.
+const cliFetchAllow = "0.0.0.0/0,::/0"
+
+type fetchFlags struct {
+	allow string
+}
+
+func (f *fetchFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.allow, "fetch-allow", cliFetchAllow, "CIDR[,CIDR…] the SSRF guard lets card (and key set) fetches reach; "+
+		"the default reaches any address but cloud metadata; give serve's value to see what its workers see (empty: the workers' default guard)")
+}
+
+// fetcher returns the workers' Fetcher with --fetch-allow and sig. Close it.
+func (f *fetchFlags) fetcher(sig fetcher.SignatureOptions) (*fetcher.Fetcher, error) {
+	allow, err := fetcher.ParseAllow(f.allow)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--fetch-allow: %w", err)}
+	}
+	fe, err := fetcher.New(fetcher.Options{Allow: allow, Signatures: sig})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return fe, nil
+}
+
+// readSource reads a card from a file path, "-" (stdin) or, with a Fetcher,
+// an http(s) URL.
+func readSource(ctx context.Context, e *env, where string, f *fetcher.Fetcher) (cardSource, error) {
+	if f != nil && (strings.HasPrefix(where, "http://") || strings.HasPrefix(where, "https://")) {
+		return fetchSource(ctx, f, where)
+	}
+	r, name := e.stdin, "stdin"
+	if where != "-" {
+		file, err := os.Open(where)
+		if err != nil {
+			return cardSource{}, usageError{err}
+		}
+		defer file.Close()
+		r, name = file, where
+	}
+	raw, err := io.ReadAll(io.LimitReader(r, cliMaxCardBytes+1))
+	if err != nil {
+		return cardSource{}, fmt.Errorf("read %s: %w", name, err)
+	}
+	return cardSource{Where: where, Raw: raw}, nil
+}
+
+// readCard reads a card, parses it and computes its digest; a card that
+// cannot be read or parsed is a usage error.
+func readCard(ctx context.Context, e *env, where string, f *fetcher.Fetcher) (src cardSource, c *detector.Card, digest string, err error) {
+	if src, err = readSource(ctx, e, where, f); err != nil {
+		return src, nil, "", usageError{err}
+	}
+	if c, err = detector.Parse(src.Raw); err != nil {
+		return src, nil, "", usageError{fmt.Errorf("%s: %w", src.Where, err)}
+	}
+	if digest, err = detector.Digest(src.Raw); err != nil {
+		return src, nil, "", usageError{fmt.Errorf("%s: %w", src.Where, err)}
+	}
+	return src, c, digest, nil
+}
+
+// fetchSource fetches the card a worker would observe for where: a URL
+// whose path ends in .json is a card URL, any other the agent's
+// (fetcher.CardURLs).
+func fetchSource(ctx context.Context, f *fetcher.Fetcher, where string) (cardSource, error) {
+	u, err := url.Parse(where)
+	if err != nil {
+		return cardSource{}, usagef("bad URL %q: %v", where, err)
+	}
+	agentURL, cardURL := where, ""
+	if strings.HasSuffix(u.Path, ".json") {
+		cardURL = where
+	}
+	obs, err := f.FetchAgent(ctx, agentURL, cardURL)
+	if err != nil {
+		return cardSource{}, err
+	}
+	return cardSource{Where: obs.CardURL, Raw: obs.Raw, ETag: obs.ETag, CacheControl: obs.CacheControl}, nil
 }

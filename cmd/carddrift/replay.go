@@ -30,7 +30,6 @@ type replayFlags struct {
 	rules      string
 }
 
-// register adds replay's flags.
 func (f *replayFlags) register(fs *flag.FlagSet) {
 	f.stores.register(fs, "replay offline")
 	fs.StringVar(&f.task, "task", "", "only this task: its lifecycle, pins, verdicts, and its agent's card while it ran")
@@ -44,7 +43,6 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.rules, "rules", "", `with --reevaluate: a JSON rules file {"disable":[rule ids],"severity":{rule id: "info"|"warning"|"breaking"}}`)
 }
 
-// replayPlan is the validated command line.
 type replayPlan struct {
 	query replay.Query
 	re    replay.Reevaluation
@@ -152,9 +150,8 @@ func (f *replayFlags) run(ctx context.Context, e *env) error {
 	}
 }
 
-// stream writes the timeline as it reads it (text or JSON lines) to stdout
-// or --out, then says what it read: on the text's last line, on stderr for
-// JSON.
+// stream writes the timeline as it reads it, then says what it read (on
+// stderr for JSON or --out).
 func (f *replayFlags) stream(ctx context.Context, e *env, rd *replay.Reader, q replay.Query) (err error) {
 	out := e.stdout
 	if f.output.out != "" && f.output.out != "-" {
@@ -188,8 +185,7 @@ func (f *replayFlags) stream(ctx context.Context, e *env, rd *replay.Reader, q r
 	return nil
 }
 
-// restCommand is the command line that prints every entry of the query as
-// JSON lines: what a capped page points to.
+// restCommand prints every entry of the query: what a capped page points to.
 func (f *replayFlags) restCommand() string {
 	args := []string{"carddrift", "replay"}
 	add := func(flag, v string) {
@@ -206,10 +202,9 @@ func (f *replayFlags) restCommand() string {
 	return strings.Join(append(args, "--format", "json"), " ")
 }
 
-// replayCopy is what replay needs of a store directory: the lifecycle and
-// card events streams within the stored times the query reads
-// (replay.Ranges), the card bodies, and the other buckets' configuration
-// (store.Bind binds them), without their contents or any consumer.
+// replayCopy is what replay needs of a store directory: the two event
+// streams within the query's times, the card bodies, and the other
+// buckets' configuration only (store.Bind binds them).
 func replayCopy(q replay.Query) offlineCopy {
 	cfg := store.DefaultConfig()
 	cfg.SetDefaults()
@@ -221,7 +216,6 @@ func replayCopy(q replay.Query) offlineCopy {
 	}
 }
 
-// replayErr marks query errors as usage errors.
 func replayErr(err error) error {
 	if errors.Is(err, replay.ErrInvalidQuery) {
 		return usageError{err}

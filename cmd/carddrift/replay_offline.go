@@ -19,9 +19,8 @@ import (
 	"github.com/carddrift/carddrift/events/inspect/replay"
 )
 
-// offline is an embedded JetStream server on a private copy of a store
-// directory. It accepts no network connections (DontListen): only this
-// process reaches it, in process.
+// offline is an embedded JetStream server, reached in process only, on a
+// private copy of a store directory.
 type offline struct {
 	dir string
 	srv *server.Server
@@ -30,22 +29,16 @@ type offline struct {
 // offlineCopy says what of a store directory a command needs; the zero
 // value copies everything.
 type offlineCopy struct {
-	// empty names the streams copied without their messages (their
-	// configuration only: an empty stream or bucket).
-	empty map[string]bool
-	// noConsumers leaves the streams' consumers out (a command that reads
-	// with ordered consumers only).
+	empty       map[string]bool // streams copied without their messages
 	noConsumers bool
 	// ranges bounds, by stream, the stored times whose message blocks are
-	// copied; a block wholly outside its stream's range is left out, and
-	// the server opens the stream without it.
+	// copied (pickBlocks).
 	ranges map[string]replay.Range
 }
 
-// openOffline copies what sel needs of the store directory dir to a
-// temporary directory and starts an embedded server on the copy. The
-// original is only read: a server rewrites index files and applies
-// retention as it opens a store, so it must never open the original.
+// openOffline copies what sel needs of dir and starts an embedded server
+// on the copy: a server rewrites index files and applies retention as it
+// opens a store, so it must never open the original.
 func openOffline(dir string, sel offlineCopy) (_ *offline, err error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -70,14 +63,7 @@ func openOffline(dir string, sel offlineCopy) (_ *offline, err error) {
 	if err := copyTree(dir, tmp, sel); err != nil {
 		return nil, fmt.Errorf("copy %s: %w", dir, err)
 	}
-	o.srv, err = server.NewServer(&server.Options{
-		ServerName: "carddrift-replay",
-		JetStream:  true,
-		StoreDir:   tmp,
-		DontListen: true,
-		NoSigs:     true,
-		NoLog:      true,
-	})
+	o.srv, err = server.NewServer(&server.Options{ServerName: "carddrift-replay", JetStream: true, StoreDir: tmp, DontListen: true, NoSigs: true, NoLog: true})
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS: %w", err)
 	}
@@ -92,7 +78,6 @@ func (o *offline) connect(name string) (*nats.Conn, error) {
 	return nats.Connect("", nats.Name(name), nats.InProcessServer(o.srv))
 }
 
-// Close stops the server and removes the copy.
 func (o *offline) Close() {
 	if o.srv != nil {
 		o.srv.Shutdown()
@@ -101,9 +86,8 @@ func (o *offline) Close() {
 	os.RemoveAll(o.dir)
 }
 
-// copyTree copies the directories and regular files under src into dst
-// (which exists), but what sel leaves out. Other kinds of files (sockets,
-// devices) are skipped; symbolic links are followed only for the root.
+// copyTree copies the directories and regular files under src into dst,
+// but what sel leaves out.
 func copyTree(src, dst string, sel offlineCopy) error {
 	var keep func(name string) bool // of the msgs directory being copied
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
@@ -140,12 +124,10 @@ func copyTree(src, dst string, sel offlineCopy) error {
 	})
 }
 
-// pickBlocks returns which files of the msgs directory dir a range needs:
-// the blocks (N.blk) that can hold messages stored within r, and the index
-// only when no block is left out (without it the server rebuilds the
-// stream's state from the blocks). Block i holds the times from its first
-// message's to the next block's; a block whose first record does not read
-// (compressed, encrypted, empty) counts as within the range, and so does
+// pickBlocks returns which files of the msgs directory dir r needs: the
+// blocks (N.blk) that can hold messages stored within r, and the index only
+// when no block is left out (the server then rebuilds the stream's state).
+// A block whose first record does not read counts as within r, and so does
 // the block before it.
 func pickBlocks(dir string, r replay.Range) (func(name string) bool, error) {
 	if r.From.IsZero() && r.To.IsZero() {
@@ -174,8 +156,7 @@ func pickBlocks(dir string, r replay.Range) (func(name string) bool, error) {
 	slices.SortFunc(bs, func(a, b blk) int { return a.n - b.n })
 	kept, dropped := map[string]bool{}, false
 	for i, b := range bs {
-		// Before the range (the next block starts before From: every
-		// message of this one is older), or after it.
+		// Before the range: the next block starts before From.
 		before := !r.From.IsZero() && i+1 < len(bs) && bs[i+1].ok && !bs[i+1].first.After(r.From)
 		after := !r.To.IsZero() && b.ok && b.first.After(r.To)
 		kept[b.name] = !before && !after
@@ -190,10 +171,8 @@ func pickBlocks(dir string, r replay.Range) (func(name string) bool, error) {
 }
 
 // blockFirstTime reads the time of a message block's first record: a
-// 4-byte length, an 8-byte sequence and an 8-byte Unix time in nanoseconds,
-// little-endian (nats-server's file store). It reports false for anything
-// else: too short, a length that cannot hold the record's header, a time
-// outside 2000 to a day from now.
+// 4-byte length, an 8-byte sequence and an 8-byte Unix time in ns,
+// little-endian (nats-server's file store); false for anything else.
 func blockFirstTime(path string) (time.Time, bool) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -207,8 +186,6 @@ func blockFirstTime(path string) (time.Time, bool) {
 	return parseBlockHeader(hdr[:])
 }
 
-// parseBlockHeader reads the first record header of a message block (see
-// blockFirstTime).
 func parseBlockHeader(b []byte) (time.Time, bool) {
 	if len(b) < 22 {
 		return time.Time{}, false

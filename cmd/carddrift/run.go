@@ -20,8 +20,7 @@ const (
 	exitUsage    = 2 // bad flags, arguments or inputs
 )
 
-// usageError marks an error caused by the command line or its inputs; run maps
-// it to exitUsage.
+// usageError marks an error of the command line or its inputs: exitUsage.
 type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
@@ -29,18 +28,15 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
-// exitError carries a specific exit status out of a command.
 type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-// env holds what every command may use; nothing global.
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 }
 
-// ffOptions makes every flag settable through CARDDRIFT_<FLAG_NAME>.
 var ffOptions = []ff.Option{ff.WithEnvVarPrefix("CARDDRIFT")}
 
 // helpFiles describe the commands: help/<name>.txt holds the usage line,
@@ -49,8 +45,6 @@ var ffOptions = []ff.Option{ff.WithEnvVarPrefix("CARDDRIFT")}
 //go:embed help/*.txt
 var helpFiles embed.FS
 
-// describe returns the command name with its usage and help from its help
-// file.
 func describe(name string) *ffcli.Command {
 	b, err := helpFiles.ReadFile("help/" + name + ".txt")
 	if err != nil {
@@ -61,15 +55,12 @@ func describe(name string) *ffcli.Command {
 	return &ffcli.Command{Name: name, ShortUsage: usage, ShortHelp: short, LongHelp: strings.TrimSuffix(long, "\n")}
 }
 
-// commandFlags are the flags of a command that takes no arguments: register
-// adds them to its flag set, run runs the command with what was parsed.
+// commandFlags are the flags of a command that takes no arguments.
 type commandFlags interface {
 	register(fs *flag.FlagSet)
 	run(ctx context.Context, e *env) error
 }
 
-// noArgsCommand is the command name whose flags are f's; it runs f.run, or
-// returns a usage error for any argument.
 func noArgsCommand(e *env, name string, f commandFlags) *ffcli.Command {
 	return newCommand(e, name, f.register, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
@@ -79,9 +70,6 @@ func noArgsCommand(e *env, name string, f commandFlags) *ffcli.Command {
 	})
 }
 
-// newCommand is the command name, described by its help file, with the
-// flags register adds (settable as CARDDRIFT_*, and after positional
-// arguments: parseInterspersed) and exec as its Exec.
 func newCommand(e *env, name string, register func(*flag.FlagSet), exec func(context.Context, []string) error) *ffcli.Command {
 	c := describe(name)
 	fs := newFlagSet(name, e)
@@ -105,8 +93,8 @@ func newFlagSet(name string, e *env) *flag.FlagSet {
 
 // parseInterspersed lets flags follow positional arguments, as in
 // `carddrift pin card.json --json`: the flag package stops at the first
-// positional, so what follows each one is parsed again. It returns the
-// positionals. An explicit "--" ends flag parsing for the rest.
+// positional, so what follows each one is parsed again. "--" ends flag
+// parsing.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for len(args) > 0 {
@@ -126,7 +114,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	return pos, nil
 }
 
-// run parses args and runs one subcommand; it returns the process exit status.
+// run runs one subcommand and returns the process exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == rawConsumerCommand { // bench's baseline, hidden
 		return runRawConsumer(ctx, args[1:], stdin, stdout, stderr)

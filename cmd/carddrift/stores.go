@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,9 +16,8 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// storeSource is an open connection to carddrift's stores and streams, for
-// the commands that only read them (replay, impact, fleet): a live
-// deployment, or an embedded server on a copy of a store directory (off).
+// storeSource is an open connection to carddrift's stores and streams: a
+// live deployment, or an embedded server on a copy of a store directory.
 type storeSource struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
@@ -32,25 +34,21 @@ func (s *storeSource) Close() {
 	}
 }
 
-// storeFlags say where the commands that only read the stores (replay,
-// impact, fleet) find them: a deployment's NATS, or a store directory.
+// storeFlags say where replay, impact and fleet find the stores.
 type storeFlags struct {
 	nats    natsFlags
 	dataDir string
-	// copy is what of --data-dir the command needs (zero: everything).
-	copy offlineCopy
+	copy    offlineCopy // what of --data-dir the command needs
 }
 
 // register adds the connection flags and --data-dir; reads says what the
-// command does offline ("replay offline", "read the pins offline").
+// command does offline.
 func (s *storeFlags) register(fs *flag.FlagSet, reads string) {
 	s.nats.register(fs)
 	fs.StringVar(&s.dataDir, "data-dir", "", reads+" from this store directory (the one `serve` or `demo --data-dir` wrote); it is copied first and never changed")
 }
 
-// open connects to the deployment at --nats-url (default
-// nats://127.0.0.1:4222), or, with --data-dir, opens a private copy of that
-// store directory offline (see openOffline), and binds the stores.
+// open connects to --nats-url or a copy of --data-dir and binds the stores.
 func (s *storeFlags) open(ctx context.Context, name string) (_ *storeSource, err error) {
 	src := &storeSource{}
 	defer func() {
@@ -85,4 +83,46 @@ func (s *storeFlags) open(ctx context.Context, name string) (_ *storeSource, err
 		return nil, fmt.Errorf("open the carddrift stores: %w", err)
 	}
 	return src, nil
+}
+
+type outputFlags struct {
+	format string
+	out    string
+}
+
+func (o *outputFlags) register(fs *flag.FlagSet, formats string) {
+	fs.StringVar(&o.format, "format", "text", formats)
+	fs.StringVar(&o.out, "out", "", "write the output to this file instead of stdout")
+}
+
+func (o *outputFlags) check() error {
+	switch o.format {
+	case "text", "json", "html":
+		return nil
+	}
+	return usagef("--format %q: want text, json or html", o.format)
+}
+
+// writeReport renders a report in o's format to stdout or --out, once whole.
+func writeReport(e *env, o *outputFlags, asJSON, asHTML, asText func(io.Writer) error) error {
+	write := asText
+	switch o.format {
+	case "json":
+		write = asJSON
+	case "html":
+		write = asHTML
+	}
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return err
+	}
+	if o.out == "" || o.out == "-" {
+		_, err := e.stdout.Write(buf.Bytes())
+		return err
+	}
+	if err := os.WriteFile(o.out, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	fmt.Fprintf(e.stderr, "carddrift: wrote %s (%d bytes)\n", o.out, buf.Len())
+	return nil
 }

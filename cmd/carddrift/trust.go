@@ -14,9 +14,7 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// trustFlags say which keys verify card signatures, and for which agents:
-// serve's and pin's --jwks (every agent), --trust (per agent origin) and
-// --jku.
+// trustFlags say which keys verify card signatures (serve and pin).
 type trustFlags struct {
 	jwks  string
 	trust string
@@ -34,21 +32,14 @@ func (t *trustFlags) register(fs *flag.FlagSet) {
 
 // Bounds of the files the trust flags read.
 const (
-	// maxJWKSFileBytes bounds a --jwks file, and each JWKS file a --trust
-	// file names.
-	maxJWKSFileBytes = 1 << 20
-	// maxTrustFileBytes bounds a --trust file.
+	maxJWKSFileBytes  = 1 << 20 // a --jwks file, and each a --trust file names
 	maxTrustFileBytes = 1 << 20
-	// maxTrustOrigins bounds the agent origins of a --trust file.
-	maxTrustOrigins = 4096
-	// maxTrustJWKSBytes bounds the JWKS files a --trust file names, together.
-	maxTrustJWKSBytes = 16 << 20
+	maxTrustOrigins   = 4096
+	maxTrustJWKSBytes = 16 << 20 // the JWKS files a --trust file names, together
 )
 
-// Errors of a --trust file, each wrapped in a *trustError. The file is
-// strict JSON (no duplicate keys, valid UTF-8); errTrustDuplicate is two
-// spellings of one origin; errTrustTooLarge a bound passed (the file's, the
-// JWKS files' it names, maxTrustOrigins).
+// Errors of a --trust file, each wrapped in a *trustError; errTrustDuplicate
+// is two spellings of one origin.
 var (
 	errTrustSyntax    = errors.New("not a JSON object of agent origins")
 	errTrustEntry     = errors.New(`want {"jwks": FILE|URL} or {"keys": [JWK, …]}`)
@@ -57,9 +48,8 @@ var (
 	errTrustTooLarge  = errors.New("too large")
 )
 
-// trustError is what is wrong with a --trust file: File is its path, Origin
-// the entry ("" for the file as a whole). Err wraps one of the errTrust
-// errors, fetcher.ErrNotOrigin, or the error reading a file.
+// trustError is what is wrong with a --trust file: Origin is the entry (""
+// for the file as a whole).
 type trustError struct {
 	File, Origin string
 	Err          error
@@ -75,8 +65,7 @@ func (e *trustError) Error() string {
 func (e *trustError) Unwrap() error { return e.Err }
 
 // options reads the flags into the fetcher's signature options. skipped
-// lists the keys of the key sets that cannot verify signatures (for the
-// operator's log).
+// lists the keys that cannot verify signatures.
 func (t *trustFlags) options() (o fetcher.SignatureOptions, skipped []error, err error) {
 	jku, err := fetcher.ParseJKUPolicy(t.jku)
 	if err != nil {
@@ -129,11 +118,8 @@ func (t *trustFlags) options() (o fetcher.SignatureOptions, skipped []error, err
 //	  "http://127.0.0.1:41241":    {"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": "…", "y": "…"}]}
 //	}
 //
-// An origin is scheme://host[:port] (fetcher.ParseOrigin: "https://Ledger.example:443/"
-// is "https://ledger.example"); "jwks" is an http(s) URL of a key set,
-// fetched and cached like a jku's, or a JWKS file, which read returns;
-// "keys" are the keys written inline. Every error is a *trustError.
-// skipped lists the keys of the sets that cannot verify signatures.
+// An origin is fetcher.ParseOrigin's; "jwks" is an http(s) URL of a key
+// set or a JWKS file, which read returns. Every error is a *trustError.
 func parseTrust(b []byte, read func(path string) ([]byte, error)) (map[string]fetcher.TrustedKeys, []error, error) {
 	fail := func(origin string, err error) (map[string]fetcher.TrustedKeys, []error, error) {
 		return nil, nil, &trustError{Origin: origin, Err: err}
@@ -171,7 +157,6 @@ func parseTrust(b []byte, read func(path string) ([]byte, error)) (map[string]fe
 	return out, skipped, nil
 }
 
-// trustEntry reads the value of one origin of a --trust file.
 func trustEntry(v *jcs.Value, read func(string) ([]byte, error)) (fetcher.TrustedKeys, []error, error) {
 	if v.Kind != jcs.Object {
 		return fetcher.TrustedKeys{}, nil, fmt.Errorf("%w: a JSON %s", errTrustEntry, v.Kind)
@@ -197,8 +182,8 @@ func trustEntry(v *jcs.Value, read func(string) ([]byte, error)) (fetcher.Truste
 	return fetcher.TrustedKeys{}, nil, fmt.Errorf("%w: %q", errTrustEntry, m.Key)
 }
 
-// jwksSource reads the keys of src, an http(s) URL of a key set (fetched
-// and cached like a jku's) or a JWKS file, which read returns.
+// jwksSource reads the keys of src, an http(s) URL of a key set or a JWKS
+// file, which read returns.
 func jwksSource(src string, read func(string) ([]byte, error)) (fetcher.TrustedKeys, []error, error) {
 	if isHTTPURL(src) {
 		_, err := fetcher.CanonicalURL(src)
@@ -232,8 +217,7 @@ func isHTTPURL(s string) bool {
 	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
 }
 
-// readBounded reads the file at path, failing with errTrustTooLarge when it
-// is larger than limit bytes.
+// readBounded reads path, failing with errTrustTooLarge past limit bytes.
 func readBounded(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,7 +30,6 @@ type watchFlags struct {
 	limit     int
 }
 
-// register adds watch's flags.
 func (f *watchFlags) register(fs *flag.FlagSet) {
 	f.nats.registerClient(fs)
 	fs.StringVar(&f.stream, "stream", topology.DefaultEventsStream, "the stream of card.* events")
@@ -75,15 +75,7 @@ func (f *watchFlags) match(ev events.Event) bool {
 	if f.action != "" && string(d.Verdict.Action) != f.action {
 		return false
 	}
-	if f.rule != "" {
-		for _, fd := range d.Findings {
-			if fd.Rule == f.rule {
-				return true
-			}
-		}
-		return false
-	}
-	return true
+	return f.rule == "" || slices.ContainsFunc(d.Findings, func(fd detector.Finding) bool { return fd.Rule == f.rule })
 }
 
 func (f *watchFlags) run(ctx context.Context, e *env) error {
@@ -121,8 +113,7 @@ func (f *watchFlags) run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer it.Stop()
-	// Canceling ctx stops the iterator, which ends Next; the hook is
-	// removed when watch returns by itself (--limit), so nothing outlives it.
+	// Canceling ctx stops the iterator, which ends Next.
 	unhook := context.AfterFunc(ctx, it.Stop)
 	defer unhook()
 	n := 0
@@ -156,7 +147,6 @@ func (f *watchFlags) run(ctx context.Context, e *env) error {
 	}
 }
 
-// writeEventJSON prints an event as one line of CloudEvents JSON.
 func writeEventJSON(w io.Writer, ev events.Event) error {
 	ce, err := events.CloudEvent(ev)
 	if err != nil {
@@ -170,7 +160,6 @@ func writeEventJSON(w io.Writer, ev events.Event) error {
 	return err
 }
 
-// humanLine renders one card.* event as a planner-readable line.
 func humanLine(ev events.Event) string {
 	ts := ev.Time.UTC().Format(time.RFC3339)
 	short := func(d string) string {
@@ -214,8 +203,6 @@ func humanLine(ev events.Event) string {
 	return fmt.Sprintf("%s  %s  %s", ts, ev.Type, ev.Subject)
 }
 
-// signerName names a card's signer on a watch line: its kid, marked when it
-// did not verify; "unsigned" for none.
 func signerName(s *detector.Signature) string {
 	switch {
 	case s == nil:
