@@ -1,11 +1,7 @@
 package detector
 
-// checkOAuthScopeRemoved reports, per OAuth 2.0 scheme and flow present in both
-// cards, every scope the pinned flow offered that the live flow does not: a
-// client requesting it is refused a token. Scope additions are not reported
-// (a client that does not ask for a scope is unaffected); a removed scheme or
-// flow is reported by security-scheme-removed/-changed, not scope by scope.
-// The path points into the pinned card.
+// checkOAuthScopeRemoved reports every scope a retained flow of a retained
+// scheme no longer offers (a removed scheme or flow is another rule's).
 func checkOAuthScopeRemoved(pinned, live *Card) []Finding {
 	var out []Finding
 	retained(pinned.SecuritySchemes, live.SecuritySchemes, func(name string, p, l SecurityScheme) {

@@ -5,11 +5,8 @@ import (
 	"strings"
 )
 
-// checkSkillRenamed reports every pinned skill whose id is gone while exactly
-// one new id of the live card has the same contract (renamedSkills): breaking,
-// as skill-removed is, touching the tasks on the old id (Skill) and naming the
-// new id (After) for a degrade task to re-plan onto. Such a pair is neither
-// skill-removed nor skill-added.
+// checkSkillRenamed reports every pinned skill whose id is gone while one new
+// id has the same contract (renamedSkills): Skill is the old id, After the new.
 func checkSkillRenamed(pinned, live *Card) []Finding {
 	var out []Finding
 	for _, r := range renamedSkills(pinned, live) {
@@ -26,19 +23,13 @@ func checkSkillRenamed(pinned, live *Card) []Finding {
 	return out
 }
 
-// skillRename is a skill of the pinned card (from) that the live card offers
-// under another id (to).
 type skillRename struct {
 	from, to Skill
 }
 
-// renamedSkills pairs the skills only the pinned card declares (gone) with
-// those only the live card declares (new) when their contracts are the same:
-// effective modes (by coverage, as sets), tags (as sets) and the security
-// requirements that apply to the skill (alternatives as sets). A pair is a
-// rename only when each side matches exactly one skill of the other; skills
-// with an empty id are never paired. The pairs are in the gone skills' id
-// order.
+// renamedSkills pairs the skills only the pinned card declares with those
+// only the live card declares when their skillContracts are equal and each
+// matches exactly one of the other side, in id order.
 func renamedSkills(pinned, live *Card) []skillRename {
 	var gone, added []Skill
 	for _, s := range skillsByID(pinned) {
@@ -84,8 +75,8 @@ func renamedSkills(pinned, live *Card) []skillRename {
 	return out
 }
 
-// skillContract is a canonical form of what a client of skill s in card c
-// relies on, for renamedSkills: equal strings are equal contracts.
+// skillContract is a canonical form of effective modes (by coverage), tags
+// and requirements (as sets): equal strings are equal contracts.
 func skillContract(c *Card, s Skill) string {
 	var b strings.Builder
 	list := func(ss []string) {
