@@ -36,7 +36,8 @@ func checkSignatureInvalid(pinned, live *Card) []Finding {
 	return nil
 }
 
-// checkSignerChanged: a signature-invalid finding stands in for it.
+// checkSignerChanged reports another signer (signerChanged), unless a
+// signature-invalid finding stands in for it.
 func checkSignerChanged(pinned, live *Card) []Finding {
 	if _, ok := invalidSignature(pinned, live); ok {
 		return nil

@@ -38,7 +38,7 @@ func skillModes(pinned, live *Card, rule string, effective func(*Card, Skill) []
 	return out
 }
 
-// modesFinding: narrowing is breaking, pure widening of severity widened.
+// modesFinding: narrowing is breaking; pure widening has severity widened.
 func modesFinding(rule string, before, after []string, widened Severity, kv ...string) (Finding, bool) {
 	removed, added := modeDelta(before, after)
 	var variant string

@@ -154,7 +154,7 @@ func onlyIn[V any](m, other map[string]V) []string {
 	return out
 }
 
-// retainedFlows calls fn for every flow of two oauth2 schemes, in name order.
+// retainedFlows calls fn for every flow both oauth2 schemes declare, in order.
 func retainedFlows(p, l SecurityScheme, fn func(flow string, pf, lf OAuthFlow)) {
 	if p.Type == "oauth2" && l.Type == "oauth2" {
 		retained(p.Flows, l.Flows, fn)

@@ -56,10 +56,7 @@ func Unsatisfied(card *Card, req Requirements) []Unmet {
 	if req.ExtendedCard && !card.Capabilities.ExtendedAgentCard {
 		out = append(out, Unmet{UnmetExtendedCard, "extendedAgentCard", "the task uses the extended card and the card does not offer one"})
 	}
-	declared := map[string]Extension{}
-	for _, e := range card.Capabilities.Extensions {
-		declared[e.URI] = e
-	}
+	declared := extensionsByURI(card)
 	for _, uri := range req.Extensions {
 		if _, ok := declared[uri]; !ok {
 			out = append(out, Unmet{UnmetExtension, uri, fmt.Sprintf("extension %q is not declared", uri)})
