@@ -11,12 +11,5 @@ func checkCardVersion(pinned, live *Card) []Finding {
 
 // versionFinding is a finding of rule at the card's version field.
 func versionFinding(rule string, sev Severity, pinned, live *Card, kv ...string) Finding {
-	return Finding{
-		Rule:     rule,
-		Severity: sev,
-		Path:     pointer("version"),
-		Before:   pinned.Version,
-		After:    live.Version,
-		Message:  render(rule, kv...),
-	}
+	return newFinding(rule, "", sev, pointer("version"), pinned.Version, live.Version, kv...)
 }

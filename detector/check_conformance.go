@@ -17,13 +17,7 @@ func checkNonconformant(pinned, live *Card) []Finding {
 			continue
 		}
 		had[n] = true
-		out = append(out, Finding{
-			Rule:     RuleCardNonconformant,
-			Severity: Warning,
-			Path:     n.Path,
-			After:    n.Message,
-			Message:  render(RuleCardNonconformant, "reason", n.Message),
-		})
+		out = append(out, newFinding(RuleCardNonconformant, "", Warning, n.Path, nil, n.Message, "reason", n.Message))
 	}
 	return out
 }

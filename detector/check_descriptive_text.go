@@ -17,14 +17,7 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 			kv[i] = quote(kv[i]) // identifiers: skill, scheme, scope, uri
 		}
 		kv = append(kv, "before", quoteText(before), "after", quoteText(after))
-		out = append(out, Finding{
-			Rule:     RuleDescriptiveTextChanged,
-			Severity: Info,
-			Path:     path,
-			Before:   before,
-			After:    after,
-			Message:  render(RuleDescriptiveTextChanged+"/"+variant, kv...),
-		})
+		out = append(out, newFinding(RuleDescriptiveTextChanged, "/"+variant, Info, path, before, after, kv...))
 	}
 	text("name", pointer("name"), pinned.Name, live.Name)
 	text("description", pointer("description"), pinned.Description, live.Description)
@@ -48,15 +41,9 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 			if sameSet(f.before, f.after) {
 				continue
 			}
-			out = append(out, Finding{
-				Rule:     RuleDescriptiveTextChanged,
-				Severity: Info,
-				Path:     skillPointer(l, f.field),
-				Before:   plainStrings(f.before),
-				After:    plainStrings(f.after),
-				Message: render(RuleDescriptiveTextChanged+"/"+f.variant, "skill", quote(id),
-					"before", quoteTextList(f.before), "after", quoteTextList(f.after)),
-			})
+			out = append(out, newFinding(RuleDescriptiveTextChanged, "/"+f.variant, Info, skillPointer(l, f.field),
+				plainStrings(f.before), plainStrings(f.after),
+				"skill", quote(id), "before", quoteTextList(f.before), "after", quoteTextList(f.after)))
 		}
 		for i := n; i < len(out); i++ {
 			out[i].Skill = l.ID

@@ -11,7 +11,5 @@ func checkExtendedCard(pinned, live *Card) []Finding {
 	if p {
 		variant, sev = "/withdrawn", Breaking
 	}
-	f := capabilityFinding(RuleExtendedCardChanged, sev, "extendedAgentCard", p, l)
-	f.Message = render(RuleExtendedCardChanged + variant)
-	return []Finding{f}
+	return []Finding{newFinding(RuleExtendedCardChanged, variant, sev, pointer("capabilities", "extendedAgentCard"), p, l)}
 }

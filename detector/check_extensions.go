@@ -25,13 +25,7 @@ func checkExtensionAdded(pinned, live *Card) []Finding {
 }
 
 func extensionFinding(rule string, sev Severity, uri, path string, before, after any) Finding {
-	return Finding{
-		Rule:      rule,
-		Severity:  sev,
-		Path:      path,
-		Before:    before,
-		After:     after,
-		Message:   render(rule, "uri", quote(uri)),
-		Extension: uri,
-	}
+	f := newFinding(rule, "", sev, path, before, after, "uri", quote(uri))
+	f.Extension = uri
+	return f
 }

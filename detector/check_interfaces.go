@@ -13,14 +13,7 @@ func checkInterfaces(pinned, live *Card) []Finding {
 	p, l := groupInterfaces(pinned.Interfaces), groupInterfaces(live.Interfaces)
 	var out []Finding
 	change := func(variant string, sev Severity, path string, before, after any, kv ...string) {
-		out = append(out, Finding{
-			Rule:     RuleInterfaceChanged,
-			Severity: sev,
-			Path:     path,
-			Before:   before,
-			After:    after,
-			Message:  render(RuleInterfaceChanged+"/"+variant, kv...),
-		})
+		out = append(out, newFinding(RuleInterfaceChanged, "/"+variant, sev, path, before, after, kv...))
 	}
 	var removed, added []interfaceGroup
 	for _, g := range p.order {

@@ -7,15 +7,10 @@ func checkOAuthScopeRemoved(pinned, live *Card) []Finding {
 	retained(pinned.SecuritySchemes, live.SecuritySchemes, func(name string, p, l SecurityScheme) {
 		retainedFlows(p, l, func(fn string, pf, lf OAuthFlow) {
 			for _, scope := range onlyIn(pf.Scopes, lf.Scopes) {
-				out = append(out, Finding{
-					Rule:     RuleOAuthScopeRemoved,
-					Severity: Breaking,
-					Path:     schemePointer(name, p, "flows", fn, "scopes", scope),
-					Before:   scope,
-					Message:  render(RuleOAuthScopeRemoved, "scheme", quote(name), "flow", quote(fn), "scope", quote(scope)),
-					Scheme:   name,
-					Scope:    scope,
-				})
+				f := newFinding(RuleOAuthScopeRemoved, "", Breaking, schemePointer(name, p, "flows", fn, "scopes", scope), scope, nil,
+					"scheme", quote(name), "flow", quote(fn), "scope", quote(scope))
+				f.Scheme, f.Scope = name, scope
+				out = append(out, f)
 			}
 		})
 	})

@@ -21,29 +21,17 @@ func checkProtocolVersion(pinned, live *Card) []Finding {
 		if !changed {
 			continue
 		}
-		out = append(out, Finding{
-			Rule:     RuleProtocolVersionChanged,
-			Severity: sev,
-			Path:     interfacePointer(lg.index, "protocolVersion"),
-			Before:   plainStrings(g.versions),
-			After:    plainStrings(lg.versions),
-			Message: render(RuleProtocolVersionChanged+"/interface", "binding", lg.binding, "url", quote(lg.url),
-				"before", versionList(g.versions), "after", versionList(lg.versions)),
-		})
+		out = append(out, newFinding(RuleProtocolVersionChanged, "/interface", sev, interfacePointer(lg.index, "protocolVersion"),
+			plainStrings(g.versions), plainStrings(lg.versions), "binding", lg.binding, "url", quote(lg.url),
+			"before", versionList(g.versions), "after", versionList(lg.versions)))
 	}
 	if len(out) > 0 {
 		return out
 	}
 	pv, lv := allVersions(p), allVersions(l)
 	if sev, changed := versionChange(pv, lv); changed {
-		out = append(out, Finding{
-			Rule:     RuleProtocolVersionChanged,
-			Severity: sev,
-			Path:     pointer("supportedInterfaces"),
-			Before:   plainStrings(pv),
-			After:    plainStrings(lv),
-			Message:  render(RuleProtocolVersionChanged+"/card", "before", versionList(pv), "after", versionList(lv)),
-		})
+		out = append(out, newFinding(RuleProtocolVersionChanged, "/card", sev, pointer("supportedInterfaces"),
+			plainStrings(pv), plainStrings(lv), "before", versionList(pv), "after", versionList(lv)))
 	}
 	return out
 }

@@ -14,8 +14,5 @@ func CheckReplicas(digests []string, window time.Duration) (Finding, bool) {
 	if len(ds) < 2 {
 		return Finding{}, false
 	}
-	return Finding{
-		Rule: RuleReplicasDisagree, Severity: Warning, Path: "", Before: nil, After: ds,
-		Message: render(RuleReplicasDisagree, "digests", quoteList(ds), "window", window.String()),
-	}, true
+	return newFinding(RuleReplicasDisagree, "", Warning, "", nil, ds, "digests", quoteList(ds), "window", window.String()), true
 }

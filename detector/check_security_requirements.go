@@ -66,13 +66,8 @@ func requirementsFinding(before, after []SecurityRequirement, variant string, kv
 		}
 	}
 	kv = append(kv, "before", requirementsText(pb), "after", requirementsText(pa))
-	return Finding{
-		Rule:     RuleSecurityRequirementsChanged,
-		Severity: sev,
-		Before:   plainRequirements(before),
-		After:    plainRequirements(after),
-		Message:  render(RuleSecurityRequirementsChanged+variant, kv...),
-	}, true
+	return newFinding(RuleSecurityRequirementsChanged, variant, sev, "",
+		plainRequirements(before), plainRequirements(after), kv...), true
 }
 
 // sameRequirements: written identically (a fast path).

@@ -23,13 +23,7 @@ func checkSecuritySchemeAdded(pinned, live *Card) []Finding {
 // schemeFinding is a finding about scheme name, declared as s in the card the
 // path points into.
 func schemeFinding(rule string, sev Severity, name string, s SecurityScheme, before, after any, kv ...string) Finding {
-	return Finding{
-		Rule:     rule,
-		Severity: sev,
-		Path:     schemePointer(name, s),
-		Before:   before,
-		After:    after,
-		Message:  render(rule, append([]string{"scheme", quote(name)}, kv...)...),
-		Scheme:   name,
-	}
+	f := newFinding(rule, "", sev, schemePointer(name, s), before, after, append([]string{"scheme", quote(name)}, kv...)...)
+	f.Scheme = name
+	return f
 }

@@ -92,10 +92,7 @@ func invalidSignature(pinned, live *Card) (Finding, bool) {
 	}
 	for i, l := range live.Signatures {
 		if p, ok := pinnedSignature(pinned, l.Thumbprint, true); ok && failedSignature(l.Reason) {
-			return Finding{
-				Rule: RuleSignatureInvalid, Severity: Breaking, Path: signaturePointer(i), Before: p, After: l,
-				Message: render(RuleSignatureInvalid+"/pinned", "signer", describeKey(l)),
-			}, true
+			return newFinding(RuleSignatureInvalid, "/pinned", Breaking, signaturePointer(i), p, l, "signer", describeKey(l)), true
 		}
 	}
 	if slices.ContainsFunc(live.Signatures, Signature.Trusted) {
@@ -167,10 +164,8 @@ func signerChanged(pinned, live *Card) (Finding, bool) {
 	if sameSigner(p, l) {
 		return Finding{}, false
 	}
-	return Finding{
-		Rule: RuleSignerChanged, Severity: Warning, Path: signaturePointer(i), Before: p, After: l,
-		Message: render(RuleSignerChanged, "before", describeSigner(p), "after", describeSigner(l)),
-	}, true
+	return newFinding(RuleSignerChanged, "", Warning, signaturePointer(i), p, l,
+		"before", describeSigner(p), "after", describeSigner(l)), true
 }
 
 func signerOf(c *Card) string {

@@ -54,11 +54,5 @@ func modesFinding(rule string, before, after []string, widened Severity, kv ...s
 		variant = "/replaced"
 	}
 	kv = append(kv, "removed", quoteList(removed), "added", quoteList(added))
-	return Finding{
-		Rule:     rule,
-		Severity: sev,
-		Before:   plainStrings(before),
-		After:    plainStrings(after),
-		Message:  render(rule+variant, kv...),
-	}, true
+	return newFinding(rule, variant, sev, "", plainStrings(before), plainStrings(after), kv...), true
 }

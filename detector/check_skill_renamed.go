@@ -10,15 +10,10 @@ import (
 func checkSkillRenamed(pinned, live *Card) []Finding {
 	var out []Finding
 	for _, r := range renamedSkills(pinned, live) {
-		out = append(out, Finding{
-			Rule:     RuleSkillRenamed,
-			Severity: Breaking,
-			Path:     skillPointer(r.to, "id"),
-			Before:   r.from.ID,
-			After:    r.to.ID,
-			Message:  render(RuleSkillRenamed, "before", quote(r.from.ID), "after", quote(r.to.ID)),
-			Skill:    r.from.ID,
-		})
+		f := newFinding(RuleSkillRenamed, "", Breaking, skillPointer(r.to, "id"), r.from.ID, r.to.ID,
+			"before", quote(r.from.ID), "after", quote(r.to.ID))
+		f.Skill = r.from.ID
+		out = append(out, f)
 	}
 	return out
 }

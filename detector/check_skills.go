@@ -40,13 +40,7 @@ func unrenamed(pinned, live *Card, skills []Skill, other *Card, side func(skillR
 }
 
 func skillFinding(rule string, sev Severity, s Skill, before, after any) Finding {
-	return Finding{
-		Rule:     rule,
-		Severity: sev,
-		Path:     skillPointer(s),
-		Before:   before,
-		After:    after,
-		Message:  render(rule, "skill", quote(s.ID)),
-		Skill:    s.ID,
-	}
+	f := newFinding(rule, "", sev, skillPointer(s), before, after, "skill", quote(s.ID))
+	f.Skill = s.ID
+	return f
 }

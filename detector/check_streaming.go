@@ -21,12 +21,5 @@ func capabilityTurned(on bool, rule string, sev Severity, field string, pinned, 
 }
 
 func capabilityFinding(rule string, sev Severity, field string, before, after bool) Finding {
-	return Finding{
-		Rule:     rule,
-		Severity: sev,
-		Path:     pointer("capabilities", field),
-		Before:   before,
-		After:    after,
-		Message:  render(rule),
-	}
+	return newFinding(rule, "", sev, pointer("capabilities", field), before, after)
 }

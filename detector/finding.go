@@ -43,6 +43,12 @@ func (s *Severity) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// newFinding is a finding whose message is that of rule+variant (variant ""
+// or "/name") rendered with kv.
+func newFinding(rule, variant string, sev Severity, path string, before, after any, kv ...string) Finding {
+	return Finding{Rule: rule, Severity: sev, Path: path, Before: before, After: after, Message: render(rule+variant, kv...)}
+}
+
 // Finding is one difference between a pinned and a live card, or one
 // task-level observation.
 type Finding struct {

@@ -30,10 +30,8 @@ func Assess(findings []Finding, pinned, live *Card, req Requirements, posture Po
 func EvaluateUnknown(pinnedDigest, liveDigest string, live *Card, req Requirements, posture Posture, taskFindings ...Finding) ([]Finding, Verdict) {
 	all := append([]Finding(nil), taskFindings...)
 	if pinnedDigest != liveDigest {
-		all = append(all, Finding{
-			Rule: RulePinnedCardUnknown, Severity: Breaking, Before: pinnedDigest, After: liveDigest,
-			Message: render(RulePinnedCardUnknown, "before", pinnedDigest, "after", liveDigest),
-		})
+		all = append(all, newFinding(RulePinnedCardUnknown, "", Breaking, "", pinnedDigest, liveDigest,
+			"before", pinnedDigest, "after", liveDigest))
 	}
 	return Assess(all, live, live, req, posture)
 }
@@ -329,10 +327,9 @@ func CheckInputRequest(pinned *Card, skillID string) (Finding, bool) {
 	if _, ok := pinned.Skill(skillID); ok {
 		return Finding{}, false
 	}
-	return Finding{
-		Rule: RuleUnmodeledSkill, Severity: Breaking, Path: "/skills", Before: nil, After: skillID,
-		Message: render(RuleUnmodeledSkill, "skill", quote(skillID)), Skill: skillID,
-	}, true
+	f := newFinding(RuleUnmodeledSkill, "", Breaking, "/skills", nil, skillID, "skill", quote(skillID))
+	f.Skill = skillID
+	return f, true
 }
 
 // CheckArtifact returns an artifact-type-undeclared finding for each media
@@ -354,12 +351,10 @@ func CheckArtifact(pinned *Card, skillID, artifactID string, mediaTypes []string
 	var out []Finding
 	for _, mt := range mediaTypes {
 		if !Covers(modes, mt) {
-			out = append(out, Finding{
-				Rule: RuleArtifactTypeUndeclared, Severity: Breaking, Path: path, Before: plainStrings(modes), After: mt,
-				Message: render(RuleArtifactTypeUndeclared, "artifact", quote(artifactID), "mediaType", quote(mt),
-					"modes", quoteList(modes), "skill", quote(skillID)),
-				Skill: skillID,
-			})
+			f := newFinding(RuleArtifactTypeUndeclared, "", Breaking, path, plainStrings(modes), mt, "artifact", quote(artifactID),
+				"mediaType", quote(mt), "modes", quoteList(modes), "skill", quote(skillID))
+			f.Skill = skillID
+			out = append(out, f)
 		}
 	}
 	return out
@@ -382,10 +377,8 @@ func CheckRetry(r Retry, liveDigest string) (Finding, bool) {
 	if r.Attempt <= 1 || r.ErrorAt.IsZero() || liveDigest == "" || r.PinnedDigest == liveDigest {
 		return Finding{}, false
 	}
-	return Finding{
-		Rule: RuleBlindRetry, Severity: Breaking, Path: "", Before: r.PinnedDigest, After: liveDigest,
-		Message: render(RuleBlindRetry, "attempt", strconv.Itoa(r.Attempt), "method", quote(r.Method),
-			"code", strconv.Itoa(r.ErrorCode)),
-		Skill: r.SkillID,
-	}, true
+	f := newFinding(RuleBlindRetry, "", Breaking, "", r.PinnedDigest, liveDigest,
+		"attempt", strconv.Itoa(r.Attempt), "method", quote(r.Method), "code", strconv.Itoa(r.ErrorCode))
+	f.Skill = r.SkillID
+	return f, true
 }
