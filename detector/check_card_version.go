@@ -1,7 +1,6 @@
 package detector
 
-// checkCardVersion reports a change of the card's own version field. On its
-// own it breaks nothing; the other rules say what changed with it.
+// checkCardVersion reports a change of the card's version field.
 func checkCardVersion(pinned, live *Card) []Finding {
 	if pinned.Version == live.Version {
 		return nil
@@ -10,15 +9,7 @@ func checkCardVersion(pinned, live *Card) []Finding {
 		"before", quote(pinned.Version), "after", quote(live.Version))}
 }
 
-// versionFinding is a finding of rule at the card's version field, from the
-// pinned card's version to the live card's; kv are the message's parameters.
+// versionFinding is a finding of rule at the card's version field.
 func versionFinding(rule string, sev Severity, pinned, live *Card, kv ...string) Finding {
-	return Finding{
-		Rule:     rule,
-		Severity: sev,
-		Path:     pointer("version"),
-		Before:   pinned.Version,
-		After:    live.Version,
-		Message:  render(rule, kv...),
-	}
+	return newFinding(rule, "", sev, pointer("version"), pinned.Version, live.Version, kv...)
 }

@@ -1,11 +1,8 @@
 package detector
 
-// checkNonconformant reports every part of the live card that follows no
-// known version's schema and that the pinned card did not already have (same
-// pointer, same reason): a card that was always sloppy in one place is not
-// drift, a card that starts being sloppy is. Carddrift reads around such
-// parts, so the finding is a warning: what could still be read is compared
-// by the other rules.
+// checkNonconformant reports every nonconformance of the live card that the
+// pinned card did not have (same pointer and reason): starting to be sloppy is
+// drift, always having been is not.
 func checkNonconformant(pinned, live *Card) []Finding {
 	if len(live.Conformance) == 0 {
 		return nil
@@ -20,13 +17,7 @@ func checkNonconformant(pinned, live *Card) []Finding {
 			continue
 		}
 		had[n] = true
-		out = append(out, Finding{
-			Rule:     RuleCardNonconformant,
-			Severity: Warning,
-			Path:     n.Path,
-			After:    n.Message,
-			Message:  render(RuleCardNonconformant, "reason", n.Message),
-		})
+		out = append(out, newFinding(RuleCardNonconformant, "", Warning, n.Path, nil, n.Message, "reason", n.Message))
 	}
 	return out
 }

@@ -1,17 +1,14 @@
 package detector
 
-// checkDefaultInputModes reports a change of the card's defaultInputModes.
 func checkDefaultInputModes(pinned, live *Card) []Finding {
 	return defaultModes(RuleDefaultInputModesChanged, "defaultInputModes", pinned.DefaultInputModes, live.DefaultInputModes, Info)
 }
 
-// checkDefaultOutputModes reports a change of the card's defaultOutputModes.
 func checkDefaultOutputModes(pinned, live *Card) []Finding {
 	return defaultModes(RuleDefaultOutputModesChanged, "defaultOutputModes", pinned.DefaultOutputModes, live.DefaultOutputModes, Warning)
 }
 
-// defaultModes compares the card's default modes declared at field (see
-// modesFinding for the severities).
+// defaultModes compares the card's default modes (see modesFinding).
 func defaultModes(rule, field string, before, after []string, widened Severity) []Finding {
 	f, ok := modesFinding(rule, before, after, widened)
 	if !ok {

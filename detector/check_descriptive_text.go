@@ -3,12 +3,10 @@ package detector
 import "slices"
 
 // checkDescriptiveText reports every changed piece of descriptive text, one
-// finding per field: the card's name, description, provider organization and
-// URL, documentation and icon URLs; the name, description, tags and examples
-// of each skill present in both cards (tags and examples compare as sets);
-// the description of each security scheme, OAuth scope and extension present
-// in both. None of it changes what a task can do, so all of it is info; the
-// structural digest leaves the same fields out.
+// finding per field: the card's name, description, provider, documentation
+// and icon URLs; the name, description, tags and examples (as sets) of each
+// retained skill; the description of each retained scheme, scope and
+// extension.
 func checkDescriptiveText(pinned, live *Card) []Finding {
 	var out []Finding
 	text := func(variant, path, before, after string, kv ...string) {
@@ -19,14 +17,7 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 			kv[i] = quote(kv[i]) // identifiers: skill, scheme, scope, uri
 		}
 		kv = append(kv, "before", quoteText(before), "after", quoteText(after))
-		out = append(out, Finding{
-			Rule:     RuleDescriptiveTextChanged,
-			Severity: Info,
-			Path:     path,
-			Before:   before,
-			After:    after,
-			Message:  render(RuleDescriptiveTextChanged+"/"+variant, kv...),
-		})
+		out = append(out, newFinding(RuleDescriptiveTextChanged, "/"+variant, Info, path, before, after, kv...))
 	}
 	text("name", pointer("name"), pinned.Name, live.Name)
 	text("description", pointer("description"), pinned.Description, live.Description)
@@ -37,7 +28,7 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 
 	retainedSkills(pinned, live, func(p, l Skill) {
 		n := len(out)
-		id := l.ID // quoted by message only when something changed
+		id := l.ID
 		text("skill-name", skillPointer(l, "name"), p.Name, l.Name, "skill", id)
 		text("skill-description", skillPointer(l, "description"), p.Description, l.Description, "skill", id)
 		for _, f := range []struct {
@@ -50,15 +41,9 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 			if sameSet(f.before, f.after) {
 				continue
 			}
-			out = append(out, Finding{
-				Rule:     RuleDescriptiveTextChanged,
-				Severity: Info,
-				Path:     skillPointer(l, f.field),
-				Before:   plainStrings(f.before),
-				After:    plainStrings(f.after),
-				Message: render(RuleDescriptiveTextChanged+"/"+f.variant, "skill", quote(id),
-					"before", quoteTextList(f.before), "after", quoteTextList(f.after)),
-			})
+			out = append(out, newFinding(RuleDescriptiveTextChanged, "/"+f.variant, Info, skillPointer(l, f.field),
+				plainStrings(f.before), plainStrings(f.after),
+				"skill", quote(id), "before", quoteTextList(f.before), "after", quoteTextList(f.after)))
 		}
 		for i := n; i < len(out); i++ {
 			out[i].Skill = l.ID
@@ -84,8 +69,7 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 	return out
 }
 
-// sameSet reports whether a and b hold the same strings, ignoring order and
-// duplicates.
+// sameSet ignores order and duplicates.
 func sameSet(a, b []string) bool {
 	if slices.Equal(a, b) {
 		return true

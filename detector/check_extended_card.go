@@ -1,7 +1,7 @@
 package detector
 
-// checkExtendedCard reports capabilities.extendedAgentCard flipping: withdrawn
-// is breaking (GetExtendedAgentCard now fails with -32007), offered is info.
+// checkExtendedCard: withdrawn is breaking (GetExtendedAgentCard now fails
+// with -32007), offered is info.
 func checkExtendedCard(pinned, live *Card) []Finding {
 	p, l := pinned.Capabilities.ExtendedAgentCard, live.Capabilities.ExtendedAgentCard
 	if p == l {
@@ -11,7 +11,5 @@ func checkExtendedCard(pinned, live *Card) []Finding {
 	if p {
 		variant, sev = "/withdrawn", Breaking
 	}
-	f := capabilityFinding(RuleExtendedCardChanged, sev, "extendedAgentCard", p, l)
-	f.Message = render(RuleExtendedCardChanged + variant)
-	return []Finding{f}
+	return []Finding{newFinding(RuleExtendedCardChanged, variant, sev, pointer("capabilities", "extendedAgentCard"), p, l)}
 }

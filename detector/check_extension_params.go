@@ -2,9 +2,8 @@ package detector
 
 import "encoding/json"
 
-// checkExtensionParams reports an extension declared by both cards whose
-// params changed (compared as canonical JSON, so formatting and key order do
-// not count). A client configured from the old params may now misbehave.
+// checkExtensionParams reports a retained extension whose canonical params
+// changed.
 func checkExtensionParams(pinned, live *Card) []Finding {
 	var out []Finding
 	retained(extensionsByURI(pinned), extensionsByURI(live), func(uri string, pe, le indexedExtension) {
@@ -16,9 +15,7 @@ func checkExtensionParams(pinned, live *Card) []Finding {
 	return out
 }
 
-// paramsValue turns canonical params JSON into a Before/After value that
-// marshals as the params themselves: nil when absent, the text when it is not
-// valid JSON.
+// paramsValue is a Before/After value that marshals as the params.
 func paramsValue(params string) any {
 	if params == "" {
 		return nil

@@ -1,9 +1,8 @@
 package detector
 
-// checkExtensionRequiredAdded reports an extension that is required in the
-// live card and was optional or absent in the pinned one: the agent now
-// refuses clients that do not support it (-32008). Before is the pinned
-// required flag, or nil when the extension is new.
+// checkExtensionRequiredAdded reports an extension now required that was
+// optional (Before false) or absent (nil): the agent refuses clients without
+// it (-32008).
 func checkExtensionRequiredAdded(pinned, live *Card) []Finding {
 	p, l := extensionsByURI(pinned), extensionsByURI(live)
 	var out []Finding
@@ -24,9 +23,8 @@ func checkExtensionRequiredAdded(pinned, live *Card) []Finding {
 	return out
 }
 
-// checkExtensionRequiredRemoved reports an extension declared by both cards
-// that is no longer required (the requirement was dropped, the extension
-// stays). A required extension that disappears is extension-removed.
+// checkExtensionRequiredRemoved reports a retained extension no longer
+// required.
 func checkExtensionRequiredRemoved(pinned, live *Card) []Finding {
 	var out []Finding
 	retained(extensionsByURI(pinned), extensionsByURI(live), func(uri string, pe, le indexedExtension) {

@@ -1,8 +1,7 @@
 package detector
 
-// checkExtensionRemoved reports every extension URI of the pinned card that
-// the live card no longer declares, required or not: a client that activated
-// it loses the behaviour it planned with.
+// checkExtensionRemoved reports every pinned extension URI the live card no
+// longer declares, required or not.
 func checkExtensionRemoved(pinned, live *Card) []Finding {
 	p, l := extensionsByURI(pinned), extensionsByURI(live)
 	var out []Finding
@@ -12,9 +11,8 @@ func checkExtensionRemoved(pinned, live *Card) []Finding {
 	return out
 }
 
-// checkExtensionAdded reports every optional extension URI the live card
-// declares that the pinned card did not. A new required extension is
-// extension-required-added instead.
+// checkExtensionAdded reports every new optional extension URI (a new
+// required one is extension-required-added).
 func checkExtensionAdded(pinned, live *Card) []Finding {
 	p, l := extensionsByURI(pinned), extensionsByURI(live)
 	var out []Finding
@@ -26,16 +24,8 @@ func checkExtensionAdded(pinned, live *Card) []Finding {
 	return out
 }
 
-// extensionFinding is a finding of rule about the extension uri at path,
-// going from before to after.
 func extensionFinding(rule string, sev Severity, uri, path string, before, after any) Finding {
-	return Finding{
-		Rule:      rule,
-		Severity:  sev,
-		Path:      path,
-		Before:    before,
-		After:     after,
-		Message:   render(rule, "uri", quote(uri)),
-		Extension: uri,
-	}
+	f := newFinding(rule, "", sev, path, before, after, "uri", quote(uri))
+	f.Extension = uri
+	return f
 }

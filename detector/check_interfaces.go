@@ -5,25 +5,15 @@ import (
 	"strings"
 )
 
-// checkInterfaces reports changes of the card's interfaces, identified by
-// (url, protocol binding). One rule covers every direction, graded per
-// finding (see Rule): an interface removed, moved (a removed and an added
-// interface of the same binding, paired in card order) or whose tenant changed
-// is breaking; a change of the preferred (first) interface among retained ones
-// is a warning; an added interface is info. Protocol versions are
-// protocol-version-changed.
+// checkInterfaces reports changes of the interfaces, identified by (url,
+// binding): removed, moved (removed and added of one binding, paired in card
+// order) or a tenant changed is breaking; another retained interface
+// preferred is a warning; added is info.
 func checkInterfaces(pinned, live *Card) []Finding {
 	p, l := groupInterfaces(pinned.Interfaces), groupInterfaces(live.Interfaces)
 	var out []Finding
 	change := func(variant string, sev Severity, path string, before, after any, kv ...string) {
-		out = append(out, Finding{
-			Rule:     RuleInterfaceChanged,
-			Severity: sev,
-			Path:     path,
-			Before:   before,
-			After:    after,
-			Message:  render(RuleInterfaceChanged+"/"+variant, kv...),
-		})
+		out = append(out, newFinding(RuleInterfaceChanged, "/"+variant, sev, path, before, after, kv...))
 	}
 	var removed, added []interfaceGroup
 	for _, g := range p.order {
@@ -65,9 +55,8 @@ func checkInterfaces(pinned, live *Card) []Finding {
 	return out
 }
 
-// interfaceGroup is every declared interface with one (url, binding): cards
-// may list the same endpoint once per protocol version, and may spell its url
-// differently (see normalizeURL).
+// interfaceGroup is every declared interface of one (url, binding): cards
+// may list an endpoint once per protocol version.
 type interfaceGroup struct {
 	url, binding, tenant string
 	norm                 string   // url as normalizeURL gives it
@@ -75,13 +64,10 @@ type interfaceGroup struct {
 	versions             []string // distinct protocol versions, in card order
 }
 
-// interfaceKey identifies an interface: its normalised url and (upper-case)
-// binding.
 type interfaceKey struct{ url, binding string }
 
 func (g interfaceGroup) key() interfaceKey { return interfaceKey{g.norm, g.binding} }
 
-// value is the Before/After value of an interface.
 func (g interfaceGroup) value() map[string]string {
 	m := map[string]string{"url": g.url, "protocolBinding": g.binding}
 	if len(g.versions) > 0 {

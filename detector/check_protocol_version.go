@@ -5,12 +5,10 @@ import (
 	"strings"
 )
 
-// checkProtocolVersion reports a change of the protocol versions offered on
-// each interface present in both cards (by url and binding), and of the card
-// as a whole when no retained interface explains it (for example when every
-// interface moved). Versions compare with a zero patch dropped ("0.3.0" is
-// "0.3"); a change is breaking when a pinned major.minor line is no longer
-// offered and info when only patch levels changed or versions were added.
+// checkProtocolVersion reports a change of the protocol versions of each
+// retained interface, else of the card as a whole (every interface moved).
+// "0.3.0" is "0.3"; a change is breaking when a pinned major.minor line is no
+// longer offered, else info.
 func checkProtocolVersion(pinned, live *Card) []Finding {
 	p, l := groupInterfaces(pinned.Interfaces), groupInterfaces(live.Interfaces)
 	var out []Finding
@@ -23,35 +21,21 @@ func checkProtocolVersion(pinned, live *Card) []Finding {
 		if !changed {
 			continue
 		}
-		out = append(out, Finding{
-			Rule:     RuleProtocolVersionChanged,
-			Severity: sev,
-			Path:     interfacePointer(lg.index, "protocolVersion"),
-			Before:   plainStrings(g.versions),
-			After:    plainStrings(lg.versions),
-			Message: render(RuleProtocolVersionChanged+"/interface", "binding", lg.binding, "url", quote(lg.url),
-				"before", versionList(g.versions), "after", versionList(lg.versions)),
-		})
+		out = append(out, newFinding(RuleProtocolVersionChanged, "/interface", sev, interfacePointer(lg.index, "protocolVersion"),
+			plainStrings(g.versions), plainStrings(lg.versions), "binding", lg.binding, "url", quote(lg.url),
+			"before", versionList(g.versions), "after", versionList(lg.versions)))
 	}
 	if len(out) > 0 {
 		return out
 	}
 	pv, lv := allVersions(p), allVersions(l)
 	if sev, changed := versionChange(pv, lv); changed {
-		out = append(out, Finding{
-			Rule:     RuleProtocolVersionChanged,
-			Severity: sev,
-			Path:     pointer("supportedInterfaces"),
-			Before:   plainStrings(pv),
-			After:    plainStrings(lv),
-			Message:  render(RuleProtocolVersionChanged+"/card", "before", versionList(pv), "after", versionList(lv)),
-		})
+		out = append(out, newFinding(RuleProtocolVersionChanged, "/card", sev, pointer("supportedInterfaces"),
+			plainStrings(pv), plainStrings(lv), "before", versionList(pv), "after", versionList(lv)))
 	}
 	return out
 }
 
-// allVersions lists the distinct protocol versions of every interface, in card
-// order ("" for an interface that declares none).
 func allVersions(gs interfaceGroups) []string {
 	var out []string
 	for _, g := range gs.order {
@@ -64,7 +48,6 @@ func allVersions(gs interfaceGroups) []string {
 	return out
 }
 
-// versionChange compares two protocol version lists.
 func versionChange(before, after []string) (Severity, bool) {
 	nb, na := normalizeVersions(before), normalizeVersions(after)
 	if slices.Equal(nb, na) {
@@ -78,8 +61,7 @@ func versionChange(before, after []string) (Severity, bool) {
 	return Info, true
 }
 
-// normalizeVersions returns the sorted distinct versions with a zero patch
-// dropped.
+// normalizeVersions returns the sorted distinct versions, zero patch dropped.
 func normalizeVersions(vs []string) []string {
 	out := make([]string, 0, len(vs))
 	for _, v := range vs {
@@ -97,7 +79,6 @@ func normalizeVersion(v string) string {
 	return v
 }
 
-// versionLine is the major.minor part of a version.
 func versionLine(v string) string {
 	if i := strings.IndexByte(v, '.'); i >= 0 {
 		if j := strings.IndexByte(v[i+1:], '.'); j >= 0 {

@@ -6,15 +6,11 @@ import (
 	"strings"
 )
 
-// checkSecurityRequirements reports a change of the card-level security
-// requirements and, per retained skill, of the requirements that apply to it
-// (Finding.Skill set): its own, else the card's (in v1.0 cards an empty list
-// is unset, so it inherits). Requirements compare as sets, and an empty list
-// equals one empty alternative (no authentication). A change is breaking
-// unless it only relaxes: every pinned alternative still satisfies some live
-// one (same schemes or fewer, each with the same scopes or fewer). A skill
-// path points into the live skill, or into the pinned one when the live skill
-// declares none.
+// checkSecurityRequirements reports a change of the card's requirements and
+// of those that apply to each retained skill (its own, else the card's).
+// Requirements compare as sets; an empty list is one empty alternative. A
+// change is breaking unless it only relaxes: every pinned alternative still
+// satisfies some live one (same schemes or fewer, same scopes or fewer).
 func checkSecurityRequirements(pinned, live *Card) []Finding {
 	var out []Finding
 	if f, ok := requirementsFinding(pinned.SecurityRequirements, live.SecurityRequirements, "/card"); ok {
@@ -39,8 +35,6 @@ func checkSecurityRequirements(pinned, live *Card) []Finding {
 	return out
 }
 
-// skillRequirements returns the requirements that apply to skill s of c: its
-// own when it declares any, else the card's.
 func skillRequirements(c *Card, s Skill) []SecurityRequirement {
 	if len(s.SecurityRequirements) > 0 {
 		return s.SecurityRequirements
@@ -48,8 +42,7 @@ func skillRequirements(c *Card, s Skill) []SecurityRequirement {
 	return c.SecurityRequirements
 }
 
-// effectiveRequirements returns the requirements that apply to the skill with
-// the given id in c (the card's when c has no such skill).
+// effectiveRequirements: those of the skill with id in c, else the card's.
 func effectiveRequirements(c *Card, skillID string) []SecurityRequirement {
 	s, _ := skillByID(c, skillID)
 	return skillRequirements(c, s)
@@ -73,33 +66,25 @@ func requirementsFinding(before, after []SecurityRequirement, variant string, kv
 		}
 	}
 	kv = append(kv, "before", requirementsText(pb), "after", requirementsText(pa))
-	return Finding{
-		Rule:     RuleSecurityRequirementsChanged,
-		Severity: sev,
-		Before:   plainRequirements(before),
-		After:    plainRequirements(after),
-		Message:  render(RuleSecurityRequirementsChanged+variant, kv...),
-	}, true
+	return newFinding(RuleSecurityRequirementsChanged, variant, sev, "",
+		plainRequirements(before), plainRequirements(after), kv...), true
 }
 
-// sameRequirements reports whether two lists are written identically (a fast
-// path: lists that differ may still be equivalent).
+// sameRequirements: written identically (a fast path).
 func sameRequirements(a, b []SecurityRequirement) bool {
 	return slices.EqualFunc(a, b, func(x, y SecurityRequirement) bool {
 		return maps.EqualFunc(x, y, func(s, t []string) bool { return slices.Equal(s, t) })
 	})
 }
 
-// requirement is one alternative in canonical form: schemes sorted, scopes
-// sorted and de-duplicated.
+// requirement is one alternative in canonical form.
 type requirement struct {
 	schemes []string
 	scopes  [][]string
 	key     string
 }
 
-// within reports whether r asks for no more than o: every scheme of r is in o
-// and r's scopes of it are a subset of o's.
+// within reports whether r asks for no more schemes or scopes than o.
 func (r requirement) within(o requirement) bool {
 	for i, s := range r.schemes {
 		j := slices.Index(o.schemes, s)
@@ -115,8 +100,8 @@ func (r requirement) within(o requirement) bool {
 	return true
 }
 
-// canonicalRequirements sorts and de-duplicates a requirement list; an empty
-// list becomes a single empty alternative.
+// canonicalRequirements sorts and de-duplicates; empty is one empty
+// alternative.
 func canonicalRequirements(rs []SecurityRequirement) []requirement {
 	if len(rs) == 0 {
 		return []requirement{{}}
@@ -144,9 +129,7 @@ func canonicalRequirements(rs []SecurityRequirement) []requirement {
 	return slices.CompactFunc(out, func(a, b requirement) bool { return a.key == b.key })
 }
 
-// requirementsText renders canonical requirements for a message, for example
-// `"oauth"["read"] and "key" or "bearer"`; an empty alternative reads "no
-// authentication".
+// requirementsText renders `"oauth"["read"] and "key" or "bearer"`.
 func requirementsText(rs []requirement) string {
 	alts := make([]string, len(rs))
 	for i, r := range rs {
@@ -166,8 +149,7 @@ func requirementsText(rs []requirement) string {
 	return strings.Join(alts, " or ")
 }
 
-// plainRequirements copies a requirement list into plain JSON-marshalable
-// values; never nil.
+// plainRequirements is a never-nil copy for Before/After.
 func plainRequirements(rs []SecurityRequirement) []map[string][]string {
 	out := make([]map[string][]string, len(rs))
 	for i, r := range rs {

@@ -4,14 +4,10 @@ import (
 	"strings"
 )
 
-// checkSecuritySchemeChanged reports a security scheme declared under the same
-// name by both cards whose definition changed in a way a client's credentials
-// depend on: type, HTTP auth scheme (case-insensitive), bearer format, API key
-// name and location (a header name case-insensitively), OpenID Connect URL,
-// OAuth 2.0 metadata URL, and the URLs of each pinned OAuth flow (a flow that
-// disappears is a change, a new flow is not). Descriptions are descriptive
-// text; scopes are oauth-scope-removed. Before/After summarise the compared
-// fields of each side.
+// checkSecuritySchemeChanged reports a retained scheme changed in what a
+// client's credentials depend on: type, HTTP scheme, bearer format, API key
+// name and location, OpenID Connect and OAuth metadata URLs, and the URLs of
+// each pinned flow (a flow removed is a change, one added is not).
 func checkSecuritySchemeChanged(pinned, live *Card) []Finding {
 	var out []Finding
 	retained(pinned.SecuritySchemes, live.SecuritySchemes, func(name string, p, l SecurityScheme) {
@@ -23,8 +19,7 @@ func checkSecuritySchemeChanged(pinned, live *Card) []Finding {
 	return out
 }
 
-// schemeChanges describes how l differs from p, one entry per changed field,
-// in a fixed order. A type change is reported alone.
+// schemeChanges lists how l differs from p; a type change alone.
 func schemeChanges(p, l SecurityScheme) []string {
 	var out []string
 	field := func(name, before, after string, equal func(a, b string) bool) {
@@ -63,9 +58,7 @@ func schemeChanges(p, l SecurityScheme) []string {
 }
 
 // schemeSummary is the Before/After value of a scheme: its compared fields
-// that are set, keyed by their v1.0 names (flow fields as
-// "flows/<flow>/<field>"), plus the sorted scopes of each flow as
-// "flows/<flow>/scopes" (space-separated). Descriptions are left out.
+// that are set ("flows/<flow>/<field>"), and each flow's scopes.
 func schemeSummary(s SecurityScheme) map[string]string {
 	m := map[string]string{}
 	set := func(k, v string) {

@@ -1,8 +1,5 @@
 package detector
 
-// checkSecuritySchemeRemoved reports every security scheme name of the pinned
-// card that the live card no longer declares: a client authenticating with it
-// will be refused.
 func checkSecuritySchemeRemoved(pinned, live *Card) []Finding {
 	var out []Finding
 	for _, name := range onlyIn(pinned.SecuritySchemes, live.SecuritySchemes) {
@@ -12,9 +9,8 @@ func checkSecuritySchemeRemoved(pinned, live *Card) []Finding {
 	return out
 }
 
-// checkSecuritySchemeAdded reports every security scheme name the live card
-// declares that the pinned card did not. Declaring a scheme requires nothing of
-// a client; security-requirements-changed reports it becoming required.
+// checkSecuritySchemeAdded: declaring a scheme requires nothing of a client
+// (security-requirements-changed reports it becoming required).
 func checkSecuritySchemeAdded(pinned, live *Card) []Finding {
 	var out []Finding
 	for _, name := range onlyIn(live.SecuritySchemes, pinned.SecuritySchemes) {
@@ -24,17 +20,10 @@ func checkSecuritySchemeAdded(pinned, live *Card) []Finding {
 	return out
 }
 
-// schemeFinding is a finding of rule about the security scheme name (s is its
-// declaration in the card the path points into), going from before to after;
-// kv are the message's parameters besides the scheme.
+// schemeFinding is a finding about scheme name, declared as s in the card the
+// path points into.
 func schemeFinding(rule string, sev Severity, name string, s SecurityScheme, before, after any, kv ...string) Finding {
-	return Finding{
-		Rule:     rule,
-		Severity: sev,
-		Path:     schemePointer(name, s),
-		Before:   before,
-		After:    after,
-		Message:  render(rule, append([]string{"scheme", quote(name)}, kv...)...),
-		Scheme:   name,
-	}
+	f := newFinding(rule, "", sev, schemePointer(name, s), before, after, append([]string{"scheme", quote(name)}, kv...)...)
+	f.Scheme = name
+	return f
 }

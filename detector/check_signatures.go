@@ -6,12 +6,9 @@ import (
 )
 
 // The signature rules compare who signed the pinned card with who signs the
-// live one (Card.Signatures). Signatures never change a card's digest, and
-// signature bytes are never compared (ECDSA signatures differ at every
-// signing): a new signature by the same key over the same content is no
-// finding.
+// live one; signature bytes are never compared (ECDSA differs at every
+// signing).
 
-// checkSignatureAdded reports a card that is signed now and was not.
 func checkSignatureAdded(pinned, live *Card) []Finding {
 	if signed(pinned) || !signed(live) {
 		return nil
@@ -22,8 +19,6 @@ func checkSignatureAdded(pinned, live *Card) []Finding {
 	}}
 }
 
-// checkSignatureRemoved reports a card that is no longer signed: whoever
-// vouched for the pinned card no longer vouches for the live one.
 func checkSignatureRemoved(pinned, live *Card) []Finding {
 	if !signed(pinned) || signed(live) {
 		return nil
@@ -34,10 +29,6 @@ func checkSignatureRemoved(pinned, live *Card) []Finding {
 	}}
 }
 
-// checkSignatureInvalid reports a live card whose signature fails against a
-// key that vouches for it: the card was changed after it was signed, or
-// someone else wrote the signature under that key's name (see
-// invalidSignature).
 func checkSignatureInvalid(pinned, live *Card) []Finding {
 	if f, ok := invalidSignature(pinned, live); ok {
 		return []Finding{f}
@@ -45,10 +36,8 @@ func checkSignatureInvalid(pinned, live *Card) []Finding {
 	return nil
 }
 
-// checkSignerChanged reports a live card signed by another key than the
-// pinned card (another thumbprint; another kid when a key could not be
-// found), and not by the pinned card's key as well: it may not be the same
-// vendor any more. A signature-invalid finding stands in for it.
+// checkSignerChanged reports another signer (signerChanged), unless a
+// signature-invalid finding stands in for it.
 func checkSignerChanged(pinned, live *Card) []Finding {
 	if _, ok := invalidSignature(pinned, live); ok {
 		return nil
@@ -60,8 +49,7 @@ func checkSignerChanged(pinned, live *Card) []Finding {
 }
 
 // vouched reports that a live signature verifies with a key that verified
-// the pinned card: the pinned signer still vouches for the card (a co-signer
-// added during a key rotation included), whatever else it carries.
+// the pinned card, whatever else the card carries (a key rotation).
 func vouched(pinned, live *Card) bool {
 	return slices.ContainsFunc(live.Signatures, func(l Signature) bool {
 		_, ok := pinnedSignature(pinned, l.Thumbprint, true)
@@ -69,8 +57,6 @@ func vouched(pinned, live *Card) bool {
 	})
 }
 
-// pinnedSignature returns the pinned card's signature by the key with
-// thumbprint (one that verified, when verified is set).
 func pinnedSignature(pinned *Card, thumbprint string, verified bool) (Signature, bool) {
 	if pinned == nil || thumbprint == "" {
 		return Signature{}, false
@@ -84,8 +70,7 @@ func pinnedSignature(pinned *Card, thumbprint string, verified bool) (Signature,
 }
 
 // invalidSignature returns the signature-invalid finding of a live card one
-// of whose signatures fails (invalid-signature) against a key found for its
-// kid, when that key vouches for the card. In order:
+// of whose signatures fails against a key that vouches for it. In order:
 //
 //   - a live signature verifies with a key that verified the pinned card
 //     (vouched): nothing to report;
@@ -107,10 +92,7 @@ func invalidSignature(pinned, live *Card) (Finding, bool) {
 	}
 	for i, l := range live.Signatures {
 		if p, ok := pinnedSignature(pinned, l.Thumbprint, true); ok && failedSignature(l.Reason) {
-			return Finding{
-				Rule: RuleSignatureInvalid, Severity: Breaking, Path: signaturePointer(i), Before: p, After: l,
-				Message: render(RuleSignatureInvalid+"/pinned", "signer", describeKey(l)),
-			}, true
+			return newFinding(RuleSignatureInvalid, "/pinned", Breaking, signaturePointer(i), p, l, "signer", describeKey(l)), true
 		}
 	}
 	if slices.ContainsFunc(live.Signatures, Signature.Trusted) {
@@ -151,8 +133,7 @@ func pinnedSignatures(pinned *Card) []Signature {
 	return pinned.Signatures
 }
 
-// sameContent reports that two cards have one digest (signatures left out),
-// as far as their served bytes are known.
+// sameContent reports that two cards' served bytes have one digest.
 func sameContent(a, b *Card) bool {
 	if a == b {
 		return a != nil
@@ -171,14 +152,9 @@ func sameContent(a, b *Card) bool {
 	return err == nil && da == db
 }
 
-// signerChanged returns the signer-changed finding of two signed cards
-// whose signatures were verified: the signer of the live card (Signer) is
-// not the pinned card's (sameSigner), and the pinned signer does not vouch
-// for the live card too (vouched). A signature that could not be checked
-// (keys unavailable) with the pinned signer's kid is no change: a key set
-// outage is not a new vendor. A move from a key trusted for the agent to
-// one that is not (a jku's) is a change of signer like any other; under
-// --require-signed-cards it is signature-required as well (CheckSigned).
+// signerChanged returns the signer-changed finding of two verified cards
+// whose Signers differ (sameSigner) while the pinned signer does not vouch
+// for the live card too.
 func signerChanged(pinned, live *Card) (Finding, bool) {
 	if !signed(pinned) || !signed(live) || len(pinned.Signatures) == 0 || len(live.Signatures) == 0 || vouched(pinned, live) {
 		return Finding{}, false
@@ -188,13 +164,10 @@ func signerChanged(pinned, live *Card) (Finding, bool) {
 	if sameSigner(p, l) {
 		return Finding{}, false
 	}
-	return Finding{
-		Rule: RuleSignerChanged, Severity: Warning, Path: signaturePointer(i), Before: p, After: l,
-		Message: render(RuleSignerChanged, "before", describeSigner(p), "after", describeSigner(l)),
-	}, true
+	return newFinding(RuleSignerChanged, "", Warning, signaturePointer(i), p, l,
+		"before", describeSigner(p), "after", describeSigner(l)), true
 }
 
-// signerOf describes who signed c, for a message.
 func signerOf(c *Card) string {
 	s, _, ok := Signer(c.Signatures)
 	if !ok {
@@ -204,9 +177,7 @@ func signerOf(c *Card) string {
 }
 
 // CheckSigned is the posture for signed fleets (--require-signed-cards): a
-// signature-required finding unless a signature of the live card verifies
-// with a key trusted for its agent (Signature.Trusted; a key from the jku a
-// signature names is the signer's own claim). The message says why.
+// signature-required finding unless a live signature is Trusted.
 func CheckSigned(live *Card) (Finding, bool) {
 	if live == nil {
 		live = &Card{}
@@ -241,12 +212,7 @@ func CheckSigned(live *Card) (Finding, bool) {
 	return f, true
 }
 
-// SignatureOverLimit is package detector/signature's ReasonOverLimit: a
-// verification limit stopped the signature's check.
-const SignatureOverLimit = "over-limit"
-
-// failedSignature reports an outcome read as a signature that does not
-// verify: invalid-signature, or over-limit (a card that costs more to verify
+// failedSignature: invalid, or over a limit (a card that costs more to verify
 // than any real card is not taken on trust).
 func failedSignature(reason string) bool {
 	return reason == SignatureInvalid || reason == SignatureOverLimit

@@ -2,27 +2,19 @@ package detector
 
 import "slices"
 
-// Mode checks compare media type coverage (see modeDelta): a change of order,
-// case, parameters or legacy spelling is not a change. Severity depends on the
-// direction, see Rule.
+// Mode checks compare media type coverage (modeDelta), per retained skill.
 
-// checkSkillInputModes reports, per skill present in both cards, a change of
-// the skill's effective input modes (its own, else the card defaults).
 func checkSkillInputModes(pinned, live *Card) []Finding {
 	return skillModes(pinned, live, RuleSkillInputModesChanged, (*Card).InputModes,
 		func(s Skill) bool { return s.InputModes != nil }, "inputModes", "defaultInputModes", Info)
 }
 
-// checkSkillOutputModes reports, per skill present in both cards, a change of
-// the skill's effective output modes.
 func checkSkillOutputModes(pinned, live *Card) []Finding {
 	return skillModes(pinned, live, RuleSkillOutputModesChanged, (*Card).OutputModes,
 		func(s Skill) bool { return s.OutputModes != nil }, "outputModes", "defaultOutputModes", Warning)
 }
 
-// skillModes compares the effective modes of every retained skill. The path
-// is where the live effective modes are declared: the skill's own field, else
-// the card default.
+// skillModes points at where the live effective modes are declared.
 func skillModes(pinned, live *Card, rule string, effective func(*Card, Skill) []string,
 	declares func(Skill) bool, field, defaultField string, widened Severity) []Finding {
 	var out []Finding
@@ -46,9 +38,7 @@ func skillModes(pinned, live *Card, rule string, effective func(*Card, Skill) []
 	return out
 }
 
-// modesFinding compares two declared mode lists. Narrowing (a pinned type no
-// longer covered) is breaking; pure widening has the widened severity. The
-// finding's Before/After are the declared lists.
+// modesFinding: narrowing is breaking; pure widening has severity widened.
 func modesFinding(rule string, before, after []string, widened Severity, kv ...string) (Finding, bool) {
 	removed, added := modeDelta(before, after)
 	var variant string
@@ -64,11 +54,5 @@ func modesFinding(rule string, before, after []string, widened Severity, kv ...s
 		variant = "/replaced"
 	}
 	kv = append(kv, "removed", quoteList(removed), "added", quoteList(added))
-	return Finding{
-		Rule:     rule,
-		Severity: sev,
-		Before:   plainStrings(before),
-		After:    plainStrings(after),
-		Message:  render(rule+variant, kv...),
-	}, true
+	return newFinding(rule, variant, sev, "", plainStrings(before), plainStrings(after), kv...), true
 }

@@ -5,40 +5,26 @@ import (
 	"strings"
 )
 
-// checkSkillRenamed reports every pinned skill whose id is gone while exactly
-// one new id of the live card has the same contract (renamedSkills): breaking,
-// as skill-removed is, touching the tasks on the old id (Skill) and naming the
-// new id (After) for a degrade task to re-plan onto. Such a pair is neither
-// skill-removed nor skill-added.
+// checkSkillRenamed reports every pinned skill whose id is gone while one new
+// id has the same contract (renamedSkills): Skill is the old id, After the new.
 func checkSkillRenamed(pinned, live *Card) []Finding {
 	var out []Finding
 	for _, r := range renamedSkills(pinned, live) {
-		out = append(out, Finding{
-			Rule:     RuleSkillRenamed,
-			Severity: Breaking,
-			Path:     skillPointer(r.to, "id"),
-			Before:   r.from.ID,
-			After:    r.to.ID,
-			Message:  render(RuleSkillRenamed, "before", quote(r.from.ID), "after", quote(r.to.ID)),
-			Skill:    r.from.ID,
-		})
+		f := newFinding(RuleSkillRenamed, "", Breaking, skillPointer(r.to, "id"), r.from.ID, r.to.ID,
+			"before", quote(r.from.ID), "after", quote(r.to.ID))
+		f.Skill = r.from.ID
+		out = append(out, f)
 	}
 	return out
 }
 
-// skillRename is a skill of the pinned card (from) that the live card offers
-// under another id (to).
 type skillRename struct {
 	from, to Skill
 }
 
-// renamedSkills pairs the skills only the pinned card declares (gone) with
-// those only the live card declares (new) when their contracts are the same:
-// effective modes (by coverage, as sets), tags (as sets) and the security
-// requirements that apply to the skill (alternatives as sets). A pair is a
-// rename only when each side matches exactly one skill of the other; skills
-// with an empty id are never paired. The pairs are in the gone skills' id
-// order.
+// renamedSkills pairs the skills only the pinned card declares with those
+// only the live card declares when their skillContracts are equal and each
+// matches exactly one of the other side, in id order.
 func renamedSkills(pinned, live *Card) []skillRename {
 	var gone, added []Skill
 	for _, s := range skillsByID(pinned) {
@@ -84,8 +70,8 @@ func renamedSkills(pinned, live *Card) []skillRename {
 	return out
 }
 
-// skillContract is a canonical form of what a client of skill s in card c
-// relies on, for renamedSkills: equal strings are equal contracts.
+// skillContract is a canonical form of effective modes (by coverage), tags
+// and requirements (as sets): equal strings are equal contracts.
 func skillContract(c *Card, s Skill) string {
 	var b strings.Builder
 	list := func(ss []string) {

@@ -2,9 +2,8 @@ package detector
 
 import "slices"
 
-// checkSkillRemoved reports every skill id of the pinned card that the live
-// card no longer declares, unless the live card offers the skill under a new
-// id (skill-renamed; see renamedSkills).
+// checkSkillRemoved reports every pinned skill id the live card no longer
+// declares, unless renamed.
 func checkSkillRemoved(pinned, live *Card) []Finding {
 	var out []Finding
 	for _, s := range unrenamed(pinned, live, skillsByID(pinned), live, func(r skillRename) Skill { return r.from }) {
@@ -13,8 +12,6 @@ func checkSkillRemoved(pinned, live *Card) []Finding {
 	return out
 }
 
-// checkSkillAdded reports every skill id of the live card that the pinned card
-// did not declare, unless it is a pinned skill's new id (skill-renamed).
 func checkSkillAdded(pinned, live *Card) []Finding {
 	var out []Finding
 	for _, s := range unrenamed(pinned, live, skillsByID(live), pinned, func(r skillRename) Skill { return r.to }) {
@@ -23,8 +20,7 @@ func checkSkillAdded(pinned, live *Card) []Finding {
 	return out
 }
 
-// unrenamed returns the skills that other does not declare and that are not
-// their side of a rename; renames are looked for only when there is one.
+// unrenamed returns the skills other does not declare and no rename explains.
 func unrenamed(pinned, live *Card, skills []Skill, other *Card, side func(skillRename) Skill) []Skill {
 	var out []Skill
 	var renames []skillRename
@@ -43,16 +39,8 @@ func unrenamed(pinned, live *Card, skills []Skill, other *Card, side func(skillR
 	return out
 }
 
-// skillFinding is a finding of rule about skill s (in the card that declares
-// it), going from before to after.
 func skillFinding(rule string, sev Severity, s Skill, before, after any) Finding {
-	return Finding{
-		Rule:     rule,
-		Severity: sev,
-		Path:     skillPointer(s),
-		Before:   before,
-		After:    after,
-		Message:  render(rule, "skill", quote(s.ID)),
-		Skill:    s.ID,
-	}
+	f := newFinding(rule, "", sev, skillPointer(s), before, after, "skill", quote(s.ID))
+	f.Skill = s.ID
+	return f
 }

@@ -5,11 +5,9 @@ import (
 	"strings"
 )
 
-// checkVersionBump reports a structural change (anything but descriptive text)
-// with the card's version unchanged, where caches keyed on version keep
-// serving the stale card. It compares structure's projection of each card,
-// facet by facet, so a change no other rule locates (a new OAuth flow or
-// scope, stateTransitionHistory) still counts.
+// checkVersionBump reports a structural change with the version unchanged
+// (caches keyed on version serve the stale card), facet by facet, so a change
+// no other rule locates still counts.
 func checkVersionBump(pinned, live *Card) []Finding {
 	if pinned.Version != live.Version {
 		return nil
@@ -28,12 +26,10 @@ func checkVersionBump(pinned, live *Card) []Finding {
 		"facets", strings.Join(changed, ", "), "version", quote(live.Version))}
 }
 
-// structureFacets name the parts of structure's result.
 var structureFacets = [...]string{"interfaces", "capabilities", "extensions", "default modes", "skills", "security"}
 
-// structure is a canonical projection of everything in a card but descriptive
-// text, one string per facet of structureFacets. Equal projections mean no
-// check but descriptive-text-changed and card-version-changed can fire.
+// structure is a canonical projection of all but descriptive text, one
+// string per facet.
 func structure(c *Card) [len(structureFacets)]string {
 	var ends [len(structureFacets)]int
 	b := make([]byte, 0, len(c.Raw)+256)

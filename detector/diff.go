@@ -8,13 +8,11 @@ import (
 	"strings"
 )
 
-// Diff compares the card a task was planned against (pinned) with the card the
-// agent serves now (live) and returns every card-level finding of the registry,
-// sorted by severity (most serious first), rule id, path, skill, scheme and
-// message. Cards that differ only in whitespace, key order, the order of sets
-// or the spelling of equivalent media types give none. Paths are JSON pointers
-// into the card as served (additions and changes into live, removals into
-// pinned). A nil card is an empty one; Diff never modifies its inputs.
+// Diff returns every card-level finding between the card a task was planned
+// against (pinned) and the card the agent serves now (live), sorted
+// (SortFindings), with paths that resolve in the card as served. Differences
+// of form alone (whitespace, key order, set order, equivalent spellings) give
+// none. A nil card is an empty one; Diff never modifies its inputs.
 func Diff(pinned, live *Card) []Finding {
 	if pinned == nil {
 		pinned = &Card{}
@@ -33,8 +31,7 @@ func Diff(pinned, live *Card) []Finding {
 	return out
 }
 
-// RuleIDs returns the rule ids of fs, each once, in the order of their first
-// finding: what a verdict line or an event's summary lists.
+// RuleIDs returns the rule ids of fs, each once, in order of first finding.
 func RuleIDs(fs []Finding) []string {
 	ids := make([]string, 0, len(fs))
 	for _, f := range fs {
@@ -45,8 +42,8 @@ func RuleIDs(fs []Finding) []string {
 	return ids
 }
 
-// SortFindings puts findings in Diff's output order: most serious first,
-// then rule id, path, skill, scheme and message. It is stable.
+// SortFindings sorts stably: most serious first, then rule id, path, skill,
+// scheme and message.
 func SortFindings(fs []Finding) {
 	slices.SortStableFunc(fs, func(a, b Finding) int {
 		return cmp.Or(
@@ -75,19 +72,15 @@ func pointer(tokens ...string) string {
 	return b.String()
 }
 
-// skillPointer points at a skill by its served index, or at one of its fields.
 func skillPointer(s Skill, field ...string) string {
 	return pointer(append([]string{"skills", strconv.Itoa(s.Index)}, field...)...)
 }
 
-// interfacePointer points at the i-th supported interface, or at one of its
-// fields.
 func interfacePointer(i int, field ...string) string {
 	return pointer(append([]string{"supportedInterfaces", strconv.Itoa(i)}, field...)...)
 }
 
-// schemeWrapper is the v1.0 oneof member that holds a scheme of the given
-// normalised type.
+// schemeWrapper is the v1.0 oneof member that holds a scheme of type typ.
 func schemeWrapper(typ string) string {
 	for _, w := range schemeWrappers {
 		if w.typ == typ {
@@ -97,8 +90,6 @@ func schemeWrapper(typ string) string {
 	return typ
 }
 
-// schemePointer points at a security scheme, or at a field inside its v1.0
-// wrapper.
 func schemePointer(name string, s SecurityScheme, field ...string) string {
 	if len(field) == 0 {
 		return pointer("securitySchemes", name)
@@ -106,32 +97,22 @@ func schemePointer(name string, s SecurityScheme, field ...string) string {
 	return pointer(append([]string{"securitySchemes", name, schemeWrapper(s.Type)}, field...)...)
 }
 
-// skillsByID returns the skills of c in id order with duplicated ids dropped
-// (the first wins, as in Card.Skill).
+// skillsByID returns the skills of c in id order, the first of a duplicated
+// id only (as in Card.Skill). Cards from Parse need no copy.
 func skillsByID(c *Card) []Skill {
-	byID := func(a, b Skill) int { return cmp.Compare(a.ID, b.ID) }
-	out := c.Skills
-	if !slices.IsSortedFunc(out, byID) {
-		out = slices.Clone(out)
-		slices.SortStableFunc(out, byID)
+	i := 1
+	for i < len(c.Skills) && c.Skills[i-1].ID < c.Skills[i].ID {
+		i++
 	}
-	if !hasDuplicateIDs(out) {
-		return out
+	if i >= len(c.Skills) {
+		return c.Skills
 	}
-	return slices.CompactFunc(slices.Clone(out), func(a, b Skill) bool { return a.ID == b.ID })
+	out := slices.Clone(c.Skills)
+	slices.SortStableFunc(out, func(a, b Skill) int { return cmp.Compare(a.ID, b.ID) })
+	return slices.CompactFunc(out, func(a, b Skill) bool { return a.ID == b.ID })
 }
 
-func hasDuplicateIDs(sorted []Skill) bool {
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i].ID == sorted[i-1].ID {
-			return true
-		}
-	}
-	return false
-}
-
-// skillByID finds a skill without relying on the card's index, so that cards
-// built without Parse still compare correctly.
+// skillByID finds a skill in cards built without Parse too.
 func skillByID(c *Card, id string) (Skill, bool) {
 	if c.skillIndex != nil {
 		return c.Skill(id)
@@ -144,8 +125,7 @@ func skillByID(c *Card, id string) (Skill, bool) {
 	return Skill{}, false
 }
 
-// retainedSkills calls fn for every skill id present in both cards, in id
-// order.
+// retainedSkills calls fn for every skill id of both cards, in id order.
 func retainedSkills(pinned, live *Card, fn func(p, l Skill)) {
 	for _, p := range skillsByID(pinned) {
 		if l, ok := skillByID(live, p.ID); ok {
@@ -154,8 +134,7 @@ func retainedSkills(pinned, live *Card, fn func(p, l Skill)) {
 	}
 }
 
-// retained calls fn for every key of pinned that live has too, in key order,
-// with the value in each.
+// retained calls fn for every key of both maps, in key order.
 func retained[V any](pinned, live map[string]V, fn func(key string, p, l V)) {
 	for _, k := range sortedKeys(pinned) {
 		if l, ok := live[k]; ok {
@@ -164,7 +143,7 @@ func retained[V any](pinned, live map[string]V, fn func(key string, p, l V)) {
 	}
 }
 
-// onlyIn returns the keys of m that other lacks, in order.
+// onlyIn returns the keys of m that other lacks, sorted.
 func onlyIn[V any](m, other map[string]V) []string {
 	var out []string
 	for _, k := range sortedKeys(m) {
@@ -175,9 +154,7 @@ func onlyIn[V any](m, other map[string]V) []string {
 	return out
 }
 
-// retainedFlows calls fn for every OAuth 2.0 flow that two oauth2 schemes
-// (the pinned and the live declaration of one name) both declare, in name
-// order; for schemes of another type it does nothing.
+// retainedFlows calls fn for every flow both oauth2 schemes declare, in order.
 func retainedFlows(p, l SecurityScheme, fn func(flow string, pf, lf OAuthFlow)) {
 	if p.Type == "oauth2" && l.Type == "oauth2" {
 		retained(p.Flows, l.Flows, fn)
@@ -185,11 +162,10 @@ func retainedFlows(p, l SecurityScheme, fn func(flow string, pf, lf OAuthFlow)) 
 }
 
 // extensionsByURI indexes a card's extensions by URI (the first of a
-// duplicated URI wins) together with their served index.
+// duplicated URI wins) with their index (servedPaths maps it to the served one).
 func extensionsByURI(c *Card) map[string]indexedExtension {
 	m := make(map[string]indexedExtension, len(c.Capabilities.Extensions))
 	for i, e := range c.Capabilities.Extensions {
-		// i indexes the parsed list; servedPaths maps it to the served entry.
 		if _, dup := m[e.URI]; !dup {
 			m[e.URI] = indexedExtension{e, i}
 		}
@@ -206,13 +182,11 @@ func extensionPointer(i int, field ...string) string {
 	return pointer(append([]string{"capabilities", "extensions", strconv.Itoa(i)}, field...)...)
 }
 
-// sortedKeys returns the keys of m in order.
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// plainStrings returns a copy of s that is never nil, for Before/After values
-// (a declared-empty and an absent list both marshal as []).
+// plainStrings returns a copy of s that is never nil, for Before/After.
 func plainStrings(s []string) []string {
 	if s == nil {
 		return []string{}

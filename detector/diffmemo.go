@@ -7,14 +7,12 @@ import (
 	"strings"
 )
 
-// diffMemoOverhead is what a memo entry costs beside its findings' encoded
-// size (the entry, its list element and map slot, its key).
+// diffMemoOverhead is what an entry costs beside its findings.
 const diffMemoOverhead = 256
 
 // DiffMemo remembers Diff's findings per pair of cards, keyed by both digests
-// and both cards' signatureState (what the digest leaves out), so that a
-// drifted task's pair is diffed once. It is bounded in bytes (each entry as
-// twice its findings' JSON encoding, plus an overhead). Safe for concurrent
+// and both cards' signatureState (what the digest leaves out). An entry counts
+// as twice its findings' JSON encoding plus an overhead. Safe for concurrent
 // use; the nil *DiffMemo diffs every time.
 type DiffMemo struct {
 	cache lru[diffKey, []Finding]
@@ -22,12 +20,9 @@ type DiffMemo struct {
 
 type diffKey struct{ pinned, live, pinnedSigs, liveSigs string }
 
-// signatureState is what of c its digest does not determine: whether it
-// was served signed, the nonconformance Parse found in its "signatures"
-// member, and each verification outcome, encoded without ambiguity
-// (length-prefixed fields). "" for a card served without signatures and
-// with no nonconformance there — the common case, which costs no
-// allocation.
+// signatureState encodes (length-prefixed) what of c its digest does not
+// determine: whether it was served signed, the nonconformance in its
+// "signatures" and each verification outcome. "" in the common unsigned case.
 func signatureState(c *Card) string {
 	var sigConf []Nonconformance
 	for _, n := range c.Conformance {
@@ -59,8 +54,8 @@ func signatureState(c *Card) string {
 	return string(b)
 }
 
-// NewDiffMemo returns a memo bounded to maxBytes; nil when maxBytes is not
-// positive (no memo).
+// NewDiffMemo returns a memo bounded to maxBytes; nil (no memo) when it is
+// not positive.
 func NewDiffMemo(maxBytes int64) *DiffMemo {
 	if maxBytes <= 0 {
 		return nil
@@ -68,10 +63,8 @@ func NewDiffMemo(maxBytes int64) *DiffMemo {
 	return &DiffMemo{cache: newLRU[diffKey, []Finding](math.MaxInt, int(min(maxBytes, math.MaxInt)))}
 }
 
-// Diff returns Diff(pinned, live), where pinned is the card whose canonical
-// digest is pinnedDigest and live the card of liveDigest. The result may be
-// shared with other callers: do not modify it or its findings (appending to
-// it allocates: its capacity is its length).
+// Diff returns Diff(pinned, live) for the cards of those digests. The result
+// may be shared: do not modify it (appending to it allocates).
 func (m *DiffMemo) Diff(pinnedDigest, liveDigest string, pinned, live *Card) []Finding {
 	if m == nil || pinnedDigest == "" || liveDigest == "" || pinned == nil || live == nil {
 		return Diff(pinned, live)
@@ -90,7 +83,6 @@ func (m *DiffMemo) Diff(pinnedDigest, liveDigest string, pinned, live *Card) []F
 	return m.cache.put(k, fs, size+2*len(b), func([]Finding) bool { return true })
 }
 
-// Len returns how many pairs the memo holds.
 func (m *DiffMemo) Len() int {
 	if m == nil {
 		return 0

@@ -11,39 +11,29 @@ import (
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// DigestMemoSize is the number of entries in the memo behind Digest, and
-// DigestMemoBytes the most it holds of the bodies (of up to DigestMemoBody
-// bytes) it keeps to verify hits against: about 5 MiB in all.
+// Bounds of the memo behind Digest: entries, bytes of the bodies it keeps to
+// verify hits against, and the longest body it keeps.
 const (
 	DigestMemoSize  = 4096
 	DigestMemoBytes = 4 << 20
 	DigestMemoBody  = 64 << 10
 )
 
-// signaturesKey is the top-level card member that card digests and signing
-// payloads leave out (A2A v1.0 §8.4.1).
+// signaturesKey is the member digests leave out (A2A v1.0 §8.4.1).
 const signaturesKey = "signatures"
 
-// digestOptions canonicalize a card as served, under the jcs default limits
-// (1 MiB, 64 levels), without its top-level signatures.
 var digestOptions = jcs.Options{Omit: signaturesKey, RequireObject: true}
 
 var defaultMemo = NewDigestMemo(DigestMemoSize)
 
-// Digest returns the digest of the agent card raw as served: "sha256:" and
-// the lowercase hex SHA-256 of the RFC 8785 (JCS) canonical form of the card
-// with its top-level "signatures" member removed. Whitespace, key order and
-// number spelling do not change it; any other edit does.
-//
-// Results are memoised in a process-wide DigestMemo of DigestMemoSize
-// entries; errors are not. Digest checks only that raw is a JSON object: it
-// returns the *SyntaxError of Parse otherwise. It is safe for concurrent use.
+// Digest returns "sha256:<hex>" of the RFC 8785 canonical form of the card
+// raw as served, without its top-level "signatures". It checks only that raw
+// is a JSON object (else the *SyntaxError of Parse). Results, not errors, are
+// memoised process-wide.
 func Digest(raw []byte) (string, error) { return defaultMemo.Digest(raw) }
 
-// digestUncached canonicalizes and hashes raw, bypassing every memo.
 func digestUncached(raw []byte) (string, error) { return digestWith(raw, digestOptions) }
 
-// digestWith is digestUncached under opt.
 func digestWith(raw []byte, opt jcs.Options) (string, error) {
 	bp := getBuf()
 	b, err := jcs.AppendCanonical((*bp)[:0], raw, opt)
@@ -69,8 +59,7 @@ func formatDigest(sum [sha256.Size]byte) string {
 	return string(out[:])
 }
 
-// hexPairs holds, for each byte, its two lowercase hex digits ('0' '0' to
-// 'f' 'f') as a big-endian pair.
+// hexPairs holds each byte's two hex digits as a big-endian pair.
 var hexPairs = func() (t [256]uint16) {
 	const digits = "0123456789abcdef"
 	for b := range t {
@@ -79,8 +68,8 @@ var hexPairs = func() (t [256]uint16) {
 	return t
 }()
 
-// Canonical forms are written into pooled buffers; buffers that grew past
-// maxPooledBuf (a huge card) are dropped rather than kept.
+// Canonical forms are written into pooled buffers; one that grew past
+// maxPooledBuf is dropped.
 const maxPooledBuf = 256 << 10
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
@@ -95,18 +84,16 @@ func putBuf(bp *[]byte, b []byte) {
 	bufPool.Put(bp)
 }
 
-// DigestMemo memoises card digests by the bytes of the card, evicting the
-// least recently used. A body of up to DigestMemoBody bytes is found by its
-// seeded hash and compared with the body held, so a hit is never another
-// body's digest; a longer one is found by its SHA-256 and not kept. It is safe
-// for concurrent use; use NewDigestMemo.
+// DigestMemo memoises card digests by the card's bytes, least recently used
+// out. A body of up to DigestMemoBody bytes is found by its seeded hash and
+// compared with the copy held, so a hit is never another body's digest; a
+// longer one is found by its SHA-256. Safe for concurrent use.
 type DigestMemo struct {
 	seed  maphash.Seed
 	cache lru[memoKey, memoEntry]
 }
 
-// memoKey identifies a body: a short one by its seeded hash (sum zero), a
-// long one by its SHA-256 (hash zero).
+// memoKey is a short body's seeded hash or a long one's SHA-256.
 type memoKey struct {
 	hash uint64
 	sum  [sha256.Size]byte
@@ -117,15 +104,12 @@ type memoEntry struct {
 	digest string
 }
 
-// NewDigestMemo returns a memo of at most size entries (at least 1) and
-// DigestMemoBytes of bodies.
+// NewDigestMemo returns a memo of at most size entries and DigestMemoBytes.
 func NewDigestMemo(size int) *DigestMemo {
 	return &DigestMemo{seed: maphash.MakeSeed(), cache: newLRU[memoKey, memoEntry](max(size, 1), DigestMemoBytes)}
 }
 
-// Digest is the package-level Digest with this memo: it returns the memoised
-// digest of raw, or computes and remembers it. It returns the errors of the
-// package-level Digest, which are not remembered.
+// Digest is the package-level Digest with this memo.
 func (m *DigestMemo) Digest(raw []byte) (string, error) {
 	k := m.key(raw)
 	// e.raw is never written, so it is compared outside the lock.
@@ -159,11 +143,10 @@ func (m *DigestMemo) key(raw []byte) memoKey {
 	return memoKey{sum: sha256.Sum256(raw)}
 }
 
-// keeps reports whether the memo keeps bodies of n bytes to compare.
 func keeps(n int) bool { return n <= DigestMemoBody }
 
-// lru is a map bounded by its number of entries and by the sum of their
-// costs, evicting the least recently used. Safe for concurrent use.
+// lru is a map bounded by entries and by the sum of their costs, least
+// recently used out. Safe for concurrent use.
 type lru[K comparable, V any] struct {
 	maxLen, maxCost int
 
@@ -183,7 +166,6 @@ func newLRU[K comparable, V any](maxLen, maxCost int) lru[K, V] {
 	return lru[K, V]{maxLen: maxLen, maxCost: maxCost, index: map[K]*list.Element{}}
 }
 
-// get returns the value of k and marks it used.
 func (c *lru[K, V]) get(k K) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -221,7 +203,6 @@ func (c *lru[K, V]) drop(el *list.Element) {
 	c.cost -= e.cost
 }
 
-// Len returns the number of entries held.
 func (c *lru[K, V]) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

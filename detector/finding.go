@@ -43,30 +43,31 @@ func (s *Severity) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Finding is one difference between a pinned and a live card, or one task-level
-// observation (unmodeled-skill, artifact-type-undeclared, blind-retry).
+// newFinding is a finding whose message is that of rule+variant (variant ""
+// or "/name") rendered with kv.
+func newFinding(rule, variant string, sev Severity, path string, before, after any, kv ...string) Finding {
+	return Finding{Rule: rule, Severity: sev, Path: path, Before: before, After: after, Message: render(rule+variant, kv...)}
+}
+
+// Finding is one difference between a pinned and a live card, or one
+// task-level observation.
 type Finding struct {
 	Rule     string   `json:"rule"`
 	Severity Severity `json:"severity"`
-	// Path is a JSON pointer (RFC 6901) into the card the finding is about: the
-	// live card for additions and changes, the pinned card for removals.
+	// Path is a JSON pointer into the live card, or the pinned card for
+	// removals.
 	Path    string `json:"path"`
 	Before  any    `json:"before"`
 	After   any    `json:"after"`
 	Message string `json:"message"`
 
-	// Skill is the skill id the finding concerns, "" for card-wide findings.
-	// Verdicts use it to decide whether a finding touches a task.
-	Skill string `json:"skill,omitempty"`
-	// Scheme is the security scheme name the finding concerns, if any.
-	Scheme string `json:"scheme,omitempty"`
-	// Scope is the OAuth scope the finding concerns (oauth-scope-removed).
-	Scope string `json:"scope,omitempty"`
-	// Extension is the extension URI the finding concerns, if any.
+	// What the finding concerns, for Touches: "" when card-wide.
+	Skill     string `json:"skill,omitempty"`
+	Scheme    string `json:"scheme,omitempty"`
+	Scope     string `json:"scope,omitempty"`
 	Extension string `json:"extension,omitempty"`
 
 	// Touches reports that the finding affects the task it was evaluated for
-	// (set by Evaluate and EvaluateUnknown; false from Diff, which knows no
-	// task).
+	// (false from Diff, which knows no task).
 	Touches bool `json:"touches"`
 }

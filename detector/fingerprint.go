@@ -15,10 +15,8 @@ import (
 //	 "skills": [{"id": …, "inputModes": […], "outputModes": […]}, …],
 //	 "streaming": bool}
 //
-// with skills sorted by id and each skill's effective modes (its own, else the
-// card's defaults) sorted and de-duplicated as written. It changes exactly when
-// what a planner negotiates against changes — a skill's identity or modes, or
-// streaming or push support — whatever the card's version says.
+// with skills sorted by id and each skill's effective modes sorted and
+// de-duplicated as written.
 func Fingerprint(c *Card) string {
 	v := fpObject(
 		fpMember("pushNotifications", jcs.Bool(c.Capabilities.PushNotifications)),
@@ -29,11 +27,8 @@ func Fingerprint(c *Card) string {
 }
 
 // StructuralDigest returns "sha256:<hex>" over everything in the normalised
-// card that can break a task, leaving out descriptive text (name, description,
-// version, skill names, descriptions, examples and tags, provider,
-// documentation and icon URLs, scheme and extension descriptions). Two cards
-// with equal structural digests differ, if at all, only in what a reader sees.
-// Because it is computed from the normalised model, a v0.3 card and its
+// card that can break a task: all but descriptive text (the fields
+// checkDescriptiveText compares, and the version). A v0.3 card and its
 // faithful v1.0 rewrite have the same structural digest.
 func StructuralDigest(c *Card) string {
 	v := fpObject(
@@ -69,8 +64,7 @@ func StructuralDigest(c *Card) string {
 	return fpHash(&v)
 }
 
-// fpSkill is a skill as both digests see it: its id and effective modes, and
-// the members in more.
+// fpSkill is a skill's id and effective modes, and the members in more.
 func fpSkill(c *Card, s Skill, more ...jcs.Member) jcs.Value {
 	return fpObject(append([]jcs.Member{
 		fpMember("id", jcs.Str(s.ID)),
@@ -117,7 +111,6 @@ func fpMember(k string, v jcs.Value) jcs.Member { return jcs.Member{Key: k, Valu
 
 func fpStrings(ss []string) jcs.Value { return fpArray(ss, jcs.Str) }
 
-// fpArray is an array of fn of each element of xs.
 func fpArray[T any](xs []T, fn func(T) jcs.Value) jcs.Value {
 	out := make([]jcs.Value, len(xs))
 	for i, x := range xs {
@@ -126,8 +119,7 @@ func fpArray[T any](xs []T, fn func(T) jcs.Value) jcs.Value {
 	return jcs.Value{Kind: jcs.Array, Elems: out}
 }
 
-// fpMap is an object with a member per key of m, its value fn of m's (in no
-// order: jcs.Append writes members sorted).
+// fpMap is an object of fn of m's values, in no order (jcs.Append sorts).
 func fpMap[V any](m map[string]V, fn func(V) jcs.Value) jcs.Value {
 	ms := make([]jcs.Member, 0, len(m))
 	for k, v := range m {
@@ -136,5 +128,4 @@ func fpMap[V any](m map[string]V, fn func(V) jcs.Value) jcs.Value {
 	return fpObject(ms...)
 }
 
-// fpSorted returns a sorted copy of ss without duplicates.
 func fpSorted(ss []string) []string { return slices.Compact(slices.Sorted(slices.Values(ss))) }

@@ -5,8 +5,7 @@ import "strings"
 // MethodKind classifies an A2A method name of any protocol version.
 type MethodKind int
 
-// Method kinds. Unknown is a method carddrift does not model: a transition on it
-// is capability-dependent by definition.
+// Method kinds; a transition on MethodUnknown is capability-dependent.
 const (
 	MethodUnknown MethodKind = iota
 	MethodSend
@@ -53,15 +52,13 @@ var methodKinds = map[string]MethodKind{
 	"GetExtendedAgentCard":             MethodExtendedCard,
 }
 
-// ClassifyMethod returns the kind of an A2A method name (v0.1, v0.2/0.3 or
-// v1.0 spelling); MethodUnknown for anything else.
+// ClassifyMethod returns the kind of an A2A method name of any version.
 func ClassifyMethod(method string) MethodKind {
 	return methodKinds[method]
 }
 
 // IsCapabilityMethod reports whether a request on method depends on
-// card-declared capabilities: streaming and resubscription, push-notification
-// configuration, the extended card, and any method carddrift does not model.
+// card-declared capabilities (an unknown method does).
 func IsCapabilityMethod(method string) bool {
 	switch ClassifyMethod(method) {
 	case MethodStream, MethodResubscribe, MethodPushConfig, MethodExtendedCard, MethodUnknown:
@@ -73,7 +70,7 @@ func IsCapabilityMethod(method string) bool {
 // State is a task state in the v0.3 spelling.
 type State string
 
-// Task states (v0.3 spelling; v1.0 TASK_STATE_* names normalise onto them).
+// Task states; v1.0 TASK_STATE_* names normalise onto them.
 const (
 	StateSubmitted     State = "submitted"
 	StateWorking       State = "working"
@@ -86,8 +83,8 @@ const (
 	StateUnknown       State = "unknown"
 )
 
-// NormalizeState maps a v0.3 or v1.0 state spelling onto State. ok is false for
-// a state carddrift does not model (the result is then StateUnknown).
+// NormalizeState maps a v0.3 or v1.0 state spelling onto State; ok is false
+// (and the result StateUnknown) for a state carddrift does not model.
 func NormalizeState(s string) (State, bool) {
 	if strings.HasPrefix(s, "TASK_STATE_") {
 		s = strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(s, "TASK_STATE_"), "_", "-"))
@@ -115,9 +112,8 @@ func (s State) Terminal() bool {
 	return false
 }
 
-// IsCapabilityState reports whether a status transition to state depends on
-// card-declared fields: input-required, auth-required, and any state the
-// client did not model. Terminal states, submitted and working do not.
+// IsCapabilityState reports whether a transition to state depends on
+// card-declared fields: input-required, auth-required, and unmodeled states.
 func IsCapabilityState(state string) bool {
 	st, ok := NormalizeState(state)
 	if !ok {
@@ -130,8 +126,8 @@ func IsCapabilityState(state string) bool {
 	return false
 }
 
-// schemaClassCodes are JSON-RPC / A2A error codes that are runtime symptoms of
-// a card that no longer matches what the client planned against.
+// schemaClassCodes are the error codes that are symptoms of a card that no
+// longer matches what the client planned against.
 var schemaClassCodes = map[int]string{
 	-32602: "InvalidParams",
 	-32601: "MethodNotFound",
@@ -143,9 +139,8 @@ var schemaClassCodes = map[int]string{
 	-32009: "VersionNotSupported",
 }
 
-// IsSchemaClassError reports whether an error code is in the schema class
-// (-32602, -32601, -32003, -32004, -32005, -32007, -32008, -32009): it forces
-// revalidation before any retry is judged.
+// IsSchemaClassError reports whether an error code is in the schema class,
+// which forces revalidation before any retry is judged.
 func IsSchemaClassError(code int) bool {
 	_, ok := schemaClassCodes[code]
 	return ok

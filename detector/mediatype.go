@@ -5,26 +5,10 @@ import (
 	"strings"
 )
 
-// Media types and input/output modes.
-//
-// Cards declare modes as media types ("text/plain", "image/*"), sometimes with
-// parameters ("text/plain; charset=utf-8"), in any case, and older cards use
-// the legacy part kinds of A2A v0.1/v0.2. NormalizeMediaType maps all of them
-// onto one comparable form:
-//
-//   - surrounding space is trimmed and the result is lower-cased (media types
-//     are case-insensitive, RFC 2045 §5.1);
-//   - parameters are dropped: they never change what a type covers;
-//   - "text" (legacy TextPart) means "text/plain";
-//   - "data" (legacy DataPart, structured JSON) means "application/json";
-//   - "file" (legacy FilePart, which may carry any media type) means "*/*";
-//   - "*" means "*/*".
-//
-// Any other value, including values without a slash such as a vendor's
-// "task-status", is kept as it is (lower-cased) and only covers itself.
-
 // NormalizeMediaType returns the comparable form of a declared mode or media
-// type; see the mapping above. It returns "" for an empty or blank value.
+// type: trimmed, lower-cased (RFC 2045 §5.1), parameters dropped, and the
+// v0.1/v0.2 part kinds mapped: "text" is text/plain, "data" application/json,
+// "file" and "*" are */*. Any other value only covers itself; "" stays "".
 func NormalizeMediaType(s string) string {
 	if i := strings.IndexByte(s, ';'); i >= 0 {
 		s = s[:i]
@@ -34,8 +18,7 @@ func NormalizeMediaType(s string) string {
 		s = strings.ToLower(s)
 	}
 	if i := strings.IndexByte(s, '/'); i > 0 {
-		// "type / subtype" is not valid, but trimming around the slash costs
-		// nothing and keeps a stray space from looking like a change.
+		// "type / subtype" is not valid: a stray space is not a change.
 		if strings.IndexByte(s, ' ') >= 0 || strings.IndexByte(s, '\t') >= 0 {
 			s = strings.TrimSpace(s[:i]) + "/" + strings.TrimSpace(s[i+1:])
 		}
@@ -61,18 +44,14 @@ func isLowerASCII(s string) bool {
 	return true
 }
 
-// Covers reports whether any of modes covers mediaType. Both sides are
-// normalised first. "*/*" covers everything, "type/*" covers every subtype of
-// type (and "type/*" itself), and any other mode covers only an equal type. A
-// wildcard mediaType is covered only by an equal or wider wildcard: ["image/png"]
-// does not cover "image/*". An empty mediaType is never covered.
+// Covers reports whether any of modes covers mediaType, both normalised:
+// "*/*" covers everything, "type/*" every subtype of type (and itself), any
+// other mode only an equal type. An empty mediaType is never covered.
 func Covers(modes []string, mediaType string) bool {
 	t := NormalizeMediaType(mediaType)
 	return t != "" && slices.ContainsFunc(modes, func(m string) bool { return coversNormalized(NormalizeMediaType(m), t) })
 }
 
-// coversNormalized reports whether mode m covers media type t; both are
-// normalised.
 func coversNormalized(m, t string) bool {
 	if m == "" {
 		return false
@@ -86,10 +65,8 @@ func coversNormalized(m, t string) bool {
 	return false
 }
 
-// normalizeModes returns the normalised, sorted, de-duplicated modes with every
-// mode that another mode of the list covers removed ("*/*" absorbs
-// "text/plain"). Two lists with the same result cover exactly the same media
-// types.
+// normalizeModes returns the normalised, sorted, distinct modes that no other
+// covers: lists with the same result cover the same media types.
 func normalizeModes(modes []string) []string {
 	out := make([]string, 0, len(modes))
 	for _, m := range modes {
@@ -108,11 +85,9 @@ func normalizeModes(modes []string) []string {
 	return kept
 }
 
-// modeDelta compares two declared mode lists by coverage. removed holds the
-// modes of before that after no longer covers, added the modes of after that
-// before did not cover; both keep the declared spelling and order and are nil
-// when empty. A change of order, case, parameters, legacy spelling or
-// duplicates yields neither.
+// modeDelta compares two declared mode lists by coverage: the modes of before
+// that after no longer covers and of after that before did not, as declared
+// (nil when none).
 func modeDelta(before, after []string) (removed, added []string) {
 	if slices.Equal(before, after) {
 		return nil, nil
@@ -124,24 +99,19 @@ func modeDelta(before, after []string) (removed, added []string) {
 	return uncovered(before, na), uncovered(after, nb)
 }
 
-// uncovered returns the modes of declared (de-duplicated by normal form) that
-// no mode of the normalised list by covers.
+// uncovered returns the modes of declared (distinct in normal form) that no
+// mode of the normalised list by covers.
 func uncovered(declared, by []string) []string {
-	var out []string
-	var seen []string
+	var out, seen []string
 	for _, m := range declared {
 		n := NormalizeMediaType(m)
 		if n == "" || slices.Contains(seen, n) {
 			continue
 		}
 		seen = append(seen, n)
-		if !coveredByNormalized(by, n) {
+		if !slices.ContainsFunc(by, func(b string) bool { return coversNormalized(b, n) }) {
 			out = append(out, m)
 		}
 	}
 	return out
-}
-
-func coveredByNormalized(modes []string, t string) bool {
-	return slices.ContainsFunc(modes, func(m string) bool { return coversNormalized(m, t) })
 }

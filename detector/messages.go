@@ -6,17 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// messages holds the text of every finding, apart from the logic that finds
-// it. A key is a rule id, or "rule-id/variant" when one rule reports changes
-// that read differently (a rule has either a plain key or variants). {name} is
-// replaced by the value the check passes for name; values are already
-// formatted (quoted strings, lists), so templates add no quotes of their own.
-//
-// Placeholders in use: skill, scheme, flow, scope, uri, url, binding, before,
-// after, removed, added, fields, facets, version, reason (card-nonconformant:
-// what the parser found), signer (a signature: kid, alg, key, outcome), and
-// for task-level rules artifact, mediaType, modes, method, code, attempt,
-// digests and window (replicas-disagree).
+// messages holds the text of every finding, keyed by rule id or
+// "rule-id/variant" (a rule has either). {name} is replaced by the value the
+// check passes for name, already formatted: templates add no quotes.
 var messages = map[string]string{
 	RuleSkillRemoved: "skill {skill} is no longer offered",
 	RuleSkillAdded:   "skill {skill} is now offered",
@@ -107,55 +99,42 @@ var messages = map[string]string{
 	RuleSignatureRequired + "/untrusted":  "no signature of the live card verifies with a key trusted for this agent ({signer}: a key the signature's own jku names is the signer's claim, not trust), and signed cards are required",
 }
 
-// render returns the message for key (a rule id or "rule-id/variant") with
-// each {name} replaced by the value following name in kv. A placeholder with
-// no value is left as it is, which the registry audit catches.
+// render returns the message for key with each {name} replaced by the value
+// following name in kv; one with no value is left as it is.
 func render(key string, kv ...string) string {
 	tmpl, ok := messages[key]
 	if !ok {
 		return key
 	}
 	var b strings.Builder
-	b.Grow(len(tmpl) + 32)
 	for {
-		open := strings.IndexByte(tmpl, '{')
-		if open < 0 {
+		head, rest, open := strings.Cut(tmpl, "{")
+		name, tail, closed := strings.Cut(rest, "}")
+		if !open || !closed {
 			break
 		}
-		end := strings.IndexByte(tmpl[open:], '}')
-		if end < 0 {
-			break
+		b.WriteString(head)
+		i := 0
+		for i+1 < len(kv) && kv[i] != name {
+			i += 2
 		}
-		end += open
-		b.WriteString(tmpl[:open])
-		name := tmpl[open+1 : end]
-		val, found := "", false
-		for i := 0; i+1 < len(kv); i += 2 {
-			if kv[i] == name {
-				val, found = kv[i+1], true
-				break
-			}
-		}
-		if found {
-			b.WriteString(val)
+		if i+1 < len(kv) {
+			b.WriteString(kv[i+1])
 		} else {
-			b.WriteString(tmpl[open : end+1])
+			b.WriteString(tmpl[len(head) : len(tmpl)-len(tail)])
 		}
-		tmpl = tmpl[end+1:]
+		tmpl = tail
 	}
 	b.WriteString(tmpl)
 	return b.String()
 }
 
-// maxQuoted is the longest descriptive text, in runes, a message quotes in
-// full.
+// maxQuoted is the longest text, in runes, a message quotes in full.
 const maxQuoted = 60
 
-// quote formats an identifier or value for a message, Go-quoted and in full.
 func quote(s string) string { return strconv.Quote(s) }
 
-// quoteText formats descriptive text for a message: quoted, and shortened with
-// an ellipsis when longer than maxQuoted runes (Before/After keep it whole).
+// quoteText quotes descriptive text, shortened past maxQuoted runes.
 func quoteText(s string) string {
 	if utf8.RuneCountInString(s) > maxQuoted {
 		r := []rune(s)
@@ -164,11 +143,9 @@ func quoteText(s string) string {
 	return strconv.Quote(s)
 }
 
-// quoteList formats a list of values for a message: quoted and comma-separated,
-// or "none".
+// quoteList quotes and comma-separates ss, or says "none".
 func quoteList(ss []string) string { return joinQuoted(ss, quote) }
 
-// quoteTextList is quoteList for descriptive text (tags, examples).
 func quoteTextList(ss []string) string { return joinQuoted(ss, quoteText) }
 
 func joinQuoted(ss []string, q func(string) string) string {
@@ -182,19 +159,12 @@ func joinQuoted(ss []string, q func(string) string) string {
 	return strings.Join(out, ", ")
 }
 
-// versionList formats protocol versions for a message; a version the card
-// does not declare (v0.1 cards) reads "unspecified".
+// versionList is quoteList of protocol versions, "" read "unspecified".
 func versionList(vs []string) string {
-	if len(vs) == 0 {
-		return "none"
-	}
-	out := make([]string, len(vs))
-	for i, v := range vs {
+	return joinQuoted(vs, func(v string) string {
 		if v == "" {
-			out[i] = "unspecified"
-		} else {
-			out[i] = quote(v)
+			return "unspecified"
 		}
-	}
-	return strings.Join(out, ", ")
+		return quote(v)
+	})
 }

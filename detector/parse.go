@@ -16,16 +16,14 @@ type Limits = jcs.Limits
 // DefaultLimits are the limits Parse applies.
 var DefaultLimits = Limits{MaxBytes: jcs.DefaultMaxBytes, MaxDepth: jcs.DefaultMaxDepth}
 
-// Parse reads an agent card of any supported generation from raw bytes, under
-// DefaultLimits. See ParseLimits.
+// Parse is ParseLimits under DefaultLimits.
 func Parse(raw []byte) (*Card, error) { return ParseLimits(raw, DefaultLimits) }
 
 // ParseLimits reads an agent card of any generation (v0.1 to v1.0, hybrids,
-// and the shapes SDKs leak from their own types) and normalises it onto the
-// v1.0 shape; the Card keeps raw (not a copy). Any JSON object is a card:
-// Parse refuses only bytes that are not one (the sentinels of errors.go), and
-// reads around and lists in Card.Conformance what follows no known schema.
-// It is lenient where the meaning is unambiguous: nulls are absent fields,
+// SDK shapes) onto the v1.0 shape; the Card keeps raw (not a copy). It refuses
+// only bytes that are not a JSON object (the sentinels of errors.go) and lists
+// in Card.Conformance what follows no known schema. It is lenient where the
+// meaning is unambiguous: nulls are absent fields,
 // "true"/"false" strings (any case) are booleans, a single media type string
 // is a list of one (noted), the ts-proto oneof encoding ({"$case": …,
 // "value": …}) reads like the v1.0 form, and in cards with v1.0 fields empty
@@ -48,34 +46,28 @@ func ParseLimits(raw []byte, lim Limits) (*Card, error) {
 }
 
 // cardParser walks the JSON tree, noting in Card.Conformance what it cannot
-// read and reading around it.
+// read.
 type cardParser struct {
 	card *Card
 
-	v1, legacy bool // which generations' fields were seen
-	v01        bool // v0.1 "authentication"
+	v1, legacy, v01 bool // which generations' fields were seen
 }
 
-// note records a part of the card that follows no known schema.
 func (p *cardParser) note(ptr, reason string) {
 	p.card.Conformance = append(p.card.Conformance, Nonconformance{Path: ptr, Message: reason})
 }
 
-// wrongType notes a value of an unexpected JSON type.
 func (p *cardParser) wrongType(ptr, want string, got *jcs.Value) {
-	p.note(ptr, "want "+want+", got "+kindName(got.Kind))
+	p.note(ptr, "want "+want+", got "+kindNames[got.Kind])
 }
 
-// kindNames name the JSON kinds in notes.
 var kindNames = [...]string{jcs.Null: "null", jcs.False: "a boolean", jcs.True: "a boolean", jcs.Number: "a number",
 	jcs.String: "a string", jcs.Array: "an array", jcs.Object: "an object"}
 
-func kindName(k jcs.Kind) string { return kindNames[k] }
-
 func present(v *jcs.Value, ok bool) bool { return ok && v.Kind != jcs.Null }
 
-// member returns obj's member key when it is present and of kind k; a member
-// of another kind is noted (want names the kind) and read as absent.
+// member returns obj's member key when present and of kind k; a member of
+// another kind is noted and read as absent.
 func (p *cardParser) member(obj *jcs.Value, key, ptr string, k jcs.Kind, want string) *jcs.Value {
 	v, ok := obj.Get(key)
 	if !present(v, ok) {
@@ -117,9 +109,8 @@ func (p *cardParser) boolean(obj *jcs.Value, key, ptr string) bool {
 	return false
 }
 
-// strs reads an array of strings; nil when absent or null, non-nil when
-// present. Entries that are not strings are noted and skipped; a single string
-// is read as a one-element list (noted).
+// strs reads an array of strings: nil when absent, non-nil when present; a
+// single string is a list of one (noted).
 func (p *cardParser) strs(obj *jcs.Value, key, ptr string) []string {
 	v, ok := obj.Get(key)
 	if !present(v, ok) {
@@ -138,8 +129,7 @@ func (p *cardParser) strs(obj *jcs.Value, key, ptr string) []string {
 	return p.stringElems(v, ptr)
 }
 
-// stringElems returns the strings in the array arr; elements that are not
-// strings are noted and skipped.
+// stringElems returns the strings of arr; other elements are noted.
 func (p *cardParser) stringElems(arr *jcs.Value, ptr string) []string {
 	out := make([]string, 0, len(arr.Elems))
 	for i := range arr.Elems {
@@ -160,8 +150,7 @@ func (p *cardParser) array(obj *jcs.Value, key, ptr string) *jcs.Value {
 	return p.member(obj, key, ptr, jcs.Array, "an array")
 }
 
-// eachObject calls fn for every element of the array arr that is an object,
-// with its index and pointer (ptr/i); other elements are noted and skipped.
+// eachObject calls fn for every object element of arr; others are noted.
 func (p *cardParser) eachObject(arr *jcs.Value, ptr string, fn func(i int, ptr string, e *jcs.Value)) {
 	for i := range arr.Elems {
 		e := &arr.Elems[i]
@@ -204,9 +193,7 @@ func (p *cardParser) parse(root *jcs.Value) {
 	}
 }
 
-// proto3 applies the v1.0 (protobuf) reading of empty values to a card with
-// v1.0 fields: an empty list is an unset one, so skills with empty modes or
-// requirements inherit the card's, and empty card-level lists are absent.
+// proto3 reads empty lists as unset in a card with v1.0 fields.
 func (p *cardParser) proto3() {
 	c := p.card
 	c.DefaultInputModes = unsetIfEmpty(c.DefaultInputModes)
@@ -251,9 +238,8 @@ func normBinding(s string) string {
 
 func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 	c := p.card
-	// read reads the interface objects of arr; only v1.0 entries carry
-	// their own version and tenant, and a v0.3 additional interface equal
-	// to the preferred one is not repeated.
+	// Only v1.0 entries carry their own version and tenant; a v0.3
+	// additional interface equal to the preferred one is not repeated.
 	read := func(arr *jcs.Value, at string, v1 bool, bindingKeys ...string) {
 		p.eachObject(arr, at, func(_ int, ptr string, e *jcs.Value) {
 			binding, bindingKey := p.firstStr(e, ptr, bindingKeys...)
@@ -302,8 +288,8 @@ func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {
 	}
 }
 
-// firstStr reads the first of keys whose string value is not empty, and
-// returns it with the key it was read from (the last key when none is set).
+// firstStr reads the first of keys that is set, and the key (the last when
+// none is).
 func (p *cardParser) firstStr(obj *jcs.Value, ptr string, keys ...string) (value, key string) {
 	for _, key = range keys {
 		if value = p.str(obj, key, ptr); value != "" {
@@ -394,7 +380,6 @@ func (p *cardParser) skills(root *jcs.Value) {
 	c.buildSkillIndex()
 }
 
-// buildSkillIndex builds the id → position index over the sorted skills.
 func (c *Card) buildSkillIndex() {
 	c.skillIndex = make(map[string]int, len(c.Skills))
 	for i, s := range c.Skills {
@@ -402,10 +387,8 @@ func (c *Card) buildSkillIndex() {
 	}
 }
 
-// requirements reads a security requirement list in either generation's shape:
-// v0.3 [{"name": ["scope"]}] or v1.0 [{"schemes": {"name": {"list": ["scope"]}}}]
-// (also the unwrapped v1.0 variant [{"schemes": {"name": ["scope"]}}]).
-// Entries it cannot read are noted and skipped.
+// requirements reads v0.3 [{"name": ["scope"]}], v1.0
+// [{"schemes": {"name": {"list": ["scope"]}}}] or [{"schemes": {"name": ["scope"]}}].
 func (p *cardParser) requirements(v *jcs.Value, ptr string) []SecurityRequirement {
 	if v.Kind != jcs.Array {
 		p.wrongType(ptr, "an array", v)
@@ -422,33 +405,27 @@ func (p *cardParser) requirements(v *jcs.Value, ptr string) []SecurityRequiremen
 			m := &body.Members[j]
 			mptr := eptr + "/" + escapePointer(m.Key)
 			scopes := &m.Value
-			if scopes.Kind == jcs.Object {
-				l, ok := scopes.Get("list")
-				if !ok {
-					req[m.Key] = []string{}
-					continue
-				}
+			if l, ok := scopes.Get("list"); ok {
 				scopes, mptr = l, mptr+"/list"
+			} else if scopes.Kind == jcs.Object {
+				scopes = &jcs.Value{} // no list: no scopes
 			}
-			if scopes.Kind == jcs.Null {
-				req[m.Key] = []string{}
-				continue
-			}
-			if scopes.Kind != jcs.Array {
+			req[m.Key] = []string{}
+			switch scopes.Kind {
+			case jcs.Array:
+				req[m.Key] = p.stringElems(scopes, mptr)
+			case jcs.Null:
+			default:
 				p.wrongType(mptr, "an array of scopes", scopes)
-				req[m.Key] = []string{}
-				continue
 			}
-			req[m.Key] = p.stringElems(scopes, mptr)
 		}
 		out = append(out, req)
 	})
 	return out
 }
 
-// securityRequirements reads the security requirements of obj (the card or a
-// skill) from v1.0's "securityRequirements", else v0.3's "security", and
-// returns them with the key they were read from ("" when obj has neither).
+// securityRequirements reads v1.0 "securityRequirements", else v0.3
+// "security", of the card or a skill, and the key read ("" for neither).
 func (p *cardParser) securityRequirements(obj *jcs.Value, ptr string) ([]SecurityRequirement, string) {
 	if reqs, ok := obj.Get("securityRequirements"); present(reqs, ok) {
 		p.v1 = true
@@ -500,17 +477,14 @@ var schemeWrappers = []struct{ key, typ string }{
 	{"mtlsSecurityScheme", "mutualTLS"},
 }
 
-// schemeTypes maps the lower-cased v0.3 "type" of a security scheme onto
-// its v1.0 spelling.
+// schemeTypes maps the lower-cased v0.3 "type" onto its v1.0 spelling.
 var schemeTypes = map[string]string{
 	"apikey": "apiKey", "http": "http", "oauth2": "oauth2", "openidconnect": "openIdConnect",
 	"mutualtls": "mutualTLS", "mtls": "mutualTLS",
 }
 
-// oneof reads the encoding protobuf-based SDKs (ts-proto) leak for a oneof
-// field: {"<field>": {"$case": "<member>", "value": {…}}}. It returns the
-// member name and its value, or ok false when v (perhaps nil) holds no such
-// field.
+// oneof reads the ts-proto encoding of a oneof field of v (perhaps nil):
+// {"<field>": {"$case": "<member>", "value": {…}}}.
 func oneof(v *jcs.Value, field string) (member string, value *jcs.Value, ptr string, ok bool) {
 	if v == nil {
 		return "", nil, "", false
@@ -607,7 +581,6 @@ func (p *cardParser) scheme(v *jcs.Value, ptr string) SecurityScheme {
 	return s
 }
 
-// flow reads one OAuth 2.0 flow object.
 func (p *cardParser) flow(v *jcs.Value, ptr string) (OAuthFlow, bool) {
 	if v.Kind != jcs.Object {
 		p.wrongType(ptr, "an object", v)
@@ -634,7 +607,7 @@ func (p *cardParser) flow(v *jcs.Value, ptr string) (OAuthFlow, bool) {
 	return f, true
 }
 
-// authSchemes maps the lower-cased v0.1 authentication scheme names onto
+// authSchemes maps lower-cased v0.1 authentication scheme names onto
 // security schemes; those of no Type declare none.
 var authSchemes = map[string]SecurityScheme{
 	"public": {}, "none": {}, "anonymous": {}, "": {},
@@ -645,9 +618,8 @@ var authSchemes = map[string]SecurityScheme{
 	"mtls": {Type: "mutualTLS"}, "mutualtls": {Type: "mutualTLS"},
 }
 
-// authentication maps a v0.1 "authentication": {"schemes": [...]} onto
-// security schemes (one per named scheme) and requirements (any one of them).
-// "public", "none" and "anonymous" declare no scheme.
+// authentication maps v0.1 "authentication": {"schemes": [...]} onto one
+// security scheme per name and a requirement list of any one of them.
 func (p *cardParser) authentication(auth *jcs.Value) {
 	c := p.card
 	names := p.strs(auth, "schemes", "/authentication")
@@ -698,7 +670,7 @@ func (p *cardParser) shape(topVersion string) {
 	}
 }
 
-// escapePointer escapes one JSON-pointer reference token (RFC 6901).
+// escapePointer escapes one RFC 6901 reference token.
 func escapePointer(s string) string {
 	if !strings.ContainsAny(s, "~/") {
 		return s

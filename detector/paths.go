@@ -7,14 +7,10 @@ import (
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// servedPaths rewrites the paths of findings — which the checks build in the
-// card's v1.0 form — into JSON pointers that resolve in the card as served: a
-// v0.3 card's requirements are at /security, its preferred interface at /url,
-// a ts-proto scheme's fields under /scheme/value. A finding points into the
-// live card, or into the pinned card for something removed (a finding with a
-// Before and no After); when the thing is in neither form where expected (a
-// flag absent rather than false), the path is the deepest part of it that
-// resolves. card-nonconformant paths are served pointers already.
+// servedPaths rewrites the paths of findings, built in the card's v1.0 form,
+// into pointers that resolve in the card as served (a v0.3 card's
+// requirements are at /security): into the live card, or the pinned one for
+// a removal; else the deepest prefix that resolves.
 func servedPaths(fs []Finding, pinned, live *Card) {
 	var trees [2]*jcs.Value
 	tree := func(i int, c *Card) *jcs.Value {
@@ -45,8 +41,7 @@ func servedPaths(fs []Finding, pinned, live *Card) {
 			if n == 0 {
 				first = p
 			}
-			if c.Raw == nil {
-				// A card built by hand: nothing to resolve against.
+			if c.Raw == nil { // built by hand: nothing to resolve against
 				resolved = n == 0
 				break
 			}
@@ -146,7 +141,6 @@ func at(tok []string, i int) string {
 	return ""
 }
 
-// splitPointer splits an RFC 6901 pointer into unescaped reference tokens.
 func splitPointer(p string) []string {
 	if p == "" || p[0] != '/' {
 		return nil
@@ -160,36 +154,28 @@ func splitPointer(p string) []string {
 	return tok
 }
 
-// Resolve returns the value a JSON pointer names in v, and whether it exists.
-func resolve(v *jcs.Value, p string) (*jcs.Value, bool) {
+func resolves(v *jcs.Value, p string) bool {
 	for _, t := range splitPointer(p) {
 		switch v.Kind {
 		case jcs.Object:
 			next, ok := v.Get(t)
 			if !ok {
-				return nil, false
+				return false
 			}
 			v = next
 		case jcs.Array:
 			i, err := strconv.Atoi(t)
 			if err != nil || i < 0 || i >= len(v.Elems) || strconv.Itoa(i) != t {
-				return nil, false
+				return false
 			}
 			v = &v.Elems[i]
 		default:
-			return nil, false
+			return false
 		}
 	}
-	return v, true
+	return true
 }
 
-func resolves(v *jcs.Value, p string) bool {
-	_, ok := resolve(v, p)
-	return ok
-}
-
-// deepestPrefix returns the longest prefix of p that resolves in v ("" at
-// worst: the whole card).
 func deepestPrefix(v *jcs.Value, p string) string {
 	tok := splitPointer(p)
 	for n := len(tok); n > 0; n-- {

@@ -2,13 +2,10 @@ package detector
 
 import "slices"
 
-// Rule ids. They are part of the public contract (card.drift findings carry
-// them): never rename one, add a new id instead.
+// Rule ids: part of the public contract; never rename one.
 const (
-	RuleSkillRemoved = "skill-removed"
-	RuleSkillAdded   = "skill-added"
-	// RuleSkillRenamed: a pinned skill's id is gone and exactly one new id
-	// offers the same contract (check_skill_renamed.go). Since contract v1.2.
+	RuleSkillRemoved              = "skill-removed"
+	RuleSkillAdded                = "skill-added"
 	RuleSkillRenamed              = "skill-renamed"
 	RuleSkillInputModesChanged    = "skill-input-modes-changed"
 	RuleSkillOutputModesChanged   = "skill-output-modes-changed"
@@ -36,34 +33,22 @@ const (
 	RuleCardVersionChanged           = "card-version-changed"
 	RuleContentChangedWithoutVersion = "content-changed-without-version-bump"
 	RuleDescriptiveTextChanged       = "descriptive-text-changed"
-	// RuleCardNonconformant reports a part of the live card that follows no
-	// known version's schema (and that the pinned card did not already have).
-	RuleCardNonconformant = "card-nonconformant"
+	RuleCardNonconformant            = "card-nonconformant"
 
-	// Task-level rules: they compare a task's lifecycle events with its pin,
-	// not two cards, and are emitted by the task checks, not by Diff.
+	// Task-level rules: emitted by the task checks (CheckInputRequest,
+	// CheckArtifact, CheckRetry, EvaluateUnknown, CheckSigned,
+	// CheckReplicas), never by Diff.
 	RuleUnmodeledSkill         = "unmodeled-skill"
 	RuleArtifactTypeUndeclared = "artifact-type-undeclared"
 	RuleBlindRetry             = "blind-retry"
-	// RulePinnedCardUnknown: the task was pinned by a digest whose body
-	// carddrift never saw, and the live card has another digest: it is drift,
-	// but what changed cannot be listed.
-	RulePinnedCardUnknown = "pinned-card-unknown"
+	RulePinnedCardUnknown      = "pinned-card-unknown"
+	RuleSignatureRequired      = "signature-required"
+	RuleReplicasDisagree       = "replicas-disagree"
 
-	// Signature rules: who signed the pinned card and who signs the live one
-	// (Card.Signatures; see check_signatures.go).
 	RuleSignatureAdded   = "signature-added"
 	RuleSignatureRemoved = "signature-removed"
 	RuleSignatureInvalid = "signature-invalid"
 	RuleSignerChanged    = "signer-changed"
-	// RuleSignatureRequired is the posture for signed fleets (CheckSigned):
-	// no signature of the live card verifies, and the deployment requires
-	// one. Task-level: the shell adds it, Diff never does.
-	RuleSignatureRequired = "signature-required"
-	// RuleReplicasDisagree: replicas behind the agent's URL serve different
-	// cards at once (split brain; CheckReplicas). Task-level: the shell
-	// adds it from the agent's recent observations while the episode lasts.
-	RuleReplicasDisagree = "replicas-disagree"
 )
 
 // Areas group rules by the part of the card they look at.
@@ -81,29 +66,20 @@ const (
 	AreaTask         = "task"
 )
 
-// Rule is one kind of finding. Severity is the most serious severity the rule
-// can produce; the mode, extended-card, security-requirements, interface and
-// protocol-version rules grade each finding by direction (their checks say
-// how). Added/removed and enabled/disabled pairs are separate rules, and the
-// registry audit requires each to have its mirror or a written waiver.
-// Touches declares which tasks the rule's findings concern (see Touch).
+// Rule is one kind of finding. Severity is the most serious it produces
+// (some rules grade each finding by direction: their checks say how).
 type Rule struct {
-	ID       string
-	Severity Severity
-	Area     string
-	// TaskLevel marks a rule emitted from task lifecycle facts (see the task
-	// checks) rather than by comparing two cards; its Check is nil.
-	TaskLevel bool
-	// Touches is the one decision Touches (and so Judge) applies to the rule's
-	// findings.
-	Touches Touch
-	// Check returns this rule's findings between a pinned and a live card,
-	// complete with Rule, Severity and Message; pure and deterministic.
+	ID        string
+	Severity  Severity
+	Area      string
+	TaskLevel bool  // emitted from task lifecycle facts; Check is nil
+	Touches   Touch // which tasks the rule's findings concern
+	// Check returns the rule's findings between two cards, complete with
+	// Rule, Severity and Message; pure and deterministic.
 	Check func(pinned, live *Card) []Finding
 }
 
-// registry is the rule set in its fixed order: by area, then removal before
-// addition. Diff output is sorted independently of it.
+// registry is the rule set by area, removal before addition.
 var registry = []Rule{
 	{ID: RuleSkillRemoved, Severity: Breaking, Area: AreaSkills, Touches: TouchSkill, Check: checkSkillRemoved},
 	{ID: RuleSkillAdded, Severity: Info, Area: AreaSkills, Touches: TouchNone, Check: checkSkillAdded},
@@ -152,8 +128,7 @@ var registry = []Rule{
 	{ID: RuleReplicasDisagree, Severity: Warning, Area: AreaTask, TaskLevel: true, Touches: TouchAll},
 }
 
-// Rules returns every rule, card-level and task-level, in the registry's fixed
-// order. The slice is a copy: changing it does not change Diff.
+// Rules returns a copy of every rule, in the registry's order.
 func Rules() []Rule {
 	return slices.Clone(registry)
 }

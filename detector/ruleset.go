@@ -9,37 +9,22 @@ import (
 	"slices"
 )
 
-// RuleSet is a rule configuration beside the registry (in the manner of
-// oasdiff's checker/config.go): the registry's rules with some disabled and
-// some severities overridden. A nil *RuleSet is the registry as it is — what
-// carddrift serve judges with. Every caller that judges a task (the worker,
-// the re-evaluation of history, carddrift impact, the planner's Checker)
-// takes this one type, through the task core, so that an override means the
-// same thing everywhere.
-//
-// It is applied to a task's findings before Judge, so a disabled rule's
-// findings never reach a verdict and an overridden severity decides whether
-// a finding can abort a task (only breaking findings do) or matter at all
-// (info findings never do).
-//
-// The file form (carddrift replay --reevaluate --rules FILE) is JSON:
+// RuleSet is the registry's rules with some disabled and some severities
+// overridden; nil is the registry as it is. Every caller that judges a task
+// takes this one type, applied to the findings before Judge. The file form
+// (carddrift replay --reevaluate --rules FILE) is JSON:
 //
 //	{"disable": ["descriptive-text-changed"], "severity": {"interface-changed": "warning"}}
 type RuleSet struct {
-	// Disable lists rule ids whose findings are dropped, sorted.
-	Disable []string `json:"disable,omitempty"`
-	// Severity overrides the severity of every finding of a rule id.
+	Disable  []string            `json:"disable,omitempty"` // sorted
 	Severity map[string]Severity `json:"severity,omitempty"`
 }
 
-// ErrInvalidRuleSet is returned (wrapped, inside a *RuleSetError) by
-// ParseRuleSet and RuleSet.Validate for a rule set that is not the expected
-// JSON, names a rule id the registry does not know or a severity that does
-// not exist.
+// ErrInvalidRuleSet is what every *RuleSetError wraps.
 var ErrInvalidRuleSet = errors.New("invalid rules")
 
-// RuleSetError is the error ParseRuleSet and Validate return. Rule is the
-// offending rule id ("" when the file itself is malformed).
+// RuleSetError is the error of ParseRuleSet and Validate; Rule is "" when
+// the file itself is malformed.
 type RuleSetError struct {
 	Rule   string
 	Reason string
@@ -52,13 +37,10 @@ func (e *RuleSetError) Error() string {
 	return fmt.Sprintf("invalid rules: %q: %s", e.Rule, e.Reason)
 }
 
-// Unwrap returns ErrInvalidRuleSet.
 func (e *RuleSetError) Unwrap() error { return ErrInvalidRuleSet }
 
-// ParseRuleSet reads a rule set file. Every rule id must be one of the
-// registry's (RuleByID), every severity "info", "warning" or "breaking";
-// unknown fields, a rule both disabled and overridden, and trailing data are
-// errors. Errors are *RuleSetError (errors.Is ErrInvalidRuleSet).
+// ParseRuleSet reads a rule set file, checked as Validate checks; unknown
+// fields and trailing data are errors too. Errors are *RuleSetError.
 func ParseRuleSet(r io.Reader) (*RuleSet, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -93,9 +75,8 @@ func ParseRuleSet(r io.Reader) (*RuleSet, error) {
 	return rs, nil
 }
 
-// Validate checks a rule set built in code as ParseRuleSet checks a file:
-// known rule ids, valid severities, no rule both disabled and overridden. A
-// nil RuleSet is valid.
+// Validate checks for known rule ids, valid severities and no rule both
+// disabled and overridden. A nil RuleSet is valid.
 func (r *RuleSet) Validate() error {
 	if r == nil {
 		return nil
@@ -119,9 +100,8 @@ func (r *RuleSet) Validate() error {
 	return nil
 }
 
-// Apply returns the findings with disabled rules dropped and severities
-// overridden, in Diff's order (SortFindings). It does not modify fs. A nil
-// RuleSet returns a sorted copy of fs.
+// Apply returns a sorted copy of fs with disabled rules dropped and
+// severities overridden.
 func (r *RuleSet) Apply(fs []Finding) []Finding {
 	out := make([]Finding, 0, len(fs))
 	for _, f := range fs {

@@ -6,43 +6,23 @@ import (
 	"strings"
 )
 
-// UnmetKind names a requirement of a task that a card does not satisfy.
-// The values are stable kebab-case strings (print them, match on them).
+// UnmetKind names a requirement of a task that a card does not satisfy; the
+// values are stable.
 type UnmetKind string
 
 // Kinds of Unmet.
 const (
-	// UnmetSkill: the task's skill is not offered by the card.
-	UnmetSkill UnmetKind = "skill-not-offered"
-	// UnmetStreaming: the task needs streaming and the card does not declare
-	// capabilities.streaming.
-	UnmetStreaming UnmetKind = "streaming-not-supported"
-	// UnmetPushNotifications: the task needs push notifications and the card
-	// does not declare capabilities.pushNotifications.
-	UnmetPushNotifications UnmetKind = "push-notifications-not-supported"
-	// UnmetInputMode: a media type the task sends is not covered by the
-	// skill's effective input modes (Covers).
-	UnmetInputMode UnmetKind = "input-mode-not-accepted"
-	// UnmetOutputMode: a media type the task expects back is not covered by
-	// the skill's effective output modes.
-	UnmetOutputMode UnmetKind = "output-mode-not-produced"
-	// UnmetSecurityScheme: a security scheme the client authenticates with is
-	// not declared in the card's securitySchemes.
-	UnmetSecurityScheme UnmetKind = "security-scheme-missing"
-	// UnmetSecurityRequirements: the card (or the skill) requires security,
-	// and no requirement in its list is met by the client's schemes alone.
+	UnmetSkill                UnmetKind = "skill-not-offered"
+	UnmetStreaming            UnmetKind = "streaming-not-supported"
+	UnmetPushNotifications    UnmetKind = "push-notifications-not-supported"
+	UnmetInputMode            UnmetKind = "input-mode-not-accepted"  // not covered by the skill's effective input modes
+	UnmetOutputMode           UnmetKind = "output-mode-not-produced" // not covered by its effective output modes
+	UnmetSecurityScheme       UnmetKind = "security-scheme-missing"  // a scheme the client uses is not declared
 	UnmetSecurityRequirements UnmetKind = "security-requirements-unmet"
-	// UnmetScope: an OAuth scope the client requests (Requirements.Scopes)
-	// is offered by no flow of that scheme.
-	UnmetScope UnmetKind = "oauth-scope-not-offered"
-	// UnmetExtension: an extension the client activates is not declared.
-	UnmetExtension UnmetKind = "extension-not-declared"
-	// UnmetExtensionRequired: the card requires an extension the client does not
-	// activate (checked when the client lists its extensions).
-	UnmetExtensionRequired UnmetKind = "extension-required"
-	// UnmetExtendedCard: the task uses the extended card and the card does
-	// not offer one.
-	UnmetExtendedCard UnmetKind = "extended-card-not-offered"
+	UnmetScope                UnmetKind = "oauth-scope-not-offered" // by no flow of that scheme
+	UnmetExtension            UnmetKind = "extension-not-declared"  // the client activates it
+	UnmetExtensionRequired    UnmetKind = "extension-required"      // and the client (listing its extensions) does not activate it
+	UnmetExtendedCard         UnmetKind = "extended-card-not-offered"
 )
 
 // Unmet is one requirement of a task that a card does not satisfy.
@@ -50,17 +30,14 @@ type Unmet struct {
 	Kind UnmetKind `json:"kind"`
 	// Value is what is missing: the skill id, media type or scheme name
 	// (for UnmetSecurityRequirements, the client's schemes, comma-separated).
-	Value string `json:"value"`
-	// Message says it in words.
+	Value   string `json:"value"`
 	Message string `json:"message"`
 }
 
 // Unsatisfied returns what of req the card does not satisfy, in a fixed
-// order; nil when it satisfies the task. These are the requirements Touches
-// uses to judge drift, checked against one card (a planner's pre-dispatch
-// check): modes are covered by the skill's effective modes (a card that
-// declares none constrains nothing), and security is checked only when
-// req.Security names the client's schemes (names compare case-insensitively).
+// order (a planner's pre-dispatch check). A card that declares no modes
+// constrains none; security is checked only when req.Security names the
+// client's schemes (case-insensitively).
 func Unsatisfied(card *Card, req Requirements) []Unmet {
 	if card == nil {
 		return nil
@@ -79,10 +56,7 @@ func Unsatisfied(card *Card, req Requirements) []Unmet {
 	if req.ExtendedCard && !card.Capabilities.ExtendedAgentCard {
 		out = append(out, Unmet{UnmetExtendedCard, "extendedAgentCard", "the task uses the extended card and the card does not offer one"})
 	}
-	declared := map[string]Extension{}
-	for _, e := range card.Capabilities.Extensions {
-		declared[e.URI] = e
-	}
+	declared := extensionsByURI(card)
 	for _, uri := range req.Extensions {
 		if _, ok := declared[uri]; !ok {
 			out = append(out, Unmet{UnmetExtension, uri, fmt.Sprintf("extension %q is not declared", uri)})
@@ -156,7 +130,7 @@ func schemeNamed(card *Card, name string) (SecurityScheme, bool) {
 }
 
 // anyRequirementMet reports whether one requirement names only schemes the
-// client uses ({} means no authentication and is always met).
+// client uses ({} always is).
 func anyRequirementMet(reqs []SecurityRequirement, have []string) bool {
 	return slices.ContainsFunc(reqs, func(r SecurityRequirement) bool {
 		for name := range r {

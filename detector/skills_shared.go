@@ -8,14 +8,10 @@ import (
 	"strings"
 )
 
-// SkillContract is what a planner relies on when it sends a task to a skill,
-// and so what must hold for it to fall back from one agent to another that
-// offers a skill with the same id: the effective modes (the skill's, else the
-// card's defaults), whether the agent streams and pushes, and the security
-// that applies to the skill. Security compares scheme kinds, not names (a
-// scheme's name is local to its card): each alternative lists its schemes as
-// "http bearer", "apiKey header X-Key", "oauth2 [scopes]" and so on,
-// alternatives sorted, "none" for no authentication.
+// SkillContract is what a planner relies on when it falls back from one agent
+// to another offering a skill of the same id. Security compares scheme kinds,
+// not names (local to a card): "http bearer", "apiKey header X-Key",
+// "oauth2 [scopes]", alternatives sorted, "none" for no authentication.
 type SkillContract struct {
 	InputModes        []string `json:"inputModes"`
 	OutputModes       []string `json:"outputModes"`
@@ -24,8 +20,7 @@ type SkillContract struct {
 	Security          []string `json:"security"`
 }
 
-// ContractOf returns the contract of skill id on card c, and false when c
-// does not offer it.
+// ContractOf returns the contract of skill id on c, if c offers it.
 func ContractOf(c *Card, id string) (SkillContract, bool) {
 	s, ok := c.Skill(id)
 	if !ok {
@@ -45,7 +40,6 @@ func ContractOf(c *Card, id string) (SkillContract, bool) {
 	}, true
 }
 
-// securityKinds describes requirements by the kinds of their schemes.
 func securityKinds(c *Card, rs []SecurityRequirement) []string {
 	var alts []string
 	for _, r := range rs {
@@ -67,7 +61,6 @@ func securityKinds(c *Card, rs []SecurityRequirement) []string {
 	return slices.Compact(alts)
 }
 
-// schemeKind names a security scheme by what a client must do for it.
 func schemeKind(s SecurityScheme, name string) string {
 	switch s.Type {
 	case "":
@@ -80,17 +73,14 @@ func schemeKind(s SecurityScheme, name string) string {
 	return s.Type
 }
 
-// SkillDifference is one part of a shared skill's contract that differs
-// between agents: Field is a SkillContract member ("inputModes",
-// "outputModes", "streaming", "pushNotifications", "security"), Values its
-// value on each agent, by agent URL.
+// SkillDifference is a SkillContract member (its JSON name) that differs
+// between agents, with its value by agent URL.
 type SkillDifference struct {
 	Field  string         `json:"field"`
 	Values map[string]any `json:"values"`
 }
 
-// SharedSkill is a skill id that more than one agent offers: the agents
-// (sorted), whether their contracts agree, and where they do not.
+// SharedSkill is a skill id that more than one agent offers.
 type SharedSkill struct {
 	ID          string            `json:"id"`
 	Agents      []string          `json:"agents"`
@@ -98,11 +88,8 @@ type SharedSkill struct {
 	Differences []SkillDifference `json:"differences"`
 }
 
-// CompareSkills finds the skill ids that several of the cards (by agent URL)
-// offer and compares their contracts: a planner that falls back from one
-// agent to another offering the same skill id is silently wrong when they
-// differ. The result is sorted by id; skills only one agent offers are not
-// in it. Nil cards are skipped. Pure and deterministic.
+// CompareSkills compares the contracts of the skill ids that several of the
+// cards (by agent URL) offer, sorted by id. Nil cards are skipped.
 func CompareSkills(cards map[string]*Card) []SharedSkill {
 	byID := map[string][]string{}
 	for agent, c := range cards {

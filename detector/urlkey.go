@@ -5,14 +5,10 @@ import (
 	"strings"
 )
 
-// normalizeURL returns the form of an interface url under which two
-// spellings of one endpoint are equal: scheme and host in lower case, the
-// scheme's default port (443 for https, 80 for http) and an empty port
-// dropped, and an empty path written "/". So "https://Agent.Example.com:443"
-// equals "https://agent.example.com/". Path, query and fragment are kept as
-// they are (paths are case-sensitive), in the escaping URL.String gives
-// them. A url without a host (a gRPC "host:port" target, say), or one
-// net/url does not parse, is compared as written.
+// normalizeURL returns the form under which two spellings of one endpoint
+// are equal: host in lower case, the scheme's default port dropped, an empty
+// path written "/"; path, query and fragment as URL.String escapes them. A url
+// without a host (a gRPC target) or that net/url refuses is kept as written.
 func normalizeURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {

@@ -30,20 +30,18 @@ func Assess(findings []Finding, pinned, live *Card, req Requirements, posture Po
 func EvaluateUnknown(pinnedDigest, liveDigest string, live *Card, req Requirements, posture Posture, taskFindings ...Finding) ([]Finding, Verdict) {
 	all := append([]Finding(nil), taskFindings...)
 	if pinnedDigest != liveDigest {
-		all = append(all, Finding{
-			Rule: RulePinnedCardUnknown, Severity: Breaking, Before: pinnedDigest, After: liveDigest,
-			Message: render(RulePinnedCardUnknown, "before", pinnedDigest, "after", liveDigest),
-		})
+		all = append(all, newFinding(RulePinnedCardUnknown, "", Breaking, "", pinnedDigest, liveDigest,
+			"before", pinnedDigest, "after", liveDigest))
 	}
 	return Assess(all, live, live, req, posture)
 }
 
-// Judge decides what a task should do about findings between its pinned card
-// and the live card. Only findings that touch the task and are at least a
-// warning matter (Verdict.Impacting). Without an impacting breaking finding the
-// task continues; with one, FailClosed (also the empty posture) aborts, and
-// Degrade re-plans an idempotent task whose skill the live card still offers
-// (or offers under a new id: Verdict.ReplanSkill), and aborts otherwise.
+// Judge decides what a task should do about findings. Only findings that
+// touch the task and are at least a warning matter (Verdict.Impacting).
+// Without an impacting breaking finding the task continues; with one,
+// FailClosed (also "") aborts, and Degrade re-plans an idempotent task whose
+// skill the live card still offers (perhaps renamed: Verdict.ReplanSkill), and
+// aborts otherwise.
 func Judge(findings []Finding, pinned, live *Card, req Requirements, posture Posture) Verdict {
 	if posture == "" {
 		posture = FailClosed
@@ -123,8 +121,8 @@ func renamedTarget(impacting []Finding, live *Card, skillID string) string {
 	return ""
 }
 
-// summarize lists the rule ids of findings for a verdict's reason;
-// signature-required comes with its message, which says why the card failed.
+// summarize lists the rule ids for a verdict's reason; signature-required
+// comes with its message, which says why.
 func summarize(fs []Finding) string {
 	seen := map[string]bool{}
 	var parts []string
@@ -143,8 +141,7 @@ func summarize(fs []Finding) string {
 }
 
 // Touches reports whether a finding concerns what the task uses: its rule's
-// Touch decision, or, for a rule the registry does not know, whether it names
-// no skill or the task's skill.
+// Touch, or for an unknown rule whether it names no skill or the task's.
 func Touches(f Finding, pinned, live *Card, req Requirements) bool {
 	if pinned == nil {
 		pinned = &Card{}
@@ -158,47 +155,27 @@ func Touches(f Finding, pinned, live *Card, req Requirements) bool {
 	return f.Skill == "" || f.Skill == req.SkillID
 }
 
-// Touch is the part of a task's plan (its Requirements, read against the
-// pinned card) that a rule's findings must concern to affect the task. The
-// zero value is no declaration, which the registry audit refuses.
+// Touch is what of a task's plan a rule's findings must concern to affect
+// the task. The zero value is no declaration, which the registry audit refuses.
 type Touch int
 
-// Kinds of Touch.
+// Kinds of Touch: the finding affects a task when …
 const (
-	// TouchNone: the finding affects no task.
-	TouchNone Touch = iota + 1
-	// TouchAll: the finding affects every task on the agent.
-	TouchAll
-	// TouchSkill: the finding's skill is the task's skill.
-	TouchSkill
-	// TouchStreaming: the task streams.
-	TouchStreaming
-	// TouchPush: the task configures push notifications.
-	TouchPush
-	// TouchInputModes: the finding's skill is the task's, and a media type the
-	// task sends (any, when it names none) is no longer accepted.
-	TouchInputModes
-	// TouchOutputModes: as TouchInputModes for the types the task expects.
-	TouchOutputModes
-	// TouchDefaultInputModes: the task's skill takes the card's default input
-	// modes (or is not declared), and a type the task sends is no longer covered.
-	TouchDefaultInputModes
-	// TouchDefaultOutputModes: as TouchDefaultInputModes for output modes.
-	TouchDefaultOutputModes
-	// TouchScheme: the task authenticates with the finding's scheme (see usesScheme).
-	TouchScheme
-	// TouchScope: the task requests the finding's scope (see requestsScope).
-	TouchScope
-	// TouchRequirements: the finding is about the requirements that apply to the
-	// task's skill: its own, or the card's when it declares none in either card.
-	TouchRequirements
-	// TouchExtension: the task activates the finding's extension (see activates).
-	TouchExtension
-	// TouchExtensionRequired: the task does not activate the finding's extension,
-	// which the agent now requires.
-	TouchExtensionRequired
-	// TouchExtendedCard: the task uses the authenticated extended card.
-	TouchExtendedCard
+	TouchNone               Touch = iota + 1 // never
+	TouchAll                                 // always
+	TouchSkill                               // its skill is the task's
+	TouchStreaming                           // the task streams
+	TouchPush                                // the task configures push notifications
+	TouchInputModes                          // its skill is the task's and a type the task sends (any, when it names none) is no longer accepted
+	TouchOutputModes                         // as TouchInputModes for the types the task expects
+	TouchDefaultInputModes                   // the task's skill takes the card's default input modes and a type it sends is no longer covered
+	TouchDefaultOutputModes                  // as TouchDefaultInputModes for output modes
+	TouchScheme                              // the task authenticates with its scheme (usesScheme)
+	TouchScope                               // the task requests its scope (requestsScope)
+	TouchRequirements                        // it is about the requirements that apply to the task's skill
+	TouchExtension                           // the task activates its extension (activates)
+	TouchExtensionRequired                   // the task does not activate its extension, now required
+	TouchExtendedCard                        // the task uses the authenticated extended card
 )
 
 // String returns the kind's kebab-case name, or "undeclared".
@@ -211,8 +188,7 @@ func (t Touch) String() string {
 
 func (t Touch) valid() bool { return t >= TouchNone && t <= TouchExtendedCard }
 
-// touches holds each kind's name and its one decision; pinned and live are
-// never nil.
+// touches holds each kind's name and decision; pinned and live are never nil.
 var touches = [...]struct {
 	name   string
 	decide func(f Finding, pinned, live *Card, req Requirements) bool
@@ -248,9 +224,8 @@ var touches = [...]struct {
 		if f.Skill != "" {
 			return f.Skill == req.SkillID
 		}
-		// A skill's own requirements override the card's; when it declares
-		// its own in either card, its skill-level finding grades the change
-		// of what applies to it (see checkSecurityRequirements).
+		// A skill with requirements of its own in either card has its own
+		// finding (see checkSecurityRequirements).
 		return !ownRequirements(pinned, req.SkillID) && !ownRequirements(live, req.SkillID)
 	}},
 	TouchExtension: {"extension", func(f Finding, pinned, _ *Card, req Requirements) bool {
@@ -262,16 +237,15 @@ var touches = [...]struct {
 	TouchExtendedCard: {"extended-card", func(_ Finding, _, _ *Card, req Requirements) bool { return req.ExtendedCard }},
 }
 
-// usesDefaults reports whether the task's skill takes its modes from the
-// pinned card's defaults (a task with no or an unknown skill does).
+// usesDefaults reports whether the task's skill (if known) takes the pinned
+// card's default modes.
 func usesDefaults(pinned *Card, skillID string, undeclared func(Skill) bool) bool {
 	s, ok := skillByID(pinned, skillID)
 	return !ok || undeclared(s)
 }
 
-// modesTouch reports whether a mode change matters to the task: any does when
-// the task declares no modes (severity then decides); otherwise one that the
-// pinned card covered and the live card no longer does.
+// modesTouch: any mode change matters to a task that names no modes; else
+// one the pinned card covered and the live card no longer does.
 func modesTouch(skillID string, need []string, pinned, live *Card, modes func(*Card, Skill) []string) bool {
 	if len(need) == 0 {
 		return true
@@ -288,8 +262,8 @@ func modesTouch(skillID string, need []string, pinned, live *Card, modes func(*C
 	})
 }
 
-// usesScheme reports whether the task authenticates with scheme: named in its
-// requirements, else in a pinned requirement that applies to its skill.
+// usesScheme: scheme is named in the task's requirements, else in a pinned
+// requirement that applies to its skill.
 func usesScheme(scheme string, pinned *Card, req Requirements) bool {
 	if scheme == "" {
 		return true
@@ -303,9 +277,8 @@ func usesScheme(scheme string, pinned *Card, req Requirements) bool {
 	})
 }
 
-// requestsScope reports whether the task requests scope of scheme: listed in
-// Requirements.Scopes when the client named its scopes, else listed by a
-// pinned requirement that applies to the task's skill.
+// requestsScope: scope of scheme is in Requirements.Scopes when the client
+// named its scopes, else in a pinned requirement that applies to its skill.
 func requestsScope(scheme, scope string, pinned *Card, req Requirements) bool {
 	if scope == "" {
 		return usesScheme(scheme, pinned, req)
@@ -331,14 +304,12 @@ func requestsScope(scheme, scope string, pinned *Card, req Requirements) bool {
 	return false
 }
 
-// ownRequirements reports whether the skill has requirements of its own in c.
 func ownRequirements(c *Card, skillID string) bool {
 	s, ok := skillByID(c, skillID)
 	return ok && len(s.SecurityRequirements) > 0
 }
 
-// activates reports whether the task lists the extension uri, or the pinned
-// card requires it (no task ran on that card without it).
+// activates: the task lists uri, or the pinned card requires it.
 func activates(uri string, pinned *Card, req Requirements) bool {
 	if slices.Contains(req.Extensions, uri) {
 		return true
@@ -347,8 +318,8 @@ func activates(uri string, pinned *Card, req Requirements) bool {
 	return ok && e.Required
 }
 
-// CheckInputRequest returns an unmodeled-skill finding when an input request
-// refers to a skill the pinned card never declared.
+// CheckInputRequest returns an unmodeled-skill finding for an input request
+// on a skill the pinned card does not declare.
 func CheckInputRequest(pinned *Card, skillID string) (Finding, bool) {
 	if skillID == "" {
 		return Finding{}, false
@@ -356,14 +327,13 @@ func CheckInputRequest(pinned *Card, skillID string) (Finding, bool) {
 	if _, ok := pinned.Skill(skillID); ok {
 		return Finding{}, false
 	}
-	return Finding{
-		Rule: RuleUnmodeledSkill, Severity: Breaking, Path: "/skills", Before: nil, After: skillID,
-		Message: render(RuleUnmodeledSkill, "skill", quote(skillID)), Skill: skillID,
-	}, true
+	f := newFinding(RuleUnmodeledSkill, "", Breaking, "/skills", nil, skillID, "skill", quote(skillID))
+	f.Skill = skillID
+	return f, true
 }
 
-// CheckArtifact returns an artifact-type-undeclared finding for each media type
-// of an artifact that the pinned skill's effective output modes do not cover.
+// CheckArtifact returns an artifact-type-undeclared finding for each media
+// type the pinned skill's output modes do not cover.
 func CheckArtifact(pinned *Card, skillID, artifactID string, mediaTypes []string) []Finding {
 	var modes []string
 	path := "/defaultOutputModes"
@@ -381,19 +351,17 @@ func CheckArtifact(pinned *Card, skillID, artifactID string, mediaTypes []string
 	var out []Finding
 	for _, mt := range mediaTypes {
 		if !Covers(modes, mt) {
-			out = append(out, Finding{
-				Rule: RuleArtifactTypeUndeclared, Severity: Breaking, Path: path, Before: plainStrings(modes), After: mt,
-				Message: render(RuleArtifactTypeUndeclared, "artifact", quote(artifactID), "mediaType", quote(mt),
-					"modes", quoteList(modes), "skill", quote(skillID)),
-				Skill: skillID,
-			})
+			f := newFinding(RuleArtifactTypeUndeclared, "", Breaking, path, plainStrings(modes), mt, "artifact", quote(artifactID),
+				"mediaType", quote(mt), "modes", quoteList(modes), "skill", quote(skillID))
+			f.Skill = skillID
+			out = append(out, f)
 		}
 	}
 	return out
 }
 
-// Retry is what a task's history says about a retry (ErrorAt zero: no
-// schema-class error preceded it).
+// Retry is a task's retry; ErrorAt is zero when no schema-class error
+// preceded it.
 type Retry struct {
 	Method       string
 	Attempt      int
@@ -409,10 +377,8 @@ func CheckRetry(r Retry, liveDigest string) (Finding, bool) {
 	if r.Attempt <= 1 || r.ErrorAt.IsZero() || liveDigest == "" || r.PinnedDigest == liveDigest {
 		return Finding{}, false
 	}
-	return Finding{
-		Rule: RuleBlindRetry, Severity: Breaking, Path: "", Before: r.PinnedDigest, After: liveDigest,
-		Message: render(RuleBlindRetry, "attempt", strconv.Itoa(r.Attempt), "method", quote(r.Method),
-			"code", strconv.Itoa(r.ErrorCode)),
-		Skill: r.SkillID,
-	}, true
+	f := newFinding(RuleBlindRetry, "", Breaking, "", r.PinnedDigest, liveDigest,
+		"attempt", strconv.Itoa(r.Attempt), "method", quote(r.Method), "code", strconv.Itoa(r.ErrorCode))
+	f.Skill = r.SkillID
+	return f, true
 }

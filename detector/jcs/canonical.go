@@ -5,15 +5,9 @@ import (
 	"unsafe"
 )
 
-// Append appends the RFC 8785 canonical form of v to dst and returns the
-// extended buffer. It does not modify v: object members are written in
-// sorted order without being reordered in the tree.
-//
-// Append cannot fail on a tree built by Parse. For a hand-built tree it
-// assumes strings are valid UTF-8 (invalid bytes are copied through) and the
-// keys of an object distinct (a repeated key is written twice), and it writes
-// a Number whose Str is not a finite JSON number, or an unknown Kind, as
-// null. Recursion follows the depth of the tree.
+// Append appends the RFC 8785 canonical form of v to dst; v is not modified.
+// A hand-built tree is taken as valid UTF-8 with distinct keys; a Number that
+// is not a finite JSON number, or an unknown Kind, is written as null.
 func Append(dst []byte, v *Value) []byte {
 	switch v.Kind {
 	case False:
@@ -40,9 +34,8 @@ func Append(dst []byte, v *Value) []byte {
 	}
 }
 
-// AppendWithout is Append leaving out the top-level member named key when v is
-// an object, as A2A card signing and digests leave out "signatures". Members
-// of that name deeper in the tree are kept.
+// AppendWithout is Append leaving out the top-level member named key, as
+// card digests and signing leave out "signatures".
 func AppendWithout(dst []byte, v *Value, key string) []byte {
 	if v.Kind != Object {
 		return Append(dst, v)
@@ -50,9 +43,8 @@ func AppendWithout(dst []byte, v *Value, key string) []byte {
 	return appendObject(dst, v.Members, key, true)
 }
 
-// sortInPlaceMax is the member count up to which objects are ordered with an
-// insertion sort over a stack array of indices (no allocation); real cards
-// rarely have more than a dozen members per object.
+// sortInPlaceMax is the member count up to which objects are ordered by an
+// insertion sort over a stack array (no allocation).
 const sortInPlaceMax = 32
 
 func appendObject(dst []byte, ms []Member, omit string, omitting bool) []byte {
@@ -91,25 +83,21 @@ func appendObject(dst []byte, ms []Member, omit string, omitting bool) []byte {
 	return append(dst, '}')
 }
 
-// sortLarge is kept apart so that the closure does not make the stack array
-// in appendObject escape.
+// sortLarge is apart so that the closure does not make appendObject's stack
+// array escape.
 //
 //go:noinline
 func sortLarge(ms []Member, order []int32) {
 	slices.SortFunc(order, func(a, b int32) int { return compareKeys(ms[a].Key, ms[b].Key) })
 }
 
-// compareKeys orders two valid UTF-8 strings by their UTF-16 code units, as
-// RFC 8785 §3.2.3 requires. Byte order of UTF-8 is code point order, which is
-// UTF-16 order except where a character in U+E000..U+FFFF (lead byte 0xEE or
-// 0xEF) meets a supplementary one (lead byte 0xF0..0xF4): in UTF-16 the
-// latter is a surrogate pair starting at 0xD800..0xDBFF and sorts first. The
-// first differing byte of two valid UTF-8 strings is either in a lead byte
-// of both, where that is decided, or in a continuation byte of two
-// characters of the same length and lead byte, where byte order is right.
+// compareKeys orders valid UTF-8 by UTF-16 code units (RFC 8785 §3.2.3).
+// UTF-8 byte order is that but where U+E000..U+FFFF (lead 0xEE, 0xEF) meets a
+// supplementary character (lead 0xF0..0xF4, in UTF-16 a surrogate pair that
+// sorts first); a first difference in a continuation byte is in characters
+// of one lead byte, where byte order is right.
 func compareKeys(a, b string) int {
-	// Most keys differ in their first byte, and below 0xEE byte order is
-	// UTF-16 order.
+	// Most keys differ in their first byte, below 0xEE.
 	if len(a) > 0 && len(b) > 0 && a[0] != b[0] && a[0] < 0xEE && b[0] < 0xEE {
 		if a[0] < b[0] {
 			return -1
@@ -146,8 +134,7 @@ func compareKeys(a, b string) int {
 
 const hexDigits = "0123456789abcdef"
 
-// escapes holds, for each byte that RFC 8785 escapes, the second character
-// of its two-character escape, or 'u' for \u00xx.
+// escapes holds the second character of each byte's escape ('u': \u00xx).
 var escapes = func() (t [256]byte) {
 	for c := 0; c < 0x20; c++ {
 		t[c] = 'u'
@@ -157,9 +144,7 @@ var escapes = func() (t [256]byte) {
 	return t
 }()
 
-// appendString appends s as an RFC 8785 string: '"' and '\\' escaped,
-// control characters as \b \f \n \r \t or \u00xx (lowercase hex), everything
-// else as literal UTF-8.
+// appendString appends s as an RFC 8785 string.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -182,37 +167,27 @@ func appendString(dst []byte, s string) []byte {
 
 // Options control AppendCanonical.
 type Options struct {
-	Limits Limits
-	// Omit names a top-level object member to leave out of the output, as A2A
-	// card signing leaves out "signatures". Empty omits nothing.
-	Omit string
-	// RequireObject makes a top-level value other than an object an error
-	// wrapping ErrNotObject.
-	RequireObject bool
+	Limits        Limits
+	Omit          string // a top-level member to leave out, as AppendWithout
+	RequireObject bool   // another top-level value is ErrNotObject
 }
 
-// Transform returns the RFC 8785 canonical form of the JSON text data, parsed
-// under the default Limits. It returns the errors of Parse.
+// Transform returns the canonical form of data under the default Limits, or
+// the errors of Parse.
 func Transform(data []byte) ([]byte, error) {
 	return AppendCanonical(make([]byte, 0, len(data)+8), data, Options{}) // the room appendFast makes
 }
 
-// AppendCanonical parses data as Parse does and appends its canonical form to
-// dst: the bytes Append(dst, &v) would write for the tree v that Parse
-// returns (AppendWithout when opt.Omit is set). For the common card it
-// builds no tree and allocates nothing beyond what dst needs to grow (see
-// fast.go). data is only read, and only during the call; dst must not
-// overlap it.
-//
-// On error it returns dst (its length unchanged; bytes past it may have been
-// written) and the errors of Parse, or of ParseObject when opt.RequireObject
-// is set. It is safe for concurrent use.
+// AppendCanonical appends to dst what Append (AppendWithout with opt.Omit)
+// writes for the tree Parse returns, mostly without building it (fast.go).
+// data is only read during the call; dst must not overlap it. On error it
+// returns dst (bytes past its length may be written) and the errors of Parse
+// (of ParseObject with opt.RequireObject).
 func AppendCanonical(dst, data []byte, opt Options) ([]byte, error) {
 	if err := checkSize(data, opt.Limits); err != nil {
 		return dst, err
 	}
-	// Strings are only used during the call and data is not written
-	// during it, so they may alias data rather than copy it.
+	// data is not written during the call: strings may alias it.
 	src := unsafe.String(unsafe.SliceData(data), len(data))
 	out, ok := dst, false
 	if len(dst)+len(data) <= fastMaxBytes {
@@ -221,8 +196,7 @@ func AppendCanonical(dst, data []byte, opt Options) ([]byte, error) {
 	if ok && (!opt.RequireObject || out[len(dst)] == '{') {
 		return out, nil
 	}
-	// out[:len(dst)] is dst, perhaps moved to a larger buffer. A value that
-	// is not a required object goes to the tree path for its error.
+	// out[:len(dst)] is dst, perhaps moved.
 	out, err := appendTree(out[:len(dst)], data, opt)
 	if err != nil {
 		return dst, err
@@ -230,9 +204,8 @@ func AppendCanonical(dst, data []byte, opt Options) ([]byte, error) {
 	return out, nil
 }
 
-// appendTree is AppendCanonical through Parse and Append, for what the
-// fast path does not handle: it writes the output, or finds the error. It
-// is the oracle the fast path is tested against (FuzzFastCanonical).
+// appendTree is AppendCanonical through Parse and Append: the fast path's
+// fallback and oracle.
 func appendTree(dst, data []byte, opt Options) ([]byte, error) {
 	v, err := Parse(data, opt.Limits)
 	if err != nil {

@@ -10,21 +10,15 @@ import (
 	"unicode/utf8"
 )
 
-// The fast canonicalizer, tried first by AppendCanonical. It reads the same
-// grammar as the Scanner under the same limits and writes the same canonical
-// bytes as Append of Parse's tree, but it reports no errors: it only says
-// whether it succeeded. It keeps no Scanner state (no frames, no key stack
-// apart from the members of the open objects): the position is a local
-// index, and every check is inline. Whenever it meets something it does not
-// handle (any error, a key with escapes, an object of dupMapAt members or
-// more) it gives up and AppendCanonical takes the tree path (appendTree),
-// which writes the output or finds the error Parse would report. So the
-// fast path must never accept what the tree path rejects, nor write
-// anything else when both accept: FuzzFastCanonical checks that.
+// The fast canonicalizer, tried first by AppendCanonical: the grammar and
+// limits of the Scanner, the output of Append, no errors. On anything it does
+// not handle (an error, a key with escapes, an object of dupMapAt members) it
+// gives up and the tree path (appendTree) writes the output or finds the
+// error. It must never accept what the tree path rejects, nor write anything
+// else: FuzzFastCanonical checks that.
 
 // fastSpan is one written member of an open object: dst[start:end] holds
-// `"key":value`; its key (which has no escapes) is src[key:key+keyLen], and
-// rank is keyRank of it. (An omitted member has no span.) It holds no
+// `"key":value`, its key is src[key:key+keyLen], rank is keyRank of it. No
 // pointers, so that pushing one costs no write barrier.
 type fastSpan struct {
 	rank       uint64
@@ -33,14 +27,10 @@ type fastSpan struct {
 	start, end int32
 }
 
-// keyRank returns a number whose order is the canonical order (compareKeys)
-// of the first eight bytes of key, zero-padded: the bytes read big-endian,
-// with the lead bytes 0xF0..0xF4 of supplementary characters, whose UTF-16
-// surrogates sort first, moved below the lead bytes 0xEE and 0xEF. Keys of
-// different ranks are ordered by their ranks; keys of the same rank share
-// their first eight bytes (no key has a 0 byte, which JSON escapes), so
-// they are equal if both are that short, and compareKeys orders them
-// otherwise.
+// keyRank orders keys as compareKeys does by their first eight bytes: read
+// big-endian, zero-padded, with the lead bytes 0xF0..0xF4 (UTF-16
+// surrogates, which sort first) moved below 0xEE and 0xEF. Keys of one rank
+// share those bytes (no key holds a 0 byte), so compareKeys decides ties.
 func keyRank(key string) uint64 {
 	var r uint64
 	n := min(len(key), 8)
@@ -57,12 +47,11 @@ func keyRank(key string) uint64 {
 	return r
 }
 
-// rankAt is keyRank of the key s[i:i+n] read as one word when s has eight
-// bytes from i and the key's first eight bytes are ASCII (in UTF-8 a byte
-// below 0x80 is a character of its own, and needs no moving).
+// rankAt is keyRank of s[i:i+n], read as one word when its first eight
+// bytes are ASCII (which needs no moving).
 func rankAt(s string, i, n int) uint64 {
 	if i+8 <= len(s) {
-		// The key's first min(n, 8) bytes (a shift of 64 gives 0).
+		// The first min(n, 8) bytes (a shift of 64 gives 0).
 		w := load8(s, i) & (^uint64(0) >> (64 - 8*min(n, 8)))
 		if w&msb == 0 {
 			return bits.ReverseBytes64(w)
@@ -71,8 +60,7 @@ func rankAt(s string, i, n int) uint64 {
 	return keyRank(s[i : i+n])
 }
 
-// keyMask holds, for a key of k < 16 bytes, the mask of its first min(k, 8)
-// bytes in a little-endian word.
+// keyMask[k] masks the first min(k, 8) bytes of a little-endian word.
 var keyMask = func() (t [16]uint64) {
 	for k := range t {
 		t[k] = ^uint64(0) >> (64 - 8*min(k, 8))
@@ -80,7 +68,6 @@ var keyMask = func() (t [16]uint64) {
 	return t
 }()
 
-// compareRanked orders two keys of ranks ra and rb as compareKeys does.
 func compareRanked(ra, rb uint64, a, b string) int {
 	switch {
 	case ra < rb:
@@ -93,8 +80,7 @@ func compareRanked(ra, rb uint64, a, b string) int {
 	return compareKeys(a, b)
 }
 
-// fastCanon is the state of one fast canonicalization. Pooled: spans and
-// tmp are reused.
+// fastCanon is the state of one fast canonicalization, pooled.
 type fastCanon struct {
 	src      string
 	maxDepth int
@@ -107,22 +93,18 @@ type fastCanon struct {
 
 var fastPool = sync.Pool{New: func() any { return new(fastCanon) }}
 
-// fastMaxBytes bounds the output buffer and input the fast path takes, so
-// that its int32 offsets cannot overflow: a canonical number is at most
-// about five times its literal ("1e20"), so the output stays below 2 GiB.
-// Larger documents (Limits.MaxBytes may be raised) take the tree path.
+// fastMaxBytes bounds what the fast path takes so that its int32 offsets
+// cannot overflow (a canonical number is at most about five times its
+// literal, "1e20").
 const fastMaxBytes = 1 << 28
 
-// appendFast appends the canonical form of src, as AppendCanonical would
-// (without its RequireObject check), and reports whether it could. src has
-// been checked against the size limit.
+// appendFast appends the canonical form of src (checked against the size
+// limit) and reports whether it could.
 func appendFast(dst []byte, src string, maxDepth int, omit string) ([]byte, bool) {
 	f := fastPool.Get().(*fastCanon)
 	f.src, f.maxDepth, f.depth = src, maxDepth, 0
 	f.omit, f.omitting = omit, omit != ""
-	// The output is no longer than the input but for numbers whose
-	// canonical form is longer than their literal ("1e20"), which append
-	// makes room for.
+	// The output is no longer than the input but for numbers ("1e20").
 	dst = slices.Grow(dst, len(src)+8)
 	out, i, ok := f.value(dst, skipWS(src, 0))
 	ok = ok && skipWS(src, i) == len(src)
@@ -133,10 +115,8 @@ func appendFast(dst []byte, src string, maxDepth int, omit string) ([]byte, bool
 	return out, ok
 }
 
-// keyOf returns the key of sp.
 func (f *fastCanon) keyOf(sp *fastSpan) string { return f.src[sp.key : sp.key+sp.keyLen] }
 
-// less reports whether the key of a sorts before the key of b.
 func (f *fastCanon) less(a, b *fastSpan) bool {
 	if a.rank != b.rank {
 		return a.rank < b.rank
@@ -144,8 +124,8 @@ func (f *fastCanon) less(a, b *fastSpan) bool {
 	return compareRanked(a.rank, b.rank, f.keyOf(a), f.keyOf(b)) < 0
 }
 
-// skipWS returns the index of the first byte at or after i that is not JSON
-// whitespace, or len(s). It inlines for the common case of no whitespace.
+// skipWS returns the index of the first non-space byte from i, or len(s);
+// it inlines for the common case of none.
 func skipWS(s string, i int) int {
 	if i < len(s) && s[i] > ' ' {
 		return i
@@ -153,9 +133,8 @@ func skipWS(s string, i int) int {
 	return skipSpaceFast(s, i)
 }
 
-// skipSpaceFast is skipWS past its first byte: a single space (after a colon)
-// and a newline followed by indentation take the fewest operations; any other
-// run goes word by word.
+// skipSpaceFast: a single space and a newline with indentation take the
+// fewest operations; any other run goes word by word.
 func skipSpaceFast(s string, i int) int {
 	if i+1 < len(s) && s[i] == '\n' {
 		for i++; i+8 <= len(s); i += 8 {
@@ -191,7 +170,6 @@ func skipSpaceFast(s string, i int) int {
 	return i
 }
 
-// value writes the value at s[i] and returns the index past it.
 func (f *fastCanon) value(dst []byte, i int) ([]byte, int, bool) {
 	s := f.src
 	if i >= len(s) {
@@ -236,23 +214,17 @@ func (f *fastCanon) value(dst []byte, i int) ([]byte, int, bool) {
 	return dst, i, false
 }
 
-// copyString writes the string whose opening quote is at s[i], checked as
-// the Scanner checks it, and returns the index past its closing quote, or
-// false if it is not valid. A string without escapes is its own canonical
-// form: it is copied, sixteen (then eight) bytes at a time while dst has
-// room for them (appendFast makes room for the whole input); the bytes of a
-// word past the end of the plain run are stored too, past the length of
-// dst, where they are not part of it. From its first escape on,
-// appendEscaped writes it. A key (key true) is written with the colon after
-// it, and a key with escapes is refused (left to the tree path, which decodes
-// it for sorting).
+// copyString writes the string at s[i], checked, and returns the index past
+// it. Plain runs are copied sixteen (then eight) bytes at a time while dst
+// has room; the bytes of a word past the run land past len(dst), outside it.
+// From its first escape appendEscaped writes it. A key is written with its
+// colon; one with escapes is refused (the tree path decodes it to sort).
 func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 	dst = append(dst, '"')
 	j := i + 1
 	for {
 		if n := len(dst); j+16 <= len(s) && n+16 <= cap(dst) {
-			// Two words a turn: most keys end in the first turn. (Sliced
-			// once, so that the loads and stores need no bounds checks.)
+			// Two words a turn (sliced once: no bounds checks).
 			src, d := s[j:j+16], dst[n:n+16]
 			w1, w2 := load8(src, 0), load8(src, 8)
 			binary.LittleEndian.PutUint64(d, w1)
@@ -262,14 +234,12 @@ func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 				dst, j = dst[:n+16], j+16
 				continue
 			}
-			// The plain bytes: those of the first word up to its first
-			// special one (8 if none), then those of the second if the
-			// first has none.
+			// The plain bytes of the first word, then of the second if
+			// the first has no special one.
 			k1 := bits.TrailingZeros64(m1) >> 3
 			k := k1 + bits.TrailingZeros64(m2)>>3&-(k1>>3)
 			if j += k; !key && s[j] == '"' {
-				// Most strings end here: the closing quote has been
-				// copied with the word that holds it.
+				// Most strings end here, the quote copied with its word.
 				return dst[:n+k+1], j + 1, true
 			}
 			dst = dst[:n+k]
@@ -312,16 +282,15 @@ func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 }
 
 // plainEnd is specialBytes in fewer operations, exact for the lowest flagged
-// byte only (all copyString uses; TestPlainEnd checks it). Once bytes of 0x80
-// and up are flagged, the other tests need not exclude them: a subtraction
-// borrows into the next byte only from a byte of the class.
+// byte only (TestPlainEnd): once bytes of 0x80 and up are flagged the other
+// tests need not exclude them, as a subtraction borrows only from a byte of
+// the class.
 func plainEnd(w uint64) uint64 {
 	// (In Go '-' and '|' bind alike: each difference is bracketed.)
 	return ((w - lsb*0x20) | ((w ^ (lsb * '"')) - lsb) | ((w ^ (lsb * '\\')) - lsb) | w) & msb
 }
 
-// appendEscaped writes the rest of a string from its first escape at s[j],
-// each character decoded (escape) and written as appendString writes it.
+// appendEscaped writes the rest of a string from its first escape at s[j].
 func appendEscaped(dst []byte, s string, j int) ([]byte, int, bool) {
 	for j < len(s) {
 		c := s[j]
@@ -352,8 +321,6 @@ func appendEscaped(dst []byte, s string, j int) ([]byte, int, bool) {
 	return dst, j, false
 }
 
-// appendRune writes the decoded character r of a string as appendString
-// would.
 func appendRune(dst []byte, r rune) []byte {
 	if r < utf8.RuneSelf {
 		if e := escapes[r]; e == 'u' {
@@ -366,7 +333,6 @@ func appendRune(dst []byte, r rune) []byte {
 	return utf8.AppendRune(dst, r)
 }
 
-// array writes the array whose '[' is at s[i].
 func (f *fastCanon) array(dst []byte, i int) ([]byte, int, bool) {
 	if f.depth >= f.maxDepth {
 		return dst, i, false
@@ -405,8 +371,7 @@ func (f *fastCanon) array(dst []byte, i int) ([]byte, int, bool) {
 	}
 }
 
-// object writes the object whose '{' is at s[i], with its members in
-// canonical order.
+// object writes the object at s[i], members in canonical order.
 func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 	if f.depth >= f.maxDepth {
 		return dst, i, false
@@ -421,9 +386,7 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 		f.depth--
 		return append(dst, '}'), i + 1, true
 	}
-	// The kept members are pushed on f.spans. Duplicate keys are found
-	// among them once they are in canonical order, where equal keys are
-	// next to each other; the omitted key can only be there once.
+	// Kept members are pushed on f.spans; duplicates are found once sorted.
 	base := len(f.spans)
 	members, sorted, omitted := 0, true, false
 	for {
@@ -439,9 +402,8 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 		var end int
 		var rank uint64
 		var ok bool
-		// Inline (too large to be inlined): a key of up to 15 bytes of
-		// plain ASCII, most keys, is written with its quotes and the
-		// colon after it from two words, without a loop.
+		// A key of up to 15 plain bytes (most) is written with its quotes
+		// and colon from two words, without a loop.
 		if n := len(dst); i+17 <= len(s) && n+18 <= cap(dst) {
 			src := s[i+1 : i+17]
 			w1, w2 := load8(src, 0), load8(src, 8)
@@ -454,8 +416,7 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 				binary.LittleEndian.PutUint64(d[9:17], w2)
 				d[1+k], d[2+k] = '"', ':'
 				dst = dst[:n+3+k]
-				// keyRank: the first min(k, 8) bytes, ASCII, read
-				// big-endian (k < 16, so k&15 is k).
+				// keyRank of ASCII (k < 16, so k&15 is k).
 				rank, ok = bits.ReverseBytes64(w1&keyMask[k&15]), true
 			}
 		}
@@ -528,9 +489,8 @@ func (f *fastCanon) object(dst []byte, i int) ([]byte, int, bool) {
 	return append(dst, '}'), i, true
 }
 
-// order rewrites the members written at dst[body:], spans, in canonical
-// order, or reports false if two of them have the same key. It sorts spans
-// themselves: they are the open object's, dropped once it is written.
+// order rewrites the members at dst[body:] in canonical order (sorting
+// spans), or reports false for a duplicate key.
 func (f *fastCanon) order(dst []byte, body int, spans []fastSpan) ([]byte, bool) {
 	if len(spans) <= sortInPlaceMax {
 		// An insertion sort, on the ranks but for ties.
@@ -554,8 +514,7 @@ func (f *fastCanon) order(dst []byte, body int, spans []fastSpan) ([]byte, bool)
 			return dst, false
 		}
 	}
-	// The body is the members and the commas between them, so reordered it
-	// keeps its length: it is rewritten in place from a copy.
+	// Reordered, the body keeps its length: rewritten in place from a copy.
 	tmp := append(f.tmp[:0], dst[body:]...)
 	f.tmp = tmp
 	w := body
@@ -570,7 +529,6 @@ func (f *fastCanon) order(dst []byte, body int, spans []fastSpan) ([]byte, bool)
 	return dst, true
 }
 
-// sortSpans sorts the members of a large object.
 func (f *fastCanon) sortSpans(spans []fastSpan) {
 	slices.SortFunc(spans, func(a, b fastSpan) int {
 		return compareRanked(a.rank, b.rank, f.keyOf(&a), f.keyOf(&b))

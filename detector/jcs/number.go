@@ -5,12 +5,9 @@ import (
 	"strconv"
 )
 
-// Float returns the value of a Number as a float64.
-//
-// It returns ErrNotNumber if v is not a Number, and a *SyntaxError wrapping
-// ErrNotJSON if v.Str is not a JSON number literal or is outside the float64
-// range (neither can happen for values built by Parse). A literal too small
-// for float64, such as 1e-400, is 0, as in ECMAScript.
+// Float returns the value of a Number: ErrNotNumber for another kind, a
+// *SyntaxError wrapping ErrNotJSON for a literal that is not a JSON number
+// within float64 (never from Parse). 1e-400 is 0, as in ECMAScript.
 func (v Value) Float() (float64, error) {
 	if v.Kind != Number {
 		return 0, ErrNotNumber
@@ -28,10 +25,8 @@ func (v Value) Float() (float64, error) {
 	return f, nil
 }
 
-// appendNumber appends the canonical form of the number literal lit. Plain
-// integers of up to 15 digits are their own canonical form; anything else
-// goes through float64. A literal that is not a finite JSON number (possible
-// only in a hand-built Value) is written as null.
+// appendNumber appends the canonical form of the number literal lit; one
+// that is not a finite JSON number (a hand-built Value) is null.
 func appendNumber(dst []byte, lit string) []byte {
 	if isShortInt(lit) {
 		return append(dst, lit...)
@@ -43,11 +38,8 @@ func appendNumber(dst []byte, lit string) []byte {
 	return AppendFloat(dst, f)
 }
 
-// AppendFloat appends f as ECMAScript's Number.prototype.toString writes it,
-// which is the number serialization of RFC 8785 §3.2.2.3: the shortest
-// decimal that round-trips, in plain notation for 1e-7 < |f| < 1e21 and as
-// d.ddde±n otherwise; -0 is "0". NaN and ±Inf, which have no JSON form, are
-// written as null, as JSON.stringify does.
+// AppendFloat appends f as ECMAScript's Number.prototype.toString writes it
+// (RFC 8785 §3.2.2.3); NaN and ±Inf as null, as JSON.stringify does.
 func AppendFloat(dst []byte, f float64) []byte {
 	switch {
 	case math.IsNaN(f) || math.IsInf(f, 0):

@@ -7,39 +7,27 @@ import (
 	"sync"
 )
 
-// Default limits, used where a Limits field is zero or negative.
+// Default limits, where a Limits field is zero or negative.
 const (
 	DefaultMaxBytes = 1 << 20 // 1 MiB
 	DefaultMaxDepth = 64
 )
 
-// Limits bound the work Parse does on one document, so that a hostile input
-// costs bounded time, memory and stack.
+// Limits bound the work on one document, so that a hostile input costs
+// bounded time, memory and stack.
 type Limits struct {
-	// MaxBytes is the longest input accepted, in bytes (whitespace included).
-	// Zero or negative means DefaultMaxBytes.
-	MaxBytes int
-	// MaxDepth is the deepest nesting of arrays and objects accepted: "1" has
-	// depth 0, "[1]" depth 1, "{"a":[1]}" depth 2. Zero or negative means
-	// DefaultMaxDepth.
-	MaxDepth int
+	MaxBytes int // longest input, whitespace included
+	MaxDepth int // deepest nesting: "1" has depth 0, "[1]" depth 1
 }
 
 func (l Limits) maxBytes() int { return cmp.Or(max(l.MaxBytes, 0), DefaultMaxBytes) }
 
 func (l Limits) maxDepth() int { return cmp.Or(max(l.MaxDepth, 0), DefaultMaxDepth) }
 
-// Parse parses one RFC 8259 JSON text into a Value tree. Whitespace around the
-// value is allowed; anything else after it is an error.
-//
-// Parse is strict: it accepts exactly the RFC 8259 grammar in valid UTF-8,
-// and additionally rejects what RFC 8785 cannot canonicalize (duplicate keys,
-// escaped lone surrogates, numbers outside the float64 range). Every error it
-// returns is a *SyntaxError wrapping one of ErrNotJSON, ErrDuplicateKey,
-// ErrInvalidUTF8, ErrTooLarge or ErrTooDeep.
-//
-// Strings in the tree are decoded; numbers keep their literal as written. The
-// returned tree shares no memory with data.
+// Parse parses one RFC 8259 JSON text in valid UTF-8 into a Value tree,
+// rejecting too what RFC 8785 cannot canonicalize (duplicate keys, lone
+// surrogates, numbers outside float64). Errors are *SyntaxError. The tree
+// shares no memory with data.
 func Parse(data []byte, lim Limits) (Value, error) {
 	if err := checkSize(data, lim); err != nil {
 		return Value{}, err
@@ -51,9 +39,8 @@ func Parse(data []byte, lim Limits) (Value, error) {
 	return p.document()
 }
 
-// ParseObject is Parse for documents that must be a JSON object, such as an
-// agent card. Besides the errors of Parse it returns a *SyntaxError wrapping
-// ErrNotObject when the input is well-formed JSON of another kind.
+// ParseObject is Parse for a document that must be an object (else
+// ErrNotObject).
 func ParseObject(data []byte, lim Limits) (Value, error) {
 	v, err := Parse(data, lim)
 	if err != nil {
@@ -80,31 +67,25 @@ func notObject(data []byte, k Kind) error {
 	return &SyntaxError{Offset: off, Detail: "top-level value is " + k.String(), Err: ErrNotObject}
 }
 
-// parser is the state of one parse: a Scanner and what is built from it.
-// Children of the array or object being parsed are pushed on the elems and
-// members stacks; when the container closes they are copied into exactly
-// sized slices carved from slabs, so a document costs a handful of
-// allocations rather than one per container. Parsers are pooled: the
-// stacks and scratch buffers are reused by every parse; the slabs belong to
-// the tree returned.
+// parser is a pooled Scanner and what is built from it. Children are pushed
+// on stacks and, when their container closes, copied into exactly sized
+// slices carved from slabs (which belong to the tree): a document costs a
+// handful of allocations, not one per container.
 type parser struct {
 	Scanner
 
-	elems   []Value  // stack of array elements being collected
-	members []Member // stack of object members being collected
-
-	valueSlab  []Value  // unused rest of the current slab
-	memberSlab []Member // unused rest of the current slab
+	elems      []Value
+	members    []Member
+	valueSlab  []Value // unused rest of the current slab
+	memberSlab []Member
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
-// release drops every reference into the parsed document and returns p to
-// the pool.
+// release drops every reference into the document and returns p to the pool.
 func (p *parser) release() {
 	p.reset("", 0)
-	// The slabs belong to the tree returned; the stacks are non-empty after
-	// an error.
+	// The stacks are non-empty after an error.
 	p.valueSlab, p.memberSlab = nil, nil
 	clear(p.elems)
 	clear(p.members)
@@ -124,7 +105,6 @@ func (p *parser) document() (Value, error) {
 	return v, nil
 }
 
-// value parses the value at p.pos.
 func (p *parser) value() (Value, error) {
 	start := p.pos
 	kind, text, err := p.Value()
@@ -141,8 +121,7 @@ func (p *parser) value() (Value, error) {
 	return Value{Kind: kind, Str: text}, nil
 }
 
-// inRange rejects a number literal, read at offset off, that float64
-// cannot hold and RFC 8785 so cannot write.
+// inRange rejects a number literal float64 cannot hold (nor RFC 8785 write).
 func inRange(off int, lit string) error {
 	if isShortInt(lit) {
 		return nil
@@ -153,7 +132,6 @@ func inRange(off int, lit string) error {
 	return nil
 }
 
-// array collects the elements of the array just entered.
 func (p *parser) array() (Value, error) {
 	base := len(p.elems)
 	for {
@@ -177,7 +155,6 @@ func (p *parser) array() (Value, error) {
 	return Value{Kind: Array, Elems: elems}, nil
 }
 
-// object collects the members of the object just entered.
 func (p *parser) object() (Value, error) {
 	base := len(p.members)
 	for {
@@ -199,9 +176,8 @@ func (p *parser) object() (Value, error) {
 	return Value{Kind: Object, Members: members}, nil
 }
 
-// Slab sizing: the first slab is sized from the input length (real cards
-// hold roughly one member per 40 bytes and one array element per 100), later
-// ones double, and a container larger than a slab gets its own allocation.
+// Slab sizing: the first from the input length (cards hold about one member
+// per 40 bytes, one element per 100), later ones doubling.
 const (
 	minSlab = 8
 	maxSlab = 1024
@@ -212,10 +188,8 @@ func slabSize(estimate, prev int) int {
 	return min(n, maxSlab)
 }
 
-// pop moves the items of stack above base (the children of the container
-// just closed) into an exactly sized slice carved from *slab, and returns
-// the stack without them and that slice (nil when there are none).
-// estimate is the size of a first slab for this input.
+// pop moves the items of stack above base into a slice carved from *slab,
+// and returns the stack without them and that slice (nil when none).
 func pop[T any](stack []T, base int, slab *[]T, estimate int) ([]T, []T) {
 	n := len(stack) - base
 	if n == 0 {
@@ -227,8 +201,8 @@ func pop[T any](stack []T, base int, slab *[]T, estimate int) ([]T, []T) {
 	return stack[:base], items
 }
 
-// alloc returns n items from *slab, starting a new slab when it has too
-// few left; a container too large for a slab gets its own allocation.
+// alloc returns n items from *slab, starting a new slab when it has too few
+// (n past half a slab gets its own allocation).
 func alloc[T any](slab *[]T, n, estimate int) []T {
 	if n > len(*slab) {
 		size := slabSize(estimate, cap(*slab))
@@ -242,9 +216,8 @@ func alloc[T any](slab *[]T, n, estimate int) []T {
 	return s
 }
 
-// isShortInt reports whether lit (a valid JSON number) is an integer of at
-// most 15 digits other than "-0". Such a literal is exact in float64 and is
-// already its own canonical form.
+// isShortInt reports an integer literal of at most 15 digits but "-0": exact
+// in float64, and its own canonical form.
 func isShortInt(lit string) bool {
 	d := lit
 	if len(d) > 0 && d[0] == '-' {

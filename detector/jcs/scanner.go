@@ -9,12 +9,9 @@ import (
 	"unsafe"
 )
 
-// Scanner reads one JSON text value by value, under the rules of Parse (see
-// the package doc), and leaves what to build to its caller. Value reads a
-// value: a string's decoded text, a number's literal, or it enters an array
-// or object, which the caller walks with NextElem or NextKey (each reports
-// whether a value follows, to read with Value) or passes over with Skip.
-// End checks that only whitespace follows the top-level value:
+// Scanner reads one JSON text value by value under the rules of Parse. Value
+// reads a scalar or enters an array or object, which the caller walks with
+// NextElem or NextKey or passes over with Skip; End checks the rest is space:
 //
 //	var s jcs.Scanner
 //	if err := s.Reset(data, jcs.Limits{}); err != nil { ... }
@@ -28,10 +25,9 @@ import (
 //	err = s.End()
 //
 // Errors are those of Parse, at the same offsets; after one, Reset before
-// reuse. Unlike Parse, the Scanner accepts numbers outside the float64 range
-// (1e400). Strings may share memory with the data passed to Reset. The zero
-// Scanner is ready for Reset and keeps its buffers from one Reset to the
-// next. It is not safe for concurrent use.
+// reuse. Unlike Parse, it accepts numbers outside float64. Strings may share
+// memory with the data. The zero Scanner is ready for Reset, and keeps its
+// buffers from one Reset to the next. Not safe for concurrent use.
 type Scanner struct {
 	src      string
 	pos      int
@@ -43,43 +39,39 @@ type Scanner struct {
 
 	frames []frame    // the enclosing arrays and objects, outermost first
 	keys   []string   // keys read so far in the open objects
-	keysHW int        // how far keys has reached since the last reset (up to the length)
-	seen   []seenKeys // the keys of the open objects with dupMapAt members or more, as sets
+	keysHW int        // how far keys has reached since the last reset
+	seen   []seenKeys // key sets of the open objects of dupMapAt members or more
 
 	buf     []byte // scratch for unescaping strings
 	escaped bool   // whether the last string read had escapes
 }
 
-// frame is the state of an array or object that encloses the innermost
-// one: Scanner.more and keyBase while it was innermost.
+// frame is Scanner.more and keyBase of an enclosing array or object.
 type frame struct {
 	more    bool
 	keyBase int
 }
 
 // dupMapAt is the member count from which duplicate keys are found with a
-// map rather than by comparing against every earlier key, so that an object
-// with very many members costs O(n), not O(n²). Below it the comparisons (at
-// most 2016, mostly of string lengths) are cheaper than a map.
+// map, so that a huge object costs O(n), not O(n²); below it comparing (at
+// most 2016, mostly of lengths) is cheaper.
 const dupMapAt = 64
 
-// seenKeys are the keys of an open object with many members; keyBase
-// identifies the object (no two open objects have the same).
+// seenKeys are the keys of the open object at keyBase.
 type seenKeys struct {
 	keyBase int
 	keys    map[string]struct{}
 }
 
-// Bounds on what a Scanner keeps between documents, so that one huge
-// document does not pin its working memory for good.
+// Bounds on what is kept between documents, so that one huge document does
+// not pin its working memory for good.
 const (
 	maxPooledStack = 4096
 	maxPooledBuf   = 64 << 10
 )
 
-// Reset makes s ready to scan data under lim. It returns a *SyntaxError
-// wrapping ErrTooLarge when data is longer than lim.MaxBytes. Reset(nil,
-// Limits{}) drops every reference s holds to earlier data.
+// Reset makes s ready to scan data under lim (ErrTooLarge past MaxBytes).
+// Reset(nil, Limits{}) drops every reference to earlier data.
 func (s *Scanner) Reset(data []byte, lim Limits) error {
 	if err := checkSize(data, lim); err != nil {
 		s.reset("", 0)
@@ -90,8 +82,6 @@ func (s *Scanner) Reset(data []byte, lim Limits) error {
 	return nil
 }
 
-// reset is Reset for src, which the caller has checked against the size
-// limit.
 func (s *Scanner) reset(src string, maxDepth int) {
 	s.src, s.pos, s.maxDepth = src, 0, maxDepth
 	s.escaped = false
@@ -105,8 +95,7 @@ func (s *Scanner) reset(src string, maxDepth int) {
 	s.buf = reuse(s.buf, maxPooledBuf)
 }
 
-// reuse returns s emptied for the next document, or nil when it has grown
-// past limit.
+// reuse returns s emptied, or nil when it has grown past limit.
 func reuse[T any](s []T, limit int) []T {
 	if cap(s) > limit {
 		return nil
@@ -114,25 +103,20 @@ func reuse[T any](s []T, limit int) []T {
 	return s[:0]
 }
 
-// Pos returns the offset in the data of the next byte to read. Right after
-// NextKey or NextElem reported a value to come, it is the offset of the
-// first byte of that value; right after Value (for a scalar) or the
-// NextKey or NextElem that closed a container, it is just past the value.
+// Pos returns the offset of the next byte to read: after NextKey or NextElem
+// reported a value, its first byte; after a scalar or a close, just past it.
 func (s *Scanner) Pos() int { return s.pos }
 
-// Depth returns the number of arrays and objects open: 0 at the top level,
-// 1 inside the top-level array or object.
+// Depth returns the number of arrays and objects open.
 func (s *Scanner) Depth() int { return len(s.frames) }
 
-// Escaped reports whether the last string read (a key or a string value)
-// held escapes, and so is not a piece of the data but a decoded copy.
+// Escaped reports whether the last string read held escapes (and so is a
+// decoded copy, not a piece of the data).
 func (s *Scanner) Escaped() bool { return s.escaped }
 
-// Value reads the value at the current position. For a String it returns
-// the decoded string, for a Number the literal as written, for the other
-// scalars "". For an Array or an Object it enters the container (failing
-// with ErrTooDeep past the depth limit); the caller then walks it with
-// NextElem or NextKey.
+// Value reads the value at the current position: a String's decoded text, a
+// Number's literal, "" for other scalars. An Array or Object is entered
+// (ErrTooDeep past the limit).
 func (s *Scanner) Value() (Kind, string, error) {
 	if s.pos >= len(s.src) {
 		return Null, "", s.noValue()
@@ -160,8 +144,6 @@ func (s *Scanner) Value() (Kind, string, error) {
 	}
 }
 
-// noValue returns the error for a value expected at s.pos that is not
-// there.
 func (s *Scanner) noValue() error {
 	if s.pos < len(s.src) {
 		return s.unexpected("where a value was expected")
@@ -172,9 +154,8 @@ func (s *Scanner) noValue() error {
 	return s.unexpected("")
 }
 
-// NextElem is called inside an array before each element. It reports true
-// when an element follows (read it with Value) and false when the array
-// ends, which it then leaves.
+// NextElem is called inside an array before each element: true when one
+// follows (read it with Value), false when the array ends (and is left).
 func (s *Scanner) NextElem() (bool, error) {
 	if s.comma() {
 		return true, nil
@@ -182,8 +163,7 @@ func (s *Scanner) NextElem() (bool, error) {
 	return s.next(']', "in array, expected ',' or ']'")
 }
 
-// next reads what follows a value inside the innermost array or object
-// (or its opening): a comma, or close, which it leaves. It reports whether
+// next reads a comma, or close (leaving the container), and reports whether
 // an element or member follows.
 func (s *Scanner) next(close byte, where string) (bool, error) {
 	first := !s.more
@@ -206,10 +186,8 @@ func (s *Scanner) next(close byte, where string) (bool, error) {
 	return false, s.unexpected(where)
 }
 
-// comma reads the comma between two elements of an array in the common
-// case where it follows the element and the next element follows it
-// directly, and reports whether it did; it inlines, so that the hot loop of
-// Parse tries it before they call NextElem.
+// comma reads a comma between two array elements with no space around it:
+// it inlines, so Parse's hot loop tries it before NextElem.
 func (s *Scanner) comma() bool {
 	if p := s.pos; s.more && p+1 < len(s.src) && s.src[p] == ',' && s.src[p+1] > ' ' {
 		s.pos = p + 1
@@ -218,11 +196,10 @@ func (s *Scanner) comma() bool {
 	return false
 }
 
-// NextKey is called inside an object before each member. It reads the
-// member's key and the colon after it and returns the key and true (read
-// the value with Value), or "" and false when the object ends, which it
-// then leaves. When the key repeats an earlier key of the object, the error
-// wraps ErrDuplicateKey and key is the repeated key.
+// NextKey is called inside an object before each member: it reads the key
+// and colon and returns the key and true (read the value with Value), or
+// false when the object ends (and is left). A repeated key is returned with
+// ErrDuplicateKey.
 func (s *Scanner) NextKey() (key string, ok bool, err error) {
 	if ok, err = s.next('}', "in object, expected ',' or '}'"); !ok {
 		return "", false, err
@@ -253,8 +230,7 @@ func (s *Scanner) NextKey() (key string, ok bool, err error) {
 	return key, true, nil
 }
 
-// End is called after the top-level value: it reports an error unless only
-// whitespace follows.
+// End reports an error unless only whitespace follows the top-level value.
 func (s *Scanner) End() error {
 	s.space()
 	if s.pos != len(s.src) {
@@ -263,10 +239,8 @@ func (s *Scanner) End() error {
 	return nil
 }
 
-// Skip reads the rest of the innermost open array or object, up to and
-// including its end, checking it as Value would, so that a caller who has
-// entered a container it does not need can pass over it. At the top level
-// it does nothing.
+// Skip reads, checked, the rest of the innermost open array or object; at
+// the top level it does nothing.
 func (s *Scanner) Skip() error {
 	for depth := len(s.frames); depth > 0 && len(s.frames) >= depth; {
 		var more bool
@@ -288,8 +262,8 @@ func (s *Scanner) Skip() error {
 	return nil
 }
 
-// repeated reports whether key was already read in the innermost object,
-// and records it otherwise. NextKey does it itself for the first members.
+// repeated reports whether key was already read in the innermost object
+// (of dupMapAt members or more), and records it otherwise.
 func (s *Scanner) repeated(key string) bool {
 	if n := len(s.seen); n > 0 && s.seen[n-1].keyBase == s.keyBase {
 		seen := s.seen[n-1].keys
@@ -312,9 +286,8 @@ func (s *Scanner) repeated(key string) bool {
 	return false
 }
 
-// push appends v to the stack s, growing it by doubling: the runtime grows
-// large slices by about a quarter, which for a hostile flat array of a
-// million elements (or object of as many keys) would allocate several times
+// push appends v, doubling: the runtime grows large slices by a quarter,
+// which for a hostile array of a million elements allocates several times
 // the stack's final size.
 func push[T any](s []T, v T) []T {
 	if len(s) == cap(s) {
@@ -323,8 +296,8 @@ func push[T any](s []T, v T) []T {
 	return append(s, v)
 }
 
-// enter opens the array (keyBase < 0) or object (keyBase: the index of its
-// first key) whose '[' or '{' is at s.pos.
+// enter opens the array (keyBase < 0) or object (keyBase: its first key's
+// index) at s.pos.
 func (s *Scanner) enter(keyBase int) error {
 	if len(s.frames) >= s.maxDepth {
 		return s.fail(s.pos, ErrTooDeep, "nesting deeper than %d", s.maxDepth)
@@ -336,11 +309,10 @@ func (s *Scanner) enter(keyBase int) error {
 	return nil
 }
 
-// leave closes the innermost array or object.
 func (s *Scanner) leave() {
 	if k := s.keyBase; k >= 0 {
-		// The keys past k are cleared by the next reset, not here, which
-		// would cost a runtime call for every object.
+		// The keys past k are cleared by the next reset: here it would cost
+		// a runtime call per object.
 		s.keysHW = max(s.keysHW, len(s.keys))
 		s.keys = s.keys[:k]
 		if n := len(s.seen); n > 0 && s.seen[n-1].keyBase == k {
@@ -358,7 +330,6 @@ func (s *Scanner) fail(off int, sentinel error, format string, args ...any) *Syn
 	return &SyntaxError{Offset: off, Detail: fmt.Sprintf(format, args...), Err: sentinel}
 }
 
-// unexpected reports the byte at s.pos, or the end of input.
 func (s *Scanner) unexpected(where string) error {
 	if s.pos >= len(s.src) {
 		return s.fail(s.pos, ErrNotJSON, "unexpected end of input")
@@ -381,15 +352,13 @@ func (s *Scanner) unexpected(where string) error {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
-// space advances past whitespace, if any; it inlines, and calls skipSpace
-// only when there is whitespace to skip.
+// space inlines, and calls skipSpace only when there is whitespace.
 func (s *Scanner) space() {
 	if s.pos < len(s.src) && s.src[s.pos] <= ' ' {
 		s.skipSpace()
 	}
 }
 
-// skipSpace advances past whitespace.
 func (s *Scanner) skipSpace() { s.pos = skipWS(s.src, s.pos) }
 
 func (s *Scanner) literal(word string) error {
@@ -400,8 +369,7 @@ func (s *Scanner) literal(word string) error {
 	return nil
 }
 
-// plain marks the ASCII bytes that stand for themselves inside a string:
-// everything from 0x20 up except '"' and '\\'.
+// plain marks the ASCII bytes that stand for themselves inside a string.
 var plain = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\'
@@ -409,8 +377,7 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
-// string reads the string starting at s.pos (the opening quote) and returns
-// it decoded. A string without escapes is a substring of the input.
+// string reads the string at s.pos, decoded; without escapes, a substring.
 func (s *Scanner) string() (string, error) {
 	src := s.src
 	start := s.pos + 1
@@ -439,9 +406,8 @@ func (s *Scanner) string() (string, error) {
 	return "", s.fail(len(src), ErrNotJSON, "unterminated string")
 }
 
-// char checks the character at s.src[i] inside a string that is neither
-// plain ASCII nor '"' or '\\' (a control character or a multi-byte
-// sequence) and returns its length in bytes.
+// char checks a control or multi-byte character at s.src[i] inside a string
+// and returns its length.
 func (s *Scanner) char(i int) (int, error) {
 	c := s.src[i]
 	if c < 0x20 {
@@ -454,8 +420,7 @@ func (s *Scanner) char(i int) (int, error) {
 	return size, nil
 }
 
-// unescape decodes the string that starts at start and whose first escape is
-// at i.
+// unescape decodes the string from start, its first escape at i.
 func (s *Scanner) unescape(start, i int) (string, error) {
 	src := s.src
 	buf := append(s.buf[:0], src[start:i]...)
@@ -495,12 +460,11 @@ func (s *Scanner) unescape(start, i int) (string, error) {
 	return "", s.fail(len(src), ErrNotJSON, "unterminated string")
 }
 
-// errUnterminated is what escape returns for a backslash that ends the input.
 var errUnterminated = errors.New("unterminated string")
 
-// escape decodes the escape whose backslash is at s[i]: the character (a
-// surrogate pair read as one) and the escape's length, or a reason it is not
-// valid: errUnterminated, ErrInvalidUTF8 for a lone surrogate, else ErrNotJSON.
+// escape decodes the escape at s[i] (a surrogate pair as one), and its
+// length, or why not: errUnterminated, ErrInvalidUTF8 (a lone surrogate) or
+// ErrNotJSON.
 func escape(s string, i int) (r rune, n int, bad error) {
 	if i+1 >= len(s) {
 		return 0, 0, errUnterminated
@@ -528,11 +492,8 @@ func escape(s string, i int) (r rune, n int, bad error) {
 	return utf16.DecodeRune(r, lo), 12, nil
 }
 
-// unescapes maps the character after a backslash to what a two-character
-// escape stands for.
 var unescapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
-// hex4 decodes the four hex digits at s[i:i+4].
 func hex4(s string, i int) (rune, bool) {
 	if i+4 > len(s) {
 		return 0, false
@@ -554,7 +515,6 @@ func hex4(s string, i int) (rune, bool) {
 	return r, true
 }
 
-// number reads the number at s.pos and returns its literal.
 func (s *Scanner) number() (string, error) {
 	end, detail := scanNumber(s.src, s.pos)
 	if detail != "" {
@@ -565,11 +525,8 @@ func (s *Scanner) number() (string, error) {
 	return lit, nil
 }
 
-// scanNumber matches the RFC 8259 number grammar at s[i:]
-//
-//	number = [ "-" ] ( "0" / digit1-9 *DIGIT ) [ "." 1*DIGIT ] [ ( "e" / "E" ) [ "-" / "+" ] 1*DIGIT ]
-//
-// and returns where it ends, or where it fails and why.
+// scanNumber matches the RFC 8259 number grammar at s[i:] and returns where
+// it ends, or where it fails and why.
 func scanNumber(s string, i int) (end int, detail string) {
 	if i < len(s) && s[i] == '-' {
 		i++

@@ -16,27 +16,22 @@ const (
 	Object
 )
 
-// Value is a parsed JSON value. Objects keep their members in input order
-// (duplicate keys are rejected by Parse); arrays keep their order.
+// Value is a parsed JSON value; objects keep their members in input order.
 type Value struct {
 	Kind Kind
-	// Str is the decoded string for String, and the literal as written for
-	// Number (for example "1.50E+2"); see Value.Float.
+	// Str is the decoded string of a String, the literal of a Number.
 	Str     string
 	Elems   []Value  // Array
 	Members []Member // Object
 }
 
-// Member is one object member.
 type Member struct {
 	Key   string
 	Value Value
 }
 
-// Str returns the String value s.
 func Str(s string) Value { return Value{Kind: String, Str: s} }
 
-// Bool returns the True or False value.
 func Bool(b bool) Value {
 	if b {
 		return Value{Kind: True}
@@ -44,7 +39,7 @@ func Bool(b bool) Value {
 	return Value{Kind: False}
 }
 
-// Get returns the member value for key in an object, and whether it exists.
+// Get returns the member key of an object, and whether it exists.
 func (v *Value) Get(key string) (*Value, bool) {
 	if v.Kind != Object {
 		return nil, false
@@ -59,8 +54,7 @@ func (v *Value) Get(key string) (*Value, bool) {
 
 var kindNames = [...]string{Null: "null", False: "false", True: "true", Number: "number", String: "string", Array: "array", Object: "object"}
 
-// String returns the JSON name of the kind: "null", "false", "true",
-// "number", "string", "array" or "object".
+// String returns the JSON name of the kind.
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]

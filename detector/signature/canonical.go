@@ -8,53 +8,32 @@ import (
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// Form is a way of turning an agent card into the bytes its signatures cover
-// (the JWS payload before base64url encoding). Every form leaves out the
-// top-level "signatures" member and ends in RFC 8785 (JCS); they differ in
-// what they normalise first. The values are stable: they may be recorded.
+// Form is a way of turning an agent card into the bytes its signatures cover:
+// each leaves out "signatures" and ends in RFC 8785. The values are stable.
 type Form string
 
 const (
-	// FormServed is the card as served, canonicalised: exactly the bytes
-	// carddrift's card digest hashes. It covers every member the card serves.
-	// The TCK's card-signing vectors (CARD-SIGN-001/002) and signers that
-	// canonicalise the JSON they publish produce it.
+	// FormServed is the card as served, canonicalised: the bytes the card
+	// digest hashes (the TCK's CARD-SIGN vectors).
 	FormServed Form = "served"
-	// FormSDK is the card as the A2A SDKs canonicalise it: @a2a-js/sdk's
-	// canonicalizeAgentCard, byte for byte (a2a-python's and a2a-go's
-	// canonicalisers have the same structure). The card is read as a v1.0
-	// AgentCard message the way ts-proto's AgentCard.fromJSON reads it —
-	// members outside the v1.0 schema dropped, snake_case names accepted,
-	// scalars coerced as JavaScript's String() and Boolean() coerce them,
-	// the first set member of a oneof kept — written back without proto3
-	// defaults (AgentCard.toJSON), and then every "", null, empty array and
-	// empty object removed at any depth (cleanEmpty), the contents of
-	// google.protobuf.Struct fields (extension params) included. Only
-	// optional bools that are set survive as false.
-	//
-	// A signature over this form says nothing about what the normalisation
-	// drops, notably members outside the v1.0 schema and security schemes in
-	// a shape the v1.0 JSON mapping does not define.
+	// FormSDK is @a2a-js/sdk's canonicalizeAgentCard, byte for byte: the card
+	// read as a v1.0 AgentCard as ts-proto's fromJSON reads it (other members
+	// dropped, snake_case accepted, scalars coerced as JavaScript coerces
+	// them, a oneof's first member kept), written back by toJSON, then every
+	// "", null, [] and {} removed at any depth (cleanEmpty). It says nothing
+	// of what that drops.
 	FormSDK Form = "sdk"
-	// FormSpec is A2A v1.0.1 §8.4.1 read literally: protobuf field presence.
-	// Like FormSDK it keeps only the v1.0 schema, but a REQUIRED field or a
-	// field with the optional keyword is kept whenever the card sets it, even
-	// to its default ("description": "", "skills": []); other fields are
-	// kept when they differ from their default; Struct contents and list
-	// elements are kept as they are. It reproduces the specification's own
-	// example, which FormSDK does not (the SDK drops the empty description
-	// and skills).
+	// FormSpec is §8.4.1 read literally, protobuf field presence: a REQUIRED
+	// or optional field is kept whenever set, even to its default, others
+	// when not default. It reproduces the specification's own example.
 	FormSpec Form = "spec"
 )
 
-// Forms returns every form, in the order Verify tries them: the one that
-// covers most first.
+// Forms returns every form, the one that covers most first.
 func Forms() []Form { return []Form{FormServed, FormSDK, FormSpec} }
 
-// Canonical returns the bytes that a signature over the agent card raw covers
-// under form f. It returns an error wrapping ErrNotCard when raw is not a
-// JSON object (see jcs.ParseObject for the limits), and ErrUnknownForm for a
-// form it does not know. It is safe for concurrent use.
+// Canonical returns the bytes a signature over the card raw covers under f,
+// or an error wrapping ErrNotCard or ErrUnknownForm.
 func Canonical(raw []byte, f Form) ([]byte, error) {
 	if !f.valid() {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownForm, f)
@@ -66,10 +45,9 @@ func Canonical(raw []byte, f Form) ([]byte, error) {
 	return AppendCanonical(nil, &v, f), nil
 }
 
-// AppendCanonical appends to dst the bytes that a signature over the parsed
-// card covers under form f, and returns the extended buffer. card must come
-// from jcs.Parse; a value that is not an object is read as an empty card. An
-// unknown form appends nothing.
+// AppendCanonical appends what a signature over the parsed card covers under
+// f; a value that is not an object is an empty card, an unknown form appends
+// nothing.
 func AppendCanonical(dst []byte, card *jcs.Value, f Form) []byte {
 	switch f {
 	case FormServed:
@@ -93,21 +71,17 @@ func AppendCanonical(dst []byte, card *jcs.Value, f Form) []byte {
 
 func (f Form) valid() bool { return f == FormServed || f == FormSDK || f == FormSpec }
 
-// signaturesKey is the top-level member no form covers (§8.4.1 rule 3).
 const signaturesKey = "signatures"
 
-// protoKey is the key that JavaScript objects cannot hold as their own
-// member when assigned to (it sets the prototype instead): ts-proto's map
-// readers and the SDK's cleanEmpty lose it.
+// protoKey is the key a JavaScript object cannot hold as its own member when
+// assigned (it sets the prototype): ts-proto and cleanEmpty lose it.
 const protoKey = "__proto__"
 
-// normalizer reads a JSON value as a protobuf message and writes its JSON
-// form back: with spec unset as ts-proto's fromJSON then toJSON do (before
-// cleanEmpty), with spec set with the presence rules of §8.4.1.
+// normalizer reads a JSON value as a protobuf message and writes it back, as
+// ts-proto's fromJSON and toJSON do, or with spec by §8.4.1's presence rules.
 type normalizer struct{ spec bool }
 
-// message returns v read as m. A value that is not an object reads as the
-// empty message (so does null, where ts-proto throws).
+// message returns v read as m; a non-object is the empty message.
 func (n normalizer) message(m *message, v *jcs.Value) jcs.Value {
 	out := jcs.Value{Kind: jcs.Object}
 	for i := range m.fields {
@@ -126,10 +100,8 @@ func (n normalizer) message(m *message, v *jcs.Value) jcs.Value {
 	return out
 }
 
-// lookup returns the value of field f in the object v, under its JSON name or
-// else its proto name, or nil when neither is set. "Set" is what ts-proto
-// tests before reading: not null for scalars and messages, an array for
-// repeated fields, an object or an array for maps and Structs.
+// lookup returns field f of v under its JSON name, else its proto name, when
+// set as ts-proto tests it (isSet); else nil.
 func lookup(v *jcs.Value, f *field) *jcs.Value {
 	if v.Kind != jcs.Object {
 		return nil
@@ -156,8 +128,7 @@ func isSet(v *jcs.Value, k kind) bool {
 	}
 }
 
-// field returns the JSON form of field f read from fv, and whether it is
-// written at all.
+// field returns the JSON form of f read from fv, and whether it is written.
 func (n normalizer) field(f *field, fv *jcs.Value) (jcs.Value, bool) {
 	keepEmpty := n.spec && f.required
 	switch f.kind {
@@ -178,8 +149,7 @@ func (n normalizer) field(f *field, fv *jcs.Value) (jcs.Value, bool) {
 		}
 		return out, len(out.Elems) > 0 || keepEmpty
 	case kMessage:
-		// A message has presence: ts-proto writes it ({} when empty) and
-		// cleanEmpty drops it if nothing is left; §8.4.1 keeps it.
+		// A message has presence (cleanEmpty may drop it later).
 		return n.message(f.msg, fv), true
 	case kMessages:
 		out := jcs.Value{Kind: jcs.Array, Elems: make([]jcs.Value, len(fv.Elems))}
@@ -208,9 +178,8 @@ func (n normalizer) field(f *field, fv *jcs.Value) (jcs.Value, bool) {
 	return jcs.Value{}, false
 }
 
-// each calls fn for every entry of a map field as JavaScript's Object.entries
-// lists them: an object's members, or an array's elements under their
-// indices ("0", "1", ...).
+// each calls fn for a map field's entries as Object.entries lists them (an
+// array's under "0", "1", ...).
 func each(v *jcs.Value, fn func(key string, val *jcs.Value)) {
 	if v.Kind == jcs.Array {
 		for i := range v.Elems {
@@ -223,11 +192,9 @@ func each(v *jcs.Value, fn func(key string, val *jcs.Value)) {
 	}
 }
 
-// cleanEmpty is the SDK's cleanEmpty: it returns v without "", null, and
-// arrays and objects left empty, at every depth, and whether anything is left
-// of v at all. Members named "__proto__" are dropped too, as assigning them in
-// JavaScript does not create a member. v is not modified (Struct values share
-// their subtrees with the parsed card).
+// cleanEmpty is the SDK's cleanEmpty: v without "", null, "__proto__" and
+// what is left empty, at every depth, and whether anything is left. v is not
+// modified (Structs share subtrees with the parsed card).
 func cleanEmpty(v *jcs.Value) (jcs.Value, bool) {
 	switch v.Kind {
 	case jcs.Null:
@@ -257,9 +224,7 @@ func cleanEmpty(v *jcs.Value) (jcs.Value, bool) {
 	return *v, true
 }
 
-// jsString is JavaScript's String(v) for a parsed JSON value: numbers as
-// Number.prototype.toString writes them, objects as "[object Object]",
-// arrays joined with "," (null elements as "").
+// jsString is JavaScript's String(v).
 func jsString(v *jcs.Value) string {
 	switch v.Kind {
 	case jcs.String:
@@ -293,7 +258,7 @@ func jsString(v *jcs.Value) string {
 	return ""
 }
 
-// jsBool is JavaScript's Boolean(v) for a parsed JSON value.
+// jsBool is JavaScript's Boolean(v).
 func jsBool(v *jcs.Value) bool {
 	switch v.Kind {
 	case jcs.Null, jcs.False:

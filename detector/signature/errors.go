@@ -2,35 +2,21 @@ package signature
 
 import "errors"
 
-// Sentinel errors. Test with errors.Is; the errors returned wrap them with
-// the detail of what was wrong.
+// Sentinel errors, wrapped with the detail of what was wrong.
 var (
-	// ErrNotCard is returned by Canonical and Verify when the bytes are not a
-	// card: not a JSON object, or JSON that jcs.ParseObject refuses (the
-	// *jcs.SyntaxError is wrapped too).
-	ErrNotCard = errors.New("signature: not an agent card")
-	// ErrUnknownForm is returned by Canonical for a Form it does not know.
+	// ErrNotCard: Canonical, Verify or Sign got bytes that are not a JSON
+	// object (a *jcs.SyntaxError is wrapped too).
+	ErrNotCard     = errors.New("signature: not an agent card")
 	ErrUnknownForm = errors.New("signature: unknown canonical form")
-	// ErrMalformed is returned by ParseJWS when a signatures entry is not a
-	// JWS in the A2A shape (§8.4.2): not an object, "protected" or
-	// "signature" missing or not base64url, a protected header that is not a
-	// JSON object or lacks alg, kid or typ, an unprotected header that is
-	// not an object or repeats a protected parameter, or a "crit" or "b64"
-	// parameter.
+	// ErrMalformed: ParseJWS got an entry not in the A2A shape (§8.4.2).
 	ErrMalformed = errors.New("signature: malformed JWS")
-	// ErrUnsupportedAlg is returned by ParseJWS when a well-formed entry names
-	// an algorithm Verify does not accept (see Algorithms): "none", HMAC, or
-	// one it does not know.
+	// ErrUnsupportedAlg: ParseJWS got an alg outside Algorithms.
 	ErrUnsupportedAlg = errors.New("signature: unsupported algorithm")
-	// ErrInvalidJWKS is returned by ParseJWKS when the bytes are not a JSON
-	// Web Key Set: not a JSON object, or no "keys" array.
+	// ErrInvalidJWKS: ParseJWKS got no JSON object with a "keys" array.
 	ErrInvalidJWKS = errors.New("signature: not a JSON Web Key Set")
-	// ErrJKURefused is returned by Sources.Lookup when its AllowJKU refuses
-	// the jku a signature names (and no trusted key answers).
+	// ErrJKURefused: Sources.AllowJKU refused the jku (no trusted key answered).
 	ErrJKURefused = errors.New("signature: jku not allowed")
-	// ErrUnusableKey is returned by NewKey (and listed by KeySet.Skipped)
-	// for a JWK that cannot verify card signatures: symmetric, private,
-	// meant for encryption, an RSA modulus under 2048 bits, or a key type
-	// go-jose does not read.
+	// ErrUnusableKey: NewKey (or KeySet.Skipped) refuses a JWK that cannot
+	// verify card signatures.
 	ErrUnusableKey = errors.New("signature: key cannot verify signatures")
 )

@@ -11,33 +11,23 @@ import (
 	"github.com/carddrift/carddrift/detector/jcs"
 )
 
-// JWS is one entry of a card's "signatures" array, decoded: a JWS in the
-// flattened JSON serialization without its payload (A2A v1.0.1 §8.4.2),
-//
-//	{"protected": "<base64url header>", "signature": "<base64url>", "header": {...}}
-//
-// The payload is not carried: it is the card's canonical form (see Form),
-// base64url-encoded into the signing input as RFC 7515 §5.1 says.
+// JWS is one decoded entry of a card's "signatures" (A2A v1.0.1 §8.4.2),
+// {"protected": …, "signature": …, "header": {...}}, its payload the card's
+// canonical form.
 type JWS struct {
-	// Alg, KeyID, JKU and Typ are the protected header's alg, kid, jku and typ
-	// (JKU is "" when absent). Only protected parameters are read: values in
-	// the unprotected header are not integrity-protected.
+	// Alg, KeyID, JKU and Typ are the protected header's: the unprotected one
+	// is not integrity-protected.
 	Alg, KeyID, JKU, Typ string
-	// Protected is the protected header as served (base64url), Signature the
-	// decoded signature.
-	Protected string
-	Signature []byte
+	Protected            string // as served (base64url)
+	Signature            []byte
 
 	obj *jose.JSONWebSignature // the same, parsed by go-jose (nil for Ed25519)
 }
 
-// algEd25519 is the fully-specified EdDSA algorithm of RFC 9864, which the
-// JavaScript jose library (under @a2a-js/sdk) now prefers to "EdDSA". go-jose
-// v4.1.9 does not know it: Ed25519 signatures are checked with crypto/ed25519
-// over the same signing input.
+// algEd25519 is RFC 9864's EdDSA name, which JavaScript's jose prefers and
+// go-jose does not know: crypto/ed25519 checks it.
 const algEd25519 = "Ed25519"
 
-// verify reports whether the signature is valid for payload under key.
 func (j *JWS) verify(payload []byte, key any) bool {
 	operations.Add(1)
 	if j.Alg != algEd25519 {
@@ -53,10 +43,8 @@ func (j *JWS) verify(payload []byte, key any) bool {
 	return ed25519.Verify(pub, input, j.Signature)
 }
 
-// algorithms are the JWS algorithms Verify accepts through go-jose: the
-// asymmetric ones of RFC 7518 and EdDSA (RFC 8037, Ed25519 keys). HMAC is
-// refused (a key set served to everyone cannot hold a secret) and so is
-// "none". Ed25519 (RFC 9864) is accepted too, see algEd25519.
+// algorithms are those Verify accepts through go-jose: no HMAC (a key set
+// served to everyone cannot hold a secret), no "none".
 var algorithms = []jose.SignatureAlgorithm{
 	jose.ES256, jose.ES384, jose.ES512,
 	jose.RS256, jose.RS384, jose.RS512,
@@ -64,8 +52,7 @@ var algorithms = []jose.SignatureAlgorithm{
 	jose.EdDSA,
 }
 
-// Algorithms returns the JWS "alg" values Verify accepts: those of go-jose
-// listed above, and Ed25519.
+// Algorithms returns the JWS "alg" values Verify accepts.
 func Algorithms() []string {
 	out := make([]string, 0, len(algorithms)+1)
 	for _, a := range algorithms {
@@ -78,16 +65,12 @@ func supportedAlg(alg string) bool {
 	return slices.Contains(algorithms, jose.SignatureAlgorithm(alg)) || alg == algEd25519
 }
 
-// maxHeaderBytes bounds a decoded protected header (and, parsed, the
-// unprotected one); real ones are under 300 bytes.
+// maxHeaderBytes bounds a decoded protected header; real ones are under 300.
 const maxHeaderBytes = 8 << 10
 
-// ParseJWS decodes one entry of a card's "signatures" array, given as its
-// JSON text. It checks the shape A2A requires, not the signature: see
-// Verify. It returns an error wrapping ErrMalformed when the entry is not a
-// JWS in that shape, or ErrUnsupportedAlg when it is but names an algorithm
-// outside Algorithms; the JWS returned with ErrUnsupportedAlg carries the
-// header parameters. It is safe for concurrent use.
+// ParseJWS decodes one entry of "signatures" and checks the shape A2A
+// requires (ErrMalformed), not the signature. With ErrUnsupportedAlg it
+// returns the JWS too, for its header parameters.
 func ParseJWS(entry []byte) (*JWS, error) {
 	v, err := jcs.Parse(entry, jcs.Limits{})
 	if err != nil {
@@ -96,7 +79,6 @@ func ParseJWS(entry []byte) (*JWS, error) {
 	return parseJWS(&v)
 }
 
-// parseJWS is ParseJWS over a parsed entry.
 func parseJWS(v *jcs.Value) (*JWS, error) {
 	if v.Kind != jcs.Object {
 		return nil, malformed("entry is a JSON %s, not an object", v.Kind)
@@ -141,8 +123,7 @@ func parseJWS(v *jcs.Value) (*JWS, error) {
 	}
 	for _, name := range []string{"crit", "b64"} {
 		if _, ok := hdr.Get(name); ok {
-			// No A2A signer uses extensions, and b64 (RFC 7797) would change
-			// the signing input; both libraries would then disagree.
+			// b64 (RFC 7797) would change the signing input.
 			return nil, malformed("protected header has %q, which card signatures do not use", name)
 		}
 	}
@@ -168,8 +149,7 @@ func parseJWS(v *jcs.Value) (*JWS, error) {
 	if j.Alg == algEd25519 {
 		return j, nil
 	}
-	// go-jose reads the same header again, as it will verify with it; a
-	// header it cannot read (a malformed "jwk" or "x5c", say) is malformed.
+	// go-jose verifies with its own reading of the header.
 	obj, err := jose.ParseDetached(protected+".."+sig, []byte{}, algorithms)
 	if err != nil {
 		return nil, malformed("%v", err)
@@ -178,8 +158,6 @@ func parseJWS(v *jcs.Value) (*JWS, error) {
 	return j, nil
 }
 
-// b64Member returns the string member name of the entry v, checked to be
-// base64url without padding.
 func b64Member(v *jcs.Value, name string) (string, error) {
 	m, ok := v.Get(name)
 	if !ok {
@@ -194,10 +172,9 @@ func b64Member(v *jcs.Value, name string) (string, error) {
 	return m.Str, nil
 }
 
-// decodeB64 decodes base64url without padding, strictly: only the 64
-// characters of the URL-safe alphabet, zero trailing bits. go-jose signs
-// over a re-encoding of the header it decoded, so any other spelling of the
-// same bytes would verify differently here than in other libraries.
+// decodeB64 decodes base64url strictly (no padding, zero trailing bits):
+// go-jose verifies over a re-encoding of the header, so another spelling of
+// the same bytes would verify here and not elsewhere.
 func decodeB64(s string) ([]byte, error) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -20,35 +20,28 @@ import (
 type Source string
 
 const (
-	// SourceTrusted: a key set the operator configured (--jwks).
-	SourceTrusted Source = "trusted"
-	// SourceJKU: the key set a signature names in its jku header, fetched.
-	// It proves who controls that URL, not who the operator trusts.
+	SourceTrusted Source = "trusted" // a key set the operator configured
+	// SourceJKU: fetched from a signature's jku; it proves who controls that
+	// URL, not who the operator trusts.
 	SourceJKU Source = "jku"
 )
 
 // Key is a public key that can verify card signatures.
 type Key struct {
-	// JWK is the key as its set lists it (KeyID, Algorithm, Use); JWK.Key is
-	// an *ecdsa.PublicKey, *rsa.PublicKey or ed25519.PublicKey.
+	// JWK.Key is an *ecdsa.PublicKey, *rsa.PublicKey or ed25519.PublicKey.
 	JWK jose.JSONWebKey
-	// Thumbprint is the key's RFC 7638 JWK thumbprint: SHA-256, base64url
-	// without padding. It identifies the key whatever its kid.
+	// Thumbprint is the RFC 7638 SHA-256 thumbprint, base64url: the key
+	// whatever its kid.
 	Thumbprint string
-	// Source is where the key came from; "" when the Keys that returned it
-	// does not say (a KeySet used on its own).
-	Source Source
+	Source     Source // "" from a KeySet used on its own
 }
 
-// minRSABits is the smallest RSA modulus accepted, as RFC 7518 §3.3 and the
-// JavaScript jose library require. go-jose caps the largest
-// (jose.MaxRSAModulusBits, 4096 by default).
+// minRSABits is the smallest RSA modulus accepted (RFC 7518 §3.3).
 const minRSABits = 2048
 
-// NewKey checks that jwk can verify signatures and computes its thumbprint.
-// It returns an error wrapping ErrUnusableKey for a symmetric key, a private
-// key (whoever published it has given the signing key away), a key whose
-// "use" is not "sig", an RSA modulus under 2048 bits or an unknown key type.
+// NewKey checks that jwk can verify signatures and computes its thumbprint;
+// else an error wrapping ErrUnusableKey (symmetric, private, "use" not "sig",
+// RSA under 2048 bits, unknown type).
 func NewKey(jwk jose.JSONWebKey) (Key, error) {
 	unusable := func(format string, a ...any) (Key, error) {
 		return Key{}, fmt.Errorf("%w: kid %q: "+format, append([]any{ErrUnusableKey, jwk.KeyID}, a...)...)
@@ -86,7 +79,7 @@ var curveAlg = map[elliptic.Curve]string{
 	elliptic.P521(): "ES512",
 }
 
-// fits returns nil when k can verify a signature made with alg, else why not.
+// fits returns why k cannot verify a signature made with alg, or nil.
 func (k Key) fits(alg string) error {
 	if k.JWK.Algorithm != "" && k.JWK.Algorithm != alg && !(eddsa(k.JWK.Algorithm) && eddsa(alg)) {
 		return fmt.Errorf("key %s is for %s, the signature is %s", k.Thumbprint, k.JWK.Algorithm, alg)
@@ -115,38 +108,30 @@ func (k Key) fits(alg string) error {
 	return fmt.Errorf("key %s is %s, which cannot verify %s", k.Thumbprint, want, alg)
 }
 
-// eddsa reports the two names of EdDSA with Ed25519: "EdDSA" (RFC 8037) and
-// "Ed25519" (RFC 9864).
+// eddsa: "EdDSA" (RFC 8037) or "Ed25519" (RFC 9864).
 func eddsa(alg string) bool { return alg == "EdDSA" || alg == algEd25519 }
 
 // Keys finds the keys that may have made a signature. Implementations must
 // be safe for concurrent use.
 type Keys interface {
-	// Lookup returns the keys with key id kid, for a signature whose
-	// protected header names jku ("" when it names none). No key with that
-	// kid is (nil, nil). An error means the keys could not be obtained — the
-	// key set could not be fetched, or is not one — and Verify reports the
-	// signature unverified (ReasonKeysUnavailable), never invalid. Lookup
-	// must return when ctx is done.
+	// Lookup returns the keys with id kid, for a signature naming jku (or
+	// ""); none is (nil, nil). An error means the keys could not be obtained
+	// (ReasonKeysUnavailable). It must return when ctx is done.
 	Lookup(ctx context.Context, kid, jku string) ([]Key, error)
 }
 
-// KeySet is a static set of keys, such as a JWKS file. It ignores jku. The
-// zero value and nil are empty sets. It is safe for concurrent use.
+// KeySet is a static set of keys, such as a JWKS file; it ignores jku. Nil is
+// empty. Safe for concurrent use.
 type KeySet struct {
 	keys    []Key
 	skipped []error
 }
 
-// MaxJWKSKeys is how many keys ParseJWKS reads from one set; further keys
-// are skipped.
+// MaxJWKSKeys is how many keys ParseJWKS reads from one set.
 const MaxJWKSKeys = 100
 
-// ParseJWKS reads a JSON Web Key Set (RFC 7517 §5). Keys that cannot verify
-// signatures (see NewKey) or that go-jose cannot read are skipped, not
-// fatal: KeySet.Skipped says which and why. It returns an error wrapping
-// ErrInvalidJWKS when b is not a JSON object with a "keys" array (under the
-// jcs default limits: 1 MiB, strict JSON).
+// ParseJWKS reads a JSON Web Key Set (RFC 7517 §5), or fails with
+// ErrInvalidJWKS. Unusable keys are skipped (KeySet.Skipped).
 func ParseJWKS(b []byte) (*KeySet, error) {
 	v, err := jcs.ParseObject(b, jcs.Limits{})
 	if err != nil {
@@ -178,10 +163,9 @@ func ParseJWKS(b []byte) (*KeySet, error) {
 	return s, nil
 }
 
-// NewKeySet returns a set of the given keys.
 func NewKeySet(keys ...Key) *KeySet { return &KeySet{keys: append([]Key(nil), keys...)} }
 
-// Lookup returns the keys of the set whose kid is kid. It never fails.
+// Lookup returns the keys whose kid is kid; it never fails.
 func (s *KeySet) Lookup(_ context.Context, kid, _ string) ([]Key, error) {
 	if s == nil {
 		return nil, nil
@@ -195,7 +179,6 @@ func (s *KeySet) Lookup(_ context.Context, kid, _ string) ([]Key, error) {
 	return out, nil
 }
 
-// Keys returns every usable key of the set.
 func (s *KeySet) Keys() []Key {
 	if s == nil {
 		return nil
@@ -203,8 +186,7 @@ func (s *KeySet) Keys() []Key {
 	return append([]Key(nil), s.keys...)
 }
 
-// Skipped returns why each key ParseJWKS left out was left out (each error
-// wraps ErrUnusableKey), for the operator's log.
+// Skipped says why each key ParseJWKS left out was (ErrUnusableKey).
 func (s *KeySet) Skipped() []error {
 	if s == nil {
 		return nil
@@ -212,25 +194,20 @@ func (s *KeySet) Skipped() []error {
 	return append([]error(nil), s.skipped...)
 }
 
-// Sources looks keys up where carddrift trusts them: the operator's key set
-// (--jwks) first, then the key set a signature names in its jku. A kid the
-// trusted set holds is answered by it alone — a signature cannot bring its
-// own key for a kid the operator vouched for. Keys returned are marked
-// SourceTrusted or SourceJKU. Nil fields are skipped: with JKU nil, jku is
-// never followed. Sources is safe for concurrent use if its fields are.
+// Sources looks keys up in the trusted set first, then the set a signature
+// names in its jku: a kid the trusted set holds is answered by it alone (a
+// signature cannot bring its own key for it). Keys are marked with their
+// Source; nil fields are skipped. Safe for concurrent use if its fields are.
 type Sources struct {
 	Trusted Keys
 	JKU     Keys
-	// AllowJKU, if set, decides which jku URLs JKU is asked about (for
-	// example only those on the card's own host); a jku it refuses makes
-	// Lookup fail with ErrJKURefused: the signature is unverified.
+	// AllowJKU, if set, decides which jku URLs JKU is asked about (else
+	// ErrJKURefused).
 	AllowJKU func(jku string) bool
 }
 
-// Lookup returns the trusted keys for kid if there are any, else the keys
-// for kid in the set at jku (when jku is set, JKU is not nil and AllowJKU
-// allows it). It fails only when no key was found and a source that could
-// have held one failed or was refused.
+// Lookup fails only when no key was found and a source that could have held
+// one failed or was refused.
 func (s Sources) Lookup(ctx context.Context, kid, jku string) ([]Key, error) {
 	var errs []error
 	if s.Trusted != nil {

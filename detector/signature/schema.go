@@ -1,11 +1,8 @@
 package signature
 
-// The v1.0 AgentCard schema, as data: what the signing normalisation keeps
-// of a card. It follows specification/a2a.proto of A2A v1.0.1 (messages,
-// REQUIRED annotations, the optional keyword, oneofs) and the JSON names the
-// SDKs read and write: lowerCamelCase, with the proto field name
-// (snake_case) accepted on input where it differs, camelCase winning when
-// both are set — as ts-proto's fromJSON in @a2a-js/sdk does.
+// The v1.0 AgentCard schema of A2A v1.0.1's a2a.proto, as data: what the
+// signing normalisation keeps. JSON names are lowerCamelCase, the proto name
+// accepted on input, camelCase winning, as ts-proto's fromJSON does.
 
 // kind is how a field is read and written.
 type kind uint8
@@ -23,7 +20,6 @@ const (
 	kStruct                 // google.protobuf.Struct, carried as JSON
 )
 
-// field is one field of a message.
 type field struct {
 	name     string // JSON name
 	alias    string // proto name, accepted on input when it differs from name
@@ -32,8 +28,8 @@ type field struct {
 	msg      *message // for kMessage, kMessages and kMessageMap
 }
 
-// message is a protobuf message. When oneof is set its fields are the
-// alternatives of one oneof and nothing else: the first one set wins.
+// message is a protobuf message; with oneof its fields are one oneof's
+// alternatives (the first set wins).
 type message struct {
 	fields []field
 	oneof  bool

@@ -16,28 +16,18 @@ import (
 
 // SignOptions say how Sign signs.
 type SignOptions struct {
-	// KeyID is the kid of the protected header. Required.
-	KeyID string
-	// Alg is the JWS algorithm, one of Algorithms; "" picks one from the
-	// key: ES256, ES384 or ES512 by curve, RS256 for RSA, EdDSA for Ed25519.
+	KeyID string // required
+	// Alg is one of Algorithms; "" picks one from the key.
 	Alg string
-	// JKU, if set, is the jku of the protected header: where verifiers may
-	// fetch the key set.
 	JKU string
-	// Form is the canonical form signed. Default FormSDK, which is what the
-	// A2A SDKs verify; FormServed covers every member the card serves but
-	// only verifiers that try it (carddrift does) accept it.
+	// Form is the canonical form signed; default FormSDK, what the SDKs verify.
 	Form Form
 }
 
-// Sign returns the agent card raw with one more signature in its
-// "signatures" array (created if absent), made with key over the card's
-// canonical form: a JWS whose protected header is
-// {"alg","jku","kid","typ":"JOSE"}, as A2A v1.0.1 §8.4.2 and @a2a-js/sdk's
-// generateAgentCardSignature make them. The card is returned in RFC 8785
-// form. key is an *ecdsa.PrivateKey, *rsa.PrivateKey or ed25519.PrivateKey
-// (or a crypto.Signer go-jose accepts for Alg). It returns ErrNotCard when
-// raw is not a card, ErrUnknownForm, or an error from go-jose.
+// Sign returns the card raw, in RFC 8785 form, with one more signature made
+// with key over its canonical form, as @a2a-js/sdk's
+// generateAgentCardSignature makes them (typ "JOSE"). Errors: ErrNotCard,
+// ErrUnknownForm, or go-jose's.
 func Sign(raw []byte, key crypto.Signer, opts SignOptions) ([]byte, error) {
 	if opts.Form == "" {
 		opts.Form = FormSDK
@@ -84,8 +74,7 @@ func Sign(raw []byte, key crypto.Signer, opts SignOptions) ([]byte, error) {
 	return jcs.Append(nil, &out), nil
 }
 
-// signJWS returns the protected header and signature (both base64url) of a
-// JWS over payload.
+// signJWS returns the protected header and signature of a JWS over payload.
 func signJWS(payload []byte, key crypto.Signer, opts SignOptions) (protected, sig string, err error) {
 	if opts.Alg == algEd25519 { // go-jose does not know RFC 9864 names
 		priv, ok := key.(ed25519.PrivateKey)

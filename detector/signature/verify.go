@@ -12,47 +12,31 @@ import (
 )
 
 // Reason is the outcome of checking one signature. The values are stable
-// (they may be recorded in pins and events): add new ones, never rename.
+// (recorded in pins and events): add new ones, never rename.
 type Reason string
 
 const (
-	// ReasonVerified: the signature verifies against a key found for its kid
-	// over one of the card's canonical forms (Result.Form says which).
 	ReasonVerified Reason = "verified"
 	// ReasonInvalidSignature: keys were found for the kid and none verifies
-	// the signature over any canonical form — the card changed after
-	// signing, or was signed by another key under the same kid — or none of
-	// them can verify this alg (an RSA key for ES256, say).
+	// over any form, or none can verify this alg.
 	ReasonInvalidSignature Reason = "invalid-signature"
-	// ReasonNoKey: the key sources answered, and hold no key with this kid.
-	ReasonNoKey Reason = "no-key"
-	// ReasonKeysUnavailable: the keys could not be obtained (the jku or the
-	// trusted set could not be fetched or is not a key set, or there is no
-	// key source at all). The signature is unverified, not invalid.
+	ReasonNoKey            Reason = "no-key"
+	// ReasonKeysUnavailable: the keys could not be obtained; unverified, not
+	// invalid.
 	ReasonKeysUnavailable Reason = "keys-unavailable"
-	// ReasonUnsupportedAlg: the entry is well-formed but its alg is not one
-	// of Algorithms ("none", HMAC, or unknown).
-	ReasonUnsupportedAlg Reason = "unsupported-alg"
-	// ReasonMalformed: the entry is not a JWS in the A2A shape (see
-	// ErrMalformed), or "signatures" itself is not an array.
+	ReasonUnsupportedAlg  Reason = "unsupported-alg"
+	// ReasonMalformed: not a JWS in the A2A shape, or "signatures" is not an
+	// array.
 	ReasonMalformed Reason = "malformed"
-	// ReasonNotChecked: the card has more signatures than Limits.Signatures
-	// (MaxSignatures by default); the ones past the limit are neither parsed
-	// nor checked, and one Result stands for them all (it has only Index,
-	// the first of them, Reason and Detail).
+	// ReasonNotChecked: past Limits.Signatures; one Result (Index the first)
+	// stands for them all.
 	ReasonNotChecked Reason = "not-checked"
-	// ReasonOverLimit: checking the signature would have gone past one of
-	// the verifier's Limits — more keys under its kid than
-	// Limits.KeysPerSignature, more canonical forms than Limits.Forms, the
-	// card's budget of public-key operations (Limits.Operations) or of time
-	// (Limits.Time) spent — so it was not checked to the end. No real card
-	// comes near the limits: the detector reads this outcome as a signature
-	// that does not verify (signature-invalid), never as a verified one.
+	// ReasonOverLimit: checking would have gone past a Limit; the detector
+	// reads it as a signature that does not verify.
 	ReasonOverLimit Reason = "over-limit"
 )
 
-// Reasons returns every Reason, in declaration order (for schemas and
-// tests).
+// Reasons returns every Reason, in declaration order.
 func Reasons() []Reason {
 	return []Reason{ReasonVerified, ReasonInvalidSignature, ReasonNoKey, ReasonKeysUnavailable,
 		ReasonUnsupportedAlg, ReasonMalformed, ReasonNotChecked, ReasonOverLimit}
@@ -60,49 +44,34 @@ func Reasons() []Reason {
 
 // Result is what Verify found about one signature.
 type Result struct {
-	// Index is the entry's position in "signatures" (-1 when "signatures"
-	// itself is not an array).
-	Index int
-	// KeyID, Alg, JKU and Typ are the protected header's kid, alg, jku and
-	// typ, as far as the entry could be read.
+	Index int // in "signatures"; -1 when it is not an array
+	// KeyID, Alg, JKU and Typ are the protected header's, as far as read.
 	KeyID, Alg, JKU, Typ string
-	// Thumbprint is the RFC 7638 SHA-256 thumbprint (base64url) of the key
-	// that verified the signature; when none did, of the first key found for
-	// the kid that can verify this alg, else of the first key found; "" when
-	// no key was found. Source is where that key came from.
+	// Thumbprint is the RFC 7638 thumbprint of the key that verified, else of
+	// the first found that fits the alg, else of the first found; "" for none.
 	Thumbprint string
 	Source     Source
-	// Form is the canonical form the signature covers; "" unless Verified.
-	Form Form
-	// Verified is Reason == ReasonVerified.
-	Verified bool
-	Reason   Reason
-	// Detail says why, for people (not stable: never compare it).
-	Detail string
+	Form       Form // "" unless Verified
+	Verified   bool
+	Reason     Reason
+	Detail     string // for people: never compare it
 }
 
-// Verify checks every signature of the agent card raw against keys within
-// the default limits (DefaultLimits): it is Limits{}.Verify. Every caller —
-// the fetcher for live cards, the worker for a client's card, carddrift pin
-// — gets the same bounds.
+// Verify is Limits{}.Verify: every caller gets the same bounds.
 func Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 	return Limits{}.Verify(ctx, raw, keys)
 }
 
-// Verify checks every signature of the agent card raw against keys within l
-// (a zero field at its default) and returns one Result per entry of its
-// "signatures" array, in order, up to l.Signatures, then one ReasonNotChecked
-// Result for the rest; none for a card without signatures. A signature
-// verifies when its protected header is well-formed (ParseJWS), keys.Lookup
-// returns a key that fits alg, and it checks out over one of the card's
-// canonical forms (Forms, each distinct payload once). Once ctx is done, the
-// signatures not yet decided are ReasonKeysUnavailable. Verify fails only
-// when raw is not a card (ErrNotCard); keys may be nil.
+// Verify checks every signature of the card raw against keys (may be nil)
+// within l: one Result per entry, up to l.Signatures, then one
+// ReasonNotChecked for the rest. A signature verifies when ParseJWS accepts
+// it and a key Lookup returns that fits alg verifies it over one of the
+// distinct canonical forms. Once ctx is done the rest are
+// ReasonKeysUnavailable. It fails only with ErrNotCard.
 func (l Limits) Verify(ctx context.Context, raw []byte, keys Keys) ([]Result, error) {
 	return l.verify(ctx, raw, keys, time.Now)
 }
 
-// verify is Verify on the clock now (tests pass their own).
 func (l Limits) verify(ctx context.Context, raw []byte, keys Keys, now func() time.Time) ([]Result, error) {
 	card, err := jcs.ParseObject(raw, jcs.Limits{})
 	if err != nil {
@@ -123,32 +92,28 @@ func (l Limits) verify(ctx context.Context, raw []byte, keys Keys, now func() ti
 		out = append(out, v.one(ctx, i, &sigs.Elems[i]))
 	}
 	if n > v.lim.Signatures {
-		// One Result for every entry past the limit: a 1 MiB body holds
-		// half a million entries.
+		// One Result for the rest: a 1 MiB body holds half a million.
 		out = append(out, Result{Index: v.lim.Signatures, Reason: ReasonNotChecked, Detail: fmt.Sprintf(
 			"only the first %d signatures of a card are checked: entries %d to %d are not", v.lim.Signatures, v.lim.Signatures, n-1)})
 	}
 	return out, nil
 }
 
-// verifier checks the signatures of one card within its limits, computing
-// each canonical form at most once.
+// verifier checks the signatures of one card, each form computed once.
 type verifier struct {
 	card *jcs.Value
 	keys Keys
 	lim  Limits
 
-	payloads [][]byte // the distinct payloads of Forms, in order; nil until needed
-	forms    []Form   // the form of each payload
-	ops      int      // public-key operations made
+	payloads [][]byte // the distinct payloads of Forms; nil until needed
+	forms    []Form
+	ops      int
 	now      func() time.Time
 	start    time.Time
 	waited   time.Duration // spent in keys.Lookup
 }
 
-// distinct returns the distinct payloads of the card's canonical forms, in
-// the order of Forms, and their forms: an identical one need not be checked
-// twice (for a card already in normal form all three are the same bytes).
+// distinct returns the distinct payloads of the card's forms, and their forms.
 func (v *verifier) distinct() ([][]byte, []Form) {
 	if v.payloads == nil {
 	next:
@@ -165,9 +130,7 @@ func (v *verifier) distinct() ([][]byte, []Form) {
 	return v.payloads, v.forms
 }
 
-// spend accounts for one public-key operation about to be made. When none
-// may be made it returns false and the outcome of the signature that needed
-// it.
+// spend accounts for one public-key operation, or returns why it may not be made.
 func (v *verifier) spend(ctx context.Context) (ok bool, reason Reason, detail string) {
 	if err := ctx.Err(); err != nil {
 		return false, ReasonKeysUnavailable, "verification stopped: " + err.Error()
@@ -182,8 +145,7 @@ func (v *verifier) spend(ctx context.Context) (ok bool, reason Reason, detail st
 	return true, "", ""
 }
 
-// maxMisfits is how many keys that cannot verify a signature's alg its
-// Detail names.
+// maxMisfits is how many keys unfit for the alg a Detail names.
 const maxMisfits = 4
 
 func (v *verifier) one(ctx context.Context, i int, entry *jcs.Value) Result {

@@ -11,10 +11,8 @@ import (
 // canonicalizer must accept and 10 that it must reject.
 const TCKCount = 57
 
-// TCKVector is one file of the a2a-jcs-v01 corpus. Must-accept vectors carry
-// the input as embedded JSON (taken verbatim, as written in the file) and
-// the expected canonical bytes in hex; must-reject vectors carry the input
-// as a JSON string.
+// TCKVector is one file of the corpus: must-accept vectors embed the input
+// verbatim, must-reject ones carry it as a JSON string.
 type TCKVector struct {
 	ID          string          `json:"id"`
 	Disposition string          `json:"disposition"` // "MUST-ACCEPT" or "MUST-REJECT"
@@ -25,8 +23,7 @@ type TCKVector struct {
 	} `json:"expected"`
 }
 
-// TCK returns every vector of the corpus under dir, in file name order. It
-// fails t unless it finds all TCKCount.
+// TCK returns every vector under dir, in file name order (all TCKCount).
 func TCK(t testing.TB, dir string) []TCKVector {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(dir, "a2a-jcs-v01/*/*.json"))
@@ -42,15 +39,14 @@ func TCK(t testing.TB, dir string) []TCKVector {
 	return vs
 }
 
-// SigningCase is one of the TCK's agent-card signing payloads: Expected is
-// the canonical form of Card without its top-level signatures.
+// SigningCase is a TCK card-signing payload: Expected is Card's canonical
+// form without signatures.
 type SigningCase struct {
 	ID       string          `json:"id"`
 	Card     json.RawMessage `json:"agent_card"`
 	Expected string          `json:"expected_jcs_payload"`
 }
 
-// SigningCases returns the card-signing payloads under dir.
 func SigningCases(t testing.TB, dir string) []SigningCase {
 	t.Helper()
 	var file struct {
@@ -63,8 +59,7 @@ func SigningCases(t testing.TB, dir string) []SigningCase {
 	return file.Cases
 }
 
-// ReadFile returns the content of the file at path, failing t if it cannot
-// be read.
+// ReadFile reads path or fails t.
 func ReadFile(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)

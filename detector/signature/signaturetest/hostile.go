@@ -13,40 +13,26 @@ import (
 	"github.com/go-jose/go-jose/v4"
 )
 
-// HostileCard is a v1.0 card whose three canonical forms (served, sdk, spec)
-// are three different byte strings, so that a verifier has a distinct payload
-// to try per form: only the served form keeps "x-padding" (outside the v1.0
-// schema), the served and spec forms keep the skill's empty "description",
-// the sdk form drops both.
+// HostileCard is a v1.0 card whose three canonical forms differ: only the
+// served form keeps "x-padding", the sdk form drops the empty "description".
 const HostileCard = `{"name":"Hostile Signer","description":"Signed to be expensive.","version":"1.0.0",` +
 	`"supportedInterfaces":[{"url":"https://hostile.example/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],` +
 	`"capabilities":{"streaming":false},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],` +
 	`"skills":[{"id":"s","name":"S","description":"","tags":["t"]}],"x-padding":"served form only"}`
 
-// Hostile says how to build a hostile card.
+// Hostile says how to build a hostile card; zero fields take the defaults.
 type Hostile struct {
-	// Signatures is how many entries the card's "signatures" array has
-	// (default 16, the most carddrift e91b0a3 checks).
-	Signatures int
-	// Keys is how many P-521 keys the key set holds, all under KeyID
-	// (default 100, the most a key set may list).
-	Keys int
-	// KeyID is the kid every signature and key carries (default "k").
-	KeyID string
-	// JKU, if set, is the jku every signature's protected header names:
-	// where the verifier is to fetch the key set.
-	JKU string
-	// Card is the card to sign (default HostileCard). It must be a JSON
-	// object without "signatures".
-	Card string
+	Signatures int    // entries of "signatures" (16)
+	Keys       int    // P-521 keys in the set, all under KeyID (100, a set's most)
+	KeyID      string // ("k")
+	JKU        string // named by every signature, if set
+	Card       string // a JSON object without "signatures" (HostileCard)
 }
 
-// Build returns the card with h.Signatures ES512 signatures that verify
-// under no key and the JWKS of h.Keys fresh P-521 public keys sharing kid:
-// a verifier that tries every key over every canonical form for every
-// signature makes Signatures × Keys × 3 ECDSA P-521 verifications. Each
-// signature is 132 bytes with r and s in [1, n-1], so no length or range
-// check rejects it before the curve arithmetic.
+// Build returns the card with h.Signatures ES512 signatures that verify under
+// no key, and the JWKS of h.Keys fresh keys: a verifier that tries them all
+// makes Signatures × Keys × 3 P-521 verifications. r and s are in [1, n-1],
+// so no range check rejects a signature before the curve arithmetic.
 func (h Hostile) Build() (card, jwks []byte, err error) {
 	if h.Signatures == 0 {
 		h.Signatures = 16

@@ -8,12 +8,9 @@ import (
 )
 
 // SDKNode returns the node binary that runs @a2a-js/sdk as installed under
-// dir, the npm project test/interop (package.json pins the SDK; `npm ci
-// --prefix test/interop` installs it), given as a path from the calling
-// test's package. The signature tests cross-check canonical forms and
-// signatures with it; the interop suites in test/ run its agent. When node or the SDK
-// is missing it skips the test, or fails it when CI is set: CI must run the
-// interop tests.
+// dir (test/interop, from the calling test's package; `npm ci --prefix
+// test/interop`). Without node or the SDK it skips the test, or fails it
+// under CI.
 func SDKNode(t testing.TB, dir string) string {
 	t.Helper()
 	var why string
