@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/task"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // TestAcknowledge: a handled event is acknowledged, with the handler's
@@ -97,5 +99,288 @@ func TestAcker(t *testing.T) {
 		if got := d.GetCounter().GetValue(); got != want {
 			t.Errorf("published %s = %v, want %v", result, got, want)
 		}
+	}
+}
+
+// TestKeepAlive: a kept-alive event is reported in progress every third of
+// AckWait until it is stopped, or until the dispatcher abandons its work;
+// then no more. (Another event kept alive throughout shows the time that
+// passed: three more of its reports, at least two periods.)
+func TestKeepAlive(t *testing.T) {
+	js, cfg := provisioned(t)
+	cases := []struct {
+		name string
+		end  func(w *Worker, stop func())
+	}{
+		{"stopped", func(_ *Worker, stop func()) { stop() }},
+		{"abandoned", func(w *Worker, _ func()) { w.dispatch.abandon() }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			msgs := lifecycleMsgs(t, js, cfg, 2)
+			kept, clock := msgs[0], msgs[1]
+			fast := cfg
+			fast.AckWait = 150 * time.Millisecond
+			w := &Worker{cfg: fast, dispatch: newDispatcher(1)}
+			stop := w.keepAlive(kept)
+			other := &Worker{cfg: w.cfg, dispatch: newDispatcher(1)}
+			defer other.keepAlive(clock)()
+			natstest.Eventually(t, 10*time.Second, "two reports in progress", func() bool { return kept.inProgress() >= 2 })
+			c.end(w, stop)
+			n, from := kept.inProgress(), clock.inProgress()
+			natstest.Eventually(t, 10*time.Second, "three periods", func() bool { return clock.inProgress() >= from+3 })
+			if got := kept.inProgress(); got > n+1 {
+				t.Fatalf("%d reports in progress after it ended (%d before), want at most one in flight", got-n, n)
+			}
+		})
+	}
+}
+
+// TestInProgress: the keepAlive ends once, when the handling returns,
+// failed or not, and before anything settles the event.
+func TestInProgress(t *testing.T) {
+	js, cfg := provisioned(t)
+	cases := []struct {
+		name string
+		h    *results
+		want []string
+	}{
+		{"handled", handled(task.OutcomeDrift, nil), []string{"handled", "stop", "ack"}},
+		{"failed", handled("", errStore), []string{"handled", "stop"}},
+	}
+	msgs := lifecycleMsgs(t, js, cfg, len(cases))
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := deliveryOf(msgs[i], 1)
+			h := func(ctx context.Context, d *delivered) (string, error) {
+				msgs[i].record("handled")
+				return c.h.handle(ctx, d)
+			}
+			acknowledge(&acker{})(inProgress(h))(context.Background(), d)
+			if got := msgs[i].log(); !slices.Equal(got, c.want) {
+				t.Errorf("calls = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestRedeliver: any failure that reaches redeliver is NAKed with the
+// growing delay of redelivery (2 s on a first delivery), logged and counted
+// as retry; a settled event passes through untouched. Nothing leaves it
+// with an error.
+func TestRedeliver(t *testing.T) {
+	js, cfg := provisioned(t)
+	nak := "nak " + (2 * time.Second).String()
+	cases := []struct {
+		name    string
+		h       *results
+		want    []string
+		outcome string
+		logged  bool
+	}{
+		{"transient", handled("", errStore), []string{nak}, outcomeRetry, true},
+		{"unclassified", handled("", errOther), []string{nak}, outcomeRetry, true},
+		{"permanent (not dead-lettered inside)", handled("", errCorrupt), []string{nak}, outcomeRetry, true},
+		{"settled inside", handled(task.OutcomeDrift, nil), nil, task.OutcomeDrift, false},
+	}
+	msgs := lifecycleMsgs(t, js, cfg, len(cases))
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var logs strings.Builder
+			outcome, err := redeliver(zerolog.New(&logs))(c.h.handle)(context.Background(), deliveryOf(msgs[i], 1))
+			if outcome != c.outcome || err != nil {
+				t.Errorf("redeliver = %q, %v; want %q, nil", outcome, err, c.outcome)
+			}
+			if got := msgs[i].log(); !slices.Equal(got, c.want) {
+				t.Errorf("message calls = %q, want %q", got, c.want)
+			}
+			if got := strings.Contains(logs.String(), "event failed; will retry"); got != c.logged {
+				t.Errorf("logged the failure: %v, want %v (%s)", got, c.logged, logs.String())
+			}
+		})
+	}
+}
+
+// errNoSpace is a write still refused for lack of space when the handling
+// ended (noSpace's error).
+var errNoSpace = noSpaceError{reason: "server storage full", err: errFull}
+
+// TestPoison: a permanent failure is dead-lettered with its reason on any
+// delivery, any other failure with max-deliver on the MaxDeliver-th
+// delivery or a later one; the event is terminated after its copy is
+// stored (read back here), and counted dead-letter. Other failures pass on
+// to redeliver, settled events through.
+func TestPoison(t *testing.T) {
+	_, js, cfg, dlq := startDLQ(t)
+	cases := []struct {
+		name       string
+		maxDeliver int
+		delivered  uint64
+		h          *results
+		want       []string
+		outcome    string
+		err        error
+		reason     DeadLetterReason
+		cause      error
+	}{
+		{"permanent, first delivery", 10, 1, handled("", errCorrupt), []string{"term corrupt-card"}, outcomeDeadLetter, nil, ReasonCorruptCard, errCorrupt},
+		{"permanent, MaxDeliver unlimited", -1, 1, handled("", permanentError{reason: ReasonInvalidCard, err: errOther}), []string{"term invalid-card"}, outcomeDeadLetter, nil, ReasonInvalidCard, permanentError{reason: ReasonInvalidCard, err: errOther}},
+		{"transient, the MaxDeliver-th delivery", 10, 10, handled("", errStore), []string{"term max-deliver"}, outcomeDeadLetter, nil, ReasonMaxDeliver, errStore},
+		{"unclassified, past MaxDeliver", 10, 12, handled("", errOther), []string{"term max-deliver"}, outcomeDeadLetter, nil, ReasonMaxDeliver, errOther},
+		{"no space, the MaxDeliver-th delivery: not a dead letter", 10, 10, handled("", errNoSpace), nil, "", errNoSpace, "", nil},
+		{"no space, past MaxDeliver: not a dead letter", 10, 12, handled("", errNoSpace), nil, "", errNoSpace, "", nil},
+		{"transient, the delivery before", 10, 9, handled("", errStore), nil, "", errStore, "", nil},
+		{"transient, MaxDeliver unlimited", -1, 1000, handled("", errStore), nil, "", errStore, "", nil},
+		{"handled", 10, 10, handled(task.OutcomeDrift, nil), nil, task.OutcomeDrift, nil, "", nil},
+	}
+	msgs := lifecycleMsgs(t, js, cfg, len(cases))
+	w := &Worker{js: js, cfg: cfg, log: zerolog.Nop()}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			outcome, err := poison(c.maxDeliver, w.deadLetterOutcome)(c.h.handle)(context.Background(), deliveryOf(msgs[i], c.delivered))
+			if outcome != c.outcome || !errors.Is(err, c.err) || (err == nil) != (c.err == nil) {
+				t.Errorf("poison = %q, %v; want %q, %v", outcome, err, c.outcome, c.err)
+			}
+			if got := msgs[i].log(); !slices.Equal(got, c.want) {
+				t.Errorf("message calls = %q, want %q", got, c.want)
+			}
+			if c.reason == "" {
+				return
+			}
+			dl, err := dlq.GetLastMsgForSubject(context.Background(), "carddrift.dlq."+string(c.reason))
+			if err != nil {
+				t.Fatalf("the dead letter: %v", err)
+			}
+			if got, want := dl.Header.Get(HeaderStreamSequence), fmt.Sprint(mustMeta(t, msgs[i]).Sequence.Stream); got != want {
+				t.Errorf("dead letter of stream sequence %s, want %s", got, want)
+			}
+			if got := dl.Header.Get(HeaderError); got != c.cause.Error() {
+				t.Errorf("dead letter's %s = %q, want %q", HeaderError, got, c.cause.Error())
+			}
+		})
+	}
+}
+
+// TestPoisonWithoutDeadLetterStream: when the copy cannot be stored the
+// event is not terminated but NAKed with the growing delay, and counted
+// retry: no dead-letter outage loses it.
+func TestPoisonWithoutDeadLetterStream(t *testing.T) {
+	_, js, cfg, _ := startDLQ(t)
+	msg := lifecycleMsgs(t, js, cfg, 1)[0]
+	if err := js.DeleteStream(context.Background(), cfg.DLQStream); err != nil {
+		t.Fatal(err)
+	}
+	w := &Worker{js: js, cfg: cfg, log: zerolog.Nop()}
+	outcome, err := poison(10, w.deadLetterOutcome)(handled("", errCorrupt).handle)(context.Background(), deliveryOf(msg, 1))
+	if outcome != outcomeRetry || err != nil {
+		t.Errorf("poison = %q, %v; want %q, nil", outcome, err, outcomeRetry)
+	}
+	if got, want := msg.log(), []string{"nak 2s"}; !slices.Equal(got, want) {
+		t.Errorf("message calls = %q, want %q", got, want)
+	}
+}
+
+// TestPastMaxDeliver: a delivery past MaxDeliver is not handled; it fails
+// with errPastMaxDeliver and how often it was delivered. The MaxDeliver-th
+// is handled, and so is every delivery without a limit or a count.
+func TestPastMaxDeliver(t *testing.T) {
+	cases := []struct {
+		name       string
+		maxDeliver int
+		delivered  uint64
+		handled    bool
+	}{
+		{"first delivery", 3, 1, true},
+		{"the MaxDeliver-th", 3, 3, true},
+		{"one past", 3, 4, false},
+		{"far past", 3, 40, false},
+		{"MaxDeliver unlimited", -1, 40, true},
+		{"count unknown", 3, 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := handled(task.OutcomeDrift, nil)
+			outcome, err := pastMaxDeliver(c.maxDeliver)(h.handle)(context.Background(), &delivered{at: delivery{delivered: c.delivered}})
+			if got := h.calls == 1; got != c.handled {
+				t.Fatalf("handled: %v, want %v", got, c.handled)
+			}
+			if c.handled {
+				if outcome != task.OutcomeDrift || err != nil {
+					t.Errorf("pastMaxDeliver = %q, %v; want the handler's drift", outcome, err)
+				}
+				return
+			}
+			if want := fmt.Sprintf("delivered %d times", c.delivered); !errors.Is(err, errPastMaxDeliver) || !strings.Contains(err.Error(), want) {
+				t.Errorf("pastMaxDeliver = %v, want errPastMaxDeliver, %s", err, want)
+			}
+		})
+	}
+}
+
+// TestCount: every event leaving the chain is counted once, by type and
+// the outcome it leaves with, and its time observed; a nil *Metrics counts
+// nothing.
+func TestCount(t *testing.T) {
+	m := NewMetrics(nil)
+	ev := events.Event{Type: events.TypeStatus}
+	for _, outcome := range []string{task.OutcomeDrift, task.OutcomeDrift, outcomeRetry} {
+		count(m)(handled(outcome, nil).handle)(context.Background(), &delivered{ev: ev})
+	}
+	for _, c := range []struct {
+		outcome string
+		want    float64
+	}{{task.OutcomeDrift, 2}, {outcomeRetry, 1}, {outcomeDeadLetter, 0}} {
+		if got := counted(t, m, events.TypeStatus, c.outcome); got != c.want {
+			t.Errorf("carddrift_events_total{%s, %s} = %v, want %v", events.TypeStatus, c.outcome, got, c.want)
+		}
+	}
+	var h dto.Metric
+	if err := m.EventTime.WithLabelValues(events.TypeStatus).(interface{ Write(*dto.Metric) error }).Write(&h); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.GetHistogram().GetSampleCount(); got != 3 {
+		t.Errorf("carddrift_event_duration_seconds{%s} samples = %d, want 3", events.TypeStatus, got)
+	}
+	if outcome, _ := count(nil)(handled(task.OutcomeDrift, nil).handle)(context.Background(), &delivered{ev: ev}); outcome != task.OutcomeDrift {
+		t.Errorf("count(nil) = %q, want the handler's outcome", outcome)
+	}
+}
+
+// TestAwaitPin: an event that waits for its task's pin is NAKed with the
+// wait's delay, and acknowledged as no-pin from the delivery before the
+// MaxDeliver-th on (never dead-lettered); anything else passes through.
+func TestAwaitPin(t *testing.T) {
+	js, cfg := provisioned(t)
+	wait := waitError{delay: 4 * time.Second}
+	cases := []struct {
+		name       string
+		maxDeliver int
+		delivered  uint64
+		h          *results
+		want       []string
+		outcome    string
+		err        error
+	}{
+		{"first delivery", 10, 1, handled("", wait), []string{"nak 4s"}, outcomeWaiting, nil},
+		{"two before MaxDeliver", 10, 8, handled("", wait), []string{"nak 4s"}, outcomeWaiting, nil},
+		{"the delivery before MaxDeliver", 10, 9, handled("", wait), []string{"ack"}, task.OutcomeNoPin, nil},
+		{"the MaxDeliver-th", 10, 10, handled("", wait), []string{"ack"}, task.OutcomeNoPin, nil},
+		{"MaxDeliver unlimited", -1, 100, handled("", wait), []string{"nak 4s"}, outcomeWaiting, nil},
+		{"MaxDeliver 1", 1, 1, handled("", wait), []string{"ack"}, task.OutcomeNoPin, nil},
+		{"handled", 10, 1, handled(task.OutcomeDrift, nil), nil, task.OutcomeDrift, nil},
+		{"another failure", 10, 9, handled("", errStore), nil, "", errStore},
+	}
+	msgs := lifecycleMsgs(t, js, cfg, len(cases))
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := deliveryOf(msgs[i], c.delivered)
+			outcome, err := awaitPin(c.maxDeliver)(c.h.handle)(context.Background(), d)
+			if outcome != c.outcome || !errors.Is(err, c.err) || (err == nil) != (c.err == nil) {
+				t.Errorf("awaitPin = %q, %v; want %q, %v", outcome, err, c.outcome, c.err)
+			}
+			if got := msgs[i].log(); !slices.Equal(got, c.want) {
+				t.Errorf("message calls = %q, want %q", got, c.want)
+			}
+		})
 	}
 }

@@ -1254,3 +1254,153 @@ func TestUnchangedBodyWithoutETagIsNotParsedAgain(t *testing.T) {
 		t.Fatalf("re-spaced body: digest %q raw %q, want %q and the new bytes", obs.Digest, obs.Card.Raw, first.Digest)
 	}
 }
+
+// Every fetch, by any worker, puts its digest in the lease's window, so the
+// window is the agent's, not one worker's: two fetchers taking turns over
+// one shared lease see an alternation between two cards as split brain, a
+// rolling deploy (A→B, never back) and a single flip and back as not.
+func TestObserveKeepsTheReplicaWindow(t *testing.T) {
+	forEachStore(t, func(t *testing.T, leases store.Leases, cards store.Cards) {
+		a, b := cardJSON("1", true), cardJSON("1", false)
+		for _, tc := range []struct {
+			name  string
+			seq   [][]byte
+			split bool
+		}{
+			{"split brain", [][]byte{a, b, a, b, a}, true},
+			{"rolling deploy", [][]byte{a, a, b, b, b}, false},
+			{"single flip and back", [][]byte{a, b, b, a, a}, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ag := newAgent(t, a, "", "no-cache")
+				clk := newClock()
+				var fs []*Fetcher
+				for range 2 {
+					o := testOptions(clk)
+					o.Leases, o.Cards, o.MinLease = leases, cards, -1
+					fs = append(fs, newFetcher(t, o))
+				}
+				url := ag.url("/.well-known/agent-card.json" + "?" + tc.name[:5])
+				var obs Observation
+				for i, body := range tc.seq {
+					ag.set(body, "", "no-cache")
+					clk.Advance(time.Second)
+					var err error
+					if obs, err = fs[i%2].Observe(context.Background(), url, false); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got := obs.Replicas.Disagree(clk.Now(), obs.Window); got != tc.split {
+					t.Errorf("split brain = %v, want %v (window %+v)", got, tc.split, obs.Replicas)
+				}
+				if obs.Window != DefaultConsistencyWindow {
+					t.Errorf("Window = %v, want the default %v", obs.Window, DefaultConsistencyWindow)
+				}
+				lease, _, err := leases.Get(context.Background(), url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if lease.Replicas.Since != obs.Replicas.Since || len(lease.Replicas.Seen) != 2 {
+					t.Errorf("lease window %+v, observation's %+v", lease.Replicas, obs.Replicas)
+				}
+				if tc.split {
+					// Marked once, by whichever worker; an episode that is
+					// not the lease's is left alone.
+					if err := fs[1].MarkInconsistent(context.Background(), url, lease.Replicas.Since.Add(time.Second)); err != nil {
+						t.Fatal(err)
+					}
+					if err := fs[0].MarkInconsistent(context.Background(), url, lease.Replicas.Since); err != nil {
+						t.Fatal(err)
+					}
+					lease, _, _ = leases.Get(context.Background(), url)
+					if !lease.Replicas.Reported {
+						t.Errorf("episode not marked reported: %+v", lease.Replicas)
+					}
+					// A fresh lease serves the window without fetching.
+					o := testOptions(clk)
+					o.Leases, o.Cards = leases, cards
+					hit, err := newFetcher(t, o).Observe(context.Background(), url, false)
+					if err != nil || !hit.Replicas.Reported {
+						t.Errorf("observation from the lease = %+v, %v", hit.Replicas, err)
+					}
+				}
+				if tc.name == "rolling deploy" && !lease.ChangedAt.Equal(clk.Now().Add(-2*time.Second)) {
+					t.Errorf("ChangedAt = %v, want the first fetch of B (%v)", lease.ChangedAt, clk.Now().Add(-2*time.Second))
+				}
+			})
+		}
+	})
+}
+
+// refusingCards is a store.Cards whose Put fails while refuse is set (a
+// store that is full, or too slow for StoreTimeout).
+type refusingCards struct {
+	*memCards
+	refuse atomic.Bool
+	puts   atomic.Int64
+}
+
+var errFull = errors.New("insufficient storage")
+
+func (c *refusingCards) Put(ctx context.Context, digest string, raw []byte) error {
+	c.puts.Add(1)
+	if c.refuse.Load() {
+		return errFull
+	}
+	return c.memCards.Put(ctx, digest, raw)
+}
+
+// An observation whose body could not be stored is not returned: a pin, a
+// lease or a card.drift that named its digest would promise a body no
+// reader finds (a later transition would judge the pin pinned-card-unknown,
+// replay could not re-evaluate). Observe fails with ErrStore, the lease is
+// not advanced to the digest, OnStoreError and OnFetch hear of it, and once
+// the store takes writes again the next Observe stores the body and leases
+// it.
+func TestObserveFailsWhenTheBodyIsNotStored(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
+	o, leases := leasedOptions(newClock())
+	cards := &refusingCards{memCards: newMemCards()}
+	o.Cards = cards
+	var storeErrs, fetches atomic.Int64
+	o.OnStoreError = func(err error) {
+		if !errors.Is(err, ErrStore) || !errors.Is(err, errFull) {
+			t.Errorf("OnStoreError(%v): want ErrStore wrapping the store's error", err)
+		}
+		storeErrs.Add(1)
+	}
+	o.OnFetch = func(Observation, error) { fetches.Add(1) }
+	f := newFetcher(t, o)
+	url := a.url("/card")
+	ctx := context.Background()
+
+	cards.refuse.Store(true)
+	obs, err := f.Observe(ctx, url, false)
+	if !errors.Is(err, ErrStore) || !errors.Is(err, errFull) {
+		t.Fatalf("Observe with the card store refusing = (%q, %v), want an ErrStore error", obs.Digest, err)
+	}
+	if obs.Digest != "" || obs.Card != nil {
+		t.Errorf("Observe returned an observation (%q) with its error", obs.Digest)
+	}
+	if storeErrs.Load() != 1 || fetches.Load() != 1 {
+		t.Errorf("OnStoreError calls %d, OnFetch calls %d; want 1 and 1", storeErrs.Load(), fetches.Load())
+	}
+	if l, _, err := leases.Get(ctx, url); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("lease after the refused body = %+v, %v; want none (nothing written)", l, err)
+	}
+
+	cards.refuse.Store(false)
+	obs, err = f.Observe(ctx, url, false)
+	if err != nil {
+		t.Fatalf("Observe once the store takes writes: %v", err)
+	}
+	if _, err := cards.Get(ctx, obs.Digest); err != nil {
+		t.Errorf("body of the observed digest: %v, want it stored", err)
+	}
+	if l, _, _ := leases.Get(ctx, url); l.Digest != obs.Digest {
+		t.Errorf("lease digest %q, want the observed %q", l.Digest, obs.Digest)
+	}
+	if got := a.requests.Load(); got != 2 {
+		t.Errorf("agent requests = %d, want 2 (the refused observation was not leased)", got)
+	}
+}

@@ -3,6 +3,10 @@ package fetcher
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,4 +257,467 @@ func BenchmarkObserveAgentSigned(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// bigSignedCard is a card of about 1 MiB carrying n signatures whose
+// protected headers each name a 7,100-byte kid (the shape of issue 19,
+// row 3: 106 signatures keep 0.84 MiB of strings in one verification
+// outcome). version makes the body, and so the outcome's cache key, unique.
+func bigSignedCard(t testing.TB, s testSigner, version string, n int) []byte {
+	t.Helper()
+	kid := strings.Repeat("k", 7100)
+	signer := testSigner{key: s.key, kid: kid}
+	one := signer.sign(t, cardJSON(version, true), "")
+	i := bytes.Index(one, []byte(`"signatures":[`))
+	if i < 0 {
+		t.Fatalf("no signatures in %s", one)
+	}
+	start := i + len(`"signatures":[`)
+	end := start + bytes.IndexByte(one[start:], ']') // entries hold no arrays
+	entry := one[start:end]
+	var b bytes.Buffer
+	b.Write(one[:start])
+	for k := range n {
+		if k > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(entry)
+	}
+	b.Write(one[end:])
+	return b.Bytes()
+}
+
+// retained is the live heap after a full collection.
+func retained() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestAdversarySignatureCacheBytes: verification outcomes of maximum-size
+// signed cards (106 signatures with 7,100-byte kids each) fill the
+// signature-result cache of a Fetcher with default options; the heap it
+// retains stays within DefaultSignatureCacheBytes (32 MiB), where a cache
+// bounded by count only (4,096 entries) keeps every one of them.
+func TestAdversarySignatureCacheBytes(t *testing.T) {
+	s := newTestSigner(t, "a")
+	o := testOptions(newClock())
+	o.Signatures = SignatureOptions{JKU: JKUOff, Trusted: signature.NewKeySet()} // no key: "no-key", no crypto
+	f := newFetcher(t, o)
+	ctx := context.Background()
+	const cards, bound = 48, 32 << 20
+	before := retained()
+	perEntry := 0
+	for i := range cards {
+		raw := bigSignedCard(t, s, fmt.Sprint(i), 106)
+		sigs := f.Verify(ctx, raw)
+		if len(raw) > 1<<20 || len(sigs) == 0 {
+			t.Fatalf("Verify(%d bytes) = %d signatures, want those of a card of at most 1 MiB", len(raw), len(sigs))
+		}
+		if i == 0 {
+			for _, s := range sigs {
+				perEntry += len(s.KeyID) + len(s.Alg) + len(s.Reason)
+			}
+		}
+	}
+	runtime.KeepAlive(f)
+	after := retained()
+	grew := int64(after) - int64(before)
+	t.Logf("%d outcomes of %.2f MiB of strings each verified: the heap grew by %.1f MiB (bound %d MiB; a full count-bounded cache would keep %.1f GiB)",
+		cards, float64(perEntry)/(1<<20), float64(grew)/(1<<20), bound>>20, float64(perEntry)*DefaultMaxSignatureResults/(1<<30))
+	if grew > bound+bound/16 {
+		t.Errorf("the signature-result cache retains %.1f MiB after %d outcomes of %.2f MiB, want at most %d MiB (+1/16 slack)",
+			float64(grew)/(1<<20), cards, float64(perEntry)/(1<<20), bound>>20)
+	}
+}
+
+// TestVerifyCacheBytes: the outcomes kept are bounded by CacheBytes as
+// entrySize counts them, the least recently used evicted first; one larger
+// than the bound is not kept; replacing or expiring an outcome gives its
+// bytes back.
+func TestVerifyCacheBytes(t *testing.T) {
+	clk := newClock()
+	o := testOptions(clk)
+	sig := func(kid int) []detector.Signature {
+		return []detector.Signature{{KeyID: strings.Repeat("k", kid), Alg: "ES256", Reason: "no-key"}}
+	}
+	size := entrySize(sig(10_000))
+	o.Signatures = SignatureOptions{CacheBytes: 3*size + size/2}
+	v := newFetcher(t, o).verify
+	key := func(i int) [32]byte { return resultKey("", []byte(fmt.Sprint(i))) }
+	check := func(what string, wantN int) {
+		t.Helper()
+		if n, b := v.Len(); n != wantN || b > o.Signatures.CacheBytes {
+			t.Errorf("%s: %d outcomes of %d bytes, want %d within %d", what, n, b, wantN, o.Signatures.CacheBytes)
+		}
+		if err := v.results.check(); err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	for i := range 3 {
+		v.put(key(i), cloneSignatures(sig(10_000)), time.Hour)
+	}
+	check("three", 3)
+	v.get(key(0)) // 1 is now the least recently used
+	v.put(key(3), cloneSignatures(sig(10_000)), time.Hour)
+	check("a fourth evicts one", 3)
+	if _, ok := v.get(key(1)); ok {
+		t.Error("the least recently used outcome was kept")
+	}
+	if _, ok := v.get(key(0)); !ok {
+		t.Error("a recently used outcome was evicted")
+	}
+	v.put(key(9), cloneSignatures(sig(int(4*size))), time.Hour)
+	check("one larger than the bound", 3)
+	if _, ok := v.get(key(9)); ok {
+		t.Error("an outcome larger than CacheBytes was kept")
+	}
+	v.put(key(0), cloneSignatures(sig(10)), time.Hour)
+	check("replaced by a small one", 3)
+	clk.Advance(2 * time.Hour)
+	for i := range 4 {
+		v.get(key(i))
+	}
+	check("expired", 0)
+	if got := entrySize(sig(100_000)); got < 100_000 {
+		t.Errorf("entrySize of a 100,000-byte kid = %d", got)
+	}
+	if o := (SignatureOptions{CacheBytes: -1}); o.validate() == nil {
+		t.Error("a negative CacheBytes validates")
+	}
+}
+
+// FuzzSignatureCacheBytes: whatever sequence of outcomes of whatever sizes
+// is kept, looked up or expired, the signature-result cache stays within
+// CacheBytes and MaxResults, and its byte count is the sum of its entries.
+// Each pair of input bytes is one step: op (put, get, advance the clock)
+// and key or size.
+func FuzzSignatureCacheBytes(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 2, 0, 3, 1, 1, 0, 200, 2, 9, 1, 2})
+	f.Add([]byte{0, 255, 0, 255, 0, 255, 0, 255})
+	f.Add([]byte{0, 7, 0, 7, 0, 7, 2, 255, 1, 7})
+	f.Fuzz(func(t *testing.T, steps []byte) {
+		clk := newClock()
+		o := testOptions(clk)
+		o.Signatures = SignatureOptions{CacheBytes: 64 << 10, MaxResults: 8}
+		fe, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fe.Close()
+		v := fe.verify
+		for i := 0; i+1 < len(steps); i += 2 {
+			op, arg := steps[i]%3, int(steps[i+1])
+			key := resultKey("", []byte{byte(arg % 16)})
+			switch op {
+			case 0:
+				sigs := []detector.Signature{{KeyID: strings.Repeat("k", arg*300), Alg: "ES256", Reason: "no-key"}}
+				v.put(key, cloneSignatures(sigs), time.Duration(arg)*time.Second)
+			case 1:
+				v.get(key)
+			case 2:
+				clk.Advance(time.Duration(arg) * time.Second)
+			}
+			if n, b := v.Len(); n > o.Signatures.MaxResults || b > o.Signatures.CacheBytes {
+				t.Fatalf("step %d: %d outcomes of %d bytes; bounds %d outcomes, %d bytes", i/2, n, b, o.Signatures.MaxResults, o.Signatures.CacheBytes)
+			}
+			if err := v.results.check(); err != nil {
+				t.Fatalf("step %d: %v", i/2, err)
+			}
+		}
+	})
+}
+
+// TestVerifyCallerDeadlineNotRemembered: a caller whose own deadline ends
+// while a key set is being fetched learns nothing about that key set, so
+// the failure is not remembered for anyone. Otherwise whoever writes a card
+// (an agent, or any client in a2a.task.submitted) can time its signatures'
+// lookups — slow jku hosts of its own first, then a jku naming the key set
+// the operator trusts for another agent — so that the handler's deadline
+// falls during that fetch, and every card of that agent is then
+// keys-unavailable (under --require-signed-cards: signature-required,
+// abort) for FailureTTL.
+func TestVerifyCallerDeadlineNotRemembered(t *testing.T) {
+	a, attacker := newTestSigner(t, "a"), newTestSigner(t, "x")
+	trusted := newJWKSServer(t, jwksJSON(t, a.jwk()), "max-age=600")
+	const agentA = "https://a.example"
+	o := testOptions(newClock())
+	o.Signatures = SignatureOptions{JKU: JKUAny, Scoped: map[string]TrustedKeys{agentA: {URL: trusted.url()}}}
+	f := newFetcher(t, o)
+	card := cardJSON("1", true)
+
+	release := trusted.hold()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	hostile := f.VerifyAt(ctx, "https://b.example/.well-known/agent-card.json", attacker.sign(t, card, trusted.url()))
+	if len(hostile) != 1 || hostile[0].Reason != "keys-unavailable" {
+		t.Fatalf("the hostile card: %+v, want keys-unavailable (its caller's deadline)", hostile)
+	}
+	release()
+
+	sigs := f.VerifyAt(context.Background(), agentA+"/.well-known/agent-card.json", a.sign(t, card, ""))
+	if len(sigs) != 1 || sigs[0].Reason != "verified" || sigs[0].Source != "trusted" {
+		t.Errorf("a's own card after another caller's deadline: %+v, want verified by the key trusted for a", sigs)
+	}
+}
+
+// TestVerifyEscapedSignaturesMember: JSON lets a card spell its
+// "signatures" member with escapes ("signatur\u0065s" is the same key to
+// every parser, the digest's and the detector's included). A card so
+// spelt is still verified: read as unsigned, a card edited after signing
+// would have no signature findings at all (the detector sees a signed card
+// whose signatures nobody checked), and signature-invalid would never fire.
+func TestVerifyEscapedSignaturesMember(t *testing.T) {
+	a := newTestSigner(t, "a")
+	keys := newJWKSServer(t, jwksJSON(t, a.jwk()), "max-age=600")
+	signed := a.sign(t, cardJSON("1", true), keys.url())
+	if !bytes.Contains(signed, []byte(`"signatures":`)) {
+		t.Fatalf("signed card has no signatures member: %s", signed)
+	}
+	escaped := bytes.Replace(signed, []byte(`"signatures":`), []byte(`"signatur\u0065s":`), 1)
+	tampered := bytes.Replace(escaped, []byte(`"description":"test"`), []byte(`"description":"changed"`), 1)
+	o := testOptions(newClock())
+	o.Signatures = SignatureOptions{JKU: JKUAny}
+	f := newFetcher(t, o)
+	for _, tc := range []struct {
+		name   string
+		raw    []byte
+		reason string
+	}{
+		{"escaped, as signed", escaped, "verified"},
+		{"escaped, edited after signing", tampered, "invalid-signature"},
+	} {
+		sigs := f.VerifyAt(context.Background(), "", tc.raw)
+		if len(sigs) != 1 || sigs[0].Reason != tc.reason {
+			t.Errorf("%s: VerifyAt = %+v; want one signature, %s", tc.name, sigs, tc.reason)
+		}
+	}
+}
+
+// TestVerifyJKUsPerCard: whoever writes a card (an agent, or any client in
+// a2a.task.submitted) chooses its signatures' jku URLs, and each distinct
+// one is a fetch of up to TotalTimeout: sixteen signatures naming sixteen
+// URLs on a host that stalls hold the handler for sixteen timeouts — past
+// the worker's handler deadline — however few public-key operations the
+// card costs. A card's signatures send the Fetcher to at most
+// maxJKUsPerCard distinct jku URLs; the others are keys-unavailable
+// (unverified, never trusted), and the key sets the operator trusts still
+// answer every signature.
+func TestVerifyJKUsPerCard(t *testing.T) {
+	x, a := newTestSigner(t, "x"), newTestSigner(t, "a")
+	other := newTestSigner(t, "other")
+	sets := newJWKSServer(t, jwksJSON(t, other.jwk()), "max-age=600") // lacks kid x: every set is fetched
+	o := testOptions(newClock())
+	o.Signatures = SignatureOptions{JKU: JKUAny, Trusted: keySetOf(t, a)}
+	f := newFetcher(t, o)
+	card := cardJSON("1", true)
+	for i := range 15 {
+		card = x.sign(t, card, fmt.Sprintf("%s?n=%d", sets.url(), i))
+	}
+	card = a.sign(t, card, fmt.Sprintf("%s?n=last", sets.url()))
+	sigs := f.VerifyAt(context.Background(), "", card)
+	if len(sigs) != 16 {
+		t.Fatalf("VerifyAt = %d signatures, want 16", len(sigs))
+	}
+	if n := sets.requests.Load(); n > maxJKUsPerCard {
+		t.Errorf("one card's signatures made %d key set fetches, want at most %d", n, maxJKUsPerCard)
+	}
+	for i, s := range sigs[:15] {
+		want := "no-key"
+		if i >= maxJKUsPerCard {
+			want = "keys-unavailable"
+		}
+		if s.Reason != want {
+			t.Errorf("signature %d: %s, want %s", i, s.Reason, want)
+		}
+	}
+	if s := sigs[15]; !s.Trusted() {
+		t.Errorf("the signature by the trusted key, after the limit: %+v, want verified by it", s)
+	}
+}
+
+func keySetOf(t *testing.T, signers ...testSigner) signature.Keys {
+	t.Helper()
+	var jwks []jose.JSONWebKey
+	for _, s := range signers {
+		jwks = append(jwks, s.jwk())
+	}
+	set, err := signature.ParseJWKS(jwksJSON(t, jwks...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// recordKeys answers every kid with no key, recording the jku URLs asked.
+type recordKeys struct{ asked []string }
+
+func (r *recordKeys) Lookup(_ context.Context, _, jku string) ([]signature.Key, error) {
+	r.asked = append(r.asked, jku)
+	return nil, nil
+}
+
+// FuzzJKUBudget: whatever jku URLs a card's signatures name, in whatever
+// order, the keys behind one VerifyAt are asked about at most
+// maxJKUsPerCard distinct ones, the first ones named, each as often as
+// named; a refused one is still asked about without its jku (the trusted
+// keys answer every kid) and fails with signature.ErrJKURefused.
+func FuzzJKUBudget(f *testing.F) {
+	f.Add("a\nb\nc")
+	f.Add("a\na\na\nb\nb\nc\na")
+	f.Add("\n\nx\n\ny\nz\nx")
+	f.Fuzz(func(t *testing.T, list string) {
+		inner := &recordKeys{}
+		b := &jkuBudget{keys: inner}
+		allowed := map[string]bool{}
+		for _, jku := range strings.Split(list, "\n") {
+			n := len(inner.asked)
+			_, err := b.Lookup(context.Background(), "k", jku)
+			if len(inner.asked) != n+1 {
+				t.Fatalf("jku %q: the keys were asked %d times, want once", jku, len(inner.asked)-n)
+			}
+			got := inner.asked[n]
+			switch {
+			case jku == "" || allowed[jku] || len(allowed) < maxJKUsPerCard:
+				if jku != "" {
+					allowed[jku] = true
+				}
+				if got != jku || err != nil {
+					t.Fatalf("jku %q within the budget: asked %q, err %v", jku, got, err)
+				}
+			default:
+				if got != "" || !errors.Is(err, signature.ErrJKURefused) {
+					t.Fatalf("jku %q past the budget: asked %q, err %v", jku, got, err)
+				}
+			}
+		}
+	})
+}
+
+func TestOrigin(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://Agent.Example/.well-known/agent-card.json": "https://agent.example",
+		"https://agent.example:443/a?b#c":                   "https://agent.example",
+		"http://agent.example:80":                           "http://agent.example",
+		"http://agent.example:8080/x":                       "http://agent.example:8080",
+		"HTTP://[::1]:41241/":                               "http://[::1]:41241",
+		"https://u:p@agent.example/":                        "https://agent.example",
+	} {
+		if got, err := Origin(in); got != want || err != nil {
+			t.Errorf("Origin(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "agent.example", "ftp://agent.example", "https://", "/relative"} {
+		if got, err := Origin(in); !errors.Is(err, ReasonInvalidURL) {
+			t.Errorf("Origin(%q) = %q, %v; want ReasonInvalidURL", in, got, err)
+		}
+	}
+	for in, want := range map[string]string{
+		"https://Agent.Example":      "https://agent.example",
+		"https://agent.example:443/": "https://agent.example",
+		"http://127.0.0.1:41241":     "http://127.0.0.1:41241",
+		"http://[::1]:80":            "http://[::1]",
+	} {
+		if got, err := ParseOrigin(in); got != want || err != nil {
+			t.Errorf("ParseOrigin(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "agent.example", "https://agent.example/agent", "https://agent.example?x", "https://agent.example/#f",
+		"https://agent.example#", "https://u@agent.example", "https://agent.example:", "ws://agent.example", "https://agent.example/?"} {
+		if got, err := ParseOrigin(in); !errors.Is(err, ErrNotOrigin) {
+			t.Errorf("ParseOrigin(%q) = %q, %v; want ErrNotOrigin", in, got, err)
+		}
+	}
+}
+
+// TestVerifyScopedTrust: a key is trusted for the agents its operator says.
+// A key scoped to an agent's origin verifies that agent's card as trusted
+// and nobody else's; a key trusted for every agent verifies any; a key from
+// the jku the signature names verifies but is recorded as the signer's
+// claim; a kid a trusted set holds for the agent cannot be answered by a
+// jku; and one body verified for two agents is two outcomes.
+func TestVerifyScopedTrust(t *testing.T) {
+	a, b, g := newTestSigner(t, "a"), newTestSigner(t, "b"), newTestSigner(t, "g")
+	attacker := newTestSigner(t, "a") // claims kid "a" with its own key
+	claims := newJWKSServer(t, jwksJSON(t, a.jwk(), b.jwk()), "max-age=600")
+	forged := newJWKSServer(t, jwksJSON(t, attacker.jwk()), "max-age=600")
+	bURL := newJWKSServer(t, jwksJSON(t, b.jwk()), "max-age=600")
+	setOf := func(s testSigner) signature.Keys {
+		set, err := signature.ParseJWKS(jwksJSON(t, s.jwk()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set
+	}
+	const agentA, agentB = "https://a.example", "http://127.0.0.1:8001"
+	o := testOptions(newClock())
+	o.Signatures = SignatureOptions{
+		JKU:     JKUAny,
+		Trusted: setOf(g),
+		Scoped: map[string]TrustedKeys{
+			agentA: {Keys: setOf(a)},
+			agentB: {URL: bURL.url()},
+		},
+	}
+	f := newFetcher(t, o)
+	card := cardJSON("1", true)
+	byA, byB, byG := a.sign(t, card, claims.url()), b.sign(t, card, claims.url()), g.sign(t, card, "")
+	byAttacker := attacker.sign(t, card, forged.url())
+	for _, tc := range []struct {
+		name, at       string
+		raw            []byte
+		source, reason string
+		thumbprint     string
+	}{
+		{name: "a at its own origin", at: agentA + "/.well-known/agent-card.json", raw: byA, source: "trusted", reason: "verified", thumbprint: thumbprint(t, a)},
+		{name: "a at another origin: its jku's claim", at: agentB + "/card.json", raw: byA, source: "jku", reason: "verified", thumbprint: thumbprint(t, a)},
+		{name: "a read from a file: its jku's claim", at: "", raw: byA, source: "jku", reason: "verified", thumbprint: thumbprint(t, a)},
+		{name: "b by URL at its origin", at: agentB + "/", raw: byB, source: "trusted", reason: "verified", thumbprint: thumbprint(t, b)},
+		{name: "b at a's origin: a claim", at: agentA, raw: byB, source: "jku", reason: "verified", thumbprint: thumbprint(t, b)},
+		{name: "g everywhere", at: agentA, raw: byG, source: "trusted", reason: "verified", thumbprint: thumbprint(t, g)},
+		{name: "g from a file", at: "", raw: byG, source: "trusted", reason: "verified", thumbprint: thumbprint(t, g)},
+		{name: "g at an origin without keys of its own", at: "https://c.example", raw: byG, source: "trusted", reason: "verified", thumbprint: thumbprint(t, g)},
+		{name: "an attacker's key under a's kid at a's origin", at: agentA, raw: byAttacker, source: "trusted", reason: "invalid-signature", thumbprint: thumbprint(t, a)},
+		{name: "an attacker's key under a's kid elsewhere: a claim", at: "https://c.example", raw: byAttacker, source: "jku", reason: "verified", thumbprint: thumbprint(t, attacker)},
+		{name: "a at a's origin, spelt otherwise", at: "HTTPS://A.EXAMPLE:443/x", raw: byA, source: "trusted", reason: "verified", thumbprint: thumbprint(t, a)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sigs := f.VerifyAt(context.Background(), tc.at, tc.raw)
+			if len(sigs) != 1 {
+				t.Fatalf("VerifyAt(%q) = %+v", tc.at, sigs)
+			}
+			if s := sigs[0]; s.Source != tc.source || s.Reason != tc.reason || s.Thumbprint != tc.thumbprint || s.Verified != (tc.reason == "verified") {
+				t.Errorf("VerifyAt(%q) = %+v; want %s, source %q, key %s", tc.at, s, tc.reason, tc.source, tc.thumbprint)
+			}
+		})
+	}
+	if n := bURL.requests.Load(); n != 1 {
+		t.Errorf("the scoped key set URL was fetched %d times, want once (max-age=600)", n)
+	}
+}
+
+func TestSignatureOptionsScopedValidate(t *testing.T) {
+	set := signature.NewKeySet()
+	for _, scoped := range []map[string]TrustedKeys{
+		{"https://Agent.example": {Keys: set}},        // not in normal form
+		{"https://agent.example/path": {Keys: set}},   // not an origin
+		{"https://agent.example": {}},                 // no keys
+		{"https://agent.example": {URL: "ftp://x/j"}}, // not http
+	} {
+		opts := testOptions(nil)
+		opts.Signatures = SignatureOptions{Scoped: scoped}
+		if f, err := New(opts); err == nil {
+			f.Close()
+			t.Errorf("New(Scoped %v) = nil error", scoped)
+		}
+	}
+	opts := testOptions(nil)
+	opts.Signatures = SignatureOptions{Scoped: map[string]TrustedKeys{"https://agent.example": {Keys: set, URL: "https://agent.example/jwks.json"}}}
+	f, err := New(opts)
+	if err != nil {
+		t.Fatalf("New(a valid Scoped) = %v", err)
+	}
+	f.Close()
 }
