@@ -20,6 +20,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/carddrift/carddrift/detector"
 )
 
 // extAgent is an httptest agent with an authenticated extended card: its
@@ -287,6 +290,16 @@ func TestObserveExtendedRefusals(t *testing.T) {
 // nothing is asked.
 func TestObserveExtendedUnavailable(t *testing.T) {
 	a := newExtAgent(t, "JSONRPC", "1.0", false)
+	// edit replaces the public card by a copy (its interfaces copied too)
+	// that fn changes.
+	edit := func(fn func(c *detector.Card)) func(*Observation) {
+		return func(p *Observation) {
+			c := *p.Card
+			c.Interfaces = slices.Clone(c.Interfaces)
+			fn(&c)
+			p.Card = &c
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		creds CredentialSource
@@ -295,23 +308,15 @@ func TestObserveExtendedUnavailable(t *testing.T) {
 	}{
 		{"no credentials", nil, nil, "no-credentials"},
 		{"another origin's credentials", headerCreds(t, "https://other.example", "Bearer x"), nil, "no-credentials"},
-		{"not offered", headerCreds(t, a.srv.URL, "x"), func(p *Observation) {
-			c := *p.Card
+		{"not offered", headerCreds(t, a.srv.URL, "x"), edit(func(c *detector.Card) {
 			c.Capabilities.ExtendedAgentCard = false
-			p.Card = &c
-		}, "not-offered"},
-		{"interface on another origin", headerCreds(t, a.srv.URL, "x"), func(p *Observation) {
-			c := *p.Card
-			c.Interfaces = append(c.Interfaces[:0:0], c.Interfaces...)
+		}), "not-offered"},
+		{"interface on another origin", headerCreds(t, a.srv.URL, "x"), edit(func(c *detector.Card) {
 			c.Interfaces[0].URL = "https://other.example/a2a"
-			p.Card = &c
-		}, "no-interface"},
-		{"gRPC only", headerCreds(t, a.srv.URL, "x"), func(p *Observation) {
-			c := *p.Card
-			c.Interfaces = append(c.Interfaces[:0:0], c.Interfaces...)
+		}), "no-interface"},
+		{"gRPC only", headerCreds(t, a.srv.URL, "x"), edit(func(c *detector.Card) {
 			c.Interfaces[0].ProtocolBinding = "GRPC"
-			p.Card = &c
-		}, "no-interface"},
+		}), "no-interface"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testOptions(nil)
