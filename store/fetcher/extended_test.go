@@ -28,8 +28,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-
-	"github.com/carddrift/carddrift/detector"
 )
 
 // extAgent is an httptest agent with an authenticated extended card: its
@@ -291,13 +289,13 @@ func TestObserveExtendedRefusals(t *testing.T) {
 func TestObserveExtendedUnavailable(t *testing.T) {
 	a := newExtAgent(t, "JSONRPC", "1.0", false)
 	// edit replaces the public card by a copy (its interfaces copied too)
-	// that fn changes.
-	edit := func(fn func(c *detector.Card)) func(*Observation) {
+	// for fn to change.
+	edit := func(fn func(p *Observation)) func(*Observation) {
 		return func(p *Observation) {
 			c := *p.Card
 			c.Interfaces = slices.Clone(c.Interfaces)
-			fn(&c)
 			p.Card = &c
+			fn(p)
 		}
 	}
 	for _, tc := range []struct {
@@ -308,14 +306,14 @@ func TestObserveExtendedUnavailable(t *testing.T) {
 	}{
 		{"no credentials", nil, nil, "no-credentials"},
 		{"another origin's credentials", headerCreds(t, "https://other.example", "Bearer x"), nil, "no-credentials"},
-		{"not offered", headerCreds(t, a.srv.URL, "x"), edit(func(c *detector.Card) {
-			c.Capabilities.ExtendedAgentCard = false
+		{"not offered", headerCreds(t, a.srv.URL, "x"), edit(func(p *Observation) {
+			p.Card.Capabilities.ExtendedAgentCard = false
 		}), "not-offered"},
-		{"interface on another origin", headerCreds(t, a.srv.URL, "x"), edit(func(c *detector.Card) {
-			c.Interfaces[0].URL = "https://other.example/a2a"
+		{"interface on another origin", headerCreds(t, a.srv.URL, "x"), edit(func(p *Observation) {
+			p.Card.Interfaces[0].URL = "https://other.example/a2a"
 		}), "no-interface"},
-		{"gRPC only", headerCreds(t, a.srv.URL, "x"), edit(func(c *detector.Card) {
-			c.Interfaces[0].ProtocolBinding = "GRPC"
+		{"gRPC only", headerCreds(t, a.srv.URL, "x"), edit(func(p *Observation) {
+			p.Card.Interfaces[0].ProtocolBinding = "GRPC"
 		}), "no-interface"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

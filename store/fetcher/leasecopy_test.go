@@ -37,6 +37,18 @@ func sharedLease(t *testing.T, cacheControl string) (*countedLeases, *agent, str
 	return &countedLeases{KVLeases: kvLeases(t, js)}, a, a.url("/.well-known/agent-card.json")
 }
 
+// leaseWorker is a test Fetcher on clk sharing leases and cards with the
+// test's other workers; lag, when not 0, is its LeaseCopyLag.
+func leaseWorker(t *testing.T, clk *fakeClock, leases store.Leases, cards store.Cards, lag time.Duration) *Fetcher {
+	t.Helper()
+	o := testOptions(clk)
+	o.Leases, o.Cards = leases, cards
+	if lag != 0 {
+		o.LeaseCopyLag = lag
+	}
+	return newFetcher(t, o)
+}
+
 // countedLeases counts the reads that reach the store and the writes that
 // succeed.
 type countedLeases struct {
@@ -116,12 +128,7 @@ func TestLeaseCopySkipsOwnWrites(t *testing.T) {
 	url := a.url("/.well-known/agent-card.json")
 	clk := newClock()
 	counted := &followCount{KVLeases: kv}
-	mk := func(leases store.Leases) *Fetcher {
-		o := testOptions(clk)
-		o.Leases, o.Cards = leases, cards
-		return newFetcher(t, o)
-	}
-	w, other := mk(counted), mk(kv)
+	w, other := leaseWorker(t, clk, counted, cards, 0), leaseWorker(t, clk, kv, cards, 0)
 	ctx := context.Background()
 	observe := func(f *Fetcher) {
 		t.Helper()
@@ -155,12 +162,7 @@ func TestLeaseCopySeesOtherWorkersLease(t *testing.T) {
 	leases, a, url := sharedLease(t, "max-age=60")
 	cards := memstore.NewCards()
 	clk := newClock()
-	mk := func() *Fetcher {
-		o := testOptions(clk)
-		o.Leases, o.Cards = leases, cards
-		return newFetcher(t, o)
-	}
-	w1, w2 := mk(), mk()
+	w1, w2 := leaseWorker(t, clk, leases, cards, 0), leaseWorker(t, clk, leases, cards, 0)
 	// w2's watch starts with its first flight: an agent of its own.
 	b := newAgent(t, cardJSON("2", true), `"v2"`, "max-age=60")
 	if _, err := w2.Observe(t.Context(), b.url("/card.json"), false); err != nil {
@@ -301,13 +303,8 @@ func TestLeaseCopyStaleLosesCASAndRecovers(t *testing.T) {
 	held := newHeldFeed(leases)
 	cards := memstore.NewCards()
 	clk := newClock()
-	o1 := testOptions(clk)
-	o1.Leases, o1.Cards = leases, cards
-	w1 := newFetcher(t, o1)
-	o2 := testOptions(clk)
-	o2.Leases, o2.Cards = held, cards
-	o2.LeaseCopyLag = time.Hour // the paused copy stays trusted
-	w2 := newFetcher(t, o2)
+	w1 := leaseWorker(t, clk, leases, cards, 0)
+	w2 := leaseWorker(t, clk, held, cards, time.Hour) // the paused copy stays trusted
 
 	if _, err := w2.Observe(t.Context(), url, false); err != nil {
 		t.Fatal(err)
@@ -353,10 +350,7 @@ func TestLeaseCopyFailureIsReadFromTheStore(t *testing.T) {
 	held := newHeldFeed(leases)
 	cards := memstore.NewCards()
 	clk := newClock()
-	o2 := testOptions(clk)
-	o2.Leases, o2.Cards = held, cards
-	o2.LeaseCopyLag = time.Hour
-	w2 := newFetcher(t, o2)
+	w2 := leaseWorker(t, clk, held, cards, time.Hour)
 
 	if _, err := w2.Observe(t.Context(), url, false); err != nil {
 		t.Fatal(err)
@@ -392,9 +386,7 @@ func TestLeaseCopyWatchBreaksAndRecovers(t *testing.T) {
 	leases, a, url := sharedLease(t, "max-age=60")
 	held := newHeldFeed(leases)
 	cards := memstore.NewCards()
-	o := testOptions(newClock())
-	o.Leases, o.Cards = held, cards
-	w := newFetcher(t, o)
+	w := leaseWorker(t, newClock(), held, cards, 0)
 	if _, err := w.Observe(t.Context(), url, false); err != nil {
 		t.Fatal(err)
 	}
@@ -440,12 +432,7 @@ func TestLeaseCopyServerRestart(t *testing.T) {
 	b := newAgent(t, cardJSON("2", true), `"v2"`, "max-age=60")
 	urlB := b.url("/.well-known/agent-card.json")
 	clk := newClock()
-	mk := func() *Fetcher {
-		o := testOptions(clk)
-		o.Leases, o.Cards = leases, cards
-		return newFetcher(t, o)
-	}
-	w1, w2 := mk(), mk()
+	w1, w2 := leaseWorker(t, clk, leases, cards, 0), leaseWorker(t, clk, leases, cards, 0)
 	if _, err := w2.Observe(t.Context(), url, false); err != nil {
 		t.Fatal(err)
 	}
@@ -552,9 +539,7 @@ func TestLeaseCopyBound(t *testing.T) {
 func TestFreshCopiedLeaseStartsNoFlight(t *testing.T) {
 	leases, a, url := sharedLease(t, "max-age=60")
 	clk := newClock()
-	o := testOptions(clk)
-	o.Leases, o.Cards = leases, memstore.NewCards()
-	f := newFetcher(t, o)
+	f := leaseWorker(t, clk, leases, memstore.NewCards(), 0)
 
 	first, err := f.Observe(t.Context(), url, false)
 	if err != nil || first.Status != 200 {
