@@ -57,13 +57,10 @@ func TestCardsGC(t *testing.T) {
 
 		now := time.Now()
 		reg := prometheus.NewPedanticRegistry()
-		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{
+		gc := newGC(t, js, st.Cards, store.GCOptions{
 			References: store.PinLeaseReferences(st.Pins, func(r testRecord) []string { return []string{r.Digest} }, st.Leases),
 			Grace:      time.Hour, Now: func() time.Time { return now }, Registerer: reg,
 		})
-		if err != nil {
-			t.Fatalf("NewCardsGC() error = %v", err)
-		}
 		sweep := func(wantRemoved int) store.SweepResult {
 			t.Helper()
 			res, err := gc.Sweep(ctx)
@@ -147,13 +144,10 @@ func TestCardsGCBatch(t *testing.T) {
 			}
 		}
 		now := time.Now().Add(2 * time.Hour)
-		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{
+		gc := newGC(t, js, st.Cards, store.GCOptions{
 			References: func(_ context.Context, mark func(string)) error { return nil },
 			Batch:      2, Now: func() time.Time { return now },
 		})
-		if err != nil {
-			t.Fatalf("NewCardsGC() error = %v", err)
-		}
 		removed := 0
 		for i := range 8 {
 			res, err := gc.Sweep(ctx)
@@ -185,13 +179,10 @@ func TestCardsGCKeepsOnError(t *testing.T) {
 		}
 		now := time.Now().Add(2 * time.Hour)
 		boom := errors.New("scan failed")
-		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{
+		gc := newGC(t, js, st.Cards, store.GCOptions{
 			References: func(_ context.Context, mark func(string)) error { return boom },
 			Now:        func() time.Time { return now },
 		})
-		if err != nil {
-			t.Fatalf("NewCardsGC() error = %v", err)
-		}
 		for range 3 {
 			if _, err := gc.Sweep(ctx); !errors.Is(err, boom) {
 				t.Fatalf("Sweep() error = %v, want %v", err, boom)
@@ -264,10 +255,7 @@ func TestCardsGCPinWrittenAfterScan(t *testing.T) {
 			}
 			return err
 		}
-		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{References: refs, Now: func() time.Time { return now }})
-		if err != nil {
-			t.Fatalf("NewCardsGC() error = %v", err)
-		}
+		gc := newGC(t, js, st.Cards, store.GCOptions{References: refs, Now: func() time.Time { return now }})
 		sweeps(t, gc, 2)
 		for _, c := range []struct {
 			d    string
@@ -317,10 +305,7 @@ func TestCardsGCLargeBodyStoredDuringRemoval(t *testing.T) {
 			}
 			return nil
 		}
-		gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{References: refs, Now: func() time.Time { return now }})
-		if err != nil {
-			t.Fatalf("NewCardsGC() error = %v", err)
-		}
+		gc := newGC(t, js, st.Cards, store.GCOptions{References: refs, Now: func() time.Time { return now }})
 		sweeps(t, gc, 2)
 		if scans < 3 {
 			t.Fatalf("References called %d times, want the second sweep to check again after purging", scans)
@@ -389,6 +374,16 @@ func TestCardsLargeBodyDroppedByLimit(t *testing.T) {
 }
 
 // sweeps runs n sweeps of gc and returns how many bodies they removed.
+// newGC is NewCardsGC of cards with o, which must succeed.
+func newGC(t *testing.T, js jetstream.JetStream, cards *store.KVCards, o store.GCOptions) *store.CardsGC {
+	t.Helper()
+	gc, err := store.NewCardsGC(js, cards, o)
+	if err != nil {
+		t.Fatalf("NewCardsGC() error = %v", err)
+	}
+	return gc
+}
+
 func sweeps(t *testing.T, gc *store.CardsGC, n int) (removed int) {
 	t.Helper()
 	for i := range n {

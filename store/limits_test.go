@@ -342,9 +342,7 @@ func TestWaitingNotOnPermanentErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	// Another stream holds the lifecycle subjects already.
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SQUATTER", Subjects: []string{"a2a.task.>"}}); err != nil {
-		t.Fatal(err)
-	}
+	createStream(t, js, jetstream.StreamConfig{Name: "SQUATTER", Subjects: []string{"a2a.task.>"}})
 	overlap := provisionErr(t, js, store.Config{}, 10*time.Second)
 	if err := js.DeleteStream(ctx, "SQUATTER"); err != nil {
 		t.Fatal(err)
@@ -444,9 +442,7 @@ func TestNoSpace(t *testing.T) {
 	t.Run("server storage full", func(t *testing.T) {
 		_, _, js := natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = 2 << 20 })
 		ctx := t.Context()
-		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}}); err != nil {
-			t.Fatal(err)
-		}
+		createStream(t, js, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}})
 		kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins", MaxBytes: 64 << 10})
 		if err != nil {
 			t.Fatal(err)
@@ -470,9 +466,7 @@ accounts { A: { jetstream: { max_file: 1MB, max_mem: 1MB }, users: [ { user: a, 
 			t.Fatal(err)
 		}
 		_, _, js := natstest.StartConf(t, conf, nats.UserInfo("a", "a"))
-		if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}}); err != nil {
-			t.Fatal(err)
-		}
+		createStream(t, js, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}})
 		err := fillUntilRefused(t, js, "fill")
 		if got := store.NoSpace(err); got != "account storage limit reached" {
 			t.Errorf("NoSpace(%v) = %q, want account storage limit reached", err, got)
@@ -480,10 +474,8 @@ accounts { A: { jetstream: { max_file: 1MB, max_mem: 1MB }, users: [ { user: a, 
 	})
 	t.Run("stream at its limit", func(t *testing.T) {
 		_, _, js := natstest.StartJetStream(t)
-		if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"},
-			MaxBytes: 256 << 10, Discard: jetstream.DiscardNew}); err != nil {
-			t.Fatal(err)
-		}
+		createStream(t, js, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"},
+			MaxBytes: 256 << 10, Discard: jetstream.DiscardNew})
 		err := fillUntilRefused(t, js, "fill")
 		if got := store.NoSpace(err); got != "stream at its limit" {
 			t.Errorf("NoSpace(%v) = %q, want stream at its limit", err, got)
@@ -492,10 +484,8 @@ accounts { A: { jetstream: { max_file: 1MB, max_mem: 1MB }, users: [ { user: a, 
 	t.Run("not for lack of space", func(t *testing.T) {
 		_, _, js := natstest.StartJetStream(t)
 		ctx := t.Context()
-		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}, MaxMsgSize: 1024,
-			MaxBytes: 1 << 20, Discard: jetstream.DiscardNew}); err != nil {
-			t.Fatal(err)
-		}
+		createStream(t, js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}, MaxMsgSize: 1024,
+			MaxBytes: 1 << 20, Discard: jetstream.DiscardNew})
 		_, tooLarge := js.Publish(ctx, "s", make([]byte, 2048))
 		_, wrongSeq := js.Publish(ctx, "s", []byte("x"), jetstream.WithExpectLastSequence(42))
 		_, noStream := js.Publish(ctx, "nowhere", []byte("x"))
@@ -522,6 +512,14 @@ func startJS(tb testing.TB) jetstream.JetStream {
 	tb.Helper()
 	_, _, js := natstest.StartJetStream(tb)
 	return js
+}
+
+// createStream creates the stream cfg, which must succeed.
+func createStream(t *testing.T, js jetstream.JetStream, cfg jetstream.StreamConfig) {
+	t.Helper()
+	if _, err := js.CreateStream(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // bucketSeq names fresh buckets within one server.
