@@ -211,6 +211,32 @@ func TestRedeliver(t *testing.T) {
 // ended (noSpace's error).
 var errNoSpace = noSpaceError{reason: "server storage full", err: errFull}
 
+// stageCase is one delivery through a handling stage: the handler's
+// result h on the delivered-th delivery under maxDeliver; want are the
+// calls the stage makes on the message, outcome and err what it returns.
+type stageCase struct {
+	name       string
+	maxDeliver int
+	delivered  uint64
+	h          *results
+	want       []string
+	outcome    string
+	err        error
+}
+
+// run passes the case's delivery of msg through stage, named name in
+// errors, and checks what it returns and the calls it made on msg.
+func (c stageCase) run(t *testing.T, name string, stage middleware, msg *recordedMsg) {
+	t.Helper()
+	outcome, err := stage(c.h.handle)(context.Background(), deliveryOf(msg, c.delivered))
+	if outcome != c.outcome || !errors.Is(err, c.err) || (err == nil) != (c.err == nil) {
+		t.Errorf("%s = %q, %v; want %q, %v", name, outcome, err, c.outcome, c.err)
+	}
+	if got := msg.log(); !slices.Equal(got, c.want) {
+		t.Errorf("message calls = %q, want %q", got, c.want)
+	}
+}
+
 // TestPoison: a permanent failure is dead-lettered with its reason on any
 // delivery, any other failure with max-deliver on the MaxDeliver-th
 // delivery or a later one; the event is terminated after its copy is
@@ -219,37 +245,25 @@ var errNoSpace = noSpaceError{reason: "server storage full", err: errFull}
 func TestPoison(t *testing.T) {
 	_, js, cfg, dlq := startDLQ(t)
 	cases := []struct {
-		name       string
-		maxDeliver int
-		delivered  uint64
-		h          *results
-		want       []string
-		outcome    string
-		err        error
-		reason     DeadLetterReason
-		cause      error
+		stageCase
+		reason DeadLetterReason
+		cause  error
 	}{
-		{"permanent, first delivery", 10, 1, handled("", errCorrupt), []string{"term corrupt-card"}, outcomeDeadLetter, nil, ReasonCorruptCard, errCorrupt},
-		{"permanent, MaxDeliver unlimited", -1, 1, handled("", permanentError{reason: ReasonInvalidCard, err: errOther}), []string{"term invalid-card"}, outcomeDeadLetter, nil, ReasonInvalidCard, permanentError{reason: ReasonInvalidCard, err: errOther}},
-		{"transient, the MaxDeliver-th delivery", 10, 10, handled("", errStore), []string{"term max-deliver"}, outcomeDeadLetter, nil, ReasonMaxDeliver, errStore},
-		{"unclassified, past MaxDeliver", 10, 12, handled("", errOther), []string{"term max-deliver"}, outcomeDeadLetter, nil, ReasonMaxDeliver, errOther},
-		{"no space, the MaxDeliver-th delivery: not a dead letter", 10, 10, handled("", errNoSpace), nil, "", errNoSpace, "", nil},
-		{"no space, past MaxDeliver: not a dead letter", 10, 12, handled("", errNoSpace), nil, "", errNoSpace, "", nil},
-		{"transient, the delivery before", 10, 9, handled("", errStore), nil, "", errStore, "", nil},
-		{"transient, MaxDeliver unlimited", -1, 1000, handled("", errStore), nil, "", errStore, "", nil},
-		{"handled", 10, 10, handled(task.OutcomeDrift, nil), nil, task.OutcomeDrift, nil, "", nil},
+		{stageCase{"permanent, first delivery", 10, 1, handled("", errCorrupt), []string{"term corrupt-card"}, outcomeDeadLetter, nil}, ReasonCorruptCard, errCorrupt},
+		{stageCase{"permanent, MaxDeliver unlimited", -1, 1, handled("", permanentError{reason: ReasonInvalidCard, err: errOther}), []string{"term invalid-card"}, outcomeDeadLetter, nil}, ReasonInvalidCard, permanentError{reason: ReasonInvalidCard, err: errOther}},
+		{stageCase{"transient, the MaxDeliver-th delivery", 10, 10, handled("", errStore), []string{"term max-deliver"}, outcomeDeadLetter, nil}, ReasonMaxDeliver, errStore},
+		{stageCase{"unclassified, past MaxDeliver", 10, 12, handled("", errOther), []string{"term max-deliver"}, outcomeDeadLetter, nil}, ReasonMaxDeliver, errOther},
+		{stageCase{"no space, the MaxDeliver-th delivery: not a dead letter", 10, 10, handled("", errNoSpace), nil, "", errNoSpace}, "", nil},
+		{stageCase{"no space, past MaxDeliver: not a dead letter", 10, 12, handled("", errNoSpace), nil, "", errNoSpace}, "", nil},
+		{stageCase{"transient, the delivery before", 10, 9, handled("", errStore), nil, "", errStore}, "", nil},
+		{stageCase{"transient, MaxDeliver unlimited", -1, 1000, handled("", errStore), nil, "", errStore}, "", nil},
+		{stageCase{"handled", 10, 10, handled(task.OutcomeDrift, nil), nil, task.OutcomeDrift, nil}, "", nil},
 	}
 	msgs := lifecycleMsgs(t, js, cfg, len(cases))
 	w := &Worker{js: js, cfg: cfg, log: zerolog.Nop()}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			outcome, err := poison(c.maxDeliver, w.deadLetterOutcome)(c.h.handle)(context.Background(), deliveryOf(msgs[i], c.delivered))
-			if outcome != c.outcome || !errors.Is(err, c.err) || (err == nil) != (c.err == nil) {
-				t.Errorf("poison = %q, %v; want %q, %v", outcome, err, c.outcome, c.err)
-			}
-			if got := msgs[i].log(); !slices.Equal(got, c.want) {
-				t.Errorf("message calls = %q, want %q", got, c.want)
-			}
+			c.run(t, "poison", poison(c.maxDeliver, w.deadLetterOutcome), msgs[i])
 			if c.reason == "" {
 				return
 			}
@@ -358,15 +372,7 @@ func TestCount(t *testing.T) {
 func TestAwaitPin(t *testing.T) {
 	js, cfg := provisioned(t)
 	wait := waitError{delay: 4 * time.Second}
-	cases := []struct {
-		name       string
-		maxDeliver int
-		delivered  uint64
-		h          *results
-		want       []string
-		outcome    string
-		err        error
-	}{
+	cases := []stageCase{
 		{"first delivery", 10, 1, handled("", wait), []string{"nak 4s"}, outcomeWaiting, nil},
 		{"two before MaxDeliver", 10, 8, handled("", wait), []string{"nak 4s"}, outcomeWaiting, nil},
 		{"the delivery before MaxDeliver", 10, 9, handled("", wait), []string{"ack"}, task.OutcomeNoPin, nil},
@@ -378,16 +384,7 @@ func TestAwaitPin(t *testing.T) {
 	}
 	msgs := lifecycleMsgs(t, js, cfg, len(cases))
 	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			d := deliveryOf(msgs[i], c.delivered)
-			outcome, err := awaitPin(c.maxDeliver)(c.h.handle)(context.Background(), d)
-			if outcome != c.outcome || !errors.Is(err, c.err) || (err == nil) != (c.err == nil) {
-				t.Errorf("awaitPin = %q, %v; want %q, %v", outcome, err, c.outcome, c.err)
-			}
-			if got := msgs[i].log(); !slices.Equal(got, c.want) {
-				t.Errorf("message calls = %q, want %q", got, c.want)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { c.run(t, "awaitPin", awaitPin(c.maxDeliver), msgs[i]) })
 	}
 }
 
