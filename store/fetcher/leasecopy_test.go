@@ -117,6 +117,18 @@ func copyHolds(t *testing.T, f *Fetcher, url string, minRev uint64) {
 	})
 }
 
+// copiesStored waits until f's copy holds url's lease as stored in leases,
+// and returns the stored revision.
+func copiesStored(t *testing.T, f *Fetcher, leases *countedLeases, url string) uint64 {
+	t.Helper()
+	_, rev, err := leases.KVLeases.Get(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyHolds(t, f, url, rev)
+	return rev
+}
+
 // A worker's copy is delivered its own lease writes too, but does not
 // decode them: it holds them since it made them. Another worker's writes
 // are decoded.
@@ -173,11 +185,7 @@ func TestLeaseCopySeesOtherWorkersLease(t *testing.T) {
 	if err != nil || first.Status != 200 {
 		t.Fatalf("w1.Observe = status %d, %v; want a 200", first.Status, err)
 	}
-	_, rev, err := leases.KVLeases.Get(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyHolds(t, w2, url, rev)
+	copiesStored(t, w2, leases, url)
 	gets := leases.gets.Load()
 	got, err := w2.Observe(t.Context(), url, false)
 	if err != nil || !got.FromLease || got.Digest != first.Digest {
@@ -310,11 +318,7 @@ func TestLeaseCopyStaleLosesCASAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.wantRequests(t, 1)
-	_, rev, err := leases.KVLeases.Get(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyHolds(t, w2, url, rev)
+	rev := copiesStored(t, w2, leases, url)
 
 	// The lease expires; w1 renews it while w2's watch is paused.
 	held.pause()
@@ -390,11 +394,7 @@ func TestLeaseCopyWatchBreaksAndRecovers(t *testing.T) {
 	if _, err := w.Observe(t.Context(), url, false); err != nil {
 		t.Fatal(err)
 	}
-	_, rev, err := leases.KVLeases.Get(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyHolds(t, w, url, rev)
+	rev := copiesStored(t, w, leases, url)
 
 	held.breakNow <- struct{}{}
 	natstest.Eventually(t, 10*time.Second, "a broken watch empties the copy", func() bool {
@@ -545,11 +545,7 @@ func TestFreshCopiedLeaseStartsNoFlight(t *testing.T) {
 	if err != nil || first.Status != 200 {
 		t.Fatalf("Observe = status %d, %v; want a 200", first.Status, err)
 	}
-	_, rev, err := leases.KVLeases.Get(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyHolds(t, f, url, rev)
+	copiesStored(t, f, leases, url)
 	started, gets := f.started.Load(), leases.gets.Load()
 	for range 50 {
 		got, err := f.Observe(t.Context(), url, false)

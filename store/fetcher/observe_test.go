@@ -381,6 +381,25 @@ func TestObserveFirstFetch(t *testing.T) {
 	a.wantRequests(t, 1)
 }
 
+// revalidate observes url on f, then n times more, each once the 10 s
+// lease has expired on clk; it returns the first observation and the later
+// ones.
+func revalidate(t *testing.T, f *Fetcher, clk *fakeClock, url string, n int) (Observation, []Observation) {
+	t.Helper()
+	first, err := f.Observe(t.Context(), url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := make([]Observation, n)
+	for i := range later {
+		clk.Advance(11 * time.Second)
+		if later[i], err = f.Observe(t.Context(), url, false); err != nil {
+			t.Fatalf("revalidation %d: %v", i, err)
+		}
+	}
+	return first, later
+}
+
 // A 304 reuses the previous digest and body: no parse, no hash.
 func TestObserveRevalidates304WithoutRehash(t *testing.T) {
 	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=10")
@@ -390,19 +409,8 @@ func TestObserveRevalidates304WithoutRehash(t *testing.T) {
 	var hashes atomic.Int64
 	digest := f.digest
 	f.digest = func(raw []byte) (string, error) { hashes.Add(1); return digest(raw) }
-	ctx := context.Background()
-	url := a.url("/card")
-
-	first, err := f.Observe(ctx, url, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		clk.Advance(11 * time.Second) // lease expired
-		obs, err := f.Observe(ctx, url, false)
-		if err != nil {
-			t.Fatalf("revalidation %d: %v", i, err)
-		}
+	first, later := revalidate(t, f, clk, a.url("/card"), 3)
+	for i, obs := range later {
 		if obs.Status != 304 || obs.Full || obs.FromLease {
 			t.Errorf("revalidation %d: Status %d Full %t FromLease %t, want 304 false false", i, obs.Status, obs.Full, obs.FromLease)
 		}
@@ -1513,19 +1521,9 @@ func TestUnchangedBodyWithoutETagIsNotParsedAgain(t *testing.T) {
 	clk := newClock()
 	f := newFetcher(t, testOptions(clk))
 	parses := countParses(f)
-	ctx := context.Background()
 	url := a.url("/card")
-
-	first, err := f.Observe(ctx, url, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		clk.Advance(11 * time.Second)
-		obs, err := f.Observe(ctx, url, false)
-		if err != nil {
-			t.Fatalf("revalidation %d: %v", i, err)
-		}
+	first, later := revalidate(t, f, clk, url, 3)
+	for i, obs := range later {
 		if obs.Status != 200 || obs.Digest != first.Digest || obs.Fingerprint != first.Fingerprint || obs.Card != first.Card {
 			t.Fatalf("revalidation %d: status %d digest %q card %p, want 200 %q %p", i, obs.Status, obs.Digest, obs.Card, first.Digest, first.Card)
 		}
@@ -1537,7 +1535,7 @@ func TestUnchangedBodyWithoutETagIsNotParsedAgain(t *testing.T) {
 	spaced := append([]byte(" "), body...)
 	a.set(spaced, "", "max-age=10")
 	clk.Advance(11 * time.Second)
-	obs, err := f.Observe(ctx, url, false)
+	obs, err := f.Observe(t.Context(), url, false)
 	if err != nil {
 		t.Fatal(err)
 	}
