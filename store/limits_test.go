@@ -111,9 +111,7 @@ func TestLimitsValidate(t *testing.T) {
 func TestProvisionByteLimits(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		cfg := store.DefaultConfig()
-		if err := store.Provision(t.Context(), js, cfg); err != nil {
-			t.Fatalf("Provision() error = %v", err)
-		}
+		mustProvision(t, js, cfg)
 		s := takeSnapshot(t, js)
 		for name, want := range cfg.Limits() {
 			info := s.streams[name]
@@ -274,9 +272,7 @@ func TestWaitingOnADeploymentStillForming(t *testing.T) {
 	t.Run("no JetStream", func(t *testing.T) {
 		_, _, js := natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStream = false })
 		err := provisionErr(t, js, store.Config{}, 10*time.Second)
-		if got := store.Waiting(err); !strings.Contains(got, "JetStream") {
-			t.Errorf("Waiting(%v) = %q, want it to wait for JetStream", err, got)
-		}
+		wantWaiting(t, err, "JetStream")
 	})
 	t.Run("no answer", func(t *testing.T) {
 		// Something takes JetStream's requests and never answers them (a
@@ -288,9 +284,7 @@ func TestWaitingOnADeploymentStillForming(t *testing.T) {
 		}
 		defer sub.Unsubscribe()
 		err = provisionErr(t, js, store.Config{}, 300*time.Millisecond)
-		if got := store.Waiting(err); !strings.Contains(got, "timed out") {
-			t.Errorf("Waiting(%v) = %q, want it to wait for an answer", err, got)
-		}
+		wantWaiting(t, err, "timed out")
 	})
 	t.Run("connection refused", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -303,9 +297,7 @@ func TestWaitingOnADeploymentStillForming(t *testing.T) {
 		if err == nil {
 			t.Fatal("connected to a closed port")
 		}
-		if got := store.Waiting(err); !strings.Contains(got, "NATS server") {
-			t.Errorf("Waiting(%v) = %q, want it to wait for a server", err, got)
-		}
+		wantWaiting(t, err, "NATS server")
 	})
 	// The errors of a cluster still electing or placing, as the server
 	// builds them and as they travel (its ApiError in JSON, read by
@@ -330,9 +322,7 @@ func TestWaitingOnADeploymentStillForming(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = fmt.Errorf("store: provision stream A2A_TASKS: %w", &apiErr)
-		if got := store.Waiting(err); !strings.Contains(got, tc.want) {
-			t.Errorf("Waiting(%v) = %q, want it to mention %q", err, got, tc.want)
-		}
+		wantWaiting(t, err, tc.want)
 	}
 }
 
@@ -414,9 +404,7 @@ func TestWaitingOnAStreamStillForming(t *testing.T) {
 	}
 	defer sub.Unsubscribe()
 	err = provisionErr(t, js, store.Config{}, 10*time.Second)
-	if got := store.Waiting(err); !strings.Contains(got, "stream being created") {
-		t.Errorf("Waiting(%v) = %q, want it to wait for the stream", err, got)
-	}
+	wantWaiting(t, err, "stream being created")
 }
 
 // fillUntilRefused publishes 16 KiB messages to subject until a publish
@@ -512,6 +500,15 @@ func startJS(tb testing.TB) jetstream.JetStream {
 	tb.Helper()
 	_, _, js := natstest.StartJetStream(tb)
 	return js
+}
+
+// wantWaiting checks that Waiting(err) says what provisioning waits for:
+// it mentions want.
+func wantWaiting(t *testing.T, err error, want string) {
+	t.Helper()
+	if got := store.Waiting(err); !strings.Contains(got, want) {
+		t.Errorf("Waiting(%v) = %q, want it to mention %q", err, got, want)
+	}
 }
 
 // createStream creates the stream cfg, which must succeed.

@@ -147,11 +147,7 @@ func TestLeaseCopySkipsOwnWrites(t *testing.T) {
 		if _, err := f.Observe(ctx, url, false); err != nil {
 			t.Fatal(err)
 		}
-		head, err := kv.Head(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		delivered(t, w, head)
+		delivered(t, w, kv)
 		clk.Advance(11 * time.Second)
 	}
 	observe(w) // the first fetch starts the copy
@@ -666,11 +662,7 @@ func BenchmarkObserveRevalidateKV(b *testing.B) {
 	clk := newClock()
 	f, url := observed(b, a, Options{Allow: loopback, Leases: leases, Now: clk.Now, FullFetchInterval: -1})
 	ctx := context.Background()
-	head0, err := leases.Head(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	delivered(b, f, head0)
+	head0 := delivered(b, f, leases)
 	req0, decoded0 := a.requests.Load(), leases.decoded.Load()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -679,11 +671,7 @@ func BenchmarkObserveRevalidateKV(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	head, err := leases.Head(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	delivered(b, f, head)
+	head := delivered(b, f, leases)
 	b.ReportMetric(float64(head-head0)/float64(a.requests.Load()-req0), "writes/fetch")
 	b.ReportMetric(float64(leases.decoded.Load()-decoded0)/float64(head-head0), "decoded/write")
 }
@@ -704,12 +692,20 @@ func observed(b *testing.B, a *agent, o Options) (*Fetcher, string) {
 	return f, url
 }
 
-// delivered waits until f's lease copy has been delivered every write up
-// to head.
-func delivered(tb testing.TB, f *Fetcher, head uint64) {
+// delivered waits until f's lease copy has been delivered every write
+// leases holds now, and returns the last one's revision.
+func delivered(tb testing.TB, f *Fetcher, leases interface {
+	Head(context.Context) (uint64, error)
+}) uint64 {
+	tb.Helper()
+	head, err := leases.Head(tb.Context())
+	if err != nil {
+		tb.Fatal(err)
+	}
 	natstest.Eventually(tb, 10*time.Second, "the watch delivers every write", func() bool {
 		f.copy.mu.Lock()
 		defer f.copy.mu.Unlock()
 		return f.copy.applied >= head
 	})
+	return head
 }
