@@ -433,6 +433,23 @@ func startDLQ(t *testing.T) (*nats.Conn, jetstream.JetStream, store.Config, jets
 	return nc, js, cfg, dlq
 }
 
+// storedCopy publishes the dead letter m and reads it back from the
+// dead-letter stream dlq; both must succeed.
+func storedCopy(t *testing.T, js jetstream.JetStream, dlq jetstream.Stream, m *nats.Msg) *jetstream.RawStreamMsg {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	ack, err := js.PublishMsg(ctx, m)
+	if err != nil {
+		t.Fatalf("dead-letter publish = %v, want stored", err)
+	}
+	got, err := dlq.GetMsg(ctx, ack.Sequence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // TestDeadLetterCopyIsStored publishes the dead-letter copy of events
 // carrying each steering header, and all of them at once, to a real
 // dead-letter stream: every copy is stored, with the publisher's steering
@@ -464,16 +481,7 @@ func TestDeadLetterCopyIsStored(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			o := original{subject: "a2a.task.status.x.1", header: c.header, data: []byte("not a cloudevent"), stream: cfg.LifecycleStream, seq: uint64(100 + i)}
 			m := deadLetterMsg("carddrift.dlq.malformed", o, ReasonMalformed, errors.New("boom"), nc.MaxPayload())
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			ack, err := js.PublishMsg(pctx, m)
-			if err != nil {
-				t.Fatalf("dead-letter publish = %v, want stored", err)
-			}
-			got, err := dlq.GetMsg(ctx, ack.Sequence)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := storedCopy(t, js, dlq, m)
 			for k, vs := range c.header {
 				want := k
 				if steers(k) {
@@ -501,7 +509,6 @@ func TestDeadLetterCopyIsStored(t *testing.T) {
 // publisher's headers when that is enough, else with its data cut and its
 // original size recorded.
 func TestDeadLetterCopyFitsMaxPayload(t *testing.T) {
-	ctx := context.Background()
 	nc, js, cfg, dlq := startDLQ(t)
 	maxPayload := nc.MaxPayload()
 	steer := nats.Header{"Nats-Expected-Stream": {cfg.LifecycleStream}}
@@ -522,14 +529,7 @@ func TestDeadLetterCopyFitsMaxPayload(t *testing.T) {
 			if size := headerSize(m.Header) + int64(len(m.Data)); size > maxPayload {
 				t.Fatalf("copy is %d bytes, more than the server's %d", size, maxPayload)
 			}
-			ack, err := js.PublishMsg(ctx, m)
-			if err != nil {
-				t.Fatalf("dead-letter publish = %v", err)
-			}
-			got, err := dlq.GetMsg(ctx, ack.Sequence)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := storedCopy(t, js, dlq, m)
 			if got.Header.Get(PublisherHeaderPrefix+"Nats-Expected-Stream") != "" || got.Header.Get("X-Padding") != "" {
 				t.Errorf("copy kept the publisher's headers: %d bytes of them", headerSize(got.Header))
 			}

@@ -573,13 +573,7 @@ func TestDispatcherSlowTaskHoldsNoOther(t *testing.T) {
 	d := newDispatcher(8)
 	release := make(chan struct{})
 	d.submit("slow", func() { <-release })
-	done := make(chan struct{})
-	d.submit("fast", func() { close(done) })
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a blocked task held back another task")
-	}
+	runs(t, d, "fast", "a blocked task held back another task")
 	close(release)
 	if !d.wait(time.After(5 * time.Second)) {
 		t.Fatal("dispatcher did not finish")
@@ -647,12 +641,19 @@ func TestDispatcherRunnersArePooled(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	// After stop, work still runs (on a runner that ends with it).
+	runs(t, d, "late", "work submitted after stop did not run")
+}
+
+// runs submits work under key to d and fails with why unless it runs
+// within 10 s.
+func runs(t *testing.T, d *dispatcher, key, why string) {
+	t.Helper()
 	done := make(chan struct{})
-	d.submit("late", func() { close(done) })
+	d.submit(key, func() { close(done) })
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("work submitted after stop did not run")
+		t.Fatal(why)
 	}
 }
 
