@@ -606,37 +606,38 @@ func FuzzJKUBudget(f *testing.F) {
 }
 
 func TestOrigin(t *testing.T) {
-	for in, want := range map[string]string{
-		"https://Agent.Example/.well-known/agent-card.json": "https://agent.example",
-		"https://agent.example:443/a?b#c":                   "https://agent.example",
-		"http://agent.example:80":                           "http://agent.example",
-		"http://agent.example:8080/x":                       "http://agent.example:8080",
-		"HTTP://[::1]:41241/":                               "http://[::1]:41241",
-		"https://u:p@agent.example/":                        "https://agent.example",
+	for _, c := range []struct {
+		name  string
+		parse func(string) (string, error)
+		ok    map[string]string
+		bad   []string
+		err   error
+	}{
+		{"Origin", Origin, map[string]string{
+			"https://Agent.Example/.well-known/agent-card.json": "https://agent.example",
+			"https://agent.example:443/a?b#c":                   "https://agent.example",
+			"http://agent.example:80":                           "http://agent.example",
+			"http://agent.example:8080/x":                       "http://agent.example:8080",
+			"HTTP://[::1]:41241/":                               "http://[::1]:41241",
+			"https://u:p@agent.example/":                        "https://agent.example",
+		}, []string{"", "agent.example", "ftp://agent.example", "https://", "/relative"}, ReasonInvalidURL},
+		{"ParseOrigin", ParseOrigin, map[string]string{
+			"https://Agent.Example":      "https://agent.example",
+			"https://agent.example:443/": "https://agent.example",
+			"http://127.0.0.1:41241":     "http://127.0.0.1:41241",
+			"http://[::1]:80":            "http://[::1]",
+		}, []string{"", "agent.example", "https://agent.example/agent", "https://agent.example?x", "https://agent.example/#f",
+			"https://agent.example#", "https://u@agent.example", "https://agent.example:", "ws://agent.example", "https://agent.example/?"}, ErrNotOrigin},
 	} {
-		if got, err := Origin(in); got != want || err != nil {
-			t.Errorf("Origin(%q) = %q, %v; want %q", in, got, err, want)
+		for in, want := range c.ok {
+			if got, err := c.parse(in); got != want || err != nil {
+				t.Errorf("%s(%q) = %q, %v; want %q", c.name, in, got, err, want)
+			}
 		}
-	}
-	for _, in := range []string{"", "agent.example", "ftp://agent.example", "https://", "/relative"} {
-		if got, err := Origin(in); !errors.Is(err, ReasonInvalidURL) {
-			t.Errorf("Origin(%q) = %q, %v; want ReasonInvalidURL", in, got, err)
-		}
-	}
-	for in, want := range map[string]string{
-		"https://Agent.Example":      "https://agent.example",
-		"https://agent.example:443/": "https://agent.example",
-		"http://127.0.0.1:41241":     "http://127.0.0.1:41241",
-		"http://[::1]:80":            "http://[::1]",
-	} {
-		if got, err := ParseOrigin(in); got != want || err != nil {
-			t.Errorf("ParseOrigin(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "agent.example", "https://agent.example/agent", "https://agent.example?x", "https://agent.example/#f",
-		"https://agent.example#", "https://u@agent.example", "https://agent.example:", "ws://agent.example", "https://agent.example/?"} {
-		if got, err := ParseOrigin(in); !errors.Is(err, ErrNotOrigin) {
-			t.Errorf("ParseOrigin(%q) = %q, %v; want ErrNotOrigin", in, got, err)
+		for _, in := range c.bad {
+			if got, err := c.parse(in); !errors.Is(err, c.err) {
+				t.Errorf("%s(%q) = %q, %v; want %v", c.name, in, got, err, c.err)
+			}
 		}
 	}
 }
