@@ -2,17 +2,22 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
 	"github.com/carddrift/carddrift/store/natstest"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // runCache starts c.Run for the rest of the test and waits until it serves.
@@ -580,4 +585,319 @@ func TestCachedPinsOwnWriteReportedFirst(t *testing.T) {
 	if st := c.Stats(); st.Fills != 2 || st.Hits != 2 || st.Invalidations != 1 || st.Len != 1 {
 		t.Fatalf("Stats() = %+v, want 2 fills, 2 hits, 1 invalidation, 1 cached", st)
 	}
+}
+
+// recordSize is a size function for WithCacheBytes: the ETag's length
+// (which the tests below make large) stands for the pin's size.
+func recordSize(r testRecord) int64 { return int64(len(r.ETag)) }
+
+// bigPin is a pin whose recordSize is kib KiB.
+func bigPin(id string, kib int) testRecord {
+	p := testPin(id, 0)
+	p.ETag = strings.Repeat("e", kib<<10)
+	return p
+}
+
+// entrySize is what the cache counts for a pin of recordSize s.
+func entrySize(id string, s int64) int64 { return s + int64(len(id)) + store.CacheEntryOverhead }
+
+func TestCachedPinsEvictsByBytes(t *testing.T) {
+	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
+	limit := 3*entrySize("a", 100<<10) + 10
+	c := store.NewCachedPins(inner, 1000, store.WithCacheBytes(limit, recordSize))
+	runCache(t, c)
+	ctx := t.Context()
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := c.Create(ctx, bigPin(id, 100)); err != nil {
+			t.Fatalf("Create(%s) error = %v", id, err)
+		}
+	}
+	if st := c.Stats(); st.Len != 3 || st.Evictions != 0 || st.Bytes != 3*entrySize("a", 100<<10) {
+		t.Fatalf("Stats() after 3 × 100 KiB = %+v, want 3 cached, no eviction, %d bytes", st, 3*entrySize("a", 100<<10))
+	}
+	c.Get(ctx, "a") // a is the most recent: b, then c, are the next victims
+	// 150 KiB more: b and c must go (a + d = 250 KiB fits, a + c + d does not).
+	if _, err := c.Create(ctx, bigPin("d", 150)); err != nil {
+		t.Fatal(err)
+	}
+	st := c.Stats()
+	if want := entrySize("a", 100<<10) + entrySize("d", 150<<10); st.Len != 2 || st.Evictions != 2 || st.Bytes != want {
+		t.Fatalf("Stats() after a 150 KiB pin = %+v, want 2 cached (a, d), 2 evictions, %d bytes", st, want)
+	}
+	if st.Bytes > limit {
+		t.Fatalf("Stats().Bytes = %d > limit %d", st.Bytes, limit)
+	}
+	for _, tc := range []struct {
+		id     string
+		cached bool
+	}{{"a", true}, {"d", true}, {"b", false}} {
+		before := inner.gets.Load()
+		if _, _, err := c.Get(ctx, tc.id); err != nil {
+			t.Fatalf("Get(%s) error = %v", tc.id, err)
+		}
+		if hit := inner.gets.Load() == before; hit != tc.cached {
+			t.Fatalf("Get(%s) hit = %v, want %v", tc.id, hit, tc.cached)
+		}
+	}
+}
+
+func TestCachedPinsBytesUpdateAndOversize(t *testing.T) {
+	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
+	limit := int64(1 << 20)
+	c := store.NewCachedPins(inner, 1000, store.WithCacheBytes(limit, recordSize))
+	runCache(t, c)
+	ctx := t.Context()
+	rev, err := c.Create(ctx, bigPin("t", 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An update replaces the entry's size, it does not add to it.
+	if rev, err = c.Update(ctx, bigPin("t", 20), rev); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Len != 1 || st.Bytes != entrySize("t", 20<<10) {
+		t.Fatalf("Stats() after an update = %+v, want 1 cached of %d bytes", st, entrySize("t", 20<<10))
+	}
+	// A pin larger than the whole bound is not cached (and the older copy
+	// goes): reads of it go through and see the new revision.
+	nrev, err := c.Update(ctx, bigPin("t", 1024), rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Len != 0 || st.Bytes != 0 {
+		t.Fatalf("Stats() after an oversize update = %+v, want nothing cached", st)
+	}
+	before := inner.gets.Load()
+	if _, grev, err := c.Get(ctx, "t"); err != nil || grev != nrev {
+		t.Fatalf("Get(t) = rev %d, %v, want %d", grev, err, nrev)
+	}
+	if inner.gets.Load() != before+1 {
+		t.Fatal("Get of an oversize pin did not read through")
+	}
+	// Deletes and invalidations give their bytes back.
+	if _, err := c.Create(ctx, bigPin("u", 5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Bytes != 0 {
+		t.Fatalf("Stats() after Delete = %+v, want 0 bytes", st)
+	}
+}
+
+// A long flood of pins never holds more than the bound, however many
+// distinct tasks it writes (the count bound alone would keep them all).
+func TestCachedPinsBytesBoundHolds(t *testing.T) {
+	inner := memstore.NewPins[testRecord]()
+	limit := int64(512 << 10)
+	c := store.NewCachedPins(inner, 100_000, store.WithCacheBytes(limit, recordSize))
+	runCache(t, c)
+	ctx := context.Background()
+	for i := range 500 {
+		id := "flood-" + strings.Repeat("x", i%50) + string(rune('a'+i%26))
+		p := bigPin(id, 1+i%40)
+		p.TaskID = id
+		if _, err := c.Create(ctx, p); err != nil {
+			if _, _, gerr := c.Get(ctx, id); gerr != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if st := c.Stats(); st.Bytes > limit {
+			t.Fatalf("after %d pins Stats().Bytes = %d > %d", i+1, st.Bytes, limit)
+		}
+	}
+	if st := c.Stats(); st.Len == 0 || st.Evictions == 0 {
+		t.Fatalf("Stats() = %+v, want entries cached and evicted", st)
+	}
+}
+
+func TestWithCacheBytesWrongType(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("NewCachedPins with a size func of another type did not panic")
+		}
+	}()
+	store.NewCachedPins(memstore.NewPins[testRecord](), 10, store.WithCacheBytes(1<<20, func(string) int64 { return 0 }))
+}
+
+func TestCachedPinsDetachesWrites(t *testing.T) {
+	var detached atomic.Int64
+	detach := func(r testRecord) testRecord {
+		detached.Add(1)
+		r.ETag = strings.Clone(r.ETag)
+		return r
+	}
+	inner := memstore.NewPins[testRecord]()
+	c := store.NewCachedPins(inner, 10, store.WithCacheDetach(detach))
+	runCache(t, c)
+	ctx := t.Context()
+	big := strings.Repeat("b", 1<<20)
+	p := testPin("t", 1)
+	p.ETag = big[:8] // a slice of a much larger string
+	rev, err := c.Create(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := c.Get(ctx, "t")
+	if err != nil || got.ETag != p.ETag {
+		t.Fatalf("Get(t) = %+v, %v", got, err)
+	}
+	if unsafe.StringData(got.ETag) == unsafe.StringData(big) {
+		t.Fatal("the cached pin shares the written pin's string")
+	}
+	if _, err := c.Update(ctx, p, rev); err != nil {
+		t.Fatal(err)
+	}
+	if got := detached.Load(); got != 2 {
+		t.Fatalf("detach calls after Create and Update = %d, want 2", got)
+	}
+	// Reads through the inner store are not detached again.
+	other := testPin("u", 2)
+	if _, err := inner.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Get(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if got := detached.Load(); got != 2 {
+		t.Fatalf("detach calls after a read-through = %d, want 2", got)
+	}
+}
+
+// FuzzCachedPinsBytes runs a sequence of writes, reads and deletes of pins
+// of assorted sizes through a byte-bounded cache: the bytes it counts never
+// exceed the bound and come back to zero when every pin is deleted, and a
+// read always returns the latest write.
+func FuzzCachedPinsBytes(f *testing.F) {
+	f.Add([]byte{1, 10, 200, 3, 255, 7, 64, 128})
+	f.Add([]byte{255, 255, 255, 255})
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		const limit = 64 << 10
+		c := store.NewCachedPins(memstore.NewPins[testRecord](), 8, store.WithCacheBytes(limit, recordSize))
+		runCache(t, c)
+		ctx := context.Background()
+		latest := map[string]string{}
+		for i, op := range ops {
+			id := "t" + strconv.Itoa(int(op%5))
+			switch op % 3 {
+			case 0, 1: // write a pin of (op/3)×512 bytes
+				p := bigPin(id, 0)
+				p.ETag = string(make([]byte, int(op/3)*512)) + strconv.Itoa(i)
+				_, rev, err := c.Get(ctx, id)
+				switch {
+				case errors.Is(err, store.ErrNotFound):
+					_, err = c.Create(ctx, p)
+				case err == nil:
+					_, err = c.Update(ctx, p, rev)
+				}
+				if err != nil {
+					t.Fatalf("op %d: write %s: %v", i, id, err)
+				}
+				latest[id] = p.ETag
+			case 2:
+				if err := c.Delete(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+				delete(latest, id)
+			}
+			if st := c.Stats(); st.Bytes > limit || st.Bytes < 0 {
+				t.Fatalf("op %d: Stats().Bytes = %d, want within [0, %d]", i, st.Bytes, limit)
+			}
+			for id, etag := range latest {
+				got, _, err := c.Get(ctx, id)
+				if err != nil || got.ETag != etag {
+					t.Fatalf("op %d: Get(%s) = %d-byte ETag, %v; want the latest write's %d bytes", i, id, len(got.ETag), err, len(etag))
+				}
+			}
+		}
+		for id := range latest {
+			if err := c.Delete(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := c.Stats(); st.Bytes != 0 || st.Len != 0 {
+			t.Fatalf("after deleting every pin Stats() = %+v, want nothing cached", st)
+		}
+	})
+}
+
+// BenchmarkPinLookup compares, in one run on one embedded server, a pin
+// lookup through CachedPins (warm) with the baseline it replaces on the hot
+// path: a direct KV Get of the same pin plus its JSON decode. The cached
+// sub-benchmark reports the ratio to the kv-get one as "x-kv-get".
+func BenchmarkPinLookup(b *testing.B) {
+	const pins = 1000
+	js := startJS(b)
+	ctx := context.Background()
+	st, err := store.Open[testRecord](ctx, js, store.Config{})
+	if err != nil {
+		b.Fatalf("Open() error = %v", err)
+	}
+	ids := make([]string, pins)
+	for i := range ids {
+		ids[i] = "task-" + strconv.Itoa(i)
+		if _, err := st.Pins.Create(ctx, testPin(ids[i], i)); err != nil {
+			b.Fatalf("Create() error = %v", err)
+		}
+	}
+	var kvNsPerOp float64
+
+	b.Run("kv-get", func(b *testing.B) {
+		kv := st.Pins.KV()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			e, err := kv.Get(ctx, store.EncodeKey(ids[i%pins]))
+			if err != nil {
+				b.Fatalf("kv.Get() error = %v", err)
+			}
+			var p testRecord
+			if err := json.Unmarshal(e.Value(), &p); err != nil {
+				b.Fatalf("json.Unmarshal() error = %v", err)
+			}
+		}
+		kvNsPerOp = reportRate(b)
+	})
+
+	b.Run("cached", func(b *testing.B) {
+		c := store.NewCachedPins(st.Pins, pins)
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- c.Run(runCtx) }()
+		defer func() {
+			cancel()
+			<-done
+		}()
+		<-c.Ready()
+		for _, id := range ids { // warm
+			if _, _, err := c.Get(ctx, id); err != nil {
+				b.Fatalf("Get() error = %v", err)
+			}
+		}
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if _, _, err := c.Get(ctx, ids[i%pins]); err != nil {
+				b.Fatalf("Get() error = %v", err)
+			}
+		}
+		ns := reportRate(b)
+		if kvNsPerOp > 0 && ns > 0 {
+			b.ReportMetric(kvNsPerOp/ns, "x-kv-get")
+		}
+		if st := c.Stats(); st.Misses != pins {
+			b.Fatalf("misses = %d, want %d (only the warm-up)", st.Misses, pins)
+		}
+	})
+}
+
+// reportRate reports ops/s and returns ns/op of the benchmark so far.
+func reportRate(b *testing.B) float64 {
+	el := b.Elapsed()
+	if el <= 0 || b.N == 0 {
+		return 0
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "ops/s")
+	return float64(el.Nanoseconds()) / float64(b.N)
 }

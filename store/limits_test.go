@@ -1,11 +1,19 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -103,9 +111,7 @@ func TestLimitsValidate(t *testing.T) {
 func TestProvisionByteLimits(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		cfg := store.DefaultConfig()
-		if err := store.Provision(t.Context(), js, cfg); err != nil {
-			t.Fatalf("Provision() error = %v", err)
-		}
+		mustProvision(t, js, cfg)
 		s := takeSnapshot(t, js)
 		for name, want := range cfg.Limits() {
 			info := s.streams[name]
@@ -241,5 +247,419 @@ func TestProvisionStorageExceeded(t *testing.T) {
 	}
 	if err := store.Provision(ctx, js, store.Config{StorageLimit: 48 << 20}); err != nil {
 		t.Fatalf("Provision(48 MiB on a 64 MiB server) error = %v", err)
+	}
+}
+
+// provisionErr provisions a small config on js within d and returns the
+// error (which the test wants).
+func provisionErr(t *testing.T, js jetstream.JetStream, cfg store.Config, d time.Duration) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	if cfg.StorageLimit == 0 {
+		cfg.StorageLimit = 24 << 20
+	}
+	err := store.Provision(ctx, js, cfg)
+	if err == nil {
+		t.Fatal("Provision succeeded; the test wants it to fail")
+	}
+	return err
+}
+
+// Errors of a deployment still forming, each from a real server: waiting
+// cures them.
+func TestWaitingOnADeploymentStillForming(t *testing.T) {
+	t.Run("no JetStream", func(t *testing.T) {
+		_, _, js := natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStream = false })
+		err := provisionErr(t, js, store.Config{}, 10*time.Second)
+		wantWaiting(t, err, "JetStream")
+	})
+	t.Run("no answer", func(t *testing.T) {
+		// Something takes JetStream's requests and never answers them (a
+		// server whose JetStream is not up yet looks so to its clients).
+		_, nc, js := natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStream = false })
+		sub, err := nc.SubscribeSync("$JS.API.>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		err = provisionErr(t, js, store.Config{}, 300*time.Millisecond)
+		wantWaiting(t, err, "timed out")
+	})
+	t.Run("connection refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		_, err = nats.Connect("nats://"+addr, nats.Timeout(2*time.Second))
+		if err == nil {
+			t.Fatal("connected to a closed port")
+		}
+		wantWaiting(t, err, "NATS server")
+	})
+	// The errors of a cluster still electing or placing, as the server
+	// builds them and as they travel (its ApiError in JSON, read by
+	// nats.go): an in-process cluster does not reliably produce them on
+	// cue; TestCluster meets them for real.
+	for _, tc := range []struct {
+		err  *server.ApiError
+		want string
+	}{
+		{server.NewJSClusterNoPeersError(errors.New("peer offline")), "peers"},
+		{server.NewJSClusterNotAvailError(), "meta leader"},
+		{server.NewJSClusterNotLeaderError(), "meta leader"},
+		{server.NewJSStreamOfflineError(), "offline"},
+		{server.NewJSNotEnabledError(), "JetStream"},
+	} {
+		b, err := json.Marshal(tc.err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var apiErr jetstream.APIError
+		if err := json.Unmarshal(b, &apiErr); err != nil {
+			t.Fatal(err)
+		}
+		err = fmt.Errorf("store: provision stream A2A_TASKS: %w", &apiErr)
+		wantWaiting(t, err, tc.want)
+	}
+}
+
+// Errors waiting does not cure, each from a real server.
+func TestWaitingNotOnPermanentErrors(t *testing.T) {
+	_, _, js := natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = 64 << 20 })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// Another stream holds the lifecycle subjects already.
+	createStream(t, js, jetstream.StreamConfig{Name: "SQUATTER", Subjects: []string{"a2a.task.>"}})
+	overlap := provisionErr(t, js, store.Config{}, 10*time.Second)
+	if err := js.DeleteStream(ctx, "SQUATTER"); err != nil {
+		t.Fatal(err)
+	}
+	// Deleting an account's last stream, the server removes the account's
+	// streams directory as it goes, racing a create right after it: "could
+	// not create storage directory … no such file or directory" (its log),
+	// 500 err_code 10049 to the client — about 1 in 60 runs under -race.
+	var err error
+	natstest.Eventually(t, 10*time.Second, "provisioned after the squatter left", func() bool {
+		err = store.Provision(ctx, js, store.Config{StorageLimit: 24 << 20})
+		return err == nil
+	})
+	for name, err := range map[string]error{
+		"subjects overlap":         overlap,
+		"storage cannot change":    provisionErr(t, js, store.Config{Storage: jetstream.MemoryStorage}, 10*time.Second),
+		"replicas without cluster": provisionErr(t, js, store.Config{Replicas: 3, StorageLimit: 30 << 20}, 10*time.Second),
+		"limits over the server's": provisionErr(t, js, store.Config{StorageLimit: 1 << 30}, 10*time.Second),
+		"invalid config":           provisionErr(t, js, store.Config{PinsBucket: "no.dots"}, 10*time.Second),
+		"cancelled":                cancelledErr(t, js),
+		"nil":                      nil,
+	} {
+		if got := store.Waiting(err); got != "" {
+			t.Errorf("%s: Waiting(%v) = %q, want \"\" (permanent)", name, err, got)
+		}
+	}
+}
+
+// cancelledErr is Provision's error under a context cancelled by its
+// caller (a shutdown).
+func cancelledErr(t *testing.T, js jetstream.JetStream) error {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := store.Provision(ctx, js, store.Config{StorageLimit: 24 << 20})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Provision(cancelled) = %v, want context.Canceled", err)
+	}
+	return err
+}
+
+// TestWaitingOnAStreamStillForming: two workers provisioning a cluster at
+// once (TestCluster under load): one's create finds the stream "already in
+// use" (the other's is placed), and its info then answers "stream not
+// found" (its replicas are not up yet). Provision waits for it, as it waits
+// for a cluster forming, instead of failing at start-up. The server here
+// answers JetStream's requests exactly so.
+func TestWaitingOnAStreamStillForming(t *testing.T) {
+	_, nc, js := natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStream = false })
+	apiErr := func(e *server.ApiError) []byte {
+		b, err := json.Marshal(struct {
+			Type  string           `json:"type"`
+			Error *server.ApiError `json:"error"`
+		}{"io.nats.jetstream.api.v1.stream_info_response", e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	sub, err := nc.Subscribe("$JS.API.STREAM.>", func(m *nats.Msg) {
+		switch {
+		case strings.HasPrefix(m.Subject, "$JS.API.STREAM.INFO."):
+			m.Respond(apiErr(server.NewJSStreamNotFoundError()))
+		case strings.HasPrefix(m.Subject, "$JS.API.STREAM.CREATE."):
+			m.Respond(apiErr(server.NewJSStreamNameExistError()))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	err = provisionErr(t, js, store.Config{}, 10*time.Second)
+	wantWaiting(t, err, "stream being created")
+}
+
+// fillUntilRefused publishes 16 KiB messages to subject until a publish
+// fails, and returns that error.
+func fillUntilRefused(t *testing.T, js jetstream.JetStream, subject string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	body := []byte(strings.Repeat("x", 16<<10))
+	for i := range 10_000 {
+		if _, err := js.Publish(ctx, subject, body); err != nil {
+			t.Logf("refused after %d messages: %v", i, err)
+			return err
+		}
+	}
+	t.Fatalf("160 MB published to %s and none refused", subject)
+	return nil
+}
+
+// Writes refused for lack of space, each by a real server: NoSpace says
+// why, for a publish and for a KV write alike.
+func TestNoSpace(t *testing.T) {
+	t.Run("server storage full", func(t *testing.T) {
+		_, _, js := natstest.StartJetStreamWith(t, func(o *server.Options) { o.JetStreamMaxStore = 2 << 20 })
+		ctx := t.Context()
+		createStream(t, js, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}})
+		kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins", MaxBytes: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = fillUntilRefused(t, js, "fill")
+		if got := store.NoSpace(err); got != "server storage full" {
+			t.Errorf("NoSpace(%v) = %q, want server storage full", err, got)
+		}
+		_, err = kv.Put(ctx, "task", []byte("pin"))
+		if got := store.NoSpace(fmt.Errorf("store: update pin %q: %w", "task", err)); got != "server storage full" {
+			t.Errorf("NoSpace(KV put: %v) = %q, want server storage full", err, got)
+		}
+	})
+	t.Run("account storage limit", func(t *testing.T) {
+		dir := t.TempDir()
+		conf := filepath.Join(dir, "nats.conf")
+		if err := os.WriteFile(conf, []byte(fmt.Sprintf(`
+jetstream { store_dir: %q }
+accounts { A: { jetstream: { max_file: 1MB, max_mem: 1MB }, users: [ { user: a, password: a } ] } }
+`, filepath.Join(dir, "js"))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, _, js := natstest.StartConf(t, conf, nats.UserInfo("a", "a"))
+		createStream(t, js, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}})
+		err := fillUntilRefused(t, js, "fill")
+		if got := store.NoSpace(err); got != "account storage limit reached" {
+			t.Errorf("NoSpace(%v) = %q, want account storage limit reached", err, got)
+		}
+	})
+	t.Run("stream at its limit", func(t *testing.T) {
+		_, _, js := natstest.StartJetStream(t)
+		createStream(t, js, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"},
+			MaxBytes: 256 << 10, Discard: jetstream.DiscardNew})
+		err := fillUntilRefused(t, js, "fill")
+		if got := store.NoSpace(err); got != "stream at its limit" {
+			t.Errorf("NoSpace(%v) = %q, want stream at its limit", err, got)
+		}
+	})
+	t.Run("not for lack of space", func(t *testing.T) {
+		_, _, js := natstest.StartJetStream(t)
+		ctx := t.Context()
+		createStream(t, js, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}, MaxMsgSize: 1024,
+			MaxBytes: 1 << 20, Discard: jetstream.DiscardNew})
+		_, tooLarge := js.Publish(ctx, "s", make([]byte, 2048))
+		_, wrongSeq := js.Publish(ctx, "s", []byte("x"), jetstream.WithExpectLastSequence(42))
+		_, noStream := js.Publish(ctx, "nowhere", []byte("x"))
+		for _, err := range []error{tooLarge, wrongSeq, noStream, nil} {
+			if got := store.NoSpace(err); got != "" {
+				t.Errorf("NoSpace(%v) = %q, want \"\"", err, got)
+			}
+		}
+		if tooLarge == nil || wrongSeq == nil || noStream == nil {
+			t.Errorf("the server took a write it should refuse: %v, %v, %v", tooLarge, wrongSeq, noStream)
+		}
+	})
+}
+
+// withJS runs fn with a JetStream client of a fresh embedded server
+// (natstest.StartJetStream), shut down when the test ends.
+func withJS(tb testing.TB, fn func(js jetstream.JetStream)) {
+	tb.Helper()
+	fn(startJS(tb))
+}
+
+// startJS is withJS for tests that need the client outside a closure.
+func startJS(tb testing.TB) jetstream.JetStream {
+	tb.Helper()
+	_, _, js := natstest.StartJetStream(tb)
+	return js
+}
+
+// wantWaiting checks that Waiting(err) says what provisioning waits for:
+// it mentions want.
+func wantWaiting(t *testing.T, err error, want string) {
+	t.Helper()
+	if got := store.Waiting(err); !strings.Contains(got, want) {
+		t.Errorf("Waiting(%v) = %q, want it to mention %q", err, got, want)
+	}
+}
+
+// createStream creates the stream cfg, which must succeed.
+func createStream(t *testing.T, js jetstream.JetStream, cfg jetstream.StreamConfig) {
+	t.Helper()
+	if _, err := js.CreateStream(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bucketSeq names fresh buckets within one server.
+var bucketSeq atomic.Int64
+
+func freshName(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, bucketSeq.Add(1))
+}
+
+// TestStorageJobsUnderShippedPermissions: provisioning with byte limits,
+// the Monitor and CardsGC (a large body included) need nothing the
+// shipped CARDDRIFT user may not publish.
+func TestStorageJobsUnderShippedPermissions(t *testing.T) {
+	sh := natstest.StartShipped(t, filepath.Join("..", "deployments", "nats", "accounts.conf"))
+	js := sh.JS
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+
+	cfg := store.Config{StorageLimit: 96 << 20, CardsInlineMax: 1 << 10}
+	st, err := store.Open[testRecord](ctx, js, cfg)
+	if err != nil {
+		t.Fatalf("Open() under the shipped permissions: %v", err)
+	}
+	mon, err := store.NewMonitor(js, cfg, store.MonitorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mon.Check(ctx); err != nil {
+		t.Fatalf("Monitor.Check() under the shipped permissions: %v", err)
+	}
+	large := []byte(`{"name":"large","description":"` + strings.Repeat("L", 4<<10) + `"}`)
+	small := []byte(`{"name":"small"}`)
+	for _, b := range [][]byte{large, small} {
+		if err := st.Cards.Put(ctx, digestOf(b), b); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+	}
+	if _, err := st.Leases.Create(ctx, store.Lease{CardURL: "https://a.example.com/card", Digest: digestOf(small)}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Add(2 * time.Hour)
+	gc, err := store.NewCardsGC(js, st.Cards, store.GCOptions{
+		References: store.PinLeaseReferences(st.Pins, func(r testRecord) []string { return []string{r.Digest} }, st.Leases),
+		Now:        func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := 0
+	for range 2 {
+		res, err := gc.Sweep(ctx)
+		if err != nil {
+			t.Fatalf("Sweep() under the shipped permissions: %v", err)
+		}
+		removed += res.Removed
+	}
+	if removed != 1 {
+		t.Fatalf("two sweeps removed %d bodies, want 1 (the large one)", removed)
+	}
+	if _, err := st.Cards.Get(ctx, digestOf(large)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get(large) = %v, want ErrNotFound", err)
+	}
+	if violations := sh.Violations(); len(violations) > 0 {
+		t.Fatalf("permission violations: %v", violations)
+	}
+}
+
+// TestObjectPutsUnderShippedPermissions: the two object-store calls that
+// end in a STREAM.PURGE of one chunk subject (nats.go's Put sends it after
+// an upload that failed, for its partial chunks, and after replacing an
+// object, for the old chunks) are allowed to the shipped CARDDRIFT user,
+// and do their cleanup. Before accounts.conf granted the purge, both were
+// permission violations (TestCluster caught the first: a put that timed
+// out under load) and left their chunks behind.
+func TestObjectPutsUnderShippedPermissions(t *testing.T) {
+	sh := natstest.StartShipped(t, filepath.Join("..", "deployments", "nats", "accounts.conf"))
+	js := sh.JS
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+
+	// An object store of the smallest byte limit: two bodies of 600 KiB do
+	// not fit, so the second one's upload discards the first one's oldest
+	// chunks.
+	cfg := store.Config{StorageLimit: 96 << 20, CardsInlineMax: 1 << 10, CardsObjectMaxBytes: store.MinMaxBytes}
+	st, err := store.Open[testRecord](ctx, js, cfg)
+	if err != nil {
+		t.Fatalf("Open() under the shipped permissions: %v", err)
+	}
+	body := func(c string) []byte {
+		return []byte(`{"name":"large ` + c + `","description":"` + strings.Repeat(c, 600<<10) + `"}`)
+	}
+	a, b := body("a"), body("b")
+	for _, raw := range [][]byte{a, b} {
+		if err := st.Cards.Put(ctx, digestOf(raw), raw); err != nil {
+			t.Fatalf("Put(%d bytes): %v", len(raw), err)
+		}
+	}
+	if _, err := st.Cards.Get(ctx, digestOf(a)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get(a) after b discarded its chunks = %v, want ErrNotFound", err)
+	}
+	// Stored again: the object is replaced (nats.go purges the old chunks).
+	if err := st.Cards.Put(ctx, digestOf(a), a); err != nil {
+		t.Fatalf("Put(a) again: %v", err)
+	}
+	if got, err := st.Cards.Get(ctx, digestOf(a)); err != nil || !bytes.Equal(got, a) {
+		t.Fatalf("Get(a) after it was stored again = %d bytes, %v; want the %d stored", len(got), err, len(a))
+	}
+
+	// An upload that fails after its first chunk: nats.go purges what it
+	// sent, so the stream holds what it held before.
+	obj, err := js.ObjectStore(ctx, store.DefaultCardsObjectBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, "OBJ_"+store.DefaultCardsObjectBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errRead := errors.New("the body's reader failed")
+	_, err = obj.Put(ctx, jetstream.ObjectMeta{Name: "failed-upload"}, io.MultiReader(bytes.NewReader(a[:200<<10]), iotest.ErrReader(errRead)))
+	if !errors.Is(err, errRead) {
+		t.Fatalf("Put with a failing reader = %v, want %v", err, errRead)
+	}
+	// Every chunk subject left is an object's (the failed upload's were
+	// purged, and so were the replaced object's old ones).
+	objects, err := obj.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{}
+	for _, o := range objects {
+		live["$O."+store.DefaultCardsObjectBucket+".C."+o.NUID] = true
+	}
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter("$O."+store.DefaultCardsObjectBucket+".C.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for subj, n := range info.State.Subjects {
+		if !live[subj] {
+			t.Errorf("%d chunk(s) on %s, which is no object's: not purged", n, subj)
+		}
+	}
+	if violations := sh.Violations(); len(violations) > 0 {
+		t.Fatalf("permission violations: %v", violations)
 	}
 }

@@ -34,12 +34,18 @@ func takeSnapshot(t *testing.T, js jetstream.JetStream) snapshot {
 	return s
 }
 
+// mustProvision provisions cfg on js, which must succeed.
+func mustProvision(t *testing.T, js jetstream.JetStream, cfg store.Config) {
+	t.Helper()
+	if err := store.Provision(t.Context(), js, cfg); err != nil {
+		t.Fatalf("Provision() error = %v", err)
+	}
+}
+
 func TestProvisionIdempotent(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		cfg := store.DefaultConfig()
-		if err := store.Provision(t.Context(), js, cfg); err != nil {
-			t.Fatalf("Provision() error = %v", err)
-		}
+		mustProvision(t, js, cfg)
 		first := takeSnapshot(t, js)
 		wantStreams := []string{
 			"A2A_TASKS", "CARD_EVENTS", "CARDDRIFT_DLQ",
@@ -84,9 +90,7 @@ func TestProvisionIdempotent(t *testing.T) {
 func TestProvisionedSettings(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		cfg := store.Config{Storage: jetstream.MemoryStorage, PinsTTL: time.Hour, CardsMaxValueSize: 64 << 10}
-		if err := store.Provision(t.Context(), js, cfg); err != nil {
-			t.Fatalf("Provision() error = %v", err)
-		}
+		mustProvision(t, js, cfg)
 		s := takeSnapshot(t, js)
 		for name, info := range s.streams {
 			if info.Config.Storage != jetstream.MemoryStorage {
@@ -136,9 +140,7 @@ func TestPartitionTransform(t *testing.T) {
 	withJS(t, func(js jetstream.JetStream) {
 		cfg := store.DefaultConfig()
 		cfg.Partitions = 4
-		if err := store.Provision(t.Context(), js, cfg); err != nil {
-			t.Fatalf("Provision() error = %v", err)
-		}
+		mustProvision(t, js, cfg)
 		tasks := []string{"dGFzay0x", "dGFzay0y", "dGFzay0z", "YS5i", "w6k", "t-5", "t-6", "t-7", "t-8", "t-9"}
 		kinds := []string{"submitted", "request", "status"}
 		want := map[int]map[string]bool{} // partition → stored subjects
@@ -325,9 +327,7 @@ func TestProvisionRestartUpdatesNothing(t *testing.T) {
 		for _, partitions := range []int{0, 4} {
 			cfg := store.DefaultConfig()
 			cfg.Partitions = partitions
-			if err := store.Provision(t.Context(), js, cfg); err != nil {
-				t.Fatalf("Provision() error = %v", err)
-			}
+			mustProvision(t, js, cfg)
 			updates := make(chan string, 64)
 			sub, err := js.Conn().Subscribe("$JS.EVENT.ADVISORY.STREAM.UPDATED.>", func(m *nats.Msg) { updates <- m.Subject })
 			if err != nil {

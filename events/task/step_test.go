@@ -1,10 +1,13 @@
 package task
 
 import (
+	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -403,4 +406,360 @@ func TestReplaces(t *testing.T) {
 			t.Errorf("Replaces(existing seq %d, incoming %d) = %v, want %v", tc.existing, tc.incoming, got, tc.want)
 		}
 	}
+}
+
+// Decide's Policy: a posture that replaces the task's own, and a rule set
+// applied before the verdict — what replay --reevaluate and the planner's
+// WithPosture hand in; the zero Policy is the worker's default.
+func TestDecidePolicy(t *testing.T) {
+	a, b := mk(t, cardStreaming), mk(t, cardNoStream)
+	pin := Pin{TaskID: "t", Digest: a.digest, Requirements: detector.Requirements{SkillID: "summarize", Streaming: true, Idempotent: true}}
+	obs := b.obs(t0)
+	soften, err := detector.ParseRuleSet(strings.NewReader(`{"severity":{"streaming-disabled":"warning"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop, err := detector.ParseRuleSet(strings.NewReader(`{"disable":["streaming-disabled"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		p      Policy
+		action detector.Action
+		kept   bool // streaming-disabled among the findings
+	}{
+		{"the task's posture (fail-closed)", Policy{}, detector.Abort, true},
+		{"posture replaced", Policy{Posture: detector.Degrade}, detector.Replan, true},
+		{"re-graded to a warning", Policy{Rules: soften}, detector.Continue, true},
+		{"disabled", Policy{Rules: drop}, detector.Continue, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decide(pin, a.c, obs, nil, tt.p)
+			if d.Verdict.Action != tt.action || !d.Drift() {
+				t.Fatalf("Decide = %s (%s), drift %t; want %s, a drift",
+					d.Verdict.Action, d.Verdict.Reason, d.Drift(), tt.action)
+			}
+			if kept := slices.Contains(detector.RuleIDs(d.Findings), detector.RuleStreamingDisabled); kept != tt.kept {
+				t.Errorf("findings %v: streaming-disabled kept %t, want %t", detector.RuleIDs(d.Findings), kept, tt.kept)
+			}
+		})
+	}
+	// The pinned card itself, unsigned, with nothing else to judge: not
+	// compared, and the verdict is continue.
+	if d := Decide(pin, a.c, a.obs(t0), nil, Policy{}); d.Compared || d.Verdict.Action != detector.Continue || len(d.Findings) != 0 {
+		t.Errorf("Decide(pinned card) = %+v, want not compared, continue", d)
+	}
+}
+
+// A memo of diffs never changes a decision: Decide with Policy.Diffs (a
+// miss, then hits) is Decide without it, under every policy, with and
+// without task findings — and what one decision does to its findings does
+// not reach the next.
+func TestDecideWithDiffMemo(t *testing.T) {
+	a, b := mk(t, cardStreaming), mk(t, cardNoStream)
+	soften, err := detector.ParseRuleSet(strings.NewReader(`{"severity":{"streaming-disabled":"warning"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	memo := detector.NewDiffMemo(1 << 20)
+	task := []detector.Finding{{Rule: detector.RuleBlindRetry, Severity: detector.Warning, Message: "retried"}}
+	for _, req := range []detector.Requirements{
+		{SkillID: "summarize", Streaming: true, Idempotent: true},
+		{SkillID: "summarize"},
+	} {
+		pin := Pin{TaskID: "t", Digest: a.digest, Requirements: req}
+		for _, p := range []Policy{{}, {Posture: detector.Degrade}, {Rules: soften}} {
+			for _, tf := range [][]detector.Finding{nil, task} {
+				want := Decide(pin, a.c, b.obs(t0), tf, p)
+				p.Diffs = memo
+				for call := range 3 {
+					got := Decide(pin, a.c, b.obs(t0), tf, p)
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("req %+v policy %+v call %d: with the memo %+v, want %+v", req, p, call, got, want)
+					}
+					for i := range got.Findings { // a caller's changes stay its own
+						got.Findings[i].Touches = !got.Findings[i].Touches
+						got.Findings[i].Message = "changed"
+					}
+				}
+				p.Diffs = nil
+			}
+		}
+	}
+	if memo.Len() != 1 {
+		t.Errorf("memo holds %d pairs, want the one", memo.Len())
+	}
+}
+
+// TestJudgeExtendedUnavailable: a pin of the extended card observed through
+// the public card (the extended card can no longer be asked for) is pinned
+// again on the public card, extended "unavailable", with a card.pinned and
+// no card.drift; observed through the extended card (UseExtended pinned),
+// or for a task pinned unavailable from the start, Judge judges as always.
+func TestJudgeExtendedUnavailable(t *testing.T) {
+	extRaw := []byte(`{"name":"A","version":"2","url":"https://a.example.com/a2a","capabilities":{"streaming":true,"extendedAgentCard":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"S"},{"id":"audit","name":"A"}]}`)
+	pubRaw := []byte(`{"name":"A","version":"1","url":"https://a.example.com/a2a","capabilities":{"streaming":true,"extendedAgentCard":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[{"id":"summarize","name":"S"}]}`)
+	at := time.Unix(100, 0)
+	observe := func(raw []byte) Observation {
+		c, err := detector.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := detector.Digest(raw)
+		return Observation{CardURL: "https://a.example.com/.well-known/agent-card.json", Digest: d, Card: c, FetchedAt: at, VerifiedAt: at}
+	}
+	ext, pub := observe(extRaw), observe(pubRaw)
+	submitted := func(state string, raw []byte) Pin {
+		s, err := Submit(events.Event{ID: "s", Type: events.TypeSubmitted, Time: at},
+			events.Submitted{TaskID: "t", AgentURL: "https://a.example.com", SkillID: "audit", Card: raw,
+				Requires: events.Requires{ExtendedCard: true}}, Meta{Time: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.UseExtended(state)
+		return *s.Pinned().Pin
+	}
+	req := events.Event{ID: "r", Type: events.TypeRequest, Time: at.Add(time.Second),
+		Data: events.Request{TaskID: "t", Method: "message/stream", Attempt: 1}}
+	for _, tc := range []struct {
+		name       string
+		pin        Pin
+		pinnedCard *detector.Card
+		state      string
+		obs        Observation
+		outcome    string
+		digest     string // of the pin written
+		extended   string
+	}{
+		{"extended pin, public card observed", submitted(events.ExtendedPinned, extRaw), ext.Card, events.ExtendedUnavailable, pub,
+			OutcomePinned, pub.Digest, events.ExtendedUnavailable},
+		{"extended pin, extended card withdrew a skill", submitted(events.ExtendedPinned, extRaw), ext.Card, events.ExtendedPinned, pub,
+			OutcomeDrift, ext.Digest, events.ExtendedPinned},
+		{"unavailable pin, public card unchanged", submitted(events.ExtendedUnavailable, pubRaw), pub.Card, events.ExtendedUnavailable, pub,
+			OutcomeUnchanged, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := Begin(req, Meta{Time: req.Time, Now: req.Time}, tc.pin, tc.pinnedCard)
+			tr.UseExtended(tc.state)
+			r := tr.Judge(tc.obs)
+			if r.Outcome != tc.outcome {
+				t.Fatalf("Judge outcome = %s, want %s (publish %+v)", r.Outcome, tc.outcome, r.Publish)
+			}
+			for _, d := range r.Publish {
+				if _, drift := d.(events.Drift); drift && tc.outcome != OutcomeDrift {
+					t.Errorf("card.drift published: %+v", d)
+				}
+			}
+			if tc.digest == "" {
+				return
+			}
+			if r.Pin == nil || r.Pin.Digest != tc.digest || r.Pin.Extended != tc.extended {
+				t.Fatalf("pin written %+v, want digest %s extended %q", r.Pin, tc.digest, tc.extended)
+			}
+			if tc.outcome == OutcomePinned {
+				p, ok := r.Publish[0].(events.Pinned)
+				if !ok || p.Digest != pub.Digest || p.Extended != events.ExtendedUnavailable || r.PinFirst {
+					t.Errorf("publish %+v (pin first %v), want one card.pinned of the public card, unavailable, written after", r.Publish, r.PinFirst)
+				}
+			}
+		})
+	}
+}
+
+// While an agent's replicas disagree, card.drift carries replicas-disagree
+// (a warning: the action is what the cards alone decide); the pinned card
+// seen again publishes nothing, split brain or not.
+func TestReplicasDisagreeRidesWithDrift(t *testing.T) {
+	a, b := mk(t, cardStreaming), mk(t, cardNoStream)
+	req := detector.Requirements{SkillID: "summarize", Streaming: true, Posture: detector.FailClosed}
+	split := func(o Observation) Observation {
+		o.Disagreeing, o.Window = []string{a.digest, b.digest}, 2*time.Minute
+		return o
+	}
+	for _, tc := range []struct {
+		name   string
+		obs    Observation
+		rules  []string // nil: no card.drift
+		action detector.Action
+	}{
+		{"other card, one replica", b.obs(t0.Add(time.Second)), []string{detector.RuleStreamingDisabled}, detector.Abort},
+		{"other card, replicas disagree", split(b.obs(t0.Add(time.Second))), []string{detector.RuleReplicasDisagree, detector.RuleStreamingDisabled}, detector.Abort},
+		{"pinned card, replicas disagree", split(a.obs(t0.Add(time.Second))), nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := Begin(request("message/stream", 1), Meta{Seq: 2, Time: t0, Now: t0}, pinOn(a, req), a.c)
+			r := tr.Judge(tc.obs)
+			ds := drifts(r)
+			if tc.rules == nil {
+				if len(ds) != 0 {
+					t.Fatalf("Judge published %v, want nothing", rules(ds[0]))
+				}
+				return
+			}
+			if len(ds) != 1 {
+				t.Fatalf("Judge published %d card.drift, want 1", len(ds))
+			}
+			got := rules(ds[0])
+			for _, want := range tc.rules {
+				if !slices.Contains(got, want) {
+					t.Errorf("rules = %v, want %v among them", got, want)
+				}
+			}
+			if ds[0].Verdict.Action != tc.action {
+				t.Errorf("action = %s, want %s", ds[0].Verdict.Action, tc.action)
+			}
+		})
+	}
+}
+
+// Assess is Judge without the bookkeeping: the same findings and verdict,
+// even for a drift the pin already reported, and nothing for a pending pin
+// or the pinned card.
+func TestAssessIsJudge(t *testing.T) {
+	a, b := mk(t, cardStreaming), mk(t, cardNoStream)
+	for _, req := range []detector.Requirements{
+		{SkillID: "summarize", Streaming: true, Posture: detector.FailClosed},
+		{SkillID: "summarize", Streaming: true, Posture: detector.Degrade, Idempotent: true},
+		{SkillID: "summarize", Posture: detector.FailClosed},
+	} {
+		pin := pinOn(a, req)
+		r := Begin(request("message/stream", 1), Meta{Seq: 2, Time: t0, Now: t0}, pin, a.c).Judge(b.obs(t0.Add(time.Second)))
+		ds := drifts(r)
+		fs, v, ok := Assess(pin, a.c, b.obs(t0.Add(time.Second)), Meta{Now: t0})
+		if !ok || len(ds) != 1 || v.Action != ds[0].Verdict.Action || v.Reason != ds[0].Verdict.Reason || !slices.Equal(rules(ds[0]), rulesOf(fs)) {
+			t.Errorf("%+v: Assess = %v %v %v, Judge published %+v", req, rulesOf(fs), v, ok, ds)
+		}
+		// Reported already: Judge publishes nothing, Assess still says.
+		if _, v2, ok := Assess(*r.Pin, a.c, b.obs(t0.Add(time.Second)), Meta{Now: t0}); !ok || v2.Action != v.Action {
+			t.Errorf("Assess after the drift was reported = %v %v", v2, ok)
+		}
+	}
+	if _, _, ok := Assess(pinOn(a, detector.Requirements{}), a.c, a.obs(t0), Meta{Now: t0}); ok {
+		t.Errorf("Assess of the pinned card = drift")
+	}
+	if _, _, ok := Assess(Pin{TaskID: "t1"}, nil, b.obs(t0), Meta{Now: t0}); ok {
+		t.Errorf("Assess of a pending pin = drift")
+	}
+}
+
+func rulesOf(fs []detector.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Rule)
+	}
+	return out
+}
+
+// TestCloneCoversReferenceFields fails when Pin gains a field that shares
+// memory (slice, map, pointer) which Clone does not copy: the pin cache
+// hands out clones.
+func TestCloneCoversReferenceFields(t *testing.T) {
+	known := map[string]bool{
+		"Requirements.InputModes":  true,
+		"Requirements.OutputModes": true,
+		"Requirements.Security":    true,
+		"Requirements.Scopes":      true,
+		"Requirements.Extensions":  true,
+		"Reported":                 true,
+		"Signatures":               true,
+	}
+	var walk func(typ reflect.Type, prefix string)
+	walk = func(typ reflect.Type, prefix string) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			name := prefix + f.Name
+			switch f.Type.Kind() {
+			case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface, reflect.Chan, reflect.Func:
+				if !known[name] {
+					t.Errorf("Pin.%s is a %s: teach Pin.Clone to copy it", name, f.Type.Kind())
+				}
+			case reflect.Struct:
+				if f.Type.PkgPath() != "time" {
+					walk(f.Type, name+".")
+				}
+			}
+		}
+	}
+	walk(reflect.TypeOf(Pin{}), "")
+
+	p := Pin{TaskID: "t", Reported: []string{"a"}, Signatures: []detector.Signature{{KeyID: "k"}}, Requirements: detector.Requirements{
+		InputModes: []string{"x"}, OutputModes: []string{"y"}, Security: []string{"s"},
+		Scopes: map[string][]string{"s": {"r"}}, Extensions: []string{"e"},
+	}}
+	c := p.Clone()
+	c.Signatures[0].KeyID = "!"
+	c.Reported[0], c.Requirements.InputModes[0], c.Requirements.OutputModes[0] = "!", "!", "!"
+	c.Requirements.Security[0], c.Requirements.Extensions[0], c.Requirements.Scopes["s"][0] = "!", "!", "!"
+	if !reflect.DeepEqual(p, Pin{TaskID: "t", Reported: []string{"a"}, Signatures: []detector.Signature{{KeyID: "k"}}, Requirements: detector.Requirements{
+		InputModes: []string{"x"}, OutputModes: []string{"y"}, Security: []string{"s"},
+		Scopes: map[string][]string{"s": {"r"}}, Extensions: []string{"e"},
+	}}) {
+		t.Fatalf("changing a clone changed the original: %+v", p)
+	}
+}
+
+// TestPinRecordFormat: the pin's JSON is the KV record; its field names are
+// those of the records carddrift wrote before the task core existed, so a
+// store written by an older version still reads.
+func TestPinRecordFormat(t *testing.T) {
+	old := `{"taskId":"t1","agentUrl":"https://a","cardUrl":"https://a/.well-known/agent-card.json","digest":"sha256:aa","fingerprint":"sha256:bb","pinnedAt":"2026-01-02T03:04:05Z","source":"client-card","requirements":{"skillId":"s","streaming":true,"posture":"fail-closed"},"schemaErrorAt":"2026-01-02T03:05:00Z","schemaErrorCode":-32602,"submittedSeq":7,"schemaErrorSeq":9,"retrySeq":11,"retryMethod":"message/send","retryAttempt":2,"liveDigest":"sha256:cc","reported":["x"]}`
+	var p Pin
+	if err := json.Unmarshal([]byte(old), &p); err != nil {
+		t.Fatal(err)
+	}
+	want := Pin{
+		TaskID: "t1", AgentURL: "https://a", CardURL: "https://a/.well-known/agent-card.json",
+		Digest: "sha256:aa", Fingerprint: "sha256:bb", PinnedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Source: "client-card", Requirements: detector.Requirements{SkillID: "s", Streaming: true, Posture: detector.FailClosed},
+		SchemaErrorAt: time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC), SchemaErrorCode: -32602,
+		SubmittedSeq: 7, SchemaErrorSeq: 9, RetrySeq: 11, RetryMethod: "message/send", RetryAttempt: 2,
+		LiveDigest: "sha256:cc", Reported: []string{"x"},
+	}
+	if !reflect.DeepEqual(p, want) {
+		t.Fatalf("decoded %+v\nwant    %+v", p, want)
+	}
+}
+
+// TestDetachSharesNoMemory: every string of a detached pin is a copy, in
+// every field, slice and map (keys too), and the content is the same.
+func TestDetachSharesNoMemory(t *testing.T) {
+	body := strings.Repeat("b", 64)
+	s := func(i int) string { return body[i : i+1] } // slices of body
+	p := Pin{TaskID: s(0), AgentURL: s(1), CardURL: s(2), Digest: s(3), Fingerprint: s(4), CardVersion: s(5),
+		ProtocolVersion: s(6), ETag: s(7), Source: s(8), Extended: s(9), RetryMethod: s(10), LiveDigest: s(11),
+		Reported: []string{s(12)}, Signatures: []detector.Signature{{KeyID: s(13), Alg: s(14), Reason: s(15)}},
+		Requirements: detector.Requirements{SkillID: s(16), InputModes: []string{s(17)}, OutputModes: []string{s(18)},
+			Security: []string{s(19)}, Scopes: map[string][]string{s(20): {s(21)}}, Extensions: []string{s(22)}, Posture: detector.Posture(s(23))}}
+	d := p.Detach()
+	if !reflect.DeepEqual(d, p) {
+		t.Fatalf("Detach() = %+v, want %+v", d, p)
+	}
+	lo, hi := uintptr(unsafe.Pointer(unsafe.StringData(body))), uintptr(unsafe.Pointer(unsafe.StringData(body)))+uintptr(len(body))
+	var walk func(v reflect.Value, path string)
+	walk = func(v reflect.Value, path string) {
+		switch v.Kind() {
+		case reflect.String:
+			if at := uintptr(unsafe.Pointer(unsafe.StringData(v.String()))); at >= lo && at < hi {
+				t.Errorf("Detach().%s shares the original's memory", path)
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i), path+"."+v.Type().Field(i).Name)
+				}
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				walk(v.Index(i), path+"[]")
+			}
+		case reflect.Map:
+			for it := v.MapRange(); it.Next(); {
+				walk(it.Key(), path+" key")
+				walk(it.Value(), path+"[key]")
+			}
+		}
+	}
+	walk(reflect.ValueOf(d), "")
 }

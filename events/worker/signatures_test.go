@@ -2,6 +2,10 @@ package worker_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -146,4 +150,105 @@ func TestRequireSignedCards(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdversaryEscapedSignaturesMember: an agent (or whoever serves its
+// card) edits a card signed by a trusted key and spells the top-level
+// member "signatur\u0065s" — the same key to every JSON parser. The
+// signature still fails against the trusted key that verified the pin:
+// signature-invalid, abort. (Before, the fetcher took the card for unsigned
+// without parsing it, the detector saw a signed card with no checked
+// signatures, and the only finding was descriptive-text-changed.)
+func TestAdversaryEscapedSignaturesMember(t *testing.T) {
+	p := newTrustedPin(t)
+	if s := p.out.Events(events.TypePinned, "victim")[0].Data.(events.Pinned).Signer; s == nil || !s.Verified || s.Source != "trusted" {
+		t.Fatalf("pinned signer %+v, want verified by the trusted key a", s)
+	}
+
+	tampered := strings.Replace(p.a.Sign(t, signedCard(p.base, "Reads invoices.")), "Reads invoices.", "Reads invoices and pays them.", 1)
+	if !strings.Contains(tampered, `"signatures":`) {
+		t.Fatalf("signed card without a signatures member: %s", tampered)
+	}
+	d, rules := p.stream(t, strings.Replace(tampered, `"signatures":`, `"signatur\u0065s":`, 1))
+	if d.Verdict.Action != detector.Abort || strings.Join(rules, ",") != detector.RuleSignatureInvalid+","+detector.RuleDescriptiveTextChanged {
+		t.Errorf("card.drift %s %v (%s); want abort [signature-invalid descriptive-text-changed]", d.Verdict.Action, rules, d.Verdict.Reason)
+	}
+}
+
+// hmacSigned returns card with one signature under kid made with HS256, the
+// trusted public key's JWK as the HMAC secret (the classic algorithm
+// confusion): what anyone can write for any kid.
+func hmacSigned(t *testing.T, card, kid string, pub signature.Key) string {
+	t.Helper()
+	secret, err := json.Marshal(pub.JWK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := signature.Canonical([]byte(card), signature.FormServed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := base64.RawURLEncoding.EncodeToString
+	protected := b64(fmt.Appendf(nil, `{"alg":"HS256","kid":%q,"typ":"JOSE"}`, kid))
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(protected + "." + b64(payload)))
+	return strings.TrimSuffix(card, "}") + fmt.Sprintf(`,"signatures":[{"protected":%q,"signature":%q}]}`, protected, b64(mac.Sum(nil)))
+}
+
+// TestAdversaryUncheckedSignatureUnderPinnedKid: a card signed by a trusted
+// key is pinned; the live card is edited and its signature replaced by one
+// nobody can check (HS256, an algorithm carddrift refuses) under the pinned
+// signer's kid. That is not the pinned signer any more: a signer finding,
+// not silence. (Before, the signer rules matched the two by kid alone, as
+// they do for a key set outage, and the edited card had no signature
+// finding at all.)
+func TestAdversaryUncheckedSignatureUnderPinnedKid(t *testing.T) {
+	p := newTrustedPin(t)
+	d, rules := p.stream(t, hmacSigned(t, signedCard(p.base, "Reads invoices and pays them."), "a", p.a.Pub))
+	if d.Live.Signer == nil || d.Live.Signer.Reason != "unsupported-alg" {
+		t.Fatalf("live signer %+v, want the HS256 signature, unsupported-alg", d.Live.Signer)
+	}
+	if strings.Join(rules, ",") != detector.RuleSignerChanged+","+detector.RuleDescriptiveTextChanged {
+		t.Errorf("card.drift %s %v (%s); want [signer-changed descriptive-text-changed]", d.Verdict.Action, rules, d.Verdict.Reason)
+	}
+}
+
+// trustedPin is a worker that trusts key a alone (no jku), an agent whose
+// card a signed, and a task "victim" pinned on it by first fetch.
+type trustedPin struct {
+	r     *servicetest.Rig
+	out   *servicetest.Collector
+	agent *servicetest.Agent
+	base  string
+	a     servicetest.SigningKey
+}
+
+func newTrustedPin(t *testing.T) *trustedPin {
+	t.Helper()
+	a := servicetest.NewSigningKey(t, "a")
+	r := servicetest.Start(t, servicetest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) {
+		o.Fetch.Signatures = fetcher.SignatureOptions{Trusted: signature.NewKeySet(a.Pub), JKU: fetcher.JKUOff}
+	}})
+	p := &trustedPin{r: r, out: r.Out(), agent: servicetest.NewAgent(t, ""), a: a}
+	p.base = p.agent.URL()
+	p.agent.Set(a.Sign(t, signedCard(p.base, "Reads invoices.")))
+	must(t, r.Emit.Submitted(context.Background(), events.Submitted{TaskID: "victim", AgentURL: p.base, SkillID: "summarize",
+		Requires: events.Requires{Streaming: true}}))
+	p.out.WaitFor(t, "victim pinned", func(c *servicetest.Collector) bool { return len(c.Events(events.TypePinned, "victim")) == 1 })
+	return p
+}
+
+// stream serves card and sends victim's streaming request, and returns the
+// card.drift it causes and its rule ids.
+func (p *trustedPin) stream(t *testing.T, card string) (events.Drift, []string) {
+	t.Helper()
+	p.agent.Set(card)
+	must(t, p.r.Emit.Request(context.Background(), events.Request{TaskID: "victim", AgentURL: p.base, Method: "message/stream", Attempt: 1}))
+	p.out.WaitFor(t, "victim: card.drift", func(c *servicetest.Collector) bool { return len(c.Drifts("victim")) == 1 })
+	d := p.out.Drifts("victim")[0]
+	var rules []string
+	for _, f := range d.Findings {
+		rules = append(rules, f.Rule)
+	}
+	return d, rules
 }

@@ -18,13 +18,35 @@ import (
 )
 
 // kvLeases is a leases bucket on a fresh embedded JetStream.
-func kvLeases(t *testing.T, js jetstream.JetStream) *store.KVLeases {
-	t.Helper()
-	kv, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "leases", History: 1})
+func kvLeases(tb testing.TB, js jetstream.JetStream) *store.KVLeases {
+	tb.Helper()
+	kv, err := js.CreateKeyValue(tb.Context(), jetstream.KeyValueConfig{Bucket: "leases", History: 1})
 	if err != nil {
-		t.Fatalf("CreateKeyValue: %v", err)
+		tb.Fatalf("CreateKeyValue: %v", err)
 	}
 	return store.NewKVLeases(kv)
+}
+
+// sharedLease is one agent serving its card with cacheControl and a counted
+// leases bucket on a fresh embedded JetStream, for a test's workers to
+// share; it returns the bucket, the agent and its card's URL.
+func sharedLease(t *testing.T, cacheControl string) (*countedLeases, *agent, string) {
+	t.Helper()
+	_, _, js := natstest.StartJetStream(t)
+	a := newAgent(t, cardJSON("1", true), `"v1"`, cacheControl)
+	return &countedLeases{KVLeases: kvLeases(t, js)}, a, a.url("/.well-known/agent-card.json")
+}
+
+// leaseWorker is a test Fetcher on clk sharing leases and cards with the
+// test's other workers; lag, when not 0, is its LeaseCopyLag.
+func leaseWorker(t *testing.T, clk *fakeClock, leases store.Leases, cards store.Cards, lag time.Duration) *Fetcher {
+	t.Helper()
+	o := testOptions(clk)
+	o.Leases, o.Cards = leases, cards
+	if lag != 0 {
+		o.LeaseCopyLag = lag
+	}
+	return newFetcher(t, o)
 }
 
 // countedLeases counts the reads that reach the store and the writes that
@@ -95,6 +117,18 @@ func copyHolds(t *testing.T, f *Fetcher, url string, minRev uint64) {
 	})
 }
 
+// copiesStored waits until f's copy holds url's lease as stored in leases,
+// and returns the stored revision.
+func copiesStored(t *testing.T, f *Fetcher, leases *countedLeases, url string) uint64 {
+	t.Helper()
+	_, rev, err := leases.KVLeases.Get(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyHolds(t, f, url, rev)
+	return rev
+}
+
 // A worker's copy is delivered its own lease writes too, but does not
 // decode them: it holds them since it made them. Another worker's writes
 // are decoded.
@@ -106,23 +140,14 @@ func TestLeaseCopySkipsOwnWrites(t *testing.T) {
 	url := a.url("/.well-known/agent-card.json")
 	clk := newClock()
 	counted := &followCount{KVLeases: kv}
-	mk := func(leases store.Leases) *Fetcher {
-		o := testOptions(clk)
-		o.Leases, o.Cards = leases, cards
-		return newFetcher(t, o)
-	}
-	w, other := mk(counted), mk(kv)
+	w, other := leaseWorker(t, clk, counted, cards, 0), leaseWorker(t, clk, kv, cards, 0)
 	ctx := context.Background()
 	observe := func(f *Fetcher) {
 		t.Helper()
 		if _, err := f.Observe(ctx, url, false); err != nil {
 			t.Fatal(err)
 		}
-		head, err := kv.Head(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		delivered(t, w, head)
+		delivered(t, w, kv)
 		clk.Advance(11 * time.Second)
 	}
 	observe(w) // the first fetch starts the copy
@@ -142,18 +167,10 @@ func TestLeaseCopySkipsOwnWrites(t *testing.T) {
 // A lease another worker recorded reaches this worker's copy by the watch,
 // and answers from there: no HTTP request and no store read.
 func TestLeaseCopySeesOtherWorkersLease(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
-	leases := &countedLeases{KVLeases: kvLeases(t, js)}
+	leases, a, url := sharedLease(t, "max-age=60")
 	cards := memstore.NewCards()
-	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
-	url := a.url("/.well-known/agent-card.json")
 	clk := newClock()
-	mk := func() *Fetcher {
-		o := testOptions(clk)
-		o.Leases, o.Cards = leases, cards
-		return newFetcher(t, o)
-	}
-	w1, w2 := mk(), mk()
+	w1, w2 := leaseWorker(t, clk, leases, cards, 0), leaseWorker(t, clk, leases, cards, 0)
 	// w2's watch starts with its first flight: an agent of its own.
 	b := newAgent(t, cardJSON("2", true), `"v2"`, "max-age=60")
 	if _, err := w2.Observe(t.Context(), b.url("/card.json"), false); err != nil {
@@ -164,11 +181,7 @@ func TestLeaseCopySeesOtherWorkersLease(t *testing.T) {
 	if err != nil || first.Status != 200 {
 		t.Fatalf("w1.Observe = status %d, %v; want a 200", first.Status, err)
 	}
-	_, rev, err := leases.KVLeases.Get(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyHolds(t, w2, url, rev)
+	copiesStored(t, w2, leases, url)
 	gets := leases.gets.Load()
 	got, err := w2.Observe(t.Context(), url, false)
 	if err != nil || !got.FromLease || got.Digest != first.Digest {
@@ -290,30 +303,18 @@ func (g *gatedFeed) Stop() error { return g.f.Stop() }
 // store, and uses the lease the other worker recorded — no write of its
 // own.
 func TestLeaseCopyStaleLosesCASAndRecovers(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
-	leases := &countedLeases{KVLeases: kvLeases(t, js)}
+	leases, a, url := sharedLease(t, "max-age=30")
 	held := newHeldFeed(leases)
 	cards := memstore.NewCards()
-	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=30")
-	url := a.url("/.well-known/agent-card.json")
 	clk := newClock()
-	o1 := testOptions(clk)
-	o1.Leases, o1.Cards = leases, cards
-	w1 := newFetcher(t, o1)
-	o2 := testOptions(clk)
-	o2.Leases, o2.Cards = held, cards
-	o2.LeaseCopyLag = time.Hour // the paused copy stays trusted
-	w2 := newFetcher(t, o2)
+	w1 := leaseWorker(t, clk, leases, cards, 0)
+	w2 := leaseWorker(t, clk, held, cards, time.Hour) // the paused copy stays trusted
 
 	if _, err := w2.Observe(t.Context(), url, false); err != nil {
 		t.Fatal(err)
 	}
 	a.wantRequests(t, 1)
-	_, rev, err := leases.KVLeases.Get(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyHolds(t, w2, url, rev)
+	rev := copiesStored(t, w2, leases, url)
 
 	// The lease expires; w1 renews it while w2's watch is paused.
 	held.pause()
@@ -345,17 +346,11 @@ func TestLeaseCopyStaleLosesCASAndRecovers(t *testing.T) {
 // A failure the copy shows is confirmed by the store before it is reported:
 // a copy that trails the recovery reports no failure.
 func TestLeaseCopyFailureIsReadFromTheStore(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
-	leases := &countedLeases{KVLeases: kvLeases(t, js)}
+	leases, _, url := sharedLease(t, "max-age=30")
 	held := newHeldFeed(leases)
 	cards := memstore.NewCards()
-	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=30")
-	url := a.url("/.well-known/agent-card.json")
 	clk := newClock()
-	o2 := testOptions(clk)
-	o2.Leases, o2.Cards = held, cards
-	o2.LeaseCopyLag = time.Hour
-	w2 := newFetcher(t, o2)
+	w2 := leaseWorker(t, clk, held, cards, time.Hour)
 
 	if _, err := w2.Observe(t.Context(), url, false); err != nil {
 		t.Fatal(err)
@@ -388,23 +383,14 @@ func TestLeaseCopyFailureIsReadFromTheStore(t *testing.T) {
 // A watch that breaks empties the copy — reads go to the store — and a new
 // one is started; once it has caught up, the copy answers again.
 func TestLeaseCopyWatchBreaksAndRecovers(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
-	leases := &countedLeases{KVLeases: kvLeases(t, js)}
+	leases, a, url := sharedLease(t, "max-age=60")
 	held := newHeldFeed(leases)
 	cards := memstore.NewCards()
-	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
-	url := a.url("/.well-known/agent-card.json")
-	o := testOptions(newClock())
-	o.Leases, o.Cards = held, cards
-	w := newFetcher(t, o)
+	w := leaseWorker(t, newClock(), held, cards, 0)
 	if _, err := w.Observe(t.Context(), url, false); err != nil {
 		t.Fatal(err)
 	}
-	_, rev, err := leases.KVLeases.Get(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyHolds(t, w, url, rev)
+	rev := copiesStored(t, w, leases, url)
 
 	held.breakNow <- struct{}{}
 	natstest.Eventually(t, 10*time.Second, "a broken watch empties the copy", func() bool {
@@ -442,12 +428,7 @@ func TestLeaseCopyServerRestart(t *testing.T) {
 	b := newAgent(t, cardJSON("2", true), `"v2"`, "max-age=60")
 	urlB := b.url("/.well-known/agent-card.json")
 	clk := newClock()
-	mk := func() *Fetcher {
-		o := testOptions(clk)
-		o.Leases, o.Cards = leases, cards
-		return newFetcher(t, o)
-	}
-	w1, w2 := mk(), mk()
+	w1, w2 := leaseWorker(t, clk, leases, cards, 0), leaseWorker(t, clk, leases, cards, 0)
 	if _, err := w2.Observe(t.Context(), url, false); err != nil {
 		t.Fatal(err)
 	}
@@ -552,24 +533,15 @@ func TestLeaseCopyBound(t *testing.T) {
 // request) and is the one a flight returns; a forced one, or one once the
 // lease is stale, still starts a flight.
 func TestFreshCopiedLeaseStartsNoFlight(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
-	leases := &countedLeases{KVLeases: kvLeases(t, js)}
-	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
-	url := a.url("/.well-known/agent-card.json")
+	leases, a, url := sharedLease(t, "max-age=60")
 	clk := newClock()
-	o := testOptions(clk)
-	o.Leases, o.Cards = leases, memstore.NewCards()
-	f := newFetcher(t, o)
+	f := leaseWorker(t, clk, leases, memstore.NewCards(), 0)
 
 	first, err := f.Observe(t.Context(), url, false)
 	if err != nil || first.Status != 200 {
 		t.Fatalf("Observe = status %d, %v; want a 200", first.Status, err)
 	}
-	_, rev, err := leases.KVLeases.Get(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyHolds(t, f, url, rev)
+	copiesStored(t, f, leases, url)
 	started, gets := f.started.Load(), leases.gets.Load()
 	for range 50 {
 		got, err := f.Observe(t.Context(), url, false)
@@ -601,4 +573,139 @@ func TestFreshCopiedLeaseStartsNoFlight(t *testing.T) {
 	if n := f.started.Load() - started; n != 2 {
 		t.Errorf("flights started once the lease is stale = %d, want 2", n)
 	}
+}
+
+// BenchmarkObserveLeaseHit is the cost of an Observe answered by a fresh lease
+// (no request): what most capability-dependent transitions pay.
+func BenchmarkObserveLeaseHit(b *testing.B) {
+	benchObserve(b, newAgentB(b), Options{Allow: loopback})
+}
+
+// BenchmarkObserveRevalidate304 is the cost of a revalidation answered by 304
+// over a kept-alive loopback connection.
+func BenchmarkObserveRevalidate304(b *testing.B) {
+	a := newAgentB(b)
+	a.set(cardJSON("1", true), `"v1"`, "no-cache")
+	elapsed := benchObserve(b, a, Options{Allow: loopback, MinLease: -1})
+	b.ReportMetric(float64(a.notModified.Load())/elapsed.Seconds(), "304/s")
+}
+
+// benchObserve measures Observe of a's card by a Fetcher with o, after a
+// first Observe that fetches it, and returns how long the measured loop took.
+func benchObserve(b *testing.B, a *agent, o Options) time.Duration {
+	f, url := observed(b, a, o)
+	ctx := context.Background()
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		if _, err := f.Observe(ctx, url, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
+
+// BenchmarkObserveSharedLease is an Observe answered by a fresh lease in a
+// JetStream bucket, through the lease copy ("copy") and with a store read
+// ("store", LeaseCopyBytes negative: what every one cost before), the two
+// Fetchers taking turns so that machine noise hits both alike: ns per
+// Observe of each and their ratio.
+//
+//	go test ./store/fetcher -run '^$' -bench ObserveSharedLease -benchtime 5000x
+func BenchmarkObserveSharedLease(b *testing.B) {
+	_, _, js := natstest.StartJetStream(b)
+	leases := kvLeases(b, js)
+	a := newAgentB(b)
+	a.set(cardJSON("1", true), `"v1"`, "max-age=3600")
+	url := a.url("/card")
+	ctx := context.Background()
+	local, _ := observed(b, a, Options{Allow: loopback, Leases: leases})
+	remote, _ := observed(b, a, Options{Allow: loopback, Leases: leases, LeaseCopyBytes: -1})
+	natstest.Eventually(b, 10*time.Second, "the copy answers", func() bool {
+		_, _, ok := local.copy.get(store.EncodeKey(url))
+		return ok
+	})
+	var tl, tr time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := local.Observe(ctx, url, false); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := remote.Observe(ctx, url, false); err != nil {
+			b.Fatal(err)
+		}
+		tl += t1.Sub(t0)
+		tr += time.Since(t1)
+		n++
+	}
+	b.ReportMetric(float64(tl.Nanoseconds())/float64(n), "copy-ns/observe")
+	b.ReportMetric(float64(tr.Nanoseconds())/float64(n), "store-ns/observe")
+	b.ReportMetric(float64(tr)/float64(tl), "store/copy")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkObserveRevalidateKV is a revalidation answered by 304 with the
+// lease in a JetStream bucket (the lease copy on), its lease expired before
+// every Observe: the lease writes each fetch costs ("writes/fetch", the
+// bucket's revisions per request), how many of those writes the copy's
+// watch decoded when it delivered them back ("decoded/write"), and its
+// time.
+//
+//	go test ./store/fetcher -run '^$' -bench ObserveRevalidateKV -benchtime 2000x
+func BenchmarkObserveRevalidateKV(b *testing.B) {
+	_, _, js := natstest.StartJetStream(b)
+	leases := &followCount{KVLeases: kvLeases(b, js)}
+	a := newAgentB(b)
+	a.set(cardJSON("1", true), `"v1"`, "max-age=1")
+	clk := newClock()
+	f, url := observed(b, a, Options{Allow: loopback, Leases: leases, Now: clk.Now, FullFetchInterval: -1})
+	ctx := context.Background()
+	head0 := delivered(b, f, leases)
+	req0, decoded0 := a.requests.Load(), leases.decoded.Load()
+	b.ReportAllocs()
+	for b.Loop() {
+		clk.Advance(2 * time.Second)
+		if _, err := f.Observe(ctx, url, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	head := delivered(b, f, leases)
+	b.ReportMetric(float64(head-head0)/float64(a.requests.Load()-req0), "writes/fetch")
+	b.ReportMetric(float64(leases.decoded.Load()-decoded0)/float64(head-head0), "decoded/write")
+}
+
+// observed is a Fetcher with o, closed when b ends, that has observed a's
+// card once; it returns the Fetcher and the card's URL.
+func observed(b *testing.B, a *agent, o Options) (*Fetcher, string) {
+	b.Helper()
+	f, err := New(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = f.Close() })
+	url := a.url("/card")
+	if _, err := f.Observe(context.Background(), url, false); err != nil {
+		b.Fatal(err)
+	}
+	return f, url
+}
+
+// delivered waits until f's lease copy has been delivered every write
+// leases holds now, and returns the last one's revision.
+func delivered(tb testing.TB, f *Fetcher, leases interface {
+	Head(context.Context) (uint64, error)
+}) uint64 {
+	tb.Helper()
+	head, err := leases.Head(tb.Context())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	natstest.Eventually(tb, 10*time.Second, "the watch delivers every write", func() bool {
+		f.copy.mu.Lock()
+		defer f.copy.mu.Unlock()
+		return f.copy.applied >= head
+	})
+	return head
 }

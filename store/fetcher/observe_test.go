@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +22,299 @@ import (
 	"github.com/carddrift/carddrift/store/memstore"
 	"github.com/carddrift/carddrift/store/natstest"
 )
+
+// loopback widens the guard for httptest servers, which listen on 127.0.0.1.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
+// testOptions are Options for tests against httptest agents: loopback allowed,
+// short timeouts, a fake clock.
+func testOptions(clk *fakeClock) Options {
+	o := Options{
+		Allow:          loopback,
+		ConnectTimeout: 2 * time.Second,
+		TotalTimeout:   5 * time.Second,
+		StoreTimeout:   time.Second,
+	}
+	if clk != nil {
+		o.Now = clk.Now
+	}
+	return o
+}
+
+// leasedOptions are testOptions on clk with a lease store of their own,
+// which every Fetcher built from them shares, as workers do.
+func leasedOptions(clk *fakeClock) (Options, *memstore.Leases) {
+	leases := memstore.NewLeases()
+	o := testOptions(clk)
+	o.Leases = leases
+	return o, leases
+}
+
+// newFetcher builds a Fetcher closed at the end of the test.
+func newFetcher(t *testing.T, o Options) *Fetcher {
+	t.Helper()
+	f, err := New(o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+// countParses makes f count detector.Parse calls.
+func countParses(f *Fetcher) *atomic.Int64 {
+	var n atomic.Int64
+	f.parse = func(raw []byte) (*detector.Card, error) {
+		n.Add(1)
+		return detector.Parse(raw)
+	}
+	return &n
+}
+
+// fakeClock is a settable clock for leases.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *fakeClock { return &fakeClock{t: time.Date(2026, 11, 10, 12, 0, 0, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// cardJSON is a small v1.0 card.
+func cardJSON(version string, streaming bool, skills ...string) []byte {
+	if len(skills) == 0 {
+		skills = []string{"summarize"}
+	}
+	s := ""
+	for i, id := range skills {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprintf(`{"id":%q,"name":%q,"description":"d","tags":[]}`, id, id)
+	}
+	return fmt.Appendf(nil, `{"name":"Test Agent","description":"test","version":%q,`+
+		`"supportedInterfaces":[{"url":"https://agent.example/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],`+
+		`"capabilities":{"streaming":%t},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[%s]}`,
+		version, streaming, s)
+}
+
+// agent is an httptest A2A agent serving one card at every path. ETag, when
+// set, is honoured with 304s; every request's headers are recorded.
+type agent struct {
+	srv *httptest.Server
+
+	mu           sync.Mutex
+	body         []byte
+	etag         string
+	cacheControl string
+	delay        time.Duration
+	gate         chan struct{} // when set, responses wait for it to close
+	headers      []http.Header
+
+	requests    atomic.Int64
+	conditional atomic.Int64 // requests with If-None-Match
+	notModified atomic.Int64 // 304s sent
+	inFlight    atomic.Int64
+	maxInFlight atomic.Int64
+}
+
+func newAgent(t testing.TB, body []byte, etag, cacheControl string) *agent {
+	t.Helper()
+	a := &agent{body: body, etag: etag, cacheControl: cacheControl}
+	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *agent) set(body []byte, etag, cacheControl string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.body, a.etag, a.cacheControl = body, etag, cacheControl
+}
+
+func (a *agent) setDelay(d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.delay = d
+}
+
+// hold makes responses wait until the returned func is called.
+func (a *agent) hold() (release func()) { return holdGate(&a.mu, &a.gate) }
+
+// holdGate sets *gate, which mu guards and a test server's handlers wait on
+// while it is set, to a new channel, and returns the func that clears and
+// closes it.
+func holdGate(mu *sync.Mutex, gate *chan struct{}) (release func()) {
+	ch := make(chan struct{})
+	mu.Lock()
+	*gate = ch
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		*gate = nil
+		mu.Unlock()
+		close(ch)
+	}
+}
+
+func (a *agent) lastHeaders() http.Header {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.headers) == 0 {
+		return nil
+	}
+	return a.headers[len(a.headers)-1]
+}
+
+func (a *agent) url(path string) string { return a.srv.URL + path }
+
+// slowFlight returns an agent whose card (max-age=60) takes delay to
+// arrive, a Fetcher on a fake clock and the card's URL: a flight that
+// callers can join and leave while it runs.
+func slowFlight(t *testing.T, delay time.Duration) (*agent, *Fetcher, string) {
+	t.Helper()
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
+	a.setDelay(delay)
+	return a, newFetcher(t, testOptions(newClock())), a.url("/card")
+}
+
+// wantRequests checks that the agent has been sent want requests.
+func (a *agent) wantRequests(t *testing.T, want int64) {
+	t.Helper()
+	if got := a.requests.Load(); got != want {
+		t.Errorf("requests = %d, want %d", got, want)
+	}
+}
+
+func (a *agent) serve(w http.ResponseWriter, r *http.Request) {
+	n := a.inFlight.Add(1)
+	defer a.inFlight.Add(-1)
+	for {
+		m := a.maxInFlight.Load()
+		if n <= m || a.maxInFlight.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	a.requests.Add(1)
+	a.mu.Lock()
+	a.headers = append(a.headers, r.Header.Clone())
+	body, etag, cc, delay, gate := a.body, a.etag, a.cacheControl, a.delay, a.gate
+	a.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if cc != "" {
+		w.Header().Set("Cache-Control", cc)
+	}
+	if etag != "" {
+		w.Header().Set("ETag", etag)
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		a.conditional.Add(1)
+		if inm == etag {
+			a.notModified.Add(1)
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+// memCards is a minimal shared store.Cards for tests.
+type memCards struct {
+	mu   sync.Mutex
+	m    map[string][]byte
+	gets atomic.Int64
+}
+
+func newMemCards() *memCards { return &memCards{m: map[string][]byte{}} }
+
+func (c *memCards) Put(_ context.Context, digest string, raw []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[digest]; !ok {
+		c.m[digest] = append([]byte(nil), raw...)
+	}
+	return nil
+}
+
+func (c *memCards) Get(_ context.Context, digest string) ([]byte, error) {
+	c.gets.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.m[digest]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return append([]byte(nil), b...), nil
+}
+
+// fetchErr asserts err is a *FetchError with the given reason, matching its
+// sentinel.
+func fetchErr(t *testing.T, err error, want Reason) *FetchError {
+	t.Helper()
+	fe, ok := asFetchError(err)
+	if !ok {
+		t.Fatalf("error = %v (%T), want *FetchError with reason %q", err, err, want)
+	}
+	if fe.Reason != want {
+		t.Fatalf("reason = %q, want %q (error: %v)", fe.Reason, want, err)
+	}
+	if !isSentinel(err, want) {
+		t.Fatalf("errors.Is(err, %v) = false for %v", want, err)
+	}
+	return fe
+}
+
+func asFetchError(err error) (*FetchError, bool) {
+	var fe *FetchError
+	ok := errors.As(err, &fe)
+	return fe, ok
+}
+
+func isSentinel(err error, r Reason) bool { return errors.Is(err, r) }
+
+func newAgentB(b *testing.B) *agent { return newAgent(b, cardJSON("1", true), `"v1"`, "max-age=300") }
+
+// waitInFlight waits until the agent is serving a request, failing the test if
+// the caller feeding done returns first or nothing arrives within 5s.
+func (a *agent) waitInFlight(t *testing.T, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for a.inFlight.Load() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the call returned (%v, requests so far %d) before its request reached the agent", err, a.requests.Load())
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request reached the agent within 5s (requests so far %d)", a.requests.Load())
+		}
+	}
+}
 
 func TestFetchSendsFixedHeaders(t *testing.T) {
 	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=0")
@@ -87,6 +381,25 @@ func TestObserveFirstFetch(t *testing.T) {
 	a.wantRequests(t, 1)
 }
 
+// revalidate observes url on f, then n times more, each once the 10 s
+// lease has expired on clk; it returns the first observation and the later
+// ones.
+func revalidate(t *testing.T, f *Fetcher, clk *fakeClock, url string, n int) (Observation, []Observation) {
+	t.Helper()
+	first, err := f.Observe(t.Context(), url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := make([]Observation, n)
+	for i := range later {
+		clk.Advance(11 * time.Second)
+		if later[i], err = f.Observe(t.Context(), url, false); err != nil {
+			t.Fatalf("revalidation %d: %v", i, err)
+		}
+	}
+	return first, later
+}
+
 // A 304 reuses the previous digest and body: no parse, no hash.
 func TestObserveRevalidates304WithoutRehash(t *testing.T) {
 	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=10")
@@ -96,19 +409,8 @@ func TestObserveRevalidates304WithoutRehash(t *testing.T) {
 	var hashes atomic.Int64
 	digest := f.digest
 	f.digest = func(raw []byte) (string, error) { hashes.Add(1); return digest(raw) }
-	ctx := context.Background()
-	url := a.url("/card")
-
-	first, err := f.Observe(ctx, url, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		clk.Advance(11 * time.Second) // lease expired
-		obs, err := f.Observe(ctx, url, false)
-		if err != nil {
-			t.Fatalf("revalidation %d: %v", i, err)
-		}
+	first, later := revalidate(t, f, clk, a.url("/card"), 3)
+	for i, obs := range later {
 		if obs.Status != 304 || obs.Full || obs.FromLease {
 			t.Errorf("revalidation %d: Status %d Full %t FromLease %t, want 304 false false", i, obs.Status, obs.Full, obs.FromLease)
 		}
@@ -1219,19 +1521,9 @@ func TestUnchangedBodyWithoutETagIsNotParsedAgain(t *testing.T) {
 	clk := newClock()
 	f := newFetcher(t, testOptions(clk))
 	parses := countParses(f)
-	ctx := context.Background()
 	url := a.url("/card")
-
-	first, err := f.Observe(ctx, url, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		clk.Advance(11 * time.Second)
-		obs, err := f.Observe(ctx, url, false)
-		if err != nil {
-			t.Fatalf("revalidation %d: %v", i, err)
-		}
+	first, later := revalidate(t, f, clk, url, 3)
+	for i, obs := range later {
 		if obs.Status != 200 || obs.Digest != first.Digest || obs.Fingerprint != first.Fingerprint || obs.Card != first.Card {
 			t.Fatalf("revalidation %d: status %d digest %q card %p, want 200 %q %p", i, obs.Status, obs.Digest, obs.Card, first.Digest, first.Card)
 		}
@@ -1243,7 +1535,7 @@ func TestUnchangedBodyWithoutETagIsNotParsedAgain(t *testing.T) {
 	spaced := append([]byte(" "), body...)
 	a.set(spaced, "", "max-age=10")
 	clk.Advance(11 * time.Second)
-	obs, err := f.Observe(ctx, url, false)
+	obs, err := f.Observe(t.Context(), url, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1252,5 +1544,155 @@ func TestUnchangedBodyWithoutETagIsNotParsedAgain(t *testing.T) {
 	}
 	if obs.Digest != first.Digest || string(obs.Card.Raw) != string(spaced) {
 		t.Fatalf("re-spaced body: digest %q raw %q, want %q and the new bytes", obs.Digest, obs.Card.Raw, first.Digest)
+	}
+}
+
+// Every fetch, by any worker, puts its digest in the lease's window, so the
+// window is the agent's, not one worker's: two fetchers taking turns over
+// one shared lease see an alternation between two cards as split brain, a
+// rolling deploy (A→B, never back) and a single flip and back as not.
+func TestObserveKeepsTheReplicaWindow(t *testing.T) {
+	forEachStore(t, func(t *testing.T, leases store.Leases, cards store.Cards) {
+		a, b := cardJSON("1", true), cardJSON("1", false)
+		for _, tc := range []struct {
+			name  string
+			seq   [][]byte
+			split bool
+		}{
+			{"split brain", [][]byte{a, b, a, b, a}, true},
+			{"rolling deploy", [][]byte{a, a, b, b, b}, false},
+			{"single flip and back", [][]byte{a, b, b, a, a}, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ag := newAgent(t, a, "", "no-cache")
+				clk := newClock()
+				var fs []*Fetcher
+				for range 2 {
+					o := testOptions(clk)
+					o.Leases, o.Cards, o.MinLease = leases, cards, -1
+					fs = append(fs, newFetcher(t, o))
+				}
+				url := ag.url("/.well-known/agent-card.json" + "?" + tc.name[:5])
+				var obs Observation
+				for i, body := range tc.seq {
+					ag.set(body, "", "no-cache")
+					clk.Advance(time.Second)
+					var err error
+					if obs, err = fs[i%2].Observe(context.Background(), url, false); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got := obs.Replicas.Disagree(clk.Now(), obs.Window); got != tc.split {
+					t.Errorf("split brain = %v, want %v (window %+v)", got, tc.split, obs.Replicas)
+				}
+				if obs.Window != DefaultConsistencyWindow {
+					t.Errorf("Window = %v, want the default %v", obs.Window, DefaultConsistencyWindow)
+				}
+				lease, _, err := leases.Get(context.Background(), url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if lease.Replicas.Since != obs.Replicas.Since || len(lease.Replicas.Seen) != 2 {
+					t.Errorf("lease window %+v, observation's %+v", lease.Replicas, obs.Replicas)
+				}
+				if tc.split {
+					// Marked once, by whichever worker; an episode that is
+					// not the lease's is left alone.
+					if err := fs[1].MarkInconsistent(context.Background(), url, lease.Replicas.Since.Add(time.Second)); err != nil {
+						t.Fatal(err)
+					}
+					if err := fs[0].MarkInconsistent(context.Background(), url, lease.Replicas.Since); err != nil {
+						t.Fatal(err)
+					}
+					lease, _, _ = leases.Get(context.Background(), url)
+					if !lease.Replicas.Reported {
+						t.Errorf("episode not marked reported: %+v", lease.Replicas)
+					}
+					// A fresh lease serves the window without fetching.
+					o := testOptions(clk)
+					o.Leases, o.Cards = leases, cards
+					hit, err := newFetcher(t, o).Observe(context.Background(), url, false)
+					if err != nil || !hit.Replicas.Reported {
+						t.Errorf("observation from the lease = %+v, %v", hit.Replicas, err)
+					}
+				}
+				if tc.name == "rolling deploy" && !lease.ChangedAt.Equal(clk.Now().Add(-2*time.Second)) {
+					t.Errorf("ChangedAt = %v, want the first fetch of B (%v)", lease.ChangedAt, clk.Now().Add(-2*time.Second))
+				}
+			})
+		}
+	})
+}
+
+// refusingCards is a store.Cards whose Put fails while refuse is set (a
+// store that is full, or too slow for StoreTimeout).
+type refusingCards struct {
+	*memCards
+	refuse atomic.Bool
+	puts   atomic.Int64
+}
+
+var errFull = errors.New("insufficient storage")
+
+func (c *refusingCards) Put(ctx context.Context, digest string, raw []byte) error {
+	c.puts.Add(1)
+	if c.refuse.Load() {
+		return errFull
+	}
+	return c.memCards.Put(ctx, digest, raw)
+}
+
+// An observation whose body could not be stored is not returned: a pin, a
+// lease or a card.drift that named its digest would promise a body no
+// reader finds (a later transition would judge the pin pinned-card-unknown,
+// replay could not re-evaluate). Observe fails with ErrStore, the lease is
+// not advanced to the digest, OnStoreError and OnFetch hear of it, and once
+// the store takes writes again the next Observe stores the body and leases
+// it.
+func TestObserveFailsWhenTheBodyIsNotStored(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), `"v1"`, "max-age=60")
+	o, leases := leasedOptions(newClock())
+	cards := &refusingCards{memCards: newMemCards()}
+	o.Cards = cards
+	var storeErrs, fetches atomic.Int64
+	o.OnStoreError = func(err error) {
+		if !errors.Is(err, ErrStore) || !errors.Is(err, errFull) {
+			t.Errorf("OnStoreError(%v): want ErrStore wrapping the store's error", err)
+		}
+		storeErrs.Add(1)
+	}
+	o.OnFetch = func(Observation, error) { fetches.Add(1) }
+	f := newFetcher(t, o)
+	url := a.url("/card")
+	ctx := context.Background()
+
+	cards.refuse.Store(true)
+	obs, err := f.Observe(ctx, url, false)
+	if !errors.Is(err, ErrStore) || !errors.Is(err, errFull) {
+		t.Fatalf("Observe with the card store refusing = (%q, %v), want an ErrStore error", obs.Digest, err)
+	}
+	if obs.Digest != "" || obs.Card != nil {
+		t.Errorf("Observe returned an observation (%q) with its error", obs.Digest)
+	}
+	if storeErrs.Load() != 1 || fetches.Load() != 1 {
+		t.Errorf("OnStoreError calls %d, OnFetch calls %d; want 1 and 1", storeErrs.Load(), fetches.Load())
+	}
+	if l, _, err := leases.Get(ctx, url); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("lease after the refused body = %+v, %v; want none (nothing written)", l, err)
+	}
+
+	cards.refuse.Store(false)
+	obs, err = f.Observe(ctx, url, false)
+	if err != nil {
+		t.Fatalf("Observe once the store takes writes: %v", err)
+	}
+	if _, err := cards.Get(ctx, obs.Digest); err != nil {
+		t.Errorf("body of the observed digest: %v, want it stored", err)
+	}
+	if l, _, _ := leases.Get(ctx, url); l.Digest != obs.Digest {
+		t.Errorf("lease digest %q, want the observed %q", l.Digest, obs.Digest)
+	}
+	if got := a.requests.Load(); got != 2 {
+		t.Errorf("agent requests = %d, want 2 (the refused observation was not leased)", got)
 	}
 }
