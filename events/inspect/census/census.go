@@ -19,9 +19,8 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// Source is what a census reads. JS (with Config's events stream) is
-// optional: without it, agents are those with a lease or a pin. Tally, when
-// set, stands in for the scans of what it follows (see Tally).
+// Source is what a census reads. Without JS, agents are those with a lease
+// or a pin; Tally, when set, stands in for the scans of what it follows.
 type Source struct {
 	Pins   store.Scanner[task.Pin]
 	Leases store.Scanner[store.Lease]
@@ -31,13 +30,10 @@ type Source struct {
 	Tally  *Tally
 }
 
-// Options adjust a census.
+// Options adjust a census. Window is the workers' --consistency-window.
 type Options struct {
-	// Window is the workers' --consistency-window (default
-	// fetcher.DefaultConsistencyWindow).
 	Window time.Duration
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	Now    func() time.Time
 }
 
 // Fleet is a census. Its JSON is carddrift fleet --json's, exactly.
@@ -45,11 +41,9 @@ type Fleet struct {
 	Agents []Agent                `json:"agents"`
 	Skills []detector.SharedSkill `json:"skills"`
 
-	Taken  time.Time     `json:"-"`
-	Window time.Duration `json:"-"`
-	// Problems are what could not be read (a corrupt record, a missing
-	// body), for people.
-	Problems []string `json:"-"`
+	Taken    time.Time     `json:"-"`
+	Window   time.Duration `json:"-"`
+	Problems []string      `json:"-"` // what could not be read, for people
 }
 
 // Agent is one agent. Digest, Version and ProtocolVersions describe its
@@ -57,23 +51,21 @@ type Fleet struct {
 // pins per card version; SplitBrain is set while its replicas disagree;
 // UnreachableSince while its last fetch failed.
 type Agent struct {
-	AgentURL         string      `json:"agentUrl"`
-	Digest           string      `json:"digest"`
-	Version          string      `json:"version"`
-	ProtocolVersions []string    `json:"protocolVersions"`
-	Tasks            []CardTasks `json:"tasks"`
-	SplitBrain       *SplitBrain `json:"splitBrain"`
-	UnreachableSince *time.Time  `json:"unreachableSince"`
-	// Extended is the agent's authenticated extended card, absent unless
-	// carddrift fetched or tried to fetch one.
-	Extended    *Extended     `json:"extended,omitempty"`
-	CardURL     string        `json:"-"`
-	Name        string        `json:"-"`
-	LastChange  time.Time     `json:"-"` // when a fetch first saw the live digest
-	LastFetch   time.Time     `json:"-"`
-	Unreachable string        `json:"-"` // the reason of the failing fetch
-	Skills      []string      `json:"-"`
-	Lease       time.Duration `json:"-"`
+	AgentURL         string        `json:"agentUrl"`
+	Digest           string        `json:"digest"`
+	Version          string        `json:"version"`
+	ProtocolVersions []string      `json:"protocolVersions"`
+	Tasks            []CardTasks   `json:"tasks"`
+	SplitBrain       *SplitBrain   `json:"splitBrain"`
+	UnreachableSince *time.Time    `json:"unreachableSince"`
+	Extended         *Extended     `json:"extended,omitempty"` // nil unless carddrift tried to fetch one
+	CardURL          string        `json:"-"`
+	Name             string        `json:"-"`
+	LastChange       time.Time     `json:"-"` // when a fetch first saw the live digest
+	LastFetch        time.Time     `json:"-"`
+	Unreachable      string        `json:"-"` // the reason of the failing fetch
+	Skills           []string      `json:"-"`
+	Lease            time.Duration `json:"-"`
 }
 
 // Pins returns how many tasks are pinned on the agent.
@@ -94,10 +86,9 @@ func b2i(b bool) int {
 	return 0
 }
 
-// CardTasks counts the tasks pinned on one card version of an agent
-// (Digest "" for pins whose first fetch failed). Live marks the live card,
-// which comes first; the others by count. Extended is the pins'
-// task.Pin.Extended ("pinned": Digest and Live are the extended card's).
+// CardTasks counts the tasks pinned on one card version (Digest "": the
+// first fetch failed); the live card first, then by count. Extended is the
+// pins' task.Pin.Extended ("pinned": Digest and Live are the extended card's).
 type CardTasks struct {
 	Digest   string `json:"digest"`
 	Version  string `json:"version"`
@@ -116,8 +107,7 @@ type Extended struct {
 	LastFetch        time.Time  `json:"-"`
 }
 
-// ExtendedTasks counts the agent's tasks that use the extended card, by
-// state.
+// ExtendedTasks counts the agent's tasks on the extended card, by state.
 func (a Agent) ExtendedTasks() (pinned, unavailable int) {
 	for _, t := range a.Tasks {
 		switch t.Extended {
@@ -130,19 +120,17 @@ func (a Agent) ExtendedTasks() (pinned, unavailable int) {
 	return pinned, unavailable
 }
 
-// SplitBrain is an agent whose replicas disagree: since when and the
-// digests served within the window.
+// SplitBrain is since when an agent's replicas disagree and what they
+// served within the window.
 type SplitBrain struct {
 	Since   time.Time           `json:"since"`
 	Digests []detector.Sighting `json:"digests"`
 }
 
-// InconsistentSkills counts the shared skills whose contracts differ.
 func (f *Fleet) InconsistentSkills() int {
 	return sum(f.Skills, func(s detector.SharedSkill) int { return b2i(!s.Consistent) })
 }
 
-// SplitBrains counts the agents whose replicas disagree.
 func (f *Fleet) SplitBrains() int {
 	return sum(f.Agents, func(a Agent) int { return b2i(a.SplitBrain != nil) })
 }
@@ -179,8 +167,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		}
 	}
 
-	// The card stream first: the leases, fresher, override it.
-	if src.JS != nil {
+	if src.JS != nil { // first: the fresher leases override it
 		last, ok := src.Tally.lastObserved()
 		if !ok {
 			var err error
@@ -348,8 +335,8 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	return f, nil
 }
 
-// countPins counts the pins per group, from src.Tally if set, else by a
-// scan of src.Pins; agent registers a pin's agent (nil: not counted).
+// countPins counts the pins per group; agent registers a pin's agent (nil:
+// not counted).
 func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[groupKey]int, error) {
 	pins := map[groupKey]int{}
 	if t := src.Tally; t != nil {
@@ -373,8 +360,6 @@ func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[
 	return pins, err
 }
 
-// pinnedVersion is the card version of a pinned digest, memoized by the
-// Tally.
 func pinnedVersion(t *Tally, digest string, card func(string) *detector.Card) string {
 	if t != nil {
 		if v, ok := t.version(digest); ok {
@@ -395,7 +380,6 @@ func cardVersion(c *detector.Card) string {
 	return strings.Clone(c.Version) // not a slice of the whole body
 }
 
-// failingSince is when a failing lease's fetches began to fail.
 func failingSince(l *store.Lease) *time.Time {
 	since := l.FailingSince
 	if since.IsZero() {
@@ -404,7 +388,6 @@ func failingSince(l *store.Lease) *time.Time {
 	return &since
 }
 
-// agentOf returns scheme://host of a URL.
 func agentOf(raw string) string {
 	host, err := events.AgentHost(raw)
 	if err != nil {
@@ -417,8 +400,9 @@ func agentOf(raw string) string {
 	return scheme + "://" + host
 }
 
-// lastObserved reads the last card.observed of every agent subject of the
-// events stream; a stall ends it with what was read.
+// lastObserved reads the last card.observed of every agent; a stall ends it
+// with what was read.
+
 func lastObserved(ctx context.Context, js jetstream.JetStream, stream string) ([]events.Observed, error) {
 	f := newStreamFollower(js, stream, "card.observed.", putObserved, func(*events.Observed) {})
 	err := f.refresh(ctx, 0, time.Time{}, func() {})
