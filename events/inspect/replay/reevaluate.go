@@ -165,9 +165,9 @@ func (r *Reader) Rejudge(ctx context.Context, q Query, re Reevaluation) ([]Rejud
 	return judged, skipped, nil
 }
 
-// verdicts reads the card.drift entries q selects and the submissions of
-// their tasks up to q.Until (a window may start after a submission), by
-// task id, both in timeline order.
+// verdicts reads the card.drift entries q selects and, by task id, their
+// tasks' submissions up to q.Until.
+
 func (r *Reader) verdicts(ctx context.Context, q Query) ([]Entry, map[string][]Entry, error) {
 	key, _ := q.agentKey()
 	w := r.window(q, r.opts.Latency)

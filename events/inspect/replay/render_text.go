@@ -73,10 +73,8 @@ func entryDigests(e *Entry) string {
 	return ""
 }
 
-// entryDetail renders an entry's data in one line.
-// pinText says how a pin was made and, for a task that uses the extended
-// card, which card it is: "client-card", "first-fetch, the extended card",
-// "first-fetch, extended card unavailable: the public card".
+// pinText says how a pin was made and, for a task on the extended card,
+// which card it is: "first-fetch, the extended card".
 func pinText(source, extended string) string {
 	source = render.OrDash(source)
 	switch extended {
@@ -88,7 +86,9 @@ func pinText(source, extended string) string {
 	return source
 }
 
+// entryDetail renders an entry's data in one line.
 func entryDetail(e *Entry) string {
+
 	switch d := e.Data.(type) {
 	case events.Submitted:
 		var b strings.Builder

@@ -103,11 +103,10 @@ func (tl *Timeline) distinct(field func(Entry) string) []string {
 	return slices.Compact(out)
 }
 
-// collect reads the records of a task or an agent query; every message
-// delivered counts in *read. A task query reads the task's subjects, then
-// its agents' agent-level subjects. An agent query reads the agent's card
-// subjects (card.<event>.<agentKey>[.<task>]), which name every task a
-// worker saw on the agent, then those tasks' lifecycle subjects.
+// collect reads the records of a task query (its subjects, then its agents'
+// agent-level ones) or an agent query (its card subjects, which name its
+// tasks, then their lifecycle subjects).
+
 func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []Skipped, error) {
 	key, _ := q.agentKey()
 	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)
