@@ -18,14 +18,14 @@ type Reevaluation struct {
 	// Posture, if set, replaces every task's own posture.
 	Posture detector.Posture
 	// Rules, if set, filters and re-grades the findings before the verdict.
-	Rules *Rules
+	Rules *detector.RuleSet
 }
 
 // Report is the outcome of a re-evaluation.
 type Report struct {
-	Query   Query            `json:"query"`
-	Posture detector.Posture `json:"posture,omitempty"`
-	Rules   *Rules           `json:"rules,omitempty"`
+	Query   Query             `json:"query"`
+	Posture detector.Posture  `json:"posture,omitempty"`
+	Rules   *detector.RuleSet `json:"rules,omitempty"`
 	// Evaluated counts the recorded verdicts re-evaluated; Differences are
 	// those whose action differs, by time, task and trigger.
 	Evaluated   int              `json:"evaluated"`

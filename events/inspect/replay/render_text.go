@@ -278,7 +278,7 @@ func writeCardsText(w io.Writer, h *CardHistory) {
 	}
 }
 
-func describeRules(r *Rules) string {
+func describeRules(r *detector.RuleSet) string {
 	if r == nil {
 		return "the detector's rules"
 	}
