@@ -277,7 +277,6 @@ func (e *editor) ensureProtocolVersion() {
 
 // shiftProtocolVersion drops a protocol version line the card declared:
 // 0.2 → 0.3.0, 0.3 → 1.0, 1.0 alone → 0.3.
-
 func (e *editor) shiftProtocolVersion() {
 	holders := e.protocolVersions()
 	allV1 := !slices.ContainsFunc(holders, func(o object) bool {

@@ -184,7 +184,6 @@ func (f *Fleet) isClosed() bool {
 // Close shuts every server down, waiting up to 2s for requests in flight
 // (then context.DeadlineExceeded: closed hard), and returns when every
 // goroutine the fleet started has exited. Later calls return nil.
-
 func (f *Fleet) Close() error {
 	f.mu.Lock()
 	if f.state == fleetClosed {

@@ -133,7 +133,6 @@ func (p *Player) Done() <-chan struct{} { return p.done }
 
 // Stop stops applying steps and waits for the goroutine to exit; safe to
 // call again.
-
 func (p *Player) Stop() {
 	p.cancel()
 	<-p.done

@@ -436,7 +436,6 @@ func find[T any](s []T, match func(T) bool) (T, bool) {
 
 // ParseScenarios reads a --scenarios list ("" or "all": every scenario);
 // an unknown name is an error wrapping ErrUnknownScenario.
-
 func ParseScenarios(list string) ([]string, error) {
 	list = strings.TrimSpace(list)
 	if list == "" || list == "all" {

@@ -154,7 +154,6 @@ var scenarios = []Scenario{
 		build: buildDescriptionOnly,
 		// Behind a version ETag a text change shows only at the next full
 		// fetch; modes-without-version-bump covers that case.
-
 		prefers: func(a *Agent) bool { return a.Caching() != CacheVersion },
 	},
 	{

@@ -506,7 +506,6 @@ func actualSchedule(in ScoreInput) map[string]*Assignment {
 }
 
 // sameVersion reports whether two cards carry the same version.
-
 func sameVersion(as *Assignment, a, b string) bool {
 	ca, err1 := detector.Parse(as.Card(a))
 	cb, err2 := detector.Parse(as.Card(b))

@@ -91,7 +91,6 @@ func renderTemplate(name, host string) ([]byte, error) {
 
 // rehost points u at host: "https://x.example.com/a2a/v1" becomes
 // "http://host/a2a/v1", "localhost:11000" becomes host, "" stays.
-
 func rehost(u, host string) string {
 	if u == "" {
 		return ""

@@ -593,7 +593,6 @@ func (f *Fleet) Drive(ctx context.Context, o DriveOptions) (Scorecard, error) {
 
 // waitViewed waits, at most bound, until *viewed (the highest sequence the
 // planner's view delivered) reaches stream's last sequence.
-
 func waitViewed(ctx context.Context, js jetstream.JetStream, stream string, viewed *atomic.Uint64, bound time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()

@@ -402,7 +402,6 @@ func agentOf(raw string) string {
 
 // lastObserved reads the last card.observed of every agent; a stall ends it
 // with what was read.
-
 func lastObserved(ctx context.Context, js jetstream.JetStream, stream string) ([]events.Observed, error) {
 	f := newStreamFollower(js, stream, "card.observed.", putObserved, func(*events.Observed) {})
 	err := f.refresh(ctx, 0, time.Time{}, func() {})

@@ -60,7 +60,6 @@ func newStreamFollower[V any](js jetstream.JetStream, stream, prefix string, put
 // refresh brings the entries up to date; reset is called before a full read
 // (the first time, every resync > 0, or when the stream was made again or
 // is behind). After an error the next refresh carries on (a gap: afresh).
-
 func (f *follower[V]) refresh(ctx context.Context, resync time.Duration, now time.Time, reset func()) error {
 	if f.stream == "" {
 		st, err := f.kv.Status(ctx)

@@ -84,7 +84,6 @@ func pinBars(a Agent) *bars {
 
 // WriteHTML writes the fleet view as one self-contained page that reloads
 // itself every refresh (0: never). It returns the template's or w's error.
-
 func (f *Fleet) WriteHTML(w io.Writer, refresh time.Duration) error {
 	return fleetPage.Execute(w, fleetView{F: f, Extended: f.extendedAgents(),
 		Frame: render.Frame{Title: "carddrift fleet", Refresh: int(refresh / time.Second), Style: fleetCSS}})

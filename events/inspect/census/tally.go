@@ -299,7 +299,6 @@ func (t *Tally) parsedCard(digest string) (*detector.Card, int, bool) {
 
 // keepParsed keeps the cards of live (digest → body size) up to
 // parsedBudget bytes and forgets the others.
-
 func (t *Tally) keepParsed(cards map[string]*detector.Card, live map[string]int) {
 	if t == nil {
 		return

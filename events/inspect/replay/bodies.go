@@ -12,7 +12,6 @@ import (
 
 // The Reader's caches of parsed bodies and changes are bounded; a full
 // cache drops one entry for each new one rather than start over.
-
 const (
 	maxBodies  = 256
 	maxChanges = 4096

@@ -42,7 +42,6 @@ type CardHistory struct {
 // Cards returns every digest the agent's card events name within q's window
 // (q.TaskID keeps only that task's pins and verdicts), in order of first
 // sight, and the changelog between consecutive versions.
-
 func (r *Reader) Cards(ctx context.Context, agentURL string, q Query) (*CardHistory, error) {
 	q.AgentURL = agentURL
 	if agentURL == "" {

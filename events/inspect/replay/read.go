@@ -286,7 +286,6 @@ type Range struct{ From, To time.Time }
 
 // Ranges returns the stored-time ranges of the two streams that Timeline
 // and Stream read for q: what an offline copy of a store needs.
-
 func Ranges(q Query, opts Options) (lifecycle, cardEvents Range) {
 	r := &Reader{opts: opts.withDefaults()}
 	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)

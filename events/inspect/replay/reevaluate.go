@@ -167,7 +167,6 @@ func (r *Reader) Rejudge(ctx context.Context, q Query, re Reevaluation) ([]Rejud
 
 // verdicts reads the card.drift entries q selects and, by task id, their
 // tasks' submissions up to q.Until.
-
 func (r *Reader) verdicts(ctx context.Context, q Query) ([]Entry, map[string][]Entry, error) {
 	key, _ := q.agentKey()
 	w := r.window(q, r.opts.Latency)

@@ -527,7 +527,6 @@ func taskDetails(tl *Timeline, l *lane, gi int, s *Story, col colors) taskView {
 
 // WriteHTML writes the card history as one self-contained page (carddrift
 // replay --cards --format html). It returns the template's or w's error.
-
 func (h *CardHistory) WriteHTML(w io.Writer) error {
 	p := &pageView{
 		Frame:    render.Frame{Title: "carddrift replay: card history"},

@@ -102,7 +102,6 @@ func SummaryLine(sum *Summary) string {
 }
 
 // Close writes the summary line (text) and flushes; it returns w's error.
-
 func (s *StreamWriter) Close(sum *Summary) error {
 	if s.json == nil && sum != nil {
 		fmt.Fprintf(s.w, "\n%s\n", SummaryLine(sum))

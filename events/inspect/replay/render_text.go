@@ -88,7 +88,6 @@ func pinText(source, extended string) string {
 
 // entryDetail renders an entry's data in one line.
 func entryDetail(e *Entry) string {
-
 	switch d := e.Data.(type) {
 	case events.Submitted:
 		var b strings.Builder

@@ -123,7 +123,6 @@ func (r *Reader) merge(ctx context.Context, q Query, p *proc) error {
 	if !cw.from.IsZero() {
 		// The look-back, read whole: a consumer filtered to the pins and
 		// observations costs the server more than it saves.
-
 		cw.from = cw.from.Add(-r.opts.LookBack)
 	}
 	heads := []*head{{late: r.opts.Latency}, {late: r.opts.FetchLatency}}

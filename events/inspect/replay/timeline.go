@@ -106,7 +106,6 @@ func (tl *Timeline) distinct(field func(Entry) string) []string {
 // collect reads the records of a task query (its subjects, then its agents'
 // agent-level ones) or an agent query (its card subjects, which name its
 // tasks, then their lifecycle subjects).
-
 func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []Skipped, error) {
 	key, _ := q.agentKey()
 	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)
