@@ -27,12 +27,10 @@ const (
 
 // fleetCollector is the census of a running service's stores and card
 // stream: the gauges of /metrics and the data of /fleet and /fleet.json,
-// taken at most every refresh. Its pin counts, leases and last observations
-// are a census.Tally's, so that each census reads only what was written
-// since the last one.
+// taken at most every refresh through one census.Tally.
 func fleetCollector(svc *service.Service, window, refresh time.Duration) *census.Collector {
 	st := svc.Stores()
-	src := census.Source{Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: svc.JetStream(), Config: svc.Config(),
+	src := census.Source{Cards: st.Cards,
 		Tally: census.NewTally(svc.JetStream(), st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV(), Events: svc.Config().EventsStream})}
 	return census.NewCollector(func(ctx context.Context) (*census.Fleet, error) {
 		return census.Take(ctx, src, census.Options{Window: window})

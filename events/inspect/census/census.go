@@ -9,25 +9,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/internal/defaults"
-	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// Source is what a census reads. Without JS, agents are those with a lease
-// or a pin; Tally, when set, stands in for the scans of what it follows.
+// Source is what a census reads: what the Tally follows, and the card
+// bodies. Both are required.
 type Source struct {
-	Pins   store.Scanner[task.Pin]
-	Leases store.Scanner[store.Lease]
-	Cards  store.Cards
-	JS     jetstream.JetStream
-	Config store.Config
-	Tally  *Tally
+	Tally *Tally
+	Cards store.Cards
 }
 
 // Options adjust a census. Window is the workers' --consistency-window.
@@ -138,13 +131,13 @@ func (f *Fleet) SplitBrains() int {
 // Take takes a census. Errors are the stores' and the stream's; records
 // that do not decode and bodies carddrift lacks are listed in Problems.
 func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
+	if src.Tally == nil || src.Cards == nil {
+		return nil, errors.New("census: a Source needs a Tally and Cards")
+	}
 	opts.Window = defaults.Positive(opts.Window, fetcher.DefaultConsistencyWindow)
 	opts.Now = defaults.Clock(opts.Now)
-	src.Config.SetDefaults()
-	if src.Tally != nil {
-		if err := src.Tally.Refresh(ctx); err != nil {
-			return nil, err
-		}
+	if err := src.Tally.Refresh(ctx); err != nil {
+		return nil, err
 	}
 	now := opts.Now()
 	f := &Fleet{Taken: now, Window: opts.Window, Agents: []Agent{}}
@@ -167,21 +160,12 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		}
 	}
 
-	if src.JS != nil { // first: the fresher leases override it
-		last, ok := src.Tally.lastObserved()
-		if !ok {
-			var err error
-			if last, err = lastObserved(ctx, src.JS, src.Config.EventsStream); err != nil {
-				return nil, err
-			}
+	for _, o := range src.Tally.lastObserved() { // first: the fresher leases override it
+		if fetcher.IsExtendedKey(o.CardURL) {
+			continue // an extended card's: its lease says more
 		}
-		for _, o := range last {
-			if fetcher.IsExtendedKey(o.CardURL) {
-				continue // an extended card's: its lease says more
-			}
-			if a := agent(o.CardURL); a != nil {
-				a.CardURL, a.Digest, a.LastFetch = o.CardURL, o.Digest, o.FetchedAt
-			}
+		if a := agent(o.CardURL); a != nil {
+			a.CardURL, a.Digest, a.LastFetch = o.CardURL, o.Digest, o.FetchedAt
 		}
 	}
 	// An agent may have several card URLs: its state is the lease that saw
@@ -195,17 +179,13 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		}
 		return l.FetchedAt
 	}
-	scanLeases := src.Leases.Scan
-	if src.Tally != nil && src.Tally.leases != nil {
-		scanLeases = src.Tally.scanLeases
-	}
-	err := scanLeases(ctx, func(l store.Lease, _ uint64) error {
+	problem(src.Tally.scanLeases(func(l store.Lease) {
 		if l.Digest == "" && l.FailReason == "" {
-			return nil // a claim, never fetched
+			return // a claim, never fetched
 		}
 		a := agent(l.CardURL)
 		if a == nil {
-			return nil
+			return
 		}
 		of := byAgent
 		if fetcher.IsExtendedKey(l.CardURL) {
@@ -222,13 +202,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		if l.Digest != "" && (ls.fetched == nil || l.FetchedAt.After(ls.fetched.FetchedAt)) {
 			ls.fetched = &l
 		}
-		return nil
-	})
-	if errors.Is(err, store.ErrCorrupt) {
-		problem(err)
-	} else if err != nil {
-		return nil, err
-	}
+	}))
 	for a, ls := range byAgent {
 		if l := ls.fetched; l != nil {
 			a.CardURL, a.Digest, a.LastFetch, a.LastChange, a.Lease = l.CardURL, l.Digest, l.FetchedAt, l.ChangedAt, l.MaxAge
@@ -255,12 +229,12 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		a.Extended = e
 	}
 
-	pins, err := countPins(ctx, src, agent)
-	if errors.Is(err, store.ErrCorrupt) {
-		problem(err)
-	} else if err != nil {
-		return nil, err
-	}
+	pins := map[groupKey]int{}
+	problem(src.Tally.each(func(k groupKey, agentURL string, n int) {
+		if agent(agentURL) != nil {
+			pins[k] += n
+		}
+	}))
 
 	cards := map[string]*detector.Card{}
 	sizes := map[string]int{} // of the bodies read and parsed
@@ -335,39 +309,12 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	return f, nil
 }
 
-// countPins counts the pins per group; agent registers a pin's agent (nil:
-// not counted).
-func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[groupKey]int, error) {
-	pins := map[groupKey]int{}
-	if t := src.Tally; t != nil {
-		corrupt := t.each(func(k groupKey, agentURL string, n int) {
-			if agent(agentURL) != nil {
-				pins[k] += n
-			}
-		})
-		if corrupt > 0 {
-			return pins, fmt.Errorf("census: %d pin value(s) skipped: %w", corrupt, store.ErrCorrupt)
-		}
-		return pins, nil
-	}
-	err := src.Pins.Scan(ctx, func(p task.Pin, _ uint64) error {
-		if a := agent(p.AgentURL); a != nil {
-			h, _ := events.AgentHost(p.AgentURL)
-			pins[groupKey{h, p.Digest, p.Extended}]++
-		}
-		return nil
-	})
-	return pins, err
-}
-
 func pinnedVersion(t *Tally, digest string, card func(string) *detector.Card) string {
-	if t != nil {
-		if v, ok := t.version(digest); ok {
-			return v
-		}
+	if v, ok := t.version(digest); ok {
+		return v
 	}
 	c := card(digest)
-	if t != nil && digest != "" {
+	if digest != "" {
 		t.setVersion(digest, cardVersion(c), c != nil)
 	}
 	return cardVersion(c)
@@ -398,15 +345,4 @@ func agentOf(raw string) string {
 		scheme = "http"
 	}
 	return scheme + "://" + host
-}
-
-// lastObserved reads the last card.observed of every agent; a stall ends it
-// with what was read.
-func lastObserved(ctx context.Context, js jetstream.JetStream, stream string) ([]events.Observed, error) {
-	f := newStreamFollower(js, stream, "card.observed.", putObserved, func(*events.Observed) {})
-	err := f.refresh(ctx, 0, time.Time{}, func() {})
-	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, ErrTallyStalled) {
-		return nil, err
-	}
-	return observations(f), nil
 }

@@ -123,23 +123,17 @@ func putObserved(m jetstream.Msg) *events.Observed {
 	return &o
 }
 
-// lastObserved returns the card.observed the Tally keeps (ok: it follows
-// the card stream).
-func (t *Tally) lastObserved() (out []events.Observed, ok bool) {
-	if t == nil || t.observed == nil {
-		return nil, false
-	}
+// lastObserved returns the card.observed the Tally keeps.
+func (t *Tally) lastObserved() (out []events.Observed) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return observations(t.observed), true
-}
-
-func observations(f *follower[*events.Observed]) (out []events.Observed) {
-	f.each(func(o *events.Observed) {
-		if o != nil {
-			out = append(out, *o)
-		}
-	})
+	if t.observed != nil {
+		t.observed.each(func(o *events.Observed) {
+			if o != nil {
+				out = append(out, *o)
+			}
+		})
+	}
 	return out
 }
 
@@ -227,33 +221,37 @@ func (t *Tally) dropLease(l *store.Lease) {
 	}
 }
 
-// scanLeases is store.Scanner.Scan over the leases the Tally keeps.
-func (t *Tally) scanLeases(_ context.Context, fn func(store.Lease, uint64) error) error {
+// scanLeases calls fn with every lease the Tally keeps; the error counts
+// those that do not decode.
+func (t *Tally) scanLeases(fn func(store.Lease)) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var err error
+	if t.leases == nil {
+		return nil
+	}
 	t.leases.each(func(l *store.Lease) {
-		if err == nil && l != nil {
-			err = fn(*l, 0)
+		if l != nil {
+			fn(*l)
 		}
 	})
-	if err != nil {
-		return err
-	}
 	if t.corruptLeases > 0 {
 		return fmt.Errorf("census: %d lease value(s) skipped: %w", t.corruptLeases, store.ErrCorrupt)
 	}
 	return nil
 }
 
-// each calls fn for every group and returns how many pins do not decode.
-func (t *Tally) each(fn func(k groupKey, agentURL string, n int)) (corrupt int) {
+// each calls fn for every group; the error counts the pins that do not
+// decode.
+func (t *Tally) each(fn func(k groupKey, agentURL string, n int)) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, g := range t.groups {
 		fn(g.key, g.agentURL, g.n)
 	}
-	return t.corrupt
+	if t.corrupt > 0 {
+		return fmt.Errorf("census: %d pin value(s) skipped: %w", t.corrupt, store.ErrCorrupt)
+	}
+	return nil
 }
 
 // version returns the memoized card version of digest ("" for bodyRetry
@@ -288,9 +286,6 @@ func (t *Tally) setVersion(digest, ver string, found bool) {
 
 // parsedCard returns digest's card and body size if the last census kept it.
 func (t *Tally) parsedCard(digest string) (*detector.Card, int, bool) {
-	if t == nil {
-		return nil, 0, false
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p, ok := t.parsed[digest]
@@ -300,9 +295,6 @@ func (t *Tally) parsedCard(digest string) (*detector.Card, int, bool) {
 // keepParsed keeps the cards of live (digest → body size) up to
 // parsedBudget bytes and forgets the others.
 func (t *Tally) keepParsed(cards map[string]*detector.Card, live map[string]int) {
-	if t == nil {
-		return
-	}
 	keep := make(map[string]parsedCard, len(live))
 	total := 0
 	for digest, size := range live {
