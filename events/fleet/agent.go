@@ -101,6 +101,7 @@ type Agent struct {
 	rotated int
 }
 
+// ID returns the agent's name, "agent-00", "agent-01", ….
 func (a *Agent) ID() string { return a.id }
 
 func (a *Agent) Caching() Caching { return a.caching }

@@ -120,10 +120,12 @@ type SplitBrain struct {
 	Digests []detector.Sighting `json:"digests"`
 }
 
+// InconsistentSkills counts the shared skills whose contracts differ.
 func (f *Fleet) InconsistentSkills() int {
 	return sum(f.Skills, func(s detector.SharedSkill) int { return b2i(!s.Consistent) })
 }
 
+// SplitBrains counts the agents whose replicas disagree.
 func (f *Fleet) SplitBrains() int {
 	return sum(f.Agents, func(a Agent) int { return b2i(a.SplitBrain != nil) })
 }
