@@ -157,7 +157,7 @@ const (
 // reads only what was written since the last.
 func fleetCollector(svc *service.Service, window, refresh time.Duration) *census.Collector {
 	st := svc.Stores()
-	src := census.Source{Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: svc.JetStream(), Config: svc.Config(),
+	src := census.Source{Cards: st.Cards,
 		Tally: census.NewTally(svc.JetStream(), st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV(), Events: svc.Config().EventsStream})}
 	return census.NewCollector(func(ctx context.Context) (*census.Fleet, error) {
 		return census.Take(ctx, src, census.Options{Window: window})

@@ -179,8 +179,8 @@ func (f *fleetFlags) run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer st.Close()
-	fl, err := census.Take(ctx, census.Source{Pins: st.stores.Pins, Leases: st.stores.Leases, Cards: st.stores.Cards, JS: st.js},
-		census.Options{Window: f.window})
+	tally := census.NewTally(st.js, st.stores.Pins.KV(), census.TallyOptions{Leases: st.stores.Leases.KV(), Events: store.DefaultConfig().EventsStream})
+	fl, err := census.Take(ctx, census.Source{Tally: tally, Cards: st.stores.Cards}, census.Options{Window: f.window})
 	if err != nil {
 		return err
 	}

@@ -94,7 +94,7 @@ func (f *replayFlags) plan(now time.Time) (*replayPlan, error) {
 			return nil, usagef("--rules: %v", err)
 		}
 		defer file.Close()
-		if p.re.Rules, err = replay.ParseRules(file); err != nil {
+		if p.re.Rules, err = detector.ParseRuleSet(file); err != nil {
 			return nil, usagef("--rules %s: %v", f.rules, err)
 		}
 	}

@@ -17,11 +17,10 @@ import (
 // Caching is how an agent lets clients cache its card.
 type Caching int
 
-// Caching behaviours, as real servers do it: CacheStrong sends
-// "Cache-Control: max-age=N" and a strong ETag of the body; CacheVersion
-// max-age and an ETag derived from the card's "version" only, as A2A v1.0
-// §8.6 allows (a content change without a version bump still answers 304);
-// CacheRevalidate "no-cache" and a strong ETag; CacheNone neither.
+// Caching behaviours: CacheStrong sends max-age and a strong ETag;
+// CacheVersion max-age and an ETag of the card's "version" only (A2A v1.0
+// §8.6: a change without a version bump answers 304); CacheRevalidate
+// "no-cache" and a strong ETag; CacheNone neither.
 const (
 	CacheStrong Caching = iota
 	CacheVersion
@@ -38,10 +37,8 @@ func (c Caching) String() string {
 	return "Caching(" + strconv.Itoa(int(c)) + ")"
 }
 
-// Outage is an agent's availability: Up serves the card; Refused closes the
-// agent's listener (connections are refused until it is up again, on the
-// same port); Unavailable answers every card request with 503 and
-// "Retry-After: 1".
+// Outage is an agent's availability: Refused closes its listener until it
+// is Up again (same port); Unavailable answers 503 and "Retry-After: 1".
 type Outage int
 
 // Outages.
@@ -60,11 +57,9 @@ func (o Outage) String() string {
 	return "Outage(" + strconv.Itoa(int(o)) + ")"
 }
 
-// Stats counts the HTTP requests an agent has received. Requests at the
-// card path count as Full (no If-None-Match) or Conditional (with one),
-// whatever the answer; NotModified and Unavailable count the 304 and 503
-// answers among them; NotFound counts requests at any other path. Refused
-// connections reach no handler and are not counted.
+// Stats counts the HTTP requests an agent received: at the card path Full
+// (no If-None-Match) or Conditional, of which NotModified and Unavailable
+// answered 304 and 503; NotFound at any other path.
 type Stats struct {
 	Full        int `json:"full"`
 	Conditional int `json:"conditional"`
@@ -78,9 +73,8 @@ type body struct {
 	etag string
 }
 
-// Agent is one simulated A2A agent: an HTTP server of its own on loopback
-// that serves an agent card at its well-known path. Its methods are safe for
-// concurrent use.
+// Agent is one simulated A2A agent: an HTTP server of its own on loopback.
+// Its methods are safe for concurrent use.
 type Agent struct {
 	index   int
 	id      string
@@ -88,8 +82,7 @@ type Agent struct {
 	caching Caching
 	fleet   *Fleet
 
-	// Set once by Fleet.Start.
-	host string
+	host string // set once by Fleet.Start
 	base []byte
 
 	// ctl serialises outage changes and shutdown (which start and stop the
@@ -113,8 +106,7 @@ func (a *Agent) ID() string { return a.id }
 
 func (a *Agent) Caching() Caching { return a.caching }
 
-// MaxAge returns the max-age the agent sends, or 0 when it sends none
-// (CacheRevalidate, CacheNone): a client's lease is then its lower clamp.
+// MaxAge returns the max-age the agent sends, 0 for none.
 func (a *Agent) MaxAge() time.Duration {
 	if a.caching == CacheStrong || a.caching == CacheVersion {
 		return maxAge
@@ -122,12 +114,10 @@ func (a *Agent) MaxAge() time.Duration {
 	return 0
 }
 
-// Varies reports whether the agent answers with a different card depending
-// on the A2A-Version request header (and sends "Vary: A2A-Version").
+// Varies reports whether the agent's card varies by A2A-Version.
 func (a *Agent) Varies() bool { return a.tmpl.Variant != "" }
 
-// URL returns the agent's base URL, "http://127.0.0.1:port" (the agentUrl
-// of lifecycle events), or "" before Fleet.Start.
+// URL returns the agent's base URL (its agentUrl), "" before Fleet.Start.
 func (a *Agent) URL() string {
 	if a.host == "" {
 		return ""
@@ -143,8 +133,7 @@ func (a *Agent) CardURL() string {
 	return a.URL() + a.tmpl.Gen.Path()
 }
 
-// Served returns every body the agent answers with in turn: one, or the
-// replicas of a rolling deploy.
+// Served returns the bodies the agent answers with in turn.
 func (a *Agent) Served() [][]byte {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -155,13 +144,11 @@ func (a *Agent) Served() [][]byte {
 	return out
 }
 
-// SetCard makes the agent serve raw from now on, ending a rolling deploy.
-// raw is served as given (it need not be a valid card).
+// SetCard makes the agent serve raw (as given) from now on.
 func (a *Agent) SetCard(raw []byte) { a.SetReplicas(raw) }
 
-// SetReplicas simulates a rolling deploy: the agent answers successive card
-// requests with each of cards in turn, as replicas behind one load balancer
-// would, until the next SetCard or SetReplicas. With none it does nothing.
+// SetReplicas simulates a rolling deploy: successive card requests get each
+// of cards in turn, until the next SetCard or SetReplicas.
 func (a *Agent) SetReplicas(cards ...[]byte) {
 	if len(cards) == 0 {
 		return
@@ -176,18 +163,17 @@ func (a *Agent) SetReplicas(cards ...[]byte) {
 	a.mu.Unlock()
 }
 
-// servedGen returns the generation of what the agent serves (it moves at
-// every SetCard and SetReplicas) and its availability, read together.
+// servedGen returns the generation of what the agent serves (SetCard and
+// SetReplicas move it) and its availability, read together.
 func (a *Agent) servedGen() (uint64, Outage) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.gen, a.outage
 }
 
-// SetOutage changes the agent's availability. Refused closes its listener
-// and open connections; leaving Refused listens again on the same address.
-// It returns ErrNotStarted before Fleet.Start, ErrClosed after Fleet.Close,
-// and an error when the address can no longer be bound.
+// SetOutage changes the agent's availability. It returns ErrNotStarted
+// before Fleet.Start, ErrClosed after Fleet.Close, and an error when the
+// address can no longer be bound.
 func (a *Agent) SetOutage(o Outage) error {
 	if o < Up || o > Unavailable {
 		return fmt.Errorf("%w: outage %d", ErrInvalidOptions, o)
@@ -235,9 +221,8 @@ func (a *Agent) Stats() Stats {
 	return a.stats
 }
 
-// Rotated returns how many card requests the agent answered (200 or 304)
-// from a rotation of several replicas: what a fetcher could see of replicas
-// that disagree.
+// Rotated returns how many card requests a rotation of several replicas
+// answered (200 or 304).
 func (a *Agent) Rotated() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -261,9 +246,8 @@ func strongETag(raw []byte) string {
 	return `"` + hex.EncodeToString(sum[:12]) + `"`
 }
 
-// versionETag is an entity tag derived from the card's "version" alone
-// ("v1.2.0"); a body that is not a card, or has no version, gets a strong
-// tag of its bytes instead.
+// versionETag is an entity tag of the card's "version" ("v1.2.0"), else a
+// strong tag of the bytes.
 func versionETag(raw []byte) string {
 	var card struct {
 		Version string `json:"version"`
@@ -280,8 +264,7 @@ func versionETag(raw []byte) string {
 	return `"v-` + hex.EncodeToString(sum[:8]) + `"`
 }
 
-// pick chooses the answer to one card request (200, 304 or 503), advances
-// the replica rotation and counts the request.
+// pick chooses the answer to one card request and counts it.
 func (a *Agent) pick(a2aVersion, ifNoneMatch string) (body, int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -311,8 +294,7 @@ func (a *Agent) pick(a2aVersion, ifNoneMatch string) (body, int) {
 	return b, http.StatusOK
 }
 
-// ServeHTTP serves the card at the agent's well-known path (GET and HEAD),
-// honouring If-None-Match with 304, and 404 everywhere else.
+// ServeHTTP serves the card at its well-known path (GET, HEAD), 404 elsewhere.
 func (a *Agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != a.tmpl.Gen.Path() {
 		a.mu.Lock()

@@ -16,8 +16,7 @@ import (
 // json.Number, so that they are written back as they were read).
 type object = map[string]any
 
-// editor changes one card the way its generation spells things. Scenarios
-// derive every card version from an agent's base card through it.
+// editor changes one card the way its generation spells things.
 type editor struct {
 	v   object
 	gen Generation
@@ -33,7 +32,6 @@ func newEditor(raw []byte, gen Generation) (*editor, error) {
 	return &editor{v: v, gen: gen}, nil
 }
 
-// bytes returns the card as served: indented JSON and a newline.
 func (e *editor) bytes() []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -48,7 +46,6 @@ func (e *editor) clone() *editor {
 	return c
 }
 
-// parsed returns the card as the detector sees it.
 func (e *editor) parsed() (*detector.Card, error) {
 	c, err := detector.Parse(e.bytes())
 	if err != nil {
@@ -132,7 +129,6 @@ func (e *editor) ensureSkills(n int) {
 	}
 }
 
-// setCapability sets capabilities[name], creating capabilities if needed.
 func (e *editor) setCapability(name string, on bool) {
 	caps, ok := e.v["capabilities"].(object)
 	if !ok {
@@ -142,8 +138,7 @@ func (e *editor) setCapability(name string, on bool) {
 	caps[name] = on
 }
 
-// setDescription replaces the card's description, and a skill's when id
-// names one.
+// setDescription replaces the description of the card, or of skill id.
 func (e *editor) setDescription(card, id, skill string) {
 	e.v["description"] = card
 	if sk := e.skill(id); sk != nil {
@@ -153,9 +148,7 @@ func (e *editor) setDescription(card, id, skill string) {
 
 func (e *editor) version() string { return str(e.v, "version") }
 
-// bumpVersion increments the last numeric component of the card's version
-// ("1.2.0" → "1.2.1"), appending ".1" to a non-numeric one and setting
-// "1.0.1" when there is none.
+// bumpVersion: "1.2.0" → "1.2.1", "beta" → "beta.1", none → "1.0.1".
 func (e *editor) bumpVersion() {
 	v := e.version()
 	i := strings.LastIndexByte(v, '.')
@@ -222,9 +215,8 @@ func (e *editor) scheme(k schemeKind) object {
 	}
 }
 
-// setSecurity makes name (of kind k, requiring scopes) the card's only
-// security scheme and requirement, in the member the card lists them in,
-// and drops per-skill requirements.
+// setSecurity makes name (of kind k) the card's only security scheme and
+// requirement, and drops per-skill requirements.
 func (e *editor) setSecurity(name string, k schemeKind, scopes ...string) {
 	scopes = append([]string{}, scopes...) // [] rather than null
 	key := "security"
@@ -244,14 +236,13 @@ func (e *editor) setSecurity(name string, k schemeKind, scopes ...string) {
 	}
 }
 
-// interfaces returns the objects that carry an interface url: the card
-// itself, and each of its additionalInterfaces and supportedInterfaces.
+// interfaces returns the card and each of its additional or supported
+// interfaces.
 func interfaces(card object) []object {
 	return slices.Concat([]object{card}, objects(card["additionalInterfaces"]), objects(card["supportedInterfaces"]))
 }
 
-// protocolVersions returns the objects that declare a protocolVersion: the
-// card and its supported interfaces.
+// protocolVersions returns the card and its supported interfaces.
 func (e *editor) protocolVersions() []object {
 	var out []object
 	for _, o := range append([]object{e.v}, objects(e.v["supportedInterfaces"])...) {
@@ -262,8 +253,7 @@ func (e *editor) protocolVersions() []object {
 	return out
 }
 
-// ensureProtocolVersion declares a protocol version on a card that has none:
-// per interface on cards with supportedInterfaces, else at the top level,
+// ensureProtocolVersion declares a protocol version on a card that has none,
 // in the card's generation.
 func (e *editor) ensureProtocolVersion() {
 	if len(e.protocolVersions()) > 0 {
@@ -285,10 +275,8 @@ func (e *editor) ensureProtocolVersion() {
 	e.v["protocolVersion"] = v
 }
 
-// shiftProtocolVersion changes what the card offers so that at least one
-// protocol version line it declared is no longer offered: every line below
-// 1.0 moves up one (0.2 → 0.3.0, 0.3 → 1.0), and a card that offers only 1.0
-// rolls back to 0.3.
+// shiftProtocolVersion drops a protocol version line the card declared:
+// 0.2 → 0.3.0, 0.3 → 1.0, 1.0 alone → 0.3.
 func (e *editor) shiftProtocolVersion() {
 	holders := e.protocolVersions()
 	allV1 := !slices.ContainsFunc(holders, func(o object) bool {

@@ -15,19 +15,16 @@ import (
 	"github.com/carddrift/carddrift/events/internal/defaults"
 )
 
-// Defaults: the size of a fleet whose Options.Agents is 0, the max-age that
-// agents with CacheStrong or CacheVersion send, and how long Close waits
-// for requests in flight before it closes servers hard.
+// Defaults: the fleet's size, the max-age of CacheStrong and CacheVersion
+// agents, and how long Close waits for requests in flight.
 const (
 	DefaultAgents   = 40
 	maxAge          = 2 * time.Second
 	shutdownTimeout = 2 * time.Second
 )
 
-// Options configure a Fleet. The zero value is a 40-agent fleet with seed 0.
-// Seed decides, deterministically, which template card and which caching
-// behaviour each agent gets, and which agent varies its card by
-// A2A-Version: the same seed builds the same fleet (up to the ports).
+// Options configure a Fleet; the zero value is 40 agents, seed 0. The same
+// seed builds the same fleet (up to the ports).
 type Options struct {
 	Agents int
 	Seed   int64
@@ -42,9 +39,8 @@ func (o Options) Validate() error {
 }
 
 // Fleet is a set of simulated A2A agents, each with its own HTTP server on
-// 127.0.0.1. Build it with New, bring it up with Start, change its cards with
-// Agent methods or a Player, and stop it with Close. Its methods are safe for
-// concurrent use.
+// 127.0.0.1: New, Start, change cards with Agent methods or a Player, Close.
+// Safe for concurrent use.
 type Fleet struct {
 	agents []*Agent
 
@@ -61,12 +57,9 @@ const (
 	fleetClosed
 )
 
-// New builds a fleet without touching the network, choosing from opts.Seed
-// each agent's template card and caching behaviour: every template appears
+// New builds a fleet without touching the network: every template appears
 // once there are enough agents, every Caching from four agents on, and from
-// two agents on exactly one agent (with CacheStrong) varies its card by
-// A2A-Version: the ADK currency agent's v0.3 card, its v1.0 twin to
-// "A2A-Version: 1.0".
+// two agents on exactly one (CacheStrong) varies its card by A2A-Version.
 func New(opts Options) (*Fleet, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -107,15 +100,13 @@ func New(opts Options) (*Fleet, error) {
 	return f, nil
 }
 
-// Agents returns the agents in index order. The slice is a copy; the agents
-// are shared.
+// Agents returns a copy of the agents, in index order.
 func (f *Fleet) Agents() []*Agent { return append([]*Agent(nil), f.agents...) }
 
-// Start listens on 127.0.0.1 port 0 for every agent, builds each agent's
-// card with its interface URLs pointing at its own address, and serves. ctx
-// bounds starting only; the fleet runs until Close. If an agent cannot
-// listen, Start stops the agents it started and returns the error. A second
-// Start returns ErrStarted, a Start after Close ErrClosed.
+// Start gives every agent a port on 127.0.0.1, points its card's interface
+// URLs at it, and serves until Close; ctx bounds starting only. If an agent
+// cannot listen, Start stops the others. A second Start returns ErrStarted,
+// one after Close ErrClosed.
 func (f *Fleet) Start(ctx context.Context) error {
 	f.mu.Lock()
 	switch f.state {
@@ -148,7 +139,6 @@ func (f *Fleet) Start(ctx context.Context) error {
 	return nil
 }
 
-// init builds the agent's cards for its address.
 func (a *Agent) init(host string) error {
 	base, err := renderTemplate(a.tmpl.Name, host)
 	if err != nil {
@@ -166,9 +156,8 @@ func (a *Agent) init(host string) error {
 	return nil
 }
 
-// serveOn starts the agent's server on ln in a goroutine the fleet owns; it
-// exits when the server is closed (SetOutage(Refused) or Close). a.ctl is
-// held.
+// serveOn serves on ln in a goroutine the fleet owns, until the server is
+// closed (SetOutage(Refused) or Close). a.ctl is held.
 func (f *Fleet) serveOn(a *Agent, ln net.Listener) {
 	srv := &http.Server{
 		Handler:           a,
@@ -192,10 +181,9 @@ func (f *Fleet) isClosed() bool {
 	return f.state == fleetClosed
 }
 
-// Close shuts every agent's server down, waiting up to 2s for requests in
-// flight, then closing what is left hard; it returns when every goroutine the fleet started has exited. It
-// returns an error wrapping context.DeadlineExceeded when it had to close
-// hard. Close is safe to call more than once; later calls return nil.
+// Close shuts every server down, waiting up to 2s for requests in flight
+// (then context.DeadlineExceeded: closed hard), and returns when every
+// goroutine the fleet started has exited. Later calls return nil.
 func (f *Fleet) Close() error {
 	f.mu.Lock()
 	if f.state == fleetClosed {

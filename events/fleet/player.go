@@ -9,9 +9,7 @@ import (
 	"time"
 )
 
-// Applied records one step a Player applied: the agent's id, the index
-// and the step in its assignment's Steps, when it took effect and the
-// error it met.
+// Applied records one step a Player applied, when, and its error.
 type Applied struct {
 	Agent string
 	Step  int
@@ -39,12 +37,10 @@ type timedStep struct {
 	step Step
 }
 
-// Play validates the schedule, applies every step at offset 0 at once (so
-// each agent serves its assignment's base card before Play returns: traffic
-// may start right after) and starts the goroutine that applies the others at
-// start+At. It returns ErrNotStarted if an agent has no address and an error
-// wrapping ErrUnknownLabel for a step that names a card its assignment lacks.
-// The schedule must not be modified while the Player runs.
+// Play validates the schedule, applies the steps at offset 0 before it
+// returns, and starts the goroutine that applies the others at start+At.
+// Errors: ErrNotStarted, ErrUnknownLabel. Do not modify the schedule while
+// the Player runs.
 func (f *Fleet) Play(ctx context.Context, schedule []Assignment) (*Player, error) {
 	var steps []timedStep
 	for i := range schedule {
@@ -101,7 +97,6 @@ func (p *Player) run(ctx context.Context, f *Fleet, origin time.Time, steps []ti
 	}
 }
 
-// apply makes one step take effect.
 func (p *Player) apply(ts timedStep) {
 	a, s := ts.as.Agent, ts.step
 	labels := s.Replicas
@@ -136,8 +131,8 @@ func (p *Player) Start() time.Time { return p.start }
 // Done is closed when the Player's goroutine has exited.
 func (p *Player) Done() <-chan struct{} { return p.done }
 
-// Stop stops applying steps and waits for the goroutine to exit. It is safe
-// to call more than once, and after the Player finished.
+// Stop stops applying steps and waits for the goroutine to exit; safe to
+// call again.
 func (p *Player) Stop() {
 	p.cancel()
 	<-p.done

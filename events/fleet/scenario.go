@@ -11,10 +11,9 @@ import (
 	"github.com/carddrift/carddrift/detector"
 )
 
-// Outcome is what carddrift should report for one task: a card.drift verdict
-// action (OutcomeContinue, OutcomeReplan, OutcomeAbort), no card.drift at all
-// (OutcomeNone), or card.unreachable and never a card.drift
-// (OutcomeUnreachable).
+// Outcome is what carddrift should report for one task: a card.drift with
+// a verdict action, no card.drift (OutcomeNone), or card.unreachable and
+// never a card.drift (OutcomeUnreachable).
 type Outcome string
 
 // Outcomes.
@@ -35,22 +34,18 @@ func (o Outcome) Action() (detector.Action, bool) {
 	return "", false
 }
 
-// Labels with a fixed meaning: LabelBase is the card an assignment serves
-// from its start; LabelDown stands for "the live fetch fails" in an
-// Expectation's To.
+// LabelBase is the card an assignment serves from its start; LabelDown, in
+// an Expectation's To, "the live fetch fails".
 const (
 	LabelBase = "base"
 	LabelDown = "down"
 )
 
-// Control is the Scenario of an assignment in the control group: its agent
-// serves its base card throughout and no task on it should ever see drift.
+// Control is the scenario of the control group: no change, no drift.
 const Control = "control"
 
-// CardVersion is one card an assignment serves at some time. Digest is
-// detector.Digest of Raw: a scorecard maps a card.drift's digests to labels.
-// Plannable names the assignment's profiles a client could plan against the
-// card; traffic submits only these.
+// CardVersion is one card an assignment serves at some time. Plannable names
+// the profiles a client could plan against it; traffic submits only these.
 type CardVersion struct {
 	Label     string
 	Raw       []byte
@@ -68,19 +63,16 @@ type Step struct {
 	Outage   Outage
 }
 
-// Profile is a kind of task a client plans against an agent. Task.Posture is
-// the posture to pass to detector.Evaluate.
+// Profile is a kind of task a client plans against an agent.
 type Profile struct {
 	Name string
 	Task detector.Requirements
 }
 
-// Expectation is what a task of one profile, planned against the card
-// labelled From, should get when a capability-dependent transition meets the
-// card labelled To (LabelDown: the agent is unreachable): the outcome, rule
-// ids that must be among the card.drift's findings, and the skill id a
-// replan must name. In a scenario's table ReplanSkill is a skill role
-// (RoleRenamed), bound to the id when the scenario is applied.
+// Expectation is what a task of one profile planned against card From
+// should get when a capability-dependent transition meets card To: the
+// outcome, rule ids the card.drift must find, and the skill id a replan
+// must name (in a scenario's table a skill role, bound when applied).
 type Expectation struct {
 	Profile     string
 	From, To    string
@@ -90,9 +82,8 @@ type Expectation struct {
 }
 
 // Assignment is one scenario instance on one agent: the cards it serves
-// (Cards[0] is LabelBase), when (Steps, in time order, Steps[0] serving
-// LabelBase at 0), the task profiles to drive against it and the verdict each
-// should get. It is data; it holds no goroutine.
+// (Cards[0] is LabelBase), when (Steps, in time order, from LabelBase at
+// 0), the profiles to drive and the verdict each should get. It is data.
 type Assignment struct {
 	Agent        *Agent
 	AgentID      string
@@ -134,10 +125,9 @@ func (as *Assignment) Plannable(label string) []Profile {
 	return out
 }
 
-// Expect returns what a task of the named profile planned against card from
-// should get when it meets card to. Equal labels expect OutcomeNone. It
-// reports false when the scenario does not say (a profile not plannable on
-// from, or a pair of cards the schedule never serves in that order).
+// Expect returns what a task of profile planned against card from should
+// get when it meets card to (equal labels: OutcomeNone); false when the
+// scenario does not say.
 func (as *Assignment) Expect(profile, from, to string) (Expectation, bool) {
 	if e, ok := find(as.Expectations, func(e Expectation) bool { return e.Profile == profile && e.From == from && e.To == to }); ok {
 		return e, true
@@ -148,8 +138,7 @@ func (as *Assignment) Expect(profile, from, to string) (Expectation, bool) {
 	return Expectation{}, false
 }
 
-// ExpectDigests is Expect for the digests of a card.drift's pinned and live
-// cards.
+// ExpectDigests is Expect for a card.drift's pinned and live digests.
 func (as *Assignment) ExpectDigests(profile, pinnedDigest, liveDigest string) (Expectation, bool) {
 	from, to := as.LabelOf(pinnedDigest), as.LabelOf(liveDigest)
 	if from == "" || to == "" {
@@ -181,8 +170,7 @@ func (as *Assignment) LiveAt(d time.Duration) []string {
 }
 
 // Alternates reports whether what the schedule serves can be split brain
-// as carddrift decides it (detector.Replicas): replicas serving several cards
-// at once, or single cards that alternate (A→B→A→B) within window.
+// (detector.Replicas): several cards at once, or A→B→A→B within window.
 func (as *Assignment) Alternates(window time.Duration) bool {
 	var r detector.Replicas
 	for _, s := range as.Steps {
@@ -217,12 +205,10 @@ func (as *Assignment) SplitAt() (at, length time.Duration) {
 	return 0, 0
 }
 
-// Scenario is a named, seeded schedule of card changes with the verdicts it
-// must produce (see scenarios.go): the task profiles to drive, and the
-// verdict table (for each from, to and profile, the outcome and rule ids
-// detector.Evaluate must give; rows whose profile is not plannable on from
-// are dropped when it is applied). build derives its cards and steps from an
-// agent's base card; prefers, when set, says which agents suit it best.
+// Scenario is a named, seeded schedule of card changes with the task
+// profiles to drive and the verdict table detector.Evaluate must follow.
+// build derives its cards and steps from an agent's base card; prefers says
+// which agents suit it best.
 type Scenario struct {
 	Name        string
 	Description string
@@ -232,10 +218,8 @@ type Scenario struct {
 	prefers     func(*Agent) bool
 }
 
-// ProfileSpec describes a Profile by role: Skill is a skill role the
-// scenario binds to a skill id of its agent's card. Secured authenticates
-// with the base card's security schemes; OutputMode requires the first
-// output mode of the skill on the base card.
+// ProfileSpec describes a Profile by skill role. Secured authenticates with
+// the base card's schemes; OutputMode requires the skill's first output mode.
 type ProfileSpec struct {
 	Name       string
 	Skill      string
@@ -274,8 +258,7 @@ func (b *builder) card(label string, e *editor) {
 	b.cards[label] = e
 }
 
-// at returns a random offset in [lo, hi) fractions of the duration, to the
-// millisecond.
+// at returns a random offset in [lo, hi) fractions of the duration.
 func (b *builder) at(lo, hi float64) time.Duration {
 	f := lo + (hi-lo)*b.rng.Float64()
 	return time.Duration(f * float64(b.d)).Truncate(time.Millisecond)
@@ -289,8 +272,7 @@ func (b *builder) change(label string, e *editor) {
 	b.steps = append(b.steps, Step{At: b.at(0.25, 0.45), Card: label})
 }
 
-// twoSkills gives the base card a second skill if it has one only, and picks
-// primary and other.
+// twoSkills gives a one-skill base card a second, and picks primary and other.
 func (b *builder) twoSkills() {
 	b.base.ensureSkills(2)
 	b.pick()
@@ -366,9 +348,8 @@ func (s Scenario) instantiate(rng *rand.Rand, gen Generation, base []byte, d tim
 	return as, nil
 }
 
-// bind resolves a profile spec against the base card (or, for the output
-// mode of RoleAdded, the first card that offers the skill). It reports false
-// when the role is unbound on this agent.
+// bind resolves a profile spec against the base card (for RoleAdded's output
+// mode, the first card that offers it); false when the role is unbound.
 func (ps ProfileSpec) bind(roles map[string]string, cards map[string]*detector.Card) (Profile, bool) {
 	id := roles[ps.Skill]
 	if id == "" {
@@ -453,9 +434,8 @@ func find[T any](s []T, match func(T) bool) (T, bool) {
 	return zero, false
 }
 
-// ParseScenarios reads a comma-separated list of scenario names ("" or
-// "all" for every scenario), as a --scenarios flag gives it. It returns an
-// error wrapping ErrUnknownScenario that lists the known names.
+// ParseScenarios reads a --scenarios list ("" or "all": every scenario);
+// an unknown name is an error wrapping ErrUnknownScenario.
 func ParseScenarios(list string) ([]string, error) {
 	list = strings.TrimSpace(list)
 	if list == "" || list == "all" {

@@ -10,11 +10,8 @@ import (
 	"github.com/carddrift/carddrift/detector"
 )
 
-// The scenario library. Each scenario is data: the task profiles to drive, a
-// verdict table (Expect) and a build function that derives its cards and
-// steps from one agent's card. The verdict tables are checked against
-// detector.Evaluate on every template card and several seeds
-// (scenarios_test.go), so they state what carddrift actually decides.
+// The scenario library. The verdict tables are checked against
+// detector.Evaluate on every template card (scenarios_test.go).
 
 // Scenario names.
 const (
@@ -32,9 +29,7 @@ const (
 	SplitBrain              = "split-brain"
 )
 
-// Profiles shared by several scenarios: a plain task, a streaming one, an
-// idempotent, restartable one under pin-and-degrade, and one on a skill the
-// scenario does not touch.
+// Profiles shared by several scenarios.
 var (
 	profilePlain   = ProfileSpec{Name: "plain", Skill: RolePrimary}
 	profileStream  = ProfileSpec{Name: "stream", Skill: RolePrimary, Streaming: true}
@@ -157,10 +152,8 @@ var scenarios = []Scenario{
 			row(LabelBase, "reworded", "other", OutcomeContinue, detector.RuleDescriptiveTextChanged),
 		},
 		build: buildDescriptionOnly,
-		// Behind an ETag derived from the version, a text change that keeps
-		// the version shows only at the next periodic full fetch, which a
-		// short run may not reach; modes-without-version-bump covers that
-		// case.
+		// Behind a version ETag a text change shows only at the next full
+		// fetch; modes-without-version-bump covers that case.
 		prefers: func(a *Agent) bool { return a.Caching() != CacheVersion },
 	},
 	{
@@ -222,11 +215,8 @@ var scenarios = []Scenario{
 	},
 }
 
-// Build functions. Each edits b.base into the base card where the scenario
-// needs something of it (a second skill, streaming on, a security scheme),
-// derives the changed cards from it and schedules the steps. Change times
-// leave the first fifth of the run for tasks to pin the base card and end
-// before 95% of it.
+// Build functions: each prepares b.base, derives the changed cards and
+// schedules the steps within 20% to 95% of the run.
 
 func buildPinningRotation(b *builder) error {
 	base := b.base
@@ -433,12 +423,10 @@ func buildRollingDeploy(b *builder) error {
 	return nil
 }
 
-// buildSplitBrain serves the base card (streaming on) and, from a quarter
-// of the run to about 90% of it, the base and a stale card (the previous
-// release: its version, streaming off) from two replicas in turn. The
-// versions differ, as a stale pod's does: behind an ETag derived from the
-// version, two cards of one version answer each other's If-None-Match with
-// 304, and only the periodic full fetch could tell them apart.
+// buildSplitBrain serves, from 25% to about 90% of the run, the base card
+// and a stale one (the previous version, streaming off) in turn. The
+// versions differ, as a stale pod's does (one version behind a version
+// ETag would answer 304 to the other).
 func buildSplitBrain(b *builder) error {
 	b.twoSkills()
 	b.base.setCapability("streaming", true)

@@ -19,14 +19,11 @@ type Received struct {
 
 // ScenarioScore is the scorecard of one scenario. Injected counts tasks
 // that met, at a capability-dependent transition, a changed card live for
-// at least a lease that their scenario says must produce a card.drift;
-// Detected those that got one with the expected action, Missed the others;
-// Late the detected whose card.drift came more than LateAfter after its
-// trigger. FalseAborts counts tasks aborted although their scenario's table
-// says otherwise; Inconsistent the card.inconsistent events of its agents.
-// Exercised is true when the scenario did what it exists to show: drift
-// injected (for agent-down, the agent seen unreachable; for split-brain,
-// card.inconsistent).
+// at least a lease that must produce a card.drift; Detected those that got
+// one with the expected action, Missed the others, Late the detected whose
+// card.drift came over LateAfter after its trigger. Exercised: the scenario
+// did what it exists to show (drift injected; agent-down seen unreachable;
+// split-brain a card.inconsistent).
 type ScenarioScore struct {
 	Agents       int  `json:"agents"`
 	Tasks        int  `json:"tasks"`
@@ -48,15 +45,13 @@ type Latency struct {
 	Max float64 `json:"max"`
 }
 
-// LateAfter is how long after its triggering lifecycle event a detected
-// drift's card.drift may come before the scorecard counts it late.
+// LateAfter is how long after its trigger a card.drift may come before it
+// counts late.
 const LateAfter = time.Second
 
-// Scorecard is the demo's closing report. PinRaced counts first-fetch tasks
-// whose pin (carddrift's first fetch) is not the card the client planned
-// against, because the card changed in between: nobody can judge them, so
-// they are left out. Problems lists every missed drift and false abort,
-// every missed and false split brain, for forensics.
+// Scorecard is the demo's closing report. PinRaced counts the first-fetch
+// tasks left out because the card changed between the client's discovery
+// and carddrift's first fetch. Problems lists every miss and false alarm.
 type Scorecard struct {
 	Seed                    int64                     `json:"seed"`
 	Agents                  int                       `json:"agents"`
@@ -82,11 +77,9 @@ type Scorecard struct {
 }
 
 // SplitBrainScore judges card.inconsistent. Injected counts the split-brain
-// agents whose replicas served two cards at once for SplitVisible leases,
-// with traffic, and answered carddrift's fetches from both (SplitVisible
-// answers from the rotation, Agent.Rotated); Detected those that got a
-// card.inconsistent, Missed the others. False counts the agents that got
-// one although nothing they served alternated (Assignment.Alternates).
+// agents whose replicas served two cards for SplitVisible leases, with
+// traffic, and answered carddrift's fetches from both; False the agents
+// that got one although nothing they served alternated.
 type SplitBrainScore struct {
 	Injected int `json:"injected"`
 	Detected int `json:"detected"`
@@ -94,19 +87,15 @@ type SplitBrainScore struct {
 	False    int `json:"false"`
 }
 
-// SplitVisible is how many leases replicas must disagree, with traffic,
-// for the scorecard to expect card.inconsistent: the second return of
-// A→B→A→B takes four fetches, one per lease at most.
+// SplitVisible is how many leases replicas must disagree for the scorecard
+// to expect card.inconsistent: A→B→A→B takes four fetches.
 const SplitVisible = 4
 
-// Problem is one missed drift ("missed"), false abort ("false-abort"),
-// missed or false split brain ("missed-split-brain", "false-split-brain",
-// naming the Agent). Pinned and Live are the labels of the cards; Got the
-// actions of the task's card.drift events. PinnedCard and Observation are
-// the cards the verdict compared (for a miss, those of the task's last
-// card.drift, else the agent's last card.observed), so that a problem can
-// be diagnosed from the scorecard alone: an observation fetched before the
-// pin is a stale lease.
+// Problem is one "missed", "false-abort", "missed-split-brain" or
+// "false-split-brain" (naming the Agent). Pinned and Live are card labels;
+// Got the actions of the task's card.drift events; PinnedCard and
+// Observation the cards the verdict compared (else the agent's last
+// card.observed), so that a problem can be diagnosed from the scorecard.
 type Problem struct {
 	Kind        string    `json:"kind"`
 	Task        string    `json:"task"`
@@ -122,8 +111,8 @@ type Problem struct {
 	Observation *CardSeen `json:"observation,omitempty"`
 }
 
-// CardSeen is one card as carddrift used it: its digest, the scenario's
-// label for it, and when carddrift fetched (or the task pinned) it.
+// CardSeen is one card as carddrift used it, and when it was fetched or
+// pinned.
 type CardSeen struct {
 	Digest string    `json:"digest"`
 	Label  string    `json:"label"`
@@ -144,29 +133,23 @@ type ScoreInput struct {
 	Sent     int64
 	Errors   int64
 	Received []Received
-	// Lease returns the lease carddrift runs for an agent: a change counts
-	// as visible a lease after it happened.
+	// Lease is carddrift's lease for an agent: a change is visible a lease
+	// after it happened.
 	Lease func(*Agent) time.Duration
-	// Applied is Player.Applied: exposures are judged against when each step
-	// really took effect, so that a late step on a loaded machine is not a
-	// miss.
+	// Applied is Player.Applied: when each step really took effect.
 	Applied []Applied
-	// FullFetch is carddrift's periodic unconditional fetch interval: behind
-	// an ETag derived from the version, a change that keeps the version is
-	// visible only after it.
+	// FullFetch is carddrift's periodic unconditional fetch interval, when a
+	// change behind a version ETag becomes visible.
 	FullFetch time.Duration
-	// Lag is how long after a transition was sent the card must still be
-	// the same for it to count as an exposure: the time a worker may take
-	// to handle it (default: the run's p99 verdict latency, at least 1s; a
-	// change undone before carddrift fetched is not one it could see).
+	// Lag is how long after a transition the card must still be the same
+	// for it to count as an exposure (default: the run's p99 verdict
+	// latency, at least 1s).
 	Lag time.Duration
-	// Window is carddrift's consistency window (default 2m): what split
-	// brain is judged over.
+	// Window is carddrift's consistency window (default 2m).
 	Window time.Duration
 }
 
-// Score computes the scorecard: every task's expected verdict from its
-// scenario's table, judged against the card.drift events carddrift published.
+// Score judges every task's card.drift events against its scenario's table.
 func Score(in ScoreInput) Scorecard {
 	sc := Scorecard{
 		Seed: in.Seed, Agents: len(in.Schedule), DurationSeconds: in.Duration.Seconds(),
@@ -343,16 +326,12 @@ func splitBrains(in ScoreInput, actual map[string]*Assignment, got map[string]in
 			continue
 		}
 		// What carddrift could see is what it fetched while the replicas
-		// disagreed, not what the traffic sent then: a worker that handles
-		// those transitions after the split (a backlog on a loaded machine)
-		// fetches one card. Fewer than SplitVisible answers from the
-		// rotation are not an alternation it could tell (A→B→A→B).
+		// disagreed (a backlogged worker fetches after the split).
 		if as.Agent != nil && as.Agent.Rotated() < SplitVisible {
 			continue
 		}
-		// Behind an ETag derived from the version, replicas of one version
-		// answer each other's If-None-Match with 304: only the periodic
-		// full fetch could tell them apart.
+		// Replicas of one version behind a version ETag answer each other's
+		// If-None-Match with 304: only a full fetch tells them apart.
 		if reps := as.LiveAt(at); as.Agent != nil && as.Agent.Caching() == CacheVersion && len(reps) > 1 && sameVersion(as, reps[0], reps[1]) {
 			continue
 		}
@@ -368,9 +347,9 @@ func splitBrains(in ScoreInput, actual map[string]*Assignment, got map[string]in
 	return sb
 }
 
-// exposure returns what the task must get: the expectation of its first
-// capability-dependent transition that met a changed card live for at least
-// a lease (one label served, not down), when that expectation is a card.drift.
+// exposure returns the expectation of the task's first capability-dependent
+// transition that met a changed card live for at least a lease, when that
+// expectation is a card.drift.
 func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput) (Expectation, bool) {
 	from := as.LabelOf(pinnedDigest)
 	if from == "" {
@@ -397,10 +376,9 @@ func exposure(as *Assignment, t *Task, pinnedDigest string, in ScoreInput) (Expe
 		if !ok {
 			continue
 		}
-		// Behind an ETag derived from the version alone, a change that keeps
-		// the version answers 304: a worker sees it at its next periodic full
-		// fetch, or at once through evidence of drift (an undeclared artifact
-		// type) that forces an unconditional fetch.
+		// A change that keeps the version answers 304 behind a version
+		// ETag: a worker sees it at its next full fetch, or at once on
+		// evidence of drift (an undeclared artifact type).
 		if hidden > 0 && !e.Evidence && sameVersion(as, from, to) {
 			if _, stable := stableLabel(as, off-settle-hidden, off+in.Lag); !stable {
 				continue
@@ -451,14 +429,9 @@ func percentile(sorted []float64, q float64) float64 {
 	return float64(int(sorted[i]*10+0.5)) / 10
 }
 
-// unknownPinVerdict reports a card.drift that the contract calls for
-// whatever the scenario's table (which knows every card's body) says: the
-// task was pinned by a client digest of a card carddrift never saw (no
-// fingerprint), so any other live card is drift whose findings cannot be
-// listed (pinned-card-unknown), and carddrift judged it as the worker's own
-// code does (task.Decide with no pinned body: pinned-card-unknown on the live
-// body). Under a backlog a client's digest often names a card that was gone
-// before carddrift first looked.
+// unknownPinVerdict reports a card.drift on a pin by a client digest of a
+// card carddrift never saw (pinned-card-unknown), judged as task.Decide
+// does, whatever the scenario's table says.
 func unknownPinVerdict(as *Assignment, t *Task, d events.Drift) bool {
 	if d.Pinned.Fingerprint != "" || !slices.ContainsFunc(d.Findings, func(f detector.Finding) bool { return f.Rule == detector.RulePinnedCardUnknown }) {
 		return false
@@ -476,8 +449,8 @@ func unknownPinVerdict(as *Assignment, t *Task, d events.Drift) bool {
 	return dec.Verdict.Action == d.Verdict.Action
 }
 
-// fetchesPerLease is the mean (over agents that got tasks) and the maximum of
-// requests that reached an agent divided by the leases that elapsed.
+// fetchesPerLease is the mean (over agents with tasks) and the maximum of an
+// agent's requests per lease elapsed.
 func fetchesPerLease(in ScoreInput) (mean, worst float64) {
 	if in.Lease == nil {
 		return 0, 0
@@ -515,8 +488,8 @@ func actions(ds []events.Drift) []string {
 	return out
 }
 
-// actualSchedule returns, by agent URL, the assignments with their steps
-// moved to when the player really applied them.
+// actualSchedule returns, by agent URL, the assignments with their steps at
+// when the player applied them.
 func actualSchedule(in ScoreInput) map[string]*Assignment {
 	out := map[string]*Assignment{}
 	for i := range in.Schedule {
@@ -532,8 +505,7 @@ func actualSchedule(in ScoreInput) map[string]*Assignment {
 	return out
 }
 
-// sameVersion reports whether two of an assignment's cards carry the same
-// version field.
+// sameVersion reports whether two cards carry the same version.
 func sameVersion(as *Assignment, a, b string) bool {
 	ca, err1 := detector.Parse(as.Card(a))
 	cb, err2 := detector.Parse(as.Card(b))

@@ -6,10 +6,8 @@ import (
 	"strings"
 )
 
-// Generation is the A2A generation a card is written in (hybrid cards mix
-// them, as real cards do). It decides the discovery path (v0.2 cards are
-// served at LegacyCardPath only, the others at CardPath) and how scenarios
-// spell what they edit (a v1.0 card gets wrapped security schemes).
+// Generation is the A2A generation a card is written in: its discovery
+// path and how scenarios spell what they edit.
 type Generation string
 
 // Generations of the embedded card templates.
@@ -47,10 +45,7 @@ type template struct {
 	VariantVersion string
 }
 
-// templates are the shapes of the fleet, chosen from the fixture cards to
-// cover every generation and the features scenarios touch (several skills,
-// per-skill modes, extensions, OAuth2 and OpenID Connect, multi-transport
-// interfaces, signatures).
+// templates cover every generation and the features scenarios touch.
 var templates = []template{
 	{Name: "002-spec-v0.2.6-georoute-planner.json", Gen: GenV02},
 	{Name: "021-samples-adk-check-prime-agent.json", Gen: GenV02},
@@ -95,8 +90,7 @@ func renderTemplate(name, host string) ([]byte, error) {
 }
 
 // rehost points u at host: "https://x.example.com/a2a/v1" becomes
-// "http://host/a2a/v1"; a gRPC target without a scheme ("localhost:11000")
-// becomes host. An empty URL stays empty.
+// "http://host/a2a/v1", "localhost:11000" becomes host, "" stays.
 func rehost(u, host string) string {
 	if u == "" {
 		return ""

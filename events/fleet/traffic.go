@@ -26,41 +26,29 @@ import (
 
 // TrafficOptions configure client traffic against a scheduled fleet.
 type TrafficOptions struct {
-	// JetStream is where lifecycle events are published, through one
-	// client.Emitter (as a client process holds one), flushed before Run
-	// returns.
+	// JetStream gets the lifecycle events, through one client.Emitter.
 	JetStream jetstream.Publisher
-	// Schedule is the fleet's schedule, and Start the instant its offsets
-	// count from (Player.Start).
+	// Start is the instant the schedule's offsets count from (Player.Start).
 	Schedule []Assignment
 	Start    time.Time
-	// Duration bounds the traffic: no task starts after it, and every task
-	// ends by it.
+	// Duration bounds the traffic: every task starts and ends within it.
 	Duration time.Duration
-	// Seed makes the task mix reproducible (profiles, pin sources, steps).
-	Seed int64
-	// TaskEvery is how often each agent gets a new task (default 1s),
-	// StepEvery the mean gap between a task's events (default 400ms), Steps
-	// the transitions of a task before it completes (default 12).
+	Seed     int64
+	// Defaults: a task per agent every 1s, 400ms between its events, 12
+	// transitions before it completes.
 	TaskEvery time.Duration
 	StepEvery time.Duration
 	Steps     int
-	// Hold, when set, is asked before each new task: while it returns true
-	// no task starts, and the agent asks again HoldPoll later (default
-	// 100ms). The demo holds while carddrift's backlog is over a bound, so
-	// that a machine slower than the traffic gets fewer tasks rather than
-	// verdicts too late to judge.
+	// Hold, when set, is asked before each new task: while true, no task
+	// starts and the agent asks again HoldPoll (default 100ms) later.
 	Hold     func() bool
 	HoldPoll time.Duration
-	// Spanning adds to every agent one task that starts with the run and
-	// steps (every SpanStepEvery on average, default 4 × StepEvery) until
-	// its end, never held: a task planned on the card served before a
-	// scenario's change that still runs when the change settles, so that no
-	// scenario depends on a short task meeting its change by chance.
+	// Spanning adds to every agent one never-held task that steps (every
+	// SpanStepEvery, default 4 × StepEvery) from start to end, so that every
+	// scenario's change meets a task planned before it.
 	Spanning      bool
 	SpanStepEvery time.Duration
-	// TaskPrefix starts every task id (and so every event id), so that
-	// several runs against one deployment never reuse an id.
+	// TaskPrefix starts every task id, so that runs never reuse an id.
 	TaskPrefix string
 }
 
@@ -76,9 +64,8 @@ func (o *TrafficOptions) setDefaults() {
 }
 
 // SentEvent is one lifecycle event the traffic published. Capability marks
-// a capability-dependent transition (carddrift fetches the live card),
-// Evidence an artifact whose media type the planned card does not declare
-// (carddrift fetches unconditionally).
+// a capability-dependent transition, Evidence an artifact whose media type
+// the planned card does not declare.
 type SentEvent struct {
 	ID         string
 	Type       string
@@ -87,8 +74,8 @@ type SentEvent struct {
 	Evidence   bool
 }
 
-// Task is one task the traffic drove: what it planned against (the card
-// PlannedLabel, told to carddrift as PinSource) and what it sent.
+// Task is one task the traffic drove: the card it planned against, how it
+// told carddrift (PinSource) and what it sent.
 type Task struct {
 	ID           string
 	AgentURL     string
@@ -123,9 +110,8 @@ func NewTraffic(opts TrafficOptions) (*Traffic, error) {
 	return &Traffic{opts: opts, plans: plans, tasks: map[string]*Task{}}, nil
 }
 
-// Sent returns the number of lifecycle events published so far, Errors the
-// publishes that failed, and Held how many times a task did not start
-// because Hold said so.
+// Sent counts the lifecycle events published, Errors the failed publishes,
+// Held the tasks Hold kept from starting.
 func (t *Traffic) Sent() int64   { return t.sent.Load() }
 func (t *Traffic) Errors() int64 { return t.errs.Load() }
 func (t *Traffic) Held() int64   { return t.held.Load() }
@@ -143,11 +129,9 @@ func (t *Traffic) Tasks() map[string]*Task {
 	return out
 }
 
-// Run starts tasks on every agent until Duration has passed since Start and
-// returns when every task it started has finished (or ctx is done) and
-// what they published is acknowledged (within a minute, or the publish
-// timeout once ctx is done; Errors counts what was dropped). Every
-// goroutine it starts has ended when it returns.
+// Run starts tasks on every agent until Start+Duration and returns, its
+// goroutines ended, once every task finished (or ctx is done) and what they
+// published is acknowledged (within a minute; Errors counts what was not).
 func (t *Traffic) Run(ctx context.Context) error {
 	emit, err := client.NewEmitter(t.opts.JetStream, "carddrift-demo-client")
 	if err != nil {
@@ -176,9 +160,7 @@ func (t *Traffic) run(ctx context.Context, root *client.Emitter) {
 			wg.Go(func() {
 				rng := rand.New(rand.NewPCG(uint64(t.opts.Seed), uint64(i)+1<<32))
 				start := t.opts.Start.Add(time.Duration(rng.Int64N(int64(t.opts.TaskEvery))))
-				// It steps for as long as a step (a pause of up to 1.5 ×
-				// every) and the pause before it completes end by the end.
-				every := t.opts.SpanStepEvery
+				every := t.opts.SpanStepEvery // a pause is at most 1.5 × every
 				if start.Add(3*every).After(end) || wait.Sleep(ctx, time.Until(start)) != nil {
 					return
 				}
@@ -187,10 +169,8 @@ func (t *Traffic) run(ctx context.Context, root *client.Emitter) {
 		}
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(t.opts.Seed), uint64(i)+1))
-			// Stagger agents so that transitions do not come in lockstep.
-			next := t.opts.Start.Add(time.Duration(rng.Int64N(int64(t.opts.TaskEvery))))
+			next := t.opts.Start.Add(time.Duration(rng.Int64N(int64(t.opts.TaskEvery)))) // staggered
 			for n := 0; ; n++ {
-				// A task needs time for its steps before the end.
 				if next.Add(time.Duration(short.steps+1)*short.every*3/2).After(end) || wait.Sleep(ctx, time.Until(next)) != nil {
 					return
 				}
@@ -216,13 +196,12 @@ func (t *Traffic) run(ctx context.Context, root *client.Emitter) {
 	wg.Wait()
 }
 
-// holdPending is how many events the traffic's emitter may hold before a
-// task waits for them to be stored: half its buffer.
+// holdPending is how many events the emitter may hold before a task waits
+// for them to be stored, as a client slowed by its calls would.
 const holdPending = publish.DefaultBuffer / 2
 
-// taskShape is how long a task runs: steps transitions, a pause of every
-// on average (every/2 to 3/2 × every) before each and before it completes,
-// and none started after until (zero: no bound).
+// taskShape: steps transitions, each after a pause of every/2 to 3/2 ×
+// every, none after until (zero: no bound).
 type taskShape struct {
 	steps int
 	every time.Duration
@@ -230,9 +209,8 @@ type taskShape struct {
 }
 
 // runTask plans one task against what the agent serves now and drives its
-// lifecycle: submitted, then shape.steps transitions, then completed. n
-// numbers the agent's short tasks; -1 is its spanning task. It publishes
-// through root with the task's own ids.
+// lifecycle: submitted, shape.steps transitions, completed. n numbers the
+// agent's short tasks; -1 is its spanning task.
 func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n int, rng *rand.Rand, shape taskShape) {
 	as := pl.as
 	live := pl.liveLabels()
@@ -254,7 +232,6 @@ func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n
 	var lastID string // the id of the event last published
 	emit, err := root.With(
 		publish.WithIDs(func() string {
-			// Publish asks on the task's goroutine, so send reads it back.
 			lastID = task.ID + "/" + strconv.FormatInt(seq.Add(1), 10)
 			return lastID
 		}))
@@ -266,10 +243,6 @@ func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n
 	evidence := false // set by an artifact step before it sends
 	send := func(typ string, capability bool, publish func() error) bool {
 		if root.Pending() > holdPending {
-			// The deployment takes the events slower than the fleet makes
-			// them (a slow host): the simulated client waits rather than
-			// overflow its emitter's buffer, as clients slowed by their
-			// calls would.
 			root.Flush(ctx)
 		}
 		at := time.Now()
@@ -301,10 +274,8 @@ func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n
 		Requires: events.Requires{Streaming: req.Streaming, PushNotifications: req.PushNotifications,
 			InputModes: req.InputModes, OutputModes: req.OutputModes, Security: req.Security},
 	}
-	// How the client tells carddrift what it planned against: its card, its
-	// digest, or nothing (carddrift pins its first fetch). An agent that
-	// varies its card by A2A-Version only gets first-fetch pins: the client's
-	// negotiated card is not the one carddrift fetches under its fixed headers.
+	// An agent that varies its card by A2A-Version gets first-fetch pins
+	// only: the client's negotiated card is not the one carddrift fetches.
 	cv, _ := as.Version(label)
 	switch mode := rng.IntN(3); {
 	case as.Agent != nil && as.Agent.Varies(), mode == 2:
@@ -317,7 +288,7 @@ func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n
 		task.PinSource = events.PinClientDigest
 	}
 	t.mu.Lock()
-	t.tasks[task.ID] = task // complete but for Events, which send appends under t.mu
+	t.tasks[task.ID] = task
 	t.mu.Unlock()
 	if !send(events.TypeSubmitted, false, func() error { return emit.Submitted(ctx, sub) }) {
 		return
@@ -362,10 +333,8 @@ func (t *Traffic) runTask(ctx context.Context, root *client.Emitter, pl *plan, n
 	}
 }
 
-// plan is what the traffic reads of one assignment, computed once instead
-// of at every event: each card parsed and its streaming method, and the
-// labels the agent serves, kept until the agent serves something else
-// (TestPlanIsTheTraffic).
+// plan is what the traffic reads of one assignment, computed once: each
+// card parsed, its streaming method, and the labels served now.
 type plan struct {
 	as     *Assignment
 	cards  map[string]*detector.Card // by label
@@ -396,9 +365,8 @@ func newPlan(as *Assignment) *plan {
 	return p
 }
 
-// artifactType is the media type the agent produces for skill now: the first
-// output mode of the skill in the card it serves (so an agent whose output
-// modes changed without a version bump produces the new type), made concrete.
+// artifactType is the first output mode of skill in the card served now
+// (else the planned one), made concrete.
 func (p *plan) artifactType(planned, skill string) string {
 	label := planned
 	if live := p.liveLabels(); len(live) == 1 {
@@ -430,8 +398,7 @@ func concrete(mt string) string {
 	return mt
 }
 
-// declares reports whether the card labelled label declares mediaType among
-// the skill's output modes (the pinned card, for the artifact check).
+// declares reports whether card label declares mediaType for skill.
 func (p *plan) declares(label, skill, mediaType string) bool {
 	c := p.cards[label]
 	modes := c.DefaultOutputModes
@@ -441,10 +408,8 @@ func (p *plan) declares(label, skill, mediaType string) bool {
 	return len(modes) == 0 || detector.Covers(modes, mediaType)
 }
 
-// liveLabels returns the labels of the cards the agent serves right now, as
-// a client discovering it would see them (none while it is down),
-// recomputed only when the agent's serving generation moved. The slice is
-// shared: read it only.
+// liveLabels returns the labels of the cards served now (none while down),
+// recomputed when the serving generation moves. Read the slice only.
 func (p *plan) liveLabels() []string {
 	a := p.as.Agent
 	if a == nil {
@@ -457,8 +422,6 @@ func (p *plan) liveLabels() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.known || p.gen != gen {
-		// Read after gen: at least as new as gen; if it is newer, the
-		// next call sees another generation and reads again.
 		p.served, p.gen, p.known = nil, gen, true
 		for _, raw := range a.Served() {
 			for _, c := range p.as.Cards {
@@ -471,15 +434,12 @@ func (p *plan) liveLabels() []string {
 	return p.served
 }
 
-// DriveOptions are what Drive plays on a started fleet against carddrift,
-// and where it reports.
+// DriveOptions are what Drive plays on a started fleet, and where it reports.
 type DriveOptions struct {
-	// JetStream is where the traffic goes; the verdicts are read from
-	// EventsStream (the card.* events) as a planner would.
+	// The traffic goes to JetStream; the verdicts are read from EventsStream.
 	JetStream    jetstream.JetStream
 	EventsStream string
-	// Seed, Scenarios, Duration and DriftShare make the schedule; TaskEvery,
-	// TaskPrefix and Hold the traffic (TrafficOptions).
+	// Seed, Scenarios, Duration and DriftShare make the schedule.
 	Seed       int64
 	Scenarios  []string
 	Duration   time.Duration
@@ -487,15 +447,13 @@ type DriveOptions struct {
 	TaskEvery  time.Duration
 	TaskPrefix string
 	Hold       func() bool
-	// Lease and FullFetch are the deployment's, for the scorecard
-	// (ScoreInput).
+	// Lease and FullFetch are the deployment's (ScoreInput).
 	Lease     func(*Agent) time.Duration
 	FullFetch time.Duration
 	// Idle waits, after the traffic, until carddrift has handled it.
 	Idle func()
-	// Out, when not nil, gets a header naming Where and, with Verdicts, a
-	// line per card.drift as the planner sees it; Progress, when not nil, a
-	// line a second; Warn what went wrong without ending the round.
+	// Out gets a header naming Where and, with Verdicts, a line per
+	// card.drift; Progress a line a second; Warn non-fatal errors.
 	Where    string
 	Out      io.Writer
 	Verdicts bool
@@ -503,9 +461,8 @@ type DriveOptions struct {
 	Warn     io.Writer
 }
 
-// LeaseFunc returns the lease carddrift runs for an agent, given the
-// fetcher's clamps: its max-age, minLease for no-cache, defaultLease
-// without caching headers.
+// LeaseFunc returns the lease carddrift runs for an agent: its max-age,
+// minLease for no-cache, defaultLease without caching headers, clamped.
 func LeaseFunc(minLease, defaultLease, maxLease time.Duration) func(*Agent) time.Duration {
 	return func(a *Agent) time.Duration {
 		l := a.MaxAge()
@@ -521,9 +478,8 @@ func LeaseFunc(minLease, defaultLease, maxLease time.Duration) func(*Agent) time
 }
 
 // Drive plays one schedule on the fleet with its client traffic, watches
-// the card.* events carddrift publishes as a planner would, and scores
-// them. Run after run on one fleet (a soak) needs a TaskPrefix of its own
-// for each.
+// the card.* events as a planner would, and scores them. Runs on one fleet
+// need a TaskPrefix each.
 func (f *Fleet) Drive(ctx context.Context, o DriveOptions) (Scorecard, error) {
 	sched, err := Schedule(o.Seed, f.Agents(), o.Scenarios, o.Duration, o.DriftShare)
 	if err != nil {
@@ -543,8 +499,7 @@ func (f *Fleet) Drive(ctx context.Context, o DriveOptions) (Scorecard, error) {
 	if err != nil {
 		return Scorecard{}, fmt.Errorf("watch %s: %w", o.EventsStream, err)
 	}
-	// Stop does not wait for a callback under way, which may still run
-	// after Drive returns: it reads only what Drive does not change.
+	// A callback may still run after Stop: it reads nothing Drive changes.
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		if md, err := m.Metadata(); err == nil && md.Sequence.Stream > viewed.Load() {
 			viewed.Store(md.Sequence.Stream) // one callback at a time
@@ -619,8 +574,6 @@ func (f *Fleet) Drive(ctx context.Context, o DriveOptions) (Scorecard, error) {
 	}
 	elapsed := time.Since(player.Start())
 	o.Idle()
-	// The last published events reach the planner's view: it has seen the
-	// events stream up to its last message (bounded: a view that stopped).
 	if err := waitViewed(ctx, o.JetStream, o.EventsStream, &viewed, time.Minute); err != nil && o.Warn != nil {
 		fmt.Fprintln(o.Warn, "demo:", err)
 	}
@@ -638,9 +591,8 @@ func (f *Fleet) Drive(ctx context.Context, o DriveOptions) (Scorecard, error) {
 	}), nil
 }
 
-// waitViewed waits until *viewed (the highest stream sequence an ordered
-// consumer of stream has delivered) reaches the stream's last sequence, for
-// at most bound.
+// waitViewed waits, at most bound, until *viewed (the highest sequence the
+// planner's view delivered) reaches stream's last sequence.
 func waitViewed(ctx context.Context, js jetstream.JetStream, stream string, viewed *atomic.Uint64, bound time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()

@@ -37,7 +37,7 @@ func TestAdversaryMetricLabels(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := r.Metrics
 	reg.MustRegister(m.Events, m.Fetches, m.Drift, m.Published, m.DeadLetters, m.EventTime, m.FetchTime)
-	src := census.Source{Pins: r.Stores.Pins, Leases: r.Stores.Leases, Cards: r.Stores.Cards, JS: r.JS, Config: r.Config}
+	src := fresh(r.JS, r.Config, r.Stores, r.Stores.Cards)
 	// Every scrape takes a census to the end: the collector's own timeout
 	// (10 s) would, on a loaded machine, serve the previous census of 10
 	// pins after 10,000 — the labels are under test, not that timeout.

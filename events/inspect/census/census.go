@@ -9,35 +9,24 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/internal/defaults"
-	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// Source is what a census reads. JS (with Config's events stream) is
-// optional: without it, agents are those with a lease or a pin. Tally, when
-// set, stands in for the scans of what it follows (see Tally).
+// Source is what a census reads: what the Tally follows, and the card
+// bodies. Both are required.
 type Source struct {
-	Pins   store.Scanner[task.Pin]
-	Leases store.Scanner[store.Lease]
-	Cards  store.Cards
-	JS     jetstream.JetStream
-	Config store.Config
-	Tally  *Tally
+	Tally *Tally
+	Cards store.Cards
 }
 
-// Options adjust a census.
+// Options adjust a census. Window is the workers' --consistency-window.
 type Options struct {
-	// Window is the workers' --consistency-window (default
-	// fetcher.DefaultConsistencyWindow).
 	Window time.Duration
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	Now    func() time.Time
 }
 
 // Fleet is a census. Its JSON is carddrift fleet --json's, exactly.
@@ -45,11 +34,9 @@ type Fleet struct {
 	Agents []Agent                `json:"agents"`
 	Skills []detector.SharedSkill `json:"skills"`
 
-	Taken  time.Time     `json:"-"`
-	Window time.Duration `json:"-"`
-	// Problems are what could not be read (a corrupt record, a missing
-	// body), for people.
-	Problems []string `json:"-"`
+	Taken    time.Time     `json:"-"`
+	Window   time.Duration `json:"-"`
+	Problems []string      `json:"-"` // what could not be read, for people
 }
 
 // Agent is one agent. Digest, Version and ProtocolVersions describe its
@@ -57,23 +44,21 @@ type Fleet struct {
 // pins per card version; SplitBrain is set while its replicas disagree;
 // UnreachableSince while its last fetch failed.
 type Agent struct {
-	AgentURL         string      `json:"agentUrl"`
-	Digest           string      `json:"digest"`
-	Version          string      `json:"version"`
-	ProtocolVersions []string    `json:"protocolVersions"`
-	Tasks            []CardTasks `json:"tasks"`
-	SplitBrain       *SplitBrain `json:"splitBrain"`
-	UnreachableSince *time.Time  `json:"unreachableSince"`
-	// Extended is the agent's authenticated extended card, absent unless
-	// carddrift fetched or tried to fetch one.
-	Extended    *Extended     `json:"extended,omitempty"`
-	CardURL     string        `json:"-"`
-	Name        string        `json:"-"`
-	LastChange  time.Time     `json:"-"` // when a fetch first saw the live digest
-	LastFetch   time.Time     `json:"-"`
-	Unreachable string        `json:"-"` // the reason of the failing fetch
-	Skills      []string      `json:"-"`
-	Lease       time.Duration `json:"-"`
+	AgentURL         string        `json:"agentUrl"`
+	Digest           string        `json:"digest"`
+	Version          string        `json:"version"`
+	ProtocolVersions []string      `json:"protocolVersions"`
+	Tasks            []CardTasks   `json:"tasks"`
+	SplitBrain       *SplitBrain   `json:"splitBrain"`
+	UnreachableSince *time.Time    `json:"unreachableSince"`
+	Extended         *Extended     `json:"extended,omitempty"` // nil unless carddrift tried to fetch one
+	CardURL          string        `json:"-"`
+	Name             string        `json:"-"`
+	LastChange       time.Time     `json:"-"` // when a fetch first saw the live digest
+	LastFetch        time.Time     `json:"-"`
+	Unreachable      string        `json:"-"` // the reason of the failing fetch
+	Skills           []string      `json:"-"`
+	Lease            time.Duration `json:"-"`
 }
 
 // Pins returns how many tasks are pinned on the agent.
@@ -94,10 +79,9 @@ func b2i(b bool) int {
 	return 0
 }
 
-// CardTasks counts the tasks pinned on one card version of an agent
-// (Digest "" for pins whose first fetch failed). Live marks the live card,
-// which comes first; the others by count. Extended is the pins'
-// task.Pin.Extended ("pinned": Digest and Live are the extended card's).
+// CardTasks counts the tasks pinned on one card version (Digest "": the
+// first fetch failed); the live card first, then by count. Extended is the
+// pins' task.Pin.Extended ("pinned": Digest and Live are the extended card's).
 type CardTasks struct {
 	Digest   string `json:"digest"`
 	Version  string `json:"version"`
@@ -116,8 +100,7 @@ type Extended struct {
 	LastFetch        time.Time  `json:"-"`
 }
 
-// ExtendedTasks counts the agent's tasks that use the extended card, by
-// state.
+// ExtendedTasks counts the agent's tasks on the extended card, by state.
 func (a Agent) ExtendedTasks() (pinned, unavailable int) {
 	for _, t := range a.Tasks {
 		switch t.Extended {
@@ -130,8 +113,8 @@ func (a Agent) ExtendedTasks() (pinned, unavailable int) {
 	return pinned, unavailable
 }
 
-// SplitBrain is an agent whose replicas disagree: since when and the
-// digests served within the window.
+// SplitBrain is since when an agent's replicas disagree and what they
+// served within the window.
 type SplitBrain struct {
 	Since   time.Time           `json:"since"`
 	Digests []detector.Sighting `json:"digests"`
@@ -150,13 +133,13 @@ func (f *Fleet) SplitBrains() int {
 // Take takes a census. Errors are the stores' and the stream's; records
 // that do not decode and bodies carddrift lacks are listed in Problems.
 func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
+	if src.Tally == nil || src.Cards == nil {
+		return nil, errors.New("census: a Source needs a Tally and Cards")
+	}
 	opts.Window = defaults.Positive(opts.Window, fetcher.DefaultConsistencyWindow)
 	opts.Now = defaults.Clock(opts.Now)
-	src.Config.SetDefaults()
-	if src.Tally != nil {
-		if err := src.Tally.Refresh(ctx); err != nil {
-			return nil, err
-		}
+	if err := src.Tally.Refresh(ctx); err != nil {
+		return nil, err
 	}
 	now := opts.Now()
 	f := &Fleet{Taken: now, Window: opts.Window, Agents: []Agent{}}
@@ -179,22 +162,12 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		}
 	}
 
-	// The card stream first: the leases, fresher, override it.
-	if src.JS != nil {
-		last, ok := src.Tally.lastObserved()
-		if !ok {
-			var err error
-			if last, err = lastObserved(ctx, src.JS, src.Config.EventsStream); err != nil {
-				return nil, err
-			}
+	for _, o := range src.Tally.lastObserved() { // first: the fresher leases override it
+		if fetcher.IsExtendedKey(o.CardURL) {
+			continue // an extended card's: its lease says more
 		}
-		for _, o := range last {
-			if fetcher.IsExtendedKey(o.CardURL) {
-				continue // an extended card's: its lease says more
-			}
-			if a := agent(o.CardURL); a != nil {
-				a.CardURL, a.Digest, a.LastFetch = o.CardURL, o.Digest, o.FetchedAt
-			}
+		if a := agent(o.CardURL); a != nil {
+			a.CardURL, a.Digest, a.LastFetch = o.CardURL, o.Digest, o.FetchedAt
 		}
 	}
 	// An agent may have several card URLs: its state is the lease that saw
@@ -208,17 +181,13 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		}
 		return l.FetchedAt
 	}
-	scanLeases := src.Leases.Scan
-	if src.Tally != nil && src.Tally.leases != nil {
-		scanLeases = src.Tally.scanLeases
-	}
-	err := scanLeases(ctx, func(l store.Lease, _ uint64) error {
+	problem(src.Tally.scanLeases(func(l store.Lease) {
 		if l.Digest == "" && l.FailReason == "" {
-			return nil // a claim, never fetched
+			return // a claim, never fetched
 		}
 		a := agent(l.CardURL)
 		if a == nil {
-			return nil
+			return
 		}
 		of := byAgent
 		if fetcher.IsExtendedKey(l.CardURL) {
@@ -235,13 +204,7 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		if l.Digest != "" && (ls.fetched == nil || l.FetchedAt.After(ls.fetched.FetchedAt)) {
 			ls.fetched = &l
 		}
-		return nil
-	})
-	if errors.Is(err, store.ErrCorrupt) {
-		problem(err)
-	} else if err != nil {
-		return nil, err
-	}
+	}))
 	for a, ls := range byAgent {
 		if l := ls.fetched; l != nil {
 			a.CardURL, a.Digest, a.LastFetch, a.LastChange, a.Lease = l.CardURL, l.Digest, l.FetchedAt, l.ChangedAt, l.MaxAge
@@ -268,12 +231,12 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 		a.Extended = e
 	}
 
-	pins, err := countPins(ctx, src, agent)
-	if errors.Is(err, store.ErrCorrupt) {
-		problem(err)
-	} else if err != nil {
-		return nil, err
-	}
+	pins := map[groupKey]int{}
+	problem(src.Tally.each(func(k groupKey, agentURL string, n int) {
+		if agent(agentURL) != nil {
+			pins[k] += n
+		}
+	}))
 
 	cards := map[string]*detector.Card{}
 	sizes := map[string]int{} // of the bodies read and parsed
@@ -348,41 +311,12 @@ func Take(ctx context.Context, src Source, opts Options) (*Fleet, error) {
 	return f, nil
 }
 
-// countPins counts the pins per group, from src.Tally if set, else by a
-// scan of src.Pins; agent registers a pin's agent (nil: not counted).
-func countPins(ctx context.Context, src Source, agent func(string) *Agent) (map[groupKey]int, error) {
-	pins := map[groupKey]int{}
-	if t := src.Tally; t != nil {
-		corrupt := t.each(func(k groupKey, agentURL string, n int) {
-			if agent(agentURL) != nil {
-				pins[k] += n
-			}
-		})
-		if corrupt > 0 {
-			return pins, fmt.Errorf("census: %d pin value(s) skipped: %w", corrupt, store.ErrCorrupt)
-		}
-		return pins, nil
-	}
-	err := src.Pins.Scan(ctx, func(p task.Pin, _ uint64) error {
-		if a := agent(p.AgentURL); a != nil {
-			h, _ := events.AgentHost(p.AgentURL)
-			pins[groupKey{h, p.Digest, p.Extended}]++
-		}
-		return nil
-	})
-	return pins, err
-}
-
-// pinnedVersion is the card version of a pinned digest, memoized by the
-// Tally.
 func pinnedVersion(t *Tally, digest string, card func(string) *detector.Card) string {
-	if t != nil {
-		if v, ok := t.version(digest); ok {
-			return v
-		}
+	if v, ok := t.version(digest); ok {
+		return v
 	}
 	c := card(digest)
-	if t != nil && digest != "" {
+	if digest != "" {
 		t.setVersion(digest, cardVersion(c), c != nil)
 	}
 	return cardVersion(c)
@@ -395,7 +329,6 @@ func cardVersion(c *detector.Card) string {
 	return strings.Clone(c.Version) // not a slice of the whole body
 }
 
-// failingSince is when a failing lease's fetches began to fail.
 func failingSince(l *store.Lease) *time.Time {
 	since := l.FailingSince
 	if since.IsZero() {
@@ -404,7 +337,6 @@ func failingSince(l *store.Lease) *time.Time {
 	return &since
 }
 
-// agentOf returns scheme://host of a URL.
 func agentOf(raw string) string {
 	host, err := events.AgentHost(raw)
 	if err != nil {
@@ -415,15 +347,4 @@ func agentOf(raw string) string {
 		scheme = "http"
 	}
 	return scheme + "://" + host
-}
-
-// lastObserved reads the last card.observed of every agent subject of the
-// events stream; a stall ends it with what was read.
-func lastObserved(ctx context.Context, js jetstream.JetStream, stream string) ([]events.Observed, error) {
-	f := newStreamFollower(js, stream, "card.observed.", putObserved, func(*events.Observed) {})
-	err := f.refresh(ctx, 0, time.Time{}, func() {})
-	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, ErrTallyStalled) {
-		return nil, err
-	}
-	return observations(f), nil
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/carddrift/carddrift/events/service/servicetest"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
-	"github.com/carddrift/carddrift/store/memstore"
 	"github.com/carddrift/carddrift/store/natstest"
 )
 
@@ -49,8 +48,7 @@ func TestTake(t *testing.T) {
 		r.Eventually("the fetch", func() bool { return a.Requests() > n })
 		r.Drained(t, servicetest.WaitTimeout)
 	}
-	src := census.Source{Pins: r.Stores.Pins, Leases: r.Stores.Leases, Cards: r.Stores.Cards, JS: r.JS, Config: r.Config}
-	f, err := census.Take(ctx, src, census.Options{})
+	f, err := census.Take(ctx, fresh(r.JS, r.Config, r.Stores, r.Stores.Cards), census.Options{})
 	must(t, err)
 	if len(f.Agents) != 3 {
 		t.Fatalf("agents = %+v", f.Agents)
@@ -83,25 +81,22 @@ func TestTake(t *testing.T) {
 		t.Errorf("differences = %v", fields)
 	}
 
-	// serve's census, with a Tally that keeps the pins, the leases and the
-	// last observations, is the same, the first time and again, and reads
-	// none of them again.
-	scanned := &countingScanner[task.Pin]{Scanner: r.Stores.Pins}
-	leases := &countingScanner[store.Lease]{Scanner: r.Stores.Leases}
-	tally := census.NewTally(r.JS, r.Stores.Pins.KV(), census.TallyOptions{Leases: r.Stores.Leases.KV(), Events: r.Config.EventsStream})
+	// serve's census, with a Tally kept across censuses, is a fresh
+	// Tally's, the first time and again, and reads nothing again.
+	src := fresh(r.JS, r.Config, r.Stores, r.Stores.Cards)
 	fixed := census.Options{Now: func() time.Time { return f.Taken }}
-	want, err := census.Take(ctx, src, fixed)
+	want, err := census.Take(ctx, fresh(r.JS, r.Config, r.Stores, r.Stores.Cards), fixed)
 	must(t, err)
+	tally := src.Tally
 	for i := range 2 {
-		got, err := census.Take(ctx, census.Source{Pins: scanned, Leases: leases, Cards: r.Stores.Cards, JS: r.JS, Config: r.Config, Tally: tally}, fixed)
+		got, err := census.Take(ctx, src, fixed)
 		must(t, err)
 		if !reflect.DeepEqual(got.Agents, want.Agents) || !reflect.DeepEqual(got.Skills, want.Skills) {
 			t.Errorf("census %d with a Tally:\n%+v\nwant\n%+v", i+1, got.Agents, want.Agents)
 		}
 	}
-	if st := tally.Stats(); scanned.read.Load() != 0 || leases.read.Load() != 0 || st.Leases == 0 || st.LeasesLastRead != 0 || st.LastRead != 0 ||
-		st.ObservedRead == 0 || st.ObservedLastRead != 0 {
-		t.Errorf("with a Tally: %d pins and %d leases scanned, stats %+v", scanned.read.Load(), leases.read.Load(), st)
+	if st := tally.Stats(); st.Leases == 0 || st.LeasesLastRead != 0 || st.LastRead != 0 || st.ObservedRead == 0 || st.ObservedLastRead != 0 {
+		t.Errorf("with a Tally: stats %+v", st)
 	}
 
 	// The JSON is carddrift fleet --json's contract, key for key.
@@ -165,12 +160,12 @@ func must(t testing.TB, err error) {
 // its card at agent.json) is judged by the lease that saw it last.
 func TestTakeSeveralCardURLs(t *testing.T) {
 	ctx := context.Background()
-	leases := memstore.NewLeases()
+	js, cfg, st := openStores(t)
+	leases := st.Leases
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	card := []byte(`{"name":"A","version":"2","skills":[{"id":"s","name":"S"}]}`)
 	digest, _ := detector.Digest(card)
-	cards := memstore.NewCards()
-	must(t, cards.Put(ctx, digest, card))
+	must(t, st.Cards.Put(ctx, digest, card))
 	for _, tc := range []struct {
 		name     string
 		failedAt time.Time
@@ -186,7 +181,7 @@ func TestTakeSeveralCardURLs(t *testing.T) {
 			must(t, err)
 			_, err = leases.Create(ctx, store.Lease{CardURL: host + "/.well-known/agent.json", Digest: digest, FetchedAt: t0.Add(time.Minute), ChangedAt: t0.Add(time.Minute)})
 			must(t, err)
-			f, err := census.Take(ctx, census.Source{Pins: memstore.NewPins[task.Pin](), Leases: leases, Cards: cards}, census.Options{Now: func() time.Time { return t0.Add(2 * time.Hour) }})
+			f, err := census.Take(ctx, fresh(js, cfg, st, st.Cards), census.Options{Now: func() time.Time { return t0.Add(2 * time.Hour) }})
 			must(t, err)
 			var got *census.Agent
 			for i := range f.Agents {
@@ -201,9 +196,9 @@ func TestTakeSeveralCardURLs(t *testing.T) {
 	}
 }
 
-// TestCensusUnderShippedPermissions: serve's census (a Tally following the
-// pins, the leases and the card stream) and the scan behind carddrift fleet
-// need nothing the shipped CARDDRIFT user may not publish: a census that
+// TestCensusUnderShippedPermissions: a census (a Tally following the pins,
+// the leases and the card stream, as serve's and carddrift fleet's) needs
+// nothing the shipped CARDDRIFT user may not publish: a census that
 // ran into a permission violation would leave /fleet and the census metrics
 // of a deployed serve empty.
 func TestCensusUnderShippedPermissions(t *testing.T) {
@@ -231,12 +226,9 @@ func TestCensusUnderShippedPermissions(t *testing.T) {
 		Digest: digest, Status: 200, FetchedAt: time.Now()}})
 	must(t, err)
 
-	tally := census.NewTally(sh.JS, st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV(), Events: cfg.EventsStream})
-	sources := map[string]census.Source{
-		"serve's census (a Tally)": {Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: sh.JS, Config: cfg, Tally: tally},
-		"carddrift fleet (a scan)": {Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: sh.JS, Config: cfg},
-	}
-	for name, src := range sources {
+	src := fresh(sh.JS, cfg, st, st.Cards)
+	{
+		name := "the census"
 		for range 2 { // the Tally's first read and a later one
 			f, err := census.Take(ctx, src, census.Options{})
 			if err != nil {

@@ -109,11 +109,8 @@ func TestTakeExtended(t *testing.T) {
 	extDigest, _ := detector.Digest(a.extended())
 	bareDigest, _ := detector.Digest(bare.public())
 	impactOfExtended(t, ctx, impact.Source{Pins: r.Stores.Pins, Cards: r.Stores.Cards}, a.srv.URL, a.public(), a.extended())
-	tally := census.NewTally(r.JS, r.Stores.Pins.KV(), census.TallyOptions{Leases: r.Stores.Leases.KV(), Events: r.Config.EventsStream})
-	src := census.Source{Pins: r.Stores.Pins, Leases: r.Stores.Leases, Cards: r.Stores.Cards, JS: r.JS, Config: r.Config}
-	tallied := src
-	tallied.Tally = tally
-	for name, src := range map[string]census.Source{"scan": src, "tally": tallied} {
+	src := fresh(r.JS, r.Config, r.Stores, r.Stores.Cards)
+	for _, name := range []string{"first census", "again"} {
 		t.Run(name, func(t *testing.T) {
 			f, err := census.Take(ctx, src, census.Options{})
 			must(t, err)

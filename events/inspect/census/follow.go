@@ -57,11 +57,9 @@ func newStreamFollower[V any](js jetstream.JetStream, stream, prefix string, put
 		seed: maphash.MakeSeed(), put: put, drop: drop}
 }
 
-// refresh brings the entries up to date. reset is called (and the entries
-// forgotten) before a full read: the first time, every resync (> 0), or
-// when the stream was made again or is behind what was read. On an error
-// the next refresh carries on from what was read, or from scratch after a
-// gap.
+// refresh brings the entries up to date; reset is called before a full read
+// (the first time, every resync > 0, or when the stream was made again or
+// is behind). After an error the next refresh carries on (a gap: afresh).
 func (f *follower[V]) refresh(ctx context.Context, resync time.Duration, now time.Time, reset func()) error {
 	if f.stream == "" {
 		st, err := f.kv.Status(ctx)

@@ -13,9 +13,7 @@ import (
 	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
-// The fleet page (carddrift fleet --format html, serve's /fleet) is
-// fleet.html.tmpl in package render's frame; this file gives it the
-// fleet's own style and what its template computes.
+// What fleet.html.tmpl computes, and the fleet page's own style.
 
 const fleetCSS = `
 .state-ok{color:#2c7a2c}
@@ -84,11 +82,8 @@ func pinBars(a Agent) *bars {
 	return b
 }
 
-// WriteHTML writes the fleet view as one self-contained page: the agents
-// (a bar of their tasks per card version, their state), every split brain,
-// and the shared skills. A refresh of a second or more makes the page
-// reload itself that often; 0 never. It returns the template's or w's
-// error.
+// WriteHTML writes the fleet view as one self-contained page that reloads
+// itself every refresh (0: never). It returns the template's or w's error.
 func (f *Fleet) WriteHTML(w io.Writer, refresh time.Duration) error {
 	return fleetPage.Execute(w, fleetView{F: f, Extended: f.extendedAgents(),
 		Frame: render.Frame{Title: "carddrift fleet", Refresh: int(refresh / time.Second), Style: fleetCSS}})

@@ -29,15 +29,13 @@ var (
 	ErrTallyStalled = errors.New("census: a bucket's changes stalled")
 )
 
-// Tally counts the tasks pinned per agent and card version, kept up to date
-// from the pins bucket's stream: the first Refresh reads every pin, each
-// later one only what was written since. With TallyOptions.Leases and
-// Events it keeps the leases and the last card.observed of every agent the
-// same way, so a census taken with it costs O(changes) of reads. It
-// memoizes the versions of pinned cards and keeps the parsed live cards (up
-// to 32 MiB of bodies). An unannounced removal is uncounted at the full
-// read every Resync. Memory is about 260 bytes per pin (BenchmarkTake's
-// tally-B/pin); keys are hashes seeded per Tally.
+// Tally counts the tasks pinned per agent and card version from the pins
+// bucket's stream: the first Refresh reads every pin, each later one only
+// what was written since. With TallyOptions.Leases and Events it follows
+// the leases and the last card.observed of every agent too, so a census
+// costs O(changes) of reads. It memoizes the versions of pinned cards and
+// keeps the parsed live cards (up to parsedBudget of bodies). About 260
+// bytes per pin (BenchmarkTake's tally-B/pin).
 //
 // Safe for concurrent use; Refresh calls are serialized. Use NewTally.
 type Tally struct {
@@ -52,9 +50,8 @@ type Tally struct {
 	corrupt       int   // pins that do not decode
 	undecodable   group // their group (never counted)
 	corruptLeases int
-	versions      map[string]*version   // of the digests the groups hold
+	versions      map[string]*version
 	parsed        map[string]parsedCard // the live cards of the last census
-	refreshes     uint64
 }
 
 type parsedCard struct {
@@ -62,7 +59,6 @@ type parsedCard struct {
 	size int
 }
 
-// parsedBudget bounds the bodies whose parsed cards a Tally keeps.
 const parsedBudget = 32 << 20
 
 // version is a digest's card version (known once its body was read;
@@ -79,33 +75,15 @@ const bodyRetry = time.Minute
 
 // TallyOptions adjust a Tally.
 type TallyOptions struct {
-	// Leases, when set, is the leases bucket (store.KVLeases.KV) to follow.
+	// Leases (store.KVLeases.KV) and Events (the card stream), when set,
+	// are followed too.
 	Leases jetstream.KeyValue
-	// Events, when set, is the card stream (store.Config.EventsStream) whose
-	// card.observed to follow.
 	Events string
-	// Resync is how often the buckets are read again from scratch (default
-	// DefaultResync; negative: only when needed).
+	// Resync defaults to DefaultResync; negative: only when needed.
 	Resync time.Duration
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	Now    func() time.Time
 }
 
-// TallyStats counts what a Tally read: the full reads of the pins bucket
-// (Loads), the Refresh calls that succeeded, the messages read in all and
-// by the last Refresh of each thing followed, the pins uncounted because
-// the bucket dropped their last message for a limit, and the records,
-// (agent, card version) groups and leases held now.
-type TallyStats struct {
-	Loads, Refreshes               uint64
-	Read, LastRead                 uint64
-	LeasesRead, LeasesLastRead     uint64
-	ObservedRead, ObservedLastRead uint64
-	Dropped                        uint64
-	Pins, Groups, Leases           int
-}
-
-// groupKey is a group's agent host, digest and task.Pin.Extended.
 type groupKey struct{ host, digest, extended string }
 
 // group is the pins of one groupKey; agentURL is one pin's.
@@ -145,29 +123,23 @@ func putObserved(m jetstream.Msg) *events.Observed {
 	return &o
 }
 
-// lastObserved returns the card.observed the Tally keeps (ok: it follows
-// the card stream).
-func (t *Tally) lastObserved() (out []events.Observed, ok bool) {
-	if t == nil || t.observed == nil {
-		return nil, false
-	}
+// lastObserved returns the card.observed the Tally keeps.
+func (t *Tally) lastObserved() (out []events.Observed) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return observations(t.observed), true
-}
-
-func observations(f *follower[*events.Observed]) (out []events.Observed) {
-	f.each(func(o *events.Observed) {
-		if o != nil {
-			out = append(out, *o)
-		}
-	})
+	if t.observed != nil {
+		t.observed.each(func(o *events.Observed) {
+			if o != nil {
+				out = append(out, *o)
+			}
+		})
+	}
 	return out
 }
 
-// Refresh brings the counts up to date: everything at the first call (and
-// after a gap, every Resync, or when a bucket was made again), otherwise
-// the messages written since the last call.
+// Refresh reads everything at the first call (and after a gap, every
+// Resync, or when a bucket was made again), otherwise what was written
+// since the last call.
 func (t *Tally) Refresh(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -184,12 +156,10 @@ func (t *Tally) Refresh(ctx context.Context) error {
 		}
 	}
 	if t.observed != nil {
-		// A card stream that does not exist yet has nothing to say.
 		if err := t.observed.refresh(ctx, t.resync, now, func() {}); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return err
 		}
 	}
-	t.refreshes++
 	return nil
 }
 
@@ -251,33 +221,37 @@ func (t *Tally) dropLease(l *store.Lease) {
 	}
 }
 
-// scanLeases is store.Scanner's Scan over the leases the Tally keeps.
-func (t *Tally) scanLeases(_ context.Context, fn func(store.Lease, uint64) error) error {
+// scanLeases calls fn with every lease the Tally keeps; the error counts
+// those that do not decode.
+func (t *Tally) scanLeases(fn func(store.Lease)) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var err error
+	if t.leases == nil {
+		return nil
+	}
 	t.leases.each(func(l *store.Lease) {
-		if err == nil && l != nil {
-			err = fn(*l, 0)
+		if l != nil {
+			fn(*l)
 		}
 	})
-	if err != nil {
-		return err
-	}
 	if t.corruptLeases > 0 {
 		return fmt.Errorf("census: %d lease value(s) skipped: %w", t.corruptLeases, store.ErrCorrupt)
 	}
 	return nil
 }
 
-// each calls fn for every group and returns how many pins do not decode.
-func (t *Tally) each(fn func(k groupKey, agentURL string, n int)) (corrupt int) {
+// each calls fn for every group; the error counts the pins that do not
+// decode.
+func (t *Tally) each(fn func(k groupKey, agentURL string, n int)) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, g := range t.groups {
 		fn(g.key, g.agentURL, g.n)
 	}
-	return t.corrupt
+	if t.corrupt > 0 {
+		return fmt.Errorf("census: %d pin value(s) skipped: %w", t.corrupt, store.ErrCorrupt)
+	}
+	return nil
 }
 
 // version returns the memoized card version of digest ("" for bodyRetry
@@ -297,8 +271,7 @@ func (t *Tally) version(digest string) (string, bool) {
 	return "", false
 }
 
-// setVersion records the card version of digest (found: its body was read),
-// if a group holds it.
+// setVersion records digest's card version (found: its body was read).
 func (t *Tally) setVersion(digest, ver string, found bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -311,24 +284,17 @@ func (t *Tally) setVersion(digest, ver string, found bool) {
 	}
 }
 
-// parsedCard returns the parsed card of digest and its body's size if the
-// last census kept it.
+// parsedCard returns digest's card and body size if the last census kept it.
 func (t *Tally) parsedCard(digest string) (*detector.Card, int, bool) {
-	if t == nil {
-		return nil, 0, false
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p, ok := t.parsed[digest]
 	return p.card, p.size, ok
 }
 
-// keepParsed keeps the cards whose digests are in live (digest → body
-// size), up to parsedBudget bytes, and forgets the others.
+// keepParsed keeps the cards of live (digest → body size) up to
+// parsedBudget bytes and forgets the others.
 func (t *Tally) keepParsed(cards map[string]*detector.Card, live map[string]int) {
-	if t == nil {
-		return
-	}
 	keep := make(map[string]parsedCard, len(live))
 	total := 0
 	for digest, size := range live {
@@ -340,21 +306,4 @@ func (t *Tally) keepParsed(cards map[string]*detector.Card, live map[string]int)
 	t.mu.Lock()
 	t.parsed = keep
 	t.mu.Unlock()
-}
-
-// Stats returns what the Tally read and holds.
-func (t *Tally) Stats() TallyStats {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := TallyStats{
-		Loads: t.pins.loads, Refreshes: t.refreshes, Read: t.pins.read, LastRead: t.pins.lastRead,
-		Dropped: t.pins.dropped, Pins: len(t.pins.entries), Groups: len(t.groups),
-	}
-	if t.leases != nil {
-		s.LeasesRead, s.LeasesLastRead, s.Leases = t.leases.read, t.leases.lastRead, len(t.leases.entries)
-	}
-	if t.observed != nil {
-		s.ObservedRead, s.ObservedLastRead = t.observed.read, t.observed.lastRead
-	}
-	return s
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -23,17 +24,11 @@ import (
 	"github.com/carddrift/carddrift/store/natstest"
 )
 
-// countingScanner counts the records a census reads from a Scanner.
-type countingScanner[T any] struct {
-	store.Scanner[T]
-	read atomic.Int64
-}
-
-func (c *countingScanner[T]) Scan(ctx context.Context, fn func(T, uint64) error) error {
-	return c.Scanner.Scan(ctx, func(v T, rev uint64) error {
-		c.read.Add(1)
-		return fn(v, rev)
-	})
+// fresh is a Source whose Tally is new, following the pins, the leases and
+// the card stream: its census reads everything, as carddrift fleet's does,
+// and is the oracle of a Tally kept across censuses.
+func fresh(js jetstream.JetStream, cfg store.Config, st *store.Stores[task.Pin], cards store.Cards) census.Source {
+	return census.Source{Cards: cards, Tally: census.NewTally(js, st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV(), Events: cfg.EventsStream})}
 }
 
 // digestA and digestB are two card digests; TestTallyReadsChanges stores
@@ -58,11 +53,11 @@ func pinOn(id string, agent int, digest string) task.Pin {
 	return task.Pin{TaskID: id, AgentURL: fmt.Sprintf("https://agent-%02d.example", agent), Digest: digest}
 }
 
-// TestTallyReadsChanges: with 2,000 pins on 20 agents, the scan census
-// reads all 2,000 pins at every census; the Tally reads them once, then
-// only what changed — nothing when nothing did, one pin for one re-pin to
+// TestTallyReadsChanges: with 2,000 pins on 20 agents, a fresh Tally reads
+// all 2,000 pins at every census; a kept one reads them once, then only
+// what changed — nothing when nothing did, one pin for one re-pin to
 // another agent (its count moves) or one delete — and the census it gives
-// is the scan's, byte for byte.
+// is the fresh one's, byte for byte.
 func TestTallyReadsChanges(t *testing.T) {
 	js, cfg, st := openStores(t)
 	ctx := context.Background()
@@ -78,20 +73,17 @@ func TestTallyReadsChanges(t *testing.T) {
 	}
 	must(t, st.Cards.Put(ctx, digestA, []byte(`{"name":"A","version":"1.0.0","skills":[]}`)))
 	must(t, st.Cards.Put(ctx, digestB, []byte(`{"name":"A","version":"2.0.0","skills":[]}`)))
-	scanned := &countingScanner[task.Pin]{Scanner: st.Pins}
-	tallied := &countingScanner[task.Pin]{Scanner: st.Pins}
 	cards := &countingCards{Cards: st.Cards}
-	tally := census.NewTally(js, st.Pins.KV(), census.TallyOptions{})
+	incr := fresh(js, cfg, st, cards)
+	tally := incr.Tally
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	opts := census.Options{Now: func() time.Time { return now }}
-	scan := census.Source{Pins: scanned, Leases: st.Leases, Cards: st.Cards, JS: js, Config: cfg}
-	incr := census.Source{Pins: tallied, Leases: st.Leases, Cards: cards, JS: js, Config: cfg, Tally: tally}
 
-	// take takes both censuses, checks they agree, and returns the pins
-	// the scan and the Tally read, and the agent's count.
+	// take takes a fresh census and the kept Tally's, checks they agree,
+	// and returns the pins each read, and the agent's count.
 	take := func(step string, agent string) (scanRead, tallyRead int64, count int) {
 		t.Helper()
-		s0 := scanned.read.Load()
+		scan := fresh(js, cfg, st, st.Cards)
 		fs, err := census.Take(ctx, scan, opts)
 		must(t, err)
 		fi, err := census.Take(ctx, incr, opts)
@@ -99,26 +91,26 @@ func TestTallyReadsChanges(t *testing.T) {
 		js1, _ := json.Marshal(fs)
 		js2, _ := json.Marshal(fi)
 		if !bytes.Equal(js1, js2) {
-			t.Errorf("%s: the Tally's census differs from the scan's:\n%s\n%s", step, js2, js1)
+			t.Errorf("%s: the Tally's census differs from a fresh one's:\n%s\n%s", step, js2, js1)
 		}
 		for _, a := range fi.Agents {
 			if a.AgentURL == agent {
 				count = a.Pins()
 			}
 		}
-		return scanned.read.Load() - s0, int64(tally.Stats().LastRead), count
+		return int64(scan.Tally.Stats().LastRead), int64(tally.Stats().LastRead), count
 	}
 	agent0, agent1 := "https://agent-00.example", "https://agent-01.example"
 
 	s, n, c := take("initial", agent0)
-	t.Logf("initial census: scan read %d pins, Tally %d", s, n)
+	t.Logf("initial census: a fresh Tally read %d pins, Tally %d", s, n)
 	if s != pins || n != pins || c != pins/agents {
-		t.Errorf("initial census: scan read %d, Tally %d, want %d each; agent 0 has %d pins, want %d", s, n, pins, c, pins/agents)
+		t.Errorf("initial census: a fresh Tally read %d, Tally %d, want %d each; agent 0 has %d pins, want %d", s, n, pins, c, pins/agents)
 	}
 	s, n, _ = take("unchanged", agent0)
-	t.Logf("census with no change: scan read %d pins, Tally %d", s, n)
+	t.Logf("census with no change: a fresh Tally read %d pins, Tally %d", s, n)
 	if s != pins || n != 0 {
-		t.Errorf("census with no change: scan read %d (want %d), Tally %d (want 0)", s, pins, n)
+		t.Errorf("census with no change: a fresh Tally read %d (want %d), Tally %d (want 0)", s, pins, n)
 	}
 
 	// Re-pin t0000 (agent 0) on agent 1.
@@ -129,18 +121,15 @@ func TestTallyReadsChanges(t *testing.T) {
 	must(t, err)
 	s, n, c = take("re-pin", agent0)
 	_, _, c1 := take("re-pin (again)", agent1)
-	t.Logf("census after one re-pin: scan read %d pins, Tally %d", s, n)
+	t.Logf("census after one re-pin: a fresh Tally read %d pins, Tally %d", s, n)
 	if s != pins || n != 1 || c != pins/agents-1 || c1 != pins/agents+1 {
-		t.Errorf("re-pin: scan read %d, Tally %d (want 1); agent 0 has %d, agent 1 %d", s, n, c, c1)
+		t.Errorf("re-pin: a fresh Tally read %d, Tally %d (want 1); agent 0 has %d, agent 1 %d", s, n, c, c1)
 	}
 
 	must(t, st.Pins.Delete(ctx, "t0001"))
 	s, n, c = take("delete", agent1)
-	if s != pins-1 || n != 1 || c != pins/agents {
-		t.Errorf("delete: scan read %d, Tally %d (want 1); agent 1 has %d, want %d", s, n, c, pins/agents)
-	}
-	if tallied.read.Load() != 0 {
-		t.Errorf("a census with a Tally scanned %d pins", tallied.read.Load())
+	if s != pins || n != 1 || c != pins/agents { // the fresh read includes the delete's marker
+		t.Errorf("delete: a fresh Tally read %d (want %d), Tally %d (want 1); agent 1 has %d, want %d", s, pins, n, c, pins/agents)
 	}
 	// The bodies of the two pinned cards were read by the first census
 	// only: the versions are memoized.
@@ -248,7 +237,7 @@ func TestTallyResync(t *testing.T) {
 
 // BenchmarkTake takes serve's census of 10,000 pins on 1,000 agents (each
 // on a card of its own, with a lease), one pin re-pinned between censuses:
-// by scans (carddrift fleet, and serve before the Tally) and with a Tally.
+// with a fresh Tally each time (carddrift fleet's) and with a kept one.
 // pins-read/op, leases-read/op and bodies-read/op are what one census read
 // of the pins and leases buckets and of the card bodies (the live cards'
 // are read at every census); tally-B/pin is the heap the Tally keeps
@@ -274,28 +263,20 @@ func BenchmarkTake(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
 		tally bool
-	}{{"scan", false}, {"tally", true}} {
+	}{{"fresh", false}, {"tally", true}} {
 		b.Run(tc.name, func(b *testing.B) {
-			scanned := &countingScanner[task.Pin]{Scanner: st.Pins}
 			cards := &countingCards{Cards: st.Cards}
-			leases := &countingScanner[store.Lease]{Scanner: st.Leases}
-			src := census.Source{Pins: scanned, Leases: leases, Cards: cards, JS: js, Config: cfg}
-			var heap uint64
-			if tc.tally {
-				var m0, m1 runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&m0)
-				src.Tally = census.NewTally(js, st.Pins.KV(), census.TallyOptions{Leases: st.Leases.KV(), Events: cfg.EventsStream})
-				_, err := census.Take(ctx, src, census.Options{}) // the initial load
-				must(b, err)
-				runtime.GC()
-				runtime.ReadMemStats(&m1)
-				heap = m1.HeapAlloc - min(m0.HeapAlloc, m1.HeapAlloc)
-			}
-			read0, cards0, leases0 := uint64(0), cards.read.Load(), uint64(0)
-			if src.Tally != nil {
-				read0, leases0 = src.Tally.Stats().Read, src.Tally.Stats().LeasesRead
-			}
+			var m0, m1 runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&m0)
+			src := fresh(js, cfg, st, cards)
+			_, err := census.Take(ctx, src, census.Options{}) // the initial load
+			must(b, err)
+			runtime.GC()
+			runtime.ReadMemStats(&m1)
+			heap := m1.HeapAlloc - min(m0.HeapAlloc, m1.HeapAlloc)
+			var read, leaseRead uint64
+			cards0 := cards.read.Load()
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
 				p, rev, err := st.Pins.Get(ctx, fmt.Sprintf("t%05d", i%pins))
@@ -303,13 +284,13 @@ func BenchmarkTake(b *testing.B) {
 				p.AgentURL = fmt.Sprintf("https://agent-%02d.example", (i+1)%agents)
 				_, err = st.Pins.Update(ctx, p, rev)
 				must(b, err)
+				if !tc.tally {
+					src = fresh(js, cfg, st, cards) // carddrift fleet's: read everything
+				}
 				if _, err := census.Take(ctx, src, census.Options{}); err != nil {
 					b.Fatal(err)
 				}
-			}
-			read, leaseRead := uint64(scanned.read.Load()), uint64(leases.read.Load())
-			if src.Tally != nil {
-				read, leaseRead = src.Tally.Stats().Read-read0, src.Tally.Stats().LeasesRead-leases0
+				read, leaseRead = read+src.Tally.Stats().LastRead, leaseRead+src.Tally.Stats().LeasesLastRead
 			}
 			b.ReportMetric(float64(leaseRead)/float64(b.N), "leases-read/op")
 			b.ReportMetric(float64(read)/float64(b.N), "pins-read/op")
@@ -324,8 +305,9 @@ func BenchmarkTake(b *testing.B) {
 // FuzzTally drives one pins bucket with the writes a byte string encodes —
 // pins created, re-pinned to another agent or card, deleted, purged, and
 // values that are not pins — refreshing a Tally between some of them: after
-// every Refresh the Tally's census equals a scan's, and it counts the same
-// undecodable values.
+// every Refresh the Tally's census equals a fresh Tally's, its counts per
+// agent a scan's of the bucket, and it finds undecodable values when the
+// scan does.
 //
 // Each op is 2 bytes: op%5 (0 put, 1 re-pin, 2 delete, 3 purge, 4 garbage
 // value), then the key (b%16), agent (b/16%4) and digest (b/64%2); op/5%2
@@ -337,7 +319,7 @@ func FuzzTally(f *testing.F) {
 	must(f, err)
 	pins := store.NewKVPins[task.Pin](kv)
 	tally := census.NewTally(js, kv, census.TallyOptions{Resync: -1})
-	leases, cards := memstore.NewLeases(), memstore.NewCards()
+	cards := memstore.NewCards()
 	f.Add([]byte{0, 0x11, 5, 0x11, 1, 0x52, 5, 0})
 	f.Add([]byte{0, 1, 0, 2, 7, 1, 3, 2, 9, 1, 4, 3, 5, 0})
 	f.Add([]byte{4, 5, 5, 5, 0, 5, 6, 5, 9, 9})
@@ -349,15 +331,23 @@ func FuzzTally(f *testing.F) {
 		check := func() {
 			t.Helper()
 			must(t, tally.Refresh(ctx))
-			scan, serr := census.Take(ctx, census.Source{Pins: pins, Leases: leases, Cards: cards}, opts)
-			incr, ierr := census.Take(ctx, census.Source{Pins: pins, Leases: leases, Cards: cards, Tally: tally}, opts)
+			scan, serr := census.Take(ctx, census.Source{Cards: cards, Tally: census.NewTally(js, kv, census.TallyOptions{})}, opts)
+			incr, ierr := census.Take(ctx, census.Source{Cards: cards, Tally: tally}, opts)
 			if scan == nil || incr == nil {
 				t.Fatalf("census: %v, %v", serr, ierr)
 			}
 			a, _ := json.Marshal(scan)
 			b, _ := json.Marshal(incr)
 			if !bytes.Equal(a, b) || len(scan.Problems) != len(incr.Problems) {
-				t.Fatalf("Tally's census %s (problems %q), scan's %s (problems %q)", b, incr.Problems, a, scan.Problems)
+				t.Fatalf("Tally's census %s (problems %q), a fresh one's %s (problems %q)", b, incr.Problems, a, scan.Problems)
+			}
+			want, got := map[string]int{}, map[string]int{}
+			err := pins.Scan(ctx, func(p task.Pin, _ uint64) error { want[p.AgentURL]++; return nil })
+			for _, ag := range incr.Agents {
+				got[ag.AgentURL] = ag.Pins()
+			}
+			if !reflect.DeepEqual(got, want) || errors.Is(err, store.ErrCorrupt) != (len(incr.Problems) > 0) {
+				t.Fatalf("Tally's pins per agent %v (problems %q), the bucket's %v (%v)", got, incr.Problems, want, err)
 			}
 		}
 		for i := 0; i+1 < len(ops); i += 2 {
@@ -426,7 +416,7 @@ func TestTallyBucketRecreated(t *testing.T) {
 
 // TestTallyObserved: with the card stream followed, a census reads each
 // agent's last card.observed once, then only the observations published
-// since, and names the agents they show as the scan of the stream does.
+// since, and names the agents they show as a fresh Tally does.
 func TestTallyObserved(t *testing.T) {
 	js, cfg, st := openStores(t)
 	ctx := context.Background()
@@ -446,14 +436,12 @@ func TestTallyObserved(t *testing.T) {
 		observe(i, digestA)
 		observe(i, digestB) // the last of each agent
 	}
-	tally := census.NewTally(js, st.Pins.KV(), census.TallyOptions{Events: cfg.EventsStream})
-	scan := census.Source{Pins: st.Pins, Leases: st.Leases, Cards: st.Cards, JS: js, Config: cfg}
-	incr := scan
-	incr.Tally = tally
+	incr := fresh(js, cfg, st, st.Cards)
+	tally := incr.Tally
 	opts := census.Options{Now: func() time.Time { return at }}
 	take := func(step string, wantRead uint64) {
 		t.Helper()
-		want, err := census.Take(ctx, scan, opts)
+		want, err := census.Take(ctx, fresh(js, cfg, st, st.Cards), opts)
 		must(t, err)
 		got, err := census.Take(ctx, incr, opts)
 		must(t, err)

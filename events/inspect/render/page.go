@@ -15,24 +15,18 @@ var (
 	pageJS string
 )
 
-// Frame is what the frame of a page shows around the page's own parts:
-// embed it in the page's view.
+// Frame is what the frame shows around a page's own parts: embed it in the
+// page's view. Refresh, in seconds, reloads the page (0: never); Style
+// follows page.css.
 type Frame struct {
-	// Title is the document's title and the page's heading.
-	Title string
-	// Refresh, in seconds, makes the page reload itself that often (serve's
-	// /fleet); 0 never.
+	Title   string
 	Refresh int
-	// Style is the page's own style, after the shared one (page.css).
-	Style template.CSS
+	Style   template.CSS
 }
 
-// Page returns the template of a page: the frame (page.html.tmpl: the
-// document, its head with the shared style, the heading and the script —
-// the filter box, and the buttons and links that open and close the
-// details) around the "header" (below the heading) and "main" templates
-// that text defines with funcs. Execute it with a view that embeds Frame.
-// It panics if text does not parse, as template.Must does.
+// Page returns the template of a page: the frame (page.html.tmpl) around
+// the "header" and "main" templates that text defines with funcs. Execute
+// it with a view that embeds Frame. It panics if text does not parse.
 func Page(name, text string, funcs template.FuncMap) *template.Template {
 	t := template.New(name).Funcs(template.FuncMap{
 		"pageCSS": func() template.CSS { return template.CSS(pageCSS) },
@@ -41,8 +35,6 @@ func Page(name, text string, funcs template.FuncMap) *template.Template {
 	return template.Must(template.Must(t.Parse(frameText)).Parse(text))
 }
 
-// palette colours card versions, so that consecutive versions of one agent
-// never look alike.
 var palette = []string{
 	"#8ecae6", "#ffb703", "#90be6d", "#f28482", "#b497d6",
 	"#f9c74f", "#43aa8b", "#e76f51", "#a3c4f3", "#cdb4db",

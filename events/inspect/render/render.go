@@ -7,8 +7,7 @@ import (
 	"time"
 )
 
-// TimeLayout is how the inspection tables and pages write a time: in UTC
-// (Time converts), to the millisecond.
+// TimeLayout is how the inspection tables and pages write a time (in UTC).
 const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // Time writes t in UTC with TimeLayout, "-" for the zero time.
@@ -49,10 +48,8 @@ func OrDash(s string) string {
 	return s
 }
 
-// Buffered runs write on a buffer and writes what it wrote to w in one
-// Write, returning that Write's error: a text renderer's many Fprintf calls
-// then need no error checks of their own, and w gets the whole text or an
-// error.
+// Buffered runs write on a buffer and writes it to w in one Write, returning
+// that Write's error: a renderer's Fprintf calls need no checks of their own.
 func Buffered(w io.Writer, write func(io.Writer)) error {
 	var b bytes.Buffer
 	write(&b)

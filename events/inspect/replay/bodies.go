@@ -10,10 +10,8 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// The Reader's caches of parsed bodies and changes are bounded: a stream
-// over a long history meets ever more card versions. A full cache drops
-// one entry for each new one (the 400-agent demo has ~700 versions: a
-// cache started over each time it fills fetched every body again).
+// The Reader's caches of parsed bodies and changes are bounded; a full
+// cache drops one entry for each new one rather than start over.
 const (
 	maxBodies  = 256
 	maxChanges = 4096

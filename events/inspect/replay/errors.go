@@ -1,21 +1,12 @@
 package replay
 
-import (
-	"errors"
-
-	"github.com/carddrift/carddrift/detector"
-)
+import "errors"
 
 var (
 	// ErrInvalidQuery is returned (wrapped) by the Reader's methods and by
 	// ParseTime for a query they cannot run: an agent URL that is not an
 	// http(s) URL with a host, Until before Since, or an unreadable time.
 	ErrInvalidQuery = errors.New("replay: invalid query")
-	// ErrInvalidRules is returned (wrapped, inside a *RulesError) by
-	// ParseRules for a rules file that is not the expected JSON, names a rule
-	// id the detector does not know or a severity that does not exist. It is
-	// detector.ErrInvalidRuleSet.
-	ErrInvalidRules = detector.ErrInvalidRuleSet
 	// ErrStalled is returned (wrapped) when a stream stops delivering before
 	// the read reached the stream's last sequence at its start, for longer
 	// than Options.IdleTimeout (for example when the server is unreachable).

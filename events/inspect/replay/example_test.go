@@ -9,10 +9,10 @@ import (
 	"github.com/carddrift/carddrift/events/inspect/replay"
 )
 
-// A rules file disables rules and re-grades others; Apply runs it over
-// findings before a verdict is judged.
-func ExampleParseRules() {
-	rules, err := replay.ParseRules(strings.NewReader(`{
+// A --rules file (detector.ParseRuleSet) disables rules and re-grades
+// others; Apply runs it over findings before a verdict is judged.
+func Example_rules() {
+	rules, err := detector.ParseRuleSet(strings.NewReader(`{
 		"disable": ["descriptive-text-changed"],
 		"severity": {"interface-changed": "warning"}
 	}`))
@@ -29,12 +29,12 @@ func ExampleParseRules() {
 		fmt.Println(f.Severity, f.Rule)
 	}
 
-	_, err = replay.ParseRules(strings.NewReader(`{"disable":["no-such-rule"]}`))
+	_, err = detector.ParseRuleSet(strings.NewReader(`{"disable":["no-such-rule"]}`))
 	fmt.Println(err)
 	// Output:
 	// breaking streaming-disabled
 	// warning interface-changed
-	// replay: invalid rules: "no-such-rule": not a rule id (disable)
+	// invalid rules: "no-such-rule": not a rule id (disable)
 }
 
 // Since and Until take RFC 3339 times or durations before now.

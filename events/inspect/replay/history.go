@@ -39,12 +39,9 @@ type CardHistory struct {
 	Skipped  []Skipped `json:"skipped,omitempty"`
 }
 
-// Cards returns every digest an agent's card.observed, card.pinned and
-// card.drift events name (within q's window; q.AgentURL is replaced by
-// agentURL and q.TaskID, if set, keeps only that task's pins and verdicts
-// besides the agent's observations), with first and last seen, in order of
-// first sight (ties by digest), and the changelog between consecutive
-// versions: detector.Diff over the recorded bodies.
+// Cards returns every digest the agent's card events name within q's window
+// (q.TaskID keeps only that task's pins and verdicts), in order of first
+// sight, and the changelog between consecutive versions.
 func (r *Reader) Cards(ctx context.Context, agentURL string, q Query) (*CardHistory, error) {
 	q.AgentURL = agentURL
 	if agentURL == "" {

@@ -80,11 +80,9 @@ func (r *Reader) lifecycleFilter(v *streamView, kind, taskToken string) string {
 // readWindow is the stored-time range a read covers; zero ends are open.
 type readWindow struct{ from, to time.Time }
 
-// window is the stored-time range that holds every event of q's window
-// [Since, Until] in a stream whose events are stored at most late after
-// their time: an event's time is set by its publisher (for an observation,
-// when the card was fetched), ahead of the stream's clock by at most
-// ClockSkew and behind it by at most late.
+// window is the stored-time range that holds every event of q's window in a
+// stream whose events are stored at most late after their time, which their
+// publisher set up to ClockSkew ahead of the stream's clock.
 func (r *Reader) window(q Query, late time.Duration) readWindow {
 	var w readWindow
 	if !q.Since.IsZero() {
@@ -138,13 +136,11 @@ type scanner struct {
 	wanted func(nats.Header) bool
 }
 
-// pullBatch is how many messages a scanner's consumer asks for at a time:
-// what it buffers, per stream.
+// pullBatch is how many messages a scanner buffers.
 const pullBatch = 256
 
 // scan starts a scanner of v's messages matching filters (nil: all) stored
-// from from to to (zero: open ends). Every delivered message counts in
-// *read.
+// from from to to (zero: open ends).
 func (r *Reader) scan(ctx context.Context, v *streamView, filters []string, from, to time.Time, read *int) (*scanner, error) {
 	sc := &scanner{r: r, v: v, to: to, read: read}
 	if v.last == 0 {
@@ -245,17 +241,13 @@ func (sc *scanner) one(ctx context.Context) (rec record, skip *Skipped, ok bool,
 	return rec, nil, true, nil
 }
 
-// filterBatch is how many subject filters one consumer of a task read
-// carries when it reads more than filterBatch tasks; fewer tasks get a
-// consumer each: the server finds a single filter's messages through its
-// subject index, and matches a multi-filter consumer's filters against each
-// block's messages (on the 400-agent demo store, one agent's 19 tasks read
-// faster one consumer each).
+// filterBatch is how many subject filters one consumer carries when a read
+// covers more tasks than that; fewer tasks get a consumer each, which the
+// server serves from its subject index (faster, on the 400-agent demo store).
 const filterBatch = 64
 
-// readTasks reads the lifecycle events of kind ("*": any) of the tasks whose subject tokens are
-// toks, stored within w: by subject, with consumers of up to filterBatch
-// filters each, so the server reads only those tasks' messages.
+// readTasks reads the lifecycle events of kind ("*": any) of the tasks whose
+// subject tokens are toks, stored within w, by subject.
 func (r *Reader) readTasks(ctx context.Context, v *streamView, kind string, toks []string, w readWindow, read *int) ([]record, []Skipped, error) {
 	var recs []record
 	var skipped []Skipped
@@ -292,10 +284,8 @@ func taskToken(subject string) string {
 // Range is a range of stored times; zero ends are open.
 type Range struct{ From, To time.Time }
 
-// Ranges returns the stored-time ranges of the lifecycle and card events
-// streams that Timeline and Stream read for q under opts: what an offline
-// copy of a store needs of each stream (carddrift replay --data-dir copies
-// only the message blocks within them).
+// Ranges returns the stored-time ranges of the two streams that Timeline
+// and Stream read for q: what an offline copy of a store needs.
 func Ranges(q Query, opts Options) (lifecycle, cardEvents Range) {
 	r := &Reader{opts: opts.withDefaults()}
 	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)

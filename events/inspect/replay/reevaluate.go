@@ -18,14 +18,14 @@ type Reevaluation struct {
 	// Posture, if set, replaces every task's own posture.
 	Posture detector.Posture
 	// Rules, if set, filters and re-grades the findings before the verdict.
-	Rules *Rules
+	Rules *detector.RuleSet
 }
 
 // Report is the outcome of a re-evaluation.
 type Report struct {
-	Query   Query            `json:"query"`
-	Posture detector.Posture `json:"posture,omitempty"`
-	Rules   *Rules           `json:"rules,omitempty"`
+	Query   Query             `json:"query"`
+	Posture detector.Posture  `json:"posture,omitempty"`
+	Rules   *detector.RuleSet `json:"rules,omitempty"`
 	// Evaluated counts the recorded verdicts re-evaluated; Differences are
 	// those whose action differs, by time, task and trigger.
 	Evaluated   int              `json:"evaluated"`
@@ -165,9 +165,8 @@ func (r *Reader) Rejudge(ctx context.Context, q Query, re Reevaluation) ([]Rejud
 	return judged, skipped, nil
 }
 
-// verdicts reads the card.drift entries q selects and the submissions of
-// their tasks up to q.Until (a window may start after a submission), by
-// task id, both in timeline order.
+// verdicts reads the card.drift entries q selects and, by task id, their
+// tasks' submissions up to q.Until.
 func (r *Reader) verdicts(ctx context.Context, q Query) ([]Entry, map[string][]Entry, error) {
 	key, _ := q.agentKey()
 	w := r.window(q, r.opts.Latency)

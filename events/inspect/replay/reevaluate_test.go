@@ -80,7 +80,7 @@ func TestReevaluateUnknownPinnedBody(t *testing.T) {
 		}
 	}
 
-	disable, err := replay.ParseRules(strings.NewReader(`{"disable":["pinned-card-unknown"]}`))
+	disable, err := detector.ParseRuleSet(strings.NewReader(`{"disable":["pinned-card-unknown"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

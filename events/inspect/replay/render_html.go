@@ -15,11 +15,8 @@ import (
 	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
-// The HTML pages of carddrift replay --format html are html/template
-// templates (replay.html.tmpl) in package render's page frame; this file
-// works out what they show: the colours, the geometry of the timelines and
-// the words of the tooltips. html/template escapes every value for where it
-// stands.
+// This file works out what replay.html.tmpl shows: the colours, the
+// geometry of the timelines and the words of the tooltips.
 
 //go:embed replay.html.tmpl
 var replayTemplateText string
@@ -30,7 +27,6 @@ var replayTemplate = render.Page("replay", replayTemplateText, template.FuncMap{
 	"upper": func(a detector.Action) string { return strings.ToUpper(string(a)) },
 })
 
-// Colours of verdict actions and unreachable fetches.
 var actionColor = map[detector.Action]string{
 	detector.Abort: "#d62728", detector.Replan: "#ff7f0e", detector.Continue: "#2ca02c",
 }
@@ -261,10 +257,8 @@ func groupByAgent(tl *Timeline) []*agentGroup {
 }
 
 // WriteHTML writes the timeline as one self-contained page (carddrift replay
-// --format html): for each agent an SVG timeline of its live card and its
-// tasks (pins, lifecycle, verdicts, unreachable fetches, with tooltips) and
-// each task's story, entries and verdicts in expandable details; an index
-// of the agents when there are several. It returns the template's or w's
+// --format html): per agent an SVG timeline of its live card and tasks, and
+// each task's story, entries and verdicts. It returns the template's or w's
 // error.
 func (tl *Timeline) WriteHTML(w io.Writer) error {
 	sub := fmt.Sprintf("%s — %d entries, %d task(s), %d agent(s)", describeQuery(tl.Query), len(tl.Entries), len(tl.Tasks()), len(tl.Agents()))
@@ -297,8 +291,7 @@ func (tl *Timeline) WriteHTML(w io.Writer) error {
 
 func agentAnchor(gi int) string { return "agent-" + strconv.Itoa(gi) }
 
-// agentDigests returns the card versions an agent's entries name, in order
-// of first sight.
+// agentDigests returns the card versions an agent's entries name.
 func agentDigests(tl *Timeline, g *agentGroup) []string {
 	var digests []string
 	for _, i := range g.entries {
@@ -312,8 +305,7 @@ func agentDigests(tl *Timeline, g *agentGroup) []string {
 	return digests
 }
 
-// agentIndex lists the agents with their verdicts, linking to their
-// sections.
+// agentIndex lists the agents with their verdicts.
 func agentIndex(tl *Timeline, groups []*agentGroup) []indexRow {
 	var rows []indexRow
 	for gi, g := range groups {
@@ -455,8 +447,7 @@ func taskID(gi int, task string) string {
 	return fmt.Sprintf("t-%d-%s", gi, events.Token(task))
 }
 
-// taskLane draws a task: its span, pinned card bands, lifecycle ticks,
-// verdicts and unreachable fetches.
+// taskLane draws a task: span, pinned cards, lifecycle, verdicts, failures.
 func taskLane(tl *Timeline, l *lane, sc scale, y, gi int, col colors) laneView {
 	es := tl.Entries
 	first, last := es[l.entries[0]].Time, es[l.entries[len(l.entries)-1]].Time
@@ -535,9 +526,7 @@ func taskDetails(tl *Timeline, l *lane, gi int, s *Story, col colors) taskView {
 }
 
 // WriteHTML writes the card history as one self-contained page (carddrift
-// replay --cards --format html): an SVG of when each version was seen, the
-// table of versions and the changelog. It returns the template's or w's
-// error.
+// replay --cards --format html). It returns the template's or w's error.
 func (h *CardHistory) WriteHTML(w io.Writer) error {
 	p := &pageView{
 		Frame:    render.Frame{Title: "carddrift replay: card history"},

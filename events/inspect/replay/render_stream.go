@@ -1,9 +1,5 @@
 package replay
 
-// The streamed renderings of a timeline (Reader.Stream): text rows and JSON
-// lines written as the entries are read, each task's story as it ends, and
-// the summary of what the query read.
-
 import (
 	"bufio"
 	"encoding/json"
@@ -23,10 +19,9 @@ const (
 )
 
 // StreamWriter writes a streamed timeline as carddrift replay prints it:
-// text (a table whose rows are written as they come, each task's story
-// after its entries, and a summary line) or JSON lines (an Entry's JSON per
-// line; the stories and summary are left to the caller). Write is
-// Reader.Stream's emit; Close writes what is left.
+// a text table (each task's story after its entries, then a summary line)
+// or an Entry's JSON per line. Write is Reader.Stream's emit; Close writes
+// what is left.
 type StreamWriter struct {
 	w     *bufio.Writer
 	q     Query
@@ -35,8 +30,7 @@ type StreamWriter struct {
 	shown map[[2]string]bool // changes already listed in full
 }
 
-// NewStreamWriter returns a StreamWriter of q's timeline to w, as text or,
-// with asJSON, as JSON lines.
+// NewStreamWriter returns a StreamWriter of q's timeline to w.
 func NewStreamWriter(w io.Writer, q Query, asJSON bool) *StreamWriter {
 	s := &StreamWriter{w: bufio.NewWriterSize(w, 64<<10), q: q, shown: map[[2]string]bool{}}
 	if asJSON {
@@ -97,8 +91,7 @@ func (s *StreamWriter) row(e *Entry) {
 	writeChange(s.w, strings.Repeat(" ", 28), c)
 }
 
-// SummaryLine says what a streamed query answered and what it read, in one
-// line.
+// SummaryLine says what a streamed query answered and read.
 func SummaryLine(sum *Summary) string {
 	line := fmt.Sprintf("carddrift replay: %s: %d entries, %d task(s), %d agent(s); read %d message(s) for %d in the answer",
 		describeQuery(sum.Query), sum.Entries, sum.Tasks, sum.Agents, sum.Read, sum.Entries)
@@ -108,8 +101,7 @@ func SummaryLine(sum *Summary) string {
 	return line
 }
 
-// Close writes the summary line (text) and flushes; it returns the
-// writer's error.
+// Close writes the summary line (text) and flushes; it returns w's error.
 func (s *StreamWriter) Close(sum *Summary) error {
 	if s.json == nil && sum != nil {
 		fmt.Fprintf(s.w, "\n%s\n", SummaryLine(sum))

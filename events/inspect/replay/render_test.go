@@ -23,7 +23,7 @@ import (
 func reevaluated() *replay.Report {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	return &replay.Report{Query: replay.Query{AgentURL: "https://a.example", Since: t0}, Posture: detector.Degrade,
-		Rules:     &replay.Rules{Disable: []string{"skill-removed"}, Severity: map[string]detector.Severity{"no-such-rule": detector.Info}},
+		Rules:     &detector.RuleSet{Disable: []string{"skill-removed"}, Severity: map[string]detector.Severity{"no-such-rule": detector.Info}},
 		Evaluated: 4, Skipped: []replay.SkippedVerdict{{Time: t0, TaskID: "t1", EventID: "e1", Reason: "no body"}},
 		Differences: []replay.Difference{{Time: t0, TaskID: "task-long-1", Trigger: events.Trigger{EventID: "e2", Type: "a2a.task.request"},
 			Old: detector.Verdict{Action: detector.Abort}, New: detector.Verdict{Action: detector.Continue, Reason: "fine"}},

@@ -1,9 +1,5 @@
 package replay
 
-// The text and JSON renderings of a CardHistory and a Report, and what
-// they share with a streamed timeline's (render_stream.go): what carddrift
-// replay prints with --format text and --format json (one object per line).
-
 import (
 	"encoding/json"
 	"fmt"
@@ -16,15 +12,13 @@ import (
 	"github.com/carddrift/carddrift/events/inspect/render"
 )
 
-// WriteText writes the card history as carddrift replay --cards prints it:
-// a table of the versions and the changelog between consecutive ones. It
-// returns w's error.
+// WriteText writes the card history as carddrift replay --cards prints it.
+// It returns w's error.
 func (h *CardHistory) WriteText(w io.Writer) error {
 	return render.Buffered(w, func(w io.Writer) { writeCardsText(w, h) })
 }
 
-// WriteJSON writes the card history's versions as JSON, one object per line:
-// a Version's JSON with the agentUrl.
+// WriteJSON writes each version as a JSON line, with the agentUrl.
 func (h *CardHistory) WriteJSON(w io.Writer) error {
 	type line struct {
 		AgentURL string `json:"agentUrl"`
@@ -38,18 +32,14 @@ func (h *CardHistory) WriteJSON(w io.Writer) error {
 }
 
 // WriteText writes the re-evaluation as carddrift replay --reevaluate
-// prints it: what was re-evaluated under which posture and rules, the
-// verdicts not re-evaluated, and a table of the differences. It returns
-// w's error.
+// prints it. It returns w's error.
 func (r *Report) WriteText(w io.Writer) error {
 	return render.Buffered(w, func(w io.Writer) { writeReevalText(w, r) })
 }
 
-// WriteJSON writes the re-evaluation's differences as JSON, one object per
-// line (a Difference's JSON).
+// WriteJSON writes each difference as a JSON line.
 func (r *Report) WriteJSON(w io.Writer) error { return jsonLines(w, r.Differences) }
 
-// describeQuery says what a query selected, in words.
 func describeQuery(q Query) string {
 	var parts []string
 	if q.TaskID != "" {
@@ -83,10 +73,8 @@ func entryDigests(e *Entry) string {
 	return ""
 }
 
-// entryDetail renders what an entry's data says, in one line.
-// pinText says how a pin was made and, for a task that uses the extended
-// card, which card it is: "client-card", "first-fetch, the extended card",
-// "first-fetch, extended card unavailable: the public card".
+// pinText says how a pin was made and, for a task on the extended card,
+// which card it is: "first-fetch, the extended card".
 func pinText(source, extended string) string {
 	source = render.OrDash(source)
 	switch extended {
@@ -98,6 +86,7 @@ func pinText(source, extended string) string {
 	return source
 }
 
+// entryDetail renders an entry's data in one line.
 func entryDetail(e *Entry) string {
 	switch d := e.Data.(type) {
 	case events.Submitted:
@@ -166,9 +155,8 @@ func entryDetail(e *Entry) string {
 	return ""
 }
 
-// verdictText is a verdict as the renderers write it: the action (in
-// capitals when upper), the skill a replan goes onto when it is not the
-// task's own (verdict.replanSkill: a renamed skill), and the reason.
+// verdictText is a verdict's action (capitals when upper), the skill a
+// replan goes onto if another, and the reason.
 func verdictText(v detector.Verdict, upper bool) string {
 	a := string(v.Action)
 	if upper {
@@ -180,8 +168,7 @@ func verdictText(v detector.Verdict, upper bool) string {
 	return a + ": " + v.Reason
 }
 
-// onto is `onto "skill": ` for a verdict that re-plans onto another skill,
-// "" otherwise.
+// onto is `onto "skill": ` for a re-plan onto another skill, else "".
 func onto(v detector.Verdict) string {
 	if v.ReplanSkill == "" {
 		return ""
@@ -189,7 +176,6 @@ func onto(v detector.Verdict) string {
 	return "onto " + strconv.Quote(v.ReplanSkill) + ": "
 }
 
-// writeFindings prints findings one per line with indent.
 func writeFindings(w io.Writer, indent string, fs []detector.Finding) {
 	rw, pw := 0, 0
 	for _, f := range fs {
@@ -200,7 +186,6 @@ func writeFindings(w io.Writer, indent string, fs []detector.Finding) {
 	}
 }
 
-// writeChange prints what changed between two card versions.
 func writeChange(w io.Writer, indent string, c *Change) {
 	switch {
 	case c == nil:
@@ -254,7 +239,6 @@ func writeStory(w io.Writer, s *Story) {
 		s.Verdicts.Abort, s.Verdicts.Replan, s.Verdicts.Continue, render.OrDash(s.State))
 }
 
-// jsonLines writes each of vs as JSON on a line of its own.
 func jsonLines[T any](w io.Writer, vs []T) error {
 	enc := json.NewEncoder(w)
 	for i := range vs {
@@ -293,8 +277,7 @@ func writeCardsText(w io.Writer, h *CardHistory) {
 	}
 }
 
-// describeRules says what a rules file changes, in words.
-func describeRules(r *Rules) string {
+func describeRules(r *detector.RuleSet) string {
 	if r == nil {
 		return "the detector's rules"
 	}

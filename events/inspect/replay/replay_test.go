@@ -191,11 +191,11 @@ func TestReplay(t *testing.T) {
 	})
 
 	t.Run("reevaluate", func(t *testing.T) {
-		disable, err := replay.ParseRules(strings.NewReader(`{"disable":["streaming-disabled"]}`))
+		disable, err := detector.ParseRuleSet(strings.NewReader(`{"disable":["streaming-disabled"]}`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		soften, err := replay.ParseRules(strings.NewReader(`{"severity":{"streaming-disabled":"warning"}}`))
+		soften, err := detector.ParseRuleSet(strings.NewReader(`{"severity":{"streaming-disabled":"warning"}}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,15 +272,15 @@ func TestParseRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := replay.ParseRules(strings.NewReader(tt.in))
+			_, err := detector.ParseRuleSet(strings.NewReader(tt.in))
 			if tt.ok {
 				if err != nil {
 					t.Fatalf("ParseRules(%s) = %v", tt.in, err)
 				}
 				return
 			}
-			var re *replay.RulesError
-			if !errors.As(err, &re) || !errors.Is(err, replay.ErrInvalidRules) || re.Rule != tt.rule {
+			var re *detector.RuleSetError
+			if !errors.As(err, &re) || !errors.Is(err, detector.ErrInvalidRuleSet) || re.Rule != tt.rule {
 				t.Fatalf("ParseRules(%s) = %v, want a *RulesError for %q", tt.in, err, tt.rule)
 			}
 		})

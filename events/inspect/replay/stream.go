@@ -54,22 +54,17 @@ func (s *Summary) skip(sk ...Skipped) {
 	}
 }
 
-// settle is how long (in event time) a streamed task that reached a
-// terminal state stays open once the workers are past its last lifecycle
-// event: a worker handling that event may still be fetching the card (a
-// fetch gives up after 10 s, fetcher.DefaultTotalTimeout) and storing its
-// card event (FetchLatency after).
+// settle is how long (in event time) a terminal task stays open once the
+// workers are past its last lifecycle event: a worker may still be fetching
+// the card (fetcher.DefaultTotalTimeout).
 const settle = 10 * time.Second
 
-// idleTask is how long (in event time) a streamed task stays open without
-// an event before its story is written when the workers are not seen past
-// it (it never reached a terminal state, or no worker answered it).
+// idleTask is how long (in event time) a task the workers are not seen past
+// stays open without an event.
 const idleTask = 5 * time.Minute
 
-// Stream reads the history q selects and hands emit every entry, in
-// timeline order, and every task's story, as it reads (see the package
-// documentation): the entries Timeline holds, without holding them. emit's
-// error ends the stream.
+// Stream hands emit every entry q selects, in timeline order, and every
+// task's story, as it reads, without holding them. emit's error ends it.
 func (r *Reader) Stream(ctx context.Context, q Query, emit func(Item) error) (*Summary, error) {
 	return r.stream(ctx, q, true, emit)
 }
@@ -126,10 +121,8 @@ func (r *Reader) merge(ctx context.Context, q Query, p *proc) error {
 	}
 	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)
 	if !cw.from.IsZero() {
-		// The state the window opens in: the look-back (a consumer of
-		// its own filtered to the pins and observations costs the server
-		// more than it saves: 3.6 s for its 4,576 messages on the demo's
-		// store, matching two filters against ~15,000 subjects).
+		// The look-back, read whole: a consumer filtered to the pins and
+		// observations costs the server more than it saves.
 		cw.from = cw.from.Add(-r.opts.LookBack)
 	}
 	heads := []*head{{late: r.opts.Latency}, {late: r.opts.FetchLatency}}
@@ -189,12 +182,9 @@ func (r *Reader) merge(ctx context.Context, q Query, p *proc) error {
 	return nil
 }
 
-// wanted returns what of a stream a window's read can use, from a
-// message's headers: a lifecycle event whose time is outside the window is
-// not in the answer, nor a card event after it, nor one before it but a
-// pin or an observation (the state the window opens in). An
-// observation's time is its fetch's, in its data, and a message whose
-// type and time no header says is decoded.
+// wanted says from a message's headers whether a window's read can use it:
+// not a lifecycle event outside the window, nor a card event after it, nor
+// one before it but a pin or an observation. Without headers, it is decoded.
 func wanted(q Query, lifecycle bool) func(nats.Header) bool {
 	return func(h nats.Header) bool {
 		t, err := time.Parse(time.RFC3339Nano, ceHeader(h, "time"))
@@ -264,9 +254,8 @@ func (h *entryHeap) Pop() any {
 	return e
 }
 
-// proc turns entries in timeline order into the items of a stream: it keeps
-// the window, attaches changes and builds stories, holding only the open
-// tasks, each agent's last observation and the tasks' pins.
+// proc turns entries in timeline order into the items of a stream, holding
+// only the open tasks, each agent's last observation and the tasks' pins.
 type proc struct {
 	r    *Reader
 	q    Query
@@ -480,10 +469,8 @@ func (r *Reader) Timeline(ctx context.Context, q Query) (*Timeline, error) {
 	return r.capped(ctx, q, math.MaxInt, false)
 }
 
-// Capped reads the history q selects as Stream does and keeps the first max
-// entries (max ≤ 0: DefaultCap) with the stories of their tasks, counting
-// the rest in Omitted: a timeline whose size the cap bounds, not the
-// history (carddrift replay --format html draws it).
+// Capped reads as Stream does and keeps the first max entries (≤ 0:
+// DefaultCap) with their tasks' stories, counting the rest in Omitted.
 func (r *Reader) Capped(ctx context.Context, q Query, max int) (*Timeline, error) {
 	if max <= 0 {
 		max = DefaultCap

@@ -15,32 +15,22 @@ import (
 // Kind classifies a timeline entry.
 type Kind string
 
-// Kinds of entries.
+// Kinds of entries: the event types they stand for.
 const (
-	// KindLifecycle is an a2a.task.* event a client published.
-	KindLifecycle Kind = "lifecycle"
-	// KindPin is card.pinned: the card a task was planned against.
-	KindPin Kind = "pin"
-	// KindObservation is card.observed: a live fetch or revalidation.
-	KindObservation Kind = "observation"
-	// KindVerdict is card.drift: findings and the task's verdict.
-	KindVerdict Kind = "verdict"
-	// KindUnreachable is card.unreachable: a failed fetch (never drift).
-	KindUnreachable Kind = "unreachable"
-	// KindInconsistent is card.inconsistent: the agent's replicas serve
-	// different cards (split brain).
-	KindInconsistent Kind = "inconsistent"
+	KindLifecycle    Kind = "lifecycle"    // a2a.task.*
+	KindPin          Kind = "pin"          // card.pinned
+	KindObservation  Kind = "observation"  // card.observed
+	KindVerdict      Kind = "verdict"      // card.drift
+	KindUnreachable  Kind = "unreachable"  // card.unreachable (never drift)
+	KindInconsistent Kind = "inconsistent" // card.inconsistent (split brain)
 )
 
-// Digests are the card digests an entry names.
+// Digests are the card digests an entry names: Pinned the card a task was
+// planned against (card.pinned, a card.drift's pinned side, a submitted
+// card or cardDigest), Live the card an agent served.
 type Digests struct {
-	// Pinned is the card a task was planned against: the digest of a
-	// card.pinned, the pinned side of a card.drift, or the card (or
-	// cardDigest) a client submitted with a2a.task.submitted.
 	Pinned string `json:"pinned,omitempty"`
-	// Live is the card an agent served: the digest of a card.observed or the
-	// live side of a card.drift.
-	Live string `json:"live,omitempty"`
+	Live   string `json:"live,omitempty"`
 }
 
 // Change is what changed between two recorded card versions: the findings of
@@ -49,53 +39,44 @@ type Change struct {
 	From     string             `json:"from"`
 	To       string             `json:"to"`
 	Findings []detector.Finding `json:"findings"`
-	// Missing lists the digests whose body carddrift never stored (a client
-	// digest it never fetched); Findings is empty then.
+	// Missing lists the digests whose body carddrift never stored; Findings
+	// is empty then. Error says why a stored body did not parse.
 	Missing []string `json:"missing,omitempty"`
-	// Error says why a stored body could not be parsed, if one could not.
-	Error string `json:"error,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // Entry is one event of a timeline.
 type Entry struct {
-	// Time is when the event happened: the CloudEvents time attribute (for an
-	// observation, when the card was fetched), else when it was stored.
-	Time     time.Time `json:"time"`
-	Kind     Kind      `json:"kind"`
-	Type     string    `json:"type"`
-	TaskID   string    `json:"taskId"`
-	AgentURL string    `json:"agentUrl"`
-	Digests  Digests   `json:"digests,omitzero"`
-	// Data is the event's data (events.Submitted, events.Drift, ...).
-	Data events.Data `json:"data"`
+	// Time is the CloudEvents time (for an observation, the fetch's), else
+	// when it was stored.
+	Time     time.Time   `json:"time"`
+	Kind     Kind        `json:"kind"`
+	Type     string      `json:"type"`
+	TaskID   string      `json:"taskId"`
+	AgentURL string      `json:"agentUrl"`
+	Digests  Digests     `json:"digests,omitzero"`
+	Data     events.Data `json:"data"`
 	// Change, when the entry shows a new card version, is what changed.
-	Change *Change `json:"change,omitempty"`
-	// ID and Source are the CloudEvents id and source.
-	ID     string `json:"id"`
-	Source string `json:"source"`
-	// Stream, Seq and Stored say where and when JetStream kept the event.
+	Change *Change   `json:"change,omitempty"`
+	ID     string    `json:"id"`
+	Source string    `json:"source"`
 	Stream string    `json:"stream"`
 	Seq    uint64    `json:"seq"`
 	Stored time.Time `json:"stored"`
 
-	// part is the lifecycle stream's partition the event was stored in
-	// ("" when it is not partitioned, or for a card event).
-	part string
+	part string // the lifecycle partition ("" when none, or a card event)
 }
 
 // Timeline is the history a Query selected, in order.
 type Timeline struct {
-	Query   Query   `json:"query"`
-	Entries []Entry `json:"entries"`
-	// Stories sums up each task of the timeline, by task id.
-	Stories []Story `json:"stories"`
-	// Skipped are stored messages that did not decode.
+	Query   Query     `json:"query"`
+	Entries []Entry   `json:"entries"`
+	Stories []Story   `json:"stories"` // by task id
 	Skipped []Skipped `json:"skipped,omitempty"`
-	// Read is how many messages the query read from the streams (the
-	// answer is Entries).
+	// Read counts the messages the query read (the answer is Entries).
 	Read int `json:"read"`
-	// Omitted counts the entries of the answer left out of Entries (Capped),
-	// Rest names the command that gives them all; the HTML page says so.
+	// Omitted counts the entries Capped left out; Rest names the command
+	// that gives them all.
 	Omitted int    `json:"omitted,omitempty"`
 	Rest    string `json:"rest,omitempty"`
 }
@@ -110,8 +91,7 @@ func (tl *Timeline) Agents() []string {
 	return tl.distinct(func(e Entry) string { return e.AgentURL })
 }
 
-// distinct returns the non-empty values of field over the entries, sorted,
-// each once.
+// distinct returns the non-empty values of field, sorted, each once.
 func (tl *Timeline) distinct(field func(Entry) string) []string {
 	var out []string
 	for _, e := range tl.Entries {
@@ -123,11 +103,9 @@ func (tl *Timeline) distinct(field func(Entry) string) []string {
 	return slices.Compact(out)
 }
 
-// collect reads the records of a task or an agent query; every message
-// delivered counts in *read. A task query reads the task's subjects, then
-// its agents' agent-level subjects. An agent query reads the agent's card
-// subjects (card.<event>.<agentKey>[.<task>]), which name every task a
-// worker saw on the agent, then those tasks' lifecycle subjects.
+// collect reads the records of a task query (its subjects, then its agents'
+// agent-level ones) or an agent query (its card subjects, which name its
+// tasks, then their lifecycle subjects).
 func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []Skipped, error) {
 	key, _ := q.agentKey()
 	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)
