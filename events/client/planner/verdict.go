@@ -30,13 +30,10 @@ type Verdict struct {
 	// sorted them.
 	Findings []detector.Finding
 	// Impacting are the findings that touch this task with warning severity
-	// or more, and Impact the highest severity among them (0: none).
-	// ImpactExact is set when they were read from the findings' touches or,
-	// for a card.drift without touches (before contract v1.1), recomputed
-	// from Options.Pins and Cards; otherwise Impacting is nil and Impact is
-	// what the action implies (abort and replan: Breaking; continue:
-	// Warning when any finding reaches it, else 0), so that a MinSeverity
-	// filter never drops a verdict whose impact might reach it.
+	// or more, Impact the highest of them. ImpactExact is unset when touches
+	// were unknown (pre-v1.1) and Options.Pins and Cards could not recompute
+	// them: then Impacting is nil and Impact what the action implies, so a
+	// MinSeverity filter never drops a verdict that might reach it.
 	Impacting   []detector.Finding
 	Impact      detector.Severity
 	ImpactExact bool
@@ -49,8 +46,7 @@ type Verdict struct {
 	// EventID, Source and Time are the card.drift's CloudEvents attributes.
 	EventID, Source string
 	Time            time.Time
-	// Delivery counts deliveries of this card.drift to this durable: 1 the
-	// first time.
+	// Delivery counts deliveries of this card.drift to this durable, from 1.
 	Delivery uint64
 	// Sequence is the card.drift's sequence in the events stream.
 	Sequence uint64
@@ -71,8 +67,6 @@ func newVerdict(ev events.Event, d events.Drift) Verdict {
 	}
 }
 
-// impliedImpact is the impact a verdict's action implies (see
-// Verdict.Impact).
 func impliedImpact(v *Verdict) detector.Severity {
 	switch v.Action {
 	case detector.Abort, detector.Replan:
@@ -86,8 +80,8 @@ func impliedImpact(v *Verdict) detector.Severity {
 	return 0
 }
 
-// resolveImpact fills Impacting, Impact and ImpactExact (see Verdict). Only
-// store failures (not absence) are returned, so that the message is retried.
+// resolveImpact fills Impacting, Impact and ImpactExact. Only store
+// failures (not absence) are returned, so that the message is retried.
 func resolveImpact(ctx context.Context, v *Verdict, pins store.Pins[task.Pin], cards store.Cards) error {
 	if v.touchesKnown {
 		var impacting []detector.Finding
