@@ -9,8 +9,7 @@ import (
 )
 
 // Backlog returns how many messages the durable consumers of stream have
-// not had acknowledged yet (pending plus in flight), summed. With the
-// lifecycle stream and cfg.ConsumerNames() it is the workers' backlog.
+// not had acknowledged yet, summed.
 func Backlog(ctx context.Context, js jetstream.JetStream, stream string, durables ...string) (uint64, error) {
 	var n uint64
 	for _, d := range durables {
@@ -27,9 +26,8 @@ func Backlog(ctx context.Context, js jetstream.JetStream, stream string, durable
 	return n, nil
 }
 
-// WaitDrained polls Backlog every poll until it is zero (nil) or ctx is
-// done: then it returns an error naming the last backlog (or the error that
-// kept it from being read).
+// WaitDrained polls Backlog until it is zero, or returns an error naming
+// the last backlog when ctx is done.
 func WaitDrained(ctx context.Context, js jetstream.JetStream, stream string, durables []string, poll time.Duration) error {
 	for {
 		n, err := Backlog(ctx, js, stream, durables...)
@@ -47,9 +45,7 @@ func WaitDrained(ctx context.Context, js jetstream.JetStream, stream string, dur
 	}
 }
 
-// WaitDrained waits until the workers have acknowledged every lifecycle
-// event published so far, polling every 20ms, or ctx is done (an error
-// naming the backlog).
+// WaitDrained is WaitDrained for the workers' lifecycle consumers.
 func (s *Service) WaitDrained(ctx context.Context) error {
 	return WaitDrained(ctx, s.js, s.cfg.LifecycleStream, s.cfg.ConsumerNames(), 20*time.Millisecond)
 }

@@ -26,51 +26,42 @@ import (
 // DefaultSetupTimeout bounds connecting and provisioning in Open.
 const DefaultSetupTimeout = 30 * time.Second
 
-// ErrInvalidOptions is returned (wrapped, with the reason) by Open when
-// Options.Config or Options.Worker is invalid: a mistake of the caller's
-// configuration, not of the deployment.
+// ErrInvalidOptions is returned (wrapped) by Open for an invalid
+// Options.Config or Options.Worker.
 var ErrInvalidOptions = errors.New("service: invalid options")
 
 // Options configure a Service. Zero fields take their defaults.
 type Options struct {
-	// Conn is the NATS connection to use; the caller closes it. Nil: Open
-	// starts an embedded JetStream server with storage in DataDir on
-	// 127.0.0.1:Port (0: a free port), and ConnName (default "carddrift")
-	// names the connection to it.
+	// Conn is the NATS connection to use; the caller closes it. Nil: an
+	// embedded server with storage in DataDir on 127.0.0.1:Port (0: free).
 	Conn     *nats.Conn
 	DataDir  string
 	Port     int
 	ConnName string
 
-	// Config names and sizes the streams, consumers and buckets.
 	Config store.Config
-	// Stores, when set, are used as they are. Otherwise Open provisions the
-	// streams and buckets (store.Open) or, with Bind, binds to existing
-	// ones (store.Bind).
+	// Stores, when set, are used as they are; otherwise Open provisions
+	// them (store.Open) or, with Bind, binds to existing ones.
 	Stores *store.Stores[task.Pin]
 	Bind   bool
 
 	// Workers is how many workers run (default 1).
 	Workers int
-	// Worker is every worker's options. Its Name is suffixed "-1", "-2", …
-	// when more than one runs; nil stores are the service's; a nil Metrics
-	// is one set shared by all workers.
+	// Worker is every worker's options (Name suffixed "-1", "-2", … when
+	// more than one runs; nil stores and Metrics are the service's).
 	Worker worker.Options
 	// PinCache, when positive, puts a store.CachedPins of that many
-	// entries (read again after PinCacheMaxAge, when set; bounded by the
-	// bytes they retain with PinCacheBytes) in front of the pins.
+	// entries in front of the pins.
 	PinCache       int
 	PinCacheMaxAge time.Duration
 	PinCacheBytes  int64
-	// MemoryBudget, when positive, is split (budget.Split) across the
-	// caches and buffers it bounds that are left at zero: PinCacheBytes and
-	// the workers' byte bounds.
+	// MemoryBudget, when positive, is split across the byte bounds left at
+	// zero (PinCacheBytes, the workers').
 	MemoryBudget budget.Bytes
 	// Registerer registers the shared metrics (nil: not registered).
 	Registerer prometheus.Registerer
 
-	// SetupTimeout bounds connecting and provisioning, while Open waits for
-	// a deployment still forming (default 30s; negative: no bound).
+	// SetupTimeout bounds connecting and provisioning (default 30s; <0: none).
 	SetupTimeout time.Duration
 	// Readiness, when set, is kept up to date from Open on.
 	Readiness *Readiness
@@ -97,8 +88,8 @@ type Service struct {
 }
 
 // Open connects (or starts the embedded server), provisions or binds the
-// stores and builds the workers; it does not run them. On error everything
-// it started is released. An invalid Config or Worker is ErrInvalidOptions.
+// stores and builds the workers, without running them. On error everything
+// it started is released.
 func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 	opts.SetupTimeout = defaults.Positive(opts.SetupTimeout, DefaultSetupTimeout)
 	opts.Workers = defaults.Positive(opts.Workers, 1)
@@ -197,9 +188,8 @@ func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 // the cache's own per-entry overhead.
 func PinSize(p task.Pin) int64 { return retained.Size(&p) - int64(unsafe.Sizeof(&p)) }
 
-// DetachPin returns a copy of p that shares no memory with it (a pin made
-// from a parsed card holds slices of the card's whole body): a JSON round
-// trip, as the pins store does; p itself if it does not encode.
+// DetachPin returns a copy of p that shares no memory with the card body
+// it was parsed from (a JSON round trip); p itself if it does not encode.
 func DetachPin(p task.Pin) task.Pin {
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -212,8 +202,7 @@ func DetachPin(p task.Pin) task.Pin {
 	return c
 }
 
-// MemoryStats is what the caches the memory budget bounds hold now: the
-// pin cache's counters, and the parsed pinned cards of all workers.
+// MemoryStats is what the caches the memory budget bounds hold now.
 type MemoryStats struct {
 	Pins      store.CacheStats
 	Cards     int
@@ -234,9 +223,8 @@ func (s *Service) MemoryStats() MemoryStats {
 	return m
 }
 
-// StartEmbedded starts an in-process JetStream server with storage in dir,
-// listening on 127.0.0.1:port (0: a free port), without logging or signal
-// handlers. The caller shuts it down (Shutdown, WaitForShutdown).
+// StartEmbedded starts an in-process JetStream server with storage in dir
+// on 127.0.0.1:port (0: free). The caller shuts it down.
 func StartEmbedded(dir string, port int) (*server.Server, error) {
 	return startEmbedded(dir, port, reserve{})
 }
@@ -245,9 +233,8 @@ func StartEmbedded(dir string, port int) (*server.Server, error) {
 // storage kind (zero: nats-server's default, 75% of what is free).
 type reserve struct{ file, memory int64 }
 
-// embeddedReserve is what cfg's streams and buckets must reserve: their
-// byte limits and a quarter more (the server reserves every limit when a
-// stream is created, and 75% of a small disk may not hold them).
+// embeddedReserve is cfg's byte limits and a quarter more: the server
+// reserves every limit at creation, and 75% of a small disk may not do.
 func embeddedReserve(cfg *store.Config) reserve {
 	var total int64
 	for _, n := range cfg.Limits() {
@@ -286,8 +273,7 @@ func startEmbedded(dir string, port int, r reserve) (*server.Server, error) {
 	return srv, nil
 }
 
-// URL is the client URL of the embedded server, or the URL the connection
-// is connected to.
+// URL is the embedded server's client URL, or the connection's.
 func (s *Service) URL() string {
 	if s.srv != nil {
 		return s.srv.ClientURL()
@@ -329,9 +315,9 @@ func (s *Service) notReady() string {
 // Ready is closed once every worker is consuming.
 func (s *Service) Ready() <-chan struct{} { return s.ready }
 
-// Run runs the pin cache (if any) and every worker until ctx is done, then
-// lets each drain within its DrainTimeout and returns nil; if a worker
-// fails, it stops the others and returns the failures. Call it once.
+// Run runs the pin cache and every worker until ctx is done, then lets each
+// drain within its DrainTimeout and returns nil; if a worker fails, it
+// stops the others and returns the failures. Call it once.
 func (s *Service) Run(ctx context.Context) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -39,19 +39,15 @@ func (r *Recorder) add(ctx context.Context, d events.Data) error {
 	return r.Fail
 }
 
-// Submitted records d.
+// Submitted, Request, Status, Artifact and Error record d.
 func (r *Recorder) Submitted(ctx context.Context, d events.Submitted) error { return r.add(ctx, d) }
 
-// Request records d.
 func (r *Recorder) Request(ctx context.Context, d events.Request) error { return r.add(ctx, d) }
 
-// Status records d.
 func (r *Recorder) Status(ctx context.Context, d events.Status) error { return r.add(ctx, d) }
 
-// Artifact records d.
 func (r *Recorder) Artifact(ctx context.Context, d events.Artifact) error { return r.add(ctx, d) }
 
-// Error records d.
 func (r *Recorder) Error(ctx context.Context, d events.Error) error { return r.add(ctx, d) }
 
 // Events returns the events recorded so far.
@@ -93,10 +89,7 @@ func (r *Recorder) Reset() {
 }
 
 // Line renders one lifecycle event compactly, its task after its kind:
-// "submitted t1 skill=translate stream=true push=false in=[text/plain]
-// posture=degrade card=true", "request t1 message/stream #1", "status t1
-// working skill=x", "artifact t1 a1 [text/plain]", "error t1 message/send
-// -32602".
+// "request t1 message/stream #1", "error t1 message/send -32602".
 func Line(d events.Data) string {
 	kind, task, artifact, rest := fields(d)
 	return strings.Join(slices.DeleteFunc([]string{kind, task, artifact, rest}, func(s string) bool { return s == "" }), " ")

@@ -8,9 +8,8 @@ import (
 	"github.com/carddrift/carddrift/events/service"
 )
 
-// EmbeddedJetStream is the embedded JetStream server of Example functions,
-// which have no testing.TB: stop closes it and removes its storage. It
-// panics on failure.
+// EmbeddedJetStream is the embedded server of Example functions (no
+// testing.TB): stop closes it and removes its storage. It panics on failure.
 func EmbeddedJetStream() (js jetstream.JetStream, stop func()) {
 	dir, err := os.MkdirTemp("", "carddrift-example-")
 	if err != nil {
