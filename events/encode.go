@@ -282,31 +282,28 @@ func isUnreserved(c byte) bool {
 }
 
 func isAttributeName(name string) bool {
-	switch name {
-	case "specversion", "id", "source", "type", "subject", "time", "dataschema", "datacontenttype", "data":
-		return true
-	}
-	return false
+	_, bit := attribute(name)
+	return bit != 0 && bit != bB64
 }
 
 // writeBinary writes the binary-mode headers of e as the sdk-go binding
 // writes them, without its boxing and copying (TestEncodeBinaryIsSDKBinding
 // holds it to the binding).
 func writeBinary(e *Event, w *headerWriter) {
-	w.setString("specversion", event.CloudEventsVersionV1)
-	w.setString("id", e.ID)
-	w.setString("source", e.Source)
-	w.setString("type", e.Type)
+	w.setString(headerPrefix+"specversion", event.CloudEventsVersionV1)
+	w.setString(headerPrefix+"id", e.ID)
+	w.setString(headerPrefix+"source", e.Source)
+	w.setString(headerPrefix+"type", e.Type)
 	if e.Subject != "" {
-		w.setString("subject", e.Subject)
+		w.setString(headerPrefix+"subject", e.Subject)
 	}
 	if !e.Time.IsZero() {
-		w.setString("time", types.FormatTime(e.Time))
+		w.setString(headerPrefix+"time", types.FormatTime(e.Time))
 	}
-	w.setString("dataschema", e.DataSchema)
-	w.setString("datacontenttype", event.ApplicationJSON)
+	w.setString(headerPrefix+"dataschema", e.DataSchema)
+	w.setString(headerPrefix+"datacontenttype", event.ApplicationJSON)
 	for name, v := range e.Extensions {
-		w.setString(name, v)
+		w.setString(headerName(name), v)
 	}
 }
 
@@ -316,38 +313,22 @@ type headerWriter struct {
 	vals []string // backing of the headers' one-value slices
 }
 
-func (w *headerWriter) setString(name, s string) {
+func (w *headerWriter) setString(header, s string) {
 	if len(w.vals) == cap(w.vals) {
 		w.vals = make([]string, 0, 12)
 	}
 	n := len(w.vals)
 	w.vals = append(w.vals, escapeHeader(s))
-	w.h[headerName(name)] = w.vals[n : n+1 : n+1] // capped: an Add to one header cannot write into the next
+	w.h[header] = w.vals[n : n+1 : n+1] // capped: an Add to one header cannot write into the next
 }
 
-// headerName is headerPrefix+name without building the common ones.
+// headerName is headerPrefix+name, built once for the trace context.
 func headerName(name string) string {
 	switch name {
-	case "specversion":
-		return headerPrefix + "specversion"
-	case "id":
-		return headerPrefix + "id"
-	case "source":
-		return headerPrefix + "source"
-	case "type":
-		return headerPrefix + "type"
-	case "subject":
-		return headerPrefix + "subject"
-	case "time":
-		return headerPrefix + "time"
-	case "dataschema":
-		return headerPrefix + "dataschema"
-	case "datacontenttype":
-		return headerPrefix + "datacontenttype"
-	case "traceparent":
-		return headerPrefix + "traceparent"
-	case "tracestate":
-		return headerPrefix + "tracestate"
+	case ExtTraceParent:
+		return headerPrefix + ExtTraceParent
+	case ExtTraceState:
+		return headerPrefix + ExtTraceState
 	}
 	return headerPrefix + name
 }
