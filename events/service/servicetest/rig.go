@@ -1,9 +1,11 @@
 package servicetest
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"net/netip"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -337,3 +339,46 @@ func (c *Clock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
 
 // Advance moves the clock forward by d.
 func (c *Clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// Output is a bytes.Buffer safe for concurrent use: what a command under
+// test writes while the test reads it.
+type Output struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+// String returns everything written so far.
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
+
+// EmbeddedJetStream is the embedded server of Example functions (no
+// testing.TB): stop closes it and removes its storage. It panics on failure.
+func EmbeddedJetStream() (js jetstream.JetStream, stop func()) {
+	dir, err := os.MkdirTemp("", "carddrift-example-")
+	if err != nil {
+		panic(err)
+	}
+	srv, err := service.StartEmbedded(dir, 0)
+	if err != nil {
+		panic(err)
+	}
+	nc, js, err := service.ConnectJetStream(service.ConnectOptions{URL: srv.ClientURL()})
+	if err != nil {
+		panic(err)
+	}
+	return js, func() {
+		nc.Close()
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		os.RemoveAll(dir)
+	}
+}
