@@ -16,8 +16,8 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// Errors of Open (wrapped): the deployment did not become usable within
-// Options.SetupTimeout; the server refused a request the stores need.
+// Errors of Open (wrapped): no usable deployment within SetupTimeout; a
+// request the stores need refused.
 var (
 	ErrStartupTimeout = errors.New("service: start-up timed out")
 	ErrPermission     = errors.New("service: permission refused")
@@ -108,7 +108,7 @@ func ended(ctx context.Context, what string, start time.Time, waitingFor string,
 // permissionPoll is how often an attempt looks for a refused permission.
 const permissionPoll = 50 * time.Millisecond
 
-// cancelOnPermission cancels an attempt as soon as the server reports a
+// cancelOnPermission cancels an attempt when the server reports a
 // permission violation on nc; stop ends the watch and waits for it.
 func cancelOnPermission(ctx context.Context, nc *nats.Conn, cancel context.CancelFunc) (stop func()) {
 	done, exited := make(chan struct{}), make(chan struct{})

@@ -60,7 +60,7 @@ func New(em client.Lifecycle, opts client.InterceptorOptions, sdk SDK) *Tracker 
 	return &Tracker{em: em, opts: opts, sdk: sdk, tasks: map[string]*taskState{}}
 }
 
-// Call is one call of an SDK client as the interceptor's Before saw it.
+// Call is one call of an SDK client as Before saw it.
 type Call struct {
 	Method  string // the SDK's wire name
 	BaseURL string // the interface URL the client talks to
@@ -132,8 +132,7 @@ func (c *Call) Send(taskID string, streams, push bool, inputModes []string) {
 
 type callKey struct{}
 
-// Begin emits a2a.task.request for a call on a known task and returns ctx
-// carrying c for After.
+// Begin emits a2a.task.request for a call on a known task; ctx carries c.
 func (t *Tracker) Begin(ctx context.Context, c *Call) context.Context {
 	c.agentURL = t.agentURL(c.BaseURL)
 	if c.NewTask {
@@ -277,7 +276,6 @@ func (t *Tracker) artifact(ctx context.Context, agentURL, taskID string, a Artif
 	}
 }
 
-// attempt returns the attempt number of the next call of method on a task.
 func (t *Tracker) attempt(taskID, method string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
