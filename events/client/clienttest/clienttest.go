@@ -18,9 +18,8 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// Recorder is a client.Lifecycle that records what it is asked to publish,
-// with the trace context each event would carry, and fails every publish
-// with Fail when set. Safe for concurrent use.
+// Recorder is a client.Lifecycle that records each event and its trace
+// context, failing with Fail when set. Safe for concurrent use.
 type Recorder struct {
 	Fail error
 
@@ -131,8 +130,7 @@ func Kinds(evs []events.Event) []string {
 	return out
 }
 
-// Lifecycle returns the lifecycle events of a task stored so far in stream,
-// in stream order.
+// Lifecycle returns the lifecycle events of a task stored in stream.
 func Lifecycle(t testing.TB, js jetstream.JetStream, stream, taskID string) []events.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -165,8 +163,7 @@ func Lifecycle(t testing.TB, js jetstream.JetStream, stream, taskID string) []ev
 	return out
 }
 
-// LoopbackFetcher is a Fetcher whose SSRF guard lets the tests' loopback
-// agents in, closed at the end of the test.
+// LoopbackFetcher is a Fetcher that lets loopback agents in, closed with t.
 func LoopbackFetcher(t testing.TB) *fetcher.Fetcher {
 	t.Helper()
 	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})

@@ -96,8 +96,7 @@ func (a *Agent) SetStatus(code int) { a.locked(func() { a.status = code }) }
 // SetCacheControl sets the Cache-Control header of the card ("": none).
 func (a *Agent) SetCacheControl(cc string) { a.locked(func() { a.cacheControl = cc }) }
 
-// SetETag makes the agent send etag and answer 304 to an If-None-Match of
-// it, whatever the card now is.
+// SetETag makes the agent send etag and answer 304 to it, whatever the card.
 func (a *Agent) SetETag(etag string) { a.locked(func() { a.etag = etag }) }
 
 // SetDelay makes every answer wait d (or until the client gives up).
@@ -127,10 +126,8 @@ func (a *Agent) TakeArrivals() []time.Time {
 	return at
 }
 
-// The pinning write-up's cards, "AGENT" standing for the agent's URL (see
-// Agent): the client discovers WriteupT0; from T0+40s the vendor serves
-// WriteupT40 (streaming off, skill translate added, bearer swapped for
-// OAuth2 client credentials, the version unchanged).
+// The pinning write-up's cards: WriteupT40 turns streaming off, adds skill
+// translate and swaps bearer for OAuth2, the version unchanged.
 const (
 	WriteupT0 = `{"name":"Vendor B","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT",
 "capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
