@@ -11,13 +11,10 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding/spec"
 )
 
-// NewMessage adapts a NATS message to sdk-go's binding.Message, for code
-// that wants an sdk event.Event (binding.ToEvent(ctx, events.NewMessage(m)))
-// or to forward the message through another sdk protocol binding. It reads
-// both content modes the way Decode does (lower-case ce- headers,
-// percent-decoded values) but does not validate the data; prefer Decode.
-// Finish does nothing: acknowledging the JetStream message is the caller's
-// job.
+// NewMessage adapts a NATS message to sdk-go's binding.Message
+// (binding.ToEvent(ctx, events.NewMessage(m))). It reads both content modes
+// as Decode does but does not validate the data; prefer Decode. Finish does
+// nothing: acknowledging is the caller's job.
 func NewMessage(m Msg) binding.Message {
 	return &message{m: m}
 }

@@ -13,17 +13,9 @@ import (
 )
 
 // readData reads the data of an event of type typ into its Go type with
-// x.r, which checks it against the schema as it goes: Decode's one pass
-// over the data. A member is read into the field whose json name it has
-// (the names Encode writes, so the Go types are the one list of them);
-// members the type does not hold are checked all the same. What the schema
-// accepts and Go cannot hold (an integer beyond the field's range, a leap
-// second) is a violation of the field.
-//
-// Absent requires, posture and idempotent of a submitted event take their
-// defaults: nothing required, fail-closed, not idempotent. A drift's
-// TouchesKnown says that every finding had touches (events written before
-// contract v1.1 did not).
+// x.r, which checks it against the schema as it goes. Members are matched
+// by json name (the Go types are the one list of them); what the schema
+// accepts and Go cannot hold is a violation of the field.
 func (x *reading) readData(typ string) Data {
 	i, ok := dataIndex[typ]
 	if !ok {
@@ -52,8 +44,7 @@ func (x *reading) readData(typ string) Data {
 	return v.Interface().(Data)
 }
 
-// dataTypes are the Go types of the event types, with how to read each;
-// dataIndex finds them by event type.
+// dataTypes are the Go types of the event types; dataIndex finds them.
 var dataTypes, dataIndex = func() ([]dataType, map[string]int) {
 	all := []Data{Submitted{}, Request{}, Status{}, Artifact{}, Error{},
 		Drift{}, Pinned{}, Observed{}, Unreachable{}, Inconsistent{}}
@@ -72,7 +63,6 @@ type dataType struct {
 	fields []field
 }
 
-// A field is a member of an object and how to read it into its field.
 type field struct {
 	name  string
 	index int
@@ -91,7 +81,6 @@ func (x *reading) readStruct(v reflect.Value, fields []field) {
 	}
 }
 
-// fieldsOf returns the members of struct type t, by their json names.
 func fieldsOf(t reflect.Type) []field {
 	var out []field
 	for i := range t.NumField() {
@@ -113,8 +102,8 @@ func fieldsOf(t reflect.Type) []field {
 	return out
 }
 
-// readerOf returns how to read a value of type t. The types are those of
-// the event data; any other panics when the package is loaded.
+// readerOf returns how to read a value of type t; an unknown type panics
+// when the package is loaded.
 func readerOf(t reflect.Type) func(x *reading, v reflect.Value) {
 	switch t {
 	case reflect.TypeFor[time.Time]():

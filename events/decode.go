@@ -20,23 +20,13 @@ import (
 	"github.com/carddrift/carddrift/store/topology"
 )
 
-// Decode reads a CloudEvent from a NATS message in either content mode,
-// validates its data against the schema named by its dataschema attribute
-// (or the current schema of its type) and returns it with typed data.
-// The returned DataSchema is the id of the schema applied, also when the
-// message had no dataschema attribute.
-//
-// A message is structured when its content-type header is
-// application/cloudevents+json and binary when it has a ce-specversion
-// header. Binary header values are percent-decoded (see Encode). Decode
-// never panics; every failure is a *DecodeError whose Err is
-// ErrMalformedEnvelope, ErrUnknownType or ErrSchemaViolation.
-//
-// Decode reads each message once: the data is read into its Go type and
-// checked against its schema in the same pass (schemas.Reader), in
-// structured mode during the pass over the envelope when the type comes
-// before the data. It does not retain m's data (the card of a submitted
-// event is copied). Safe for concurrent use.
+// Decode reads a CloudEvent from a NATS message in either content mode
+// (structured: content-type application/cloudevents+json; binary: a
+// ce-specversion header, values percent-decoded) and validates its data
+// against the schema its dataschema names, or its type's current one,
+// whose id the returned DataSchema holds. Every failure is a *DecodeError
+// whose Err is ErrMalformedEnvelope, ErrUnknownType or ErrSchemaViolation.
+// It does not retain m's data. Safe for concurrent use.
 func Decode(m Msg) (Event, error) {
 	d := decoder{subject: m.Subject()}
 	h := m.Headers()
@@ -78,15 +68,13 @@ func contentType(h headerMap) (string, bool) {
 	return "", false
 }
 
-// headerMap is nats.Header without the import in signatures.
 type headerMap = map[string][]string
 
 func isCloudEventsContentType(ct string) bool {
 	return len(ct) >= len("application/cloudevents") && strings.EqualFold(ct[:len("application/cloudevents")], "application/cloudevents")
 }
 
-// isJSONContentType reports whether a datacontenttype denotes JSON:
-// application/json or any +json suffix, with optional parameters.
+// isJSONContentType: application/json or any +json, with parameters.
 func isJSONContentType(ct string) bool {
 	mt := mediaType(ct)
 	if strings.EqualFold(mt, contentTypeJSON) {
@@ -99,7 +87,6 @@ func isJSONContentType(ct string) bool {
 	return false
 }
 
-// mediaType returns the media type of a content type, without parameters.
 func mediaType(ct string) string {
 	mt, _, _ := strings.Cut(ct, ";")
 	return strings.TrimSpace(mt)
@@ -189,8 +176,7 @@ func validExtensionName(name string) bool {
 	return true
 }
 
-// set sets the context attribute of bit (bSpec to bCT) to v; attr names
-// it in errors.
+// set sets the context attribute of bit (bSpec to bCT) to v.
 func (d *decoder) set(bit uint16, attr, v string) error {
 	var err error
 	switch bit {
@@ -221,8 +207,7 @@ func (d *decoder) set(bit uint16, attr, v string) error {
 	return nil
 }
 
-// envelope checks the attributes common to both modes and returns the schema
-// of the data.
+// envelope checks the attributes and returns the schema of the data.
 func (d *decoder) envelope() (*schemas.Schema, error) {
 	if d.specversion != "1.0" {
 		return nil, d.malformed("specversion", "unsupported specversion "+quote(d.specversion)+" (want 1.0)")
@@ -245,8 +230,6 @@ func (d *decoder) envelope() (*schemas.Schema, error) {
 	return d.schema()
 }
 
-// schema returns the schema of the data: the one dataschema names, or the
-// current schema of the type.
 func (d *decoder) schema() (*schemas.Schema, error) {
 	if d.ev.DataSchema != "" {
 		s, err := schemas.ByID(d.ev.DataSchema)
@@ -265,11 +248,8 @@ func (d *decoder) schema() (*schemas.Schema, error) {
 	return s, nil
 }
 
-// validURIReference reports whether s is an RFC 3986 URI-reference in the
-// form url.Parse gives back unchanged (the form the sdk-go event model, and
-// so Encode, writes): printable ASCII without spaces, quotes or angle
-// brackets, well-formed percent-escapes, a lower-case scheme. Non-ASCII
-// sources are IRIs, not URIs, and are refused.
+// validURIReference reports whether s is an ASCII URI-reference that
+// url.Parse gives back unchanged (the form Encode writes).
 func validURIReference(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -295,10 +275,8 @@ func validURIReference(s string) bool {
 	return true
 }
 
-// CheckSource reports a source attribute that is empty or not a
-// URI-reference in the form Encode writes (see Encode), as an error
-// wrapping ErrInvalidEvent. Publishers check their default source with it
-// before they publish.
+// CheckSource returns an error wrapping ErrInvalidEvent for a source that
+// is empty or not a URI-reference in the form Encode writes.
 func CheckSource(source string) error {
 	if source == "" || !validURIReference(source) {
 		return fmt.Errorf("%w: source %q is not a URI-reference", ErrInvalidEvent, source)
@@ -306,9 +284,8 @@ func CheckSource(source string) error {
 	return nil
 }
 
-// validSources remembers up to maxValidSources sources that passed
-// validURIReference: a stream has few producers, and url.Parse is a
-// noticeable part of decoding a small event.
+// validSources caches sources that passed: a stream has few producers, and
+// url.Parse is a noticeable part of decoding a small event.
 var (
 	validSources     sync.Map
 	validSourceCount atomic.Int64
@@ -320,8 +297,7 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// finish checks the subject attribute against the data's task id, once
-// the data has conformed.
+// finish checks the subject attribute against the conforming data.
 func (d *decoder) finish(s *schemas.Schema, data Data, verr error) (Event, error) {
 	if verr != nil {
 		return Event{}, d.violation(verr)
@@ -334,8 +310,8 @@ func (d *decoder) finish(s *schemas.Schema, data Data, verr error) (Event, error
 	return d.ev, nil
 }
 
-// readAll reads data, one JSON value and nothing else, against s. It
-// returns the typed data and its violation, or the syntax error.
+// readAll reads data, one JSON value, against s: the typed data and its
+// violation, or the syntax error.
 func readAll(s *schemas.Schema, data []byte, owned bool) (Data, error, error) {
 	x := getReading(data)
 	defer putReading(x)
@@ -349,9 +325,7 @@ func readAll(s *schemas.Schema, data []byte, owned bool) (Data, error, error) {
 	return v, verr, nil
 }
 
-// read reads the next value of x's scanner, the data, against s; data is
-// the scanner's input. The error is the scanner's *jcs.SyntaxError or the
-// schema's *schemas.ValidationError.
+// read reads the data, the next value of x's scanner, against s.
 func (x *reading) read(s *schemas.Schema, data []byte, owned bool) (Data, error) {
 	x.r.Reset(s, &x.sc, data, owned)
 	v := x.readData(s.Type)
@@ -381,10 +355,8 @@ func quote(s string) string {
 	return `"` + strings.ToValidUTF8(s, "\uFFFD") + `"`
 }
 
-// structured reads a structured-mode event in one pass over the envelope.
-// The data member is read into its type there when the type (and
-// dataschema) attributes come before it, as Encode and the sdk write them;
-// otherwise it is passed over, and read once the envelope is known.
+// structured reads a structured-mode event in one pass when type (and
+// dataschema) precede data, as Encode writes them; else data is read after.
 func (d *decoder) structured(ct string, b []byte) (Event, error) {
 	if !strings.EqualFold(mediaType(ct), ContentTypeStructured) {
 		return Event{}, d.malformed(headerContentType, "unsupported CloudEvents format "+quote(ct)+" (want "+ContentTypeStructured+")")
@@ -509,8 +481,7 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 	return d.finish(s, data, verr)
 }
 
-// known returns the schema the attributes read so far name, nil if they
-// name none yet.
+// known returns the schema the attributes so far name, or nil.
 func (d *decoder) known() *schemas.Schema {
 	if d.ev.Type == "" {
 		return nil
@@ -519,7 +490,6 @@ func (d *decoder) known() *schemas.Schema {
 	return s
 }
 
-// skipValue passes over the next value of sc.
 func skipValue(sc *jcs.Scanner) error {
 	k, _, err := sc.Value()
 	if err == nil && (k == jcs.Object || k == jcs.Array) {
@@ -542,9 +512,8 @@ const (
 	bB64
 )
 
-// attribute returns the name (a constant, sharing no memory with k) and
-// the bit of the structured event member named k; k itself and 0 for an
-// extension attribute.
+// attribute returns the constant name and the bit of member k; k and 0 for
+// an extension.
 func attribute(k string) (string, uint16) {
 	switch k {
 	case "specversion":
@@ -571,8 +540,6 @@ func attribute(k string) (string, uint16) {
 	return k, 0
 }
 
-// jsonStart returns the offset of the first byte of b that is not JSON
-// whitespace.
 func jsonStart(b []byte) int {
 	i := 0
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
@@ -581,7 +548,6 @@ func jsonStart(b []byte) int {
 	return i
 }
 
-// scalarString renders a JSON scalar extension value as a string.
 func scalarString(k jcs.Kind, s string) (string, bool) {
 	switch k {
 	case jcs.String, jcs.Number:
@@ -594,17 +560,9 @@ func scalarString(k jcs.Kind, s string) (string, bool) {
 	return "", false
 }
 
-// CheckSubject reports whether the lifecycle event ev may have been
-// published on the subject whose kind and task tokens are kind and task
-// (a2a.task.<kind>.<task>, read after the stream's prefix, without any
-// partition token the stream appends): kind must be the kind of ev's type
-// and task must be Token of the data's task id, so that ev sits in its own
-// task's partition and under its own task's filter (a2a.task.*.<task>). The
-// subject attribute, if any, Decode already holds to the data's task id.
-//
-// It returns nil when subject and event agree (exactly when Subject(ev.Data)
-// is a2a.task.<kind>.<task>), and an error wrapping ErrSubjectMismatch
-// otherwise, also for an event that is not a lifecycle event.
+// CheckSubject returns nil when the lifecycle event ev belongs on
+// a2a.task.<kind>.<task> (kind of its type, Token of its task id), and an
+// error wrapping ErrSubjectMismatch otherwise or for any other event.
 func CheckSubject(ev Event, kind, task string) error {
 	if ev.Data == nil || !isInbound(ev.Type) || ev.Data.EventType() != ev.Type {
 		return fmt.Errorf("%w: type %s is not a lifecycle event's", ErrSubjectMismatch, quote(ev.Type))
@@ -618,13 +576,9 @@ func CheckSubject(ev Event, kind, task string) error {
 	return nil
 }
 
-// CheckStoredSubject is CheckSubject for a lifecycle event as its stream
-// stored it: subject is prefix (the stream's subjects without the final
-// ">", "a2a.task." by default), the kind and task tokens, and, when the
-// stream is partitioned, a partition number. Which number the stream's
-// transform chose is not checked (a stream repartitioned since keeps its
-// old ones). It returns an error wrapping ErrSubjectMismatch for any other
-// shape and for an event that disagrees with its subject.
+// CheckStoredSubject is CheckSubject for the full stored subject: prefix
+// ("a2a.task." by default), kind, task and, when partitioned, a partition
+// number (which one is not checked: a repartitioned stream keeps old ones).
 func CheckStoredSubject(ev Event, subject, prefix string, partitioned bool) error {
 	rest, ok := strings.CutPrefix(subject, prefix)
 	if !ok {
@@ -642,9 +596,7 @@ func CheckStoredSubject(ev Event, subject, prefix string, partitioned bool) erro
 	return CheckSubject(ev, kind, task)
 }
 
-// isPartition reports whether s is a partition token as nats-server's
-// partition() writes it: a decimal number without leading zeros, below
-// topology.MaxPartitions.
+// isPartition: a decimal below topology.MaxPartitions, no leading zeros.
 func isPartition(s string) bool {
 	if s == "" || len(s) > 4 || len(s) > 1 && s[0] == '0' {
 		return false
@@ -663,16 +615,11 @@ func isPartition(s string) bool {
 // message (the structured envelope counts as one level).
 const MaxDepth = 64
 
-// jsonLimits are the limits of the scanner: no size limit of its own (the
-// NATS server bounds a message), MaxDepth levels.
+// jsonLimits: no size limit (the NATS server bounds a message).
 var jsonLimits = jcs.Limits{MaxBytes: math.MaxInt, MaxDepth: MaxDepth}
 
-// Messages are read with jcs.Scanner, the strict JSON scanner carddrift's
-// canonicalizer uses: the same rules (valid UTF-8, no escaped lone
-// surrogates, no duplicate keys, at most MaxDepth levels) and the same
-// *jcs.SyntaxError, which Decode keeps in its error chains. A scanner and
-// the schemas.Reader that reads the data with it are pooled together, so
-// that reading allocates nothing of its own.
+// reading is a pooled jcs.Scanner (the canonicalizer's strict scanner) and
+// the schemas.Reader that reads the data with it.
 type reading struct {
 	sc jcs.Scanner
 	r  schemas.Reader
@@ -699,15 +646,11 @@ func putReading(x *reading) {
 	readings.Put(x)
 }
 
-// maxOwnedCopy is the largest message Decode copies whole, so that the
-// strings of its data are pieces of one copy instead of one allocation
-// each. A string of the event keeps the copy alive, which for a message
-// this small costs less than the allocations it saves; larger messages
-// (a submitted event with its card) copy each string out.
+// maxOwnedCopy is the largest message Decode copies whole, so that its
+// strings are pieces of one copy instead of one allocation each; larger
+// messages copy each string out.
 const maxOwnedCopy = 2048
 
-// ownCopy returns a copy of b that the caller owns and true when b is small
-// enough to copy whole (see maxOwnedCopy), b and false otherwise.
 func ownCopy(b []byte) ([]byte, bool) {
 	if len(b) > maxOwnedCopy {
 		return b, false

@@ -11,39 +11,15 @@
 // in package schemas; an Event's DataSchema attribute names it, and both
 // Encode and Decode validate against it.
 //
-// # Subjects
+// # Subjects and modes
 //
-// Ids become subject tokens with Token, an injective, reversible encoding
-// (ParseToken) whose output uses only [A-Za-z0-9_=-]: dots, wildcards,
-// spaces, non-ASCII and empty ids are safe. AgentKey is the token of an
-// agent URL's normalised host. Subject gives an event's subject; streams
-// cover InboundSubjects and OutboundSubjects.
-//
-// # Content modes
-//
-// Binary mode (the default) carries the attributes as lower-case ce- headers
-// and the data as the payload; Structured mode carries the CloudEvents JSON
-// format with content-type application/cloudevents+json. Encode uses the
-// sdk-go event model and codec for both; NewMessage exposes a NATS message
-// to sdk-go's binding package. Decode accepts both and is the fast path: one
-// pass per message, the data read straight into its Go type and checked
-// against its schema as it is read (schemas.Reader).
-//
-// # Publishing
-//
-// Publishing is not the contract's: an A2A client publishes lifecycle
-// events with a client.Emitter (package events/client), one call per
-// event; carddrift workers publish outcomes with a publish.Publisher
-// (package events/publish), whose Publish sets the deterministic
-// Nats-Msg-Id (MsgID) so that the same drift is stored once however often
-// it is published.
-//
-// # Topology
-//
-// The streams, subjects, partitions and consumers clients, planners and
-// workers share are package store/topology's (InboundSubjects and
-// OutboundSubjects are its default subjects); store.Config embeds its
-// Topology and provisions it.
+// Token turns ids into subject tokens (reversible with ParseToken);
+// AgentKey is the token of an agent URL's host; Subject gives an event's
+// subject. Binary mode (the default) carries the attributes as ce- headers,
+// Structured the CloudEvents JSON format. Decode reads the data straight
+// into its Go type and checks it against its schema in the same pass.
+// Lifecycle events are published with a client.Emitter, outcomes with a
+// publish.Publisher, which sets the deterministic Nats-Msg-Id (MsgID).
 //
 // # Consuming
 //

@@ -16,20 +16,13 @@ import (
 	"github.com/carddrift/carddrift/schemas"
 )
 
-// Encode validates e and encodes it as a NATS message on Subject(e.Data), in
-// the given mode. It fills Type, Subject (the task id) and DataSchema (the
-// current schema id of the type) when they are empty and returns an error
-// wrapping ErrInvalidEvent when they contradict the data, or wrapping
-// ErrSchemaViolation and a *schemas.ValidationError when the data does not
-// conform to its schema. Encode sets no Nats-Msg-Id; publish.Publisher
-// (and so client.Emitter) does.
-//
-// Binary mode writes the attributes as lower-case ce- headers, each value
+// Encode validates e and encodes it as a NATS message on Subject(e.Data).
+// It fills an empty Type, Subject (the task id) and DataSchema (the type's
+// current schema); errors wrap ErrInvalidEvent when they contradict the
+// data, or ErrSchemaViolation and a *schemas.ValidationError. It sets no
+// Nats-Msg-Id (publish.Publisher does). Binary header values are
 // percent-encoded like the CloudEvents HTTP binding (space, '"', '%' and
-// every byte outside printable ASCII become %XX), so that any task id is a
-// safe header value; Decode reverses it. Structured mode writes the
-// CloudEvents JSON format with content-type application/cloudevents+json.
-// Both are produced with the sdk-go event model and codec.
+// non-printable-ASCII bytes), so any task id is a safe header value.
 func Encode(e Event, mode Mode) (*nats.Msg, error) {
 	data, subject, err := prepare(&e)
 	if err != nil {
@@ -38,15 +31,12 @@ func Encode(e Event, mode Mode) (*nats.Msg, error) {
 	msg := &nats.Msg{Subject: subject}
 	switch mode {
 	case Binary:
-		if !binaryReady(&e) {
-			// What the fast path does not vouch for goes through the sdk
-			// event, which refuses it with the error it always gave.
+		if !binaryReady(&e) { // the sdk event gives the error
 			if _, err := sdkEvent(&e, data); err != nil {
 				return nil, err
 			}
 		}
-		// 9 headers: the 8 attributes Encode writes and the Nats-Msg-Id
-		// the publisher adds.
+		// 8 attributes and the publisher's Nats-Msg-Id.
 		msg.Header = make(nats.Header, 9+len(e.Extensions))
 		writeBinary(&e, &headerWriter{h: msg.Header})
 		msg.Data = data
@@ -74,7 +64,6 @@ func CloudEvent(e Event) (*event.Event, error) {
 	return ce, err
 }
 
-// cloudEvent checks e, encodes its data and builds the sdk-go event.
 func cloudEvent(e *Event) (*event.Event, string, error) {
 	data, subject, err := prepare(e)
 	if err != nil {
@@ -87,13 +76,12 @@ func cloudEvent(e *Event) (*event.Event, string, error) {
 	return ce, subject, nil
 }
 
-// prepare checks e's attributes, fills Type, Subject and DataSchema, and
-// returns its data as JSON, validated against its schema, and its subject.
+// prepare checks and fills e's attributes and returns its validated data
+// and its subject.
 func prepare(e *Event) ([]byte, string, error) { return prepareWith(e, true) }
 
-// prepareWith is prepare; typed false marshals with json.Marshal and
-// checks the source by parsing it, as Encode did before marshalData and
-// plainSource (the baseline of BenchmarkEncodeTypes).
+// prepareWith with typed false is BenchmarkEncodeTypes' baseline: without
+// marshalData and plainSource.
 func prepareWith(e *Event, typed bool) ([]byte, string, error) {
 	if e.Data == nil {
 		return nil, "", fmt.Errorf("%w: no data", ErrInvalidEvent)
@@ -151,8 +139,6 @@ func prepareWith(e *Event, typed bool) ([]byte, string, error) {
 	return data, subject, nil
 }
 
-// validate validates data (json.Marshal's) against s as Decode reads it,
-// in one pass over the bytes.
 func validate(s *schemas.Schema, typ string, data []byte) error {
 	x := getReading(data)
 	defer putReading(x)
@@ -173,8 +159,7 @@ func validate(s *schemas.Schema, typ string, data []byte) error {
 
 // sdkEvent builds the sdk-go event of e, checked by prepare, with data.
 func sdkEvent(e *Event, data []byte) (*event.Event, error) {
-	// The context is filled directly, not through the sdk setters: they trim
-	// spaces from ids and subjects, and a task id may have any.
+	// Not the sdk setters: they trim spaces, and a task id may have any.
 	ct := event.ApplicationJSON
 	ec := &event.EventContextV1{
 		ID:              e.ID,
@@ -212,22 +197,15 @@ func sdkEvent(e *Event, data []byte) (*event.Event, error) {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 		}
 	}
-	// Not ce.Validate: it trims spaces, so it would refuse a task id of
-	// spaces as subject, which CloudEvents allows; the checks above and
-	// below cover the rest of it.
+	// Not ce.Validate, which trims spaces too.
 	if ce.Source() != e.Source || ce.DataSchema() != e.DataSchema {
 		return nil, fmt.Errorf("%w: source or dataschema does not survive URI parsing", ErrInvalidEvent)
 	}
 	return &ce, nil
 }
 
-// binaryReady reports that e, checked by prepare, passes what sdkEvent
-// checks beyond it, so that binary mode can write e's attributes without
-// building the sdk event: the source survives URI parsing (CheckSource
-// and plainSource vouch for it: url.Parse gives it back unchanged), so
-// does the dataschema (one of the embedded schemas' ids, checked once),
-// and every extension is one SetExtension takes. false sends e through
-// sdkEvent, which gives the error.
+// binaryReady reports that e, checked by prepare, passes sdkEvent's checks
+// too (the source was checked by prepare), so binary mode can skip it.
 func binaryReady(e *Event) bool {
 	if !schemaURISurvives()[e.DataSchema] {
 		return false
@@ -240,8 +218,7 @@ func binaryReady(e *Event) bool {
 	return true
 }
 
-// schemaURISurvives says, for the id of every embedded schema, whether it
-// survives the sdk's URI parsing unchanged (all do: TestSchemaIDsSurvive).
+// schemaURISurvives: the schema ids that survive the sdk's URI parsing.
 var schemaURISurvives = sync.OnceValue(func() map[string]bool {
 	out := map[string]bool{}
 	for _, s := range schemas.All() {
@@ -251,13 +228,10 @@ var schemaURISurvives = sync.OnceValue(func() map[string]bool {
 	return out
 })
 
-// plainSource reports, without parsing, that source is a URI-reference
-// CheckSource accepts: a relative path of unreserved characters in
-// segments ("carddrift/worker-1", "carddrift-demo-client"), or a
-// lower-case scheme and an opaque part of unreserved characters and
-// colons ("urn:client:planner-7"). url.Parse gives either back unchanged.
-// It spares the usual sources of a publisher CheckSource's lookup in its
-// cache. TestPlainSource holds it to CheckSource.
+// plainSource reports, without parsing, that s is a source CheckSource
+// accepts: a relative path of unreserved segments ("carddrift/worker-1")
+// or a scheme and an opaque part of unreserved characters and colons
+// ("urn:client:planner-7"). TestPlainSource holds it to CheckSource.
 func plainSource(s string) bool {
 	if s == "" {
 		return false
@@ -303,93 +277,62 @@ func plainSource(s string) bool {
 func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// isUnreserved: RFC 3986 unreserved characters.
 func isUnreserved(c byte) bool {
 	return isLower(c|0x20) || isDigit(c) || c == '-' || c == '.' || c == '_' || c == '~'
 }
 
 func isAttributeName(name string) bool {
-	switch name {
-	case "specversion", "id", "source", "type", "subject", "time", "dataschema", "datacontenttype", "data":
-		return true
-	}
-	return false
+	_, bit := attribute(name)
+	return bit != 0 && bit != bB64
 }
 
-// writeBinary writes the binary-mode headers of e, checked by prepare and
-// binaryReady, as the sdk-go binding writes them from its sdk-go event
-// (binding.Write with WithForceBinary onto a headerWriter: every context
-// attribute that is set, formatted by types.Format, then the extensions),
-// without the binding's boxing of every value and copying of the data.
-// The attribute values are e's own: source and dataschema survive the
-// sdk's URI parsing unchanged (binaryReady), and the extensions are
-// strings, which types.Format leaves as they are.
-// TestEncodeBinaryIsSDKBinding and FuzzDecode hold it to the binding.
+// writeBinary writes the binary-mode headers of e as the sdk-go binding
+// writes them, without its boxing and copying (TestEncodeBinaryIsSDKBinding
+// holds it to the binding).
 func writeBinary(e *Event, w *headerWriter) {
-	w.setString("specversion", event.CloudEventsVersionV1)
-	w.setString("id", e.ID)
-	w.setString("source", e.Source)
-	w.setString("type", e.Type)
+	w.setString(headerPrefix+"specversion", event.CloudEventsVersionV1)
+	w.setString(headerPrefix+"id", e.ID)
+	w.setString(headerPrefix+"source", e.Source)
+	w.setString(headerPrefix+"type", e.Type)
 	if e.Subject != "" {
-		w.setString("subject", e.Subject)
+		w.setString(headerPrefix+"subject", e.Subject)
 	}
 	if !e.Time.IsZero() {
-		w.setString("time", types.FormatTime(e.Time))
+		w.setString(headerPrefix+"time", types.FormatTime(e.Time))
 	}
-	w.setString("dataschema", e.DataSchema)
-	w.setString("datacontenttype", event.ApplicationJSON)
+	w.setString(headerPrefix+"dataschema", e.DataSchema)
+	w.setString(headerPrefix+"datacontenttype", event.ApplicationJSON)
 	for name, v := range e.Extensions {
-		w.setString(name, v)
+		w.setString(headerName(name), v)
 	}
 }
 
-// headerWriter writes attributes onto NATS headers: lower-case ce- names,
-// percent-encoded values.
+// headerWriter writes attributes onto NATS headers.
 type headerWriter struct {
 	h    nats.Header
 	vals []string // backing of the headers' one-value slices
 }
 
-// setString sets the header of attribute name to s, percent-encoded.
-func (w *headerWriter) setString(name, s string) {
+func (w *headerWriter) setString(header, s string) {
 	if len(w.vals) == cap(w.vals) {
 		w.vals = make([]string, 0, 12)
 	}
 	n := len(w.vals)
 	w.vals = append(w.vals, escapeHeader(s))
-	w.h[headerName(name)] = w.vals[n : n+1 : n+1] // capped: an Add to one header cannot write into the next
+	w.h[header] = w.vals[n : n+1 : n+1] // capped: an Add to one header cannot write into the next
 }
 
-// headerName returns headerPrefix+name, without building the string for
-// the attributes and the trace-context extensions.
+// headerName is headerPrefix+name, built once for the trace context.
 func headerName(name string) string {
 	switch name {
-	case "specversion":
-		return headerPrefix + "specversion"
-	case "id":
-		return headerPrefix + "id"
-	case "source":
-		return headerPrefix + "source"
-	case "type":
-		return headerPrefix + "type"
-	case "subject":
-		return headerPrefix + "subject"
-	case "time":
-		return headerPrefix + "time"
-	case "dataschema":
-		return headerPrefix + "dataschema"
-	case "datacontenttype":
-		return headerPrefix + "datacontenttype"
-	case "traceparent":
-		return headerPrefix + "traceparent"
-	case "tracestate":
-		return headerPrefix + "tracestate"
+	case ExtTraceParent:
+		return headerPrefix + ExtTraceParent
+	case ExtTraceState:
+		return headerPrefix + ExtTraceState
 	}
 	return headerPrefix + name
 }
 
-// escapeHeader percent-encodes a header value like the CloudEvents HTTP
-// binding: space, '"', '%' and bytes outside printable ASCII.
 func escapeHeader(s string) string {
 	n := 0
 	for i := 0; i < len(s); i++ {

@@ -9,13 +9,8 @@ import (
 // errors.Is.
 var (
 	// ErrMalformedEnvelope is returned by Decode when the message is not a
-	// well-formed CloudEvent carrying JSON data: neither binary (ce-specversion
-	// header) nor structured (content-type application/cloudevents+json);
-	// specversion other than 1.0; a missing or empty id, source or type; an
-	// invalid time, dataschema or extension name; repeated headers or JSON
-	// members; data that is not JSON (bad syntax, invalid UTF-8, nesting deeper
-	// than MaxDepth, a non-JSON datacontenttype); or a subject attribute that
-	// is not the data's task id.
+	// well-formed CloudEvent carrying JSON data (Reason says what is wrong),
+	// or its subject attribute is not the data's task id.
 	ErrMalformedEnvelope = errors.New("events: malformed CloudEvent envelope")
 	// ErrUnknownType is returned by Decode for a CloudEvents type carddrift has
 	// no schema for, or a dataschema id it does not know (a newer version).
@@ -27,11 +22,8 @@ var (
 )
 
 var (
-	// ErrInvalidEvent is returned (wrapped) by Encode, publish.Publisher's
-	// Publish and client.Emitter's methods for an event they cannot encode:
-	// no data, a missing id or source, a type, subject or dataschema that
-	// contradicts the data, or a bad extension; and by CheckSource,
-	// publish.New and client.NewEmitter for a bad source.
+	// ErrInvalidEvent is returned (wrapped) by Encode and the publishers for
+	// an event they cannot encode, and by CheckSource for a bad source.
 	ErrInvalidEvent = errors.New("events: invalid event")
 	// ErrInvalidToken is returned (wrapped) by ParseToken for a string that
 	// Token cannot have produced.
@@ -51,21 +43,15 @@ var (
 // *jcs.SyntaxError with the byte offset for JSON that is not well-formed).
 // errors.Is and errors.As see both.
 type DecodeError struct {
-	Err error
-	// Mode is the content mode the message was read in.
-	Mode Mode
-	// Subject is the NATS subject of the message.
-	Subject string
-	// Type, ID and Source are the CloudEvents attributes, as far as they
-	// were read before the failure.
+	Err     error
+	Mode    Mode
+	Subject string // the NATS subject
+	// Type, ID and Source are the attributes as far as they were read.
 	Type, ID, Source string
-	// Attribute names the CloudEvents attribute or header at fault
-	// (for example "time" or "ce-time"), "" if none.
+	// Attribute names the attribute or header at fault ("ce-time"), if any.
 	Attribute string
-	// Field is the JSON pointer of the violating data field for a schema
-	// violation ("" is the data as a whole).
-	Field string
-	// Reason says what is wrong.
+	// Field is the JSON pointer of a violating data field ("": the whole).
+	Field  string
 	Reason string
 	Cause  error
 }

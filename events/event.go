@@ -10,12 +10,8 @@ import (
 type Mode int
 
 const (
-	// Binary carries the attributes in lower-case ce- headers (ce-id,
-	// ce-type, ...) and the data as the payload. The default.
-	Binary Mode = iota
-	// Structured carries the whole event as JSON in the payload, with the
-	// header content-type: application/cloudevents+json.
-	Structured
+	Binary     Mode = iota // ce- headers and the data as payload; the default
+	Structured             // application/cloudevents+json
 )
 
 func (m Mode) String() string {
@@ -30,43 +26,25 @@ func (m Mode) String() string {
 
 // Event is a carddrift CloudEvent (specversion 1.0) with typed data.
 type Event struct {
-	// ID identifies the event; unique per Source.
-	ID string
-	// Source names the producer: the A2A client, or the carddrift worker.
-	Source string
-	// Type is the event type (TypeSubmitted, ...). Encode fills it from Data
-	// when empty.
-	Type string
-	// Subject is the task id ("" for agent-level events). Encode fills it
-	// from Data when empty.
-	Subject string
-	// Time is when the event happened; zero means unset.
-	Time time.Time
-	// DataSchema is the schema id of the data. Encode fills it with the
-	// current schema of Type when empty.
-	DataSchema string
-	// Data is one of Submitted, Request, Status, Artifact, Error, Drift,
-	// Pinned, Observed or Unreachable: a value after Decode; Encode also
-	// takes pointers.
-	Data Data
-	// Extensions are CloudEvents extension attributes (for example
-	// traceparent), by lower-case name, as strings.
+	ID         string // unique per Source
+	Source     string
+	Type       string    // Encode fills it from Data when empty
+	Subject    string    // the task id; Encode fills it from Data when empty
+	Time       time.Time // zero: unset
+	DataSchema string    // Encode fills it with Type's current schema
+	Data       Data
+	// Extensions are extension attributes (traceparent) by lower-case name.
 	Extensions map[string]string
 }
 
-// The CloudEvents distributed-tracing extension: the W3C trace context of
-// the operation an event belongs to. carddrift copies both from a lifecycle
-// event onto every event its handling publishes (card.drift, card.pinned,
-// card.unreachable, card.inconsistent), in binary mode (ce-traceparent,
-// ce-tracestate headers) and structured mode alike, so that a planner's
-// trace runs from the client's request through carddrift's verdict.
+// The CloudEvents distributed-tracing extension, which carddrift copies
+// from a lifecycle event onto every event its handling publishes.
 const (
 	ExtTraceParent = "traceparent"
 	ExtTraceState  = "tracestate"
 )
 
-// TaskID returns the task id of the event's data ("" for agent-level events
-// or no data).
+// TaskID returns the task id of the event's data ("" for agent-level).
 func (e Event) TaskID() string {
 	if e.Data == nil {
 		return ""
@@ -84,8 +62,7 @@ func (e Event) AgentURL() string {
 	return a
 }
 
-// Msg is what Decode reads: a jetstream.Msg satisfies it, and NATSMsg adapts
-// a *nats.Msg.
+// Msg is what Decode reads: a jetstream.Msg, or NATSMsg of a *nats.Msg.
 type Msg interface {
 	Subject() string
 	Headers() nats.Header

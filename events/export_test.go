@@ -52,7 +52,7 @@ func (w *sdkWriter) SetExtension(name string, v any) error {
 	if err != nil {
 		return err
 	}
-	w.setString(name, s)
+	w.setString(headerPrefix+name, s)
 	return nil
 }
 

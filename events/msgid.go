@@ -12,40 +12,22 @@ import (
 	"github.com/carddrift/carddrift/detector"
 )
 
-// MsgID returns the deterministic identity of an outbound event: its
-// JetStream Nats-Msg-Id and its CloudEvents id. Two workers (or one worker
-// retrying after a crash or a redelivery) that publish the same outcome
-// produce the same id, and the stream's duplicate window drops the second
-// copy. The id does not include the CloudEvents source (the worker name) on
-// purpose: which worker noticed does not change the outcome.
+// MsgID returns the deterministic identity of an outbound event, its
+// Nats-Msg-Id and CloudEvents id, so that the same outcome published twice
+// is stored once. It leaves out the source: which worker noticed does not
+// change the outcome. It is "<event>-" and the hex SHA-256 of
+// length-prefixed fields:
 //
-// The id is "<event>-" followed by the hex SHA-256 over the length-prefixed
-// fields below (so that no two field lists collide):
+//   - card.drift: task id, pinned and live digest, sorted unique rule ids,
+//     and the live card's signer key (thumbprint, else kid) when signed;
+//   - card.pinned: task id, agent URL, digest, source, trigger source and id;
+//   - card.observed: card URL, status, digest, ETag, fetchedAt;
+//   - card.unreachable: card URL, task id, reason, and the trigger's source
+//     and id, else attemptedAt;
+//   - card.inconsistent: card URL and Episode (decoded: the digests and
+//     their first sightings).
 //
-//   - card.drift: task id, pinned digest, live digest, and the sorted set of
-//     unique finding rule ids; when the live card is signed, also its
-//     signer's key (thumbprint, else kid). A new finding on the same cards
-//     (for example blind-retry on a later retry) is a new event, and so is
-//     a card re-signed by yet another key (signatures never change a
-//     digest); the same findings seen again are not, whatever triggered
-//     them.
-//   - card.pinned: task id, agent URL, digest, pin source, and the trigger's
-//     source and event id. A re-submission (a new a2a.task.submitted) records
-//     a new pin even when the digest is unchanged; a redelivered submission
-//     does not.
-//   - card.observed: card URL, status, digest, ETag and fetchedAt (UTC,
-//     nanoseconds). Each observation is its own event.
-//   - card.unreachable: card URL, task id, reason, and either the trigger's
-//     source and event id (when the fetch had a trigger: redeliveries of the
-//     trigger collapse) or attemptedAt (when it had none).
-//   - card.inconsistent: card URL and the episode's start (Episode, UTC,
-//     nanoseconds): one event per episode, whichever worker saw it start
-//     and however often it is published again. Without an Episode (a
-//     decoded event), the digests and their first sightings stand in.
-//
-// For inbound data (a2a.task.*), whose ids are chosen by the client, MsgID
-// returns "": see publish.Publisher, which uses source + "/" + the id (for
-// client.Emitter a fresh UUID).
+// For inbound data MsgID returns "" (publish.Publisher uses source/id).
 func MsgID(d Data) string {
 	if o, ok := d.(interface{ msgID() string }); ok {
 		return o.msgID()
@@ -53,8 +35,7 @@ func MsgID(d Data) string {
 	return ""
 }
 
-// idHash hashes the identity of an outbound event: its type, then fields,
-// each length-prefixed so that no bytes can move from one field to the next.
+// idHash hashes length-prefixed fields, so no bytes move between fields.
 type idHash struct{ h hash.Hash }
 
 func newIDHash(typ string, fields ...string) idHash {
@@ -82,8 +63,7 @@ func (d Drift) msgID() string {
 	h := newIDHash(TypeDrift, d.TaskID, d.Pinned.Digest, d.Live.Digest)
 	h.add(rules...)
 	if s := d.Live.Signer; s != nil {
-		// Only for signed cards: the ids of every other card.drift stay
-		// what they were before carddrift recorded signers.
+		// Only when signed: unsigned drifts keep their old ids.
 		if s.Thumbprint != "" {
 			h.add("signer", s.Thumbprint)
 		} else {

@@ -14,16 +14,10 @@ func tokenSafe(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
 }
 
-// Token encodes an arbitrary id (a task id, an agent host) as one NATS
-// subject token. Bytes in [A-Za-z0-9_-] are kept; every other byte — '.',
-// '*', '>', spaces, '=', control characters, each byte of a non-ASCII UTF-8
-// sequence (or of invalid UTF-8) — becomes "=XX", XX its value in upper-case
-// hex. The empty string becomes "=", which no non-empty id encodes to.
-//
-// The encoding is injective (escapes are fixed-length and '=' is always
-// escaped) and ParseToken reverses it. Its output uses only [A-Za-z0-9_=-],
-// so it is also a valid JetStream KV key and never a wildcard. Ids that are
-// already safe are returned unchanged, without allocating.
+// Token encodes any id as one NATS subject token (also a KV key, never a
+// wildcard): bytes in [A-Za-z0-9_-] stay, every other byte becomes "=XX"
+// (upper-case hex), and "" becomes "=". It is injective; ParseToken
+// reverses it. Safe ids are returned without allocating.
 func Token(id string) string {
 	n := 0
 	for i := 0; i < len(id); i++ {
@@ -53,9 +47,7 @@ func Token(id string) string {
 }
 
 // ParseToken reverses Token. It accepts exactly the strings Token returns
-// (canonical form only: upper-case hex, no escapes of safe bytes) and returns
-// an error wrapping ErrInvalidToken for anything else, so that
-// Token(ParseToken(t)) == t whenever ParseToken succeeds.
+// and returns an error wrapping ErrInvalidToken for anything else.
 func ParseToken(tok string) (string, error) {
 	if tok == "=" {
 		return "", nil
@@ -106,10 +98,8 @@ func unhexUpper(c byte) (byte, bool) {
 	return 0, false
 }
 
-// AgentHost returns the normalised host[:port] of an agent URL: the host
-// lower-cased, a trailing dot and the scheme's default port (80 for http,
-// 443 for https) removed, IPv6 addresses in brackets. Only http and https
-// URLs with a host are accepted.
+// AgentHost returns the normalised host[:port] of an http(s) agent URL:
+// lower-cased, without a trailing dot or default port, IPv6 in brackets.
 func AgentHost(agentURL string) (string, error) {
 	u, err := url.Parse(agentURL)
 	if err != nil {
@@ -136,9 +126,7 @@ func AgentHost(agentURL string) (string, error) {
 	return host, nil
 }
 
-// AgentKey returns the subject token of an agent: Token(AgentHost(agentURL)).
-// Every URL of the same agent host (any path, either case, with or without
-// the default port) has the same key.
+// AgentKey returns Token(AgentHost(agentURL)), one key per agent host.
 func AgentKey(agentURL string) (string, error) {
 	host, err := AgentHost(agentURL)
 	if err != nil {
@@ -147,25 +135,16 @@ func AgentKey(agentURL string) (string, error) {
 	return Token(host), nil
 }
 
-// Subject prefixes of the contract, and the stream filters that cover every
-// event (the default subjects of package topology's streams).
+// The stream filters that cover every lifecycle and every carddrift event.
 const (
-	inboundPrefix  = "a2a.task."
-	outboundPrefix = "card."
-
-	// InboundSubjects covers every lifecycle event: a2a.task.<kind>.<taskId>.
-	InboundSubjects = inboundPrefix + ">"
-	// OutboundSubjects covers every carddrift event:
-	// card.<event>.<agentKey>[.<taskId>].
+	inboundPrefix    = "a2a.task."
+	outboundPrefix   = "card."
+	InboundSubjects  = inboundPrefix + ">"
 	OutboundSubjects = outboundPrefix + ">"
 )
 
-// Subject returns the NATS subject an event with data d is published on:
-// a2a.task.<kind>.<Token(taskId)> for lifecycle events (kind is submitted,
-// request, status, artifact or error) and
-// card.<event>.<AgentKey(agentUrl)>[.<Token(taskId)>] for carddrift events
-// (event is drift, pinned, observed, unreachable or inconsistent; the task part is absent
-// for agent-level events).
+// Subject returns the subject of data d: a2a.task.<kind>.<Token(taskId)>,
+// or card.<event>.<AgentKey(agentUrl)>[.<Token(taskId)>].
 func Subject(d Data) (string, error) {
 	if d == nil {
 		return "", fmt.Errorf("%w: no data", ErrInvalidSubject)

@@ -11,17 +11,15 @@ import (
 // CloudEvents types. The a2a.task.* types are published by A2A clients, the
 // card.* types by carddrift.
 const (
-	TypeSubmitted   = "a2a.task.submitted"
-	TypeRequest     = "a2a.task.request"
-	TypeStatus      = "a2a.task.status"
-	TypeArtifact    = "a2a.task.artifact"
-	TypeError       = "a2a.task.error"
-	TypeDrift       = "card.drift"
-	TypePinned      = "card.pinned"
-	TypeObserved    = "card.observed"
-	TypeUnreachable = "card.unreachable"
-	// TypeInconsistent: replicas behind one agent URL serve different cards
-	// (split brain). Since contract v1.1.
+	TypeSubmitted    = "a2a.task.submitted"
+	TypeRequest      = "a2a.task.request"
+	TypeStatus       = "a2a.task.status"
+	TypeArtifact     = "a2a.task.artifact"
+	TypeError        = "a2a.task.error"
+	TypeDrift        = "card.drift"
+	TypePinned       = "card.pinned"
+	TypeObserved     = "card.observed"
+	TypeUnreachable  = "card.unreachable"
 	TypeInconsistent = "card.inconsistent"
 )
 
@@ -31,28 +29,16 @@ var Types = []string{
 	TypeDrift, TypePinned, TypeObserved, TypeUnreachable, TypeInconsistent,
 }
 
-// Data is implemented by the data type of every event: Submitted, Request,
-// Status, Artifact, Error, Drift, Pinned, Observed, Unreachable and
-// Inconsistent. Event.Data
-// holds one of them (a value, not a pointer, after Decode).
-//
-// The interface is sealed: only this package's types implement it. Use
-// Event.TaskID and Event.AgentURL to read the ids of any event.
+// Data is the data of an event, one of this package's types (sealed);
+// Event.Data holds a value of it after Decode.
 type Data interface {
-	// EventType returns the CloudEvents type of the event this data belongs to.
 	EventType() string
-	// ids returns the task id ("" for agent-level events) and agent URL.
-	ids() (taskID, agentURL string)
+	ids() (taskID, agentURL string) // taskID "" for agent-level events
 }
 
-// Submitted is the data of a2a.task.submitted: a client submitted a task it
-// planned against a card. Card and CardDigest are mutually exclusive; with
-// neither, carddrift pins the first card it fetches.
-//
-// Only TaskID, AgentURL and SkillID are required. The zero Requires (the
-// member absent) requires nothing; an empty Posture is the default,
-// detector.FailClosed (Decode fills it in, Requirements applies it, and
-// Encode omits an empty one); Idempotent defaults to false.
+// Submitted is the data of a2a.task.submitted. Card and CardDigest are
+// mutually exclusive; with neither, carddrift pins the first card it
+// fetches. An empty Posture means detector.FailClosed (Decode fills it in).
 type Submitted struct {
 	TaskID     string           `json:"taskId"`
 	AgentURL   string           `json:"agentUrl"`
@@ -60,33 +46,25 @@ type Submitted struct {
 	Requires   Requires         `json:"requires,omitzero"`
 	Posture    detector.Posture `json:"posture,omitempty"`
 	Idempotent bool             `json:"idempotent"`
-	// Card is the card JSON the client planned against, byte for byte as it
-	// appeared in the event (digest it with the detector's canonical digest).
+	// Card is the card JSON as it appeared in the event.
 	Card       json.RawMessage `json:"card,omitempty"`
 	CardDigest string          `json:"cardDigest,omitempty"`
 	CardURL    string          `json:"cardUrl,omitempty"`
 }
 
-// Requires is what a submitted task needs of the agent. Every member is
-// optional; absent means not required.
+// Requires is what a submitted task needs of the agent; absent is not
+// required.
 type Requires struct {
 	Streaming         bool     `json:"streaming"`
 	PushNotifications bool     `json:"pushNotifications"`
 	InputModes        []string `json:"inputModes,omitempty"`
 	OutputModes       []string `json:"outputModes,omitempty"`
-	// Security names the card security schemes the client authenticates with.
-	Security []string `json:"security,omitempty"`
-	// Scopes maps a security scheme name to the OAuth scopes the client
-	// requests of it. Nil (absent) means the client did not say: the scopes
-	// of the pinned card's requirements that apply to the task's skill are
-	// assumed. A non-nil empty map says the client requests none. A nil list
-	// is sent as [].
-	Scopes map[string][]string `json:"scopes,omitzero"`
-	// Extensions are the URIs of the agent extensions the client activates.
-	Extensions []string `json:"extensions,omitempty"`
-	// ExtendedCard reports that the task uses the authenticated extended
-	// card.
-	ExtendedCard bool `json:"extendedCard,omitempty"`
+	Security          []string `json:"security,omitempty"`
+	// Scopes maps a security scheme to the OAuth scopes requested of it.
+	// Nil: the pinned card's scopes for the skill are assumed; empty: none.
+	Scopes       map[string][]string `json:"scopes,omitzero"`
+	Extensions   []string            `json:"extensions,omitempty"`
+	ExtendedCard bool                `json:"extendedCard,omitempty"`
 }
 
 // MarshalJSON writes nil scope lists as [] (the schema requires arrays).
@@ -105,8 +83,7 @@ func (r Requires) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(r))
 }
 
-// Requirements returns the task's requirements in the detector's model, with
-// the defaults applied (an empty Posture is detector.FailClosed).
+// Requirements returns the task's requirements in the detector's model.
 func (s Submitted) Requirements() detector.Requirements {
 	posture := s.Posture
 	if posture == "" {
@@ -127,9 +104,8 @@ func (s Submitted) Requirements() detector.Requirements {
 	}
 }
 
-// Request is the data of a2a.task.request: a client is about to send a
-// request for a task. Method is the wire name in any A2A version's spelling
-// (detector.ClassifyMethod classifies it); Attempt is 1 for the first try.
+// Request is the data of a2a.task.request. Method is the wire name in any
+// A2A version's spelling; Attempt is 1 for the first try.
 type Request struct {
 	TaskID   string `json:"taskId"`
 	AgentURL string `json:"agentUrl"`
@@ -137,9 +113,7 @@ type Request struct {
 	Attempt  int    `json:"attempt"`
 }
 
-// Status is the data of a2a.task.status: a client observed a status update.
-// State is as the agent sent it, v0.3 or v1.0 spelling
-// (detector.NormalizeState normalises it).
+// Status is the data of a2a.task.status; State in v0.3 or v1.0 spelling.
 type Status struct {
 	TaskID   string `json:"taskId"`
 	AgentURL string `json:"agentUrl"`
@@ -147,8 +121,7 @@ type Status struct {
 	SkillID  string `json:"skillId,omitempty"`
 }
 
-// Artifact is the data of a2a.task.artifact: a client received an artifact
-// whose parts have MediaTypes.
+// Artifact is the data of a2a.task.artifact.
 type Artifact struct {
 	TaskID     string   `json:"taskId"`
 	AgentURL   string   `json:"agentUrl"`
@@ -156,8 +129,7 @@ type Artifact struct {
 	MediaTypes []string `json:"mediaTypes"`
 }
 
-// Error is the data of a2a.task.error: a request for a task failed with a
-// JSON-RPC error (detector.IsSchemaClassError classifies Code).
+// Error is the data of a2a.task.error: a JSON-RPC error of a request.
 type Error struct {
 	TaskID   string `json:"taskId"`
 	AgentURL string `json:"agentUrl"`
@@ -166,10 +138,8 @@ type Error struct {
 	Message  string `json:"message"`
 }
 
-// Drift is the data of card.drift: the task's pinned card and the live card
-// differ. Findings are all findings, sorted, each with Touches set (as
-// detector.Evaluate and detector.EvaluateUnknown return them); Verdict says
-// what to do.
+// Drift is the data of card.drift: every finding between the pinned and
+// the live card, sorted, each with Touches set, and the verdict.
 type Drift struct {
 	TaskID   string             `json:"taskId"`
 	AgentURL string             `json:"agentUrl"`
@@ -180,12 +150,8 @@ type Drift struct {
 	Verdict  detector.Verdict   `json:"verdict"`
 	Trigger  Trigger            `json:"trigger"`
 
-	// TouchesKnown reports that every finding carried its touches member,
-	// so Finding.Touches says whether it affects the task. Decode sets it.
-	// carddrift writes touches with every finding (Encode always does);
-	// only a card.drift written before contract v1.1 lacks it, and its
-	// Touches are all false and mean nothing (events/client/planner then recomputes
-	// them). Not part of the event data.
+	// TouchesKnown (set by Decode, not event data) reports that every
+	// finding carried touches; a pre-v1.1 card.drift's Touches mean nothing.
 	TouchesKnown bool `json:"-"`
 }
 
@@ -198,20 +164,16 @@ func (d Drift) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(d))
 }
 
-// CardRef identifies one version of a card. Fingerprint is "" (and absent
-// from the event) when carddrift never saw the card's body: a task pinned by a
-// client digest of a card carddrift never fetched.
+// CardRef identifies one version of a card. Fingerprint is "" when
+// carddrift never saw the body (a client digest of an unfetched card).
 type CardRef struct {
 	Digest      string `json:"digest"`
 	Fingerprint string `json:"fingerprint,omitempty"`
 	ETag        string `json:"etag,omitempty"`
 	// FetchedAt is zero for a pin made from a client-supplied card or digest.
 	FetchedAt time.Time `json:"fetchedAt,omitzero"`
-	// Signer is the signature that speaks for a signed card (the first that
-	// verified, else the first; detector.Signer): key id, algorithm, JWK
-	// thumbprint, whether it verified and why not. nil (absent) for an
-	// unsigned card, or one whose signatures carddrift did not record (a
-	// pin made before it did, or by a client digest of a card it never saw).
+	// Signer is the signature that speaks for the card (detector.Signer);
+	// nil for an unsigned card or one whose signatures were not recorded.
 	Signer *detector.Signature `json:"signer,omitempty"`
 }
 
@@ -230,44 +192,30 @@ const (
 	PinFirstFetch   = "first-fetch"
 )
 
-// Extended-card states of card.pinned (since contract v1.2), for a task
-// that uses the authenticated extended card (requires.extendedCard).
+// Extended-card states of card.pinned for a task that uses the extended
+// card: pinned on it, or (no credentials, none offered) on the public card.
 const (
-	// ExtendedPinned: the pin is the agent's extended card, and the task is
-	// judged against its extended card.
-	ExtendedPinned = "pinned"
-	// ExtendedUnavailable: carddrift holds no credentials for the agent (or
-	// the agent offers no extended card it can ask for): the task is pinned
-	// and judged on the public card.
+	ExtendedPinned      = "pinned"
 	ExtendedUnavailable = "unavailable"
 )
 
-// Pinned is the data of card.pinned: a task's pin was recorded. Source is
-// PinClientCard, PinClientDigest or PinFirstFetch. Fingerprint is "" (and
-// absent from the event) when the pinned body is unknown, which only a
-// PinClientDigest pin of a card carddrift never saw can be.
+// Pinned is the data of card.pinned. Source is one of the Pin* constants;
+// Fingerprint is "" as in CardRef.
 type Pinned struct {
-	TaskID      string  `json:"taskId"`
-	AgentURL    string  `json:"agentUrl"`
-	CardURL     string  `json:"cardUrl,omitempty"`
-	Digest      string  `json:"digest"`
-	Fingerprint string  `json:"fingerprint,omitempty"`
-	Source      string  `json:"source"`
-	Trigger     Trigger `json:"trigger,omitzero"`
-	// Signer is who signed the pinned card, as CardRef.Signer.
-	Signer *detector.Signature `json:"signer,omitempty"`
-	// Extended is ExtendedPinned or ExtendedUnavailable for a task that
-	// uses the extended card, "" (absent) otherwise.
-	Extended string `json:"extended,omitempty"`
+	TaskID      string              `json:"taskId"`
+	AgentURL    string              `json:"agentUrl"`
+	CardURL     string              `json:"cardUrl,omitempty"`
+	Digest      string              `json:"digest"`
+	Fingerprint string              `json:"fingerprint,omitempty"`
+	Source      string              `json:"source"`
+	Trigger     Trigger             `json:"trigger,omitzero"`
+	Signer      *detector.Signature `json:"signer,omitempty"`
+	Extended    string              `json:"extended,omitempty"`
 }
 
-// Observed is the data of card.observed: a live fetch (Status 200) or a
-// revalidation (Status 304) completed. Agent-level: it has no task. Since
-// contract v1.3 it is published when what carddrift knows of the card
-// changes (digest, signer, or the result's class) or its heartbeat comes
-// due, and stands for Fetches fetches and revalidations (this one, the
-// last, included), the first of them at Since. Both are absent (zero)
-// when it stands for its own fetch alone, as every v1.2 event does.
+// Observed is the data of card.observed (agent-level): a fetch (200) or
+// revalidation (304). It stands for Fetches fetches since Since, both zero
+// when it stands for its own fetch alone.
 type Observed struct {
 	AgentURL  string    `json:"agentUrl"`
 	CardURL   string    `json:"cardUrl"`
@@ -280,13 +228,9 @@ type Observed struct {
 	Since     time.Time `json:"since,omitzero"`
 }
 
-// Unreachable is the data of card.unreachable: a live fetch failed. It is
-// not drift; the pin stays as it was. TaskID is "" for agent-level fetches.
-//
-// Reason is one of the fetcher's reasons, the one list of the contract
-// (fetcher.UnreachableReasons in package store/fetcher: compare with
-// string(fetcher.ReasonTimeout) and so on); a later carddrift may add
-// reasons, never rename them.
+// Unreachable is the data of card.unreachable: a live fetch failed (TaskID
+// "" for agent-level fetches). Reason is one of fetcher.UnreachableReasons;
+// reasons may be added, never renamed.
 type Unreachable struct {
 	AgentURL    string    `json:"agentUrl"`
 	CardURL     string    `json:"cardUrl"`
@@ -297,32 +241,21 @@ type Unreachable struct {
 	Trigger     Trigger   `json:"trigger,omitzero"`
 }
 
-// Inconsistent is the data of card.inconsistent: replicas behind one agent
-// URL serve different cards at once (split brain) — within Window, the live
-// digest carddrift's fetches saw alternated (A→B→A→B; detector.Replicas
-// decides). It is published once per episode; while the episode lasts,
-// card.drift events of tasks on the agent carry a replicas-disagree finding.
-// Agent-level: it has no task.
+// Inconsistent is the data of card.inconsistent (agent-level, once per
+// episode): replicas behind one agent URL served alternating digests
+// within Window (detector.Replicas decides). Digests are in order of first
+// sight.
 type Inconsistent struct {
-	AgentURL string `json:"agentUrl"`
-	CardURL  string `json:"cardUrl"`
-	// Digests are the digests served within the window, in order of first
-	// sight.
-	Digests []DigestSeen `json:"digests"`
-	// Window is the consistency window, as a Go duration ("2m0s").
-	Window Duration `json:"window"`
-
-	// Episode is when the episode began (the lease's Replicas.Since): the
-	// event's identity (MsgID), so that every worker, and a worker after a
-	// restart, names one episode the same. Not part of the event data:
-	// zero after Decode.
+	AgentURL string       `json:"agentUrl"`
+	CardURL  string       `json:"cardUrl"`
+	Digests  []DigestSeen `json:"digests"`
+	Window   Duration     `json:"window"`
+	// Episode is when the episode began: the event's identity (MsgID).
+	// Not event data: zero after Decode.
 	Episode time.Time `json:"-"`
 }
 
-// DigestSeen is one card digest an agent served within a window: how many
-// fetches (200 or 304) saw it, first and last. It is detector.Sighting, the
-// one type of the concept (the lease's window holds them, census reports
-// them); card.inconsistent carries it as it is.
+// DigestSeen is one digest served within a window (detector.Sighting).
 type DigestSeen = detector.Sighting
 
 // Duration is a time.Duration written as its Go string ("2m0s").

@@ -10,11 +10,8 @@ import (
 	"strings"
 )
 
-// The schema files are compiled into nodes, which Reader applies while it
-// reads an event's data (read.go). The compiler knows the keywords the
-// files use and refuses any other, so that a schema never means less here
-// than it says; the differential test and FuzzRead hold the result to a
-// JSON Schema validator (draft 2020-12, formats asserted).
+// The compiler knows the keywords the files use and refuses any other, so
+// that a schema never means less here than it says.
 
 // JSON types, as bits of node.types.
 const (

@@ -2,16 +2,10 @@
 // CloudEvent carddrift consumes or produces, and validates event data against
 // them.
 //
-// The schemas are the public contract: one file per event type and version,
-// named <type>.v<N>.json (for example a2a.task.submitted.v1.json), with the
-// $id https://carddrift.dev/schemas/<type>/v<N>.json. Every event carddrift
-// encodes carries that $id in its CloudEvents dataschema attribute. The files
-// are embedded with go:embed, so the binary and the documentation cannot
-// disagree; FS serves them as they are.
-//
-// Inbound (published by A2A clients): a2a.task.submitted, a2a.task.request,
-// a2a.task.status, a2a.task.artifact, a2a.task.error. Outbound (published by
-// carddrift): card.drift, card.pinned, card.observed, card.unreachable.
+// The schemas are the public contract: one embedded file per event type and
+// version, <type>.v<N>.json, with the $id
+// https://carddrift.dev/schemas/<type>/v<N>.json that events carry in their
+// dataschema attribute; FS serves them as they are.
 //
 // Use:
 //
@@ -22,14 +16,10 @@
 //		}
 //	}
 //
-// Schemas are compiled once, on first use, from the embedded files
-// themselves (compile.go knows the keywords they use and refuses others),
-// and are safe for concurrent use. Reader checks data against a schema
-// while a decoder reads it (events.Decode reads each event's data into its
-// Go type and validates it in that one pass); Validate is the same check
-// for data held as bytes. Formats are asserted (uri, date-time); nothing
-// is loaded from the network or the file system. The files are the one
-// truth: TestDifferential and FuzzValidate hold Reader to a full JSON
-// Schema validator (github.com/santhosh-tekuri/jsonschema/v6, used by the
-// tests only): what it accepts, and the field it names first.
+// Schemas are compiled once, on first use, from the embedded files (the
+// compiler refuses keywords it does not know) and are safe for concurrent
+// use. Reader checks data while a decoder reads it (events.Decode);
+// Validate checks bytes. Formats are asserted. TestDifferential and
+// FuzzValidate hold Reader to a full JSON Schema validator: what it
+// accepts, and the field it names first.
 package schemas

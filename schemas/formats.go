@@ -154,10 +154,8 @@ func digestPattern(s string) bool {
 	return true
 }
 
-// isURI is the uri format as the JSON Schema validator asserts it:
-// url.Parse accepts it, the URL is absolute, and a host name with a colon
-// is a bracketed IPv6 address without a zone. Strings that pass are
-// remembered (up to maxURIs): a fleet has few agent URLs.
+// isURI is the uri format as the JSON Schema validator asserts it. Strings
+// that pass are remembered (up to maxURIs): a fleet has few agent URLs.
 func isURI(s string) bool {
 	if plainHTTPURL(s) {
 		return true
@@ -191,15 +189,10 @@ var (
 
 const maxURIs = 4096
 
-// plainHTTPURL reports, without parsing, that s is an http or https URL
-// of the plainest form — lower-case scheme, a host name of letters,
-// digits, dots and hyphens, an optional port of digits, an optional path of
-// unreserved characters, sub-delimiters, ':', '@' and '/', no query,
-// fragment, user info or percent-escape — which the uri format (isURI)
-// always accepts: url.Parse reads it without error, it is absolute, and its
-// host name holds no colon. Agent and card URLs are of this form, so that
-// the uri check costs neither url.Parse nor a lookup in the cache of
-// accepted URLs. FuzzValidate and TestPlainHTTPURL hold it to the uri format.
+// plainHTTPURL reports, without parsing, that s is an http(s) URL of the
+// plainest form (host of letters, digits, dots and hyphens, a port, a path
+// of path bytes; nothing else), which isURI always accepts: agent and card
+// URLs skip url.Parse. TestPlainHTTPURL holds it to the uri format.
 func plainHTTPURL(s string) bool {
 	rest, ok := strings.CutPrefix(s, "https://")
 	if !ok {

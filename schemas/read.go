@@ -13,15 +13,10 @@ import (
 )
 
 // Reader reads the data of an event from a jcs.Scanner and checks it
-// against its schema as it goes, so that a decoder builds its typed value
-// and validates it in one pass over the bytes. The decoder asks for what
-// its type holds (String, Int, Object, Array, ...), each at the place the
-// Reader has reached; whatever it does not ask for is read and checked
-// all the same. Every violation is recorded, and Err reports the first by
-// JSON pointer, as ValidationError says.
-//
-// The zero Reader is not usable; Reset it. A Reader is not safe for
-// concurrent use.
+// against its schema as it goes. The decoder asks for what its type holds
+// (String, Int, Object, ...); whatever it does not ask for is checked all
+// the same. Err reports the first violation by JSON pointer. Reset it
+// before use; not safe for concurrent use.
 type Reader struct {
 	sc      *jcs.Scanner
 	data    []byte
@@ -38,15 +33,13 @@ type Reader struct {
 
 	field, reason string
 	violations    int
-	// unheld: the first value the schema accepts and the decoder cannot
-	// hold, reported only when the data conforms.
+	// unheld: the first value the decoder cannot hold, if the data conforms.
 	unheldField, unheldReason string
 	err                       error
 }
 
-// maxPath bounds the depth at which a violation can be found: the depth
-// of the deepest schema (load checks it), and one more for an unknown
-// member.
+// maxPath bounds the depth of a violation: the deepest schema (load checks
+// it) and one more for an unknown member.
 const maxPath = 8
 
 type step struct {
@@ -57,9 +50,8 @@ type step struct {
 // anything is the schema {}: its values are passed over unchecked.
 var anything = &node{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1, maxProps: -1}
 
-// Reset makes r read one value of data from sc, which is positioned before
-// it, against s. owned says that data is the caller's own copy: strings
-// read may then be pieces of it; otherwise they are copied.
+// Reset makes r read the next value of sc (data) against s. owned: data is
+// the caller's own copy, so strings read may be pieces of it.
 func (r *Reader) Reset(s *Schema, sc *jcs.Scanner, data []byte, owned bool) {
 	*r = Reader{sc: sc, data: data, typ: s.Type, owned: owned, cur: s.root, pending: true}
 }
@@ -92,16 +84,14 @@ func (r *Reader) Err() error {
 // Failed reports whether a violation or a syntax error has been found.
 func (r *Reader) Failed() bool { return r.err != nil || r.violations > 0 || r.unheldReason != "" }
 
-// Violate records that the value just read, which the schema accepts, is
-// one the decoder's type cannot hold. Err reports the first such value
-// when the data conforms to the schema.
+// Violate records that the value just read is one the decoder's type
+// cannot hold; Err reports the first when the data conforms.
 func (r *Reader) Violate(reason string) {
 	if r.unheldReason == "" {
 		r.unheldField, r.unheldReason = r.pointer(""), reason
 	}
 }
 
-// violate records a violation of the schema by the value just read.
 func (r *Reader) violate(reason string) { r.record(r.pointer(""), reason) }
 
 func (r *Reader) record(field, reason string) {
@@ -111,7 +101,6 @@ func (r *Reader) record(field, reason string) {
 	}
 }
 
-// pointer renders the current path, and member below it unless "".
 func (r *Reader) pointer(member string) string {
 	var b strings.Builder
 	for _, s := range r.path[:min(r.depth, maxPath)] {
@@ -136,8 +125,7 @@ func (r *Reader) push(s step) {
 	r.depth++
 }
 
-// next reads the next value and applies the keywords of its schema that
-// concern the value itself; members and items are left to the caller.
+// next reads the next value and checks it, members and items aside.
 func (r *Reader) next() (jcs.Kind, string) {
 	r.pending = false
 	if r.err != nil {
@@ -155,8 +143,6 @@ func (r *Reader) next() (jcs.Kind, string) {
 	return k, s
 }
 
-// rest reads the rest of the array or object just entered, checked
-// against n.
 func (r *Reader) rest(n *node, k jcs.Kind) {
 	switch {
 	case r.err != nil:
@@ -183,8 +169,7 @@ func (r *Reader) Skip() {
 	}
 }
 
-// Raw reads the next value, checking it, and returns its bytes (a piece of
-// the data when it is owned, a copy otherwise).
+// Raw reads the next value, checking it, and returns its bytes.
 func (r *Reader) Raw() []byte {
 	start := r.sc.Pos()
 	r.Skip()
@@ -227,9 +212,8 @@ func (r *Reader) String() string {
 	return strings.Clone(s)
 }
 
-// unheld passes over the rest of the value just read, of kind k, checked
-// against n, and records that it is not of the type the decoder holds,
-// unless the schema already refused it.
+// unheld passes over the rest of the value just read and records that the
+// decoder cannot hold it, unless the schema already refused it.
 func (r *Reader) unheld(n *node, before int, k jcs.Kind, reason string) {
 	if k == jcs.Object || k == jcs.Array {
 		r.rest(n, k)
@@ -289,8 +273,6 @@ func (r *Reader) Strings() []string {
 	return out
 }
 
-// integer returns the value of a JSON number literal that is an integer
-// within int64.
 func integer(lit string) (int64, bool) {
 	if i, err := strconv.ParseInt(lit, 10, 64); err == nil {
 		return i, true
@@ -330,9 +312,8 @@ func (r *Reader) Object() Object {
 
 func (r *Reader) object(n *node) Object { return Object{r: r, n: n, depth: r.depth} }
 
-// Next moves to the next member the decoder may want, and reports false
-// at the end of the object (or of reading). Members the schema refuses
-// are recorded and passed over.
+// Next moves to the next member, false at the end; members the schema
+// refuses are recorded and passed over.
 func (o *Object) Next() bool {
 	if o.done {
 		return false
@@ -402,14 +383,11 @@ func (n *node) find(key string) int {
 	return -1
 }
 
-// has reports whether the member name (one of n.props, as compile
-// ensures) was present.
 func (o *Object) has(name string) bool {
 	i := o.n.find(name)
 	return i >= 0 && o.seen&(1<<i) != 0
 }
 
-// end applies the keywords that concern the object's members as a whole.
 func (o *Object) end() {
 	r, n := o.r, o.n
 	if n.maxProps >= 0 && o.count > n.maxProps {
@@ -471,8 +449,7 @@ func (r *Reader) Array() Array {
 
 func (r *Reader) array(n *node) Array { return Array{r: r, n: n, depth: r.depth} }
 
-// Next moves to the next item, and reports false at the end of the array
-// (or of reading).
+// Next moves to the next item, false at the end.
 func (a *Array) Next() bool {
 	if a.done {
 		return false
@@ -516,7 +493,6 @@ func (a *Array) end() {
 	}
 }
 
-// check applies to a value the keywords of n about the value itself.
 func (r *Reader) check(n *node, k jcs.Kind, s string) {
 	if n.never {
 		r.violate("property not allowed together with the properties present")
@@ -569,7 +545,6 @@ func quoteValue(s string) string {
 	return strconv.Quote(strings.ToValidUTF8(s, "\uFFFD"))
 }
 
-// allows reports whether the type keyword of n admits the value.
 func (n *node) allows(k jcs.Kind, s string) bool {
 	switch k {
 	case jcs.Null:
@@ -594,12 +569,9 @@ func isIntegral(lit string) bool {
 	return ok && q.IsInt()
 }
 
-// tame bounds the exponent of a number literal so that big.Rat holds it
-// cheaply (1e1000000 would cost it milliseconds), keeping what the checks
-// ask of it: whether it is an integer and how it compares with bounds and
-// constants of a few digits. A literal whose exponent is more than 400
-// beyond its digits is an integer larger than any of them (or a fraction
-// nearer zero than any); capping the exponent there keeps it so.
+// tame caps a literal's exponent at 400 beyond its digits so that big.Rat
+// holds it cheaply (1e1000000 costs milliseconds), which keeps whether it
+// is an integer and how it compares with the schemas' few-digit bounds.
 func tame(lit string) string {
 	i := strings.IndexAny(lit, "eE")
 	if i < 0 || len(lit)-i < 5 {
@@ -639,7 +611,6 @@ func (n *node) enumList() string {
 	return b.String()
 }
 
-// compare compares a JSON number literal with q.
 func compare(lit string, q *big.Rat) int {
 	if i, err := strconv.ParseInt(lit, 10, 64); err == nil && q.IsInt() && q.Num().IsInt64() {
 		return cmpInt(i, q.Num().Int64())

@@ -28,15 +28,10 @@ func FS() fs.FS { return files }
 // Schema is one compiled, embedded schema. Its methods are safe for
 // concurrent use.
 type Schema struct {
-	// ID is the schema's $id, the value of the CloudEvents dataschema
-	// attribute of events whose data it describes.
-	ID string
-	// Type is the CloudEvents type the schema describes.
-	Type string
-	// Version is the schema version (the N in v<N>).
-	Version int
-	// File is the embedded file name.
-	File string
+	ID      string // the $id, the dataschema attribute of its events
+	Type    string
+	Version int    // the N in v<N>
+	File    string // the embedded file name
 
 	raw  []byte
 	root *node
@@ -88,8 +83,6 @@ func ByID(id string) (*Schema, error) {
 	return find(func(r *registry) map[string]*Schema { return r.byID }, id, ErrUnknownSchema)
 }
 
-// find returns the schema under key in the index of the registry, or an
-// error wrapping unknown.
 func find(index func(*registry) map[string]*Schema, key string, unknown error) (*Schema, error) {
 	r, err := load()
 	if err != nil {
@@ -101,9 +94,8 @@ func find(index func(*registry) map[string]*Schema, key string, unknown error) (
 	return nil, fmt.Errorf("%w: %q", unknown, key)
 }
 
-// All returns every embedded schema, every version, sorted by type then
-// version. It panics if the embedded schemas do not compile (which the
-// package tests rule out).
+// All returns every embedded schema, sorted by type then version. It
+// panics if the embedded schemas do not compile.
 func All() []*Schema {
 	r, err := load()
 	if err != nil {
@@ -181,8 +173,6 @@ func compileAll() (*registry, error) {
 	return r, nil
 }
 
-// parseFileName splits "a2a.task.submitted.v1.json" into
-// ("a2a.task.submitted", 1).
 func parseFileName(name string) (typ string, version int, ok bool) {
 	base, ok := strings.CutSuffix(name, ".json")
 	if !ok {

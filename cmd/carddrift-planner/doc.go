@@ -20,20 +20,10 @@
 //	carddrift-planner --fetch-allow 127.0.0.0/8 &                # acts on every verdict
 //	carddrift simulate --agents 20 --duration 60s
 //
-// # With carddrift demo
-//
-// The demo's embedded NATS listens on a random loopback port, printed at the
-// start ("embedded NATS at nats://127.0.0.1:PORT"); point the planner at it
-// while the demo runs:
-//
-//	carddrift demo --duration 120s &
-//	carddrift-planner --nats-url nats://127.0.0.1:PORT --fetch-allow 127.0.0.0/8 --from-start
-//
-// The simulated fleet lives on loopback, which the SSRF guard refuses unless
-// --fetch-allow names it.
+// With carddrift demo, point --nats-url at the embedded NATS URL it prints.
+// The simulated fleet lives on loopback, which --fetch-allow must name.
 //
 // Output: one line per verdict on stdout (--json: one JSON object per
-// line, with time, taskId, agentUrl, action, did, reason and digests);
-// errors are logged to stderr. Exit status 0 after a clean stop (SIGINT,
+// line); errors are logged to stderr. Exit status 0 after a clean stop (SIGINT,
 // SIGTERM or --limit), 1 on a runtime error, 2 on a usage error.
 package main

@@ -29,12 +29,10 @@ const (
 	didDryRun      = "dry-run"
 )
 
-// errLimit NAKs verdicts that arrive after --limit was reached, for the next
-// run.
+// errLimit NAKs verdicts that arrive after --limit, for the next run.
 var errLimit = errors.New("limit reached")
 
-// reference is the reference planner's behaviour, the Handler it subscribes
-// with. The subscription calls it for one verdict at a time.
+// reference is the planner's Handler, called for one verdict at a time.
 type reference struct {
 	checker *planner.Checker
 	emitter *client.Emitter
@@ -50,19 +48,17 @@ type reference struct {
 
 // outcome is one line of output.
 type outcome struct {
-	Time     time.Time       `json:"time"`
-	TaskID   string          `json:"taskId"`
-	AgentURL string          `json:"agentUrl"`
-	Action   detector.Action `json:"action"`
-	Did      string          `json:"did"`
-	Reason   string          `json:"reason"`
-	Rules    []string        `json:"rules"`
-	Pinned   string          `json:"pinned"`
-	Live     string          `json:"live"`
-	// Resubmitted is the digest of the card a re-plan submitted, Skill
-	// the verdict's replanSkill it went onto.
-	Resubmitted string `json:"resubmitted,omitempty"`
-	Skill       string `json:"skill,omitempty"`
+	Time        time.Time       `json:"time"`
+	TaskID      string          `json:"taskId"`
+	AgentURL    string          `json:"agentUrl"`
+	Action      detector.Action `json:"action"`
+	Did         string          `json:"did"`
+	Reason      string          `json:"reason"`
+	Rules       []string        `json:"rules"`
+	Pinned      string          `json:"pinned"`
+	Live        string          `json:"live"`
+	Resubmitted string          `json:"resubmitted,omitempty"`
+	Skill       string          `json:"skill,omitempty"`
 }
 
 func (p *reference) handle(ctx context.Context, v planner.Verdict) error {
@@ -83,8 +79,7 @@ func (p *reference) handle(ctx context.Context, v planner.Verdict) error {
 		o.Did = didContinue
 	}
 	if err != nil {
-		// Transient (a store or publish failure): the verdict is NAKed and
-		// comes back.
+		// Transient: the verdict is NAKed and comes back.
 		p.log.Warn().Err(err).Str("task", v.TaskID).Uint64("delivery", v.Delivery).Msg("re-plan failed; will retry")
 		return err
 	}
@@ -125,8 +120,6 @@ func (p *reference) replan(ctx context.Context, v planner.Verdict, o *outcome) e
 	}
 	o.Live = d.Live.Digest
 	if d.Extended == events.ExtendedUnavailable {
-		// Only the public card could be read: it is not what the task
-		// plans on.
 		o.Did, o.Reason = didCannotAbort, "the task uses the extended card, which cannot be read (no --agent-credentials for its origin): cannot re-plan; "+v.Reason
 		return nil
 	}

@@ -172,9 +172,7 @@ func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger
 	if err != nil {
 		return err
 	}
-	// Closed after the subscription's drain (deferred before it returns):
-	// what the last verdicts re-submitted is published before the
-	// connection closes.
+	// Closed after the subscription's drain, before the connection.
 	defer em.Close(context.WithoutCancel(ctx))
 	o.sub.Pins, o.sub.Cards = stores.Pins, stores.Cards
 	o.sub.OnError = func(err error) { log.Warn().Err(err).Msg("verdict not handed to the planner") }
@@ -185,8 +183,7 @@ func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger
 		checker: chk, emitter: em, pins: stores.Pins, out: stdout, json: o.json, dryRun: o.dryRun, log: log,
 		limit: o.limit, done: stop,
 	}
-	// The subscription is not bound to runCtx: on stop it is drained, so the
-	// verdict in hand is finished and acknowledged.
+	// Not bound to runCtx: on stop it is drained.
 	sub, err := planner.Subscribe(context.WithoutCancel(ctx), js, o.sub, p.handle)
 	if err != nil {
 		return err

@@ -20,8 +20,7 @@ type ConnectOptions struct {
 	Name string
 	// Creds is a NATS credentials file ("": none).
 	Creds string
-	// TLSCert and TLSKey are a client certificate and its key (PEM files;
-	// both or neither); TLSCA a CA bundle to verify the servers with.
+	// TLSCert and TLSKey (both or neither), TLSCA: PEM files.
 	TLSCert, TLSKey, TLSCA string
 	// APIPrefix is ConnectJetStream's JetStream API prefix ("": $JS.API).
 	APIPrefix string
@@ -106,7 +105,6 @@ func ConnectJetStream(o ConnectOptions) (*nats.Conn, jetstream.JetStream, error)
 	return nc, js, nil
 }
 
-// asyncAckTimeout frees the pending slot of an asynchronous publish whose
-// ack never comes (a stream leader lost with it): the emitter and the
-// worker stopped waiting for it long before and published again.
+// asyncAckTimeout frees the slot of an async publish whose ack never comes
+// (its publisher gave up and published again long before).
 const asyncAckTimeout = time.Minute

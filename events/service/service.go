@@ -25,51 +25,42 @@ import (
 // DefaultSetupTimeout bounds connecting and provisioning in Open.
 const DefaultSetupTimeout = 30 * time.Second
 
-// ErrInvalidOptions is returned (wrapped, with the reason) by Open when
-// Options.Config or Options.Worker is invalid: a mistake of the caller's
-// configuration, not of the deployment.
+// ErrInvalidOptions is returned (wrapped) by Open for an invalid
+// Options.Config or Options.Worker.
 var ErrInvalidOptions = errors.New("service: invalid options")
 
 // Options configure a Service. Zero fields take their defaults.
 type Options struct {
-	// Conn is the NATS connection to use; the caller closes it. Nil: Open
-	// starts an embedded JetStream server with storage in DataDir on
-	// 127.0.0.1:Port (0: a free port), and ConnName (default "carddrift")
-	// names the connection to it.
+	// Conn is the NATS connection to use; the caller closes it. Nil: an
+	// embedded server with storage in DataDir on 127.0.0.1:Port (0: free).
 	Conn     *nats.Conn
 	DataDir  string
 	Port     int
 	ConnName string
 
-	// Config names and sizes the streams, consumers and buckets.
 	Config store.Config
-	// Stores, when set, are used as they are. Otherwise Open provisions the
-	// streams and buckets (store.Open) or, with Bind, binds to existing
-	// ones (store.Bind).
+	// Stores, when set, are used as they are; otherwise Open provisions
+	// them (store.Open) or, with Bind, binds to existing ones.
 	Stores *store.Stores[task.Pin]
 	Bind   bool
 
 	// Workers is how many workers run (default 1).
 	Workers int
-	// Worker is every worker's options. Its Name is suffixed "-1", "-2", …
-	// when more than one runs; nil stores are the service's; a nil Metrics
-	// is one set shared by all workers.
+	// Worker is every worker's options (Name suffixed "-1", "-2", … when
+	// more than one runs; nil stores and Metrics are the service's).
 	Worker worker.Options
 	// PinCache, when positive, puts a store.CachedPins of that many
-	// entries (read again after PinCacheMaxAge, when set; bounded by the
-	// bytes they retain with PinCacheBytes) in front of the pins.
+	// entries in front of the pins.
 	PinCache       int
 	PinCacheMaxAge time.Duration
 	PinCacheBytes  int64
-	// MemoryBudget, when positive, is split (budget.Split) across the
-	// caches and buffers it bounds that are left at zero: PinCacheBytes and
-	// the workers' byte bounds.
+	// MemoryBudget, when positive, is split across the byte bounds left at
+	// zero (PinCacheBytes, the workers').
 	MemoryBudget budget.Bytes
 	// Registerer registers the shared metrics (nil: not registered).
 	Registerer prometheus.Registerer
 
-	// SetupTimeout bounds connecting and provisioning, while Open waits for
-	// a deployment still forming (default 30s; negative: no bound).
+	// SetupTimeout bounds connecting and provisioning (default 30s; <0: none).
 	SetupTimeout time.Duration
 	// Readiness, when set, is kept up to date from Open on.
 	Readiness *Readiness
@@ -96,8 +87,8 @@ type Service struct {
 }
 
 // Open connects (or starts the embedded server), provisions or binds the
-// stores and builds the workers; it does not run them. On error everything
-// it started is released. An invalid Config or Worker is ErrInvalidOptions.
+// stores and builds the workers, without running them. On error everything
+// it started is released.
 func Open(ctx context.Context, opts Options) (_ *Service, err error) {
 	opts.SetupTimeout = defaults.Positive(opts.SetupTimeout, DefaultSetupTimeout)
 	opts.Workers = defaults.Positive(opts.Workers, 1)
@@ -200,8 +191,7 @@ func PinSize(p task.Pin) int64 { return retained.Size(&p) - int64(unsafe.Sizeof(
 // (task.Pin.Detach).
 func DetachPin(p task.Pin) task.Pin { return p.Detach() }
 
-// MemoryStats is what the caches the memory budget bounds hold now: the
-// pin cache's counters, and the parsed pinned cards of all workers.
+// MemoryStats is what the caches the memory budget bounds hold now.
 type MemoryStats struct {
 	Pins      store.CacheStats
 	Cards     int
@@ -222,9 +212,8 @@ func (s *Service) MemoryStats() MemoryStats {
 	return m
 }
 
-// StartEmbedded starts an in-process JetStream server with storage in dir,
-// listening on 127.0.0.1:port (0: a free port), without logging or signal
-// handlers. The caller shuts it down (Shutdown, WaitForShutdown).
+// StartEmbedded starts an in-process JetStream server with storage in dir
+// on 127.0.0.1:port (0: free). The caller shuts it down.
 func StartEmbedded(dir string, port int) (*server.Server, error) {
 	return startEmbedded(dir, port, reserve{})
 }
@@ -233,9 +222,8 @@ func StartEmbedded(dir string, port int) (*server.Server, error) {
 // storage kind (zero: nats-server's default, 75% of what is free).
 type reserve struct{ file, memory int64 }
 
-// embeddedReserve is what cfg's streams and buckets must reserve: their
-// byte limits and a quarter more (the server reserves every limit when a
-// stream is created, and 75% of a small disk may not hold them).
+// embeddedReserve is cfg's byte limits and a quarter more: the server
+// reserves every limit at creation, and 75% of a small disk may not do.
 func embeddedReserve(cfg *store.Config) reserve {
 	var total int64
 	for _, n := range cfg.Limits() {
@@ -274,8 +262,7 @@ func startEmbedded(dir string, port int, r reserve) (*server.Server, error) {
 	return srv, nil
 }
 
-// URL is the client URL of the embedded server, or the URL the connection
-// is connected to.
+// URL is the embedded server's client URL, or the connection's.
 func (s *Service) URL() string {
 	if s.srv != nil {
 		return s.srv.ClientURL()
@@ -317,9 +304,9 @@ func (s *Service) notReady() string {
 // Ready is closed once every worker is consuming.
 func (s *Service) Ready() <-chan struct{} { return s.ready }
 
-// Run runs the pin cache (if any) and every worker until ctx is done, then
-// lets each drain within its DrainTimeout and returns nil; if a worker
-// fails, it stops the others and returns the failures. Call it once.
+// Run runs the pin cache and every worker until ctx is done, then lets each
+// drain within its DrainTimeout and returns nil; if a worker fails, it
+// stops the others and returns the failures. Call it once.
 func (s *Service) Run(ctx context.Context) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -440,4 +427,85 @@ func (r *Running) Err() error {
 func (r *Running) Stop() error {
 	r.cancel()
 	return r.Err()
+}
+
+// Backlog returns how many messages the durable consumers of stream have
+// not had acknowledged yet, summed.
+func Backlog(ctx context.Context, js jetstream.JetStream, stream string, durables ...string) (uint64, error) {
+	var n uint64
+	for _, d := range durables {
+		c, err := js.Consumer(ctx, stream, d)
+		if err != nil {
+			return 0, fmt.Errorf("consumer %s: %w", d, err)
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("consumer %s: %w", d, err)
+		}
+		n += info.NumPending + uint64(info.NumAckPending)
+	}
+	return n, nil
+}
+
+// WaitDrained polls Backlog until it is zero, or returns an error naming
+// the last backlog when ctx is done.
+func WaitDrained(ctx context.Context, js jetstream.JetStream, stream string, durables []string, poll time.Duration) error {
+	for {
+		n, err := Backlog(ctx, js, stream, durables...)
+		if err == nil && n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("%s not drained: %w (%w)", stream, err, ctx.Err())
+			}
+			return fmt.Errorf("%s not drained: backlog %d (%w)", stream, n, ctx.Err())
+		case <-time.After(max(poll, time.Millisecond)):
+		}
+	}
+}
+
+// WaitDrained is WaitDrained for the workers' lifecycle consumers.
+func (s *Service) WaitDrained(ctx context.Context) error {
+	return WaitDrained(ctx, s.js, s.cfg.LifecycleStream, s.cfg.ConsumerNames(), 20*time.Millisecond)
+}
+
+// Readiness is what a process's /readyz answers: ready, or why not. Safe
+// for concurrent use; the zero Readiness is not ready ("starting").
+type Readiness struct {
+	mu     sync.Mutex
+	reason string
+	set    bool
+	check  func() string
+}
+
+// NotReady returns why the process is not ready, or "" when it is.
+func (r *Readiness) NotReady() string {
+	r.mu.Lock()
+	reason, set, check := r.reason, r.set, r.check
+	r.mu.Unlock()
+	switch {
+	case !set:
+		return "starting"
+	case reason != "":
+		return reason
+	case check != nil:
+		return check()
+	}
+	return ""
+}
+
+// waitFor records why the process is not ready yet.
+func (r *Readiness) waitFor(reason string) {
+	r.mu.Lock()
+	r.reason, r.set = reason, true
+	r.mu.Unlock()
+}
+
+// ready records that start-up is over; check says the rest.
+func (r *Readiness) ready(check func() string) {
+	r.mu.Lock()
+	r.reason, r.set, r.check = "", true, check
+	r.mu.Unlock()
 }

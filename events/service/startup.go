@@ -16,8 +16,8 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// Errors of Open (wrapped): the deployment did not become usable within
-// Options.SetupTimeout; the server refused a request the stores need.
+// Errors of Open (wrapped): no usable deployment within SetupTimeout; a
+// request the stores need refused.
 var (
 	ErrStartupTimeout = errors.New("service: start-up timed out")
 	ErrPermission     = errors.New("service: permission refused")
@@ -26,11 +26,8 @@ var (
 // attemptTimeout bounds one attempt to provision or bind the stores.
 const attemptTimeout = 10 * time.Second
 
-// setupStores provisions the stores (store.Open) or binds them
-// (store.Bind), retrying with backoff while the deployment is still
-// forming (store.Waiting). Any other error ends it at once, as does ctx
-// (ErrStartupTimeout at its deadline). While it waits, r says what for,
-// and log says it each time that changes.
+// setupStores provisions or binds the stores, retrying with backoff while
+// the deployment is still forming (store.Waiting); r and log say what for.
 func setupStores(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg store.Config, bind bool, r *Readiness, log zerolog.Logger) (*store.Stores[task.Pin], error) {
 	what, op := "provision streams and buckets", store.Open[task.Pin]
 	if bind {
@@ -80,8 +77,7 @@ func setupStores(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, cfg
 	}
 }
 
-// pause waits d, or less when nc connects meanwhile; it returns ctx's
-// error when ctx ends first.
+// pause waits d, or less when nc connects meanwhile.
 func pause(ctx context.Context, nc *nats.Conn, d time.Duration) error {
 	if nc.IsConnected() {
 		return wait.Sleep(ctx, d)
@@ -101,8 +97,6 @@ func pause(ctx context.Context, nc *nats.Conn, d time.Duration) error {
 	return ctx.Err()
 }
 
-// ended is the error of a start-up whose ctx ended: ErrStartupTimeout at
-// its deadline, else the context's error.
 func ended(ctx context.Context, what string, start time.Time, waitingFor string, last error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w after %v, still waiting for %s: %w", what, ErrStartupTimeout,
@@ -114,7 +108,7 @@ func ended(ctx context.Context, what string, start time.Time, waitingFor string,
 // permissionPoll is how often an attempt looks for a refused permission.
 const permissionPoll = 50 * time.Millisecond
 
-// cancelOnPermission cancels an attempt as soon as the server reports a
+// cancelOnPermission cancels an attempt when the server reports a
 // permission violation on nc; stop ends the watch and waits for it.
 func cancelOnPermission(ctx context.Context, nc *nats.Conn, cancel context.CancelFunc) (stop func()) {
 	done, exited := make(chan struct{}), make(chan struct{})

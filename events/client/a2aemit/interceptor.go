@@ -16,20 +16,15 @@ type Emitter = client.Lifecycle
 // DefaultMaxTasks bounds the tasks an Interceptor remembers.
 const DefaultMaxTasks = track.DefaultMaxTasks
 
-// Plan is what the client planned a task for, beyond what the interceptor
-// sees in the call: the skill, the posture and idempotency, and requirements
-// the call does not show (output modes, security schemes). It is
-// client.Plan, which package a2aemitv2 reads too.
+// Plan is what the client planned a task for beyond what the call shows.
 type Plan = client.Plan
 
-// WithPlan attaches the plan of the task a SendMessage or
-// SendStreamingMessage call creates. It overrides Options.Plan for that call.
+// WithPlan attaches the plan of the task a send call creates.
 func WithPlan(ctx context.Context, p Plan) context.Context {
 	return client.WithPlan(ctx, p)
 }
 
-// Options configure an Interceptor (client.InterceptorOptions, the same
-// for both a2a-go lines).
+// Options configure an Interceptor.
 type Options = client.InterceptorOptions
 
 // Interceptor is an a2aclient.CallInterceptor that publishes the task
@@ -45,15 +40,12 @@ func New(em Emitter, opts Options) *Interceptor {
 	return &Interceptor{t: track.New(em, opts, track.SDK{Inspect: inspect, Code: ErrorCode})}
 }
 
-// WithLifecycleEvents is the one option that adds the interceptor to the
-// clients an a2aclient.Factory (or a2aclient.NewFromCard,
-// NewFromEndpoints) creates.
+// WithLifecycleEvents adds the interceptor to the clients a factory makes.
 func WithLifecycleEvents(em Emitter, opts Options) a2aclient.FactoryOption {
 	return a2aclient.WithInterceptors(New(em, opts))
 }
 
-// Before implements a2aclient.CallInterceptor: it emits a2a.task.request
-// for calls on a known task and remembers what After needs.
+// Before emits a2a.task.request for calls on a known task.
 func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (context.Context, error) {
 	c := &track.Call{Method: wireMethod(req.Method, req.Card), BaseURL: req.BaseURL}
 	if req.Card != nil {
@@ -81,8 +73,8 @@ func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (cont
 	return ic.t.Begin(ctx, c), nil
 }
 
-// After implements a2aclient.CallInterceptor: it submits new tasks, and
-// emits status changes, artifacts and errors. It never returns an error.
+// After submits new tasks and emits status changes, artifacts and errors.
+// It never returns an error.
 func (ic *Interceptor) After(ctx context.Context, resp *a2aclient.Response) error {
 	ic.t.After(ctx, resp.Payload, resp.Err)
 	return nil
@@ -140,9 +132,8 @@ var wireMethods = map[string]string{
 	"GetAgentCard":         "agent/getAuthenticatedExtendedCard",
 }
 
-// wireMethod returns the JSON-RPC v0.3 name of an a2a-go client method. A
-// streaming send on a client whose card does not declare streaming is sent
-// as message/send by the a2a-go client, and named so.
+// wireMethod returns the JSON-RPC v0.3 name of an a2a-go client method (a
+// streaming send without card streaming is sent as message/send).
 func wireMethod(method string, card *a2a.AgentCard) string {
 	if method == "SendStreamingMessage" && card != nil && !card.Capabilities.Streaming {
 		return "message/send"

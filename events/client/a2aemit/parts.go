@@ -13,10 +13,8 @@ const (
 	MediaTypeBinary = track.MediaTypeBinary
 )
 
-// MediaTypes returns the media types of parts, each once, in order of first
-// appearance: a FilePart's mimeType (MediaTypeBinary when it has none), a
-// DataPart as MediaTypeData, a TextPart as MediaTypeText. Parts of other
-// types are skipped.
+// MediaTypes returns the media types of parts, each once, in order: a
+// FilePart's mimeType (else MediaTypeBinary), MediaTypeData, MediaTypeText.
 func MediaTypes(parts a2a.ContentParts) []string {
 	var out []string
 	add := func(mt string) { out = track.Union(out, []string{mt}) }
@@ -72,9 +70,8 @@ var errorCodes = []track.Sentinel{
 	{Err: a2a.ErrAuthenticatedExtendedCardNotConfigured, Code: -32007},
 }
 
-// ErrorCode returns the A2A/JSON-RPC code of an error returned by an a2a-go
-// client, and false when it carries none (a transport failure, a canceled
-// context).
+// ErrorCode returns the A2A/JSON-RPC code of an a2a-go client error,
+// false when it carries none (a transport failure, a canceled context).
 func ErrorCode(err error) (int, bool) {
 	return track.Code(err, errorCodes)
 }

@@ -2,12 +2,9 @@
 // line, module github.com/a2aproject/a2a-go/v2 — to carddrift: an
 // a2aclient.CallInterceptor that publishes the task lifecycle events
 // carddrift workers judge (a2a.task.submitted, request, status, artifact
-// and error) through a client.Emitter. It is package a2aemit's counterpart
-// for the v0.3 line and behaves as a2aemit's documentation says (what is
-// emitted, the card, failure and cost): both share their SDK-independent
-// half, and Plan and WithPlan are the same (client.Plan, client.WithPlan),
-// so a plan attached for one works for the other. Adding it to a client
-// is one option:
+// and error) through a client.Emitter. It behaves as package a2aemit's
+// documentation says, and shares its Plan. Adding it to a client is one
+// option:
 //
 //	em, _ := client.NewEmitter(js, "urn:client:billing")
 //	f, _ := fetcher.New(fetcher.Options{}) // Allow: what the SSRF guard may reach

@@ -16,23 +16,19 @@ type Emitter = client.Lifecycle
 // DefaultMaxTasks bounds the tasks an Interceptor remembers.
 const DefaultMaxTasks = track.DefaultMaxTasks
 
-// Plan is what the client planned a task for beyond what the call shows
-// (client.Plan, the same as package a2aemit's).
+// Plan is what the client planned a task for beyond what the call shows.
 type Plan = client.Plan
 
-// WithPlan attaches the plan of the task a SendMessage or
-// SendStreamingMessage call creates. It overrides Options.Plan for that call.
+// WithPlan attaches the plan of the task a send call creates.
 func WithPlan(ctx context.Context, p Plan) context.Context {
 	return client.WithPlan(ctx, p)
 }
 
-// Options configure an Interceptor (client.InterceptorOptions, the same
-// for both a2a-go lines).
+// Options configure an Interceptor.
 type Options = client.InterceptorOptions
 
 // Interceptor is an a2a-go/v2 a2aclient.CallInterceptor that publishes the
-// task lifecycle through an Emitter. Create it with New; safe for
-// concurrent use.
+// task lifecycle through an Emitter. Safe for concurrent use.
 type Interceptor struct {
 	t *track.Tracker
 }
@@ -44,16 +40,13 @@ func New(em Emitter, opts Options) *Interceptor {
 	return &Interceptor{t: track.New(em, opts, track.SDK{Inspect: inspect, Code: ErrorCode})}
 }
 
-// WithLifecycleEvents is the one option that adds the interceptor to the
-// clients an a2aclient.Factory (or a2aclient.NewFromCard,
-// NewFromEndpoints) creates.
+// WithLifecycleEvents adds the interceptor to the clients a factory makes.
 func WithLifecycleEvents(em Emitter, opts Options) a2aclient.FactoryOption {
 	return a2aclient.WithCallInterceptors(New(em, opts))
 }
 
-// Before implements a2aclient.CallInterceptor: it emits a2a.task.request
-// for calls on a known task and remembers what After needs. It never
-// answers in the agent's place nor fails the call (nil result, nil error).
+// Before emits a2a.task.request for calls on a known task. It never
+// answers in the agent's place nor fails the call.
 func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (context.Context, any, error) {
 	c := &track.Call{Method: wireMethod(req.Method, req.Card), BaseURL: req.BaseURL}
 	if req.Card != nil {
@@ -83,8 +76,8 @@ func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (cont
 	return ic.t.Begin(ctx, c), nil, nil
 }
 
-// After implements a2aclient.CallInterceptor: it submits new tasks, and
-// emits status changes, artifacts and errors. It never returns an error.
+// After submits new tasks and emits status changes, artifacts and errors.
+// It never returns an error.
 func (ic *Interceptor) After(ctx context.Context, resp *a2aclient.Response) error {
 	ic.t.After(ctx, resp.Payload, resp.Err)
 	return nil
@@ -93,9 +86,7 @@ func (ic *Interceptor) After(ctx context.Context, resp *a2aclient.Response) erro
 // Tasks returns how many tasks the interceptor remembers.
 func (ic *Interceptor) Tasks() int { return ic.t.Tasks() }
 
-// inspect returns what a response payload shows of its task: every v1.0
-// event names its task (a2a.TaskInfoProvider); a task carries its status
-// and artifacts, an update one of them.
+// inspect returns what a response payload shows of its task.
 func inspect(payload any) track.Response {
 	var r track.Response
 	switch p := payload.(type) {
@@ -150,9 +141,7 @@ const (
 	MethodGetExtendedAgentCard = "GetExtendedAgentCard"
 )
 
-// wireMethods are the A2A v1.0 names of the a2a-go/v2 client's methods
-// that the client names otherwise (its push-config methods are named
-// shorter than the protocol's); the others are named alike.
+// wireMethods are the v1.0 names of the methods the client names otherwise.
 var wireMethods = map[string]string{
 	"GetTaskPushConfig":    MethodGetPushConfig,
 	"ListTaskPushConfigs":  MethodListPushConfigs,
@@ -160,9 +149,8 @@ var wireMethods = map[string]string{
 	"DeleteTaskPushConfig": MethodDeletePushConfig,
 }
 
-// wireMethod returns the A2A v1.0 name of an a2a-go/v2 client method. A
-// streaming send on a client whose card does not declare streaming is sent
-// as SendMessage by the client, and named so.
+// wireMethod returns the A2A v1.0 name of an a2a-go/v2 client method (a
+// streaming send without card streaming is sent as SendMessage).
 func wireMethod(method string, card *a2a.AgentCard) string {
 	if method == MethodSendStreamingMessage && card != nil && !card.Capabilities.Streaming {
 		return MethodSendMessage

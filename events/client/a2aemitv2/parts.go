@@ -13,10 +13,9 @@ const (
 	MediaTypeBinary = track.MediaTypeBinary
 )
 
-// MediaTypes returns the media types of parts, each once, in order of first
-// appearance: a part's mediaType when it has one, else MediaTypeText for
-// text, MediaTypeData for data and MediaTypeBinary for raw bytes or a URL.
-// Nil parts and parts with no content are skipped.
+// MediaTypes returns the media types of parts, each once, in order: a
+// part's mediaType, else by kind (MediaTypeText, MediaTypeData,
+// MediaTypeBinary for raw bytes or a URL).
 func MediaTypes(parts a2a.ContentParts) []string {
 	var out []string
 	for _, p := range parts {
@@ -61,10 +60,8 @@ var errorCodes = []track.Sentinel{
 	{Err: a2a.ErrUnauthorized, Code: -31403},
 }
 
-// ErrorCode returns the A2A/JSON-RPC code of an error returned by an
-// a2a-go/v2 client, and false when it carries none (a transport failure, a
-// canceled context). A code the SDK does not know reaches it as
-// a2a.ErrInternalError and is reported as -32603.
+// ErrorCode returns the A2A/JSON-RPC code of an a2a-go/v2 client error,
+// false when it carries none (a transport failure, a canceled context).
 func ErrorCode(err error) (int, bool) {
 	return track.Code(err, errorCodes)
 }

@@ -18,9 +18,8 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// Recorder is a client.Lifecycle that records what it is asked to publish,
-// with the trace context each event would carry, and fails every publish
-// with Fail when set. Safe for concurrent use.
+// Recorder is a client.Lifecycle that records each event and its trace
+// context, failing with Fail when set. Safe for concurrent use.
 type Recorder struct {
 	Fail error
 
@@ -39,19 +38,15 @@ func (r *Recorder) add(ctx context.Context, d events.Data) error {
 	return r.Fail
 }
 
-// Submitted records d.
+// Submitted, Request, Status, Artifact and Error record d.
 func (r *Recorder) Submitted(ctx context.Context, d events.Submitted) error { return r.add(ctx, d) }
 
-// Request records d.
 func (r *Recorder) Request(ctx context.Context, d events.Request) error { return r.add(ctx, d) }
 
-// Status records d.
 func (r *Recorder) Status(ctx context.Context, d events.Status) error { return r.add(ctx, d) }
 
-// Artifact records d.
 func (r *Recorder) Artifact(ctx context.Context, d events.Artifact) error { return r.add(ctx, d) }
 
-// Error records d.
 func (r *Recorder) Error(ctx context.Context, d events.Error) error { return r.add(ctx, d) }
 
 // Events returns the events recorded so far.
@@ -93,10 +88,7 @@ func (r *Recorder) Reset() {
 }
 
 // Line renders one lifecycle event compactly, its task after its kind:
-// "submitted t1 skill=translate stream=true push=false in=[text/plain]
-// posture=degrade card=true", "request t1 message/stream #1", "status t1
-// working skill=x", "artifact t1 a1 [text/plain]", "error t1 message/send
-// -32602".
+// "request t1 message/stream #1", "error t1 message/send -32602".
 func Line(d events.Data) string {
 	kind, task, artifact, rest := fields(d)
 	return strings.Join(slices.DeleteFunc([]string{kind, task, artifact, rest}, func(s string) bool { return s == "" }), " ")
@@ -138,8 +130,7 @@ func Kinds(evs []events.Event) []string {
 	return out
 }
 
-// Lifecycle returns the lifecycle events of a task stored so far in stream,
-// in stream order.
+// Lifecycle returns the lifecycle events of a task stored in stream.
 func Lifecycle(t testing.TB, js jetstream.JetStream, stream, taskID string) []events.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -172,8 +163,7 @@ func Lifecycle(t testing.TB, js jetstream.JetStream, stream, taskID string) []ev
 	return out
 }
 
-// LoopbackFetcher is a Fetcher whose SSRF guard lets the tests' loopback
-// agents in, closed at the end of the test.
+// LoopbackFetcher is a Fetcher that lets loopback agents in, closed with t.
 func LoopbackFetcher(t testing.TB) *fetcher.Fetcher {
 	t.Helper()
 	f, err := fetcher.New(fetcher.Options{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})

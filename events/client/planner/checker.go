@@ -18,16 +18,11 @@ import (
 )
 
 // CheckerOptions configure a Checker. Give it the workers' lease and card
-// stores and fetch settings, so that a check inside a fresh lease costs no
-// fetch and sees the card the workers see.
+// stores, so that a check inside a fresh lease costs no fetch.
 type CheckerOptions struct {
-	// Fetcher, if set, is used as is; the caller owns it (Close does not
-	// close it).
+	// Fetcher, if set, is used as is; the caller owns it.
 	Fetcher *fetcher.Fetcher
-	// Fetch configures the Checker's own fetcher when Fetcher is nil (Close
-	// closes it): Leases and Cards the workers' stores (store.Bind), Allow
-	// as --fetch-allow, Credentials what to present for extended cards (as
-	// serve --agent-credentials).
+	// Fetch configures the Checker's own fetcher otherwise (Close closes it).
 	Fetch fetcher.Options
 	// Cards resolves WithPinnedDigest to a card body. Default Fetch.Cards.
 	Cards store.Cards
@@ -86,8 +81,8 @@ type checkConfig struct {
 	posture      detector.Posture
 }
 
-// WithPinned gives the card the planner planned against, as the JSON it
-// read: Check then also judges the task (Decision.Verdict).
+// WithPinned gives the card the planner planned against: Check then also
+// judges the task (Decision.Verdict).
 func WithPinned(raw []byte) CheckOption {
 	return func(c *checkConfig) { c.pinnedRaw = raw }
 }
@@ -104,14 +99,12 @@ func WithPinnedDigest(digest string) CheckOption {
 	return func(c *checkConfig) { c.pinnedDigest = digest }
 }
 
-// WithCardURL checks the card at this URL instead of the agent's well-known
-// card URL (the cardUrl a task was submitted with).
+// WithCardURL checks the card at this URL instead of the well-known one.
 func WithCardURL(cardURL string) CheckOption {
 	return func(c *checkConfig) { c.cardURL = cardURL }
 }
 
-// WithForce makes the check fetch the card, bypassing the shared lease and
-// the ETag (a worker's full fetch completing meanwhile satisfies it).
+// WithForce fetches the card, bypassing the shared lease and the ETag.
 func WithForce() CheckOption {
 	return func(c *checkConfig) { c.force = true }
 }
@@ -124,30 +117,20 @@ func WithPosture(p detector.Posture) CheckOption {
 
 // Decision is the answer of Check.
 type Decision struct {
-	// AgentURL is the agent asked about; CardURL the card URL that answered
-	// (for the extended card, its lease key).
-	AgentURL, CardURL string
-	// Extended is, for a task that uses the extended card, the card that
-	// answered as a worker's card.pinned says it (events.ExtendedPinned,
-	// events.ExtendedUnavailable: the public card); "" for any other task.
-	Extended string
-	// Live identifies the live card; FromLease is set when a fresh shared
-	// lease answered.
+	AgentURL, CardURL string // CardURL: the URL that answered
+	// Extended is, for a task on the extended card, which card answered,
+	// as a worker's card.pinned says it; "" for any other task.
+	Extended  string
 	Live      events.CardRef
-	FromLease bool
-	// Card is the live card (read-only, shared with the fetcher's cache).
-	// Card.Raw is the body as served: submit it as events.Submitted.Card
-	// when (re-)planning against it.
-	Card *detector.Card
-	// Unmet lists what of the task's requirements the live card does not
-	// satisfy (detector.Unsatisfied).
+	FromLease bool // a fresh shared lease answered
+	// Card is the live card (read-only, shared); submit Card.Raw when
+	// re-planning against it.
+	Card  *detector.Card
 	Unmet []detector.Unmet
 
-	// Pinned, Findings and Verdict are set only when a pinned card was given:
-	// its identity, every finding between it and the live card, and the
-	// verdict exactly as a worker would judge it (task.Decide). When the
-	// extended card is unavailable, the task is judged on the public card
-	// alone, as a worker pins it again there (no drift).
+	// Pinned, Findings and Verdict are set when a pinned card was given:
+	// the verdict as a worker would judge it (on the public card alone
+	// when the extended card is unavailable).
 	Pinned   *events.CardRef
 	Findings []detector.Finding
 	Verdict  *detector.Verdict
@@ -163,16 +146,13 @@ func (d Decision) OK() bool {
 	return d.Satisfied() && (d.Verdict == nil || d.Verdict.Action == detector.Continue)
 }
 
-// Check reads the live card of agentURL as a worker does on a
-// capability-dependent transition (the extended card for a task that uses
-// it, when the Checker holds a credential for the agent) and tells whether
-// it satisfies requirements. With a pinned card it also judges the task as
-// a worker would, with requirements.Posture (or WithPosture).
+// Check reads the live card of agentURL as a worker does (the extended
+// card for a task on it, given a credential) and tells whether it
+// satisfies requirements; with a pinned card it also judges the task.
 //
-// Errors: *UnreachableError when the live card cannot be read (an extended
-// card refused included) — never a satisfied Decision; ErrInvalidPinned,
-// ErrUnknownPinned for a pinned card that cannot be used; ErrStore for a
-// failing store (transient). No error and no Decision repeats a credential.
+// Errors: *UnreachableError when the live card cannot be read;
+// ErrInvalidPinned, ErrUnknownPinned for an unusable pinned card; ErrStore
+// (transient). No error and no Decision repeats a credential.
 func (c *Checker) Check(ctx context.Context, requirements detector.Requirements, agentURL string, opts ...CheckOption) (Decision, error) {
 	var cfg checkConfig
 	for _, o := range opts {

@@ -23,16 +23,11 @@
 //	...
 //	defer func() { sub.Drain(); <-sub.Closed() }()
 //
-// The Subscription is a handle like jetstream's ConsumeContext: Stop, Drain
-// and Closed.
-//
 // # Checking before submitting
 //
-// A Checker reads the live card through the workers' fetcher, shared leases
-// and card store and answers with a Decision: what of the task's
-// requirements the card does not satisfy, and, given the card the planner
-// planned against, the findings and verdict exactly as a worker would judge
-// them:
+// A Checker reads the live card as the workers do and answers with a
+// Decision: the unmet requirements and, given the planned-against card,
+// the verdict a worker would reach:
 //
 //	chk, err := planner.NewChecker(planner.CheckerOptions{Fetch: fetcher.Options{
 //		Leases: stores.Leases, Cards: stores.Cards,
@@ -49,12 +44,7 @@
 //		// d.Unmet, d.Verdict say what changed: re-plan against d.Card
 //	}
 //
-// A task that uses the agent's authenticated extended card
-// (Requirements.ExtendedCard) is checked against the extended card, with
-// the credentials of CheckerOptions.Fetch (fetcher.OpenCredentials reads
-// serve's --agent-credentials file); Decision.Extended says which card
-// answered.
-//
-// The reference planner, cmd/carddrift-planner, puts both together: it
-// aborts or re-plans tasks as verdicts arrive.
+// A task on the extended card is checked against it with the credentials
+// of CheckerOptions.Fetch; Decision.Extended says which card answered.
+// cmd/carddrift-planner is the reference planner built on both.
 package planner

@@ -29,15 +29,10 @@ var (
 // UnreachableError is returned by Check when the live card could not be read.
 // It matches ErrUnreachable and, through Err, the fetcher's sentinels.
 type UnreachableError struct {
-	// AgentURL is the agent asked about; CardURL the card URL that failed
-	// (the first one tried when both well-known paths failed).
-	AgentURL, CardURL string
-	// Reason is the reason a worker puts in card.unreachable.
-	Reason fetcher.Reason
-	// Status is the HTTP status when one was received, else 0.
-	Status int
-	// Err is the underlying error (a *fetcher.FetchError).
-	Err error
+	AgentURL, CardURL string         // CardURL: the (first) URL that failed
+	Reason            fetcher.Reason // as a worker's card.unreachable
+	Status            int            // the HTTP status, if one was received
+	Err               error          // a *fetcher.FetchError
 }
 
 func (e *UnreachableError) Error() string {

@@ -28,30 +28,23 @@ const (
 
 // Options configure Subscribe. Zero fields take their defaults.
 type Options struct {
-	// Durable names the planner's durable consumer (required: letters,
-	// digits, '-' and '_'). Instances that share a name share the work; a
-	// restarted planner resumes where the name left off.
+	// Durable names the planner's durable consumer (required; [A-Za-z0-9_-]).
+	// Instances that share a name share the work.
 	Durable string
-	// Agent, if set, limits the subscription to this agent's verdicts (any
-	// URL of its host). Empty: every agent.
+	// Agent, if set, limits the subscription to this agent's verdicts.
 	Agent string
 	// Actions, if set, delivers only verdicts with one of these actions.
 	Actions []detector.Action
-	// MinSeverity, if set, delivers only verdicts whose impact (see
-	// Verdict.Impact) is at least this severity.
+	// MinSeverity, if set, delivers only verdicts whose Impact reaches it.
 	MinSeverity detector.Severity
 	// Stream is the events stream (default topology.DefaultEventsStream).
 	Stream string
-	// FromStart makes a newly created durable start at the beginning of the
-	// stream; by default it sees the verdicts published from then on. An
-	// existing durable resumes where it left off.
+	// FromStart makes a new durable start at the beginning of the stream.
 	FromStart bool
-	// AckWait is how long a delivered verdict may stay unacknowledged before
-	// it is redelivered (default 30s); a running handler keeps it in
-	// progress.
+	// AckWait is the redelivery wait of an unacknowledged verdict (default
+	// 30s); a running handler keeps it in progress.
 	AckWait time.Duration
-	// MaxDeliver bounds deliveries of one verdict (default 10; negative:
-	// unlimited).
+	// MaxDeliver bounds deliveries of one verdict (default 10; <0: none).
 	MaxDeliver int
 	// NakDelay is the redelivery delay after the first handler error; it
 	// doubles with each further delivery up to MaxNakDelay (defaults 1s, 1m).
@@ -85,8 +78,7 @@ func (o *Options) setDefaults() {
 	o.StoreTimeout = defaults.Positive(o.StoreTimeout, DefaultStoreTimeout)
 }
 
-// validate checks the options (after setDefaults) and returns the subject
-// filter.
+// validate checks the options and returns the subject filter.
 func (o *Options) validate() (string, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...)

@@ -38,16 +38,13 @@ type Subscription struct {
 }
 
 // Subscribe starts delivering card.drift verdicts to handler through the
-// durable pull consumer opts.Durable on the events stream (which must
-// exist), creating it or updating its filter.
+// durable pull consumer opts.Durable on the events stream, creating it or
+// updating its filter.
 //
-// Delivery is at least once, one verdict at a time, in stream order: a
-// verdict is acknowledged when handler returns nil or it does not pass the
-// filters; NAKed with a growing delay (up to Options.MaxDeliver deliveries)
-// when handler fails or panics or the stores fail; terminated when it does
-// not decode; NAKed at once when the subscription stops. While handler
-// runs the verdict is kept in progress; make its side effects idempotent
-// (keyed by Verdict.EventID).
+// Delivery is at least once, one verdict at a time, in stream order: acked
+// when handler returns nil or the filters refuse it; NAKed with a growing
+// delay when handler fails or panics or the stores fail; terminated when it
+// does not decode. Make side effects idempotent (keyed by Verdict.EventID).
 //
 // ctx bounds the subscription as Stop does. Errors: ErrInvalidOptions
 // (wrapped); JetStream errors when the consumer cannot be created.

@@ -12,48 +12,31 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// Verdict is one card.drift as a planner acts on it: what to do with a task
-// and why.
+// Verdict is one card.drift as a planner acts on it.
 type Verdict struct {
-	// TaskID and AgentURL name the task; CardURL is the card URL the live
-	// card was read from.
 	TaskID, AgentURL, CardURL string
-	// Action is abort, replan or continue; Posture the task's posture; Reason
-	// says why in words.
-	Action  detector.Action
-	Posture detector.Posture
-	Reason  string
-	// ReplanSkill is the new id of the task's skill, which the agent
-	// renamed, for a replan under degrade; empty otherwise.
+	Action                    detector.Action
+	Posture                   detector.Posture
+	Reason                    string
+	// ReplanSkill is the renamed skill's new id, for a replan under degrade.
 	ReplanSkill string
-	// Findings are every finding of the card.drift, sorted as the worker
-	// sorted them.
-	Findings []detector.Finding
+	Findings    []detector.Finding // as the worker sorted them
 	// Impacting are the findings that touch this task with warning severity
-	// or more, and Impact the highest severity among them (0: none).
-	// ImpactExact is set when they were read from the findings' touches or,
-	// for a card.drift without touches (before contract v1.1), recomputed
-	// from Options.Pins and Cards; otherwise Impacting is nil and Impact is
-	// what the action implies (abort and replan: Breaking; continue:
-	// Warning when any finding reaches it, else 0), so that a MinSeverity
-	// filter never drops a verdict whose impact might reach it.
-	Impacting   []detector.Finding
-	Impact      detector.Severity
-	ImpactExact bool
-	// Pinned is the card the task was planned against, Live the card the
-	// agent serves now.
+	// or more, Impact the highest of them. ImpactExact is unset when touches
+	// were unknown (pre-v1.1) and Options.Pins and Cards could not recompute
+	// them: then Impacting is nil and Impact what the action implies, so a
+	// MinSeverity filter never drops a verdict that might reach it.
+	Impacting    []detector.Finding
+	Impact       detector.Severity
+	ImpactExact  bool
 	Pinned, Live events.CardRef
-	// Trigger is the lifecycle event that caused the evaluation.
-	Trigger events.Trigger
+	Trigger      events.Trigger
 
 	// EventID, Source and Time are the card.drift's CloudEvents attributes.
 	EventID, Source string
 	Time            time.Time
-	// Delivery counts deliveries of this card.drift to this durable: 1 the
-	// first time.
-	Delivery uint64
-	// Sequence is the card.drift's sequence in the events stream.
-	Sequence uint64
+	Delivery        uint64 // deliveries to this durable, from 1
+	Sequence        uint64 // in the events stream
 
 	touchesKnown bool // every finding carried touches (events.Drift.TouchesKnown)
 }
@@ -71,8 +54,6 @@ func newVerdict(ev events.Event, d events.Drift) Verdict {
 	}
 }
 
-// impliedImpact is the impact a verdict's action implies (see
-// Verdict.Impact).
 func impliedImpact(v *Verdict) detector.Severity {
 	switch v.Action {
 	case detector.Abort, detector.Replan:
@@ -86,8 +67,8 @@ func impliedImpact(v *Verdict) detector.Severity {
 	return 0
 }
 
-// resolveImpact fills Impacting, Impact and ImpactExact (see Verdict). Only
-// store failures (not absence) are returned, so that the message is retried.
+// resolveImpact fills Impacting, Impact and ImpactExact. Only store
+// failures (not absence) are returned, so that the message is retried.
 func resolveImpact(ctx context.Context, v *Verdict, pins store.Pins[task.Pin], cards store.Cards) error {
 	if v.touchesKnown {
 		var impacting []detector.Finding

@@ -9,22 +9,12 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// Card observes through f the live card the task whose pin is pin is judged
-// against (contract v1.2, "Authenticated extended cards"): the public card,
-// and for a task that uses the extended card (task.Pin.UsesExtended) the
-// extended card the public card says how to ask for, with the credentials f
-// holds for the agent's origin. state is the observation's extended-card
-// state, for task.Transition.UseExtended and task.Pin.LostExtended:
-// events.ExtendedPinned when the observation is the extended card,
-// events.ExtendedUnavailable when the task uses the extended card and none
-// can be asked for (no credentials, none offered: the public card is
-// returned and judges the task; err is nil), "" for a task that does not
-// use it. An extended card that is unreachable (401, 403, a JSON-RPC
-// error, …) is the error, as a public card's would be; the fetcher's
-// errors never carry a credential.
-//
-// The worker and the planner's Checker both observe through it, so that a
-// check sees the card a transition is judged on.
+// Card observes through f the live card pin's task is judged against: the
+// public card or, for a task on the extended card, the extended card with
+// f's credentials. state is events.ExtendedPinned for the extended card,
+// events.ExtendedUnavailable when none can be asked for (the public card is
+// returned, err nil), "" for other tasks. An unreachable extended card is
+// the error, as a public card's would be; errors never carry a credential.
 func Card(ctx context.Context, f *fetcher.Fetcher, pin task.Pin, force bool) (obs fetcher.Observation, state string, err error) {
 	pub, err := f.ObserveAgent(ctx, pin.AgentURL, pin.CardURL, force)
 	if !pin.UsesExtended() {

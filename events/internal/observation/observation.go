@@ -7,10 +7,9 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
-// Of is the core's view of a fetcher observation at now: the observation
-// itself (detector.Observation, shared, not copied field by field), and the
-// digests the agent served within the lease's consistency window (Seen), with those of its replicas while they disagree
-// (split brain, as detector.Replicas decides at now).
+// Of is the core's view of a fetcher observation at now, with the digests
+// served within the lease's consistency window and, while replicas
+// disagree (detector.Replicas at now), theirs.
 func Of(o fetcher.Observation, now time.Time) task.Observation {
 	to := o.Observation
 	window := o.Replicas.Window(now, o.Window)

@@ -6,12 +6,10 @@ import (
 	"unsafe"
 )
 
-// MapOverhead is what a map header and its first bucket cost beyond its
-// entries.
+// MapOverhead is a map header and first bucket beyond its entries.
 const MapOverhead = 48
 
-// Size returns the estimated bytes v retains: its own size and all it
-// reaches (see the package comment). Size(nil) is 0.
+// Size returns the estimated bytes v retains; Size(nil) is 0.
 func Size(v any) int64 {
 	if v == nil {
 		return 0
@@ -114,8 +112,7 @@ var sizeClasses = [...]int64{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 
 	2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728, 10240, 10880,
 	12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576, 27264, 28672, 32768}
 
-// alloc is what the heap holds for an allocation of n bytes: its size
-// class, or whole 8 KiB pages above 32 KiB.
+// alloc is n rounded to its size class, or to 8 KiB pages above 32 KiB.
 func alloc(n int64) int64 {
 	if n <= 0 {
 		return 0

@@ -5,11 +5,9 @@ import (
 	"time"
 )
 
-// Backoff is a capped exponential backoff with jitter: the n-th delay
-// (from 0) is Base·2ⁿ, at most Max, of which a random half is taken off
-// ("equal jitter"), so that processes started together do not retry
-// together. The zero Backoff waits nothing; it is not safe for concurrent
-// use.
+// Backoff is a capped exponential backoff with equal jitter: the n-th
+// delay is Base·2ⁿ, at most Max, less a random half. The zero Backoff
+// waits nothing; not safe for concurrent use.
 type Backoff struct {
 	Base, Max time.Duration
 	attempt   int

@@ -96,8 +96,7 @@ func (a *Agent) SetStatus(code int) { a.locked(func() { a.status = code }) }
 // SetCacheControl sets the Cache-Control header of the card ("": none).
 func (a *Agent) SetCacheControl(cc string) { a.locked(func() { a.cacheControl = cc }) }
 
-// SetETag makes the agent send etag and answer 304 to an If-None-Match of
-// it, whatever the card now is.
+// SetETag makes the agent send etag and answer 304 to it, whatever the card.
 func (a *Agent) SetETag(etag string) { a.locked(func() { a.etag = etag }) }
 
 // SetDelay makes every answer wait d (or until the client gives up).
@@ -126,3 +125,18 @@ func (a *Agent) TakeArrivals() []time.Time {
 	a.arrivals = nil
 	return at
 }
+
+// The pinning write-up's cards: WriteupT40 turns streaming off, adds skill
+// translate and swaps bearer for OAuth2, the version unchanged.
+const (
+	WriteupT0 = `{"name":"Vendor B","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT",
+"capabilities":{"streaming":true},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
+"securitySchemes":{"bearer":{"type":"http","scheme":"bearer"}},"security":[{"bearer":[]}],
+"skills":[{"id":"summarize","name":"Summarize","description":"Summarizes text","tags":["text"]}]}`
+	WriteupT40 = `{"name":"Vendor B","version":"1.0.0","protocolVersion":"1.0.0","url":"AGENT",
+"capabilities":{"streaming":false},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
+"securitySchemes":{"oauth2":{"type":"oauth2","flows":{"clientCredentials":{"tokenUrl":"https://b.example/token","scopes":{"tasks":"run"}}}}},
+"security":[{"oauth2":["tasks"]}],
+"skills":[{"id":"summarize","name":"Summarize","description":"Summarizes text","tags":["text"]},
+{"id":"translate","name":"Translate","description":"Translates text","tags":["text"]}]}`
+)

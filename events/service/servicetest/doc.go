@@ -11,7 +11,4 @@
 //	a.Set(servicetest.WriteupT40)
 //	r.Emit.Request(ctx, events.Request{TaskID: "t", AgentURL: a.URL(), Method: "message/stream", Attempt: 1})
 //	r.Out().WaitFor(t, "the abort", func(c *servicetest.Collector) bool { return len(c.Drifts("t")) == 1 })
-//
-// Example functions, which have no test, get their server from
-// EmbeddedJetStream.
 package servicetest

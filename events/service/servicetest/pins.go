@@ -11,9 +11,8 @@ import (
 	"github.com/carddrift/carddrift/store"
 )
 
-// SecondWriter is a worker's pin store with a second writer: once armed,
-// the next Update of its task is preceded by another writer's, on its own
-// connection, recording a drift id as reported (a partition hand-over).
+// SecondWriter is a pin store whose next Update, once armed, races another
+// writer's on its own connection (a partition hand-over).
 type SecondWriter struct {
 	store.Pins[task.Pin]
 	other  store.Pins[task.Pin]
@@ -23,8 +22,8 @@ type SecondWriter struct {
 	writes atomic.Int64
 }
 
-// SecondWriter returns a SecondWriter around pins (nil: set Pins later)
-// whose other writer records drift on task taskID (any when empty).
+// SecondWriter wraps pins (nil: set later); the other writer records
+// drift on taskID (any when empty).
 func (r *Rig) SecondWriter(pins store.Pins[task.Pin], taskID, drift string) *SecondWriter {
 	r.T.Helper()
 	nc, err := nats.Connect(r.URL())

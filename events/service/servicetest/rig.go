@@ -1,9 +1,11 @@
 package servicetest
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"net/netip"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -94,8 +96,7 @@ func Start(t testing.TB, opts Options) *Rig {
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
-	// Tests publish in bursts (10,000 submissions at once) that a client's
-	// default buffer would drop part of: Flushed and Drained fail on a drop.
+	// Tests publish bursts that the default buffer would drop part of.
 	emit, err := client.NewEmitter(js, cmp.Or(opts.Source, "urn:client:servicetest"), publish.WithBuffer(1<<15))
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +124,7 @@ func LoopbackFetch() fetcher.Options {
 	}
 }
 
-// WorkerOptions returns the options of a rig worker: the rig's stores and
-// metrics, LoopbackFetch, a 5s drain and a 2s PinnedTTL, adjusted by
+// WorkerOptions returns the options of a rig worker, adjusted by
 // Options.Worker and then by tweak (nil: none).
 func (r *Rig) WorkerOptions(name string, tweak func(*worker.Options)) worker.Options {
 	o := worker.Options{
@@ -171,9 +171,8 @@ func (r *Rig) StartWorker(name string, tweak func(*worker.Options)) (stop func()
 }
 
 // StartWorkerOn runs a worker over a connection of its own to url, so that
-// closing it cuts the worker off as a kill would. stop cancels it and fails
-// t if Run does not return within its drain timeout and 10s (its error is
-// ignored).
+// closing it cuts the worker off as a kill would; stop fails t if Run does
+// not return within its drain timeout and 10s.
 func (r *Rig) StartWorkerOn(t testing.TB, url, name string, tweak func(*worker.Options)) (*nats.Conn, func()) {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(0))
@@ -233,8 +232,7 @@ func (r *Rig) Handled(typ, outcome string) int {
 }
 
 // Drained waits until the rig's Emitter has published what it queued and
-// the workers have acknowledged (or terminated) every lifecycle event
-// published so far, or fails t after timeout.
+// the workers have acknowledged it, or fails t after timeout.
 func (r *Rig) Drained(t testing.TB, timeout time.Duration) {
 	t.Helper()
 	Flushed(t, r.Emit, timeout)
@@ -341,3 +339,46 @@ func (c *Clock) Now() time.Time { return time.Unix(0, c.ns.Load()) }
 
 // Advance moves the clock forward by d.
 func (c *Clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// Output is a bytes.Buffer safe for concurrent use: what a command under
+// test writes while the test reads it.
+type Output struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *Output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+// String returns everything written so far.
+func (o *Output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
+
+// EmbeddedJetStream is the embedded server of Example functions (no
+// testing.TB): stop closes it and removes its storage. It panics on failure.
+func EmbeddedJetStream() (js jetstream.JetStream, stop func()) {
+	dir, err := os.MkdirTemp("", "carddrift-example-")
+	if err != nil {
+		panic(err)
+	}
+	srv, err := service.StartEmbedded(dir, 0)
+	if err != nil {
+		panic(err)
+	}
+	nc, js, err := service.ConnectJetStream(service.ConnectOptions{URL: srv.ClientURL()})
+	if err != nil {
+		panic(err)
+	}
+	return js, func() {
+		nc.Close()
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		os.RemoveAll(dir)
+	}
+}

@@ -33,11 +33,9 @@ func CardJSONModes(url string, streaming bool, inputModes string) []byte {
 }`, url, streaming, inputModes)
 }
 
-// Agent is an a2a-go/v2 translator agent: a new task is submitted, works,
-// and asks for the target language (input-required); the answer completes
-// it with a text artifact; a cancel cancels it. The card is served with
-// Cache-Control: no-cache, so carddrift revalidates at every
-// capability-dependent transition. Safe for concurrent use.
+// Agent is an a2a-go/v2 translator agent: a new task works and asks for
+// input; the answer completes it with a text artifact. The card is served
+// with Cache-Control: no-cache. Safe for concurrent use.
 type Agent struct {
 	srv *httptest.Server
 
@@ -64,8 +62,7 @@ func NewAgent(streaming bool) *Agent {
 	return a
 }
 
-// URL is the agent's base URL (the card is at URL + the well-known path,
-// the JSON-RPC interface at URL + "/a2a").
+// URL is the agent's base URL (JSON-RPC at URL + "/a2a").
 func (a *Agent) URL() string { return a.srv.URL }
 
 // Close stops the agent's server.
@@ -85,16 +82,14 @@ func (a *Agent) Served() []byte {
 	return a.card
 }
 
-// SetMidTask sets what runs while a new task works, before it asks for
-// input: the vendor's change in the middle of a task (nil: nothing).
+// SetMidTask sets what runs while a new task works (nil: nothing).
 func (a *Agent) SetMidTask(f func()) {
 	a.mu.Lock()
 	a.midTask = f
 	a.mu.Unlock()
 }
 
-// SetReject makes every follow-up message (one naming its task) fail with
-// err, as an agent whose card narrowed would (nil: accept again).
+// SetReject makes every follow-up message fail with err (nil: accept).
 func (a *Agent) SetReject(err error) {
 	a.mu.Lock()
 	a.reject = err

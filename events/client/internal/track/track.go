@@ -49,39 +49,28 @@ type taskState struct {
 	failures  map[string]int             // method → consecutive failures
 }
 
-// SDK is what an adapter tells the Tracker of its SDK line: what a
-// response payload shows of its task, and the A2A/JSON-RPC code of an error
-// (false when it carries none).
+// SDK is what an adapter tells the Tracker of its SDK line.
 type SDK struct {
 	Inspect func(payload any) Response
 	Code    func(err error) (int, bool)
 }
 
-// New returns a Tracker publishing through em, reading responses with sdk.
 func New(em client.Lifecycle, opts client.InterceptorOptions, sdk SDK) *Tracker {
 	opts.MaxTasks = defaults.Positive(opts.MaxTasks, DefaultMaxTasks)
 	return &Tracker{em: em, opts: opts, sdk: sdk, tasks: map[string]*taskState{}}
 }
 
-// Call is one call of an SDK client as the interceptor's Before saw it.
+// Call is one call of an SDK client as Before saw it.
 type Call struct {
-	// Method is the name carddrift is told (the SDK's wire name).
-	Method string
-	// BaseURL is the interface URL the client talks to.
-	BaseURL string
-	// TaskID is the task the call is on; "" for a call that creates one
-	// (NewTask) or that is on no task.
-	TaskID string
-	// NewTask: the call sends a message that names no task.
-	NewTask bool
-	// Streams, Push and InputModes are what a new task's call shows it
-	// requires.
+	Method  string // the SDK's wire name
+	BaseURL string // the interface URL the client talks to
+	TaskID  string // "" for a call that creates a task or is on none
+	NewTask bool   // the call sends a message that names no task
+	// Streams, Push and InputModes are what a new task requires.
 	Streams    bool
 	Push       bool
 	InputModes []string
-	// Card is the SDK's card struct, marshalled for Options.MarshalCard;
-	// nil when the client has none.
-	Card any
+	Card       any // the SDK's card struct, for Options.MarshalCard
 
 	agentURL string
 	plan     client.Plan
@@ -102,8 +91,7 @@ type Response struct {
 type Status struct {
 	State    string
 	Terminal bool
-	// SkillID is the status message's metadata "skillId", a convention.
-	SkillID string
+	SkillID  string // the status message's metadata "skillId"
 }
 
 // State is an SDK's task state: its spelling, "" when unspecified.
@@ -112,8 +100,7 @@ type State interface {
 	Terminal() bool
 }
 
-// NewStatus returns the Status of state st whose status message is msg (nil:
-// none), or nil when st is unspecified.
+// NewStatus returns the Status of st and its message (nil when st is "").
 func NewStatus[S State, M any, PM interface {
 	*M
 	Meta() map[string]any
@@ -134,9 +121,8 @@ type Artifact struct {
 	MediaTypes []string
 }
 
-// Send records that c sends a message on taskID; a message that names no
-// task creates one, which requires what the call shows: streaming (streams),
-// push notifications (push) and the media types of the message's parts.
+// Send records that c sends a message on taskID; with none, it creates a
+// task that requires what the call shows.
 func (c *Call) Send(taskID string, streams, push bool, inputModes []string) {
 	c.TaskID = taskID
 	if taskID == "" {
@@ -146,8 +132,7 @@ func (c *Call) Send(taskID string, streams, push bool, inputModes []string) {
 
 type callKey struct{}
 
-// Begin emits a2a.task.request for a call on a known task and returns ctx
-// carrying c for After.
+// Begin emits a2a.task.request for a call on a known task; ctx carries c.
 func (t *Tracker) Begin(ctx context.Context, c *Call) context.Context {
 	c.agentURL = t.agentURL(c.BaseURL)
 	if c.NewTask {
@@ -165,8 +150,7 @@ func (t *Tracker) Begin(ctx context.Context, c *Call) context.Context {
 }
 
 // After handles one response of the call Begin stored in ctx (a stream has
-// many): the call's failure err, else its payload. It does nothing when
-// Begin did not run (another interceptor failed or answered first).
+// many). It does nothing when Begin did not run.
 func (t *Tracker) After(ctx context.Context, payload any, err error) {
 	c, _ := ctx.Value(callKey{}).(*Call)
 	switch {
@@ -179,9 +163,8 @@ func (t *Tracker) After(ctx context.Context, payload any, err error) {
 	}
 }
 
-// failed records a failed call: the next call of its method on its task is
-// a retry. With a code (hasCode) it emits a2a.task.error; a transport
-// failure emits nothing. A new task's failure is nothing: there is no task.
+// failed records a failed call (the next one of its method is a retry) and
+// emits a2a.task.error when it has a code.
 func (t *Tracker) failed(ctx context.Context, c *Call, err error, code int, hasCode bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -198,9 +181,7 @@ func (t *Tracker) failed(ctx context.Context, c *Call, err error, code int, hasC
 	}
 }
 
-// observe handles one successful response of c: it submits a new task when
-// the response first names it, then emits the artifacts' new media types
-// and a changed state.
+// observe handles one successful response of c.
 func (t *Tracker) observe(ctx context.Context, c *Call, r Response) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -295,7 +276,6 @@ func (t *Tracker) artifact(ctx context.Context, agentURL, taskID string, a Artif
 	}
 }
 
-// attempt returns the attempt number of the next call of method on a task.
 func (t *Tracker) attempt(taskID, method string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -350,11 +330,9 @@ func (t *Tracker) agentURL(baseURL string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// emitCtx keeps the call's values but not its cancellation: an event about a
-// call that was canceled is still worth publishing. The Emitter's timeout
-// bounds it. When the call runs inside an OpenTelemetry span, its W3C trace
-// context goes with the events (CloudEvents traceparent/tracestate), and
-// carddrift carries it on to the verdicts they cause.
+// emitCtx keeps the call's values but not its cancellation (an event about
+// a canceled call is still worth publishing), and puts an OpenTelemetry
+// span's W3C trace context on the events.
 func emitCtx(ctx context.Context) context.Context {
 	ctx = context.WithoutCancel(ctx)
 	if publish.TraceContext(ctx) != nil {
@@ -367,8 +345,7 @@ func emitCtx(ctx context.Context) context.Context {
 	return ctx
 }
 
-// Union returns a followed by the elements of b not in it (a is not
-// modified).
+// Union returns a copy of a followed by the elements of b not in it.
 func Union(a, b []string) []string {
 	out := slices.Clone(a)
 	for _, s := range b {
@@ -379,8 +356,7 @@ func Union(a, b []string) []string {
 	return out
 }
 
-// Deref returns *p, or the zero value for a nil p (a payload or part the
-// caller left nil).
+// Deref returns *p, or the zero value for a nil p.
 func Deref[T any](p *T) T {
 	if p == nil {
 		var zero T
@@ -402,8 +378,7 @@ type Sentinel struct {
 	Code int
 }
 
-// Code returns the code of the first sentinel err matches (errors.Is), and
-// false when it matches none or is nil.
+// Code returns the code of the first sentinel err matches.
 func Code(err error, sentinels []Sentinel) (int, bool) {
 	if err == nil {
 		return 0, false
@@ -420,23 +395,18 @@ func Code(err error, sentinels []Sentinel) (int, bool) {
 // status.
 var ErrCardStatus = errors.New("card request failed")
 
-// ResolvedCard is what Resolve found: the SDK's card struct T to build the
-// client from, and the body as served, which the struct cannot reproduce,
-// with the URL that served it. It is not a card model (that is
-// detector.Card, which carddrift judges): it is the SDK's view of a card
-// paired with the bytes carddrift needs in every a2a.task.submitted.
+// ResolvedCard is the SDK's card struct T to build the client from, and
+// the body as served (pass it as Options.RawCard), which the struct cannot
+// reproduce, with the URL that served it (Options.CardURL).
 type ResolvedCard[T any] struct {
 	AgentCard *T
-	// Raw is the body as served: pass it as Options.RawCard.
-	Raw []byte
-	// URL is the card URL that answered: pass it as Options.CardURL.
-	URL string
+	Raw       []byte
+	URL       string
 }
 
-// Resolve fetches the public card of the agent at agentURL through f as
-// carddrift's workers fetch it (fetcher.Fetcher.FetchAgent) and decodes it
-// into the SDK's card struct T. A nil f is a Fetcher with the default
-// Options, made and closed for this call. pkg prefixes its errors.
+// Resolve fetches the agent's public card through f as the workers do
+// (fetcher.Fetcher.FetchAgent) and decodes it into T. A nil f is a default
+// Fetcher made for this call. pkg prefixes its errors.
 func Resolve[T any](ctx context.Context, f *fetcher.Fetcher, agentURL, pkg string) (*ResolvedCard[T], error) {
 	if f == nil {
 		var err error
