@@ -8,6 +8,7 @@ import (
 
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/internal/track"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // Emitter publishes lifecycle events; *client.Emitter implements it.
@@ -47,7 +48,8 @@ func WithLifecycleEvents(em Emitter, opts Options) a2aclient.FactoryOption {
 
 // Before emits a2a.task.request for calls on a known task.
 func (ic *Interceptor) Before(ctx context.Context, req *a2aclient.Request) (context.Context, error) {
-	c := &track.Call{Method: wireMethod(req.Method, req.Card), BaseURL: req.BaseURL}
+	streams := req.Card == nil || req.Card.Capabilities.Streaming
+	c := &track.Call{Method: track.WireMethod(req.Method, streams, wireMethods), BaseURL: req.BaseURL}
 	if req.Card != nil {
 		c.Card = req.Card
 	}
@@ -132,14 +134,100 @@ var wireMethods = map[string]string{
 	"GetAgentCard":         "agent/getAuthenticatedExtendedCard",
 }
 
-// wireMethod returns the JSON-RPC v0.3 name of an a2a-go client method (a
-// streaming send without card streaming is sent as message/send).
-func wireMethod(method string, card *a2a.AgentCard) string {
-	if method == "SendStreamingMessage" && card != nil && !card.Capabilities.Streaming {
-		return "message/send"
+// Media types of parts that carry none of their own.
+const (
+	MediaTypeText   = track.MediaTypeText
+	MediaTypeData   = track.MediaTypeData
+	MediaTypeBinary = track.MediaTypeBinary
+)
+
+// MediaTypes returns the media types of parts, each once, in order: a
+// FilePart's mimeType (else MediaTypeBinary), MediaTypeData, MediaTypeText.
+func MediaTypes(parts a2a.ContentParts) []string {
+	var out []string
+	add := func(mt string) { out = track.Union(out, []string{mt}) }
+	for _, p := range parts {
+		switch p := p.(type) {
+		case a2a.TextPart, *a2a.TextPart:
+			add(MediaTypeText)
+		case a2a.DataPart, *a2a.DataPart:
+			add(MediaTypeData)
+		case a2a.FilePart:
+			add(fileMediaType(p.File))
+		case *a2a.FilePart:
+			if p != nil {
+				add(fileMediaType(p.File))
+			}
+		}
 	}
-	if name, ok := wireMethods[method]; ok {
-		return name
+	return out
+}
+
+func fileMediaType(c a2a.FilePartContent) string {
+	var mt string
+	switch f := c.(type) {
+	case a2a.FileBytes:
+		mt = f.MimeType
+	case *a2a.FileBytes:
+		mt = track.Deref(f).MimeType
+	case a2a.FileURI:
+		mt = f.MimeType
+	case *a2a.FileURI:
+		mt = track.Deref(f).MimeType
 	}
-	return method
+	if mt == "" {
+		return MediaTypeBinary
+	}
+	return mt
+}
+
+// errorCodes maps a2a-go's sentinel errors back to their JSON-RPC codes.
+var errorCodes = []track.Sentinel{
+	{Err: a2a.ErrParseError, Code: -32700},
+	{Err: a2a.ErrInvalidRequest, Code: -32600},
+	{Err: a2a.ErrMethodNotFound, Code: -32601},
+	{Err: a2a.ErrInvalidParams, Code: -32602},
+	{Err: a2a.ErrInternalError, Code: -32603},
+	{Err: a2a.ErrServerError, Code: -32000},
+	{Err: a2a.ErrTaskNotFound, Code: -32001},
+	{Err: a2a.ErrTaskNotCancelable, Code: -32002},
+	{Err: a2a.ErrPushNotificationNotSupported, Code: -32003},
+	{Err: a2a.ErrUnsupportedOperation, Code: -32004},
+	{Err: a2a.ErrUnsupportedContentType, Code: -32005},
+	{Err: a2a.ErrInvalidAgentResponse, Code: -32006},
+	{Err: a2a.ErrAuthenticatedExtendedCardNotConfigured, Code: -32007},
+}
+
+// ErrorCode returns the A2A/JSON-RPC code of an a2a-go client error,
+// false when it carries none (a transport failure, a canceled context).
+func ErrorCode(err error) (int, bool) {
+	return track.Code(err, errorCodes)
+}
+
+// Well-known card paths, current first.
+const (
+	WellKnownPath       = fetcher.WellKnownPath
+	LegacyWellKnownPath = fetcher.LegacyWellKnownPath
+)
+
+// MaxCardBytes bounds a card body ResolveCard reads (the fetcher's).
+const MaxCardBytes = fetcher.DefaultMaxBodyBytes
+
+// ResolvedCard is what ResolveCard found: the a2a-go struct to build the
+// client from, the body as served (pass Raw as Options.RawCard) and the
+// URL that served it (Options.CardURL).
+type ResolvedCard = track.ResolvedCard[a2a.AgentCard]
+
+// ErrCardStatus is wrapped by ResolveCard when no card URL answered 2xx
+// (the error also matches fetcher.ReasonStatus and holds a *fetcher.FetchError).
+var ErrCardStatus = track.ErrCardStatus
+
+// ResolveCard fetches the public card of the agent at agentURL through f as
+// the workers do (fetcher.Fetcher.FetchAgent: WellKnownPath, then
+// LegacyWellKnownPath on 404, 405 or 410; f's SSRF guard, whose Allow is
+// the caller's to widen). A nil f is a default Fetcher (refusing loopback
+// and private addresses) made for this call. A failed fetch's error holds
+// the *fetcher.FetchError; a body that does not decode is an error too.
+func ResolveCard(ctx context.Context, f *fetcher.Fetcher, agentURL string) (*ResolvedCard, error) {
+	return track.Resolve[a2a.AgentCard](ctx, f, agentURL, "a2aemit")
 }

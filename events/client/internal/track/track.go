@@ -174,9 +174,9 @@ func (t *Tracker) failed(ctx context.Context, c *Call, err error, code int, hasC
 	t.mu.Lock()
 	t.state(c.TaskID).failures[c.Method]++
 	t.mu.Unlock()
-	if hasCode {
+	if msg := err.Error(); hasCode {
 		t.emit(t.em.Error(emitCtx(ctx), events.Error{
-			TaskID: c.TaskID, AgentURL: c.agentURL, Method: c.Method, Code: code, Message: truncate(err.Error(), MaxMessageBytes),
+			TaskID: c.TaskID, AgentURL: c.agentURL, Method: c.Method, Code: code, Message: msg[:min(len(msg), MaxMessageBytes)],
 		}))
 	}
 }
@@ -365,11 +365,17 @@ func Deref[T any](p *T) T {
 	return *p
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+// WireMethod returns the wire name of an SDK client's method, names
+// holding those the SDK renames; a streaming send on a card that declares
+// no streaming is sent as a send.
+func WireMethod(method string, cardStreams bool, names map[string]string) string {
+	if method == "SendStreamingMessage" && !cardStreams {
+		method = "SendMessage"
 	}
-	return s[:n]
+	if name, ok := names[method]; ok {
+		return name
+	}
+	return method
 }
 
 // Sentinel pairs an SDK's sentinel error with its JSON-RPC code.
