@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -30,22 +31,19 @@ import (
 // (package a2aemitv2), each call in its SDK's types, and expects the same
 // events, each in its line's spelling (spellings).
 
-// spellings are the names the two lines write differently: {name} in an
-// expected line stands for the v0.3 spelling, then the v1.0 one.
+// spellings are the method names the two lines write differently: {name}
+// in an expected line stands for the v0.3 spelling, then the v1.0 one. Any
+// other {name} is a state: v0.3 spells it name, v1.0 TASK_STATE_NAME.
 var spellings = map[string][2]string{
-	"send":           {"message/send", "SendMessage"},
-	"stream":         {"message/stream", "SendStreamingMessage"},
-	"get":            {"tasks/get", "GetTask"},
-	"cancel":         {"tasks/cancel", "CancelTask"},
-	"subscribe":      {"tasks/resubscribe", "SubscribeToTask"},
-	"push/set":       {"tasks/pushNotificationConfig/set", "CreateTaskPushNotificationConfig"},
-	"push/get":       {"tasks/pushNotificationConfig/get", "GetTaskPushNotificationConfig"},
-	"push/list":      {"tasks/pushNotificationConfig/list", "ListTaskPushNotificationConfigs"},
-	"push/delete":    {"tasks/pushNotificationConfig/delete", "DeleteTaskPushNotificationConfig"},
-	"submitted":      {"submitted", "TASK_STATE_SUBMITTED"},
-	"working":        {"working", "TASK_STATE_WORKING"},
-	"input-required": {"input-required", "TASK_STATE_INPUT_REQUIRED"},
-	"completed":      {"completed", "TASK_STATE_COMPLETED"},
+	"send":        {"message/send", "SendMessage"},
+	"stream":      {"message/stream", "SendStreamingMessage"},
+	"get":         {"tasks/get", "GetTask"},
+	"cancel":      {"tasks/cancel", "CancelTask"},
+	"subscribe":   {"tasks/resubscribe", "SubscribeToTask"},
+	"push/set":    {"tasks/pushNotificationConfig/set", "CreateTaskPushNotificationConfig"},
+	"push/get":    {"tasks/pushNotificationConfig/get", "GetTaskPushNotificationConfig"},
+	"push/list":   {"tasks/pushNotificationConfig/list", "ListTaskPushNotificationConfigs"},
+	"push/delete": {"tasks/pushNotificationConfig/delete", "DeleteTaskPushNotificationConfig"},
 }
 
 // old and cur are one call as the v0.3 and the v1.0 client make it: the
@@ -118,7 +116,10 @@ func (p *pair) do(t *testing.T, ctx context.Context, a old, b cur) {
 	}
 }
 
-// expect checks each line published want, in its spelling.
+var state = regexp.MustCompile(`{[a-z-]+}`)
+
+// expect checks each line published want, in its spelling, and that
+// carddrift knows every state and method published.
 func (p *pair) expect(t *testing.T, want ...string) {
 	t.Helper()
 	for i, rec := range p.rec {
@@ -127,9 +128,26 @@ func (p *pair) expect(t *testing.T, want ...string) {
 			for name, s := range spellings {
 				w = strings.ReplaceAll(w, "{"+name+"}", s[i])
 			}
-			spelt[j] = w
+			spelt[j] = state.ReplaceAllStringFunc(w, func(st string) string {
+				if st = strings.Trim(st, "{}"); i == 1 {
+					st = "TASK_STATE_" + strings.ToUpper(strings.ReplaceAll(st, "-", "_"))
+				}
+				return st
+			})
 		}
 		rec.Expect(t, spelt...)
+		for _, d := range rec.Events() {
+			switch d := d.(type) {
+			case events.Status:
+				if _, known := detector.NormalizeState(d.State); !known {
+					t.Errorf("state %q: carddrift does not model it", d.State)
+				}
+			case events.Request:
+				if detector.ClassifyMethod(d.Method) == detector.MethodUnknown {
+					t.Errorf("method %q: carddrift does not know it", d.Method)
+				}
+			}
+		}
 	}
 }
 
@@ -194,15 +212,6 @@ func TestSDKLifecycle(t *testing.T) {
 		"artifact t1 a1 [application/json]",
 		"status t1 {completed}",
 	)
-	for _, rec := range p.rec {
-		for _, d := range rec.Events() {
-			if s, isStatus := d.(events.Status); isStatus {
-				if _, known := detector.NormalizeState(s.State); !known {
-					t.Errorf("state %q: carddrift does not model it", s.State)
-				}
-			}
-		}
-	}
 }
 
 // Every call on a task carries its line's method name, whatever its
@@ -271,13 +280,6 @@ func TestSDKMethodsAndErrors(t *testing.T) {
 		"request t2 {cancel} #1",
 		"error t2 {cancel} -32002",
 	)
-	for _, rec := range p.rec {
-		for _, d := range rec.Events() {
-			if r, isReq := d.(events.Request); isReq && detector.ClassifyMethod(r.Method) == detector.MethodUnknown {
-				t.Errorf("method %q: carddrift does not know it", r.Method)
-			}
-		}
-	}
 	if e := p.rec[1].Events()[1].(events.Error); e.Message != "bad part" {
 		t.Errorf("v1.0 error message = %q, want the A2A error's message", e.Message)
 	}

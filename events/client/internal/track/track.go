@@ -142,9 +142,10 @@ func (t *Tracker) Begin(ctx context.Context, c *Call) context.Context {
 		}
 	}
 	if c.TaskID != "" && !c.NewTask {
-		t.emit(t.em.Request(emitCtx(ctx), events.Request{
-			TaskID: c.TaskID, AgentURL: c.agentURL, Method: c.Method, Attempt: t.attempt(c.TaskID, c.Method),
-		}))
+		t.mu.Lock()
+		attempt := t.state(c.TaskID).failures[c.Method] + 1
+		t.mu.Unlock()
+		t.emit(t.em.Request(emitCtx(ctx), events.Request{TaskID: c.TaskID, AgentURL: c.agentURL, Method: c.Method, Attempt: attempt}))
 	}
 	return context.WithValue(ctx, callKey{}, c)
 }
@@ -276,12 +277,6 @@ func (t *Tracker) artifact(ctx context.Context, agentURL, taskID string, a Artif
 	}
 }
 
-func (t *Tracker) attempt(taskID, method string) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.state(taskID).failures[method] + 1
-}
-
 // state returns the state of a task, remembering it; t.mu is held.
 func (t *Tracker) state(taskID string) *taskState {
 	if s, ok := t.tasks[taskID]; ok {
@@ -397,22 +392,17 @@ func Code(err error, sentinels []Sentinel) (int, bool) {
 	return 0, false
 }
 
-// ErrCardStatus is wrapped by Resolve when no card URL answered with a 2xx
-// status.
+// ErrCardStatus is a2aemit.ErrCardStatus.
 var ErrCardStatus = errors.New("card request failed")
 
-// ResolvedCard is the SDK's card struct T to build the client from, and
-// the body as served (pass it as Options.RawCard), which the struct cannot
-// reproduce, with the URL that served it (Options.CardURL).
+// ResolvedCard is a2aemit.ResolvedCard for the SDK's card struct T.
 type ResolvedCard[T any] struct {
 	AgentCard *T
 	Raw       []byte
 	URL       string
 }
 
-// Resolve fetches the agent's public card through f as the workers do
-// (fetcher.Fetcher.FetchAgent) and decodes it into T. A nil f is a default
-// Fetcher made for this call. pkg prefixes its errors.
+// Resolve is a2aemit.ResolveCard decoding into T; pkg prefixes its errors.
 func Resolve[T any](ctx context.Context, f *fetcher.Fetcher, agentURL, pkg string) (*ResolvedCard[T], error) {
 	if f == nil {
 		var err error
