@@ -17,6 +17,50 @@ import (
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
+// Conditions returned by this package. Test with errors.Is.
+var (
+	// ErrInvalidOptions is returned (wrapped) by Subscribe and NewChecker
+	// for options they cannot use.
+	ErrInvalidOptions = errors.New("planner: invalid options")
+	// ErrUnreachable is matched by the *UnreachableError Check returns when
+	// the live card could not be read.
+	ErrUnreachable = errors.New("planner: live card unreachable")
+	// ErrInvalidPinned is returned (wrapped) by Check when the pinned card
+	// does not parse.
+	ErrInvalidPinned = errors.New("planner: pinned card does not parse")
+	// ErrUnknownPinned is returned (wrapped) by Check when WithPinnedDigest
+	// names a digest whose body is not in CheckerOptions.Cards.
+	ErrUnknownPinned = errors.New("planner: pinned card body unknown")
+	// ErrStore is returned (wrapped) by Check when a store failed (with
+	// fetcher.ErrStore when the fetcher's did). Transient.
+	ErrStore = errors.New("planner: store failed")
+)
+
+// UnreachableError is returned by Check when the live card could not be read.
+// It matches ErrUnreachable and, through Err, the fetcher's sentinels.
+type UnreachableError struct {
+	AgentURL, CardURL string         // CardURL: the (first) URL that failed
+	Reason            fetcher.Reason // as a worker's card.unreachable
+	Status            int            // the HTTP status, if one was received
+	Err               error          // a *fetcher.FetchError
+}
+
+func (e *UnreachableError) Error() string {
+	msg := fmt.Sprintf("planner: card of %s unreachable (%s)", e.AgentURL, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns ErrUnreachable and the underlying error.
+func (e *UnreachableError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrUnreachable}
+	}
+	return []error{ErrUnreachable, e.Err}
+}
+
 // CheckerOptions configure a Checker. Give it the workers' lease and card
 // stores, so that a check inside a fresh lease costs no fetch.
 type CheckerOptions struct {
@@ -214,21 +258,15 @@ func (c *Checker) fetchError(agentURL, cardURL string, obs fetcher.Observation, 
 
 // pinned resolves the pinned card of cfg, nil when none was given.
 func (c *Checker) pinned(ctx context.Context, cfg *checkConfig) (*detector.Card, *events.CardRef, error) {
-	card := cfg.pinnedCard
+	card, raw, what := cfg.pinnedCard, cfg.pinnedRaw, ""
 	switch {
-	case card != nil:
-	case cfg.pinnedRaw != nil:
-		parsed, err := detector.Parse(cfg.pinnedRaw)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrInvalidPinned, err)
-		}
-		card = parsed
+	case card != nil, raw != nil:
 	case cfg.pinnedDigest != "":
 		if c.cards == nil {
 			return nil, nil, fmt.Errorf("%w: %s (no card store configured)", ErrUnknownPinned, cfg.pinnedDigest)
 		}
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		raw, err := c.cards.Get(sctx, cfg.pinnedDigest)
+		stored, err := c.cards.Get(sctx, cfg.pinnedDigest)
 		cancel()
 		switch {
 		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalidDigest):
@@ -236,13 +274,16 @@ func (c *Checker) pinned(ctx context.Context, cfg *checkConfig) (*detector.Card,
 		case err != nil:
 			return nil, nil, fmt.Errorf("%w: %w", ErrStore, err)
 		}
-		parsed, err := detector.Parse(raw)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: stored body of %s: %w", ErrInvalidPinned, cfg.pinnedDigest, err)
-		}
-		card = parsed
+		raw, what = stored, "stored body of "+cfg.pinnedDigest+": "
 	default:
 		return nil, nil, nil
+	}
+	if card == nil {
+		parsed, err := detector.Parse(raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %s%w", ErrInvalidPinned, what, err)
+		}
+		card = parsed
 	}
 	digest, err := detector.Digest(card.Raw)
 	if err != nil {
