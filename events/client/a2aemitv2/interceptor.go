@@ -34,8 +34,6 @@ type Interceptor struct {
 	t *track.Tracker
 }
 
-var _ a2aclient.CallInterceptor = (*Interceptor)(nil)
-
 // New returns an Interceptor publishing through em.
 func New(em Emitter, opts Options) *Interceptor {
 	return &Interceptor{t: track.New(em, opts, track.SDK{Inspect: inspect, Code: ErrorCode})}

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	v03 "github.com/a2aproject/a2a-go/a2a"
@@ -24,6 +25,9 @@ import (
 	"github.com/carddrift/carddrift/events/client/a2aemitv2"
 	"github.com/carddrift/carddrift/events/client/a2aemitv2/a2aemitv2test"
 	"github.com/carddrift/carddrift/events/client/clienttest"
+	"github.com/carddrift/carddrift/events/client/internal/track"
+	"github.com/carddrift/carddrift/events/service/servicetest"
+	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // The two SDK lines side by side: each case makes the same calls through
@@ -411,10 +415,67 @@ var (
 	lineNames = [2]string{"v0.3", "v1.0"}
 )
 
+// track.Resolve fetches as the workers do — their headers, the legacy path on 404
+// and 410, the SSRF guard the caller sets — and decodes into the SDK's
+// struct; a status other than 2xx is ErrCardStatus holding the
+// *fetcher.FetchError.
+func TestResolve(t *testing.T) {
+	type agentCard struct {
+		Name string `json:"name"`
+	}
+	card := `{"name":"legacy","x-extra":[1,2]}`
+	var headers atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		headers.Store(r.Header.Clone())
+		switch r.URL.Path {
+		case "/legacy" + fetcher.LegacyWellKnownPath, "/moved" + fetcher.LegacyWellKnownPath:
+			w.Write([]byte(card))
+		case "/broken" + fetcher.WellKnownPath:
+			w.WriteHeader(http.StatusInternalServerError)
+		case "/bad" + fetcher.WellKnownPath:
+			w.Write([]byte(`{"name": 7}`))
+		case "/moved" + fetcher.WellKnownPath:
+			w.WriteHeader(http.StatusGone)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	f, err := fetcher.New(servicetest.LoopbackFetch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := track.Resolve[agentCard](ctx, f, srv.URL+"/legacy/", "pkg")
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if string(c.Raw) != card || c.URL != srv.URL+"/legacy"+fetcher.LegacyWellKnownPath || c.AgentCard.Name != "legacy" {
+		t.Errorf("card = %+v", c)
+	}
+	if h := headers.Load().(http.Header); h.Get("A2A-Version") != fetcher.DefaultA2AVersion || h.Get("User-Agent") != fetcher.DefaultUserAgent {
+		t.Errorf("headers = %v, want the workers' fixed headers", h)
+	}
+	if c, err := track.Resolve[agentCard](ctx, f, srv.URL+"/moved", "pkg"); err != nil || c.URL != srv.URL+"/moved"+fetcher.LegacyWellKnownPath {
+		t.Errorf("410 then legacy: Resolve = %+v, %v", c, err)
+	}
+	_, err = track.Resolve[agentCard](ctx, f, srv.URL+"/broken", "pkg")
+	var fe *fetcher.FetchError
+	if !errors.Is(err, track.ErrCardStatus) || !errors.As(err, &fe) || fe.Status != http.StatusInternalServerError || !strings.HasPrefix(err.Error(), "pkg: ") {
+		t.Errorf("500: Resolve = %v, want ErrCardStatus and a *fetcher.FetchError with the status", err)
+	}
+	if _, err := track.Resolve[agentCard](ctx, f, srv.URL+"/bad", "pkg"); err == nil {
+		t.Error("a card that does not decode: Resolve = nil error")
+	}
+	if _, err := track.Resolve[agentCard](ctx, nil, srv.URL+"/legacy", "pkg"); !errors.Is(err, fetcher.ReasonRefusedAddress) {
+		t.Errorf("default guard: Resolve = %v, want ReasonRefusedAddress", err)
+	}
+}
+
 // ResolveCard decodes each line's card shape — v0.3's url at the legacy
 // path, v1.0's supportedInterfaces — and keeps the bytes as served; both
-// wrap ErrCardStatus (the fetch is package track's, tested in
-// track_test.go).
+// wrap ErrCardStatus (the fetch is track.Resolve's, tested above).
 func TestSDKResolveCard(t *testing.T) {
 	legacy := `{"name":"legacy","url":"http://x/a2a","capabilities":{"streaming":true},"x-extra":[1,2]}`
 	current := string(a2aemitv2test.CardJSON("http://x/a2a", true))

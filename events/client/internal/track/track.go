@@ -157,8 +157,7 @@ func (t *Tracker) After(ctx context.Context, payload any, err error) {
 	switch {
 	case c == nil:
 	case err != nil:
-		code, ok := t.sdk.Code(err)
-		t.failed(ctx, c, err, code, ok)
+		t.failed(ctx, c, err)
 	default:
 		t.observe(ctx, c, t.sdk.Inspect(payload))
 	}
@@ -166,7 +165,7 @@ func (t *Tracker) After(ctx context.Context, payload any, err error) {
 
 // failed records a failed call (the next one of its method is a retry) and
 // emits a2a.task.error when it has a code.
-func (t *Tracker) failed(ctx context.Context, c *Call, err error, code int, hasCode bool) {
+func (t *Tracker) failed(ctx context.Context, c *Call, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.TaskID == "" {
@@ -175,7 +174,8 @@ func (t *Tracker) failed(ctx context.Context, c *Call, err error, code int, hasC
 	t.mu.Lock()
 	t.state(c.TaskID).failures[c.Method]++
 	t.mu.Unlock()
-	if msg := err.Error(); hasCode {
+	if code, ok := t.sdk.Code(err); ok {
+		msg := err.Error()
 		t.emit(t.em.Error(emitCtx(ctx), events.Error{
 			TaskID: c.TaskID, AgentURL: c.agentURL, Method: c.Method, Code: code, Message: msg[:min(len(msg), MaxMessageBytes)],
 		}))

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"go.opentelemetry.io/otel/trace"
@@ -19,14 +16,12 @@ import (
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/client/clienttest"
 	"github.com/carddrift/carddrift/events/publish"
-	"github.com/carddrift/carddrift/events/service/servicetest"
-	"github.com/carddrift/carddrift/store/fetcher"
 )
 
 // The tests drive a Tracker as an adapter does, with an SDK whose payloads
 // are Responses already and whose coded errors are these sentinels: what
-// both SDK lines share is tested here once, their mapping in their own
-// packages.
+// both SDK lines share is tested here once, their mapping (and Resolve,
+// which they wrap) in sdk_test.go.
 var (
 	errInvalidParams = errors.New("invalid params")
 	errUnsupported   = errors.New("unsupported content type")
@@ -270,63 +265,5 @@ func TestTraceContext(t *testing.T) {
 				t.Errorf("%s: event %d published with trace context %v", c.name, i, got)
 			}
 		}
-	}
-}
-
-// Resolve fetches as the workers do — their headers, the legacy path on 404
-// and 410, the SSRF guard the caller sets — and decodes into the SDK's
-// struct; a status other than 2xx is ErrCardStatus holding the
-// *fetcher.FetchError.
-func TestResolve(t *testing.T) {
-	type agentCard struct {
-		Name string `json:"name"`
-	}
-	card := `{"name":"legacy","x-extra":[1,2]}`
-	var headers atomic.Value
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		headers.Store(r.Header.Clone())
-		switch r.URL.Path {
-		case "/legacy" + fetcher.LegacyWellKnownPath, "/moved" + fetcher.LegacyWellKnownPath:
-			w.Write([]byte(card))
-		case "/broken" + fetcher.WellKnownPath:
-			w.WriteHeader(http.StatusInternalServerError)
-		case "/bad" + fetcher.WellKnownPath:
-			w.Write([]byte(`{"name": 7}`))
-		case "/moved" + fetcher.WellKnownPath:
-			w.WriteHeader(http.StatusGone)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer srv.Close()
-	ctx := context.Background()
-	f, err := fetcher.New(servicetest.LoopbackFetch())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	c, err := Resolve[agentCard](ctx, f, srv.URL+"/legacy/", "pkg")
-	if err != nil {
-		t.Fatalf("Resolve: %v", err)
-	}
-	if string(c.Raw) != card || c.URL != srv.URL+"/legacy"+fetcher.LegacyWellKnownPath || c.AgentCard.Name != "legacy" {
-		t.Errorf("card = %+v", c)
-	}
-	if h := headers.Load().(http.Header); h.Get("A2A-Version") != fetcher.DefaultA2AVersion || h.Get("User-Agent") != fetcher.DefaultUserAgent {
-		t.Errorf("headers = %v, want the workers' fixed headers", h)
-	}
-	if c, err := Resolve[agentCard](ctx, f, srv.URL+"/moved", "pkg"); err != nil || c.URL != srv.URL+"/moved"+fetcher.LegacyWellKnownPath {
-		t.Errorf("410 then legacy: Resolve = %+v, %v", c, err)
-	}
-	_, err = Resolve[agentCard](ctx, f, srv.URL+"/broken", "pkg")
-	var fe *fetcher.FetchError
-	if !errors.Is(err, ErrCardStatus) || !errors.As(err, &fe) || fe.Status != http.StatusInternalServerError || !strings.HasPrefix(err.Error(), "pkg: ") {
-		t.Errorf("500: Resolve = %v, want ErrCardStatus and a *fetcher.FetchError with the status", err)
-	}
-	if _, err := Resolve[agentCard](ctx, f, srv.URL+"/bad", "pkg"); err == nil {
-		t.Error("a card that does not decode: Resolve = nil error")
-	}
-	if _, err := Resolve[agentCard](ctx, nil, srv.URL+"/legacy", "pkg"); !errors.Is(err, fetcher.ReasonRefusedAddress) {
-		t.Errorf("default guard: Resolve = %v, want ReasonRefusedAddress", err)
 	}
 }
