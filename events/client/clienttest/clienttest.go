@@ -16,6 +16,7 @@ import (
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/publish"
 	"github.com/carddrift/carddrift/store/fetcher"
+	"github.com/carddrift/carddrift/store/natstest"
 )
 
 // Recorder is a client.Lifecycle that records each event and its trace
@@ -135,23 +136,12 @@ func Lifecycle(t testing.TB, js jetstream.JetStream, stream, taskID string) []ev
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := c.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.NumPending == 0 {
-		return nil
-	}
-	batch, err := c.Fetch(int(info.NumPending), jetstream.FetchMaxWait(5*time.Second))
+	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []events.Event
-	for m := range batch.Messages() {
+	for _, m := range natstest.ReadStream(t, js, stream, int(s.CachedInfo().State.Msgs)) {
 		ev, err := events.Decode(m)
 		if err != nil {
 			t.Fatalf("lifecycle event does not decode: %v", err)
