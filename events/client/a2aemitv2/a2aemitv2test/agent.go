@@ -69,11 +69,7 @@ func (a *Agent) URL() string { return a.srv.URL }
 func (a *Agent) Close() { a.srv.Close() }
 
 // SetCard replaces the card served from now on.
-func (a *Agent) SetCard(card []byte) {
-	a.mu.Lock()
-	a.card = card
-	a.mu.Unlock()
-}
+func (a *Agent) SetCard(card []byte) { a.locked(func() { a.card = card }) }
 
 // Served returns the card bytes served now.
 func (a *Agent) Served() []byte {
@@ -83,17 +79,15 @@ func (a *Agent) Served() []byte {
 }
 
 // SetMidTask sets what runs while a new task works (nil: nothing).
-func (a *Agent) SetMidTask(f func()) {
-	a.mu.Lock()
-	a.midTask = f
-	a.mu.Unlock()
-}
+func (a *Agent) SetMidTask(f func()) { a.locked(func() { a.midTask = f }) }
 
 // SetReject makes every follow-up message fail with err (nil: accept).
-func (a *Agent) SetReject(err error) {
+func (a *Agent) SetReject(err error) { a.locked(func() { a.reject = err }) }
+
+func (a *Agent) locked(f func()) {
 	a.mu.Lock()
-	a.reject = err
-	a.mu.Unlock()
+	defer a.mu.Unlock()
+	f()
 }
 
 type producer struct{ a *Agent }
@@ -113,9 +107,8 @@ func (e executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 			if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) || !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
 				return
 			}
-			e.a.mu.Lock()
-			mid := e.a.midTask
-			e.a.mu.Unlock()
+			var mid func()
+			e.a.locked(func() { mid = e.a.midTask })
 			if mid != nil {
 				mid()
 			}
@@ -145,9 +138,8 @@ type rejecter struct {
 }
 
 func (r rejecter) Before(ctx context.Context, cc *a2asrv.CallContext, req *a2asrv.Request) (context.Context, any, error) {
-	r.a.mu.Lock()
-	err := r.a.reject
-	r.a.mu.Unlock()
+	var err error
+	r.a.locked(func() { err = r.a.reject })
 	if p, ok := req.Payload.(*a2a.SendMessageRequest); ok && err != nil && p.Message != nil && p.Message.TaskID != "" {
 		return ctx, nil, err
 	}
