@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -92,9 +93,7 @@ func (e *Emitter) emit(ctx context.Context, d events.Data) error {
 // Submitted publishes a2a.task.submitted (an empty Posture is sent as
 // fail-closed).
 func (e *Emitter) Submitted(ctx context.Context, d events.Submitted) error {
-	if d.Posture == "" {
-		d.Posture = detector.FailClosed
-	}
+	d.Posture = cmp.Or(d.Posture, detector.FailClosed)
 	return e.emit(ctx, d)
 }
 

@@ -1,6 +1,7 @@
 package a2aemit
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -173,10 +174,7 @@ func fileMediaType(c a2a.FilePartContent) string {
 	case *a2a.FileURI:
 		mt = track.Deref(f).MimeType
 	}
-	if mt == "" {
-		return MediaTypeBinary
-	}
-	return mt
+	return cmp.Or(mt, MediaTypeBinary)
 }
 
 // errorCodes maps a2a-go's sentinel errors back to their JSON-RPC codes.

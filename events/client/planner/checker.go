@@ -240,16 +240,10 @@ func (c *Checker) fetchError(agentURL, cardURL string, obs fetcher.Observation, 
 	if errors.Is(err, fetcher.ErrStore) {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
-	ue := &UnreachableError{AgentURL: agentURL, CardURL: cardURL, Reason: fetcher.ReasonConnect, Err: err}
-	if obs.CardURL != "" {
-		ue.CardURL = obs.CardURL
-	}
+	ue := &UnreachableError{AgentURL: agentURL, CardURL: cmp.Or(obs.CardURL, cardURL), Reason: fetcher.ReasonConnect, Err: err}
 	var fe *fetcher.FetchError
 	if errors.As(err, &fe) {
-		ue.Reason, ue.Status = fe.Reason, fe.Status
-		if fe.URL != "" {
-			ue.CardURL = fe.URL
-		}
+		ue.Reason, ue.Status, ue.CardURL = fe.Reason, fe.Status, cmp.Or(fe.URL, ue.CardURL)
 	} else if errors.Is(err, fetcher.ReasonInvalidURL) {
 		ue.Reason = fetcher.ReasonInvalidURL
 	}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,9 +69,7 @@ type Options struct {
 var durableRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 func (o *Options) setDefaults() {
-	if o.Stream == "" {
-		o.Stream = topology.DefaultEventsStream
-	}
+	o.Stream = cmp.Or(o.Stream, topology.DefaultEventsStream)
 	o.AckWait = defaults.Positive(o.AckWait, DefaultAckWait)
 	if o.MaxDeliver == 0 {
 		o.MaxDeliver = DefaultMaxDeliver

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,11 +106,7 @@ func resolveImpact(ctx context.Context, v *Verdict, pins store.Pins[task.Pin], c
 	if err != nil || live == nil {
 		return err
 	}
-	posture := v.Posture
-	if posture == "" {
-		posture = pin.Requirements.Posture
-	}
-	jv := detector.Judge(v.Findings, pinned, live, pin.Requirements, posture)
+	jv := detector.Judge(v.Findings, pinned, live, pin.Requirements, cmp.Or(v.Posture, pin.Requirements.Posture))
 	v.Impacting, v.Impact, v.ImpactExact = jv.Impacting, 0, true
 	for _, f := range jv.Impacting {
 		v.Impact = max(v.Impact, f.Severity)

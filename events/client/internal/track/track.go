@@ -1,6 +1,7 @@
 package track
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -199,10 +200,7 @@ func (t *Tracker) observe(ctx context.Context, c *Call, r Response) {
 		}
 		t.mu.Unlock()
 	}
-	taskID := r.TaskID
-	if taskID == "" {
-		taskID = c.TaskID
-	}
+	taskID := cmp.Or(r.TaskID, c.TaskID)
 	if taskID == "" {
 		return
 	}
