@@ -262,18 +262,11 @@ func TestEndToEndSchemaErrorThenBlindRetry(t *testing.T) {
 
 	natstest.Eventually(t, 20*time.Second, "two card.drift for the task", func() bool { return len(verdicts(string(task.ID))) >= 2 })
 	vs := verdicts(string(task.ID))
-	rules := func(v planner.Verdict) []string {
-		var out []string
-		for _, f := range v.Findings {
-			out = append(out, f.Rule)
-		}
-		return out
+	if v := vs[0]; v.Trigger.Type != events.TypeError || v.Action != detector.Abort || !slices.Contains(detector.RuleIDs(v.Findings), detector.RuleDefaultInputModesChanged) {
+		t.Errorf("first verdict: trigger %s action %s rules %v, want the error's abort with default-input-modes-changed", v.Trigger.Type, v.Action, detector.RuleIDs(v.Findings))
 	}
-	if v := vs[0]; v.Trigger.Type != events.TypeError || v.Action != detector.Abort || !slices.Contains(rules(v), detector.RuleDefaultInputModesChanged) {
-		t.Errorf("first verdict: trigger %s action %s rules %v, want the error's abort with default-input-modes-changed", v.Trigger.Type, v.Action, rules(v))
-	}
-	if v := vs[1]; v.Trigger.Type != events.TypeRequest || !slices.Contains(rules(v), detector.RuleBlindRetry) {
-		t.Errorf("second verdict: trigger %s rules %v, want the retry's blind-retry", v.Trigger.Type, rules(v))
+	if v := vs[1]; v.Trigger.Type != events.TypeRequest || !slices.Contains(detector.RuleIDs(v.Findings), detector.RuleBlindRetry) {
+		t.Errorf("second verdict: trigger %s rules %v, want the retry's blind-retry", v.Trigger.Type, detector.RuleIDs(v.Findings))
 	}
 	servicetest.Flushed(t, r.Emit, 15*time.Second)
 	got := clienttest.Kinds(clienttest.Lifecycle(t, r.JS, r.Config.LifecycleStream, string(task.ID)))
