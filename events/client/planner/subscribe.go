@@ -129,11 +129,6 @@ func (o *Options) consumerConfig(filter string) jetstream.ConsumerConfig {
 	}
 }
 
-// wantsAction reports whether the verdict passes the action filter.
-func (o *Options) wantsAction(a detector.Action) bool {
-	return len(o.Actions) == 0 || slices.Contains(o.Actions, a)
-}
-
 // nakDelay is the redelivery delay after the delivered-th delivery failed.
 func (o *Options) nakDelay(delivered uint64) time.Duration {
 	d := o.NakDelay
@@ -277,7 +272,7 @@ func (s *Subscription) deliver(msg jetstream.Msg) {
 	if err == nil {
 		v.Delivery, v.Sequence = md.NumDelivered, md.Sequence.Stream
 	}
-	if !s.opts.wantsAction(v.Action) {
+	if len(s.opts.Actions) > 0 && !slices.Contains(s.opts.Actions, v.Action) {
 		_ = msg.Ack()
 		return
 	}
