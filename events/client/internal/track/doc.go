@@ -5,7 +5,4 @@
 // remembering per task the last state, the media types reported per
 // artifact and the consecutive failures per method. It never fails a call:
 // publish errors go to Options.OnError.
-//
-// sdk_test.go makes the same calls through both SDK lines' interceptors and
-// expects the same events in each line's spelling.
 package track
