@@ -7,20 +7,28 @@ var (
 	streaming = func(c *Card) bool { return c.Capabilities.Streaming }
 	push      = func(c *Card) bool { return c.Capabilities.PushNotifications }
 
-	checkStreamingDisabled = capabilityTurned(false, RuleStreamingDisabled, Breaking, "streaming", streaming)
-	checkStreamingEnabled  = capabilityTurned(true, RuleStreamingEnabled, Info, "streaming", streaming)
-	checkPushDisabled      = capabilityTurned(false, RulePushNotificationsDisabled, Breaking, "pushNotifications", push)
-	checkPushEnabled       = capabilityTurned(true, RulePushNotificationsEnabled, Info, "pushNotifications", push)
+	checkStreamingDisabled = turned(false, RuleStreamingDisabled, Breaking, pointer("capabilities", "streaming"), streaming, nil)
+	checkStreamingEnabled  = turned(true, RuleStreamingEnabled, Info, pointer("capabilities", "streaming"), streaming, nil)
+	checkPushDisabled      = turned(false, RulePushNotificationsDisabled, Breaking, pointer("capabilities", "pushNotifications"), push, nil)
+	checkPushEnabled       = turned(true, RulePushNotificationsEnabled, Info, pointer("capabilities", "pushNotifications"), push, nil)
 )
 
-// capabilityTurned returns the check of a capability field turned to on.
-func capabilityTurned(on bool, rule string, sev Severity, field string, get func(*Card) bool) func(pinned, live *Card) []Finding {
+// turned returns the check of a boolean of the card (get) turned to on: a
+// finding at path, the message's values kv of the card where get is true.
+func turned(on bool, rule string, sev Severity, path string, get func(*Card) bool, kv func(*Card) []string) func(pinned, live *Card) []Finding {
 	return func(pinned, live *Card) []Finding {
 		p, l := get(pinned), get(live)
 		if p == l || l != on {
 			return nil
 		}
-		return []Finding{newFinding(rule, "", sev, pointer("capabilities", field), p, l)}
+		var args []string
+		if c := live; kv != nil {
+			if !on {
+				c = pinned
+			}
+			args = kv(c)
+		}
+		return []Finding{newFinding(rule, "", sev, path, p, l, args...)}
 	}
 }
 

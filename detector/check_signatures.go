@@ -9,25 +9,10 @@ import (
 // live one; signature bytes are never compared (ECDSA differs at every
 // signing).
 
-func checkSignatureAdded(pinned, live *Card) []Finding {
-	if signed(pinned) || !signed(live) {
-		return nil
-	}
-	return []Finding{{
-		Rule: RuleSignatureAdded, Severity: Info, Path: "/signatures", Before: false, After: true,
-		Message: render(RuleSignatureAdded, "signer", signerOf(live)),
-	}}
-}
-
-func checkSignatureRemoved(pinned, live *Card) []Finding {
-	if !signed(pinned) || signed(live) {
-		return nil
-	}
-	return []Finding{{
-		Rule: RuleSignatureRemoved, Severity: Warning, Path: "/signatures", Before: true, After: false,
-		Message: render(RuleSignatureRemoved, "signer", signerOf(pinned)),
-	}}
-}
+var (
+	checkSignatureAdded   = turned(true, RuleSignatureAdded, Info, "/signatures", signed, signerOf)
+	checkSignatureRemoved = turned(false, RuleSignatureRemoved, Warning, "/signatures", signed, signerOf)
+)
 
 func checkSignatureInvalid(pinned, live *Card) []Finding {
 	if f, ok := invalidSignature(pinned, live); ok {
@@ -116,21 +101,16 @@ func invalidSignature(pinned, live *Card) (Finding, bool) {
 			f.Before = p
 			f.Message = render(RuleSignatureInvalid+"/pinned-signer", "signer", describeKey(l))
 		} else {
-			if s, _, ok := Signer(pinnedSignatures(pinned)); ok {
-				f.Before = s
+			if pinned != nil {
+				if s, _, ok := Signer(pinned.Signatures); ok {
+					f.Before = s
+				}
 			}
 			f.Message = render(RuleSignatureInvalid+"/trusted", "signer", describeKey(l))
 		}
 		return f, true
 	}
 	return Finding{}, false
-}
-
-func pinnedSignatures(pinned *Card) []Signature {
-	if pinned == nil {
-		return nil
-	}
-	return pinned.Signatures
 }
 
 // sameContent reports that two cards' served bytes have one digest.
@@ -168,12 +148,13 @@ func signerChanged(pinned, live *Card) (Finding, bool) {
 		"before", describeSigner(p), "after", describeSigner(l)), true
 }
 
-func signerOf(c *Card) string {
+// signerOf is the {signer} of a message about c's signatures.
+func signerOf(c *Card) []string {
 	s, _, ok := Signer(c.Signatures)
 	if !ok {
-		return "signatures not checked"
+		return []string{"signer", "signatures not checked"}
 	}
-	return describeSigner(s)
+	return []string{"signer", describeSigner(s)}
 }
 
 // CheckSigned is the posture for signed fleets (--require-signed-cards): a
@@ -204,11 +185,11 @@ func CheckSigned(live *Card) (Finding, bool) {
 	}
 	s, i, _ := Signer(live.Signatures)
 	f.Path = signaturePointer(i)
+	variant := "/unverified"
 	if s.Verified {
-		f.Message = render(RuleSignatureRequired+"/untrusted", "signer", describeSigner(s))
-		return f, true
+		variant = "/untrusted"
 	}
-	f.Message = render(RuleSignatureRequired+"/unverified", "signer", describeSigner(s))
+	f.Message = render(RuleSignatureRequired+variant, "signer", describeSigner(s))
 	return f, true
 }
 
