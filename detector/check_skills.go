@@ -69,31 +69,20 @@ type skillRename struct {
 // only the live card declares when their skillContracts are equal and each
 // matches exactly one of the other side, in id order.
 func renamedSkills(pinned, live *Card) []skillRename {
-	var gone, added []Skill
-	for _, s := range skillsByID(pinned) {
-		if _, ok := skillByID(live, s.ID); !ok && s.ID != "" {
-			gone = append(gone, s)
+	// only returns the skills a declares and b does not, and their contracts.
+	only := func(a, b *Card) (skills []Skill, keys []string) {
+		for _, s := range skillsByID(a) {
+			if _, ok := skillByID(b, s.ID); !ok && s.ID != "" {
+				skills, keys = append(skills, s), append(keys, skillContract(a, s))
+			}
 		}
+		return skills, keys
 	}
+	gone, goneKeys := only(pinned, live)
 	if len(gone) == 0 {
 		return nil
 	}
-	for _, s := range skillsByID(live) {
-		if _, ok := skillByID(pinned, s.ID); !ok && s.ID != "" {
-			added = append(added, s)
-		}
-	}
-	if len(added) == 0 {
-		return nil
-	}
-	goneKeys := make([]string, len(gone))
-	for i, s := range gone {
-		goneKeys[i] = skillContract(pinned, s)
-	}
-	addedKeys := make([]string, len(added))
-	for i, s := range added {
-		addedKeys[i] = skillContract(live, s)
-	}
+	added, addedKeys := only(live, pinned)
 	count := func(keys []string, k string) int {
 		n := 0
 		for _, o := range keys {
