@@ -10,9 +10,8 @@ const traceURI = "https://ext.example.com/trace/v1"
 func TestCheckExtensionRemoved(t *testing.T) {
 	runCheck(t, "checkExtensionRemoved(pinned, live)", checkExtensionRemoved, []checkCase{
 		{
-			name:   "optional extension removed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Capabilities.Extensions = nil }),
+			name: "optional extension removed",
+			live: modified(func(c *Card) { c.Capabilities.Extensions = nil }),
 			want: []Finding{{
 				Rule: RuleExtensionRemoved, Severity: Breaking, Path: "/capabilities/extensions/0", Before: traceURI,
 				Message:   `extension "https://ext.example.com/trace/v1" is no longer declared`,
@@ -30,8 +29,7 @@ func TestCheckExtensionRemoved(t *testing.T) {
 			}},
 		},
 		{
-			name:   "extension moved in the list",
-			pinned: testCard(),
+			name: "extension moved in the list",
 			live: modified(func(c *Card) {
 				c.Capabilities.Extensions = append([]Extension{{URI: "urn:x"}}, c.Capabilities.Extensions...)
 			}),
@@ -42,8 +40,7 @@ func TestCheckExtensionRemoved(t *testing.T) {
 func TestCheckExtensionAdded(t *testing.T) {
 	runCheck(t, "checkExtensionAdded(pinned, live)", checkExtensionAdded, []checkCase{
 		{
-			name:   "optional extension added",
-			pinned: testCard(),
+			name: "optional extension added",
 			live: modified(func(c *Card) {
 				c.Capabilities.Extensions = append(c.Capabilities.Extensions, Extension{URI: "urn:x"})
 			}),
@@ -54,8 +51,7 @@ func TestCheckExtensionAdded(t *testing.T) {
 			}},
 		},
 		{
-			name:   "required extension added is extension-required-added",
-			pinned: testCard(),
+			name: "required extension added is extension-required-added",
 			live: modified(func(c *Card) {
 				c.Capabilities.Extensions = append(c.Capabilities.Extensions, Extension{URI: "urn:x", Required: true})
 			}),
@@ -66,9 +62,8 @@ func TestCheckExtensionAdded(t *testing.T) {
 func TestCheckExtensionRequiredAdded(t *testing.T) {
 	runCheck(t, "checkExtensionRequiredAdded(pinned, live)", checkExtensionRequiredAdded, []checkCase{
 		{
-			name:   "optional extension becomes required",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Capabilities.Extensions[0].Required = true }),
+			name: "optional extension becomes required",
+			live: modified(func(c *Card) { c.Capabilities.Extensions[0].Required = true }),
 			want: []Finding{{
 				Rule: RuleExtensionRequiredAdded, Severity: Breaking, Path: "/capabilities/extensions/0/required",
 				Before: false, After: true,
@@ -77,8 +72,7 @@ func TestCheckExtensionRequiredAdded(t *testing.T) {
 			}},
 		},
 		{
-			name:   "new required extension",
-			pinned: testCard(),
+			name: "new required extension",
 			live: modified(func(c *Card) {
 				c.Capabilities.Extensions = append(c.Capabilities.Extensions, Extension{URI: "urn:x", Required: true})
 			}),
@@ -102,7 +96,6 @@ func TestCheckExtensionRequiredRemoved(t *testing.T) {
 		{
 			name:   "required extension becomes optional",
 			pinned: modified(func(c *Card) { c.Capabilities.Extensions[0].Required = true }),
-			live:   testCard(),
 			want: []Finding{{
 				Rule: RuleExtensionRequiredRemoved, Severity: Info, Path: "/capabilities/extensions/0/required",
 				Before: true, After: false,
@@ -121,9 +114,8 @@ func TestCheckExtensionRequiredRemoved(t *testing.T) {
 func TestCheckExtensionParams(t *testing.T) {
 	runCheck(t, "checkExtensionParams(pinned, live)", checkExtensionParams, []checkCase{
 		{
-			name:   "params changed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Capabilities.Extensions[0].Params = `{"level":"full"}` }),
+			name: "params changed",
+			live: modified(func(c *Card) { c.Capabilities.Extensions[0].Params = `{"level":"full"}` }),
 			want: []Finding{{
 				Rule: RuleExtensionParamsChanged, Severity: Warning, Path: "/capabilities/extensions/0/params",
 				Before: json.RawMessage(`{"level":"basic"}`), After: json.RawMessage(`{"level":"full"}`),
@@ -132,9 +124,8 @@ func TestCheckExtensionParams(t *testing.T) {
 			}},
 		},
 		{
-			name:   "params dropped",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Capabilities.Extensions[0].Params = "" }),
+			name: "params dropped",
+			live: modified(func(c *Card) { c.Capabilities.Extensions[0].Params = "" }),
 			want: []Finding{{
 				Rule: RuleExtensionParamsChanged, Severity: Warning, Path: "/capabilities/extensions/0/params",
 				Before:    json.RawMessage(`{"level":"basic"}`),
@@ -143,9 +134,8 @@ func TestCheckExtensionParams(t *testing.T) {
 			}},
 		},
 		{
-			name:   "only the description changed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Capabilities.Extensions[0].Description = "Tracing" }),
+			name: "only the description changed",
+			live: modified(func(c *Card) { c.Capabilities.Extensions[0].Description = "Tracing" }),
 		},
 	})
 }

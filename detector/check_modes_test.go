@@ -85,7 +85,7 @@ func TestModeChecks(t *testing.T) {
 	} {
 		var cases []checkCase
 		for _, mc := range tc.cases {
-			cc := checkCase{name: mc.name, pinned: testCard(), live: modified(mc.live)}
+			cc := checkCase{name: mc.name, live: modified(mc.live)}
 			if mc.pinned != nil {
 				cc.pinned = modified(mc.pinned)
 			}

@@ -5,9 +5,8 @@ import "testing"
 func TestCheckSecuritySchemeRemoved(t *testing.T) {
 	runCheck(t, "checkSecuritySchemeRemoved(pinned, live)", checkSecuritySchemeRemoved, []checkCase{
 		{
-			name:   "api key scheme removed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { delete(c.SecuritySchemes, "key") }),
+			name: "api key scheme removed",
+			live: modified(func(c *Card) { delete(c.SecuritySchemes, "key") }),
 			want: []Finding{{
 				Rule: RuleSecuritySchemeRemoved, Severity: Breaking, Path: "/securitySchemes/key",
 				Before:  map[string]string{"type": "apiKey", "name": "X-API-Key", "location": "header"},
@@ -17,7 +16,6 @@ func TestCheckSecuritySchemeRemoved(t *testing.T) {
 		{
 			name:   "renamed scheme, escaped in the path",
 			pinned: modified(func(c *Card) { c.SecuritySchemes["corp/sso"] = SecurityScheme{Type: "mutualTLS"} }),
-			live:   testCard(),
 			want: []Finding{{
 				Rule: RuleSecuritySchemeRemoved, Severity: Breaking, Path: "/securitySchemes/corp~1sso",
 				Before:  map[string]string{"type": "mutualTLS"},
@@ -25,9 +23,8 @@ func TestCheckSecuritySchemeRemoved(t *testing.T) {
 			}},
 		},
 		{
-			name:   "scheme added",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.SecuritySchemes["mtls"] = SecurityScheme{Type: "mutualTLS"} }),
+			name: "scheme added",
+			live: modified(func(c *Card) { c.SecuritySchemes["mtls"] = SecurityScheme{Type: "mutualTLS"} }),
 		},
 	})
 }
@@ -35,9 +32,8 @@ func TestCheckSecuritySchemeRemoved(t *testing.T) {
 func TestCheckSecuritySchemeAdded(t *testing.T) {
 	runCheck(t, "checkSecuritySchemeAdded(pinned, live)", checkSecuritySchemeAdded, []checkCase{
 		{
-			name:   "mutual TLS added",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.SecuritySchemes["mtls"] = SecurityScheme{Type: "mutualTLS"} }),
+			name: "mutual TLS added",
+			live: modified(func(c *Card) { c.SecuritySchemes["mtls"] = SecurityScheme{Type: "mutualTLS"} }),
 			want: []Finding{{
 				Rule: RuleSecuritySchemeAdded, Severity: Info, Path: "/securitySchemes/mtls",
 				After:   map[string]string{"type": "mutualTLS"},
@@ -55,9 +51,8 @@ func TestCheckSecuritySchemeAdded(t *testing.T) {
 			}},
 		},
 		{
-			name:   "scheme removed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { delete(c.SecuritySchemes, "key") }),
+			name: "scheme removed",
+			live: modified(func(c *Card) { delete(c.SecuritySchemes, "key") }),
 		},
 	})
 }
@@ -81,21 +76,18 @@ func TestCheckSecuritySchemeChanged(t *testing.T) {
 	}
 	runCheck(t, "checkSecuritySchemeChanged(pinned, live)", checkSecuritySchemeChanged, []checkCase{
 		{
-			name:   "bearer becomes oauth2 under the same name",
-			pinned: testCard(),
-			live:   withScheme("bearer", testCard().SecuritySchemes["oauth"]),
-			want:   changed("bearer", bearer, oauth, `security scheme "bearer" changed: type "http" → "oauth2"`),
+			name: "bearer becomes oauth2 under the same name",
+			live: withScheme("bearer", testCard().SecuritySchemes["oauth"]),
+			want: changed("bearer", bearer, oauth, `security scheme "bearer" changed: type "http" → "oauth2"`),
 		},
 		{
-			name:   "bearer format and auth scheme",
-			pinned: testCard(),
-			live:   withScheme("bearer", SecurityScheme{Type: "http", Scheme: "basic"}),
+			name: "bearer format and auth scheme",
+			live: withScheme("bearer", SecurityScheme{Type: "http", Scheme: "basic"}),
 			want: changed("bearer", bearer, map[string]string{"type": "http", "scheme": "basic"},
 				`security scheme "bearer" changed: scheme "bearer" → "basic"; bearerFormat "JWT" → ""`),
 		},
 		{
-			name:   "token URL moved",
-			pinned: testCard(),
+			name: "token URL moved",
 			live: modified(func(c *Card) {
 				f := c.SecuritySchemes["oauth"].Flows["clientCredentials"]
 				f.TokenURL = "https://login.example.com/token"
@@ -108,8 +100,7 @@ func TestCheckSecuritySchemeChanged(t *testing.T) {
 			}, `security scheme "oauth" changed: flows/clientCredentials/tokenUrl "https://auth.example.com/token" → "https://login.example.com/token"`),
 		},
 		{
-			name:   "flow replaced",
-			pinned: testCard(),
+			name: "flow replaced",
 			live: withScheme("oauth", SecurityScheme{Type: "oauth2", Flows: map[string]OAuthFlow{
 				"deviceCode": {DeviceAuthorizationURL: "https://auth.example.com/device", TokenURL: "https://auth.example.com/token"},
 			}}),
@@ -121,9 +112,8 @@ func TestCheckSecuritySchemeChanged(t *testing.T) {
 			}, `security scheme "oauth" changed: flow clientCredentials removed`),
 		},
 		{
-			name:   "api key moves from header to query",
-			pinned: testCard(),
-			live:   withScheme("key", SecurityScheme{Type: "apiKey", Name: "x-api-key", Location: "query"}),
+			name: "api key moves from header to query",
+			live: withScheme("key", SecurityScheme{Type: "apiKey", Name: "x-api-key", Location: "query"}),
 			want: changed("key",
 				map[string]string{"type": "apiKey", "name": "X-API-Key", "location": "header"},
 				map[string]string{"type": "apiKey", "name": "x-api-key", "location": "query"},
@@ -139,8 +129,7 @@ func TestCheckSecuritySchemeChanged(t *testing.T) {
 				`security scheme "oidc" changed: openIdConnectUrl "https://a.example/.well-known/openid-configuration" → "https://b.example/.well-known/openid-configuration"`),
 		},
 		{
-			name:   "a new flow, a new scope and a new description pass",
-			pinned: testCard(),
+			name: "a new flow, a new scope and a new description pass",
 			live: modified(func(c *Card) {
 				s := c.SecuritySchemes["oauth"]
 				s.Description = "Corporate SSO"
@@ -150,8 +139,7 @@ func TestCheckSecuritySchemeChanged(t *testing.T) {
 			}),
 		},
 		{
-			name:   "header name and auth scheme case",
-			pinned: testCard(),
+			name: "header name and auth scheme case",
 			live: modified(func(c *Card) {
 				c.SecuritySchemes["key"] = SecurityScheme{Type: "apiKey", Name: "x-api-key", Location: "Header"}
 				c.SecuritySchemes["bearer"] = SecurityScheme{Type: "http", Scheme: "Bearer", BearerFormat: "JWT"}
@@ -175,33 +163,28 @@ func TestCheckOAuthScopeRemoved(t *testing.T) {
 	}
 	runCheck(t, "checkOAuthScopeRemoved(pinned, live)", checkOAuthScopeRemoved, []checkCase{
 		{
-			name:   "scope withdrawn",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { delete(c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes, "translate") }),
-			want:   removed("translate", "translate"),
+			name: "scope withdrawn",
+			live: modified(func(c *Card) { delete(c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes, "translate") }),
+			want: removed("translate", "translate"),
 		},
 		{
 			name: "URL scope, escaped in the path",
 			pinned: modified(func(c *Card) {
 				c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes["https://www.googleapis.com/auth/maps"] = "Maps"
 			}),
-			live: testCard(),
 			want: removed("https://www.googleapis.com/auth/maps", "https:~1~1www.googleapis.com~1auth~1maps"),
 		},
 		{
-			name:   "scope added",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes["admin"] = "" }),
+			name: "scope added",
+			live: modified(func(c *Card) { c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes["admin"] = "" }),
 		},
 		{
-			name:   "flow removed is security-scheme-changed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.SecuritySchemes["oauth"] = SecurityScheme{Type: "oauth2"} }),
+			name: "flow removed is security-scheme-changed",
+			live: modified(func(c *Card) { c.SecuritySchemes["oauth"] = SecurityScheme{Type: "oauth2"} }),
 		},
 		{
-			name:   "scheme removed is security-scheme-removed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { delete(c.SecuritySchemes, "oauth") }),
+			name: "scheme removed is security-scheme-removed",
+			live: modified(func(c *Card) { delete(c.SecuritySchemes, "oauth") }),
 		},
 	})
 }
@@ -210,9 +193,8 @@ func TestCheckSecurityRequirements(t *testing.T) {
 	pinnedReqs := []map[string][]string{{"bearer": {}}, {"oauth": {"read"}}}
 	runCheck(t, "checkSecurityRequirements(pinned, live)", checkSecurityRequirements, []checkCase{
 		{
-			name:   "bearer alternative withdrawn",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.SecurityRequirements = c.SecurityRequirements[1:] }),
+			name: "bearer alternative withdrawn",
+			live: modified(func(c *Card) { c.SecurityRequirements = c.SecurityRequirements[1:] }),
 			want: []Finding{{
 				Rule: RuleSecurityRequirementsChanged, Severity: Breaking, Path: "/securityRequirements",
 				Before: pinnedReqs, After: []map[string][]string{{"oauth": {"read"}}},
@@ -220,8 +202,7 @@ func TestCheckSecurityRequirements(t *testing.T) {
 			}},
 		},
 		{
-			name:   "scope added to a requirement",
-			pinned: testCard(),
+			name: "scope added to a requirement",
 			live: modified(func(c *Card) {
 				c.SecurityRequirements = []SecurityRequirement{{"bearer": {}}, {"oauth": {"read", "translate"}}}
 			}),
@@ -232,8 +213,7 @@ func TestCheckSecurityRequirements(t *testing.T) {
 			}},
 		},
 		{
-			name:   "alternative added relaxes",
-			pinned: testCard(),
+			name: "alternative added relaxes",
 			live: modified(func(c *Card) {
 				c.SecurityRequirements = append(c.SecurityRequirements, SecurityRequirement{"key": nil})
 			}),
@@ -244,9 +224,8 @@ func TestCheckSecurityRequirements(t *testing.T) {
 			}},
 		},
 		{
-			name:   "authentication dropped",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.SecurityRequirements = nil }),
+			name: "authentication dropped",
+			live: modified(func(c *Card) { c.SecurityRequirements = nil }),
 			want: []Finding{{
 				Rule: RuleSecurityRequirementsChanged, Severity: Info, Path: "/securityRequirements",
 				Before: pinnedReqs, After: []map[string][]string{},
@@ -254,8 +233,7 @@ func TestCheckSecurityRequirements(t *testing.T) {
 			}},
 		},
 		{
-			name:   "skill now needs another scope",
-			pinned: testCard(),
+			name: "skill now needs another scope",
 			live: modified(func(c *Card) {
 				c.Skills[1].SecurityRequirements = []SecurityRequirement{{"oauth": {"translate", "admin"}}}
 			}),
@@ -268,9 +246,8 @@ func TestCheckSecurityRequirements(t *testing.T) {
 			}},
 		},
 		{
-			name:   "skill requirement dropped: the card's now apply",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills[1].SecurityRequirements = nil }),
+			name: "skill requirement dropped: the card's now apply",
+			live: modified(func(c *Card) { c.Skills[1].SecurityRequirements = nil }),
 			want: []Finding{{
 				Rule: RuleSecurityRequirementsChanged, Severity: Breaking, Path: "/skills/1/securityRequirements",
 				Before:  []map[string][]string{{"oauth": {"translate"}}},
@@ -305,9 +282,8 @@ func TestCheckSecurityRequirements(t *testing.T) {
 			}),
 		},
 		{
-			name:   "skill declares its own where it inherited",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills[0].SecurityRequirements = []SecurityRequirement{{"oauth": {"read"}}} }),
+			name: "skill declares its own where it inherited",
+			live: modified(func(c *Card) { c.Skills[0].SecurityRequirements = []SecurityRequirement{{"oauth": {"read"}}} }),
 			want: []Finding{{
 				Rule: RuleSecurityRequirementsChanged, Severity: Breaking, Path: "/skills/0/securityRequirements",
 				Before:  pinnedReqs,
@@ -319,7 +295,6 @@ func TestCheckSecurityRequirements(t *testing.T) {
 		{
 			name:   "skill that required no authentication inherits the card's",
 			pinned: modified(func(c *Card) { c.Skills[0].SecurityRequirements = []SecurityRequirement{{}} }),
-			live:   testCard(),
 			want: []Finding{{
 				Rule: RuleSecurityRequirementsChanged, Severity: Breaking, Path: "/skills/0/securityRequirements",
 				Before:  []map[string][]string{{}},
@@ -337,9 +312,8 @@ func TestCheckSecurityRequirements(t *testing.T) {
 			}),
 		},
 		{
-			name:   "removed skill is not compared",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills = c.Skills[:1] }),
+			name: "removed skill is not compared",
+			live: modified(func(c *Card) { c.Skills = c.Skills[:1] }),
 		},
 	})
 }

@@ -10,37 +10,32 @@ import (
 func TestCheckSkillRemoved(t *testing.T) {
 	runCheck(t, "checkSkillRemoved(pinned, live)", checkSkillRemoved, []checkCase{
 		{
-			name:   "skill dropped",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills = c.Skills[:1] }),
+			name: "skill dropped",
+			live: modified(func(c *Card) { c.Skills = c.Skills[:1] }),
 			want: []Finding{{
 				Rule: RuleSkillRemoved, Severity: Breaking, Path: "/skills/1", Before: "translate",
 				Message: `skill "translate" is no longer offered`, Skill: "translate",
 			}},
 		},
 		{
-			name:   "renamed skill (same contract) is skill-renamed, not removed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills[0].ID = "abstract" }),
+			name: "renamed skill (same contract) is skill-renamed, not removed",
+			live: modified(func(c *Card) { c.Skills[0].ID = "abstract" }),
 		},
 		{
-			name:   "skill replaced by one of another contract is removed under its old id",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills[0].ID, c.Skills[0].Tags = "abstract", []string{"text"} }),
+			name: "skill replaced by one of another contract is removed under its old id",
+			live: modified(func(c *Card) { c.Skills[0].ID, c.Skills[0].Tags = "abstract", []string{"text"} }),
 			want: []Finding{{
 				Rule: RuleSkillRemoved, Severity: Breaking, Path: "/skills/0", Before: "summarize",
 				Message: `skill "summarize" is no longer offered`, Skill: "summarize",
 			}},
 		},
 		{
-			name:   "skill added",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills = append(c.Skills, Skill{ID: "geocode", Index: 2}) }),
+			name: "skill added",
+			live: modified(func(c *Card) { c.Skills = append(c.Skills, Skill{ID: "geocode", Index: 2}) }),
 		},
 		{
-			name:   "all skills gone",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills = nil }),
+			name: "all skills gone",
+			live: modified(func(c *Card) { c.Skills = nil }),
 			want: []Finding{
 				{
 					Rule: RuleSkillRemoved, Severity: Breaking, Path: "/skills/0", Before: "summarize",
@@ -58,32 +53,28 @@ func TestCheckSkillRemoved(t *testing.T) {
 func TestCheckSkillAdded(t *testing.T) {
 	runCheck(t, "checkSkillAdded(pinned, live)", checkSkillAdded, []checkCase{
 		{
-			name:   "skill appended",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills = append(c.Skills, Skill{ID: "geocode", Index: 2}) }),
+			name: "skill appended",
+			live: modified(func(c *Card) { c.Skills = append(c.Skills, Skill{ID: "geocode", Index: 2}) }),
 			want: []Finding{{
 				Rule: RuleSkillAdded, Severity: Info, Path: "/skills/2", After: "geocode",
 				Message: `skill "geocode" is now offered`, Skill: "geocode",
 			}},
 		},
 		{
-			name:   "renamed skill (same contract) is skill-renamed, not added",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills[0].ID = "abstract" }),
+			name: "renamed skill (same contract) is skill-renamed, not added",
+			live: modified(func(c *Card) { c.Skills[0].ID = "abstract" }),
 		},
 		{
-			name:   "skill replaced by one of another contract is added under its new id",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills[0].ID, c.Skills[0].Tags = "abstract", []string{"text"} }),
+			name: "skill replaced by one of another contract is added under its new id",
+			live: modified(func(c *Card) { c.Skills[0].ID, c.Skills[0].Tags = "abstract", []string{"text"} }),
 			want: []Finding{{
 				Rule: RuleSkillAdded, Severity: Info, Path: "/skills/0", After: "abstract",
 				Message: `skill "abstract" is now offered`, Skill: "abstract",
 			}},
 		},
 		{
-			name:   "skill removed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills = c.Skills[:1] }),
+			name: "skill removed",
+			live: modified(func(c *Card) { c.Skills = c.Skills[:1] }),
 		},
 	})
 }
@@ -101,14 +92,12 @@ func renamedFinding(from, to string, i int) Finding {
 func TestCheckSkillRenamed(t *testing.T) {
 	runCheck(t, "checkSkillRenamed(pinned, live)", checkSkillRenamed, []checkCase{
 		{
-			name:   "new id, same contract",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills[0].ID = "abstract" }),
-			want:   []Finding{renamedFinding("summarize", "abstract", 0)},
+			name: "new id, same contract",
+			live: modified(func(c *Card) { c.Skills[0].ID = "abstract" }),
+			want: []Finding{renamedFinding("summarize", "abstract", 0)},
 		},
 		{
-			name:   "new id; name, description and examples rewritten too",
-			pinned: testCard(),
+			name: "new id; name, description and examples rewritten too",
 			live: modified(func(c *Card) {
 				c.Skills[1].ID, c.Skills[1].Name = "translate-v2", "Translate (v2)"
 				c.Skills[1].Description, c.Skills[1].Examples = "Translates.", []string{"Say hi in French"}
@@ -116,8 +105,7 @@ func TestCheckSkillRenamed(t *testing.T) {
 			want: []Finding{renamedFinding("translate", "translate-v2", 1)},
 		},
 		{
-			name:   "tags reordered and media types respelled: the same contract",
-			pinned: testCard(),
+			name: "tags reordered and media types respelled: the same contract",
 			live: modified(func(c *Card) {
 				c.Skills[1].ID = "translate-v2"
 				c.Skills[1].Tags = []string{"language", "text", "text"}
@@ -126,8 +114,7 @@ func TestCheckSkillRenamed(t *testing.T) {
 			want: []Finding{renamedFinding("translate", "translate-v2", 1)},
 		},
 		{
-			name:   "the card defaults spelled out on the skill: the same effective modes",
-			pinned: testCard(),
+			name: "the card defaults spelled out on the skill: the same effective modes",
 			live: modified(func(c *Card) {
 				c.Skills[0].ID = "abstract"
 				c.Skills[0].InputModes = []string{"application/json", "text/plain"}
@@ -137,8 +124,7 @@ func TestCheckSkillRenamed(t *testing.T) {
 			want: []Finding{renamedFinding("summarize", "abstract", 0)},
 		},
 		{
-			name:   "two skills renamed, each its own contract",
-			pinned: testCard(),
+			name: "two skills renamed, each its own contract",
 			live: modified(func(c *Card) {
 				c.Skills[0].ID = "abstract"
 				c.Skills[1].ID = "interpret"
@@ -146,40 +132,35 @@ func TestCheckSkillRenamed(t *testing.T) {
 			want: []Finding{renamedFinding("summarize", "abstract", 0), renamedFinding("translate", "interpret", 1)},
 		},
 		{
-			name:   "new id and other input modes: another skill",
-			pinned: testCard(),
+			name: "new id and other input modes: another skill",
 			live: modified(func(c *Card) {
 				c.Skills[1].ID = "translate-v2"
 				c.Skills[1].InputModes = []string{"text/plain", "application/pdf"}
 			}),
 		},
 		{
-			name:   "new id and other output modes: another skill",
-			pinned: testCard(),
+			name: "new id and other output modes: another skill",
 			live: modified(func(c *Card) {
 				c.Skills[1].ID = "translate-v2"
 				c.Skills[1].OutputModes = []string{"text/plain"}
 			}),
 		},
 		{
-			name:   "new id and other tags: another skill",
-			pinned: testCard(),
+			name: "new id and other tags: another skill",
 			live: modified(func(c *Card) {
 				c.Skills[0].ID = "abstract"
 				c.Skills[0].Tags = []string{"text"}
 			}),
 		},
 		{
-			name:   "new id and other security requirements: another skill",
-			pinned: testCard(),
+			name: "new id and other security requirements: another skill",
 			live: modified(func(c *Card) {
 				c.Skills[1].ID = "translate-v2"
 				c.Skills[1].SecurityRequirements = []SecurityRequirement{{"oauth": {"translate", "admin"}}}
 			}),
 		},
 		{
-			name:   "the card's requirements change under a skill that inherits them: another skill",
-			pinned: testCard(),
+			name: "the card's requirements change under a skill that inherits them: another skill",
 			live: modified(func(c *Card) {
 				c.Skills[0].ID = "abstract"
 				c.SecurityRequirements = c.SecurityRequirements[1:]
@@ -193,8 +174,7 @@ func TestCheckSkillRenamed(t *testing.T) {
 			}),
 		},
 		{
-			name:   "ambiguous: two new skills with the gone skill's contract",
-			pinned: testCard(),
+			name: "ambiguous: two new skills with the gone skill's contract",
 			live: modified(func(c *Card) {
 				c.Skills = append(c.Skills, twin(c.Skills[0], "digest", 2))
 				c.Skills[0].ID = "abstract"
@@ -210,14 +190,12 @@ func TestCheckSkillRenamed(t *testing.T) {
 			want: []Finding{renamedFinding("summarize", "abstract", 0)},
 		},
 		{
-			name:   "a skill with an empty id is never renamed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills[0].ID = "" }),
+			name: "a skill with an empty id is never renamed",
+			live: modified(func(c *Card) { c.Skills[0].ID = "" }),
 		},
 		{
-			name:   "skill removed, none added",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills = c.Skills[:1] }),
+			name: "skill removed, none added",
+			live: modified(func(c *Card) { c.Skills = c.Skills[:1] }),
 		},
 	})
 }
