@@ -105,23 +105,6 @@ func TestCheckInterfaces(t *testing.T) {
 	})
 }
 
-func TestNormalizeURL(t *testing.T) {
-	testStringFunc(t, "normalizeURL", normalizeURL, []struct{ in, want string }{
-		{"https://Agent.Example.com:443", "https://agent.example.com/"},
-		{"https://agent.example.com/", "https://agent.example.com/"},
-		{"HTTPS://agent.example.com", "https://agent.example.com/"},
-		{"http://agent.example.com:80/a2a", "http://agent.example.com/a2a"},
-		{"http://agent.example.com:/a2a", "http://agent.example.com/a2a"},
-		{"https://agent.example.com:8443/a2a", "https://agent.example.com:8443/a2a"},
-		{"http://agent.example.com:443/a2a", "http://agent.example.com:443/a2a"},
-		{"https://agent.example.com/A2A?x=1", "https://agent.example.com/A2A?x=1"},
-		{"https://[::1]:443", "https://[::1]/"},
-		{"grpc.example.com:443", "grpc.example.com:443"},
-		{"", ""},
-		{"%zz", "%zz"},
-	})
-}
-
 func TestCheckProtocolVersion(t *testing.T) {
 	runCheck(t, "checkProtocolVersion(pinned, live)", checkProtocolVersion, []checkCase{
 		{

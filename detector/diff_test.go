@@ -146,17 +146,6 @@ func flipCases(off func(*Card), whenOff, whenOn []Finding) []checkCase {
 	}
 }
 
-// testStringFunc checks fn on each case's input; name is fn's name for
-// failures.
-func testStringFunc(t *testing.T, name string, fn func(string) string, cases []struct{ in, want string }) {
-	t.Helper()
-	for _, tc := range cases {
-		if got := fn(tc.in); got != tc.want {
-			t.Errorf("%s(%q) = %q, want %q", name, tc.in, got, tc.want)
-		}
-	}
-}
-
 func assertFindings(t *testing.T, call string, got, want []Finding) {
 	t.Helper()
 	if len(got) == 0 && len(want) == 0 {
