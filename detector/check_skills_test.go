@@ -7,15 +7,28 @@ import (
 	"testing"
 )
 
+// skillFindings are the skill-removed or skill-added findings of the skills
+// given as "index/id".
+func skillFindings(rule string, skills ...string) []Finding {
+	var out []Finding
+	for _, s := range skills {
+		index, id, _ := strings.Cut(s, "/")
+		f := Finding{Rule: rule, Severity: Breaking, Path: "/skills/" + index, Before: id, Skill: id,
+			Message: "skill " + strconv.Quote(id) + " is no longer offered"}
+		if rule == RuleSkillAdded {
+			f.Severity, f.Before, f.After, f.Message = Info, nil, id, "skill "+strconv.Quote(id)+" is now offered"
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 func TestCheckSkillRemoved(t *testing.T) {
 	runCheck(t, "checkSkillRemoved(pinned, live)", checkSkillRemoved, []checkCase{
 		{
 			name: "skill dropped",
 			live: modified(func(c *Card) { c.Skills = c.Skills[:1] }),
-			want: []Finding{{
-				Rule: RuleSkillRemoved, Severity: Breaking, Path: "/skills/1", Before: "translate",
-				Message: `skill "translate" is no longer offered`, Skill: "translate",
-			}},
+			want: skillFindings(RuleSkillRemoved, "1/translate"),
 		},
 		{
 			name: "renamed skill (same contract) is skill-renamed, not removed",
@@ -24,10 +37,7 @@ func TestCheckSkillRemoved(t *testing.T) {
 		{
 			name: "skill replaced by one of another contract is removed under its old id",
 			live: modified(func(c *Card) { c.Skills[0].ID, c.Skills[0].Tags = "abstract", []string{"text"} }),
-			want: []Finding{{
-				Rule: RuleSkillRemoved, Severity: Breaking, Path: "/skills/0", Before: "summarize",
-				Message: `skill "summarize" is no longer offered`, Skill: "summarize",
-			}},
+			want: skillFindings(RuleSkillRemoved, "0/summarize"),
 		},
 		{
 			name: "skill added",
@@ -36,16 +46,7 @@ func TestCheckSkillRemoved(t *testing.T) {
 		{
 			name: "all skills gone",
 			live: modified(func(c *Card) { c.Skills = nil }),
-			want: []Finding{
-				{
-					Rule: RuleSkillRemoved, Severity: Breaking, Path: "/skills/0", Before: "summarize",
-					Message: `skill "summarize" is no longer offered`, Skill: "summarize",
-				},
-				{
-					Rule: RuleSkillRemoved, Severity: Breaking, Path: "/skills/1", Before: "translate",
-					Message: `skill "translate" is no longer offered`, Skill: "translate",
-				},
-			},
+			want: skillFindings(RuleSkillRemoved, "0/summarize", "1/translate"),
 		},
 	})
 }
@@ -55,10 +56,7 @@ func TestCheckSkillAdded(t *testing.T) {
 		{
 			name: "skill appended",
 			live: modified(func(c *Card) { c.Skills = append(c.Skills, Skill{ID: "geocode", Index: 2}) }),
-			want: []Finding{{
-				Rule: RuleSkillAdded, Severity: Info, Path: "/skills/2", After: "geocode",
-				Message: `skill "geocode" is now offered`, Skill: "geocode",
-			}},
+			want: skillFindings(RuleSkillAdded, "2/geocode"),
 		},
 		{
 			name: "renamed skill (same contract) is skill-renamed, not added",
@@ -67,10 +65,7 @@ func TestCheckSkillAdded(t *testing.T) {
 		{
 			name: "skill replaced by one of another contract is added under its new id",
 			live: modified(func(c *Card) { c.Skills[0].ID, c.Skills[0].Tags = "abstract", []string{"text"} }),
-			want: []Finding{{
-				Rule: RuleSkillAdded, Severity: Info, Path: "/skills/0", After: "abstract",
-				Message: `skill "abstract" is now offered`, Skill: "abstract",
-			}},
+			want: skillFindings(RuleSkillAdded, "0/abstract"),
 		},
 		{
 			name: "skill removed",
