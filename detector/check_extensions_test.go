@@ -7,26 +7,28 @@ import (
 
 const traceURI = "https://ext.example.com/trace/v1"
 
+func requireTrace(c *Card) { c.Capabilities.Extensions[0].Required = true }
+
+// extFindings is the finding of rule at /capabilities/extensions/path.
+func extFindings(rule string, sev Severity, path string, before, after any, uri, msg string) []Finding {
+	return []Finding{{Rule: rule, Severity: sev, Path: "/capabilities/extensions/" + path,
+		Before: before, After: after, Message: msg, Extension: uri}}
+}
+
 func TestCheckExtensionRemoved(t *testing.T) {
 	runCheck(t, "checkExtensionRemoved(pinned, live)", checkExtensionRemoved, []checkCase{
 		{
 			name: "optional extension removed",
 			live: modified(func(c *Card) { c.Capabilities.Extensions = nil }),
-			want: []Finding{{
-				Rule: RuleExtensionRemoved, Severity: Breaking, Path: "/capabilities/extensions/0", Before: traceURI,
-				Message:   `extension "https://ext.example.com/trace/v1" is no longer declared`,
-				Extension: traceURI,
-			}},
+			want: extFindings(RuleExtensionRemoved, Breaking, "0", traceURI, nil, traceURI,
+				`extension "https://ext.example.com/trace/v1" is no longer declared`),
 		},
 		{
 			name:   "required extension removed",
-			pinned: modified(func(c *Card) { c.Capabilities.Extensions[0].Required = true }),
+			pinned: modified(requireTrace),
 			live:   modified(func(c *Card) { c.Capabilities.Extensions = []Extension{} }),
-			want: []Finding{{
-				Rule: RuleExtensionRemoved, Severity: Breaking, Path: "/capabilities/extensions/0", Before: traceURI,
-				Message:   `extension "https://ext.example.com/trace/v1" is no longer declared`,
-				Extension: traceURI,
-			}},
+			want: extFindings(RuleExtensionRemoved, Breaking, "0", traceURI, nil, traceURI,
+				`extension "https://ext.example.com/trace/v1" is no longer declared`),
 		},
 		{
 			name: "extension moved in the list",
@@ -44,11 +46,8 @@ func TestCheckExtensionAdded(t *testing.T) {
 			live: modified(func(c *Card) {
 				c.Capabilities.Extensions = append(c.Capabilities.Extensions, Extension{URI: "urn:x"})
 			}),
-			want: []Finding{{
-				Rule: RuleExtensionAdded, Severity: Info, Path: "/capabilities/extensions/1", After: "urn:x",
-				Message:   `optional extension "urn:x" is now declared`,
-				Extension: "urn:x",
-			}},
+			want: extFindings(RuleExtensionAdded, Info, "1", nil, "urn:x", "urn:x",
+				`optional extension "urn:x" is now declared`),
 		},
 		{
 			name: "required extension added is extension-required-added",
@@ -63,30 +62,22 @@ func TestCheckExtensionRequiredAdded(t *testing.T) {
 	runCheck(t, "checkExtensionRequiredAdded(pinned, live)", checkExtensionRequiredAdded, []checkCase{
 		{
 			name: "optional extension becomes required",
-			live: modified(func(c *Card) { c.Capabilities.Extensions[0].Required = true }),
-			want: []Finding{{
-				Rule: RuleExtensionRequiredAdded, Severity: Breaking, Path: "/capabilities/extensions/0/required",
-				Before: false, After: true,
-				Message:   `extension "https://ext.example.com/trace/v1" is now required: clients that do not support it will be refused`,
-				Extension: traceURI,
-			}},
+			live: modified(requireTrace),
+			want: extFindings(RuleExtensionRequiredAdded, Breaking, "0/required", false, true, traceURI,
+				`extension "https://ext.example.com/trace/v1" is now required: clients that do not support it will be refused`),
 		},
 		{
 			name: "new required extension",
 			live: modified(func(c *Card) {
 				c.Capabilities.Extensions = append(c.Capabilities.Extensions, Extension{URI: "urn:x", Required: true})
 			}),
-			want: []Finding{{
-				Rule: RuleExtensionRequiredAdded, Severity: Breaking, Path: "/capabilities/extensions/1/required",
-				After:     true,
-				Message:   `extension "urn:x" is now required: clients that do not support it will be refused`,
-				Extension: "urn:x",
-			}},
+			want: extFindings(RuleExtensionRequiredAdded, Breaking, "1/required", nil, true, "urn:x",
+				`extension "urn:x" is now required: clients that do not support it will be refused`),
 		},
 		{
 			name:   "still required",
-			pinned: modified(func(c *Card) { c.Capabilities.Extensions[0].Required = true }),
-			live:   modified(func(c *Card) { c.Capabilities.Extensions[0].Required = true }),
+			pinned: modified(requireTrace),
+			live:   modified(requireTrace),
 		},
 	})
 }
@@ -95,17 +86,13 @@ func TestCheckExtensionRequiredRemoved(t *testing.T) {
 	runCheck(t, "checkExtensionRequiredRemoved(pinned, live)", checkExtensionRequiredRemoved, []checkCase{
 		{
 			name:   "required extension becomes optional",
-			pinned: modified(func(c *Card) { c.Capabilities.Extensions[0].Required = true }),
-			want: []Finding{{
-				Rule: RuleExtensionRequiredRemoved, Severity: Info, Path: "/capabilities/extensions/0/required",
-				Before: true, After: false,
-				Message:   `extension "https://ext.example.com/trace/v1" is no longer required`,
-				Extension: traceURI,
-			}},
+			pinned: modified(requireTrace),
+			want: extFindings(RuleExtensionRequiredRemoved, Info, "0/required", true, false, traceURI,
+				`extension "https://ext.example.com/trace/v1" is no longer required`),
 		},
 		{
 			name:   "required extension removed is extension-removed",
-			pinned: modified(func(c *Card) { c.Capabilities.Extensions[0].Required = true }),
+			pinned: modified(requireTrace),
 			live:   modified(func(c *Card) { c.Capabilities.Extensions = nil }),
 		},
 	})
@@ -116,22 +103,14 @@ func TestCheckExtensionParams(t *testing.T) {
 		{
 			name: "params changed",
 			live: modified(func(c *Card) { c.Capabilities.Extensions[0].Params = `{"level":"full"}` }),
-			want: []Finding{{
-				Rule: RuleExtensionParamsChanged, Severity: Warning, Path: "/capabilities/extensions/0/params",
-				Before: json.RawMessage(`{"level":"basic"}`), After: json.RawMessage(`{"level":"full"}`),
-				Message:   `parameters of extension "https://ext.example.com/trace/v1" changed`,
-				Extension: traceURI,
-			}},
+			want: extFindings(RuleExtensionParamsChanged, Warning, "0/params", json.RawMessage(`{"level":"basic"}`), json.RawMessage(`{"level":"full"}`), traceURI,
+				`parameters of extension "https://ext.example.com/trace/v1" changed`),
 		},
 		{
 			name: "params dropped",
 			live: modified(func(c *Card) { c.Capabilities.Extensions[0].Params = "" }),
-			want: []Finding{{
-				Rule: RuleExtensionParamsChanged, Severity: Warning, Path: "/capabilities/extensions/0/params",
-				Before:    json.RawMessage(`{"level":"basic"}`),
-				Message:   `parameters of extension "https://ext.example.com/trace/v1" changed`,
-				Extension: traceURI,
-			}},
+			want: extFindings(RuleExtensionParamsChanged, Warning, "0/params", json.RawMessage(`{"level":"basic"}`), nil, traceURI,
+				`parameters of extension "https://ext.example.com/trace/v1" changed`),
 		},
 		{
 			name: "only the description changed",

@@ -245,7 +245,6 @@ func TestTaskRelevance(t *testing.T) {
 	addScope := func(scope string) func(c *Card) {
 		return func(c *Card) { c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes[scope] = "" }
 	}
-	requireTrace := func(c *Card) { c.Capabilities.Extensions[0].Required = true }
 	noExtensions := func(c *Card) { c.Capabilities.Extensions = nil }
 	tests := []struct {
 		name          string
