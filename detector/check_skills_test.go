@@ -23,55 +23,29 @@ func skillFindings(rule string, skills ...string) []Finding {
 	return out
 }
 
-func TestCheckSkillRemoved(t *testing.T) {
-	runCheck(t, "checkSkillRemoved(pinned, live)", checkSkillRemoved, []checkCase{
-		{
-			name: "skill dropped",
-			live: modified(func(c *Card) { c.Skills = c.Skills[:1] }),
-			want: skillFindings(RuleSkillRemoved, "1/translate"),
-		},
-		{
-			name: "renamed skill (same contract) is skill-renamed, not removed",
-			live: modified(func(c *Card) { c.Skills[0].ID = "abstract" }),
-		},
-		{
-			name: "skill replaced by one of another contract is removed under its old id",
-			live: modified(func(c *Card) { c.Skills[0].ID, c.Skills[0].Tags = "abstract", []string{"text"} }),
-			want: skillFindings(RuleSkillRemoved, "0/summarize"),
-		},
-		{
-			name: "skill added",
-			live: modified(func(c *Card) { c.Skills = append(c.Skills, Skill{ID: "geocode", Index: 2}) }),
-		},
-		{
-			name: "all skills gone",
-			live: modified(func(c *Card) { c.Skills = nil }),
-			want: skillFindings(RuleSkillRemoved, "0/summarize", "1/translate"),
-		},
-	})
-}
-
-func TestCheckSkillAdded(t *testing.T) {
-	runCheck(t, "checkSkillAdded(pinned, live)", checkSkillAdded, []checkCase{
-		{
-			name: "skill appended",
-			live: modified(func(c *Card) { c.Skills = append(c.Skills, Skill{ID: "geocode", Index: 2}) }),
-			want: skillFindings(RuleSkillAdded, "2/geocode"),
-		},
-		{
-			name: "renamed skill (same contract) is skill-renamed, not added",
-			live: modified(func(c *Card) { c.Skills[0].ID = "abstract" }),
-		},
-		{
-			name: "skill replaced by one of another contract is added under its new id",
-			live: modified(func(c *Card) { c.Skills[0].ID, c.Skills[0].Tags = "abstract", []string{"text"} }),
-			want: skillFindings(RuleSkillAdded, "0/abstract"),
-		},
-		{
-			name: "skill removed",
-			live: modified(func(c *Card) { c.Skills = c.Skills[:1] }),
-		},
-	})
+// TestCheckSkillRemovedAdded runs both checks on each case: a rename is
+// neither, a skill of another contract under a new id is both.
+func TestCheckSkillRemovedAdded(t *testing.T) {
+	var removed, added []checkCase
+	for _, tc := range []struct {
+		name           string
+		live           func(*Card)
+		removed, added []Finding
+	}{
+		{"skill dropped", func(c *Card) { c.Skills = c.Skills[:1] }, skillFindings(RuleSkillRemoved, "1/translate"), nil},
+		{"skill appended", func(c *Card) { c.Skills = append(c.Skills, Skill{ID: "geocode", Index: 2}) },
+			nil, skillFindings(RuleSkillAdded, "2/geocode")},
+		{"renamed skill (same contract) is skill-renamed", func(c *Card) { c.Skills[0].ID = "abstract" }, nil, nil},
+		{"skill replaced by one of another contract is removed under its old id and added under its new",
+			func(c *Card) { c.Skills[0].ID, c.Skills[0].Tags = "abstract", []string{"text"} },
+			skillFindings(RuleSkillRemoved, "0/summarize"), skillFindings(RuleSkillAdded, "0/abstract")},
+		{"all skills gone", func(c *Card) { c.Skills = nil }, skillFindings(RuleSkillRemoved, "0/summarize", "1/translate"), nil},
+	} {
+		removed = append(removed, checkCase{name: tc.name, live: modified(tc.live), want: tc.removed})
+		added = append(added, checkCase{name: tc.name, live: modified(tc.live), want: tc.added})
+	}
+	t.Run("removed", func(t *testing.T) { runCheck(t, "checkSkillRemoved(pinned, live)", checkSkillRemoved, removed) })
+	t.Run("added", func(t *testing.T) { runCheck(t, "checkSkillAdded(pinned, live)", checkSkillAdded, added) })
 }
 
 // renamedFinding is the skill-renamed finding of testCard's skill from,
