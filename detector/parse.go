@@ -23,11 +23,10 @@ func Parse(raw []byte) (*Card, error) { return ParseLimits(raw, DefaultLimits) }
 // SDK shapes) onto the v1.0 shape; the Card keeps raw (not a copy). It refuses
 // only bytes that are not a JSON object (the sentinels of errors.go) and lists
 // in Card.Conformance what follows no known schema. It is lenient where the
-// meaning is unambiguous: nulls are absent fields,
-// "true"/"false" strings (any case) are booleans, a single media type string
-// is a list of one (noted), the ts-proto oneof encoding ({"$case": …,
-// "value": …}) reads like the v1.0 form, and in cards with v1.0 fields empty
-// lists and strings mean unset (proto3).
+// meaning is unambiguous: nulls are absent fields, "true"/"false" strings (any
+// case) are booleans, a single media type string is a list of one (noted), the
+// ts-proto oneof encoding ({"$case": …, "value": …}) reads like the v1.0 form,
+// and in cards with v1.0 fields empty lists and strings mean unset (proto3).
 func ParseLimits(raw []byte, lim Limits) (*Card, error) {
 	v, err := jcs.Parse(raw, lim)
 	if err != nil {
