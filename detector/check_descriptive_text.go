@@ -31,20 +31,15 @@ func checkDescriptiveText(pinned, live *Card) []Finding {
 		id := l.ID
 		text("skill-name", skillPointer(l, "name"), p.Name, l.Name, "skill", id)
 		text("skill-description", skillPointer(l, "description"), p.Description, l.Description, "skill", id)
-		for _, f := range []struct {
-			variant, field string
-			before, after  []string
-		}{
-			{"skill-tags", "tags", p.Tags, l.Tags},
-			{"skill-examples", "examples", p.Examples, l.Examples},
-		} {
-			if sameSet(f.before, f.after) {
-				continue
+		set := func(variant, field string, before, after []string) {
+			if !sameSet(before, after) {
+				out = append(out, newFinding(RuleDescriptiveTextChanged, "/"+variant, Info, skillPointer(l, field),
+					plainStrings(before), plainStrings(after),
+					"skill", quote(id), "before", quoteTextList(before), "after", quoteTextList(after)))
 			}
-			out = append(out, newFinding(RuleDescriptiveTextChanged, "/"+f.variant, Info, skillPointer(l, f.field),
-				plainStrings(f.before), plainStrings(f.after),
-				"skill", quote(id), "before", quoteTextList(f.before), "after", quoteTextList(f.after)))
 		}
+		set("skill-tags", "tags", p.Tags, l.Tags)
+		set("skill-examples", "examples", p.Examples, l.Examples)
 		for i := n; i < len(out); i++ {
 			out[i].Skill = l.ID
 		}

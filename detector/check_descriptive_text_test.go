@@ -9,8 +9,7 @@ func TestCheckDescriptiveText(t *testing.T) {
 	long := strings.Repeat("Plans routes. ", 10)
 	runCheck(t, "checkDescriptiveText(pinned, live)", checkDescriptiveText, []checkCase{
 		{
-			name:   "card fields",
-			pinned: testCard(),
+			name: "card fields",
 			live: modified(func(c *Card) {
 				c.Name = "Planner"
 				c.Provider.URL = "https://geo.example.com"
@@ -35,9 +34,8 @@ func TestCheckDescriptiveText(t *testing.T) {
 			},
 		},
 		{
-			name:   "long description is shortened in the message only",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Description = long }),
+			name: "long description is shortened in the message only",
+			live: modified(func(c *Card) { c.Description = long }),
 			want: []Finding{{
 				Rule: RuleDescriptiveTextChanged, Severity: Info, Path: "/description",
 				Before: "Plans routes and draws maps.", After: long,
@@ -45,8 +43,7 @@ func TestCheckDescriptiveText(t *testing.T) {
 			}},
 		},
 		{
-			name:   "skill text",
-			pinned: testCard(),
+			name: "skill text",
 			live: modified(func(c *Card) {
 				c.Skills[1].Name = "Translator"
 				c.Skills[1].Tags = []string{"language", "i18n"}
@@ -71,8 +68,7 @@ func TestCheckDescriptiveText(t *testing.T) {
 			},
 		},
 		{
-			name:   "scheme, scope and extension descriptions",
-			pinned: testCard(),
+			name: "scheme, scope and extension descriptions",
 			live: modified(func(c *Card) {
 				b := c.SecuritySchemes["bearer"]
 				b.Description = "JWT bearer token"
@@ -100,14 +96,12 @@ func TestCheckDescriptiveText(t *testing.T) {
 			},
 		},
 		{
-			name:   "tags and examples reordered",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills[0].Tags = []string{"summary", "text", "text"} }),
+			name: "tags and examples reordered",
+			live: modified(func(c *Card) { c.Skills[0].Tags = []string{"summary", "text", "text"} }),
 		},
 		{
-			name:   "text of a removed skill",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills = c.Skills[1:]; c.Skills[0].Index = 0 }),
+			name: "text of a removed skill",
+			live: modified(func(c *Card) { c.Skills = c.Skills[1:]; c.Skills[0].Index = 0 }),
 		},
 	})
 }

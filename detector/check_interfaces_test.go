@@ -17,23 +17,20 @@ func TestCheckInterfaces(t *testing.T) {
 	}
 	runCheck(t, "checkInterfaces(pinned, live)", checkInterfaces, []checkCase{
 		{
-			name:   "interface removed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Interfaces = c.Interfaces[:1] }),
+			name: "interface removed",
+			live: modified(func(c *Card) { c.Interfaces = c.Interfaces[:1] }),
 			want: []Finding{{
 				Rule: RuleInterfaceChanged, Severity: Breaking, Path: "/supportedInterfaces/1", Before: grpc,
 				Message: `interface GRPC "https://planner.example.com/grpc" is no longer offered`,
 			}},
 		},
 		{
-			name:   "interface moved to another URL",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com/v2/a2a" }),
-			want:   moved("https://planner.example.com/a2a", "https://planner.example.com/v2/a2a"),
+			name: "interface moved to another URL",
+			live: modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com/v2/a2a" }),
+			want: moved("https://planner.example.com/a2a", "https://planner.example.com/v2/a2a"),
 		},
 		{
-			name:   "interface added",
-			pinned: testCard(),
+			name: "interface added",
 			live: modified(func(c *Card) {
 				c.Interfaces = append(c.Interfaces, Interface{URL: "https://planner.example.com/rest", ProtocolBinding: "HTTP+JSON", ProtocolVersion: "1.0"})
 			}),
@@ -44,9 +41,8 @@ func TestCheckInterfaces(t *testing.T) {
 			}},
 		},
 		{
-			name:   "preferred interface changed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Interfaces[0], c.Interfaces[1] = c.Interfaces[1], c.Interfaces[0] }),
+			name: "preferred interface changed",
+			live: modified(func(c *Card) { c.Interfaces[0], c.Interfaces[1] = c.Interfaces[1], c.Interfaces[0] }),
 			want: []Finding{{
 				Rule: RuleInterfaceChanged, Severity: Warning, Path: "/supportedInterfaces/0",
 				Before: jsonrpc, After: grpc,
@@ -54,9 +50,8 @@ func TestCheckInterfaces(t *testing.T) {
 			}},
 		},
 		{
-			name:   "tenant changed",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Interfaces[1].Tenant = "acme" }),
+			name: "tenant changed",
+			live: modified(func(c *Card) { c.Interfaces[1].Tenant = "acme" }),
 			want: []Finding{{
 				Rule: RuleInterfaceChanged, Severity: Breaking, Path: "/supportedInterfaces/1/tenant",
 				Before: "", After: "acme",
@@ -64,13 +59,11 @@ func TestCheckInterfaces(t *testing.T) {
 			}},
 		},
 		{
-			name:   "binding spelled in lower case",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Interfaces[0].ProtocolBinding = "jsonrpc" }),
+			name: "binding spelled in lower case",
+			live: modified(func(c *Card) { c.Interfaces[0].ProtocolBinding = "jsonrpc" }),
 		},
 		{
-			name:   "same endpoint listed once per protocol version",
-			pinned: testCard(),
+			name: "same endpoint listed once per protocol version",
 			live: modified(func(c *Card) {
 				c.Interfaces = append(c.Interfaces[:1], Interface{URL: "https://planner.example.com/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"}, c.Interfaces[1])
 			}),
@@ -86,21 +79,18 @@ func TestCheckInterfaces(t *testing.T) {
 			live:   modified(func(c *Card) { c.Interfaces[0].URL = "HTTP://PLANNER.example.com:80/a2a" }),
 		},
 		{
-			name:   "explicit :443 on the preferred interface",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com:443/a2a" }),
+			name: "explicit :443 on the preferred interface",
+			live: modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com:443/a2a" }),
 		},
 		{
-			name:   "path case is a move",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com/A2A" }),
-			want:   moved("https://planner.example.com/a2a", "https://planner.example.com/A2A"),
+			name: "path case is a move",
+			live: modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com/A2A" }),
+			want: moved("https://planner.example.com/a2a", "https://planner.example.com/A2A"),
 		},
 		{
-			name:   "another port is a move",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com:8443/a2a" }),
-			want:   moved("https://planner.example.com/a2a", "https://planner.example.com:8443/a2a"),
+			name: "another port is a move",
+			live: modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.com:8443/a2a" }),
+			want: moved("https://planner.example.com/a2a", "https://planner.example.com:8443/a2a"),
 		},
 		{
 			name:   ":443 on http is not a default port",
@@ -109,26 +99,72 @@ func TestCheckInterfaces(t *testing.T) {
 			want:   moved("http://planner.example.com/a2a", "http://planner.example.com:443/a2a"),
 		},
 		{
-			name:   "protocol version only",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Interfaces[0].ProtocolVersion = "0.3" }),
+			name: "protocol version only",
+			live: modified(func(c *Card) { c.Interfaces[0].ProtocolVersion = "0.3" }),
 		},
 	})
 }
 
-func TestNormalizeURL(t *testing.T) {
-	testStringFunc(t, "normalizeURL", normalizeURL, []struct{ in, want string }{
-		{"https://Agent.Example.com:443", "https://agent.example.com/"},
-		{"https://agent.example.com/", "https://agent.example.com/"},
-		{"HTTPS://agent.example.com", "https://agent.example.com/"},
-		{"http://agent.example.com:80/a2a", "http://agent.example.com/a2a"},
-		{"http://agent.example.com:/a2a", "http://agent.example.com/a2a"},
-		{"https://agent.example.com:8443/a2a", "https://agent.example.com:8443/a2a"},
-		{"http://agent.example.com:443/a2a", "http://agent.example.com:443/a2a"},
-		{"https://agent.example.com/A2A?x=1", "https://agent.example.com/A2A?x=1"},
-		{"https://[::1]:443", "https://[::1]/"},
-		{"grpc.example.com:443", "grpc.example.com:443"},
-		{"", ""},
-		{"%zz", "%zz"},
+func TestCheckProtocolVersion(t *testing.T) {
+	runCheck(t, "checkProtocolVersion(pinned, live)", checkProtocolVersion, []checkCase{
+		{
+			name: "retained interface downgraded",
+			live: modified(func(c *Card) { c.Interfaces[1].ProtocolVersion = "0.3.0" }),
+			want: []Finding{{
+				Rule: RuleProtocolVersionChanged, Severity: Breaking, Path: "/supportedInterfaces/1/protocolVersion",
+				Before: []string{"1.0"}, After: []string{"0.3.0"},
+				Message: `protocol version of interface GRPC "https://planner.example.com/grpc" changed from "1.0" to "0.3.0"`,
+			}},
+		},
+		{
+			name:   "patch level only",
+			pinned: modified(func(c *Card) { c.Interfaces = c.Interfaces[:1]; c.Interfaces[0].ProtocolVersion = "0.2.5" }),
+			live:   modified(func(c *Card) { c.Interfaces = c.Interfaces[:1]; c.Interfaces[0].ProtocolVersion = "0.2.6" }),
+			want: []Finding{{
+				Rule: RuleProtocolVersionChanged, Severity: Info, Path: "/supportedInterfaces/0/protocolVersion",
+				Before: []string{"0.2.5"}, After: []string{"0.2.6"},
+				Message: `protocol version of interface JSONRPC "https://planner.example.com/a2a" changed from "0.2.5" to "0.2.6"`,
+			}},
+		},
+		{
+			name: "endpoint adds a second protocol version",
+			live: modified(func(c *Card) {
+				c.Interfaces = append(c.Interfaces, Interface{URL: "https://planner.example.com/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"})
+			}),
+			want: []Finding{{
+				Rule: RuleProtocolVersionChanged, Severity: Info, Path: "/supportedInterfaces/0/protocolVersion",
+				Before: []string{"1.0"}, After: []string{"1.0", "0.3"},
+				Message: `protocol version of interface JSONRPC "https://planner.example.com/a2a" changed from "1.0" to "1.0", "0.3"`,
+			}},
+		},
+		{
+			name:   "v0.1 card without a version gains one",
+			pinned: modified(func(c *Card) { c.Interfaces = c.Interfaces[:1]; c.Interfaces[0].ProtocolVersion = "" }),
+			live:   modified(func(c *Card) { c.Interfaces = c.Interfaces[:1] }),
+			want: []Finding{{
+				Rule: RuleProtocolVersionChanged, Severity: Breaking, Path: "/supportedInterfaces/0/protocolVersion",
+				Before: []string{""}, After: []string{"1.0"},
+				Message: `protocol version of interface JSONRPC "https://planner.example.com/a2a" changed from unspecified to "1.0"`,
+			}},
+		},
+		{
+			name: "every interface moved and downgraded",
+			live: modified(func(c *Card) {
+				c.Interfaces = []Interface{{URL: "https://planner.example.net/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"}}
+			}),
+			want: []Finding{{
+				Rule: RuleProtocolVersionChanged, Severity: Breaking, Path: "/supportedInterfaces",
+				Before: []string{"1.0"}, After: []string{"0.3.0"},
+				Message: `protocol versions of the card changed from "1.0" to "0.3.0"`,
+			}},
+		},
+		{
+			name: "zero patch spelled out",
+			live: modified(func(c *Card) { c.Interfaces[0].ProtocolVersion = "1.0.0" }),
+		},
+		{
+			name: "interface moved, version kept",
+			live: modified(func(c *Card) { c.Interfaces[0].URL = "https://planner.example.net/a2a" }),
+		},
 	})
 }

@@ -2,32 +2,19 @@ package detector
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
+	"strings"
 )
 
 // The signature rules compare who signed the pinned card with who signs the
 // live one; signature bytes are never compared (ECDSA differs at every
 // signing).
 
-func checkSignatureAdded(pinned, live *Card) []Finding {
-	if signed(pinned) || !signed(live) {
-		return nil
-	}
-	return []Finding{{
-		Rule: RuleSignatureAdded, Severity: Info, Path: "/signatures", Before: false, After: true,
-		Message: render(RuleSignatureAdded, "signer", signerOf(live)),
-	}}
-}
-
-func checkSignatureRemoved(pinned, live *Card) []Finding {
-	if !signed(pinned) || signed(live) {
-		return nil
-	}
-	return []Finding{{
-		Rule: RuleSignatureRemoved, Severity: Warning, Path: "/signatures", Before: true, After: false,
-		Message: render(RuleSignatureRemoved, "signer", signerOf(pinned)),
-	}}
-}
+var (
+	checkSignatureAdded   = turned(true, RuleSignatureAdded, Info, "/signatures", signed, signerOf)
+	checkSignatureRemoved = turned(false, RuleSignatureRemoved, Warning, "/signatures", signed, signerOf)
+)
 
 func checkSignatureInvalid(pinned, live *Card) []Finding {
 	if f, ok := invalidSignature(pinned, live); ok {
@@ -116,21 +103,16 @@ func invalidSignature(pinned, live *Card) (Finding, bool) {
 			f.Before = p
 			f.Message = render(RuleSignatureInvalid+"/pinned-signer", "signer", describeKey(l))
 		} else {
-			if s, _, ok := Signer(pinnedSignatures(pinned)); ok {
-				f.Before = s
+			if pinned != nil {
+				if s, _, ok := Signer(pinned.Signatures); ok {
+					f.Before = s
+				}
 			}
 			f.Message = render(RuleSignatureInvalid+"/trusted", "signer", describeKey(l))
 		}
 		return f, true
 	}
 	return Finding{}, false
-}
-
-func pinnedSignatures(pinned *Card) []Signature {
-	if pinned == nil {
-		return nil
-	}
-	return pinned.Signatures
 }
 
 // sameContent reports that two cards' served bytes have one digest.
@@ -168,12 +150,13 @@ func signerChanged(pinned, live *Card) (Finding, bool) {
 		"before", describeSigner(p), "after", describeSigner(l)), true
 }
 
-func signerOf(c *Card) string {
+// signerOf is the {signer} of a message about c's signatures.
+func signerOf(c *Card) []string {
 	s, _, ok := Signer(c.Signatures)
 	if !ok {
-		return "signatures not checked"
+		return []string{"signer", "signatures not checked"}
 	}
-	return describeSigner(s)
+	return []string{"signer", describeSigner(s)}
 }
 
 // CheckSigned is the posture for signed fleets (--require-signed-cards): a
@@ -204,11 +187,11 @@ func CheckSigned(live *Card) (Finding, bool) {
 	}
 	s, i, _ := Signer(live.Signatures)
 	f.Path = signaturePointer(i)
+	variant := "/unverified"
 	if s.Verified {
-		f.Message = render(RuleSignatureRequired+"/untrusted", "signer", describeSigner(s))
-		return f, true
+		variant = "/untrusted"
 	}
-	f.Message = render(RuleSignatureRequired+"/unverified", "signer", describeSigner(s))
+	f.Message = render(RuleSignatureRequired+variant, "signer", describeSigner(s))
 	return f, true
 }
 
@@ -217,3 +200,104 @@ func CheckSigned(live *Card) (Finding, bool) {
 func failedSignature(reason string) bool {
 	return reason == SignatureInvalid || reason == SignatureOverLimit
 }
+
+// Signature is what verifying one entry of a card's "signatures" found: a
+// signature.Result as the detector reads it.
+type Signature struct {
+	KeyID string `json:"kid"`
+	Alg   string `json:"alg"`
+	JKU   string `json:"jku,omitempty"`
+	// Thumbprint is the RFC 7638 thumbprint of the key that verified the
+	// signature, else of the key found for its kid; "" when none was found.
+	Thumbprint string `json:"thumbprint,omitempty"`
+	Source     string `json:"source,omitempty"` // SourceTrusted or SourceJKU
+	Verified   bool   `json:"verified"`
+	// Reason is one of package detector/signature's Reason values.
+	Reason string `json:"reason"`
+}
+
+// Outcomes of a signature check the detector tells apart from the rest
+// ("unverified"), and the sources of a signature's key.
+const (
+	SignatureVerified = "verified"
+	SignatureInvalid  = "invalid-signature"
+	// SignatureOverLimit: a verification limit stopped the check.
+	SignatureOverLimit = "over-limit"
+
+	SourceTrusted = "trusted" // a key the operator trusts for the card's agent
+	SourceJKU     = "jku"     // from the signature's own jku: the signer's claim
+)
+
+// Trusted reports a signature that verifies with a key the operator trusts
+// for the card's agent: the only kind --require-signed-cards accepts.
+func (s Signature) Trusted() bool { return s.Verified && s.Source == SourceTrusted }
+
+// Signer returns the signature that speaks for the card: the first trusted,
+// else the first verified, else the first.
+func Signer(sigs []Signature) (s Signature, index int, ok bool) {
+	for i, s := range sigs {
+		if s.Trusted() {
+			return s, i, true
+		}
+	}
+	for i, s := range sigs {
+		if s.Verified {
+			return s, i, true
+		}
+	}
+	if len(sigs) == 0 {
+		return Signature{}, 0, false
+	}
+	return sigs[0], 0, true
+}
+
+func signed(c *Card) bool { return len(c.Signatures) > 0 || c.HasSignatures }
+
+// sameSigner: the same thumbprint when both are known, else the same kid,
+// both looked up or neither (a key set outage is not a new signer).
+func sameSigner(a, b Signature) bool {
+	if a.Thumbprint != "" && b.Thumbprint != "" {
+		return a.Thumbprint == b.Thumbprint
+	}
+	return a.KeyID == b.KeyID && lookedUp(a) == lookedUp(b)
+}
+
+// lookedUp reports a signature whose kid was looked up among the keys.
+func lookedUp(s Signature) bool {
+	switch s.Reason {
+	case "unsupported-alg", "malformed", "not-checked":
+		return false
+	}
+	return true
+}
+
+// describeKey names a signature's kid, alg and thumbprint for a message.
+func describeKey(s Signature) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "kid %s", quote(s.KeyID))
+	if s.Alg != "" {
+		fmt.Fprintf(&b, " (%s", s.Alg)
+		if s.Thumbprint != "" {
+			fmt.Fprintf(&b, ", key %s", s.Thumbprint)
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// describeSigner is describeKey and what verifying it found.
+func describeSigner(s Signature) string {
+	var b strings.Builder
+	b.WriteString(describeKey(s))
+	if s.Verified {
+		b.WriteString(", verified")
+		if s.Source != "" {
+			fmt.Fprintf(&b, " by a %s key", s.Source)
+		}
+	} else {
+		fmt.Fprintf(&b, ", unverified: %s", s.Reason)
+	}
+	return b.String()
+}
+
+func signaturePointer(i int) string { return pointer("signatures", fmt.Sprint(i)) }

@@ -16,8 +16,8 @@
 //		detector.Requirements{SkillID: "book-flight", Streaming: true}, detector.FailClosed)
 //
 // Every rule is one Rule in a registry (Rules, RuleByID): a stable id, its
-// most serious severity, an area, the Check that compares two cards (one
-// check_*.go file per rule; nil for task-level rules) and the Touch that says
+// most serious severity, an area, the Check that compares two cards (in the
+// check_*.go file of its area; nil for task-level rules) and the Touch that says
 // which tasks its findings concern. The registry audit (rules_audit_test.go)
 // fails until a new rule has its id, check, test, Touch and message.
 //

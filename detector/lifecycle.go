@@ -141,10 +141,7 @@ var schemaClassCodes = map[int]string{
 
 // IsSchemaClassError reports whether an error code is in the schema class,
 // which forces revalidation before any retry is judged.
-func IsSchemaClassError(code int) bool {
-	_, ok := schemaClassCodes[code]
-	return ok
-}
+func IsSchemaClassError(code int) bool { return ErrorName(code) != "" }
 
 // ErrorName returns the JSON-RPC/A2A name of a schema-class code, or "".
 func ErrorName(code int) string { return schemaClassCodes[code] }

@@ -5,26 +5,53 @@ import (
 	"testing"
 )
 
-func TestNormalizeMediaType(t *testing.T) {
-	testStringFunc(t, "NormalizeMediaType", NormalizeMediaType, []struct{ in, want string }{
-		{"text/plain", "text/plain"},
-		{"Text/Plain", "text/plain"},
-		{"text/plain; charset=utf-8", "text/plain"},
-		{" application/json ;q=0.9", "application/json"},
-		{"image / png", "image/png"},
-		{"text", "text/plain"},
-		{"TEXT", "text/plain"},
-		{"data", "application/json"},
-		{"file", "*/*"},
-		{"*", "*/*"},
-		{"*/*", "*/*"},
-		{"image/*", "image/*"},
-		{"task-status", "task-status"},
-		{"application/vnd.geo+json", "application/vnd.geo+json"},
-		{"", ""},
-		{"  ", ""},
-		{";charset=utf-8", ""},
-	})
+// TestNormalizers: the comparable forms of media types and interface urls.
+func TestNormalizers(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fn    func(string) string
+		cases []struct{ in, want string }
+	}{
+		{"NormalizeMediaType", NormalizeMediaType, []struct{ in, want string }{
+			{"text/plain", "text/plain"},
+			{"Text/Plain", "text/plain"},
+			{"text/plain; charset=utf-8", "text/plain"},
+			{" application/json ;q=0.9", "application/json"},
+			{"image / png", "image/png"},
+			{"text", "text/plain"},
+			{"TEXT", "text/plain"},
+			{"data", "application/json"},
+			{"file", "*/*"},
+			{"*", "*/*"},
+			{"*/*", "*/*"},
+			{"image/*", "image/*"},
+			{"task-status", "task-status"},
+			{"application/vnd.geo+json", "application/vnd.geo+json"},
+			{"", ""},
+			{"  ", ""},
+			{";charset=utf-8", ""},
+		}},
+		{"normalizeURL", normalizeURL, []struct{ in, want string }{
+			{"https://Agent.Example.com:443", "https://agent.example.com/"},
+			{"https://agent.example.com/", "https://agent.example.com/"},
+			{"HTTPS://agent.example.com", "https://agent.example.com/"},
+			{"http://agent.example.com:80/a2a", "http://agent.example.com/a2a"},
+			{"http://agent.example.com:/a2a", "http://agent.example.com/a2a"},
+			{"https://agent.example.com:8443/a2a", "https://agent.example.com:8443/a2a"},
+			{"http://agent.example.com:443/a2a", "http://agent.example.com:443/a2a"},
+			{"https://agent.example.com/A2A?x=1", "https://agent.example.com/A2A?x=1"},
+			{"https://[::1]:443", "https://[::1]/"},
+			{"grpc.example.com:443", "grpc.example.com:443"},
+			{"", ""},
+			{"%zz", "%zz"},
+		}},
+	} {
+		for _, c := range tc.cases {
+			if got := tc.fn(c.in); got != c.want {
+				t.Errorf("%s(%q) = %q, want %q", tc.name, c.in, got, c.want)
+			}
+		}
+	}
 }
 
 func TestCovers(t *testing.T) {

@@ -23,11 +23,10 @@ func Parse(raw []byte) (*Card, error) { return ParseLimits(raw, DefaultLimits) }
 // SDK shapes) onto the v1.0 shape; the Card keeps raw (not a copy). It refuses
 // only bytes that are not a JSON object (the sentinels of errors.go) and lists
 // in Card.Conformance what follows no known schema. It is lenient where the
-// meaning is unambiguous: nulls are absent fields,
-// "true"/"false" strings (any case) are booleans, a single media type string
-// is a list of one (noted), the ts-proto oneof encoding ({"$case": …,
-// "value": …}) reads like the v1.0 form, and in cards with v1.0 fields empty
-// lists and strings mean unset (proto3).
+// meaning is unambiguous: nulls are absent fields, "true"/"false" strings (any
+// case) are booleans, a single media type string is a list of one (noted), the
+// ts-proto oneof encoding ({"$case": …, "value": …}) reads like the v1.0 form,
+// and in cards with v1.0 fields empty lists and strings mean unset (proto3).
 func ParseLimits(raw []byte, lim Limits) (*Card, error) {
 	v, err := jcs.Parse(raw, lim)
 	if err != nil {
@@ -198,25 +197,19 @@ func (p *cardParser) proto3() {
 	c := p.card
 	c.DefaultInputModes = unsetIfEmpty(c.DefaultInputModes)
 	c.DefaultOutputModes = unsetIfEmpty(c.DefaultOutputModes)
-	if len(c.SecurityRequirements) == 0 {
-		c.SecurityRequirements = nil
-	}
-	if len(c.Capabilities.Extensions) == 0 {
-		c.Capabilities.Extensions = nil
-	}
+	c.SecurityRequirements = unsetIfEmpty(c.SecurityRequirements)
+	c.Capabilities.Extensions = unsetIfEmpty(c.Capabilities.Extensions)
 	for i := range c.Skills {
 		s := &c.Skills[i]
 		s.InputModes = unsetIfEmpty(s.InputModes)
 		s.OutputModes = unsetIfEmpty(s.OutputModes)
 		s.Tags = unsetIfEmpty(s.Tags)
 		s.Examples = unsetIfEmpty(s.Examples)
-		if len(s.SecurityRequirements) == 0 {
-			s.SecurityRequirements = nil
-		}
+		s.SecurityRequirements = unsetIfEmpty(s.SecurityRequirements)
 	}
 }
 
-func unsetIfEmpty(s []string) []string {
+func unsetIfEmpty[S ~[]E, E any](s S) S {
 	if len(s) == 0 {
 		return nil
 	}
@@ -225,15 +218,13 @@ func unsetIfEmpty(s []string) []string {
 
 // normBinding maps transport and binding spellings onto the v1.0 names.
 func normBinding(s string) string {
-	switch strings.ToUpper(strings.TrimSpace(s)) {
+	switch s = strings.ToUpper(strings.TrimSpace(s)); s {
 	case "JSONRPC", "JSON-RPC", "JSONRPC2", "JSON-RPC 2.0":
 		return "JSONRPC"
-	case "GRPC":
-		return "GRPC"
 	case "HTTP+JSON", "HTTP_JSON", "REST", "HTTP":
 		return "HTTP+JSON"
 	}
-	return strings.ToUpper(strings.TrimSpace(s))
+	return s
 }
 
 func (p *cardParser) interfaces(root *jcs.Value, topVersion string) {

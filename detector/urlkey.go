@@ -14,16 +14,22 @@ func normalizeURL(s string) string {
 	if err != nil || u.Host == "" {
 		return s
 	}
-	host := strings.ToLower(u.Host)
-	switch port := u.Port(); {
-	case port == "" && strings.HasSuffix(host, ":"):
-		host = strings.TrimSuffix(host, ":")
-	case u.Scheme == "https" && port == "443", u.Scheme == "http" && port == "80":
-		host = strings.TrimSuffix(host, ":"+port)
-	}
-	u.Host = host
+	u.Host = normalizeHost(u.Scheme, u.Host, u.Port())
 	if u.Path == "" && u.RawPath == "" {
 		u.Path = "/"
 	}
 	return u.String()
+}
+
+// normalizeHost is host[:port] in lower case without an empty port or the
+// scheme's default one.
+func normalizeHost(scheme, host, port string) string {
+	host = strings.ToLower(host)
+	switch {
+	case port == "" && strings.HasSuffix(host, ":"):
+		return strings.TrimSuffix(host, ":")
+	case scheme == "https" && port == "443", scheme == "http" && port == "80":
+		return strings.TrimSuffix(host, ":"+port)
+	}
+	return host
 }

@@ -217,7 +217,7 @@ func (f *fastCanon) value(dst []byte, i int) ([]byte, int, bool) {
 // copyString writes the string at s[i], checked, and returns the index past
 // it. Plain runs are copied sixteen (then eight) bytes at a time while dst
 // has room; the bytes of a word past the run land past len(dst), outside it.
-// From its first escape appendEscaped writes it. A key is written with its
+// From its first escape appendUnescaped writes it. A key is written with its
 // colon; one with escapes is refused (the tree path decodes it to sort).
 func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 	dst = append(dst, '"')
@@ -268,7 +268,8 @@ func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 		case c == '"':
 			return append(dst, '"'), j + 1, true
 		case c == '\\' && !key:
-			return appendEscaped(dst, s, j)
+			dst, j, ok := appendUnescaped(dst, s, j, true)
+			return append(dst, '"'), j, ok
 		case c < 0x20 || c == '\\':
 			return dst, j, false
 		}
@@ -288,37 +289,6 @@ func copyString(dst []byte, s string, i int, key bool) ([]byte, int, bool) {
 func plainEnd(w uint64) uint64 {
 	// (In Go '-' and '|' bind alike: each difference is bracketed.)
 	return ((w - lsb*0x20) | ((w ^ (lsb * '"')) - lsb) | ((w ^ (lsb * '\\')) - lsb) | w) & msb
-}
-
-// appendEscaped writes the rest of a string from its first escape at s[j].
-func appendEscaped(dst []byte, s string, j int) ([]byte, int, bool) {
-	for j < len(s) {
-		c := s[j]
-		switch {
-		case plain[c]:
-			dst = append(dst, c)
-			j++
-		case c == '"':
-			return append(dst, '"'), j + 1, true
-		case c == '\\':
-			r, n, bad := escape(s, j)
-			if bad != nil {
-				return dst, j, false
-			}
-			dst = appendRune(dst, r)
-			j += n
-		case c < 0x20:
-			return dst, j, false
-		default:
-			r, size := utf8.DecodeRuneInString(s[j:])
-			if r == utf8.RuneError && size == 1 {
-				return dst, j, false
-			}
-			dst = append(dst, s[j:j+size]...)
-			j += size
-		}
-	}
-	return dst, j, false
 }
 
 func appendRune(dst []byte, r rune) []byte {

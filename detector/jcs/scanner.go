@@ -422,42 +422,69 @@ func (s *Scanner) char(i int) (int, error) {
 
 // unescape decodes the string from start, its first escape at i.
 func (s *Scanner) unescape(start, i int) (string, error) {
-	src := s.src
-	buf := append(s.buf[:0], src[start:i]...)
-	for i < len(src) {
-		c := src[i]
+	buf, j, ok := appendUnescaped(append(s.buf[:0], s.src[start:i]...), s.src, i, false)
+	s.buf = buf
+	if !ok {
+		return "", s.badString(j)
+	}
+	s.pos = j
+	return string(buf), nil
+}
+
+// appendUnescaped writes the rest of the string from its first escape at
+// s[j], decoded (canon: in its canonical form), and returns the index past
+// the closing quote; or false and where it is invalid (len(s): unterminated).
+func appendUnescaped(dst []byte, s string, j int, canon bool) ([]byte, int, bool) {
+	for j < len(s) {
+		c := s[j]
 		switch {
 		case plain[c]:
-			buf = append(buf, c)
-			i++
+			dst = append(dst, c)
+			j++
 		case c == '"':
-			s.pos = i + 1
-			s.buf = buf
-			return string(buf), nil
+			return dst, j + 1, true
 		case c == '\\':
-			r, n, bad := escape(src, i)
-			switch {
-			case bad == errUnterminated:
-				return "", s.fail(len(src), ErrNotJSON, "unterminated string")
-			case bad == ErrInvalidUTF8:
-				return "", s.fail(i, ErrInvalidUTF8, "lone surrogate %s", src[i:i+6])
-			case bad != nil && src[i+1] == 'u':
-				return "", s.fail(i, ErrNotJSON, "invalid \\u escape")
-			case bad != nil:
-				return "", s.fail(i, ErrNotJSON, "invalid escape %q", src[i:i+2])
+			r, n, bad := escape(s, j)
+			if bad != nil {
+				return dst, j, false
 			}
-			buf = utf8.AppendRune(buf, r)
-			i += n
+			if canon {
+				dst = appendRune(dst, r)
+			} else {
+				dst = utf8.AppendRune(dst, r)
+			}
+			j += n
 		default:
-			size, err := s.char(i)
-			if err != nil {
-				return "", err
+			r, size := utf8.DecodeRuneInString(s[j:])
+			if c < 0x20 || r == utf8.RuneError && size == 1 {
+				return dst, j, false
 			}
-			buf = append(buf, src[i:i+size]...)
-			i += size
+			dst = append(dst, s[j:j+size]...)
+			j += size
 		}
 	}
-	return "", s.fail(len(src), ErrNotJSON, "unterminated string")
+	return dst, j, false
+}
+
+// badString is the error at s.src[i], where appendUnescaped stopped.
+func (s *Scanner) badString(i int) error {
+	src := s.src
+	if i >= len(src) {
+		return s.fail(len(src), ErrNotJSON, "unterminated string")
+	}
+	if src[i] != '\\' {
+		_, err := s.char(i)
+		return err
+	}
+	switch _, _, bad := escape(src, i); {
+	case bad == errUnterminated:
+		return s.fail(len(src), ErrNotJSON, "unterminated string")
+	case bad == ErrInvalidUTF8:
+		return s.fail(i, ErrInvalidUTF8, "lone surrogate %s", src[i:i+6])
+	case src[i+1] == 'u':
+		return s.fail(i, ErrNotJSON, "invalid \\u escape")
+	}
+	return s.fail(i, ErrNotJSON, "invalid escape %q", src[i:i+2])
 }
 
 var errUnterminated = errors.New("unterminated string")

@@ -2,6 +2,31 @@ package detector
 
 import "testing"
 
+func TestCheckCardVersion(t *testing.T) {
+	changed := func(after, message string) []Finding {
+		return []Finding{{
+			Rule: RuleCardVersionChanged, Severity: Info, Path: "/version",
+			Before: "1.2.0", After: after, Message: message,
+		}}
+	}
+	runCheck(t, "checkCardVersion(pinned, live)", checkCardVersion, []checkCase{
+		{
+			name: "bumped",
+			live: modified(func(c *Card) { c.Version = "1.3.0" }),
+			want: changed("1.3.0", `card version changed from "1.2.0" to "1.3.0"`),
+		},
+		{
+			name: "dropped",
+			live: modified(func(c *Card) { c.Version = "" }),
+			want: changed("", `card version changed from "1.2.0" to ""`),
+		},
+		{
+			name: "content changed, version kept",
+			live: modified(noStreaming),
+		},
+	})
+}
+
 func TestCheckVersionBump(t *testing.T) {
 	warn := func(facets string) []Finding {
 		return []Finding{{
@@ -12,20 +37,17 @@ func TestCheckVersionBump(t *testing.T) {
 	}
 	runCheck(t, "checkVersionBump(pinned, live)", checkVersionBump, []checkCase{
 		{
-			name:   "skill modes mutated",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Skills[1].OutputModes = []string{"text/plain"} }),
-			want:   warn("skills"),
+			name: "skill modes mutated",
+			live: modified(func(c *Card) { c.Skills[1].OutputModes = []string{"text/plain"} }),
+			want: warn("skills"),
 		},
 		{
-			name:   "defaults changed, inherited by a skill",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.DefaultOutputModes = []string{"text/plain"} }),
-			want:   warn("default modes, skills"),
+			name: "defaults changed, inherited by a skill",
+			live: modified(func(c *Card) { c.DefaultOutputModes = []string{"text/plain"} }),
+			want: warn("default modes, skills"),
 		},
 		{
-			name:   "capability, interface and scheme",
-			pinned: testCard(),
+			name: "capability, interface and scheme",
 			live: modified(func(c *Card) {
 				c.Capabilities.Streaming = false
 				c.Interfaces = c.Interfaces[:1]
@@ -34,8 +56,7 @@ func TestCheckVersionBump(t *testing.T) {
 			want: warn("interfaces, capabilities, security"),
 		},
 		{
-			name:   "changes no other rule locates",
-			pinned: testCard(),
+			name: "changes no other rule locates",
 			live: modified(func(c *Card) {
 				c.Capabilities.StateTransitionHistory = true
 				c.SecuritySchemes["oauth"].Flows["clientCredentials"].Scopes["admin"] = "Administer"
@@ -54,13 +75,11 @@ func TestCheckVersionBump(t *testing.T) {
 			}},
 		},
 		{
-			name:   "version bumped",
-			pinned: testCard(),
-			live:   modified(func(c *Card) { c.Version = "1.3.0"; c.Capabilities.Streaming = false }),
+			name: "version bumped",
+			live: modified(func(c *Card) { c.Version = "1.3.0"; c.Capabilities.Streaming = false }),
 		},
 		{
-			name:   "descriptive text only",
-			pinned: testCard(),
+			name: "descriptive text only",
 			live: modified(func(c *Card) {
 				c.Name = "Planner"
 				c.Skills[0].Description = "Summarizes."
@@ -68,8 +87,7 @@ func TestCheckVersionBump(t *testing.T) {
 			}),
 		},
 		{
-			name:   "equivalent spellings",
-			pinned: testCard(),
+			name: "equivalent spellings",
 			live: modified(func(c *Card) {
 				c.DefaultInputModes = []string{"TEXT", "application/json; charset=utf-8", "text/plain"}
 				c.Interfaces[0].ProtocolVersion = "1.0.0"
