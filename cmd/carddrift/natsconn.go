@@ -47,13 +47,6 @@ func (n *natsFlags) options(name string) service.ConnectOptions {
 	}
 }
 
-// connect dials NATS with the flags' credentials and TLS settings
-// (service.Connect); a TLS setting that cannot be used is a usage error.
-func (n *natsFlags) connect(name string) (*nats.Conn, error) {
-	nc, err := service.Connect(n.options(name))
-	return nc, usage(err)
-}
-
 // usage makes ErrInvalidOptions a usage error.
 func usage(err error) error {
 	if errors.Is(err, service.ErrInvalidOptions) {

@@ -59,22 +59,15 @@ func (s *storeFlags) open(ctx context.Context, name string) (_ *storeSource, err
 	if s.nats.url != "" && s.dataDir != "" {
 		return nil, usagef("--nats-url and --data-dir are exclusive: a live deployment or a store directory")
 	}
-	if s.dataDir != "" {
-		if src.off, err = openOffline(s.dataDir, s.copy); err != nil {
-			return nil, err
+	if s.dataDir == "" {
+		n := s.nats // jetStream sets the default URL on its copy only
+		src.nc, src.js, err = n.jetStream(name)
+	} else if src.off, err = openOffline(s.dataDir, s.copy); err == nil {
+		if src.nc, err = src.off.connect(name); err == nil {
+			src.js, err = jetstream.New(src.nc)
 		}
-		src.nc, err = src.off.connect(name)
-	} else {
-		n := s.nats
-		if n.url == "" {
-			n.url = defaultNATSURL
-		}
-		src.nc, err = n.connect(name)
 	}
 	if err != nil {
-		return nil, err
-	}
-	if src.js, err = jetstream.New(src.nc); err != nil {
 		return nil, err
 	}
 	bctx, cancel := context.WithTimeout(ctx, 15*time.Second)
