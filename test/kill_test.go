@@ -90,16 +90,6 @@ func (k *killWorkload) publishPins(t testing.TB, emit *client.Emitter) {
 	}
 }
 
-func (k *killWorkload) pinned(o *outbound) bool {
-	pinned := countBy(o, events.TypePinned)
-	for _, task := range k.tasks {
-		if pinned[task] < 1 {
-			return false
-		}
-	}
-	return true
-}
-
 // publishTransitions emits every task's transitions, task by task.
 func (k *killWorkload) publishTransitions(t testing.TB, emit *client.Emitter) {
 	ctx := context.Background()
