@@ -115,14 +115,8 @@ func (f *diffFlags) run(ctx context.Context, e *env, args []string) error {
 		out.Findings = detector.Diff(cards[0], cards[1])
 	}
 	out.Findings = nonNil(out.Findings)
-	if f.json {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-	} else {
-		writeDiffText(e.stdout, &out)
+	if err := printResult(e.stdout, f.json, out, func(w io.Writer) { writeDiffText(w, &out) }); err != nil {
+		return err
 	}
 	if failOn != 0 {
 		for _, fd := range out.Findings {
