@@ -272,7 +272,7 @@ func benchThroughput(ctx context.Context, out io.Writer, js jetstream.JetStream,
 				r.CarddriftPerSecond, r.ServeCPUMsPer1000, r.ServerCPUMsPer1000Carddrift = rate, c.ServeCPUMsPer1000, c.ServerCPUMsPer1000
 				continue
 			}
-			side, err := f.runRaw(ctx, js, jetstream.StreamConfig{Storage: info.Config.Storage}, embedded, func(ctx context.Context, s scratch) error {
+			fig, took, err := f.runRaw(ctx, js, jetstream.StreamConfig{Storage: info.Config.Storage}, embedded, func(ctx context.Context, s scratch) error {
 				msgs, err := benchMessages(f.events, s.run, pins)
 				if err != nil {
 					return err
@@ -282,8 +282,7 @@ func benchThroughput(ctx context.Context, out io.Writer, js jetstream.JetStream,
 			if err != nil {
 				return nil, err
 			}
-			raw := side.figure().RawCPUMsPer1000
-			r.RawPerSecond, r.RawCPUMsPer1000, r.ServerCPUMsPer1000Raw = float64(side.events)/side.took.Seconds(), &raw, side.cost.ServerCPUMsPer1000
+			r.RawPerSecond, r.RawCPUMsPer1000, r.ServerCPUMsPer1000Raw = float64(fig.Events)/took.Seconds(), &fig.RawCPUMsPer1000, fig.Cost.ServerCPUMsPer1000
 		}
 		say("  round %d: raw %8.0f events/s, carddrift %8.0f events/s, ratio %.2f\n", round+1, r.RawPerSecond, r.CarddriftPerSecond, r.CarddriftPerSecond/r.RawPerSecond)
 		t.Rounds = append(t.Rounds, r)
@@ -510,15 +509,6 @@ type RawFigure struct {
 	TotalMsPer1000  *float64 `json:"totalCpuMsPer1000Events,omitempty"`
 }
 
-func (s rawSide) figure() RawFigure {
-	r := RawFigure{Events: s.events, RawCPUMsPer1000: 1e6 * s.cpu.Seconds() / float64(s.events), Cost: s.cost}
-	if base := baselineTotal(s.cost); base != nil {
-		t := *base + r.RawCPUMsPer1000
-		r.TotalMsPer1000 = &t
-	}
-	return r
-}
-
 // scratchPublisher moves the lifecycle subjects (a2a.task.…) under a
 // scratch stream's subject, so that the deployment's workers never see them.
 type scratchPublisher struct {
@@ -569,7 +559,7 @@ func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags
 	if err != nil {
 		return nil, usageError{err}
 	}
-	side, err := f.runRaw(ctx, js, scratchConfig(lifecycle), embedded, func(ctx context.Context, s scratch) error {
+	fig, _, err := f.runRaw(ctx, js, scratchConfig(lifecycle), embedded, func(ctx context.Context, s scratch) error {
 		ctx, stop := context.WithCancel(ctx)
 		defer stop()
 		player, err := fl.Play(ctx, sched)
@@ -590,7 +580,7 @@ func benchMixBaseline(ctx context.Context, js jetstream.JetStream, f *benchFlags
 	if err != nil {
 		return nil, err
 	}
-	return &MixBaseline{RawFigure: side.figure()}, nil
+	return &MixBaseline{RawFigure: fig}, nil
 }
 
 // Bounds of the efficient publisher's in-memory copy of the messages (so
@@ -671,7 +661,7 @@ func benchEfficient(ctx context.Context, nc *nats.Conn, f *benchFlags, lifecycle
 	if len(msgs) == 0 {
 		return nil, errRawEmpty
 	}
-	side, err := f.runRaw(ctx, js, scratchConfig(lifecycle), embedded, func(ctx context.Context, s scratch) error {
+	fig, _, err := f.runRaw(ctx, js, scratchConfig(lifecycle), embedded, func(ctx context.Context, s scratch) error {
 		start := time.Now()
 		for _, m := range msgs {
 			if wait := m.at.Sub(msgs[0].at) - time.Since(start); wait > time.Millisecond {
@@ -696,7 +686,7 @@ func benchEfficient(ctx context.Context, nc *nats.Conn, f *benchFlags, lifecycle
 	if err != nil {
 		return nil, err
 	}
-	return &Efficient{side.figure()}, nil
+	return &Efficient{fig}, nil
 }
 
 // Ratios are DESIGN's cost bars and the events one core carries at the
@@ -1040,49 +1030,46 @@ func newScratch(ctx context.Context, js jetstream.JetStream, sc jetstream.Stream
 
 var errRawEmpty = errors.New("the raw figure's traffic published no events")
 
-// rawSide is one raw figure: the events acknowledged, the time from the
-// first publish to the last ack, the raw consumer's CPU, and the cost.
-type rawSide struct {
-	events int64
-	took   time.Duration
-	cpu    time.Duration
-	cost   *Cost
-}
-
 // runRaw takes one raw figure: publish sends its events under a scratch
-// stream's subject; the figure ends once the raw consumer has acked them all.
+// stream's subject; the figure ends once the raw consumer has acked them all,
+// took after the first publish.
 func (f *benchFlags) runRaw(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig, embedded bool,
-	publish func(ctx context.Context, s scratch) error) (rawSide, error) {
+	publish func(ctx context.Context, s scratch) error) (fig RawFigure, took time.Duration, err error) {
 	s, err := newScratch(ctx, js, sc)
 	if err != nil {
-		return rawSide{}, err
+		return fig, 0, err
 	}
 	defer s.drop()
 	proc, err := startRawConsumer(ctx, &f.nats, s.name, f.demo.duration+5*time.Minute)
 	if err != nil {
-		return rawSide{}, err
+		return fig, 0, err
 	}
 	defer proc.kill()
 	before := f.cost.read(ctx)
 	start := time.Now()
 	if err := publish(ctx, s); err != nil {
-		return rawSide{}, err
+		return fig, 0, err
 	}
 	st, err := js.Stream(ctx, s.name)
 	if err != nil {
-		return rawSide{}, err
+		return fig, 0, err
 	}
 	n := st.CachedInfo().State.Msgs
 	if n == 0 {
-		return rawSide{}, errRawEmpty
+		return fig, 0, errRawEmpty
 	}
 	if err := waitDrained(ctx, js, s.name, []string{"raw"}, 100*time.Millisecond, 5*time.Minute); err != nil {
-		return rawSide{}, fmt.Errorf("the raw consumer: %w", err)
+		return fig, 0, fmt.Errorf("the raw consumer: %w", err)
 	}
 	after := f.cost.read(ctx)
 	last, cpu, err := proc.finish(ctx, n)
 	if err != nil {
-		return rawSide{}, err
+		return fig, 0, err
 	}
-	return rawSide{events: int64(n), took: last.Sub(start), cpu: cpu, cost: f.cost.cost(before, after, int64(n), embedded)}, nil
+	fig = RawFigure{Events: int64(n), RawCPUMsPer1000: 1e6 * cpu.Seconds() / float64(n), Cost: f.cost.cost(before, after, int64(n), embedded)}
+	if base := baselineTotal(fig.Cost); base != nil {
+		t := *base + fig.RawCPUMsPer1000
+		fig.TotalMsPer1000 = &t
+	}
+	return fig, last.Sub(start), nil
 }
