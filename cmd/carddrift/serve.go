@@ -61,9 +61,7 @@ type serveFlags struct {
 	agentCreds   string
 	requireSig   bool
 	storageFlags
-	memBudget budget.Bytes
-	// startupTimeout bounds the wait for a deployment still forming
-	// (0: none).
+	memBudget      budget.Bytes
 	startupTimeout time.Duration
 }
 
