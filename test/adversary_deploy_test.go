@@ -223,12 +223,7 @@ func tryJoin(t *testing.T, cl *natsCluster, planner *nats.Subscription, name, ce
 // is refused and nothing it publishes reaches the cluster; the route
 // identity still joins.
 func TestAdversaryRouteIdentity(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a 3-node nats-server cluster and rogue nodes")
-	}
-	natsBin := natsServerBinary(t)
-	certs := makeTestCerts(t)
-	cl := startCluster(t, natsBin, certs)
+	cl := startCluster(t, "runs a 3-node nats-server cluster and rogue nodes")
 
 	pnc, _ := cl.connect(t, rolePlanner)
 	forged, err := pnc.SubscribeSync("card.drift.forged.>")
@@ -240,7 +235,7 @@ func TestAdversaryRouteIdentity(t *testing.T) {
 	// The rogue trusts every CA the deployment publishes.
 	var bundle []byte
 	for _, f := range []string{"ca.pem", "route-ca.pem"} {
-		if b, err := os.ReadFile(filepath.Join(certs, f)); err == nil {
+		if b, err := os.ReadFile(filepath.Join(cl.certs, f)); err == nil {
 			bundle = append(bundle, b...)
 		}
 	}
@@ -248,7 +243,7 @@ func TestAdversaryRouteIdentity(t *testing.T) {
 	must(t, os.WriteFile(caFile, bundle, 0o644))
 
 	pem := func(name string) (string, string) {
-		return filepath.Join(certs, name+".pem"), filepath.Join(certs, name+"-key.pem")
+		return filepath.Join(cl.certs, name+".pem"), filepath.Join(cl.certs, name+"-key.pem")
 	}
 	for _, id := range []struct{ name, file string }{
 		{"carddrift (CN=carddrift)", roleCarddrift},
@@ -291,7 +286,7 @@ func TestAdversaryRouteIdentity(t *testing.T) {
 	// A certificate of the route CA with a client's subject (as if the route
 	// CA signed one by mistake): the handshake passes, authorization does not.
 	t.Run("route-ca-other-subject", func(t *testing.T) {
-		cert, key, err := signWithRouteCA(certs, t.TempDir(), "a2a-client")
+		cert, key, err := signWithRouteCA(cl.certs, t.TempDir(), "a2a-client")
 		if err != nil {
 			t.Fatalf("no route CA to sign with (make-test-certs.sh makes route-ca.pem): %v", err)
 		}
@@ -444,12 +439,7 @@ func nonLoopbackAddrs() []net.IP {
 // addresses the port refuses connections, while loopback still answers
 // /healthz (the container health check).
 func TestAdversaryMonitoring(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a 3-node nats-server cluster")
-	}
-	natsBin := natsServerBinary(t)
-	certs := makeTestCerts(t)
-	cl := startCluster(t, natsBin, certs)
+	cl := startCluster(t, "runs a 3-node nats-server cluster")
 
 	addrs := nonLoopbackAddrs()
 	hc := http.Client{Timeout: 2 * time.Second}
@@ -496,12 +486,7 @@ func TestAdversaryMonitoring(t *testing.T) {
 // streams and buckets, and a planner cannot reach carddrift's JetStream API
 // under the prefix its account's JetStream sources through.
 func TestAdversaryPlannerPushConsumer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a 3-node nats-server cluster")
-	}
-	natsBin := natsServerBinary(t)
-	certs := makeTestCerts(t)
-	cl := startCluster(t, natsBin, certs)
+	cl := startCluster(t, "runs a 3-node nats-server cluster")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

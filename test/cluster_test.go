@@ -535,23 +535,7 @@ func testClusterDeadLetter(t *testing.T, cl *natsCluster, r *rig) {
 // answers 503 meanwhile.
 func startServeEarly(t *testing.T, bin, natsURL, name string) *serveProc {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpAddr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "serve", "--name", name, "--data-dir", t.TempDir(), "--http-addr", httpAddr,
-		"--nats-url", natsURL, "--fetch-allow", "127.0.0.0/8", "--ack-wait", "2s", "--min-lease", "0",
-		"--partitions", "4", "--drain-timeout", "3s", "--log-format", "json", "--log-level", "info")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CARDDRIFT_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	p := &serveProc{httpAddr: httpAddr}
-	p.child, _ = startChild(t, name, cmd, func(line string) bool { return strings.Contains(line, "metrics and health on") })
-	return p
+	return spawnServe(t, bin, name, "metrics and health on", nil, append(rigServeFlags(natsURL), "--log-level", "info")...)
 }
 
 // waitConsuming waits until the process's worker consumes; it fails the
@@ -723,10 +707,14 @@ var monitorListenRe = regexp.MustCompile(`(?m)^http: (\S+):8222$`)
 // rewritten for the test: loopback ports, a temporary store, the test
 // certificates. Everything else (TLS settings, accounts, users, permissions)
 // is the shipped configuration. It waits until every node is healthy
-// (JetStream current) and stops them when the test ends.
-func startCluster(t *testing.T, bin, certs string) *natsCluster {
+// (JetStream current) and stops them when the test ends; under -short the
+// test is skipped, for why.
+func startCluster(t *testing.T, why string) *natsCluster {
 	t.Helper()
-	c := startClusterNodes(t, bin, certs)
+	if testing.Short() {
+		t.Skip(why)
+	}
+	c := startClusterNodes(t, natsServerBinary(t), makeTestCerts(t))
 	c.waitAllHealthy()
 	return c
 }

@@ -642,6 +642,30 @@ func v2ExtendedAgent(t *testing.T, binding a2av2.TransportProtocol) *httptest.Se
 	return srv
 }
 
+// bearerCreds presents "Authorization: token" to origin.
+func bearerCreds(t *testing.T, origin, token string) *fetcher.Credentials {
+	t.Helper()
+	creds, err := fetcher.ParseCredentials(fmt.Appendf(nil, `{%q: {"headers": {"Authorization": %q}}}`, origin, token), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return creds
+}
+
+// bearerFetcher is the loopback fetcher with bearerCreds, closed when the
+// test ends.
+func bearerFetcher(t *testing.T, origin, token string) *fetcher.Fetcher {
+	t.Helper()
+	o := servicetest.LoopbackFetch()
+	o.Credentials = bearerCreds(t, origin, token)
+	f, err := fetcher.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
 // TestExtendedCardA2AGoV2: carddrift fetches the SDK's extended card with the
 // credential over each binding, and is refused (401, card.unreachable
 // "unauthorized") with a wrong one; through a worker the task that uses the
@@ -654,17 +678,7 @@ func TestExtendedCardA2AGoV2(t *testing.T) {
 				token  string
 				reason fetcher.Reason
 			}{{interopToken, ""}, {"Bearer wrong", fetcher.ReasonUnauthorized}} {
-				creds, err := fetcher.ParseCredentials(fmt.Appendf(nil, `{%q: {"headers": {"Authorization": %q}}}`, srv.URL, tc.token), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				o := servicetest.LoopbackFetch()
-				o.Credentials = creds
-				f, err := fetcher.New(o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
+				f := bearerFetcher(t, srv.URL, tc.token)
 				ctx := context.Background()
 				pub, err := f.ObserveAgent(ctx, srv.URL, "", false)
 				if err != nil {
@@ -696,10 +710,7 @@ func TestExtendedCardA2AGoV2(t *testing.T) {
 	}
 
 	srv := v2ExtendedAgent(t, a2av2.TransportProtocolJSONRPC)
-	creds, err := fetcher.ParseCredentials(fmt.Appendf(nil, `{%q: {"headers": {"Authorization": %q}}}`, srv.URL, interopToken), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	creds := bearerCreds(t, srv.URL, interopToken)
 	r := servicetest.Start(t, servicetest.Options{Workers: []string{"w1"}, Worker: func(o *worker.Options) { o.Fetch.Credentials = creds }})
 	ctx := context.Background()
 	if err := r.Emit.Submitted(ctx, events.Submitted{TaskID: "v2-ext", AgentURL: srv.URL, SkillID: "audit-ledger",
@@ -747,17 +758,7 @@ func TestExtendedCardJSSDK(t *testing.T) {
 	ctx := context.Background()
 	observe := func(token string) (fetcher.Observation, fetcher.Observation, *fetcher.Fetcher, error) {
 		t.Helper()
-		creds, err := fetcher.ParseCredentials(fmt.Appendf(nil, `{%q: {"headers": {"Authorization": %q}}}`, base, token), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := servicetest.LoopbackFetch()
-		o.Credentials = creds
-		f, err := fetcher.New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = f.Close() })
+		f := bearerFetcher(t, base, token)
 		pub, err := f.ObserveAgent(ctx, base, "", false)
 		if err != nil {
 			t.Fatalf("public card: %v", err)

@@ -90,16 +90,6 @@ func (k *killWorkload) publishPins(t testing.TB, emit *client.Emitter) {
 	}
 }
 
-func (k *killWorkload) pinned(o *outbound) bool {
-	pinned := countBy(o, events.TypePinned)
-	for _, task := range k.tasks {
-		if pinned[task] < 1 {
-			return false
-		}
-	}
-	return true
-}
-
 // publishTransitions emits every task's transitions, task by task.
 func (k *killWorkload) publishTransitions(t testing.TB, emit *client.Emitter) {
 	ctx := context.Background()
@@ -318,7 +308,12 @@ type syncBuffer = servicetest.Output
 // extra flags follow the defaults (a repeated flag takes its last value).
 func startServe(t *testing.T, bin, natsURL, name string, extra ...string) *serveProc {
 	t.Helper()
-	return launchServe(t, bin, name, "carddrift_", nil, append([]string{
+	return launchServe(t, bin, name, "carddrift_", nil, append(rigServeFlags(natsURL), extra...)...)
+}
+
+// rigServeFlags are startServe's defaults (a later flag overrides one).
+func rigServeFlags(natsURL string) []string {
+	return []string{
 		"--nats-url", natsURL,
 		"--fetch-allow", "127.0.0.0/8",
 		"--ack-wait", "2s",
@@ -327,7 +322,7 @@ func startServe(t *testing.T, bin, natsURL, name string, extra ...string) *serve
 		"--drain-timeout", "3s",
 		"--log-format", "json",
 		"--log-level", "warn",
-	}, extra...)...)
+	}
 }
 
 // launchServe starts `carddrift serve --name name` with its own data
@@ -337,6 +332,23 @@ func startServe(t *testing.T, bin, natsURL, name string, extra ...string) *serve
 // its CARDDRIFT_* variables, which must not leak into it, plus env
 // ("NAME=value", set as CARDDRIFT_NAME).
 func launchServe(t *testing.T, bin, name, metricsPrefix string, env []string, args ...string) *serveProc {
+	t.Helper()
+	p := spawnServe(t, bin, name, "consuming", env, args...)
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			if t.Failed() && metricsPrefix != "" {
+				t.Logf("%s metrics:\n%s", name, p.metrics(metricsPrefix))
+			}
+			p.stop(os.Kill, 0)
+		}
+	})
+	return p
+}
+
+// spawnServe is launchServe up to the first stdout line that holds ready.
+func spawnServe(t *testing.T, bin, name, ready string, env []string, args ...string) *serveProc {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -354,17 +366,7 @@ func launchServe(t *testing.T, bin, name, metricsPrefix string, env []string, ar
 		cmd.Env = append(cmd.Env, "CARDDRIFT_"+kv)
 	}
 	p := &serveProc{httpAddr: httpAddr}
-	p.child, _ = startChild(t, name, cmd, func(line string) bool { return strings.Contains(line, "consuming") })
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			if t.Failed() && metricsPrefix != "" {
-				t.Logf("%s metrics:\n%s", name, p.metrics(metricsPrefix))
-			}
-			p.stop(os.Kill, 0)
-		}
-	})
+	p.child, _ = startChild(t, name, cmd, func(line string) bool { return strings.Contains(line, ready) })
 	return p
 }
 

@@ -170,9 +170,4 @@ func (p *reference) print(o outcome) {
 	fmt.Fprintf(p.out, "%s  [%s]  %s\n", line, strings.Join(o.Rules, ","), o.Reason)
 }
 
-func short(d string) string {
-	if len(d) > 19 {
-		return d[:19]
-	}
-	return d
-}
+func short(d string) string { return d[:min(len(d), 19)] }

@@ -6,7 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/peterbourgon/ff/v3"
@@ -203,4 +206,11 @@ func serve(ctx context.Context, o *options, stdout io.Writer, log zerolog.Logger
 		log.Warn().Dur("drainTimeout", o.drainTimeout).Msg("drain timed out; unhandled verdicts will be redelivered")
 	}
 	return nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

@@ -54,6 +54,27 @@ func runPlanner(t *testing.T, args ...string) (code int, stdout, stderr string) 
 	return code, out.String(), errb.String()
 }
 
+// drift submits tasks on a's card v1, changes the card to v2 and has every
+// task send a request, so that the worker judges each against v2.
+func drift(t *testing.T, r *servicetest.Rig, a *servicetest.Agent, v1, v2 []byte, tasks map[string]events.Submitted) {
+	t.Helper()
+	ctx := context.Background()
+	for id, s := range tasks {
+		s.TaskID, s.AgentURL, s.Card = id, a.URL(), v1
+		if err := r.Emit.Submitted(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Drained(t, 15*time.Second)
+	a.Set(string(v2))
+	for id := range tasks {
+		if err := r.Emit.Request(ctx, events.Request{TaskID: id, AgentURL: a.URL(), Method: "message/stream", Attempt: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Drained(t, 15*time.Second)
+}
+
 // A fleet of tasks on one agent whose card changes: the reference planner
 // cancels the fail-closed task, re-plans the degradable one (a new
 // submission that replaces the pin), refuses to re-plan one the live card
@@ -70,20 +91,7 @@ func TestPlannerActsOnVerdicts(t *testing.T) {
 		"cannot-replan": {SkillID: "echo", Requires: events.Requires{Streaming: true}, Posture: detector.Degrade, Idempotent: true},
 		"continue-me":   {SkillID: "echo", Posture: detector.FailClosed},
 	}
-	for id, s := range tasks {
-		s.TaskID, s.AgentURL, s.Card = id, a.URL(), v1
-		if err := r.Emit.Submitted(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.Drained(t, 15*time.Second)
-	a.Set(string(v2))
-	for id := range tasks {
-		if err := r.Emit.Request(ctx, events.Request{TaskID: id, AgentURL: a.URL(), Method: "message/stream", Attempt: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.Drained(t, 15*time.Second)
+	drift(t, r, a, v1, v2, tasks)
 
 	code, stdout, stderr := runPlanner(t, "--nats-url", r.URL(), "--durable", "test-planner", "--from-start",
 		"--fetch-allow", "127.0.0.0/8", "--json", "--limit", "4", "--log-level", "warn")
@@ -168,23 +176,10 @@ func TestPlannerFiltersAndDryRun(t *testing.T) {
 	v1 := card("1.0.0", true, `"text/plain","application/json"`)
 	a := servicetest.NewAgent(t, string(v1))
 	ctx := context.Background()
-	for id, s := range map[string]events.Submitted{
+	drift(t, r, a, v1, card("1.1.0", false, `"text/plain"`), map[string]events.Submitted{
 		"abort-me":  {SkillID: "echo", Requires: events.Requires{Streaming: true}, Posture: detector.FailClosed},
 		"replan-me": {SkillID: "summarize", Posture: detector.Degrade, Idempotent: true},
-	} {
-		s.TaskID, s.AgentURL, s.Card = id, a.URL(), v1
-		if err := r.Emit.Submitted(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.Drained(t, 15*time.Second)
-	a.Set(string(card("1.1.0", false, `"text/plain"`)))
-	for _, id := range []string{"abort-me", "replan-me"} {
-		if err := r.Emit.Request(ctx, events.Request{TaskID: id, AgentURL: a.URL(), Method: "message/stream", Attempt: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.Drained(t, 15*time.Second)
+	})
 
 	code, stdout, stderr := runPlanner(t, "--nats-url", r.URL(), "--durable", "aborts", "--from-start", "--actions", "abort",
 		"--min-severity", "breaking", "--limit", "1", "--log-level", "warn")
@@ -243,16 +238,7 @@ func TestPlannerReplansOntoRenamedSkill(t *testing.T) {
 	renamed := bytes.Replace(v1, []byte(`"id":"echo"`), []byte(`"id":"echo-v2"`), 1)
 	a := servicetest.NewAgent(t, string(v1))
 	ctx := context.Background()
-	if err := r.Emit.Submitted(ctx, events.Submitted{TaskID: "rename-me", AgentURL: a.URL(), SkillID: "echo", Card: v1,
-		Posture: detector.Degrade, Idempotent: true}); err != nil {
-		t.Fatal(err)
-	}
-	r.Drained(t, 15*time.Second)
-	a.Set(string(renamed))
-	if err := r.Emit.Request(ctx, events.Request{TaskID: "rename-me", AgentURL: a.URL(), Method: "message/stream", Attempt: 1}); err != nil {
-		t.Fatal(err)
-	}
-	r.Drained(t, 15*time.Second)
+	drift(t, r, a, v1, renamed, map[string]events.Submitted{"rename-me": {SkillID: "echo", Posture: detector.Degrade, Idempotent: true}})
 
 	code, stdout, stderr := runPlanner(t, "--nats-url", r.URL(), "--durable", "rename-planner", "--from-start",
 		"--fetch-allow", "127.0.0.0/8", "--json", "--limit", "1", "--log-level", "warn")

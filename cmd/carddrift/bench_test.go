@@ -57,23 +57,20 @@ func TestProcessCPU(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 
-	p0, err := procCPU(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
+	read := func() (proc, metrics time.Duration) {
+		p, err := procCPU(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := metricsCPU(ctx, srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, m
 	}
-	m0, err := metricsCPU(ctx, srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p0, m0 := read()
 	burn()
-	p1, err := procCPU(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m1, err := metricsCPU(ctx, srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p1, m1 := read()
 	if p1 <= p0 || m1 <= m0 {
 		t.Fatalf("CPU did not grow: /proc %v → %v, /metrics %v → %v", p0, p1, m0, m1)
 	}

@@ -110,19 +110,13 @@ func (f *diffFlags) run(ctx context.Context, e *env, args []string) error {
 		v := d.Verdict
 		out.Findings = d.Findings
 		out.Task = &req
-		out.Verdict = &verdictOutput{Action: v.Action, Posture: v.Posture, Reason: v.Reason, Impacting: nonNil(v.Impacting)}
+		out.Verdict = &verdictOutput{Action: v.Action, Posture: v.Posture, Reason: v.Reason, Impacting: append([]detector.Finding{}, v.Impacting...)}
 	} else {
 		out.Findings = detector.Diff(cards[0], cards[1])
 	}
-	out.Findings = nonNil(out.Findings)
-	if f.json {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return err
-		}
-	} else {
-		writeDiffText(e.stdout, &out)
+	out.Findings = append([]detector.Finding{}, out.Findings...) // [] in JSON, never null
+	if err := printResult(e.stdout, f.json, out, func(w io.Writer) { writeDiffText(w, &out) }); err != nil {
+		return err
 	}
 	if failOn != 0 {
 		for _, fd := range out.Findings {
@@ -134,17 +128,7 @@ func (f *diffFlags) run(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func nonNil(fs []detector.Finding) []detector.Finding {
-	if fs == nil {
-		return []detector.Finding{}
-	}
-	return fs
-}
-
 func splitList(s string) []string {
-	if s == "" {
-		return nil
-	}
 	var out []string
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {

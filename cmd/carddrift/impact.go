@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -78,17 +76,7 @@ func (f *impactFlags) run(ctx context.Context, e *env) error {
 	case err != nil:
 		return err
 	}
-	var buf bytes.Buffer
-	if f.json {
-		enc := json.NewEncoder(&buf)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else {
-		writeImpactText(&buf, rep)
-	}
-	if _, err := e.stdout.Write(buf.Bytes()); err != nil {
+	if err := printResult(e.stdout, f.json, rep, func(w io.Writer) { writeImpactText(w, rep) }); err != nil {
 		return err
 	}
 	if (f.failOn == "abort" && rep.Counts.Abort > 0) || (f.failOn == "replan" && rep.Counts.Abort+rep.Counts.Replan > 0) {

@@ -12,15 +12,12 @@ import (
 
 // natsFlags are the connection flags shared by serve, watch and simulate.
 type natsFlags struct {
-	url     string
-	creds   string
-	tlsCert string
-	tlsKey  string
-	tlsCA   string
-	// apiPrefix is the JetStream API prefix for an account that reaches
-	// carddrift's JetStream through an import (the shipped planner role:
-	// "JS.carddrift.API"; see deployments/README.md). Empty: $JS.API.
-	apiPrefix string
+	url       string
+	creds     string
+	tlsCert   string
+	tlsKey    string
+	tlsCA     string
+	apiPrefix string // --js-api-prefix (registerClient)
 }
 
 func (n *natsFlags) register(fs *flag.FlagSet) {
@@ -31,9 +28,8 @@ func (n *natsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.tlsCA, "tls-ca", "", "CA bundle (PEM) to verify the NATS servers")
 }
 
-// registerClient registers the flags of a command that uses a deployment
-// as a client (watch, simulate, bench): the connection flags and the
-// JetStream API prefix.
+// registerClient adds --js-api-prefix to the connection flags, for the
+// commands that use a deployment as a client (watch, simulate, bench).
 func (n *natsFlags) registerClient(fs *flag.FlagSet) {
 	n.register(fs)
 	fs.StringVar(&n.apiPrefix, "js-api-prefix", "", "JetStream API prefix to use (the shipped planner role: JS.carddrift.API, which its account maps onto its own JetStream and its copy of the card stream; or the prefix under which an account imports carddrift's JetStream); empty: $JS.API")
@@ -45,13 +41,6 @@ func (n *natsFlags) options(name string) service.ConnectOptions {
 		URL: n.url, Name: name, Creds: n.creds, TLSCert: n.tlsCert, TLSKey: n.tlsKey, TLSCA: n.tlsCA,
 		APIPrefix: n.apiPrefix,
 	}
-}
-
-// connect dials NATS with the flags' credentials and TLS settings
-// (service.Connect); a TLS setting that cannot be used is a usage error.
-func (n *natsFlags) connect(name string) (*nats.Conn, error) {
-	nc, err := service.Connect(n.options(name))
-	return nc, usage(err)
 }
 
 // usage makes ErrInvalidOptions a usage error.

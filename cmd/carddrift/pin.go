@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/carddrift/carddrift/detector"
+	"github.com/carddrift/carddrift/events/inspect/render"
 	"github.com/carddrift/carddrift/store/fetcher"
 )
 
@@ -76,12 +77,10 @@ func (f *pinFlags) run(ctx context.Context, e *env, args []string) error {
 	for _, s := range c.Skills {
 		out.Skills = append(out.Skills, s.ID)
 	}
-	if f.json {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
-	}
-	w := e.stdout
+	return printResult(e.stdout, f.json, out, func(w io.Writer) { writePinText(w, &out) })
+}
+
+func writePinText(w io.Writer, out *pinOutput) {
 	for _, row := range [][2]string{
 		{"source", out.Source}, {"name", out.Name}, {"digest", out.Digest}, {"fingerprint", out.Fingerprint},
 		{"structural digest", out.StructuralDigest}, {"version", orNone(out.Version)},
@@ -100,7 +99,7 @@ func (f *pinFlags) run(ctx context.Context, e *env, args []string) error {
 	}
 	if len(out.Conformance) == 0 {
 		fmt.Fprintf(w, "conformance        ok\n")
-		return nil
+		return
 	}
 	fmt.Fprintf(w, "conformance        %d part(s) follow no known schema (read around):\n", len(out.Conformance))
 	for _, n := range out.Conformance {
@@ -110,7 +109,17 @@ func (f *pinFlags) run(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(w, "  %-24s %s\n", path, n.Message)
 	}
-	return nil
+}
+
+// printResult writes v as indented JSON (--json), else what text writes,
+// to w in one write.
+func printResult(w io.Writer, asJSON bool, v any, text func(io.Writer)) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	return render.Buffered(w, text)
 }
 
 func orNone(s string) string {

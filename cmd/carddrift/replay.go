@@ -43,75 +43,69 @@ func (f *replayFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.rules, "rules", "", `with --reevaluate: a JSON rules file {"disable":[rule ids],"severity":{rule id: "info"|"warning"|"breaking"}}`)
 }
 
-type replayPlan struct {
-	query replay.Query
-	re    replay.Reevaluation
-}
-
-func (f *replayFlags) plan(now time.Time) (*replayPlan, error) {
-	p := &replayPlan{query: replay.Query{TaskID: f.task, AgentURL: f.agent}}
-	var err error
+func (f *replayFlags) plan(now time.Time) (q replay.Query, re replay.Reevaluation, err error) {
+	q = replay.Query{TaskID: f.task, AgentURL: f.agent}
 	if f.since != "" {
-		if p.query.Since, err = replay.ParseTime(f.since, now); err != nil {
-			return nil, usagef("--since: %v", err)
+		if q.Since, err = replay.ParseTime(f.since, now); err != nil {
+			return q, re, usagef("--since: %v", err)
 		}
 	}
 	if f.until != "" {
-		if p.query.Until, err = replay.ParseTime(f.until, now); err != nil {
-			return nil, usagef("--until: %v", err)
+		if q.Until, err = replay.ParseTime(f.until, now); err != nil {
+			return q, re, usagef("--until: %v", err)
 		}
 	}
-	if !p.query.Since.IsZero() && !p.query.Until.IsZero() && p.query.Until.Before(p.query.Since) {
-		return nil, usagef("--until is before --since")
+	if !q.Since.IsZero() && !q.Until.IsZero() && q.Until.Before(q.Since) {
+		return q, re, usagef("--until is before --since")
 	}
 	if err := f.output.check(); err != nil {
-		return nil, err
+		return q, re, err
 	}
 	if f.output.format == "html" && f.reevaluate {
-		return nil, usagef("--reevaluate prints text or json, not html")
+		return q, re, usagef("--reevaluate prints text or json, not html")
 	}
 	if f.cards {
 		if f.agent == "" {
-			return nil, usagef("--cards needs --agent URL")
+			return q, re, usagef("--cards needs --agent URL")
 		}
 		if f.reevaluate {
-			return nil, usagef("--cards and --reevaluate are exclusive")
+			return q, re, usagef("--cards and --reevaluate are exclusive")
 		}
 	}
 	if !f.reevaluate && (f.posture != "" || f.rules != "") {
-		return nil, usagef("--posture and --rules go with --reevaluate")
+		return q, re, usagef("--posture and --rules go with --reevaluate")
 	}
 	if f.posture != "" {
 		ps, err := detector.ParsePosture(f.posture)
 		if err != nil {
-			return nil, usagef("--posture: %v", err)
+			return q, re, usagef("--posture: %v", err)
 		}
-		p.re.Posture = ps
+		re.Posture = ps
 	}
 	if f.rules != "" {
 		file, err := os.Open(f.rules)
 		if err != nil {
-			return nil, usagef("--rules: %v", err)
+			return q, re, usagef("--rules: %v", err)
 		}
 		defer file.Close()
-		if p.re.Rules, err = detector.ParseRuleSet(file); err != nil {
-			return nil, usagef("--rules %s: %v", f.rules, err)
+		if re.Rules, err = detector.ParseRuleSet(file); err != nil {
+			return q, re, usagef("--rules %s: %v", f.rules, err)
 		}
 	}
 	if f.agent != "" {
 		if _, err := events.AgentKey(f.agent); err != nil {
-			return nil, usagef("--agent: %v", err)
+			return q, re, usagef("--agent: %v", err)
 		}
 	}
-	return p, nil
+	return q, re, nil
 }
 
 func (f *replayFlags) run(ctx context.Context, e *env) error {
-	p, err := f.plan(time.Now())
+	q, re, err := f.plan(time.Now())
 	if err != nil {
 		return err
 	}
-	f.stores.copy = replayCopy(p.query)
+	f.stores.copy = replayCopy(q)
 	src, err := f.stores.open(ctx, "carddrift-replay")
 	if err != nil {
 		return err
@@ -124,22 +118,22 @@ func (f *replayFlags) run(ctx context.Context, e *env) error {
 
 	switch {
 	case f.cards:
-		h, err := rd.Cards(ctx, f.agent, p.query)
+		h, err := rd.Cards(ctx, f.agent, q)
 		if err != nil {
 			return replayErr(err)
 		}
 		warnSkipped(e.stderr, h.Skipped)
 		return writeReport(e, &f.output, h.WriteJSON, h.WriteHTML, h.WriteText)
 	case f.reevaluate:
-		rep, err := rd.Reevaluate(ctx, p.query, p.re)
+		rep, err := rd.Reevaluate(ctx, q, re)
 		if err != nil {
 			return replayErr(err)
 		}
 		return writeReport(e, &f.output, rep.WriteJSON, nil, rep.WriteText) // plan refuses html
 	case f.output.format != "html":
-		return f.stream(ctx, e, rd, p.query)
+		return f.stream(ctx, e, rd, q)
 	default:
-		tl, err := rd.Capped(ctx, p.query, replay.DefaultCap)
+		tl, err := rd.Capped(ctx, q, replay.DefaultCap)
 		if err != nil {
 			return replayErr(err)
 		}

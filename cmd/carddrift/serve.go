@@ -40,28 +40,19 @@ const (
 )
 
 type serveFlags struct {
-	nats         natsFlags
-	dataDir      string
-	natsPort     int
-	httpAddr     string
-	pprof        bool
-	name         string
-	partitions   int
-	replicas     int
+	nats     natsFlags
+	dataDir  string
+	natsPort int
+	httpAddr string
+	pprof    bool
+	name     string
+	// cfg holds --partitions, --replicas, --ack-wait, --max-deliver and
+	// --pins-ttl, fetch the fetch flags (fetchOptions adds the rest).
+	cfg          store.Config
+	fetch        fetcher.Options
 	storage      string
-	ackWait      time.Duration
-	maxDeliver   int
-	pinsTTL      time.Duration
 	fetchAllow   string
-	fetchTimeout time.Duration
-	connTimeout  time.Duration
-	maxBody      int64
-	minLease     time.Duration
-	maxLease     time.Duration
-	defaultLease time.Duration
-	fullFetch    time.Duration
 	heartbeat    time.Duration
-	hostConc     int
 	drainTimeout time.Duration
 	pinnedTTL    time.Duration
 	logFormat    string
@@ -69,19 +60,16 @@ type serveFlags struct {
 	trust        trustFlags
 	agentCreds   string
 	requireSig   bool
-	window       time.Duration
 	storageFlags
-	memBudget budget.Bytes
-	// startupTimeout bounds the wait for a deployment still forming
-	// (0: none).
+	memBudget      budget.Bytes
 	startupTimeout time.Duration
 }
 
 // storageFlags are serve's byte limits and the jobs that watch and trim
 // the store (store.Monitor, store.CardsGC).
 type storageFlags struct {
-	storageLimit  sizeFlag
-	maxBytes      [7]sizeFlag // in the order of maxBytesFlags
+	storageLimit  int64
+	maxBytes      [7]int64 // in the order of maxBytesFlags
 	checkInterval time.Duration
 	gcInterval    time.Duration
 	gcGrace       time.Duration
@@ -102,32 +90,21 @@ var maxBytesFlags = [7]struct {
 	{"leases", "the leases bucket", func(c *store.Config) *int64 { return &c.LeasesMaxBytes }},
 }
 
-// sizeFlag is a byte size flag read by store.ParseSize; zero means unset.
-type sizeFlag int64
-
-func (s *sizeFlag) String() string {
-	if *s == 0 {
-		return ""
-	}
-	return store.FormatSize(int64(*s))
-}
-
-func (s *sizeFlag) Set(v string) error {
-	n, err := store.ParseSize(v)
-	if err != nil {
+// sizeVar defines a byte size flag (store.ParseSize); zero means unset.
+func sizeVar(fs *flag.FlagSet, p *int64, name, usage string) {
+	fs.Func(name, usage, func(v string) (err error) {
+		*p, err = store.ParseSize(v)
 		return err
-	}
-	*s = sizeFlag(n)
-	return nil
+	})
 }
 
 func (f *storageFlags) register(fs *flag.FlagSet) {
-	fs.Var(&f.storageLimit, "storage-limit", "`SIZE` of every stream and bucket together, e.g. 6GiB (default "+
+	sizeVar(fs, &f.storageLimit, "storage-limit", "`SIZE` of every stream and bucket together, e.g. 6GiB (default "+
 		store.FormatSize(store.DefaultStorageLimit)+", "+store.FormatSize(store.DefaultMemoryStorageLimit)+
 		" with --storage memory); split 8:4:2:4:2:2:2 (24ths) among tasks, card-events, dlq, pins, cards, cards-large, leases. "+
 		"At a limit the oldest history is discarded, never a write refused")
 	for i, m := range maxBytesFlags {
-		fs.Var(&f.maxBytes[i], "max-bytes-"+m.flag, "`SIZE` limit of "+m.what+" (default: its share of --storage-limit)")
+		sizeVar(fs, &f.maxBytes[i], "max-bytes-"+m.flag, "`SIZE` limit of "+m.what+" (default: its share of --storage-limit)")
 	}
 	fs.DurationVar(&f.checkInterval, "store-check-interval", store.DefaultMonitorInterval, "read every stream's size this often "+
 		"(carddrift_store_bytes, carddrift_store_limit_bytes; a log line when one reaches its limit)")
@@ -138,9 +115,9 @@ func (f *storageFlags) register(fs *flag.FlagSet) {
 // apply sets the byte limits of cfg (those left unset take their share of
 // the storage limit in effect).
 func (f *storageFlags) apply(cfg *store.Config) {
-	cfg.StorageLimit = int64(f.storageLimit)
+	cfg.StorageLimit = f.storageLimit
 	for i, m := range maxBytesFlags {
-		if v := int64(f.maxBytes[i]); v != 0 {
+		if v := f.maxBytes[i]; v != 0 {
 			*m.field(cfg) = v
 		}
 	}
@@ -179,22 +156,23 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9464", "serve /metrics, /healthz, /readyz and the fleet at /fleet and /fleet.json here (empty: off)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on --http-addr (diagnostics; keep the address private)")
 	fs.StringVar(&f.name, "name", fmt.Sprintf("%s-%d", host, os.Getpid()), "worker name (CloudEvents source, lease holder); unique per process")
-	fs.IntVar(&f.partitions, "partitions", 8, "lifecycle stream partitions (per-task order across workers); fixed for the life of the stream")
-	fs.IntVar(&f.replicas, "replicas", 1, "replicas of every stream and bucket (3 for a 3-node cluster)")
+	f.cfg = store.DefaultConfig()
+	fs.IntVar(&f.cfg.Partitions, "partitions", 8, "lifecycle stream partitions (per-task order across workers); fixed for the life of the stream")
+	fs.IntVar(&f.cfg.Replicas, "replicas", 1, "replicas of every stream and bucket (3 for a 3-node cluster)")
 	fs.StringVar(&f.storage, "storage", "file", "storage of streams and buckets: file or memory")
-	fs.DurationVar(&f.ackWait, "ack-wait", topology.DefaultAckWait, "redeliver an event not acknowledged within this")
-	fs.IntVar(&f.maxDeliver, "max-deliver", topology.DefaultMaxDeliver, "deliveries before an event is dead-lettered")
-	fs.DurationVar(&f.pinsTTL, "pins-ttl", store.DefaultPinsTTL, "expire a task's pin this long after its last write")
+	fs.DurationVar(&f.cfg.AckWait, "ack-wait", topology.DefaultAckWait, "redeliver an event not acknowledged within this")
+	fs.IntVar(&f.cfg.MaxDeliver, "max-deliver", topology.DefaultMaxDeliver, "deliveries before an event is dead-lettered")
+	fs.DurationVar(&f.cfg.PinsTTL, "pins-ttl", store.DefaultPinsTTL, "expire a task's pin this long after its last write")
 	fs.StringVar(&f.fetchAllow, "fetch-allow", "", "CIDR[,CIDR…] the SSRF guard lets fetches reach (loopback, private and link-local are refused by default)")
-	fs.DurationVar(&f.fetchTimeout, "fetch-timeout", fetcher.DefaultTotalTimeout, "total time of one card fetch")
-	fs.DurationVar(&f.connTimeout, "fetch-connect-timeout", fetcher.DefaultConnectTimeout, "connect and TLS handshake time of one card fetch")
-	fs.Int64Var(&f.maxBody, "fetch-max-bytes", fetcher.DefaultMaxBodyBytes, "largest card body read")
-	fs.DurationVar(&f.minLease, "min-lease", fetcher.DefaultMinLease, "lower clamp of a card lease (Cache-Control max-age)")
-	fs.DurationVar(&f.maxLease, "max-lease", fetcher.DefaultMaxLease, "upper clamp of a card lease")
-	fs.DurationVar(&f.defaultLease, "default-lease", fetcher.DefaultDefaultLease, "lease of a card served without Cache-Control max-age (clamped like the others)")
-	fs.DurationVar(&f.fullFetch, "full-fetch-interval", fetcher.DefaultFullFetchInterval, "unconditional fetch at least this often (catches changes behind version-derived ETags)")
+	fs.DurationVar(&f.fetch.TotalTimeout, "fetch-timeout", fetcher.DefaultTotalTimeout, "total time of one card fetch")
+	fs.DurationVar(&f.fetch.ConnectTimeout, "fetch-connect-timeout", fetcher.DefaultConnectTimeout, "connect and TLS handshake time of one card fetch")
+	fs.Int64Var(&f.fetch.MaxBodyBytes, "fetch-max-bytes", fetcher.DefaultMaxBodyBytes, "largest card body read")
+	fs.DurationVar(&f.fetch.MinLease, "min-lease", fetcher.DefaultMinLease, "lower clamp of a card lease (Cache-Control max-age)")
+	fs.DurationVar(&f.fetch.MaxLease, "max-lease", fetcher.DefaultMaxLease, "upper clamp of a card lease")
+	fs.DurationVar(&f.fetch.DefaultLease, "default-lease", fetcher.DefaultDefaultLease, "lease of a card served without Cache-Control max-age (clamped like the others)")
+	fs.DurationVar(&f.fetch.FullFetchInterval, "full-fetch-interval", fetcher.DefaultFullFetchInterval, "unconditional fetch at least this often (catches changes behind version-derived ETags)")
 	registerHeartbeat(fs, &f.heartbeat)
-	fs.IntVar(&f.hostConc, "fetch-per-host", fetcher.DefaultPerHostConcurrency, "concurrent fetches per agent host")
+	fs.IntVar(&f.fetch.PerHostConcurrency, "fetch-per-host", fetcher.DefaultPerHostConcurrency, "concurrent fetches per agent host")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", worker.DefaultDrainTimeout, "on SIGTERM, finish in-flight events within this")
 	fs.DurationVar(&f.pinnedTTL, "pinned-ttl", worker.DefaultPinnedTTL, "a partition whose worker stopped pulling moves to another worker after this")
 	fs.StringVar(&f.logFormat, "log-format", "auto", "json, console, or auto (console on a terminal)")
@@ -213,7 +191,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.startupTimeout, "startup-timeout", defaultStartupTimeout, "wait this long at start for a NATS cluster still forming "+
 		"(no server yet, no JetStream leader, too few servers for --replicas), not ready meanwhile, then exit; 0: wait for ever. "+
 		"A permanent error (a refused permission, a conflicting stream) exits at once")
-	fs.DurationVar(&f.window, "consistency-window", fetcher.DefaultConsistencyWindow, "split brain: an agent whose live card alternates "+
+	fs.DurationVar(&f.fetch.ConsistencyWindow, "consistency-window", fetcher.DefaultConsistencyWindow, "split brain: an agent whose live card alternates "+
 		"between cards (A→B→A→B) within this window has replicas that disagree (card.inconsistent; its tasks' card.drift carry replicas-disagree)")
 }
 
@@ -242,17 +220,12 @@ func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
 }
 
 func (f *serveFlags) storeConfig() (store.Config, error) {
-	cfg := store.DefaultConfig()
-	cfg.Partitions = f.partitions
-	cfg.Replicas = f.replicas
+	cfg := f.cfg
 	st, err := store.ParseStorage(f.storage)
 	if err != nil {
 		return cfg, usageError{err}
 	}
 	cfg.Storage = st
-	cfg.AckWait = f.ackWait
-	cfg.MaxDeliver = f.maxDeliver
-	cfg.PinsTTL = f.pinsTTL
 	f.storageFlags.apply(&cfg)
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
@@ -281,13 +254,9 @@ func (f *serveFlags) fetchOptions() (o fetcher.Options, skipped []error, err err
 	if err != nil {
 		return fetcher.Options{}, nil, usageError{fmt.Errorf("--fetch-allow: %w", err)}
 	}
-	o = fetcher.Options{
-		Allow: allow, TotalTimeout: f.fetchTimeout, ConnectTimeout: f.connTimeout,
-		MaxBodyBytes: f.maxBody, MinLease: f.minLease, MaxLease: f.maxLease, DefaultLease: f.defaultLease,
-		FullFetchInterval: f.fullFetch, PerHostConcurrency: f.hostConc, ConsistencyWindow: f.window,
-		ObserveHeartbeat: heartbeat(f.heartbeat),
-	}
-	if f.minLease == 0 {
+	o = f.fetch
+	o.Allow, o.ObserveHeartbeat = allow, heartbeat(f.heartbeat)
+	if o.MinLease == 0 {
 		o.MinLease = -1
 	}
 	if o.Signatures, skipped, err = f.trust.options(); err != nil {
@@ -423,7 +392,7 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 	defer stopStorage()
 
 	// The fleet now: gauges on /metrics, the page at /fleet.
-	fleet := fleetCollector(svc, f.window, fleetRefresh)
+	fleet := fleetCollector(svc, f.fetch.ConsistencyWindow, fleetRefresh)
 	reg.MustRegister(fleet)
 	if mux != nil {
 		mountFleet(mux, fleet, fleetRefresh)

@@ -5,8 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +22,8 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/client"
 	"github.com/carddrift/carddrift/events/service/servicetest"
+	"github.com/carddrift/carddrift/store/natstest"
+	"github.com/carddrift/carddrift/store/topology"
 )
 
 // syncBuffer collects a command's output while the test reads it.
@@ -246,4 +253,185 @@ func TestServeMaxBytesFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServeAgentCredentialsRefused: serve refuses a credentials file that
+// does not parse, with a usage error that names what is wrong and never the
+// value, whether given by flag or by CARDDRIFT_AGENT_CREDENTIALS.
+func TestServeAgentCredentialsRefused(t *testing.T) {
+	const secret = "Bearer serve-flag-secret-41c9"
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "creds.json")
+	if err := os.WriteFile(bad, []byte(`{"https://agent.example": {"headers": {"Authorization": "`+secret+`\u0007"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+	}{
+		{"flag", []string{"serve", "--agent-credentials", bad}, ""},
+		{"environment", []string{"serve"}, bad},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("CARDDRIFT_AGENT_CREDENTIALS", tc.env)
+			}
+			code, stdout, stderr := runCLI(t, "", tc.args...)
+			if code != exitUsage || !strings.Contains(stderr, "--agent-credentials") || !strings.Contains(stderr, "bad header") {
+				t.Errorf("serve = %d, stderr:\n%s\nwant a usage error naming the bad header", code, stderr)
+			}
+			if strings.Contains(stdout+stderr, "serve-flag-secret") {
+				t.Errorf("the secret is in serve's output:\n%s%s", stdout, stderr)
+			}
+		})
+	}
+	if code, _, stderr := runCLI(t, "", "serve", "--agent-credentials", filepath.Join(dir, "none.json")); code != exitUsage {
+		t.Errorf("a missing credentials file: %d\n%s", code, stderr)
+	}
+}
+
+func TestServeMemoryBudgetUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"not a size", []string{"--memory-budget", "lots"}, "", "lots"},
+		{"fraction", []string{"--memory-budget", "15.5MiB"}, "", "minimum"}, // read (store.ParseSize), then below 16MiB
+		{"below the minimum", []string{"--memory-budget", "1MiB"}, "", "minimum"},
+		{"environment", nil, "12XB", "12XB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("CARDDRIFT_MEMORY_BUDGET", tc.env)
+			}
+			args := append([]string{"serve", "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", ""}, tc.args...)
+			code, _, stderr := runCLI(t, "", args...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("carddrift %s = %d:\n%s\nwant %d naming %q", strings.Join(args, " "), code, stderr, exitUsage, tc.want)
+			}
+		})
+	}
+}
+
+// serve with a budget logs how it is split, sets Go's soft memory limit to
+// 1.5× it and GOGC to serveGCPercent (unless GOGC is set) while it runs,
+// and restores what it found when it returns.
+// With an embedded server it leaves the limit alone (the server's memory is
+// the process's too, outside the budget).
+func TestServeMemoryBudgetApplied(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Setenv("GOGC", "") // as unset: serve sets its own
+	gcPercent := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	prevGC := gcPercent()
+	t.Run("embedded server", func(t *testing.T) {
+		out, errOut, stop := serveInProcess(t, "--data-dir", t.TempDir(), "--nats-port", "0", "--http-addr", "",
+			"--partitions", "2", "--log-format", "json", "--memory-budget", "64MiB")
+		waitMatch(t, errOut, regexp.MustCompile(`the NATS server is embedded, so Go's soft memory limit is not set`))
+		waitMatch(t, out, regexp.MustCompile(`consuming`))
+		if got := debug.SetMemoryLimit(-1); got != prev {
+			t.Errorf("Go memory limit while serving with an embedded server = %d, want the previous %d", got, prev)
+		}
+		if got := gcPercent(); got != prevGC {
+			t.Errorf("GOGC while serving with an embedded server = %d, want the previous %d", got, prevGC)
+		}
+		if !stop() {
+			t.FailNow()
+		}
+	})
+	srv, _, _ := natstest.StartJetStream(t)
+	out, errOut, stop := serveInProcess(t, "--nats-url", srv.ClientURL(), "--http-addr", "",
+		"--partitions", "2", "--log-format", "json", "--memory-budget", "64MiB")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("stdout:\n%s", out.String())
+		}
+	})
+	waitMatch(t, errOut, regexp.MustCompile(`"budget":"64MiB","pins":"16MiB","cards":"[0-9]+[KMi]*B","liveCards":"[0-9]+[KMi]*B","pull":"[0-9]+[KMi]*B","signatures":"[0-9]+[KMi]*B","signatureResults":"1118481[0-9]B","jkuKeySets":"559240[0-9]B".*"memory budget"`))
+	waitMatch(t, out, regexp.MustCompile(`consuming`))
+	if got := debug.SetMemoryLimit(-1); got != 96<<20 {
+		t.Errorf("Go memory limit while serving = %d, want %d (1.5 × 64 MiB)", got, 96<<20)
+	}
+	if got := gcPercent(); got != serveGCPercent {
+		t.Errorf("GOGC while serving = %d, want %d", got, serveGCPercent)
+	}
+	if !stop() {
+		t.FailNow()
+	}
+	if got := debug.SetMemoryLimit(-1); got != prev {
+		t.Errorf("Go memory limit after serve = %d, want the previous %d", got, prev)
+	}
+	if got := gcPercent(); got != prevGC {
+		t.Errorf("GOGC after serve = %d, want the previous %d", got, prevGC)
+	}
+}
+
+// TestWatchLimitStops runs `watch --limit` to its end while the command's
+// context stays alive (as it does for a command that returns by itself) and
+// `watch` until its context ends: each must print its events, return, and
+// leave no goroutine behind.
+func TestWatchLimitStops(t *testing.T) {
+	srv, _, js := natstest.StartJetStream(t)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: topology.DefaultEventsStream, Subjects: []string{"card.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		obs := events.Observed{AgentURL: "https://a.example", CardURL: "https://a.example/.well-known/agent-card.json",
+			Digest: "sha256:" + strings.Repeat("ab", 32), Status: 200, FetchedAt: t0, LatencyMs: 3}
+		if i == 2 { // contract v1.3: a heartbeat standing for 150 fetches
+			obs.Fetches, obs.Since = 150, t0.Add(-5*time.Minute)
+		}
+		m, err := events.Encode(events.Event{ID: fmt.Sprintf("obs-%d", i), Source: "urn:test", Time: t0, Data: obs}, events.Binary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	before := clientGoroutines()
+	for range 3 { // a leak per run adds up
+		code, stdout, stderr := runCLI(t, "", "watch", "--nats-url", srv.ClientURL(), "--from-start", "--all", "--limit", "2")
+		if code != exitOK || strings.Count(stdout, "OBSERVED") != 2 {
+			t.Fatalf("watch --limit 2 = %d\n%s\n%s", code, stdout, stderr)
+		}
+	}
+	// Without --limit, watch runs until its context ends, then returns 0.
+	cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	var out, errOut strings.Builder
+	if code := run(cctx, []string{"watch", "--nats-url", srv.ClientURL(), "--from-start", "--all"}, strings.NewReader(""), &out, &errOut); code != exitOK || strings.Count(out.String(), "OBSERVED") != 3 ||
+		!strings.Contains(out.String(), "fetches=150 since=2026-03-01T11:55:00Z") {
+		t.Fatalf("watch until canceled = %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+
+	// The NATS client's own goroutines end shortly after its connection
+	// closes; nothing of watch's may outlive it. (The embedded server keeps
+	// the ordered consumers until their inactivity threshold: its
+	// goroutines are not counted.)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(clientGoroutines()) > len(before) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if after := clientGoroutines(); len(after) > len(before) {
+		t.Errorf("%d goroutine(s) before three watch --limit runs, %d after:\n%s", len(before), len(after), strings.Join(after, "\n\n"))
+	}
+}
+
+// clientGoroutines returns the stacks of the process's goroutines but
+// those of the embedded nats-server.
+func clientGoroutines() []string {
+	buf := make([]byte, 4<<20)
+	var out []string
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if !strings.Contains(g, "nats-server/") {
+			out = append(out, g)
+		}
+	}
+	return out
 }

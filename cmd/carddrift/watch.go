@@ -162,12 +162,7 @@ func writeEventJSON(w io.Writer, ev events.Event) error {
 
 func humanLine(ev events.Event) string {
 	ts := ev.Time.UTC().Format(time.RFC3339)
-	short := func(d string) string {
-		if len(d) > 19 {
-			return d[:19]
-		}
-		return d
-	}
+	short := func(d string) string { return d[:min(len(d), 19)] }
 	switch d := ev.Data.(type) {
 	case events.Drift:
 		signers := ""

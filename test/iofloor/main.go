@@ -310,12 +310,6 @@ func (f *floor) due(agent string) (key string, observe, ok bool) {
 	return "a" + strconv.Itoa(n), observe, true
 }
 
-func (f *floor) check(_ any, err error) {
-	if err != nil {
-		f.failed.Add(1)
-	}
-}
-
 // agentOf finds the agent URL in an event's JSON data without decoding it.
 func agentOf(data []byte) string {
 	i := bytes.Index(data, agentField)
