@@ -1,6 +1,9 @@
 package events_test
 
 import (
+	"encoding/base64"
+	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +11,7 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/schemas"
 )
 
 func drift(rules ...string) events.Drift {
@@ -149,4 +153,358 @@ func TestMsgIDStable(t *testing.T) {
 			t.Errorf("MsgID(drift signed, %s) = %s, want %s", tc.name, got, tc.want)
 		}
 	}
+}
+
+var (
+	signerA = detector.Signature{KeyID: "agent-2026-05", Alg: "ES256", Thumbprint: "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs",
+		Source: "trusted", Verified: true, Reason: "verified"}
+	signerB = detector.Signature{KeyID: "other-1", Alg: "EdDSA", JKU: "https://cdn.example/jwks.json", Verified: false, Reason: "no-key"}
+)
+
+// signedSamples are a card.drift and a card.pinned of signed cards.
+func signedSamples() (events.Drift, events.Pinned) {
+	d := samples()[5].(events.Drift)
+	a, b := signerA, signerB
+	d.Pinned.Signer, d.Live.Signer = &a, &b
+	d.Findings = append(d.Findings, detector.Finding{Rule: detector.RuleSignerChanged, Severity: detector.Warning,
+		Path: "/signatures/0", Before: map[string]any{"kid": "agent-2026-05"}, After: map[string]any{"kid": "other-1"},
+		Message: "signer changed", Touches: true})
+	p := samples()[6].(events.Pinned)
+	p.Signer = &a
+	return d, p
+}
+
+// Signers survive Encode and Decode in both modes, and validate.
+func TestSignerRoundTrip(t *testing.T) {
+	d, p := signedSamples()
+	for _, mode := range []events.Mode{events.Binary, events.Structured} {
+		for _, data := range []events.Data{d, p} {
+			msg, err := events.Encode(events.Event{ID: "x", Source: "urn:test", Time: t0, Data: data}, mode)
+			if err != nil {
+				t.Fatalf("Encode(%T, %v) = %v", data, mode, err)
+			}
+			ev, err := events.Decode(events.NATSMsg(msg))
+			if err != nil {
+				t.Fatalf("Decode(%T, %v) = %v", data, mode, err)
+			}
+			var got, want *detector.Signature
+			switch g := ev.Data.(type) {
+			case events.Drift:
+				got, want = g.Live.Signer, d.Live.Signer
+				if !reflect.DeepEqual(g.Pinned.Signer, d.Pinned.Signer) {
+					t.Errorf("%v: pinned signer = %+v, want %+v", mode, g.Pinned.Signer, d.Pinned.Signer)
+				}
+			case events.Pinned:
+				got, want = g.Signer, p.Signer
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%v %T: signer = %+v, want %+v", mode, data, got, want)
+			}
+			if c := canonical(t, ev.Data); c != canonical(t, data) {
+				t.Errorf("%v: decoded %s\nwant %s", mode, c, canonical(t, data))
+			}
+		}
+	}
+	// Unsigned cards carry no signer member at all.
+	plain := samples()[5].(events.Drift)
+	msg, err := events.Encode(events.Event{ID: "x", Source: "urn:test", Data: plain}, events.Structured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := events.Decode(events.NATSMsg(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.Data.(events.Drift); got.Pinned.Signer != nil || got.Live.Signer != nil {
+		t.Errorf("unsigned cards decoded with signers %+v, %+v", got.Pinned.Signer, got.Live.Signer)
+	}
+}
+
+// A card.drift of signed cards is identified by its live signer's key too
+// (signatures never change a digest); one of unsigned cards keeps the id it
+// had before signers were recorded.
+func TestDriftIDSigner(t *testing.T) {
+	d, _ := signedSamples()
+	plain := d
+	plain.Pinned.Signer, plain.Live.Signer = nil, nil
+	const before = "drift-" // the id of plain is fixed by the fields it always had
+	if id := events.MsgID(plain); id == events.MsgID(d) || id[:len(before)] != before {
+		t.Errorf("MsgID with and without signers: %s, %s", id, events.MsgID(d))
+	}
+	other := d
+	c := signerA
+	other.Live.Signer = &c
+	if events.MsgID(other) == events.MsgID(d) {
+		t.Error("a drift re-signed by another key has the id of the first")
+	}
+	again := other
+	reasonOnly := signerA
+	reasonOnly.Verified, reasonOnly.Reason = false, "invalid-signature"
+	again.Live.Signer = &reasonOnly
+	if events.MsgID(again) != events.MsgID(other) {
+		t.Error("the same signer's key with another outcome changed the id")
+	}
+	pinnedOnly := plain
+	pinnedOnly.Pinned.Signer = &c
+	if events.MsgID(pinnedOnly) != events.MsgID(plain) {
+		t.Error("the pinned signer changed the id (it is fixed per pin)")
+	}
+}
+
+// decodeSubmitted decodes data as a2a.task.submitted in every content mode
+// and returns the typed data of each.
+func decodeSubmitted(t *testing.T, data string) map[string]events.Submitted {
+	t.Helper()
+	out := map[string]events.Submitted{}
+	for name, m := range map[string]events.Msg{
+		"binary":            msg(binHeaders("ce-type", events.TypeSubmitted), data),
+		"structured":        structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.submitted","data":` + data + `}`),
+		"structured base64": structuredMsg(`{"specversion":"1.0","id":"e1","source":"urn:test","type":"a2a.task.submitted","data_base64":"` + base64.StdEncoding.EncodeToString([]byte(data)) + `"}`),
+	} {
+		ev, err := events.Decode(m)
+		if err != nil {
+			t.Fatalf("%s: Decode(%s) = %v", name, data, err)
+		}
+		out[name] = ev.Data.(events.Submitted)
+	}
+	return out
+}
+
+// TestDecodeMinimalSubmitted: a client that sends only taskId, agentUrl and
+// skillId is accepted, and the defaults of the contract apply in code:
+// nothing required, fail-closed, not idempotent.
+func TestDecodeMinimalSubmitted(t *testing.T) {
+	const data = `{"taskId":"t1","agentUrl":"https://a.example","skillId":"summarize"}`
+	for mode, s := range decodeSubmitted(t, data) {
+		if s.Posture != detector.FailClosed || s.Idempotent || !reflect.DeepEqual(s.Requires, events.Requires{}) {
+			t.Errorf("%s: Decode(minimal) = posture %q, idempotent %v, requires %+v; want fail-closed, false, zero", mode, s.Posture, s.Idempotent, s.Requires)
+		}
+		want := detector.Requirements{SkillID: "summarize", Posture: detector.FailClosed}
+		if got := s.Requirements(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Requirements() = %+v, want %+v", mode, got, want)
+		}
+	}
+	// Requires present but empty, or partly given: absent members are not
+	// required.
+	for mode, s := range decodeSubmitted(t, `{"taskId":"t1","agentUrl":"https://a.example","skillId":"s","requires":{"streaming":true},"idempotent":true}`) {
+		want := detector.Requirements{SkillID: "s", Streaming: true, Posture: detector.FailClosed, Idempotent: true}
+		if got := s.Requirements(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Requirements() = %+v, want %+v", mode, got, want)
+		}
+	}
+}
+
+// TestDecodeRequiresScopesExtensions maps the optional requires members
+// scopes, extensions and extendedCard onto detector.Requirements.
+func TestDecodeRequiresScopesExtensions(t *testing.T) {
+	const data = `{"taskId":"t1","agentUrl":"https://a.example","skillId":"book","posture":"degrade","idempotent":true,
+"requires":{"security":["oauth"],"scopes":{"oauth":["flights:read","flights:book"],"apiKey":[]},"extensions":["https://x.example/ext/v1"],"extendedCard":true}}`
+	want := detector.Requirements{
+		SkillID: "book", Security: []string{"oauth"},
+		Scopes:       map[string][]string{"oauth": {"flights:read", "flights:book"}, "apiKey": {}},
+		Extensions:   []string{"https://x.example/ext/v1"},
+		ExtendedCard: true, Posture: detector.Degrade, Idempotent: true,
+	}
+	for mode, s := range decodeSubmitted(t, data) {
+		if got := s.Requirements(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Requirements() = %+v, want %+v", mode, got, want)
+		}
+	}
+	// An empty scopes object says "no scopes", which is not "did not say".
+	for mode, s := range decodeSubmitted(t, `{"taskId":"t1","agentUrl":"https://a.example","skillId":"s","requires":{"scopes":{}}}`) {
+		if got := s.Requirements().Scopes; got == nil || len(got) != 0 {
+			t.Errorf("%s: Requirements().Scopes = %#v, want an empty non-nil map", mode, got)
+		}
+	}
+}
+
+// TestEncodeSubmittedDefaults: a Submitted built in Go with only the
+// required fields encodes as a valid event (no empty posture on the wire),
+// and every requires member survives a round trip.
+func TestEncodeSubmittedDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    events.Submitted
+		want string // the data as encoded
+	}{
+		{
+			"minimal",
+			events.Submitted{TaskID: "t1", AgentURL: "https://a.example", SkillID: "s"},
+			`{"taskId":"t1","agentUrl":"https://a.example","skillId":"s","idempotent":false}`,
+		},
+		{
+			"scopes with a nil list",
+			events.Submitted{TaskID: "t1", AgentURL: "https://a.example", SkillID: "s", Posture: detector.Degrade,
+				Requires: events.Requires{Scopes: map[string][]string{"oauth": nil, "other": {"a"}}, Extensions: []string{"urn:x"}, ExtendedCard: true}},
+			`{"taskId":"t1","agentUrl":"https://a.example","skillId":"s","requires":{"streaming":false,"pushNotifications":false,"scopes":{"oauth":[],"other":["a"]},"extensions":["urn:x"],"extendedCard":true},"posture":"degrade","idempotent":false}`,
+		},
+		{
+			"empty scopes",
+			events.Submitted{TaskID: "t1", AgentURL: "https://a.example", SkillID: "s", Requires: events.Requires{Scopes: map[string][]string{}}},
+			`{"taskId":"t1","agentUrl":"https://a.example","skillId":"s","requires":{"streaming":false,"pushNotifications":false,"scopes":{}},"idempotent":false}`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := events.Encode(events.Event{ID: "e1", Source: "urn:test", Data: tc.d}, events.Binary)
+			if err != nil {
+				t.Fatalf("Encode = %v", err)
+			}
+			if string(m.Data) != tc.want {
+				t.Errorf("Encode data = %s\nwant %s", m.Data, tc.want)
+			}
+			if err := schemas.Validate(events.TypeSubmitted, m.Data); err != nil {
+				t.Errorf("encoded data does not validate: %v", err)
+			}
+			ev, err := events.Decode(events.NATSMsg(m))
+			if err != nil {
+				t.Fatalf("Decode = %v", err)
+			}
+			got := ev.Data.(events.Submitted).Requirements()
+			want := tc.d.Requirements()
+			if want.Scopes != nil {
+				want.Scopes = map[string][]string{}
+				for k, v := range tc.d.Requires.Scopes {
+					want.Scopes[k] = append([]string{}, v...) // a nil list comes back as []
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("decoded Requirements() = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestToken(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"task-1", "task-1"},
+		{"Task_ID-9", "Task_ID-9"},
+		{"", "="},
+		{"=", "=3D"},
+		{"a.b", "a=2Eb"},
+		{"*", "=2A"},
+		{">", "=3E"},
+		{"a b", "a=20b"},
+		{"é", "=C3=A9"},
+		{"\x00", "=00"},
+		{"\xff", "=FF"}, // invalid UTF-8 is encoded byte by byte
+		{"a=2E", "a=3D2E"},
+		{"agent.example:8443", "agent=2Eexample=3A8443"},
+	} {
+		if got := events.Token(tc.in); got != tc.want {
+			t.Errorf("Token(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if back, err := events.ParseToken(tc.want); err != nil || back != tc.in {
+			t.Errorf("ParseToken(%q) = %q, %v; want %q", tc.want, back, err, tc.in)
+		}
+	}
+}
+
+func TestParseTokenRejects(t *testing.T) {
+	for _, tok := range []string{
+		"",      // no token
+		"a.b",   // separator
+		"*",     // wildcard
+		">",     // wildcard
+		"a b",   // space
+		"é",     // raw non-ASCII
+		"a=",    // truncated escape
+		"=4",    // truncated escape
+		"=zz",   // not hex
+		"=2e",   // lower-case hex is not canonical
+		"=41",   // escape of a safe byte ('A') is not canonical
+		"a==3D", // '=' followed by an escape
+	} {
+		if got, err := events.ParseToken(tok); !errors.Is(err, events.ErrInvalidToken) {
+			t.Errorf("ParseToken(%q) = %q, %v; want ErrInvalidToken", tok, got, err)
+		}
+	}
+}
+
+func TestAgentKey(t *testing.T) {
+	for _, tc := range []struct{ url, host string }{
+		{"https://agent.example", "agent.example"},
+		{"https://Agent.EXAMPLE/a2a/v1?x=1", "agent.example"},
+		{"https://agent.example:443/", "agent.example"},
+		{"http://agent.example:80", "agent.example"},
+		{"http://agent.example:443", "agent.example:443"},
+		{"https://agent.example.:8443", "agent.example:8443"},
+		{"HTTPS://user:pw@agent.example", "agent.example"},
+		{"https://[::1]:8443/", "[::1]:8443"},
+		{"https://[::1]", "[::1]"},
+		{"http://10.0.0.7:9000", "10.0.0.7:9000"},
+	} {
+		host, err := events.AgentHost(tc.url)
+		if err != nil || host != tc.host {
+			t.Errorf("AgentHost(%q) = %q, %v; want %q", tc.url, host, err, tc.host)
+		}
+		key, err := events.AgentKey(tc.url)
+		if err != nil || key != events.Token(tc.host) {
+			t.Errorf("AgentKey(%q) = %q, %v; want %q", tc.url, key, err, events.Token(tc.host))
+		}
+	}
+	for _, bad := range []string{"", "agent.example", "ftp://agent.example", "https://", "https:///path", "://x", "https://a b"} {
+		if key, err := events.AgentKey(bad); !errors.Is(err, events.ErrInvalidSubject) {
+			t.Errorf("AgentKey(%q) = %q, %v; want ErrInvalidSubject", bad, key, err)
+		}
+	}
+}
+
+func TestSubject(t *testing.T) {
+	for _, tc := range []struct {
+		d    events.Data
+		want string
+	}{
+		{events.Request{TaskID: "t.1", AgentURL: "https://a.example"}, "a2a.task.request.t=2E1"},
+		{events.Submitted{TaskID: "t"}, "a2a.task.submitted.t"},
+		{events.Status{TaskID: "*"}, "a2a.task.status.=2A"},
+		{events.Artifact{TaskID: ">"}, "a2a.task.artifact.=3E"},
+		{events.Error{TaskID: " "}, "a2a.task.error.=20"},
+		{events.Drift{TaskID: "t", AgentURL: "https://A.example:443"}, "card.drift.a=2Eexample.t"},
+		{events.Pinned{TaskID: "t", AgentURL: "https://a.example:8443"}, "card.pinned.a=2Eexample=3A8443.t"},
+		{events.Observed{AgentURL: "https://a.example"}, "card.observed.a=2Eexample"},
+		{events.Unreachable{AgentURL: "https://a.example"}, "card.unreachable.a=2Eexample"},
+		{events.Unreachable{AgentURL: "https://a.example", TaskID: "t"}, "card.unreachable.a=2Eexample.t"},
+	} {
+		got, err := events.Subject(tc.d)
+		if err != nil || got != tc.want {
+			t.Errorf("Subject(%#v) = %q, %v; want %q", tc.d, got, err, tc.want)
+			continue
+		}
+	}
+	for _, d := range []events.Data{nil, events.Request{AgentURL: "https://a.example"}, events.Drift{TaskID: "t", AgentURL: "not a url"}} {
+		if s, err := events.Subject(d); !errors.Is(err, events.ErrInvalidSubject) {
+			t.Errorf("Subject(%#v) = %q, %v; want ErrInvalidSubject", d, s, err)
+		}
+	}
+}
+
+// FuzzToken checks that Token round-trips through ParseToken, only ever
+// emits NATS-safe token bytes, and that ParseToken accepts only canonical
+// tokens (so distinct ids never share a token).
+func FuzzToken(f *testing.F) {
+	for _, s := range []string{"", "task-1", "a.b.c", "*", ">", "a b", "=", "=3D", "é", "\x00\xff", "=41", "a==", "同じ", strings.Repeat(".", 40)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tok := events.Token(s)
+		if tok == "" {
+			t.Fatalf("Token(%q) is empty", s)
+		}
+		for i := 0; i < len(tok); i++ {
+			c := tok[i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '=') {
+				t.Fatalf("Token(%q) = %q has byte %q", s, tok, c)
+			}
+		}
+		back, err := events.ParseToken(tok)
+		if err != nil || back != s {
+			t.Fatalf("ParseToken(Token(%q)) = %q, %v", s, back, err)
+		}
+		// s read as a token: if accepted, it must be canonical.
+		if id, err := events.ParseToken(s); err == nil {
+			if again := events.Token(id); again != s {
+				t.Fatalf("ParseToken(%q) = %q but Token of it is %q", s, id, again)
+			}
+		}
+	})
 }
