@@ -152,13 +152,12 @@ func (r *Reader) merge(ctx context.Context, q Query, p *proc) error {
 				next = h
 			}
 		}
-		if next == nil {
-			break
-		}
-		heap.Push(&buf, entryOf(next.rec))
-		next.ok, next.rec = false, record{}
-		if err := next.fill(ctx, p.sum); err != nil {
-			return err
+		if next != nil {
+			heap.Push(&buf, entryOf(next.rec))
+			next.ok, next.rec = false, record{}
+			if err := next.fill(ctx, p.sum); err != nil {
+				return err
+			}
 		}
 		var horizon time.Time
 		for _, h := range heads {
@@ -168,18 +167,16 @@ func (r *Reader) merge(ctx context.Context, q Query, p *proc) error {
 				}
 			}
 		}
-		for buf.Len() > 0 && !horizon.IsZero() && buf[0].Time.Before(horizon) {
+		// With both scans over (next nil), the buffer empties.
+		for buf.Len() > 0 && (next == nil || !horizon.IsZero() && buf[0].Time.Before(horizon)) {
 			if err := p.entry(ctx, heap.Pop(&buf).(Entry)); err != nil {
 				return err
 			}
 		}
-	}
-	for buf.Len() > 0 {
-		if err := p.entry(ctx, heap.Pop(&buf).(Entry)); err != nil {
-			return err
+		if next == nil {
+			return nil
 		}
 	}
-	return nil
 }
 
 // wanted says from a message's headers whether a window's read can use it:
