@@ -106,24 +106,6 @@ func (a *extendedAgent) set(fn func(a *extendedAgent)) {
 	fn(a)
 }
 
-// syncBuffer is a log sink for the worker's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestExtendedCard: a task that uses the extended card is pinned on it and
 // judged against it at its transitions (a skill removed from the extended
 // card only is drift for it); a task on an agent carddrift holds no
@@ -135,7 +117,7 @@ func TestExtendedCard(t *testing.T) {
 	bare := newExtendedAgent(t) // an agent carddrift holds no credentials for
 	creds, err := fetcher.ParseCredentials(fmt.Appendf(nil, `{%q: {"headers": {"Authorization": "Bearer %s"}}}`, a.srv.URL, extSecret), nil)
 	must(t, err)
-	logs := &syncBuffer{}
+	logs := &servicetest.Output{} // the worker goroutines' log sink
 	reg := prometheus.NewRegistry()
 	metrics := worker.NewMetrics(reg)
 	r := newRig(t, func(o *worker.Options) {
