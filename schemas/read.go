@@ -147,9 +147,7 @@ func (r *Reader) rest(n *node, k jcs.Kind) {
 	switch {
 	case r.err != nil:
 	case n == anything:
-		if err := r.sc.Skip(); err != nil {
-			r.err = err
-		}
+		r.err = r.sc.Skip()
 	case k == jcs.Object:
 		o := r.object(n)
 		for o.Next() {

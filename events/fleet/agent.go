@@ -181,8 +181,10 @@ func (a *Agent) SetOutage(o Outage) error {
 	if a.host == "" {
 		return ErrNotStarted
 	}
-	if a.fleet.isClosed() {
+	select {
+	case <-a.fleet.closed:
 		return ErrClosed
+	default:
 	}
 	switch {
 	case o == Refused && a.srv != nil:

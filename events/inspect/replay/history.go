@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -103,10 +104,7 @@ func (r *Reader) Cards(ctx context.Context, agentURL string, q Query) (*CardHist
 		h.Versions = append(h.Versions, *v)
 	}
 	slices.SortFunc(h.Versions, func(a, b Version) int {
-		if c := a.FirstSeen.Compare(b.FirstSeen); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Digest, b.Digest)
+		return cmp.Or(a.FirstSeen.Compare(b.FirstSeen), strings.Compare(a.Digest, b.Digest))
 	})
 	for i := range h.Versions {
 		v := &h.Versions[i]
