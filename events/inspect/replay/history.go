@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -104,7 +103,10 @@ func (r *Reader) Cards(ctx context.Context, agentURL string, q Query) (*CardHist
 		h.Versions = append(h.Versions, *v)
 	}
 	slices.SortFunc(h.Versions, func(a, b Version) int {
-		return cmp.Or(a.FirstSeen.Compare(b.FirstSeen), strings.Compare(a.Digest, b.Digest))
+		if c := a.FirstSeen.Compare(b.FirstSeen); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Digest, b.Digest)
 	})
 	for i := range h.Versions {
 		v := &h.Versions[i]
