@@ -141,14 +141,21 @@ func TestTallyReadsChanges(t *testing.T) {
 	}
 }
 
+// pinsBucket makes a pins bucket of cfg on a server of its own.
+func pinsBucket(t testing.TB, cfg jetstream.KeyValueConfig) (jetstream.JetStream, jetstream.KeyValue, *store.KVPins[task.Pin]) {
+	t.Helper()
+	_, _, js := natstest.StartJetStream(t)
+	kv, err := js.CreateKeyValue(context.Background(), cfg)
+	must(t, err)
+	return js, kv, store.NewKVPins[task.Pin](kv)
+}
+
 // TestTallyDroppedByLimit: a bucket that drops its oldest pins for a limit
 // (here MaxMsgs; a byte limit drops the same way) writes no marker, yet the
 // Tally uncounts them.
 func TestTallyDroppedByLimit(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
 	ctx := context.Background()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins-limited", History: 1})
-	must(t, err)
+	js, kv, pins := pinsBucket(t, jetstream.KeyValueConfig{Bucket: "pins-limited", History: 1})
 	// Limit the stream behind the bucket to 10 messages, oldest dropped.
 	s, err := js.Stream(ctx, "KV_pins-limited")
 	must(t, err)
@@ -156,7 +163,6 @@ func TestTallyDroppedByLimit(t *testing.T) {
 	sc.MaxMsgs, sc.Discard = 10, jetstream.DiscardOld
 	_, err = js.UpdateStream(ctx, sc)
 	must(t, err)
-	pins := store.NewKVPins[task.Pin](kv)
 	put := func(from, to int) {
 		for i := from; i < to; i++ {
 			_, err := pins.Create(ctx, pinOn(fmt.Sprintf("t%02d", i), i%2, digestA))
@@ -182,13 +188,10 @@ func TestTallyDroppedByLimit(t *testing.T) {
 // TestTallyExpiry: a pin the bucket's TTL expires is uncounted from the
 // expiry's marker.
 func TestTallyExpiry(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
 	ctx := context.Background()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins-ttl", History: 1, TTL: time.Second, LimitMarkerTTL: time.Minute})
-	must(t, err)
-	pins := store.NewKVPins[task.Pin](kv)
+	js, kv, pins := pinsBucket(t, jetstream.KeyValueConfig{Bucket: "pins-ttl", History: 1, TTL: time.Second, LimitMarkerTTL: time.Minute})
 	tally := census.NewTally(js, kv, census.TallyOptions{})
-	_, err = pins.Create(ctx, pinOn("t1", 0, digestA))
+	_, err := pins.Create(ctx, pinOn("t1", 0, digestA))
 	must(t, err)
 	must(t, tally.Refresh(ctx))
 	if st := tally.Stats(); st.Pins != 1 {
@@ -212,11 +215,8 @@ func TestTallyExpiry(t *testing.T) {
 
 // TestTallyResync: after Resync the whole bucket is read again.
 func TestTallyResync(t *testing.T) {
-	_, _, js := natstest.StartJetStream(t)
 	ctx := context.Background()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins-resync", History: 1})
-	must(t, err)
-	pins := store.NewKVPins[task.Pin](kv)
+	js, kv, pins := pinsBucket(t, jetstream.KeyValueConfig{Bucket: "pins-resync", History: 1})
 	for i := range 3 {
 		_, err := pins.Create(ctx, pinOn(fmt.Sprintf("t%d", i), 0, digestA))
 		must(t, err)
@@ -313,11 +313,8 @@ func BenchmarkTake(b *testing.B) {
 // value), then the key (b%16), agent (b/16%4) and digest (b/64%2); op/5%2
 // refreshes after it.
 func FuzzTally(f *testing.F) {
-	_, _, js := natstest.StartJetStream(f)
 	ctx := context.Background()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "pins-fuzz", History: 1})
-	must(f, err)
-	pins := store.NewKVPins[task.Pin](kv)
+	js, kv, pins := pinsBucket(f, jetstream.KeyValueConfig{Bucket: "pins-fuzz", History: 1})
 	tally := census.NewTally(js, kv, census.TallyOptions{Resync: -1})
 	cards := memstore.NewCards()
 	f.Add([]byte{0, 0x11, 5, 0x11, 1, 0x52, 5, 0})
@@ -355,6 +352,7 @@ func FuzzTally(f *testing.F) {
 			id := fmt.Sprintf("t%d", arg%16)
 			key := store.EncodeKey(id)
 			p := pinOn(id, int(arg/16%4), []string{digestA, digestB}[arg/64%2])
+			var err error
 			switch op % 5 {
 			case 0, 1:
 				if op%5 == 1 {
