@@ -409,16 +409,13 @@ func (d *decoder) structured(ct string, b []byte) (Event, error) {
 				if isSyntax(verr) {
 					return syntax(verr)
 				}
-			} else if err := skipValue(sc); err != nil {
+			} else if _, _, err := skipValue(sc); err != nil {
 				return syntax(err)
 			}
 			raw = b[start:sc.Pos()]
 			continue
 		}
-		kind, sv, err := sc.Value()
-		if err == nil && (kind == jcs.Object || kind == jcs.Array) {
-			err = sc.Skip()
-		}
+		kind, sv, err := skipValue(sc)
 		if err != nil {
 			return syntax(err)
 		}
@@ -490,12 +487,13 @@ func (d *decoder) known() *schemas.Schema {
 	return s
 }
 
-func skipValue(sc *jcs.Scanner) error {
-	k, _, err := sc.Value()
+// skipValue reads the next value, passing over what it holds.
+func skipValue(sc *jcs.Scanner) (jcs.Kind, string, error) {
+	k, s, err := sc.Value()
 	if err == nil && (k == jcs.Object || k == jcs.Array) {
 		err = sc.Skip()
 	}
-	return err
+	return k, s, err
 }
 
 // The members of a structured event that are context attributes or data.

@@ -163,6 +163,17 @@ func isURI(s string) bool {
 	if _, ok := validURIs.Load(s); ok {
 		return true
 	}
+	if !parsedURI(s) {
+		return false
+	}
+	if validURICount.Add(1) <= maxURIs {
+		validURIs.Store(strings.Clone(s), struct{}{}) // s may be a piece of a message
+	}
+	return true
+}
+
+// parsedURI is the uri format decided by url.Parse alone.
+func parsedURI(s string) bool {
 	u, err := url.Parse(s)
 	if err != nil || !u.IsAbs() {
 		return false
@@ -175,9 +186,6 @@ func isURI(s string) bool {
 		if err != nil || addr.Zone() != "" {
 			return false
 		}
-	}
-	if validURICount.Add(1) <= maxURIs {
-		validURIs.Store(strings.Clone(s), struct{}{}) // s may be a piece of a message
 	}
 	return true
 }

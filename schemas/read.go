@@ -147,9 +147,7 @@ func (r *Reader) rest(n *node, k jcs.Kind) {
 	switch {
 	case r.err != nil:
 	case n == anything:
-		if err := r.sc.Skip(); err != nil {
-			r.err = err
-		}
+		r.err = r.sc.Skip()
 	case k == jcs.Object:
 		o := r.object(n)
 		for o.Next() {
@@ -300,14 +298,20 @@ type Object struct {
 
 // Object reads the next value, an object.
 func (r *Reader) Object() Object {
-	n := r.cur
-	before := r.violations
-	k, _ := r.next()
-	if k == jcs.Object {
+	if n, ok := r.open(jcs.Object, "not an object"); ok {
 		return r.object(n)
 	}
-	r.unheld(n, before, k, "not an object")
 	return Object{done: true}
+}
+
+// open reads the next value: its node if of kind want, else unheld.
+func (r *Reader) open(want jcs.Kind, why string) (*node, bool) {
+	n, before := r.cur, r.violations
+	if k, _ := r.next(); k != want {
+		r.unheld(n, before, k, why)
+		return nil, false
+	}
+	return n, true
 }
 
 func (r *Reader) object(n *node) Object { return Object{r: r, n: n, depth: r.depth} }
@@ -437,13 +441,9 @@ type Array struct {
 
 // Array reads the next value, an array.
 func (r *Reader) Array() Array {
-	n := r.cur
-	before := r.violations
-	k, _ := r.next()
-	if k == jcs.Array {
+	if n, ok := r.open(jcs.Array, "not an array"); ok {
 		return r.array(n)
 	}
-	r.unheld(n, before, k, "not an array")
 	return Array{done: true}
 }
 

@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -165,10 +166,7 @@ func compileAll() (*registry, error) {
 		}
 	}
 	slices.SortFunc(r.all, func(a, b *Schema) int {
-		if c := strings.Compare(a.Type, b.Type); c != 0 {
-			return c
-		}
-		return a.Version - b.Version
+		return cmp.Or(strings.Compare(a.Type, b.Type), a.Version-b.Version)
 	})
 	return r, nil
 }

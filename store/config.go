@@ -257,16 +257,13 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		field string
 		v     time.Duration
-	}{{"PinsTTL", c.PinsTTL}, {"LeasesTTL", c.LeasesTTL}} {
+	}{{"PinsTTL", c.PinsTTL}, {"LeasesTTL", c.LeasesTTL}, {"PinsMarkerTTL", c.PinsMarkerTTL}} {
 		if d.v > 0 && d.v < time.Second {
 			return invalid(d.field, d.v, "must be at least 1s, or negative for none")
 		}
 	}
 	if c.CardsTTL < 0 || (c.CardsTTL > 0 && c.CardsTTL < time.Second) {
 		return invalid("CardsTTL", c.CardsTTL, "must be 0 (never) or at least 1s")
-	}
-	if c.PinsMarkerTTL > 0 && c.PinsMarkerTTL < time.Second {
-		return invalid("PinsMarkerTTL", c.PinsMarkerTTL, "must be at least 1s, or negative for none")
 	}
 	buckets := map[string]string{}
 	for _, b := range []struct{ field, v string }{

@@ -299,11 +299,7 @@ func (g *CardsGC) dropDangling(ctx context.Context, key string) error {
 	if _, err := g.cards.obj.GetInfo(ctx, key); !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return err // there (uploaded again), or unknown
 	}
-	err = g.cards.kv.Purge(ctx, key, jetstream.LastRevision(e.Revision()), jetstream.PurgeTTL(gcMarkerTTL))
-	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTTLDisabled {
-		err = g.cards.kv.Purge(ctx, key, jetstream.LastRevision(e.Revision()))
-	}
-	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if err := g.purgeAt(ctx, key, e.Revision()); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("store: purge card body %s's marker of a removed object: %w", key, err)
 	}
 	return nil
@@ -361,12 +357,7 @@ func (g *CardsGC) purge(ctx context.Context, key string, rev uint64) (purgedBody
 	if e.Revision() != rev { // written again
 		return purgedBody{}, false, nil
 	}
-	err = g.cards.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(gcMarkerTTL))
-	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTTLDisabled {
-		// A bucket Provision did not make: no expiring markers, a marker
-		// per removed body stays.
-		err = g.cards.kv.Purge(ctx, key, jetstream.LastRevision(rev))
-	}
+	err = g.purgeAt(ctx, key, rev)
 	if errors.Is(err, jetstream.ErrKeyExists) { // revision mismatch: written again
 		return purgedBody{}, false, nil
 	}
@@ -417,6 +408,16 @@ func (g *CardsGC) removeObject(ctx context.Context, name string) error {
 	err = chunks(jetstream.WithMsgTTL(gcMarkerTTL))
 	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTTLDisabled {
 		err = chunks()
+	}
+	return err
+}
+
+// purgeAt purges key if still at rev, leaving a marker that expires; in a
+// bucket Provision did not make (no message TTLs) the marker stays.
+func (g *CardsGC) purgeAt(ctx context.Context, key string, rev uint64) error {
+	err := g.cards.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(gcMarkerTTL))
+	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTTLDisabled {
+		err = g.cards.kv.Purge(ctx, key, jetstream.LastRevision(rev))
 	}
 	return err
 }

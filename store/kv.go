@@ -108,11 +108,11 @@ func (s *kvJSON[T]) casFailed(ctx context.Context, id, key string, rev uint64) e
 	_, err := s.kv.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return fmt.Errorf("store: update %s %s at revision %d: %w", s.what, quote(id), rev, ErrNotFound)
-	case err != nil:
-		return fmt.Errorf("store: update %s %s at revision %d: %w", s.what, quote(id), rev, err)
+		err = ErrNotFound
+	case err == nil:
+		err = ErrConflict
 	}
-	return fmt.Errorf("store: update %s %s at revision %d: %w", s.what, quote(id), rev, ErrConflict)
+	return fmt.Errorf("store: update %s %s at revision %d: %w", s.what, quote(id), rev, err)
 }
 
 // Delete removes id's value; deleting a missing one is not an error.

@@ -30,11 +30,14 @@ const (
 
 var cachingNames = [...]string{CacheStrong: "strong-etag", CacheVersion: "version-etag", CacheRevalidate: "no-cache", CacheNone: "none"}
 
-func (c Caching) String() string {
-	if c >= 0 && int(c) < len(cachingNames) {
-		return cachingNames[c]
+func (c Caching) String() string { return enumName(cachingNames[:], int(c), "Caching") }
+
+// enumName is names[i], or "typ(i)" for an i out of range.
+func enumName(names []string, i int, typ string) string {
+	if i >= 0 && i < len(names) {
+		return names[i]
 	}
-	return "Caching(" + strconv.Itoa(int(c)) + ")"
+	return typ + "(" + strconv.Itoa(i) + ")"
 }
 
 // Outage is an agent's availability: Refused closes its listener until it
@@ -50,12 +53,7 @@ const (
 
 var outageNames = [...]string{Up: "up", Refused: "refused", Unavailable: "unavailable"}
 
-func (o Outage) String() string {
-	if o >= 0 && int(o) < len(outageNames) {
-		return outageNames[o]
-	}
-	return "Outage(" + strconv.Itoa(int(o)) + ")"
-}
+func (o Outage) String() string { return enumName(outageNames[:], int(o), "Outage") }
 
 // Stats counts the HTTP requests an agent received: at the card path Full
 // (no If-None-Match) or Conditional, of which NotModified and Unavailable
@@ -183,8 +181,10 @@ func (a *Agent) SetOutage(o Outage) error {
 	if a.host == "" {
 		return ErrNotStarted
 	}
-	if a.fleet.isClosed() {
+	select {
+	case <-a.fleet.closed:
 		return ErrClosed
+	default:
 	}
 	switch {
 	case o == Refused && a.srv != nil:

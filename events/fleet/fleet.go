@@ -175,12 +175,6 @@ func (f *Fleet) serveOn(a *Agent, ln net.Listener) {
 	}()
 }
 
-func (f *Fleet) isClosed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.state == fleetClosed
-}
-
 // Close shuts every server down, waiting up to 2s for requests in flight
 // (then context.DeadlineExceeded: closed hard), and returns when every
 // goroutine the fleet started has exited. Later calls return nil.

@@ -603,9 +603,7 @@ func (s *Submission) Pinned() Result {
 // and card.unreachable; a client digest that is not the live card is pinned
 // as the client said and judged at once (card.drift).
 func (s *Submission) Observed(obs *Observation, f *Failure, digestBody *detector.Card) Result {
-	var r Result
-	r.PinFirst = true
-	r.Pin = &s.pin
+	r := Result{PinFirst: true, Pin: &s.pin}
 	if obs == nil {
 		r.Publish = append(r.Publish, unreachable(s.ev, s.meta, s.pin.AgentURL, s.pin.TaskID, *f))
 		if s.pin.Source == events.PinClientDigest && digestBody != nil {

@@ -46,9 +46,7 @@ func (r *Reader) body(ctx context.Context, digest string) (*body, error) {
 	case err != nil:
 		return nil, fmt.Errorf("replay: card %s: %w", digest, err)
 	default:
-		if b.card, err = detector.Parse(raw); err != nil {
-			b.err = err
-		}
+		b.card, b.err = detector.Parse(raw)
 	}
 	r.mu.Lock()
 	bounded(r.bodies, maxBodies, digest, b)

@@ -77,19 +77,16 @@ func (r *Reader) lifecycleFilter(v *streamView, kind, taskToken string) string {
 	return s
 }
 
-// readWindow is the stored-time range a read covers; zero ends are open.
-type readWindow struct{ from, to time.Time }
-
 // window is the stored-time range that holds every event of q's window in a
 // stream whose events are stored at most late after their time, which their
 // publisher set up to ClockSkew ahead of the stream's clock.
-func (r *Reader) window(q Query, late time.Duration) readWindow {
-	var w readWindow
+func (r *Reader) window(q Query, late time.Duration) Range {
+	var w Range
 	if !q.Since.IsZero() {
-		w.from = q.Since.Add(-r.opts.ClockSkew)
+		w.From = q.Since.Add(-r.opts.ClockSkew)
 	}
 	if !q.Until.IsZero() {
-		w.to = q.Until.Add(late)
+		w.To = q.Until.Add(late)
 	}
 	return w
 }
@@ -98,8 +95,8 @@ func (r *Reader) window(q Query, late time.Duration) readWindow {
 // with an ordered consumer, up to the stream's last sequence at the start of
 // the read. Undecodable messages are returned as skipped; every delivered
 // message counts in *read.
-func (r *Reader) read(ctx context.Context, v *streamView, filters []string, w readWindow, read *int) ([]record, []Skipped, error) {
-	sc, err := r.scan(ctx, v, filters, w.from, w.to, read)
+func (r *Reader) read(ctx context.Context, v *streamView, filters []string, w Range, read *int) ([]record, []Skipped, error) {
+	sc, err := r.scan(ctx, v, filters, w.From, w.To, read)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -248,7 +245,7 @@ const filterBatch = 64
 
 // readTasks reads the lifecycle events of kind ("*": any) of the tasks whose
 // subject tokens are toks, stored within w, by subject.
-func (r *Reader) readTasks(ctx context.Context, v *streamView, kind string, toks []string, w readWindow, read *int) ([]record, []Skipped, error) {
+func (r *Reader) readTasks(ctx context.Context, v *streamView, kind string, toks []string, w Range, read *int) ([]record, []Skipped, error) {
 	var recs []record
 	var skipped []Skipped
 	batch := filterBatch
@@ -289,10 +286,9 @@ type Range struct{ From, To time.Time }
 func Ranges(q Query, opts Options) (lifecycle, cardEvents Range) {
 	r := &Reader{opts: opts.withDefaults()}
 	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)
-	lifecycle, cardEvents = Range{From: lw.from, To: lw.to}, Range{To: cw.to}
-	if q.TaskID == "" && !cw.from.IsZero() {
-		// An agent's tasks and a window's opening state: the look-back.
-		cardEvents.From = cw.from.Add(-r.opts.LookBack)
+	if q.TaskID != "" || cw.From.IsZero() {
+		return lw, Range{To: cw.To}
 	}
-	return lifecycle, cardEvents
+	// An agent's tasks and a window's opening state: the look-back.
+	return lw, Range{From: cw.From.Add(-r.opts.LookBack), To: cw.To}
 }

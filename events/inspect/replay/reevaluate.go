@@ -201,9 +201,9 @@ func (r *Reader) verdicts(ctx context.Context, q Query) ([]Entry, map[string][]E
 	// The submissions of the drifts' tasks, by subject when they are few
 	// (an agent's, a window's), else the whole submitted subject.
 	if toks := taskTokens(recs); len(toks) <= 16*filterBatch {
-		recs, _, err = r.readTasks(ctx, life, "submitted", toks, readWindow{to: w.to}, nil)
+		recs, _, err = r.readTasks(ctx, life, "submitted", toks, Range{To: w.To}, nil)
 	} else {
-		recs, _, err = r.read(ctx, life, []string{r.lifecycleFilter(life, "submitted", task)}, readWindow{to: w.to}, nil)
+		recs, _, err = r.read(ctx, life, []string{r.lifecycleFilter(life, "submitted", task)}, Range{To: w.To}, nil)
 	}
 	if err != nil {
 		return nil, nil, err

@@ -176,14 +176,6 @@ type (
 // colors assigns palette colours to card versions in order of first sight.
 type colors map[string]string
 
-func newColors(digests []string) colors {
-	c := colors{}
-	for _, d := range digests {
-		c.of(d)
-	}
-	return c
-}
-
 func (c colors) of(d string) string {
 	if col, ok := c[d]; ok {
 		return col
@@ -365,9 +357,8 @@ func agentSection(tl *Timeline, g *agentGroup, gi int, stories map[string]*Story
 	}
 
 	// Card versions of this agent, in order of first sight.
-	digests := agentDigests(tl, g)
-	col := newColors(digests)
-	for _, d := range digests {
+	col := colors{}
+	for _, d := range agentDigests(tl, g) {
 		v.Versions = append(v.Versions, col.digest(d, ""))
 	}
 
@@ -536,12 +527,7 @@ func (h *CardHistory) WriteHTML(w io.Writer) error {
 	if len(h.Versions) == 0 {
 		return replayTemplate.Execute(w, p)
 	}
-	v := p.Cards
-	var digests []string
-	for _, ver := range h.Versions {
-		digests = append(digests, ver.Digest)
-	}
-	col := newColors(digests)
+	v, col := p.Cards, colors{}
 	sc := scale{t0: h.Versions[0].FirstSeen}
 	for _, ver := range h.Versions {
 		if ver.LastSeen.After(sc.t1) {

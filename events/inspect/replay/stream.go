@@ -120,17 +120,17 @@ func (r *Reader) merge(ctx context.Context, q Query, p *proc) error {
 		return err
 	}
 	lw, cw := r.window(q, r.opts.Latency), r.window(q, r.opts.FetchLatency)
-	if !cw.from.IsZero() {
+	if !cw.From.IsZero() {
 		// The look-back, read whole: a consumer filtered to the pins and
 		// observations costs the server more than it saves.
-		cw.from = cw.from.Add(-r.opts.LookBack)
+		cw.From = cw.From.Add(-r.opts.LookBack)
 	}
 	heads := []*head{{late: r.opts.Latency}, {late: r.opts.FetchLatency}}
-	if heads[0].sc, err = r.scan(ctx, life, nil, lw.from, lw.to, &p.sum.Read); err != nil {
+	if heads[0].sc, err = r.scan(ctx, life, nil, lw.From, lw.To, &p.sum.Read); err != nil {
 		return err
 	}
 	defer heads[0].sc.close()
-	if heads[1].sc, err = r.scan(ctx, card, nil, cw.from, cw.to, &p.sum.Read); err != nil {
+	if heads[1].sc, err = r.scan(ctx, card, nil, cw.From, cw.To, &p.sum.Read); err != nil {
 		return err
 	}
 	defer heads[1].sc.close()
@@ -152,13 +152,12 @@ func (r *Reader) merge(ctx context.Context, q Query, p *proc) error {
 				next = h
 			}
 		}
-		if next == nil {
-			break
-		}
-		heap.Push(&buf, entryOf(next.rec))
-		next.ok, next.rec = false, record{}
-		if err := next.fill(ctx, p.sum); err != nil {
-			return err
+		if next != nil {
+			heap.Push(&buf, entryOf(next.rec))
+			next.ok, next.rec = false, record{}
+			if err := next.fill(ctx, p.sum); err != nil {
+				return err
+			}
 		}
 		var horizon time.Time
 		for _, h := range heads {
@@ -168,18 +167,16 @@ func (r *Reader) merge(ctx context.Context, q Query, p *proc) error {
 				}
 			}
 		}
-		for buf.Len() > 0 && !horizon.IsZero() && buf[0].Time.Before(horizon) {
+		// With both scans over (next nil), the buffer empties.
+		for buf.Len() > 0 && (next == nil || !horizon.IsZero() && buf[0].Time.Before(horizon)) {
 			if err := p.entry(ctx, heap.Pop(&buf).(Entry)); err != nil {
 				return err
 			}
 		}
-	}
-	for buf.Len() > 0 {
-		if err := p.entry(ctx, heap.Pop(&buf).(Entry)); err != nil {
-			return err
+		if next == nil {
+			return nil
 		}
 	}
-	return nil
 }
 
 // wanted says from a message's headers whether a window's read can use it:

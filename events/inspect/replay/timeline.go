@@ -139,7 +139,7 @@ func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []S
 		// The task's own card events (any agent), then its agents'
 		// agent-level events (observations) over the whole history: the
 		// card live when the task began may have been observed long before.
-		if crecs, cskipped, err = r.read(ctx, card, []string{taskFilter}, readWindow{to: cw.to}, read); err != nil {
+		if crecs, cskipped, err = r.read(ctx, card, []string{taskFilter}, Range{To: cw.To}, read); err != nil {
 			return nil, nil, err
 		}
 		for _, rec := range crecs {
@@ -152,7 +152,7 @@ func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []S
 			af = append(af, cardPrefix+"*."+k)
 		}
 		if len(af) > 0 {
-			arecs, askipped, err := r.read(ctx, card, af, readWindow{to: cw.to}, read)
+			arecs, askipped, err := r.read(ctx, card, af, Range{To: cw.To}, read)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -163,8 +163,8 @@ func (r *Reader) collect(ctx context.Context, q Query, read *int) ([]record, []S
 		// task of the window may have been pinned before it opened): their
 		// subjects name the agent's tasks.
 		dw := cw
-		if !dw.from.IsZero() {
-			dw.from = dw.from.Add(-r.opts.LookBack)
+		if !dw.From.IsZero() {
+			dw.From = dw.From.Add(-r.opts.LookBack)
 		}
 		if crecs, cskipped, err = r.read(ctx, card, []string{cardPrefix + "*." + key, cardPrefix + "*." + key + ".*"}, dw, read); err != nil {
 			return nil, nil, err
