@@ -210,7 +210,8 @@ func (f *Fetcher) run(url string, fl *flight) {
 // one compare-and-set on the revision read (settle).
 func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested time.Time) (Observation, time.Time, error) {
 	obs := observationAt(url)
-	useCopy := true // the lease copy may answer
+	useCopy := true  // the lease copy may answer
+	missing := false // the lease's body was looked for and not found
 	for {
 		lease, rev, found, copied, err := f.readLease(ctx, url, useCopy)
 		if err != nil {
@@ -241,7 +242,7 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 			if e != nil {
 				return leaseObservation(lease, e), lease.LastFullFetch, nil
 			}
-			// The body is not available to this worker: fetch it.
+			missing = true // the body is not available to this worker: fetch it
 		}
 
 		// Revalidate when we know an ETag and still have the body it names.
@@ -250,8 +251,9 @@ func (f *Fetcher) observe(ctx context.Context, url string, force bool, requested
 			if prev, err = f.loadCard(ctx, lease.Digest); err != nil {
 				return obs, time.Time{}, f.storeFailure(ctx, url, "get card body", err)
 			}
+			missing = missing || prev == nil
 		}
-		return f.fetchAndRecord(ctx, read{lease: lease, rev: rev, found: found, prev: prev, force: force, requested: requested}, force || fullDue)
+		return f.fetchAndRecord(ctx, read{lease: lease, rev: rev, found: found, prev: prev, missing: missing, force: force, requested: requested}, force || fullDue)
 	}
 }
 
@@ -262,6 +264,7 @@ type read struct {
 	rev       uint64
 	found     bool
 	prev      *cardEntry
+	missing   bool // the body the lease names was looked for and not found
 	force     bool
 	requested time.Time
 }
@@ -318,34 +321,42 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, r read, full bool) (Observ
 	}
 
 	fullAt := r.lease.LastFullFetch
+	stored := obs.Status == 304 // the body of a 304 is the lease's
 	if obs.Status == 304 {
 		obs.Raw, obs.Card, obs.Fingerprint = r.prev.card.Raw, r.prev.card, r.prev.fingerprint
 	} else {
 		fullAt = obs.FetchedAt
 		f.cache.put(&cardEntry{digest: obs.Digest, card: obs.Card, fingerprint: obs.Fingerprint})
-		if f.cards != nil {
-			sctx, cancel := f.storeCtx(ctx)
-			err := f.cards.Put(sctx, obs.Digest, obs.Raw)
-			cancel()
-			if err != nil {
-				// What names a digest promises its body to every reader:
-				// nothing is recorded and the callers retry.
-				f.notify(obs, nil)
-				err = fmt.Errorf("%w: put card body %s: %w", ErrStore, obs.Digest, err)
-				f.storeError(err)
+		// The lease read names this card: its body was stored before that
+		// lease was written, and the collector keeps what a lease names. The
+		// write is skipped then (a KV create of a key that exists costs two
+		// round trips), unless the body was found missing, or the lease this
+		// fetch ends up overwriting names another card (settle, below).
+		if !r.found || r.lease.Digest != obs.Digest || r.missing {
+			if err := f.putBody(ctx, obs); err != nil {
 				return observationAt(url), time.Time{}, err
 			}
+			stored = true
 		}
 	}
 	signer := signerOf(obs)
 	var next store.Lease
 	var report reported
 	var won *cardEntry // the body of another worker's record that stands
+	var putErr error
 	cur, wrote, err := f.settle(ctx, r, func(cur store.Lease) (store.Lease, bool) {
+		missing := false
 		if f.stands(cur, r, obs) {
 			if won, _ = f.loadCard(context.WithoutCancel(ctx), cur.Digest); won != nil {
 				return cur, false
 			}
+			missing = true
+		}
+		if !stored && (missing || cur.Digest != obs.Digest) {
+			if putErr = f.putBody(context.WithoutCancel(ctx), obs); putErr != nil {
+				return cur, false
+			}
+			stored = true
 		}
 		next = store.Lease{
 			CardURL:       url,
@@ -359,6 +370,8 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, r read, full bool) (Observ
 		return next, true
 	})
 	switch {
+	case putErr != nil:
+		return observationAt(url), time.Time{}, putErr
 	case err != nil:
 		// The observation stands; other workers will fetch for themselves.
 		f.storeError(fmt.Errorf("%w: record lease %s: %w", ErrStore, url, err))
@@ -374,6 +387,23 @@ func (f *Fetcher) fetchAndRecord(ctx context.Context, r read, full bool) (Observ
 	}
 	f.notify(obs, nil)
 	return obs, fullAt, nil
+}
+
+// putBody stores obs's body. What names a digest promises its body to every
+// reader: when the write fails nothing is recorded and the callers retry.
+func (f *Fetcher) putBody(ctx context.Context, obs Observation) error {
+	if f.cards == nil {
+		return nil
+	}
+	sctx, cancel := f.storeCtx(ctx)
+	err := f.cards.Put(sctx, obs.Digest, obs.Raw)
+	cancel()
+	if err != nil {
+		f.notify(obs, nil)
+		err = fmt.Errorf("%w: put card body %s: %w", ErrStore, obs.Digest, err)
+		f.storeError(err)
+	}
+	return err
 }
 
 // stands reports whether cur, the lease another worker recorded while this

@@ -1719,6 +1719,50 @@ func TestObserveFailsWhenTheBodyIsNotStored(t *testing.T) {
 	}
 }
 
+// A fetch of the card its lease names writes no body again: the lease
+// promises the body is stored (a KV create of a key that exists costs two
+// round trips). A worker that finds that body missing stores it again with
+// the fetch it makes for it.
+func TestObserveStoresAKnownBodyOnce(t *testing.T) {
+	a := newAgent(t, cardJSON("1", true), "", "max-age=1")
+	clk := newClock()
+	o, _ := leasedOptions(clk)
+	cards := &refusingCards{memCards: newMemCards()}
+	o.Cards = cards
+	f := newFetcher(t, o)
+	url := a.url("/card")
+	ctx := context.Background()
+	var digest string
+	for i := range 3 {
+		clk.Advance(time.Duration(i) * time.Minute) // past the lease
+		obs, err := f.Observe(ctx, url, false)
+		if err != nil {
+			t.Fatalf("Observe %d: %v", i, err)
+		}
+		digest = obs.Digest
+	}
+	if got := a.requests.Load(); got != 3 {
+		t.Fatalf("agent requests = %d, want 3 (one per lease)", got)
+	}
+	if got := cards.puts.Load(); got != 1 {
+		t.Errorf("body puts = %d, want 1 (the card the lease names is stored)", got)
+	}
+
+	cards.mu.Lock()
+	delete(cards.m, digest)
+	cards.mu.Unlock()
+	other := newFetcher(t, o) // another worker: no body in its cache
+	if _, err := other.Observe(ctx, url, false); err != nil {
+		t.Fatalf("Observe by another worker: %v", err)
+	}
+	if _, err := cards.Get(ctx, digest); err != nil {
+		t.Errorf("body after a worker found it missing: %v, want it stored again", err)
+	}
+	if got := a.requests.Load(); got != 4 {
+		t.Errorf("agent requests = %d, want 4 (the missing body is fetched)", got)
+	}
+}
+
 // kvLeases is a leases bucket on a fresh embedded JetStream.
 func kvLeases(tb testing.TB, js jetstream.JetStream) *store.KVLeases {
 	tb.Helper()
