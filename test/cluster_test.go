@@ -220,6 +220,22 @@ func testClusterLeaderKilled(t *testing.T, cl *natsCluster, r *rig) {
 		if t.Failed() {
 			r.dumpLifecycle(t)
 			t.Logf("card.pinned %d, card.drift by worker %v", len(out.all(events.TypePinned)), sources(out, events.TypeDrift))
+			// What the stream holds, against what the collector saw: a
+			// drift missing from both is lost, one missing from the
+			// collector only is the collector's.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if s, err := r.js.Stream(ctx, r.cfg.EventsStream); err != nil {
+				t.Logf("events stream: %v", err)
+			} else if info, err := s.Info(ctx, jetstream.WithSubjectFilter(events.TypeDrift+".>")); err != nil {
+				t.Logf("events stream info: %v", err)
+			} else {
+				n := uint64(0)
+				for _, c := range info.State.Subjects {
+					n += c
+				}
+				t.Logf("card.drift stored in %s: %d (%d messages in all)", r.cfg.EventsStream, n, info.State.Msgs)
+			}
 		}
 	})
 	burstStart := time.Now()
@@ -703,6 +719,10 @@ type natsCluster struct {
 // monitorListenRe is the monitoring listener of a shipped node configuration.
 var monitorListenRe = regexp.MustCompile(`(?m)^http: (\S+):8222$`)
 
+// shippedPortRe finds a port of the shipped configuration (client, route,
+// monitoring) left in a line, and not a test port that begins with its digits.
+var shippedPortRe = regexp.MustCompile(`:(4222|6222|8222)([^0-9]|$)`)
+
 // startCluster runs deployments/nats/nats-{1,2,3}.conf as three processes,
 // rewritten for the test: loopback ports, a temporary store, the test
 // certificates. Everything else (TLS settings, accounts, users, permissions)
@@ -809,13 +829,17 @@ func (c *natsCluster) rewrite(n *natsNode) string {
 	}
 	for _, line := range strings.Split(s, "\n") {
 		line, _, _ = strings.Cut(line, "#") // comments may name the container layout
-		for _, left := range []string{"0.0.0.0", "/data/", "/etc/nats", ":4222", ":6222", ":8222"} {
+		for _, left := range []string{"0.0.0.0", "/data/", "/etc/nats"} {
 			if left == "0.0.0.0" && strings.HasPrefix(strings.TrimSpace(line), "http:") {
 				continue // the monitoring host stays as shipped
 			}
 			if strings.Contains(line, left) {
 				t.Fatalf("%s: %q is left after rewriting it for the test: %s", src, left, line)
 			}
+		}
+		// A shipped port, not a test port that begins with its digits.
+		if m := shippedPortRe.FindString(line); m != "" {
+			t.Fatalf("%s: %q is left after rewriting it for the test: %s", src, m, line)
 		}
 	}
 	for _, want := range []string{"verify_and_map: true", "include ./accounts.conf"} {
