@@ -86,7 +86,7 @@ func (e *Emitter) emit(ctx context.Context, d events.Data) error {
 	if err != nil {
 		return err
 	}
-	e.q.Put(msg)
+	e.q.Put(events.Event{Data: d}.TaskID(), msg)
 	return nil
 }
 

@@ -302,3 +302,66 @@ func TestEmitterRetryStoredOnce(t *testing.T) {
 		}
 	}
 }
+
+// refuseFirst does not publish the first attempt of the messages it is
+// told to refuse, failing their futures, as a stream between two leaders
+// refuses a message while those behind it are stored by the new one.
+type refuseFirst struct {
+	jetstream.JetStream
+	mu     sync.Mutex
+	refuse func(*nats.Msg) bool
+	seen   map[string]bool
+}
+
+func (r *refuseFirst) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	r.mu.Lock()
+	id := m.Header.Get(jetstream.MsgIDHeader)
+	refused := r.refuse(m) && !r.seen[id]
+	r.seen[id] = true
+	r.mu.Unlock()
+	if refused {
+		return lostAck{}, nil
+	}
+	return r.JetStream.PublishMsgAsync(m, opts...)
+}
+
+// TestEmitterKeepsTaskOrder: the first event of every task is refused
+// once, the events behind it are not; each task's events are still stored
+// in the order they were emitted (DESIGN: per-task order is a must), and
+// none is lost or stored twice.
+func TestEmitterKeepsTaskOrder(t *testing.T) {
+	_, _, js := startLifecycle(t)
+	pub := &refuseFirst{JetStream: js, seen: map[string]bool{},
+		refuse: func(m *nats.Msg) bool { return strings.HasPrefix(m.Subject, "a2a.task.request.") }}
+	em, err := client.NewEmitter(pub, "urn:client:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tasks = 50
+	for i := range tasks {
+		task := fmt.Sprintf("order-%d", i)
+		must := func(err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(em.Request(t.Context(), events.Request{TaskID: task, AgentURL: "https://agent.example", Method: "message/send", Attempt: 1}))
+		must(em.Status(t.Context(), events.Status{TaskID: task, AgentURL: "https://agent.example", State: "working"}))
+		must(em.Artifact(t.Context(), events.Artifact{TaskID: task, AgentURL: "https://agent.example", ArtifactID: "a", MediaTypes: []string{"text/plain"}}))
+	}
+	if err := em.Close(t.Context()); err != nil || em.Dropped() != 0 {
+		t.Fatalf("Close: %v, dropped %d", err, em.Dropped())
+	}
+	kinds := map[string][]string{}
+	for _, m := range natstest.ReadStream(t, js, "A2A", 3*tasks) {
+		tokens := strings.Split(m.Subject(), ".")
+		task := tokens[len(tokens)-1]
+		kinds[task] = append(kinds[task], tokens[len(tokens)-2])
+	}
+	for i := range tasks {
+		task := fmt.Sprintf("order-%d", i)
+		if got := strings.Join(kinds[task], ","); got != "request,status,artifact" {
+			t.Errorf("task %s stored as %s, want request,status,artifact", task, got)
+		}
+	}
+}

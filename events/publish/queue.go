@@ -39,8 +39,10 @@ const (
 // hold or publish is dropped, counted (Dropped) and logged (WithLogger, at
 // most once per DropWarnEvery). It is what client.Emitter publishes with.
 //
-// Messages are published in the order they were put; a retried message is
-// stored after those published behind it. An ack that never comes keeps its
+// Messages of one key (a task id: client.Emitter's) are stored in the order
+// they were put, whatever is retried: a message is published only once the
+// one put before it with its key is acknowledged or dropped, while messages
+// of other keys are published back to back. An ack that never comes keeps its
 // slot in js's pending acks (jetstream.WithPublishAsyncMaxPending) unless
 // js was made with jetstream.WithPublishAsyncTimeout. Safe for concurrent
 // use. Its goroutines end with Close, which the owner must call.
@@ -52,8 +54,11 @@ type Queue struct {
 
 	mu     sync.RWMutex // Put holds it shared; Close exclusively to stop Puts
 	closed bool
-	in     chan *nats.Msg // queued, in the order put
-	out    chan sent      // published, awaiting ack, in the same order
+	in     chan keyed // queued, in the order put
+	out    chan sent  // published, awaiting ack, in the same order
+
+	keyMu  sync.Mutex
+	parked map[string][]*nats.Msg // keys with a message published and unresolved → those put behind it
 
 	held     atomic.Int64  // queued or awaiting ack
 	put      atomic.Uint64 // accepted by Put
@@ -71,7 +76,13 @@ type Queue struct {
 	closeErr  error
 }
 
+type keyed struct {
+	key string
+	msg *nats.Msg
+}
+
 type sent struct {
+	key string
 	msg *nats.Msg
 	ack jetstream.PubAckFuture // nil when err is set
 	err error
@@ -96,8 +107,9 @@ func NewQueue(js jetstream.Publisher, opts ...Option) (*Queue, error) {
 	}
 	q := &Queue{
 		js: js, log: o.log, timeout: o.timeout, limit: int64(o.buffer),
-		in:      make(chan *nats.Msg, o.buffer),
+		in:      make(chan keyed, o.buffer),
 		out:     make(chan sent, min(o.buffer, 1024)),
+		parked:  map[string][]*nats.Msg{},
 		quit:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
@@ -108,10 +120,10 @@ func NewQueue(js jetstream.Publisher, opts ...Option) (*Queue, error) {
 	return q, nil
 }
 
-// Put queues msg (its Nats-Msg-Id header set, see Publisher.Message) and
-// returns at once: false when it was dropped because the Queue is full or
-// closed.
-func (q *Queue) Put(msg *nats.Msg) bool {
+// Put queues msg (its Nats-Msg-Id header set, see Publisher.Message) under
+// key, the messages whose order it keeps, and returns at once: false when it
+// was dropped because the Queue is full or closed.
+func (q *Queue) Put(key string, msg *nats.Msg) bool {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	if q.closed {
@@ -124,7 +136,7 @@ func (q *Queue) Put(msg *nats.Msg) bool {
 		return false
 	}
 	q.put.Add(1)
-	q.in <- msg // never blocks: held bounds what is in the channel
+	q.in <- keyed{key, msg} // never blocks: held bounds what is in the channel
 	return true
 }
 
@@ -186,18 +198,22 @@ func (q *Queue) Close(ctx context.Context) error {
 }
 
 // send publishes what is queued, a batch at a time, and hands each message
-// to ack. It returns when in is closed and drained, or on quit.
+// to ack; a message whose key has one unresolved is parked behind it
+// instead (ack publishes it). It returns when in is closed and drained, or
+// on quit.
 func (q *Queue) send() {
 	defer close(q.out)
 	timer := time.NewTimer(linger)
 	defer timer.Stop()
-	batch := make([]*nats.Msg, 0, maxBatch)
+	batch := make([]keyed, 0, maxBatch)
 	for open := true; open; {
 		batch, open = q.gather(batch[:0], timer)
 		for i, m := range batch {
-			ack, err := q.js.PublishMsgAsync(m)
+			if q.park(m) {
+				continue
+			}
 			select {
-			case q.out <- sent{msg: m, ack: ack, err: err, at: time.Now()}:
+			case q.out <- q.publish(m.key, m.msg):
 			case <-q.quit:
 				// Close gave up: what was not handed on is dropped.
 				n := len(batch) - i
@@ -214,7 +230,7 @@ func (q *Queue) send() {
 
 // gather appends to batch a message from in and those that follow it within
 // linger, up to maxBatch; open is false once in is closed and drained.
-func (q *Queue) gather(batch []*nats.Msg, timer *time.Timer) (_ []*nats.Msg, open bool) {
+func (q *Queue) gather(batch []keyed, timer *time.Timer) (_ []keyed, open bool) {
 	m, ok := <-q.in
 	if !ok {
 		return batch, false
@@ -235,34 +251,109 @@ func (q *Queue) gather(batch []*nats.Msg, timer *time.Timer) (_ []*nats.Msg, ope
 	return batch, true
 }
 
-// ack waits for each published message's ack in order, publishing it again
-// when the ack failed, and settles it. It returns when out is closed.
+// park holds m behind its key's unresolved message, if there is one, and
+// reports whether it did; otherwise m's key is unresolved from now on.
+func (q *Queue) park(m keyed) bool {
+	q.keyMu.Lock()
+	defer q.keyMu.Unlock()
+	behind, busy := q.parked[m.key]
+	if busy {
+		q.parked[m.key] = append(behind, m.msg)
+	} else {
+		q.parked[m.key] = nil
+	}
+	return busy
+}
+
+// unpark returns the message parked first behind key's resolved one, which
+// is key's unresolved message from now on, or nil (nothing of key is).
+func (q *Queue) unpark(key string) *nats.Msg {
+	q.keyMu.Lock()
+	defer q.keyMu.Unlock()
+	behind := q.parked[key]
+	if len(behind) == 0 {
+		delete(q.parked, key)
+		return nil
+	}
+	q.parked[key] = behind[1:]
+	return behind[0]
+}
+
+// dropParked drops what is parked behind messages that send dropped (Close
+// gave up), when nothing is left to resolve them.
+func (q *Queue) dropParked() {
+	q.keyMu.Lock()
+	defer q.keyMu.Unlock()
+	n := 0
+	for _, behind := range q.parked {
+		n += len(behind)
+	}
+	clear(q.parked)
+	if n > 0 {
+		q.drop(n, "closed before publishing", nil)
+		q.done(n)
+	}
+}
+
+func (q *Queue) publish(key string, m *nats.Msg) sent {
+	ack, err := q.js.PublishMsgAsync(m)
+	return sent{key: key, msg: m, ack: ack, err: err, at: time.Now()}
+}
+
+// ack waits for each published message's ack, publishing it again when the
+// ack failed, settles it and publishes what its key parked behind it (those
+// it published itself are waited for before the next of out). It returns
+// when out is closed and nothing is left.
 func (q *Queue) ack() {
 	timer := time.NewTimer(q.timeout)
 	defer timer.Stop()
-	for s := range q.out {
-		first, err := s.at, s.err
-		for {
-			if err == nil {
-				if err = q.wait(s, first, timer); err == nil {
-					break
-				}
-			}
-			if errors.Is(err, errQuit) || time.Since(first) >= q.timeout {
-				q.drop(1, "not acknowledged", err)
-				break
-			}
-			if d := retryWait - time.Since(s.at); d > 0 {
-				timer.Reset(d)
-				select {
-				case <-timer.C:
-				case <-q.quit:
-				}
-			}
-			s.ack, err = q.js.PublishMsgAsync(s.msg)
-			s.at = time.Now()
+	var own []sent // published here, from parked
+	for {
+		var s sent
+		if len(own) > 0 {
+			s, own = own[0], own[1:]
+		} else if next, ok := <-q.out; ok {
+			s = next
+		} else {
+			q.dropParked()
+			return
 		}
-		q.done(1)
+		q.settle(s, timer)
+		if m := q.unpark(s.key); m != nil {
+			select {
+			case <-q.quit:
+				own = append(own, sent{key: s.key, msg: m, err: errQuit})
+			default:
+				own = append(own, q.publish(s.key, m))
+			}
+		}
+	}
+}
+
+// settle waits for s's ack, publishing it again while the timeout allows,
+// and counts it acknowledged or dropped.
+func (q *Queue) settle(s sent, timer *time.Timer) {
+	defer q.done(1)
+	first, err := s.at, s.err
+	for {
+		if err == nil {
+			if err = q.wait(s, first, timer); err == nil {
+				return
+			}
+		}
+		if errors.Is(err, errQuit) || time.Since(first) >= q.timeout {
+			q.drop(1, "not acknowledged", err)
+			return
+		}
+		if d := retryWait - time.Since(s.at); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-q.quit:
+			}
+		}
+		s.ack, err = q.js.PublishMsgAsync(s.msg)
+		s.at = time.Now()
 	}
 }
 
@@ -271,6 +362,13 @@ var errQuit = errors.New("events: queue closed")
 // wait waits for s's ack, within a quarter of the timeout from when s was
 // published and the timeout from first, its first publish.
 func (q *Queue) wait(s sent, first time.Time, timer *time.Timer) error {
+	select { // an ack that came while others were waited for is taken as it is
+	case <-s.ack.Ok():
+		return nil
+	case err := <-s.ack.Err():
+		return err
+	default:
+	}
 	timer.Reset(min(time.Until(s.at.Add(q.timeout/tries)), time.Until(first.Add(q.timeout))))
 	select {
 	case <-s.ack.Ok():
