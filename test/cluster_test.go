@@ -112,7 +112,7 @@ func TestCluster(t *testing.T) {
 	}
 	r := &rig{t: t, js: cdjs, nc: cdnc, cfg: cfg}
 
-	t.Run("leader-killed-mid-burst", func(t *testing.T) { testClusterLeaderKilled(t, cl, r) })
+	t.Run("leader-killed-mid-burst", func(t *testing.T) { testClusterLeaderKilled(t, cl, r, serves) })
 	t.Run("permissions", func(t *testing.T) { testClusterPermissions(t, cl, r) })
 	t.Run("carddrift-stores", func(t *testing.T) { testClusterCarddriftStores(t, cl, r) })
 	t.Run("dead-letter", func(t *testing.T) { testClusterDeadLetter(t, cl, r) })
@@ -135,6 +135,49 @@ func plannerJS(t *testing.T, cl *natsCluster) (*nats.Conn, jetstream.JetStream, 
 	return nc, js, errs
 }
 
+// logOutcomes logs each serve's carddrift_events_total series, for failure
+// reports: what the workers made of the events.
+func logOutcomes(t *testing.T, serves []*serveProc) {
+	c := http.Client{Timeout: 5 * time.Second}
+	for _, p := range serves {
+		resp, err := c.Get("http://" + p.httpAddr + "/metrics")
+		if err != nil {
+			t.Logf("metrics: %v", err)
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "carddrift_events_total{") {
+				t.Logf("%s %s", p.httpAddr, line)
+			}
+		}
+	}
+}
+
+// logPins logs the stored pin of each task that lacks its two drifts.
+func logPins(t *testing.T, r *rig, k *killWorkload, out *outbound) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	kv, err := r.js.KeyValue(ctx, r.cfg.PinsBucket)
+	if err != nil {
+		t.Logf("pins bucket: %v", err)
+		return
+	}
+	drift := countBy(out, events.TypeDrift)
+	for _, task := range k.tasks {
+		if drift[task] >= 2 {
+			continue
+		}
+		e, err := kv.Get(ctx, store.EncodeKey(task))
+		if err != nil {
+			t.Logf("task %s: %d drifts, pin: %v", task, drift[task], err)
+			continue
+		}
+		t.Logf("task %s: %d drifts, pin rev %d: %s", task, drift[task], e.Revision(), e.Value())
+	}
+}
+
 // killReport is what the background killer saw.
 type killReport struct {
 	leader      string    // the node killed
@@ -146,7 +189,7 @@ type killReport struct {
 	err         error
 }
 
-func testClusterLeaderKilled(t *testing.T, cl *natsCluster, r *rig) {
+func testClusterLeaderKilled(t *testing.T, cl *natsCluster, r *rig, serves []*serveProc) {
 	_, pjs, _ := plannerJS(t, cl)
 	// Every card.* event, read by the planner through an ordered consumer.
 	out := (&rig{t: t, js: pjs, cfg: r.cfg}).collect()
@@ -236,6 +279,8 @@ func testClusterLeaderKilled(t *testing.T, cl *natsCluster, r *rig) {
 				}
 				t.Logf("card.drift stored in %s: %d (%d messages in all)", r.cfg.EventsStream, n, info.State.Msgs)
 			}
+			logOutcomes(t, serves)
+			logPins(t, r, k, out)
 		}
 	})
 	burstStart := time.Now()

@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +16,9 @@ import (
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
+	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/events/worker"
+	"github.com/carddrift/carddrift/store"
 )
 
 // No lifecycle event is lost when a worker dies mid-stream. The dying worker
@@ -110,6 +113,46 @@ func TestRedeliveryReorderKeepsTransitions(t *testing.T) {
 	if ds := out.drifts("reorder"); len(ds) != 1 || !rulesOf(ds[0])[detector.RuleStreamingDisabled] {
 		t.Errorf("card.drift %+v; want one abort on streaming-disabled (agent requests: %d)", ds, n.Load())
 	}
+}
+
+// unavailablePins refuses to create pins until a time: a pins bucket
+// without a leader, as during an election after its leader died.
+type unavailablePins struct {
+	store.Pins[task.Pin]
+	until atomic.Int64 // unix nanos
+}
+
+func (p *unavailablePins) Create(ctx context.Context, pin task.Pin) (uint64, error) {
+	if time.Now().UnixNano() < p.until.Load() {
+		return 0, errors.New("pins bucket has no leader")
+	}
+	return p.Pins.Create(ctx, pin)
+}
+
+// No transition is lost while its submission cannot be stored for longer
+// than the no-pin grace (the cluster's leader-loss test found it: a pins
+// bucket electing a leader for 10s, a submission redelivered with a growing
+// delay, its task's transitions acknowledged as no-pin meanwhile). While the
+// lifecycle stream holds the task's submission before a transition, the
+// transition waits for its pin.
+func TestSubmissionOutageKeepsTransitions(t *testing.T) {
+	r := newRig(t, testConfig())
+	out := r.collect()
+	k := newKillWorkload(t, 2, 2, "outage-%d-%d")
+	m := worker.NewMetrics(nil)
+	pins := &unavailablePins{}
+	pins.until.Store(time.Now().Add(3 * time.Minute).UnixNano()) // until the workload is published
+	r.startWorker("w1", func(o *worker.Options) {
+		pins.Pins, o.Pins, o.Metrics = o.Pins, pins, m
+	})
+	k.publish(t, r.emit)
+	// The submissions fail for twice the grace (2×AckWait + PinnedTTL).
+	pins.until.Store(time.Now().Add(2 * (2*r.cfg.AckWait + 2*time.Second)).UnixNano())
+	eventually(t, 2*time.Minute, "every task's pin and two drifts", func() bool { return k.done(out) })
+	if noPin := counterValue(m.Events.WithLabelValues(events.TypeRequest, "no-pin")); noPin > 0 {
+		t.Errorf("%v requests acknowledged as no-pin while their submissions waited for the pins bucket", noPin)
+	}
+	k.check(t, r, out)
 }
 
 func counterValue(c prometheus.Counter) float64 {

@@ -155,7 +155,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, ev events.Event
 	}
 	d := &delivered{msg: msg, ev: ev, start: start, stop: stop}
 	if md, err := msg.Metadata(); err == nil {
-		d.at = delivery{seq: md.Sequence.Stream, delivered: md.NumDelivered, stored: md.Timestamp}
+		d.at = delivery{subject: msg.Subject(), seq: md.Sequence.Stream, delivered: md.NumDelivered, stored: md.Timestamp}
 	}
 	w.deliver(ctx, d)
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/carddrift/carddrift/detector"
 	"github.com/carddrift/carddrift/events"
@@ -19,6 +22,7 @@ import (
 // sequence, how often it was delivered and when it was stored. Zero values
 // mean unknown (the event did not come from JetStream).
 type delivery struct {
+	subject   string // as stored
 	seq       uint64
 	delivered uint64
 	stored    time.Time
@@ -57,8 +61,10 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 	taskID := ev.TaskID()
 	pin, rev, err := w.opts.Pins.Get(ctx, taskID)
 	if errors.Is(err, store.ErrNotFound) {
-		if grace := w.noPinGrace(); !dl.stored.IsZero() && w.opts.Now().Sub(dl.stored) < grace {
-			return "", waitError{delay: max(w.cfg.AckWait/3, time.Second)}
+		if w.awaitsSubmission(ctx, dl) {
+			// Waits grow as redeliveries' do: a submission that the store
+			// refuses is redelivered with a growing delay too.
+			return "", waitError{delay: max(w.cfg.AckWait/3, min(time.Second<<min(dl.delivered, 6), time.Minute))}
 		}
 		return task.OutcomeNoPin, nil
 	}
@@ -260,6 +266,35 @@ func agentOf(cardURL string) string {
 		return cardURL
 	}
 	return u.Scheme + "://" + u.Host
+}
+
+// awaitsSubmission reports whether a transition whose task has no pin
+// waits for its submission: within noPinGrace of being stored, and after it
+// while the lifecycle stream holds the task's submission before it (one that
+// the pins store refuses for longer, or that waits for redelivery behind a
+// growing delay, still makes the pin). A lookup that fails waits too; the
+// wait is bounded by MaxDeliver (awaitPin).
+func (w *Worker) awaitsSubmission(ctx context.Context, dl delivery) bool {
+	if dl.stored.IsZero() || w.opts.Now().Sub(dl.stored) < w.noPinGrace() {
+		return !dl.stored.IsZero()
+	}
+	prefix := strings.TrimSuffix(w.cfg.LifecycleSubjects, ">")
+	rest, ok := strings.CutPrefix(dl.subject, prefix)
+	dot := strings.IndexByte(rest, '.')
+	if !ok || dot < 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := w.js.Stream(ctx, w.cfg.LifecycleStream)
+	if err != nil {
+		return true
+	}
+	m, err := s.GetLastMsgForSubject(ctx, prefix+"submitted"+rest[dot:])
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false
+	}
+	return err != nil || m.Sequence < dl.seq
 }
 
 // noPinGrace is how long after it was stored an event of a task with no pin
