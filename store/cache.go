@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"sync"
@@ -17,10 +16,6 @@ const DefaultCacheSize = 1 << 16
 // cacheStripes is how many fences guard in-flight reads and writes; a
 // result that overlaps a newer write to any key of its stripe is not cached.
 const cacheStripes = 1024
-
-// ErrNotWatchable is returned by CachedPins.Run when the inner store does not
-// implement Watcher.
-var ErrNotWatchable = errors.New("store: inner pins store cannot be watched")
 
 // CacheOption configures NewCachedPins.
 type CacheOption func(*cacheOptions)
@@ -62,15 +57,16 @@ func WithCacheBytes[T any](maxBytes int64, size func(T) int64) CacheOption {
 }
 
 // WithCacheMaxAge makes a cached pin older than d (since it was cached) a
-// miss: a hard bound on staleness even if the watch stalls. Zero (default):
-// no bound beyond the watch.
+// miss: a hard bound on how long a write by another process, or an expiry
+// by the bucket's TTL, can go unseen. Zero (default): no bound.
 func WithCacheMaxAge(d time.Duration) CacheOption {
 	return func(o *cacheOptions) { o.maxAge = d }
 }
 
 // CachedPins is a bounded (by count and, with WithCacheBytes, by bytes)
 // in-process read-through LRU cache in front of a Pins store. It implements
-// Pins; reads of cached pins cost no I/O.
+// Pins; reads of cached pins cost no I/O. It does not watch the store: it
+// knows only what this process reads and writes through it.
 //
 // Consistency:
 //
@@ -78,18 +74,13 @@ func WithCacheMaxAge(d time.Duration) CacheOption {
 //     write of that task (Create, Update or Delete through this CachedPins[T]):
 //     writes go through to the inner store and then replace or drop the
 //     cached copy, and a read racing with a newer write is not cached.
-//   - Writes by other processes are seen through the inner store's Watch
-//     (a KV watch for KVPins), which Run consumes. A cached pin is served
-//     only while that watch is live, so it is stale by at most the watch's
-//     delivery delay — normally well under a millisecond on one server, a
-//     few milliseconds in a cluster. If the watch's connection drops, the
-//     JetStream ordered consumer under it resumes from the last revision it
-//     delivered, so no write is missed, but entries may be served stale for
-//     as long as the stall lasts (seconds); WithCacheMaxAge caps that.
-//   - Until Run has established its watch, and whenever it is re-establishing
-//     it, every Get reads through and nothing is cached.
-//   - A pin that expires by TTL is dropped when the watch reports the expiry
-//     (KV buckets need limit markers, Config.PinsMarkerTTL).
+//   - Writes by other processes are not seen until the entry leaves the
+//     cache: call Forget when another process may have written (the worker
+//     does when a partition's pinning changes, so one process at a time
+//     writes a task's pin), and WithCacheMaxAge bounds how long a missed
+//     write, or an expiry by the bucket's TTL, is served stale. A stale
+//     revision cannot be written: Update at it fails with ErrConflict and
+//     drops the entry.
 //   - Ids longer than MaxReversibleID are never cached.
 //   - With a replicated bucket, the write-through entry hides a lagging
 //     follower (see KVPins) from this process's own writes while it stays
@@ -108,18 +99,13 @@ type CachedPins[T Record[T]] struct {
 	detach   func(T) T // WithCacheDetach (nil: Clone)
 
 	mu      sync.Mutex
-	bytes   int64 // sum of the entries' sizes
-	live    bool
-	session uint64
+	bytes   int64  // sum of the entries' sizes
+	session uint64 // Forgets so far: a read or write across one is not cached
 	stripes [cacheStripes]fence
 	items   map[string]*cacheEntry[T]
 	lru     cacheEntry[T] // sentinel: lru.next is the most recently used
 
-	running   atomic.Bool
-	ready     chan struct{}
-	readyOnce sync.Once
-
-	hits, misses, fills, invalidations, evictions, restarts, changes atomic.Uint64
+	hits, misses, fills, invalidations, evictions atomic.Uint64
 }
 
 type cacheEntry[T any] struct {
@@ -131,35 +117,29 @@ type cacheEntry[T any] struct {
 	prev, next *cacheEntry[T]
 }
 
-// fence guards the in-flight reads and writes of one stripe. Every write
-// that may make a result in flight stale raises it: epoch counts them all,
-// drops those whose revision is unknown (own deletes, failed writes), and
-// maxRev is the highest revision of the others (changes from the watch, own
-// write-throughs).
+// fence guards the in-flight reads and writes of one stripe. Every own
+// write raises it: epoch counts them all, drops those whose revision is
+// unknown (deletes, failed writes), and maxRev is the highest revision of
+// the others (write-throughs).
 //
 // A result at revision rev observed under a token may be cached if no drop
-// happened since and every other fence since was for a revision <= rev:
-// such a write happened before the read (or is the very write that
-// returned rev), so the result already reflects it, whichever key of the
-// stripe it was for. In particular the watch's report of this process's own
-// write, arriving between a write's token and its write-through, does not
-// refuse the write-through, while another writer's later change to the same
-// stripe (revision > rev) still refuses any fill that raced it.
+// happened since and every other write since was at a revision <= rev: such
+// a write happened before the read (or is the very write that returned
+// rev), so the result already reflects it, whichever key of the stripe it
+// was for; a later one (revision > rev) refuses any fill that raced it.
 type fence struct {
 	epoch, drops, maxRev uint64
 }
 
 // cacheToken is what a read or write saw before going to the inner store;
-// its result may be cached only if the stripe's fence allows it (see fence).
+// its result may be cached only if no Forget happened since and the
+// stripe's fence allows it (see fence).
 type cacheToken struct {
 	session, epoch, drops uint64
-	ok                    bool
 }
 
-// NewCachedPins returns a cache of up to size pins in front of inner. Start
-// Run in a goroutine to make it cache: until then every read goes through.
-// inner must implement Watcher for Run to work (KVPins and memstore.Pins
-// do). Size below 1 means DefaultCacheSize.
+// NewCachedPins returns a cache of up to size pins in front of inner,
+// caching at once. Size below 1 means DefaultCacheSize.
 func NewCachedPins[T Record[T]](inner Pins[T], size int, opts ...CacheOption) *CachedPins[T] {
 	if size < 1 {
 		size = DefaultCacheSize
@@ -175,7 +155,6 @@ func NewCachedPins[T Record[T]](inner Pins[T], size int, opts ...CacheOption) *C
 		now:    o.now,
 		seed:   maphash.MakeSeed(),
 		items:  make(map[string]*cacheEntry[T]),
-		ready:  make(chan struct{}),
 		detach: option[func(T) T](o.detach, "WithCacheDetach detach"),
 	}
 	if o.maxBytes > 0 {
@@ -198,124 +177,34 @@ func option[F any](v any, what string) F {
 	return f
 }
 
-// Run keeps a watch on the inner store and applies the changes it reports,
-// serving cached pins while the watch is live. It blocks until ctx is done,
-// then returns nil. If the first watch cannot be started Run returns that
-// error (ErrNotWatchable if inner is not a Watcher); a watch that later ends
-// is restarted with backoff, reads going through meanwhile. Run must not be
-// called twice at once.
-func (c *CachedPins[T]) Run(ctx context.Context) error {
-	w, ok := c.inner.(Watcher)
-	if !ok {
-		return ErrNotWatchable
-	}
-	if !c.running.CompareAndSwap(false, true) {
-		return errors.New("store: CachedPins[T].Run is already running")
-	}
-	defer c.running.Store(false)
-	first := true
-	backoff := 50 * time.Millisecond
-	for {
-		watch, err := w.Watch(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if first {
-				return err
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, 5*time.Second)
-			continue
-		}
-		first = false
-		c.goLive()
-		for {
-			ch, err := watch.Next(ctx)
-			if err != nil {
-				c.goDead()
-				_ = watch.Stop()
-				if ctx.Err() != nil {
-					return nil
-				}
-				c.restarts.Add(1)
-				break
-			}
-			backoff = 50 * time.Millisecond
-			c.apply(ch)
-		}
-	}
-}
-
-// Ready is closed once Run's first watch is live, that is once the cache
-// starts serving cached pins.
-func (c *CachedPins[T]) Ready() <-chan struct{} { return c.ready }
-
-func (c *CachedPins[T]) goLive() {
-	c.mu.Lock()
-	c.session++
-	c.live = true
-	c.mu.Unlock()
-	c.readyOnce.Do(func() { close(c.ready) })
-}
-
-func (c *CachedPins[T]) goDead() {
+// Forget drops every cached pin and fences every read and write in flight,
+// so that none started before Forget is cached: from then on the cache
+// holds only what is read or written after it. Call it when other
+// processes may have written pins since they were cached.
+func (c *CachedPins[T]) Forget() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.session++
-	c.live = false
+	c.invalidations.Add(uint64(len(c.items)))
 	clear(c.items)
 	c.bytes = 0
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
-}
-
-// apply handles one change from the watch. A put or delete newer than the
-// cached revision drops the entry and fences in-flight reads of its stripe.
-func (c *CachedPins[T]) apply(ch Change) {
-	if ch.ID == "" && ch.Key != EncodeKey("") {
-		c.changes.Add(1)
-		return // hashed long id: never cached
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	defer c.changes.Add(1)
-	e := c.items[ch.ID]
-	if e != nil && e.rev >= ch.Rev {
-		return // our own write (or older news): the entry is current
-	}
-	c.raise(c.stripe(ch.ID), ch.Rev)
-	if e != nil {
-		c.unlink(e)
-		c.invalidations.Add(1)
-	}
 }
 
 func (c *CachedPins[T]) stripe(id string) uint64 {
 	return maphash.String(c.seed, id) % cacheStripes
 }
 
-// raise fences the in-flight reads and writes of stripe s that saw a
-// revision older than rev. c.mu held.
-func (c *CachedPins[T]) raise(s, rev uint64) {
-	f := &c.stripes[s]
-	f.epoch++
-	f.maxRev = max(f.maxRev, rev)
-}
-
 // token captures the state a later store must match. c.mu held.
 func (c *CachedPins[T]) token(id string) cacheToken {
 	f := c.stripes[c.stripe(id)]
-	return cacheToken{session: c.session, epoch: f.epoch, drops: f.drops, ok: c.live}
+	return cacheToken{session: c.session, epoch: f.epoch, drops: f.drops}
 }
 
 // valid reports whether a result at rev for id, observed under tok, may be
 // cached. c.mu held.
 func (c *CachedPins[T]) valid(id string, tok cacheToken, rev uint64) bool {
-	if !tok.ok || !c.live || tok.session != c.session {
+	if tok.session != c.session {
 		return false
 	}
 	f := &c.stripes[c.stripe(id)]
@@ -339,8 +228,10 @@ func (c *CachedPins[T]) store(id string, tok cacheToken, pin T, rev uint64, writ
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	valid := c.valid(id, tok, rev)
-	if written {
-		c.raise(c.stripe(id), rev)
+	if written { // fence the reads in flight that saw an older revision
+		f := &c.stripes[c.stripe(id)]
+		f.epoch++
+		f.maxRev = max(f.maxRev, rev)
 	}
 	e := c.items[id]
 	if e != nil && e.rev > rev {
@@ -415,7 +306,7 @@ func (c *CachedPins[T]) Get(ctx context.Context, taskID string) (T, uint64, erro
 		return c.inner.Get(ctx, taskID)
 	}
 	c.mu.Lock()
-	if e := c.items[taskID]; e != nil && c.live && (c.maxAge <= 0 || c.now().Sub(e.at) < c.maxAge) {
+	if e := c.items[taskID]; e != nil && (c.maxAge <= 0 || c.now().Sub(e.at) < c.maxAge) {
 		if c.lru.next != e {
 			e.prev.next, e.next.prev = e.next, e.prev
 			c.pushFront(e)
@@ -476,10 +367,8 @@ type CacheStats struct {
 	Hits          uint64 // Gets served from the cache
 	Misses        uint64 // Gets that read through
 	Fills         uint64 // pins cached (by reads and own writes)
-	Invalidations uint64 // entries dropped because the watch reported a newer write
+	Invalidations uint64 // entries dropped by Forget
 	Evictions     uint64 // entries dropped for the count or byte bound
-	Changes       uint64 // changes the watch reported
-	Restarts      uint64 // watches that ended and were restarted
 	Len           int    // pins cached now
 	Bytes         int64  // their retained bytes (WithCacheBytes; 0 without)
 }
@@ -492,6 +381,6 @@ func (c *CachedPins[T]) Stats() CacheStats {
 	return CacheStats{
 		Hits: c.hits.Load(), Misses: c.misses.Load(), Fills: c.fills.Load(),
 		Invalidations: c.invalidations.Load(), Evictions: c.evictions.Load(),
-		Changes: c.changes.Load(), Restarts: c.restarts.Load(), Len: n, Bytes: b,
+		Len: n, Bytes: b,
 	}
 }

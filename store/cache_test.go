@@ -17,35 +17,12 @@ import (
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
-	"github.com/carddrift/carddrift/store/natstest"
 )
-
-// runCache starts c.Run for the rest of the test and waits until it serves.
-func runCache(t *testing.T, c *store.CachedPins[testRecord]) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run() = %v, want nil after cancel", err)
-		}
-	})
-	select {
-	case <-c.Ready():
-	case err := <-done:
-		t.Fatalf("Run() returned early: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("cache not ready after 10s")
-	}
-}
 
 func TestCachedPinsConformance(t *testing.T) {
 	t.Run("memstore", func(t *testing.T) {
 		pinsSuite(t, func(t *testing.T) store.Pins[testRecord] {
 			c := store.NewCachedPins(memstore.NewPins[testRecord](), 100)
-			runCache(t, c)
 			return c
 		})
 	})
@@ -53,7 +30,6 @@ func TestCachedPinsConformance(t *testing.T) {
 		withJS(t, func(js jetstream.JetStream) {
 			pinsSuite(t, func(t *testing.T) store.Pins[testRecord] {
 				c := store.NewCachedPins(store.NewKVPins[testRecord](newKV(t, js, "pins", jetstream.KeyValueConfig{})), 100)
-				runCache(t, c)
 				return c
 			})
 		})
@@ -81,30 +57,20 @@ func TestCachedPinsHits(t *testing.T) {
 	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
 	c := store.NewCachedPins(inner, 10)
 	ctx := t.Context()
-	if _, err := c.Create(ctx, testPin("t1", 1)); err != nil {
+	if _, err := inner.Pins.Create(ctx, testPin("t1", 1)); err != nil {
 		t.Fatalf("Create() error = %v", err)
 	}
-	// Before Run: every read goes through, nothing is cached.
-	for range 3 {
-		if _, _, err := c.Get(ctx, "t1"); err != nil {
-			t.Fatalf("Get() error = %v", err)
-		}
-	}
-	if got := inner.gets.Load(); got != 3 {
-		t.Fatalf("inner Gets before Run = %d, want 3", got)
-	}
-	runCache(t, c)
 	for range 5 {
 		if _, _, err := c.Get(ctx, "t1"); err != nil {
 			t.Fatalf("Get() error = %v", err)
 		}
 	}
-	if got := inner.gets.Load(); got != 4 {
-		t.Fatalf("inner Gets after 5 cached reads = %d, want 4 (one fill)", got)
+	if got := inner.gets.Load(); got != 1 {
+		t.Fatalf("inner Gets after 5 reads = %d, want 1 (one fill)", got)
 	}
 	st := c.Stats()
-	if st.Hits != 4 || st.Misses != 4 || st.Len != 1 {
-		t.Fatalf("Stats() = %+v, want 4 hits, 4 misses, 1 cached", st)
+	if st.Hits != 4 || st.Misses != 1 || st.Fills != 1 || st.Len != 1 {
+		t.Fatalf("Stats() = %+v, want 4 hits, 1 miss, 1 fill, 1 cached", st)
 	}
 	// Own writes are written through: the next read is a hit with the new pin.
 	_, rev, _ := c.Get(ctx, "t1")
@@ -116,15 +82,14 @@ func TestCachedPinsHits(t *testing.T) {
 	if err != nil || grev != nrev {
 		t.Fatalf("Get() after Update = rev %d, %v; want %d, nil", grev, err, nrev)
 	}
-	if got := inner.gets.Load(); got != 4 {
-		t.Fatalf("inner Gets after own Update = %d, want 4 (written through)", got)
+	if got := inner.gets.Load(); got != 1 {
+		t.Fatalf("inner Gets after own Update = %d, want 1 (written through)", got)
 	}
 }
 
 func TestCachedPinsEvictsLRU(t *testing.T) {
 	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
 	c := store.NewCachedPins(inner, 3)
-	runCache(t, c)
 	ctx := t.Context()
 	ids := []string{"a", "b", "c", "d", "e"}
 	for i, id := range ids {
@@ -163,7 +128,6 @@ func TestCachedPinsMaxAge(t *testing.T) {
 	c := store.NewCachedPins(inner, 10, store.WithCacheMaxAge(time.Minute), store.WithCacheClock(func() time.Time {
 		return time.Unix(0, now.Load())
 	}))
-	runCache(t, c)
 	ctx := t.Context()
 	if _, err := c.Create(ctx, testPin("t1", 1)); err != nil {
 		t.Fatalf("Create() error = %v", err)
@@ -185,6 +149,16 @@ func TestCachedPinsMaxAge(t *testing.T) {
 			t.Fatalf("inner Gets after +%v = %d, want %d", tc.advance, got, tc.want)
 		}
 	}
+	// A write behind the cache's back is seen once the entry is too old.
+	_, rev, _ := c.Get(ctx, "t1")
+	nrev, err := inner.Pins.Update(ctx, testPin("t1", 2), rev)
+	if err != nil {
+		t.Fatalf("other Update() error = %v", err)
+	}
+	now.Add(int64(time.Minute))
+	if _, got, err := c.Get(ctx, "t1"); err != nil || got != nrev {
+		t.Fatalf("Get() a minute after another write = rev %d, %v; want %d", got, err, nrev)
+	}
 }
 
 // TestCachedPinsOwnWritesNeverStale has writers update and delete their own
@@ -205,7 +179,6 @@ func TestCachedPinsOwnWritesNeverStale(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := store.NewCachedPins(tc.inner(t), 8) // small: evictions race too
-			runCache(t, c)
 			ctx := t.Context()
 			const writers, readers = 4, 4
 			ids := []string{"w0", "w1", "w2", "w3"}
@@ -268,98 +241,36 @@ func TestCachedPinsOwnWritesNeverStale(t *testing.T) {
 	}
 }
 
-// TestCachedPinsOtherWriter has a second process (another KVPins on the same
-// bucket) write behind the cache's back: the cache must catch up through
-// its watch.
-func TestCachedPinsOtherWriter(t *testing.T) {
-	withJS(t, func(js jetstream.JetStream) {
-		kv := newKV(t, js, "pins", jetstream.KeyValueConfig{})
-		c := store.NewCachedPins(store.NewKVPins[testRecord](kv), 100)
-		other := store.NewKVPins[testRecord](kv)
-		runCache(t, c)
-		ctx := t.Context()
-		rev, err := c.Create(ctx, testPin("t1", 1))
-		if err != nil {
-			t.Fatalf("Create() error = %v", err)
-		}
-		if _, got, _ := c.Get(ctx, "t1"); got != rev {
-			t.Fatalf("Get() rev = %d, want %d", got, rev)
-		}
-		nrev, err := other.Update(ctx, testPin("t1", 2), rev)
-		if err != nil {
-			t.Fatalf("other.Update() error = %v", err)
-		}
-		natstest.Eventually(t, 5*time.Second, "cache to see the other writer's update", func() bool {
-			_, got, err := c.Get(ctx, "t1")
-			return err == nil && got == nrev
-		})
-		if err := other.Delete(ctx, "t1"); err != nil {
-			t.Fatalf("other.Delete() error = %v", err)
-		}
-		natstest.Eventually(t, 5*time.Second, "cache to see the other writer's delete", func() bool {
-			_, _, err := c.Get(ctx, "t1")
-			return errors.Is(err, store.ErrNotFound)
-		})
-		if st := c.Stats(); st.Invalidations < 1 {
-			t.Fatalf("Stats().Invalidations = %d, want >= 1", st.Invalidations)
-		}
-	})
-}
-
-// killableWatcher hands out watches the test can end, as a dropped
-// connection would.
-type killableWatcher struct {
-	*memstore.Pins[testRecord]
-	mu      sync.Mutex
-	cancels []context.CancelFunc
-}
-
-func (k *killableWatcher) Watch(ctx context.Context) (store.Watch, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	k.mu.Lock()
-	k.cancels = append(k.cancels, cancel)
-	k.mu.Unlock()
-	return k.Pins.Watch(ctx)
-}
-
-func (k *killableWatcher) kill() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, c := range k.cancels {
-		c()
-	}
-	k.cancels = nil
-}
-
-func TestCachedPinsWatchRestart(t *testing.T) {
-	inner := &killableWatcher{Pins: memstore.NewPins[testRecord]()}
+// TestCachedPinsForget: a write behind the cache's back (another process)
+// is not seen while the entry stays cached; Forget drops every entry, so the
+// next reads see it.
+func TestCachedPinsForget(t *testing.T) {
+	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
 	c := store.NewCachedPins(inner, 10)
-	runCache(t, c)
 	ctx := t.Context()
-	if _, err := c.Create(ctx, testPin("t1", 1)); err != nil {
+	rev, err := c.Create(ctx, testPin("t1", 1))
+	if err != nil {
 		t.Fatalf("Create() error = %v", err)
 	}
-	inner.kill()
-	natstest.Eventually(t, 5*time.Second, "restart", func() bool { return c.Stats().Restarts == 1 })
-	if st := c.Stats(); st.Len != 0 {
-		t.Fatalf("Stats().Len after the watch ended = %d, want 0 (flushed)", st.Len)
+	if _, err := c.Create(ctx, testPin("t2", 1)); err != nil {
+		t.Fatalf("Create(t2) error = %v", err)
 	}
-	natstest.Eventually(t, 5*time.Second, "live again", c.Live)
-	c.Get(ctx, "t1")
-	if _, _, err := c.Get(ctx, "t1"); err != nil {
-		t.Fatalf("Get() error = %v", err)
+	nrev, err := inner.Pins.Update(ctx, testPin("t1", 2), rev)
+	if err != nil {
+		t.Fatalf("other Update() error = %v", err)
 	}
-	if st := c.Stats(); st.Hits != 1 {
-		t.Fatalf("Stats().Hits after restart = %d, want 1", st.Hits)
+	if _, got, err := c.Get(ctx, "t1"); err != nil || got != rev {
+		t.Fatalf("Get() before Forget = rev %d, %v; want the cached %d", got, err, rev)
 	}
-}
-
-type unwatchable struct{ store.Pins[testRecord] }
-
-func TestCachedPinsRunNeedsWatcher(t *testing.T) {
-	c := store.NewCachedPins(unwatchable{memstore.NewPins[testRecord]()}, 10)
-	if err := c.Run(t.Context()); !errors.Is(err, store.ErrNotWatchable) {
-		t.Fatalf("Run() = %v, want %v", err, store.ErrNotWatchable)
+	c.Forget()
+	if st := c.Stats(); st.Len != 0 || st.Invalidations != 2 {
+		t.Fatalf("Stats() after Forget = %+v, want 0 cached, 2 invalidations", st)
+	}
+	if _, got, err := c.Get(ctx, "t1"); err != nil || got != nrev {
+		t.Fatalf("Get() after Forget = rev %d, %v; want %d", got, err, nrev)
+	}
+	if _, _, err := c.Get(ctx, "t1"); err != nil || inner.gets.Load() != 1 {
+		t.Fatalf("Get() again = %v with %d inner Gets; want a hit after one fill", err, inner.gets.Load())
 	}
 }
 
@@ -371,29 +282,6 @@ type gatedPins struct {
 	armed    atomic.Bool
 	read     chan struct{} // receives when the armed Get has read
 	released chan struct{} // closed to let it return
-	hold     sync.RWMutex  // write-locked: watches deliver nothing
-}
-
-// Watch delays every change while g.hold is write-locked, as a slow watch
-// would.
-func (g *gatedPins) Watch(ctx context.Context) (store.Watch, error) {
-	w, err := g.Pins.Watch(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return heldWatch{w, g}, nil
-}
-
-type heldWatch struct {
-	store.Watch
-	g *gatedPins
-}
-
-func (h heldWatch) Next(ctx context.Context) (store.Change, error) {
-	c, err := h.Watch.Next(ctx)
-	h.g.hold.RLock()
-	h.g.hold.RUnlock()
-	return c, err
 }
 
 func newGatedPins() *gatedPins {
@@ -415,32 +303,22 @@ func (g *gatedPins) Get(ctx context.Context, id string) (testRecord, uint64, err
 func TestCachedPinsRacingFill(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// slowWatch holds the watch's reports until the test is over, so the
-		// write-through (not the watch) must keep the cache right.
-		slowWatch bool
 		// size of the cache (0: 10).
 		size int
 		// write changes t1 (current revision rev) while a read is in flight
 		// and returns the revision a later Get must see (0: ErrNotFound).
 		write func(t *testing.T, c *store.CachedPins[testRecord], inner *gatedPins, rev uint64) uint64
 	}{
-		{"own-delete", false, 0, func(t *testing.T, c *store.CachedPins[testRecord], _ *gatedPins, _ uint64) uint64 {
+		{"own-delete", 0, func(t *testing.T, c *store.CachedPins[testRecord], _ *gatedPins, _ uint64) uint64 {
 			if err := c.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
 			}
 			return 0
 		}},
-		{"own-update", false, 0, ownUpdate},
-		{"own-update-slow-watch", true, 0, ownUpdate},
-		{"own-delete-slow-watch", true, 0, func(t *testing.T, c *store.CachedPins[testRecord], _ *gatedPins, _ uint64) uint64 {
-			if err := c.Delete(t.Context(), "t1"); err != nil {
-				t.Fatalf("Delete() error = %v", err)
-			}
-			return 0
-		}},
+		{"own-update", 0, ownUpdate},
 		// The own update's entry is evicted before the read it raced fills:
 		// the older read must not be cached in its place.
-		{"own-update-evicted-slow-watch", true, 1, func(t *testing.T, c *store.CachedPins[testRecord], inner *gatedPins, rev uint64) uint64 {
+		{"own-update-evicted", 1, func(t *testing.T, c *store.CachedPins[testRecord], inner *gatedPins, rev uint64) uint64 {
 			n := ownUpdate(t, c, inner, rev)
 			if _, err := c.Create(t.Context(), testPin("t2", 1)); err != nil {
 				t.Fatalf("Create(t2) error = %v", err)
@@ -450,21 +328,21 @@ func TestCachedPinsRacingFill(t *testing.T) {
 			}
 			return n
 		}},
-		{"other-update", false, 0, func(t *testing.T, c *store.CachedPins[testRecord], inner *gatedPins, rev uint64) uint64 {
-			before := c.Stats().Changes
+		// Another process writes and the cache is told to Forget: the read
+		// that started before Forget must not be cached.
+		{"other-update-forget", 0, func(t *testing.T, c *store.CachedPins[testRecord], inner *gatedPins, rev uint64) uint64 {
 			n, err := inner.Pins.Update(t.Context(), testPin("t1", 2), rev)
 			if err != nil {
 				t.Fatalf("Update() error = %v", err)
 			}
-			natstest.Eventually(t, 5*time.Second, "the watch to report the update", func() bool { return c.Stats().Changes > before })
+			c.Forget()
 			return n
 		}},
-		{"other-delete", false, 0, func(t *testing.T, c *store.CachedPins[testRecord], inner *gatedPins, _ uint64) uint64 {
-			before := c.Stats().Changes
+		{"other-delete-forget", 0, func(t *testing.T, c *store.CachedPins[testRecord], inner *gatedPins, _ uint64) uint64 {
 			if err := inner.Pins.Delete(t.Context(), "t1"); err != nil {
 				t.Fatalf("Delete() error = %v", err)
 			}
-			natstest.Eventually(t, 5*time.Second, "the watch to report the delete", func() bool { return c.Stats().Changes > before })
+			c.Forget()
 			return 0
 		}},
 	} {
@@ -475,12 +353,10 @@ func TestCachedPinsRacingFill(t *testing.T) {
 				size = 10
 			}
 			c := store.NewCachedPins(inner, size)
-			runCache(t, c)
 			rev, err := inner.Pins.Create(t.Context(), testPin("t1", 1))
 			if err != nil {
 				t.Fatalf("Create() error = %v", err)
 			}
-			natstest.Eventually(t, 5*time.Second, "the watch to report the create", func() bool { return c.Stats().Changes == 1 })
 
 			inner.armed.Store(true)
 			done := make(chan struct{})
@@ -489,10 +365,6 @@ func TestCachedPinsRacingFill(t *testing.T) {
 				c.Get(t.Context(), "t1") // misses, reads rev, waits
 			}()
 			<-inner.read
-			if tc.slowWatch {
-				inner.hold.Lock()
-				defer inner.hold.Unlock()
-			}
 			want := tc.write(t, c, inner, rev)
 			close(inner.released)
 			<-done
@@ -521,72 +393,6 @@ func ownUpdate(t *testing.T, c *store.CachedPins[testRecord], _ *gatedPins, rev 
 	return n
 }
 
-// reportedFirstPins returns from Create and Update only once the cache's
-// watch has applied the change they made, so the watch's report of the
-// cache's own write always lands between the write's token and its
-// write-through.
-type reportedFirstPins struct {
-	*countingPins
-	t *testing.T
-	c *store.CachedPins[testRecord]
-}
-
-func (p *reportedFirstPins) waitReported(before uint64) {
-	natstest.Eventually(p.t, 5*time.Second, "the watch to report the own write", func() bool { return p.c.Stats().Changes > before })
-}
-
-func (p *reportedFirstPins) Create(ctx context.Context, pin testRecord) (uint64, error) {
-	before := p.c.Stats().Changes
-	rev, err := p.Pins.Create(ctx, pin)
-	if err == nil {
-		p.waitReported(before)
-	}
-	return rev, err
-}
-
-func (p *reportedFirstPins) Update(ctx context.Context, pin testRecord, rev uint64) (uint64, error) {
-	before := p.c.Stats().Changes
-	n, err := p.Pins.Update(ctx, pin, rev)
-	if err == nil {
-		p.waitReported(before)
-	}
-	return n, err
-}
-
-// TestCachedPinsOwnWriteReportedFirst: the watch's report of the cache's own
-// write, applied before the write-through, must not keep the write from
-// being cached.
-func TestCachedPinsOwnWriteReportedFirst(t *testing.T) {
-	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
-	rf := &reportedFirstPins{countingPins: inner, t: t}
-	c := store.NewCachedPins(rf, 10)
-	rf.c = c
-	runCache(t, c)
-	ctx := t.Context()
-	rev, err := c.Create(ctx, testPin("t1", 1))
-	if err != nil {
-		t.Fatalf("Create() error = %v", err)
-	}
-	if _, got, err := c.Get(ctx, "t1"); err != nil || got != rev {
-		t.Fatalf("Get() after Create = rev %d, %v; want %d", got, err, rev)
-	}
-	nrev, err := c.Update(ctx, testPin("t1", 2), rev)
-	if err != nil {
-		t.Fatalf("Update() error = %v", err)
-	}
-	if _, got, err := c.Get(ctx, "t1"); err != nil || got != nrev {
-		t.Fatalf("Get() after Update = rev %d, %v; want %d", got, err, nrev)
-	}
-	if got := inner.gets.Load(); got != 0 {
-		t.Fatalf("inner Gets = %d, want 0 (own writes written through)", got)
-	}
-	// The Update's report, newer than the cached Create, drops that entry
-	// before the write-through caches the update.
-	if st := c.Stats(); st.Fills != 2 || st.Hits != 2 || st.Invalidations != 1 || st.Len != 1 {
-		t.Fatalf("Stats() = %+v, want 2 fills, 2 hits, 1 invalidation, 1 cached", st)
-	}
-}
-
 // recordSize is a size function for WithCacheBytes: the ETag's length
 // (which the tests below make large) stands for the pin's size.
 func recordSize(r testRecord) int64 { return int64(len(r.ETag)) }
@@ -605,7 +411,6 @@ func TestCachedPinsEvictsByBytes(t *testing.T) {
 	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
 	limit := 3*entrySize("a", 100<<10) + 10
 	c := store.NewCachedPins(inner, 1000, store.WithCacheBytes(limit, recordSize))
-	runCache(t, c)
 	ctx := t.Context()
 	for _, id := range []string{"a", "b", "c"} {
 		if _, err := c.Create(ctx, bigPin(id, 100)); err != nil {
@@ -645,7 +450,6 @@ func TestCachedPinsBytesUpdateAndOversize(t *testing.T) {
 	inner := &countingPins{Pins: memstore.NewPins[testRecord]()}
 	limit := int64(1 << 20)
 	c := store.NewCachedPins(inner, 1000, store.WithCacheBytes(limit, recordSize))
-	runCache(t, c)
 	ctx := t.Context()
 	rev, err := c.Create(ctx, bigPin("t", 10))
 	if err != nil {
@@ -692,7 +496,6 @@ func TestCachedPinsBytesBoundHolds(t *testing.T) {
 	inner := memstore.NewPins[testRecord]()
 	limit := int64(512 << 10)
 	c := store.NewCachedPins(inner, 100_000, store.WithCacheBytes(limit, recordSize))
-	runCache(t, c)
 	ctx := context.Background()
 	for i := range 500 {
 		id := "flood-" + strings.Repeat("x", i%50) + string(rune('a'+i%26))
@@ -731,7 +534,6 @@ func TestCachedPinsDetachesWrites(t *testing.T) {
 	}
 	inner := memstore.NewPins[testRecord]()
 	c := store.NewCachedPins(inner, 10, store.WithCacheDetach(detach))
-	runCache(t, c)
 	ctx := t.Context()
 	big := strings.Repeat("b", 1<<20)
 	p := testPin("t", 1)
@@ -777,7 +579,6 @@ func FuzzCachedPinsBytes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		const limit = 64 << 10
 		c := store.NewCachedPins(memstore.NewPins[testRecord](), 8, store.WithCacheBytes(limit, recordSize))
-		runCache(t, c)
 		ctx := context.Background()
 		latest := map[string]string{}
 		for i, op := range ops {
@@ -863,14 +664,6 @@ func BenchmarkPinLookup(b *testing.B) {
 
 	b.Run("cached", func(b *testing.B) {
 		c := store.NewCachedPins(st.Pins, pins)
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- c.Run(runCtx) }()
-		defer func() {
-			cancel()
-			<-done
-		}()
-		<-c.Ready()
 		for _, id := range ids { // warm
 			if _, _, err := c.Get(ctx, id); err != nil {
 				b.Fatalf("Get() error = %v", err)

@@ -14,13 +14,13 @@
 // the conformance suite of this package's tests: KVPins, KVCards and KVLeases
 // (JetStream KV, and an Object Store for large cards), store/memstore (the
 // same in memory), and CachedPins (a bounded read-through cache in front of
-// any watchable Pins). JetStream's errors are converted at this edge to the
+// any Pins, which sees only this process's reads and writes). JetStream's errors are converted at this edge to the
 // sentinels of errors.go (a stale revision is ErrConflict). Task ids and
 // card URLs may contain anything: EncodeKey maps them to KV-safe keys.
 //
 //	st, err := store.Open[task.Pin](ctx, js, store.DefaultConfig()) // provisions and binds
-//	pins := store.NewCachedPins(st.Pins, 100_000)
-//	go pins.Run(ctx) // the cache serves once its watch is live
+//	pins := store.NewCachedPins(st.Pins, 100_000, store.WithCacheMaxAge(10*time.Second))
+//	pins.Forget() // when another process may have written pins
 //
 // Compare-and-set: Get returns a revision; Update with it succeeds only if
 // nobody wrote since, else ErrConflict. Create is the compare-and-set of a

@@ -49,12 +49,8 @@ func ExampleConfig_Validate() {
 }
 
 func ExampleCachedPins() {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
+	ctx := context.Background()
 	pins := store.NewCachedPins(memstore.NewPins[testRecord](), 1000)
-	go pins.Run(ctx) // until then, reads go through
-	<-pins.Ready()
 
 	rev, _ := pins.Create(ctx, testPin("task-1", 1))
 	pin, got, _ := pins.Get(ctx, "task-1") // served from the cache

@@ -187,7 +187,7 @@ type Watch interface {
 }
 
 // Watcher is implemented by stores that can report writes made by anyone,
-// including other processes. CachedPins uses it to invalidate.
+// including other processes.
 type Watcher interface {
 	// Watch starts a feed of every write committed after Watch returns (no
 	// replay of current values). Writes are reported in revision order. ctx

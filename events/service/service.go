@@ -50,7 +50,8 @@ type Options struct {
 	// more than one runs; nil stores and Metrics are the service's).
 	Worker worker.Options
 	// PinCache, when positive, puts a store.CachedPins of that many
-	// entries in front of the pins.
+	// entries in front of the pins; the workers make it forget when one of
+	// their partitions moves (worker.Options.Pins).
 	PinCache       int
 	PinCacheMaxAge time.Duration
 	PinCacheBytes  int64
@@ -304,17 +305,12 @@ func (s *Service) notReady() string {
 // Ready is closed once every worker is consuming.
 func (s *Service) Ready() <-chan struct{} { return s.ready }
 
-// Run runs the pin cache and every worker until ctx is done, then lets each
+// Run runs every worker until ctx is done, then lets each
 // drain within its DrainTimeout and returns nil; if a worker fails, it
 // stops the others and returns the failures. Call it once.
 func (s *Service) Run(ctx context.Context) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	var cacheDone chan error
-	if s.pins != nil {
-		cacheDone = make(chan error, 1)
-		go func() { cacheDone <- s.pins.Run(runCtx) }()
-	}
 	errs := make([]error, len(s.workers))
 	var wg sync.WaitGroup
 	for i, w := range s.workers {
@@ -347,11 +343,6 @@ func (s *Service) Run(ctx context.Context) error {
 	}()
 	wg.Wait()
 	stop()
-	if cacheDone != nil {
-		if err := <-cacheDone; err != nil {
-			errs = append(errs, fmt.Errorf("pin cache: %w", err))
-		}
-	}
 	return errors.Join(errs...)
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/carddrift/carddrift/events"
 	"github.com/carddrift/carddrift/events/task"
 	"github.com/carddrift/carddrift/store"
+	"github.com/carddrift/carddrift/store/memstore"
 	"github.com/carddrift/carddrift/store/natstest"
 	"github.com/carddrift/carddrift/store/topology"
 )
@@ -1408,5 +1409,44 @@ func TestCardSizeCoversHeap(t *testing.T) {
 			t.Errorf("many skills %v: %d cards keep %d bytes live, cardSize estimates %d: under", many, n, live, est)
 		}
 		t.Logf("many skills %v: %d parsed 256 KiB cards: live %d bytes, estimated %d (%.2f)", many, n, live, est, float64(est)/float64(live))
+	}
+}
+
+// pinnedMsg is a message of one pinning of its partition: all notePinning
+// reads of it is its Nats-Pin-Id header.
+type pinnedMsg struct {
+	jetstream.Msg // nil: what the test must not call panics
+	h             nats.Header
+}
+
+func (m pinnedMsg) Headers() nats.Header { return m.h }
+
+// TestNewPinningForgetsPins: a worker over a store.CachedPins makes it
+// forget before the first message of each pinning of a partition (the
+// first one included), and at no other message.
+func TestNewPinningForgetsPins(t *testing.T) {
+	js, cfg := provisioned(t)
+	pins := store.NewCachedPins(memstore.NewPins[task.Pin](), 10)
+	w, err := New(js, Options{Name: "pinning", Config: cfg, Pins: pins, Cards: memstore.NewCards(), Leases: memstore.NewLeases()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var last string
+	for i, c := range []struct {
+		pinID   string
+		forgets bool
+	}{{"A", true}, {"A", false}, {"", false}, {"B", true}, {"B", false}, {"A", true}} {
+		if _, err := pins.Create(t.Context(), task.Pin{TaskID: "t" + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+		h := nats.Header{}
+		if c.pinID != "" {
+			h.Set("Nats-Pin-Id", c.pinID)
+		}
+		w.notePinning(&last, pinnedMsg{h: h})
+		if forgot := pins.Stats().Len == 0; forgot != c.forgets {
+			t.Errorf("message %d (pin id %q): forgot = %v, want %v", i, c.pinID, forgot, c.forgets)
+		}
 	}
 }

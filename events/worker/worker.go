@@ -60,7 +60,11 @@ type Options struct {
 	// and buckets must exist (store.Provision).
 	Config store.Config
 	// Pins, Cards and Leases are the stores (usually store.Open's, with Pins
-	// wrapped in a store.CachedPins).
+	// wrapped in a store.CachedPins). If Pins has a Forget method (a
+	// store.CachedPins does), the worker calls it before it handles the
+	// first message of each new pinning of a partition (a new Nats-Pin-Id,
+	// the first included): while the partition was pinned to another
+	// worker, that worker may have written its tasks' pins.
 	Pins   store.Pins[task.Pin]
 	Cards  store.Cards
 	Leases store.Leases
@@ -145,6 +149,7 @@ type Worker struct {
 	acks     *acker
 	inflight *inflight // nil: no byte bound (Options.InflightBytes)
 	space    *space    // writes refused for lack of space (nospace.go)
+	forget   func()    // Options.Pins's Forget, or nil
 
 	deliver handlerFunc // the handler inside its delivery policy (chain)
 
@@ -201,6 +206,9 @@ func New(js jetstream.JetStream, opts Options) (*Worker, error) {
 	}
 	if opts.InflightBytes > 0 {
 		w.inflight = newInflight(opts.InflightBytes, cfg.AckWait)
+	}
+	if f, ok := opts.Pins.(interface{ Forget() }); ok {
+		w.forget = f.Forget
 	}
 	w.deliver = w.chain(w.handler)
 	fo := opts.Fetch
@@ -265,7 +273,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			stopAll()
 			return fmt.Errorf("worker: consumer %s: %w", cc.Durable, err)
 		}
+		var pinning string // the partition's last Nats-Pin-Id
 		consCtx, err := cons.Consume(func(msg jetstream.Msg) {
+			w.notePinning(&pinning, msg)
 			if w.inflight != nil {
 				var ok bool
 				if msg, ok = w.inflight.take(hctx, msg); !ok {
@@ -324,6 +334,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info().Msg("worker drained")
 	return nil
+}
+
+// notePinning calls the pin cache's Forget (Options.Pins) when msg names
+// a pinning of its partition other than *last, and records it there. The
+// consumer's callback calls it for every message, before handling it.
+func (w *Worker) notePinning(last *string, msg jetstream.Msg) {
+	if id := msg.Headers().Get("Nats-Pin-Id"); id != "" && id != *last {
+		*last = id
+		if w.forget != nil {
+			w.forget()
+		}
+	}
 }
 
 // pullBuffer is the consume option that bounds each of n partitions'

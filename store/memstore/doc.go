@@ -2,8 +2,7 @@
 // store.Leases) in process memory, with the semantics of the JetStream
 // implementations: revisions that increase with every write to a store,
 // Create that fails on an existing key, compare-and-set Update, Delete that
-// tolerates a missing key, and watches (store.Watcher) so that
-// store.CachedPins can run over it.
+// tolerates a missing key, and watches (store.Watcher).
 //
 // Use it in tests, in single-process tools (the Fetcher's own leases), and
 // as the reference the shared conformance suite (package store's tests) is
