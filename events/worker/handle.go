@@ -286,11 +286,16 @@ func (w *Worker) awaitsSubmission(ctx context.Context, dl delivery) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	s, err := w.js.Stream(ctx, w.cfg.LifecycleStream)
-	if err != nil {
-		return true
+	s := w.lifecycle.Load()
+	if s == nil {
+		got, err := w.js.Stream(ctx, w.cfg.LifecycleStream)
+		if err != nil {
+			return true
+		}
+		w.lifecycle.Store(&got)
+		s = &got
 	}
-	m, err := s.GetLastMsgForSubject(ctx, prefix+"submitted"+rest[dot:])
+	m, err := (*s).GetLastMsgForSubject(ctx, prefix+"submitted"+rest[dot:])
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -150,6 +151,9 @@ type Worker struct {
 	inflight *inflight // nil: no byte bound (Options.InflightBytes)
 	space    *space    // writes refused for lack of space (nospace.go)
 	forget   func()    // Options.Pins's Forget, or nil
+	// lifecycle is the lifecycle stream's handle, once awaitsSubmission
+	// needed it.
+	lifecycle atomic.Pointer[jetstream.Stream]
 
 	deliver handlerFunc // the handler inside its delivery policy (chain)
 
