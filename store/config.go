@@ -89,9 +89,9 @@ type Config struct {
 	// after its last write (negative: never).
 	PinsBucket string
 	PinsTTL    time.Duration
-	// PinsMarkerTTL is how long the marker left by a TTL expiry is kept, so
-	// that watches of the bucket see expiries (default 15m; negative: no
-	// markers, expiries are silent). Needs nats-server 2.11 or later.
+	// PinsMarkerTTL is how long the bucket keeps the marker a TTL expiry
+	// leaves (default 15m; negative: no markers). Needs nats-server 2.11 or
+	// later.
 	PinsMarkerTTL time.Duration
 	// PinsMaxBytes bounds the pins bucket (zero: its share of
 	// StorageLimit). At the bound the least recently written pins are

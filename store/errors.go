@@ -20,8 +20,8 @@ var (
 	// ErrInvalidDigest is returned by Cards.Put and Cards.Get when the digest is
 	// not "sha256:" followed by 64 lowercase hex digits.
 	ErrInvalidDigest = errors.New("store: invalid card digest")
-	// ErrWatchClosed is returned by Watch.Next after the watch was stopped or
-	// its connection closed.
+	// ErrWatchClosed is returned by LeaseFeed.Next (and a bucket scan) once
+	// the feed behind it was stopped or its connection closed.
 	ErrWatchClosed = errors.New("store: watch closed")
 	// ErrInvalidID is returned by Create and Update when the task id or card
 	// URL is not valid UTF-8 (which the JSON values are stored as cannot hold).

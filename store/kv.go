@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,8 +13,7 @@ import (
 
 // kvJSON is what KVPins and KVLeases are: JSON values in a KV bucket under
 // EncodeKey(id), with compare-and-set updates and JetStream errors converted
-// to this package's. Its methods implement Pins, Leases, Watcher and
-// Scanner.
+// to this package's. Its methods implement Pins, Leases and Scanner.
 type kvJSON[T any] struct {
 	kv   jetstream.KeyValue
 	what string // "pin", "lease": for error messages
@@ -123,65 +121,5 @@ func (s *kvJSON[T]) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Watch implements Watcher. It reports expiries too when the bucket keeps
-// limit markers (Config.PinsMarkerTTL).
-func (s *kvJSON[T]) Watch(ctx context.Context) (Watch, error) {
-	// Start at the revision after the bucket's last one rather than with
-	// UpdatesOnly ("deliver new"): the ordered consumer behind a watch can
-	// come into being after Watch returns, and "new" then skips what was
-	// written in between (seen under -race); a start revision does not.
-	// IncludeHistory keeps every revision from there (not only the last per
-	// key).
-	st, err := s.kv.Status(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("store: watch %s bucket: %w", s.kv.Bucket(), err)
-	}
-	opts := []jetstream.WatchOpt{jetstream.MetaOnly()}
-	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
-		opts = append(opts, jetstream.IncludeHistory(), jetstream.ResumeFromRevision(bs.StreamInfo().State.LastSeq+1))
-	} else {
-		opts = append(opts, jetstream.UpdatesOnly())
-	}
-	w, err := s.kv.WatchAll(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("store: watch %s bucket: %w", s.kv.Bucket(), err)
-	}
-	return &kvWatch{w: w}, nil
-}
-
 // KV returns the underlying bucket.
 func (s *kvJSON[T]) KV() jetstream.KeyValue { return s.kv }
-
-// kvWatch adapts a jetstream.KeyWatcher to Watch.
-type kvWatch struct {
-	w    jetstream.KeyWatcher
-	once sync.Once
-	err  error
-}
-
-func (w *kvWatch) Next(ctx context.Context) (Change, error) {
-	for {
-		select {
-		case <-ctx.Done():
-			return Change{}, ctx.Err()
-		case e, ok := <-w.w.Updates():
-			if !ok {
-				return Change{}, ErrWatchClosed
-			}
-			if e == nil { // end of initial values: none with UpdatesOnly
-				continue
-			}
-			c := Change{Key: e.Key(), Rev: e.Revision(), Op: OpPut}
-			if e.Operation() != jetstream.KeyValuePut {
-				c.Op = OpDelete
-			}
-			c.ID, _ = DecodeKey(e.Key())
-			return c, nil
-		}
-	}
-}
-
-func (w *kvWatch) Stop() error {
-	w.once.Do(func() { w.err = w.w.Stop() })
-	return w.err
-}

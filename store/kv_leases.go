@@ -4,20 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // KVLeases is Leases in a JetStream KV bucket: one JSON-encoded Lease per
-// card URL under EncodeKey(card URL). It also implements Watcher, and
-// LeaseFeed (Follow) for a fetcher's copy of the leases.
+// card URL under EncodeKey(card URL). Follow starts a LeaseFeed for a
+// fetcher's copy of the leases.
 type KVLeases struct {
 	kvJSON[Lease]
 }
 
 var (
 	_ Leases         = (*KVLeases)(nil)
-	_ Watcher        = (*KVLeases)(nil)
 	_ Scanner[Lease] = (*KVLeases)(nil)
 )
 
@@ -75,7 +75,7 @@ func (l *KVLeases) Follow(ctx context.Context, known func(key string, rev uint64
 	if err != nil {
 		return nil, fmt.Errorf("store: follow %s bucket: %w", l.kv.Bucket(), err)
 	}
-	return &leaseFeed{kvWatch: kvWatch{w: w}, known: known}, nil
+	return &leaseFeed{w: w, known: known}, nil
 }
 
 // Head returns the bucket's last revision (0 when it holds nothing): every
@@ -96,11 +96,17 @@ func (l *KVLeases) Head(ctx context.Context) (uint64, error) {
 	return 0, nil
 }
 
-// leaseFeed adapts a jetstream.KeyWatcher to LeaseFeed (its Stop is
-// kvWatch's).
+// leaseFeed adapts a jetstream.KeyWatcher to LeaseFeed.
 type leaseFeed struct {
-	kvWatch
+	w     jetstream.KeyWatcher
+	once  sync.Once
+	err   error
 	known func(key string, rev uint64) bool
+}
+
+func (f *leaseFeed) Stop() error {
+	f.once.Do(func() { f.err = f.w.Stop() })
+	return f.err
 }
 
 func (f *leaseFeed) Next(ctx context.Context) (LeaseUpdate, error) {

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,66 +112,6 @@ func TestKVPinsCorruptValue(t *testing.T) {
 			})
 		}
 	})
-}
-
-func TestKVWatch(t *testing.T) {
-	kv, ls := leaseBucket(t)
-	w, err := ls.Watch(t.Context())
-	if err != nil {
-		t.Fatalf("Watch() error = %v", err)
-	}
-	url := "https://a.example/.well-known/agent-card.json"
-	long := "https://a.example/" + strings.Repeat("x", store.MaxReversibleID)
-	r1, _ := ls.Create(t.Context(), testLease(url, 1))
-	r2, _ := ls.Update(t.Context(), testLease(url, 2), r1)
-	r3, _ := ls.Create(t.Context(), testLease(long, 1))
-	if err := kv.Delete(t.Context(), store.EncodeKey(url)); err != nil {
-		t.Fatalf("kv.Delete() error = %v", err)
-	}
-	want := []store.Change{
-		{Key: store.EncodeKey(url), ID: url, Rev: r1, Op: store.OpPut},
-		{Key: store.EncodeKey(url), ID: url, Rev: r2, Op: store.OpPut},
-		{Key: store.EncodeKey(long), ID: "", Rev: r3, Op: store.OpPut},
-		{Key: store.EncodeKey(url), ID: url, Rev: r3 + 1, Op: store.OpDelete},
-	}
-	// The watch reports changes in revision order and always the latest
-	// of each key; under load the ordered consumer behind it can skip a
-	// revision that a later one of the same key supersedes (seen under
-	// -race), which is all a cache needs to know.
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	last := want[len(want)-1]
-	var prev uint64
-	seenLong := false
-	for {
-		got, err := w.Next(ctx)
-		if err != nil {
-			t.Fatalf("Next() error = %v before the final delete", err)
-		}
-		if !slices.Contains(want, got) {
-			t.Fatalf("Next() = %+v, not one of the changes made: %+v", got, want)
-		}
-		if got.Rev <= prev {
-			t.Fatalf("Next() = %+v after revision %d: out of order", got, prev)
-		}
-		prev = got.Rev
-		seenLong = seenLong || got == want[2]
-		if got == last {
-			break
-		}
-	}
-	if !seenLong {
-		t.Fatalf("the long key's put %+v (not superseded) was not reported", want[2])
-	}
-	if err := w.Stop(); err != nil {
-		t.Fatalf("Stop() error = %v", err)
-	}
-	if err := w.Stop(); err != nil {
-		t.Fatalf("Stop() twice error = %v", err)
-	}
-	if _, err := w.Next(ctx); !errors.Is(err, store.ErrWatchClosed) {
-		t.Fatalf("Next() after Stop error = %v, want %v", err, store.ErrWatchClosed)
-	}
 }
 
 // Follow reports the bucket's current leases, the Current marker, then

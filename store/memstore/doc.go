@@ -1,8 +1,8 @@
 // Package memstore implements the store interfaces (store.Pins, store.Cards,
 // store.Leases) in process memory, with the semantics of the JetStream
 // implementations: revisions that increase with every write to a store,
-// Create that fails on an existing key, compare-and-set Update, Delete that
-// tolerates a missing key, and watches (store.Watcher).
+// Create that fails on an existing key, compare-and-set Update, and Delete
+// that tolerates a missing key.
 //
 // Use it in tests, in single-process tools (the Fetcher's own leases), and
 // as the reference the shared conformance suite (package store's tests) is

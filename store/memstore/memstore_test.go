@@ -1,53 +1,12 @@
 package memstore_test
 
 import (
-	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/carddrift/carddrift/store"
 	"github.com/carddrift/carddrift/store/memstore"
 )
-
-func TestWatch(t *testing.T) {
-	ps := memstore.NewPins[pin]()
-	ctx, cancel := context.WithCancel(t.Context())
-	w, err := ps.Watch(ctx)
-	if err != nil {
-		t.Fatalf("Watch() error = %v", err)
-	}
-	long := strings.Repeat("x", store.MaxReversibleID+1)
-	r1, _ := ps.Create(t.Context(), newPin("a.b", 1))
-	r2, _ := ps.Update(t.Context(), newPin("a.b", 2), r1)
-	_ = ps.Delete(t.Context(), "a.b")
-	r4, _ := ps.Create(t.Context(), newPin(long, 1))
-	want := []store.Change{
-		{Key: store.EncodeKey("a.b"), ID: "a.b", Rev: r1, Op: store.OpPut},
-		{Key: store.EncodeKey("a.b"), ID: "a.b", Rev: r2, Op: store.OpPut},
-		{Key: store.EncodeKey("a.b"), ID: "a.b", Rev: r2 + 1, Op: store.OpDelete},
-		{Key: store.EncodeKey(long), ID: "", Rev: r4, Op: store.OpPut},
-	}
-	for i, wc := range want {
-		got, err := w.Next(t.Context())
-		if err != nil {
-			t.Fatalf("Next() #%d error = %v", i+1, err)
-		}
-		if got != wc {
-			t.Fatalf("Next() #%d = %+v, want %+v", i+1, got, wc)
-		}
-	}
-	cancel() // ends the watch, as Stop does
-	if _, err := w.Next(t.Context()); !errors.Is(err, store.ErrWatchClosed) {
-		t.Fatalf("Next() after cancel error = %v, want %v", err, store.ErrWatchClosed)
-	}
-	if err := w.Stop(); err != nil {
-		t.Fatalf("Stop() after cancel error = %v, want nil", err)
-	}
-	if err := w.Stop(); err != nil {
-		t.Fatalf("Stop() twice error = %v, want nil", err)
-	}
-}
 
 func TestMaxEntries(t *testing.T) {
 	ls := memstore.NewLeases(memstore.WithMaxEntries(2))

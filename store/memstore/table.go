@@ -24,7 +24,7 @@ type options struct{ max int }
 func WithMaxEntries(n int) Option { return func(o *options) { o.max = n } }
 
 // table is what Pins and Leases are: JSON values by id, one revision
-// counter for the whole table, compare-and-set and watches. Values are
+// counter for the whole table, and compare-and-set. Values are
 // stored encoded, so callers never share memory with the store and values
 // round-trip as they would through a KV bucket.
 type table[T any] struct {
@@ -32,10 +32,9 @@ type table[T any] struct {
 	id   func(*T) string
 	opts options
 
-	mu      sync.Mutex
-	rev     uint64
-	m       map[string]entry
-	watches map[*watch]struct{}
+	mu  sync.Mutex
+	rev uint64
+	m   map[string]entry
 }
 
 type entry struct {
@@ -44,7 +43,7 @@ type entry struct {
 }
 
 func newTable[T any](what string, id func(*T) string, opts []Option) *table[T] {
-	t := &table[T]{what: what, id: id, m: map[string]entry{}, watches: map[*watch]struct{}{}}
+	t := &table[T]{what: what, id: id, m: map[string]entry{}}
 	for _, o := range opts {
 		o(&t.opts)
 	}
@@ -58,21 +57,14 @@ func quote(id string) string {
 	return strconv.Quote(id)
 }
 
-// write stores val under id at the next revision and tells the watches.
+// write stores val under id at the next revision (nil val: deletes id).
 // t.mu held.
-func (t *table[T]) write(id string, val []byte, op store.Op) uint64 {
+func (t *table[T]) write(id string, val []byte) uint64 {
 	t.rev++
-	if op == store.OpDelete {
+	if val == nil {
 		delete(t.m, id)
 	} else {
 		t.m[id] = entry{val: val, rev: t.rev}
-	}
-	c := store.Change{Key: store.EncodeKey(id), Rev: t.rev, Op: op}
-	if len(id) <= store.MaxReversibleID {
-		c.ID = id
-	}
-	for w := range t.watches {
-		w.push(c)
 	}
 	return t.rev
 }
@@ -123,7 +115,7 @@ func (t *table[T]) Create(_ context.Context, v T) (uint64, error) {
 			break
 		}
 	}
-	return t.write(id, b, store.OpPut), nil
+	return t.write(id, b), nil
 }
 
 // Update replaces v's value if rev is its current revision.
@@ -141,92 +133,14 @@ func (t *table[T]) Update(_ context.Context, v T, rev uint64) (uint64, error) {
 	case e.rev != rev:
 		return 0, fmt.Errorf("memstore: update %s %s at revision %d: %w", t.what, quote(id), rev, store.ErrConflict)
 	}
-	return t.write(id, b, store.OpPut), nil
+	return t.write(id, b), nil
 }
 
 // Delete removes id's value; deleting a missing one is not an error.
 func (t *table[T]) Delete(_ context.Context, id string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.write(id, nil, store.OpDelete)
-	return nil
-}
-
-// Watch implements store.Watcher.
-func (t *table[T]) Watch(ctx context.Context) (store.Watch, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	w := &watch{signal: make(chan struct{}, 1), done: make(chan struct{})}
-	t.mu.Lock()
-	t.watches[w] = struct{}{}
-	t.mu.Unlock()
-	w.stop = func() {
-		t.mu.Lock()
-		delete(t.watches, w)
-		t.mu.Unlock()
-	}
-	// The watch ends with ctx, as a KV watch does.
-	unhook := context.AfterFunc(ctx, func() { w.Stop() })
-	w.mu.Lock()
-	w.unhook = unhook
-	w.mu.Unlock()
-	return w, nil
-}
-
-// watch queues changes without ever blocking the writer.
-type watch struct {
-	mu     sync.Mutex
-	queue  []store.Change
-	signal chan struct{} // one token when queue became non-empty
-	done   chan struct{} // closed by Stop
-	once   sync.Once
-	stop   func()
-	unhook func() bool // guarded by mu
-}
-
-func (w *watch) push(c store.Change) {
-	w.mu.Lock()
-	w.queue = append(w.queue, c)
-	w.mu.Unlock()
-	select {
-	case w.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (w *watch) Next(ctx context.Context) (store.Change, error) {
-	for {
-		w.mu.Lock()
-		if len(w.queue) > 0 {
-			c := w.queue[0]
-			w.queue[0] = store.Change{}
-			w.queue = w.queue[1:]
-			w.mu.Unlock()
-			return c, nil
-		}
-		w.mu.Unlock()
-		select {
-		case <-w.done:
-			return store.Change{}, store.ErrWatchClosed
-		case <-ctx.Done():
-			return store.Change{}, ctx.Err()
-		case <-w.signal:
-		}
-	}
-}
-
-func (w *watch) Stop() error {
-	w.once.Do(func() {
-		w.stop()
-		close(w.done)
-		w.mu.Lock()
-		unhook := w.unhook
-		w.mu.Unlock()
-		if unhook != nil {
-			unhook()
-		}
-	})
+	t.write(id, nil)
 	return nil
 }
 
@@ -272,10 +186,7 @@ type Leases struct {
 	*table[store.Lease]
 }
 
-var (
-	_ store.Leases  = (*Leases)(nil)
-	_ store.Watcher = (*Leases)(nil)
-)
+var _ store.Leases = (*Leases)(nil)
 
 // NewLeases returns an empty lease store.
 func NewLeases(opts ...Option) *Leases {
