@@ -116,6 +116,7 @@ func TestCluster(t *testing.T) {
 	t.Run("permissions", func(t *testing.T) { testClusterPermissions(t, cl, r) })
 	t.Run("carddrift-stores", func(t *testing.T) { testClusterCarddriftStores(t, cl, r) })
 	t.Run("dead-letter", func(t *testing.T) { testClusterDeadLetter(t, cl, r) })
+	t.Run("no-pin", func(t *testing.T) { testClusterNoPin(t, cl, serves) })
 
 	if v := cl.violationsBy("CARDDRIFT"); len(v) > 0 {
 		t.Errorf("carddrift needed permissions it does not have:\n%s", strings.Join(v, "\n"))
@@ -135,24 +136,25 @@ func plannerJS(t *testing.T, cl *natsCluster) (*nats.Conn, jetstream.JetStream, 
 	return nc, js, errs
 }
 
-// logOutcomes logs each serve's carddrift_events_total series, for failure
-// reports: what the workers made of the events.
-func logOutcomes(t *testing.T, serves []*serveProc) {
+// outcomes returns each serve's carddrift_events_total series.
+func outcomes(serves []*serveProc) []string {
 	c := http.Client{Timeout: 5 * time.Second}
+	var lines []string
 	for _, p := range serves {
 		resp, err := c.Get("http://" + p.httpAddr + "/metrics")
 		if err != nil {
-			t.Logf("metrics: %v", err)
+			lines = append(lines, p.httpAddr+": "+err.Error())
 			continue
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		for _, line := range strings.Split(string(b), "\n") {
 			if strings.HasPrefix(line, "carddrift_events_total{") {
-				t.Logf("%s %s", p.httpAddr, line)
+				lines = append(lines, p.httpAddr+" "+line)
 			}
 		}
 	}
+	return lines
 }
 
 // logPins logs the stored pin of each task that lacks its two drifts.
@@ -279,7 +281,7 @@ func testClusterLeaderKilled(t *testing.T, cl *natsCluster, r *rig, serves []*se
 				}
 				t.Logf("card.drift stored in %s: %d (%d messages in all)", r.cfg.EventsStream, n, info.State.Msgs)
 			}
-			logOutcomes(t, serves)
+			t.Logf("outcomes:\n%s", strings.Join(outcomes(serves), "\n"))
 			logPins(t, r, k, out)
 		}
 	})
@@ -588,6 +590,29 @@ func testClusterDeadLetter(t *testing.T, cl *natsCluster, r *rig) {
 		return info != nil && info.State.Msgs > before.State.Msgs
 	})
 	r.drained(t, 20*time.Second)
+}
+
+// testClusterNoPin: a transition of a task never submitted is acknowledged
+// as no-pin once its grace is over, after the worker asked the lifecycle
+// stream for the task's submission, with the shipped permissions (TestCluster
+// fails on any violation by the carddrift user).
+func testClusterNoPin(t *testing.T, cl *natsCluster, serves []*serveProc) {
+	cnc, _ := cl.connect(t, roleClient)
+	cjs, err := jetstream.New(cnc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emit, err := client.NewEmitter(cjs, "urn:carddrift-test:cluster-client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, emit.Request(context.Background(), events.Request{TaskID: "never-submitted", AgentURL: "http://127.0.0.1:9", Method: "tasks/sendSubscribe", Attempt: 1}))
+	must(t, emit.Close(context.Background()))
+	start := time.Now()
+	eventually(t, 2*time.Minute, "the request acknowledged as no-pin", func() bool {
+		return strings.Contains(strings.Join(outcomes(serves), "\n"), `outcome="no-pin",type="a2a.task.request"`)
+	})
+	t.Logf("no-pin %v after the request", time.Since(start).Round(time.Second))
 }
 
 // startServeEarly starts `carddrift serve` as startServe does, against a

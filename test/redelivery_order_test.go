@@ -155,6 +155,22 @@ func TestSubmissionOutageKeepsTransitions(t *testing.T) {
 	k.check(t, r, out)
 }
 
+// A transition of a task that was never submitted is no-pin once its grace
+// is over: the lifecycle stream holds no submission of the task, so it does
+// not wait on (a few redeliveries, not MaxDeliver's).
+func TestNeverSubmittedIsNoPin(t *testing.T) {
+	r := newRig(t, testConfig())
+	m := worker.NewMetrics(nil)
+	r.startWorker("w1", func(o *worker.Options) { o.Metrics = m })
+	must(t, r.emit.Request(t.Context(), events.Request{TaskID: "never-submitted", AgentURL: "http://127.0.0.1:9", Method: "tasks/sendSubscribe", Attempt: 1}))
+	eventually(t, time.Minute, "the request acknowledged as no-pin", func() bool {
+		return counterValue(m.Events.WithLabelValues(events.TypeRequest, "no-pin")) == 1
+	})
+	if waits := counterValue(m.Events.WithLabelValues(events.TypeRequest, "waiting")); waits > 3 {
+		t.Errorf("the request waited %v times for a submission the stream does not hold", waits)
+	}
+}
+
 func counterValue(c prometheus.Counter) float64 {
 	var d dto.Metric
 	if err := c.Write(&d); err != nil {
