@@ -824,29 +824,6 @@ func (c *natsCluster) waitAllHealthy() {
 func startClusterNodes(t *testing.T, bin, certs string) *natsCluster {
 	t.Helper()
 	c := &natsCluster{t: t, bin: bin, certs: certs}
-	base := t.TempDir()
-	for i := 1; i <= 3; i++ {
-		n := &natsNode{name: fmt.Sprintf("nats-%d", i), dir: filepath.Join(base, fmt.Sprintf("nats-%d", i)),
-			client: freePort(t), route: freePort(t), monitor: freePort(t)}
-		n.log = filepath.Join(n.dir, "nats-server.log")
-		if err := os.MkdirAll(n.dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		c.nodes = append(c.nodes, n)
-	}
-	accounts, err := os.ReadFile("../deployments/nats/accounts.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range c.nodes {
-		conf := c.rewrite(n)
-		if err := os.WriteFile(filepath.Join(n.dir, "nats.conf"), []byte(conf), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(n.dir, "accounts.conf"), accounts, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	t.Cleanup(func() {
 		for _, n := range c.nodes {
 			n.stop()
@@ -857,12 +834,67 @@ func startClusterNodes(t *testing.T, bin, certs string) *natsCluster {
 			}
 		}
 	})
-	for _, n := range c.nodes {
-		if err := c.start(n); err != nil {
-			t.Fatal(err)
+	accounts, err := os.ReadFile("../deployments/nats/accounts.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A free port is free only until somebody takes it (an outgoing
+	// connection of another test's process can): a node that finds its port
+	// taken exits, and the cluster starts again on new ports.
+	for attempt := 1; ; attempt++ {
+		base := t.TempDir()
+		c.nodes = nil
+		for i := 1; i <= 3; i++ {
+			n := &natsNode{name: fmt.Sprintf("nats-%d", i), dir: filepath.Join(base, fmt.Sprintf("nats-%d", i)),
+				client: freePort(t), route: freePort(t), monitor: freePort(t)}
+			n.log = filepath.Join(n.dir, "nats-server.log")
+			if err := os.MkdirAll(n.dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			c.nodes = append(c.nodes, n)
+		}
+		for _, n := range c.nodes {
+			conf := c.rewrite(n)
+			if err := os.WriteFile(filepath.Join(n.dir, "nats.conf"), []byte(conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(n.dir, "accounts.conf"), accounts, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, n := range c.nodes {
+			if err := c.start(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if attempt == 3 || c.bound(20*time.Second) {
+			return c
+		}
+		t.Logf("a port was taken before nats-server bound it (attempt %d): starting again on new ports", attempt)
+		for _, n := range c.nodes {
+			n.stop()
 		}
 	}
-	return c
+}
+
+// bound reports whether every node bound its listeners (false as soon as
+// one logged a port in use); true after timeout, when a slow start is left
+// to the health wait.
+func (c *natsCluster) bound(timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		all := true
+		for _, n := range c.nodes {
+			b, _ := os.ReadFile(n.log)
+			if bytes.Contains(b, []byte("address already in use")) {
+				return false
+			}
+			all = all && bytes.Contains(b, []byte("Listening for route connections"))
+		}
+		if all {
+			return true
+		}
+	}
+	return true
 }
 
 // rewrite returns the shipped configuration of n with ports, paths and route
