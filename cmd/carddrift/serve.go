@@ -326,7 +326,7 @@ func (f *serveFlags) run(ctx context.Context, e *env) error {
 		// serve's goroutines hand events to one another; with two Ps the
 		// scheduler wakes and spins threads for each hand-off, beside a
 		// NATS server on the same cores. One P: 16-30% less of serve's CPU
-		// and 5-12% less of the server's in the 400-agent mix, the same
+		// and 2-19% less of the server's in the 400-agent mix, the same
 		// p99 (test/README.md). Restored on return (tests run serve
 		// in-process).
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))

@@ -195,7 +195,12 @@ func redeliveryDelay(msg jetstream.Msg) time.Duration {
 	if err != nil || md == nil {
 		return time.Second
 	}
-	return min(time.Duration(1<<min(md.NumDelivered, 6))*time.Second, time.Minute)
+	return growingDelay(md.NumDelivered)
+}
+
+// growingDelay is 2^delivered seconds, at most a minute.
+func growingDelay(delivered uint64) time.Duration {
+	return min(time.Second<<min(delivered, 6), time.Minute)
 }
 
 func (w *Worker) dlqPrefix() string {

@@ -64,7 +64,7 @@ func (w *Worker) transition(ctx context.Context, ev events.Event, dl delivery) (
 		if w.awaitsSubmission(ctx, dl) {
 			// Waits grow as redeliveries' do: a submission that the store
 			// refuses is redelivered with a growing delay too.
-			return "", waitError{delay: max(w.cfg.AckWait/3, min(time.Second<<min(dl.delivered, 6), time.Minute))}
+			return "", waitError{delay: max(w.cfg.AckWait/3, growingDelay(dl.delivered))}
 		}
 		return task.OutcomeNoPin, nil
 	}
